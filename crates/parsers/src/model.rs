@@ -1,0 +1,251 @@
+//! The typed values every parser produces. This is the contract between `parsers`, `report`
+//! and `runner parse --json`: fields may be added, never renamed or removed.
+
+use serde::{Deserialize, Serialize};
+
+/// What kind of log a file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// `nvcc -Xptxas -v` output (resource usage, warnings, errors).
+    Ptxas,
+    /// `cuobjdump -sass` or `nvdisasm` output.
+    Sass,
+    /// compute-sanitizer's text output.
+    ComputeSanitizer,
+    /// compute-sanitizer's `--xml --save` output.
+    ComputeSanitizerXml,
+    /// Nsight Compute `--csv` output (details page or `--page raw`).
+    NcuCsv,
+    /// The harness's JSON (also printed by the baseline scripts).
+    Harness,
+}
+
+/// Which compute-sanitizer tool produced a log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tool {
+    Memcheck,
+    Racecheck,
+    Initcheck,
+    Synccheck,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+/// What a finding is about. Serialised in snake_case; new kinds may be added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FindingKind {
+    // compute-sanitizer memcheck
+    /// "Invalid __global__/__shared__/__local__ read/write of size N bytes".
+    InvalidAccess,
+    /// "Misaligned Shared or Local Address", "Misaligned address" and the like.
+    MisalignedAccess,
+    /// "Trace/breakpoint trap" (what sm_90 prints for a trapped WMMA on local memory).
+    Trap,
+    /// Other device exceptions ("Illegal Instruction", "Warp Illegal Address", ...).
+    DeviceException,
+    /// "Leaked N bytes at 0x...".
+    MemoryLeak,
+    /// Invalid or double free, malloc errors.
+    AllocationError,
+    /// "Program hit cudaErrorLaunchFailure (error 719) due to ... on CUDA API call to ...".
+    HostApiError,
+    // racecheck
+    /// A shared-memory data race (either racecheck report form).
+    Race,
+    // initcheck
+    /// "Uninitialized __global__ memory read of size N bytes".
+    UninitializedRead,
+    /// initcheck's unused-memory report.
+    UnusedMemory,
+    // synccheck
+    /// "Barrier error detected. Divergent thread(s) in warp/block" and other barrier misuse.
+    BarrierError,
+    // compiler
+    /// "cannot perform wmma load or store on local memory".
+    WmmaLocalMemory,
+    /// "Registers are spilled to local memory" or non-zero spill counts.
+    RegisterSpill,
+    /// Any other compiler warning.
+    CompilerWarning,
+    /// A compile error with its location.
+    CompileError,
+    // harness
+    /// Output differs from the CPU reference beyond the dtype tolerance.
+    WrongResult,
+    /// NaN or Inf in the output.
+    NanOutput,
+    /// Output elements the kernel never wrote (still NaN-poisoned).
+    UnwrittenOutput,
+    /// A guard region around a buffer was overwritten.
+    CanaryCorrupted,
+    /// A launch or synchronisation returned a CUDA error.
+    LaunchError,
+    /// Repeated launches on identical inputs gave different outputs.
+    Nondeterminism,
+}
+
+/// A memory space named by compute-sanitizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemorySpace {
+    Global,
+    Shared,
+    Local,
+    Generic,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// A source location: the `file:line` a tool printed, plus the function it named.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+pub struct Location {
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+/// One distinct problem site, however many times the tool reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub kind: FindingKind,
+    pub severity: Severity,
+    /// How many records the log held for this site.
+    pub count: u64,
+    /// Stable across runs: built from kind, kernel, file, line, space and access size only.
+    pub fingerprint: String,
+    /// Demangled kernel name.
+    pub kernel: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub space: Option<MemorySpace>,
+    pub access: Option<Access>,
+    /// Access size in bytes.
+    pub size: Option<u32>,
+    /// One-line summary as the tool worded it, volatile values (addresses, pids) removed.
+    pub message: String,
+    /// The raw lines of the first record, exactly as printed: the smoking-gun excerpt.
+    pub excerpt: Vec<String>,
+    /// Up to a few example threads and blocks, as printed, e.g. "thread (114,0,0) in block (59,0,0)".
+    pub examples: Vec<String>,
+    /// The other side of a race, or a second site a tool names.
+    pub related: Vec<Location>,
+    /// Kind-specific figures, e.g. `bytes_after`, `allocation_size`, `hazards`, `error_code`,
+    /// `api_call`, `max_abs_err`, `first_failing_launch`. Numbers are numbers.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub details: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Per-kernel counts from a SASS listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SassCounts {
+    pub total: u64,
+    /// Tensor-core instructions: HMMA (mma.sync / WMMA).
+    pub hmma: u64,
+    /// Hopper warpgroup MMA.
+    pub hgmma: u64,
+    /// Integer tensor-core MMA.
+    pub imma: u64,
+    pub ldl: u64,
+    pub stl: u64,
+    /// `BPT.TRAP`.
+    pub bpt_trap: u64,
+    /// `BAR` (barriers, any form).
+    pub bar: u64,
+    /// `LDGSTS` (cp.async).
+    pub ldgsts: u64,
+    /// `LDSM` (ldmatrix).
+    pub ldsm: u64,
+}
+
+/// One kernel's resource usage (ptxas) and/or instruction inventory (SASS).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Kernel {
+    /// Demangled name.
+    pub name: String,
+    pub mangled: String,
+    /// e.g. `sm_90`.
+    pub arch: Option<String>,
+    pub registers: Option<u32>,
+    pub barriers: Option<u32>,
+    pub shared_bytes: Option<u64>,
+    pub constant_bytes: Option<u64>,
+    pub global_bytes: Option<u64>,
+    pub stack_frame_bytes: Option<u64>,
+    /// `None` when ptxas printed no spill line: unknown, not zero.
+    pub spill_store_bytes: Option<u64>,
+    pub spill_load_bytes: Option<u64>,
+    pub cumulative_stack_bytes: Option<u64>,
+    /// The `-maxrregcount` override ptxas reported, if any.
+    pub max_registers_override: Option<u32>,
+    pub sass: Option<SassCounts>,
+}
+
+/// One Nsight Compute metric value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// Demangled kernel name, as ncu printed it.
+    pub kernel: String,
+    /// ncu's launch ID.
+    pub launch: Option<u64>,
+    pub section: Option<String>,
+    pub name: String,
+    pub unit: Option<String>,
+    pub value: f64,
+}
+
+/// Everything a parser found in one input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParsedLog {
+    pub format: Format,
+    pub tool: Option<Tool>,
+    /// False when the log ends early (no summary line, truncated file).
+    pub complete: bool,
+    /// The error count from the tool's own summary line, when it printed one.
+    pub reported_errors: Option<u64>,
+    /// "N errors were not printed".
+    pub unprinted_errors: u64,
+    /// Lines no rule recognised (program output is counted here too).
+    pub unparsed_lines: u64,
+    /// The first few unparsed lines, for a human to look at.
+    pub unparsed_examples: Vec<String>,
+    pub findings: Vec<Finding>,
+    pub kernels: Vec<Kernel>,
+    pub metrics: Vec<Metric>,
+    /// Results from harness JSON, when the format is `harness`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<crate::harness::HarnessResult>,
+}
+
+impl ParsedLog {
+    /// An empty result for `format`, to be filled by a parser.
+    pub fn new(format: Format, tool: Option<Tool>) -> ParsedLog {
+        ParsedLog {
+            format,
+            tool,
+            complete: false,
+            reported_errors: None,
+            unprinted_errors: 0,
+            unparsed_lines: 0,
+            unparsed_examples: Vec::new(),
+            findings: Vec::new(),
+            kernels: Vec::new(),
+            metrics: Vec::new(),
+            results: Vec::new(),
+        }
+    }
+}

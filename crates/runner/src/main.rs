@@ -1,0 +1,3 @@
+fn main() {
+    println!("runner: not yet implemented");
+}
