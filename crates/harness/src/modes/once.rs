@@ -1,0 +1,58 @@
+//! `--mode once`: one launch and nothing else, so that compute-sanitizer and ncu see exactly
+//! one kernel launch (plus the one-thread `attention_launch_info`).
+
+use super::{Record, Verdict, scan_output, setup};
+use crate::cli::{Mode, RunOptions};
+use crate::gpu::{AttentionKernel, Gpu};
+use crate::problem::Problem;
+
+/// Poisons O, launches once, synchronises, and reports the launch error if any, plus what can
+/// be seen without a reference: unwritten, NaN and infinite elements and changed guards.
+pub fn run_once(
+    gpu: &Gpu,
+    kernel: &AttentionKernel,
+    opts: &RunOptions,
+    problem: Problem,
+) -> Record {
+    let mut record = Record::new(Mode::Once, kernel.name(), opts, &problem);
+    let Some(dp) = setup(gpu, opts, problem, &mut record) else {
+        return record;
+    };
+    if let Err(e) = dp.poison_output(gpu) {
+        record.fail_cuda(&e, true);
+        return record;
+    }
+    if let Err(e) = kernel.launch(gpu, &dp.args()) {
+        record.fail_cuda(&e, false);
+        return record;
+    }
+    record.result.launched = true;
+    if let Err(e) = gpu.synchronize() {
+        record.fail_cuda(&e, false);
+        return record;
+    }
+    let out = match dp.read_output(gpu) {
+        Ok(out) => out,
+        Err(e) => {
+            record.fail_cuda(&e, true);
+            return record;
+        }
+    };
+    let (unwritten, nan, inf) = scan_output(problem.dtype, &out);
+    record.detail("unwritten", unwritten);
+    record.detail("nan_count", nan);
+    record.detail("inf_count", inf);
+    match dp.check_guards(gpu) {
+        Ok(corrupted) => {
+            if !corrupted.is_empty() {
+                record.verdict = Verdict::KernelFailure;
+            }
+            record.detail("canaries_corrupted", &corrupted);
+        }
+        Err(e) => record.fail_cuda(&e, true),
+    }
+    if unwritten + nan + inf > 0 {
+        record.verdict = record.verdict.max(Verdict::KernelFailure);
+    }
+    record
+}
