@@ -1,3 +1,73 @@
-fn main() {
-    println!("runner: not yet implemented");
+//! The `runner` binary: parses the command line, runs the command, and decides the exit code.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+use runner::cli::{self, Cli, Error, Host, Outcome};
+use runner::preflight::BuiltinHarness;
+
+/// Exit codes, documented in the README. Decided here and nowhere else.
+mod code {
+    /// Nothing wrong found.
+    pub const CLEAN: u8 = 0;
+    /// Findings, or a regression.
+    pub const FINDINGS: u8 = 1;
+    /// A bad pipeline file or command line.
+    pub const USAGE: u8 = 2;
+    /// The run could not do its job: a tool failed, timed out, or gave no verdict.
+    pub const INFRASTRUCTURE: u8 = 3;
+    /// Interrupted (Ctrl-C), as shells report a SIGINT death.
+    pub const INTERRUPTED: u8 = 130;
+}
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "harness") {
+        return harness(args.get(2..).unwrap_or_default());
+    }
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                code::USAGE
+            } else {
+                code::CLEAN
+            });
+        }
+    };
+    let host = Host {
+        harness: builtin_harness(),
+    };
+    let result = cli::execute(cli, host).map_err(anyhow::Error::from);
+    if let Err(e) = &result {
+        eprintln!("error: {e:#}");
+    }
+    ExitCode::from(exit_code(&result))
+}
+
+/// The one place that maps results to exit codes.
+fn exit_code(result: &anyhow::Result<Outcome>) -> u8 {
+    match result {
+        Ok(Outcome::Clean) => code::CLEAN,
+        Ok(Outcome::Findings) => code::FINDINGS,
+        Ok(Outcome::Incomplete) => code::INFRASTRUCTURE,
+        Ok(Outcome::Interrupted) => code::INTERRUPTED,
+        Err(e) if e.downcast_ref::<Error>().is_some_and(Error::is_usage) => code::USAGE,
+        Err(_) => code::INFRASTRUCTURE,
+    }
+}
+
+/// How `runner harness ...` is reached from the pipeline's GPU stages.
+fn builtin_harness() -> BuiltinHarness {
+    BuiltinHarness::Unavailable(HARNESS_MISSING.to_string())
+}
+
+const HARNESS_MISSING: &str = "harness not built into this runner";
+
+/// `runner harness ...`: the kernel harness, carried in the same binary.
+fn harness(_args: &[OsString]) -> ExitCode {
+    eprintln!("runner: {HARNESS_MISSING}");
+    ExitCode::from(code::INFRASTRUCTURE)
 }

@@ -1,0 +1,431 @@
+//! The command line: what each subcommand does, and the [`Outcome`] the exit code follows from.
+//!
+//! `main.rs` parses the arguments into [`Cli`], calls [`execute`], and maps the result to an
+//! exit code in one place.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::Serialize;
+
+use crate::config::{self, ConfigError, Pipeline};
+use crate::interrupt::Interrupt;
+use crate::orchestrate::{self, Context, Options, RunError, Verdict};
+use crate::plan::Selection;
+use crate::preflight::BuiltinHarness;
+use crate::progress::{self, Terminal};
+use crate::rundir::ReadError;
+use crate::toolchain::Env;
+
+/// Runs pipeline.yaml: compile, inspect, sanitize, stress, bench and profile a CUDA kernel,
+/// then report.
+#[derive(Debug, Parser)]
+#[command(
+    name = "runner",
+    version,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a pipeline (the default when the first argument is a file).
+    Run(RunArgs),
+    /// Validate a pipeline file without running anything.
+    Check {
+        /// The pipeline file.
+        pipeline: PathBuf,
+    },
+    /// Render the report of a stored run directory (no tools needed).
+    Report {
+        /// A run directory, e.g. artifacts/<run-id>.
+        run_dir: PathBuf,
+        #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
+        format: ReportFormat,
+    },
+    /// Detect each file's format and print what the parsers found in it.
+    Parse {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print the `{"inputs": [...]}` JSON instead of a summary.
+        #[arg(long)]
+        json: bool,
+        /// Parse every file as this format instead of detecting it.
+        #[arg(long, value_enum)]
+        format: Option<LogFormat>,
+    },
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunArgs {
+    /// The pipeline file, e.g. pipeline.yaml.
+    #[arg(required = true)]
+    pub pipeline: Option<PathBuf>,
+    /// Run every stage even when an earlier run had the same inputs.
+    #[arg(long)]
+    pub force: bool,
+    /// Run only these stages (and the compile stage they depend on).
+    #[arg(long, value_name = "STAGE", num_args = 1.., value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Run only these matrix configs.
+    #[arg(long = "config", value_name = "NAME", num_args = 1.., value_delimiter = ',')]
+    pub configs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Md,
+    Json,
+    Sarif,
+    Junit,
+}
+
+/// Log formats `runner parse --format` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Ptxas,
+    Sass,
+    ComputeSanitizer,
+    ComputeSanitizerXml,
+    NcuCsv,
+    Harness,
+}
+
+/// How a command ended, when it did not fail outright.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing wrong found.
+    Clean,
+    /// Findings (or a regression).
+    Findings,
+    /// Some stage failed, timed out or was inconclusive.
+    Incomplete,
+    /// Interrupted by a signal.
+    Interrupted,
+}
+
+/// Why a command could not do its job.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The pipeline file is bad.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The command line asks for something that does not exist.
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("{0}")]
+    Io(String),
+}
+
+impl Error {
+    /// Whether the user can fix this by changing the command line or the pipeline file.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            Error::Config(_) | Error::Usage(_) => true,
+            Error::Run(RunError::Plan(_)) => true,
+            Error::Read(ReadError::Io { source, .. }) => {
+                source.kind() == std::io::ErrorKind::NotFound
+            }
+            _ => false,
+        }
+    }
+}
+
+/// What the binary provides beyond the library: the built-in harness, if any.
+pub struct Host {
+    pub harness: BuiltinHarness,
+}
+
+/// Runs a parsed command line.
+pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
+    match cli.command {
+        Some(Command::Run(args)) => run(args, host),
+        None => run(cli.run, host),
+        Some(Command::Check { pipeline }) => check(&pipeline),
+        Some(Command::Report { run_dir, format }) => report(&run_dir, format),
+        Some(Command::Parse {
+            files,
+            json,
+            format,
+        }) => parse(&files, json, format),
+    }
+}
+
+fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
+    let path = args
+        .pipeline
+        .ok_or_else(|| Error::Usage("name a pipeline file, e.g. `runner pipeline.yaml`".into()))?;
+    let pipeline = Pipeline::load(&path)?;
+    let interrupt = Interrupt::from_signals()
+        .map_err(|e| Error::Io(format!("install signal handlers: {e}")))?;
+    let terminal = Terminal::new();
+    let cx = Context {
+        env: Env::from_process(),
+        harness: host.harness,
+        progress: &terminal,
+        interrupt,
+    };
+    let options = Options {
+        force: args.force,
+        selection: Selection {
+            stages: args.only,
+            configs: args.configs,
+        },
+    };
+    let finished = orchestrate::run(&pipeline, &options, &cx)?;
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for stage in &finished.run.stages {
+        *counts
+            .entry(progress::status_word(stage.status))
+            .or_default() += 1;
+    }
+    let counts: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    let root = |p: &std::path::Path| crate::orchestrate::slash(&pipeline.root.join(p));
+    eprintln!("run {}: {}", finished.run.id, counts.join(", "));
+    eprintln!("artifacts: {}", root(&finished.dir));
+    if let Some(report) = &finished.report {
+        eprintln!("report: {}", root(report));
+    }
+    Ok(match finished.verdict {
+        Verdict::Clean => Outcome::Clean,
+        Verdict::Findings => Outcome::Findings,
+        Verdict::Incomplete => Outcome::Incomplete,
+        Verdict::Interrupted => Outcome::Interrupted,
+    })
+}
+
+fn check(path: &std::path::Path) -> Result<Outcome, Error> {
+    let pipeline = Pipeline::load(path)?;
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{}: ok: {} config{} x {} arch{}, {} case{}, {} stage{}\n",
+        path.display(),
+        pipeline.matrix.configs.len(),
+        plural(pipeline.matrix.configs.len()),
+        pipeline.matrix.arch.len(),
+        plural(pipeline.matrix.arch.len()),
+        pipeline.cases.len(),
+        plural(pipeline.cases.len()),
+        pipeline.stages.len(),
+        plural(pipeline.stages.len()),
+    ));
+    for stage in &pipeline.stages {
+        let mut needs = Vec::new();
+        if stage.needs.gpu {
+            needs.push("gpu".to_string());
+        }
+        needs.extend(stage.needs.tools.iter().cloned());
+        out.push_str(&format!(
+            "  {:<10} {:<10} {:<8} timeout {:<6} needs {}{}\n",
+            stage.name,
+            config::kind_name(stage.kind),
+            if stage.enabled { "enabled" } else { "disabled" },
+            humantime::format_duration(stage.timeout).to_string(),
+            if needs.is_empty() {
+                "nothing".to_string()
+            } else {
+                needs.join(", ")
+            },
+            if stage.cases.is_empty() {
+                String::new()
+            } else {
+                format!("; cases {}", stage.cases.join(", "))
+            }
+        ));
+    }
+    print(&out)?;
+    Ok(Outcome::Clean)
+}
+
+fn report(run_dir: &std::path::Path, format: ReportFormat) -> Result<Outcome, Error> {
+    let evidence = crate::evidence::load(run_dir)?;
+    let format = match format {
+        ReportFormat::Md => report::OutputFormat::Markdown,
+        ReportFormat::Json => report::OutputFormat::Json,
+        ReportFormat::Sarif => report::OutputFormat::Sarif,
+        ReportFormat::Junit => report::OutputFormat::Junit,
+    };
+    let mut text = report::render(&evidence, format);
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    print(&text)?;
+    Ok(Outcome::Clean)
+}
+
+/// One entry of `runner parse --json`: the path, then the parsed log's fields.
+#[derive(Serialize)]
+struct ParsedInput<'a> {
+    path: String,
+    #[serde(flatten)]
+    log: &'a parsers::ParsedLog,
+}
+
+fn parse(files: &[PathBuf], json: bool, forced: Option<LogFormat>) -> Result<Outcome, Error> {
+    let mut parsed = Vec::new();
+    for path in files {
+        let bytes = std::fs::read(path)
+            .map_err(|e| Error::Usage(format!("read {}: {e}", path.display())))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let format = match forced {
+            Some(f) => f.into(),
+            None => parsers::detect(&text).ok_or_else(|| {
+                Error::Usage(format!(
+                    "{}: cannot tell which tool wrote this log; name it with --format",
+                    path.display()
+                ))
+            })?,
+        };
+        parsed.push((
+            path.to_string_lossy().into_owned(),
+            parsers::parse(format, &text),
+        ));
+    }
+    let mut out = String::new();
+    if json {
+        let inputs: Vec<ParsedInput> = parsed
+            .iter()
+            .map(|(path, log)| ParsedInput {
+                path: path.clone(),
+                log,
+            })
+            .collect();
+        let value = serde_json::json!({ "inputs": inputs });
+        out = serde_json::to_string_pretty(&value).map_err(|e| Error::Io(e.to_string()))?;
+        out.push('\n');
+    } else {
+        for (path, log) in &parsed {
+            out.push_str(&summarize(path, log));
+        }
+    }
+    print(&out)?;
+    Ok(Outcome::Clean)
+}
+
+fn summarize(path: &str, log: &parsers::ParsedLog) -> String {
+    let word = |v: &dyn erased::Word| v.word();
+    let mut out = format!(
+        "{path}: {}{}, {}\n",
+        word(&log.format),
+        log.tool
+            .map(|t| format!(" ({})", word(&t)))
+            .unwrap_or_default(),
+        if log.complete {
+            "complete"
+        } else {
+            "incomplete (no summary)"
+        }
+    );
+    if let Some(n) = log.reported_errors {
+        out.push_str(&format!("  tool reported {n} errors"));
+        if log.unprinted_errors > 0 {
+            out.push_str(&format!(" ({} not printed)", log.unprinted_errors));
+        }
+        out.push('\n');
+    }
+    for f in &log.findings {
+        let location = match (&f.file, f.line) {
+            (Some(file), Some(line)) => format!(" at {file}:{line}"),
+            (Some(file), None) => format!(" in {file}"),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "  {} {} x{}{}{}: {}\n",
+            word(&f.severity),
+            word(&f.kind),
+            f.count,
+            f.kernel
+                .as_deref()
+                .map(|k| format!(" in {k}"))
+                .unwrap_or_default(),
+            location,
+            f.message
+        ));
+    }
+    for k in &log.kernels {
+        let opt = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |n| n.to_string());
+        out.push_str(&format!(
+            "  kernel {} [{}]: {} registers, {} B shared, spills {}/{} B",
+            k.name,
+            k.arch.as_deref().unwrap_or("?"),
+            opt(k.registers.map(u64::from)),
+            opt(k.shared_bytes),
+            opt(k.spill_store_bytes),
+            opt(k.spill_load_bytes),
+        ));
+        if let Some(s) = &k.sass {
+            out.push_str(&format!(
+                "; SASS {} instructions, {} HMMA, {} HGMMA, {} LDL, {} STL",
+                s.total, s.hmma, s.hgmma, s.ldl, s.stl
+            ));
+        }
+        out.push('\n');
+    }
+    if !log.metrics.is_empty() {
+        out.push_str(&format!("  {} metrics\n", log.metrics.len()));
+    }
+    if !log.results.is_empty() {
+        out.push_str(&format!("  {} harness results\n", log.results.len()));
+    }
+    if log.unparsed_lines > 0 {
+        out.push_str(&format!("  {} unparsed lines\n", log.unparsed_lines));
+    }
+    out
+}
+
+/// The serde spelling of a unit enum value, for plain-text output.
+mod erased {
+    pub trait Word {
+        fn word(&self) -> String;
+    }
+    impl<T: serde::Serialize> Word for T {
+        fn word(&self) -> String {
+            serde_json::to_value(self)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        }
+    }
+}
+
+impl From<LogFormat> for parsers::Format {
+    fn from(f: LogFormat) -> parsers::Format {
+        match f {
+            LogFormat::Ptxas => parsers::Format::Ptxas,
+            LogFormat::Sass => parsers::Format::Sass,
+            LogFormat::ComputeSanitizer => parsers::Format::ComputeSanitizer,
+            LogFormat::ComputeSanitizerXml => parsers::Format::ComputeSanitizerXml,
+            LogFormat::NcuCsv => parsers::Format::NcuCsv,
+            LogFormat::Harness => parsers::Format::Harness,
+        }
+    }
+}
+
+fn print(text: &str) -> Result<(), Error> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(()),
+        // A closed pipe (`runner parse ... | head`) is not an error of ours.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Error::Io(format!("write to stdout: {e}"))),
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

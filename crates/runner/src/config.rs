@@ -1,0 +1,961 @@
+//! The typed form of `pipeline.yaml`.
+//!
+//! [`Pipeline::load`] reads the file, deserializes it with `yaml_serde` (every struct refuses
+//! unknown keys, so a typo is an error with its line and column, never silently ignored) and then
+//! checks what serde cannot: that stages name known cases, configs and tools, that shapes agree
+//! with the configs they run on, and that the kernel sources exist. All relative paths in the
+//! file are relative to the directory holding it, which is also where `artifacts/` and
+//! `reports/` go.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use report::StageKind;
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
+
+/// A validated pipeline.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    /// The file as given on the command line.
+    pub path: PathBuf,
+    /// The directory holding the file: relative paths resolve against it.
+    pub root: PathBuf,
+    pub kernel: Kernel,
+    pub toolchain: Toolchain,
+    pub matrix: Matrix,
+    pub cases: BTreeMap<String, Case>,
+    /// Enabled and disabled stages, in execution order.
+    pub stages: Vec<Stage>,
+    /// How long a stage gets between SIGTERM and SIGKILL.
+    pub grace: Duration,
+}
+
+/// A configuration error, worded as a fragment that reads after "failed to ...".
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The YAML is malformed, has an unknown key or a value of the wrong type.
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The YAML is malformed and the parser gave no position.
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    /// The file parsed but its contents do not hold together.
+    #[error("{path}{}: {key}: {message}", at.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default())]
+    Semantic {
+        path: PathBuf,
+        /// Line and column of the key, when it could be found in the text.
+        at: Option<(usize, usize)>,
+        key: String,
+        message: String,
+    },
+}
+
+/// `kernel:`: what to compile and which entry points to launch.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kernel {
+    /// The translation unit compiled once per config and arch.
+    pub source: PathBuf,
+    /// Further files the kernel depends on (headers): hashed as inputs, never compiled alone.
+    #[serde(default)]
+    pub includes: Vec<PathBuf>,
+    /// Entry point per dtype.
+    pub entry_points: BTreeMap<Dtype, String>,
+}
+
+/// `toolchain:`: the CUDA version to provision when none is installed, and tool overrides.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Toolchain {
+    /// The CUDA compiler version the pipeline expects, e.g. `13.0.88`; names the provisioned
+    /// cache directory.
+    pub cuda: String,
+    /// Whether to install the pinned wheels when no CUDA compiler is found.
+    #[serde(default = "yes")]
+    pub provision: bool,
+    /// PyPI wheel name to exact version. Every wheel is pinned: an unpinned one pulls the newest
+    /// release of its dependencies.
+    pub wheels: BTreeMap<String, String>,
+    /// Tool name to an explicit path (relative to the pipeline file), bypassing discovery.
+    #[serde(default)]
+    pub tools: BTreeMap<String, PathBuf>,
+}
+
+/// `matrix:`: the named configs and the target architectures.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Matrix {
+    /// Target architectures, e.g. `sm_90`. Only those matching the GPU present run GPU stages;
+    /// the others are compile-only.
+    #[serde(default = "default_arch")]
+    pub arch: Vec<String>,
+    /// Config name to its `-D` defines.
+    pub configs: BTreeMap<String, BTreeMap<String, Define>>,
+}
+
+/// A `-D` value: an integer or a plain word.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Define(pub String);
+
+/// A problem to run the kernel on: one shape, every listed dtype and mask.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub shape: Shape,
+    #[serde(default = "default_dtypes")]
+    pub dtypes: Vec<Dtype>,
+    #[serde(default = "default_causal")]
+    pub causal: Vec<bool>,
+}
+
+/// `B,H,S,D`: batch, heads, sequence length, head dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(into = "String")]
+pub struct Shape {
+    pub batch: u32,
+    pub heads: u32,
+    pub seq_len: u32,
+    pub head_dim: u32,
+}
+
+/// Element type of Q, K, V and O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    F16,
+    Bf16,
+}
+
+/// One entry of `stages:`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stage {
+    /// The key in `stages:`.
+    pub name: String,
+    pub kind: StageKind,
+    pub enabled: bool,
+    pub timeout: Duration,
+    pub needs: Needs,
+    /// Extra arguments for the stage's tool (nvcc, cuobjdump, compute-sanitizer, ncu, the
+    /// harness for check/stress/bench, the baseline command).
+    pub args: Vec<String>,
+    /// Extra arguments for the harness when a tool wraps it (sanitizers, profile).
+    pub harness_args: Vec<String>,
+    /// Case names; required by stages that launch the kernel.
+    pub cases: Vec<String>,
+    /// Restricts the stage to these configs; empty means all.
+    pub configs: Vec<String>,
+    /// compute-sanitizer's `--print-limit`.
+    pub print_limit: Option<u32>,
+    /// The baseline's command line (argv), before the shape arguments.
+    pub command: Vec<String>,
+    /// Whether an earlier run's result with the same inputs may be reused.
+    pub cache: bool,
+}
+
+/// What a stage needs from the machine.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Needs {
+    #[serde(default)]
+    pub gpu: bool,
+    #[serde(default)]
+    pub tools: Vec<String>,
+}
+
+/// Tool names a stage may need. `torch` means `python3 -c 'import torch'` works.
+pub const KNOWN_TOOLS: &[&str] = &[
+    "nvcc",
+    "ptxas",
+    "cuobjdump",
+    "nvdisasm",
+    "compute-sanitizer",
+    "ncu",
+    "python3",
+    "torch",
+    "harness",
+];
+
+impl Pipeline {
+    /// Reads, parses and validates a pipeline file.
+    pub fn load(path: &Path) -> Result<Pipeline, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Pipeline::parse(path, &text)
+    }
+
+    /// Parses and validates pipeline text; `path` names the file in errors and anchors
+    /// relative paths.
+    pub fn parse(path: &Path, text: &str) -> Result<Pipeline, ConfigError> {
+        let raw: RawPipeline = yaml_serde::from_str(text).map_err(|e| syntax_error(path, &e))?;
+        let root = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let locate = |error: ConfigError| match error {
+            ConfigError::Semantic {
+                path,
+                at: None,
+                key,
+                message,
+            } => ConfigError::Semantic {
+                at: locate(text, &key),
+                path,
+                key,
+                message,
+            },
+            other => other,
+        };
+        let pipeline = Pipeline {
+            path: path.to_path_buf(),
+            root,
+            kernel: raw.kernel,
+            toolchain: raw.toolchain,
+            matrix: raw.matrix,
+            cases: raw.cases,
+            stages: order_stages(path, raw.stages).map_err(locate)?,
+            grace: raw.grace.map_or(Duration::from_secs(5), |g| g.0),
+        };
+        pipeline.validate().map_err(locate)?;
+        Ok(pipeline)
+    }
+
+    /// The stage called `name`, if any.
+    pub fn stage(&self, name: &str) -> Option<&Stage> {
+        self.stages.iter().find(|s| s.name == name)
+    }
+
+    /// Resolves a path from the file against [`Pipeline::root`].
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.root.join(path)
+        }
+    }
+
+    /// The `HEAD_DIM` define of a config, when it has a numeric one.
+    pub fn head_dim(&self, config: &str) -> Option<u32> {
+        self.matrix
+            .configs
+            .get(config)
+            .and_then(|d| d.get("HEAD_DIM"))
+            .and_then(|v| v.0.parse().ok())
+    }
+
+    /// Every (case, dtype, causal) a stage runs for `config`, or for any config when `None`.
+    pub fn case_instances(&self, stage: &Stage, config: Option<&str>) -> Vec<CaseInstance> {
+        let mut out = Vec::new();
+        for name in &stage.cases {
+            let Some(case) = self.cases.get(name) else {
+                continue;
+            };
+            if let Some(config) = config
+                && let Some(d) = self.head_dim(config)
+                && d != case.shape.head_dim
+            {
+                continue;
+            }
+            for &dtype in &case.dtypes {
+                for &causal in &case.causal {
+                    out.push(CaseInstance {
+                        case: name.clone(),
+                        shape: case.shape,
+                        dtype,
+                        causal,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let err = |key: String, message: String| ConfigError::Semantic {
+            path: self.path.clone(),
+            at: None,
+            key,
+            message,
+        };
+        let source = self.resolve(&self.kernel.source);
+        if !source.is_file() {
+            return Err(err(
+                "kernel.source".into(),
+                format!("`{}` does not exist", self.kernel.source.display()),
+            ));
+        }
+        for (i, include) in self.kernel.includes.iter().enumerate() {
+            if !self.resolve(include).is_file() {
+                return Err(err(
+                    format!("kernel.includes[{i}]"),
+                    format!("`{}` does not exist", include.display()),
+                ));
+            }
+        }
+        if self.kernel.entry_points.is_empty() {
+            return Err(err(
+                "kernel.entry_points".into(),
+                "name at least one entry point (f16 or bf16)".into(),
+            ));
+        }
+        for (dtype, name) in &self.kernel.entry_points {
+            if !is_identifier(name) {
+                return Err(err(
+                    format!("kernel.entry_points.{dtype}"),
+                    format!("`{name}` is not a C identifier"),
+                ));
+            }
+        }
+        if self.toolchain.provision && !self.toolchain.wheels.contains_key("nvidia-cuda-nvcc") {
+            return Err(err(
+                "toolchain.wheels".into(),
+                "provisioning needs a pinned `nvidia-cuda-nvcc` wheel".into(),
+            ));
+        }
+        for (wheel, version) in &self.toolchain.wheels {
+            if !is_version(version) {
+                return Err(err(
+                    format!("toolchain.wheels.{wheel}"),
+                    format!("`{version}` is not an exact version such as 13.0.88"),
+                ));
+            }
+        }
+        if !is_version(&self.toolchain.cuda) {
+            return Err(err(
+                "toolchain.cuda".into(),
+                format!(
+                    "`{}` is not an exact version such as 13.0.88",
+                    self.toolchain.cuda
+                ),
+            ));
+        }
+        for tool in self.toolchain.tools.keys() {
+            if !KNOWN_TOOLS.contains(&tool.as_str()) || tool == "torch" {
+                return Err(err(
+                    format!("toolchain.tools.{tool}"),
+                    format!("unknown tool; expected one of {}", tool_list()),
+                ));
+            }
+        }
+        if self.matrix.arch.is_empty() {
+            return Err(err("matrix.arch".into(), "list at least one arch".into()));
+        }
+        let mut seen = BTreeSet::new();
+        for (i, arch) in self.matrix.arch.iter().enumerate() {
+            if !is_arch(arch) {
+                return Err(err(
+                    format!("matrix.arch[{i}]"),
+                    format!("`{arch}` is not an arch such as sm_90 or sm_90a"),
+                ));
+            }
+            if !seen.insert(arch) {
+                return Err(err(format!("matrix.arch[{i}]"), format!("`{arch}` twice")));
+            }
+        }
+        if self.matrix.configs.is_empty() {
+            return Err(err(
+                "matrix.configs".into(),
+                "define at least one config".into(),
+            ));
+        }
+        for (name, defines) in &self.matrix.configs {
+            if !is_path_component(name) {
+                return Err(err(
+                    format!("matrix.configs.{name}"),
+                    "config names use letters, digits, `_`, `-` and `.` only".into(),
+                ));
+            }
+            for (define, value) in defines {
+                if !is_identifier(define) {
+                    return Err(err(
+                        format!("matrix.configs.{name}.{define}"),
+                        "not a C identifier".into(),
+                    ));
+                }
+                if !is_define_value(&value.0) {
+                    return Err(err(
+                        format!("matrix.configs.{name}.{define}"),
+                        format!("`{}` is not an integer or a plain word", value.0),
+                    ));
+                }
+            }
+        }
+        for (name, case) in &self.cases {
+            if !is_path_component(name) {
+                return Err(err(
+                    format!("cases.{name}"),
+                    "case names use letters, digits, `_`, `-` and `.` only".into(),
+                ));
+            }
+            if case.dtypes.is_empty() || case.causal.is_empty() {
+                return Err(err(
+                    format!("cases.{name}"),
+                    "`dtypes` and `causal` must not be empty".into(),
+                ));
+            }
+            for dtype in &case.dtypes {
+                if !self.kernel.entry_points.contains_key(dtype) {
+                    return Err(err(
+                        format!("cases.{name}.dtypes"),
+                        format!("no entry point for {dtype} in kernel.entry_points"),
+                    ));
+                }
+            }
+        }
+        let has_compile = self.stages.iter().any(|s| s.kind == StageKind::Compile);
+        for stage in &self.stages {
+            let key = |field: &str| format!("stages.{}.{field}", stage.name);
+            if stage.timeout.is_zero() {
+                return Err(err(key("timeout"), "must be longer than zero".into()));
+            }
+            for tool in &stage.needs.tools {
+                if !KNOWN_TOOLS.contains(&tool.as_str()) {
+                    return Err(err(
+                        key("needs.tools"),
+                        format!("unknown tool `{tool}`; expected one of {}", tool_list()),
+                    ));
+                }
+            }
+            for (i, config) in stage.configs.iter().enumerate() {
+                if !self.matrix.configs.contains_key(config) {
+                    return Err(err(
+                        format!("stages.{}.configs[{i}]", stage.name),
+                        format!("no config `{config}` in matrix.configs"),
+                    ));
+                }
+            }
+            for (i, case) in stage.cases.iter().enumerate() {
+                if !self.cases.contains_key(case) {
+                    let known: Vec<&str> = self.cases.keys().map(String::as_str).collect();
+                    return Err(err(
+                        format!("stages.{}.cases[{i}]", stage.name),
+                        format!(
+                            "no case `{case}` in cases (defined: {})",
+                            if known.is_empty() {
+                                "none".to_string()
+                            } else {
+                                known.join(", ")
+                            }
+                        ),
+                    ));
+                }
+            }
+            let launches = launches_kernel(stage.kind) || stage.kind == StageKind::Baseline;
+            if launches && stage.enabled && stage.cases.is_empty() {
+                return Err(err(
+                    key("cases"),
+                    "this stage launches the kernel: name the cases it runs".into(),
+                ));
+            }
+            if !launches && !stage.cases.is_empty() {
+                return Err(err(
+                    key("cases"),
+                    format!("a {} stage runs no cases", kind_name(stage.kind)),
+                ));
+            }
+            if stage.print_limit.is_some() && !is_sanitizer(stage.kind) {
+                return Err(err(
+                    key("print_limit"),
+                    "only compute-sanitizer stages take a print limit".into(),
+                ));
+            }
+            if !stage.harness_args.is_empty() && !wraps_harness(stage.kind) {
+                return Err(err(
+                    key("harness_args"),
+                    "only sanitizer and profile stages wrap the harness".into(),
+                ));
+            }
+            match stage.kind {
+                StageKind::Baseline if stage.command.is_empty() => {
+                    return Err(err(
+                        key("command"),
+                        "a baseline stage needs its command, e.g. [python3, kernel/baselines/sdpa.py]"
+                            .into(),
+                    ));
+                }
+                StageKind::Baseline => {}
+                _ if !stage.command.is_empty() => {
+                    return Err(err(
+                        key("command"),
+                        "only baseline stages take a command".into(),
+                    ));
+                }
+                _ => {}
+            }
+            if needs_cubin(stage.kind) && stage.enabled && !has_compile {
+                return Err(err(
+                    format!("stages.{}", stage.name),
+                    "needs the cubin of a compile stage, and there is none".into(),
+                ));
+            }
+        }
+        if self
+            .stages
+            .iter()
+            .filter(|s| s.kind == StageKind::Compile)
+            .count()
+            > 1
+        {
+            return Err(err("stages".into(), "more than one compile stage".into()));
+        }
+        Ok(())
+    }
+}
+
+/// One concrete problem a stage runs: a case with one dtype and one mask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseInstance {
+    pub case: String,
+    pub shape: Shape,
+    pub dtype: Dtype,
+    pub causal: bool,
+}
+
+impl CaseInstance {
+    /// A name usable as a path component, e.g. `seed-f16` or `long-bf16-causal`.
+    pub fn label(&self) -> String {
+        let mut label = format!("{}-{}", self.case, self.dtype);
+        if self.causal {
+            label.push_str("-causal");
+        }
+        label
+    }
+}
+
+/// Whether a stage kind launches the kernel through the harness.
+pub fn launches_kernel(kind: StageKind) -> bool {
+    is_sanitizer(kind)
+        || matches!(
+            kind,
+            StageKind::Check | StageKind::Stress | StageKind::Bench | StageKind::Profile
+        )
+}
+
+/// Whether a stage kind consumes the compile stage's cubin.
+pub fn needs_cubin(kind: StageKind) -> bool {
+    kind == StageKind::Sass || launches_kernel(kind)
+}
+
+/// Whether a stage kind is one of compute-sanitizer's tools.
+pub fn is_sanitizer(kind: StageKind) -> bool {
+    matches!(
+        kind,
+        StageKind::Memcheck | StageKind::Racecheck | StageKind::Initcheck | StageKind::Synccheck
+    )
+}
+
+/// Whether a stage kind runs the harness under another tool.
+pub fn wraps_harness(kind: StageKind) -> bool {
+    is_sanitizer(kind) || kind == StageKind::Profile
+}
+
+/// The pipeline.yaml spelling of a stage kind.
+pub fn kind_name(kind: StageKind) -> &'static str {
+    match kind {
+        StageKind::Compile => "compile",
+        StageKind::Sass => "sass",
+        StageKind::Memcheck => "memcheck",
+        StageKind::Racecheck => "racecheck",
+        StageKind::Initcheck => "initcheck",
+        StageKind::Synccheck => "synccheck",
+        StageKind::Check => "check",
+        StageKind::Stress => "stress",
+        StageKind::Bench => "bench",
+        StageKind::Baseline => "baseline",
+        StageKind::Profile => "profile",
+        StageKind::Report => "report",
+    }
+}
+
+const ALL_KINDS: &[StageKind] = &[
+    StageKind::Compile,
+    StageKind::Sass,
+    StageKind::Memcheck,
+    StageKind::Racecheck,
+    StageKind::Initcheck,
+    StageKind::Synccheck,
+    StageKind::Check,
+    StageKind::Stress,
+    StageKind::Bench,
+    StageKind::Baseline,
+    StageKind::Profile,
+    StageKind::Report,
+];
+
+fn kind_from_name(name: &str) -> Option<StageKind> {
+    ALL_KINDS.iter().copied().find(|k| kind_name(*k) == name)
+}
+
+fn default_timeout(kind: StageKind) -> Duration {
+    let minutes = match kind {
+        StageKind::Sass | StageKind::Report => 1,
+        StageKind::Compile | StageKind::Check => 5,
+        _ => 10,
+    };
+    Duration::from_secs(60 * minutes)
+}
+
+/// The needs a stage kind has when pipeline.yaml does not say.
+pub fn default_needs(kind: StageKind) -> Needs {
+    let (gpu, tools): (bool, &[&str]) = match kind {
+        StageKind::Compile => (false, &["nvcc"]),
+        StageKind::Sass => (false, &["cuobjdump"]),
+        StageKind::Memcheck
+        | StageKind::Racecheck
+        | StageKind::Initcheck
+        | StageKind::Synccheck => (true, &["compute-sanitizer", "harness"]),
+        StageKind::Check | StageKind::Stress | StageKind::Bench => (true, &["harness"]),
+        StageKind::Baseline => (true, &["python3", "torch"]),
+        StageKind::Profile => (true, &["ncu", "harness"]),
+        StageKind::Report => (false, &[]),
+    };
+    Needs {
+        gpu,
+        tools: tools.iter().map(|t| (*t).to_string()).collect(),
+    }
+}
+
+fn order_stages(path: &Path, raw: BTreeMap<String, RawStage>) -> Result<Vec<Stage>, ConfigError> {
+    let mut stages = Vec::with_capacity(raw.len());
+    for (name, stage) in raw {
+        let kind = match stage.kind.as_deref() {
+            Some(k) => kind_from_name(k).ok_or_else(|| ConfigError::Semantic {
+                path: path.to_path_buf(),
+                at: None,
+                key: format!("stages.{name}.kind"),
+                message: format!("unknown stage kind `{k}`; expected one of {}", kind_list()),
+            })?,
+            None => kind_from_name(&name).ok_or_else(|| ConfigError::Semantic {
+                path: path.to_path_buf(),
+                at: None,
+                key: format!("stages.{name}"),
+                message: format!(
+                    "`{name}` is not a stage kind, so give it a `kind:` (one of {})",
+                    kind_list()
+                ),
+            })?,
+        };
+        if !is_path_component(&name) {
+            return Err(ConfigError::Semantic {
+                path: path.to_path_buf(),
+                at: None,
+                key: format!("stages.{name}"),
+                message: "stage names use letters, digits, `_`, `-` and `.` only".into(),
+            });
+        }
+        stages.push(Stage {
+            kind,
+            enabled: stage.enabled.unwrap_or(true),
+            timeout: stage.timeout.map_or_else(|| default_timeout(kind), |t| t.0),
+            needs: stage.needs.unwrap_or_else(|| default_needs(kind)),
+            args: stage.args,
+            harness_args: stage.harness_args,
+            cases: stage.cases,
+            configs: stage.configs,
+            print_limit: stage.print_limit,
+            command: stage.command,
+            cache: stage.cache.unwrap_or(true),
+            name,
+        });
+    }
+    stages.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+    Ok(stages)
+}
+
+fn syntax_error(path: &Path, error: &yaml_serde::Error) -> ConfigError {
+    let text = error.to_string();
+    match error.location() {
+        Some(location) => {
+            // The library appends " at line L column C"; the location leads the message instead.
+            let message = match text.rsplit_once(" at line ") {
+                Some((head, _)) => head.to_string(),
+                None => text,
+            };
+            ConfigError::Syntax {
+                path: path.to_path_buf(),
+                line: location.line(),
+                column: location.column(),
+                message,
+            }
+        }
+        None => ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: text,
+        },
+    }
+}
+
+/// Finds the line and column of a dotted key such as `stages.memcheck.cases[0]` in block-style
+/// YAML: each segment is looked for as `segment:` below the previous one, more indented.
+fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut from = 0;
+    let mut indent: Option<usize> = None;
+    let mut found = None;
+    for segment in key.split('.') {
+        let name = segment.split('[').next().unwrap_or(segment);
+        let (index, column) = lines
+            .iter()
+            .enumerate()
+            .skip(from)
+            .take_while(|(i, line)| {
+                // Stop at the end of the enclosing block.
+                let _ = i;
+                indent.is_none_or(|ind| {
+                    line.trim().is_empty()
+                        || line.trim_start().starts_with('#')
+                        || line.len() - line.trim_start().len() > ind
+                })
+            })
+            .find_map(|(i, line)| {
+                let trimmed = line.trim_start();
+                let col = line.len() - trimmed.len();
+                let rest = trimmed.strip_prefix(name)?;
+                let rest = rest.strip_prefix('"').unwrap_or(rest);
+                (rest.starts_with(':') && indent.is_none_or(|ind| col > ind)).then_some((i, col))
+            })?;
+        found = Some((index + 1, column + 1));
+        from = index + 1;
+        indent = Some(column);
+    }
+    found
+}
+
+fn kind_list() -> String {
+    ALL_KINDS
+        .iter()
+        .map(|k| kind_name(*k))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn tool_list() -> String {
+    KNOWN_TOOLS.join(", ")
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_path_component(s: &str) -> bool {
+    !s.is_empty()
+        && s != "."
+        && s != ".."
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+fn is_define_value(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+fn is_version(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('.').collect();
+    parts.len() >= 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+}
+
+fn is_arch(s: &str) -> bool {
+    let Some(rest) = s.strip_prefix("sm_") else {
+        return false;
+    };
+    let digits = rest.trim_end_matches(['a', 'f']);
+    !digits.is_empty()
+        && digits.len() + 1 >= rest.len()
+        && digits.chars().all(|c| c.is_ascii_digit())
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_arch() -> Vec<String> {
+    vec!["sm_90".to_string()]
+}
+
+fn default_dtypes() -> Vec<Dtype> {
+    vec![Dtype::F16]
+}
+
+fn default_causal() -> Vec<bool> {
+    vec![false]
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPipeline {
+    kernel: Kernel,
+    toolchain: Toolchain,
+    matrix: Matrix,
+    #[serde(default)]
+    cases: BTreeMap<String, Case>,
+    stages: BTreeMap<String, RawStage>,
+    #[serde(default)]
+    grace: Option<HumanDuration>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStage {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    timeout: Option<HumanDuration>,
+    #[serde(default)]
+    needs: Option<Needs>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    harness_args: Vec<String>,
+    #[serde(default)]
+    cases: Vec<String>,
+    #[serde(default)]
+    configs: Vec<String>,
+    #[serde(default)]
+    print_limit: Option<u32>,
+    #[serde(default)]
+    command: Vec<String>,
+    #[serde(default)]
+    cache: Option<bool>,
+}
+
+/// A duration written for people: `90s`, `10m`, `1h 30m`.
+struct HumanDuration(Duration);
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = HumanDuration;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a duration such as `90s` or `10m`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<HumanDuration, E> {
+                humantime::parse_duration(v.trim())
+                    .map(HumanDuration)
+                    .map_err(|e| {
+                        E::custom(format!(
+                            "invalid duration `{v}` ({e}): expected e.g. `90s` or `10m`"
+                        ))
+                    })
+            }
+        }
+        deserializer.deserialize_str(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Shape;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a shape `B,H,S,D` of four positive integers, e.g. \"2,8,512,64\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Shape, E> {
+                v.parse().map_err(|()| {
+                    E::custom(format!(
+                        "invalid shape `{v}`: expected `B,H,S,D`, four positive integers such as \"2,8,512,64\""
+                    ))
+                })
+            }
+        }
+        deserializer.deserialize_str(V)
+    }
+}
+
+impl std::str::FromStr for Shape {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Shape, ()> {
+        let parts: Vec<u32> = s
+            .split(',')
+            .map(|p| p.trim().parse::<u32>().map_err(|_| ()))
+            .collect::<Result<_, _>>()?;
+        match parts.as_slice() {
+            &[batch, heads, seq_len, head_dim]
+                if batch > 0 && heads > 0 && seq_len > 0 && head_dim > 0 =>
+            {
+                Ok(Shape {
+                    batch,
+                    heads,
+                    seq_len,
+                    head_dim,
+                })
+            }
+            _ => Err(()),
+        }
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "{},{},{},{}",
+            self.batch, self.heads, self.seq_len, self.head_dim
+        )
+    }
+}
+
+impl From<Shape> for String {
+    fn from(shape: Shape) -> String {
+        shape.to_string()
+    }
+}
+
+impl fmt::Display for Dtype {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(match self {
+            Dtype::F16 => "f16",
+            Dtype::Bf16 => "bf16",
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Define {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Define;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an integer or a plain word for a -D define")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Define, E> {
+                Ok(Define(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Define, E> {
+                Ok(Define(v.to_string()))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Define, E> {
+                Ok(Define(v.to_string()))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}

@@ -1,0 +1,277 @@
+//! Runs one child process with a deadline, in its own process group.
+//!
+//! Every child is started through duct with an argv (never a shell string), stdin from
+//! `/dev/null`, and stdout and stderr written straight into files by the kernel, so logs hold
+//! exactly what the tool printed, as it printed it, and no pipe can fill up. The child leads a
+//! new process group; at its deadline, or when the run is interrupted, SIGTERM goes to the whole
+//! group, then SIGKILL after a grace period. compute-sanitizer and ncu run the harness as a
+//! grandchild, and `kill()` on the child alone would leave it running: signalling the group
+//! reaches it. Once the child has exited, anything it left behind in its group is cleaned up the
+//! same way, so no stage outlives its record.
+
+use std::ffi::OsString;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+use crate::interrupt::Interrupt;
+
+/// What to run and where its output goes.
+#[derive(Debug, Clone)]
+pub struct Command {
+    /// The program, then its arguments.
+    pub argv: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// Extra environment variables.
+    pub env: Vec<(OsString, OsString)>,
+    /// Where stdout goes; `None` discards it.
+    pub stdout: Option<PathBuf>,
+    /// Where stderr goes; `None` discards it.
+    pub stderr: Option<PathBuf>,
+    pub timeout: Duration,
+    /// Time between SIGTERM and SIGKILL.
+    pub grace: Duration,
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal killed it (not one sent by us).
+    Signaled(i32),
+    /// It was still running at its deadline and was killed.
+    TimedOut,
+    /// The run was interrupted while it was running, and it was killed.
+    Interrupted,
+}
+
+/// The result of [`run`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub ending: Ending,
+    pub duration: Duration,
+    /// The exit code or signal the child finally reported, also when we killed it.
+    pub raw_code: Option<i32>,
+}
+
+/// Why a child could not be run at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// The argv was empty.
+    #[error("run an empty command")]
+    Empty,
+    /// An output file could not be created.
+    #[error("create {path}: {source}")]
+    Output {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The program could not be started (not found, not executable).
+    #[error("start `{program}`: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting on the child failed.
+    #[error("wait for `{program}`: {source}")]
+    Wait {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Runs `command` to completion, its deadline, or an interrupt; never leaves its process group
+/// running.
+pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecError> {
+    let (program, args) = command.argv.split_first().ok_or(ExecError::Empty)?;
+    let program_name = Path::new(program)
+        .file_name()
+        .unwrap_or(program)
+        .to_string_lossy()
+        .into_owned();
+    let mut expression = duct::cmd(program, args)
+        .dir(&command.cwd)
+        .stdin_null()
+        .unchecked()
+        .before_spawn(|cmd| {
+            cmd.process_group(0);
+            Ok(())
+        });
+    for (key, value) in &command.env {
+        expression = expression.env(key, value);
+    }
+    expression = match &command.stdout {
+        Some(path) => expression.stdout_file(create(path)?),
+        None => expression.stdout_null(),
+    };
+    expression = match &command.stderr {
+        Some(path) => expression.stderr_file(create(path)?),
+        None => expression.stderr_null(),
+    };
+
+    let started = Instant::now();
+    let handle = expression.start().map_err(|source| ExecError::Spawn {
+        program: program_name.clone(),
+        source,
+    })?;
+    let group = handle
+        .pids()
+        .first()
+        .and_then(|&pid| i32::try_from(pid).ok())
+        .map(Pid::from_raw);
+    let deadline = started + command.timeout;
+    let wait_error = |source| ExecError::Wait {
+        program: program_name.clone(),
+        source,
+    };
+
+    let mut pause = Duration::from_millis(1);
+    let stop = loop {
+        if let Some(output) = handle.try_wait().map_err(wait_error)? {
+            let status = output.status;
+            if let Some(group) = group {
+                clean_up(group, command.grace);
+            }
+            let ending = match (status.code(), status.signal()) {
+                (Some(code), _) => Ending::Exited(code),
+                (None, Some(signal)) => Ending::Signaled(signal),
+                (None, None) => Ending::Signaled(0),
+            };
+            return Ok(Outcome {
+                ending,
+                duration: started.elapsed(),
+                raw_code: status.code().or(status.signal()),
+            });
+        }
+        if interrupt.is_set() {
+            break Ending::Interrupted;
+        }
+        if Instant::now() >= deadline {
+            break Ending::TimedOut;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(25));
+    };
+
+    // Deadline or interrupt: the whole group gets SIGTERM, then SIGKILL after the grace period.
+    if let Some(group) = group {
+        signal_group(group, Signal::SIGTERM);
+        let grace_end = Instant::now() + command.grace;
+        while Instant::now() < grace_end {
+            let reaped = handle.try_wait().map_err(wait_error)?.is_some();
+            if reaped && !group_alive(group) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        signal_group(group, Signal::SIGKILL);
+    } else {
+        // Without a pid there is no group to signal; the handle can still kill the child.
+        let _ = handle.kill();
+    }
+    let output = handle.wait().map_err(wait_error)?;
+    let status = output.status;
+    Ok(Outcome {
+        ending: stop,
+        duration: started.elapsed(),
+        raw_code: status.code().or(status.signal()),
+    })
+}
+
+/// After the child exited: whatever is left in its group gets SIGTERM, then SIGKILL.
+fn clean_up(group: Pid, grace: Duration) {
+    if !group_alive(group) {
+        return;
+    }
+    signal_group(group, Signal::SIGTERM);
+    let grace_end = Instant::now() + grace;
+    while Instant::now() < grace_end {
+        if !group_alive(group) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal_group(group, Signal::SIGKILL);
+}
+
+fn signal_group(group: Pid, signal: Signal) {
+    // ESRCH (the group is already gone) is the outcome we want; nothing else can fail here for
+    // a group we created.
+    let _ = killpg(group, signal);
+}
+
+fn group_alive(group: Pid) -> bool {
+    !matches!(killpg(group, None), Err(Errno::ESRCH))
+}
+
+fn create(path: &Path) -> Result<std::fs::File, ExecError> {
+    std::fs::File::create(path).map_err(|source| ExecError::Output {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+impl Command {
+    /// A command with no environment additions, output discarded, and the given limits.
+    pub fn new<I, S>(argv: I, cwd: &Path, timeout: Duration) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        Command {
+            argv: argv.into_iter().map(Into::into).collect(),
+            cwd: cwd.to_path_buf(),
+            env: Vec::new(),
+            stdout: None,
+            stderr: None,
+            timeout,
+            grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Runs a short probe (e.g. `nvcc --version`) and returns its stdout and stderr, or `None` if it
+/// could not run, failed, or outlived `timeout`.
+pub fn capture(
+    argv: &[OsString],
+    cwd: &Path,
+    timeout: Duration,
+    interrupt: &Interrupt,
+) -> Option<(i32, String, String)> {
+    let dir = tempfile_dir()?;
+    let out = dir.join("stdout");
+    let err = dir.join("stderr");
+    let mut command = Command::new(argv.iter().cloned(), cwd, timeout);
+    command.stdout = Some(out.clone());
+    command.stderr = Some(err.clone());
+    let outcome = run(&command, interrupt);
+    let stdout = std::fs::read(&out).unwrap_or_default();
+    let stderr = std::fs::read(&err).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    match outcome.ok()?.ending {
+        Ending::Exited(code) => Some((
+            code,
+            String::from_utf8_lossy(&stdout).into_owned(),
+            String::from_utf8_lossy(&stderr).into_owned(),
+        )),
+        _ => None,
+    }
+}
+
+fn tempfile_dir() -> Option<PathBuf> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("exhibit-probe-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
+}

@@ -1,0 +1,31 @@
+//! Runs `pipeline.yaml`: compile a CUDA kernel per config, inventory its SASS, run it under
+//! compute-sanitizer, stress, bench and profile it, and keep every raw log in a reproducible run
+//! directory with a manifest and a report.
+//!
+//! Brief overview: [`config::Pipeline`] is the typed pipeline file. [`preflight::check`] finds
+//! out what this machine can run, with [`toolchain`] discovering (or provisioning) the CUDA
+//! tools. [`plan::plan`] expands the stages over the matrix into units, each planned to run or
+//! skipped with a reason. [`orchestrate::run`] executes them: [`stages`] builds each command and
+//! judges its ending, [`exec`] runs it in its own process group with a deadline, [`cache`]
+//! serves units whose inputs match an earlier run, and [`rundir`] writes
+//! `artifacts/<run-id>/manifest.json` (a [`report::Run`]) crash-safely. [`progress`] draws the
+//! terminal; [`cli`] holds the subcommands.
+//!
+//! This is the only crate of the workspace that starts processes. Parsing belongs to `parsers`
+//! and diagnosis to `report`: the runner calls them and never inspects tool output itself beyond
+//! the exit status and a few sentinels (the ncu permission error).
+
+pub mod cache;
+pub mod cli;
+pub mod config;
+pub mod evidence;
+pub mod exec;
+pub mod hash;
+pub mod interrupt;
+pub mod orchestrate;
+pub mod plan;
+pub mod preflight;
+pub mod progress;
+pub mod rundir;
+pub mod stages;
+pub mod toolchain;

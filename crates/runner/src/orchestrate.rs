@@ -1,0 +1,610 @@
+//! One pipeline run, from preflight to report.
+//!
+//! [`run`] checks the machine, plans the units, creates `artifacts/<run-id>/`, and executes the
+//! units one after another: each is skipped with its reason, served from the cache, or run under
+//! [`crate::exec`] and judged by [`crate::stages::decide`]. The manifest is rewritten after every
+//! unit. An interrupt stops the unit in flight (its process group is killed) and the run ends
+//! with its manifest marked interrupted.
+
+use std::cell::OnceCell;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use chrono::{SecondsFormat, Utc};
+use report::{Git, Log, OutputFormat, Run, Stage, StageKind, StageStatus};
+
+use crate::cache::{self, Index, Key};
+use crate::config::{self, Pipeline};
+use crate::exec::{self, Ending};
+use crate::hash;
+use crate::interrupt::Interrupt;
+use crate::plan::{self, Blocked, Plan, Selection, Unit};
+use crate::preflight::{self, BuiltinHarness, Preflight};
+use crate::progress::{Event, Progress};
+use crate::rundir::{self, RunDir, WriteError};
+use crate::stages::{self, Paths};
+use crate::toolchain::Env;
+
+/// How to run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Ignore earlier results.
+    pub force: bool,
+    pub selection: Selection,
+}
+
+/// What the run needs from its surroundings.
+pub struct Context<'a> {
+    pub env: Env,
+    pub harness: BuiltinHarness,
+    pub progress: &'a dyn Progress,
+    pub interrupt: Interrupt,
+}
+
+/// A finished (or interrupted) run.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub run: Run,
+    /// `artifacts/<run-id>`, relative to the pipeline root.
+    pub dir: PathBuf,
+    /// `reports/<run-id>.md`, relative to the pipeline root, when a report was written.
+    pub report: Option<PathBuf>,
+    pub verdict: Verdict,
+}
+
+/// The run's overall result, from which the exit code follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every unit passed or was skipped with a reason.
+    Clean,
+    /// Some unit found problems.
+    Findings,
+    /// Some unit failed, timed out or was inconclusive, and none found problems.
+    Incomplete,
+    /// The run was interrupted.
+    Interrupted,
+}
+
+/// Why a run could not proceed at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    #[error(transparent)]
+    Plan(#[from] plan::PlanError),
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error("hash {path}: {source}")]
+    Hash {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Runs the pipeline.
+pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<Finished, RunError> {
+    let started = Utc::now();
+    let say = |line: &str| cx.progress.event(Event::Note(line));
+    let pipeline_name = pipeline.path.file_name().map_or_else(
+        || "pipeline.yaml".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let mut inputs = BTreeMap::new();
+    let hash_input =
+        |inputs: &mut BTreeMap<String, String>, relative: &Path| -> Result<(), RunError> {
+            let path = pipeline.resolve(relative);
+            let sha = hash::file(&path).map_err(|source| RunError::Hash { path, source })?;
+            inputs.insert(slash(relative), sha);
+            Ok(())
+        };
+    hash_input(&mut inputs, Path::new(&pipeline_name))?;
+    hash_input(&mut inputs, &pipeline.kernel.source)?;
+    for include in &pipeline.kernel.includes {
+        hash_input(&mut inputs, include)?;
+    }
+    let pipeline_hash = inputs.get(&pipeline_name).cloned().unwrap_or_default();
+
+    let preflight = preflight::check(pipeline, &cx.env, &cx.harness, &say, &cx.interrupt);
+    for line in preflight.summary() {
+        say(&format!("preflight: {line}"));
+    }
+    let plan = plan::plan(pipeline, &preflight, &options.selection)?;
+
+    let id = rundir::run_id(started, &pipeline_hash);
+    let dir = RunDir::create(&pipeline.root, &id)?;
+    say(&format!("run {id}: {}", slash(&dir.relative)));
+    let mut run = Run {
+        schema: "exhibit.run/1".to_string(),
+        id: id.clone(),
+        pipeline: pipeline_name,
+        started: started.to_rfc3339_opts(SecondsFormat::Secs, true),
+        finished: None,
+        // Until the run finishes, a reader of the manifest sees it as cut short.
+        interrupted: true,
+        git: git(&pipeline.root, &cx.interrupt),
+        environment: preflight.environment.clone(),
+        inputs,
+        stages: Vec::new(),
+    };
+    dir.write_manifest(&run)?;
+
+    let index = if options.force {
+        Index::default()
+    } else {
+        Index::load(&pipeline.root, &id)
+    };
+    let mut executor = Executor {
+        pipeline,
+        preflight: &preflight,
+        plan: &plan,
+        dir: &dir,
+        index,
+        force: options.force,
+        interrupt: &cx.interrupt,
+        statuses: vec![None; plan.units.len()],
+        cubins: HashMap::new(),
+        harness_hash: OnceCell::new(),
+    };
+    let mut report_unit = None;
+    for (i, unit) in plan.units.iter().enumerate() {
+        if cx.interrupt.is_set() {
+            break;
+        }
+        if unit.kind == StageKind::Report {
+            report_unit = Some(unit);
+            continue;
+        }
+        let label = unit.label();
+        cx.progress.event(Event::Started { label: &label });
+        let clock = Instant::now();
+        let (stage, flags) = executor.unit(i, unit)?;
+        if let Some((key, sha)) = flags {
+            run.inputs.insert(key, sha);
+        }
+        cx.progress.event(Event::Finished {
+            label: &label,
+            status: stage.status,
+            elapsed: clock.elapsed(),
+            reason: stage.reason.as_deref(),
+            cached_from: stage.cached_from.as_deref(),
+        });
+        executor.statuses[i] = Some(stage.status);
+        // Skipped units change nothing on disk: they are recorded with the next unit that does.
+        let wrote = stage.status != StageStatus::Skipped || stage.cached_from.is_some();
+        run.stages.push(stage);
+        if wrote {
+            dir.write_manifest(&run)?;
+        }
+    }
+
+    let interrupted = cx.interrupt.is_set();
+    run.finished = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
+    run.interrupted = interrupted;
+    let mut report = None;
+    if let Some(unit) = report_unit
+        && !interrupted
+    {
+        let label = unit.label();
+        cx.progress.event(Event::Started { label: &label });
+        let clock = Instant::now();
+        let (stage, path) = write_report(pipeline, &dir, &run, unit);
+        report = path;
+        cx.progress.event(Event::Finished {
+            label: &label,
+            status: stage.status,
+            elapsed: clock.elapsed(),
+            reason: stage.reason.as_deref(),
+            cached_from: None,
+        });
+        run.stages.push(stage);
+    }
+    dir.write_manifest(&run)?;
+    let verdict = verdict(&run);
+    Ok(Finished {
+        run,
+        dir: dir.relative.clone(),
+        report,
+        verdict,
+    })
+}
+
+/// The overall verdict: interrupted, else findings, else incomplete, else clean.
+pub fn verdict(run: &Run) -> Verdict {
+    let any = |status: StageStatus| run.stages.iter().any(|s| s.status == status);
+    if run.interrupted || any(StageStatus::Interrupted) {
+        Verdict::Interrupted
+    } else if any(StageStatus::Findings) {
+        Verdict::Findings
+    } else if any(StageStatus::Failed)
+        || any(StageStatus::TimedOut)
+        || any(StageStatus::Inconclusive)
+    {
+        Verdict::Incomplete
+    } else {
+        Verdict::Clean
+    }
+}
+
+struct Executor<'a> {
+    pipeline: &'a Pipeline,
+    preflight: &'a Preflight,
+    plan: &'a Plan,
+    dir: &'a RunDir,
+    index: Index,
+    force: bool,
+    interrupt: &'a Interrupt,
+    statuses: Vec<Option<StageStatus>>,
+    /// Compile unit index to the sha256 of its cubin.
+    cubins: HashMap<usize, String>,
+    harness_hash: OnceCell<String>,
+}
+
+type FlagInput = Option<(String, String)>;
+
+impl Executor<'_> {
+    /// Runs (or skips, or restores) one unit and returns its record, plus the `flags:` input
+    /// entry of a compile unit.
+    fn unit(&mut self, index: usize, unit: &Unit) -> Result<(Stage, FlagInput), RunError> {
+        let stage_cfg = self.pipeline.stages.get(unit.stage);
+        let mut record = Stage {
+            name: unit.name.clone(),
+            kind: unit.kind,
+            config: unit.config.clone(),
+            arch: unit.arch.clone(),
+            status: StageStatus::Skipped,
+            reason: None,
+            command: Vec::new(),
+            exit_code: None,
+            duration_ms: 0,
+            cached_from: None,
+            input_hash: None,
+            logs: Vec::new(),
+        };
+        let Some(stage_cfg) = stage_cfg else {
+            record.status = StageStatus::Failed;
+            record.reason = Some("the unit names no stage".into());
+            return Ok((record, None));
+        };
+        match &unit.blocked {
+            Some(Blocked::Skip(reason)) => {
+                record.reason = Some(reason.clone());
+                return Ok((record, None));
+            }
+            Some(Blocked::Fail(reason)) => {
+                record.status = StageStatus::Failed;
+                record.reason = Some(reason.clone());
+                return Ok((record, None));
+            }
+            None => {}
+        }
+        let cubin_name = stages::cubin_name(self.pipeline);
+        let mut cubin = None;
+        if let Some(compile) = unit.compile {
+            let compile_unit = self.plan.units.get(compile);
+            let status = self.statuses.get(compile).copied().flatten();
+            let path = compile_unit.map(|u| self.dir.relative.join(&u.dir).join(&cubin_name));
+            match (status, path) {
+                (Some(StageStatus::Passed | StageStatus::Findings), Some(path))
+                    if self.pipeline.resolve(&path).is_file() =>
+                {
+                    cubin = Some(path);
+                }
+                (status, _) => {
+                    let what = compile_unit.map_or_else(String::new, |u| {
+                        format!(
+                            " for {}",
+                            [u.config.clone(), u.arch.clone()]
+                                .into_iter()
+                                .flatten()
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        )
+                    });
+                    record.reason = Some(format!(
+                        "no cubin{what}: compile {}",
+                        status.map_or("did not run", crate::progress::status_word)
+                    ));
+                    return Ok((record, None));
+                }
+            }
+        }
+        let unit_dir = self.dir.relative.join(&unit.dir);
+        let paths = Paths {
+            unit_dir: unit_dir.clone(),
+            cubin: cubin.clone(),
+        };
+        let invocation =
+            match stages::invocation(unit, stage_cfg, self.pipeline, self.preflight, &paths) {
+                Ok(i) => i,
+                Err(reason) => {
+                    record.status = if stage_cfg.needs.gpu {
+                        StageStatus::Skipped
+                    } else {
+                        StageStatus::Failed
+                    };
+                    record.reason = Some(reason);
+                    return Ok((record, None));
+                }
+            };
+        record.command = invocation.display.clone();
+        let flags = (unit.kind == StageKind::Compile).then(|| {
+            (
+                format!("flags:{}", slash(&unit.dir)),
+                hash::bytes(invocation.display.join("\0").as_bytes()),
+            )
+        });
+        let key = self.key(unit, stage_cfg, &invocation, cubin.as_deref());
+        let input_hash = key.hash();
+        record.input_hash = Some(input_hash.clone());
+        let log_path = |name: &str| slash(&unit.dir.join(name));
+
+        if stage_cfg.cache
+            && !self.force
+            && let Some(hit) = self.index.get(&input_hash)
+        {
+            let dest = self.pipeline.resolve(&unit_dir);
+            if cache::restore(hit, &dest).is_ok() {
+                record.status = hit.stage.status;
+                record.reason = hit.stage.reason.clone();
+                record.exit_code = hit.stage.exit_code;
+                record.duration_ms = hit.stage.duration_ms;
+                record.cached_from = Some(hit.origin.clone());
+                record.logs = hit
+                    .stage
+                    .logs
+                    .iter()
+                    .filter_map(|log| {
+                        let name = Path::new(&log.path).file_name()?;
+                        Some(Log {
+                            path: log_path(&name.to_string_lossy()),
+                            format: log.format,
+                        })
+                    })
+                    .collect();
+                if unit.kind == StageKind::Compile {
+                    self.remember_cubin(index, &dest.join(&cubin_name));
+                }
+                return Ok((record, flags));
+            }
+        }
+
+        let dest = self.dir.unit_dir(&unit.dir)?;
+        let mut command = exec::Command::new(
+            invocation.argv.iter().cloned(),
+            &self.pipeline.root,
+            stage_cfg.timeout,
+        );
+        command.grace = self.pipeline.grace;
+        command.stdout = Some(dest.join(&invocation.stdout));
+        command.stderr = Some(dest.join(&invocation.stderr));
+        let outcome = match exec::run(&command, self.interrupt) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                record.status = StageStatus::Failed;
+                record.reason = Some(format!("failed to {e}"));
+                record.logs = present_logs(&dest, &invocation.logs, &log_path);
+                return Ok((record, flags));
+            }
+        };
+        record.duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
+        if let Ending::Exited(code) = outcome.ending {
+            record.exit_code = Some(code);
+        }
+        let is_compile = unit.kind == StageKind::Compile;
+        let gathered = stages::gather(
+            &dest,
+            &invocation,
+            is_compile.then_some(cubin_name.as_str()),
+        );
+        let (status, reason) = stages::decide(
+            unit.kind,
+            &invocation.tool,
+            stage_cfg.timeout,
+            outcome.ending,
+            &gathered,
+        );
+        record.status = status;
+        record.reason = reason;
+        record.logs = gathered
+            .present
+            .iter()
+            .map(|(name, format)| Log {
+                path: log_path(name),
+                format: *format,
+            })
+            .collect();
+        if is_compile && gathered.cubin_present {
+            self.remember_cubin(index, &dest.join(&cubin_name));
+        }
+        Ok((record, flags))
+    }
+
+    fn remember_cubin(&mut self, index: usize, path: &Path) {
+        if let Ok(sha) = hash::file(path) {
+            self.cubins.insert(index, sha);
+        }
+    }
+
+    fn key(
+        &self,
+        unit: &Unit,
+        stage: &config::Stage,
+        invocation: &stages::Invocation,
+        cubin: Option<&Path>,
+    ) -> Key {
+        let run = slash(&self.dir.relative);
+        let mut key = Key {
+            kind: config::kind_name(unit.kind).to_string(),
+            stage: unit.name.clone(),
+            command: invocation
+                .display
+                .iter()
+                .map(|w| w.replace(&run, "<run>"))
+                .collect(),
+            ..Key::default()
+        };
+        if unit.kind == StageKind::Compile {
+            key.files.insert(
+                slash(&self.pipeline.kernel.source),
+                self.input_sha(&self.pipeline.kernel.source),
+            );
+            for include in &self.pipeline.kernel.includes {
+                key.files.insert(slash(include), self.input_sha(include));
+            }
+        }
+        if cubin.is_some()
+            && let Some(sha) = unit.compile.and_then(|c| self.cubins.get(&c))
+        {
+            key.files.insert("<cubin>".into(), sha.clone());
+        }
+        if unit.kind == StageKind::Baseline {
+            for word in &stage.command {
+                let path = self.pipeline.resolve(Path::new(word));
+                if path.is_file()
+                    && let Ok(sha) = hash::file(&path)
+                {
+                    key.files.insert(word.clone(), sha);
+                }
+            }
+        }
+        let mut tools: Vec<&str> = stage.needs.tools.iter().map(String::as_str).collect();
+        if unit.kind == StageKind::Compile {
+            tools.push("ptxas");
+        }
+        for tool in tools {
+            let version = match tool {
+                "harness" => self.harness_sha(),
+                _ => self
+                    .preflight
+                    .environment
+                    .tools
+                    .get(tool)
+                    .cloned()
+                    .unwrap_or_default(),
+            };
+            key.tools.insert(tool.to_string(), version);
+        }
+        if stage.needs.gpu {
+            let env = &self.preflight.environment;
+            key.gpu.extend(env.driver.clone());
+            for gpu in &env.gpus {
+                key.gpu.push(gpu.name.clone());
+                key.gpu.extend(gpu.uuid.clone());
+            }
+        }
+        key
+    }
+
+    fn input_sha(&self, relative: &Path) -> String {
+        hash::file(&self.pipeline.resolve(relative)).unwrap_or_default()
+    }
+
+    /// The sha256 of the harness executable, computed once.
+    fn harness_sha(&self) -> String {
+        self.harness_hash
+            .get_or_init(|| {
+                self.preflight
+                    .harness
+                    .as_ref()
+                    .ok()
+                    .and_then(|argv| argv.first())
+                    .and_then(|exe| hash::file(exe).ok())
+                    .unwrap_or_default()
+            })
+            .clone()
+    }
+}
+
+fn present_logs(
+    dir: &Path,
+    logs: &[(String, Option<parsers::Format>)],
+    log_path: &dyn Fn(&str) -> String,
+) -> Vec<Log> {
+    logs.iter()
+        .filter(|(name, _)| dir.join(name).is_file())
+        .map(|(name, format)| Log {
+            path: log_path(name),
+            format: *format,
+        })
+        .collect()
+}
+
+/// Renders the report from the run's evidence and writes `reports/<id>.md` and
+/// `reports/latest.md`.
+fn write_report(
+    pipeline: &Pipeline,
+    dir: &RunDir,
+    run: &Run,
+    unit: &Unit,
+) -> (Stage, Option<PathBuf>) {
+    let started = Instant::now();
+    let mut record = Stage {
+        name: unit.name.clone(),
+        kind: StageKind::Report,
+        config: None,
+        arch: None,
+        status: StageStatus::Passed,
+        reason: None,
+        command: Vec::new(),
+        exit_code: None,
+        duration_ms: 0,
+        cached_from: None,
+        input_hash: None,
+        logs: Vec::new(),
+    };
+    if let Some(Blocked::Skip(reason) | Blocked::Fail(reason)) = &unit.blocked {
+        record.status = StageStatus::Skipped;
+        record.reason = Some(reason.clone());
+        return (record, None);
+    }
+    let mut with_report = run.clone();
+    with_report.stages.push(record.clone());
+    let evidence = crate::evidence::from_run(with_report, &dir.path);
+    let text = report::render(&evidence, OutputFormat::Markdown);
+    let relative = Path::new(rundir::REPORTS).join(format!("{}.md", run.id));
+    let result =
+        rundir::write_atomic(&pipeline.resolve(&relative), text.as_bytes()).and_then(|()| {
+            rundir::write_atomic(
+                &pipeline.resolve(&Path::new(rundir::REPORTS).join("latest.md")),
+                text.as_bytes(),
+            )
+        });
+    record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match result {
+        Ok(()) => {
+            record.reason = Some(format!("wrote {}", slash(&relative)));
+            (record, Some(relative))
+        }
+        Err(e) => {
+            record.status = StageStatus::Failed;
+            record.reason = Some(format!("failed to {e}"));
+            (record, None)
+        }
+    }
+}
+
+fn git(root: &Path, interrupt: &Interrupt) -> Option<Git> {
+    let run = |args: &[&str]| {
+        let mut argv: Vec<OsString> = vec!["git".into()];
+        argv.extend(args.iter().map(OsString::from));
+        exec::capture(&argv, root, Duration::from_secs(30), interrupt)
+            .filter(|(code, _, _)| *code == 0)
+            .map(|(_, out, _)| out)
+    };
+    let commit = run(&["rev-parse", "HEAD"])?.trim().to_string();
+    let status = run(&["status", "--porcelain", "--untracked-files=no"])?;
+    Some(Git {
+        commit,
+        dirty: !status.trim().is_empty(),
+    })
+}
+
+/// A relative path with forward slashes, as the manifest records paths.
+pub fn slash(path: &Path) -> String {
+    path.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}

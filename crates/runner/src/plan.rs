@@ -1,0 +1,254 @@
+//! Which stage runs for which config, arch and case, and which cannot run here and why.
+//!
+//! [`plan`] expands the pipeline's stages over the matrix into [`Unit`]s, in execution order:
+//! compile and SASS per config and arch; the sanitizers, check, stress, bench and profile per
+//! config, GPU arch and case; the baseline per case; the report once. A unit that cannot run is
+//! planned as skipped (a GPU stage on a machine without one, a missing GPU tool) or as failed
+//! (a CPU stage whose tool is missing: the run could not do what the pipeline asks), with the
+//! reason.
+
+use std::path::PathBuf;
+
+use report::StageKind;
+
+use crate::config::{self, CaseInstance, Pipeline};
+use crate::preflight::{self, Preflight};
+
+/// The units of one run, in execution order.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub units: Vec<Unit>,
+}
+
+/// One stage for one config, arch and case.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    /// Index into [`Pipeline::stages`].
+    pub stage: usize,
+    pub name: String,
+    pub kind: StageKind,
+    pub config: Option<String>,
+    pub arch: Option<String>,
+    pub case: Option<CaseInstance>,
+    /// The compile unit whose cubin this unit consumes.
+    pub compile: Option<usize>,
+    /// Set when the unit cannot run here.
+    pub blocked: Option<Blocked>,
+    /// Its directory, relative to the run directory.
+    pub dir: PathBuf,
+}
+
+/// Why a unit does not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Blocked {
+    /// Skipped, e.g. "no CUDA driver: libcuda.so.1 not found".
+    Skip(String),
+    /// Cannot run although it should: recorded as failed, e.g. "nvcc not found".
+    Fail(String),
+}
+
+/// Which part of the pipeline a run covers (`--only`, `--config`).
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub stages: Vec<String>,
+    pub configs: Vec<String>,
+}
+
+/// A selection that names what the pipeline does not have.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    #[error("select stage `{0}`: no such stage in the pipeline (stages: {1})")]
+    UnknownStage(String, String),
+    #[error("select config `{0}`: no such config in matrix.configs (configs: {1})")]
+    UnknownConfig(String, String),
+}
+
+/// Expands the pipeline into units for this machine.
+pub fn plan(
+    pipeline: &Pipeline,
+    preflight: &Preflight,
+    selection: &Selection,
+) -> Result<Plan, PlanError> {
+    for stage in &selection.stages {
+        if pipeline.stage(stage).is_none() {
+            let names: Vec<&str> = pipeline.stages.iter().map(|s| s.name.as_str()).collect();
+            return Err(PlanError::UnknownStage(stage.clone(), names.join(", ")));
+        }
+    }
+    for config in &selection.configs {
+        if !pipeline.matrix.configs.contains_key(config) {
+            let names: Vec<&str> = pipeline.matrix.configs.keys().map(String::as_str).collect();
+            return Err(PlanError::UnknownConfig(config.clone(), names.join(", ")));
+        }
+    }
+    let selected =
+        |name: &str| selection.stages.is_empty() || selection.stages.iter().any(|s| s == name);
+    // The compile stage runs when selected, or when a selected stage needs its cubin.
+    let compile_wanted = pipeline.stages.iter().any(|s| {
+        selected(&s.name) && (s.kind == StageKind::Compile || config::needs_cubin(s.kind))
+    });
+    let configs: Vec<&String> = pipeline
+        .matrix
+        .configs
+        .keys()
+        .filter(|c| selection.configs.is_empty() || selection.configs.contains(c))
+        .collect();
+    let gpu_arches = gpu_arches(pipeline, preflight);
+
+    let mut units: Vec<Unit> = Vec::new();
+    let mut compile_units: Vec<(String, String, usize)> = Vec::new();
+    for (index, stage) in pipeline.stages.iter().enumerate() {
+        let wanted = if stage.kind == StageKind::Compile {
+            compile_wanted
+        } else {
+            selected(&stage.name)
+        };
+        if !wanted {
+            continue;
+        }
+        let blocked = stage_blocked(stage, preflight);
+        let unit = |config: Option<&str>, arch: Option<&str>, case: Option<CaseInstance>| {
+            let mut dir = PathBuf::from(&stage.name);
+            for part in [config, arch].into_iter().flatten() {
+                dir.push(part);
+            }
+            if let Some(case) = &case {
+                dir.push(case.label());
+            }
+            Unit {
+                stage: index,
+                name: stage.name.clone(),
+                kind: stage.kind,
+                config: config.map(str::to_string),
+                arch: arch.map(str::to_string),
+                case,
+                compile: None,
+                blocked: blocked.clone(),
+                dir,
+            }
+        };
+        let stage_configs = configs
+            .iter()
+            .filter(|c| stage.configs.is_empty() || stage.configs.contains(c));
+        match stage.kind {
+            StageKind::Compile => {
+                for config in stage_configs {
+                    for arch in &pipeline.matrix.arch {
+                        compile_units.push((config.to_string(), arch.clone(), units.len()));
+                        units.push(unit(Some(config), Some(arch), None));
+                    }
+                }
+            }
+            StageKind::Sass => {
+                for config in stage_configs {
+                    for arch in &pipeline.matrix.arch {
+                        let mut u = unit(Some(config), Some(arch), None);
+                        attach_compile(&mut u, &compile_units, &units, pipeline);
+                        units.push(u);
+                    }
+                }
+            }
+            StageKind::Baseline => {
+                for case in pipeline.case_instances(stage, None) {
+                    units.push(unit(None, None, Some(case)));
+                }
+            }
+            StageKind::Report => units.push(unit(None, None, None)),
+            _ => {
+                for config in stage_configs {
+                    for arch in &gpu_arches {
+                        for case in pipeline.case_instances(stage, Some(config)) {
+                            let mut u = unit(Some(config), Some(arch), Some(case));
+                            attach_compile(&mut u, &compile_units, &units, pipeline);
+                            units.push(u);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(Plan { units })
+}
+
+/// The archs GPU stages run for: those the GPUs here match; when the GPU's arch is unknown or
+/// there is no GPU, the first arch of the matrix (the others are compile-only).
+fn gpu_arches(pipeline: &Pipeline, preflight: &Preflight) -> Vec<String> {
+    let matching: Vec<String> = pipeline
+        .matrix
+        .arch
+        .iter()
+        .filter(|a| {
+            preflight
+                .gpu_archs
+                .iter()
+                .any(|g| preflight::arch_matches(a, g))
+        })
+        .cloned()
+        .collect();
+    if !matching.is_empty() {
+        return matching;
+    }
+    if preflight.gpu_archs.is_empty() || preflight.gpu_unavailable.is_some() {
+        return pipeline.matrix.arch.iter().take(1).cloned().collect();
+    }
+    // A GPU whose arch the matrix does not list: GPU stages would load a cubin it cannot run.
+    Vec::new()
+}
+
+fn stage_blocked(stage: &config::Stage, preflight: &Preflight) -> Option<Blocked> {
+    if !stage.enabled {
+        return Some(Blocked::Skip("disabled in the pipeline".to_string()));
+    }
+    let reason = preflight::unmet(stage, preflight)?;
+    Some(if stage.needs.gpu {
+        Blocked::Skip(reason)
+    } else {
+        Blocked::Fail(reason)
+    })
+}
+
+fn attach_compile(
+    unit: &mut Unit,
+    compile_units: &[(String, String, usize)],
+    units: &[Unit],
+    pipeline: &Pipeline,
+) {
+    let found = compile_units
+        .iter()
+        .find(|(c, a, _)| Some(c) == unit.config.as_ref() && Some(a) == unit.arch.as_ref());
+    match found {
+        Some(&(_, _, index)) => {
+            unit.compile = Some(index);
+            if unit.blocked.is_none()
+                && let Some(compile) = units.get(index)
+                && let Some(Blocked::Skip(reason)) = &compile.blocked
+            {
+                unit.blocked = Some(Blocked::Skip(format!("compile skipped: {reason}")));
+            }
+        }
+        None if unit.blocked.is_none() => {
+            let why = match pipeline
+                .stages
+                .iter()
+                .find(|s| s.kind == StageKind::Compile)
+            {
+                Some(s) if !s.configs.is_empty() => "the compile stage does not build this config",
+                _ => "no compile stage",
+            };
+            unit.blocked = Some(Blocked::Skip(format!("needs a cubin: {why}")));
+        }
+        None => {}
+    }
+}
+
+impl Unit {
+    /// `stage config arch case`, for progress lines.
+    pub fn label(&self) -> String {
+        let mut parts = vec![self.name.clone()];
+        parts.extend(self.config.clone());
+        parts.extend(self.arch.clone());
+        parts.extend(self.case.as_ref().map(CaseInstance::label));
+        parts.join(" ")
+    }
+}

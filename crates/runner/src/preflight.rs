@@ -1,0 +1,442 @@
+//! What this machine can run, found out before any stage starts.
+//!
+//! [`check`] discovers the tools (provisioning the pinned compiler when a compile-side tool is
+//! missing and the pipeline allows it), reads the driver and GPUs from `nvidia-smi`, looks for
+//! the CUDA driver library the harness loads, checks whether ncu may read the performance
+//! counters and, when a stage needs it, whether `torch` imports. The result feeds the plan,
+//! which skips what cannot run with a reason that says why.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use report::{Environment, Gpu};
+
+use crate::config::{self, Pipeline};
+use crate::exec;
+use crate::interrupt::Interrupt;
+use crate::toolchain::{self, Env, Toolchain};
+
+/// The machine, as the stages will see it.
+#[derive(Debug, Clone)]
+pub struct Preflight {
+    pub toolchain: Toolchain,
+    pub environment: Environment,
+    /// Why GPU stages cannot run, when they cannot.
+    pub gpu_unavailable: Option<String>,
+    /// `sm_XY` of each GPU present; empty when unknown.
+    pub gpu_archs: Vec<String>,
+    /// How to start the harness: a program and leading arguments. `Err` says why it cannot.
+    pub harness: Result<Vec<PathBuf>, String>,
+    /// Whether `import torch` works: its version, or why not. `None` when no stage needs it.
+    pub torch: Option<Result<String, String>>,
+    /// What preflight did that the user should know (provisioning, say).
+    pub notes: Vec<String>,
+}
+
+/// How the runner reaches the harness when the pipeline does not name one.
+#[derive(Debug, Clone)]
+pub enum BuiltinHarness {
+    /// This executable runs it as `<exe> harness ...`.
+    Available(PathBuf),
+    /// It is not available, with the reason.
+    Unavailable(String),
+}
+
+/// Runs every check. `say` prints a line on the terminal as it happens.
+pub fn check(
+    pipeline: &Pipeline,
+    env: &Env,
+    builtin_harness: &BuiltinHarness,
+    say: &dyn Fn(&str),
+    interrupt: &Interrupt,
+) -> Preflight {
+    let mut notes = Vec::new();
+    let mut tools = toolchain::discover(pipeline, env, interrupt);
+
+    let wanted = wanted_tools(pipeline);
+    let needs_compiler = toolchain::COMPILER_TOOLS.iter().any(|t| {
+        wanted.get(*t) == Some(&false)
+            && tools.missing.contains_key(*t)
+            && !pipeline.toolchain.tools.contains_key(*t)
+    });
+    if needs_compiler && pipeline.toolchain.provision {
+        match tools.get("python3").map(|t| t.path.clone()) {
+            None => {
+                let e = toolchain::ToolchainError::NoPython;
+                say(&format!("warning: {e}"));
+                notes.push(e.to_string());
+            }
+            Some(python3) => match toolchain::provision(pipeline, env, &python3, say, interrupt) {
+                Ok(_) => tools = toolchain::discover(pipeline, env, interrupt),
+                Err(e) => {
+                    say(&format!("warning: failed to {e}"));
+                    notes.push(format!("failed to {e}"));
+                    for tool in toolchain::COMPILER_TOOLS {
+                        if let Some(reason) = tools.missing.get_mut(*tool) {
+                            *reason = format!("{reason}; failed to {e}");
+                        }
+                    }
+                }
+            },
+        }
+    }
+
+    let (smi_driver, gpus, smi_note) = nvidia_smi(pipeline, interrupt);
+    let gpu_unavailable = if !libcuda_present(pipeline, interrupt) {
+        Some("no CUDA driver: libcuda.so.1 not found".to_string())
+    } else if smi_note.as_deref() == Some(NO_GPU) {
+        Some("no GPU: nvidia-smi lists none".to_string())
+    } else {
+        None
+    };
+    let gpu_archs: Vec<String> = gpus
+        .iter()
+        .filter_map(|g| g.compute_capability.as_deref())
+        .filter_map(arch_of_capability)
+        .collect();
+
+    let harness = match pipeline.toolchain.tools.get("harness") {
+        Some(path) => {
+            let resolved = pipeline.resolve(path);
+            if resolved.is_file() {
+                Ok(vec![resolved])
+            } else {
+                Err(format!(
+                    "harness not found at {} (toolchain.tools.harness)",
+                    path.display()
+                ))
+            }
+        }
+        None => match builtin_harness {
+            BuiltinHarness::Available(exe) => Ok(vec![exe.clone(), PathBuf::from("harness")]),
+            BuiltinHarness::Unavailable(reason) => Err(reason.clone()),
+        },
+    };
+
+    let torch = if wanted
+        .get("torch")
+        .is_some_and(|&gpu_only| !gpu_only || gpu_unavailable.is_none())
+    {
+        Some(match tools.get("python3") {
+            None => Err("torch not importable: python3 not found".to_string()),
+            Some(python) => torch_version(&python.path, &pipeline.root, interrupt),
+        })
+    } else {
+        None
+    };
+
+    let counters_permitted = tools.get("ncu").and_then(|_| counters_permitted());
+    let mut versions: BTreeMap<String, String> = tools
+        .tools
+        .iter()
+        .map(|(name, tool)| {
+            (
+                name.clone(),
+                tool.version
+                    .clone()
+                    .unwrap_or_else(|| "version unknown".to_string()),
+            )
+        })
+        .collect();
+    if let Some(Ok(version)) = &torch {
+        versions.insert("torch".to_string(), version.clone());
+    }
+    let environment = Environment {
+        os: os_description(),
+        tools: versions,
+        toolchain_source: tools.compiler_source(),
+        driver: smi_driver,
+        gpus,
+        gpu_unavailable: gpu_unavailable.clone(),
+        counters_permitted,
+    };
+    Preflight {
+        toolchain: tools,
+        environment,
+        gpu_unavailable,
+        gpu_archs,
+        harness,
+        torch,
+        notes,
+    }
+}
+
+impl Preflight {
+    /// Why `tool` is not usable here, or `None` when it is.
+    pub fn missing(&self, tool: &str) -> Option<String> {
+        match tool {
+            "harness" => self.harness.as_ref().err().cloned(),
+            "torch" => match &self.torch {
+                Some(Ok(_)) => None,
+                Some(Err(reason)) => Some(reason.clone()),
+                None => Some("torch not checked".to_string()),
+            },
+            _ if self.toolchain.get(tool).is_some() => None,
+            _ => Some(
+                self.toolchain
+                    .missing
+                    .get(tool)
+                    .cloned()
+                    .unwrap_or_else(|| format!("{tool} not found")),
+            ),
+        }
+    }
+
+    /// Lines summarising the machine, for the terminal.
+    pub fn summary(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for name in toolchain::EXECUTABLES {
+            match self.toolchain.get(name) {
+                Some(tool) => lines.push(format!(
+                    "{name}: {} ({})",
+                    tool.version.as_deref().unwrap_or("version unknown"),
+                    tool.source
+                )),
+                None => lines.push(format!("{name}: not found")),
+            }
+        }
+        match &self.gpu_unavailable {
+            Some(reason) => lines.push(format!("gpu: none ({reason})")),
+            None if self.environment.gpus.is_empty() => {
+                lines.push("gpu: CUDA driver present, nvidia-smi gave no details".to_string());
+            }
+            None => {
+                for gpu in &self.environment.gpus {
+                    lines.push(format!(
+                        "gpu: {} ({}), driver {}",
+                        gpu.name,
+                        gpu.compute_capability.as_deref().unwrap_or("arch unknown"),
+                        self.environment.driver.as_deref().unwrap_or("unknown")
+                    ));
+                }
+            }
+        }
+        if let Err(reason) = &self.harness {
+            lines.push(format!("harness: {reason}"));
+        }
+        match &self.torch {
+            Some(Ok(v)) => lines.push(format!("torch: {v}")),
+            Some(Err(reason)) => lines.push(format!("torch: {reason}")),
+            None => {}
+        }
+        if let Some(false) = self.environment.counters_permitted {
+            lines.push("ncu: cannot read performance counters (ERR_NVGPUCTRPERM)".to_string());
+        }
+        lines
+    }
+}
+
+/// Tool name to whether only GPU stages want it (`true`) or some CPU stage does (`false`).
+fn wanted_tools(pipeline: &Pipeline) -> BTreeMap<String, bool> {
+    let mut wanted: BTreeMap<String, bool> = BTreeMap::new();
+    for stage in pipeline.stages.iter().filter(|s| s.enabled) {
+        for tool in &stage.needs.tools {
+            let gpu_only = wanted.get(tool).copied().unwrap_or(true) && stage.needs.gpu;
+            wanted.insert(tool.clone(), gpu_only);
+        }
+    }
+    wanted
+}
+
+const NO_GPU: &str = "no gpu";
+
+/// Runs the `nvidia-smi` query; returns the driver, the GPUs and a note when none are listed.
+fn nvidia_smi(
+    pipeline: &Pipeline,
+    interrupt: &Interrupt,
+) -> (Option<String>, Vec<Gpu>, Option<String>) {
+    let Some(smi) = which("nvidia-smi") else {
+        return (None, Vec::new(), None);
+    };
+    let query = |fields: &str| {
+        exec::capture(
+            &[
+                smi.clone().into_os_string(),
+                OsString::from(format!("--query-gpu={fields}")),
+                OsString::from("--format=csv,noheader"),
+            ],
+            &pipeline.root,
+            Duration::from_secs(30),
+            interrupt,
+        )
+    };
+    let Some((0, text, _)) = query(
+        "name,uuid,driver_version,count,clocks.sm,clocks.mem,ecc.mode.current,mig.mode.current,memory.total",
+    ) else {
+        return (None, Vec::new(), Some("nvidia-smi failed".to_string()));
+    };
+    let capabilities: Vec<String> = match query("compute_cap") {
+        Some((0, caps, _)) => caps.lines().map(|l| l.trim().to_string()).collect(),
+        _ => Vec::new(),
+    };
+    let mut driver = None;
+    let mut gpus = Vec::new();
+    for (i, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        let field = |n: usize| {
+            fields
+                .get(n)
+                .copied()
+                .filter(|v| !v.is_empty() && !v.starts_with('[') && *v != "N/A")
+        };
+        if driver.is_none() {
+            driver = field(2).map(str::to_string);
+        }
+        gpus.push(Gpu {
+            name: field(0).unwrap_or("unknown").to_string(),
+            uuid: field(1).map(str::to_string),
+            sm_count: None,
+            compute_capability: capabilities.get(i).cloned().filter(|c| !c.is_empty()),
+            sm_clock_mhz: field(4)
+                .and_then(leading_number)
+                .and_then(|n| u32::try_from(n).ok()),
+            mem_clock_mhz: field(5)
+                .and_then(leading_number)
+                .and_then(|n| u32::try_from(n).ok()),
+            ecc: field(6).map(str::to_string),
+            mig: field(7).map(str::to_string),
+            memory_mib: field(8).and_then(leading_number),
+        });
+    }
+    let note = gpus.is_empty().then(|| NO_GPU.to_string());
+    (driver, gpus, note)
+}
+
+fn leading_number(text: &str) -> Option<u64> {
+    let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// `9.0` becomes `sm_90`.
+fn arch_of_capability(capability: &str) -> Option<String> {
+    let (major, minor) = capability.trim().split_once('.')?;
+    if major.chars().all(|c| c.is_ascii_digit()) && minor.chars().all(|c| c.is_ascii_digit()) {
+        Some(format!("sm_{major}{minor}"))
+    } else {
+        None
+    }
+}
+
+/// Whether the loader can find `libcuda.so.1`: `LD_LIBRARY_PATH`, `ldconfig -p`, the usual
+/// driver directories.
+fn libcuda_present(pipeline: &Pipeline, interrupt: &Interrupt) -> bool {
+    const NAME: &str = "libcuda.so.1";
+    let mut dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    dirs.extend(
+        [
+            "/usr/local/nvidia/lib64",
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib/aarch64-linux-gnu",
+            "/usr/lib64",
+            "/usr/lib",
+            "/usr/lib/wsl/lib",
+        ]
+        .map(PathBuf::from),
+    );
+    if dirs.iter().any(|d| d.join(NAME).exists()) {
+        return true;
+    }
+    let ldconfig = which("ldconfig").or_else(|| {
+        ["/sbin/ldconfig", "/usr/sbin/ldconfig"]
+            .map(PathBuf::from)
+            .into_iter()
+            .find(|p| p.is_file())
+    });
+    ldconfig
+        .and_then(|ldconfig| {
+            exec::capture(
+                &[ldconfig.into_os_string(), OsString::from("-p")],
+                &pipeline.root,
+                Duration::from_secs(10),
+                interrupt,
+            )
+        })
+        .is_some_and(|(_, out, _)| out.lines().any(|l| l.trim_start().starts_with(NAME)))
+}
+
+/// ncu needs the counters: the driver may reserve them for administrators
+/// (`RmProfilingAdminOnly: 1`). `None` when the driver does not say.
+fn counters_permitted() -> Option<bool> {
+    let params = std::fs::read_to_string("/proc/driver/nvidia/params").ok()?;
+    let admin_only = params
+        .lines()
+        .find_map(|l| l.strip_prefix("RmProfilingAdminOnly:"))
+        .map(|v| v.trim() == "1")?;
+    if !admin_only {
+        return Some(true);
+    }
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self").ok()?.uid();
+    Some(uid == 0)
+}
+
+fn torch_version(python: &Path, cwd: &Path, interrupt: &Interrupt) -> Result<String, String> {
+    let argv = [
+        python.as_os_str().to_os_string(),
+        OsString::from("-c"),
+        OsString::from("import torch; print(torch.__version__)"),
+    ];
+    match exec::capture(&argv, cwd, Duration::from_secs(120), interrupt) {
+        Some((0, out, _)) => Ok(format!("torch {}", out.trim())),
+        Some((_, _, err)) => Err(format!(
+            "torch not importable: {}",
+            err.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("python3 failed")
+                .trim()
+        )),
+        None => Err("torch not importable: python3 did not answer".to_string()),
+    }
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn os_description() -> String {
+    let pretty = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_string())
+        });
+    let base = format!("{} {}", std::env::consts::OS, std::env::consts::ARCH);
+    match pretty {
+        Some(p) => format!("{base} ({p})"),
+        None => base,
+    }
+}
+
+/// Whether a pipeline arch (`sm_90`, `sm_90a`) runs on a GPU of arch `gpu` (`sm_90`).
+pub fn arch_matches(arch: &str, gpu: &str) -> bool {
+    arch.trim_end_matches(['a', 'f']) == gpu
+}
+
+/// The stage-level needs, checked against the preflight: `Some(reason)` when a stage cannot run.
+pub fn unmet(stage: &config::Stage, preflight: &Preflight) -> Option<String> {
+    if stage.needs.gpu
+        && let Some(reason) = &preflight.gpu_unavailable
+    {
+        return Some(reason.clone());
+    }
+    for tool in &stage.needs.tools {
+        if let Some(reason) = preflight.missing(tool) {
+            return Some(reason);
+        }
+    }
+    if stage.kind == report::StageKind::Profile
+        && preflight.environment.counters_permitted == Some(false)
+    {
+        return Some("ncu cannot read performance counters (ERR_NVGPUCTRPERM)".to_string());
+    }
+    None
+}

@@ -1,0 +1,143 @@
+//! The run directory `artifacts/<run-id>/` and crash-safe writes.
+//!
+//! Every file the runner itself writes (the manifest, reports) goes to a temporary file in the
+//! same directory and is renamed into place, so a reader sees the old version or the new one,
+//! never half of one. The manifest is rewritten after every stage: a run that dies leaves a
+//! manifest with the stages done so far, marked interrupted.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+/// Where a run writes, relative to the pipeline root.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    pub id: String,
+    /// `artifacts/<run-id>`, relative to the pipeline root.
+    pub relative: PathBuf,
+    /// The same, joined to the root.
+    pub path: PathBuf,
+}
+
+/// A write that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("write {path}: {source}")]
+pub struct WriteError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// The artifacts directory under a pipeline root.
+pub const ARTIFACTS: &str = "artifacts";
+/// The reports directory under a pipeline root.
+pub const REPORTS: &str = "reports";
+/// The manifest's file name inside a run directory.
+pub const MANIFEST: &str = "manifest.json";
+
+/// `20261122T101500Z-3fa9c2d1`: the UTC start time and a short hash of what makes the run
+/// unique (the pipeline's hash, the process, the clock's nanoseconds).
+pub fn run_id(started: DateTime<Utc>, pipeline_hash: &str) -> String {
+    let salt = format!(
+        "{pipeline_hash}:{}:{}",
+        std::process::id(),
+        started.timestamp_nanos_opt().unwrap_or_default()
+    );
+    let hash = crate::hash::bytes(salt.as_bytes());
+    format!(
+        "{}-{}",
+        started.format("%Y%m%dT%H%M%SZ"),
+        hash.get(..8).unwrap_or(&hash)
+    )
+}
+
+impl RunDir {
+    /// Creates `artifacts/<id>/` under `root`.
+    pub fn create(root: &Path, id: &str) -> Result<RunDir, WriteError> {
+        let relative = Path::new(ARTIFACTS).join(id);
+        let path = root.join(&relative);
+        std::fs::create_dir_all(&path).map_err(|source| WriteError {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(RunDir {
+            id: id.to_string(),
+            relative,
+            path,
+        })
+    }
+
+    /// Creates a unit's directory and returns it.
+    pub fn unit_dir(&self, unit: &Path) -> Result<PathBuf, WriteError> {
+        let dir = self.path.join(unit);
+        std::fs::create_dir_all(&dir).map_err(|source| WriteError {
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(dir)
+    }
+
+    /// Writes `manifest.json`, atomically.
+    pub fn write_manifest(&self, run: &report::Run) -> Result<(), WriteError> {
+        let path = self.path.join(MANIFEST);
+        let mut json = serde_json::to_vec_pretty(run).map_err(|e| WriteError {
+            path: path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        json.push(b'\n');
+        write_atomic(&path, &json)
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path` and renames it over `path`: a crash of the
+/// runner leaves the old file or the new one, never a part of either.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    let error = |source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(error)?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(bytes)?;
+        std::fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result.map_err(error)
+}
+
+/// Reads a stored run's manifest.
+pub fn read_manifest(run_dir: &Path) -> Result<report::Run, ReadError> {
+    let path = run_dir.join(MANIFEST);
+    let text = std::fs::read_to_string(&path).map_err(|source| ReadError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| ReadError::Json { path, source })
+}
+
+/// A stored manifest that could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    #[error("read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("read {path}: {source}")]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}

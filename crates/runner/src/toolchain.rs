@@ -1,0 +1,420 @@
+//! Finding the CUDA tools, and installing the pinned compiler when there is none.
+//!
+//! [`discover`] looks for each tool in the pipeline's overrides, then on `PATH`, then under
+//! `CUDA_HOME`, `CUDA_PATH` and `/usr/local/cuda`, then in a toolchain provisioned earlier.
+//! [`provision`] installs the PyPI wheels that `pipeline.yaml` pins (nvcc, crt, nvvm, runtime,
+//! cccl, cuobjdump, nvdisasm) into a virtual environment under the user's cache directory, so
+//! the compile and SASS stages run for real on any Linux machine, with no GPU and no CUDA
+//! installed.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::config;
+use crate::exec;
+use crate::interrupt::Interrupt;
+
+/// The tools found, with where they came from and their version lines.
+#[derive(Debug, Clone, Default)]
+pub struct Toolchain {
+    pub tools: BTreeMap<String, Tool>,
+    /// Tools looked for and not found, with why.
+    pub missing: BTreeMap<String, String>,
+}
+
+/// One executable.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    pub path: PathBuf,
+    pub source: Source,
+    /// The line of `--version` output that names the version, when the tool printed one.
+    pub version: Option<String>,
+}
+
+/// Where a tool was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// `toolchain.tools` in pipeline.yaml.
+    Override,
+    Path,
+    CudaHome,
+    CudaPath,
+    UsrLocalCuda,
+    /// The pinned wheels, installed by [`provision`]; carries the CUDA version.
+    Provisioned(String),
+}
+
+/// The parts of the process environment discovery reads.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    pub path: Option<OsString>,
+    pub cuda_home: Option<PathBuf>,
+    pub cuda_path: Option<PathBuf>,
+    pub xdg_cache_home: Option<PathBuf>,
+    pub home: Option<PathBuf>,
+}
+
+/// Why provisioning failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolchainError {
+    /// No cache directory could be named.
+    #[error("provision CUDA: neither XDG_CACHE_HOME nor HOME is set")]
+    NoCacheDir,
+    #[error("provision CUDA: python3 not found (install a CUDA toolkit, or python3 with venv)")]
+    NoPython,
+    /// A step of the installation failed; `log` holds its output.
+    #[error("provision CUDA {version}: {step} failed{detail}; see {log}")]
+    Step {
+        version: String,
+        step: &'static str,
+        detail: String,
+        log: PathBuf,
+    },
+    #[error("provision CUDA {version}: the wheels installed no nvcc under {dir}")]
+    NoCompiler { version: String, dir: PathBuf },
+    #[error("provision CUDA: {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("provision CUDA: interrupted")]
+    Interrupted,
+}
+
+/// Tools whose absence provisioning can fix.
+pub const COMPILER_TOOLS: &[&str] = &["nvcc", "ptxas", "cuobjdump", "nvdisasm"];
+
+/// Executables discovery looks for (`harness` and `torch` are handled by the preflight).
+pub const EXECUTABLES: &[&str] = &[
+    "nvcc",
+    "ptxas",
+    "cuobjdump",
+    "nvdisasm",
+    "compute-sanitizer",
+    "ncu",
+    "python3",
+];
+
+impl Env {
+    /// Reads the variables from this process.
+    pub fn from_process() -> Env {
+        Env {
+            path: std::env::var_os("PATH"),
+            cuda_home: std::env::var_os("CUDA_HOME").map(PathBuf::from),
+            cuda_path: std::env::var_os("CUDA_PATH").map(PathBuf::from),
+            xdg_cache_home: std::env::var_os("XDG_CACHE_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            home: std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+        }
+    }
+}
+
+impl Toolchain {
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.tools.get(name)
+    }
+
+    /// Where the CUDA compiler came from, for the manifest.
+    pub fn compiler_source(&self) -> Option<String> {
+        self.tools.get("nvcc").map(|t| t.source.to_string())
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Source::Override => f.write_str("pipeline override"),
+            Source::Path => f.write_str("path"),
+            Source::CudaHome => f.write_str("CUDA_HOME"),
+            Source::CudaPath => f.write_str("CUDA_PATH"),
+            Source::UsrLocalCuda => f.write_str("/usr/local/cuda"),
+            Source::Provisioned(v) => write!(f, "provisioned {v}"),
+        }
+    }
+}
+
+/// The cache directory a pinned toolchain is provisioned into.
+pub fn cache_dir(env: &Env, version: &str) -> Option<PathBuf> {
+    let base = match (&env.xdg_cache_home, &env.home) {
+        (Some(xdg), _) => xdg.clone(),
+        (None, Some(home)) => home.join(".cache"),
+        (None, None) => return None,
+    };
+    Some(base.join("exhibit").join(format!("cuda-{version}")))
+}
+
+/// Finds every tool in [`EXECUTABLES`] and reads its version.
+pub fn discover(pipeline: &config::Pipeline, env: &Env, interrupt: &Interrupt) -> Toolchain {
+    let provisioned = cache_dir(env, &pipeline.toolchain.cuda)
+        .filter(|dir| stamp_matches(dir, &pipeline.toolchain))
+        .and_then(|dir| provisioned_bin(&dir));
+    let mut toolchain = Toolchain::default();
+    for &name in EXECUTABLES {
+        match find(name, pipeline, env, provisioned.as_deref(), &toolchain) {
+            Ok(Some((path, source))) => {
+                let version = version_of(&path, &pipeline.root, interrupt);
+                toolchain.tools.insert(
+                    name.to_string(),
+                    Tool {
+                        path,
+                        source,
+                        version,
+                    },
+                );
+            }
+            Ok(None) => {
+                toolchain
+                    .missing
+                    .insert(name.to_string(), format!("{name} not found"));
+            }
+            Err(reason) => {
+                toolchain.missing.insert(name.to_string(), reason);
+            }
+        }
+    }
+    toolchain
+}
+
+fn find(
+    name: &str,
+    pipeline: &config::Pipeline,
+    env: &Env,
+    provisioned: Option<&Path>,
+    found: &Toolchain,
+) -> Result<Option<(PathBuf, Source)>, String> {
+    if let Some(path) = pipeline.toolchain.tools.get(name) {
+        let resolved = pipeline.resolve(path);
+        return if is_executable(&resolved) {
+            Ok(Some((resolved, Source::Override)))
+        } else {
+            Err(format!(
+                "{name} not found at {} (toolchain.tools.{name})",
+                path.display()
+            ))
+        };
+    }
+    // The compiler's companions come from the compiler's own directory first, so that nvcc,
+    // ptxas and the disassemblers are one release where possible.
+    if COMPILER_TOOLS.contains(&name)
+        && name != "nvcc"
+        && let Some(nvcc) = found.tools.get("nvcc")
+        && let Some(dir) = nvcc.path.parent()
+        && is_executable(&dir.join(name))
+    {
+        return Ok(Some((dir.join(name), nvcc.source.clone())));
+    }
+    if let Some(path) = &env.path {
+        for dir in std::env::split_paths(path) {
+            if dir.as_os_str().is_empty() {
+                continue;
+            }
+            let candidate = dir.join(name);
+            if is_executable(&candidate) {
+                return Ok(Some((candidate, Source::Path)));
+            }
+        }
+    }
+    let roots = [
+        (env.cuda_home.clone(), Source::CudaHome),
+        (env.cuda_path.clone(), Source::CudaPath),
+        (Some(PathBuf::from("/usr/local/cuda")), Source::UsrLocalCuda),
+    ];
+    for (root, source) in roots {
+        let Some(root) = root else { continue };
+        for candidate in [root.join("bin").join(name), root.join(name).join(name)] {
+            if is_executable(&candidate) {
+                return Ok(Some((candidate, source)));
+            }
+        }
+    }
+    if let Some(dir) = provisioned {
+        let candidate = dir.join(name);
+        if is_executable(&candidate) {
+            return Ok(Some((
+                candidate,
+                Source::Provisioned(pipeline.toolchain.cuda.clone()),
+            )));
+        }
+    }
+    Ok(None)
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Runs `TOOL --version` and keeps the line that names the version.
+fn version_of(path: &Path, cwd: &Path, interrupt: &Interrupt) -> Option<String> {
+    let argv = [path.as_os_str().to_os_string(), OsString::from("--version")];
+    let (_, stdout, stderr) = exec::capture(&argv, cwd, Duration::from_secs(20), interrupt)?;
+    version_line(&format!("{stdout}\n{stderr}"))
+}
+
+/// Picks the version line from `--version` output: the one naming a release or version, else
+/// the last non-empty line.
+pub fn version_line(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let named = lines.iter().find(|l| {
+        let lower = l.to_ascii_lowercase();
+        (lower.contains("release") || lower.starts_with("version") || lower.starts_with("python "))
+            && l.chars().any(|c| c.is_ascii_digit())
+    });
+    named.or(lines.last()).map(|l| (*l).to_string())
+}
+
+/// Installs the pinned wheels into the cache, unless a complete install with the same pins is
+/// there already. Returns the directory holding nvcc.
+pub fn provision(
+    pipeline: &config::Pipeline,
+    env: &Env,
+    python3: &Path,
+    say: &dyn Fn(&str),
+    interrupt: &Interrupt,
+) -> Result<PathBuf, ToolchainError> {
+    let toolchain = &pipeline.toolchain;
+    let version = toolchain.cuda.clone();
+    let dir = cache_dir(env, &version).ok_or(ToolchainError::NoCacheDir)?;
+    if stamp_matches(&dir, toolchain)
+        && let Some(bin) = provisioned_bin(&dir)
+    {
+        return Ok(bin);
+    }
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ToolchainError::Io { path, source }
+    };
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+    }
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    say(&format!(
+        "no CUDA compiler found: provisioning CUDA {version} from PyPI into {} (about 380 MB, once)",
+        dir.display()
+    ));
+    let log_out = parent.join(format!("cuda-{version}.provision.log"));
+    let log_err = parent.join(format!("cuda-{version}.provision.err.log"));
+    let step = |step: &'static str, argv: Vec<OsString>, timeout: Duration| {
+        let mut command = exec::Command::new(argv, parent, timeout);
+        command.stdout = Some(log_out.clone());
+        command.stderr = Some(log_err.clone());
+        let outcome = exec::run(&command, interrupt).map_err(|e| ToolchainError::Step {
+            version: version.clone(),
+            step,
+            detail: format!(": {e}"),
+            log: log_err.clone(),
+        })?;
+        match outcome.ending {
+            exec::Ending::Exited(0) => Ok(()),
+            exec::Ending::Interrupted => Err(ToolchainError::Interrupted),
+            ending => Err(ToolchainError::Step {
+                version: version.clone(),
+                step,
+                detail: format!(
+                    " ({}){}",
+                    describe(ending),
+                    last_line(&log_err)
+                        .map(|l| format!(": {l}"))
+                        .unwrap_or_default()
+                ),
+                log: log_err.clone(),
+            }),
+        }
+    };
+    step(
+        "python3 -m venv",
+        vec![
+            python3.as_os_str().to_os_string(),
+            "-m".into(),
+            "venv".into(),
+            dir.as_os_str().to_os_string(),
+        ],
+        Duration::from_secs(300),
+    )?;
+    let mut pip: Vec<OsString> = vec![
+        dir.join("bin").join("pip").into_os_string(),
+        "install".into(),
+        "--disable-pip-version-check".into(),
+        "--no-input".into(),
+    ];
+    pip.extend(
+        toolchain
+            .wheels
+            .iter()
+            .map(|(name, version)| OsString::from(format!("{name}=={version}"))),
+    );
+    step("pip install", pip, Duration::from_secs(1800))?;
+    let bin = provisioned_bin(&dir).ok_or_else(|| ToolchainError::NoCompiler {
+        version: version.clone(),
+        dir: dir.clone(),
+    })?;
+    let stamp = dir.join(STAMP);
+    std::fs::write(&stamp, stamp_text(toolchain)).map_err(io(&stamp))?;
+    say(&format!("provisioned CUDA {version}: {}", bin.display()));
+    Ok(bin)
+}
+
+const STAMP: &str = ".exhibit-complete";
+
+fn stamp_text(toolchain: &config::Toolchain) -> String {
+    toolchain
+        .wheels
+        .iter()
+        .map(|(name, version)| format!("{name}=={version}\n"))
+        .collect()
+}
+
+fn stamp_matches(dir: &Path, toolchain: &config::Toolchain) -> bool {
+    std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == stamp_text(toolchain))
+}
+
+/// `<venv>/lib/python3.*/site-packages/nvidia/<cu*>/bin`, the directory holding nvcc.
+fn provisioned_bin(venv: &Path) -> Option<PathBuf> {
+    let lib = venv.join("lib");
+    for python in std::fs::read_dir(&lib).ok()?.flatten() {
+        if !python.file_name().to_string_lossy().starts_with("python3") {
+            continue;
+        }
+        let nvidia = python.path().join("site-packages").join("nvidia");
+        let Ok(entries) = std::fs::read_dir(&nvidia) else {
+            continue;
+        };
+        let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path().join("bin")).collect();
+        dirs.sort();
+        if let Some(bin) = dirs.into_iter().find(|d| is_executable(&d.join("nvcc"))) {
+            return Some(bin);
+        }
+    }
+    None
+}
+
+fn describe(ending: exec::Ending) -> String {
+    match ending {
+        exec::Ending::Exited(code) => format!("exit status {code}"),
+        exec::Ending::Signaled(signal) => format!("killed by signal {signal}"),
+        exec::Ending::TimedOut => "timed out".into(),
+        exec::Ending::Interrupted => "interrupted".into(),
+    }
+}
+
+fn last_line(path: &Path) -> Option<String> {
+    let text = std::fs::read(path).ok()?;
+    String::from_utf8_lossy(&text)
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.chars().take(300).collect())
+}
