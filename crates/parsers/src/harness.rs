@@ -135,3 +135,217 @@ pub struct Bench {
     #[serde(default)]
     pub throttled: Option<bool>,
 }
+
+/// Turns a harness or baseline document into findings: failed checks, NaNs, unwritten elements,
+/// corrupted canaries, launch errors and stress failures; bench results become metrics.
+pub(crate) fn parse_document(text: &str) -> crate::ParsedLog {
+    use crate::model::{Format, ParsedLog};
+
+    let mut log = ParsedLog::new(Format::Harness, None);
+    let doc = serde_json::from_str::<HarnessOutput>(text).or_else(|first| {
+        // Tolerate lines printed before the document (a banner, a warning).
+        match text.find("\n{") {
+            Some(i) => serde_json::from_str::<HarnessOutput>(text.get(i + 1..).unwrap_or("")),
+            None => Err(first),
+        }
+    });
+    let doc = match doc {
+        Ok(doc) => doc,
+        Err(e) => {
+            log.unparsed_lines = text.lines().filter(|l| !l.trim().is_empty()).count() as u64;
+            log.unparsed_examples
+                .push(format!("not an {SCHEMA} document: {e}"));
+            return log;
+        }
+    };
+    if doc.schema != SCHEMA {
+        log.unparsed_examples
+            .push(format!("schema {:?}, expected {SCHEMA:?}", doc.schema));
+    }
+    let mut sites = crate::site::Sites::default();
+    for r in &doc.results {
+        findings::of_result(r, &mut sites, &mut log);
+    }
+    log.complete = doc.schema == SCHEMA;
+    log.findings = sites.into_findings();
+    log.results = doc.results;
+    log
+}
+
+mod findings {
+    use serde_json::{Value, json};
+
+    use super::HarnessResult;
+    use crate::model::{FindingKind, Metric, ParsedLog, Severity};
+    use crate::site::{Record, Site, Sites};
+
+    pub(super) fn of_result(r: &HarnessResult, sites: &mut Sites, log: &mut ParsedLog) {
+        let s = &r.shape;
+        let case = format!(
+            "{} {} B={},H={},S={},D={}{}",
+            r.config.as_deref().unwrap_or("-"),
+            r.dtype,
+            s.batch,
+            s.heads,
+            s.seq_len,
+            s.head_dim,
+            if r.causal { " causal" } else { "" }
+        );
+        let mode = serde_json::to_value(r.mode).unwrap_or(Value::Null);
+        let add =
+            |sites: &mut Sites, kind: FindingKind, message: String, details: Vec<(&str, Value)>| {
+                let (i, _) = sites.add(Record {
+                    site: Site {
+                        kind,
+                        kernel: Some(&r.kernel),
+                        file: None,
+                        line: None,
+                        space: None,
+                        size: None,
+                        discriminator: &case,
+                    },
+                    severity: Severity::Error,
+                    access: None,
+                    message: &message,
+                    example: Some(&case),
+                    excerpt: &[format!("{}: {message}", r.kernel)],
+                    occurrences: 1,
+                });
+                if let Some(f) = sites.get_mut(i) {
+                    f.details.insert("mode".into(), mode.clone());
+                    f.details.insert("case".into(), json!(case));
+                    if let Some(c) = &r.config {
+                        f.details.insert("config".into(), json!(c));
+                    }
+                    for (k, v) in details {
+                        f.details.insert(k.to_string(), v);
+                    }
+                }
+            };
+        if let Some(e) = &r.error {
+            add(
+                sites,
+                FindingKind::LaunchError,
+                e.clone(),
+                vec![("error", json!(e))],
+            );
+        }
+        if let Some(c) = &r.check {
+            if !c.passed {
+                add(
+                    sites,
+                    FindingKind::WrongResult,
+                    format!(
+                        "output differs from the reference: max abs error {} (tolerance {}), rel L2 {}",
+                        c.max_abs_err, c.tolerance, c.rel_l2_err
+                    ),
+                    vec![
+                        ("max_abs_err", json!(c.max_abs_err)),
+                        ("rel_l2_err", json!(c.rel_l2_err)),
+                        ("tolerance", json!(c.tolerance)),
+                    ],
+                );
+            }
+            if c.nan_count > 0 {
+                add(
+                    sites,
+                    FindingKind::NanOutput,
+                    format!("{} output elements are NaN or Inf", c.nan_count),
+                    vec![("nan_count", json!(c.nan_count))],
+                );
+            }
+            if c.unwritten > 0 {
+                add(
+                    sites,
+                    FindingKind::UnwrittenOutput,
+                    format!("{} output elements were never written", c.unwritten),
+                    vec![("unwritten", json!(c.unwritten))],
+                );
+            }
+            if !c.canaries_corrupted.is_empty() {
+                add(
+                    sites,
+                    FindingKind::CanaryCorrupted,
+                    format!(
+                        "guard regions overwritten: {}",
+                        c.canaries_corrupted.join(", ")
+                    ),
+                    vec![("canaries", json!(c.canaries_corrupted))],
+                );
+            }
+        }
+        if let Some(st) = &r.stress {
+            if st.mismatched_launches > 0 {
+                add(
+                    sites,
+                    FindingKind::Nondeterminism,
+                    format!(
+                        "{} of {} launches gave output different from the first",
+                        st.mismatched_launches, st.launches
+                    ),
+                    vec![
+                        ("mismatched_launches", json!(st.mismatched_launches)),
+                        ("launches", json!(st.launches)),
+                        ("sync", json!(st.sync)),
+                        ("first_failing_launch", json!(st.first_failure)),
+                    ],
+                );
+            }
+            if st.failure_kind.as_deref() == Some("error") && r.error.is_none() {
+                add(
+                    sites,
+                    FindingKind::LaunchError,
+                    format!(
+                        "launch {} of {} failed",
+                        st.first_failure
+                            .map(|n| n.to_string())
+                            .unwrap_or_else(|| "?".into()),
+                        st.launches
+                    ),
+                    vec![
+                        ("first_failing_launch", json!(st.first_failure)),
+                        ("sync", json!(st.sync)),
+                    ],
+                );
+            }
+            if !st.canaries_corrupted.is_empty() || st.failure_kind.as_deref() == Some("canary") {
+                add(
+                    sites,
+                    FindingKind::CanaryCorrupted,
+                    format!(
+                        "guard regions overwritten during stress: {}",
+                        st.canaries_corrupted.join(", ")
+                    ),
+                    vec![
+                        ("canaries", json!(st.canaries_corrupted)),
+                        ("first_failing_launch", json!(st.first_failure)),
+                    ],
+                );
+            }
+        }
+        if let Some(b) = &r.bench {
+            let figures = [
+                ("min_us", "us", b.min_us),
+                ("p50_us", "us", b.p50_us),
+                ("p90_us", "us", b.p90_us),
+                ("p99_us", "us", b.p99_us),
+                ("mean_us", "us", b.mean_us),
+                ("stdev_us", "us", b.stdev_us),
+                ("tflops", "TFLOP/s", b.tflops),
+                ("gbps", "GB/s", b.gbps),
+            ];
+            for (name, unit, value) in figures {
+                if value.is_finite() {
+                    log.metrics.push(Metric {
+                        kernel: r.kernel.clone(),
+                        launch: None,
+                        section: Some(format!("bench {case}")),
+                        name: name.to_string(),
+                        unit: Some(unit.to_string()),
+                        value,
+                    });
+                }
+            }
+        }
+    }
+}

@@ -3,23 +3,143 @@
 //! Brief overview: [`detect`] guesses a log's [`Format`] from its text, and [`parse`] turns the
 //! text into a [`ParsedLog`]: [`Finding`]s (one per distinct site, with an occurrence count and a
 //! stable fingerprint), per-[`Kernel`] resource usage and SASS counts, Nsight Compute
-//! [`Metric`]s, and harness results. Parsers do no I/O, never read the clock and never panic:
-//! lines they do not recognise are counted in `unparsed_lines`, and a log without its summary is
-//! marked incomplete.
+//! [`Metric`]s, and harness results. [`parse_reader`] does the same from any [`BufRead`] without
+//! holding the log in memory, for multi-gigabyte sanitizer logs. Parsers do no I/O of their own,
+//! never read the clock and never panic: lines they do not recognise are counted in
+//! `unparsed_lines`, and a log without its summary is marked incomplete.
+//!
+//! One module per format: `ptxas` (nvcc `-Xptxas -v`), `sass` (cuobjdump and nvdisasm),
+//! `sanitizer` (compute-sanitizer text), `sanitizer_xml` (`--xml --save`), `ncu` (Nsight Compute
+//! CSV) and [`harness`] (the `exhibit.harness/1` JSON). `site` folds records into findings and
+//! computes fingerprints.
+//!
+//! ```
+//! let log = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n";
+//! let format = parsers::detect(log).unwrap();
+//! let parsed = parsers::parse(format, log);
+//! assert!(parsed.complete && parsed.findings.is_empty());
+//! ```
 
+use std::io::{self, BufRead};
+
+mod demangle;
 pub mod harness;
+mod lines;
 mod model;
+mod ncu;
+mod ptxas;
+mod sanitizer;
+mod sanitizer_xml;
+mod sass;
+mod site;
+mod util;
 
 pub use model::*;
 
+/// How many unparsed lines a log keeps as examples.
+pub(crate) const MAX_UNPARSED_EXAMPLES: usize = 8;
+/// How long an unparsed example may be.
+pub(crate) const UNPARSED_EXAMPLE_LEN: usize = 240;
+/// How much of a log [`detect`] looks at.
+const DETECT_WINDOW: usize = 256 * 1024;
+/// The largest harness document read by [`parse_reader`].
+const MAX_HARNESS_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Guesses the format of a log from its first lines; `None` when nothing matches.
 pub fn detect(text: &str) -> Option<Format> {
-    let _ = text;
-    None
+    let mut end = text.len().min(DETECT_WINDOW);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = text.get(..end).unwrap_or("");
+    let trimmed = head.trim_start_matches('\u{feff}').trim_start();
+    if trimmed.starts_with('{') && head.contains(harness::SCHEMA.trim_end_matches("/1")) {
+        return Some(Format::Harness);
+    }
+    if trimmed.starts_with("<?xml") || head.contains("<ComputeSanitizerOutput") {
+        return head
+            .contains("<ComputeSanitizerOutput")
+            .then_some(Format::ComputeSanitizerXml);
+    }
+    let mut ptxas = false;
+    let mut sass = false;
+    for line in head.lines() {
+        let line = line.trim_end_matches('\r');
+        if line.starts_with("=========") && line.as_bytes().get(9) != Some(&b'=') {
+            return Some(Format::ComputeSanitizer);
+        }
+        if line.starts_with("==PROF==")
+            || line.starts_with("\"ID\",\"Process ID\"")
+            || line.starts_with("==ERROR==")
+            || line.starts_with("==WARNING==")
+        {
+            return Some(Format::NcuCsv);
+        }
+        let t = line.trim_start();
+        if t.starts_with("ptxas ")
+            || t.contains("bytes stack frame, ")
+            || t.starts_with("nvcc ")
+            || (t.contains(".cu(") && (t.contains("): error") || t.contains("): warning")))
+            || t.contains("Warning: cannot perform wmma")
+            || t.contains("Warning: Cannot perform wmma")
+        {
+            ptxas = true;
+        }
+        if t.starts_with("Function : ")
+            || t.starts_with("code for sm_")
+            || t.starts_with("/*0000*/")
+            || t.starts_with("//--------------------- .text.")
+        {
+            sass = true;
+        }
+    }
+    if sass {
+        Some(Format::Sass)
+    } else if ptxas {
+        Some(Format::Ptxas)
+    } else {
+        None
+    }
 }
 
 /// Parses a whole log held in memory. Never fails: what is not understood is counted as unparsed.
 pub fn parse(format: Format, text: &str) -> ParsedLog {
-    let _ = text;
-    ParsedLog::new(format, None)
+    match parse_reader(format, text.as_bytes()) {
+        Ok(log) => log,
+        // Reading from a byte slice cannot fail; this arm only keeps the function total.
+        Err(_) => ParsedLog::new(format, None),
+    }
+}
+
+/// Parses a log from a reader, line by line, in memory that grows with the number of distinct
+/// findings rather than with the log. Fails only when the reader does.
+pub fn parse_reader<R: BufRead>(format: Format, reader: R) -> io::Result<ParsedLog> {
+    Ok(match format {
+        Format::ComputeSanitizer => {
+            let mut p = sanitizer::SanitizerParser::new();
+            lines::for_each_line(reader, |l| p.line(l))?;
+            p.finish()
+        }
+        Format::Ptxas => {
+            let mut p = ptxas::PtxasParser::new();
+            lines::for_each_line(reader, |l| p.line(l))?;
+            p.finish()
+        }
+        Format::Sass => {
+            let mut p = sass::SassParser::new();
+            lines::for_each_line(reader, |l| p.line(l))?;
+            p.finish()
+        }
+        Format::NcuCsv => {
+            let mut p = ncu::NcuParser::new();
+            lines::for_each_line(reader, |l| p.line(l))?;
+            p.finish()
+        }
+        Format::ComputeSanitizerXml => sanitizer_xml::parse(reader),
+        Format::Harness => {
+            let mut bytes = Vec::new();
+            io::Read::read_to_end(&mut io::Read::take(reader, MAX_HARNESS_BYTES), &mut bytes)?;
+            harness::parse_document(&String::from_utf8_lossy(&bytes))
+        }
+    })
 }

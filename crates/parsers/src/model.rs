@@ -92,6 +92,12 @@ pub enum FindingKind {
     LaunchError,
     /// Repeated launches on identical inputs gave different outputs.
     Nondeterminism,
+    // tools themselves
+    /// The tool reported a failure of its own ("Error: No attachable process found",
+    /// ncu's "==ERROR== LaunchFailed"): its log says less than a complete run would.
+    ToolError,
+    /// An Nsight Compute rule result (rule name, type such as OPT or WRN, and its advice).
+    ProfilerRule,
 }
 
 /// A memory space named by compute-sanitizer.
@@ -217,6 +223,9 @@ pub struct ParsedLog {
     pub complete: bool,
     /// The error count from the tool's own summary line, when it printed one.
     pub reported_errors: Option<u64>,
+    /// The warning count from racecheck's summary line, when it printed one.
+    #[serde(default)]
+    pub reported_warnings: Option<u64>,
     /// "N errors were not printed".
     pub unprinted_errors: u64,
     /// Lines no rule recognised (program output is counted here too).
@@ -239,6 +248,7 @@ impl ParsedLog {
             tool,
             complete: false,
             reported_errors: None,
+            reported_warnings: None,
             unprinted_errors: 0,
             unparsed_lines: 0,
             unparsed_examples: Vec::new(),

@@ -1,0 +1,107 @@
+//! Streaming line splitting over any [`BufRead`], without a copy for lines that sit whole in the
+//! reader's buffer. Lines lose their `\n` and `\r\n` endings; invalid UTF-8 is replaced.
+
+use std::borrow::Cow;
+use std::io::{self, BufRead};
+
+/// Longest line kept; the rest of a longer line (binary garbage, a runaway progress bar) is
+/// dropped so memory never grows with the input.
+pub(crate) const MAX_LINE: usize = 64 * 1024;
+
+/// Calls `f` with every line of `reader`, in order.
+pub(crate) fn for_each_line<R: BufRead>(mut reader: R, mut f: impl FnMut(&str)) -> io::Result<()> {
+    let mut carry: Vec<u8> = Vec::new();
+    // True while the tail of an over-long line is being skipped.
+    let mut overflow = false;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            if !carry.is_empty() {
+                emit(&carry, &mut f);
+            }
+            return Ok(());
+        }
+        let mut start = 0;
+        let len = buf.len();
+        while start < len {
+            match memchr::memchr(b'\n', &buf[start..]) {
+                Some(offset) => {
+                    let end = start + offset;
+                    if carry.is_empty() && !overflow {
+                        emit(&buf[start..end], &mut f);
+                    } else {
+                        append(&mut carry, &buf[start..end]);
+                        emit(&carry, &mut f);
+                        carry.clear();
+                        overflow = false;
+                    }
+                    start = end + 1;
+                }
+                None => {
+                    overflow |= append(&mut carry, &buf[start..]);
+                    start = len;
+                }
+            }
+        }
+        reader.consume(len);
+    }
+}
+
+/// Appends to `carry` up to [`MAX_LINE`] bytes; returns true when something was dropped.
+fn append(carry: &mut Vec<u8>, bytes: &[u8]) -> bool {
+    let room = MAX_LINE.saturating_sub(carry.len());
+    let take = bytes.len().min(room);
+    carry.extend_from_slice(bytes.get(..take).unwrap_or_default());
+    take < bytes.len()
+}
+
+fn emit(line: &[u8], f: &mut impl FnMut(&str)) {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.get(..MAX_LINE).unwrap_or(line);
+    match std::str::from_utf8(line) {
+        Ok(s) => f(s),
+        Err(_) => {
+            let s: Cow<'_, str> = String::from_utf8_lossy(line);
+            f(&s)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], capacity: usize) -> Vec<String> {
+        let reader = io::BufReader::with_capacity(capacity, input);
+        let mut out = Vec::new();
+        for_each_line(reader, |l| out.push(l.to_string())).unwrap();
+        out
+    }
+
+    #[test]
+    fn splits_across_buffer_boundaries_and_strips_crlf() {
+        let input = b"alpha\r\nbeta\n\ngamma";
+        for capacity in [1, 2, 3, 7, 64] {
+            assert_eq!(lines(input, capacity), ["alpha", "beta", "", "gamma"]);
+        }
+    }
+
+    #[test]
+    fn caps_overlong_lines() {
+        let mut input = vec![b'x'; MAX_LINE * 3];
+        input.extend_from_slice(b"\nnext\n");
+        let out = lines(&input, 4096);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].len(), MAX_LINE);
+        assert_eq!(out[1], "next");
+    }
+
+    #[test]
+    fn replaces_invalid_utf8() {
+        assert_eq!(lines(b"a\xffb\n", 16), ["a\u{fffd}b"]);
+    }
+}

@@ -1,0 +1,325 @@
+//! Nsight Compute `--csv` output: the default details page (long form: one row per metric or
+//! rule result) and `--page raw` (wide form: one column per metric, with a units row under the
+//! header).
+//!
+//! ncu's own messages (`==PROF==`, `==WARNING==`, `==ERROR==`) and the profiled program's output
+//! share the stream with the CSV rows. Rows are recognised by their leading quote and split with
+//! the csv crate, so kernel names holding commas and template arguments stay whole; numbers lose
+//! their thousands separators.
+
+use serde_json::json;
+
+use crate::model::{FindingKind, Format, Metric, ParsedLog, Severity};
+use crate::site::{Record, Site, Sites};
+use crate::util::{clip, parse_f64, parse_u64, scrub_addresses};
+use crate::{MAX_UNPARSED_EXAMPLES, UNPARSED_EXAMPLE_LEN};
+
+/// Longest CSV record assembled from several lines (a quoted field holding newlines).
+const MAX_RECORD: usize = 1 << 20;
+
+/// Columns that identify a launch rather than measure it, in the raw page.
+const IDENTITY: &[&str] = &[
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+];
+
+/// Parses Nsight Compute CSV line by line.
+pub(crate) struct NcuParser {
+    log: ParsedLog,
+    sites: Sites,
+    pending: String,
+    layout: Option<Layout>,
+    rows: u64,
+    errors: u64,
+}
+
+enum Layout {
+    Details(Details),
+    Raw {
+        header: Vec<String>,
+        units: Option<Vec<String>>,
+        id: Option<usize>,
+        kernel: Option<usize>,
+    },
+}
+
+struct Details {
+    id: Option<usize>,
+    kernel: Option<usize>,
+    section: Option<usize>,
+    name: Option<usize>,
+    unit: Option<usize>,
+    value: Option<usize>,
+    rule: Option<usize>,
+    rule_type: Option<usize>,
+    rule_text: Option<usize>,
+    speedup_type: Option<usize>,
+    speedup: Option<usize>,
+}
+
+impl NcuParser {
+    pub(crate) fn new() -> NcuParser {
+        NcuParser {
+            log: ParsedLog::new(Format::NcuCsv, None),
+            sites: Sites::default(),
+            pending: String::new(),
+            layout: None,
+            rows: 0,
+            errors: 0,
+        }
+    }
+
+    pub(crate) fn line(&mut self, line: &str) {
+        if !self.pending.is_empty() {
+            if self.pending.len() < MAX_RECORD {
+                self.pending.push('\n');
+                self.pending.push_str(line);
+            }
+            if quotes_balanced(&self.pending) || self.pending.len() >= MAX_RECORD {
+                let record = std::mem::take(&mut self.pending);
+                self.record(&record);
+            }
+            return;
+        }
+        if line.starts_with('"') {
+            if quotes_balanced(line) {
+                self.record(line);
+            } else {
+                self.pending.push_str(line);
+            }
+        } else if let Some(rest) = line.strip_prefix("==ERROR==") {
+            self.errors += 1;
+            self.tool_error(rest.trim(), line);
+        } else if line.starts_with("==PROF==")
+            || line.starts_with("==WARNING==")
+            || line.trim().is_empty()
+        {
+        } else {
+            self.unparsed(line);
+        }
+    }
+
+    fn unparsed(&mut self, line: &str) {
+        self.log.unparsed_lines += 1;
+        if self.log.unparsed_examples.len() < MAX_UNPARSED_EXAMPLES {
+            self.log
+                .unparsed_examples
+                .push(clip(line, UNPARSED_EXAMPLE_LEN));
+        }
+    }
+
+    fn tool_error(&mut self, message: &str, raw: &str) {
+        let message = scrub_addresses(message);
+        self.sites.add(Record {
+            site: Site {
+                kind: FindingKind::ToolError,
+                kernel: None,
+                file: None,
+                line: None,
+                space: None,
+                size: None,
+                discriminator: &message,
+            },
+            severity: Severity::Error,
+            access: None,
+            message: &message,
+            example: None,
+            excerpt: &[raw.to_string()],
+            occurrences: 1,
+        });
+    }
+
+    fn record(&mut self, text: &str) {
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(text.as_bytes());
+        let mut row = csv::StringRecord::new();
+        match reader.read_record(&mut row) {
+            Ok(true) => {}
+            _ => {
+                self.unparsed(text);
+                return;
+            }
+        }
+        let cells: Vec<&str> = row.iter().collect();
+        if cells.first() == Some(&"ID") {
+            self.header(&cells);
+            return;
+        }
+        match &mut self.layout {
+            None => self.unparsed(text),
+            Some(Layout::Raw { units, id, .. })
+                if units.is_none()
+                    && id.and_then(|i| cells.get(i)).is_some_and(|c| c.is_empty()) =>
+            {
+                *units = Some(cells.iter().map(|c| c.to_string()).collect());
+            }
+            Some(Layout::Raw { .. }) => {
+                self.rows += 1;
+                self.raw_row(&cells);
+            }
+            Some(Layout::Details(_)) => {
+                self.rows += 1;
+                self.details_row(&cells, text);
+            }
+        }
+    }
+
+    fn header(&mut self, cells: &[&str]) {
+        let find = |name: &str| cells.iter().position(|c| *c == name);
+        self.layout = Some(if find("Metric Name").is_some() {
+            Layout::Details(Details {
+                id: find("ID"),
+                kernel: find("Kernel Name"),
+                section: find("Section Name"),
+                name: find("Metric Name"),
+                unit: find("Metric Unit"),
+                value: find("Metric Value"),
+                rule: find("Rule Name"),
+                rule_type: find("Rule Type"),
+                rule_text: find("Rule Description"),
+                speedup_type: find("Estimated Speedup Type"),
+                speedup: find("Estimated Speedup"),
+            })
+        } else {
+            Layout::Raw {
+                header: cells.iter().map(|c| c.to_string()).collect(),
+                units: None,
+                id: find("ID"),
+                kernel: find("Kernel Name"),
+            }
+        });
+    }
+
+    fn details_row(&mut self, cells: &[&str], raw: &str) {
+        let Some(Layout::Details(d)) = &self.layout else {
+            return;
+        };
+        let cell = |i: Option<usize>| i.and_then(|i| cells.get(i)).copied().unwrap_or("");
+        let kernel = cell(d.kernel);
+        let launch = parse_u64(cell(d.id));
+        let section = cell(d.section);
+        let name = cell(d.name);
+        let rule = cell(d.rule);
+        if !name.is_empty() {
+            match parse_f64(cell(d.value)) {
+                Some(value) => {
+                    let unit = cell(d.unit);
+                    self.log.metrics.push(Metric {
+                        kernel: kernel.to_string(),
+                        launch,
+                        section: (!section.is_empty()).then(|| section.to_string()),
+                        name: name.to_string(),
+                        unit: (!unit.is_empty()).then(|| unit.to_string()),
+                        value,
+                    });
+                }
+                // Text values ("PolicySpread", "CachePreferNone") are not metrics.
+                None => {}
+            }
+        }
+        if !rule.is_empty() {
+            let rule_type = cell(d.rule_type);
+            let text = cell(d.rule_text);
+            let speedup_type = cell(d.speedup_type);
+            let speedup = parse_f64(cell(d.speedup));
+            let severity = match rule_type {
+                "ERR" | "ERROR" => Severity::Error,
+                "WRN" | "WARNING" => Severity::Warning,
+                _ => Severity::Info,
+            };
+            let message = format!("{rule}: {text}");
+            let discriminator = rule.to_string();
+            let (i, new) = self.sites.add(Record {
+                site: Site {
+                    kind: FindingKind::ProfilerRule,
+                    kernel: Some(kernel),
+                    file: None,
+                    line: None,
+                    space: None,
+                    size: None,
+                    discriminator: &discriminator,
+                },
+                severity,
+                access: None,
+                message: &message,
+                example: launch.map(|l| format!("launch {l}")).as_deref(),
+                excerpt: &[raw.to_string()],
+                occurrences: 1,
+            });
+            if new && let Some(f) = self.sites.get_mut(i) {
+                f.details.insert("rule".into(), json!(rule));
+                f.details.insert("rule_type".into(), json!(rule_type));
+                if !section.is_empty() {
+                    f.details.insert("section".into(), json!(section));
+                }
+                if !speedup_type.is_empty() {
+                    f.details
+                        .insert("estimated_speedup_type".into(), json!(speedup_type));
+                }
+                if let Some(s) = speedup {
+                    f.details.insert("estimated_speedup".into(), json!(s));
+                }
+            }
+        }
+    }
+
+    fn raw_row(&mut self, cells: &[&str]) {
+        let Some(Layout::Raw {
+            header,
+            units,
+            id,
+            kernel,
+        }) = &self.layout
+        else {
+            return;
+        };
+        let kernel_name = kernel.and_then(|i| cells.get(i)).copied().unwrap_or("");
+        let launch = id.and_then(|i| cells.get(i)).and_then(|c| parse_u64(c));
+        for (i, name) in header.iter().enumerate() {
+            if IDENTITY.contains(&name.as_str()) {
+                continue;
+            }
+            let Some(value) = cells.get(i).and_then(|c| parse_f64(c)) else {
+                continue;
+            };
+            let unit = units
+                .as_ref()
+                .and_then(|u| u.get(i))
+                .filter(|u| !u.is_empty())
+                .cloned();
+            self.log.metrics.push(Metric {
+                kernel: kernel_name.to_string(),
+                launch,
+                section: None,
+                name: name.clone(),
+                unit,
+                value,
+            });
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> ParsedLog {
+        if !self.pending.is_empty() {
+            let pending = std::mem::take(&mut self.pending);
+            self.unparsed(&pending);
+        }
+        self.log.complete = self.layout.is_some() && self.rows > 0 && self.errors == 0;
+        self.log.findings = self.sites.into_findings();
+        self.log
+    }
+}
+
+fn quotes_balanced(s: &str) -> bool {
+    memchr::memchr_iter(b'"', s.as_bytes()).count() % 2 == 0
+}

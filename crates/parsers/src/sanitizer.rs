@@ -1,0 +1,816 @@
+//! compute-sanitizer's text output (memcheck, racecheck in both report forms, initcheck,
+//! synccheck).
+//!
+//! Every line the tool prints starts with `=========`; anything else is the program's own output
+//! and is counted as unparsed. A record opens with an unindented line ("Invalid __global__ read of
+//! size 4 bytes", "Program hit ...", "Error: Race reported between ...") and runs until a bare
+//! `=========` line or the next record; its indented lines carry the location (`at F+0x10 in
+//! f.cu:12`), the thread and block, the address relation, `Device Frame:` and `Host Frame:` lines.
+//! Lines are classified by a prefix check before any field is parsed, so the hot path (host frames,
+//! repeated records) costs a few comparisons per line. Records fold into one finding per site.
+
+use serde_json::{Value, json};
+
+use crate::model::{
+    Access, Finding, FindingKind, Format, Location, MemorySpace, ParsedLog, Severity, Tool,
+};
+use crate::site::{MAX_EXCERPT, Record, Site, Sites, file_key};
+use crate::util::{clip, parse_u32, parse_u64, scrub_addresses};
+use crate::{MAX_UNPARSED_EXAMPLES, UNPARSED_EXAMPLE_LEN};
+
+/// The prefix compute-sanitizer puts on each line it prints.
+const PREFIX: &str = "=========";
+
+/// Parses compute-sanitizer text line by line.
+pub(crate) struct SanitizerParser {
+    log: ParsedLog,
+    sites: Sites,
+    rec: Rec,
+    tools: ToolHints,
+    saw_summary: bool,
+}
+
+#[derive(Default)]
+struct ToolHints {
+    memcheck: bool,
+    racecheck: bool,
+    initcheck: bool,
+    synccheck: bool,
+}
+
+/// The record being read. Its buffers are reused from record to record.
+#[derive(Default)]
+struct Rec {
+    active: bool,
+    /// Unknown headers stay tentative until a location or thread line confirms a record.
+    tentative: bool,
+    kind: Option<FindingKind>,
+    severity: Option<Severity>,
+    space: Option<MemorySpace>,
+    access: Option<Access>,
+    size: Option<u32>,
+    header: String,
+    function: String,
+    clone_of: String,
+    outer_frame: String,
+    file: String,
+    line: Option<u32>,
+    has_location: bool,
+    example: String,
+    discriminator: String,
+    details: Vec<(&'static str, Value)>,
+    related: Vec<Location>,
+    hazards: u64,
+    leaked: u64,
+    raw: Vec<String>,
+    raw_len: usize,
+}
+
+impl Rec {
+    fn reset(&mut self) {
+        self.active = false;
+        self.tentative = false;
+        self.kind = None;
+        self.severity = None;
+        self.space = None;
+        self.access = None;
+        self.size = None;
+        self.header.clear();
+        self.function.clear();
+        self.clone_of.clear();
+        self.outer_frame.clear();
+        self.file.clear();
+        self.line = None;
+        self.has_location = false;
+        self.example.clear();
+        self.discriminator.clear();
+        self.details.clear();
+        self.related.clear();
+        self.hazards = 0;
+        self.leaked = 0;
+        self.raw_len = 0;
+    }
+
+    fn push_raw(&mut self, line: &str) {
+        if self.raw_len >= MAX_EXCERPT {
+            return;
+        }
+        match self.raw.get_mut(self.raw_len) {
+            Some(slot) => {
+                slot.clear();
+                slot.push_str(line);
+            }
+            None => self.raw.push(line.to_string()),
+        }
+        self.raw_len += 1;
+    }
+
+    fn set_location(&mut self, loc: &Loc<'_>) {
+        self.has_location = true;
+        self.function.clear();
+        self.function.push_str(loc.function);
+        self.clone_of.clear();
+        self.clone_of.push_str(loc.clone_of.unwrap_or(""));
+        self.file.clear();
+        self.file.push_str(loc.file.unwrap_or(""));
+        self.line = loc.line;
+    }
+}
+
+impl SanitizerParser {
+    pub(crate) fn new() -> SanitizerParser {
+        SanitizerParser {
+            log: ParsedLog::new(Format::ComputeSanitizer, None),
+            sites: Sites::default(),
+            rec: Rec::default(),
+            tools: ToolHints::default(),
+            saw_summary: false,
+        }
+    }
+
+    pub(crate) fn line(&mut self, line: &str) {
+        let Some(body) = line.strip_prefix(PREFIX) else {
+            self.unparsed(line);
+            return;
+        };
+        // Bodies start with one space; the indentation after it tells record lines apart.
+        let body = body.strip_prefix(' ').unwrap_or(body);
+        let text = body.trim_start_matches(' ');
+        let indent = body.len() - text.len();
+        if text.trim_end().is_empty() {
+            self.end_record();
+            return;
+        }
+        if indent == 0 {
+            self.header(text, line);
+        } else {
+            self.detail(text, line);
+        }
+    }
+
+    fn unparsed(&mut self, line: &str) {
+        self.log.unparsed_lines += 1;
+        if self.log.unparsed_examples.len() < MAX_UNPARSED_EXAMPLES {
+            self.log
+                .unparsed_examples
+                .push(clip(line, UNPARSED_EXAMPLE_LEN));
+        }
+    }
+
+    fn start(&mut self, kind: FindingKind, severity: Severity, header: &str, line: &str) {
+        self.end_record();
+        let r = &mut self.rec;
+        r.active = true;
+        r.kind = Some(kind);
+        r.severity = Some(severity);
+        r.header.push_str(header);
+        r.push_raw(line);
+    }
+
+    fn header(&mut self, text: &str, line: &str) {
+        let first = text.as_bytes().first().copied().unwrap_or(b' ');
+        match first {
+            b'I' if text.starts_with("Invalid ") => {
+                self.start(FindingKind::InvalidAccess, Severity::Error, text, line);
+                self.tools.memcheck = true;
+                // "Invalid __global__ read of size 4 bytes"
+                let mut words = text.split_whitespace().skip(1);
+                self.rec.space = words.next().and_then(space_of);
+                self.rec.access = words.next().and_then(access_of);
+                self.rec.size = size_after(text, "of size ");
+                self.rec
+                    .discriminator
+                    .push_str(access_name(self.rec.access));
+            }
+            b'I' if text.starts_with("Internal") => {
+                self.start(FindingKind::ToolError, Severity::Error, text, line);
+            }
+            b'U' if text.starts_with("Uninitialized ") => {
+                self.start(FindingKind::UninitializedRead, Severity::Error, text, line);
+                self.tools.initcheck = true;
+                // "Uninitialized __global__ memory read of size 4 bytes"
+                let mut words = text.split_whitespace().skip(1);
+                self.rec.space = words.next().and_then(space_of);
+                self.rec.access = words.nth(1).and_then(access_of);
+                self.rec.size = size_after(text, "of size ");
+            }
+            b'U' if text.starts_with("Unused memory") => {
+                self.start(FindingKind::UnusedMemory, Severity::Warning, text, line);
+                self.tools.initcheck = true;
+                if let Some(size) = size_after(text, "of size ") {
+                    self.rec.details.push(("allocation_size", json!(size)));
+                }
+            }
+            b'P' if text.starts_with("Program hit ") => {
+                self.start(FindingKind::HostApiError, Severity::Error, text, line);
+                self.host_api(text);
+            }
+            b'L' if text.starts_with("Leaked ") => {
+                self.start(FindingKind::MemoryLeak, Severity::Error, text, line);
+                self.tools.memcheck = true;
+                // "Leaked 1,024 bytes at 0x7f1626800000"
+                self.rec.leaked = text
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(parse_u64)
+                    .unwrap_or(0);
+            }
+            b'L' if text.starts_with("LEAK SUMMARY:") => {
+                self.end_record();
+                self.tools.memcheck = true;
+            }
+            b'M' if text.starts_with("Malloc/Free") => {
+                self.start(FindingKind::AllocationError, Severity::Error, text, line);
+                self.tools.memcheck = true;
+                self.rec.discriminator.push_str(&scrub_addresses(text));
+            }
+            b'M' if text.starts_with("Misaligned") => {
+                self.start(FindingKind::MisalignedAccess, Severity::Error, text, line);
+                self.tools.memcheck = true;
+                self.rec.discriminator.push_str(&scrub_addresses(text));
+            }
+            b'B' if text.starts_with("Barrier error") => {
+                self.start(FindingKind::BarrierError, Severity::Error, text, line);
+                self.tools.synccheck = true;
+                // "Barrier error detected. Divergent thread(s) in warp." keeps what follows the
+                // first sentence, the words the XML form puts in <type>.
+                let kind = text.split_once(". ").map(|(_, t)| t).unwrap_or(text);
+                self.rec
+                    .discriminator
+                    .push_str(kind.trim().trim_end_matches('.'));
+            }
+            b'T' if text.starts_with("Trace/breakpoint trap") => {
+                self.start(FindingKind::Trap, Severity::Error, text, line);
+                self.tools.memcheck = true;
+            }
+            b'T' if text.starts_with("Target application") => self.end_record(),
+            b'E' if text.starts_with("ERROR SUMMARY:") => self.error_summary(text),
+            b'E' | b'W' if text.contains("Race reported between ") => self.race(text, line),
+            b'E' | b'W' if text.contains("hazard detected at ") => self.hazard(text, line),
+            b'E' if text.starts_with("Error:") => {
+                self.start(FindingKind::ToolError, Severity::Error, text, line);
+                self.rec.discriminator.push_str(&scrub_addresses(text));
+            }
+            b'R' if text.starts_with("RACECHECK SUMMARY:") => self.racecheck_summary(text),
+            b'C' if text.starts_with("COMPUTE-SANITIZER") => self.end_record(),
+            _ => {
+                // Another device exception ("Illegal Instruction", "Warp Illegal Address", ...)
+                // is confirmed by the location or thread lines that follow it.
+                self.start(FindingKind::DeviceException, Severity::Error, text, line);
+                self.rec.tentative = true;
+                self.rec.discriminator.push_str(&scrub_addresses(text));
+            }
+        }
+    }
+
+    fn detail(&mut self, text: &str, line: &str) {
+        if !self.rec.active {
+            self.unparsed(line);
+            return;
+        }
+        let first = text.as_bytes().first().copied().unwrap_or(b' ');
+        match first {
+            b'H' if text.starts_with("Host Frame:") => self.rec.push_raw(line),
+            b'S' if text.starts_with("Saved host backtrace") => self.rec.push_raw(line),
+            b'a' if text.starts_with("at ") => {
+                self.rec.push_raw(line);
+                if !self.rec.has_location {
+                    let loc = parse_location(text.get(3..).unwrap_or(""));
+                    self.rec.set_location(&loc);
+                }
+                self.rec.tentative = false;
+            }
+            b'b' if text.starts_with("by thread ") => {
+                self.rec.push_raw(line);
+                if self.rec.example.is_empty() {
+                    self.rec.example.push_str(text.get(3..).unwrap_or(text));
+                }
+                self.rec.tentative = false;
+            }
+            b'D' if text.starts_with("Device Frame:") => {
+                self.rec.push_raw(line);
+                let loc = parse_location(text.get("Device Frame:".len()..).unwrap_or("").trim());
+                self.rec.outer_frame.clear();
+                self.rec.outer_frame.push_str(loc.function);
+            }
+            b'A' if text.starts_with("Access to ") || text.starts_with("Address ") => {
+                self.rec.push_raw(line);
+                if text.ends_with("is misaligned") {
+                    if self.rec.kind == Some(FindingKind::InvalidAccess) {
+                        self.rec.kind = Some(FindingKind::MisalignedAccess);
+                    }
+                    self.rec.details.push(("error", json!("misaligned")));
+                } else if text.ends_with("is out of bounds") {
+                    self.rec.details.push(("error", json!("out of bounds")));
+                }
+            }
+            b'a' if text.starts_with("and is ") => {
+                self.rec.push_raw(line);
+                self.allocation_relation(text);
+            }
+            b'a' if text.starts_with("and ") && text.contains(" access at ") => {
+                self.rec.push_raw(line);
+                self.race_other_side(text.get(4..).unwrap_or(""));
+            }
+            b'W' | b'R' if text.contains(" Thread (") => {
+                self.rec.push_raw(line);
+                self.hazard_thread(text);
+            }
+            b'C' | b'I'
+                if text.starts_with("Current Value") || text.starts_with("Incoming Value") =>
+            {
+                self.rec.push_raw(line);
+            }
+            _ if self.rec.kind == Some(FindingKind::UnusedMemory)
+                || self.rec.kind == Some(FindingKind::ToolError) =>
+            {
+                self.rec.push_raw(line);
+            }
+            _ => {
+                self.rec.push_raw(line);
+                self.unparsed(line);
+            }
+        }
+    }
+
+    fn host_api(&mut self, text: &str) {
+        // Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" on
+        // CUDA API call to cudaDeviceSynchronize.
+        let rest = text.get("Program hit ".len()..).unwrap_or("");
+        let name = rest.split_whitespace().next().unwrap_or("");
+        let code = rest
+            .split_once("(error ")
+            .and_then(|(_, t)| t.split_once(')'))
+            .and_then(|(n, _)| parse_u64(n));
+        let message = rest
+            .split_once("due to \"")
+            .and_then(|(_, t)| t.split_once('"'))
+            .map(|(m, _)| m);
+        let call = rest
+            .rsplit_once("API call to ")
+            .map(|(_, c)| c.trim_end_matches('.').trim());
+        let r = &mut self.rec;
+        r.details.push(("error_name", json!(name)));
+        if let Some(code) = code {
+            r.details.push(("error_code", json!(code)));
+        }
+        if let Some(message) = message {
+            r.details.push(("error_message", json!(message)));
+        }
+        if let Some(call) = call {
+            r.details.push(("api_call", json!(call)));
+        }
+        r.discriminator.push_str(name);
+        r.discriminator.push(':');
+        r.discriminator.push_str(call.unwrap_or(""));
+    }
+
+    fn allocation_relation(&mut self, text: &str) {
+        // "and is 13 bytes after the nearest allocation at 0x... of size 4,000 bytes"
+        // "and is inside the nearest allocation at 0x... of size 4,096 bytes"
+        let rest = text.get("and is ".len()..).unwrap_or("");
+        let r = &mut self.rec;
+        if rest.starts_with("inside") {
+            r.details.push(("inside_allocation", json!(true)));
+        } else {
+            let mut words = rest.split_whitespace();
+            let n = words.next().and_then(parse_u64);
+            let _bytes = words.next();
+            match (n, words.next()) {
+                (Some(n), Some("after")) => r.details.push(("bytes_after", json!(n))),
+                (Some(n), Some("before")) => r.details.push(("bytes_before", json!(n))),
+                _ => {}
+            }
+        }
+        if let Some(size) = rest
+            .rsplit_once("of size ")
+            .and_then(|(_, s)| s.split_whitespace().next())
+            .and_then(parse_u64)
+        {
+            r.details.push(("allocation_size", json!(size)));
+        }
+    }
+
+    /// racecheck's default report: "Error: Race reported between Read access at F+0x130 in
+    /// race.cu:12", followed by "and Write access at ... [512 hazards]" lines.
+    fn race(&mut self, text: &str, line: &str) {
+        let severity = if text.starts_with("Warning") {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        self.start(FindingKind::Race, severity, text, line);
+        self.tools.racecheck = true;
+        let rest = text
+            .split_once("Race reported between ")
+            .map(|(_, r)| r)
+            .unwrap_or("");
+        let (access, loc) = access_at(rest);
+        self.rec.access = access;
+        self.rec.space = Some(MemorySpace::Shared);
+        let loc = parse_location(strip_hazard_count(loc).0);
+        self.rec.set_location(&loc);
+        self.rec.discriminator.push_str(access_name(access));
+    }
+
+    fn race_other_side(&mut self, text: &str) {
+        let (access, loc) = access_at(text);
+        let (loc, hazards) = strip_hazard_count(loc);
+        let loc = parse_location(loc);
+        self.rec.hazards = self.rec.hazards.saturating_add(hazards.unwrap_or(1));
+        let d = &mut self.rec.discriminator;
+        d.push('|');
+        d.push_str(access_name(access));
+        d.push('@');
+        d.push_str(loc.file.map(file_key).unwrap_or(loc.function));
+        d.push(':');
+        d.push_str(&loc.line.map(|l| l.to_string()).unwrap_or_default());
+        self.rec.related.push(Location {
+            function: Some(format!("{} {}", access_name(access), loc.function)),
+            file: loc.file.map(str::to_string),
+            line: loc.line,
+        });
+    }
+
+    /// racecheck's `--racecheck-report hazard` form: "Error: Potential RAW hazard detected at
+    /// __shared__ 0x47c in block (0,0,0) :", then a "Write Thread (31,0,0) at ..." line and a
+    /// "Read Thread (32,0,0) at ..." line.
+    fn hazard(&mut self, text: &str, line: &str) {
+        let severity = if text.starts_with("Warning") {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        self.start(FindingKind::Race, severity, text, line);
+        self.tools.racecheck = true;
+        let hazard_type = text
+            .split_once("Potential ")
+            .and_then(|(_, t)| t.split_whitespace().next())
+            .unwrap_or("");
+        let r = &mut self.rec;
+        r.hazards = 1;
+        r.details.push(("hazard_type", json!(hazard_type)));
+        r.discriminator.push_str(hazard_type);
+        r.space = text
+            .split_once("detected at ")
+            .and_then(|(_, t)| t.split_whitespace().next())
+            .and_then(space_of)
+            .or(Some(MemorySpace::Shared));
+        if let Some((_, block)) = text.rsplit_once(" in ") {
+            r.example.push_str(block.trim_end_matches(':').trim());
+        }
+    }
+
+    fn hazard_thread(&mut self, text: &str) {
+        // "Write Thread (31,0,0) at reverse_tile(const int *, int *)+0x120 in race.cu:10"
+        let Some((who, at)) = text.split_once(" at ") else {
+            return;
+        };
+        let access = who.split_whitespace().next().and_then(access_of);
+        let loc = parse_location(at);
+        let r = &mut self.rec;
+        if !r.has_location {
+            r.set_location(&loc);
+            r.access = access;
+        } else {
+            r.related.push(Location {
+                function: Some(format!("{} {}", access_name(access), loc.function)),
+                file: loc.file.map(str::to_string),
+                line: loc.line,
+            });
+        }
+        r.discriminator.push('|');
+        r.discriminator.push_str(access_name(access));
+        r.discriminator.push('@');
+        r.discriminator
+            .push_str(loc.file.map(file_key).unwrap_or(loc.function));
+        r.discriminator.push(':');
+        r.discriminator
+            .push_str(&loc.line.map(|l| l.to_string()).unwrap_or_default());
+        if !r.example.is_empty() && r.example.len() < 160 {
+            r.example
+                .push_str(if r.example.contains(':') { ", " } else { ": " });
+            r.example.push_str(who);
+        }
+    }
+
+    fn error_summary(&mut self, text: &str) {
+        self.end_record();
+        // "ERROR SUMMARY: 11 errors", "ERROR SUMMARY: 1 error",
+        // "ERROR SUMMARY: 8096 errors were not printed. Use --print-limit ..."
+        let rest = text.get("ERROR SUMMARY:".len()..).unwrap_or("").trim();
+        let n = rest.split_whitespace().next().and_then(parse_u64);
+        if rest.contains("were not printed") {
+            self.log.unprinted_errors = self.log.unprinted_errors.saturating_add(n.unwrap_or(0));
+        } else if let Some(n) = n {
+            self.log.reported_errors =
+                Some(self.log.reported_errors.unwrap_or(0).saturating_add(n));
+            self.saw_summary = true;
+        } else {
+            self.unparsed(text);
+        }
+    }
+
+    fn racecheck_summary(&mut self, text: &str) {
+        self.end_record();
+        self.tools.racecheck = true;
+        // "RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
+        let rest = text.get("RACECHECK SUMMARY:".len()..).unwrap_or("");
+        let displayed = rest.split_whitespace().next().and_then(parse_u64);
+        let inner = rest
+            .split_once('(')
+            .and_then(|(_, t)| t.split_once(')'))
+            .map(|(t, _)| t)
+            .unwrap_or("");
+        for part in inner.split(',') {
+            let mut words = part.split_whitespace();
+            let n = words.next().and_then(parse_u64);
+            match (n, words.next()) {
+                (Some(n), Some(w)) if w.starts_with("error") => self.log.reported_errors = Some(n),
+                (Some(n), Some(w)) if w.starts_with("warning") => {
+                    self.log.reported_warnings = Some(n)
+                }
+                _ => {}
+            }
+        }
+        if let (Some(displayed), Some(errors), Some(warnings)) = (
+            displayed,
+            self.log.reported_errors,
+            self.log.reported_warnings,
+        ) {
+            self.log.unprinted_errors = (errors + warnings).saturating_sub(displayed);
+        }
+        self.saw_summary = true;
+    }
+
+    fn end_record(&mut self) {
+        if !self.rec.active {
+            return;
+        }
+        if self.rec.tentative {
+            // An unknown unindented line that no location followed: not a record after all.
+            let n = self.rec.raw_len;
+            for i in 0..n {
+                let line = self.rec.raw.get(i).cloned().unwrap_or_default();
+                self.unparsed(&line);
+            }
+            self.rec.reset();
+            return;
+        }
+        let r = &self.rec;
+        let Some(kind) = r.kind else {
+            self.rec.reset();
+            return;
+        };
+        if kind == FindingKind::DeviceException {
+            self.tools.memcheck = true;
+        }
+        let kernel = if !r.outer_frame.is_empty() {
+            Some(r.outer_frame.as_str())
+        } else if !r.clone_of.is_empty() {
+            Some(r.clone_of.as_str())
+        } else if !r.function.is_empty() {
+            Some(r.function.as_str())
+        } else {
+            None
+        };
+        let message = scrub_addresses(r.header.trim_end_matches([':', ' ']));
+        let site = Site {
+            kind,
+            kernel,
+            file: (!r.file.is_empty()).then_some(r.file.as_str()),
+            line: r.line,
+            space: r.space,
+            size: r.size,
+            discriminator: &r.discriminator,
+        };
+        let (i, new) = self.sites.add(Record {
+            site,
+            severity: r.severity.unwrap_or(Severity::Error),
+            access: r.access,
+            message: &message,
+            example: (!r.example.is_empty()).then_some(r.example.as_str()),
+            excerpt: r.raw.get(..r.raw_len).unwrap_or(&[]),
+            occurrences: 1,
+        });
+        let hazards = r.hazards;
+        let leaked = r.leaked;
+        if let Some(f) = self.sites.get_mut(i) {
+            if new {
+                for (k, v) in &self.rec.details {
+                    f.details.entry(k.to_string()).or_insert_with(|| v.clone());
+                }
+                f.related = self.rec.related.clone();
+                if !self.rec.function.is_empty() && kernel != Some(self.rec.function.as_str()) {
+                    f.details
+                        .insert("function".to_string(), json!(self.rec.function.clone()));
+                }
+            }
+            if hazards > 0 {
+                add_u64(f, "hazards", hazards);
+            }
+            if leaked > 0 {
+                add_u64(f, "leaked_bytes", leaked);
+            }
+        }
+        self.rec.reset();
+    }
+
+    pub(crate) fn finish(mut self) -> ParsedLog {
+        self.end_record();
+        let t = &self.tools;
+        self.log.tool = if t.racecheck {
+            Some(Tool::Racecheck)
+        } else if t.initcheck {
+            Some(Tool::Initcheck)
+        } else if t.synccheck {
+            Some(Tool::Synccheck)
+        } else if t.memcheck {
+            Some(Tool::Memcheck)
+        } else {
+            None
+        };
+        self.log.complete = self.saw_summary;
+        self.log.findings = self.sites.into_findings();
+        self.log
+    }
+}
+
+fn add_u64(f: &mut Finding, key: &str, n: u64) {
+    let old = f.details.get(key).and_then(Value::as_u64).unwrap_or(0);
+    f.details
+        .insert(key.to_string(), json!(old.saturating_add(n)));
+}
+
+fn space_of(word: &str) -> Option<MemorySpace> {
+    match word {
+        "__global__" => Some(MemorySpace::Global),
+        "__shared__" => Some(MemorySpace::Shared),
+        "__local__" => Some(MemorySpace::Local),
+        "__generic__" | "generic" => Some(MemorySpace::Generic),
+        _ => None,
+    }
+}
+
+fn access_of(word: &str) -> Option<Access> {
+    match word {
+        "read" | "Read" => Some(Access::Read),
+        "write" | "Write" => Some(Access::Write),
+        _ => None,
+    }
+}
+
+fn access_name(a: Option<Access>) -> &'static str {
+    match a {
+        Some(Access::Read) => "read",
+        Some(Access::Write) => "write",
+        None => "",
+    }
+}
+
+/// The number after `marker` in `text` ("of size 4 bytes" gives 4).
+fn size_after(text: &str, marker: &str) -> Option<u32> {
+    text.split_once(marker)
+        .and_then(|(_, t)| t.split_whitespace().next())
+        .and_then(parse_u32)
+}
+
+/// Splits "Write access at LOCATION" into the access and the location text.
+fn access_at(text: &str) -> (Option<Access>, &str) {
+    match text.split_once(" access at ") {
+        Some((a, loc)) => (access_of(a.trim()), loc),
+        None => (None, text),
+    }
+}
+
+/// Removes a trailing " [512 hazards]" and returns the count.
+fn strip_hazard_count(text: &str) -> (&str, Option<u64>) {
+    let t = text.trim_end();
+    if let Some(open) = t.rfind(" [")
+        && t.ends_with(']')
+    {
+        let inner = t.get(open + 2..t.len() - 1).unwrap_or("");
+        if inner.contains("hazard") {
+            let n = inner.split_whitespace().next().and_then(parse_u64);
+            return (t.get(..open).unwrap_or(t), n);
+        }
+    }
+    (t, None)
+}
+
+/// A location as compute-sanitizer prints it.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Loc<'a> {
+    pub function: &'a str,
+    /// The kernel a `[clone K]` prefix names: the function was inlined or cloned into K.
+    pub clone_of: Option<&'a str>,
+    pub file: Option<&'a str>,
+    pub line: Option<u32>,
+}
+
+/// Parses "F+0x10 in f.cu:12", "F+0x20" and "[clone K] F+0x10 in f.cu:12".
+pub(crate) fn parse_location(text: &str) -> Loc<'_> {
+    let text = text.trim();
+    let (func_part, file, line) = match text.rsplit_once(" in ") {
+        Some((f, place)) if looks_like_place(place) => {
+            let place = place.trim();
+            match place.rsplit_once(':') {
+                Some((file, line)) if line.bytes().all(|b| b.is_ascii_digit()) => {
+                    (f, Some(file), parse_u32(line))
+                }
+                _ => (f, Some(place), None),
+            }
+        }
+        _ => (text, None, None),
+    };
+    let mut func = func_part.trim();
+    let mut clone_of = None;
+    if let Some(rest) = func.strip_prefix("[clone ")
+        && let Some(close) = matching_bracket(rest)
+    {
+        clone_of = rest.get(..close).map(str::trim);
+        func = rest.get(close + 1..).unwrap_or("").trim();
+    }
+    if let Some(plus) = func.rfind("+0x")
+        && func
+            .get(plus + 3..)
+            .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        func = func.get(..plus).unwrap_or(func);
+    }
+    Loc {
+        function: func,
+        clone_of,
+        file,
+        line,
+    }
+}
+
+/// A place is "file:line" or a file name: no spaces before the last colon part, no parentheses.
+fn looks_like_place(place: &str) -> bool {
+    let place = place.trim();
+    !place.is_empty() && !place.contains('(') && !place.contains(' ')
+}
+
+/// The index of the `]` closing a bracket already opened, skipping nested ones.
+fn matching_bracket(s: &str) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, c) in s.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth == 0 => return Some(i),
+            ']' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_in_every_printed_form() {
+        assert_eq!(
+            parse_location("read_past_end(const float *, float *, int, int)+0xc0 in oob.cu:11"),
+            Loc {
+                function: "read_past_end(const float *, float *, int, int)",
+                clone_of: None,
+                file: Some("oob.cu"),
+                line: Some(11)
+            }
+        );
+        assert_eq!(
+            parse_location("wmma_from_local(const __half *, const __half *, float *)+0x20"),
+            Loc {
+                function: "wmma_from_local(const __half *, const __half *, float *)",
+                clone_of: None,
+                file: None,
+                line: None
+            }
+        );
+        let l = parse_location(
+            "[clone void exhibit::faults::scale_tail<float, (int)4>(T1 *, int, T1)] void \
+             exhibit::faults::scale_store<float, (int)4>(T1 *, int, T1)+0x2c0 in templ.cu:11",
+        );
+        assert_eq!(
+            l.clone_of,
+            Some("void exhibit::faults::scale_tail<float, (int)4>(T1 *, int, T1)")
+        );
+        assert_eq!(
+            l.function,
+            "void exhibit::faults::scale_store<float, (int)4>(T1 *, int, T1)"
+        );
+        assert_eq!((l.file, l.line), (Some("templ.cu"), Some(11)));
+    }
+
+    #[test]
+    fn hazard_counts_are_split_off() {
+        assert_eq!(
+            strip_hazard_count("f()+0x160 in race.cu:14 [512 hazards]"),
+            ("f()+0x160 in race.cu:14", Some(512))
+        );
+        assert_eq!(strip_hazard_count("f()+0x160"), ("f()+0x160", None));
+    }
+}

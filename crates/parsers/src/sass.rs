@@ -1,0 +1,157 @@
+//! SASS listings from `cuobjdump -sass` and `nvdisasm`: per kernel, the instruction counts that
+//! matter for diagnosis ([`SassCounts`]).
+//!
+//! cuobjdump opens each kernel with "Function : NAME" under a "code for sm_XX" heading; nvdisasm
+//! opens it with a "//---- .text.NAME ----" banner after a ".target sm_XX" directive. Every
+//! instruction line carries its offset as a `/*0a40*/` comment; the opcode is the first word
+//! after an optional `@P0` predicate, and its base (before the first '.') is what is counted.
+
+use std::collections::HashMap;
+
+use crate::demangle::demangle;
+use crate::model::{Format, Kernel, ParsedLog, SassCounts};
+use crate::util::clip;
+use crate::{MAX_UNPARSED_EXAMPLES, UNPARSED_EXAMPLE_LEN};
+
+/// Parses a SASS listing line by line.
+pub(crate) struct SassParser {
+    log: ParsedLog,
+    arch: Option<String>,
+    current: Option<usize>,
+    index: HashMap<(String, String), usize>,
+    instructions: u64,
+}
+
+impl SassParser {
+    pub(crate) fn new() -> SassParser {
+        SassParser {
+            log: ParsedLog::new(Format::Sass, None),
+            arch: None,
+            current: None,
+            index: HashMap::new(),
+            instructions: 0,
+        }
+    }
+
+    pub(crate) fn line(&mut self, line: &str) {
+        let text = line.trim();
+        if text.is_empty() {
+            return;
+        }
+        if let Some(rest) = text.strip_prefix("/*") {
+            self.instruction(rest, line);
+            return;
+        }
+        if let Some(name) = text.strip_prefix("Function : ") {
+            self.start(name.trim());
+        } else if let Some(rest) = text.strip_prefix("//---------------------") {
+            // nvdisasm: "//--------------------- .text.NAME --------------------------"
+            let section = rest.trim().trim_end_matches('-').trim();
+            match section.strip_prefix(".text.") {
+                Some(name) => self.start(name),
+                None => self.current = None,
+            }
+        } else if let Some(arch) = text.strip_prefix("code for ") {
+            self.arch = Some(arch.trim().to_string());
+        } else if let Some(arch) = text.strip_prefix(".target") {
+            self.arch = Some(arch.trim().to_string());
+        } else if let Some(arch) = text.strip_prefix("arch = ") {
+            self.arch = Some(arch.trim().to_string());
+        } else if text.starts_with('.')
+            || text.starts_with("Fatbin ")
+            || text.starts_with("====")
+            || text.starts_with("code version")
+            || text.starts_with("host =")
+            || text.starts_with("compile_size")
+            || text.starts_with("identifier")
+            || text.starts_with("producer")
+            || text.ends_with(':')
+            || text.starts_with("//")
+            || text == "......................"
+            || text.bytes().all(|b| b == b'.')
+        {
+            // Headers, directives, labels and separators.
+        } else {
+            self.log.unparsed_lines += 1;
+            if self.log.unparsed_examples.len() < MAX_UNPARSED_EXAMPLES {
+                self.log
+                    .unparsed_examples
+                    .push(clip(line, UNPARSED_EXAMPLE_LEN));
+            }
+        }
+    }
+
+    fn start(&mut self, mangled: &str) {
+        let arch = self.arch.clone().unwrap_or_default();
+        let key = (mangled.to_string(), arch.clone());
+        let i = match self.index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.log.kernels.len();
+                self.log.kernels.push(Kernel {
+                    name: demangle(mangled).0,
+                    mangled: mangled.to_string(),
+                    arch: (!arch.is_empty()).then_some(arch),
+                    sass: Some(SassCounts::default()),
+                    ..Kernel::default()
+                });
+                self.index.insert(key, i);
+                i
+            }
+        };
+        self.current = Some(i);
+    }
+
+    /// `rest` follows the opening "/*": "0a40*/   @!P0 HMMA.16816.F32 R4, ... ;   /* 0x... */".
+    fn instruction(&mut self, rest: &str, line: &str) {
+        let Some((offset, body)) = rest.split_once("*/") else {
+            return;
+        };
+        // Encoding-only lines hold a hex word inside the comment: "/* 0x000fe400078e00ff */".
+        if !offset.bytes().all(|b| b.is_ascii_hexdigit()) || offset.is_empty() {
+            return;
+        }
+        let Some(counts) = self
+            .current
+            .and_then(|i| self.log.kernels.get_mut(i))
+            .and_then(|k| k.sass.as_mut())
+        else {
+            self.log.unparsed_lines += 1;
+            if self.log.unparsed_examples.len() < MAX_UNPARSED_EXAMPLES {
+                self.log
+                    .unparsed_examples
+                    .push(clip(line, UNPARSED_EXAMPLE_LEN));
+            }
+            return;
+        };
+        let mut words = body.split_whitespace();
+        let mut op = words.next().unwrap_or("");
+        if op.starts_with('@') {
+            op = words.next().unwrap_or("");
+        }
+        let op = op.trim_start_matches('{').trim_end_matches(';');
+        if op.is_empty() {
+            return;
+        }
+        self.instructions += 1;
+        counts.total += 1;
+        let base = op.split('.').next().unwrap_or(op);
+        match base {
+            "HMMA" => counts.hmma += 1,
+            "HGMMA" => counts.hgmma += 1,
+            "IMMA" => counts.imma += 1,
+            "LDL" => counts.ldl += 1,
+            "STL" => counts.stl += 1,
+            "BPT" if op.contains("TRAP") => counts.bpt_trap += 1,
+            "BAR" => counts.bar += 1,
+            "LDGSTS" => counts.ldgsts += 1,
+            "LDSM" => counts.ldsm += 1,
+            _ => {}
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> ParsedLog {
+        self.log.complete = self.instructions > 0;
+        self.log
+    }
+}
