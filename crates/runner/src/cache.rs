@@ -74,14 +74,20 @@ impl Index {
         let Ok(entries) = std::fs::read_dir(&artifacts) else {
             return index;
         };
-        let mut runs: Vec<PathBuf> = entries
+        let mut runs: Vec<(std::time::SystemTime, PathBuf)> = entries
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.file_name().is_some_and(|n| n != current))
+            .map(|p| {
+                let modified = std::fs::metadata(p.join(rundir::MANIFEST))
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::UNIX_EPOCH);
+                (modified, p)
+            })
             .collect();
-        // Run ids start with the UTC time: newest last after sorting, so newer entries win.
+        // Oldest first, so that newer runs' entries replace older ones.
         runs.sort();
-        for dir in runs {
+        for (_, dir) in runs {
             let Ok(run) = rundir::read_manifest(&dir) else {
                 continue;
             };

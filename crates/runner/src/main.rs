@@ -59,15 +59,19 @@ fn exit_code(result: &anyhow::Result<Outcome>) -> u8 {
     }
 }
 
-/// How `runner harness ...` is reached from the pipeline's GPU stages.
+/// How `runner harness ...` is reached from the pipeline's GPU stages: this very executable,
+/// so that one binary carried to a GPU machine runs every stage, and compute-sanitizer and ncu
+/// wrap the runner itself.
 fn builtin_harness() -> BuiltinHarness {
-    BuiltinHarness::Unavailable(HARNESS_MISSING.to_string())
+    match std::env::current_exe() {
+        Ok(exe) => BuiltinHarness::Available(exe),
+        Err(e) => BuiltinHarness::Unavailable(format!("cannot locate the runner executable: {e}")),
+    }
 }
 
-const HARNESS_MISSING: &str = "harness not built into this runner";
-
-/// `runner harness ...`: the kernel harness, carried in the same binary.
-fn harness(_args: &[OsString]) -> ExitCode {
-    eprintln!("runner: {HARNESS_MISSING}");
-    ExitCode::from(code::INFRASTRUCTURE)
+/// `runner harness ...`: the kernel harness, carried in the same binary. Its exit codes are the
+/// harness's own (0 ok, 1 kernel misbehaved, 2 usage, 3 infrastructure, 4 no CUDA driver or GPU).
+fn harness(args: &[OsString]) -> ExitCode {
+    let argv = std::iter::once(OsString::from("harness")).chain(args.iter().cloned());
+    harness::cli_main(argv)
 }

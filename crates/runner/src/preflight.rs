@@ -83,19 +83,14 @@ pub fn check(
         }
     }
 
-    let (smi_driver, gpus, smi_note) = nvidia_smi(pipeline, interrupt);
-    let gpu_unavailable = if !libcuda_present(pipeline, interrupt) {
+    let (smi_driver, mut gpus, smi_note) = nvidia_smi(pipeline, interrupt);
+    let mut gpu_unavailable = if !libcuda_present(pipeline, interrupt) {
         Some("no CUDA driver: libcuda.so.1 not found".to_string())
     } else if smi_note.as_deref() == Some(NO_GPU) {
         Some("no GPU: nvidia-smi lists none".to_string())
     } else {
         None
     };
-    let gpu_archs: Vec<String> = gpus
-        .iter()
-        .filter_map(|g| g.compute_capability.as_deref())
-        .filter_map(arch_of_capability)
-        .collect();
 
     let harness = match pipeline.toolchain.tools.get("harness") {
         Some(path) => {
@@ -114,6 +109,21 @@ pub fn check(
             BuiltinHarness::Unavailable(reason) => Err(reason.clone()),
         },
     };
+    // The harness has the last word on the GPU: it opens the device the way the stages will.
+    if gpu_unavailable.is_none()
+        && let Ok(prefix) = &harness
+    {
+        match probe(prefix, &pipeline.root, interrupt) {
+            Probe::Device(device) => merge_device(&mut gpus, device),
+            Probe::NoDevice(reason) => gpu_unavailable = Some(reason),
+            Probe::Failed(note) => notes.push(note),
+        }
+    }
+    let gpu_archs: Vec<String> = gpus
+        .iter()
+        .filter_map(|g| g.compute_capability.as_deref())
+        .filter_map(arch_of_capability)
+        .collect();
 
     let torch = if wanted
         .get("torch")
@@ -225,6 +235,62 @@ impl Preflight {
             lines.push("ncu: cannot read performance counters (ERR_NVGPUCTRPERM)".to_string());
         }
         lines
+    }
+}
+
+enum Probe {
+    Device(parsers::harness::Device),
+    NoDevice(String),
+    Failed(String),
+}
+
+/// Runs `<harness> --probe`: the device it opens, or why there is none (exit 4).
+fn probe(prefix: &[PathBuf], cwd: &Path, interrupt: &Interrupt) -> Probe {
+    let mut argv: Vec<OsString> = prefix.iter().map(|p| p.clone().into_os_string()).collect();
+    argv.push("--probe".into());
+    match exec::capture(&argv, cwd, Duration::from_secs(60), interrupt) {
+        Some((0, out, _)) => {
+            match serde_json::from_str::<parsers::harness::HarnessOutput>(out.trim()) {
+                Ok(doc) => match doc.device {
+                    Some(device) => Probe::Device(device),
+                    None => Probe::Failed("harness --probe named no device".to_string()),
+                },
+                Err(e) => Probe::Failed(format!("harness --probe printed no JSON: {e}")),
+            }
+        }
+        Some((4, _, err)) => {
+            let line = err
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("no CUDA driver or GPU");
+            Probe::NoDevice(line.strip_prefix("harness: ").unwrap_or(line).to_string())
+        }
+        Some((code, _, err)) => Probe::Failed(format!(
+            "harness --probe exited with status {code}: {}",
+            err.lines().last().unwrap_or_default().trim()
+        )),
+        None => Probe::Failed("harness --probe did not finish".to_string()),
+    }
+}
+
+/// Adds what the harness knows (SM count, compute capability) to what nvidia-smi said.
+fn merge_device(gpus: &mut Vec<Gpu>, device: parsers::harness::Device) {
+    match gpus.first_mut() {
+        Some(gpu) => {
+            gpu.sm_count = gpu.sm_count.or(device.sm_count);
+            if gpu.compute_capability.is_none() {
+                gpu.compute_capability = device.compute_capability;
+            }
+        }
+        None => gpus.push(Gpu {
+            name: device.name,
+            sm_count: device.sm_count,
+            compute_capability: device.compute_capability,
+            memory_mib: device.memory_bytes.map(|b| b / (1024 * 1024)),
+            ..Gpu::default()
+        }),
     }
 }
 

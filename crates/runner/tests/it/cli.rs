@@ -1,0 +1,164 @@
+//! The subcommands around a run: report, parse, selection, usage errors, the manifest's shape.
+
+use crate::util::{Project, code, pipeline, root_relative, stage, stages, stderr};
+
+#[test]
+fn a_clean_run_writes_the_run_directory_manifest_and_report() {
+    let project = Project::new();
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let id = manifest["id"].as_str().unwrap();
+    assert_eq!(manifest["schema"], "exhibit.run/1");
+    assert_eq!(manifest["pipeline"], "pipeline.yaml");
+    assert_eq!(manifest["interrupted"], false);
+    assert!(manifest["inputs"]["kernel/attention.cu"].is_string());
+    assert!(manifest["inputs"]["pipeline.yaml"].is_string());
+    assert!(manifest["inputs"]["flags:compile/small/sm_90"].is_string());
+    let compile = stage(&manifest, "compile");
+    assert_eq!(compile["exit_code"], 0);
+    // Commands are recorded with tool names and repository-relative paths.
+    let command: Vec<&str> = compile["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(command[0], "nvcc");
+    assert!(command.contains(&"-DHEAD_DIM=64"));
+    assert!(command.contains(&"-arch=sm_90"));
+    assert!(
+        command.contains(&format!("artifacts/{id}/compile/small/sm_90/attention.cubin").as_str())
+    );
+    assert_eq!(*command.last().unwrap(), "kernel/attention.cu");
+    let text = serde_json::to_string(&manifest).unwrap();
+    assert!(
+        !text.contains(&*project.root.to_string_lossy()),
+        "an absolute path in {text}"
+    );
+    // Raw logs, exactly as printed.
+    let ptxas = project
+        .runs()
+        .pop()
+        .unwrap()
+        .join("compile/small/sm_90/ptxas.log");
+    assert_eq!(
+        std::fs::read_to_string(ptxas).unwrap(),
+        "stand-in compiler message (hand-written for tests)\n"
+    );
+    assert!(project.root.join(format!("reports/{id}.md")).is_file());
+    let latest = std::fs::read_to_string(project.root.join("reports/latest.md")).unwrap();
+    assert_eq!(
+        latest,
+        std::fs::read_to_string(project.root.join(format!("reports/{id}.md"))).unwrap()
+    );
+    assert_eq!(stage(&manifest, "report")["status"], "passed");
+}
+
+#[test]
+fn report_rerenders_a_stored_run_without_tools() {
+    let project = Project::new();
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    let run = project.runs().pop().unwrap();
+    // The tools are gone: rendering needs none.
+    std::fs::remove_dir_all(project.root.join("bin")).unwrap();
+    let relative = root_relative(&run, &project.root);
+    let out = project.run(&["report", &relative]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let id = project.manifest()["id"].as_str().unwrap().to_string();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&id));
+    for format in ["json", "sarif", "junit"] {
+        let out = project.run(&["report", &relative, "--format", format]);
+        assert_eq!(code(&out), 0, "{format}: {}", stderr(&out));
+        assert!(!out.stdout.is_empty(), "{format}");
+    }
+}
+
+#[test]
+fn report_of_a_missing_run_is_a_usage_error() {
+    let project = Project::new();
+    let out = project.run(&["report", "artifacts/nothing-here"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("artifacts/nothing-here/manifest.json"));
+}
+
+#[test]
+fn parse_prints_the_documented_json_shape() {
+    let project = Project::new();
+    project.write("ptxas.log", "stand-in text (hand-written for tests)\n");
+    let out = project.run(&["parse", "--format", "ptxas", "ptxas.log", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let input = &json["inputs"][0];
+    assert_eq!(input["path"], "ptxas.log");
+    assert_eq!(input["format"], "ptxas");
+    for field in [
+        "complete",
+        "unprinted_errors",
+        "unparsed_lines",
+        "findings",
+        "kernels",
+        "metrics",
+    ] {
+        assert!(input.get(field).is_some(), "no `{field}` in {input}");
+    }
+}
+
+#[test]
+fn parse_of_an_unrecognised_file_is_a_usage_error() {
+    let project = Project::new();
+    project.write("notes.txt", "nothing any GPU tool prints\n");
+    let out = project.run(&["parse", "notes.txt"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("notes.txt: cannot tell which tool wrote this log"));
+}
+
+#[test]
+fn only_runs_the_selected_stages_and_what_they_need() {
+    let project = Project::new();
+    let out = project.run(&["pipeline.yaml", "--only", "sass"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let manifest = project.manifest();
+    assert_eq!(stage(&manifest, "compile")["status"], "passed");
+    assert_eq!(stage(&manifest, "sass")["status"], "passed");
+    assert!(stages(&manifest, "report").is_empty());
+}
+
+#[test]
+fn an_unknown_selection_is_a_usage_error() {
+    let project = Project::new();
+    let out = project.run(&["pipeline.yaml", "--only", "sas"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("select stage `sas`"));
+    let out = project.run(&["pipeline.yaml", "--config", "big"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("select config `big`"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let project = Project::new();
+    assert_eq!(code(&project.run(&[])), 2);
+    assert_eq!(code(&project.run(&["no-such.yaml"])), 2);
+    assert_eq!(code(&project.run(&["run", "pipeline.yaml", "--bogus"])), 2);
+}
+
+#[test]
+fn the_run_subcommand_is_the_default() {
+    let project = Project::new();
+    assert_eq!(code(&project.run(&["run", "pipeline.yaml"])), 0);
+    assert_eq!(project.runs().len(), 1);
+}
+
+#[test]
+fn disabled_stages_are_recorded_as_skipped() {
+    let project = Project::new();
+    project.pipeline(
+        &pipeline("").replace("  sass:\n    timeout: 30s", "  sass:\n    enabled: false"),
+    );
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    let manifest = project.manifest();
+    let sass = stage(&manifest, "sass");
+    assert_eq!(sass["status"], "skipped");
+    assert_eq!(sass["reason"], "disabled in the pipeline");
+}

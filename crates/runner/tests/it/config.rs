@@ -1,0 +1,128 @@
+//! pipeline.yaml errors are refused with their file, line, column and the expected shape.
+
+use crate::util::{Project, code, pipeline, stderr};
+
+/// The 1-based line of the first line of `text` containing `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i + 1)
+        .expect("the needle is in the text")
+}
+
+#[test]
+fn an_unknown_key_is_refused_with_its_location_and_the_known_keys() {
+    let project = Project::new();
+    let yaml = pipeline("").replace("  sass:\n    timeout: 30s", "  sass:\n    timout: 30s");
+    project.pipeline(&yaml);
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let line = line_of(&yaml, "timout");
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "pipeline.yaml:{line}:5: stages.sass: unknown field `timout`"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("expected one of `kind`, `enabled`, `timeout`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_value_of_the_wrong_type_is_refused_with_the_expected_shape() {
+    let project = Project::new();
+    let yaml = pipeline("").replace("\"2,8,512,64\"", "\"2,8,512\"");
+    project.pipeline(&yaml);
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2);
+    let line = line_of(&yaml, "2,8,512");
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("pipeline.yaml:{line}:")) && err.contains("cases.seed.shape"),
+        "{err}"
+    );
+    assert!(err.contains("expected `B,H,S,D`"), "{err}");
+}
+
+#[test]
+fn a_duration_without_a_unit_is_refused() {
+    let project = Project::new();
+    let yaml = pipeline("").replace("  sass:\n    timeout: 30s", "  sass:\n    timeout: 30");
+    project.pipeline(&yaml);
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    let line = line_of(&yaml, "  sass:") + 1;
+    assert!(
+        err.contains(&format!(
+            "pipeline.yaml:{line}:14: stages.sass.timeout: invalid duration `30`"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("expected e.g. `90s` or `10m`"), "{err}");
+}
+
+#[test]
+fn a_reference_to_an_undefined_case_names_the_key_and_its_line() {
+    let project = Project::new();
+    let yaml = pipeline(
+        "  memcheck:\n    needs: { gpu: true, tools: [compute-sanitizer] }\n    cases: [sed]\n",
+    );
+    project.pipeline(&yaml);
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2);
+    let line = line_of(&yaml, "cases: [sed]");
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "pipeline.yaml:{line}:5: stages.memcheck.cases[0]: no case `sed` in cases (defined: seed)"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_kernel_source_is_refused() {
+    let project = Project::new();
+    project.pipeline(&pipeline("").replace("kernel/attention.cu", "kernel/missing.cu"));
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("kernel.source: `kernel/missing.cu` does not exist"));
+}
+
+#[test]
+fn malformed_yaml_is_refused_with_its_location() {
+    let project = Project::new();
+    project.pipeline("kernel: [unclosed\n");
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("pipeline.yaml:"), "{}", stderr(&out));
+}
+
+#[test]
+fn check_accepts_a_valid_pipeline_and_runs_nothing() {
+    let project = Project::new();
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("pipeline.yaml: ok: 1 config x 1 arch"),
+        "{stdout}"
+    );
+    assert_eq!(project.nvcc_calls(), 0);
+    assert!(project.runs().is_empty());
+}
+
+#[test]
+fn the_repository_pipeline_is_valid() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = std::process::Command::new(crate::util::BIN)
+        .args(["check", "pipeline.yaml"])
+        .current_dir(&root)
+        .output()
+        .expect("start the runner");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

@@ -1,0 +1,12 @@
+//! Integration tests: the `runner` binary driven through its command line, with small shell
+//! scripts standing in for nvcc and cuobjdump (their output is hand-written and says so). No
+//! test needs nvcc or a GPU; `EXHIBIT_NVCC=1` enables one that compiles the real kernel with the
+//! nvcc found on PATH.
+
+mod util;
+
+mod cache;
+mod cli;
+mod config;
+mod process;
+mod real;

@@ -1,0 +1,53 @@
+//! Compiles the repository's kernel with the real nvcc on PATH, when `EXHIBIT_NVCC=1`.
+
+use crate::util::{code, stage, stderr};
+
+#[test]
+fn the_kernel_compiles_for_real_with_nvcc() {
+    if std::env::var_os("EXHIBIT_NVCC").is_none_or(|v| v != "1") {
+        return;
+    }
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = std::fs::read_to_string(repo.join("kernel/attention.cu")).unwrap();
+    std::fs::create_dir_all(dir.path().join("kernel")).unwrap();
+    std::fs::write(dir.path().join("kernel/attention.cu"), kernel).unwrap();
+    let pipeline = r#"kernel:
+  source: kernel/attention.cu
+  entry_points: { f16: attention_fwd_f16, bf16: attention_fwd_bf16 }
+toolchain:
+  cuda: 13.0.88
+  provision: false
+  wheels: { nvidia-cuda-nvcc: 13.0.88 }
+matrix:
+  configs:
+    d64: { HEAD_DIM: 64, BLOCK_M: 64, BLOCK_N: 64, STAGES: 2, WARPS: 4 }
+stages:
+  compile: { timeout: 5m }
+  sass: { timeout: 1m }
+"#;
+    std::fs::write(dir.path().join("pipeline.yaml"), pipeline).unwrap();
+    let out = std::process::Command::new(crate::util::BIN)
+        .arg("pipeline.yaml")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let artifacts = dir.path().join("artifacts");
+    let run = std::fs::read_dir(&artifacts)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(stage(&manifest, "compile")["status"], "passed");
+    let ptxas = std::fs::read_to_string(run.join("compile/d64/sm_90/ptxas.log")).unwrap();
+    assert!(ptxas.contains("attention_fwd_f16"), "{ptxas}");
+    let sass = std::fs::read_to_string(run.join("sass/d64/sm_90/sass.log")).unwrap();
+    assert!(
+        sass.contains("HMMA"),
+        "no tensor-core instruction in the SASS"
+    );
+}
