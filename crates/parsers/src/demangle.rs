@@ -29,6 +29,6 @@ mod tests {
             demangle("attention_fwd_f16"),
             ("attention_fwd_f16".to_string(), false)
         );
-        assert_eq!(demangle("_Z!!garbage").1, false);
+        assert!(!demangle("_Z!!garbage").1);
     }
 }

@@ -212,20 +212,17 @@ impl NcuParser {
         let name = cell(d.name);
         let rule = cell(d.rule);
         if !name.is_empty() {
-            match parse_f64(cell(d.value)) {
-                Some(value) => {
-                    let unit = cell(d.unit);
-                    self.log.metrics.push(Metric {
-                        kernel: kernel.to_string(),
-                        launch,
-                        section: (!section.is_empty()).then(|| section.to_string()),
-                        name: name.to_string(),
-                        unit: (!unit.is_empty()).then(|| unit.to_string()),
-                        value,
-                    });
-                }
-                // Text values ("PolicySpread", "CachePreferNone") are not metrics.
-                None => {}
+            // Text values ("PolicySpread", "CachePreferNone") are not metrics.
+            if let Some(value) = parse_f64(cell(d.value)) {
+                let unit = cell(d.unit);
+                self.log.metrics.push(Metric {
+                    kernel: kernel.to_string(),
+                    launch,
+                    section: (!section.is_empty()).then(|| section.to_string()),
+                    name: name.to_string(),
+                    unit: (!unit.is_empty()).then(|| unit.to_string()),
+                    value,
+                });
             }
         }
         if !rule.is_empty() {
@@ -321,5 +318,7 @@ impl NcuParser {
 }
 
 fn quotes_balanced(s: &str) -> bool {
-    memchr::memchr_iter(b'"', s.as_bytes()).count() % 2 == 0
+    memchr::memchr_iter(b'"', s.as_bytes())
+        .count()
+        .is_multiple_of(2)
 }

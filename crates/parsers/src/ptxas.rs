@@ -61,7 +61,9 @@ impl PtxasParser {
     pub(crate) fn line(&mut self, line: &str) {
         let text = line.trim();
         if let Some((path, lineno, raw)) = self.split_warning.take() {
-            if !text.is_empty() {
+            if text.is_empty() {
+                self.diagnostic_message("", Some(&path), lineno, &raw);
+            } else {
                 let joined = format!("{raw}\n{line}");
                 self.diagnostic_message(text, Some(&path), lineno, &joined);
                 return;
@@ -530,7 +532,7 @@ fn front_end_location(text: &str) -> Option<(&str, Option<u32>, &str)> {
         return None;
     }
     let line = parse_u32(number)?;
-    let rest = text.get(close + 2..).unwrap_or("");
+    let rest = text.get(close + 2..).unwrap_or("").trim_start();
     Some((file, Some(line), rest))
 }
 

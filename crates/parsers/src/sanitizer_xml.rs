@@ -122,11 +122,7 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
                 path.pop();
                 text.clear();
             }
-            Event::Text(t) => {
-                if text.len() < MAX_TEXT {
-                    text.push_str(&t.xml10_content());
-                }
-            }
+            Event::Text(t) if text.len() < MAX_TEXT => text.push_str(&t.xml10_content()),
             Event::GeneralRef(r) => {
                 let name = r.into_inner();
                 let c = match name.as_ref() {

@@ -1,1 +1,79 @@
-//! Placeholder.
+//! Nsight Compute CSV, details and raw pages.
+
+use parsers::{FindingKind, ParsedLog, Severity};
+
+use crate::parse_fixture;
+
+fn metric(log: &ParsedLog, name: &str) -> (String, Option<String>, f64) {
+    let m = log
+        .metrics
+        .iter()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("no metric {name}"));
+    (m.kernel.clone(), m.unit.clone(), m.value)
+}
+
+#[test]
+fn details_page_with_commas_in_names_and_numbers() {
+    let log = parse_fixture("ncu-csv/templ_details.log");
+    assert!(log.complete);
+    let (kernel, unit, value) = metric(&log, "DRAM Frequency");
+    assert_eq!(kernel, "void scale_tail<float, 4>(T1 *, int, T1)");
+    assert_eq!(unit.as_deref(), Some("hz"));
+    assert_eq!(value, 3_168_831_168.83);
+    assert_eq!(metric(&log, "Elapsed Cycles").2, 4830.0);
+    let m = log.metrics.iter().find(|m| m.name == "Duration").unwrap();
+    assert_eq!(
+        (m.section.as_deref(), m.launch),
+        (Some("GPU Speed Of Light Throughput"), Some(0))
+    );
+    // The program's own lines between ncu's are counted, not mistaken for rows.
+    assert_eq!(log.unparsed_lines, 2);
+    assert!(log.unparsed_examples[0].starts_with("templ: "));
+    let rule = log
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::ProfilerRule)
+        .unwrap();
+    assert_eq!(rule.details["rule"], "SOLBottleneck");
+    assert_eq!(rule.details["rule_type"], "OPT");
+    assert_eq!(rule.severity, Severity::Info);
+}
+
+#[test]
+fn raw_page_takes_units_from_the_second_row() {
+    let log = parse_fixture("ncu-csv/cpasync_trap_raw.log");
+    let (kernel, unit, value) = metric(&log, "gpu__time_duration.sum");
+    assert_eq!(
+        kernel,
+        "void tiled_axpy<float, 256>(const T1 *, T1 *, int, T1)"
+    );
+    assert_eq!((unit.as_deref(), value), (Some("ns"), 5504.0));
+    assert_eq!(metric(&log, "launch__grid_size").2, 4096.0);
+    assert!(
+        log.metrics
+            .iter()
+            .all(|m| m.name != "Kernel Name" && m.name != "ID")
+    );
+}
+
+#[test]
+fn a_failed_profiling_run_is_incomplete_with_the_error_as_a_finding() {
+    let log = parse_fixture("ncu-csv/cpasync_trap_details.log");
+    assert!(!log.complete);
+    let errors: Vec<_> = log
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::ToolError)
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "LaunchFailed",
+            "The application returned an error code (9)."
+        ]
+    );
+    // The kernel profiled before the failure still has its metrics.
+    assert!(!log.metrics.is_empty());
+}

@@ -1,1 +1,380 @@
-//! Placeholder.
+//! compute-sanitizer text and XML: folding, fingerprints, summaries, completeness.
+
+use std::io::BufReader;
+
+use parsers::{Access, FindingKind, Format, MemorySpace, ParsedLog, Severity, Tool};
+
+use crate::{fixture, parse_fixture};
+
+fn only(log: &ParsedLog, kind: FindingKind) -> &parsers::Finding {
+    let found: Vec<_> = log.findings.iter().filter(|f| f.kind == kind).collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one {kind:?} finding expected in {:#?}",
+        log.findings
+    );
+    found[0]
+}
+
+fn fingerprints(log: &ParsedLog) -> Vec<(FindingKind, String, u64)> {
+    log.findings
+        .iter()
+        .map(|f| (f.kind, f.fingerprint.clone(), f.count))
+        .collect()
+}
+
+#[test]
+fn identical_out_of_bounds_reads_fold_into_one_finding() {
+    let log = parse_fixture("compute-sanitizer/memcheck_oob_read.log");
+    assert_eq!(log.tool, Some(Tool::Memcheck));
+    assert!(log.complete);
+    assert_eq!(log.reported_errors, Some(11));
+    let f = only(&log, FindingKind::InvalidAccess);
+    assert_eq!(f.count, 8);
+    assert_eq!(
+        f.kernel.as_deref(),
+        Some("read_past_end(const float *, float *, int, int)")
+    );
+    assert_eq!((f.file.as_deref(), f.line), (Some("oob.cu"), Some(11)));
+    assert_eq!(
+        (f.space, f.access, f.size),
+        (Some(MemorySpace::Global), Some(Access::Read), Some(4))
+    );
+    assert_eq!(f.examples.len(), 4);
+    assert_eq!(f.examples[0], "thread (104,0,0) in block (7,0,0)");
+    assert_eq!(
+        f.excerpt[0],
+        "========= Invalid __global__ read of size 4 bytes"
+    );
+    assert!(f.excerpt.iter().any(|l| l.contains("Host Frame:")));
+    assert_eq!(f.details["bytes_after"], 1);
+    assert_eq!(f.details["allocation_size"], 4000);
+    assert_eq!(f.fingerprint.len(), 16);
+    // 8 device records and 3 host errors: every counted error is accounted for.
+    let total: u64 = log.findings.iter().map(|f| f.count).sum();
+    assert_eq!(total, 11);
+}
+
+#[test]
+fn fingerprints_are_equal_across_two_captures_of_the_same_fault() {
+    let a = parse_fixture("compute-sanitizer/memcheck_oob_read.log");
+    let b = parse_fixture("compute-sanitizer/memcheck_oob_read_again.log");
+    assert_eq!(fingerprints(&a), fingerprints(&b));
+    // The trap signature is the same site whether 1 or 64 blocks trapped.
+    let small = parse_fixture("compute-sanitizer/memcheck_wmma_local_small.log");
+    let big = parse_fixture("compute-sanitizer/memcheck_wmma_local.log");
+    assert_eq!(
+        only(&small, FindingKind::Trap).fingerprint,
+        only(&big, FindingKind::Trap).fingerprint
+    );
+    // A single bad write and eight bad writes at the same line are the same site.
+    let one = parse_fixture("compute-sanitizer/memcheck_oob_write1.log");
+    let eight = parse_fixture("compute-sanitizer/memcheck_oob_write.log");
+    assert_eq!(
+        only(&one, FindingKind::InvalidAccess).fingerprint,
+        only(&eight, FindingKind::InvalidAccess).fingerprint
+    );
+    // Different sites differ.
+    assert_ne!(
+        only(&a, FindingKind::InvalidAccess).fingerprint,
+        only(&eight, FindingKind::InvalidAccess).fingerprint
+    );
+}
+
+#[test]
+fn text_and_xml_reports_of_one_fault_share_fingerprints() {
+    let pairs = [
+        (
+            "memcheck_oob_read.log",
+            "memcheck_oob.xml",
+            FindingKind::InvalidAccess,
+        ),
+        (
+            "racecheck_race.log",
+            "racecheck_race.xml",
+            FindingKind::Race,
+        ),
+        (
+            "synccheck_syncdiv_warp.log",
+            "synccheck_syncdiv.xml",
+            FindingKind::BarrierError,
+        ),
+        (
+            "initcheck_uninit.log",
+            "initcheck_uninit.xml",
+            FindingKind::UninitializedRead,
+        ),
+        (
+            "memcheck_wmma_local.log",
+            "memcheck_wmma_local.xml",
+            FindingKind::Trap,
+        ),
+    ];
+    for (text, xml, kind) in pairs {
+        let t = parse_fixture(&format!("compute-sanitizer/{text}"));
+        let x = parse_fixture(&format!("compute-sanitizer-xml/{xml}"));
+        assert_eq!(t.tool, x.tool, "{text} vs {xml}");
+        assert_eq!(
+            only(&t, kind).fingerprint,
+            only(&x, kind).fingerprint,
+            "{text} vs {xml}"
+        );
+    }
+}
+
+#[test]
+fn trap_records_are_one_finding_and_the_unprinted_rest_is_counted() {
+    let log = parse_fixture("compute-sanitizer/memcheck_wmma_local.log");
+    let trap = only(&log, FindingKind::Trap);
+    assert_eq!(trap.count, 100);
+    assert_eq!(
+        trap.file, None,
+        "no -lineinfo location for a trap in inlined WMMA code"
+    );
+    assert_eq!(
+        trap.kernel.as_deref(),
+        Some("wmma_from_local(const __half *, const __half *, float *)")
+    );
+    assert_eq!(log.reported_errors, Some(8196));
+    assert_eq!(log.unprinted_errors, 8096);
+}
+
+#[test]
+fn trap_records_printed_in_full_fold_to_one_finding() {
+    // Captured with --print-limit 100000: every trapping thread is printed.
+    let name = "compute-sanitizer/memcheck_wmma_local_full.log";
+    if !crate::fixtures().join(name).exists() {
+        return;
+    }
+    let log = parse_fixture(name);
+    let trap = only(&log, FindingKind::Trap);
+    assert_eq!(trap.count, 8192);
+    assert_eq!(log.unprinted_errors, 0);
+    assert_eq!(trap.examples.len(), 4);
+}
+
+#[test]
+fn singular_summaries() {
+    let leak = parse_fixture("compute-sanitizer/memcheck_leak.log");
+    assert_eq!(leak.reported_errors, Some(1));
+    assert!(leak.complete);
+    let f = only(&leak, FindingKind::MemoryLeak);
+    assert_eq!(f.details["leaked_bytes"], 1024);
+    assert_eq!(f.message, "Leaked 1,024 bytes at 0x…");
+
+    let race = parse_fixture("compute-sanitizer/racecheck_race.log");
+    assert_eq!(race.reported_errors, Some(1));
+    assert_eq!(race.reported_warnings, Some(0));
+    assert!(race.complete);
+
+    let host = parse_fixture("compute-sanitizer/memcheck_doublefree_host.log");
+    assert_eq!(host.reported_errors, Some(1));
+}
+
+#[test]
+fn racecheck_default_form_keeps_every_side_of_the_race() {
+    let log = parse_fixture("compute-sanitizer/racecheck_race.log");
+    assert_eq!(log.tool, Some(Tool::Racecheck));
+    let f = only(&log, FindingKind::Race);
+    assert_eq!(
+        (f.file.as_deref(), f.line, f.access),
+        (Some("race.cu"), Some(12), Some(Access::Read))
+    );
+    assert_eq!(f.space, Some(MemorySpace::Shared));
+    assert_eq!(f.details["hazards"], 1024);
+    let related: Vec<_> = f.related.iter().map(|l| l.line).collect();
+    assert_eq!(related, [Some(10), Some(14)]);
+    assert_eq!(f.excerpt.len(), 3);
+}
+
+#[test]
+fn racecheck_hazard_form() {
+    let log = parse_fixture("compute-sanitizer/racecheck_race_hazard.log");
+    let f = only(&log, FindingKind::Race);
+    assert_eq!(f.count, 100);
+    assert_eq!(f.details["hazard_type"], "RAW");
+    assert_eq!(
+        (f.file.as_deref(), f.line, f.access),
+        (Some("race.cu"), Some(10), Some(Access::Write))
+    );
+    assert_eq!(f.related[0].line, Some(12));
+    assert_eq!(
+        f.examples[0],
+        "block (0,0,0): Write Thread (31,0,0), Read Thread (32,0,0)"
+    );
+    assert_eq!(log.reported_errors, Some(1024));
+    assert_eq!(log.unprinted_errors, 924);
+}
+
+#[test]
+fn host_api_errors_carry_the_cuda_error_and_call() {
+    let log = parse_fixture("compute-sanitizer/memcheck_doublefree_host.log");
+    let f = only(&log, FindingKind::HostApiError);
+    assert_eq!(f.details["error_name"], "cudaErrorInvalidValue");
+    assert_eq!(f.details["error_code"], 1);
+    assert_eq!(f.details["error_message"], "invalid argument");
+    assert_eq!(f.details["api_call"], "cudaFree");
+
+    let log = parse_fixture("compute-sanitizer/memcheck_oob_write.log");
+    let calls: Vec<_> = log
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::HostApiError)
+        .map(|f| (f.details["api_call"].as_str().unwrap().to_string(), f.count))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("cudaDeviceSynchronize".to_string(), 1),
+            ("cudaFree".to_string(), 2)
+        ]
+    );
+}
+
+#[test]
+fn device_frames_name_the_kernel_of_an_inlined_function() {
+    let log = parse_fixture("compute-sanitizer/memcheck_oob_write.log");
+    let f = only(&log, FindingKind::InvalidAccess);
+    assert_eq!(
+        f.kernel.as_deref(),
+        Some("write_past_end(float *, int, int)")
+    );
+    assert_eq!(f.details["function"], "store_one(float *, int, float)");
+    assert_eq!(f.line, Some(17));
+
+    let log = parse_fixture("compute-sanitizer/memcheck_templ.log");
+    let f = only(&log, FindingKind::InvalidAccess);
+    assert_eq!(
+        f.kernel.as_deref(),
+        Some("void exhibit::faults::scale_tail<float, (int)4>(T1 *, int, T1)")
+    );
+    assert_eq!((f.file.as_deref(), f.line), (Some("templ.cu"), Some(11)));
+}
+
+#[test]
+fn misaligned_and_allocation_errors() {
+    for (name, space) in [
+        ("memcheck_misaligned_global.log", MemorySpace::Global),
+        ("memcheck_misaligned_shared.log", MemorySpace::Shared),
+    ] {
+        let log = parse_fixture(&format!("compute-sanitizer/{name}"));
+        let f = only(&log, FindingKind::MisalignedAccess);
+        assert_eq!(
+            (f.count, f.space, f.size),
+            (32, Some(space), Some(4)),
+            "{name}"
+        );
+        assert_eq!(f.details["error"], "misaligned");
+    }
+    let log = parse_fixture("compute-sanitizer/memcheck_doublefree_device.log");
+    let f = only(&log, FindingKind::AllocationError);
+    assert_eq!(
+        (f.file.as_deref(), f.line),
+        (Some("doublefree.cu"), Some(13))
+    );
+    assert_eq!(
+        f.message,
+        "Malloc/Free Error encountered : Device-side double free"
+    );
+}
+
+#[test]
+fn initcheck_and_synccheck() {
+    let log = parse_fixture("compute-sanitizer/initcheck_uninit.log");
+    assert_eq!(log.tool, Some(Tool::Initcheck));
+    let f = only(&log, FindingKind::UninitializedRead);
+    assert_eq!(
+        (f.count, f.space, f.size),
+        (100, Some(MemorySpace::Global), Some(4))
+    );
+    assert_eq!(
+        (log.reported_errors, log.unprinted_errors),
+        (Some(256), 156)
+    );
+
+    let log = parse_fixture("compute-sanitizer/synccheck_syncdiv_warp.log");
+    assert_eq!(log.tool, Some(Tool::Synccheck));
+    let f = only(&log, FindingKind::BarrierError);
+    assert_eq!((f.count, f.line), (16, Some(12)));
+    assert_eq!(f.severity, Severity::Error);
+
+    // A whole warp skipping the barrier is not reported by synccheck on sm_90.
+    let log = parse_fixture("compute-sanitizer/synccheck_syncdiv_block.log");
+    assert!(log.complete && log.findings.is_empty());
+    assert_eq!(log.reported_errors, Some(0));
+}
+
+#[test]
+fn a_log_cut_before_its_summary_is_incomplete() {
+    let text = fixture("compute-sanitizer/memcheck_oob_read.log");
+    let cut = text.find("========= ERROR SUMMARY").unwrap();
+    let log = parsers::parse(Format::ComputeSanitizer, &text[..cut]);
+    assert!(!log.complete);
+    assert_eq!(log.reported_errors, None);
+    assert_eq!(only(&log, FindingKind::InvalidAccess).count, 8);
+    // Cut in the middle of a record: what was read is kept.
+    let mid = text.find("by thread (106").unwrap() + 5;
+    let log = parsers::parse(Format::ComputeSanitizer, &text[..mid]);
+    assert!(!log.complete);
+    assert_eq!(only(&log, FindingKind::InvalidAccess).count, 3);
+}
+
+#[test]
+fn crlf_line_endings_give_the_same_result() {
+    for name in [
+        "memcheck_oob_write.log",
+        "racecheck_race_hazard.log",
+        "memcheck_leak.log",
+    ] {
+        let text = fixture(&format!("compute-sanitizer/{name}"));
+        let crlf = text.replace('\n', "\r\n");
+        assert_eq!(
+            parsers::parse(Format::ComputeSanitizer, &text),
+            parsers::parse(Format::ComputeSanitizer, &crlf),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn program_output_between_records_is_counted_not_lost() {
+    // The program prints three lines after the sanitizer's records.
+    let log = parse_fixture("compute-sanitizer/memcheck_oob_read.log");
+    assert_eq!(log.unparsed_lines, 3);
+    assert_eq!(log.unparsed_examples[0], "oob: mode read, n 1000, extra 8");
+    // The same real program line moved into the middle of a record (as an unbuffered program
+    // can print it) changes neither the findings nor the summary.
+    let text = fixture("compute-sanitizer/memcheck_oob_read.log");
+    let moved: String = text
+        .lines()
+        .flat_map(|l| {
+            if l.contains("by thread (106") {
+                vec![l, "oob: mode read, n 1000, extra 8"]
+            } else {
+                vec![l]
+            }
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let again = parsers::parse(Format::ComputeSanitizer, &moved);
+    assert_eq!(fingerprints(&again), fingerprints(&log));
+    assert_eq!(again.unparsed_lines, 4);
+}
+
+#[test]
+fn streaming_matches_parsing_in_memory() {
+    for entry in std::fs::read_dir(crate::fixtures().join("compute-sanitizer")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("log") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let whole = parsers::parse(Format::ComputeSanitizer, &text);
+        for capacity in [7, 4096] {
+            let reader = BufReader::with_capacity(capacity, text.as_bytes());
+            let streamed = parsers::parse_reader(Format::ComputeSanitizer, reader).unwrap();
+            assert_eq!(streamed, whole, "{}", path.display());
+        }
+    }
+}

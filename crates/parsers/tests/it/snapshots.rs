@@ -16,7 +16,7 @@ fn snapshot(path: &Path) {
 
 #[test]
 fn compute_sanitizer_text() {
-    insta::glob!("../../fixtures", "compute-sanitizer/*.log", |p| snapshot(p));
+    insta::glob!("../../fixtures", "compute-sanitizer/*.log", snapshot);
 }
 
 #[test]
@@ -28,17 +28,17 @@ fn compute_sanitizer_xml() {
 
 #[test]
 fn ncu_csv() {
-    insta::glob!("../../fixtures", "ncu-csv/*.log", |p| snapshot(p));
+    insta::glob!("../../fixtures", "ncu-csv/*.log", snapshot);
 }
 
 #[test]
 fn ptxas() {
-    insta::glob!("../../fixtures", "ptxas/*.log", |p| snapshot(p));
+    insta::glob!("../../fixtures", "ptxas/*.log", snapshot);
 }
 
 #[test]
 fn sass() {
-    insta::glob!("../../fixtures", "sass/*.log", |p| snapshot(p));
+    insta::glob!("../../fixtures", "sass/*.log", snapshot);
 }
 
 #[test]
