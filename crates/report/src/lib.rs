@@ -1,13 +1,52 @@
 //! Root-cause reports from typed evidence.
 //!
 //! Brief overview: a [`Run`] (what the runner recorded) and the [`parsers::ParsedLog`] of each of
-//! its logs make up the [`Evidence`]. The crate is pure: values in, values and text out; no I/O,
-//! no clock.
+//! its logs make up the [`Evidence`]. [`join::join`] places every log under the stage, config and
+//! arch that produced it and indexes kernels (ptxas resources and SASS counts), findings, harness
+//! results and Nsight Compute metrics by kernel, config and arch. The [`rules`] turn the joined
+//! evidence into ranked [`Diagnosis`] values, each with the raw lines it rests on, a confidence,
+//! a source location and a fix; [`analyze`] adds the verdict and the coverage receipt. The
+//! renderers turn an analysis into Markdown, JSON, SARIF 2.1.0 or JUnit XML ([`render`]) and an
+//! SVG bench chart ([`render_bench_svg`]). [`explain`] diagnoses loose logs with no run, and
+//! [`diff`] compares two runs.
+//!
+//! The crate is pure: values in, values and text out; no I/O, no clock. Rendered text is
+//! deterministic: numbers are rounded, and addresses, pids, absolute paths and timestamps are
+//! scrubbed from everything but the run's own header.
+//!
+//! ```
+//! use report::{Evidence, OutputFormat, Run, render};
+//! # fn run() -> Run { serde_json::from_str(r#"{"schema":"exhibit.run/1","id":"r","pipeline":"pipeline.yaml",
+//! #   "started":"2026-11-22T10:15:00Z","finished":null,"interrupted":false,"git":null,
+//! #   "environment":{"os":"linux","tools":{},"toolchain_source":null,"driver":null,"gpus":[],
+//! #   "gpu_unavailable":null,"counters_permitted":null},"inputs":{},"stages":[]}"#).unwrap() }
+//! let evidence = Evidence { run: run(), logs: Default::default() };
+//! let markdown = render(&evidence, OutputFormat::Markdown);
+//! assert!(markdown.starts_with("# Exhibit report: r"));
+//! ```
 
+mod analysis;
+mod diagnosis;
+pub mod diff;
 mod evidence;
+mod explain;
+pub mod join;
+pub mod noise;
+pub mod occupancy;
+mod render;
+pub mod resources;
+pub mod rules;
 mod run;
+pub mod tables;
+pub mod text;
 
+pub use analysis::{
+    Analysis, CoverageRow, NotRun, Verdict, VerdictKind, analyze, stage_status_word,
+};
+pub use diagnosis::{Confidence, Diagnosis, EvidenceItem, Level, SourceLocation};
+pub use diff::{Diff, DiffOptions, diff};
 pub use evidence::Evidence;
+pub use explain::{Explanation, explain, render_explanation};
 pub use run::*;
 
 /// Output formats for [`render`].
@@ -21,6 +60,55 @@ pub enum OutputFormat {
 
 /// Renders the report of a run.
 pub fn render(evidence: &Evidence, format: OutputFormat) -> String {
-    let _ = format;
-    format!("# Exhibit report: {}\n", evidence.run.id)
+    let analysis = analyze(evidence);
+    render_analysis(&analysis, &evidence.run, format)
+}
+
+/// Renders an analysis already made (to render several formats from one analysis).
+pub fn render_analysis(analysis: &Analysis, run: &Run, format: OutputFormat) -> String {
+    match format {
+        OutputFormat::Markdown => render::markdown::render(analysis, run),
+        OutputFormat::Json => render::json::render(analysis, Some(run)),
+        OutputFormat::Sarif => render::sarif::render(analysis, Some(run)),
+        OutputFormat::Junit => render::junit::render(analysis, Some(run)),
+    }
+}
+
+/// The bench chart the Markdown report links to, or `None` when the run holds no timings.
+/// The runner writes it next to the report as [`bench_svg_file_name`].
+pub fn render_bench_svg(evidence: &Evidence) -> Option<String> {
+    render::svg::bench_svg(&analyze(evidence))
+}
+
+/// The file name the Markdown report links the bench chart under: `<run-id>.bench.svg`, in the
+/// report's own directory.
+pub fn bench_svg_file_name(run: &Run) -> String {
+    format!("{}.bench.svg", run.id)
+}
+
+/// Renders a diff of two runs as Markdown or JSON (SARIF and JUnit render the new root causes).
+pub fn render_diff(diff: &Diff, format: OutputFormat) -> String {
+    match format {
+        OutputFormat::Markdown => render::diff_markdown::render(diff),
+        OutputFormat::Json => {
+            let value = render::json::round(serde_json::json!({
+                "schema": "exhibit.diff/1",
+                "regression": diff.has_regression(),
+                "diff": diff,
+            }));
+            let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+            text.push('\n');
+            text
+        }
+        OutputFormat::Sarif => {
+            let mut all = diff.new.clone();
+            all.extend(diff.perf_diagnoses.iter().cloned());
+            render::sarif::render_diagnoses(&all, None)
+        }
+        OutputFormat::Junit => {
+            let mut all = diff.new.clone();
+            all.extend(diff.perf_diagnoses.iter().cloned());
+            render::junit::render_parts(&[], &all, None)
+        }
+    }
 }

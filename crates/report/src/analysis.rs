@@ -1,0 +1,546 @@
+//! The analysis of a run: its joined evidence, ranked diagnoses, verdict and coverage receipt.
+//! Every renderer works from this one value.
+
+use serde::Serialize;
+
+use crate::diagnosis::{Diagnosis, Level};
+use crate::join::{Joined, Unconcluded, is_sanitizer, join, kind_name};
+use crate::rules::diagnose;
+use crate::text::{join_words, kernel_base, plural};
+use crate::{Evidence, Stage, StageKind, StageStatus};
+
+/// Joins, diagnoses and judges a run.
+pub fn analyze(evidence: &Evidence) -> Analysis<'_> {
+    let joined = join(evidence);
+    Analysis::from_joined(joined)
+}
+
+/// A run (or a set of logs) analysed.
+#[derive(Debug, Clone)]
+pub struct Analysis<'a> {
+    pub joined: Joined<'a>,
+    /// Ranked: most severe, most certain first.
+    pub diagnoses: Vec<Diagnosis>,
+    pub verdict: Verdict,
+    pub coverage: Vec<CoverageRow>,
+}
+
+impl<'a> Analysis<'a> {
+    /// Diagnoses and judges already joined evidence.
+    pub fn from_joined(joined: Joined<'a>) -> Analysis<'a> {
+        let diagnoses = diagnose(&joined);
+        let coverage = coverage(&joined);
+        let verdict = verdict(&joined, &diagnoses, &coverage);
+        Analysis {
+            joined,
+            diagnoses,
+            verdict,
+            coverage,
+        }
+    }
+}
+
+/// The overall outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    /// Everything that ran concluded and found nothing above a note.
+    Clean,
+    /// Performance warnings only.
+    Warnings,
+    /// At least one error-level diagnosis.
+    Failing,
+    /// No error found, but some stage could not conclude (or nothing ran): never clean.
+    Inconclusive,
+}
+
+/// The verdict line and what it rests on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub kind: VerdictKind,
+    pub errors: usize,
+    pub warnings: usize,
+    pub notes: usize,
+    /// Stage executions that failed, timed out, were inconclusive or interrupted.
+    pub unconcluded: Vec<Unconcluded>,
+    /// Stages skipped, with their reasons.
+    pub not_run: Vec<NotRun>,
+    /// One sentence, e.g. "Failing: 2 root causes (2 errors) across 3 configs."
+    pub line: String,
+}
+
+impl Verdict {
+    pub fn is_clean(&self) -> bool {
+        self.kind == VerdictKind::Clean
+    }
+}
+
+/// A skipped stage and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotRun {
+    pub stage: String,
+    pub configs: Vec<String>,
+    pub reason: String,
+}
+
+fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -> Verdict {
+    let count = |l: Level| diagnoses.iter().filter(|d| d.level == l).count();
+    let (errors, warnings, notes) = (
+        count(Level::Error),
+        count(Level::Warning),
+        count(Level::Note),
+    );
+    let unconcluded = joined.unconcluded();
+    let not_run = not_run(joined.stages());
+    let ran = coverage
+        .iter()
+        .any(|c| matches!(c.status, StageStatus::Passed | StageStatus::Findings))
+        || (joined.run.is_none() && !joined.sources.is_empty());
+    let kind = if errors > 0 {
+        VerdictKind::Failing
+    } else if !unconcluded.is_empty() || !ran {
+        VerdictKind::Inconclusive
+    } else if warnings > 0 {
+        VerdictKind::Warnings
+    } else {
+        VerdictKind::Clean
+    };
+    let configs = joined.config_names().into_iter().flatten().count();
+    let on = if configs > 0 {
+        format!(" on {}", plural(configs as u64, "config", "configs"))
+    } else {
+        String::new()
+    };
+    let mut line = match kind {
+        VerdictKind::Failing => format!(
+            "Failing: {} ({}{}).",
+            plural((errors + warnings) as u64, "root cause", "root causes"),
+            plural(errors as u64, "error", "errors"),
+            if warnings > 0 {
+                format!(", {}", plural(warnings as u64, "warning", "warnings"))
+            } else {
+                String::new()
+            }
+        ),
+        VerdictKind::Inconclusive if !ran => {
+            "Inconclusive: no stage ran to completion.".to_string()
+        }
+        VerdictKind::Inconclusive => format!(
+            "Inconclusive: {} could not conclude{}.",
+            plural(unconcluded.len() as u64, "stage", "stages"),
+            if warnings > 0 {
+                format!("; {} found", plural(warnings as u64, "warning", "warnings"))
+            } else {
+                "; no error found in what did".to_string()
+            }
+        ),
+        VerdictKind::Warnings => format!(
+            "No errors; {} ({}{on}).",
+            plural(
+                warnings as u64,
+                "performance warning",
+                "performance warnings"
+            ),
+            ran_tools(coverage)
+        ),
+        VerdictKind::Clean => format!("Clean: no problems found by {}{on}.", ran_tools(coverage)),
+    };
+    if kind == VerdictKind::Failing && !unconcluded.is_empty() {
+        line.push_str(&format!(
+            " {} could not conclude.",
+            plural(unconcluded.len() as u64, "stage", "stages")
+        ));
+    }
+    if !not_run.is_empty() {
+        let names: Vec<String> = not_run.iter().map(|n| n.stage.clone()).collect();
+        line.push_str(&format!(" Not run: {}.", join_words(&names)));
+    }
+    Verdict {
+        kind,
+        errors,
+        warnings,
+        notes,
+        unconcluded,
+        not_run,
+        line,
+    }
+}
+
+fn ran_tools(coverage: &[CoverageRow]) -> String {
+    let mut names: Vec<String> = Vec::new();
+    for c in coverage {
+        if matches!(c.status, StageStatus::Passed | StageStatus::Findings)
+            && !names.contains(&c.stage)
+        {
+            names.push(c.stage.clone());
+        }
+    }
+    if names.is_empty() {
+        "the logs given".to_string()
+    } else {
+        join_words(&names)
+    }
+}
+
+fn not_run(stages: &[Stage]) -> Vec<NotRun> {
+    let mut out: Vec<NotRun> = Vec::new();
+    for stage in stages.iter().filter(|s| s.status == StageStatus::Skipped) {
+        let reason = stage
+            .reason
+            .clone()
+            .unwrap_or_else(|| "no reason recorded".to_string());
+        match out
+            .iter_mut()
+            .find(|n| n.stage == stage.name && n.reason == reason)
+        {
+            Some(n) => n.configs.extend(stage.config.clone()),
+            None => out.push(NotRun {
+                stage: stage.name.clone(),
+                configs: stage.config.clone().into_iter().collect(),
+                reason,
+            }),
+        }
+    }
+    out
+}
+
+/// One stage execution in the coverage receipt: what ran where, whether the kernel launched under
+/// it, and its key figure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CoverageRow {
+    pub stage: String,
+    pub kind: StageKind,
+    pub config: Option<String>,
+    pub status: StageStatus,
+    /// Whether the kernel launched under this stage: from the harness JSON the stage kept, or
+    /// from findings in the kernel; `None` when the stage records neither.
+    pub launched: Option<bool>,
+    /// The stage's key figure, e.g. `0 errors`, `3/3 passed`, `168 regs, 0 B spilled`.
+    pub figure: String,
+    /// The logs, relative to the run directory.
+    pub logs: Vec<String>,
+    pub reason: Option<String>,
+    pub cached_from: Option<String>,
+    /// The problem the stage ran, from its command (`2,8,512,64 f16 causal`).
+    pub case: Option<String>,
+}
+
+fn coverage(joined: &Joined) -> Vec<CoverageRow> {
+    let mut rows = Vec::new();
+    if joined.run.is_some() {
+        for stage in joined.stages() {
+            rows.push(row(
+                joined,
+                Some(stage),
+                stage.kind,
+                stage.config.as_deref(),
+                stage.status,
+            ));
+        }
+    } else {
+        for source in &joined.sources {
+            let mut r = row(joined, None, source.kind, None, StageStatus::Passed);
+            r.stage = source.path.to_string();
+            r.logs = vec![source.path.to_string()];
+            r.figure = figure(joined, source.kind, &[source.path]);
+            let findings = joined
+                .findings
+                .iter()
+                .any(|f| f.source_path(joined) == Some(source.path));
+            r.status = if !source.log.complete && is_sanitizer(source.kind) {
+                StageStatus::Inconclusive
+            } else if findings {
+                StageStatus::Findings
+            } else {
+                StageStatus::Passed
+            };
+            rows.push(r);
+        }
+    }
+    rows
+}
+
+fn row(
+    joined: &Joined,
+    stage: Option<&Stage>,
+    kind: StageKind,
+    config: Option<&str>,
+    status: StageStatus,
+) -> CoverageRow {
+    let logs: Vec<&str> = stage
+        .map(|s| s.logs.iter().map(|l| l.path.as_str()).collect())
+        .unwrap_or_default();
+    let launched = launched(joined, &logs);
+    let figure = match status {
+        StageStatus::Skipped => "skipped".to_string(),
+        _ if kind == StageKind::Report => stage
+            .and_then(|s| s.reason.clone())
+            .unwrap_or_else(|| "rendered".to_string()),
+        StageStatus::Failed | StageStatus::TimedOut | StageStatus::Interrupted
+            if logs
+                .iter()
+                .all(|l| !joined.sources.iter().any(|s| s.path == *l)) =>
+        {
+            stage_status_word(status).to_string()
+        }
+        _ => figure(joined, kind, &logs),
+    };
+    CoverageRow {
+        stage: stage
+            .map(|s| s.name.clone())
+            .unwrap_or_else(|| kind_name(kind).to_string()),
+        kind,
+        config: config.map(str::to_string),
+        status,
+        launched,
+        figure,
+        logs: logs.iter().map(|s| s.to_string()).collect(),
+        reason: stage
+            .and_then(|s| s.reason.clone())
+            .map(|r| crate::text::scrub(&r, &joined.repo_files)),
+        cached_from: stage.and_then(|s| s.cached_from.clone()),
+        case: stage.and_then(|s| crate::tables::case_of_command(&s.command)),
+    }
+}
+
+/// The word for a stage status.
+pub fn stage_status_word(status: StageStatus) -> &'static str {
+    match status {
+        StageStatus::Passed => "passed",
+        StageStatus::Findings => "findings",
+        StageStatus::Failed => "failed",
+        StageStatus::TimedOut => "timed out",
+        StageStatus::Skipped => "skipped",
+        StageStatus::Inconclusive => "inconclusive",
+        StageStatus::Interrupted => "interrupted",
+    }
+}
+
+fn launched(joined: &Joined, logs: &[&str]) -> Option<bool> {
+    let sources: Vec<usize> = joined
+        .sources
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| logs.contains(&s.path))
+        .map(|(i, _)| i)
+        .collect();
+    let results: Vec<bool> = joined
+        .results
+        .iter()
+        .filter(|r| sources.contains(&r.source) && !crate::join::is_baseline(r.result))
+        .map(|r| r.result.launched)
+        .collect();
+    if !results.is_empty() {
+        return Some(results.iter().all(|l| *l));
+    }
+    let kernel_findings = joined.findings.iter().any(|f| {
+        sources.contains(&f.source)
+            && f.finding
+                .kernel
+                .as_deref()
+                .is_some_and(|k| joined.is_target(k))
+            && joined
+                .source(f.source)
+                .is_some_and(|s| is_sanitizer(s.kind))
+    });
+    if kernel_findings {
+        return Some(true);
+    }
+    let profiled = joined
+        .metrics
+        .iter()
+        .any(|m| sources.contains(&m.source) && joined.is_target(&m.metric.kernel));
+    profiled.then_some(true)
+}
+
+/// A stage's key figure from its logs.
+fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
+    let sources: Vec<usize> = joined
+        .sources
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| logs.contains(&s.path))
+        .map(|(i, _)| i)
+        .collect();
+    if sources.is_empty() {
+        return "no log".to_string();
+    }
+    let findings = || {
+        joined
+            .findings
+            .iter()
+            .filter(|f| sources.contains(&f.source))
+    };
+    let results = || {
+        joined
+            .results
+            .iter()
+            .filter(|r| sources.contains(&r.source))
+    };
+    match kind {
+        StageKind::Compile => {
+            let errors = findings()
+                .filter(|f| f.finding.kind == parsers::FindingKind::CompileError)
+                .count();
+            if errors > 0 {
+                return plural(errors as u64, "compile error", "compile errors");
+            }
+            let kernels: Vec<_> = joined
+                .target_kernels()
+                .filter(|k| k.resources_source.is_some_and(|s| sources.contains(&s)))
+                .collect();
+            let regs = kernels.iter().filter_map(|k| k.registers()).max();
+            let spills: Option<u64> = kernels.iter().filter_map(|k| k.spill_bytes()).max();
+            let warnings = findings()
+                .filter(|f| f.finding.severity == parsers::Severity::Warning)
+                .count();
+            let mut parts = Vec::new();
+            if let Some(r) = regs {
+                parts.push(format!("{r} regs"));
+            }
+            parts.push(match spills {
+                Some(s) => format!("{s} B spilled"),
+                None => "spills unknown".to_string(),
+            });
+            if warnings > 0 {
+                parts.push(plural(warnings as u64, "warning", "warnings"));
+            }
+            parts.join(", ")
+        }
+        StageKind::Sass => {
+            let kernels: Vec<_> = joined
+                .target_kernels()
+                .filter(|k| k.sass_source.is_some_and(|s| sources.contains(&s)))
+                .collect();
+            let sum = |f: fn(&parsers::SassCounts) -> u64| {
+                kernels.iter().filter_map(|k| k.sass).map(f).sum::<u64>()
+            };
+            let mma = sum(|s| s.hmma + s.hgmma + s.imma);
+            let local = sum(|s| s.ldl + s.stl);
+            let traps = sum(|s| s.bpt_trap);
+            let mut text = format!("{mma} MMA, {local} LDL/STL");
+            if traps > 0 {
+                text.push_str(&format!(", {traps} BPT.TRAP"));
+            }
+            text
+        }
+        k if is_sanitizer(k) => {
+            let logs: Vec<&parsers::ParsedLog> = sources
+                .iter()
+                .filter_map(|&i| joined.source(i))
+                .filter(|s| is_sanitizer(s.kind))
+                .map(|s| s.log)
+                .collect();
+            if logs.is_empty() {
+                return "no sanitizer log".to_string();
+            }
+            let records: u64 = findings()
+                .filter(|f| {
+                    joined
+                        .source(f.source)
+                        .is_some_and(|s| is_sanitizer(s.kind))
+                })
+                .map(|f| f.finding.count)
+                .sum();
+            let reported: Option<u64> = logs.iter().map(|l| l.reported_errors).sum();
+            let n = reported.unwrap_or(records);
+            let unprinted: u64 = logs.iter().map(|l| l.unprinted_errors).sum();
+            let word = if k == StageKind::Racecheck {
+                ("hazard", "hazards")
+            } else {
+                ("error", "errors")
+            };
+            let mut text = plural(n, word.0, word.1);
+            if unprinted > 0 {
+                text.push_str(&format!(" ({unprinted} not printed)"));
+            }
+            if logs.iter().any(|l| !l.complete) {
+                text.push_str(", no summary");
+            }
+            text
+        }
+        StageKind::Check => {
+            let checks: Vec<_> = results().filter_map(|r| r.result.check.as_ref()).collect();
+            if checks.is_empty() {
+                return error_figure(results().map(|r| r.result))
+                    .unwrap_or_else(|| "no check result".to_string());
+            }
+            let passed = checks.iter().filter(|c| c.passed).count();
+            format!("{passed}/{} passed", checks.len())
+        }
+        StageKind::Stress => {
+            let mut parts = Vec::new();
+            for r in results() {
+                if let Some(s) = &r.result.stress {
+                    parts.push(match s.first_failure {
+                        Some(n) => format!("fails at launch {n}/{}", s.launches),
+                        None if s.mismatched_launches > 0 => {
+                            format!("{}/{} differ", s.mismatched_launches, s.launches)
+                        }
+                        None => format!("{} launches ok", s.launches),
+                    });
+                }
+            }
+            if parts.is_empty() {
+                error_figure(results().map(|r| r.result))
+                    .unwrap_or_else(|| "no stress result".to_string())
+            } else {
+                parts.join("; ")
+            }
+        }
+        StageKind::Bench | StageKind::Baseline => {
+            let benches: Vec<_> = results().filter_map(|r| r.result.bench.as_ref()).collect();
+            if benches.is_empty() {
+                let skipped = results().filter(|r| r.result.skipped.is_some()).count();
+                if skipped > 0 {
+                    return format!("{skipped} skipped");
+                }
+                return error_figure(results().map(|r| r.result))
+                    .unwrap_or_else(|| "no timing".to_string());
+            }
+            let best = benches.iter().map(|b| b.tflops).fold(0.0f64, f64::max);
+            format!(
+                "{}, best {} TFLOP/s",
+                plural(benches.len() as u64, "timing", "timings"),
+                crate::text::sig3(best)
+            )
+        }
+        StageKind::Profile => {
+            let mut kernels: Vec<String> = joined
+                .metrics
+                .iter()
+                .filter(|m| sources.contains(&m.source))
+                .map(|m| kernel_base(&m.metric.kernel))
+                .collect();
+            kernels.sort();
+            kernels.dedup();
+            let n = joined
+                .metrics
+                .iter()
+                .filter(|m| sources.contains(&m.source))
+                .count();
+            format!(
+                "{} of {}",
+                plural(n as u64, "metric", "metrics"),
+                plural(kernels.len() as u64, "kernel", "kernels")
+            )
+        }
+        StageKind::Report => "rendered".to_string(),
+        _ => String::new(),
+    }
+}
+
+fn error_figure<'r>(
+    results: impl Iterator<Item = &'r parsers::harness::HarnessResult>,
+) -> Option<String> {
+    results
+        .filter_map(|r| r.error.as_deref())
+        .next()
+        .map(|e| e.split(':').next().unwrap_or(e).trim().to_string())
+}
+
+impl crate::join::FindingRef<'_> {
+    fn source_path<'j>(&self, joined: &'j Joined) -> Option<&'j str> {
+        joined.source(self.source).map(|s| s.path)
+    }
+}

@@ -1,0 +1,253 @@
+//! A diagnosis: a root cause named by a rule, with the evidence it rests on, how sure it is,
+//! where in the source it points and what to change.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::text::short_hash;
+
+/// One diagnosed root cause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// The rule's id, e.g. `wmma-local-memory` (see [`crate::rules::RULES`]).
+    pub rule: String,
+    pub title: String,
+    pub level: Level,
+    pub confidence: Confidence,
+    /// The kernel's name as matched across logs.
+    pub kernel: Option<String>,
+    /// The first config it was seen in (see `configs` for all).
+    pub config: Option<String>,
+    /// Every config it was seen in, in order.
+    pub configs: Vec<String>,
+    pub arch: Option<String>,
+    /// The `file:line` in the kernel's source it points at.
+    pub location: Option<SourceLocation>,
+    pub evidence: Vec<EvidenceItem>,
+    pub explanation: String,
+    pub fix: String,
+    /// Stable across runs: rule, location (or kernel, without one) and the rule's own key;
+    /// never counts, addresses or config lists.
+    pub fingerprint: String,
+    /// Every kernel it was seen in, in order.
+    pub kernels: Vec<String>,
+    /// Figures for machine-readable output, e.g. `hazards`, `blocks_per_sm`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub figures: BTreeMap<String, serde_json::Value>,
+}
+
+/// How bad a diagnosis is. Ordered from least to most severe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// Worth knowing (an occupancy limiter, an improvement).
+    Note,
+    /// Costs performance (spills, idle tensor cores, a regression).
+    Warning,
+    /// The kernel is wrong or faults.
+    Error,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Note => "note",
+            Level::Warning => "warning",
+            Level::Error => "error",
+        }
+    }
+}
+
+/// How much independent evidence backs a diagnosis. Ordered from least to most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    Low,
+    Medium,
+    High,
+}
+
+impl Confidence {
+    /// The confidence that `n` independent corroborating signals give: one is low, two medium,
+    /// three or more high.
+    pub fn from_signals(n: usize) -> Confidence {
+        match n {
+            0 | 1 => Confidence::Low,
+            2 => Confidence::Medium,
+            _ => Confidence::High,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
+}
+
+/// A place in the kernel's source.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SourceLocation {
+    /// Relative to the repository.
+    pub file: String,
+    pub line: Option<u32>,
+}
+
+impl std::fmt::Display for SourceLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}", self.file),
+            None => f.write_str(&self.file),
+        }
+    }
+}
+
+/// One piece of evidence: which stage and log it comes from, what it shows, and the raw lines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceItem {
+    /// The stage's name (or kind, without a run).
+    pub stage: String,
+    pub config: Option<String>,
+    /// The log, relative to the run directory.
+    pub log: String,
+    /// One line saying what this evidence shows, with its figure.
+    pub summary: String,
+    /// Raw lines quoted from the log (volatile values scrubbed).
+    pub excerpt: Vec<String>,
+}
+
+/// What a rule returns before diagnoses of the same root cause in several configs are merged.
+#[derive(Debug, Clone)]
+pub struct Draft {
+    pub rule: &'static str,
+    pub title: String,
+    pub level: Level,
+    pub confidence: Confidence,
+    pub kernel: Option<String>,
+    pub config: Option<String>,
+    pub arch: Option<String>,
+    pub location: Option<SourceLocation>,
+    pub evidence: Vec<EvidenceItem>,
+    pub explanation: String,
+    pub fix: String,
+    /// Distinguishes root causes of one rule at one kernel and location. Drafts with the same
+    /// rule, kernel, location and key are one root cause seen in several configs.
+    pub key: String,
+    /// Figures for machine-readable output, e.g. `hazards`, `blocks_per_sm`.
+    pub figures: BTreeMap<String, serde_json::Value>,
+    /// The findings (indices into [`crate::join::Joined::findings`]) this draft accounts for.
+    pub explains: Vec<usize>,
+    /// Accounts for findings without being reported (another draft names the root cause).
+    pub silent: bool,
+}
+
+impl Draft {
+    pub fn new(rule: &'static str, level: Level, title: impl Into<String>) -> Draft {
+        Draft {
+            rule,
+            title: title.into(),
+            level,
+            confidence: Confidence::Low,
+            kernel: None,
+            config: None,
+            arch: None,
+            location: None,
+            evidence: Vec::new(),
+            explanation: String::new(),
+            fix: String::new(),
+            key: String::new(),
+            figures: BTreeMap::new(),
+            explains: Vec::new(),
+            silent: false,
+        }
+    }
+
+    /// The identity of the root cause: one place in the source (a line, or the kernel's file
+    /// for whole-kernel rules) with one rule-specific key is one root cause, whichever kernels
+    /// and configs show it; without a location, each kernel is its own.
+    fn identity(&self) -> (String, String, String) {
+        let place = match &self.location {
+            Some(loc) => loc.to_string(),
+            None => format!("kernel:{}", self.kernel.as_deref().unwrap_or("")),
+        };
+        (self.rule.to_string(), place, self.key.clone())
+    }
+}
+
+/// The most evidence items a merged diagnosis keeps.
+const MAX_EVIDENCE: usize = 8;
+
+/// Merges drafts of the same root cause across configs, then ranks: errors before warnings
+/// before notes, then by confidence, then by the amount of evidence; ties break by rule,
+/// kernel, location and config so the order is deterministic.
+pub fn finish(drafts: Vec<Draft>) -> Vec<Diagnosis> {
+    let mut groups: BTreeMap<(String, String, String), Vec<Draft>> = BTreeMap::new();
+    for draft in drafts.into_iter().filter(|d| !d.silent) {
+        groups.entry(draft.identity()).or_default().push(draft);
+    }
+    let mut out = Vec::new();
+    for ((rule, place, key), mut group) in groups {
+        group.sort_by(|a, b| {
+            b.confidence
+                .cmp(&a.confidence)
+                .then(b.level.cmp(&a.level))
+                .then(a.config.cmp(&b.config))
+        });
+        let mut configs: Vec<String> = group.iter().filter_map(|d| d.config.clone()).collect();
+        configs.sort();
+        configs.dedup();
+        let mut kernels: Vec<String> = group.iter().filter_map(|d| d.kernel.clone()).collect();
+        kernels.sort();
+        kernels.dedup();
+        let mut iter = group.into_iter();
+        let Some(first) = iter.next() else { continue };
+        let mut evidence = first.evidence.clone();
+        for other in iter {
+            for item in other.evidence {
+                let duplicate = evidence.iter().any(|e| {
+                    e.stage == item.stage && e.excerpt == item.excerpt && e.summary == item.summary
+                });
+                if !duplicate && evidence.len() < MAX_EVIDENCE {
+                    evidence.push(item);
+                }
+            }
+        }
+        let fingerprint = short_hash(&[&rule, &place, &key]);
+        out.push(Diagnosis {
+            rule: first.rule.to_string(),
+            title: first.title,
+            level: first.level,
+            confidence: first.confidence,
+            kernel: first.kernel,
+            config: first.config,
+            configs,
+            arch: first.arch,
+            location: first.location,
+            evidence,
+            explanation: first.explanation,
+            fix: first.fix,
+            fingerprint,
+            kernels,
+            figures: first.figures,
+        });
+    }
+    out.sort_by(rank);
+    out
+}
+
+/// The ranking order of diagnoses: most severe, most certain and best evidenced first.
+pub fn rank(a: &Diagnosis, b: &Diagnosis) -> Ordering {
+    b.level
+        .cmp(&a.level)
+        .then(b.confidence.cmp(&a.confidence))
+        .then(b.evidence.len().cmp(&a.evidence.len()))
+        .then(crate::rules::rule_order(&a.rule).cmp(&crate::rules::rule_order(&b.rule)))
+        .then(a.kernel.cmp(&b.kernel))
+        .then(a.location.cmp(&b.location))
+        .then(a.config.cmp(&b.config))
+        .then(a.fingerprint.cmp(&b.fingerprint))
+}

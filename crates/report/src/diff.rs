@@ -1,0 +1,463 @@
+//! Comparing two runs: new and fixed root causes and findings by fingerprint, resource changes
+//! per kernel, config and arch, and timings judged against each run's measured noise. Timings
+//! from different GPUs or drivers are not compared unless asked.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::analysis::{Analysis, VerdictKind, analyze};
+use crate::diagnosis::{Confidence, Diagnosis, EvidenceItem, Level};
+use crate::noise::{Judgement, NoiseOptions, judge};
+use crate::resources::{KernelResources, kernel_resources};
+use crate::tables::Case;
+use crate::text::{fixed, kernel_base, relative_path, scrub, short_hash};
+use crate::{Evidence, Run};
+
+/// What `runner diff` may be told.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DiffOptions {
+    /// Compare timings even when the runs' GPUs or drivers differ.
+    pub allow_different_gpu: bool,
+    pub noise: NoiseOptions,
+}
+
+/// The comparison of run `a` (before) with run `b` (after).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diff {
+    pub a: RunSummary,
+    pub b: RunSummary,
+    /// Root causes in `b` whose fingerprint `a` does not have.
+    pub new: Vec<Diagnosis>,
+    /// Root causes in `a` whose fingerprint `b` does not have.
+    pub fixed: Vec<Diagnosis>,
+    /// Root causes in both (as `b` has them).
+    pub unchanged: Vec<Diagnosis>,
+    /// Tool findings (sanitizer and compiler sites) by config and fingerprint.
+    pub new_findings: Vec<FindingChange>,
+    pub fixed_findings: Vec<FindingChange>,
+    pub resources: Vec<ResourceChange>,
+    pub perf: Vec<PerfChange>,
+    /// Why timings were not compared, when they were not.
+    pub timing_refused: Option<String>,
+    /// `perf-regression` and `perf-improvement` diagnoses.
+    pub perf_diagnoses: Vec<Diagnosis>,
+}
+
+impl Diff {
+    /// True when `b` is worse than `a`: a new error or warning root cause, a new error-level
+    /// tool finding, or a kernel timing judged slower.
+    pub fn has_regression(&self) -> bool {
+        self.new.iter().any(|d| d.level > Level::Note)
+            || self.new_findings.iter().any(|f| f.severity == "error")
+            || self
+                .perf_diagnoses
+                .iter()
+                .any(|d| d.rule == "perf-regression")
+    }
+}
+
+/// A run's identity as the diff shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub id: String,
+    pub commit: Option<String>,
+    pub dirty: bool,
+    pub gpu: Option<String>,
+    pub driver: Option<String>,
+    pub verdict: VerdictKind,
+}
+
+/// A tool finding that appeared or went away.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FindingChange {
+    pub config: Option<String>,
+    pub fingerprint: String,
+    pub kind: String,
+    pub severity: String,
+    pub kernel: Option<String>,
+    pub location: Option<String>,
+    pub count: u64,
+    pub message: String,
+}
+
+/// One resource figure of one kernel that changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResourceChange {
+    pub config: Option<String>,
+    pub arch: Option<String>,
+    pub kernel: String,
+    pub field: String,
+    pub before: Option<u64>,
+    pub after: Option<u64>,
+}
+
+/// One timing compared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PerfChange {
+    pub case: Case,
+    pub implementation: String,
+    pub baseline: bool,
+    pub cache: String,
+    pub timing: String,
+    pub a_p50_us: f64,
+    pub b_p50_us: f64,
+    pub change: f64,
+    pub noise: f64,
+    pub judgement: Judgement,
+    pub reason: Option<String>,
+}
+
+/// Compares run `a` (before) with run `b` (after).
+pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
+    let aa = analyze(a);
+    let ba = analyze(b);
+    let fps_a: BTreeSet<&str> = aa
+        .diagnoses
+        .iter()
+        .map(|d| d.fingerprint.as_str())
+        .collect();
+    let fps_b: BTreeSet<&str> = ba
+        .diagnoses
+        .iter()
+        .map(|d| d.fingerprint.as_str())
+        .collect();
+    let new = ba
+        .diagnoses
+        .iter()
+        .filter(|d| !fps_a.contains(d.fingerprint.as_str()))
+        .cloned()
+        .collect();
+    let fixed = aa
+        .diagnoses
+        .iter()
+        .filter(|d| !fps_b.contains(d.fingerprint.as_str()))
+        .cloned()
+        .collect();
+    let unchanged = ba
+        .diagnoses
+        .iter()
+        .filter(|d| fps_a.contains(d.fingerprint.as_str()))
+        .cloned()
+        .collect();
+
+    let finds_a = findings(&aa);
+    let finds_b = findings(&ba);
+    let new_findings = finds_b
+        .iter()
+        .filter(|(k, _)| !finds_a.contains_key(*k))
+        .map(|(_, v)| v.clone())
+        .collect();
+    let fixed_findings = finds_a
+        .iter()
+        .filter(|(k, _)| !finds_b.contains_key(*k))
+        .map(|(_, v)| v.clone())
+        .collect();
+
+    let resources = resource_changes(&kernel_resources(&aa.joined), &kernel_resources(&ba.joined));
+    let timing_refused = refuse_timing(&a.run, &b.run, opts);
+    let perf = if timing_refused.is_some() {
+        Vec::new()
+    } else {
+        perf_changes(&aa, &ba, &opts.noise)
+    };
+    let perf_diagnoses = perf_diagnoses(&perf, &b.run);
+    Diff {
+        a: summary(&a.run, &aa),
+        b: summary(&b.run, &ba),
+        new,
+        fixed,
+        unchanged,
+        new_findings,
+        fixed_findings,
+        resources,
+        perf,
+        timing_refused,
+        perf_diagnoses,
+    }
+}
+
+fn summary(run: &Run, a: &Analysis) -> RunSummary {
+    RunSummary {
+        id: run.id.clone(),
+        commit: run.git.as_ref().map(|g| g.commit.clone()),
+        dirty: run.git.as_ref().is_some_and(|g| g.dirty),
+        gpu: run.environment.gpus.first().map(|g| g.name.clone()),
+        driver: run.environment.driver.clone(),
+        verdict: a.verdict.kind,
+    }
+}
+
+/// Why timings of the two runs must not be compared, unless the options allow it.
+fn refuse_timing(a: &Run, b: &Run, opts: &DiffOptions) -> Option<String> {
+    if opts.allow_different_gpu {
+        return None;
+    }
+    let gpu = |r: &Run| r.environment.gpus.first().map(|g| g.name.clone());
+    let mut why = Vec::new();
+    if gpu(a) != gpu(b) {
+        why.push(format!(
+            "GPUs differ ({} vs {})",
+            gpu(a).unwrap_or_else(|| "none".into()),
+            gpu(b).unwrap_or_else(|| "none".into())
+        ));
+    }
+    if a.environment.driver != b.environment.driver {
+        why.push(format!(
+            "drivers differ ({} vs {})",
+            a.environment
+                .driver
+                .clone()
+                .unwrap_or_else(|| "none".into()),
+            b.environment
+                .driver
+                .clone()
+                .unwrap_or_else(|| "none".into())
+        ));
+    }
+    (!why.is_empty()).then(|| {
+        format!(
+            "{}: timings not compared (pass --allow-different-gpu to compare anyway)",
+            why.join("; ")
+        )
+    })
+}
+
+fn findings(a: &Analysis) -> BTreeMap<(Option<String>, String), FindingChange> {
+    let mut out = BTreeMap::new();
+    for f in &a.joined.findings {
+        let finding = f.finding;
+        if crate::rules::is_harness_kind(finding.kind)
+            || finding.severity == parsers::Severity::Info
+        {
+            continue;
+        }
+        let kind = serde_json::to_value(finding.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let severity = match finding.severity {
+            parsers::Severity::Error => "error",
+            parsers::Severity::Warning => "warning",
+            parsers::Severity::Info => "info",
+        };
+        let location = finding.file.as_ref().map(|file| {
+            let file = relative_path(file, &a.joined.repo_files);
+            match finding.line {
+                Some(l) => format!("{file}:{l}"),
+                None => file,
+            }
+        });
+        let key = (f.config.clone(), finding.fingerprint.clone());
+        let entry = out.entry(key).or_insert_with(|| FindingChange {
+            config: f.config.clone(),
+            fingerprint: finding.fingerprint.clone(),
+            kind,
+            severity: severity.to_string(),
+            kernel: finding.kernel.as_deref().map(kernel_base),
+            location,
+            count: 0,
+            message: scrub(&finding.message, &a.joined.repo_files),
+        });
+        entry.count += finding.count;
+    }
+    out
+}
+
+fn resource_changes(a: &[KernelResources], b: &[KernelResources]) -> Vec<ResourceChange> {
+    type Key = (Option<String>, Option<String>, String);
+    let key = |r: &KernelResources| -> Key { (r.config.clone(), r.arch.clone(), r.kernel.clone()) };
+    let fields = |r: &KernelResources| -> Vec<(&'static str, Option<u64>)> {
+        vec![
+            ("registers", r.registers.map(u64::from)),
+            ("spill_store_bytes", r.spill_store_bytes),
+            ("spill_load_bytes", r.spill_load_bytes),
+            ("static_shared_bytes", r.static_shared_bytes),
+            ("stack_frame_bytes", r.stack_frame_bytes),
+            ("hmma", r.hmma),
+            ("hgmma", r.hgmma),
+            ("ldl", r.ldl),
+            ("stl", r.stl),
+            ("bpt_trap", r.bpt_trap),
+            (
+                "blocks_per_sm",
+                r.occupancy.map(|o| u64::from(o.blocks_per_sm)),
+            ),
+        ]
+    };
+    let map_a: BTreeMap<Key, &KernelResources> = a.iter().map(|r| (key(r), r)).collect();
+    let map_b: BTreeMap<Key, &KernelResources> = b.iter().map(|r| (key(r), r)).collect();
+    let keys: BTreeSet<&Key> = map_a.keys().chain(map_b.keys()).collect();
+    let mut out = Vec::new();
+    for k in keys {
+        let fa = map_a.get(k).map(|r| fields(r));
+        let fb = map_b.get(k).map(|r| fields(r));
+        let (config, arch, kernel) = k.clone();
+        match (fa, fb) {
+            (Some(fa), Some(fb)) => {
+                for ((name, before), (_, after)) in fa.into_iter().zip(fb) {
+                    if before != after {
+                        out.push(ResourceChange {
+                            config: config.clone(),
+                            arch: arch.clone(),
+                            kernel: kernel.clone(),
+                            field: name.to_string(),
+                            before,
+                            after,
+                        });
+                    }
+                }
+            }
+            (a_side, b_side) => out.push(ResourceChange {
+                config,
+                arch,
+                kernel,
+                field: if a_side.is_some() { "removed" } else { "added" }.to_string(),
+                before: a_side.map(|_| 1),
+                after: b_side.map(|_| 1),
+            }),
+        }
+    }
+    out
+}
+
+fn perf_changes(a: &Analysis, b: &Analysis, opts: &NoiseOptions) -> Vec<PerfChange> {
+    type Key = (Case, String, String, String);
+    let timings = |an: &Analysis| -> BTreeMap<Key, (bool, parsers::harness::Bench)> {
+        let mut out = BTreeMap::new();
+        for r in &an.joined.results {
+            let Some(bench) = &r.result.bench else {
+                continue;
+            };
+            let baseline = crate::join::is_baseline(r.result);
+            let implementation = if baseline {
+                r.result.kernel.clone()
+            } else {
+                r.config
+                    .clone()
+                    .unwrap_or_else(|| kernel_base(&r.result.kernel))
+            };
+            out.insert(
+                (
+                    Case::of(r.result),
+                    implementation,
+                    bench.cache.clone(),
+                    bench.timing.clone(),
+                ),
+                (baseline, bench.clone()),
+            );
+        }
+        out
+    };
+    let ta = timings(a);
+    let tb = timings(b);
+    let mut out = Vec::new();
+    for (key, (baseline, before)) in &ta {
+        let Some((_, after)) = tb.get(key) else {
+            continue;
+        };
+        let c = judge(before, after, opts);
+        out.push(PerfChange {
+            case: key.0.clone(),
+            implementation: key.1.clone(),
+            baseline: *baseline,
+            cache: key.2.clone(),
+            timing: key.3.clone(),
+            a_p50_us: before.p50_us,
+            b_p50_us: after.p50_us,
+            change: c.change,
+            noise: c.noise,
+            judgement: c.judgement,
+            reason: c.reason,
+        });
+    }
+    out
+}
+
+fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
+    let mut out = Vec::new();
+    for p in perf.iter().filter(|p| !p.baseline) {
+        let (rule, level, word) = match p.judgement {
+            Judgement::Slower => ("perf-regression", Level::Warning, "slower"),
+            Judgement::Faster => ("perf-improvement", Level::Note, "faster"),
+            _ => continue,
+        };
+        // A baseline that moved the same way on the same case says the machine moved.
+        let machine = perf.iter().any(|q| {
+            q.baseline && q.case == p.case && q.timing == p.timing && q.judgement == p.judgement
+        });
+        let title = format!(
+            "{} {} by {}% on {} ({} {})",
+            p.implementation,
+            word,
+            fixed(p.change.abs() * 100.0, 1),
+            p.case.label(),
+            p.timing,
+            p.cache
+        );
+        let key = format!(
+            "{}|{}|{}|{}",
+            p.case.label(),
+            p.implementation,
+            p.cache,
+            p.timing
+        );
+        out.push(Diagnosis {
+            rule: rule.to_string(),
+            title,
+            level,
+            confidence: if machine { Confidence::Low } else { Confidence::High },
+            kernel: None,
+            config: Some(p.implementation.clone()),
+            configs: vec![p.implementation.clone()],
+            arch: None,
+            location: None,
+            evidence: vec![EvidenceItem {
+                stage: "bench".to_string(),
+                config: Some(p.implementation.clone()),
+                log: String::new(),
+                summary: format!(
+                    "p50 {} µs -> {} µs ({:+.1}%), noise {}% (the larger of the two runs')",
+                    crate::text::sig3(p.a_p50_us),
+                    crate::text::sig3(p.b_p50_us),
+                    p.change * 100.0,
+                    fixed(p.noise * 100.0, 1)
+                ),
+                excerpt: Vec::new(),
+            }],
+            explanation: format!(
+                "The p50 moved by {:+.1}%, more than twice the measured noise ({}%).{}",
+                p.change * 100.0,
+                fixed(p.noise * 100.0, 1),
+                if machine {
+                    " The baseline moved the same way on this case: the machine, not the kernel, may have changed."
+                } else {
+                    ""
+                }
+            ),
+            fix: if rule == "perf-regression" {
+                format!(
+                    "Compare the two runs' per-config resources (registers, spills, occupancy, \
+                     HMMA counts) for {}; re-run the bench stage to confirm.",
+                    p.implementation
+                )
+            } else {
+                "Nothing to fix; keep the change.".to_string()
+            },
+            fingerprint: short_hash(&[rule, &key, &b.pipeline]),
+            kernels: Vec::new(),
+            figures: [
+                ("change".to_string(), crate::text::round_json(p.change)),
+                ("noise".to_string(), crate::text::round_json(p.noise)),
+                ("a_p50_us".to_string(), crate::text::round_json(p.a_p50_us)),
+                ("b_p50_us".to_string(), crate::text::round_json(p.b_p50_us)),
+                ("baseline_moved".to_string(), json!(machine)),
+            ]
+            .into_iter()
+            .collect(),
+        });
+    }
+    out.sort_by(crate::diagnosis::rank);
+    out
+}

@@ -1,0 +1,130 @@
+//! `runner explain FILE...`: diagnosing logs with no run directory (a log pasted from another
+//! machine). Each log's stage is inferred from its format; no config is known, so findings join
+//! by kernel name alone.
+
+use std::fmt::Write;
+
+use parsers::ParsedLog;
+use serde::Serialize;
+
+use crate::analysis::{Analysis, CoverageRow, Verdict, VerdictKind};
+use crate::diagnosis::{Diagnosis, Level};
+use crate::join::join_logs;
+use crate::render::markdown::verdict_icon;
+use crate::{OutputFormat, stage_status_word};
+
+/// What `explain` found in a set of logs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    pub verdict: Verdict,
+    /// Ranked: most severe, most certain first.
+    pub diagnoses: Vec<Diagnosis>,
+    /// One row per log: its inferred stage, status and key figure.
+    pub logs: Vec<CoverageRow>,
+}
+
+impl Explanation {
+    /// True when no log holds a problem and every log is complete. `runner explain` exits 0
+    /// when clean, 1 otherwise.
+    pub fn is_clean(&self) -> bool {
+        self.verdict.kind == VerdictKind::Clean
+    }
+
+    /// Whether any diagnosis is an error or warning.
+    pub fn has_problems(&self) -> bool {
+        self.diagnoses.iter().any(|d| d.level > Level::Note)
+    }
+}
+
+/// Diagnoses loose logs, each given with the name it is reported under (its path as the user
+/// typed it).
+pub fn explain(logs: &[(String, ParsedLog)]) -> Explanation {
+    let analysis = Analysis::from_joined(join_logs(logs));
+    Explanation {
+        verdict: analysis.verdict,
+        diagnoses: analysis.diagnoses,
+        logs: analysis.coverage,
+    }
+}
+
+/// Renders an explanation: Markdown (also fine on a terminal), JSON, SARIF or JUnit.
+pub fn render_explanation(e: &Explanation, format: OutputFormat) -> String {
+    match format {
+        OutputFormat::Markdown => markdown(e),
+        OutputFormat::Json => {
+            let value = crate::render::json::round(serde_json::json!({
+                "schema": "exhibit.explain/1",
+                "clean": e.is_clean(),
+                "verdict": e.verdict,
+                "diagnoses": e.diagnoses,
+                "logs": e.logs,
+            }));
+            let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+            text.push('\n');
+            text
+        }
+        OutputFormat::Sarif => crate::render::sarif::render_diagnoses(&e.diagnoses, None),
+        OutputFormat::Junit => crate::render::junit::render_parts(&e.logs, &e.diagnoses, None),
+    }
+}
+
+fn markdown(e: &Explanation) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "**Verdict:** {} {}\n",
+        verdict_icon(e.verdict.kind),
+        e.verdict.line
+    );
+    let _ = writeln!(out, "| Log | Read as | Status | Key figure |");
+    let _ = writeln!(out, "|---|---|---|---|");
+    for l in &e.logs {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} |",
+            crate::text::md_cell(&l.stage),
+            crate::join::kind_name(l.kind),
+            stage_status_word(l.status),
+            crate::text::md_cell(&l.figure)
+        );
+    }
+    let _ = writeln!(out);
+    for (i, d) in e.diagnoses.iter().enumerate() {
+        let _ = writeln!(out, "## {}. {}\n", i + 1, d.title);
+        let mut meta = vec![
+            d.level.as_str().to_string(),
+            format!("confidence {}", d.confidence.as_str()),
+        ];
+        if !d.kernels.is_empty() {
+            meta.push(
+                d.kernels
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
+        }
+        if let Some(loc) = &d.location {
+            meta.push(format!("`{loc}`"));
+        }
+        meta.push(format!("rule `{}`", d.rule));
+        let _ = writeln!(out, "{}\n", meta.join(" · "));
+        let _ = writeln!(out, "{}\n", d.explanation);
+        let _ = writeln!(out, "**Fix:** {}\n", d.fix);
+        for ev in &d.evidence {
+            let _ = writeln!(out, "- {} (`{}`): {}", ev.stage, ev.log, ev.summary);
+            if !ev.excerpt.is_empty() {
+                let _ = writeln!(out, "\n  ```text");
+                for line in &ev.excerpt {
+                    let _ = writeln!(out, "  {line}");
+                }
+                let _ = writeln!(out, "  ```\n");
+            }
+        }
+        let _ = writeln!(out);
+    }
+    if e.diagnoses.is_empty() {
+        let _ = writeln!(out, "No problems found in these logs.");
+    }
+    out
+}

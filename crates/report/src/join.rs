@@ -1,0 +1,502 @@
+//! The join: every parsed log placed under the stage, config and arch that produced it, and the
+//! kernels, findings, harness results and metrics indexed by kernel, config and arch.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use parsers::harness::HarnessResult;
+use parsers::{Finding, Format, Kernel, Metric, ParsedLog, SassCounts, Tool};
+
+use crate::text::{kernel_base, relative_path};
+use crate::{Evidence, Run, Stage, StageKind, StageStatus};
+
+/// Joins a run's evidence. Logs the manifest does not list are joined too, under the stage kind
+/// their format implies.
+pub fn join(evidence: &Evidence) -> Joined<'_> {
+    let mut sources = Vec::new();
+    let mut listed = BTreeSet::new();
+    for stage in &evidence.run.stages {
+        for log in &stage.logs {
+            listed.insert(log.path.as_str());
+            if let Some(parsed) = evidence.logs.get(&log.path) {
+                sources.push(Source {
+                    path: log.path.as_str(),
+                    stage: Some(stage),
+                    kind: stage.kind,
+                    config: stage.config.as_deref(),
+                    arch: stage.arch.as_deref(),
+                    log: parsed,
+                });
+            }
+        }
+    }
+    for (path, parsed) in &evidence.logs {
+        if !listed.contains(path.as_str()) {
+            sources.push(Source {
+                path: path.as_str(),
+                stage: None,
+                kind: infer_kind(parsed),
+                config: None,
+                arch: None,
+                log: parsed,
+            });
+        }
+    }
+    Joined::build(Some(&evidence.run), sources)
+}
+
+/// Joins logs that come with no run (`runner explain`): each log's stage kind is inferred from
+/// its format, and no config is known.
+pub fn join_logs(logs: &[(String, ParsedLog)]) -> Joined<'_> {
+    let sources = logs
+        .iter()
+        .map(|(path, parsed)| Source {
+            path: path.as_str(),
+            stage: None,
+            kind: infer_kind(parsed),
+            config: None,
+            arch: None,
+            log: parsed,
+        })
+        .collect();
+    Joined::build(None, sources)
+}
+
+/// The stage kind a log's format implies, for logs without a stage.
+pub fn infer_kind(log: &ParsedLog) -> StageKind {
+    match log.format {
+        Format::Ptxas => StageKind::Compile,
+        Format::Sass => StageKind::Sass,
+        Format::ComputeSanitizer | Format::ComputeSanitizerXml => match log.tool {
+            Some(Tool::Racecheck) => StageKind::Racecheck,
+            Some(Tool::Initcheck) => StageKind::Initcheck,
+            Some(Tool::Synccheck) => StageKind::Synccheck,
+            Some(Tool::Memcheck) | None => StageKind::Memcheck,
+        },
+        Format::NcuCsv => StageKind::Profile,
+        Format::Harness => {
+            if !log.results.is_empty() && log.results.iter().all(is_baseline) {
+                return StageKind::Baseline;
+            }
+            match log.results.first().map(|r| r.mode) {
+                Some(parsers::harness::Mode::Stress) => StageKind::Stress,
+                Some(parsers::harness::Mode::Bench) => StageKind::Bench,
+                _ => StageKind::Check,
+            }
+        }
+    }
+}
+
+/// Whether a harness result comes from a baseline (its kernel is `<producer>:<backend>`).
+pub fn is_baseline(result: &HarnessResult) -> bool {
+    result.kernel.contains(':')
+}
+
+/// One parsed log and where it came from.
+#[derive(Debug, Clone)]
+pub struct Source<'a> {
+    /// Relative to the run directory (or as given to `explain`).
+    pub path: &'a str,
+    pub stage: Option<&'a Stage>,
+    pub kind: StageKind,
+    pub config: Option<&'a str>,
+    pub arch: Option<&'a str>,
+    pub log: &'a ParsedLog,
+}
+
+impl Source<'_> {
+    /// The stage's name in the pipeline, or the kind's name when there is no stage.
+    pub fn stage_name(&self) -> String {
+        match self.stage {
+            Some(stage) => stage.name.clone(),
+            None => kind_name(self.kind).to_string(),
+        }
+    }
+}
+
+/// The pipeline's name for a stage kind.
+pub fn kind_name(kind: StageKind) -> &'static str {
+    match kind {
+        StageKind::Compile => "compile",
+        StageKind::Sass => "sass",
+        StageKind::Memcheck => "memcheck",
+        StageKind::Racecheck => "racecheck",
+        StageKind::Initcheck => "initcheck",
+        StageKind::Synccheck => "synccheck",
+        StageKind::Check => "check",
+        StageKind::Stress => "stress",
+        StageKind::Bench => "bench",
+        StageKind::Baseline => "baseline",
+        StageKind::Profile => "profile",
+        StageKind::Report => "report",
+    }
+}
+
+/// Whether a stage kind wraps the kernel in compute-sanitizer.
+pub fn is_sanitizer(kind: StageKind) -> bool {
+    matches!(
+        kind,
+        StageKind::Memcheck | StageKind::Racecheck | StageKind::Initcheck | StageKind::Synccheck
+    )
+}
+
+/// What the compile command of a config says about it: its `-D` defines, source and arch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigParams {
+    pub defines: BTreeMap<String, String>,
+    /// The `.cu` file compiled, relative to the repository.
+    pub source: Option<String>,
+    pub arch: Option<String>,
+}
+
+impl ConfigParams {
+    /// Parses a compile command line (`nvcc ... -DBLOCK_M=64 ... -arch=sm_90 kernel/x.cu`).
+    pub fn from_command(command: &[String], repo_files: &[String]) -> ConfigParams {
+        let mut params = ConfigParams::default();
+        let mut args = command.iter().peekable();
+        while let Some(arg) = args.next() {
+            if let Some(define) = arg.strip_prefix("-D") {
+                let define = if define.is_empty() {
+                    args.next().map(String::as_str).unwrap_or("")
+                } else {
+                    define
+                };
+                let (name, value) = define.split_once('=').unwrap_or((define, "1"));
+                if !name.is_empty() {
+                    params.defines.insert(name.to_string(), value.to_string());
+                }
+            } else if let Some(arch) = arg
+                .strip_prefix("-arch=")
+                .or_else(|| arg.strip_prefix("--gpu-architecture="))
+            {
+                params.arch = Some(arch.to_string());
+            } else if arg == "-arch" || arg == "--gpu-architecture" {
+                params.arch = args.next().cloned();
+            } else if arg.ends_with(".cu") && params.source.is_none() {
+                params.source = Some(relative_path(arg, repo_files));
+            }
+        }
+        params
+    }
+
+    /// A define's value as a number.
+    pub fn number(&self, name: &str) -> Option<u64> {
+        self.defines.get(name).and_then(|v| v.trim().parse().ok())
+    }
+
+    /// Threads per block, from the `WARPS` define of the kernel ABI.
+    pub fn threads(&self) -> Option<u64> {
+        self.number("WARPS").map(|w| w * 32)
+    }
+}
+
+/// A kernel of one config and arch: its ptxas resources and SASS counts, joined.
+#[derive(Debug, Clone)]
+pub struct KernelView<'a> {
+    /// The name it is matched by ([`crate::text::kernel_base`]).
+    pub name: String,
+    pub config: Option<String>,
+    pub arch: Option<String>,
+    /// ptxas's figures (registers, shared memory, stack, spills), when compiled here.
+    pub resources: Option<&'a Kernel>,
+    pub resources_source: Option<usize>,
+    pub sass: Option<&'a SassCounts>,
+    pub sass_source: Option<usize>,
+}
+
+impl KernelView<'_> {
+    pub fn registers(&self) -> Option<u32> {
+        self.resources.and_then(|k| k.registers)
+    }
+
+    /// Spill stores plus loads, when ptxas printed a spill line.
+    pub fn spill_bytes(&self) -> Option<u64> {
+        let k = self.resources?;
+        match (k.spill_store_bytes, k.spill_load_bytes) {
+            (None, None) => None,
+            (s, l) => Some(s.unwrap_or(0) + l.unwrap_or(0)),
+        }
+    }
+
+    /// Tensor-core instructions of any kind in the SASS.
+    pub fn tensor_instructions(&self) -> Option<u64> {
+        self.sass.map(|s| s.hmma + s.hgmma + s.imma)
+    }
+}
+
+/// A finding and the log it came from.
+#[derive(Debug, Clone)]
+pub struct FindingRef<'a> {
+    pub source: usize,
+    pub finding: &'a Finding,
+    pub config: Option<String>,
+}
+
+/// A harness or baseline result and the log it came from.
+#[derive(Debug, Clone)]
+pub struct ResultRef<'a> {
+    pub source: usize,
+    pub result: &'a HarnessResult,
+    /// The result's own config, else its stage's.
+    pub config: Option<String>,
+}
+
+/// A metric and the log it came from.
+#[derive(Debug, Clone)]
+pub struct MetricRef<'a> {
+    pub source: usize,
+    pub metric: &'a Metric,
+    pub config: Option<String>,
+}
+
+/// Evidence indexed by kernel, config and arch.
+#[derive(Debug, Clone)]
+pub struct Joined<'a> {
+    pub run: Option<&'a Run>,
+    pub sources: Vec<Source<'a>>,
+    /// Ordered by config, arch and name.
+    pub kernels: Vec<KernelView<'a>>,
+    pub findings: Vec<FindingRef<'a>>,
+    pub results: Vec<ResultRef<'a>>,
+    pub metrics: Vec<MetricRef<'a>>,
+    /// Each config's compile parameters, keyed by config name.
+    pub configs: BTreeMap<String, ConfigParams>,
+    /// The kernels the harness launches (by base name); empty when no stage says.
+    pub targets: BTreeSet<String>,
+    /// Repository-relative paths of the run's inputs, for making tool paths relative.
+    pub repo_files: Vec<String>,
+}
+
+impl<'a> Joined<'a> {
+    fn build(run: Option<&'a Run>, sources: Vec<Source<'a>>) -> Joined<'a> {
+        let repo_files: Vec<String> = run
+            .map(|r| {
+                r.inputs
+                    .keys()
+                    .filter(|k| !k.starts_with("flags:"))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut configs: BTreeMap<String, ConfigParams> = BTreeMap::new();
+        let mut targets = BTreeSet::new();
+        if let Some(run) = run {
+            for stage in &run.stages {
+                if stage.kind == StageKind::Compile
+                    && let Some(config) = &stage.config
+                {
+                    let mut params = ConfigParams::from_command(&stage.command, &repo_files);
+                    if params.arch.is_none() {
+                        params.arch = stage.arch.clone();
+                    }
+                    configs.entry(config.clone()).or_insert(params);
+                }
+                let mut args = stage.command.iter();
+                while let Some(arg) = args.next() {
+                    if arg == "--kernel" {
+                        if let Some(k) = args.next() {
+                            targets.insert(kernel_base(k));
+                        }
+                    } else if let Some(k) = arg.strip_prefix("--kernel=") {
+                        targets.insert(kernel_base(k));
+                    }
+                }
+            }
+        }
+
+        let mut findings = Vec::new();
+        let mut results = Vec::new();
+        let mut metrics = Vec::new();
+        let mut kernels: BTreeMap<(Option<String>, Option<String>, String), KernelView<'a>> =
+            BTreeMap::new();
+        for (i, source) in sources.iter().enumerate() {
+            let config = source.config.map(str::to_string);
+            for finding in &source.log.findings {
+                findings.push(FindingRef {
+                    source: i,
+                    finding,
+                    config: config.clone(),
+                });
+            }
+            for result in &source.log.results {
+                if !is_baseline(result) {
+                    targets.insert(kernel_base(&result.kernel));
+                }
+                results.push(ResultRef {
+                    source: i,
+                    result,
+                    config: result.config.clone().or_else(|| config.clone()),
+                });
+            }
+            for metric in &source.log.metrics {
+                metrics.push(MetricRef {
+                    source: i,
+                    metric,
+                    config: config.clone(),
+                });
+            }
+            for kernel in &source.log.kernels {
+                let arch = kernel
+                    .arch
+                    .clone()
+                    .or_else(|| source.arch.map(str::to_string))
+                    .or_else(|| {
+                        config
+                            .as_ref()
+                            .and_then(|c| configs.get(c))
+                            .and_then(|p| p.arch.clone())
+                    });
+                let name = kernel_base(&kernel.name);
+                let view = kernels
+                    .entry((config.clone(), arch.clone(), name.clone()))
+                    .or_insert_with(|| KernelView {
+                        name,
+                        config: config.clone(),
+                        arch,
+                        resources: None,
+                        resources_source: None,
+                        sass: None,
+                        sass_source: None,
+                    });
+                if kernel.registers.is_some() && view.resources.is_none() {
+                    view.resources = Some(kernel);
+                    view.resources_source = Some(i);
+                }
+                if let Some(sass) = &kernel.sass
+                    && view.sass.is_none()
+                {
+                    view.sass = Some(sass);
+                    view.sass_source = Some(i);
+                }
+            }
+        }
+        Joined {
+            run,
+            sources,
+            kernels: kernels.into_values().collect(),
+            findings,
+            results,
+            metrics,
+            configs,
+            targets,
+            repo_files,
+        }
+    }
+
+    /// The source a reference points at.
+    pub fn source(&self, index: usize) -> Option<&Source<'a>> {
+        self.sources.get(index)
+    }
+
+    /// Whether `kernel` is one the harness launches (always true when no stage names one).
+    pub fn is_target(&self, kernel: &str) -> bool {
+        self.targets.is_empty() || self.targets.contains(&kernel_base(kernel))
+    }
+
+    /// The kernels that are launched (or all, when nobody says which are).
+    pub fn target_kernels(&self) -> impl Iterator<Item = &KernelView<'a>> {
+        self.kernels.iter().filter(|k| self.is_target(&k.name))
+    }
+
+    /// The kernel view of a config and kernel name, any arch (the first, by arch name).
+    pub fn kernel(&self, config: Option<&str>, name: &str) -> Option<&KernelView<'a>> {
+        let base = kernel_base(name);
+        self.kernels
+            .iter()
+            .find(|k| k.config.as_deref() == config && k.name == base)
+    }
+
+    /// Findings of the given kinds, in log order.
+    pub fn findings_of<'s>(
+        &'s self,
+        kinds: &'s [parsers::FindingKind],
+    ) -> impl Iterator<Item = &'s FindingRef<'a>> + 's {
+        self.findings
+            .iter()
+            .filter(move |f| kinds.contains(&f.finding.kind))
+    }
+
+    /// The config names, in order; a single `None` when the evidence has none.
+    pub fn config_names(&self) -> Vec<Option<String>> {
+        let mut names: BTreeSet<Option<String>> = BTreeSet::new();
+        for s in &self.sources {
+            names.insert(s.config.map(str::to_string));
+        }
+        if let Some(run) = self.run {
+            for stage in &run.stages {
+                if stage.config.is_some() {
+                    names.insert(stage.config.clone());
+                }
+            }
+        }
+        if names.len() > 1 {
+            names.remove(&None);
+        }
+        names.into_iter().collect()
+    }
+
+    /// The stages of the run (none for `explain`).
+    pub fn stages(&self) -> &'a [Stage] {
+        self.run.map(|r| r.stages.as_slice()).unwrap_or(&[])
+    }
+
+    /// The stage executions that could not conclude: failed, timed out, inconclusive,
+    /// interrupted, or a sanitizer log without its summary.
+    pub fn unconcluded(&self) -> Vec<Unconcluded> {
+        let mut out = Vec::new();
+        if let Some(run) = self.run.filter(|r| r.interrupted) {
+            out.push(Unconcluded {
+                stage: "run".to_string(),
+                config: None,
+                what: "interrupted".to_string(),
+                reason: Some(match &run.finished {
+                    Some(_) => "the run was interrupted before every stage finished".to_string(),
+                    None => "the run was interrupted and never finished".to_string(),
+                }),
+            });
+        }
+        for stage in self.stages() {
+            let reason = match stage.status {
+                StageStatus::Failed => Some("failed"),
+                StageStatus::TimedOut => Some("timed out"),
+                StageStatus::Inconclusive => Some("inconclusive"),
+                StageStatus::Interrupted => Some("interrupted"),
+                _ => None,
+            };
+            if let Some(what) = reason {
+                out.push(Unconcluded {
+                    stage: stage.name.clone(),
+                    config: stage.config.clone(),
+                    what: what.to_string(),
+                    reason: stage.reason.clone(),
+                });
+            }
+        }
+        for source in &self.sources {
+            let concluded_stage = source
+                .stage
+                .is_none_or(|s| matches!(s.status, StageStatus::Passed | StageStatus::Findings));
+            if is_sanitizer(source.kind) && !source.log.complete && concluded_stage {
+                out.push(Unconcluded {
+                    stage: source.stage_name(),
+                    config: source.config.map(str::to_string),
+                    what: "incomplete".to_string(),
+                    reason: Some(format!(
+                        "{} has no summary line (the tool stopped early or the log was cut)",
+                        source.path
+                    )),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// A stage execution that could not support a verdict.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Unconcluded {
+    pub stage: String,
+    pub config: Option<String>,
+    /// `failed`, `timed out`, `inconclusive`, `interrupted` or `incomplete`.
+    pub what: String,
+    pub reason: Option<String>,
+}

@@ -1,0 +1,135 @@
+//! Judging a change in kernel time against the noise each run measured: a change inside the
+//! noise is the same; outside twice the noise (and above a minimum worth reporting) it is faster
+//! or slower; in between, or when a run throttled or kept too few samples, unsure.
+
+use parsers::harness::Bench;
+use serde::Serialize;
+
+/// How two timings compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Judgement {
+    Same,
+    Faster,
+    Slower,
+    Unsure,
+}
+
+impl Judgement {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Judgement::Same => "same",
+            Judgement::Faster => "faster",
+            Judgement::Slower => "slower",
+            Judgement::Unsure => "unsure",
+        }
+    }
+}
+
+/// The thresholds of a judgement.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct NoiseOptions {
+    /// The smallest relative change ever reported as faster or slower (0.01 = 1%).
+    pub min_change: f64,
+    /// The relative noise assumed at least, however quiet a run claims to be.
+    pub noise_floor: f64,
+    /// Fewer samples than this make a verdict unsure.
+    pub min_samples: u64,
+}
+
+impl Default for NoiseOptions {
+    fn default() -> NoiseOptions {
+        NoiseOptions {
+            min_change: 0.01,
+            noise_floor: 0.005,
+            min_samples: 10,
+        }
+    }
+}
+
+/// A judgement and the figures behind it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub judgement: Judgement,
+    /// (b.p50 - a.p50) / a.p50: positive is slower.
+    pub change: f64,
+    /// The larger of the two runs' relative noise (at least the floor).
+    pub noise: f64,
+    /// Why the judgement is unsure, when it is.
+    pub reason: Option<String>,
+}
+
+/// A run's relative noise for one timing: the larger of (p90 - p50) / p50 and the coefficient
+/// of variation, at least `floor`.
+pub fn relative_noise(b: &Bench, floor: f64) -> f64 {
+    let spread = if b.p50_us > 0.0 {
+        (b.p90_us - b.p50_us) / b.p50_us
+    } else {
+        f64::NAN
+    };
+    let cv = if b.mean_us > 0.0 {
+        b.stdev_us / b.mean_us
+    } else {
+        f64::NAN
+    };
+    [spread, cv, floor]
+        .into_iter()
+        .filter(|x| x.is_finite())
+        .fold(floor, f64::max)
+}
+
+/// Judges `b` against `a`.
+pub fn judge(a: &Bench, b: &Bench, opts: &NoiseOptions) -> Comparison {
+    let valid = |x: &Bench| x.p50_us.is_finite() && x.p50_us > 0.0;
+    if !valid(a) || !valid(b) {
+        return Comparison {
+            judgement: Judgement::Unsure,
+            change: f64::NAN,
+            noise: f64::NAN,
+            reason: Some("a timing is missing or not positive".to_string()),
+        };
+    }
+    let change = (b.p50_us - a.p50_us) / a.p50_us;
+    let noise = relative_noise(a, opts.noise_floor).max(relative_noise(b, opts.noise_floor));
+    let magnitude = change.abs();
+    let unsure = |reason: String| Comparison {
+        judgement: Judgement::Unsure,
+        change,
+        noise,
+        reason: Some(reason),
+    };
+    if magnitude <= noise || magnitude < opts.min_change {
+        return Comparison {
+            judgement: Judgement::Same,
+            change,
+            noise,
+            reason: None,
+        };
+    }
+    if magnitude < 2.0 * noise {
+        return unsure(format!(
+            "the change is between 1x and 2x the measured noise ({:.1}%)",
+            noise * 100.0
+        ));
+    }
+    if a.throttled == Some(true) || b.throttled == Some(true) {
+        return unsure("the GPU throttled during a measurement".to_string());
+    }
+    let samples = a.samples.min(b.samples);
+    if samples < opts.min_samples {
+        return unsure(format!(
+            "only {samples} samples (at least {} wanted)",
+            opts.min_samples
+        ));
+    }
+    Comparison {
+        judgement: if change > 0.0 {
+            Judgement::Slower
+        } else {
+            Judgement::Faster
+        },
+        change,
+        noise,
+        reason: None,
+    }
+}

@@ -1,0 +1,61 @@
+//! The machine-readable report (`exhibit.report/1`): the verdict, the ranked diagnoses, the
+//! coverage receipt and every table, with floats rounded to six significant digits.
+
+use serde_json::{Value, json};
+
+use crate::Run;
+use crate::analysis::Analysis;
+use crate::resources::{kernel_resources, ncu_summaries};
+use crate::tables::{bench_rows, check_rows, stress_rows};
+use crate::text::round_json;
+
+/// The schema name of the JSON report.
+pub const SCHEMA: &str = "exhibit.report/1";
+
+/// Renders the JSON report, pretty-printed, with a trailing newline.
+pub fn render(a: &Analysis, run: Option<&Run>) -> String {
+    let value = document(a, run);
+    let mut text =
+        serde_json::to_string_pretty(&value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    text.push('\n');
+    text
+}
+
+/// The JSON report as a value.
+pub fn document(a: &Analysis, run: Option<&Run>) -> Value {
+    let run_value = run.map(|run| {
+        json!({
+            "id": run.id,
+            "pipeline": run.pipeline,
+            "started": run.started,
+            "finished": run.finished,
+            "interrupted": run.interrupted,
+            "commit": run.git.as_ref().map(|g| g.commit.clone()),
+            "dirty": run.git.as_ref().map(|g| g.dirty),
+        })
+    });
+    let value = json!({
+        "schema": SCHEMA,
+        "run": run_value,
+        "verdict": a.verdict,
+        "diagnoses": a.diagnoses,
+        "coverage": a.coverage,
+        "kernels": kernel_resources(&a.joined),
+        "checks": check_rows(&a.joined),
+        "stress": stress_rows(&a.joined),
+        "bench": bench_rows(&a.joined),
+        "ncu": ncu_summaries(&a.joined),
+        "environment": run.map(|r| &r.environment),
+    });
+    round(value)
+}
+
+/// Rounds every float in a JSON value to six significant digits.
+pub fn round(value: Value) -> Value {
+    match value {
+        Value::Number(n) if n.is_f64() => n.as_f64().map(round_json).unwrap_or(Value::Null),
+        Value::Array(items) => Value::Array(items.into_iter().map(round).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, round(v))).collect()),
+        other => other,
+    }
+}

@@ -1,0 +1,897 @@
+//! The GitHub-flavoured Markdown report, readable as a PR comment: verdict, ranked root causes
+//! with their smoking-gun excerpts, evidence, per-config resources, correctness and stress,
+//! bench against the baselines, the Nsight Compute summary, environment and next steps.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::analysis::{Analysis, CoverageRow, VerdictKind, stage_status_word};
+use crate::diagnosis::{Diagnosis, Level};
+use crate::join::is_sanitizer;
+use crate::resources::{kernel_resources, ncu_summaries};
+use crate::tables::{bench_rows, check_rows, stress_rows};
+use crate::text::{bytes, fixed, md_cell, scrub, sig3};
+use crate::{Run, StageStatus};
+
+/// Renders the whole report.
+pub fn render(analysis: &Analysis, run: &Run) -> String {
+    let mut out = String::new();
+    header(&mut out, run);
+    verdict(&mut out, analysis);
+    root_causes(&mut out, analysis);
+    notes(&mut out, analysis);
+    evidence(&mut out, analysis);
+    per_config(&mut out, analysis);
+    correctness(&mut out, analysis);
+    bench(&mut out, analysis, run);
+    ncu(&mut out, analysis);
+    environment(&mut out, analysis, run);
+    next_steps(&mut out, analysis);
+    out
+}
+
+fn header(out: &mut String, run: &Run) {
+    let _ = writeln!(out, "# Exhibit report: {}\n", run.id);
+    let mut parts = vec![format!("pipeline `{}`", run.pipeline)];
+    if let Some(git) = &run.git {
+        let short: String = git.commit.chars().take(12).collect();
+        parts.push(format!(
+            "commit `{short}`{}",
+            if git.dirty { " (dirty)" } else { "" }
+        ));
+    }
+    parts.push(format!("started {}", run.started));
+    match (&run.finished, run.interrupted) {
+        (_, true) => parts.push("**interrupted**".to_string()),
+        (Some(f), false) => parts.push(format!("finished {f}")),
+        (None, false) => {}
+    }
+    let _ = writeln!(out, "{}\n", parts.join(" · "));
+}
+
+/// The verdict's icon.
+pub fn verdict_icon(kind: VerdictKind) -> &'static str {
+    match kind {
+        VerdictKind::Clean => "✅",
+        VerdictKind::Warnings => "⚠️",
+        VerdictKind::Failing => "❌",
+        VerdictKind::Inconclusive => "❔",
+    }
+}
+
+/// A stage status's icon.
+pub fn status_icon(status: StageStatus) -> &'static str {
+    match status {
+        StageStatus::Passed => "✅",
+        StageStatus::Findings => "❌",
+        StageStatus::Failed => "💥",
+        StageStatus::TimedOut => "⏱️",
+        StageStatus::Skipped => "⏭️",
+        StageStatus::Inconclusive => "❔",
+        StageStatus::Interrupted => "⏹️",
+    }
+}
+
+fn verdict(out: &mut String, a: &Analysis) {
+    let v = &a.verdict;
+    let _ = writeln!(out, "**Verdict:** {} {}\n", verdict_icon(v.kind), v.line);
+    if v.kind == VerdictKind::Clean {
+        let _ = writeln!(out, "{}\n", receipt(a));
+    }
+    if !v.unconcluded.is_empty() {
+        let _ = writeln!(out, "Could not conclude:\n");
+        for u in &v.unconcluded {
+            let _ = writeln!(
+                out,
+                "- `{}`{}: {}{}",
+                u.stage,
+                u.config
+                    .as_deref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default(),
+                u.what,
+                u.reason
+                    .as_deref()
+                    .map(|r| format!(" — {}", scrub(r, &a.joined.repo_files)))
+                    .unwrap_or_default()
+            );
+        }
+        let _ = writeln!(out);
+    }
+}
+
+/// The coverage receipt of a clean run: which tools ran on which configs, and that the kernel
+/// launched under each.
+pub fn receipt(a: &Analysis) -> String {
+    let mut by_stage: BTreeMap<(usize, String), Vec<&CoverageRow>> = BTreeMap::new();
+    for (i, row) in a.coverage.iter().enumerate() {
+        if matches!(row.status, StageStatus::Passed | StageStatus::Findings)
+            && row.kind != crate::StageKind::Report
+        {
+            let first = a
+                .coverage
+                .iter()
+                .position(|r| r.stage == row.stage)
+                .unwrap_or(i);
+            by_stage
+                .entry((first, row.stage.clone()))
+                .or_default()
+                .push(row);
+        }
+    }
+    let mut lines = vec!["Checked:".to_string()];
+    for ((_, stage), rows) in by_stage {
+        let mut configs: Vec<String> = rows.iter().filter_map(|r| r.config.clone()).collect();
+        configs.sort();
+        configs.dedup();
+        let launched: Vec<Option<bool>> = rows.iter().map(|r| r.launched).collect();
+        let launch = if rows.iter().any(|r| {
+            is_sanitizer(r.kind)
+                || matches!(
+                    r.kind,
+                    crate::StageKind::Check
+                        | crate::StageKind::Stress
+                        | crate::StageKind::Bench
+                        | crate::StageKind::Profile
+                )
+        }) {
+            if launched.iter().all(|l| *l == Some(true)) {
+                "; the kernel launched under each".to_string()
+            } else if launched.contains(&Some(false)) {
+                "; **the kernel did not launch under some**".to_string()
+            } else {
+                "; launches not recorded".to_string()
+            }
+        } else {
+            String::new()
+        };
+        let on = if configs.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " on {}",
+                configs
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        lines.push(format!(
+            "- **{stage}**: {}{on}{launch}",
+            crate::text::plural(rows.len() as u64, "run", "runs")
+        ));
+    }
+    lines.join("\n")
+}
+
+fn diagnosis_meta(d: &Diagnosis) -> String {
+    let mut meta = vec![
+        d.level.as_str().to_string(),
+        format!("confidence {}", d.confidence.as_str()),
+    ];
+    if !d.kernels.is_empty() {
+        meta.push(
+            d.kernels
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+    }
+    if !d.configs.is_empty() {
+        meta.push(format!(
+            "{} {}",
+            if d.configs.len() == 1 {
+                "config"
+            } else {
+                "configs"
+            },
+            d.configs
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some(loc) = &d.location {
+        meta.push(format!("`{loc}`"));
+    }
+    meta.push(format!("rule `{}`", d.rule));
+    meta.join(" · ")
+}
+
+fn root_causes(out: &mut String, a: &Analysis) {
+    let causes: Vec<&Diagnosis> = a
+        .diagnoses
+        .iter()
+        .filter(|d| d.level > Level::Note)
+        .collect();
+    if causes.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Root causes\n");
+    for (i, d) in causes.iter().enumerate() {
+        let _ = writeln!(out, "### {}. {}\n", i + 1, d.title);
+        let _ = writeln!(out, "{}\n", diagnosis_meta(d));
+        let _ = writeln!(out, "{}\n", d.explanation);
+        let _ = writeln!(out, "**Fix:** {}\n", d.fix);
+        evidence_items(out, d);
+    }
+}
+
+fn evidence_items(out: &mut String, d: &Diagnosis) {
+    if d.evidence.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "Evidence:\n");
+    for e in &d.evidence {
+        let mut from = vec![format!("**{}**", e.stage)];
+        if let Some(c) = &e.config {
+            from.push(format!("`{c}`"));
+        }
+        if !e.log.is_empty() {
+            from.push(format!("`{}`", e.log));
+        }
+        let _ = writeln!(out, "- {}: {}", from.join(" · "), e.summary);
+        if !e.excerpt.is_empty() {
+            let _ = writeln!(out, "\n  ```text");
+            for line in &e.excerpt {
+                let _ = writeln!(out, "  {}", line.replace("```", "'''"));
+            }
+            let _ = writeln!(out, "  ```\n");
+        }
+    }
+    let _ = writeln!(out);
+}
+
+fn notes(out: &mut String, a: &Analysis) {
+    let notes: Vec<&Diagnosis> = a
+        .diagnoses
+        .iter()
+        .filter(|d| d.level == Level::Note)
+        .collect();
+    if notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Notes\n");
+    for d in notes {
+        let _ = writeln!(
+            out,
+            "- **{}** ({}). {} {}",
+            d.title,
+            diagnosis_meta(d),
+            d.explanation,
+            d.fix
+        );
+        for e in &d.evidence {
+            let _ = writeln!(
+                out,
+                "  - {}{}: {}",
+                e.stage,
+                e.config
+                    .as_deref()
+                    .map(|c| format!(" `{c}`"))
+                    .unwrap_or_default(),
+                e.summary
+            );
+        }
+    }
+    let _ = writeln!(out);
+}
+
+/// The rank of a status when several executions share a cell: the one that matters most.
+fn status_rank(s: StageStatus) -> u8 {
+    match s {
+        StageStatus::Skipped => 0,
+        StageStatus::Passed => 1,
+        StageStatus::Findings => 2,
+        StageStatus::Inconclusive => 3,
+        StageStatus::Interrupted => 4,
+        StageStatus::TimedOut => 5,
+        StageStatus::Failed => 6,
+    }
+}
+
+fn evidence(out: &mut String, a: &Analysis) {
+    if a.coverage.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Evidence\n");
+    let configs: Vec<String> = {
+        let mut c: Vec<String> = a.coverage.iter().filter_map(|r| r.config.clone()).collect();
+        c.sort();
+        c.dedup();
+        c
+    };
+    let run_wide = a.coverage.iter().any(|r| r.config.is_none());
+    let mut stages: Vec<String> = Vec::new();
+    for r in &a.coverage {
+        if !stages.contains(&r.stage) {
+            stages.push(r.stage.clone());
+        }
+    }
+    let mut head = vec!["Stage".to_string()];
+    head.extend(configs.iter().map(|c| format!("`{c}`")));
+    if run_wide {
+        head.push("run-wide".to_string());
+    }
+    let _ = writeln!(out, "| {} |", head.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
+    let cell = |stage: &str, config: Option<&str>| -> String {
+        let rows: Vec<&CoverageRow> = a
+            .coverage
+            .iter()
+            .filter(|r| r.stage == stage && r.config.as_deref() == config)
+            .collect();
+        if rows.is_empty() {
+            return String::new();
+        }
+        let worst = rows
+            .iter()
+            .map(|r| r.status)
+            .max_by_key(|s| status_rank(*s))
+            .unwrap_or(StageStatus::Skipped);
+        let mut figures: Vec<String> = Vec::new();
+        for r in &rows {
+            if !figures.contains(&r.figure) {
+                figures.push(r.figure.clone());
+            }
+        }
+        let shown = if figures.len() > 3 {
+            format!("{}; …", figures[..3].join("; "))
+        } else {
+            figures.join("; ")
+        };
+        let count = if rows.len() > 1 {
+            format!(" ×{}", rows.len())
+        } else {
+            String::new()
+        };
+        let launched = if rows.iter().any(|r| r.launched == Some(false)) {
+            " · not launched"
+        } else {
+            ""
+        };
+        md_cell(&format!("{}{count} {shown}{launched}", status_icon(worst)))
+    };
+    for stage in &stages {
+        let mut row = vec![format!("{stage}")];
+        for c in &configs {
+            row.push(cell(stage, Some(c)));
+        }
+        if run_wide {
+            row.push(cell(stage, None));
+        }
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    let _ = writeln!(out);
+    let legend: Vec<String> = [
+        StageStatus::Passed,
+        StageStatus::Findings,
+        StageStatus::Failed,
+        StageStatus::TimedOut,
+        StageStatus::Inconclusive,
+        StageStatus::Interrupted,
+        StageStatus::Skipped,
+    ]
+    .iter()
+    .filter(|s| a.coverage.iter().any(|r| r.status == **s))
+    .map(|s| format!("{} {}", status_icon(*s), stage_status_word(*s)))
+    .collect();
+    let _ = writeln!(out, "{}\n", legend.join(" · "));
+
+    if !a.verdict.not_run.is_empty() {
+        let _ = writeln!(out, "Not run:\n");
+        for n in &a.verdict.not_run {
+            let _ = writeln!(
+                out,
+                "- **{}**{}: {}",
+                n.stage,
+                if n.configs.is_empty() {
+                    String::new()
+                } else {
+                    let mut c = n.configs.clone();
+                    c.sort();
+                    c.dedup();
+                    format!(" ({})", c.join(", "))
+                },
+                scrub(&n.reason, &a.joined.repo_files)
+            );
+        }
+        let _ = writeln!(out);
+    }
+
+    let ran: Vec<&CoverageRow> = a
+        .coverage
+        .iter()
+        .filter(|r| r.status != StageStatus::Skipped)
+        .collect();
+    if !ran.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details><summary>Stage executions ({})</summary>\n",
+            ran.len()
+        );
+        let _ = writeln!(
+            out,
+            "| Stage | Config | Case | Status | Key figure | Launched | Logs |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+        for r in ran {
+            let logs: Vec<String> = r.logs.iter().map(|l| format!("`{l}`")).collect();
+            let status = match (&r.cached_from, &r.reason) {
+                (Some(from), _) => format!(
+                    "{} {} (cached from {from})",
+                    status_icon(r.status),
+                    stage_status_word(r.status)
+                ),
+                (None, Some(reason)) if r.status != StageStatus::Passed => {
+                    format!(
+                        "{} {}: {reason}",
+                        status_icon(r.status),
+                        stage_status_word(r.status)
+                    )
+                }
+                _ => format!("{} {}", status_icon(r.status), stage_status_word(r.status)),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                md_cell(&r.stage),
+                r.config.as_deref().map(md_cell).unwrap_or_default(),
+                r.case.as_deref().map(md_cell).unwrap_or_default(),
+                md_cell(&status),
+                md_cell(&r.figure),
+                match r.launched {
+                    Some(true) => "yes",
+                    Some(false) => "**no**",
+                    None => "",
+                },
+                logs.join("<br>")
+            );
+        }
+        let _ = writeln!(out, "\n</details>\n");
+    }
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "—".to_string())
+}
+
+fn per_config(out: &mut String, a: &Analysis) {
+    let rows = kernel_resources(&a.joined);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Kernels per config\n");
+    let _ = writeln!(
+        out,
+        "| Config | Arch | Kernel | Registers | Spills (store/load) | Shared (static) | Stack | Threads | Occupancy | HMMA | HGMMA | LDL/STL |"
+    );
+    let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|");
+    let mut caveats: Vec<String> = Vec::new();
+    for r in &rows {
+        let spills = match (r.spill_store_bytes, r.spill_load_bytes) {
+            (None, None) => "unknown".to_string(),
+            (s, l) => format!("{} / {}", s.unwrap_or(0), l.unwrap_or(0)),
+        };
+        let occupancy = match &r.occupancy {
+            Some(o) => {
+                let mut text = format!(
+                    "{} blk/SM ({}%), {}",
+                    o.blocks_per_sm,
+                    fixed(o.fraction * 100.0, 1),
+                    o.limiter.as_str()
+                );
+                if let Some(c) = &r.occupancy_caveat {
+                    if !caveats.contains(c) {
+                        caveats.push(c.clone());
+                    }
+                    let n = caveats.iter().position(|x| x == c).unwrap_or(0) + 1;
+                    text.push_str(&format!(" [{n}]"));
+                }
+                text
+            }
+            None => r
+                .occupancy_caveat
+                .clone()
+                .unwrap_or_else(|| "—".to_string()),
+        };
+        let local = match (r.ldl, r.stl) {
+            (Some(l), Some(s)) => format!("{l} / {s}"),
+            _ => "—".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.config
+                .as_deref()
+                .map(md_cell)
+                .unwrap_or_else(|| "—".into()),
+            r.arch.as_deref().unwrap_or("—"),
+            md_cell(&r.kernel),
+            opt(r.registers),
+            spills,
+            r.static_shared_bytes
+                .map(bytes)
+                .unwrap_or_else(|| "—".into()),
+            r.stack_frame_bytes.map(bytes).unwrap_or_else(|| "—".into()),
+            opt(r.threads_per_block),
+            md_cell(&occupancy),
+            opt(r.hmma),
+            opt(r.hgmma),
+            local
+        );
+    }
+    let _ = writeln!(out);
+    for (i, c) in caveats.iter().enumerate() {
+        let _ = writeln!(out, "[{}] {c}.  ", i + 1);
+    }
+    if !caveats.is_empty() {
+        let _ = writeln!(out);
+    }
+}
+
+fn correctness(out: &mut String, a: &Analysis) {
+    let checks = check_rows(&a.joined);
+    let stress = stress_rows(&a.joined);
+    if checks.is_empty() && stress.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Correctness and stress\n");
+    if !checks.is_empty() {
+        let passed = checks.iter().filter(|c| c.passed == Some(true)).count();
+        let _ = writeln!(
+            out,
+            "Check against the f64 CPU reference: {passed}/{} passed.\n",
+            checks.len()
+        );
+        let _ = writeln!(
+            out,
+            "| Config | Case | Result | Max abs err | Rel L2 err | Tolerance | NaN | Unwritten |"
+        );
+        let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|");
+        for c in &checks {
+            let result = match (c.passed, &c.error) {
+                (_, Some(e)) => format!("💥 {}", scrub(e, &a.joined.repo_files)),
+                (Some(true), None) => "✅ pass".to_string(),
+                (Some(false), None) => {
+                    if c.canaries_corrupted.is_empty() {
+                        "❌ fail".to_string()
+                    } else {
+                        format!("❌ fail (canaries: {})", c.canaries_corrupted.join(", "))
+                    }
+                }
+                (None, None) if !c.launched => "💥 not launched".to_string(),
+                (None, None) => "—".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                c.config
+                    .as_deref()
+                    .map(md_cell)
+                    .unwrap_or_else(|| "—".into()),
+                c.case.label(),
+                md_cell(&result),
+                c.max_abs_err.map(sig3).unwrap_or_else(|| "—".into()),
+                c.rel_l2_err.map(sig3).unwrap_or_else(|| "—".into()),
+                c.tolerance.map(sig3).unwrap_or_else(|| "—".into()),
+                opt(c.nan_count),
+                opt(c.unwritten)
+            );
+        }
+        let _ = writeln!(out);
+    }
+    if !stress.is_empty() {
+        let _ = writeln!(
+            out,
+            "| Config | Case | Launches | Sync | Result | Mismatched | Canaries |"
+        );
+        let _ = writeln!(out, "|---|---|--:|---|---|--:|---|");
+        for s in &stress {
+            let result = match (s.first_failure, &s.failure_kind) {
+                (Some(n), kind) => format!(
+                    "❌ launch {n}: {}{}",
+                    kind.as_deref().unwrap_or("failure"),
+                    s.error
+                        .as_deref()
+                        .map(|e| format!(" ({})", scrub(e, &a.joined.repo_files)))
+                        .unwrap_or_default()
+                ),
+                (None, _) if s.mismatched_launches > 0 => "❌ mismatch".to_string(),
+                (None, _) => "✅ all identical".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                s.config
+                    .as_deref()
+                    .map(md_cell)
+                    .unwrap_or_else(|| "—".into()),
+                s.case.label(),
+                s.launches,
+                md_cell(&s.sync),
+                md_cell(&result),
+                s.mismatched_launches,
+                if s.canaries_corrupted.is_empty() {
+                    "intact".to_string()
+                } else {
+                    md_cell(&s.canaries_corrupted.join(", "))
+                }
+            );
+        }
+        let _ = writeln!(out);
+    }
+}
+
+fn bench(out: &mut String, a: &Analysis, run: &Run) {
+    let rows = bench_rows(&a.joined);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Performance\n");
+    let _ = writeln!(
+        out,
+        "Speed-up = baseline p50 / the best config's p50 with the same timing method (above 1: the kernel is faster). Noise = (p90 - p50) / p50.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Case | Implementation | Timing | p50 µs | p90 µs | TFLOP/s | Noise | Speed-up |"
+    );
+    let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|");
+    let mut last_case = String::new();
+    for r in &rows {
+        let case = r.case.label();
+        let shown_case = if case == last_case {
+            String::new()
+        } else {
+            case.clone()
+        };
+        last_case = case;
+        let name = if r.best {
+            format!("**`{}`** (best)", md_cell(&r.implementation))
+        } else {
+            format!("`{}`", md_cell(&r.implementation))
+        };
+        let speedup = match r.speedup {
+            Some(s) => format!("{}×", fixed(s, 2)),
+            None => "—".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {}{} | {} {} | {} | {} | {} | {}% | {} |",
+            shown_case,
+            name,
+            if r.throttled { " ⚠️ throttled" } else { "" },
+            md_cell(&r.timing),
+            md_cell(&r.cache),
+            sig3(r.p50_us),
+            sig3(r.p90_us),
+            sig3(r.tflops),
+            fixed(r.noise * 100.0, 1),
+            speedup
+        );
+    }
+    let _ = writeln!(out);
+    if crate::render::svg::bench_svg(a).is_some() {
+        let _ = writeln!(out, "![bench]({})\n", crate::bench_svg_file_name(run));
+    }
+}
+
+fn ncu(out: &mut String, a: &Analysis) {
+    let rows = ncu_summaries(&a.joined);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Nsight Compute\n");
+    let _ = writeln!(
+        out,
+        "| Config | Kernel | Duration µs | SM throughput | Memory throughput | DRAM | Tensor pipe | Achieved occupancy | Theoretical | Registers | Block |"
+    );
+    let _ = writeln!(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    let pct = |v: Option<f64>| {
+        v.map(|v| format!("{}%", fixed(v, 1)))
+            .unwrap_or_else(|| "—".into())
+    };
+    for n in &rows {
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            n.config
+                .as_deref()
+                .map(md_cell)
+                .unwrap_or_else(|| "—".into()),
+            md_cell(&n.kernel),
+            n.duration_us.map(sig3).unwrap_or_else(|| "—".into()),
+            pct(n.sm_throughput_pct),
+            pct(n.memory_throughput_pct),
+            pct(n.dram_throughput_pct),
+            pct(n.tensor_pipe_pct),
+            pct(n.achieved_occupancy_pct),
+            pct(n.theoretical_occupancy_pct),
+            opt(n.registers),
+            opt(n.block_size)
+        );
+    }
+    let _ = writeln!(out);
+    let advice: Vec<&crate::join::FindingRef> = a
+        .joined
+        .findings
+        .iter()
+        .filter(|f| f.finding.kind == parsers::FindingKind::ProfilerRule)
+        .collect();
+    if !advice.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details><summary>Nsight Compute rules ({})</summary>\n",
+            advice.len()
+        );
+        for f in advice {
+            let _ = writeln!(
+                out,
+                "- {}{}: {}",
+                f.config
+                    .as_deref()
+                    .map(|c| format!("`{c}` "))
+                    .unwrap_or_default(),
+                f.finding
+                    .kernel
+                    .as_deref()
+                    .map(|k| format!("`{}`", crate::text::kernel_base(k)))
+                    .unwrap_or_default(),
+                scrub(&f.finding.message, &a.joined.repo_files)
+            );
+        }
+        let _ = writeln!(out, "\n</details>\n");
+    }
+}
+
+fn environment(out: &mut String, a: &Analysis, run: &Run) {
+    let env = &run.environment;
+    let _ = writeln!(out, "## Environment\n");
+    let _ = writeln!(out, "| | |");
+    let _ = writeln!(out, "|---|---|");
+    if env.gpus.is_empty() {
+        let _ = writeln!(
+            out,
+            "| GPU | none{} |",
+            env.gpu_unavailable
+                .as_deref()
+                .map(|r| format!(" ({})", md_cell(&scrub(r, &a.joined.repo_files))))
+                .unwrap_or_default()
+        );
+    }
+    for g in &env.gpus {
+        let mut parts = vec![g.name.clone()];
+        if let Some(cc) = &g.compute_capability {
+            parts.push(format!("sm_{}", cc.replace('.', "")));
+        }
+        if let Some(n) = g.sm_count {
+            parts.push(format!("{n} SMs"));
+        }
+        if let Some(m) = g.memory_mib {
+            parts.push(format!("{m} MiB"));
+        }
+        if let Some(c) = g.sm_clock_mhz {
+            parts.push(format!("SM clock {c} MHz"));
+        }
+        if let Some(e) = &g.ecc {
+            parts.push(format!("ECC {e}"));
+        }
+        if let Some(m) = &g.mig {
+            parts.push(format!("MIG {m}"));
+        }
+        let _ = writeln!(out, "| GPU | {} |", md_cell(&parts.join(", ")));
+    }
+    if let Some(d) = &env.driver {
+        let _ = writeln!(out, "| Driver | {} |", md_cell(d));
+    }
+    if let Some(p) = env.counters_permitted {
+        let _ = writeln!(
+            out,
+            "| Performance counters | {} |",
+            if p { "permitted" } else { "not permitted" }
+        );
+    }
+    for (tool, version) in &env.tools {
+        let _ = writeln!(
+            out,
+            "| {} | {} |",
+            md_cell(tool),
+            md_cell(&scrub(version, &a.joined.repo_files))
+        );
+    }
+    if let Some(s) = &env.toolchain_source {
+        let _ = writeln!(out, "| Toolchain | {} |", md_cell(s));
+    }
+    if let Some(git) = &run.git {
+        let _ = writeln!(
+            out,
+            "| Commit | `{}`{} |",
+            git.commit,
+            if git.dirty { " (dirty)" } else { "" }
+        );
+    }
+    let _ = writeln!(out, "| OS | {} |", md_cell(&env.os));
+    let _ = writeln!(out);
+}
+
+fn next_steps(out: &mut String, a: &Analysis) {
+    let _ = writeln!(out, "## Next steps\n");
+    let mut n = 0;
+    let mut step = |out: &mut String, text: String| {
+        n += 1;
+        let _ = writeln!(out, "{n}. {text}");
+    };
+    for d in a.diagnoses.iter().filter(|d| d.level > Level::Note) {
+        let first = d
+            .fix
+            .split(". ")
+            .next()
+            .unwrap_or(&d.fix)
+            .trim_end_matches('.');
+        step(
+            out,
+            format!(
+                "{}{}: {}.",
+                d.title,
+                d.location
+                    .as_ref()
+                    .map(|l| format!(" (`{l}`)"))
+                    .unwrap_or_default(),
+                first
+            ),
+        );
+    }
+    for u in &a.verdict.unconcluded {
+        step(
+            out,
+            format!(
+                "Re-run `{}`{}: it {}{}.",
+                u.stage,
+                u.config
+                    .as_deref()
+                    .map(|c| format!(" on `{c}`"))
+                    .unwrap_or_default(),
+                u.what,
+                u.reason
+                    .as_deref()
+                    .map(|r| format!(" ({})", scrub(r, &a.joined.repo_files)))
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    let mut reasons: Vec<String> = Vec::new();
+    for nr in &a.verdict.not_run {
+        if !reasons.contains(&nr.reason) {
+            reasons.push(nr.reason.clone());
+        }
+    }
+    for reason in reasons {
+        let stages: Vec<String> = a
+            .verdict
+            .not_run
+            .iter()
+            .filter(|n| n.reason == reason)
+            .map(|n| n.stage.clone())
+            .collect();
+        let mut stages = stages;
+        stages.dedup();
+        step(
+            out,
+            format!(
+                "Run {} where they can run: skipped here ({}).",
+                crate::text::join_words(
+                    &stages.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>()
+                ),
+                scrub(&reason, &a.joined.repo_files)
+            ),
+        );
+    }
+    if n == 0 {
+        let _ = writeln!(out, "Nothing to fix: every stage that ran is clean.");
+    }
+    let _ = writeln!(out);
+}

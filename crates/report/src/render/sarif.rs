@@ -1,0 +1,133 @@
+//! SARIF 2.1.0 for code scanning: one result per diagnosis, located at its `.cu` file and line
+//! (relative to the repository, so GitHub annotates the source), with the diagnosis fingerprint
+//! in `partialFingerprints` so an alert survives unrelated edits.
+
+use serde_json::{Value, json};
+
+use crate::Run;
+use crate::analysis::Analysis;
+use crate::diagnosis::{Diagnosis, Level};
+use crate::rules::RULES;
+
+/// The `partialFingerprints` key Exhibit's fingerprints go under.
+pub const FINGERPRINT_KEY: &str = "exhibitFingerprint/v1";
+
+/// Renders the SARIF log, pretty-printed, with a trailing newline.
+pub fn render(a: &Analysis, run: Option<&Run>) -> String {
+    render_diagnoses(&a.diagnoses, run)
+}
+
+/// Renders a SARIF log of any diagnoses (a run's, or those `explain` found).
+pub fn render_diagnoses(diagnoses: &[Diagnosis], run: Option<&Run>) -> String {
+    let mut text = serde_json::to_string_pretty(&document(diagnoses, run))
+        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    text.push('\n');
+    text
+}
+
+/// The SARIF log as a value.
+pub fn document(diagnoses: &[Diagnosis], run: Option<&Run>) -> Value {
+    let rules: Vec<Value> = RULES
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "name": pascal(r.id),
+                "shortDescription": { "text": r.name },
+                "fullDescription": { "text": r.description },
+                "help": { "text": format!("{} Rule source: {}.", r.description, r.module) },
+                "properties": { "tags": ["cuda", "gpu"] },
+            })
+        })
+        .collect();
+    let results: Vec<Value> = diagnoses.iter().map(result).collect();
+    let mut sarif_run = json!({
+        "tool": {
+            "driver": {
+                "name": "exhibit",
+                "semanticVersion": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }
+        },
+        "columnKind": "utf16CodeUnits",
+        "results": results,
+    });
+    if let Some(run) = run
+        && let Some(obj) = sarif_run.as_object_mut()
+    {
+        obj.insert(
+            "automationDetails".to_string(),
+            json!({ "id": format!("exhibit/{}/{}", run.pipeline, run.id) }),
+        );
+        if let Some(git) = &run.git {
+            obj.insert(
+                "properties".to_string(),
+                json!({ "commit": git.commit, "dirty": git.dirty }),
+            );
+        }
+    }
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [sarif_run],
+    })
+}
+
+fn result(d: &Diagnosis) -> Value {
+    let level = match d.level {
+        Level::Error => "error",
+        Level::Warning => "warning",
+        Level::Note => "note",
+    };
+    let mut text = format!("{}. {} Fix: {}", d.title, d.explanation, d.fix);
+    if let Some(e) = d.evidence.iter().find(|e| !e.excerpt.is_empty()) {
+        text.push_str(&format!(
+            "\nEvidence ({}): {}",
+            e.stage,
+            e.excerpt.first().cloned().unwrap_or_default()
+        ));
+    }
+    let mut locations = Vec::new();
+    // Only repository files can be annotated; a toolkit header cannot.
+    if let Some(loc) = d.location.as_ref().filter(|l| !l.file.starts_with('<')) {
+        let mut physical =
+            json!({ "artifactLocation": { "uri": loc.file, "uriBaseId": "%SRCROOT%" } });
+        if let (Some(line), Some(obj)) = (loc.line, physical.as_object_mut()) {
+            obj.insert("region".to_string(), json!({ "startLine": line.max(1) }));
+        }
+        let mut location = json!({ "physicalLocation": physical });
+        if let (Some(kernel), Some(obj)) = (&d.kernel, location.as_object_mut()) {
+            obj.insert(
+                "logicalLocations".to_string(),
+                json!([{ "name": kernel, "kind": "function" }]),
+            );
+        }
+        locations.push(location);
+    }
+    json!({
+        "ruleId": d.rule,
+        "ruleIndex": crate::rules::rule_order(&d.rule),
+        "level": level,
+        "message": { "text": text },
+        "locations": locations,
+        "partialFingerprints": { FINGERPRINT_KEY: d.fingerprint },
+        "properties": {
+            "confidence": d.confidence.as_str(),
+            "configs": d.configs,
+            "kernels": d.kernels,
+        },
+    })
+}
+
+/// `wmma-local-memory` as `WmmaLocalMemory`.
+fn pascal(id: &str) -> String {
+    id.split('-')
+        .map(|w| {
+            let mut c = w.chars();
+            match c.next() {
+                Some(f) => f.to_uppercase().chain(c).collect::<String>(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,244 @@
+//! Per-kernel figures the report tables and the resource rules share: ptxas resources, SASS
+//! counts, launch dimensions, occupancy, and the Nsight Compute summary.
+
+use serde::Serialize;
+
+use crate::join::{Joined, KernelView};
+use crate::occupancy::{self, Occupancy, OccupancyInput};
+use crate::text::kernel_base;
+
+/// One kernel of one config and arch, as the per-config table shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelResources {
+    pub config: Option<String>,
+    pub arch: Option<String>,
+    pub kernel: String,
+    pub registers: Option<u32>,
+    pub spill_store_bytes: Option<u64>,
+    pub spill_load_bytes: Option<u64>,
+    pub static_shared_bytes: Option<u64>,
+    pub stack_frame_bytes: Option<u64>,
+    pub hmma: Option<u64>,
+    pub hgmma: Option<u64>,
+    pub ldl: Option<u64>,
+    pub stl: Option<u64>,
+    pub bpt_trap: Option<u64>,
+    pub threads_per_block: Option<u32>,
+    /// Where the thread count comes from: `ncu` or `WARPS define`.
+    pub threads_from: Option<&'static str>,
+    pub dynamic_shared_bytes: Option<u64>,
+    pub occupancy: Option<Occupancy>,
+    /// What the occupancy figure could not account for, e.g. unknown dynamic shared memory.
+    pub occupancy_caveat: Option<String>,
+}
+
+/// The resources of every launched kernel (all kernels when no stage names which), in the
+/// joined order.
+pub fn kernel_resources(joined: &Joined) -> Vec<KernelResources> {
+    joined
+        .target_kernels()
+        .map(|k| resources_of(joined, k))
+        .collect()
+}
+
+/// The resources of one kernel view.
+pub fn resources_of(joined: &Joined, view: &KernelView) -> KernelResources {
+    let k = view.resources;
+    let ncu = ncu_summary(joined, view.config.as_deref(), &view.name);
+    let (threads, threads_from) = match ncu.as_ref().and_then(|n| n.block_size) {
+        Some(t) => (Some(t), Some("ncu")),
+        None => match view
+            .config
+            .as_ref()
+            .and_then(|c| joined.configs.get(c))
+            .and_then(|p| p.threads())
+            .and_then(|t| u32::try_from(t).ok())
+        {
+            Some(t) => (Some(t), Some("WARPS define")),
+            None => (None, None),
+        },
+    };
+    let dynamic = ncu.as_ref().and_then(|n| n.dynamic_shared_bytes);
+    let static_shared = k.and_then(|k| k.shared_bytes);
+    let limits = view.arch.as_deref().and_then(occupancy::limits);
+    let (occupancy, caveat) = match (limits, k.and_then(|k| k.registers), threads) {
+        (Some(limits), Some(registers), Some(threads)) => {
+            let input = OccupancyInput {
+                registers,
+                threads_per_block: threads,
+                shared_bytes: static_shared.unwrap_or(0) + dynamic.unwrap_or(0),
+            };
+            let caveat = dynamic.is_none().then(|| {
+                "dynamic shared memory unknown (no ncu launch statistics): static only".to_string()
+            });
+            (Some(occupancy::compute(&limits, input)), caveat)
+        }
+        (None, Some(_), Some(_)) => (
+            None,
+            view.arch
+                .as_ref()
+                .map(|a| format!("no occupancy limits known for {a}")),
+        ),
+        _ => (None, None),
+    };
+    KernelResources {
+        config: view.config.clone(),
+        arch: view.arch.clone(),
+        kernel: view.name.clone(),
+        registers: k.and_then(|k| k.registers),
+        spill_store_bytes: k.and_then(|k| k.spill_store_bytes),
+        spill_load_bytes: k.and_then(|k| k.spill_load_bytes),
+        static_shared_bytes: static_shared,
+        stack_frame_bytes: k.and_then(|k| k.stack_frame_bytes),
+        hmma: view.sass.map(|s| s.hmma),
+        hgmma: view.sass.map(|s| s.hgmma),
+        ldl: view.sass.map(|s| s.ldl),
+        stl: view.sass.map(|s| s.stl),
+        bpt_trap: view.sass.map(|s| s.bpt_trap),
+        threads_per_block: threads,
+        threads_from,
+        dynamic_shared_bytes: dynamic,
+        occupancy,
+        occupancy_caveat: caveat,
+    }
+}
+
+/// The Nsight Compute figures of one kernel in one config (its first profiled launch).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct NcuSummary {
+    pub config: Option<String>,
+    pub kernel: String,
+    pub launch: Option<u64>,
+    pub duration_us: Option<f64>,
+    pub sm_throughput_pct: Option<f64>,
+    pub memory_throughput_pct: Option<f64>,
+    pub dram_throughput_pct: Option<f64>,
+    pub tensor_pipe_pct: Option<f64>,
+    pub achieved_occupancy_pct: Option<f64>,
+    pub theoretical_occupancy_pct: Option<f64>,
+    pub registers: Option<u32>,
+    pub block_size: Option<u32>,
+    pub dynamic_shared_bytes: Option<u64>,
+    pub metrics: usize,
+}
+
+/// The Nsight Compute summary of every profiled kernel, by config and kernel.
+pub fn ncu_summaries(joined: &Joined) -> Vec<NcuSummary> {
+    let mut keys: Vec<(Option<String>, String)> = joined
+        .metrics
+        .iter()
+        .map(|m| (m.config.clone(), kernel_base(&m.metric.kernel)))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|(config, kernel)| ncu_summary(joined, config.as_deref(), &kernel))
+        .collect()
+}
+
+/// The Nsight Compute summary of one kernel in one config, when it was profiled.
+pub fn ncu_summary(joined: &Joined, config: Option<&str>, kernel: &str) -> Option<NcuSummary> {
+    let base = kernel_base(kernel);
+    let of_kernel: Vec<&parsers::Metric> = joined
+        .metrics
+        .iter()
+        .filter(|m| m.config.as_deref() == config && kernel_base(&m.metric.kernel) == base)
+        .map(|m| m.metric)
+        .collect();
+    let launch = of_kernel.iter().filter_map(|m| m.launch).min();
+    let metrics: Vec<&parsers::Metric> = of_kernel
+        .into_iter()
+        .filter(|m| launch.is_none() || m.launch == launch)
+        .collect();
+    if metrics.is_empty() {
+        return None;
+    }
+    let find = |names: &[&str]| -> Option<&parsers::Metric> {
+        names.iter().find_map(|n| {
+            metrics
+                .iter()
+                .find(|m| m.name.eq_ignore_ascii_case(n))
+                .copied()
+        })
+    };
+    let pct = |names: &[&str]| find(names).map(|m| m.value);
+    let duration_us =
+        find(&["gpu__time_duration.sum", "Duration"]).map(|m| to_us(m.value, m.unit.as_deref()));
+    let tensor_pipe_pct = metrics
+        .iter()
+        .filter(|m| {
+            let n = m.name.to_lowercase();
+            n.contains("pipe_tensor") && (n.contains("pct") || m.unit.as_deref() == Some("%"))
+        })
+        .map(|m| m.value)
+        .fold(None, |acc: Option<f64>, v| {
+            Some(acc.map_or(v, |a| a.max(v)))
+        });
+    Some(NcuSummary {
+        config: config.map(str::to_string),
+        kernel: base,
+        launch,
+        duration_us,
+        sm_throughput_pct: pct(&[
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            "Compute (SM) Throughput",
+            "SM Throughput",
+        ]),
+        memory_throughput_pct: pct(&[
+            "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+            "Memory Throughput",
+        ]),
+        dram_throughput_pct: pct(&[
+            "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+            "DRAM Throughput",
+        ]),
+        tensor_pipe_pct,
+        achieved_occupancy_pct: pct(&[
+            "sm__warps_active.avg.pct_of_peak_sustained_active",
+            "Achieved Occupancy",
+        ]),
+        theoretical_occupancy_pct: pct(&[
+            "sm__maximum_warps_per_active_cycle_pct",
+            "Theoretical Occupancy",
+        ]),
+        registers: find(&["launch__registers_per_thread", "Registers Per Thread"])
+            .map(|m| m.value.round() as u32),
+        block_size: find(&["launch__block_size", "Block Size"]).map(|m| m.value.round() as u32),
+        dynamic_shared_bytes: find(&[
+            "launch__shared_mem_per_block_dynamic",
+            "Dynamic Shared Memory Per Block",
+        ])
+        .map(|m| to_bytes(m.value, m.unit.as_deref())),
+        metrics: metrics.len(),
+    })
+}
+
+/// A byte quantity in ncu's units (`byte`, `Kbyte`, `KB`, `Mbyte`, `KiB`, `.../block`).
+pub fn to_bytes(value: f64, unit: Option<&str>) -> u64 {
+    let unit = unit
+        .unwrap_or("byte")
+        .split('/')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_lowercase();
+    let factor = match unit.as_str() {
+        "kbyte" | "kb" => 1e3,
+        "mbyte" | "mb" => 1e6,
+        "gbyte" | "gb" => 1e9,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        _ => 1.0,
+    };
+    (value * factor).round().max(0.0) as u64
+}
+
+/// A duration in ncu's units (`nsecond`, `usecond`, `msecond`, `ns`, `us`, `ms`), in µs.
+pub fn to_us(value: f64, unit: Option<&str>) -> f64 {
+    match unit.unwrap_or("").trim().to_lowercase().as_str() {
+        "nsecond" | "ns" => value / 1e3,
+        "msecond" | "ms" => value * 1e3,
+        "second" | "s" => value * 1e6,
+        _ => value,
+    }
+}

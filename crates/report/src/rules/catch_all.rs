@@ -1,0 +1,106 @@
+//! `sanitizer-error`: every error or warning a tool reported that no rule above explains. No
+//! finding is dropped silently: what no rule understands is still a diagnosis, with its raw
+//! lines, at low confidence.
+
+use parsers::{FindingKind, Severity};
+
+use super::Ctx;
+use crate::diagnosis::{Confidence, Draft, Level};
+use crate::join::kind_name;
+use crate::text::{kernel_base, scrub};
+
+/// One draft per unexplained finding at error or warning severity.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out: Vec<Draft> = Vec::new();
+    for (index, f) in j.findings.iter().enumerate() {
+        let finding = f.finding;
+        if ctx.explained(index) || finding.severity == Severity::Info {
+            continue;
+        }
+        // A host API error after a device fault another draft names is that fault's echo.
+        if finding.kind == FindingKind::HostApiError
+            && (ctx.prior.iter().chain(out.iter()).any(|d| {
+                d.level == Level::Error
+                    && d.config == f.config
+                    && d.evidence
+                        .iter()
+                        .any(|e| j.source(f.source).is_some_and(|s| s.path == e.log))
+            }))
+        {
+            continue;
+        }
+        let tool = j
+            .source(f.source)
+            .map(|s| kind_name(s.kind))
+            .unwrap_or("tool");
+        let message = scrub(&finding.message, &j.repo_files);
+        let level = match (finding.kind, finding.severity) {
+            (FindingKind::CompilerWarning, _) | (FindingKind::UnusedMemory, _) => Level::Note,
+            (FindingKind::MemoryLeak, _) => Level::Warning,
+            (_, Severity::Error) => Level::Error,
+            _ => Level::Warning,
+        };
+        let mut d = Draft::new("sanitizer-error", level, format!("{tool}: {message}"));
+        d.config = f.config.clone();
+        d.kernel = finding.kernel.as_deref().map(kernel_base);
+        d.location = ctx.user_location(finding);
+        d.key = finding.fingerprint.clone();
+        d.confidence = Confidence::Low;
+        d.evidence.push(ctx.finding_evidence(f));
+        d.explains.push(index);
+        let at = d
+            .location
+            .as_ref()
+            .map(|l| format!(" at {l}"))
+            .unwrap_or_default();
+        let (explanation, fix) = match finding.kind {
+            FindingKind::Trap => (
+                format!(
+                    "A device-side trap{at}: an `assert` that failed, an explicit `__trap()`, or a \
+                     trap the compiler planted for an operation it cannot perform (its warnings for \
+                     this config say which)."
+                ),
+                "Read the compile stage's warnings for this config, and the assert or trap at the \
+                 named line."
+                    .to_string(),
+            ),
+            FindingKind::DeviceException => (
+                format!("The kernel raised a device exception{at} ({message})."),
+                "Run memcheck with -lineinfo on this config to locate the faulting instruction."
+                    .to_string(),
+            ),
+            FindingKind::HostApiError => (
+                format!(
+                    "A CUDA API call failed ({message}) and no device-side finding explains it: \
+                     the launch configuration or an earlier asynchronous error."
+                ),
+                "Check the launch dimensions and shared-memory attribute, and whether an earlier \
+                 stage's fault left the context broken."
+                    .to_string(),
+            ),
+            FindingKind::MemoryLeak => (
+                format!("Device memory allocated and never freed ({message})."),
+                "Free every allocation (or let the owning wrapper drop) before the context ends."
+                    .to_string(),
+            ),
+            FindingKind::CompilerWarning => (
+                format!("The compiler warned{at}: {message}."),
+                "Read the warning at the named line; most point at code that does not do what it \
+                 says."
+                    .to_string(),
+            ),
+            _ => (
+                format!(
+                    "{tool} reported {}{at}: {message}.",
+                    crate::text::plural(finding.count, "record", "records")
+                ),
+                "Read the quoted record; no rule recognises this kind of finding yet.".to_string(),
+            ),
+        };
+        d.explanation = explanation;
+        d.fix = fix;
+        out.push(d);
+    }
+    out
+}

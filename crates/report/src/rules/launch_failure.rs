@@ -1,0 +1,94 @@
+//! `launch-failure`: the harness could not launch the kernel, or a launch returned an error,
+//! and no earlier rule names a cause for that config and kernel.
+
+use serde_json::json;
+
+use super::{Ctx, is_harness_kind};
+use crate::diagnosis::{Confidence, Draft, Level};
+use crate::text::kernel_base;
+
+/// One draft per config, kernel and error text.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out: Vec<Draft> = Vec::new();
+    for r in &j.results {
+        if crate::join::is_baseline(r.result) || r.result.skipped.is_some() {
+            continue;
+        }
+        let stress_first = r.result.stress.as_ref().and_then(|s| s.first_failure);
+        let error = match (&r.result.error, r.result.launched) {
+            (Some(e), _) => e.clone(),
+            (None, false) => "the kernel was not launched".to_string(),
+            (None, true) => continue,
+        };
+        if stress_first.is_some_and(|n| n > 1) {
+            // Failing only after several launches is repeated-launch-failure's.
+            continue;
+        }
+        let kernel = kernel_base(&r.result.kernel);
+        let config = r.config.as_deref();
+        if ctx.has_error_for(config, Some(&kernel)) {
+            continue;
+        }
+        let error = crate::text::scrub(&error, &j.repo_files);
+        if out
+            .iter()
+            .any(|d| d.config == r.config && d.kernel.as_deref() == Some(&kernel) && d.key == error)
+        {
+            continue;
+        }
+        let mut d = Draft::new("launch-failure", Level::Error, "");
+        d.config = r.config.clone();
+        d.kernel = Some(kernel.clone());
+        d.location = ctx.kernel_file(config);
+        d.key = error.clone();
+        d.confidence = Confidence::Medium;
+        d.evidence.push(ctx.result_evidence(
+            r,
+            format!(
+                "{} launch of `{}`: {error}",
+                super::mode_name(r.result.mode),
+                r.result.kernel
+            ),
+        ));
+        for (i, f) in j.findings.iter().enumerate() {
+            if f.source == r.source && is_harness_kind(f.finding.kind) {
+                d.explains.push(i);
+            }
+        }
+        d.figures
+            .insert("launched".into(), json!(r.result.launched));
+        let lower = error.to_lowercase();
+        if lower.contains("too many resources") || lower.contains("out of resources") {
+            d.title = "Launch refused: too many resources requested".to_string();
+            d.explanation = format!(
+                "The launch of `{kernel}` was refused ({error}): a block asks for more registers \
+                 (registers x threads) or shared memory than one SM has. The occupancy diagnosis \
+                 for this config shows which."
+            );
+            d.fix = "Lower registers per thread (__launch_bounds__, fewer live fragments), the \
+                     threads per block, or the tile sizes that set shared memory."
+                .to_string();
+        } else if !r.result.launched {
+            d.title = format!("Kernel did not launch: {error}");
+            d.explanation = format!(
+                "The harness could not launch `{kernel}`: {error}. Nothing the later stages \
+                 measured for this config ran the kernel."
+            );
+            d.fix = "Fix the load or launch error first (entry point name, cubin arch, \
+                     shared-memory attribute, launch dimensions)."
+                .to_string();
+        } else {
+            d.title = format!("Launch fails on the first launch: {error}");
+            d.explanation = format!(
+                "A single launch of `{kernel}` returned {error}. No sanitizer finding for this \
+                 config names a site, so the fault is device-side but unlocated (the sanitizer \
+                 stages did not run, or did not cover this shape)."
+            );
+            d.fix =
+                "Run memcheck on this config and shape to get the faulting file:line.".to_string();
+        }
+        out.push(d);
+    }
+    out
+}

@@ -1,0 +1,112 @@
+//! `register-spills`: ptxas spilled registers to local memory, or gave the kernel a stack frame
+//! (a thread-local array it could not keep in registers), with the LDL/STL that costs in SASS.
+
+use parsers::FindingKind;
+use serde_json::json;
+
+use super::Ctx;
+use crate::diagnosis::{Confidence, Draft, Level};
+use crate::text::kernel_base;
+
+/// One draft per launched kernel and config with spills or a stack frame used by LDL/STL.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out = Vec::new();
+    for view in j.target_kernels() {
+        let Some(k) = view.resources else { continue };
+        let config = view.config.as_deref();
+        if ctx.drafted("wmma-local-memory", config, &view.name) {
+            // The local array of that root cause is the stack frame; one diagnosis says it.
+            continue;
+        }
+        let stores = k.spill_store_bytes.unwrap_or(0);
+        let loads = k.spill_load_bytes.unwrap_or(0);
+        let stack = k.stack_frame_bytes.unwrap_or(0);
+        let (ldl, stl) = view.sass.map(|s| (s.ldl, s.stl)).unwrap_or((0, 0));
+        let spilled = stores + loads > 0;
+        let local_array = !spilled && stack > 0 && ldl + stl > 0;
+        if !spilled && !local_array {
+            continue;
+        }
+        let warnings: Vec<usize> = (0..j.findings.len())
+            .filter(|&i| {
+                let f = &j.findings[i];
+                f.config.as_deref() == config
+                    && f.finding.kind == FindingKind::RegisterSpill
+                    && f.finding
+                        .kernel
+                        .as_deref()
+                        .is_none_or(|n| kernel_base(n) == view.name)
+            })
+            .collect();
+        let mut d = Draft::new("register-spills", Level::Warning, "");
+        d.config = view.config.clone();
+        d.kernel = Some(view.name.clone());
+        d.arch = view.arch.clone();
+        d.location = ctx.kernel_file(config);
+        d.key = if spilled { "spills" } else { "local-array" }.to_string();
+        d.explains.extend(&warnings);
+        let registers = k
+            .registers
+            .map(|r| format!("{r} registers, "))
+            .unwrap_or_default();
+        d.evidence.push(ctx.source_evidence(
+            view.resources_source,
+            config,
+            format!(
+                "ptxas for `{}`{}: {registers}{stores} bytes spill stores, {loads} bytes spill loads, {stack} bytes stack frame",
+                view.name,
+                view.arch.as_deref().map(|a| format!(" ({a})")).unwrap_or_default()
+            ),
+        ));
+        if let Some(&i) = warnings.first()
+            && let Some(f) = j.findings.get(i)
+        {
+            d.evidence.push(ctx.finding_evidence(f));
+        }
+        if view.sass.is_some() {
+            d.evidence.push(ctx.source_evidence(
+                view.sass_source,
+                config,
+                format!("SASS of `{}`: {ldl} LDL, {stl} STL", view.name),
+            ));
+        }
+        let signals = 1 + usize::from(ldl + stl > 0) + usize::from(!warnings.is_empty());
+        d.confidence = Confidence::from_signals(signals);
+        d.figures.insert("spill_store_bytes".into(), json!(stores));
+        d.figures.insert("spill_load_bytes".into(), json!(loads));
+        d.figures.insert("stack_frame_bytes".into(), json!(stack));
+        d.figures.insert("ldl".into(), json!(ldl));
+        d.figures.insert("stl".into(), json!(stl));
+        if spilled {
+            d.title = "Register spills to local memory".to_string();
+            d.explanation = format!(
+                "ptxas spilled {stores} bytes of stores and {loads} bytes of loads to local memory \
+                 ({registers}{stack} bytes stack frame){}. Local memory lives in global memory \
+                 behind L1: every spill is a round trip in the inner loop.",
+                if ldl + stl > 0 {
+                    format!("; the SASS holds {ldl} LDL and {stl} STL")
+                } else {
+                    String::new()
+                }
+            );
+            d.fix = "Cut live registers: fewer accumulator fragments per warp (smaller BLOCK_M per \
+                     warp or more warps), no dynamically indexed register arrays, and \
+                     `__launch_bounds__(threads, minBlocks)` so ptxas knows the budget it must meet; \
+                     do not raise -maxrregcount past what occupancy allows."
+                .to_string();
+        } else {
+            d.title = "Thread-local array in local memory".to_string();
+            d.explanation = format!(
+                "No spills, but a {stack}-byte stack frame with {ldl} LDL and {stl} STL in the \
+                 SASS: an array the kernel indexes with a value the compiler cannot resolve at \
+                 compile time lives in local memory, not registers."
+            );
+            d.fix = "Fully unroll the loops that index the array (`#pragma unroll` with constant \
+                     trip counts) so every index is a constant, or move the array to shared memory."
+                .to_string();
+        }
+        out.push(d);
+    }
+    out
+}

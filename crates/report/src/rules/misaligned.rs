@@ -1,0 +1,74 @@
+//! `misaligned-access`: memcheck's access at an address not aligned to its size.
+
+use parsers::{Access, FindingKind, MemorySpace};
+use serde_json::json;
+
+use super::Ctx;
+use crate::diagnosis::{Confidence, Draft, Level};
+use crate::text::{kernel_base, plural};
+
+/// One draft per distinct misaligned-access site.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let mut out = Vec::new();
+    for (index, f) in ctx.joined.findings.iter().enumerate() {
+        let finding = f.finding;
+        if finding.kind != FindingKind::MisalignedAccess || ctx.explained(index) {
+            continue;
+        }
+        let space = match finding.space {
+            Some(MemorySpace::Shared) => "shared-memory ",
+            Some(MemorySpace::Global) => "global ",
+            Some(MemorySpace::Local) => "local ",
+            _ => "",
+        };
+        let access = match finding.access {
+            Some(Access::Read) => "read",
+            Some(Access::Write) => "write",
+            None => "access",
+        };
+        let mut d = Draft::new(
+            "misaligned-access",
+            Level::Error,
+            format!("Misaligned {space}{access}"),
+        );
+        d.config = f.config.clone();
+        d.kernel = finding.kernel.as_deref().map(kernel_base);
+        d.location = ctx.user_location(finding);
+        d.confidence = if d.location.is_some() {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        };
+        d.evidence.push(ctx.finding_evidence(f));
+        d.explains.push(index);
+        for (i, g) in ctx.joined.findings.iter().enumerate() {
+            if g.source == f.source && g.finding.kind == FindingKind::HostApiError {
+                d.explains.push(i);
+            }
+        }
+        d.figures.insert("records".into(), json!(finding.count));
+        let size = finding
+            .size
+            .map(|s| format!("{s}-byte "))
+            .unwrap_or_default();
+        let at = d
+            .location
+            .as_ref()
+            .map(|l| format!(" at {l}"))
+            .unwrap_or_default();
+        d.explanation = format!(
+            "memcheck caught {} of a {size}{space}{access}{at} whose address is not a multiple \
+             of its size. Vector loads (float4, uint4), ldmatrix and cp.async need their natural \
+             alignment (up to 16 bytes).",
+            plural(finding.count, "record", "records")
+        );
+        d.fix = format!(
+            "Align the buffer and the offsets to the access size: `__align__(16)` on shared \
+             arrays, row strides and tile offsets in multiples of {} bytes, or narrower accesses \
+             where alignment cannot be guaranteed.",
+            finding.size.unwrap_or(16)
+        );
+        out.push(d);
+    }
+    out
+}

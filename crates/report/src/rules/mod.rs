@@ -1,0 +1,448 @@
+//! The diagnosis rules. Each rule is a small module with one function from the joined evidence
+//! (and the drafts of the rules before it) to zero or more drafts. A rule never fires without
+//! evidence, and every draft carries the raw lines it rests on.
+
+use parsers::{Finding, FindingKind, Severity};
+
+use crate::diagnosis::{Diagnosis, Draft, EvidenceItem, SourceLocation, finish};
+use crate::join::{FindingRef, Joined, ResultRef};
+use crate::text::{kernel_base, relative_path, scrub};
+
+mod barrier;
+mod catch_all;
+mod compile_error;
+mod launch_failure;
+mod local_memory;
+mod misaligned;
+mod occupancy;
+mod out_of_bounds;
+mod repeated_launch;
+mod shared_race;
+mod tensor_cores;
+mod uninitialized;
+mod wmma_local;
+mod wrong_output;
+
+/// A diagnosis rule: its id, what it looks for, where it lives and its function.
+pub struct Rule {
+    pub id: &'static str,
+    /// A short name for the rule (SARIF's `shortDescription`).
+    pub name: &'static str,
+    /// What evidence makes it fire.
+    pub description: &'static str,
+    /// The module it lives in, relative to the repository.
+    pub module: &'static str,
+    run: Option<fn(&Ctx) -> Vec<Draft>>,
+}
+
+/// Every rule, in the order they run. Later rules see the drafts of earlier ones, so a symptom
+/// that a root cause already explains is not reported twice. `perf-regression` and
+/// `perf-improvement` run in [`crate::diff`], where two runs are compared.
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "compile-error",
+        name: "Compile error",
+        description: "nvcc or ptxas refused the kernel; the error's file:line is the place to look.",
+        module: "crates/report/src/rules/compile_error.rs",
+        run: Some(compile_error::run),
+    },
+    Rule {
+        id: "wmma-local-memory",
+        name: "Tensor-core fragment on local memory",
+        description: "The compiler's 'cannot perform wmma load or store on local memory' warning, \
+                      corroborated by memcheck's trap (sm_90) or invalid __local__ access (sm_89) \
+                      and BPT.TRAP or LDL/STL in the kernel's SASS.",
+        module: "crates/report/src/rules/wmma_local.rs",
+        run: Some(wmma_local::run),
+    },
+    Rule {
+        id: "shared-memory-race",
+        name: "Shared-memory race",
+        description: "racecheck's write and read sites: a barrier is missing between them.",
+        module: "crates/report/src/rules/shared_race.rs",
+        run: Some(shared_race::run),
+    },
+    Rule {
+        id: "out-of-bounds",
+        name: "Out-of-bounds access",
+        description: "memcheck's invalid global/shared/local access; a few bytes past the end of an \
+                      allocation points at an off-by-one or a missing tail guard.",
+        module: "crates/report/src/rules/out_of_bounds.rs",
+        run: Some(out_of_bounds::run),
+    },
+    Rule {
+        id: "uninitialized-read",
+        name: "Uninitialised read",
+        description: "initcheck's read of global memory nothing wrote.",
+        module: "crates/report/src/rules/uninitialized.rs",
+        run: Some(uninitialized::run),
+    },
+    Rule {
+        id: "divergent-barrier",
+        name: "Divergent barrier",
+        description: "synccheck's barrier reached by only part of a block or warp.",
+        module: "crates/report/src/rules/barrier.rs",
+        run: Some(barrier::run),
+    },
+    Rule {
+        id: "misaligned-access",
+        name: "Misaligned access",
+        description: "memcheck's misaligned address for the access size.",
+        module: "crates/report/src/rules/misaligned.rs",
+        run: Some(misaligned::run),
+    },
+    Rule {
+        id: "repeated-launch-failure",
+        name: "Failure after repeated launches",
+        description: "stress: the first failing launch is after the first (error, output mismatch \
+                      or corrupted canary), told apart from a fault on the first launch.",
+        module: "crates/report/src/rules/repeated_launch.rs",
+        run: Some(repeated_launch::run),
+    },
+    Rule {
+        id: "wrong-output",
+        name: "Wrong or NaN output",
+        description: "check: NaN, unwritten or wrong elements against the CPU reference, with the \
+                      pattern of failing shapes (masked rows, tail tiles).",
+        module: "crates/report/src/rules/wrong_output.rs",
+        run: Some(wrong_output::run),
+    },
+    Rule {
+        id: "launch-failure",
+        name: "Launch failure",
+        description: "The harness could not launch the kernel or a launch returned an error that \
+                      no other diagnosis explains.",
+        module: "crates/report/src/rules/launch_failure.rs",
+        run: Some(launch_failure::run),
+    },
+    Rule {
+        id: "register-spills",
+        name: "Register spills and local memory",
+        description: "ptxas spill stores/loads or a stack frame, with LDL/STL in the SASS.",
+        module: "crates/report/src/rules/local_memory.rs",
+        run: Some(local_memory::run),
+    },
+    Rule {
+        id: "occupancy-limit",
+        name: "Occupancy limited by registers or shared memory",
+        description: "Blocks per SM computed from ptxas's registers and shared memory against the \
+                      arch's limits (sm_90: 65536 registers, 228 KiB shared memory per SM).",
+        module: "crates/report/src/rules/occupancy.rs",
+        run: Some(occupancy::run),
+    },
+    Rule {
+        id: "tensor-cores-idle",
+        name: "Tensor cores idle",
+        description: "No HMMA/HGMMA in a kernel that is meant to use them (another config of it \
+                      does, or it loads fragments with ldmatrix), or ncu's tensor pipe near 0.",
+        module: "crates/report/src/rules/tensor_cores.rs",
+        run: Some(tensor_cores::run),
+    },
+    Rule {
+        id: "sanitizer-error",
+        name: "Unexplained tool error",
+        description: "Any error or warning a tool reported that no rule above explains: never \
+                      dropped silently.",
+        module: "crates/report/src/rules/catch_all.rs",
+        run: Some(catch_all::run),
+    },
+    Rule {
+        id: "perf-regression",
+        name: "Performance regression",
+        description: "A kernel's p50 slower than the other run's by more than both runs' \
+                      measured noise.",
+        module: "crates/report/src/diff.rs",
+        run: None,
+    },
+    Rule {
+        id: "perf-improvement",
+        name: "Performance improvement",
+        description: "A kernel's p50 faster than the other run's by more than both runs' \
+                      measured noise.",
+        module: "crates/report/src/diff.rs",
+        run: None,
+    },
+];
+
+/// The position of a rule in [`RULES`] (unknown rules last).
+pub fn rule_order(id: &str) -> usize {
+    RULES.iter().position(|r| r.id == id).unwrap_or(RULES.len())
+}
+
+/// The rule with this id.
+pub fn rule(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.id == id)
+}
+
+/// Runs every rule over the joined evidence, merges what several configs share and ranks.
+pub fn diagnose(joined: &Joined) -> Vec<Diagnosis> {
+    let mut drafts: Vec<Draft> = Vec::new();
+    for rule in RULES {
+        if let Some(run) = rule.run {
+            let ctx = Ctx {
+                joined,
+                prior: &drafts,
+            };
+            let mut new = run(&ctx);
+            drafts.append(&mut new);
+        }
+    }
+    finish(drafts)
+}
+
+/// What a rule sees: the joined evidence and the drafts of the rules before it.
+pub struct Ctx<'j, 'a> {
+    pub joined: &'j Joined<'a>,
+    pub prior: &'j [Draft],
+}
+
+impl Ctx<'_, '_> {
+    /// Whether an earlier rule already explains finding `index`.
+    pub fn explained(&self, index: usize) -> bool {
+        self.prior.iter().any(|d| d.explains.contains(&index))
+    }
+
+    /// Whether an earlier rule produced an error-level draft for this config (and kernel, when
+    /// given).
+    pub fn has_error_for(&self, config: Option<&str>, kernel: Option<&str>) -> bool {
+        self.prior.iter().any(|d| {
+            d.level == crate::Level::Error
+                && d.config.as_deref() == config
+                && match (kernel, &d.kernel) {
+                    (Some(k), Some(dk)) => kernel_base(k) == kernel_base(dk),
+                    _ => true,
+                }
+        })
+    }
+
+    /// Whether an earlier rule with id `rule` drafted for this config and kernel.
+    pub fn drafted(&self, rule: &str, config: Option<&str>, kernel: &str) -> bool {
+        self.prior.iter().any(|d| {
+            d.rule == rule
+                && d.config.as_deref() == config
+                && d.kernel
+                    .as_deref()
+                    .is_none_or(|k| kernel_base(k) == kernel_base(kernel))
+        })
+    }
+
+    /// The index of a finding reference in the joined list.
+    pub fn index_of(&self, f: &FindingRef) -> Option<usize> {
+        self.joined
+            .findings
+            .iter()
+            .position(|g| std::ptr::eq(g.finding, f.finding))
+    }
+
+    /// The evidence item quoting a finding's raw lines.
+    pub fn finding_evidence(&self, f: &FindingRef) -> EvidenceItem {
+        let source = self.joined.source(f.source);
+        let finding = f.finding;
+        let mut summary = format!(
+            "{} × {}",
+            finding.count,
+            scrub(&finding.message, &self.joined.repo_files)
+        );
+        if let Some(kernel) = &finding.kernel {
+            summary.push_str(&format!(" in `{}`", kernel_base(kernel)));
+        }
+        if let Some(loc) = self.finding_location(finding) {
+            summary.push_str(&format!(" at {loc}"));
+        }
+        EvidenceItem {
+            stage: source.map(|s| s.stage_name()).unwrap_or_default(),
+            config: f.config.clone(),
+            log: source.map(|s| s.path.to_string()).unwrap_or_default(),
+            summary,
+            excerpt: self.excerpt(&finding.excerpt),
+        }
+    }
+
+    /// An evidence item about a harness result, quoting no raw lines (the JSON is the record).
+    pub fn result_evidence(&self, r: &ResultRef, summary: String) -> EvidenceItem {
+        let source = self.joined.source(r.source);
+        EvidenceItem {
+            stage: source.map(|s| s.stage_name()).unwrap_or_default(),
+            config: r.config.clone(),
+            log: source.map(|s| s.path.to_string()).unwrap_or_default(),
+            summary,
+            excerpt: Vec::new(),
+        }
+    }
+
+    /// An evidence item with a summary only, for the log at `source`.
+    pub fn source_evidence(
+        &self,
+        source: Option<usize>,
+        config: Option<&str>,
+        summary: String,
+    ) -> EvidenceItem {
+        let source = source.and_then(|i| self.joined.source(i));
+        EvidenceItem {
+            stage: source.map(|s| s.stage_name()).unwrap_or_default(),
+            config: config.map(str::to_string),
+            log: source.map(|s| s.path.to_string()).unwrap_or_default(),
+            summary,
+            excerpt: Vec::new(),
+        }
+    }
+
+    /// Raw lines as a report quotes them: scrubbed, at most [`MAX_EXCERPT`].
+    pub fn excerpt(&self, lines: &[String]) -> Vec<String> {
+        let mut out: Vec<String> = lines
+            .iter()
+            .take(MAX_EXCERPT)
+            .map(|l| scrub(l, &self.joined.repo_files))
+            .collect();
+        if lines.len() > MAX_EXCERPT {
+            out.push(format!("… ({} more lines)", lines.len() - MAX_EXCERPT));
+        }
+        out
+    }
+
+    /// The finding's own location, made relative to the repository.
+    pub fn finding_location(&self, finding: &Finding) -> Option<SourceLocation> {
+        let file = finding.file.as_ref()?;
+        Some(SourceLocation {
+            file: relative_path(file, &self.joined.repo_files),
+            line: finding.line,
+        })
+    }
+
+    /// The best place in the user's source a finding names: its own location or a related one,
+    /// preferring a file among the run's inputs, then a `.cu` file, then anything but a toolkit
+    /// header.
+    pub fn user_location(&self, finding: &Finding) -> Option<SourceLocation> {
+        let mut candidates: Vec<SourceLocation> = Vec::new();
+        if let Some(loc) = self.finding_location(finding) {
+            candidates.push(loc);
+        }
+        for related in &finding.related {
+            if let Some(file) = &related.file {
+                candidates.push(SourceLocation {
+                    file: relative_path(file, &self.joined.repo_files),
+                    line: related.line,
+                });
+            }
+        }
+        let score = |loc: &SourceLocation| -> u8 {
+            if self.joined.repo_files.iter().any(|f| f == &loc.file) {
+                3
+            } else if loc.file.ends_with(".cu") || loc.file.ends_with(".cuh") {
+                2
+            } else if loc.file.starts_with("<toolkit>") {
+                0
+            } else {
+                1
+            }
+        };
+        let best = candidates.iter().map(&score).max()?;
+        candidates.into_iter().find(|c| score(c) == best)
+    }
+
+    /// The kernel's source file from its config's compile command, for diagnoses about a whole
+    /// kernel (no line).
+    pub fn kernel_file(&self, config: Option<&str>) -> Option<SourceLocation> {
+        let params = match config {
+            Some(c) => self.joined.configs.get(c),
+            None => self.joined.configs.values().next(),
+        }?;
+        Some(SourceLocation {
+            file: params.source.clone()?,
+            line: None,
+        })
+    }
+}
+
+/// The most raw lines an evidence item quotes.
+pub const MAX_EXCERPT: usize = 12;
+
+/// Whether a finding kind comes from the harness rather than a tool.
+pub fn is_harness_kind(kind: FindingKind) -> bool {
+    matches!(
+        kind,
+        FindingKind::WrongResult
+            | FindingKind::NanOutput
+            | FindingKind::UnwrittenOutput
+            | FindingKind::CanaryCorrupted
+            | FindingKind::LaunchError
+            | FindingKind::Nondeterminism
+    )
+}
+
+/// A finding's numeric detail, e.g. `bytes_after`.
+pub fn detail_u64(finding: &Finding, key: &str) -> Option<u64> {
+    finding.details.get(key).and_then(|v| {
+        v.as_u64()
+            .or_else(|| v.as_f64().filter(|x| *x >= 0.0).map(|x| x as u64))
+            .or_else(|| v.as_str().and_then(|s| s.replace(',', "").parse().ok()))
+    })
+}
+
+/// Whether a finding is at error severity.
+pub fn is_error(finding: &Finding) -> bool {
+    finding.severity == Severity::Error
+}
+
+/// The harness mode's name as its CLI spells it.
+pub fn mode_name(mode: parsers::harness::Mode) -> &'static str {
+    match mode {
+        parsers::harness::Mode::Once => "once",
+        parsers::harness::Mode::Check => "check",
+        parsers::harness::Mode::Stress => "stress",
+        parsers::harness::Mode::Bench => "bench",
+    }
+}
+
+/// The problem shape and element size of the stage that produced a log: from a harness result
+/// in the same stage, else from the stage command's `--shape B,H,S,D` and `--dtype`.
+pub fn stage_shape(ctx: &Ctx, source: usize) -> Option<(parsers::harness::Shape, u64)> {
+    let j = ctx.joined;
+    let src = j.source(source)?;
+    let elem = |dtype: &str| if dtype.contains("32") { 4 } else { 2 };
+    if let Some(stage) = src.stage {
+        for r in &j.results {
+            let same_stage = j
+                .source(r.source)
+                .and_then(|s| s.stage)
+                .is_some_and(|s| std::ptr::eq(s, stage));
+            if same_stage {
+                return Some((r.result.shape.clone(), elem(&r.result.dtype)));
+            }
+        }
+        let mut shape = None;
+        let mut dtype = "f16".to_string();
+        let mut args = stage.command.iter();
+        while let Some(arg) = args.next() {
+            if arg == "--shape" {
+                shape = args.next().and_then(|s| parse_shape(s));
+            } else if let Some(s) = arg.strip_prefix("--shape=") {
+                shape = parse_shape(s);
+            } else if arg == "--dtype"
+                && let Some(d) = args.next()
+            {
+                dtype = d.clone();
+            }
+        }
+        return shape.map(|s| (s, elem(&dtype)));
+    }
+    j.results
+        .iter()
+        .find(|r| r.source == source)
+        .map(|r| (r.result.shape.clone(), elem(&r.result.dtype)))
+}
+
+/// `B,H,S,D` as a shape.
+pub fn parse_shape(text: &str) -> Option<parsers::harness::Shape> {
+    let mut it = text.split(',').map(|p| p.trim().parse::<u32>().ok());
+    let shape = parsers::harness::Shape {
+        batch: it.next()??,
+        heads: it.next()??,
+        seq_len: it.next()??,
+        head_dim: it.next()??,
+    };
+    if it.next().is_some() {
+        return None;
+    }
+    Some(shape)
+}

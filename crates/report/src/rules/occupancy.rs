@@ -1,0 +1,153 @@
+//! `occupancy-limit`: resident blocks per SM limited by registers or shared memory, computed
+//! from ptxas's figures against the arch's limits (see [`crate::occupancy`]). A block that cannot
+//! be resident at all is an error; otherwise a note that names the limit and how far the next
+//! block is.
+
+use serde_json::json;
+
+use super::Ctx;
+use crate::diagnosis::{Confidence, Draft, Level};
+use crate::occupancy::Limiter;
+use crate::resources::resources_of;
+use crate::text::{bytes, fixed};
+
+/// One draft per launched kernel whose occupancy is set by registers or shared memory, merged
+/// across configs with the same limiter.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out = Vec::new();
+    for view in j.target_kernels() {
+        let res = resources_of(j, view);
+        let Some(occ) = res.occupancy else { continue };
+        if !matches!(occ.limiter, Limiter::Registers | Limiter::SharedMemory) {
+            continue;
+        }
+        let registers = res.registers.unwrap_or(0);
+        let threads = res.threads_per_block.unwrap_or(0);
+        let shared = res.static_shared_bytes.unwrap_or(0) + res.dynamic_shared_bytes.unwrap_or(0);
+        let config = view.config.as_deref();
+        let level = if occ.blocks_per_sm == 0 {
+            Level::Error
+        } else {
+            Level::Note
+        };
+        let mut d = Draft::new("occupancy-limit", level, "");
+        d.config = view.config.clone();
+        d.kernel = Some(view.name.clone());
+        d.arch = view.arch.clone();
+        d.location = ctx.kernel_file(config);
+        d.key = occ.limiter.as_str().to_string();
+        d.confidence = if res.threads_from == Some("ncu") || res.occupancy_caveat.is_none() {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        };
+        let shared_text = match res.dynamic_shared_bytes {
+            Some(_) => format!("{} shared memory", bytes(shared)),
+            None => format!("{} static shared memory (dynamic unknown)", bytes(shared)),
+        };
+        let figures = format!(
+            "{registers} registers x {threads} threads{}, {shared_text} per block",
+            res.threads_from
+                .map(|s| format!(" (threads from {s})"))
+                .unwrap_or_default()
+        );
+        d.evidence.push(ctx.source_evidence(
+            view.resources_source,
+            config,
+            format!(
+                "`{}` {}: {figures} -> {} blocks/SM (registers {}, shared memory {}, threads {}), {}% occupancy",
+                view.name,
+                view.arch.as_deref().unwrap_or(""),
+                occ.blocks_per_sm,
+                occ.by_registers,
+                occ.by_shared,
+                occ.by_threads,
+                fixed(occ.fraction * 100.0, 1)
+            ),
+        ));
+        if let Some(n) = crate::resources::ncu_summary(j, config, &view.name)
+            && let Some(a) = n.achieved_occupancy_pct
+        {
+            d.evidence.push(
+                ctx.source_evidence(
+                    j.metrics
+                        .iter()
+                        .find(|m| m.config.as_deref() == config)
+                        .map(|m| m.source),
+                    config,
+                    format!("ncu: achieved occupancy {}%", fixed(a, 1)),
+                ),
+            );
+        }
+        d.figures
+            .insert("blocks_per_sm".into(), json!(occ.blocks_per_sm));
+        d.figures.insert(
+            "occupancy_pct".into(),
+            crate::text::round_json(occ.fraction * 100.0),
+        );
+        d.figures
+            .insert("limiter".into(), json!(occ.limiter.as_str()));
+        let caveat = res
+            .occupancy_caveat
+            .as_ref()
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default();
+        let arch = view.arch.as_deref().unwrap_or("this arch");
+        if occ.blocks_per_sm == 0 {
+            d.title = format!("Block does not fit on an SM ({})", occ.limiter.as_str());
+            d.explanation = format!(
+                "{figures} exceeds what one {arch} SM can hold, so the launch fails with \"too many \
+                 resources requested\".{caveat}"
+            );
+            d.fix = match occ.limiter {
+                Limiter::Registers => {
+                    "Lower registers per thread or threads per block.".to_string()
+                }
+                _ => "Lower the shared memory per block (fewer pipeline stages or smaller tiles)."
+                    .to_string(),
+            };
+        } else {
+            d.title = format!("Occupancy limited by {}", occ.limiter.as_str());
+            d.explanation = format!(
+                "With {figures}, {} blocks of `{}` fit on an {arch} SM ({} of {} warps); {} \
+                 binds first (registers allow {} blocks, shared memory {}, threads {}).{caveat}",
+                occ.blocks_per_sm,
+                view.name,
+                occ.warps_per_sm,
+                ctx_max_warps(arch),
+                occ.limiter.phrase(),
+                occ.by_registers,
+                occ.by_shared,
+                occ.by_threads
+            );
+            d.fix = match (
+                occ.limiter,
+                occ.registers_for_next_block,
+                occ.shared_for_next_block,
+            ) {
+                (Limiter::Registers, Some(r), _) => format!(
+                    "If latency hiding is short: at {r} registers per thread (from {registers}; \
+                     `__launch_bounds__({threads}, {})`) one more block fits. Check with the bench \
+                     stage: FlashAttention-style kernels often run best at low occupancy.",
+                    occ.blocks_per_sm + 1
+                ),
+                (Limiter::SharedMemory, _, Some(s)) => format!(
+                    "If latency hiding is short: at {} of shared memory per block (from {}) one \
+                     more block fits (fewer stages or a smaller BLOCK_N). Check with the bench stage.",
+                    bytes(s),
+                    bytes(shared)
+                ),
+                _ => "No smaller register or shared-memory budget fits another block.".to_string(),
+            };
+        }
+        out.push(d);
+    }
+    out
+}
+
+fn ctx_max_warps(arch: &str) -> u32 {
+    crate::occupancy::limits(arch)
+        .map(|l| l.max_warps_per_sm())
+        .unwrap_or(64)
+}

@@ -1,0 +1,266 @@
+//! `out-of-bounds`: memcheck's invalid global or shared access (and local, when no tensor-core
+//! fragment explains it). The "N bytes after the nearest allocation of size M" relation becomes
+//! an off-by-one or tail hint when N is within one row of the end.
+
+use parsers::{Access, FindingKind, MemorySpace};
+use serde_json::json;
+
+use super::{Ctx, detail_u64};
+use crate::diagnosis::{Confidence, Draft, Level};
+use crate::text::{bytes, kernel_base};
+
+/// One draft per distinct invalid-access site.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out = Vec::new();
+    for (index, f) in j.findings.iter().enumerate() {
+        let finding = f.finding;
+        if finding.kind != FindingKind::InvalidAccess || ctx.explained(index) {
+            continue;
+        }
+        let space = finding.space.unwrap_or(MemorySpace::Global);
+        let space_word = match space {
+            MemorySpace::Global => "global",
+            MemorySpace::Shared => "shared",
+            MemorySpace::Local => "local",
+            MemorySpace::Generic => "generic",
+        };
+        let access_word = match finding.access {
+            Some(Access::Write) => "write",
+            Some(Access::Read) => "read",
+            None => "access",
+        };
+        let size = finding.size.map(u64::from);
+        let mut d = Draft::new(
+            "out-of-bounds",
+            Level::Error,
+            format!("Out-of-bounds {space_word} {access_word}"),
+        );
+        d.config = f.config.clone();
+        d.kernel = finding.kernel.as_deref().map(kernel_base);
+        d.location = ctx.user_location(finding);
+        d.key = format!("{space_word}|{access_word}");
+        d.evidence.push(ctx.finding_evidence(f));
+        d.explains.push(index);
+        // The host-side launch error in the same log is this fault's consequence.
+        for (i, g) in j.findings.iter().enumerate() {
+            if g.source == f.source && g.finding.kind == FindingKind::HostApiError {
+                d.explains.push(i);
+            }
+        }
+        let mut signals = 1;
+
+        let after = detail_u64(finding, "bytes_after");
+        let before = detail_u64(finding, "bytes_before");
+        let alloc = detail_u64(finding, "allocation_size");
+        let shape = super::stage_shape(ctx, f.source);
+        let row_bytes = shape.as_ref().map(|(s, elem)| u64::from(s.head_dim) * elem);
+        let tensor_bytes = shape.as_ref().map(|(s, elem)| {
+            u64::from(s.batch)
+                * u64::from(s.heads)
+                * u64::from(s.seq_len)
+                * u64::from(s.head_dim)
+                * elem
+        });
+        let at = d
+            .location
+            .as_ref()
+            .map(|l| format!(" at {l}"))
+            .unwrap_or_default();
+        let records = crate::text::plural(finding.count, "record", "records");
+        let size_text = size.map(|s| format!(" of {s} bytes")).unwrap_or_default();
+
+        match (after, before, alloc) {
+            (Some(n), _, Some(m)) => {
+                d.figures.insert("bytes_after".into(), json!(n));
+                d.figures.insert("allocation_size".into(), json!(m));
+                // Within one row (or, without a shape, 256 bytes) of the end: an index one step
+                // too far, the classic off-by-one or unmasked tail.
+                let near = n < row_bytes.unwrap_or(256).max(size.unwrap_or(1));
+                let what = match (tensor_bytes, &shape) {
+                    (Some(t), Some((s, _))) if t == m => format!(
+                        "a [{}, {}, {}, {}] tensor ({})",
+                        s.batch,
+                        s.heads,
+                        s.seq_len,
+                        s.head_dim,
+                        bytes(m)
+                    ),
+                    _ => format!("a {}-byte buffer", m),
+                };
+                let elements = size.filter(|s| *s > 0).map(|s| n / s);
+                d.explanation = format!(
+                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, {n} \
+                     bytes after the end of {what}."
+                );
+                if near {
+                    signals += 1;
+                    d.title = format!(
+                        "Out-of-bounds {space_word} {access_word} just past the end of a buffer (off-by-one or unguarded tail)"
+                    );
+                    let row_hint = match (row_bytes, &shape) {
+                        (Some(row), Some((s, _))) if tensor_bytes == Some(m) => format!(
+                            " It lands in row {} of a tensor with {} rows per head: one row past the \
+                             last, which is what an unguarded last tile or a `<=` bound reads.",
+                            s.seq_len as u64 + n / row.max(1),
+                            s.seq_len
+                        ),
+                        _ => String::new(),
+                    };
+                    d.explanation.push_str(&format!(
+                        " {} past the end is an index one step too far, not a wild pointer.{row_hint}",
+                        match elements {
+                            Some(e) => format!("{} element(s)", e + 1),
+                            None => format!("{n} bytes"),
+                        }
+                    ));
+                    d.fix = "Guard the access with the real bound: mask rows and columns with index \
+                             >= seq_len in the last (partial) tile, and check loop bounds use `<`, \
+                             not `<=`. Re-run memcheck, and check with S not a multiple of the tile."
+                        .to_string();
+                } else {
+                    d.explanation.push_str(
+                        " That is far past the end: a wrong stride, a wrong base pointer or an index \
+                         computed from the wrong dimension.",
+                    );
+                    d.fix = "Check the index arithmetic at the named line against the tensor's \
+                             [batch, heads, seq_len, head_dim] strides, and that the pointer is the \
+                             buffer the launch passed."
+                        .to_string();
+                }
+            }
+            (_, Some(n), alloc) => {
+                d.figures.insert("bytes_before".into(), json!(n));
+                d.title = format!(
+                    "Out-of-bounds {space_word} {access_word} before the start of a buffer (negative index)"
+                );
+                d.explanation = format!(
+                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, {n} \
+                     bytes before the start of {}: a negative index or an unsigned wrap-around.",
+                    alloc
+                        .map(|m| format!("a {m}-byte buffer"))
+                        .unwrap_or_else(|| "a buffer".to_string())
+                );
+                d.fix = "Clamp or guard the index at the named line (row or column -1, or an \
+                         unsigned difference that wrapped)."
+                    .to_string();
+            }
+            _ => {
+                d.explanation = format!(
+                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
+                     outside any allocation."
+                );
+                d.fix = match space {
+                    MemorySpace::Shared => "Check the shared-memory index against the size the \
+                                            kernel declares (static) or the launch provides \
+                                            (dynamic shared memory)."
+                        .to_string(),
+                    MemorySpace::Local => "Check indices into thread-local arrays against their \
+                                           declared size."
+                        .to_string(),
+                    _ => "Check the index arithmetic at the named line against the buffer's size \
+                          and strides."
+                        .to_string(),
+                };
+            }
+        }
+
+        // A corrupted canary in the same config corroborates an out-of-bounds write.
+        if finding.access == Some(Access::Write) {
+            for r in &j.results {
+                let corrupted = r
+                    .result
+                    .check
+                    .as_ref()
+                    .map(|c| c.canaries_corrupted.clone())
+                    .unwrap_or_default();
+                if r.config == f.config && !corrupted.is_empty() {
+                    signals += 1;
+                    d.evidence.push(ctx.result_evidence(
+                        r,
+                        format!("harness canaries overwritten: {}", corrupted.join(", ")),
+                    ));
+                    break;
+                }
+            }
+        }
+        d.confidence = if finding.file.is_some() || !finding.related.is_empty() {
+            Confidence::from_signals(signals + 1)
+        } else {
+            Confidence::from_signals(signals)
+        };
+        out.push(d);
+    }
+    out.extend(canaries(ctx, &out));
+    out
+}
+
+/// Guard regions overwritten on a single launch with no memcheck finding to name the site: an
+/// out-of-bounds write the sanitizer did not run on (or missed).
+fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out: Vec<Draft> = Vec::new();
+    for r in &j.results {
+        let single = r
+            .result
+            .check
+            .as_ref()
+            .map(|c| c.canaries_corrupted.clone())
+            .unwrap_or_default();
+        let first_launch = r
+            .result
+            .stress
+            .as_ref()
+            .filter(|s| s.first_failure == Some(1) && s.failure_kind.as_deref() == Some("canary"))
+            .map(|s| s.canaries_corrupted.clone())
+            .unwrap_or_default();
+        let corrupted = if single.is_empty() {
+            first_launch
+        } else {
+            single
+        };
+        if corrupted.is_empty() {
+            continue;
+        }
+        let kernel = kernel_base(&r.result.kernel);
+        let known = drafted
+            .iter()
+            .chain(out.iter())
+            .any(|d| d.config == r.config && d.kernel.as_deref().is_none_or(|k| k == kernel))
+            || ctx.has_error_for(r.config.as_deref(), Some(&kernel));
+        if known {
+            continue;
+        }
+        let mut d = Draft::new(
+            "out-of-bounds",
+            Level::Error,
+            "Out-of-bounds write caught by the harness's guard regions",
+        );
+        d.config = r.config.clone();
+        d.kernel = Some(kernel);
+        d.location = ctx.kernel_file(r.config.as_deref());
+        d.key = "canary".into();
+        d.confidence = Confidence::Medium;
+        d.evidence.push(ctx.result_evidence(
+            r,
+            format!(
+                "{} launch overwrote guard regions: {}",
+                super::mode_name(r.result.mode),
+                corrupted.join(", ")
+            ),
+        ));
+        for (i, f) in j.findings.iter().enumerate() {
+            if f.source == r.source && super::is_harness_kind(f.finding.kind) {
+                d.explains.push(i);
+            }
+        }
+        d.explanation = format!(
+            "The harness surrounds every buffer with guard regions and found {} overwritten after              a single launch: the kernel writes past (or before) a buffer without faulting. No              memcheck finding names the site for this config.",
+            corrupted.join(", ")
+        );
+        d.fix = "Run memcheck on this config to get the file:line of the write, then guard the                  store with the buffer's real bound (rows >= seq_len in the last tile)."
+            .to_string();
+        out.push(d);
+    }
+    out
+}

@@ -1,0 +1,197 @@
+//! `repeated-launch-failure`: the stress stage's first failing launch comes after the first, so
+//! one launch is clean and a later one errors, differs or overwrites a canary. Told apart from a
+//! single-launch fault (launch 1 already fails: other rules and `launch-failure` take that) and
+//! from scattered non-determinism (some later launches differ, not all).
+
+use parsers::FindingKind;
+use serde_json::json;
+
+use super::{Ctx, is_harness_kind};
+use crate::diagnosis::{Confidence, Draft, Level};
+use crate::join::is_sanitizer;
+use crate::text::{kernel_base, plural};
+
+/// One draft per failing stress result.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out = Vec::new();
+    for r in &j.results {
+        let Some(stress) = &r.result.stress else {
+            continue;
+        };
+        let kernel = kernel_base(&r.result.kernel);
+        let config = r.config.as_deref();
+        let first = stress.first_failure;
+        let mismatched = stress.mismatched_launches;
+        if first.is_none() && mismatched == 0 && stress.canaries_corrupted.is_empty() {
+            continue;
+        }
+        let n = first.unwrap_or(0);
+        if n == 1 {
+            // A fault on the first launch is a single-launch fault: not this rule's.
+            continue;
+        }
+        let harness_findings: Vec<usize> = (0..j.findings.len())
+            .filter(|&i| {
+                j.findings[i].source == r.source && is_harness_kind(j.findings[i].finding.kind)
+            })
+            .collect();
+        let kind = stress.failure_kind.as_deref().unwrap_or(if mismatched > 0 {
+            "mismatch"
+        } else {
+            "error"
+        });
+        let race = ctx.drafted("shared-memory-race", config, &kernel);
+
+        // Every launch from the first mismatch on differs: state that accumulates. Only some
+        // differ: scattered non-determinism, the signature of a race.
+        let launches = stress.launches;
+        let progressive = n > 1 && launches >= n && mismatched > launches - n;
+        let scattered = kind == "mismatch" && !progressive;
+        if scattered && race {
+            // The race diagnosis explains the differences; account for the findings only.
+            let mut d = Draft::new("repeated-launch-failure", Level::Note, "");
+            d.silent = true;
+            d.explains = harness_findings;
+            out.push(d);
+            continue;
+        }
+
+        let mut d = Draft::new("repeated-launch-failure", Level::Error, "");
+        d.config = r.config.clone();
+        d.kernel = Some(kernel.clone());
+        d.explains = harness_findings;
+        d.location = ctx.kernel_file(config);
+        d.figures.insert("launches".into(), json!(launches));
+        d.figures.insert("first_failure".into(), json!(first));
+        d.figures
+            .insert("mismatched_launches".into(), json!(mismatched));
+        let what = match kind {
+            "canary" => format!(
+                "overwrote a guard region ({})",
+                stress.canaries_corrupted.join(", ")
+            ),
+            "mismatch" => format!(
+                "produced output that differs bitwise from launch 1 ({} of {launches} launches differ)",
+                mismatched
+            ),
+            _ => format!(
+                "failed{}",
+                r.result
+                    .error
+                    .as_deref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            ),
+        };
+        let summary = format!(
+            "stress ({launches} launches, sync {}): launch {n} {what}",
+            stress.sync
+        );
+        d.evidence.push(ctx.result_evidence(r, summary));
+        let mut signals = 1;
+
+        // Single-launch evidence for the same config: a passing check and a clean memcheck.
+        let checks: Vec<_> = j
+            .results
+            .iter()
+            .filter(|c| c.config == r.config && kernel_base(&c.result.kernel) == kernel)
+            .filter(|c| c.result.check.is_some())
+            .collect();
+        let checks_pass = !checks.is_empty()
+            && checks
+                .iter()
+                .all(|c| c.result.check.as_ref().is_some_and(|k| k.passed));
+        if checks_pass {
+            signals += 1;
+            d.evidence.push(ctx.result_evidence(
+                checks[0],
+                format!(
+                    "check: {} single-launch {} passed against the CPU reference",
+                    checks.len(),
+                    if checks.len() == 1 { "shape" } else { "shapes" }
+                ),
+            ));
+        }
+        let memcheck_clean = j.sources.iter().enumerate().any(|(i, s)| {
+            s.kind == crate::StageKind::Memcheck
+                && s.config == config
+                && s.log.complete
+                && !j
+                    .findings
+                    .iter()
+                    .any(|f| f.source == i && super::is_error(f.finding))
+        });
+        if memcheck_clean {
+            signals += 1;
+            if let Some((i, s)) = j
+                .sources
+                .iter()
+                .enumerate()
+                .find(|(_, s)| s.kind == crate::StageKind::Memcheck && s.config == config)
+            {
+                d.evidence.push(ctx.source_evidence(
+                    Some(i),
+                    config,
+                    format!("memcheck: 0 errors on a single launch ({})", s.path),
+                ));
+            }
+        }
+        let memcheck_found = j.findings.iter().any(|f| {
+            f.config.as_deref() == config
+                && j.source(f.source).is_some_and(|s| is_sanitizer(s.kind))
+                && f.finding.kind == FindingKind::InvalidAccess
+        });
+
+        if scattered {
+            d.title = format!(
+                "Non-deterministic output: {} of {launches} launches differ from the first",
+                mismatched
+            );
+            d.key = "nondeterministic".into();
+            d.explanation = format!(
+                "Identical inputs, {launches} launches: {} differ bitwise from launch 1, the first \
+                 at launch {n}, and not every launch after it. Scattered differences are what a \
+                 race (shared memory or global atomics in varying order) or a read of \
+                 uninitialised memory produce.",
+                plural(mismatched, "launch", "launches")
+            );
+            d.fix =
+                "Run racecheck and initcheck on this config; order shared-memory accesses with \
+                     barriers and make reductions deterministic (fixed order, no float atomics)."
+                    .to_string();
+        } else {
+            d.title = format!(
+                "Fails only after repeated launches (first failure at launch {n} of {launches})"
+            );
+            d.key = "repeated".into();
+            let single = match (checks_pass, memcheck_clean) {
+                (true, true) => " A single launch is clean: it passes check and memcheck.",
+                (true, false) => " A single launch passes check.",
+                (false, true) => " A single launch is clean under memcheck.",
+                (false, false) => "",
+            };
+            d.explanation = format!(
+                "Launches 1 to {} ran correctly, then launch {n} {what}.{single} A fault that needs \
+                 several launches is state that survives a launch: a global counter, workspace or \
+                 index that is not reset, or memory reused without reinitialisation, walking a \
+                 little further each time until it leaves its buffer.{}",
+                n.saturating_sub(1),
+                if memcheck_found {
+                    " memcheck's out-of-bounds finding for this config is the access it ends in."
+                } else {
+                    ""
+                }
+            );
+            d.fix = format!(
+                "Reset per-launch state at the start of every launch (or from the host before it) \
+                 and derive indices only from blockIdx, threadIdx and the arguments. To catch the \
+                 access, run memcheck around the stress mode with at least {n} launches."
+            );
+        }
+        d.confidence = Confidence::from_signals(signals);
+        d.level = Level::Error;
+        out.push(d);
+    }
+    out
+}

@@ -1,0 +1,205 @@
+//! `shared-memory-race`: racecheck's hazard between a write and a read (or two writes) of the
+//! same shared-memory address with no barrier between them.
+
+use std::sync::LazyLock;
+
+use parsers::{Access, FindingKind, Severity};
+use regex::Regex;
+use serde_json::json;
+
+use super::{Ctx, detail_u64};
+use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
+use crate::text::kernel_base;
+
+/// One draft per distinct pair of sites.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out = Vec::new();
+    for (index, f) in j.findings.iter().enumerate() {
+        if f.finding.kind != FindingKind::Race {
+            continue;
+        }
+        let finding = f.finding;
+        let (first_access, second_access) = accesses(finding);
+        let first = ctx.finding_location(finding);
+        let second = finding.related.iter().find_map(|r| {
+            r.file.as_ref().map(|file| SourceLocation {
+                file: crate::text::relative_path(file, &j.repo_files),
+                line: r.line,
+            })
+        });
+        let hazards = detail_u64(finding, "hazards").unwrap_or(finding.count);
+        let hazard_type = hazard_type(finding);
+
+        // Name the write site and the other side.
+        let (write, other, other_access) = match (first_access, second_access) {
+            (Some(Access::Read), Some(Access::Write)) => {
+                (second.clone(), first.clone(), Access::Read)
+            }
+            (_, Some(b)) => (first.clone(), second.clone(), b),
+            (Some(Access::Read), None) => (second.clone(), first.clone(), Access::Read),
+            _ => (first.clone(), second.clone(), Access::Read),
+        };
+        let other_word = match other_access {
+            Access::Read => "read",
+            Access::Write => "write",
+        };
+
+        let mut d = Draft::new(
+            "shared-memory-race",
+            Level::Error,
+            "Shared-memory race: missing barrier",
+        );
+        d.config = f.config.clone();
+        d.kernel = finding.kernel.as_deref().map(kernel_base);
+        d.evidence.push(ctx.finding_evidence(f));
+        d.explains.push(index);
+        d.figures.insert("hazards".into(), json!(hazards));
+        if let Some(t) = &hazard_type {
+            d.figures.insert("hazard_type".into(), json!(t));
+        }
+        let both_sides = write.is_some() && other.is_some();
+        d.confidence = match (finding.severity, both_sides) {
+            (Severity::Error, true) => Confidence::High,
+            (Severity::Error, false) | (_, true) => Confidence::Medium,
+            _ => Confidence::Low,
+        };
+
+        let line = |l: &Option<SourceLocation>| {
+            l.as_ref()
+                .map(|l| l.to_string())
+                .unwrap_or_else(|| "an unnamed site".to_string())
+        };
+        let same_file = match (&write, &other) {
+            (Some(a), Some(b)) => a.file == b.file,
+            _ => false,
+        };
+        let write_line = write.as_ref().and_then(|l| l.line);
+        let other_line = other.as_ref().and_then(|l| l.line);
+        let hazards_text = crate::text::plural(hazards, "hazard", "hazards");
+        let kernel_text = d
+            .kernel
+            .as_ref()
+            .map(|k| format!(" in `{k}`"))
+            .unwrap_or_default();
+        match (write_line, other_line) {
+            (Some(w), Some(o)) if same_file && w > o && other_access == Access::Read => {
+                // Write after read in program order: the next iteration overwrites what a slower
+                // warp still reads.
+                d.title = format!(
+                    "Shared-memory race: no barrier between the read at line {o} and the next write at line {w}"
+                );
+                d.location = write.clone();
+                d.explanation = format!(
+                    "racecheck reports {hazards_text}{kernel_text} between the write at {} and the \
+                     read at {} (write-after-read across loop iterations): a warp that finished \
+                     reading moves on and overwrites the shared buffer while another warp is still \
+                     reading it.",
+                    line(&write),
+                    line(&other)
+                );
+                d.fix = format!(
+                    "Add `__syncthreads()` after the last read at line {o} and before the write at \
+                     line {w} of the next iteration (or double-buffer the tile and wait on the \
+                     stage you are about to overwrite)."
+                );
+            }
+            (Some(w), Some(o)) if w != o => {
+                d.title = format!(
+                    "Shared-memory race: missing barrier between line {} and line {}",
+                    w.min(o),
+                    w.max(o)
+                );
+                d.location = other.clone();
+                d.explanation = format!(
+                    "racecheck reports {hazards_text}{kernel_text}: threads {other_word} at {} \
+                     what other threads write at {}, with no barrier between the two, so the \
+                     {other_word} may see the old or a half-written value.",
+                    line(&other),
+                    line(&write)
+                );
+                d.fix = format!(
+                    "Add `__syncthreads()` between the write at line {w} and the {other_word} at \
+                     line {o} (after cp.async writes: `cp.async.wait_group` / \
+                     `__pipeline_wait_prior` first, then the barrier)."
+                );
+            }
+            _ => {
+                d.title = format!("Shared-memory race at {}", line(&write));
+                d.location = write.clone().or(other.clone());
+                d.explanation = format!(
+                    "racecheck reports {hazards_text}{kernel_text} at {}{}: several threads access \
+                     the same shared-memory address, at least one of them writing, with no barrier \
+                     ordering them.",
+                    line(&write),
+                    other
+                        .as_ref()
+                        .map(|o| format!(" and {o}"))
+                        .unwrap_or_default()
+                );
+                d.fix = "Order the accesses with `__syncthreads()` (or `__syncwarp()` within a \
+                         warp), or give each thread its own address."
+                    .to_string();
+            }
+        }
+        d.key = format!(
+            "{}|{}",
+            write.as_ref().map(|l| l.to_string()).unwrap_or_default(),
+            other.as_ref().map(|l| l.to_string()).unwrap_or_default()
+        );
+        out.push(d);
+    }
+    out
+}
+
+/// The two sides' access kinds: the finding's own access, and the other side's from the
+/// related location (the parser names it "Write f" / "Read f") or the tool's wording.
+fn accesses(finding: &parsers::Finding) -> (Option<Access>, Option<Access>) {
+    static PAIR: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?is)\b(write|read)\s+access\b.*?\band\s+(write|read)\s+access\b")
+            .expect("valid regex")
+    });
+    let parse = |s: &str| {
+        if s.eq_ignore_ascii_case("write") {
+            Some(Access::Write)
+        } else if s.eq_ignore_ascii_case("read") {
+            Some(Access::Read)
+        } else {
+            None
+        }
+    };
+    let other = finding.related.iter().find_map(|r| {
+        r.function
+            .as_deref()
+            .and_then(|f| f.split_whitespace().next())
+            .and_then(parse)
+    });
+    if finding.access.is_some() && other.is_some() {
+        return (finding.access, other);
+    }
+    let text = std::iter::once(finding.message.as_str())
+        .chain(finding.excerpt.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if let Some(c) = PAIR.captures(&text) {
+        return (parse(&c[1]), parse(&c[2]));
+    }
+    if let Some(t) = hazard_type(finding) {
+        // RAW: a read after a write; WAR: a write after a read; WAW: two writes.
+        return match t.as_str() {
+            "RAW" => (Some(Access::Write), Some(Access::Read)),
+            "WAR" => (Some(Access::Read), Some(Access::Write)),
+            _ => (Some(Access::Write), Some(Access::Write)),
+        };
+    }
+    (finding.access, other)
+}
+
+fn hazard_type(finding: &parsers::Finding) -> Option<String> {
+    static TYPE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\b(RAW|WAR|WAW)\b").expect("valid regex"));
+    if let Some(t) = finding.details.get("hazard_type").and_then(|v| v.as_str()) {
+        return Some(t.to_uppercase());
+    }
+    TYPE.captures(&finding.message).map(|c| c[1].to_string())
+}

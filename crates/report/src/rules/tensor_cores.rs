@@ -1,0 +1,136 @@
+//! `tensor-cores-idle`: a kernel meant to use tensor cores that does not. Meant to: another
+//! config or arch of the same kernel has HMMA/HGMMA, or the kernel loads fragments with ldmatrix.
+//! Does not: no HMMA/HGMMA/IMMA in its SASS, or ncu's tensor pipe utilisation near 0.
+
+use serde_json::json;
+
+use super::Ctx;
+use crate::diagnosis::{Confidence, Draft, Level};
+use crate::resources::ncu_summary;
+use crate::text::fixed;
+
+/// Tensor pipe utilisation (percent of peak) at or below which the pipe counts as idle.
+pub const IDLE_PCT: f64 = 1.0;
+
+/// One draft per launched kernel and config.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out = Vec::new();
+    for view in j.target_kernels() {
+        let config = view.config.as_deref();
+        if ctx.drafted("wmma-local-memory", config, &view.name) {
+            continue;
+        }
+        let tensor = view.tensor_instructions();
+        let siblings: Vec<String> = j
+            .kernels
+            .iter()
+            .filter(|k| k.name == view.name && k.tensor_instructions().unwrap_or(0) > 0)
+            .filter(|k| k.config != view.config || k.arch != view.arch)
+            .map(|k| {
+                format!(
+                    "{}{}",
+                    k.config.as_deref().unwrap_or("-"),
+                    k.arch
+                        .as_deref()
+                        .map(|a| format!(" ({a})"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        let ldsm = view.sass.map(|s| s.ldsm).unwrap_or(0);
+        let pipe = ncu_summary(j, config, &view.name).and_then(|n| n.tensor_pipe_pct);
+
+        let no_mma = tensor == Some(0);
+        let intended = !siblings.is_empty() || ldsm > 0;
+        let pipe_idle = pipe.is_some_and(|p| p <= IDLE_PCT);
+        let idle_with_mma = pipe_idle && tensor.unwrap_or(0) > 0;
+        if !(no_mma && intended || idle_with_mma) {
+            continue;
+        }
+        let mut d = Draft::new("tensor-cores-idle", Level::Warning, "");
+        d.config = view.config.clone();
+        d.kernel = Some(view.name.clone());
+        d.arch = view.arch.clone();
+        d.location = ctx.kernel_file(config);
+        let mut signals = 0;
+        if let Some(sass) = view.sass {
+            d.evidence.push(ctx.source_evidence(
+                view.sass_source,
+                config,
+                format!(
+                    "SASS of `{}`: {} HMMA, {} HGMMA, {} IMMA, {} LDSM of {} instructions",
+                    view.name, sass.hmma, sass.hgmma, sass.imma, sass.ldsm, sass.total
+                ),
+            ));
+        }
+        if let Some(p) = pipe {
+            d.figures
+                .insert("tensor_pipe_pct".into(), crate::text::round_json(p));
+            d.evidence.push(
+                ctx.source_evidence(
+                    j.metrics
+                        .iter()
+                        .find(|m| m.config.as_deref() == config)
+                        .map(|m| m.source),
+                    config,
+                    format!("ncu: tensor pipe {}% of peak", fixed(p, 2)),
+                ),
+            );
+        }
+        d.figures
+            .insert("tensor_instructions".into(), json!(tensor));
+        if no_mma {
+            signals += 1;
+            d.key = "no-mma".into();
+            d.title = format!("No tensor-core instructions in `{}`", view.name);
+            let mut why = Vec::new();
+            if !siblings.is_empty() {
+                signals += 1;
+                why.push(format!(
+                    "the same kernel in {} does use them",
+                    siblings.join(", ")
+                ));
+            }
+            if ldsm > 0 {
+                signals += 1;
+                why.push(format!(
+                    "it loads {ldsm} ldmatrix fragments (LDSM) that only MMA consumes"
+                ));
+            }
+            if pipe_idle {
+                signals += 1;
+            }
+            d.explanation = format!(
+                "The SASS of `{}` holds no HMMA, HGMMA or IMMA, yet {}: the matrix products run on \
+                 the FMA pipes at a fraction of the tensor-core rate. A template or #if path that \
+                 falls back to scalar code for this config's tile sizes or head dim does this.",
+                view.name,
+                crate::text::join_words(&why)
+            );
+            d.fix = "Check which code path this config's defines select (tile sizes that are not \
+                     multiples of the MMA shape, a disabled USE_* flag) and make it issue \
+                     mma.sync/wgmma; confirm with the sass stage's HMMA/HGMMA count."
+                .to_string();
+        } else {
+            signals += 2;
+            d.key = "pipe-idle".into();
+            d.title = format!("Tensor pipe idle in the profiled launch of `{}`", view.name);
+            d.explanation = format!(
+                "The SASS of `{}` holds {} tensor-core instructions, but ncu measured the tensor \
+                 pipe at {}% of peak in the profiled launch: the MMA path exists but did not run \
+                 for this shape (a runtime branch chose the scalar path) or it is starved.",
+                view.name,
+                tensor.unwrap_or(0),
+                fixed(pipe.unwrap_or(0.0), 2)
+            );
+            d.fix =
+                "Check the runtime condition that selects the MMA path for the profiled shape, \
+                     then the memory-bound signs in the ncu summary (DRAM throughput, stalls)."
+                    .to_string();
+        }
+        d.confidence = Confidence::from_signals(signals);
+        out.push(d);
+    }
+    out
+}

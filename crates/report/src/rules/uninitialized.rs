@@ -1,0 +1,56 @@
+//! `uninitialized-read`: initcheck's read of global memory that nothing wrote.
+
+use parsers::FindingKind;
+use serde_json::json;
+
+use super::Ctx;
+use crate::diagnosis::{Confidence, Draft, Level};
+use crate::text::{kernel_base, plural};
+
+/// One draft per distinct uninitialised-read site.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let mut out = Vec::new();
+    for (index, f) in ctx.joined.findings.iter().enumerate() {
+        let finding = f.finding;
+        if finding.kind != FindingKind::UninitializedRead || ctx.explained(index) {
+            continue;
+        }
+        let mut d = Draft::new(
+            "uninitialized-read",
+            Level::Error,
+            "Read of uninitialised global memory",
+        );
+        d.config = f.config.clone();
+        d.kernel = finding.kernel.as_deref().map(kernel_base);
+        d.location = ctx.user_location(finding);
+        d.confidence = if d.location.is_some() {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        };
+        d.evidence.push(ctx.finding_evidence(f));
+        d.explains.push(index);
+        d.figures.insert("records".into(), json!(finding.count));
+        let at = d
+            .location
+            .as_ref()
+            .map(|l| format!(" at {l}"))
+            .unwrap_or_default();
+        let size = finding
+            .size
+            .map(|s| format!(" of {s} bytes"))
+            .unwrap_or_default();
+        d.explanation = format!(
+            "initcheck caught {} of global memory{size}{at} that no kernel or copy had written \
+             since it was allocated: the value read is whatever the allocator left there, so the \
+             result depends on the previous user of that memory.",
+            plural(finding.count, "read", "reads")
+        );
+        d.fix = "Initialise before reading: keep accumulators in registers or shared memory and \
+                 zero them in the kernel instead of reading them back from an output buffer, or \
+                 write (memset) the buffer before the launch."
+            .to_string();
+        out.push(d);
+    }
+    out
+}

@@ -1,0 +1,343 @@
+//! `wrong-output`: the check stage's comparison with the CPU reference failed. The pattern of
+//! failing shapes names the likely cause: NaN only under the causal mask points at fully masked
+//! rows; failures only where the sequence length is not a multiple of the tile point at the tail
+//! tile; elements never written point at rows no block stores.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::{Ctx, is_harness_kind};
+use crate::diagnosis::{Confidence, Draft, Level};
+use crate::join::ResultRef;
+use crate::text::{kernel_base, plural, sig3};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Category {
+    Unwritten,
+    Nan,
+    Wrong,
+}
+
+/// One draft per config, kernel and kind of wrongness.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut groups: BTreeMap<(Option<String>, String), Vec<&ResultRef>> = BTreeMap::new();
+    for r in &j.results {
+        if r.result.check.is_some() && r.result.error.is_none() {
+            groups
+                .entry((r.config.clone(), kernel_base(&r.result.kernel)))
+                .or_default()
+                .push(r);
+        }
+    }
+    let mut out = Vec::new();
+    for ((config, kernel), results) in groups {
+        let category = |r: &ResultRef| -> Option<Category> {
+            let c = r.result.check.as_ref()?;
+            if c.passed {
+                None
+            } else if c.unwritten > 0 {
+                Some(Category::Unwritten)
+            } else if c.nan_count > 0 {
+                Some(Category::Nan)
+            } else {
+                Some(Category::Wrong)
+            }
+        };
+        let passing: Vec<&ResultRef> = results
+            .iter()
+            .copied()
+            .filter(|r| category(r).is_none())
+            .collect();
+        for cat in [Category::Unwritten, Category::Nan, Category::Wrong] {
+            let failing: Vec<&ResultRef> = results
+                .iter()
+                .copied()
+                .filter(|r| category(r) == Some(cat))
+                .collect();
+            if failing.is_empty() {
+                continue;
+            }
+            out.push(draft(
+                ctx,
+                config.as_deref(),
+                &kernel,
+                cat,
+                &failing,
+                &passing,
+                &results,
+            ));
+        }
+    }
+    out
+}
+
+fn draft(
+    ctx: &Ctx,
+    config: Option<&str>,
+    kernel: &str,
+    cat: Category,
+    failing: &[&ResultRef],
+    passing: &[&ResultRef],
+    all: &[&ResultRef],
+) -> Draft {
+    let j = ctx.joined;
+    let mut d = Draft::new("wrong-output", Level::Error, "");
+    d.config = config.map(str::to_string);
+    d.kernel = Some(kernel.to_string());
+    d.location = ctx.kernel_file(config);
+    for r in failing {
+        for (i, f) in j.findings.iter().enumerate() {
+            if f.source == r.source && is_harness_kind(f.finding.kind) {
+                d.explains.push(i);
+            }
+        }
+    }
+    for r in failing.iter().take(3) {
+        d.evidence.push(ctx.result_evidence(r, describe(r)));
+    }
+    if failing.len() > 3 {
+        d.evidence.push(ctx.result_evidence(
+            failing[3],
+            format!("… and {} more failing shapes", failing.len() - 3),
+        ));
+    }
+    let max_err = failing
+        .iter()
+        .filter_map(|r| r.result.check.as_ref().map(|c| c.max_abs_err))
+        .filter(|x| x.is_finite())
+        .fold(0.0f64, f64::max);
+    d.figures.insert("failing".into(), json!(failing.len()));
+    d.figures.insert("checked".into(), json!(all.len()));
+    d.figures
+        .insert("max_abs_err".into(), crate::text::round_json(max_err));
+
+    let n_fail = plural(failing.len() as u64, "shape", "shapes");
+    let n_all = all.len();
+    let causal_only = failing.iter().all(|r| r.result.causal)
+        && passing.iter().any(|r| !r.result.causal)
+        && !passing.is_empty();
+    let tile = tail_tile(ctx, config, failing, passing);
+    let mut signals = 1;
+    if causal_only || tile.is_some() {
+        signals += 1;
+    }
+    if failing.len() > 1 {
+        signals += 1;
+    }
+    d.confidence = Confidence::from_signals(signals);
+
+    match cat {
+        Category::Unwritten => {
+            let unwritten: u64 = failing
+                .iter()
+                .filter_map(|r| r.result.check.as_ref())
+                .map(|c| c.unwritten)
+                .sum();
+            d.figures.insert("unwritten".into(), json!(unwritten));
+            d.key = "unwritten".into();
+            if let Some((t, name)) = tile {
+                d.title = format!(
+                    "Output rows of the last partial tile are never written (S not a multiple of {name}={t})"
+                );
+                d.explanation = format!(
+                    "{n_fail} of {n_all} checked left {unwritten} output elements holding the NaN \
+                     poison, and every failing shape has a sequence length that is not a multiple \
+                     of {name}={t} while every passing one is: the blocks that own the last, \
+                     partial tile do not store it (a grid of S/{name} rounded down, or a store \
+                     guard that drops the whole tile)."
+                );
+                d.fix = format!(
+                    "Launch ceil(S/{name}) tiles and guard each row's store with `row < seq_len` \
+                     instead of skipping the partial tile."
+                );
+            } else {
+                d.title = "Output elements never written".to_string();
+                d.explanation = format!(
+                    "{n_fail} of {n_all} checked left {unwritten} output elements holding the NaN \
+                     poison the harness writes before each launch: no block stores them."
+                );
+                d.fix = "Check that the grid covers every (batch, head, row-tile) and that no \
+                         early return skips the final store."
+                    .to_string();
+            }
+        }
+        Category::Nan => {
+            let nans: u64 = failing
+                .iter()
+                .filter_map(|r| r.result.check.as_ref())
+                .map(|c| c.nan_count)
+                .sum();
+            d.figures.insert("nan".into(), json!(nans));
+            d.key = "nan".into();
+            if causal_only {
+                d.title = "NaN outputs under the causal mask (fully masked rows)".to_string();
+                d.explanation = format!(
+                    "{n_fail} of {n_all} checked produced {nans} NaN elements, all with the \
+                     causal mask, while non-causal shapes pass. A row (or row tile) whose scores \
+                     are all masked keeps its running maximum at -inf, and the online softmax then \
+                     computes exp(-inf - (-inf)) = NaN and divides by a zero row sum."
+                );
+                d.fix = "Guard the masked case: when the running max is -inf use 0 in its place \
+                         (so exp(s - m) is 0, not NaN), and write 0 instead of dividing when the \
+                         row sum is 0."
+                    .to_string();
+            } else if let Some((t, name)) = tile {
+                d.title = format!("NaN outputs when S is not a multiple of {name}={t} (tail tile)");
+                d.explanation = format!(
+                    "{n_fail} of {n_all} checked produced {nans} NaN elements, only where the \
+                     sequence length is not a multiple of {name}={t}: the last, partial tile \
+                     reads keys past seq_len (poison or garbage) or masks a whole row to -inf."
+                );
+                d.fix = format!(
+                    "Mask keys with index >= seq_len in the last tile to -inf before the max, load \
+                     zeros for rows past seq_len, and guard the row max as for fully masked rows \
+                     ({name}={t})."
+                );
+            } else {
+                d.title = "NaN outputs".to_string();
+                d.explanation = format!(
+                    "{n_fail} of {n_all} checked produced {nans} NaN elements (NaN never passes): \
+                     an overflow in the softmax (a missing max subtraction), a division by a zero \
+                     row sum, or uninitialised inputs to the accumulation."
+                );
+                d.fix = "Subtract the running row max before exp, guard divisions by the row sum, \
+                         and run initcheck to rule out uninitialised reads."
+                    .to_string();
+            }
+        }
+        Category::Wrong => {
+            d.key = "wrong".into();
+            let tol = failing
+                .iter()
+                .filter_map(|r| r.result.check.as_ref().map(|c| c.tolerance))
+                .fold(0.0f64, f64::max);
+            if let Some((t, name)) = tile {
+                d.title = format!(
+                    "Wrong results when S is not a multiple of {name}={t} (tail tile off-by-one)"
+                );
+                d.explanation = format!(
+                    "{n_fail} of {n_all} checked differ from the CPU reference (max abs error {} \
+                     against a tolerance of {}), and every failing shape has a sequence length \
+                     that is not a multiple of {name}={t} while every passing one is: the last, \
+                     partial tile is mishandled, typically a bound off by one (`<=` for `<`) or a \
+                     mask that uses the tile size instead of seq_len.",
+                    sig3(max_err),
+                    sig3(tol)
+                );
+                d.fix = format!(
+                    "In the last tile, mask key columns >= seq_len (not >= {name}) and guard rows \
+                     >= seq_len on load and store; check every bound against seq_len with `<`."
+                );
+            } else if causal_only {
+                d.title = "Wrong results under the causal mask".to_string();
+                d.explanation = format!(
+                    "{n_fail} of {n_all} checked differ from the CPU reference (max abs error {} \
+                     against a tolerance of {}), all with the causal mask, while non-causal shapes \
+                     pass: the mask condition or the tile-skipping bound is off.",
+                    sig3(max_err),
+                    sig3(tol)
+                );
+                d.fix = "Check the causal condition (key index <= query index, in absolute \
+                         positions) and the last key tile each query tile visits."
+                    .to_string();
+            } else {
+                d.title = "Wrong results against the CPU reference".to_string();
+                d.explanation = format!(
+                    "{n_fail} of {n_all} checked differ from the CPU reference (max abs error {} \
+                     against a tolerance of {}).",
+                    sig3(max_err),
+                    sig3(tol)
+                );
+                d.fix = "Compare intermediate values (scores, row max, row sum) for the smallest \
+                         failing shape against the reference."
+                    .to_string();
+            }
+        }
+    }
+    d
+}
+
+/// A tile size that separates the shapes: every failing shape's sequence length is not a
+/// multiple of it and every passing one's is. The config's BLOCK_N (or BLOCK_M) when the compile
+/// command names it, else the largest power of two from 16 to 256 that divides every passing
+/// length.
+fn tail_tile(
+    ctx: &Ctx,
+    config: Option<&str>,
+    failing: &[&ResultRef],
+    passing: &[&ResultRef],
+) -> Option<(u64, &'static str)> {
+    if passing.is_empty() {
+        return None;
+    }
+    let separates = |t: u64| {
+        t > 1
+            && failing
+                .iter()
+                .all(|r| u64::from(r.result.shape.seq_len) % t != 0)
+            && passing
+                .iter()
+                .all(|r| u64::from(r.result.shape.seq_len) % t == 0)
+    };
+    if let Some(params) = config.and_then(|c| ctx.joined.configs.get(c)) {
+        for name in ["BLOCK_N", "BLOCK_M"] {
+            if let Some(t) = params.number(name)
+                && separates(t)
+            {
+                return Some((
+                    t,
+                    if name == "BLOCK_N" {
+                        "BLOCK_N"
+                    } else {
+                        "BLOCK_M"
+                    },
+                ));
+            }
+        }
+    }
+    let mut t = 256;
+    while t >= 16 {
+        if separates(t) {
+            return Some((t, "the tile"));
+        }
+        t /= 2;
+    }
+    None
+}
+
+/// One line about a check result.
+pub fn describe(r: &ResultRef) -> String {
+    let res = r.result;
+    let s = &res.shape;
+    let shape = format!(
+        "B={} H={} S={} D={} {}{}",
+        s.batch,
+        s.heads,
+        s.seq_len,
+        s.head_dim,
+        res.dtype,
+        if res.causal { " causal" } else { "" }
+    );
+    match &res.check {
+        Some(c) => format!(
+            "check {shape}: {} (max abs err {}, rel L2 {}, tolerance {}, {} NaN, {} unwritten{})",
+            if c.passed { "passed" } else { "failed" },
+            sig3(c.max_abs_err),
+            sig3(c.rel_l2_err),
+            sig3(c.tolerance),
+            c.nan_count,
+            c.unwritten,
+            if c.canaries_corrupted.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", canaries overwritten: {}",
+                    c.canaries_corrupted.join(", ")
+                )
+            }
+        ),
+        None => format!("{} {shape}", super::mode_name(res.mode)),
+    }
+}

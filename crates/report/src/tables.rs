@@ -1,0 +1,256 @@
+//! The rows of the report's result tables (correctness, stress, bench), built once from the
+//! joined evidence and shared by the Markdown, JSON and SVG renderers.
+
+use parsers::harness::{HarnessResult, Shape};
+use serde::Serialize;
+
+use crate::join::{Joined, ResultRef, is_baseline};
+use crate::text::kernel_base;
+
+/// A problem: shape, dtype and mask.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Case {
+    pub batch: u32,
+    pub heads: u32,
+    pub seq_len: u32,
+    pub head_dim: u32,
+    pub dtype: String,
+    pub causal: bool,
+}
+
+impl Case {
+    pub fn of(r: &HarnessResult) -> Case {
+        let Shape {
+            batch,
+            heads,
+            seq_len,
+            head_dim,
+        } = r.shape;
+        Case {
+            batch,
+            heads,
+            seq_len,
+            head_dim,
+            dtype: r.dtype.clone(),
+            causal: r.causal,
+        }
+    }
+
+    /// `B=2 H=8 S=512 D=64 f16` with ` causal` when masked.
+    pub fn label(&self) -> String {
+        format!(
+            "B={} H={} S={} D={} {}{}",
+            self.batch,
+            self.heads,
+            self.seq_len,
+            self.head_dim,
+            self.dtype,
+            if self.causal { " causal" } else { "" }
+        )
+    }
+}
+
+/// One correctness check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckRow {
+    pub config: Option<String>,
+    pub kernel: String,
+    pub case: Case,
+    pub launched: bool,
+    pub error: Option<String>,
+    pub passed: Option<bool>,
+    pub max_abs_err: Option<f64>,
+    pub rel_l2_err: Option<f64>,
+    pub tolerance: Option<f64>,
+    pub nan_count: Option<u64>,
+    pub unwritten: Option<u64>,
+    pub canaries_corrupted: Vec<String>,
+}
+
+/// One stress result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StressRow {
+    pub config: Option<String>,
+    pub kernel: String,
+    pub case: Case,
+    pub launches: u64,
+    pub sync: String,
+    pub first_failure: Option<u64>,
+    pub failure_kind: Option<String>,
+    pub mismatched_launches: u64,
+    pub canaries_corrupted: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// One timing, of the kernel in one config or of a baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchRow {
+    pub case: Case,
+    /// The config name for the kernel, the `<producer>:<backend>` for a baseline.
+    pub implementation: String,
+    pub baseline: bool,
+    pub cache: String,
+    pub timing: String,
+    pub samples: u64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub tflops: f64,
+    /// (p90 - p50) / p50: the spread the run measured.
+    pub noise: f64,
+    pub throttled: bool,
+    /// For a baseline: its p50 over the best kernel config's p50 with the same timing method
+    /// (above 1: the kernel is faster). For the best kernel row: `None`.
+    pub speedup: Option<f64>,
+    /// Whether this is the fastest kernel config for its case and timing method.
+    pub best: bool,
+}
+
+/// The correctness checks, in config and case order.
+pub fn check_rows(joined: &Joined) -> Vec<CheckRow> {
+    let mut rows: Vec<CheckRow> = joined
+        .results
+        .iter()
+        .filter(|r| !is_baseline(r.result) && r.result.stress.is_none() && r.result.bench.is_none())
+        .filter(|r| r.result.check.is_some() || r.result.mode == parsers::harness::Mode::Check)
+        .map(|r| {
+            let c = r.result.check.as_ref();
+            CheckRow {
+                config: r.config.clone(),
+                kernel: kernel_base(&r.result.kernel),
+                case: Case::of(r.result),
+                launched: r.result.launched,
+                error: r.result.error.clone(),
+                passed: c.map(|c| c.passed),
+                max_abs_err: c.map(|c| c.max_abs_err),
+                rel_l2_err: c.map(|c| c.rel_l2_err),
+                tolerance: c.map(|c| c.tolerance),
+                nan_count: c.map(|c| c.nan_count),
+                unwritten: c.map(|c| c.unwritten),
+                canaries_corrupted: c.map(|c| c.canaries_corrupted.clone()).unwrap_or_default(),
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| (&a.config, &a.case, &a.kernel).cmp(&(&b.config, &b.case, &b.kernel)));
+    rows
+}
+
+/// The stress results, in config and case order.
+pub fn stress_rows(joined: &Joined) -> Vec<StressRow> {
+    let mut rows: Vec<StressRow> = joined
+        .results
+        .iter()
+        .filter_map(|r| {
+            let s = r.result.stress.as_ref()?;
+            Some(StressRow {
+                config: r.config.clone(),
+                kernel: kernel_base(&r.result.kernel),
+                case: Case::of(r.result),
+                launches: s.launches,
+                sync: s.sync.clone(),
+                first_failure: s.first_failure,
+                failure_kind: s.failure_kind.clone(),
+                mismatched_launches: s.mismatched_launches,
+                canaries_corrupted: s.canaries_corrupted.clone(),
+                error: r.result.error.clone(),
+            })
+        })
+        .collect();
+    rows.sort_by(|a, b| (&a.config, &a.case, &a.kernel).cmp(&(&b.config, &b.case, &b.kernel)));
+    rows
+}
+
+/// The timings, grouped by case and timing method: kernel configs fastest first, then the
+/// baselines.
+pub fn bench_rows(joined: &Joined) -> Vec<BenchRow> {
+    let mut rows: Vec<BenchRow> = joined.results.iter().filter_map(bench_row).collect();
+    // Best kernel p50 per case, cache and timing method.
+    let best = |case: &Case, cache: &str, timing: &str, rows: &[BenchRow]| -> Option<f64> {
+        rows.iter()
+            .filter(|r| !r.baseline && &r.case == case && r.cache == cache && r.timing == timing)
+            .map(|r| r.p50_us)
+            .filter(|p| *p > 0.0)
+            .fold(None, |acc: Option<f64>, p| {
+                Some(acc.map_or(p, |a| a.min(p)))
+            })
+    };
+    let snapshot = rows.clone();
+    for row in &mut rows {
+        let b = best(&row.case, &row.cache, &row.timing, &snapshot);
+        if row.baseline {
+            row.speedup = b.filter(|b| *b > 0.0).map(|b| row.p50_us / b);
+        } else {
+            row.best = b == Some(row.p50_us);
+            row.speedup = None;
+        }
+    }
+    rows.sort_by(|a, b| {
+        (&a.case, &a.timing, &a.cache, a.baseline)
+            .cmp(&(&b.case, &b.timing, &b.cache, b.baseline))
+            .then(a.p50_us.total_cmp(&b.p50_us))
+            .then(a.implementation.cmp(&b.implementation))
+    });
+    rows
+}
+
+fn bench_row(r: &ResultRef) -> Option<BenchRow> {
+    let b = r.result.bench.as_ref()?;
+    let baseline = is_baseline(r.result);
+    let implementation = if baseline {
+        r.result.kernel.clone()
+    } else {
+        r.config
+            .clone()
+            .unwrap_or_else(|| kernel_base(&r.result.kernel))
+    };
+    Some(BenchRow {
+        case: Case::of(r.result),
+        implementation,
+        baseline,
+        cache: b.cache.clone(),
+        timing: b.timing.clone(),
+        samples: b.samples,
+        p50_us: b.p50_us,
+        p90_us: b.p90_us,
+        tflops: b.tflops,
+        noise: if b.p50_us > 0.0 {
+            ((b.p90_us - b.p50_us) / b.p50_us).max(0.0)
+        } else {
+            f64::NAN
+        },
+        throttled: b.throttled.unwrap_or(false),
+        speedup: None,
+        best: false,
+    })
+}
+
+/// A stage command's case: `--shape`, `--dtype` and `--causal`, e.g. `2,8,512,64 f16 causal`.
+pub fn case_of_command(command: &[String]) -> Option<String> {
+    let mut shape = None;
+    let mut dtype = None;
+    let mut causal = false;
+    let mut args = command.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--shape" => shape = args.next().cloned(),
+            "--dtype" => dtype = args.next().cloned(),
+            "--causal" => causal = true,
+            _ => {
+                if let Some(s) = arg.strip_prefix("--shape=") {
+                    shape = Some(s.to_string());
+                } else if let Some(d) = arg.strip_prefix("--dtype=") {
+                    dtype = Some(d.to_string());
+                }
+            }
+        }
+    }
+    let shape = shape?;
+    let mut label = shape;
+    if let Some(d) = dtype {
+        label.push(' ');
+        label.push_str(&d);
+    }
+    if causal {
+        label.push_str(" causal");
+    }
+    Some(label)
+}

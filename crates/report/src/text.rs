@@ -1,0 +1,255 @@
+//! Text hygiene shared by every renderer: scrubbing volatile values out of quoted log lines,
+//! repository-relative paths, kernel-name normalisation, rounding and escaping.
+
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
+
+/// Removes what changes from one run to the next, or from one machine to the next, from a line
+/// quoted out of a raw log: device and host addresses, process ids, timestamps and absolute
+/// paths (made relative to the repository when `repo_files` names the file).
+pub fn scrub(line: &str, repo_files: &[String]) -> String {
+    static ADDRESS: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(^|[^+0-9A-Za-z_])0x[0-9a-fA-F]{6,}").expect("valid regex"));
+    static PID: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\b(process|pid|PID)( ID)?[ :=]+\d+").expect("valid regex"));
+    static TIME: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
+            .expect("valid regex")
+    });
+    static PATH: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(^|[\s(\[='`,])(/[A-Za-z0-9._+@-]+(?:/[A-Za-z0-9._+@-]+)+)")
+            .expect("valid regex")
+    });
+    let line = line.trim_end_matches(['\r', '\n']);
+    let line = ADDRESS.replace_all(line, |c: &Captures| format!("{}0x…", &c[1]));
+    let line = PID.replace_all(&line, |c: &Captures| format!("{} <pid>", &c[1]));
+    let line = TIME.replace_all(&line, "<time>");
+    let line = PATH.replace_all(&line, |c: &Captures| {
+        format!("{}{}", &c[1], relative_path(&c[2], repo_files))
+    });
+    line.into_owned()
+}
+
+/// A path as a report shows it: relative to the repository when it names a repository file,
+/// `<toolkit>/include/...` for a CUDA header, otherwise only its last component.
+pub fn relative_path(path: &str, repo_files: &[String]) -> String {
+    let path = path.replace('\\', "/");
+    if !path.starts_with('/') {
+        return path.trim_start_matches("./").to_string();
+    }
+    let best = repo_files
+        .iter()
+        .filter(|f| !f.is_empty() && path.ends_with(&format!("/{f}")))
+        .max_by_key(|f| f.len());
+    if let Some(file) = best {
+        return file.clone();
+    }
+    if let Some(i) = path.find("/include/") {
+        return format!("<toolkit>{}", &path[i..]);
+    }
+    match path.rsplit('/').next() {
+        Some(name) if !name.is_empty() => format!("<abs>/{name}"),
+        _ => "<abs>".to_string(),
+    }
+}
+
+/// The name a kernel is matched by: the demangled name without return type, template
+/// arguments' whitespace or parameter list. `void attention_fwd_f16(const void*, ...)` and
+/// `attention_fwd_f16` match.
+pub fn kernel_base(name: &str) -> String {
+    let name = name.trim();
+    let mut depth = 0i32;
+    let mut end = name.len();
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            '(' if depth <= 0 => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let head = name.get(..end).unwrap_or(name).trim();
+    // The return type, when present, is separated from the name by a space outside templates.
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in head.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            ' ' if depth <= 0 => start = i + 1,
+            _ => {}
+        }
+    }
+    head.get(start..).unwrap_or(head).replace(' ', "")
+}
+
+/// Whether two kernel names (mangled forms aside) name the same kernel.
+pub fn same_kernel(a: &str, b: &str) -> bool {
+    kernel_base(a) == kernel_base(b)
+}
+
+/// A number rounded to about three significant digits, without trailing noise.
+pub fn sig3(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".to_string();
+    }
+    let a = x.abs();
+    if a >= 100.0 || a == 0.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// A value with a fixed number of decimals, `n/a` when not finite.
+pub fn fixed(x: f64, decimals: usize) -> String {
+    if x.is_finite() {
+        format!("{x:.decimals$}")
+    } else {
+        "n/a".to_string()
+    }
+}
+
+/// A float rounded for machine-readable output (JSON): six significant digits at most.
+pub fn round_json(x: f64) -> serde_json::Value {
+    if !x.is_finite() {
+        return serde_json::Value::Null;
+    }
+    if x == 0.0 {
+        return serde_json::json!(0.0);
+    }
+    let digits = 6 - 1 - x.abs().log10().floor() as i32;
+    let factor = 10f64.powi(digits.clamp(-12, 12));
+    serde_json::json!((x * factor).round() / factor)
+}
+
+/// Bytes as a report shows them: `0 B`, `512 B`, `24.0 KiB`.
+pub fn bytes(n: u64) -> String {
+    if n < 1024 {
+        format!("{n} B")
+    } else if n < 1024 * 1024 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
+    }
+}
+
+/// Escapes a value for a GitHub-flavoured markdown table cell.
+pub fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Escapes text for XML attribute values and character data.
+pub fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // Control characters are not allowed in XML 1.0.
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' && c != '\r' => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The first 16 hex digits of the sha256 of `parts` joined by NUL bytes.
+pub fn short_hash(parts: &[&str]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            hasher.update([0u8]);
+        }
+        hasher.update(p.as_bytes());
+    }
+    let digest = hasher.finalize();
+    digest
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()
+}
+
+/// `a`, `a and b`, `a, b and c`.
+pub fn join_words(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// `1 error`, `2 errors`.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrub_removes_addresses_paths_and_pids() {
+        let files = vec!["kernel/faults/oob.cu".to_string()];
+        let line =
+            "=========     at attention_fwd_f16+0x1b0 in /home/u/exhibit/kernel/faults/oob.cu:57";
+        assert_eq!(
+            scrub(line, &files),
+            "=========     at attention_fwd_f16+0x1b0 in kernel/faults/oob.cu:57"
+        );
+        let line = "=========     Address 0x7f3c5e000200 is 0 bytes after the nearest allocation";
+        assert_eq!(
+            scrub(line, &files),
+            "=========     Address 0x… is 0 bytes after the nearest allocation"
+        );
+        assert_eq!(
+            scrub("==PROF== Connected to process 41234 (/usr/bin/x)", &files),
+            "==PROF== Connected to process <pid> (<abs>/x)"
+        );
+        assert_eq!(
+            scrub(
+                "warning: /usr/local/cuda/include/crt/mma.hpp(91): Warning",
+                &files
+            ),
+            "warning: <toolkit>/include/crt/mma.hpp(91): Warning"
+        );
+    }
+
+    #[test]
+    fn kernel_names_match_without_signature() {
+        assert_eq!(
+            kernel_base("void attention_fwd_f16(const void*, int)"),
+            "attention_fwd_f16"
+        );
+        assert_eq!(kernel_base("attention_fwd_f16"), "attention_fwd_f16");
+        assert_eq!(kernel_base("void k<64, 128>(float*)"), "k<64,128>");
+        assert!(same_kernel("void k<64, 128>(float*)", "k<64,128>"));
+        assert!(!same_kernel("attention_fwd_f16", "attention_fwd_bf16"));
+    }
+
+    #[test]
+    fn numbers_round_for_reports() {
+        assert_eq!(sig3(12.345), "12.3");
+        assert_eq!(sig3(1234.5), "1234");
+        assert_eq!(sig3(0.01234), "0.012");
+        assert_eq!(round_json(123.456789), serde_json::json!(123.457));
+        assert_eq!(bytes(24576), "24.0 KiB");
+    }
+}
