@@ -192,7 +192,13 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
             .or_default() += 1;
     }
     let counts: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
-    let root = |p: &std::path::Path| crate::orchestrate::slash(&pipeline.root.join(p));
+    let root = |p: &std::path::Path| {
+        if pipeline.root == std::path::Path::new(".") {
+            crate::orchestrate::slash(p)
+        } else {
+            crate::orchestrate::slash(&pipeline.root.join(p))
+        }
+    };
     eprintln!("run {}: {}", finished.run.id, counts.join(", "));
     eprintln!("artifacts: {}", root(&finished.dir));
     if let Some(report) = &finished.report {

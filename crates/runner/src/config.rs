@@ -105,8 +105,18 @@ pub struct Matrix {
     /// the others are compile-only.
     #[serde(default = "default_arch")]
     pub arch: Vec<String>,
-    /// Config name to its `-D` defines.
-    pub configs: BTreeMap<String, BTreeMap<String, Define>>,
+    /// Config name to its `-D` defines, and optionally its own source.
+    pub configs: BTreeMap<String, Config>,
+}
+
+/// One named config: written either as a map of defines (`{HEAD_DIM: 64, BLOCK_M: 128}`) or,
+/// to compile another translation unit with the same ABI (a fault variant), as
+/// `{source: kernel/faults/x.cu, defines: {HEAD_DIM: 64}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Config {
+    /// Compiled instead of `kernel.source`, when set.
+    pub source: Option<PathBuf>,
+    pub defines: BTreeMap<String, Define>,
 }
 
 /// A `-D` value: an integer or a plain word.
@@ -252,12 +262,36 @@ impl Pipeline {
         }
     }
 
+    /// The source a config compiles: its own, or `kernel.source`.
+    pub fn source_of(&self, config: &str) -> &Path {
+        self.matrix
+            .configs
+            .get(config)
+            .and_then(|c| c.source.as_deref())
+            .unwrap_or(&self.kernel.source)
+    }
+
+    /// Every source file the kernel builds depend on: `kernel.source`, `kernel.includes` and the
+    /// configs' own sources, each once.
+    pub fn sources(&self) -> Vec<&Path> {
+        let mut sources: Vec<&Path> = vec![self.kernel.source.as_path()];
+        sources.extend(self.kernel.includes.iter().map(PathBuf::as_path));
+        for config in self.matrix.configs.values() {
+            if let Some(source) = &config.source {
+                sources.push(source);
+            }
+        }
+        let mut seen = BTreeSet::new();
+        sources.retain(|s| seen.insert(*s));
+        sources
+    }
+
     /// The `HEAD_DIM` define of a config, when it has a numeric one.
     pub fn head_dim(&self, config: &str) -> Option<u32> {
         self.matrix
             .configs
             .get(config)
-            .and_then(|d| d.get("HEAD_DIM"))
+            .and_then(|c| c.defines.get("HEAD_DIM"))
             .and_then(|v| v.0.parse().ok())
     }
 
@@ -376,14 +410,22 @@ impl Pipeline {
                 "define at least one config".into(),
             ));
         }
-        for (name, defines) in &self.matrix.configs {
+        for (name, config) in &self.matrix.configs {
             if !is_path_component(name) {
                 return Err(err(
                     format!("matrix.configs.{name}"),
                     "config names use letters, digits, `_`, `-` and `.` only".into(),
                 ));
             }
-            for (define, value) in defines {
+            if let Some(source) = &config.source
+                && !self.resolve(source).is_file()
+            {
+                return Err(err(
+                    format!("matrix.configs.{name}.source"),
+                    format!("`{}` does not exist", source.display()),
+                ));
+            }
+            for (define, value) in &config.defines {
                 if !is_identifier(define) {
                     return Err(err(
                         format!("matrix.configs.{name}.{define}"),
@@ -935,6 +977,53 @@ impl fmt::Display for Dtype {
             Dtype::F16 => "f16",
             Dtype::Bf16 => "bf16",
         })
+    }
+}
+
+impl<'de> Deserialize<'de> for Config {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Config;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a map of -D defines such as {HEAD_DIM: 64}, or {source: FILE, defines: {...}}",
+                )
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Config, A::Error> {
+                let mut config = Config::default();
+                let mut nested = false;
+                let mut bare = false;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "source" => config.source = Some(map.next_value()?),
+                        "defines" => {
+                            nested = true;
+                            config
+                                .defines
+                                .extend(map.next_value::<BTreeMap<String, Define>>()?);
+                        }
+                        _ => {
+                            bare = true;
+                            let value = map.next_value::<Define>()?;
+                            config.defines.insert(key, value);
+                        }
+                    }
+                    if nested && bare {
+                        return Err(de::Error::custom(
+                            "write defines either all under `defines:` or all bare, not both",
+                        ));
+                    }
+                }
+                if config.source.is_some() && bare {
+                    return Err(de::Error::custom(
+                        "a config with its own `source` lists its -D values under `defines:`",
+                    ));
+                }
+                Ok(config)
+            }
+        }
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -100,9 +100,8 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
             Ok(())
         };
     hash_input(&mut inputs, Path::new(&pipeline_name))?;
-    hash_input(&mut inputs, &pipeline.kernel.source)?;
-    for include in &pipeline.kernel.includes {
-        hash_input(&mut inputs, include)?;
+    for source in pipeline.sources() {
+        hash_input(&mut inputs, source)?;
     }
     let pipeline_hash = inputs.get(&pipeline_name).cloned().unwrap_or_default();
 
@@ -201,6 +200,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         run.stages.push(stage);
     }
     dir.write_manifest(&run)?;
+    cx.progress.event(Event::Done);
     let verdict = verdict(&run);
     Ok(Finished {
         run,
@@ -279,7 +279,7 @@ impl Executor<'_> {
             }
             None => {}
         }
-        let cubin_name = stages::cubin_name(self.pipeline);
+        let cubin_name = stages::cubin_name(self.pipeline, unit.config.as_deref());
         let mut cubin = None;
         if let Some(compile) = unit.compile {
             let compile_unit = self.plan.units.get(compile);
@@ -446,12 +446,13 @@ impl Executor<'_> {
             ..Key::default()
         };
         if unit.kind == StageKind::Compile {
-            key.files.insert(
-                slash(&self.pipeline.kernel.source),
-                self.input_sha(&self.pipeline.kernel.source),
-            );
-            for include in &self.pipeline.kernel.includes {
-                key.files.insert(slash(include), self.input_sha(include));
+            // The kernel source and includes count even for a config with its own source: fault
+            // variants include the kernel.
+            let mut files = vec![self.pipeline.kernel.source.as_path()];
+            files.extend(self.pipeline.kernel.includes.iter().map(PathBuf::as_path));
+            files.extend(unit.config.as_deref().map(|c| self.pipeline.source_of(c)));
+            for file in files {
+                key.files.insert(slash(file), self.input_sha(file));
             }
         }
         if cubin.is_some()

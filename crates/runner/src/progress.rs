@@ -3,7 +3,7 @@
 //! Execution reports [`Event`]s and knows nothing about display. On a terminal, [`Terminal`]
 //! shows a spinner for the running unit (indicatif) and prints a line when it ends; otherwise
 //! it prints plain `stage config arch case  status  elapsed  reason` lines, one per unit, which
-//! read well in CI logs.
+//! read well in CI logs. Consecutive units of one stage skipped for one reason share a line.
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
@@ -27,6 +27,8 @@ pub enum Event<'a> {
         reason: Option<&'a str>,
         cached_from: Option<&'a str>,
     },
+    /// The run is over: flush what is pending.
+    Done,
 }
 
 /// Receives events.
@@ -36,15 +38,48 @@ pub trait Progress {
 
 /// Writes to stderr: a spinner on a terminal, plain lines elsewhere.
 pub struct Terminal {
-    bar: Mutex<Option<ProgressBar>>,
+    state: Mutex<State>,
     interactive: bool,
+}
+
+#[derive(Default)]
+struct State {
+    bar: Option<ProgressBar>,
+    /// Skipped units not printed yet: stage name, reason, first label, count.
+    skipped: Option<(String, String, String, usize)>,
+}
+
+impl State {
+    fn print(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    fn flush_skipped(&mut self) {
+        if let Some((stage, reason, first, count)) = self.skipped.take() {
+            let label = if count == 1 {
+                first
+            } else {
+                format!("{stage} ({count} units)")
+            };
+            self.print(&line(
+                &label,
+                StageStatus::Skipped,
+                Duration::ZERO,
+                Some(&reason),
+                None,
+            ));
+        }
+    }
 }
 
 impl Terminal {
     /// Detects whether stderr is a terminal.
     pub fn new() -> Terminal {
         Terminal {
-            bar: Mutex::new(None),
+            state: Mutex::new(State::default()),
             interactive: std::io::stderr().is_terminal(),
         }
     }
@@ -58,14 +93,37 @@ impl Default for Terminal {
 
 impl Progress for Terminal {
     fn event(&self, event: Event<'_>) {
-        let Ok(mut bar) = self.bar.lock() else {
+        let Ok(mut state) = self.state.lock() else {
             return;
         };
+        if let Event::Finished {
+            label,
+            status: StageStatus::Skipped,
+            reason,
+            cached_from: None,
+            ..
+        } = &event
+        {
+            if let Some(b) = state.bar.take() {
+                b.finish_and_clear();
+            }
+            let stage = label.split(' ').next().unwrap_or(label).to_string();
+            let reason = reason.unwrap_or("").to_string();
+            match &mut state.skipped {
+                Some((s, r, _, count)) if *s == stage && *r == reason => *count += 1,
+                _ => {
+                    state.flush_skipped();
+                    state.skipped = Some((stage, reason, (*label).to_string(), 1));
+                }
+            }
+            return;
+        }
+        // A unit starting does not end a group of skipped ones: it may be skipped too.
+        if !matches!(event, Event::Started { .. }) {
+            state.flush_skipped();
+        }
         match event {
-            Event::Note(text) => match bar.as_ref() {
-                Some(b) => b.println(text),
-                None => eprintln!("{text}"),
-            },
+            Event::Note(text) => state.print(text),
             Event::Started { label } => {
                 if self.interactive {
                     let b = ProgressBar::new_spinner();
@@ -74,7 +132,7 @@ impl Progress for Terminal {
                     }
                     b.set_message(label.to_string());
                     b.enable_steady_tick(Duration::from_millis(120));
-                    *bar = Some(b);
+                    state.bar = Some(b);
                 }
             }
             Event::Finished {
@@ -84,13 +142,14 @@ impl Progress for Terminal {
                 reason,
                 cached_from,
             } => {
-                let line = line(label, status, elapsed, reason, cached_from);
-                match bar.take() {
-                    Some(b) => {
-                        b.finish_and_clear();
-                        eprintln!("{line}");
-                    }
-                    None => eprintln!("{line}"),
+                if let Some(b) = state.bar.take() {
+                    b.finish_and_clear();
+                }
+                state.print(&line(label, status, elapsed, reason, cached_from));
+            }
+            Event::Done => {
+                if let Some(b) = state.bar.take() {
+                    b.finish_and_clear();
                 }
             }
         }

@@ -55,11 +55,10 @@ pub struct Paths {
     pub cubin: Option<PathBuf>,
 }
 
-/// The cubin a compile unit writes, inside its directory.
-pub fn cubin_name(pipeline: &Pipeline) -> String {
-    let stem = pipeline
-        .kernel
-        .source
+/// The cubin a compile unit of `config` writes, inside its directory.
+pub fn cubin_name(pipeline: &Pipeline, config: Option<&str>) -> String {
+    let source = config.map_or(pipeline.kernel.source.as_path(), |c| pipeline.source_of(c));
+    let stem = source
         .file_stem()
         .map_or_else(|| "kernel".into(), |s| s.to_string_lossy().into_owned());
     format!("{stem}.cubin")
@@ -100,19 +99,21 @@ pub fn invocation(
             cmd.word(&format!("-arch={arch}"));
             cmd.words(["-Xptxas", "-v"]);
             let config = unit.config.as_deref().unwrap_or_default();
-            for (name, value) in pipeline.matrix.configs.get(config).into_iter().flatten() {
+            let defines = pipeline.matrix.configs.get(config).map(|c| &c.defines);
+            for (name, value) in defines.into_iter().flatten() {
                 cmd.word(&format!("-D{name}={}", value.0));
             }
             cmd.words(stage.args.iter().map(String::as_str));
             cmd.word("-o");
-            cmd.path(&file(&cubin_name(pipeline)));
-            cmd.path(&pipeline.kernel.source);
+            let cubin = cubin_name(pipeline, Some(config));
+            cmd.path(&file(&cubin));
+            cmd.path(pipeline.source_of(config));
             Ok(cmd.finish(
                 "nvcc",
                 "stdout.log",
                 "ptxas.log",
                 vec![
-                    (cubin_name(pipeline), None),
+                    (cubin, None),
                     ("ptxas.log".into(), Some(Format::Ptxas)),
                     ("stdout.log".into(), None),
                 ],

@@ -8,5 +8,6 @@ mod util;
 mod cache;
 mod cli;
 mod config;
+mod decide;
 mod process;
 mod real;
