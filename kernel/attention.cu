@@ -67,6 +67,7 @@
 #define ATTN_N_TILES (BLOCK_N / 8)
 #define ATTN_D_TILES (HEAD_DIM / 8)
 #define ATTN_CHUNKS (HEAD_DIM / 8)
+#define ROW_BYTES (HEAD_DIM * 2)
 #define ATTN_Q_BYTES (BLOCK_M * HEAD_DIM * 2)
 #define ATTN_KV_STAGE_BYTES (BLOCK_N * HEAD_DIM * 2)
 #define ATTN_SMEM_BYTES (ATTN_Q_BYTES + 2 * STAGES * ATTN_KV_STAGE_BYTES)
@@ -88,6 +89,12 @@ constexpr float kNegInf = -__builtin_inff();
 // different bank groups, so ldmatrix, cp.async and the epilogue stores are free of bank conflicts.
 __device__ __forceinline__ uint32_t swizzled_offset(int row, int chunk) {
   return static_cast<uint32_t>((row * ATTN_CHUNKS + (chunk ^ (row & 7))) * 16);
+}
+
+// Offset of (row, chunk ^ x) given swizzled_offset(row, chunk) = off, for x < 8 with chunk's low
+// three bits free of x: the swizzle only touches bits 4..7 of an offset inside a row.
+__device__ __forceinline__ uint32_t xor_chunk(uint32_t off, int x) {
+  return off ^ static_cast<uint32_t>(x * 16);
 }
 
 __device__ __forceinline__ uint32_t smem_address(const void* p) {
@@ -165,24 +172,26 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-// Copies `rows` rows of a [seq_len, HEAD_DIM] head starting at row0 into a swizzled shared tile.
-// Rows at or past `row_limit` are zero-filled without touching global memory.
+// Thread `tid` copies chunk (tid % ATTN_CHUNKS) of rows (tid / ATTN_CHUNKS) + i * kLoadRowStep.
+// kLoadRowStep is a multiple of 8, so a thread's swizzle term (row & 7) is the same on every pass
+// and its shared and global addresses advance by constants.
+constexpr int kLoadRowStep = ATTN_THREADS / ATTN_CHUNKS;
+static_assert(ATTN_THREADS % ATTN_CHUNKS == 0 && kLoadRowStep % 8 == 0, "load layout");
+
+// Copies ROWS rows into a swizzled shared tile. `dst` is the tile's address plus this thread's
+// offset, `src` this thread's first global chunk, `rows_left` how many rows from this thread's
+// first row are valid; invalid rows are zero-filled without reading global memory (`safe` is an
+// in-bounds address handed to cp.async with a source size of 0).
 template <int ROWS>
-__device__ __forceinline__ void load_tile(uint32_t smem_tile, const void* head, int row0,
-                                          int row_limit, int tid) {
-  constexpr int kTotal = ROWS * ATTN_CHUNKS;
-  constexpr int kIters = (kTotal + ATTN_THREADS - 1) / ATTN_THREADS;
-  const char* base = static_cast<const char*>(head);
+__device__ __forceinline__ void load_tile(uint32_t dst, const char* src, int rows_left,
+                                          const char* safe, int first_row) {
+  constexpr int kPasses = (ROWS + kLoadRowStep - 1) / kLoadRowStep;
 #pragma unroll
-  for (int it = 0; it < kIters; ++it) {
-    const int idx = it * ATTN_THREADS + tid;
-    if (kTotal % ATTN_THREADS == 0 || idx < kTotal) {
-      const int r = idx / ATTN_CHUNKS;
-      const int c = idx % ATTN_CHUNKS;
-      const int grow = row0 + r;
-      const bool valid = grow < row_limit;
-      const char* src = base + (static_cast<size_t>(valid ? grow : 0) * HEAD_DIM + c * 8) * 2;
-      cp_async_16(smem_tile + swizzled_offset(r, c), src, valid);
+  for (int i = 0; i < kPasses; ++i) {
+    if (ROWS % kLoadRowStep == 0 || first_row + i * kLoadRowStep < ROWS) {
+      const bool valid = i * kLoadRowStep < rows_left;
+      cp_async_16(dst + i * kLoadRowStep * ROW_BYTES,
+                  valid ? src + static_cast<size_t>(i) * kLoadRowStep * ROW_BYTES : safe, valid);
     }
   }
 }
@@ -201,7 +210,7 @@ template <typename T>
 __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, const T* __restrict__ k,
                                                    const T* __restrict__ v, T* __restrict__ o,
                                                    int seq_len, float softmax_scale, int causal) {
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(1024) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
@@ -238,13 +247,23 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
   if (seq_len % BLOCK_N != 0) first_masked = min(first_masked, seq_len / BLOCK_N);
 
   // Prologue: Q plus the first STAGES-1 key/value tiles (in visiting order: last tile first).
-  load_tile<BLOCK_M>(s_q, q, m0, seq_len, tid);
+  // Per-thread copy coordinates (see load_tile).
+  const int ld_row = tid / ATTN_CHUNKS;
+  const uint32_t ld_smem = swizzled_offset(ld_row, tid % ATTN_CHUNKS);
+  const size_t ld_gmem = static_cast<size_t>(ld_row) * ROW_BYTES + (tid % ATTN_CHUNKS) * 16;
+  const char* k_thread = reinterpret_cast<const char*>(k) + ld_gmem;
+  const char* v_thread = reinterpret_cast<const char*>(v) + ld_gmem;
+  const char* safe = reinterpret_cast<const char*>(q);
+  load_tile<BLOCK_M>(s_q + ld_smem, reinterpret_cast<const char*>(q) + ld_gmem + static_cast<size_t>(m0) * ROW_BYTES,
+                     seq_len - m0 - ld_row, safe, ld_row);
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < n_tiles) {
       const int j = n_tiles - 1 - s;
-      load_tile<BLOCK_N>(s_k + s * ATTN_KV_STAGE_BYTES, k, j * BLOCK_N, kv_limit, tid);
-      load_tile<BLOCK_N>(s_v + s * ATTN_KV_STAGE_BYTES, v, j * BLOCK_N, kv_limit, tid);
+      const size_t tile = static_cast<size_t>(j) * BLOCK_N * ROW_BYTES;
+      const int rows_left = kv_limit - j * BLOCK_N - ld_row;
+      load_tile<BLOCK_N>(s_k + s * ATTN_KV_STAGE_BYTES + ld_smem, k_thread + tile, rows_left, safe, ld_row);
+      load_tile<BLOCK_N>(s_v + s * ATTN_KV_STAGE_BYTES + ld_smem, v_thread + tile, rows_left, safe, ld_row);
     }
     cp_async_commit();
   }
@@ -271,17 +290,17 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
     }
   }
 
-  // ldmatrix lane addressing (see the PTX ISA fragment layouts for m16n8k16):
-  // A (Q, row major): lanes 0-15 give rows 0-15 at chunk 2kk, lanes 16-31 the same rows at 2kk+1.
-  const int a_row = lane & 15;
-  const int a_chunk = lane >> 4;
+  // ldmatrix lane addressing (see the PTX ISA fragment layouts for m16n8k16), as the offset of
+  // the row and chunk this lane points at for the first 16x16 block; later blocks add whole rows
+  // (16 * ROW_BYTES) and flip chunk bits with xor_chunk. All row groups start at a multiple of 8,
+  // so the swizzle term (row & 7) is the same for every block.
+  // A (Q, row major): lanes 0-15 give rows 0-15 at chunk 0, lanes 16-31 the same rows at chunk 1.
+  const uint32_t q_lane = swizzled_offset(warp_row0 + (lane & 15), lane >> 4);
   // B for S = Q K^T (K row major = B column major): lanes 0-7 keys 0-7 chunk 0, 8-15 keys 0-7
   // chunk 1, 16-23 keys 8-15 chunk 0, 24-31 keys 8-15 chunk 1.
-  const int bk_row = (lane & 7) + ((lane >> 4) << 3);
-  const int bk_chunk = (lane >> 3) & 1;
-  // B for O += P V (V row major, read transposed): lanes 0-15 keys 0-15 at chunk c, 16-31 at c+1.
-  const int bv_row = lane & 15;
-  const int bv_chunk = lane >> 4;
+  const uint32_t k_lane = swizzled_offset((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+  // B for O += P V (V row major, read transposed): lanes 0-15 keys 0-15 at chunk 0, 16-31 at 1.
+  const uint32_t v_lane = swizzled_offset(lane & 15, lane >> 4);
 
 #if Q_IN_REGS
   uint32_t q_frag[ATTN_M_TILES][HEAD_DIM / 16][4];
@@ -301,8 +320,10 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
       if (pf < n_tiles) {
         const int pj = n_tiles - 1 - pf;
         const int ps = pf % STAGES;
-        load_tile<BLOCK_N>(s_k + ps * ATTN_KV_STAGE_BYTES, k, pj * BLOCK_N, kv_limit, tid);
-        load_tile<BLOCK_N>(s_v + ps * ATTN_KV_STAGE_BYTES, v, pj * BLOCK_N, kv_limit, tid);
+        const size_t tile = static_cast<size_t>(pj) * BLOCK_N * ROW_BYTES;
+        const int rows_left = kv_limit - pj * BLOCK_N - ld_row;
+        load_tile<BLOCK_N>(s_k + ps * ATTN_KV_STAGE_BYTES + ld_smem, k_thread + tile, rows_left, safe, ld_row);
+        load_tile<BLOCK_N>(s_v + ps * ATTN_KV_STAGE_BYTES + ld_smem, v_thread + tile, rows_left, safe, ld_row);
       }
       cp_async_commit();
     }
@@ -313,8 +334,7 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
       for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
 #pragma unroll
         for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
-          ldmatrix_x4(q_frag[mt][kk],
-                      s_q + swizzled_offset(warp_row0 + mt * 16 + a_row, 2 * kk + a_chunk));
+          ldmatrix_x4(q_frag[mt][kk], s_q + xor_chunk(q_lane, 2 * kk) + mt * 16 * ROW_BYTES);
         }
       }
     }
@@ -341,13 +361,13 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
 #pragma unroll
         for (int e = 0; e < 4; ++e) qa[mt][e] = q_frag[mt][kk][e];
 #else
-        ldmatrix_x4(qa[mt], s_q + swizzled_offset(warp_row0 + mt * 16 + a_row, 2 * kk + a_chunk));
+        ldmatrix_x4(qa[mt], s_q + xor_chunk(q_lane, 2 * kk) + mt * 16 * ROW_BYTES);
 #endif
       }
 #pragma unroll
       for (int np = 0; np < ATTN_N_TILES / 2; ++np) {
         uint32_t kb[4];
-        ldmatrix_x4(kb, k_tile + swizzled_offset(np * 16 + bk_row, 2 * kk + bk_chunk));
+        ldmatrix_x4(kb, k_tile + xor_chunk(k_lane, 2 * kk) + np * 16 * ROW_BYTES);
 #pragma unroll
         for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
           Elem<T>::mma(acc_s[mt][2 * np], qa[mt], kb[0], kb[1]);
@@ -373,7 +393,6 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
     }
 
     // Online softmax: new running maximum, rescale of O and of the partial row sums, P = exp2.
-    uint32_t p_frag[ATTN_M_TILES][BLOCK_N / 16][4];
 #pragma unroll
     for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
 #pragma unroll
@@ -405,8 +424,8 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
           const float p0 = fast_exp2(fmaf(acc_s[mt][nt][2 * h], scale_log2, -offset));
           const float p1 = fast_exp2(fmaf(acc_s[mt][nt][2 * h + 1], scale_log2, -offset));
           sum += p0 + p1;
-          // A fragment of P for O += P V: n-tile 2t gives registers 0/1, n-tile 2t+1 gives 2/3.
-          p_frag[mt][nt >> 1][((nt & 1) << 1) + h] = Elem<T>::pack(p0, p1);
+          acc_s[mt][nt][2 * h] = p0;
+          acc_s[mt][nt][2 * h + 1] = p1;
         }
         row_sum[mt][h] += sum;
       }
@@ -415,14 +434,26 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
     // O += P V.
 #pragma unroll
     for (int ks = 0; ks < BLOCK_N / 16; ++ks) {
+      // A fragment of P: n-tile 2ks gives registers 0 and 1, n-tile 2ks+1 gives 2 and 3.
+      uint32_t p_frag[ATTN_M_TILES][4];
+#pragma unroll
+      for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          p_frag[mt][2 * half] =
+              Elem<T>::pack(acc_s[mt][2 * ks + half][0], acc_s[mt][2 * ks + half][1]);
+          p_frag[mt][2 * half + 1] =
+              Elem<T>::pack(acc_s[mt][2 * ks + half][2], acc_s[mt][2 * ks + half][3]);
+        }
+      }
 #pragma unroll
       for (int dp = 0; dp < ATTN_D_TILES / 2; ++dp) {
         uint32_t vb[4];
-        ldmatrix_x4_trans(vb, v_tile + swizzled_offset(ks * 16 + bv_row, 2 * dp + bv_chunk));
+        ldmatrix_x4_trans(vb, v_tile + xor_chunk(v_lane, 2 * dp) + ks * 16 * ROW_BYTES);
 #pragma unroll
         for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
-          Elem<T>::mma(acc_o[mt][2 * dp], p_frag[mt][ks], vb[0], vb[1]);
-          Elem<T>::mma(acc_o[mt][2 * dp + 1], p_frag[mt][ks], vb[2], vb[3]);
+          Elem<T>::mma(acc_o[mt][2 * dp], p_frag[mt], vb[0], vb[1]);
+          Elem<T>::mma(acc_o[mt][2 * dp + 1], p_frag[mt], vb[2], vb[3]);
         }
       }
     }
@@ -465,7 +496,7 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
         }
       }
 #endif
-      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      const float inv = l > 0.0f ? __frcp_rn(l) : 0.0f;
       const int r = warp_row0 + mt * 16 + g + h * 8;
 #pragma unroll
       for (int dt = 0; dt < ATTN_D_TILES; ++dt) {

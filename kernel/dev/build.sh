@@ -12,14 +12,23 @@ mkdir -p "$out"
 # name:HEAD_DIM:BLOCK_M:BLOCK_N:STAGES:WARPS[:extra nvcc flags]
 configs=(
   "d64_m128_n64_s2_w4:64:128:64:2:4"
-  "d64_m128_n128_s2_w4:64:128:128:2:4"
+  "d64_m128_n96_s2_w4:64:128:96:2:4"
   "d64_m64_n64_s2_w4:64:64:64:2:4"
   "d64_m128_n64_s3_w8:64:128:64:3:8"
-  "d128_m128_n64_s2_w4:128:128:64:2:4"
+  "d64_m128_n128_s2_w8:64:128:128:2:8"
   "d128_m128_n32_s2_w4:128:128:32:2:4"
-  "d128_m64_n64_s2_w4:128:64:64:2:4"
+  "d128_m128_n48_s2_w4:128:128:48:2:4"
+  "d128_m128_n32_s3_w4:128:128:32:3:4"
   "d128_m128_n64_s2_w8:128:128:64:2:8"
+  "d128_m64_n64_s2_w4:128:64:64:2:4"
 )
+# Configs that spill (kept out of the named set, built with EXPERIMENTS=1 for comparison only).
+if [ "${EXPERIMENTS:-0}" = 1 ]; then
+  configs+=(
+    "x_d64_m128_n128_s2_w4:64:128:128:2:4"
+    "x_d128_m128_n64_s2_w4:128:128:64:2:4"
+  )
+fi
 if [ "$#" -gt 0 ]; then
   wanted=" $* "
   sel=()
@@ -63,6 +72,6 @@ if [ "${FAULTS:-1}" = 1 ]; then
     [ -e "$f" ] || continue
     base="$(basename "$f" .cu)"
     build "$f" "fault_${base}_d64" 64 128 64 2 4 || true
-    build "$f" "fault_${base}_d128" 128 128 64 2 4 || true
+    build "$f" "fault_${base}_d128" 128 128 32 2 4 || true
   done
 fi

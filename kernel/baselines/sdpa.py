@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""PyTorch scaled_dot_product_attention baseline, timed like the harness's bench mode.
+
+For one problem (--shape B,H,S,D, --dtype, --causal) and each requested backend (the default
+dispatch, and flash, cudnn and efficient forced through torch.nn.attention.sdpa_kernel), the
+forward pass is timed two ways:
+
+  events  one call per sample between two CUDA events, in a Python loop (includes host dispatch
+          when the kernel is shorter than the dispatch);
+  graph   a CUDA graph of GRAPH_CALLS calls, one replay per sample, time divided by GRAPH_CALLS.
+
+Each way warms up first, then samples until the relative standard error of the mean is under
+0.5 % (after at least MIN_SAMPLES) or the time cap is reached. The output is the exhibit.harness/1
+document (producer "sdpa", kernel "sdpa:<backend>", mode "bench", one result per backend and
+timing; a backend that cannot run this problem is a result with `skipped` set to the reason).
+
+Exit codes: 0 ok, 2 usage, 3 a CUDA or PyTorch error outside a backend, 4 no torch or no GPU.
+"""
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+import warnings
+
+SCHEMA = "exhibit.harness/1"
+BACKENDS = ("default", "flash", "cudnn", "efficient")
+MIN_SAMPLES = 20
+MAX_SAMPLES = 5000
+GRAPH_CALLS = 20
+WARMUP_CALLS = 10
+TARGET_REL_SEM = 0.005
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--shape", required=True, help="B,H,S,D")
+    p.add_argument("--dtype", required=True, choices=("f16", "bf16"))
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--backend", default="all", choices=("all",) + BACKENDS)
+    p.add_argument("--json", action="store_true", help="print the exhibit.harness/1 document")
+    p.add_argument("--time-cap", type=float, default=2.0,
+                   help="seconds of sampling per backend and timing (default 2)")
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args(argv)
+    try:
+        dims = [int(x) for x in args.shape.split(",")]
+    except ValueError:
+        p.error(f"--shape {args.shape!r}: expected four integers B,H,S,D")
+    if len(dims) != 4 or min(dims) <= 0:
+        p.error(f"--shape {args.shape!r}: expected four positive integers B,H,S,D")
+    args.dims = dims
+    return args
+
+
+def load_torch():
+    """Returns torch, or exits 4 with a message when torch or a CUDA GPU is absent."""
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError as e:
+        print(f"sdpa baseline skipped: no torch ({e})", file=sys.stderr)
+        sys.exit(4)
+    if not torch.cuda.is_available():
+        print("sdpa baseline skipped: torch reports no CUDA GPU", file=sys.stderr)
+        sys.exit(4)
+    return torch
+
+
+def device_info(torch):
+    props = torch.cuda.get_device_properties(0)
+    driver = None
+    try:
+        import subprocess  # noqa: PLC0415
+
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
+            capture_output=True, text=True, timeout=20, check=False)
+        if out.returncode == 0 and out.stdout.strip():
+            driver = out.stdout.strip().splitlines()[0]
+    except (OSError, ValueError, subprocess.SubprocessError):
+        driver = None
+    return {
+        "name": props.name,
+        "sm_count": props.multi_processor_count,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "driver_version": driver,
+        "l2_bytes": getattr(props, "L2_cache_size", None),
+        "memory_bytes": props.total_memory,
+    }
+
+
+def sm_clock_mhz(torch):
+    try:
+        return int(torch.cuda.clock_rate())
+    except Exception:  # noqa: BLE001 - pynvml missing or unsupported: the field stays empty.
+        return None
+
+
+def backend_context(torch, name):
+    """A context manager forcing one SDPA backend (or none for the default dispatch)."""
+    import contextlib  # noqa: PLC0415
+
+    if name == "default":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: PLC0415
+
+    which = {
+        "flash": SDPBackend.FLASH_ATTENTION,
+        "cudnn": SDPBackend.CUDNN_ATTENTION,
+        "efficient": SDPBackend.EFFICIENT_ATTENTION,
+    }[name]
+    return sdpa_kernel([which])
+
+
+def summarize(samples_us, flops, bytes_moved):
+    s = sorted(samples_us)
+    n = len(s)
+
+    def pct(q):
+        return s[min(n - 1, max(0, math.ceil(q * n) - 1))]
+
+    p50 = statistics.median(s)
+    return {
+        "samples": n,
+        "min_us": s[0],
+        "p50_us": p50,
+        "p90_us": pct(0.90),
+        "p99_us": pct(0.99),
+        "mean_us": statistics.fmean(s),
+        "stdev_us": statistics.stdev(s) if n > 1 else 0.0,
+        "tflops": flops / (p50 * 1e-6) / 1e12,
+        "gbps": bytes_moved / (p50 * 1e-6) / 1e9,
+    }
+
+
+def sample(torch, run_once, per_sample_calls, time_cap):
+    """Times run_once() per sample with CUDA events until stable or time_cap seconds."""
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    samples = []
+    t0 = time.monotonic()
+    while len(samples) < MAX_SAMPLES:
+        start.record()
+        run_once()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000.0 / per_sample_calls)
+        n = len(samples)
+        if n >= MIN_SAMPLES:
+            mean = statistics.fmean(samples)
+            sem = statistics.stdev(samples) / math.sqrt(n)
+            if sem / mean < TARGET_REL_SEM or time.monotonic() - t0 > time_cap:
+                break
+    return samples
+
+
+def bench_backend(torch, name, q, k, v, causal, time_cap):
+    """Returns [(timing, bench-dict-or-None, skipped-reason-or-None, error-or-None)]."""
+    F = torch.nn.functional
+    out = []
+    with backend_context(torch, name):
+        def call():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for _ in range(WARMUP_CALLS):
+                    call()
+                torch.cuda.synchronize()
+        except RuntimeError as e:
+            why = [str(w.message) for w in caught] + [str(e)]
+            reason = " ".join(" ".join(why).split())[:600]
+            return [("events", None, f"backend unavailable: {reason}", None),
+                    ("graph", None, f"backend unavailable: {reason}", None)]
+
+        clk0 = sm_clock_mhz(torch)
+        events = sample(torch, call, 1, time_cap)
+        clk1 = sm_clock_mhz(torch)
+        out.append(("events", events, clk0, clk1))
+
+        try:
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                for _ in range(3):
+                    call()
+            torch.cuda.current_stream().wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for _ in range(GRAPH_CALLS):
+                    call()
+            for _ in range(3):
+                graph.replay()
+            torch.cuda.synchronize()
+            clk0 = sm_clock_mhz(torch)
+            replays = sample(torch, graph.replay, GRAPH_CALLS, time_cap)
+            clk1 = sm_clock_mhz(torch)
+            out.append(("graph", replays, clk0, clk1))
+        except RuntimeError as e:
+            reason = " ".join(str(e).split())[:300]
+            out.append(("graph", None, f"graph capture failed: {reason}", None))
+    return out
+
+
+def result(name, args, timing, bench, skipped):
+    b, h, s, d = args.dims
+    return {
+        "mode": "bench",
+        "kernel": f"sdpa:{name}",
+        "config": None,
+        "shape": {"batch": b, "heads": h, "seq_len": s, "head_dim": d},
+        "dtype": args.dtype,
+        "causal": args.causal,
+        "launched": bench is not None,
+        "error": None,
+        "skipped": skipped,
+        "check": None,
+        "stress": None,
+        "bench": bench,
+    }
+
+
+def main(argv):
+    args = parse_args(argv)
+    torch = load_torch()
+    b, h, s, d = args.dims
+    dtype = torch.float16 if args.dtype == "f16" else torch.bfloat16
+    flops = 4.0 * b * h * s * s * d / (2.0 if args.causal else 1.0)
+    bytes_moved = 4.0 * b * h * s * d * 2  # q, k, v read once, o written once
+    backends = BACKENDS if args.backend == "all" else (args.backend,)
+    try:
+        gen = torch.Generator(device="cuda").manual_seed(args.seed)
+        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=dtype, generator=gen)
+                   for _ in range(3))
+        dev = device_info(torch)
+        results = []
+        for name in backends:
+            for timing, samples, a, c in bench_backend(torch, name, q, k, v, args.causal,
+                                                       args.time_cap):
+                if samples is None:
+                    results.append(result(name, args, timing, None, a))
+                    continue
+                bench = {"cache": "warm", "timing": timing}
+                bench.update(summarize(samples, flops, bytes_moved))
+                bench["sm_clock_mhz_before"] = a
+                bench["sm_clock_mhz_after"] = c
+                bench["throttled"] = (c < a * 0.97) if (a and c) else None
+                results.append(result(name, args, timing, bench, None))
+    except RuntimeError as e:
+        print(f"sdpa baseline failed: {' '.join(str(e).split())}", file=sys.stderr)
+        return 3
+
+    doc = {"schema": SCHEMA, "producer": "sdpa", "device": dev, "results": results}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"{dev['name']}  shape={args.shape} dtype={args.dtype} causal={args.causal}")
+        for r in results:
+            bench = r["bench"]
+            timing = bench["timing"] if bench else ""
+            if r["skipped"]:
+                print(f"  {r['kernel']:<16} skipped: {r['skipped']}")
+            else:
+                print(f"  {r['kernel']:<16} {timing:<6} p50 {bench['p50_us']:9.2f} us  "
+                      f"{bench['tflops']:7.1f} TFLOP/s  (n={bench['samples']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
