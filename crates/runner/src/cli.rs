@@ -50,6 +50,27 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
         format: ReportFormat,
     },
+    /// Diagnose raw logs with no run directory (exit 0 clean, 1 problems found).
+    Explain {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
+        format: ReportFormat,
+        /// Parse every file as this format instead of detecting it.
+        #[arg(long = "as", value_enum, value_name = "LOG_FORMAT")]
+        log_format: Option<LogFormat>,
+    },
+    /// Compare two stored runs: new and fixed findings, resource and timing changes (exit 1 on a
+    /// regression).
+    Diff {
+        run_a: PathBuf,
+        run_b: PathBuf,
+        #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
+        format: ReportFormat,
+        /// Compare timings even when the runs' GPUs or drivers differ.
+        #[arg(long)]
+        allow_different_gpu: bool,
+    },
     /// Detect each file's format and print what the parsers found in it.
     Parse {
         #[arg(required = true)]
@@ -58,7 +79,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
         /// Parse every file as this format instead of detecting it.
-        #[arg(long, value_enum)]
+        #[arg(long = "as", value_enum, value_name = "LOG_FORMAT")]
         format: Option<LogFormat>,
     },
 }
@@ -160,7 +181,102 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
             json,
             format,
         }) => parse(&files, json, format),
+        Some(Command::Explain {
+            files,
+            format,
+            log_format,
+        }) => explain(&files, format, log_format),
+        Some(Command::Diff {
+            run_a,
+            run_b,
+            format,
+            allow_different_gpu,
+        }) => diff(&run_a, &run_b, format, allow_different_gpu),
     }
+}
+
+fn explain(
+    files: &[PathBuf],
+    format: ReportFormat,
+    forced: Option<LogFormat>,
+) -> Result<Outcome, Error> {
+    let logs = read_logs(files, forced)?;
+    let explanation = report::explain(&logs);
+    print(&terminated(report::render_explanation(
+        &explanation,
+        format.into(),
+    )))?;
+    Ok(if explanation.is_clean() {
+        Outcome::Clean
+    } else {
+        Outcome::Findings
+    })
+}
+
+fn diff(
+    run_a: &std::path::Path,
+    run_b: &std::path::Path,
+    format: ReportFormat,
+    allow_different_gpu: bool,
+) -> Result<Outcome, Error> {
+    let a = crate::evidence::load(run_a)?;
+    let b = crate::evidence::load(run_b)?;
+    let options = report::DiffOptions {
+        allow_different_gpu,
+        ..report::DiffOptions::default()
+    };
+    let diff = report::diff(&a, &b, &options);
+    print(&terminated(report::render_diff(&diff, format.into())))?;
+    Ok(if diff.has_regression() {
+        Outcome::Findings
+    } else {
+        Outcome::Clean
+    })
+}
+
+fn terminated(mut text: String) -> String {
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+impl From<ReportFormat> for report::OutputFormat {
+    fn from(format: ReportFormat) -> report::OutputFormat {
+        match format {
+            ReportFormat::Md => report::OutputFormat::Markdown,
+            ReportFormat::Json => report::OutputFormat::Json,
+            ReportFormat::Sarif => report::OutputFormat::Sarif,
+            ReportFormat::Junit => report::OutputFormat::Junit,
+        }
+    }
+}
+
+/// Reads and parses each file, detecting its format unless one is forced.
+fn read_logs(
+    files: &[PathBuf],
+    forced: Option<LogFormat>,
+) -> Result<Vec<(String, parsers::ParsedLog)>, Error> {
+    let mut parsed = Vec::new();
+    for path in files {
+        let bytes = std::fs::read(path)
+            .map_err(|e| Error::Usage(format!("read {}: {e}", path.display())))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let format = match forced {
+            Some(f) => f.into(),
+            None => parsers::detect(&text).ok_or_else(|| {
+                Error::Usage(format!(
+                    "{}: cannot tell which tool wrote this log; name its format with --as",
+                    path.display()
+                ))
+            })?,
+        };
+        parsed.push((
+            path.to_string_lossy().into_owned(),
+            parsers::parse(format, &text),
+        ));
+    }
+    Ok(parsed)
 }
 
 fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
@@ -257,17 +373,7 @@ fn check(path: &std::path::Path) -> Result<Outcome, Error> {
 
 fn report(run_dir: &std::path::Path, format: ReportFormat) -> Result<Outcome, Error> {
     let evidence = crate::evidence::load(run_dir)?;
-    let format = match format {
-        ReportFormat::Md => report::OutputFormat::Markdown,
-        ReportFormat::Json => report::OutputFormat::Json,
-        ReportFormat::Sarif => report::OutputFormat::Sarif,
-        ReportFormat::Junit => report::OutputFormat::Junit,
-    };
-    let mut text = report::render(&evidence, format);
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    print(&text)?;
+    print(&terminated(report::render(&evidence, format.into())))?;
     Ok(Outcome::Clean)
 }
 
@@ -280,25 +386,7 @@ struct ParsedInput<'a> {
 }
 
 fn parse(files: &[PathBuf], json: bool, forced: Option<LogFormat>) -> Result<Outcome, Error> {
-    let mut parsed = Vec::new();
-    for path in files {
-        let bytes = std::fs::read(path)
-            .map_err(|e| Error::Usage(format!("read {}: {e}", path.display())))?;
-        let text = String::from_utf8_lossy(&bytes);
-        let format = match forced {
-            Some(f) => f.into(),
-            None => parsers::detect(&text).ok_or_else(|| {
-                Error::Usage(format!(
-                    "{}: cannot tell which tool wrote this log; name it with --format",
-                    path.display()
-                ))
-            })?,
-        };
-        parsed.push((
-            path.to_string_lossy().into_owned(),
-            parsers::parse(format, &text),
-        ));
-    }
+    let parsed = read_logs(files, forced)?;
     let mut out = String::new();
     if json {
         let inputs: Vec<ParsedInput> = parsed

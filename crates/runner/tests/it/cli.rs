@@ -86,7 +86,7 @@ fn report_of_a_missing_run_is_a_usage_error() {
 fn parse_prints_the_documented_json_shape() {
     let project = Project::new();
     project.write("ptxas.log", "stand-in text (hand-written for tests)\n");
-    let out = project.run(&["parse", "--format", "ptxas", "ptxas.log", "--json"]);
+    let out = project.run(&["parse", "--as", "ptxas", "ptxas.log", "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let input = &json["inputs"][0];
@@ -161,4 +161,35 @@ fn disabled_stages_are_recorded_as_skipped() {
     let sass = stage(&manifest, "sass");
     assert_eq!(sass["status"], "skipped");
     assert_eq!(sass["reason"], "disabled in the pipeline");
+}
+
+#[test]
+fn explain_diagnoses_a_loose_log_and_exits_1_on_problems() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../parsers/fixtures/compute-sanitizer/memcheck_oob_read.log");
+    let project = Project::new();
+    let out = project.run(&["explain", &fixture.to_string_lossy()]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(!out.stdout.is_empty());
+    let out = project.run(&["explain", &fixture.to_string_lossy(), "--format", "json"]);
+    assert_eq!(code(&out), 1);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["clean"], false);
+}
+
+#[test]
+fn diff_compares_two_stored_runs() {
+    let project = Project::new();
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    let runs: Vec<String> = project
+        .runs()
+        .iter()
+        .map(|r| root_relative(r, &project.root))
+        .collect();
+    let out = project.run(&["diff", &runs[0], &runs[1]]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!out.stdout.is_empty());
+    let out = project.run(&["diff", &runs[0], "artifacts/missing"]);
+    assert_eq!(code(&out), 2);
 }
