@@ -103,6 +103,12 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
                 path.push(name);
                 text.clear();
             }
+            Event::Empty(e) => {
+                // `<ComputeSanitizerOutput/>`: a run with nothing to report.
+                if path.is_empty() && e.name().0 == "ComputeSanitizerOutput" {
+                    log.complete = errors == 0;
+                }
+            }
             Event::End(_) => {
                 if skipped_depth > 0 {
                     skipped_depth -= 1;

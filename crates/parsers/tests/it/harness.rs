@@ -136,3 +136,34 @@ fn bench_results_become_metrics() {
     let p50 = log.metrics.iter().find(|m| m.name == "p50_us").unwrap();
     assert_eq!((p50.value, p50.unit.as_deref()), (12.5, Some("us")));
 }
+
+#[test]
+fn real_harness_documents() {
+    let ok = crate::parse_fixture("harness/check_attention.json");
+    assert!(ok.complete && ok.findings.is_empty());
+    assert_eq!(ok.results[0].check.as_ref().map(|c| c.passed), Some(true));
+
+    let tail = crate::parse_fixture("harness/check_tail_off_by_one.json");
+    assert_eq!(tail.findings[0].kind, FindingKind::WrongResult);
+    assert_eq!(
+        tail.findings[0].kernel.as_deref(),
+        Some("attention_fwd_f16")
+    );
+
+    let stress = crate::parse_fixture("harness/stress_wmma_local_q.json");
+    let kinds: Vec<_> = stress.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [FindingKind::LaunchError]);
+    assert!(
+        stress.findings[0]
+            .message
+            .starts_with("CUDA_ERROR_LAUNCH_FAILED")
+    );
+
+    let sdpa = crate::parse_fixture("harness/sdpa_b2h8s512d64.json");
+    assert!(sdpa.complete);
+    assert!(
+        sdpa.metrics
+            .iter()
+            .any(|m| m.name == "p50_us" && m.kernel.starts_with("sdpa:"))
+    );
+}

@@ -378,3 +378,45 @@ fn streaming_matches_parsing_in_memory() {
         }
     }
 }
+
+#[test]
+fn a_clean_run_is_complete_with_no_findings() {
+    for name in [
+        "memcheck_clean.log",
+        "racecheck_clean.log",
+        "initcheck_clean.log",
+        "synccheck_clean.log",
+    ] {
+        let log = parse_fixture(&format!("compute-sanitizer/{name}"));
+        assert!(log.complete, "{name}");
+        assert!(log.findings.is_empty(), "{name}");
+        assert_eq!(log.reported_errors, Some(0), "{name}");
+    }
+    let xml = parse_fixture("compute-sanitizer-xml/memcheck_clean.xml");
+    assert!(xml.complete && xml.findings.is_empty());
+}
+
+#[test]
+fn the_harness_under_memcheck_driver_api_and_rust_frames() {
+    let log = parse_fixture("compute-sanitizer/memcheck_harness_wmma_local_q.log");
+    let trap = only(&log, FindingKind::Trap);
+    assert_eq!(trap.kernel.as_deref(), Some("attention_fwd_f16"));
+    assert_eq!(
+        (trap.file.as_deref(), trap.line),
+        (Some("wmma_local_q.cu"), Some(88))
+    );
+    assert_eq!(
+        trap.details["function"],
+        "void fw_attention<__half>(const T1 *, const T1 *, const T1 *, T1 *, int, float, int)"
+    );
+    assert_eq!(
+        (log.reported_errors, log.unprinted_errors),
+        (Some(16391), 16291)
+    );
+    // The harness's own verdict line is program output.
+    assert!(
+        log.unparsed_examples
+            .iter()
+            .any(|l| l.starts_with("once attention_fwd_f16"))
+    );
+}

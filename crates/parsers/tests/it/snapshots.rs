@@ -42,6 +42,15 @@ fn sass() {
 }
 
 #[test]
+fn harness_json() {
+    insta::glob!("../../fixtures", "harness/*.json", |p| {
+        if !p.to_string_lossy().ends_with(".meta.json") {
+            snapshot(p)
+        }
+    });
+}
+
+#[test]
 fn every_fixture_has_a_sidecar() {
     for dir in [
         "compute-sanitizer",
