@@ -2,14 +2,20 @@
 # Validates the harness on a GPU machine in one go: probe, check (dtypes, masks, random shapes,
 # head dims), stress (three sync policies), bench (warm/cold, events/graph), once under
 # compute-sanitizer memcheck, and the fault corpus. Writes one JSON document per run and a log.
-# Usage: gpu_validate.sh <harness-binary> <cubin-dir> <out-dir>
+# Usage: gpu_validate.sh <harness-binary> <cubin-dir> <out-dir> [section ...]
+#   sections: check stress bench memcheck faults planted (default: all but planted)
 #   <cubin-dir> holds d64_m64_n64_s2_w4.cubin, d64_m128_n64_s2_w4.cubin,
-#   d128_m128_n32_s2_w4.cubin and fault_<name>.cubin (each built with -DBLOCK_M=128
-#   -DBLOCK_N=64 -DSTAGES=2 -DWARPS=4 -DHEAD_DIM=64).
+#   d128_m128_n32_s2_w4.cubin, fault_<name>.cubin (each built with -DBLOCK_M=128
+#   -DBLOCK_N=64 -DSTAGES=2 -DWARPS=4 -DHEAD_DIM=64) and, for `planted`, planted_<variant>.cubin
+#   built from crates/harness/tests/fixtures/planted.cu with -DHEAD_DIM=64 and
+#   clean: -DPLANT_FROM_LAUNCH=0, after1: =1, after3: =3, before1: =1 -DPLANT_OFFSET=-1.
 set -uo pipefail
 bin="${1:?usage: gpu_validate.sh <harness> <cubin-dir> <out-dir>}"
 cubins="${2:?cubin dir}"
 out="${3:?out dir}"
+shift 3
+sections=" ${*:-check stress bench memcheck faults} "
+want() { case "$sections" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 mkdir -p "$out/json"
 summary="$out/summary.txt"
 : >"$summary"
@@ -34,6 +40,8 @@ echo "== probe"
 "$bin" --probe --out "$out/json/probe.json" | head -40
 
 s64=2,8,512,64
+c=$cubins/d64_m128_n64_s2_w4.cubin
+if want check; then
 echo "== check"
 for cfg in d64_m64_n64_s2_w4 d64_m128_n64_s2_w4; do
   for dt in f16 bf16; do
@@ -47,14 +55,17 @@ for dt in f16 bf16; do
 done
 run check_d128_bf16_large_causal 120 --cubin "$cubins/d128_m128_n32_s2_w4.cubin" --shape 4,16,4096,128 --dtype bf16 --causal --mode check
 run check_d64_shape_mismatch 60 --cubin "$cubins/d64_m128_n64_s2_w4.cubin" --shape 2,8,512,128 --dtype f16 --mode check
+fi
 
+if want stress; then
 echo "== stress"
 for sync in every every:10 end; do
   run "stress_d64_${sync/:/_}" 120 --cubin "$cubins/d64_m128_n64_s2_w4.cubin" --shape $s64 --dtype f16 --mode stress --launches 100 --sync $sync
 done
+fi
 
+if want bench; then
 echo "== bench"
-c=$cubins/d64_m128_n64_s2_w4.cubin
 run bench_seed_warm_events 60 --cubin "$c" --shape $s64 --dtype f16 --mode bench --max-seconds 2
 run bench_seed_warm_graph 60 --cubin "$c" --shape $s64 --dtype f16 --mode bench --timing graph --max-seconds 2
 run bench_seed_cold_events 60 --cubin "$c" --shape $s64 --dtype f16 --mode bench --cache cold --max-seconds 2
@@ -62,13 +73,20 @@ run bench_seed_warm_events_repeat 60 --cubin "$c" --shape $s64 --dtype f16 --mod
 run bench_4k_d64_bf16 60 --cubin "$c" --shape 4,16,4096,64 --dtype bf16 --mode bench --max-seconds 2
 run bench_4k_d64_bf16_causal 60 --cubin "$c" --shape 4,16,4096,64 --dtype bf16 --causal --mode bench --max-seconds 2
 run bench_4k_d128_bf16 60 --cubin "$cubins/d128_m128_n32_s2_w4.cubin" --shape 4,16,4096,128 --dtype bf16 --mode bench --max-seconds 2
+run bench_4k_d128_bf16_causal 60 --cubin "$cubins/d128_m128_n32_s2_w4.cubin" --shape 4,16,4096,128 --dtype bf16 --causal --mode bench --max-seconds 2
+run bench_seed_cold_graph 60 --cubin "$c" --shape $s64 --dtype f16 --mode bench --cache cold --timing graph --max-seconds 2
+run bench_seed_auto 60 --cubin "$c" --shape $s64 --dtype f16 --mode bench --timing auto --max-seconds 2
+fi
 
+if want memcheck; then
 echo "== once under memcheck"
 start=$SECONDS
 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 86 "$bin" --cubin "$c" --shape $s64 --dtype f16 \
   --mode once --guard-bytes 0 --json --out "$out/json/once_memcheck.json" >"$out/memcheck.txt" 2>&1
 echo "once_memcheck rc=$? $((SECONDS - start))s $(grep -E 'ERROR SUMMARY' "$out/memcheck.txt")" | tee -a "$summary"
+fi
 
+if want faults; then
 echo "== fault corpus"
 f=$cubins
 run fault_tail_check 60 --cubin "$f/fault_tail_off_by_one.cubin" --shape 2,8,500,64 --dtype f16 --mode check --random-shapes 4
@@ -82,6 +100,28 @@ run fault_ring_stress_end 60 --cubin "$f/fault_launch_counter_ring.cubin" --shap
 run fault_wmma_once 60 --cubin "$f/fault_wmma_local_q.cubin" --shape $s64 --dtype f16 --mode once
 run fault_wmma_stress 60 --cubin "$f/fault_wmma_local_q.cubin" --shape $s64 --dtype f16 --mode stress --launches 10
 run fault_wmma_check 60 --cubin "$f/fault_wmma_local_q.cubin" --shape $s64 --dtype f16 --mode check --random-shapes 2
+fi
+
+if want planted; then
+echo "== planted out-of-bounds writes (tests/fixtures/planted.cu)"
+p=$cubins
+run planted_clean_check 60 --cubin "$p/planted_clean.cubin" --shape 2,4,200,64 --dtype f16 --mode check --random-shapes 4
+run planted_clean_check_bf16 60 --cubin "$p/planted_clean.cubin" --shape 2,4,200,64 --dtype bf16 --causal --mode check
+run planted_clean_stress_end 60 --cubin "$p/planted_clean.cubin" --shape 2,4,200,64 --dtype f16 --mode stress --launches 20 --sync end
+run planted_after1_check 60 --cubin "$p/planted_after1.cubin" --shape 2,4,200,64 --dtype f16 --mode check
+run planted_before1_check 60 --cubin "$p/planted_before1.cubin" --shape 2,4,200,64 --dtype f16 --mode check
+run planted_after1_once 60 --cubin "$p/planted_after1.cubin" --shape 2,4,200,64 --dtype f16 --mode once
+for sync in every every:4 end; do
+  run "planted_after3_stress_${sync/:/_}" 60 --cubin "$p/planted_after3.cubin" --shape 2,4,200,64 --dtype f16 --mode stress --launches 10 --sync $sync
+done
+for guard in 0 65536; do
+  start=$SECONDS
+  timeout 120 compute-sanitizer --tool memcheck --error-exitcode 86 "$bin" --cubin "$p/planted_after1.cubin" \
+    --shape 2,4,200,64 --dtype f16 --mode once --guard-bytes $guard --json --out "$out/json/planted_memcheck_guard$guard.json" \
+    >"$out/planted_memcheck_guard$guard.txt" 2>&1
+  echo "planted_memcheck_guard$guard rc=$? $((SECONDS - start))s $(grep -E 'ERROR SUMMARY' "$out/planted_memcheck_guard$guard.txt")" | tee -a "$summary"
+done
+fi
 
 echo "== done"
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv

@@ -19,6 +19,10 @@ pub const LAUNCH_BOUND_US: f64 = 50.0;
 /// A graph replay should last about this long (us), so that one replay's fixed cost is small.
 const GRAPH_REPLAY_TARGET_US: f64 = 500.0;
 
+/// Samples taken before convergence may stop sampling, so that p99 rests on at least two
+/// samples above it.
+pub const MIN_SAMPLES: usize = 200;
+
 /// Samples between two host synchronisations, at most.
 const MAX_BATCH: usize = 64;
 
@@ -135,7 +139,7 @@ fn bench(
     let rule = StopRule {
         target_noise: opts.target_noise,
         max_seconds: opts.max_seconds,
-        min_samples: 20,
+        min_samples: MIN_SAMPLES,
         max_samples: 100_000,
     };
     let sample_us_guess = launch_us * per_replay as f64;

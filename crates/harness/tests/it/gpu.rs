@@ -164,3 +164,44 @@ fn gpu_once_and_probe_succeed() {
     let probe: HarnessOutput = serde_json::from_str(&stdout(&out)).expect("probe JSON");
     assert!(probe.device.is_some_and(|d| d.sm_count.unwrap_or(0) > 0));
 }
+
+/// `EXHIBIT_PLANTED_CUBIN`: tests/fixtures/planted.cu built with -DHEAD_DIM=64
+/// -DPLANT_FROM_LAUNCH=3 (a write one element past O from the third launch on).
+#[test]
+fn gpu_stress_names_the_launch_that_first_writes_past_the_output() {
+    if std::env::var("EXHIBIT_GPU").ok().as_deref() != Some("1") {
+        return;
+    }
+    let Ok(cubin) = std::env::var("EXHIBIT_PLANTED_CUBIN") else {
+        eprintln!("skipped: EXHIBIT_PLANTED_CUBIN is not set");
+        return;
+    };
+    for sync in ["every", "every:4", "end"] {
+        let (code, doc, value) = run_json(&[
+            "--cubin",
+            &cubin,
+            "--shape",
+            "2,4,200,64",
+            "--dtype",
+            "f16",
+            "--mode",
+            "stress",
+            "--launches",
+            "10",
+            "--sync",
+            sync,
+        ]);
+        assert_eq!(code, 1, "{sync}");
+        let st = doc.results[0].stress.as_ref().expect("stress");
+        assert_eq!(
+            (st.first_failure, st.failure_kind.as_deref()),
+            (Some(3), Some("canary")),
+            "{sync}"
+        );
+        assert_eq!(st.canaries_corrupted, vec!["o.after".to_string()]);
+        assert_eq!(
+            value["results"][0]["details"]["first_corruption"]["corruption"]["nearest_to_data"],
+            0
+        );
+    }
+}
