@@ -103,11 +103,9 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
                 path.push(name);
                 text.clear();
             }
-            Event::Empty(e) => {
-                // `<ComputeSanitizerOutput/>`: a run with nothing to report.
-                if path.is_empty() && e.name().0 == "ComputeSanitizerOutput" {
-                    log.complete = errors == 0;
-                }
+            // `<ComputeSanitizerOutput/>`: a run with nothing to report.
+            Event::Empty(e) if path.is_empty() && e.name().0 == "ComputeSanitizerOutput" => {
+                log.complete = errors == 0;
             }
             Event::End(_) => {
                 if skipped_depth > 0 {
