@@ -169,7 +169,9 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
             reason: stage.reason.as_deref(),
             cached_from: stage.cached_from.as_deref(),
         });
-        executor.statuses[i] = Some(stage.status);
+        if let Some(slot) = executor.statuses.get_mut(i) {
+            *slot = Some(stage.status);
+        }
         // Skipped units change nothing on disk: they are recorded with the next unit that does.
         let wrote = stage.status != StageStatus::Skipped || stage.cached_from.is_some();
         run.stages.push(stage);
