@@ -6,6 +6,7 @@ mod canary;
 mod cli;
 mod consistency;
 mod document;
+mod fixtures;
 mod float;
 mod gpu;
 mod prng;
