@@ -81,6 +81,14 @@ pub fn summary(records: &[Record]) -> String {
             if !c.canaries_corrupted.is_empty() {
                 line += &format!(" corrupted={}", c.canaries_corrupted.join(","));
             }
+            if let Some(n) = r
+                .details
+                .get("repeat_elements_differing")
+                .and_then(|v| v.as_u64())
+                && n > 0
+            {
+                line += &format!(" second_launch_differs={n}");
+            }
         }
         if let Some(st) = &res.stress {
             line += &format!(

@@ -1,5 +1,6 @@
 //! `--mode check`: the kernel's output against the f64 reference, on the requested problem and
-//! on `--random-shapes` seeded shapes with both masks.
+//! on `--random-shapes` seeded shapes with both masks. Each problem is launched twice; the
+//! second output must equal the first bit for bit, and the guards are read after both.
 
 use std::time::Instant;
 
@@ -98,6 +99,21 @@ fn check_one(
             return record;
         }
     };
+    // A second launch on the same inputs must reproduce the first output bit for bit: state
+    // carried between launches, or a race, shows up here even when one output looks right.
+    let repeat = dp
+        .poison_output(gpu)
+        .and_then(|()| kernel.launch(gpu, &dp.args()))
+        .and_then(|()| gpu.synchronize())
+        .and_then(|()| dp.read_output(gpu));
+    let repeat_differing = match repeat {
+        Ok(second) => out.iter().zip(&second).filter(|(a, b)| a != b).count(),
+        Err(e) => {
+            record.detail("failed_on", "second launch");
+            record.fail_cuda(&e, false);
+            return record;
+        }
+    };
     let mut corrupted = match dp.check_guards(gpu) {
         Ok(c) => c,
         Err(e) => {
@@ -134,7 +150,7 @@ fn check_one(
 
     let mut names: Vec<String> = corrupted.iter().map(|c| c.region.clone()).collect();
     names.extend(changed_inputs);
-    let passed = cmp.passed(&tol) && names.is_empty();
+    let passed = cmp.passed(&tol) && names.is_empty() && repeat_differing == 0;
     if !passed {
         record.verdict = Verdict::KernelFailure;
     }
@@ -147,6 +163,7 @@ fn check_one(
         unwritten: cmp.unwritten,
         canaries_corrupted: names,
     });
+    record.detail("repeat_elements_differing", repeat_differing);
     record.detail("inf_count", cmp.inf_count);
     record.detail("elements_over_bound", cmp.over_bound);
     record.detail("worst_bound_ratio", finite(cmp.worst_ratio()));
