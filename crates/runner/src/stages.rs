@@ -148,9 +148,12 @@ pub fn invocation(
                 unit,
                 pipeline,
                 preflight,
-                &cubin()?,
-                "once",
-                &file("harness.json"),
+                &Launch {
+                    cubin: &cubin()?,
+                    mode: "once",
+                    out: &file("harness.json"),
+                    wrapped: true,
+                },
             )?;
             cmd.words(stage.harness_args.iter().map(String::as_str));
             let log = format!("{tool}.log");
@@ -172,9 +175,12 @@ pub fn invocation(
                 unit,
                 pipeline,
                 preflight,
-                &cubin()?,
-                mode,
-                &file("harness.json"),
+                &Launch {
+                    cubin: &cubin()?,
+                    mode,
+                    out: &file("harness.json"),
+                    wrapped: false,
+                },
             )?;
             cmd.words(stage.args.iter().map(String::as_str));
             Ok(cmd.finish(
@@ -197,9 +203,12 @@ pub fn invocation(
                 unit,
                 pipeline,
                 preflight,
-                &cubin()?,
-                "once",
-                &file("harness.json"),
+                &Launch {
+                    cubin: &cubin()?,
+                    mode: "once",
+                    out: &file("harness.json"),
+                    wrapped: true,
+                },
             )?;
             cmd.words(stage.harness_args.iter().map(String::as_str));
             Ok(cmd.finish(
@@ -250,15 +259,30 @@ pub fn invocation(
     }
 }
 
+/// How the harness is launched for a unit.
+struct Launch<'a> {
+    cubin: &'a Path,
+    /// `once`, `check`, `stress` or `bench`.
+    mode: &'a str,
+    /// Where the harness writes its JSON.
+    out: &'a Path,
+    /// Whether compute-sanitizer or ncu runs it (their log is its stdout).
+    wrapped: bool,
+}
+
 fn harness(
     cmd: &mut Argv,
     unit: &Unit,
     pipeline: &Pipeline,
     preflight: &Preflight,
-    cubin: &Path,
-    mode: &str,
-    out: &Path,
+    launch: &Launch<'_>,
 ) -> Result<(), String> {
+    let Launch {
+        cubin,
+        mode,
+        out,
+        wrapped,
+    } = *launch;
     let case = unit.case.as_ref().ok_or("a kernel launch without a case")?;
     let prefix = preflight.harness.as_ref().map_err(Clone::clone)?;
     let (program, rest) = prefix.split_first().ok_or("empty harness command")?;
@@ -282,7 +306,12 @@ fn harness(
     if let Some(config) = &unit.config {
         cmd.words(["--config", config]);
     }
-    cmd.words(["--json", "--out"]);
+    // Under compute-sanitizer and ncu stdout is the tool's log: the JSON goes only to the file,
+    // and the harness prints its one-line summary there instead.
+    if !wrapped {
+        cmd.word("--json");
+    }
+    cmd.word("--out");
     cmd.path(out);
     Ok(())
 }

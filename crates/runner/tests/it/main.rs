@@ -7,6 +7,7 @@ mod util;
 
 mod cache;
 mod cli;
+mod commands;
 mod config;
 mod decide;
 mod process;

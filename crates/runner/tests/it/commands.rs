@@ -1,0 +1,159 @@
+//! The command lines of the GPU stages, as planned for a machine with an sm_90 GPU and every
+//! tool (built through the library: no test here has a GPU to run them on).
+
+use std::path::{Path, PathBuf};
+
+use runner::config::Pipeline;
+use runner::plan::{self, Selection};
+use runner::preflight::Preflight;
+use runner::stages::{self, Paths};
+use runner::toolchain::{Source, Tool, Toolchain};
+
+const PIPELINE: &str = r#"kernel:
+  source: kernel/attention.cu
+  entry_points: { f16: attention_fwd_f16, bf16: attention_fwd_bf16 }
+toolchain:
+  cuda: 13.0.88
+  provision: false
+  wheels: { nvidia-cuda-nvcc: 13.0.88 }
+matrix:
+  configs:
+    d64: { HEAD_DIM: 64, BLOCK_M: 64 }
+    d128: { HEAD_DIM: 128, BLOCK_M: 64 }
+cases:
+  seed: { shape: "2,8,512,64", dtypes: [f16], causal: [false] }
+  tail: { shape: "1,2,200,64", dtypes: [bf16], causal: [true] }
+stages:
+  compile: {}
+  memcheck:
+    print_limit: 100
+    harness_args: [--guard-bytes, "0"]
+    cases: [seed]
+  stress:
+    args: [--launches, "200"]
+    cases: [tail]
+  profile:
+    args: [--section, SpeedOfLight]
+    cases: [seed]
+  baseline:
+    command: [python3, kernel/baselines/sdpa.py]
+    cases: [tail]
+"#;
+
+fn preflight() -> Preflight {
+    let mut toolchain = Toolchain::default();
+    for name in ["nvcc", "compute-sanitizer", "ncu", "python3"] {
+        toolchain.tools.insert(
+            name.to_string(),
+            Tool {
+                path: PathBuf::from(format!("stand-in/bin/{name}")),
+                source: Source::Path,
+                version: Some("stand-in".into()),
+            },
+        );
+    }
+    Preflight {
+        toolchain,
+        environment: report::Environment::default(),
+        gpu_unavailable: None,
+        gpu_archs: vec!["sm_90".into()],
+        harness: Ok(vec![
+            PathBuf::from("stand-in/runner"),
+            PathBuf::from("harness"),
+        ]),
+        torch: Some(Ok("torch stand-in".into())),
+        notes: Vec::new(),
+    }
+}
+
+/// The recorded command of the one unit of `stage` for `config`.
+fn command(stage: &str, config: Option<&str>) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("kernel")).unwrap();
+    std::fs::write(dir.path().join("kernel/attention.cu"), "// stand-in\n").unwrap();
+    let path = dir.path().join("pipeline.yaml");
+    let pipeline = Pipeline::parse(&path, PIPELINE).unwrap();
+    let preflight = preflight();
+    let plan = plan::plan(&pipeline, &preflight, &Selection::default()).unwrap();
+    let units: Vec<_> = plan
+        .units
+        .iter()
+        .filter(|u| u.name == stage && u.config.as_deref() == config)
+        .collect();
+    assert_eq!(units.len(), 1, "{stage} {config:?}: {units:?}");
+    let unit = units[0];
+    assert_eq!(unit.blocked, None);
+    let paths = Paths {
+        unit_dir: Path::new("artifacts/RUN").join(&unit.dir),
+        cubin: Some(PathBuf::from(
+            "artifacts/RUN/compile/d64/sm_90/attention.cubin",
+        )),
+    };
+    let stage_cfg = pipeline.stage(stage).unwrap();
+    stages::invocation(unit, stage_cfg, &pipeline, &preflight, &paths)
+        .unwrap()
+        .display
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_string).collect()
+}
+
+#[test]
+fn memcheck_wraps_the_built_in_harness_with_a_distinct_error_exit_code() {
+    assert_eq!(
+        command("memcheck", Some("d64")),
+        words(
+            "compute-sanitizer --tool memcheck --error-exitcode 86 --print-limit 100 \
+             runner harness --cubin artifacts/RUN/compile/d64/sm_90/attention.cubin \
+             --kernel attention_fwd_f16 --shape 2,8,512,64 --dtype f16 --mode once --config d64 \
+             --out artifacts/RUN/memcheck/d64/sm_90/seed-f16/harness.json --guard-bytes 0"
+        )
+    );
+}
+
+#[test]
+fn stress_runs_the_harness_with_its_arguments() {
+    assert_eq!(
+        command("stress", Some("d64")),
+        words(
+            "runner harness --cubin artifacts/RUN/compile/d64/sm_90/attention.cubin \
+             --kernel attention_fwd_bf16 --shape 1,2,200,64 --dtype bf16 --causal --mode stress \
+             --config d64 --json --out artifacts/RUN/stress/d64/sm_90/tail-bf16-causal/harness.json \
+             --launches 200"
+        )
+    );
+}
+
+#[test]
+fn profile_wraps_the_harness_in_ncu_without_touching_clocks() {
+    assert_eq!(
+        command("profile", Some("d64")),
+        words(
+            "ncu --csv --clock-control none --section SpeedOfLight \
+             runner harness --cubin artifacts/RUN/compile/d64/sm_90/attention.cubin \
+             --kernel attention_fwd_f16 --shape 2,8,512,64 --dtype f16 --mode once --config d64 \
+             --out artifacts/RUN/profile/d64/sm_90/seed-f16/harness.json"
+        )
+    );
+}
+
+#[test]
+fn baseline_runs_per_case_with_the_shape_arguments() {
+    assert_eq!(
+        command("baseline", None),
+        words("python3 kernel/baselines/sdpa.py --shape 1,2,200,64 --dtype bf16 --causal --json")
+    );
+}
+
+#[test]
+fn cases_run_only_on_configs_of_their_head_dim() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("kernel")).unwrap();
+    std::fs::write(dir.path().join("kernel/attention.cu"), "// stand-in\n").unwrap();
+    let pipeline = Pipeline::parse(&dir.path().join("pipeline.yaml"), PIPELINE).unwrap();
+    let plan = plan::plan(&pipeline, &preflight(), &Selection::default()).unwrap();
+    let memcheck: Vec<_> = plan.units.iter().filter(|u| u.name == "memcheck").collect();
+    assert_eq!(memcheck.len(), 1);
+    assert_eq!(memcheck[0].config.as_deref(), Some("d64"));
+}
