@@ -34,7 +34,11 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1024);
-    let dir = tempfile::tempdir().expect("temporary folder");
+    // EXHIBIT_BENCH_DIR keeps the generated logs in a folder of one's choice (for profiling).
+    let temp = tempfile::tempdir().expect("temporary folder");
+    let dir = std::env::var_os("EXHIBIT_BENCH_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| temp.path().to_path_buf());
     let records = records();
     println!(
         "{} distinct real records from {} fixtures",
@@ -42,8 +46,8 @@ fn main() {
         SOURCES.len()
     );
 
-    let small = dir.path().join("small.log");
-    let big = dir.path().join("big.log");
+    let small = dir.join("small.log");
+    let big = dir.join("big.log");
     write_log(&small, &records, mb * 1024 * 1024 / 8);
     write_log(&big, &records, mb * 1024 * 1024);
 
@@ -106,6 +110,10 @@ fn records() -> Vec<String> {
 }
 
 fn write_log(path: &Path, records: &[String], bytes: u64) {
+    // A log kept in EXHIBIT_BENCH_DIR from an earlier run of the same size is reused.
+    if std::fs::metadata(path).is_ok_and(|m| m.len() >= bytes && m.len() < bytes + (1 << 20)) {
+        return;
+    }
     let mut w = BufWriter::with_capacity(1 << 20, File::create(path).expect("create log"));
     let mut written = 0u64;
     writeln!(w, "========= COMPUTE-SANITIZER").expect("write");

@@ -9,6 +9,9 @@ use std::io::{self, BufRead};
 pub(crate) const MAX_LINE: usize = 64 * 1024;
 
 /// Calls `f` with every line of `reader`, in order.
+///
+/// Each buffer the reader fills is validated as UTF-8 once, up to its last newline, and split
+/// in place; only a line that straddles two buffers is copied.
 pub(crate) fn for_each_line<R: BufRead>(mut reader: R, mut f: impl FnMut(&str)) -> io::Result<()> {
     let mut carry: Vec<u8> = Vec::new();
     // True while the tail of an over-long line is being skipped.
@@ -25,28 +28,45 @@ pub(crate) fn for_each_line<R: BufRead>(mut reader: R, mut f: impl FnMut(&str)) 
             }
             return Ok(());
         }
-        let mut start = 0;
         let len = buf.len();
-        while start < len {
-            match memchr::memchr(b'\n', &buf[start..]) {
-                Some(offset) => {
-                    let end = start + offset;
-                    if carry.is_empty() && !overflow {
-                        emit(&buf[start..end], &mut f);
-                    } else {
-                        append(&mut carry, &buf[start..end]);
-                        emit(&carry, &mut f);
-                        carry.clear();
-                        overflow = false;
-                    }
-                    start = end + 1;
+        let Some(last) = memchr::memrchr(b'\n', buf) else {
+            overflow |= append(&mut carry, buf);
+            reader.consume(len);
+            continue;
+        };
+        let mut start = 0;
+        if !carry.is_empty() || overflow {
+            // The line that began in an earlier buffer ends at the first newline here.
+            let first = memchr::memchr(b'\n', buf).unwrap_or(last);
+            append(&mut carry, buf.get(..first).unwrap_or_default());
+            emit(&carry, &mut f);
+            carry.clear();
+            overflow = false;
+            start = first + 1;
+        }
+        // Lines wholly inside this buffer, when any: `start..last`, newline-separated.
+        let whole = if start <= last {
+            buf.get(start..last)
+        } else {
+            None
+        };
+        match whole.map(std::str::from_utf8) {
+            None => {}
+            Some(Ok(text)) => {
+                let mut from = 0;
+                for nl in memchr::memchr_iter(b'\n', text.as_bytes()) {
+                    emit_str(text.get(from..nl).unwrap_or(""), &mut f);
+                    from = nl + 1;
                 }
-                None => {
-                    overflow |= append(&mut carry, &buf[start..]);
-                    start = len;
+                emit_str(text.get(from..).unwrap_or(""), &mut f);
+            }
+            Some(Err(_)) => {
+                for line in whole.unwrap_or_default().split(|&b| b == b'\n') {
+                    emit(line, &mut f);
                 }
             }
         }
+        overflow |= append(&mut carry, buf.get(last + 1..).unwrap_or_default());
         reader.consume(len);
     }
 }
@@ -60,15 +80,27 @@ fn append(carry: &mut Vec<u8>, bytes: &[u8]) -> bool {
 }
 
 fn emit(line: &[u8], f: &mut impl FnMut(&str)) {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let line = line.get(..MAX_LINE).unwrap_or(line);
+    let line = line.get(..MAX_LINE + 1).unwrap_or(line);
     match std::str::from_utf8(line) {
-        Ok(s) => f(s),
+        Ok(s) => emit_str(s, f),
         Err(_) => {
             let s: Cow<'_, str> = String::from_utf8_lossy(line);
-            f(&s)
+            emit_str(&s, f)
         }
     }
+}
+
+fn emit_str(line: &str, f: &mut impl FnMut(&str)) {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    if line.len() <= MAX_LINE {
+        f(line);
+        return;
+    }
+    let mut end = MAX_LINE;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    f(line.get(..end).unwrap_or(""));
 }
 
 #[cfg(test)]

@@ -28,6 +28,73 @@ pub(crate) struct SanitizerParser {
     rec: Rec,
     tools: ToolHints,
     saw_summary: bool,
+    sides: SideCache,
+    last: Option<LastSite>,
+}
+
+/// The discriminator fragments ("|read@race.cu:12") of the last few race sides seen, so that
+/// repeated hazard records do not parse the same location text again.
+#[derive(Default)]
+struct SideCache {
+    entries: Vec<(Option<Access>, String, String)>,
+    next: usize,
+}
+
+impl SideCache {
+    const SIZE: usize = 8;
+
+    fn fragment(&mut self, access: Option<Access>, text: &str) -> &str {
+        let hit = self
+            .entries
+            .iter()
+            .position(|(a, t, _)| *a == access && t == text);
+        let i = match hit {
+            Some(i) => i,
+            None => {
+                let loc = parse_location(text);
+                let fragment = format!(
+                    "|{}@{}:{}",
+                    access_name(access),
+                    loc.file.map(file_key).unwrap_or(loc.function),
+                    loc.line.map(|l| l.to_string()).unwrap_or_default()
+                );
+                let entry = (access, text.to_string(), fragment);
+                let i = self.next % Self::SIZE;
+                self.next = self.next.wrapping_add(1);
+                match self.entries.get_mut(i) {
+                    Some(slot) => *slot = entry,
+                    None => self.entries.push(entry),
+                }
+                i.min(self.entries.len().saturating_sub(1))
+            }
+        };
+        self.entries.get(i).map(|e| e.2.as_str()).unwrap_or("")
+    }
+}
+
+/// The site of the previous record and its finding: consecutive records of one site (the
+/// common case in a long log) are counted without hashing.
+struct LastSite {
+    index: usize,
+    kind: FindingKind,
+    kernel: Option<String>,
+    file: Option<String>,
+    line: Option<u32>,
+    space: Option<MemorySpace>,
+    size: Option<u32>,
+    discriminator: String,
+}
+
+impl LastSite {
+    fn matches(&self, s: &Site<'_>) -> bool {
+        self.kind == s.kind
+            && self.line == s.line
+            && self.space == s.space
+            && self.size == s.size
+            && self.kernel.as_deref() == s.kernel
+            && self.file.as_deref() == s.file
+            && self.discriminator == s.discriminator
+    }
 }
 
 #[derive(Default)]
@@ -50,16 +117,25 @@ struct Rec {
     access: Option<Access>,
     size: Option<u32>,
     header: String,
+    /// The location fields survive `reset`: the next record usually repeats the same `at` and
+    /// `Device Frame:` lines, and then they are not parsed again.
+    at_text: String,
     function: String,
     clone_of: String,
-    outer_frame: String,
     file: String,
     line: Option<u32>,
     has_location: bool,
+    frame_text: String,
+    outer_frame: String,
+    has_frame: bool,
     example: String,
     discriminator: String,
     details: Vec<(&'static str, Value)>,
-    related: Vec<Location>,
+    /// The other sides of a race as (access, location text); parsed into [`Location`]s only
+    /// for the first record of a finding.
+    related: Vec<(Option<Access>, String)>,
+    related_len: usize,
+    has_related_example: bool,
     hazards: u64,
     leaked: u64,
     raw: Vec<String>,
@@ -76,16 +152,13 @@ impl Rec {
         self.access = None;
         self.size = None;
         self.header.clear();
-        self.function.clear();
-        self.clone_of.clear();
-        self.outer_frame.clear();
-        self.file.clear();
-        self.line = None;
         self.has_location = false;
+        self.has_frame = false;
         self.example.clear();
         self.discriminator.clear();
         self.details.clear();
-        self.related.clear();
+        self.related_len = 0;
+        self.has_related_example = false;
         self.hazards = 0;
         self.leaked = 0;
         self.raw_len = 0;
@@ -105,8 +178,37 @@ impl Rec {
         self.raw_len += 1;
     }
 
+    fn push_related(&mut self, access: Option<Access>, text: &str) {
+        match self.related.get_mut(self.related_len) {
+            Some(slot) => {
+                slot.0 = access;
+                slot.1.clear();
+                slot.1.push_str(text);
+            }
+            None => self.related.push((access, text.to_string())),
+        }
+        self.related_len += 1;
+    }
+
+    /// Takes the location from an `at` line, parsing it only when it differs from the last one.
+    fn set_location_text(&mut self, text: &str) {
+        self.has_location = true;
+        if self.at_text != text {
+            self.at_text.clear();
+            self.at_text.push_str(text);
+            let loc = parse_location(text);
+            self.store_location(&loc);
+        }
+    }
+
     fn set_location(&mut self, loc: &Loc<'_>) {
         self.has_location = true;
+        // A location that did not come from an `at` line: forget the cached text.
+        self.at_text.clear();
+        self.store_location(loc);
+    }
+
+    fn store_location(&mut self, loc: &Loc<'_>) {
         self.function.clear();
         self.function.push_str(loc.function);
         self.clone_of.clear();
@@ -125,6 +227,8 @@ impl SanitizerParser {
             rec: Rec::default(),
             tools: ToolHints::default(),
             saw_summary: false,
+            sides: SideCache::default(),
+            last: None,
         }
     }
 
@@ -245,8 +349,18 @@ impl SanitizerParser {
             }
             b'T' if text.starts_with("Target application") => self.end_record(),
             b'E' if text.starts_with("ERROR SUMMARY:") => self.error_summary(text),
-            b'E' | b'W' if text.contains("Race reported between ") => self.race(text, line),
-            b'E' | b'W' if text.contains("hazard detected at ") => self.hazard(text, line),
+            b'E' | b'W'
+                if text.starts_with("Error: Race reported between ")
+                    || text.starts_with("Warning: Race reported between ") =>
+            {
+                self.race(text, line)
+            }
+            b'E' | b'W'
+                if text.starts_with("Error: Potential ")
+                    || text.starts_with("Warning: Potential ") =>
+            {
+                self.hazard(text, line)
+            }
             b'E' if text.starts_with("Error:") => {
                 self.start(FindingKind::ToolError, Severity::Error, text, line);
                 self.rec.discriminator.push_str(&scrub_addresses(text));
@@ -275,8 +389,7 @@ impl SanitizerParser {
             b'a' if text.starts_with("at ") => {
                 self.rec.push_raw(line);
                 if !self.rec.has_location {
-                    let loc = parse_location(text.get(3..).unwrap_or(""));
-                    self.rec.set_location(&loc);
+                    self.rec.set_location_text(text.get(3..).unwrap_or(""));
                 }
                 self.rec.tentative = false;
             }
@@ -289,9 +402,16 @@ impl SanitizerParser {
             }
             b'D' if text.starts_with("Device Frame:") => {
                 self.rec.push_raw(line);
-                let loc = parse_location(text.get("Device Frame:".len()..).unwrap_or("").trim());
-                self.rec.outer_frame.clear();
-                self.rec.outer_frame.push_str(loc.function);
+                let r = &mut self.rec;
+                r.has_frame = true;
+                if r.frame_text != text {
+                    r.frame_text.clear();
+                    r.frame_text.push_str(text);
+                    let loc =
+                        parse_location(text.get("Device Frame:".len()..).unwrap_or("").trim());
+                    r.outer_frame.clear();
+                    r.outer_frame.push_str(loc.function);
+                }
             }
             b'A' if text.starts_with("Access to ") || text.starts_with("Address ") => {
                 self.rec.push_raw(line);
@@ -312,7 +432,9 @@ impl SanitizerParser {
                 self.rec.push_raw(line);
                 self.race_other_side(text.get(4..).unwrap_or(""));
             }
-            b'W' | b'R' if text.contains(" Thread (") => {
+            b'W' | b'R'
+                if text.starts_with("Write Thread (") || text.starts_with("Read Thread (") =>
+            {
                 self.rec.push_raw(line);
                 self.hazard_thread(text);
             }
@@ -416,20 +538,10 @@ impl SanitizerParser {
     fn race_other_side(&mut self, text: &str) {
         let (access, loc) = access_at(text);
         let (loc, hazards) = strip_hazard_count(loc);
-        let loc = parse_location(loc);
         self.rec.hazards = self.rec.hazards.saturating_add(hazards.unwrap_or(1));
-        let d = &mut self.rec.discriminator;
-        d.push('|');
-        d.push_str(access_name(access));
-        d.push('@');
-        d.push_str(loc.file.map(file_key).unwrap_or(loc.function));
-        d.push(':');
-        d.push_str(&loc.line.map(|l| l.to_string()).unwrap_or_default());
-        self.rec.related.push(Location {
-            function: Some(format!("{} {}", access_name(access), loc.function)),
-            file: loc.file.map(str::to_string),
-            line: loc.line,
-        });
+        let fragment = self.sides.fragment(access, loc);
+        self.rec.discriminator.push_str(fragment);
+        self.rec.push_related(access, loc);
     }
 
     /// racecheck's `--racecheck-report hazard` form: "Error: Potential RAW hazard detected at
@@ -443,54 +555,44 @@ impl SanitizerParser {
         };
         self.start(FindingKind::Race, severity, text, line);
         self.tools.racecheck = true;
-        let hazard_type = text
-            .split_once("Potential ")
-            .and_then(|(_, t)| t.split_whitespace().next())
-            .unwrap_or("");
+        // Words: "Error:" "Potential" TYPE "hazard" "detected" "at" SPACE ADDRESS "in" "block" IDX ":"
+        let mut words = text.split_whitespace();
+        let hazard_type = words.nth(2).unwrap_or("");
+        let space = words.nth(3).and_then(space_of);
+        let block = words.nth(2).zip(words.next());
         let r = &mut self.rec;
         r.hazards = 1;
         r.details.push(("hazard_type", json!(hazard_type)));
         r.discriminator.push_str(hazard_type);
-        r.space = text
-            .split_once("detected at ")
-            .and_then(|(_, t)| t.split_whitespace().next())
-            .and_then(space_of)
-            .or(Some(MemorySpace::Shared));
-        if let Some((_, block)) = text.rsplit_once(" in ") {
-            r.example.push_str(block.trim_end_matches(':').trim());
+        r.space = space.or(Some(MemorySpace::Shared));
+        if let Some((word, index)) = block {
+            r.example.push_str(word);
+            r.example.push(' ');
+            r.example.push_str(index);
         }
     }
 
     fn hazard_thread(&mut self, text: &str) {
         // "Write Thread (31,0,0) at reverse_tile(const int *, int *)+0x120 in race.cu:10"
-        let Some((who, at)) = text.split_once(" at ") else {
+        let Some((who, at)) = text.split_once(") at ") else {
             return;
         };
         let access = who.split_whitespace().next().and_then(access_of);
-        let loc = parse_location(at);
+        let fragment = self.sides.fragment(access, at);
         let r = &mut self.rec;
+        r.discriminator.push_str(fragment);
         if !r.has_location {
-            r.set_location(&loc);
+            r.set_location_text(at);
             r.access = access;
         } else {
-            r.related.push(Location {
-                function: Some(format!("{} {}", access_name(access), loc.function)),
-                file: loc.file.map(str::to_string),
-                line: loc.line,
-            });
+            r.push_related(access, at);
         }
-        r.discriminator.push('|');
-        r.discriminator.push_str(access_name(access));
-        r.discriminator.push('@');
-        r.discriminator
-            .push_str(loc.file.map(file_key).unwrap_or(loc.function));
-        r.discriminator.push(':');
-        r.discriminator
-            .push_str(&loc.line.map(|l| l.to_string()).unwrap_or_default());
         if !r.example.is_empty() && r.example.len() < 160 {
             r.example
-                .push_str(if r.example.contains(':') { ", " } else { ": " });
+                .push_str(if r.has_related_example { ", " } else { ": " });
+            r.has_related_example = true;
             r.example.push_str(who);
+            r.example.push(')');
         }
     }
 
@@ -565,34 +667,73 @@ impl SanitizerParser {
         if kind == FindingKind::DeviceException {
             self.tools.memcheck = true;
         }
-        let kernel = if !r.outer_frame.is_empty() {
+        let function = if r.has_location {
+            r.function.as_str()
+        } else {
+            ""
+        };
+        let clone_of = if r.has_location {
+            r.clone_of.as_str()
+        } else {
+            ""
+        };
+        let file = if r.has_location { r.file.as_str() } else { "" };
+        let line = if r.has_location { r.line } else { None };
+        let kernel = if r.has_frame && !r.outer_frame.is_empty() {
             Some(r.outer_frame.as_str())
-        } else if !r.clone_of.is_empty() {
-            Some(r.clone_of.as_str())
-        } else if !r.function.is_empty() {
-            Some(r.function.as_str())
+        } else if !clone_of.is_empty() {
+            Some(clone_of)
+        } else if !function.is_empty() {
+            Some(function)
         } else {
             None
         };
-        let message = scrub_addresses(r.header.trim_end_matches([':', ' ']));
         let site = Site {
             kind,
             kernel,
-            file: (!r.file.is_empty()).then_some(r.file.as_str()),
-            line: r.line,
+            file: (!file.is_empty()).then_some(file),
+            line,
             space: r.space,
             size: r.size,
             discriminator: &r.discriminator,
         };
-        let (i, new) = self.sites.add(Record {
-            site,
-            severity: r.severity.unwrap_or(Severity::Error),
-            access: r.access,
-            message: &message,
-            example: (!r.example.is_empty()).then_some(r.example.as_str()),
-            excerpt: r.raw.get(..r.raw_len).unwrap_or(&[]),
-            occurrences: 1,
-        });
+        let example = (!r.example.is_empty()).then_some(r.example.as_str());
+        let last = self
+            .last
+            .as_ref()
+            .filter(|l| l.matches(&site))
+            .map(|l| l.index);
+        let (i, new) = match last.or_else(|| self.sites.find(&site)) {
+            Some(i) => {
+                self.sites.bump(i, 1, example);
+                (i, false)
+            }
+            None => {
+                let message = scrub_addresses(r.header.trim_end_matches([':', ' ']));
+                self.sites.add(Record {
+                    site,
+                    severity: r.severity.unwrap_or(Severity::Error),
+                    access: r.access,
+                    message: &message,
+                    example,
+                    excerpt: r.raw.get(..r.raw_len).unwrap_or(&[]),
+                    occurrences: 1,
+                })
+            }
+        };
+        if last.is_none() {
+            self.last = Some(LastSite {
+                index: i,
+                kind: site.kind,
+                kernel: site.kernel.map(str::to_string),
+                file: site.file.map(str::to_string),
+                line: site.line,
+                space: site.space,
+                size: site.size,
+                discriminator: site.discriminator.to_string(),
+            });
+        }
+        let r = &self.rec;
         let hazards = r.hazards;
         let leaked = r.leaked;
         if let Some(f) = self.sites.get_mut(i) {
@@ -600,10 +741,24 @@ impl SanitizerParser {
                 for (k, v) in &self.rec.details {
                     f.details.entry(k.to_string()).or_insert_with(|| v.clone());
                 }
-                f.related = self.rec.related.clone();
-                if !self.rec.function.is_empty() && kernel != Some(self.rec.function.as_str()) {
+                f.related = self
+                    .rec
+                    .related
+                    .iter()
+                    .take(self.rec.related_len)
+                    .map(|(access, text)| {
+                        let loc = parse_location(text);
+                        Location {
+                            function: Some(format!("{} {}", access_name(*access), loc.function)),
+                            file: loc.file.map(str::to_string),
+                            line: loc.line,
+                        }
+                    })
+                    .collect();
+                let r = &self.rec;
+                if r.has_location && !r.function.is_empty() && kernel != Some(r.function.as_str()) {
                     f.details
-                        .insert("function".to_string(), json!(self.rec.function.clone()));
+                        .insert("function".to_string(), json!(r.function.clone()));
                 }
             }
             if hazards > 0 {

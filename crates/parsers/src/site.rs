@@ -7,7 +7,7 @@
 //! so the same fault found in two runs gets the same fingerprint.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use sha2::{Digest, Sha256};
 
@@ -30,9 +30,63 @@ pub(crate) struct Site<'a> {
     pub discriminator: &'a str,
 }
 
+/// A fast, non-cryptographic hasher (the multiply-rotate scheme of rustc's FxHash): sites are
+/// hashed once per record, and nothing adversarial chooses them.
+#[derive(Default)]
+pub(crate) struct FxHasher {
+    hash: u64,
+}
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            if let Some(d) = w.get_mut(..rest.len()) {
+                d.copy_from_slice(rest);
+            }
+            self.add(u64::from_le_bytes(w));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
 impl Site<'_> {
     fn hash64(&self) -> u64 {
-        let mut h = DefaultHasher::new();
+        let mut h = FxHasher::default();
         self.kind.hash(&mut h);
         self.kernel.map(kernel_key).hash(&mut h);
         self.file.map(file_key).hash(&mut h);
@@ -109,7 +163,7 @@ pub(crate) struct Record<'a> {
 /// Folds records into findings, one per site, keeping first-seen order.
 #[derive(Default)]
 pub(crate) struct Sites {
-    index: HashMap<u64, Vec<usize>>,
+    index: HashMap<u64, Vec<usize>, BuildHasherDefault<FxHasher>>,
     findings: Vec<Finding>,
     keys: Vec<OwnedSite>,
 }
@@ -138,24 +192,38 @@ impl OwnedSite {
 }
 
 impl Sites {
+    /// The finding of a site already seen, if any.
+    pub(crate) fn find(&self, site: &Site<'_>) -> Option<usize> {
+        self.find_hashed(site, site.hash64())
+    }
+
+    fn find_hashed(&self, site: &Site<'_>, hash: u64) -> Option<usize> {
+        self.index
+            .get(&hash)?
+            .iter()
+            .copied()
+            .find(|&i| self.keys.get(i).is_some_and(|k| k.matches(site)))
+    }
+
+    /// Counts one more record for finding `i`.
+    pub(crate) fn bump(&mut self, i: usize, occurrences: u64, example: Option<&str>) {
+        if let Some(f) = self.findings.get_mut(i) {
+            f.count = f.count.saturating_add(occurrences);
+            if let Some(example) = example
+                && f.examples.len() < MAX_EXAMPLES
+            {
+                f.examples.push(example.to_string());
+            }
+        }
+    }
+
     /// Adds a record; returns the index of its finding and whether the finding is new, so the
     /// caller can fill kind-specific details once.
     pub(crate) fn add(&mut self, r: Record<'_>) -> (usize, bool) {
         let hash = r.site.hash64();
-        if let Some(candidates) = self.index.get(&hash) {
-            for &i in candidates {
-                if self.keys.get(i).is_some_and(|k| k.matches(&r.site)) {
-                    if let Some(f) = self.findings.get_mut(i) {
-                        f.count = f.count.saturating_add(r.occurrences);
-                        if let Some(example) = r.example
-                            && f.examples.len() < MAX_EXAMPLES
-                        {
-                            f.examples.push(example.to_string());
-                        }
-                    }
-                    return (i, false);
-                }
-            }
+        if let Some(i) = self.find_hashed(&r.site, hash) {
+            self.bump(i, r.occurrences, r.example);
+            return (i, false);
         }
         let i = self.findings.len();
         self.findings.push(Finding {
