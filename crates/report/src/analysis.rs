@@ -170,6 +170,7 @@ fn ran_tools(coverage: &[CoverageRow]) -> String {
     let mut names: Vec<String> = Vec::new();
     for c in coverage {
         if matches!(c.status, StageStatus::Passed | StageStatus::Findings)
+            && c.kind != StageKind::Report
             && !names.contains(&c.stage)
         {
             names.push(c.stage.clone());
@@ -445,12 +446,27 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
             let reported: Option<u64> = logs.iter().map(|l| l.reported_errors).sum();
             let n = reported.unwrap_or(records);
             let unprinted: u64 = logs.iter().map(|l| l.unprinted_errors).sum();
-            let word = if k == StageKind::Racecheck {
-                ("hazard", "hazards")
+            let mut text = if k == StageKind::Racecheck {
+                let hazards: u64 = findings()
+                    .filter(|f| f.finding.kind == parsers::FindingKind::Race)
+                    .map(|f| {
+                        crate::rules::detail_u64(f.finding, "hazards").unwrap_or(f.finding.count)
+                    })
+                    .sum();
+                let warnings: u64 = logs.iter().filter_map(|l| l.reported_warnings).sum();
+                if n + warnings == 0 && hazards == 0 {
+                    "0 hazards".to_string()
+                } else {
+                    format!(
+                        "{}, {} ({})",
+                        plural(n, "error", "errors"),
+                        plural(warnings, "warning", "warnings"),
+                        plural(hazards, "hazard", "hazards")
+                    )
+                }
             } else {
-                ("error", "errors")
+                plural(n, "error", "errors")
             };
-            let mut text = plural(n, word.0, word.1);
             if unprinted > 0 {
                 text.push_str(&format!(" ({unprinted} not printed)"));
             }

@@ -296,8 +296,10 @@ fn resource_changes(a: &[KernelResources], b: &[KernelResources]) -> Vec<Resourc
         let (config, arch, kernel) = k.clone();
         match (fa, fb) {
             (Some(fa), Some(fb)) => {
+                // Only figures both runs measured are compared: a stage one run did not have
+                // is not a change.
                 for ((name, before), (_, after)) in fa.into_iter().zip(fb) {
-                    if before != after {
+                    if before.is_some() && after.is_some() && before != after {
                         out.push(ResourceChange {
                             config: config.clone(),
                             arch: arch.clone(),

@@ -327,7 +327,14 @@ impl<'a> Joined<'a> {
                     config: result.config.clone().or_else(|| config.clone()),
                 });
             }
-            for metric in &source.log.metrics {
+            // Nsight Compute metrics only: the harness parser also lists bench figures as
+            // metrics, and those are read from the results.
+            let metrics_of_log = if source.log.format == Format::NcuCsv {
+                source.log.metrics.as_slice()
+            } else {
+                &[]
+            };
+            for metric in metrics_of_log {
                 metrics.push(MetricRef {
                     source: i,
                     metric,

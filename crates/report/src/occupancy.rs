@@ -127,6 +127,8 @@ impl Limiter {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Occupancy {
     pub blocks_per_sm: u32,
+    /// Blocks per SM each limit allows on its own, capped at the SM's block limit (as Nsight
+    /// Compute's "Block Limit" figures are).
     pub by_registers: u32,
     pub by_shared: u32,
     pub by_threads: u32,
@@ -165,6 +167,10 @@ pub fn compute(limits: &ArchLimits, input: OccupancyInput) -> Occupancy {
         .copied()
         .min_by_key(|(n, l)| (*n, *l))
         .unwrap_or((0, Limiter::Blocks));
+    // Report each limit as Nsight Compute does: never above the SM's block limit.
+    let cap = |n: u32| n.min(limits.max_blocks_per_sm);
+    let (by_registers, by_shared, by_threads) =
+        (cap(by_registers), cap(by_shared), cap(by_threads));
     let warps = blocks * warps_per_block;
     let registers_for_next_block = (limiter == Limiter::Registers && blocks > 0)
         .then(|| {

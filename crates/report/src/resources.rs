@@ -68,9 +68,18 @@ pub fn resources_of(joined: &Joined, view: &KernelView) -> KernelResources {
                 threads_per_block: threads,
                 shared_bytes: static_shared.unwrap_or(0) + dynamic.unwrap_or(0),
             };
-            let caveat = dynamic.is_none().then(|| {
-                "dynamic shared memory unknown (no ncu launch statistics): static only".to_string()
-            });
+            let mut caveats = Vec::new();
+            if dynamic.is_none() {
+                caveats
+                    .push("dynamic shared memory unknown (no ncu launch statistics): static only");
+            }
+            if threads_from == Some("WARPS define") && joined.targets.is_empty() {
+                caveats.push(
+                    "threads from the WARPS define, assumed for every kernel: no stage names the \
+                     kernel it launches",
+                );
+            }
+            let caveat = (!caveats.is_empty()).then(|| caveats.join("; "));
             (Some(occupancy::compute(&limits, input)), caveat)
         }
         (None, Some(_), Some(_)) => (
@@ -119,6 +128,10 @@ pub struct NcuSummary {
     pub registers: Option<u32>,
     pub block_size: Option<u32>,
     pub dynamic_shared_bytes: Option<u64>,
+    /// Nsight Compute's own block limits, to check the computed occupancy against.
+    pub block_limit_registers: Option<u32>,
+    pub block_limit_shared: Option<u32>,
+    pub block_limit_warps: Option<u32>,
     pub metrics: usize,
 }
 
@@ -209,6 +222,18 @@ pub fn ncu_summary(joined: &Joined, config: Option<&str>, kernel: &str) -> Optio
             "Dynamic Shared Memory Per Block",
         ])
         .map(|m| to_bytes(m.value, m.unit.as_deref())),
+        block_limit_registers: find(&[
+            "launch__occupancy_limit_registers",
+            "Block Limit Registers",
+        ])
+        .map(|m| m.value.round() as u32),
+        block_limit_shared: find(&[
+            "launch__occupancy_limit_shared_mem",
+            "Block Limit Shared Mem",
+        ])
+        .map(|m| m.value.round() as u32),
+        block_limit_warps: find(&["launch__occupancy_limit_warps", "Block Limit Warps"])
+            .map(|m| m.value.round() as u32),
         metrics: metrics.len(),
     })
 }

@@ -35,8 +35,23 @@ pub fn scrub(line: &str, repo_files: &[String]) -> String {
 /// `<toolkit>/include/...` for a CUDA header, otherwise only its last component.
 pub fn relative_path(path: &str, repo_files: &[String]) -> String {
     let path = path.replace('\\', "/");
+    // A placeholder a capture put in place of a machine path (`<repo>/kernel/x.cu`).
+    let path = match path.strip_prefix('<').and_then(|p| p.split_once(">/")) {
+        Some((_, rest)) if !path.starts_with("<toolkit>") => rest.to_string(),
+        _ => path,
+    };
     if !path.starts_with('/') {
-        return path.trim_start_matches("./").to_string();
+        let path = path.trim_start_matches("./");
+        if repo_files.iter().any(|f| f == path) {
+            return path.to_string();
+        }
+        // A bare name the tool printed ("race.cu:12") that names exactly one input.
+        let suffix = format!("/{path}");
+        let mut matches = repo_files.iter().filter(|f| f.ends_with(&suffix));
+        return match (matches.next(), matches.next()) {
+            (Some(only), None) => only.clone(),
+            _ => path.to_string(),
+        };
     }
     let best = repo_files
         .iter()
@@ -54,10 +69,16 @@ pub fn relative_path(path: &str, repo_files: &[String]) -> String {
     }
 }
 
-/// The name a kernel is matched by: the demangled name without return type, template
-/// arguments' whitespace or parameter list. `void attention_fwd_f16(const void*, ...)` and
-/// `attention_fwd_f16` match.
+/// The name a kernel is matched by across tools: the demangled name without return type,
+/// parameter list, namespace qualifiers, whitespace or C-style casts in template arguments.
+/// ptxas's `void ns::k<float, 4>(float*, int)`, compute-sanitizer's
+/// `void ns::k<float, (int)4>(T1 *, int)` and Nsight Compute's `void k<float, 4>(T1 *, int)`
+/// all match as `k<float,4>`.
 pub fn kernel_base(name: &str) -> String {
+    static CAST: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\((?:unsigned |signed )?(?:int|long long|long|short|char|bool|unsigned)\)")
+            .expect("valid regex")
+    });
     let name = name.trim();
     let mut depth = 0i32;
     let mut end = name.len();
@@ -65,7 +86,7 @@ pub fn kernel_base(name: &str) -> String {
         match c {
             '<' => depth += 1,
             '>' => depth -= 1,
-            '(' if depth <= 0 => {
+            '(' if depth <= 0 && i > 0 => {
                 end = i;
                 break;
             }
@@ -73,18 +94,23 @@ pub fn kernel_base(name: &str) -> String {
         }
     }
     let head = name.get(..end).unwrap_or(name).trim();
-    // The return type, when present, is separated from the name by a space outside templates.
+    // The return type, when present, is separated from the name by a space outside templates;
+    // namespace qualifiers end in `::` outside templates.
     let mut depth = 0i32;
     let mut start = 0;
+    let bytes = head.as_bytes();
     for (i, c) in head.char_indices() {
         match c {
             '<' => depth += 1,
             '>' => depth -= 1,
             ' ' if depth <= 0 => start = i + 1,
+            ':' if depth <= 0 && bytes.get(i + 1) == Some(&b':') => start = i + 2,
             _ => {}
         }
     }
-    head.get(start..).unwrap_or(head).replace(' ', "")
+    let base = head.get(start..).unwrap_or(head);
+    let base = base.replace("(bool)1", "true").replace("(bool)0", "false");
+    CAST.replace_all(&base, "").replace(' ', "")
 }
 
 /// Whether two kernel names (mangled forms aside) name the same kernel.
@@ -241,6 +267,10 @@ mod tests {
         assert_eq!(kernel_base("attention_fwd_f16"), "attention_fwd_f16");
         assert_eq!(kernel_base("void k<64, 128>(float*)"), "k<64,128>");
         assert!(same_kernel("void k<64, 128>(float*)", "k<64,128>"));
+        assert!(same_kernel(
+            "void exhibit::faults::scale_tail<float, 4>(float*, int, float)",
+            "void scale_tail<float, (int)4>(T1 *, int, T1)"
+        ));
         assert!(!same_kernel("attention_fwd_f16", "attention_fwd_bf16"));
     }
 

@@ -18,6 +18,16 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if ctx.explained(index) || finding.severity == Severity::Info {
             continue;
         }
+        // A harness symptom in a config whose fault another draft names is that fault's echo.
+        if super::is_harness_kind(finding.kind)
+            && ctx
+                .prior
+                .iter()
+                .chain(out.iter())
+                .any(|d| d.level == Level::Error && d.config == f.config)
+        {
+            continue;
+        }
         // A host API error after a device fault another draft names is that fault's echo.
         if finding.kind == FindingKind::HostApiError
             && (ctx.prior.iter().chain(out.iter()).any(|d| {
@@ -41,10 +51,18 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             (_, Severity::Error) => Level::Error,
             _ => Level::Warning,
         };
-        let mut d = Draft::new("sanitizer-error", level, format!("{tool}: {message}"));
+        let title = match finding.kind {
+            FindingKind::Trap => "Device-side trap".to_string(),
+            FindingKind::DeviceException => format!("Device exception: {message}"),
+            FindingKind::HostApiError => format!("CUDA API error: {message}"),
+            FindingKind::MemoryLeak => "Device memory leak".to_string(),
+            FindingKind::AllocationError => format!("Allocation error: {message}"),
+            _ => format!("{tool}: {message}"),
+        };
+        let mut d = Draft::new("sanitizer-error", level, title);
         d.config = f.config.clone();
         d.kernel = finding.kernel.as_deref().map(kernel_base);
-        d.location = ctx.user_location(finding);
+        d.location = ctx.place(f);
         d.key = finding.fingerprint.clone();
         d.confidence = Confidence::Low;
         d.evidence.push(ctx.finding_evidence(f));

@@ -16,7 +16,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         draft.confidence = Confidence::High;
         draft.config = f.config.clone();
         draft.kernel = f.finding.kernel.clone();
-        draft.location = ctx.user_location(f.finding);
+        draft.location = ctx.place(f);
         draft.key = f.finding.fingerprint.clone();
         let message = crate::text::scrub(&f.finding.message, &ctx.joined.repo_files);
         draft.title = format!("Compile error: {message}");

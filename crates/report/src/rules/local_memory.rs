@@ -90,6 +90,35 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     String::new()
                 }
             );
+            // A register cap the build imposed: the spills are the price of that cap.
+            let cap = k.max_registers_override.or_else(|| {
+                config
+                    .and_then(|c| {
+                        j.stages().iter().find(|s| {
+                            s.kind == crate::StageKind::Compile && s.config.as_deref() == Some(c)
+                        })
+                    })
+                    .and_then(|s| {
+                        s.command.iter().find_map(|a| {
+                            a.strip_prefix("-maxrregcount=")
+                                .and_then(|n| n.parse().ok())
+                        })
+                    })
+            });
+            if let Some(cap) = cap {
+                d.figures.insert("maxrregcount".into(), json!(cap));
+                d.explanation.push_str(&format!(
+                    " The build caps registers at {cap} per thread (-maxrregcount): the kernel \
+                     needs more, and the rest goes to local memory."
+                ));
+                d.fix = format!(
+                    "Raise or drop the -maxrregcount={cap} cap (or use `__launch_bounds__` to give \
+                     ptxas a budget per kernel), then check the bench: the cap bought occupancy at \
+                     the price of these spills."
+                );
+                out.push(d);
+                continue;
+            }
             d.fix = "Cut live registers: fewer accumulator fragments per warp (smaller BLOCK_M per \
                      warp or more warps), no dynamically indexed register arrays, and \
                      `__launch_bounds__(threads, minBlocks)` so ptxas knows the budget it must meet; \

@@ -325,6 +325,16 @@ impl Ctx<'_, '_> {
                 });
             }
         }
+        // The call stack compute-sanitizer prints under the record ("Device Frame: f+0x60 in
+        // file.cu:26"): the user's frame is often below a toolkit header's.
+        for line in &finding.excerpt {
+            if let Some((file, line)) = device_frame(line) {
+                candidates.push(SourceLocation {
+                    file: relative_path(file, &self.joined.repo_files),
+                    line: Some(line),
+                });
+            }
+        }
         let score = |loc: &SourceLocation| -> u8 {
             if self.joined.repo_files.iter().any(|f| f == &loc.file) {
                 3
@@ -338,6 +348,15 @@ impl Ctx<'_, '_> {
         };
         let best = candidates.iter().map(&score).max()?;
         candidates.into_iter().find(|c| score(c) == best)
+    }
+
+    /// Where a diagnosis about a finding points: the finding's best user location, or the
+    /// kernel's source file when the tool only named a toolkit header (or nothing).
+    pub fn place(&self, f: &FindingRef) -> Option<SourceLocation> {
+        match self.user_location(f.finding) {
+            Some(loc) if !loc.file.starts_with('<') => Some(loc),
+            other => self.kernel_file(f.config.as_deref()).or(other),
+        }
     }
 
     /// The kernel's source file from its config's compile command, for diagnoses about a whole
@@ -445,4 +464,12 @@ pub fn parse_shape(text: &str) -> Option<parsers::harness::Shape> {
         return None;
     }
     Some(shape)
+}
+
+/// The `file:line` of a "Device Frame: f+0x60 in file.cu:26" line of a sanitizer record.
+pub fn device_frame(line: &str) -> Option<(&str, u32)> {
+    let (_, frame) = line.split_once("Device Frame:")?;
+    let (_, at) = frame.rsplit_once(" in ")?;
+    let (file, line) = at.trim().rsplit_once(':')?;
+    Some((file, line.trim().parse().ok()?))
 }

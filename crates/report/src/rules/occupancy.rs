@@ -66,19 +66,33 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 fixed(occ.fraction * 100.0, 1)
             ),
         ));
-        if let Some(n) = crate::resources::ncu_summary(j, config, &view.name)
-            && let Some(a) = n.achieved_occupancy_pct
-        {
-            d.evidence.push(
-                ctx.source_evidence(
-                    j.metrics
-                        .iter()
-                        .find(|m| m.config.as_deref() == config)
-                        .map(|m| m.source),
-                    config,
-                    format!("ncu: achieved occupancy {}%", fixed(a, 1)),
-                ),
-            );
+        if let Some(n) = crate::resources::ncu_summary(j, config, &view.name) {
+            let mut said = Vec::new();
+            if let Some(t) = n.theoretical_occupancy_pct {
+                said.push(format!("theoretical occupancy {}%", fixed(t, 1)));
+            }
+            if let Some(a) = n.achieved_occupancy_pct {
+                said.push(format!("achieved {}%", fixed(a, 1)));
+            }
+            if let (Some(r), Some(s)) = (n.block_limit_registers, n.block_limit_shared) {
+                said.push(format!("block limits: registers {r}, shared memory {s}"));
+                // Nsight Compute computed the same limits: the figures are confirmed.
+                if r == occ.by_registers && s == occ.by_shared {
+                    d.confidence = Confidence::High;
+                }
+            }
+            if !said.is_empty() {
+                d.evidence.push(
+                    ctx.source_evidence(
+                        j.metrics
+                            .iter()
+                            .find(|m| m.config.as_deref() == config)
+                            .map(|m| m.source),
+                        config,
+                        format!("ncu: {}", said.join(", ")),
+                    ),
+                );
+            }
         }
         d.figures
             .insert("blocks_per_sm".into(), json!(occ.blocks_per_sm));

@@ -38,7 +38,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         );
         d.config = f.config.clone();
         d.kernel = finding.kernel.as_deref().map(kernel_base);
-        d.location = ctx.user_location(finding);
+        d.location = ctx.place(f);
         d.key = format!("{space_word}|{access_word}");
         d.evidence.push(ctx.finding_evidence(f));
         d.explains.push(index);
@@ -74,9 +74,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             (Some(n), _, Some(m)) => {
                 d.figures.insert("bytes_after".into(), json!(n));
                 d.figures.insert("allocation_size".into(), json!(m));
+                // memcheck counts from 1: "1 bytes after" is the first byte past the end.
+                let past = n.saturating_sub(1);
                 // Within one row (or, without a shape, 256 bytes) of the end: an index one step
                 // too far, the classic off-by-one or unmasked tail.
-                let near = n < row_bytes.unwrap_or(256).max(size.unwrap_or(1));
+                let near = past < row_bytes.unwrap_or(256).max(size.unwrap_or(1));
                 let what = match (tensor_bytes, &shape) {
                     (Some(t), Some((s, _))) if t == m => format!(
                         "a [{}, {}, {}, {}] tensor ({})",
@@ -86,33 +88,38 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         s.head_dim,
                         bytes(m)
                     ),
-                    _ => format!("a {}-byte buffer", m),
+                    _ => format!("a {m}-byte buffer"),
                 };
-                let elements = size.filter(|s| *s > 0).map(|s| n / s);
                 d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, {n} \
-                     bytes after the end of {what}."
+                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
+                     \"{n} bytes after\" the end of {what} (memcheck counts the first byte past \
+                     the end as 1)."
                 );
                 if near {
                     signals += 1;
                     d.title = format!(
                         "Out-of-bounds {space_word} {access_word} just past the end of a buffer (off-by-one or unguarded tail)"
                     );
+                    let index = match size.filter(|s| *s > 0 && m % *s == 0) {
+                        Some(s) => format!(
+                            " With {s}-byte elements it is element {} of a {}-element buffer{}.",
+                            m / s + past / s,
+                            m / s,
+                            if past < s { ": one past the last" } else { "" }
+                        ),
+                        None => String::new(),
+                    };
                     let row_hint = match (row_bytes, &shape) {
                         (Some(row), Some((s, _))) if tensor_bytes == Some(m) => format!(
-                            " It lands in row {} of a tensor with {} rows per head: one row past the \
-                             last, which is what an unguarded last tile or a `<=` bound reads.",
-                            s.seq_len as u64 + n / row.max(1),
-                            s.seq_len
+                            " It lands in row {} of the last head, whose rows end at {}: what an \
+                             unguarded last tile or a `<=` bound reads.",
+                            u64::from(s.seq_len) + past / row.max(1),
+                            s.seq_len - 1
                         ),
                         _ => String::new(),
                     };
                     d.explanation.push_str(&format!(
-                        " {} past the end is an index one step too far, not a wild pointer.{row_hint}",
-                        match elements {
-                            Some(e) => format!("{} element(s)", e + 1),
-                            None => format!("{n} bytes"),
-                        }
+                        "{index} An index a step too far, not a wild pointer.{row_hint}"
                     ));
                     d.fix = "Guard the access with the real bound: mask rows and columns with index \
                              >= seq_len in the last (partial) tile, and check loop bounds use `<`, \

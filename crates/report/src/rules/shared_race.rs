@@ -20,136 +20,194 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             continue;
         }
         let finding = f.finding;
-        let (first_access, second_access) = accesses(finding);
+        let (first_access, fallback_access) = accesses(finding);
         let first = ctx.finding_location(finding);
-        let second = finding.related.iter().find_map(|r| {
-            r.file.as_ref().map(|file| SourceLocation {
-                file: crate::text::relative_path(file, &j.repo_files),
-                line: r.line,
-            })
-        });
         let hazards = detail_u64(finding, "hazards").unwrap_or(finding.count);
         let hazard_type = hazard_type(finding);
-
-        // Name the write site and the other side.
-        let (write, other, other_access) = match (first_access, second_access) {
-            (Some(Access::Read), Some(Access::Write)) => {
-                (second.clone(), first.clone(), Access::Read)
-            }
-            (_, Some(b)) => (first.clone(), second.clone(), b),
-            (Some(Access::Read), None) => (second.clone(), first.clone(), Access::Read),
-            _ => (first.clone(), second.clone(), Access::Read),
-        };
-        let other_word = match other_access {
-            Access::Read => "read",
-            Access::Write => "write",
-        };
-
-        let mut d = Draft::new(
-            "shared-memory-race",
-            Level::Error,
-            "Shared-memory race: missing barrier",
-        );
-        d.config = f.config.clone();
-        d.kernel = finding.kernel.as_deref().map(kernel_base);
-        d.evidence.push(ctx.finding_evidence(f));
-        d.explains.push(index);
-        d.figures.insert("hazards".into(), json!(hazards));
-        if let Some(t) = &hazard_type {
-            d.figures.insert("hazard_type".into(), json!(t));
+        // One pair per other side the tool named ("... and Write access at X", "and ... at Y").
+        let mut sides: Vec<(Option<Access>, Option<SourceLocation>)> = finding
+            .related
+            .iter()
+            .filter(|r| r.file.is_some() || r.line.is_some())
+            .map(|r| {
+                let access = r
+                    .function
+                    .as_deref()
+                    .and_then(|f| f.split_whitespace().next())
+                    .and_then(parse_access)
+                    .or(fallback_access);
+                let loc = r.file.as_ref().map(|file| SourceLocation {
+                    file: crate::text::relative_path(file, &j.repo_files),
+                    line: r.line,
+                });
+                (access, loc)
+            })
+            .collect();
+        if sides.is_empty() {
+            sides.push((fallback_access, None));
         }
-        let both_sides = write.is_some() && other.is_some();
-        d.confidence = match (finding.severity, both_sides) {
-            (Severity::Error, true) => Confidence::High,
-            (Severity::Error, false) | (_, true) => Confidence::Medium,
-            _ => Confidence::Low,
-        };
+        let pairs = sides.len();
+        // The tool's own count per side ("and Write access at ... [512 hazards]"), in order.
+        let per_side: Vec<u64> = finding
+            .excerpt
+            .iter()
+            .filter(|l| l.trim_start_matches('=').trim_start().starts_with("and "))
+            .filter_map(|l| {
+                HAZARDS
+                    .captures(l)
+                    .and_then(|c| c[1].replace(',', "").parse().ok())
+            })
+            .collect();
+        for (side, (second_access, second)) in sides.into_iter().enumerate() {
+            let side_hazards = if per_side.len() == pairs {
+                per_side.get(side).copied()
+            } else {
+                None
+            };
+            // Name the write site and the other side.
+            let (write, other, other_access) = match (first_access, second_access) {
+                (Some(Access::Read), Some(Access::Write)) => {
+                    (second.clone(), first.clone(), Access::Read)
+                }
+                (_, Some(b)) => (first.clone(), second.clone(), b),
+                (Some(Access::Read), None) => (second.clone(), first.clone(), Access::Read),
+                _ => (first.clone(), second.clone(), Access::Read),
+            };
+            let other_word = match other_access {
+                Access::Read => "read",
+                Access::Write => "write",
+            };
 
-        let line = |l: &Option<SourceLocation>| {
-            l.as_ref()
-                .map(|l| l.to_string())
-                .unwrap_or_else(|| "an unnamed site".to_string())
-        };
-        let same_file = match (&write, &other) {
-            (Some(a), Some(b)) => a.file == b.file,
-            _ => false,
-        };
-        let write_line = write.as_ref().and_then(|l| l.line);
-        let other_line = other.as_ref().and_then(|l| l.line);
-        let hazards_text = crate::text::plural(hazards, "hazard", "hazards");
-        let kernel_text = d
-            .kernel
-            .as_ref()
-            .map(|k| format!(" in `{k}`"))
-            .unwrap_or_default();
-        match (write_line, other_line) {
-            (Some(w), Some(o)) if same_file && w > o && other_access == Access::Read => {
-                // Write after read in program order: the next iteration overwrites what a slower
-                // warp still reads.
-                d.title = format!(
-                    "Shared-memory race: no barrier between the read at line {o} and the next write at line {w}"
-                );
-                d.location = write.clone();
-                d.explanation = format!(
-                    "racecheck reports {hazards_text}{kernel_text} between the write at {} and the \
-                     read at {} (write-after-read across loop iterations): a warp that finished \
-                     reading moves on and overwrites the shared buffer while another warp is still \
-                     reading it.",
-                    line(&write),
-                    line(&other)
-                );
-                d.fix = format!(
-                    "Add `__syncthreads()` after the last read at line {o} and before the write at \
-                     line {w} of the next iteration (or double-buffer the tile and wait on the \
-                     stage you are about to overwrite)."
-                );
+            let mut d = Draft::new(
+                "shared-memory-race",
+                Level::Error,
+                "Shared-memory race: missing barrier",
+            );
+            d.config = f.config.clone();
+            d.kernel = finding.kernel.as_deref().map(kernel_base);
+            d.evidence.push(ctx.finding_evidence(f));
+            d.explains.push(index);
+            d.figures
+                .insert("hazards".into(), json!(side_hazards.unwrap_or(hazards)));
+            if let Some(t) = &hazard_type {
+                d.figures.insert("hazard_type".into(), json!(t));
             }
-            (Some(w), Some(o)) if w != o => {
-                d.title = format!(
-                    "Shared-memory race: missing barrier between line {} and line {}",
-                    w.min(o),
-                    w.max(o)
-                );
-                d.location = other.clone();
-                d.explanation = format!(
-                    "racecheck reports {hazards_text}{kernel_text}: threads {other_word} at {} \
+            let both_sides = write.is_some() && other.is_some();
+            d.confidence = match (finding.severity, both_sides) {
+                (Severity::Error, true) => Confidence::High,
+                (Severity::Error, false) | (_, true) => Confidence::Medium,
+                _ => Confidence::Low,
+            };
+
+            let line = |l: &Option<SourceLocation>| {
+                l.as_ref()
+                    .map(|l| l.to_string())
+                    .unwrap_or_else(|| "an unnamed site".to_string())
+            };
+            let same_file = match (&write, &other) {
+                (Some(a), Some(b)) => a.file == b.file,
+                _ => false,
+            };
+            let write_line = write.as_ref().and_then(|l| l.line);
+            let other_line = other.as_ref().and_then(|l| l.line);
+            let hazards_text = match side_hazards {
+                Some(n) => crate::text::plural(n, "hazard", "hazards"),
+                None if pairs > 1 => format!(
+                    "{} between this site and {pairs} others",
+                    crate::text::plural(hazards, "hazard", "hazards")
+                ),
+                None => crate::text::plural(hazards, "hazard", "hazards"),
+            };
+            let kernel_text = d
+                .kernel
+                .as_ref()
+                .map(|k| format!(" in `{k}`"))
+                .unwrap_or_default();
+            match (write_line, other_line) {
+                (Some(w), Some(o)) if same_file && w > o && other_access == Access::Read => {
+                    // Write after read in program order: the next iteration overwrites what a slower
+                    // warp still reads.
+                    d.title = format!(
+                        "Shared-memory race: missing barrier between the read at line {o} and the write at line {w}"
+                    );
+                    d.location = write.clone();
+                    d.explanation = format!(
+                        "racecheck reports {hazards_text}{kernel_text} between the read at {} and the \
+                     later write at {} (write-after-read): a warp that finished its read moves on \
+                     and overwrites the shared data while another warp may still be reading it.",
+                        line(&other),
+                        line(&write)
+                    );
+                    d.fix = format!(
+                        "Add `__syncthreads()` after the read at line {o} and before the write at \
+                         line {w} (in a loop, before the next iteration's write; or double-buffer \
+                         the tile and wait on the stage you are about to overwrite)."
+                    );
+                }
+                (Some(w), Some(o)) if w != o => {
+                    d.title = format!(
+                        "Shared-memory race: missing barrier between line {} and line {}",
+                        w.min(o),
+                        w.max(o)
+                    );
+                    d.location = other.clone();
+                    d.explanation = format!(
+                        "racecheck reports {hazards_text}{kernel_text}: threads {other_word} at {} \
                      what other threads write at {}, with no barrier between the two, so the \
                      {other_word} may see the old or a half-written value.",
-                    line(&other),
-                    line(&write)
-                );
-                d.fix = format!(
-                    "Add `__syncthreads()` between the write at line {w} and the {other_word} at \
+                        line(&other),
+                        line(&write)
+                    );
+                    d.fix = format!(
+                        "Add `__syncthreads()` between the write at line {w} and the {other_word} at \
                      line {o} (after cp.async writes: `cp.async.wait_group` / \
                      `__pipeline_wait_prior` first, then the barrier)."
-                );
-            }
-            _ => {
-                d.title = format!("Shared-memory race at {}", line(&write));
-                d.location = write.clone().or(other.clone());
-                d.explanation = format!(
-                    "racecheck reports {hazards_text}{kernel_text} at {}{}: several threads access \
+                    );
+                }
+                _ => {
+                    d.title = format!("Shared-memory race at {}", line(&write));
+                    d.location = write.clone().or(other.clone());
+                    d.explanation = format!(
+                        "racecheck reports {hazards_text}{kernel_text} at {}{}: several threads access \
                      the same shared-memory address, at least one of them writing, with no barrier \
                      ordering them.",
-                    line(&write),
-                    other
-                        .as_ref()
-                        .map(|o| format!(" and {o}"))
-                        .unwrap_or_default()
-                );
-                d.fix = "Order the accesses with `__syncthreads()` (or `__syncwarp()` within a \
+                        line(&write),
+                        other
+                            .as_ref()
+                            .map(|o| format!(" and {o}"))
+                            .unwrap_or_default()
+                    );
+                    d.fix =
+                        "Order the accesses with `__syncthreads()` (or `__syncwarp()` within a \
                          warp), or give each thread its own address."
-                    .to_string();
+                            .to_string();
+                }
             }
+            d.key = format!(
+                "{}|{}",
+                write.as_ref().map(|l| l.to_string()).unwrap_or_default(),
+                other.as_ref().map(|l| l.to_string()).unwrap_or_default()
+            );
+            if pairs > 1 {
+                d.figures.insert("pairs".into(), json!(pairs));
+            }
+            out.push(d);
         }
-        d.key = format!(
-            "{}|{}",
-            write.as_ref().map(|l| l.to_string()).unwrap_or_default(),
-            other.as_ref().map(|l| l.to_string()).unwrap_or_default()
-        );
-        out.push(d);
     }
     out
+}
+
+static HAZARDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\[(\d[\d,]*) hazards?\]").expect("valid regex"));
+
+fn parse_access(word: &str) -> Option<Access> {
+    if word.eq_ignore_ascii_case("write") {
+        Some(Access::Write)
+    } else if word.eq_ignore_ascii_case("read") {
+        Some(Access::Read)
+    } else {
+        None
+    }
 }
 
 /// The two sides' access kinds: the finding's own access, and the other side's from the

@@ -22,7 +22,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         );
         d.config = f.config.clone();
         d.kernel = finding.kernel.as_deref().map(kernel_base);
-        d.location = ctx.user_location(finding);
+        d.location = ctx.place(f);
         d.confidence = if d.location.is_some() {
             Confidence::High
         } else {

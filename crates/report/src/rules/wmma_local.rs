@@ -137,8 +137,20 @@ fn draft(
         if local > 0 {
             what.push(format!("{} invalid __local__ accesses", local));
         }
+        // The printed records are capped by --print-limit; the summary counts them all.
+        let fault_sources: BTreeSet<usize> = faults.iter().map(|&i| j.findings[i].source).collect();
+        let reported: u64 = fault_sources
+            .iter()
+            .filter_map(|&s| j.source(s))
+            .filter_map(|s| s.log.reported_errors)
+            .sum();
+        let total = if reported > traps + local {
+            format!(" ({reported} errors in the summary)")
+        } else {
+            String::new()
+        };
         said.push(format!(
-            "memcheck caught {}{}",
+            "memcheck printed {}{}{total}",
             join_words(&what),
             kernel.map(|k| format!(" in `{k}`")).unwrap_or_default()
         ));
@@ -146,7 +158,7 @@ fn draft(
             if let Some(f) = j.findings.get(i) {
                 d.evidence.push(ctx.finding_evidence(f));
                 if d.location.is_none() {
-                    d.location = ctx.user_location(f.finding);
+                    d.location = ctx.place(f);
                 }
             }
         }
@@ -217,7 +229,7 @@ fn draft(
         d.location = warnings
             .first()
             .and_then(|&i| j.findings.get(i))
-            .and_then(|f| ctx.user_location(f.finding))
+            .and_then(|f| ctx.place(f))
             .or_else(|| ctx.kernel_file(config));
     }
     d.confidence = Confidence::from_signals(signals);

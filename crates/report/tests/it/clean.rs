@@ -1,0 +1,150 @@
+//! Clean runs say so, name what was checked, and never claim more than ran.
+
+use parsers::Format;
+use report::{Level, StageKind, StageStatus, VerdictKind, analyze};
+
+use crate::support::{
+    Step, assert_deterministic_text, compile, evidence, markdown, sanitizer, sass,
+};
+
+/// GPU stages the runner skips on a machine without a driver, as it records them.
+fn skipped(kind: StageKind, config: &'static str) -> Step {
+    Step {
+        name: report::join::kind_name(kind),
+        kind,
+        config: Some(config),
+        fixture: "ptxas/nvcc13.0_attention_d64_m128_n64_s2_w4.log",
+        format: Format::Ptxas,
+        status: Some(StageStatus::Skipped),
+        args: Vec::new(),
+    }
+}
+
+#[test]
+fn clean_kernel_compiled_without_a_gpu() {
+    const CONFIG: &str = "d64_m128_n64_s2_w4";
+    let mut steps = vec![
+        compile(CONFIG, "ptxas/nvcc13.0_attention_d64_m128_n64_s2_w4.log"),
+        sass(CONFIG, "sass/nvcc13.0_attention_d64_cuobjdump.log"),
+    ];
+    for kind in [
+        StageKind::Memcheck,
+        StageKind::Racecheck,
+        StageKind::Check,
+        StageKind::Bench,
+    ] {
+        steps.push(skipped(kind, CONFIG));
+    }
+    let mut ev = evidence("clean_compile_only", &steps, &["kernel/attention.cu"]);
+    // Skipped stages keep no log and carry the preflight's reason.
+    for stage in ev
+        .run
+        .stages
+        .iter_mut()
+        .filter(|s| s.status == StageStatus::Skipped)
+    {
+        ev.logs.remove(&stage.logs[0].path);
+        stage.logs.clear();
+        stage.command.clear();
+        stage.reason = Some("no CUDA driver: libcuda.so.1 not found".to_string());
+    }
+    let a = analyze(&ev);
+    assert!(
+        a.diagnoses.iter().all(|d| d.level == Level::Note),
+        "the committed kernel compiles without spills or local memory: {:#?}",
+        a.diagnoses
+    );
+    assert_eq!(a.verdict.kind, VerdictKind::Clean, "{}", a.verdict.line);
+    // What did not run is said, with why.
+    assert!(
+        a.verdict
+            .line
+            .contains("Not run: memcheck, racecheck, check and bench"),
+        "{}",
+        a.verdict.line
+    );
+    let md = markdown(&ev);
+    assert!(md.contains("no CUDA driver: libcuda.so.1 not found"));
+    assert!(
+        md.contains("| d64_m128_n64_s2_w4 | sm_90 | `attention_fwd_f16` |"),
+        "{md}"
+    );
+    assert_deterministic_text(&md);
+    insta::assert_snapshot!("clean_compile_only", md);
+}
+
+#[test]
+fn clean_sanitizer_run_prints_a_coverage_receipt() {
+    // syncdiv in block mode diverges nowhere: synccheck's real "0 errors".
+    let ev = evidence(
+        "clean_synccheck",
+        &[
+            compile("block", "ptxas/device_syncdiv.log"),
+            sanitizer(
+                StageKind::Synccheck,
+                "block",
+                "compute-sanitizer/synccheck_syncdiv_block.log",
+            ),
+        ],
+        &["crates/parsers/fixtures/programs/syncdiv.cu"],
+    );
+    let a = analyze(&ev);
+    assert_eq!(a.verdict.kind, VerdictKind::Clean, "{:#?}", a.diagnoses);
+    let md = markdown(&ev);
+    assert!(md.contains("Checked:"), "{md}");
+    assert!(md.contains("- **synccheck**: 1 run on `block`"), "{md}");
+    insta::assert_snapshot!("clean_synccheck", md);
+}
+
+#[test]
+fn a_failed_tool_makes_the_run_inconclusive_not_clean() {
+    let mut step = sanitizer(
+        StageKind::Synccheck,
+        "block",
+        "compute-sanitizer/synccheck_syncdiv_block.log",
+    );
+    step.status = Some(StageStatus::Failed);
+    let mut ev = evidence(
+        "tool_failed",
+        &[compile("block", "ptxas/device_syncdiv.log"), step],
+        &[],
+    );
+    ev.run.stages[1].reason = Some("compute-sanitizer exited 255 without a summary".to_string());
+    let a = analyze(&ev);
+    assert_eq!(a.verdict.kind, VerdictKind::Inconclusive);
+    assert!(markdown(&ev).contains("compute-sanitizer exited 255 without a summary"));
+}
+
+#[test]
+fn a_timed_out_or_interrupted_run_is_inconclusive() {
+    let mut step = sanitizer(
+        StageKind::Synccheck,
+        "block",
+        "compute-sanitizer/synccheck_syncdiv_block.log",
+    );
+    step.status = Some(StageStatus::TimedOut);
+    let ev = evidence("timed_out", &[step], &[]);
+    assert_eq!(analyze(&ev).verdict.kind, VerdictKind::Inconclusive);
+
+    let mut ev = evidence(
+        "interrupted",
+        &[sanitizer(
+            StageKind::Synccheck,
+            "block",
+            "compute-sanitizer/synccheck_syncdiv_block.log",
+        )],
+        &[],
+    );
+    ev.run.interrupted = true;
+    assert_eq!(analyze(&ev).verdict.kind, VerdictKind::Inconclusive);
+}
+
+#[test]
+fn a_run_where_nothing_ran_is_inconclusive() {
+    let mut step = skipped(StageKind::Memcheck, "cfg");
+    step.status = Some(StageStatus::Skipped);
+    let mut ev = evidence("nothing", &[step], &[]);
+    ev.logs.clear();
+    ev.run.stages[0].logs.clear();
+    assert_eq!(analyze(&ev).verdict.kind, VerdictKind::Inconclusive);
+}

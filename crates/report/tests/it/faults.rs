@@ -1,0 +1,350 @@
+//! Each fault class with a real fixture: the report names its root cause first, with the raw
+//! lines that show it, and the Markdown is pinned by a snapshot.
+
+use parsers::Format;
+use report::{Confidence, Level, StageKind, VerdictKind, analyze};
+
+use crate::support::{
+    Step, assert_deterministic_text, compile, evidence, markdown, sanitizer, sass,
+};
+
+const PROGRAMS: &str = "crates/parsers/fixtures/programs";
+
+fn source(name: &str) -> String {
+    format!("{PROGRAMS}/{name}")
+}
+
+/// Analyses a run and checks the first root cause's rule, level and location, then snapshots
+/// the Markdown under `name`. Returns the ranked diagnoses.
+fn check(
+    name: &str,
+    steps: &[Step],
+    inputs: &[&str],
+    rule: &str,
+    line: Option<u32>,
+) -> Vec<report::Diagnosis> {
+    let ev = evidence(name, steps, inputs);
+    let a = analyze(&ev);
+    let first = a
+        .diagnoses
+        .first()
+        .unwrap_or_else(|| panic!("{name}: no diagnosis"));
+    assert_eq!(first.rule, rule, "{name}: first diagnosis {first:#?}");
+    assert_eq!(first.level, Level::Error, "{name}");
+    assert_eq!(a.verdict.kind, VerdictKind::Failing, "{name}");
+    if let Some(line) = line {
+        assert_eq!(
+            first.location.as_ref().and_then(|l| l.line),
+            Some(line),
+            "{name}: {first:#?}"
+        );
+    }
+    assert!(
+        !first.evidence.is_empty() && first.evidence.iter().any(|e| !e.excerpt.is_empty()),
+        "{name}: no raw excerpt"
+    );
+    let md = markdown(&ev);
+    assert_deterministic_text(&md);
+    insta::assert_snapshot!(name, md);
+    a.diagnoses
+}
+
+#[test]
+fn wmma_fragment_on_local_memory_is_named_from_warning_trap_and_sass() {
+    let src = source("wmma_local.cu");
+    let a = check(
+        "wmma_local",
+        &[
+            compile("sm90", "ptxas/device_wmma_local.log"),
+            sass("sm90", "sass/device_wmma_local_cuobjdump.log"),
+            sanitizer(
+                StageKind::Memcheck,
+                "sm90",
+                "compute-sanitizer/memcheck_wmma_local.log",
+            ),
+        ],
+        &[&src],
+        "wmma-local-memory",
+        None,
+    );
+    let d = &a[0];
+    // Warning, trap and BPT.TRAP: three independent signals.
+    assert_eq!(d.confidence, Confidence::High);
+    assert!(d.fix.contains("shared memory"));
+    // The trap records and the launch failure they cause are one root cause, not several.
+    assert_eq!(
+        a.iter().filter(|d| d.level == Level::Error).count(),
+        1,
+        "{a:#?}"
+    );
+}
+
+#[test]
+fn wmma_confidence_drops_without_the_sanitizer() {
+    let src = source("wmma_local.cu");
+    let ev = evidence(
+        "wmma_local_compile_only",
+        &[
+            compile("sm90", "ptxas/device_wmma_local.log"),
+            sass("sm90", "sass/device_wmma_local_cuobjdump.log"),
+        ],
+        &[&src],
+    );
+    let a = analyze(&ev);
+    let d = &a.diagnoses[0];
+    assert_eq!(d.rule, "wmma-local-memory");
+    assert_eq!(
+        d.confidence,
+        Confidence::Medium,
+        "warning and BPT.TRAP only: {d:#?}"
+    );
+}
+
+#[test]
+fn shared_memory_race_names_the_missing_barriers() {
+    let src = source("race.cu");
+    let a = check(
+        "race",
+        &[
+            compile("sm90", "ptxas/device_race.log"),
+            sanitizer(
+                StageKind::Racecheck,
+                "sm90",
+                "compute-sanitizer/racecheck_race.log",
+            ),
+        ],
+        &[&src],
+        "shared-memory-race",
+        None,
+    );
+    let titles: Vec<&str> = a
+        .iter()
+        .filter(|d| d.rule == "shared-memory-race")
+        .map(|d| d.title.as_str())
+        .collect();
+    // race.cu: write at 10, read at 12 (RAW), write again at 14 (WAR).
+    assert!(
+        titles.iter().any(|t| t.contains("line 10 and line 12")),
+        "{titles:?}"
+    );
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.contains("line 12") && t.contains("line 14")),
+        "{titles:?}"
+    );
+}
+
+#[test]
+fn racecheck_hazard_form_leads_to_the_same_barrier() {
+    let src = source("race.cu");
+    check(
+        "race_hazard",
+        &[
+            compile("sm90", "ptxas/device_race.log"),
+            sanitizer(
+                StageKind::Racecheck,
+                "sm90",
+                "compute-sanitizer/racecheck_race_hazard.log",
+            ),
+        ],
+        &[&src],
+        "shared-memory-race",
+        Some(12),
+    );
+}
+
+#[test]
+fn out_of_bounds_write_one_byte_past_the_end_is_an_off_by_one() {
+    let src = source("oob.cu");
+    let a = check(
+        "oob_write",
+        &[
+            compile("sm90", "ptxas/device_oob.log"),
+            sanitizer(
+                StageKind::Memcheck,
+                "sm90",
+                "compute-sanitizer/memcheck_oob_write1.log",
+            ),
+        ],
+        &[&src],
+        "out-of-bounds",
+        None,
+    );
+    let d = &a[0];
+    assert!(d.title.contains("off-by-one"), "{}", d.title);
+    assert_eq!(d.figures.get("bytes_after"), Some(&serde_json::json!(1)));
+    // The launch failure memcheck reports after the fault is its echo, not a second cause.
+    assert!(
+        !a.iter()
+            .any(|d| d.rule == "sanitizer-error" && d.level == Level::Error),
+        "{a:#?}"
+    );
+}
+
+#[test]
+fn out_of_bounds_read() {
+    let src = source("oob.cu");
+    check(
+        "oob_read",
+        &[
+            compile("sm90", "ptxas/device_oob.log"),
+            sanitizer(
+                StageKind::Memcheck,
+                "sm90",
+                "compute-sanitizer/memcheck_oob_read.log",
+            ),
+        ],
+        &[&src],
+        "out-of-bounds",
+        None,
+    );
+}
+
+#[test]
+fn uninitialised_read() {
+    let src = source("uninit.cu");
+    check(
+        "uninit",
+        &[
+            compile("sm90", "ptxas/device_uninit.log"),
+            sanitizer(
+                StageKind::Initcheck,
+                "sm90",
+                "compute-sanitizer/initcheck_uninit.log",
+            ),
+        ],
+        &[&src],
+        "uninitialized-read",
+        Some(9),
+    );
+}
+
+#[test]
+fn divergent_barrier() {
+    let src = source("syncdiv.cu");
+    check(
+        "syncdiv_warp",
+        &[
+            compile("sm90", "ptxas/device_syncdiv.log"),
+            sanitizer(
+                StageKind::Synccheck,
+                "sm90",
+                "compute-sanitizer/synccheck_syncdiv_warp.log",
+            ),
+        ],
+        &[&src],
+        "divergent-barrier",
+        Some(12),
+    );
+}
+
+#[test]
+fn misaligned_shared_access() {
+    let src = source("misaligned.cu");
+    check(
+        "misaligned_shared",
+        &[
+            compile("sm90", "ptxas/device_misaligned.log"),
+            sanitizer(
+                StageKind::Memcheck,
+                "sm90",
+                "compute-sanitizer/memcheck_misaligned_shared.log",
+            ),
+        ],
+        &[&src],
+        "misaligned-access",
+        Some(19),
+    );
+}
+
+#[test]
+fn a_trap_without_the_wmma_warning_is_not_blamed_on_wmma() {
+    let src = source("cpasync_trap.cu");
+    let a = check(
+        "cpasync_trap",
+        &[
+            compile("sm90", "ptxas/device_cpasync_trap.log"),
+            sanitizer(
+                StageKind::Memcheck,
+                "sm90",
+                "compute-sanitizer/memcheck_cpasync_trap.log",
+            ),
+        ],
+        &[&src],
+        "sanitizer-error",
+        Some(26),
+    );
+    assert!(!a.iter().any(|d| d.rule == "wmma-local-memory"));
+}
+
+#[test]
+fn register_spills_are_a_performance_warning() {
+    let src = source("spill.cu");
+    let ev = evidence(
+        "spill",
+        &[
+            compile("maxrreg32", "ptxas/nvcc13.0_spill_maxrreg32.log"),
+            sass("maxrreg32", "sass/nvcc13.0_spill_cuobjdump.log"),
+        ],
+        &[&src],
+    );
+    let a = analyze(&ev);
+    let d = a
+        .diagnoses
+        .iter()
+        .find(|d| d.rule == "register-spills")
+        .expect("a spill diagnosis");
+    assert_eq!(d.level, Level::Warning);
+    assert_eq!(a.verdict.kind, VerdictKind::Warnings);
+    let md = markdown(&ev);
+    assert_deterministic_text(&md);
+    insta::assert_snapshot!("spill", md);
+}
+
+#[test]
+fn compile_error_points_at_its_line() {
+    let src = source("compile_error.cu");
+    let mut step = compile("sm90", "ptxas/nvcc13.0_compile_error.log");
+    step.status = Some(report::StageStatus::Findings);
+    let ev = evidence("compile_error", &[step], &[&src]);
+    let a = analyze(&ev);
+    let d = &a.diagnoses[0];
+    assert_eq!(d.rule, "compile-error");
+    assert_eq!(
+        d.location.as_ref().map(|l| l.file.as_str()),
+        Some(src.as_str())
+    );
+    insta::assert_snapshot!("compile_error", markdown(&ev));
+}
+
+#[test]
+fn an_incomplete_sanitizer_log_is_never_clean() {
+    // The synccheck log of a clean program, cut before its summary line.
+    let text = crate::support::read("compute-sanitizer/synccheck_syncdiv_block.log");
+    let cut: String = text
+        .lines()
+        .take_while(|l| !l.contains("ERROR SUMMARY"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mut ev = evidence(
+        "cut",
+        &[sanitizer(
+            StageKind::Synccheck,
+            "sm90",
+            "compute-sanitizer/synccheck_syncdiv_block.log",
+        )],
+        &[],
+    );
+    let path = ev.run.stages[0].logs[0].path.clone();
+    ev.logs
+        .insert(path, parsers::parse(Format::ComputeSanitizer, &cut));
+    let a = analyze(&ev);
+    assert_eq!(
+        a.verdict.kind,
+        VerdictKind::Inconclusive,
+        "{}",
+        a.verdict.line
+    );
+    assert!(!a.verdict.is_clean());
+}

@@ -1,0 +1,456 @@
+//! The pure logic behind the rules, through the public API: occupancy arithmetic (checked
+//! against Nsight Compute on a real profile), noise judgement, ranking, and the patterns the
+//! result rules read from harness results (typed values, as the harness JSON deserialises).
+
+use parsers::harness::{Bench, Check, HarnessResult, Mode, Shape, Stress};
+use parsers::{Format, ParsedLog};
+use report::noise::{Judgement, NoiseOptions, judge};
+use report::occupancy::{Limiter, OccupancyInput, SM_90, compute};
+use report::{
+    DiffOptions, Evidence, Gpu, Level, Log, OutputFormat, Stage, StageKind, StageStatus,
+    VerdictKind, analyze, diff, render, render_bench_svg, render_diff,
+};
+
+use crate::support::{compile, evidence, profile, redact, sanitizer};
+
+#[test]
+fn occupancy_on_sm90_from_ptxas_figures() {
+    let occ = |registers, threads, shared_bytes| {
+        compute(
+            &SM_90,
+            OccupancyInput {
+                registers,
+                threads_per_block: threads,
+                shared_bytes,
+            },
+        )
+    };
+    // 255 registers x 128 threads: 8192 registers per warp, 2 warps per sub-partition.
+    let o = occ(255, 128, 0);
+    assert_eq!((o.blocks_per_sm, o.limiter), (2, Limiter::Registers));
+    assert_eq!(o.registers_for_next_block, Some(168));
+    assert_eq!(occ(168, 128, 0).blocks_per_sm, 3);
+    // 100 KiB of shared memory per block (plus the 1 KiB reserved): two fit in 228 KiB.
+    let o = occ(64, 128, 100 * 1024);
+    assert_eq!((o.blocks_per_sm, o.limiter), (2, Limiter::SharedMemory));
+    // 227 KiB is the most one block may use; one byte more cannot launch.
+    assert_eq!(occ(64, 128, 227 * 1024).blocks_per_sm, 1);
+    let o = occ(64, 128, 227 * 1024 + 1);
+    assert_eq!((o.blocks_per_sm, o.limiter), (0, Limiter::SharedMemory));
+    // 256 threads of 255 registers: 65,536 registers, the whole file for one block.
+    assert_eq!(occ(255, 256, 0).blocks_per_sm, 1);
+    assert_eq!(occ(255, 512, 0).blocks_per_sm, 0);
+    // Tiny blocks hit the 32-block limit.
+    let o = occ(16, 32, 0);
+    assert_eq!((o.blocks_per_sm, o.limiter), (32, Limiter::Blocks));
+}
+
+#[test]
+fn occupancy_agrees_with_nsight_compute_on_a_real_profile() {
+    // The same program compiled (ptxas: 10 registers) and profiled (ncu: block size 129, no
+    // shared memory; block limits registers 25, shared memory 32, warps 12; 93.75% theoretical).
+    let ev = evidence(
+        "templ",
+        &[
+            compile("cfg", "ptxas/device_templ.log"),
+            profile("cfg", "ncu-csv/templ_details.log"),
+        ],
+        &[],
+    );
+    let a = analyze(&ev);
+    let rows = report::resources::kernel_resources(&a.joined);
+    let row = rows
+        .iter()
+        .find(|r| r.kernel.contains("scale_tail"))
+        .expect("scale_tail resources");
+    let occ = row.occupancy.expect("occupancy");
+    let ncu =
+        report::resources::ncu_summary(&a.joined, Some("cfg"), &row.kernel).expect("ncu summary");
+    assert_eq!(row.threads_per_block, Some(129));
+    assert_eq!(Some(occ.by_registers), ncu.block_limit_registers);
+    assert_eq!(Some(occ.by_shared), ncu.block_limit_shared);
+    assert_eq!(Some(occ.by_threads), ncu.block_limit_warps);
+    let theoretical = ncu
+        .theoretical_occupancy_pct
+        .expect("theoretical occupancy");
+    assert!(
+        (occ.fraction * 100.0 - theoretical).abs() < 0.01,
+        "{} vs {theoretical}",
+        occ.fraction
+    );
+}
+
+fn bench(p50: f64, p90: f64, samples: u64) -> Bench {
+    Bench {
+        cache: "warm".into(),
+        timing: "events".into(),
+        samples,
+        min_us: p50 * 0.98,
+        p50_us: p50,
+        p90_us: p90,
+        p99_us: p90 * 1.01,
+        mean_us: p50,
+        stdev_us: (p90 - p50) / 2.0,
+        tflops: 100.0 * 10.0 / p50,
+        gbps: 1.0,
+        sm_clock_mhz_before: None,
+        sm_clock_mhz_after: None,
+        throttled: Some(false),
+    }
+}
+
+#[test]
+fn noise_judgement() {
+    let opts = NoiseOptions::default();
+    let a = bench(10.0, 10.1, 200); // 1% noise
+    assert_eq!(
+        judge(&a, &bench(10.05, 10.15, 200), &opts).judgement,
+        Judgement::Same
+    );
+    assert_eq!(
+        judge(&a, &bench(11.0, 11.1, 200), &opts).judgement,
+        Judgement::Slower
+    );
+    assert_eq!(
+        judge(&a, &bench(9.0, 9.09, 200), &opts).judgement,
+        Judgement::Faster
+    );
+    // 1.5% change against 1% noise: between 1x and 2x the noise.
+    assert_eq!(
+        judge(&a, &bench(10.15, 10.25, 200), &opts).judgement,
+        Judgement::Unsure
+    );
+    // A noisy run widens the band for both.
+    assert_eq!(
+        judge(&a, &bench(10.8, 12.0, 200), &opts).judgement,
+        Judgement::Same
+    );
+    let mut throttled = bench(12.0, 12.1, 200);
+    throttled.throttled = Some(true);
+    assert_eq!(judge(&a, &throttled, &opts).judgement, Judgement::Unsure);
+    assert_eq!(
+        judge(&a, &bench(12.0, 12.1, 3), &opts).judgement,
+        Judgement::Unsure
+    );
+    assert_eq!(
+        judge(&a, &bench(0.0, 0.0, 200), &opts).judgement,
+        Judgement::Unsure
+    );
+}
+
+fn result(mode: Mode, config: &str, seq_len: u32, causal: bool) -> HarnessResult {
+    HarnessResult {
+        mode,
+        kernel: "attention_fwd_f16".into(),
+        config: Some(config.into()),
+        shape: Shape {
+            batch: 1,
+            heads: 2,
+            seq_len,
+            head_dim: 64,
+        },
+        dtype: "f16".into(),
+        causal,
+        launched: true,
+        error: None,
+        skipped: None,
+        check: None,
+        stress: None,
+        bench: None,
+    }
+}
+
+fn check(passed: bool, max_abs_err: f64, nan: u64) -> Check {
+    Check {
+        passed,
+        max_abs_err,
+        rel_l2_err: max_abs_err / 10.0,
+        tolerance: 1e-3,
+        nan_count: nan,
+        unwritten: 0,
+        canaries_corrupted: Vec::new(),
+    }
+}
+
+/// A run whose config `cfg` was compiled with BLOCK_N=64 and whose harness stages printed
+/// `results`, one stage per result.
+fn harness_run(results: Vec<(StageKind, HarnessResult)>) -> Evidence {
+    let mut ev = evidence("harness", &[], &["kernel/attention.cu"]);
+    ev.run.stages.push(Stage {
+        name: "compile".into(),
+        kind: StageKind::Compile,
+        config: Some("cfg".into()),
+        arch: Some("sm_90".into()),
+        status: StageStatus::Passed,
+        reason: None,
+        command: "nvcc -cubin -O3 -lineinfo -arch=sm_90 -Xptxas -v -DBLOCK_M=64 -DBLOCK_N=64 -DSTAGES=2 -DWARPS=4 -DHEAD_DIM=64 kernel/attention.cu"
+            .split(' ')
+            .map(str::to_string)
+            .collect(),
+        exit_code: Some(0),
+        duration_ms: 1,
+        cached_from: None,
+        input_hash: None,
+        logs: Vec::new(),
+    });
+    for (i, (kind, r)) in results.into_iter().enumerate() {
+        let path = format!("{}/cfg/{i}.json", report::join::kind_name(kind));
+        let mut log = ParsedLog::new(Format::Harness, None);
+        log.complete = true;
+        log.results.push(r);
+        ev.logs.insert(path.clone(), log);
+        ev.run.stages.push(Stage {
+            name: report::join::kind_name(kind).into(),
+            kind,
+            config: Some("cfg".into()),
+            arch: Some("sm_90".into()),
+            status: StageStatus::Passed,
+            reason: None,
+            command: vec![
+                "runner".into(),
+                "harness".into(),
+                "--kernel".into(),
+                "attention_fwd_f16".into(),
+            ],
+            exit_code: Some(0),
+            duration_ms: 1,
+            cached_from: None,
+            input_hash: None,
+            logs: vec![Log {
+                path,
+                format: Some(Format::Harness),
+            }],
+        });
+    }
+    ev
+}
+
+fn checked(seq_len: u32, causal: bool, c: Check) -> (StageKind, HarnessResult) {
+    let mut r = result(Mode::Check, "cfg", seq_len, causal);
+    r.check = Some(c);
+    (StageKind::Check, r)
+}
+
+#[test]
+fn failures_only_where_s_is_not_a_multiple_of_block_n_point_at_the_tail_tile() {
+    let ev = harness_run(vec![
+        checked(512, false, check(true, 1e-4, 0)),
+        checked(256, true, check(true, 1e-4, 0)),
+        checked(200, false, check(false, 0.4, 0)),
+        checked(100, true, check(false, 0.3, 0)),
+    ]);
+    let a = analyze(&ev);
+    let d = &a.diagnoses[0];
+    assert_eq!(d.rule, "wrong-output");
+    assert!(d.title.contains("BLOCK_N=64"), "{}", d.title);
+    assert_eq!(a.verdict.kind, VerdictKind::Failing);
+}
+
+#[test]
+fn nan_only_under_the_causal_mask_points_at_fully_masked_rows() {
+    let ev = harness_run(vec![
+        checked(512, false, check(true, 1e-4, 0)),
+        checked(512, true, check(false, f64::NAN, 4096)),
+        checked(200, true, check(false, f64::NAN, 128)),
+    ]);
+    let d = analyze(&ev)
+        .diagnoses
+        .into_iter()
+        .next()
+        .expect("a diagnosis");
+    assert!(d.title.contains("fully masked rows"), "{}", d.title);
+    // Without a passing non-causal shape the evidence cannot single out the mask.
+    let ev = harness_run(vec![checked(512, true, check(false, f64::NAN, 4096))]);
+    let d = analyze(&ev)
+        .diagnoses
+        .into_iter()
+        .next()
+        .expect("a diagnosis");
+    assert_eq!(d.title, "NaN outputs");
+}
+
+fn stressed(
+    first_failure: Option<u64>,
+    kind: Option<&str>,
+    mismatched: u64,
+    error: Option<&str>,
+) -> (StageKind, HarnessResult) {
+    let mut r = result(Mode::Stress, "cfg", 512, false);
+    r.error = error.map(str::to_string);
+    r.stress = Some(Stress {
+        launches: 200,
+        sync: "every".into(),
+        mismatched_launches: mismatched,
+        first_failure,
+        failure_kind: kind.map(str::to_string),
+        canaries_corrupted: if kind == Some("canary") {
+            vec!["o.after".into()]
+        } else {
+            Vec::new()
+        },
+    });
+    (StageKind::Stress, r)
+}
+
+#[test]
+fn a_failure_after_several_launches_is_told_apart_from_a_single_launch_fault() {
+    let ev = harness_run(vec![
+        checked(512, false, check(true, 1e-4, 0)),
+        stressed(Some(7), Some("canary"), 0, None),
+    ]);
+    let d = analyze(&ev)
+        .diagnoses
+        .into_iter()
+        .next()
+        .expect("a diagnosis");
+    assert_eq!(d.rule, "repeated-launch-failure");
+    assert!(d.title.contains("launch 7 of 200"), "{}", d.title);
+    assert!(
+        d.explanation.contains("single launch passes check"),
+        "{}",
+        d.explanation
+    );
+
+    let ev = harness_run(vec![stressed(
+        Some(1),
+        Some("error"),
+        0,
+        Some("CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure"),
+    )]);
+    let d = analyze(&ev)
+        .diagnoses
+        .into_iter()
+        .next()
+        .expect("a diagnosis");
+    assert_eq!(d.rule, "launch-failure", "{d:#?}");
+
+    // Every launch from the 50th on differs: accumulating state, not a race.
+    let ev = harness_run(vec![stressed(Some(50), Some("mismatch"), 151, None)]);
+    let d = analyze(&ev)
+        .diagnoses
+        .into_iter()
+        .next()
+        .expect("a diagnosis");
+    assert!(
+        d.title.starts_with("Fails only after repeated launches"),
+        "{}",
+        d.title
+    );
+    // Scattered differences: non-determinism.
+    let ev = harness_run(vec![stressed(Some(3), Some("mismatch"), 5, None)]);
+    let d = analyze(&ev)
+        .diagnoses
+        .into_iter()
+        .next()
+        .expect("a diagnosis");
+    assert!(
+        d.title.starts_with("Non-deterministic output"),
+        "{}",
+        d.title
+    );
+}
+
+#[test]
+fn errors_rank_before_warnings_before_notes() {
+    let mut ev = evidence(
+        "ranked",
+        &[
+            compile("cfg", "ptxas/nvcc13.0_spill_maxrreg32.log"),
+            sanitizer(
+                StageKind::Racecheck,
+                "cfg",
+                "compute-sanitizer/racecheck_race.log",
+            ),
+        ],
+        &[],
+    );
+    ev.run.stages[0].command.extend(["-DWARPS=4".to_string()]);
+    let a = analyze(&ev);
+    let levels: Vec<Level> = a.diagnoses.iter().map(|d| d.level).collect();
+    let mut sorted = levels.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(levels, sorted);
+    assert_eq!(a.diagnoses[0].rule, "shared-memory-race");
+    assert!(a.diagnoses.iter().any(|d| d.level == Level::Warning));
+}
+
+fn bench_run(gpu: &str, p50: f64, baseline_p50: f64) -> Evidence {
+    let mut ours = result(Mode::Bench, "cfg", 4096, false);
+    ours.bench = Some(bench(p50, p50 * 1.01, 200));
+    let mut sdpa = result(Mode::Bench, "cfg", 4096, false);
+    sdpa.kernel = "sdpa:cudnn".into();
+    sdpa.config = None;
+    sdpa.bench = Some(bench(baseline_p50, baseline_p50 * 1.01, 200));
+    let mut ev = harness_run(vec![(StageKind::Bench, ours), (StageKind::Baseline, sdpa)]);
+    ev.run.environment.gpus = vec![Gpu {
+        name: gpu.into(),
+        ..Gpu::default()
+    }];
+    ev.run.environment.driver = Some("580.159.04".into());
+    ev
+}
+
+#[test]
+fn bench_table_and_chart_compare_with_each_baseline() {
+    let ev = bench_run("NVIDIA H100 80GB HBM3", 100.0, 125.0);
+    let rows = report::tables::bench_rows(&analyze(&ev).joined);
+    let sdpa = rows.iter().find(|r| r.baseline).expect("baseline row");
+    assert!((sdpa.speedup.expect("speed-up") - 1.25).abs() < 1e-9);
+    assert!(rows.iter().any(|r| r.best && r.implementation == "cfg"));
+    let md = render(&ev, OutputFormat::Markdown);
+    assert!(
+        md.contains("| `sdpa:cudnn` | events warm | 125 | 126 |"),
+        "{md}"
+    );
+    let svg = render_bench_svg(&ev).expect("a chart");
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(md.contains(&format!(
+        "![bench]({})",
+        report::bench_svg_file_name(&ev.run)
+    )));
+    assert!(render_bench_svg(&evidence("none", &[], &[])).is_none());
+}
+
+#[test]
+fn diff_judges_timings_against_noise_and_refuses_other_gpus() {
+    let a = bench_run("NVIDIA H100 80GB HBM3", 100.0, 125.0);
+    let b = bench_run("NVIDIA H100 80GB HBM3", 110.0, 125.0);
+    let d = diff(&a, &b, &DiffOptions::default());
+    let ours = d.perf.iter().find(|p| !p.baseline).expect("our timing");
+    assert_eq!(ours.judgement, Judgement::Slower);
+    assert!(d.has_regression());
+    assert!(d.perf_diagnoses.iter().any(|p| p.rule == "perf-regression"));
+    insta::assert_snapshot!(
+        "diff_slower",
+        redact(&render_diff(&d, OutputFormat::Markdown))
+    );
+
+    let faster = diff(&b, &a, &DiffOptions::default());
+    assert!(!faster.has_regression());
+    assert!(
+        faster
+            .perf_diagnoses
+            .iter()
+            .any(|p| p.rule == "perf-improvement")
+    );
+
+    let other = bench_run("NVIDIA H200", 110.0, 125.0);
+    let refused = diff(&a, &other, &DiffOptions::default());
+    assert!(refused.perf.is_empty());
+    assert!(
+        refused
+            .timing_refused
+            .as_deref()
+            .is_some_and(|r| r.contains("GPUs differ"))
+    );
+    assert!(!refused.has_regression());
+    let allowed = diff(
+        &a,
+        &other,
+        &DiffOptions {
+            allow_different_gpu: true,
+            ..DiffOptions::default()
+        },
+    );
+    assert!(!allowed.perf.is_empty());
+}

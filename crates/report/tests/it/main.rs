@@ -1,0 +1,10 @@
+//! The report crate's integration tests: reports rendered from real tool output (the parsers'
+//! fixtures), through the public entry points.
+
+mod clean;
+mod diff;
+mod explain;
+mod faults;
+mod formats;
+mod logic;
+mod support;
