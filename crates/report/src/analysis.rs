@@ -414,10 +414,14 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                 .filter(|k| k.sass_source.is_some_and(|s| sources.contains(&s)))
                 .collect();
             let sum = |f: fn(&parsers::SassCounts) -> u64| {
-                kernels.iter().filter_map(|k| k.sass).map(f).sum::<u64>()
+                kernels
+                    .iter()
+                    .filter_map(|k| k.sass)
+                    .map(f)
+                    .fold(0u64, u64::saturating_add)
             };
-            let mma = sum(|s| s.hmma + s.hgmma + s.imma);
-            let local = sum(|s| s.ldl + s.stl);
+            let mma = sum(|s| s.hmma.saturating_add(s.hgmma).saturating_add(s.imma));
+            let local = sum(|s| s.ldl.saturating_add(s.stl));
             let traps = sum(|s| s.bpt_trap);
             let mut text = format!("{mma} MMA, {local} LDL/STL");
             if traps > 0 {
@@ -442,19 +446,28 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                         .is_some_and(|s| is_sanitizer(s.kind))
                 })
                 .map(|f| f.finding.count)
-                .sum();
-            let reported: Option<u64> = logs.iter().map(|l| l.reported_errors).sum();
+                .fold(0, u64::saturating_add);
+            let reported: Option<u64> = logs
+                .iter()
+                .map(|l| l.reported_errors)
+                .try_fold(0u64, |acc, x| x.map(|x| acc.saturating_add(x)));
             let n = reported.unwrap_or(records);
-            let unprinted: u64 = logs.iter().map(|l| l.unprinted_errors).sum();
+            let unprinted: u64 = logs
+                .iter()
+                .map(|l| l.unprinted_errors)
+                .fold(0, u64::saturating_add);
             let mut text = if k == StageKind::Racecheck {
                 let hazards: u64 = findings()
                     .filter(|f| f.finding.kind == parsers::FindingKind::Race)
                     .map(|f| {
                         crate::rules::detail_u64(f.finding, "hazards").unwrap_or(f.finding.count)
                     })
-                    .sum();
-                let warnings: u64 = logs.iter().filter_map(|l| l.reported_warnings).sum();
-                if n + warnings == 0 && hazards == 0 {
+                    .fold(0, u64::saturating_add);
+                let warnings: u64 = logs
+                    .iter()
+                    .filter_map(|l| l.reported_warnings)
+                    .fold(0, u64::saturating_add);
+                if n.saturating_add(warnings) == 0 && hazards == 0 {
                     "0 hazards".to_string()
                 } else {
                     format!(

@@ -260,7 +260,7 @@ fn findings(a: &Analysis) -> BTreeMap<(Option<String>, String), FindingChange> {
             count: 0,
             message: scrub(&finding.message, &a.joined.repo_files),
         });
-        entry.count += finding.count;
+        entry.count = entry.count.saturating_add(finding.count);
     }
     out
 }

@@ -213,13 +213,14 @@ impl KernelView<'_> {
         let k = self.resources?;
         match (k.spill_store_bytes, k.spill_load_bytes) {
             (None, None) => None,
-            (s, l) => Some(s.unwrap_or(0) + l.unwrap_or(0)),
+            (s, l) => Some(s.unwrap_or(0).saturating_add(l.unwrap_or(0))),
         }
     }
 
     /// Tensor-core instructions of any kind in the SASS.
     pub fn tensor_instructions(&self) -> Option<u64> {
-        self.sass.map(|s| s.hmma + s.hgmma + s.imma)
+        self.sass
+            .map(|s| s.hmma.saturating_add(s.hgmma).saturating_add(s.imma))
     }
 }
 

@@ -208,7 +208,8 @@ fn blocks_by_registers(limits: &ArchLimits, registers: u32, warps_per_block: u32
         return 0;
     }
     let per_warp = (registers * 32).div_ceil(limits.register_unit) * limits.register_unit;
-    if per_warp * warps_per_block > limits.max_registers_per_block {
+    if u64::from(per_warp) * u64::from(warps_per_block) > u64::from(limits.max_registers_per_block)
+    {
         return 0;
     }
     let warps_per_partition = (limits.registers_per_sm / limits.sub_partitions) / per_warp;
@@ -219,7 +220,9 @@ fn blocks_by_shared(limits: &ArchLimits, shared: u64) -> u32 {
     if shared > limits.max_shared_per_block {
         return 0;
     }
-    let per_block = (shared + limits.shared_reserved_per_block).div_ceil(limits.shared_unit)
+    let per_block = shared
+        .saturating_add(limits.shared_reserved_per_block)
+        .div_ceil(limits.shared_unit)
         * limits.shared_unit;
     u32::try_from(limits.shared_per_sm / per_block.max(1)).unwrap_or(u32::MAX)
 }

@@ -66,7 +66,9 @@ pub fn resources_of(joined: &Joined, view: &KernelView) -> KernelResources {
             let input = OccupancyInput {
                 registers,
                 threads_per_block: threads,
-                shared_bytes: static_shared.unwrap_or(0) + dynamic.unwrap_or(0),
+                shared_bytes: static_shared
+                    .unwrap_or(0)
+                    .saturating_add(dynamic.unwrap_or(0)),
             };
             let mut caveats = Vec::new();
             if dynamic.is_none() {

@@ -23,14 +23,16 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let loads = k.spill_load_bytes.unwrap_or(0);
         let stack = k.stack_frame_bytes.unwrap_or(0);
         let (ldl, stl) = view.sass.map(|s| (s.ldl, s.stl)).unwrap_or((0, 0));
-        let spilled = stores + loads > 0;
-        let local_array = !spilled && stack > 0 && ldl + stl > 0;
+        let spilled = stores.saturating_add(loads) > 0;
+        let local_array = !spilled && stack > 0 && ldl.saturating_add(stl) > 0;
         if !spilled && !local_array {
             continue;
         }
-        let warnings: Vec<usize> = (0..j.findings.len())
-            .filter(|&i| {
-                let f = &j.findings[i];
+        let warnings: Vec<usize> = j
+            .findings
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| {
                 f.config.as_deref() == config
                     && f.finding.kind == FindingKind::RegisterSpill
                     && f.finding
@@ -38,6 +40,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         .as_deref()
                         .is_none_or(|n| kernel_base(n) == view.name)
             })
+            .map(|(i, _)| i)
             .collect();
         let mut d = Draft::new("register-spills", Level::Warning, "");
         d.config = view.config.clone();
@@ -71,7 +74,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 format!("SASS of `{}`: {ldl} LDL, {stl} STL", view.name),
             ));
         }
-        let signals = 1 + usize::from(ldl + stl > 0) + usize::from(!warnings.is_empty());
+        let signals =
+            1 + usize::from(ldl.saturating_add(stl) > 0) + usize::from(!warnings.is_empty());
         d.confidence = Confidence::from_signals(signals);
         d.figures.insert("spill_store_bytes".into(), json!(stores));
         d.figures.insert("spill_load_bytes".into(), json!(loads));
@@ -84,7 +88,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 "ptxas spilled {stores} bytes of stores and {loads} bytes of loads to local memory \
                  ({registers}{stack} bytes stack frame){}. Local memory lives in global memory \
                  behind L1: every spill is a round trip in the inner loop.",
-                if ldl + stl > 0 {
+                if ldl.saturating_add(stl) > 0 {
                     format!("; the SASS holds {ldl} LDL and {stl} STL")
                 } else {
                     String::new()

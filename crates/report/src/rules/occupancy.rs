@@ -24,7 +24,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         let registers = res.registers.unwrap_or(0);
         let threads = res.threads_per_block.unwrap_or(0);
-        let shared = res.static_shared_bytes.unwrap_or(0) + res.dynamic_shared_bytes.unwrap_or(0);
+        let shared = res
+            .static_shared_bytes
+            .unwrap_or(0)
+            .saturating_add(res.dynamic_shared_bytes.unwrap_or(0));
         let config = view.config.as_deref();
         let level = if occ.blocks_per_sm == 0 {
             Level::Error

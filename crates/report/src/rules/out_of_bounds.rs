@@ -103,7 +103,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     let index = match size.filter(|s| *s > 0 && m % *s == 0) {
                         Some(s) => format!(
                             " With {s}-byte elements it is element {} of a {}-element buffer{}.",
-                            m / s + past / s,
+                            (m / s).saturating_add(past / s),
                             m / s,
                             if past < s { ": one past the last" } else { "" }
                         ),
@@ -113,7 +113,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         (Some(row), Some((s, _))) if tensor_bytes == Some(m) => format!(
                             " It lands in row {} of the last head, whose rows end at {}: what an \
                              unguarded last tile or a `<=` bound reads.",
-                            u64::from(s.seq_len) + past / row.max(1),
+                            u64::from(s.seq_len).saturating_add(past / row.max(1)),
                             s.seq_len - 1
                         ),
                         _ => String::new(),

@@ -31,10 +31,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             // A fault on the first launch is a single-launch fault: not this rule's.
             continue;
         }
-        let harness_findings: Vec<usize> = (0..j.findings.len())
-            .filter(|&i| {
-                j.findings[i].source == r.source && is_harness_kind(j.findings[i].finding.kind)
-            })
+        let harness_findings: Vec<usize> = j
+            .findings
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.source == r.source && is_harness_kind(f.finding.kind))
+            .map(|(i, _)| i)
             .collect();
         let kind = stress.failure_kind.as_deref().unwrap_or(if mismatched > 0 {
             "mismatch"

@@ -10,8 +10,11 @@ use serde_json::json;
 
 use super::Ctx;
 use crate::diagnosis::{Confidence, Draft, Level};
-use crate::join::is_sanitizer;
+use crate::join::{FindingRef, is_sanitizer};
 use crate::text::{join_words, kernel_base, plural};
+
+/// A finding and its index in [`crate::join::Joined::findings`].
+type Hit<'j, 'a> = (usize, &'j FindingRef<'a>);
 
 /// One draft per config and kernel with the compiler's warning, or with a local-memory fault in
 /// a kernel whose SASS holds both tensor-core instructions and traps or local memory.
@@ -20,15 +23,17 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let mut out = Vec::new();
     for config in j.config_names() {
         let c = config.as_deref();
-        let in_config = |i: &usize| j.findings.get(*i).is_some_and(|f| f.config.as_deref() == c);
-        let warnings: Vec<usize> = (0..j.findings.len())
-            .filter(in_config)
-            .filter(|&i| j.findings[i].finding.kind == FindingKind::WmmaLocalMemory)
+        let in_config = || {
+            j.findings
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.config.as_deref() == c)
+        };
+        let warnings: Vec<Hit> = in_config()
+            .filter(|(_, f)| f.finding.kind == FindingKind::WmmaLocalMemory)
             .collect();
-        let faults: Vec<usize> = (0..j.findings.len())
-            .filter(in_config)
-            .filter(|&i| {
-                let f = &j.findings[i];
+        let faults: Vec<Hit> = in_config()
+            .filter(|(_, f)| {
                 let from_sanitizer = j.source(f.source).is_some_and(|s| is_sanitizer(s.kind));
                 from_sanitizer
                     && (f.finding.kind == FindingKind::Trap
@@ -41,8 +46,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
 
         let mut kernels: BTreeSet<String> = BTreeSet::new();
-        for &i in warnings.iter().chain(&faults) {
-            if let Some(k) = &j.findings[i].finding.kernel {
+        for (_, f) in warnings.iter().chain(&faults) {
+            if let Some(k) = &f.finding.kernel {
                 kernels.insert(kernel_base(k));
             }
         }
@@ -59,21 +64,20 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             continue;
         }
         for kernel in &kernels {
-            let of_kernel = |i: &&usize| {
-                j.findings[**i]
-                    .finding
+            let of_kernel = |(_, f): &&Hit| {
+                f.finding
                     .kernel
                     .as_deref()
                     .is_none_or(|k| kernel_base(k) == *kernel)
             };
-            let w: Vec<usize> = warnings.iter().filter(of_kernel).copied().collect();
-            let f: Vec<usize> = faults.iter().filter(of_kernel).copied().collect();
+            let w: Vec<Hit> = warnings.iter().filter(of_kernel).copied().collect();
+            let f: Vec<Hit> = faults.iter().filter(of_kernel).copied().collect();
             let view = j.kernel(c, kernel);
             let tensor = view.and_then(|v| v.tensor_instructions()).unwrap_or(0) > 0
                 || view.and_then(|v| v.sass).is_some_and(|s| s.ldsm > 0);
             let local = view
                 .and_then(|v| v.sass)
-                .is_some_and(|s| s.bpt_trap > 0 || s.ldl + s.stl > 0);
+                .is_some_and(|s| s.bpt_trap > 0 || s.ldl.saturating_add(s.stl) > 0);
             if w.is_empty() && !(local && tensor) {
                 // A trap or local fault alone is not this root cause; other rules take it.
                 continue;
@@ -88,8 +92,8 @@ fn draft(
     ctx: &Ctx,
     config: Option<&str>,
     kernel: Option<&str>,
-    warnings: &[usize],
-    faults: &[usize],
+    warnings: &[Hit],
+    faults: &[Hit],
 ) -> Draft {
     let j = ctx.joined;
     let mut d = Draft::new(
@@ -104,47 +108,44 @@ fn draft(
 
     let mut said: Vec<String> = Vec::new();
     let mut signals = 0;
+    let count = |hits: &[Hit], kind: FindingKind| -> u64 {
+        hits.iter()
+            .filter(|(_, f)| f.finding.kind == kind)
+            .map(|(_, f)| f.finding.count)
+            .fold(0, u64::saturating_add)
+    };
 
-    if !warnings.is_empty() {
+    if let Some((_, first)) = warnings.first() {
         signals += 1;
-        let n: u64 = warnings.iter().map(|&i| j.findings[i].finding.count).sum();
+        let n = count(warnings, FindingKind::WmmaLocalMemory);
         said.push(format!(
             "the compiler warned {} that a WMMA load or store operates on local memory",
             plural(n, "time", "times")
         ));
-        if let Some(first) = warnings.first().and_then(|&i| j.findings.get(i)) {
-            d.evidence.push(ctx.finding_evidence(first));
-        }
+        d.evidence.push(ctx.finding_evidence(first));
         d.figures.insert("compiler_warnings".into(), json!(n));
     }
 
+    // The sanitizer logs the faults came from.
+    let fault_sources: BTreeSet<usize> = faults.iter().map(|(_, f)| f.source).collect();
     if !faults.is_empty() {
         signals += 1;
-        let traps: u64 = faults
-            .iter()
-            .filter(|&&i| j.findings[i].finding.kind == FindingKind::Trap)
-            .map(|&i| j.findings[i].finding.count)
-            .sum();
-        let local: u64 = faults
-            .iter()
-            .filter(|&&i| j.findings[i].finding.kind == FindingKind::InvalidAccess)
-            .map(|&i| j.findings[i].finding.count)
-            .sum();
+        let traps = count(faults, FindingKind::Trap);
+        let local = count(faults, FindingKind::InvalidAccess);
         let mut what = Vec::new();
         if traps > 0 {
-            what.push(format!("{} \"Trace/breakpoint trap\" records", traps));
+            what.push(format!("{traps} \"Trace/breakpoint trap\" records"));
         }
         if local > 0 {
-            what.push(format!("{} invalid __local__ accesses", local));
+            what.push(format!("{local} invalid __local__ accesses"));
         }
         // The printed records are capped by --print-limit; the summary counts them all.
-        let fault_sources: BTreeSet<usize> = faults.iter().map(|&i| j.findings[i].source).collect();
         let reported: u64 = fault_sources
             .iter()
             .filter_map(|&s| j.source(s))
             .filter_map(|s| s.log.reported_errors)
-            .sum();
-        let total = if reported > traps + local {
+            .fold(0, u64::saturating_add);
+        let total = if reported > traps.saturating_add(local) {
             format!(" ({reported} errors in the summary)")
         } else {
             String::new()
@@ -154,12 +155,10 @@ fn draft(
             join_words(&what),
             kernel.map(|k| format!(" in `{k}`")).unwrap_or_default()
         ));
-        for &i in faults.iter().take(2) {
-            if let Some(f) = j.findings.get(i) {
-                d.evidence.push(ctx.finding_evidence(f));
-                if d.location.is_none() {
-                    d.location = ctx.place(f);
-                }
+        for (_, f) in faults.iter().take(2) {
+            d.evidence.push(ctx.finding_evidence(f));
+            if d.location.is_none() {
+                d.location = ctx.place(f);
             }
         }
         d.figures.insert("trap_records".into(), json!(traps));
@@ -168,7 +167,7 @@ fn draft(
     }
 
     if let Some(sass) = view.and_then(|v| v.sass)
-        && (sass.bpt_trap > 0 || sass.ldl + sass.stl > 0)
+        && (sass.bpt_trap > 0 || sass.ldl.saturating_add(sass.stl) > 0)
     {
         signals += 1;
         let summary = format!(
@@ -182,13 +181,13 @@ fn draft(
         said.push(format!(
             "its SASS holds {} BPT.TRAP and {} LDL/STL",
             sass.bpt_trap,
-            sass.ldl + sass.stl
+            sass.ldl.saturating_add(sass.stl)
         ));
         d.evidence
             .push(ctx.source_evidence(view.and_then(|v| v.sass_source), config, summary));
         d.figures.insert("bpt_trap".into(), json!(sass.bpt_trap));
         d.figures
-            .insert("ldl_stl".into(), json!(sass.ldl + sass.stl));
+            .insert("ldl_stl".into(), json!(sass.ldl.saturating_add(sass.stl)));
     }
 
     // The launch failure the fault causes, as the harness saw it.
@@ -210,26 +209,21 @@ fn draft(
     }
 
     // The host-side error that follows the trap is this fault's consequence.
-    let fault_sources: BTreeSet<usize> = faults.iter().map(|&i| j.findings[i].source).collect();
-    let consequences: Vec<usize> = (0..j.findings.len())
-        .filter(|&i| {
-            let f = &j.findings[i];
-            fault_sources.contains(&f.source)
-                && matches!(
-                    f.finding.kind,
-                    FindingKind::HostApiError | FindingKind::DeviceException
-                )
-        })
-        .collect();
-    d.explains.extend(warnings);
-    d.explains.extend(faults);
-    d.explains.extend(consequences);
+    let consequences = j.findings.iter().enumerate().filter(|(_, f)| {
+        fault_sources.contains(&f.source)
+            && matches!(
+                f.finding.kind,
+                FindingKind::HostApiError | FindingKind::DeviceException
+            )
+    });
+    d.explains.extend(warnings.iter().map(|(i, _)| *i));
+    d.explains.extend(faults.iter().map(|(i, _)| *i));
+    d.explains.extend(consequences.map(|(i, _)| i));
 
     if d.location.is_none() {
         d.location = warnings
             .first()
-            .and_then(|&i| j.findings.get(i))
-            .and_then(|f| ctx.place(f))
+            .and_then(|(_, f)| ctx.place(f))
             .or_else(|| ctx.kernel_file(config));
     }
     d.confidence = Confidence::from_signals(signals);

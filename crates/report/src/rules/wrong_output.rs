@@ -134,7 +134,7 @@ fn draft(
                 .iter()
                 .filter_map(|r| r.result.check.as_ref())
                 .map(|c| c.unwritten)
-                .sum();
+                .fold(0, u64::saturating_add);
             d.figures.insert("unwritten".into(), json!(unwritten));
             d.key = "unwritten".into();
             if let Some((t, name)) = tile {
@@ -168,7 +168,7 @@ fn draft(
                 .iter()
                 .filter_map(|r| r.result.check.as_ref())
                 .map(|c| c.nan_count)
-                .sum();
+                .fold(0, u64::saturating_add);
             d.figures.insert("nan".into(), json!(nans));
             d.key = "nan".into();
             if causal_only {

@@ -454,3 +454,78 @@ fn diff_judges_timings_against_noise_and_refuses_other_gpus() {
     );
     assert!(!allowed.perf.is_empty());
 }
+
+#[test]
+fn extreme_and_malformed_values_render_without_panicking() {
+    // Typed values no real tool prints, to pin that nothing in the report crate panics or
+    // overflows on them: NaN and infinite timings, counts at u64::MAX, registers past any
+    // arch's limit, names with markdown and XML metacharacters.
+    let mut r = result(Mode::Bench, "c|fg<&>", 0, true);
+    r.kernel = "void k<`|&>(float*)".into();
+    r.bench = Some(Bench {
+        p50_us: f64::NAN,
+        p90_us: f64::INFINITY,
+        tflops: f64::NAN,
+        ..bench(0.0, 0.0, 0)
+    });
+    r.check = Some(Check {
+        max_abs_err: f64::INFINITY,
+        nan_count: u64::MAX,
+        unwritten: u64::MAX,
+        ..check(false, 0.0, 0)
+    });
+    r.stress = Some(Stress {
+        launches: u64::MAX,
+        sync: "".into(),
+        mismatched_launches: u64::MAX,
+        first_failure: Some(u64::MAX),
+        failure_kind: Some("mismatch".into()),
+        canaries_corrupted: vec!["".into()],
+    });
+    r.error = Some("\u{1b}[31m\0 error".into());
+    let mut ev = harness_run(vec![(StageKind::Check, r.clone()), (StageKind::Stress, r)]);
+    let mut log = ParsedLog::new(Format::Ptxas, None);
+    log.kernels.push(parsers::Kernel {
+        name: "void k<`|&>(float*)".into(),
+        arch: Some("sm_90".into()),
+        registers: Some(u32::MAX),
+        shared_bytes: Some(u64::MAX),
+        stack_frame_bytes: Some(u64::MAX),
+        spill_store_bytes: Some(u64::MAX),
+        spill_load_bytes: Some(u64::MAX),
+        sass: Some(parsers::SassCounts {
+            ldl: u64::MAX,
+            stl: u64::MAX,
+            hmma: u64::MAX,
+            hgmma: u64::MAX,
+            imma: u64::MAX,
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let path = "compile/cfg/extreme.log".to_string();
+    ev.logs.insert(path.clone(), log);
+    if let Some(stage) = ev
+        .run
+        .stages
+        .iter_mut()
+        .find(|s| s.kind == StageKind::Compile)
+    {
+        stage.logs.push(Log {
+            path,
+            format: Some(Format::Ptxas),
+        });
+    }
+    for format in [
+        OutputFormat::Markdown,
+        OutputFormat::Json,
+        OutputFormat::Sarif,
+        OutputFormat::Junit,
+    ] {
+        let text = render(&ev, format);
+        assert!(!text.is_empty());
+    }
+    let _ = render_bench_svg(&ev);
+    let d = diff(&ev, &ev, &DiffOptions::default());
+    assert!(!render_diff(&d, OutputFormat::Markdown).is_empty());
+}
