@@ -143,6 +143,9 @@ pub struct Draft {
     pub explains: Vec<usize>,
     /// Accounts for findings without being reported (another draft names the root cause).
     pub silent: bool,
+    /// A symptom of an earlier draft's root cause (its index in the drafts): its evidence and
+    /// title join that draft instead of standing alone.
+    pub attach_to: Option<usize>,
 }
 
 impl Draft {
@@ -163,6 +166,7 @@ impl Draft {
             figures: BTreeMap::new(),
             explains: Vec::new(),
             silent: false,
+            attach_to: None,
         }
     }
 
@@ -185,6 +189,7 @@ const MAX_EVIDENCE: usize = 8;
 /// before notes, then by confidence, then by the amount of evidence; ties break by rule,
 /// kernel, location and config so the order is deterministic.
 pub fn finish(drafts: Vec<Draft>) -> Vec<Diagnosis> {
+    let drafts = attach_symptoms(drafts);
     let mut groups: BTreeMap<(String, String, String), Vec<Draft>> = BTreeMap::new();
     for draft in drafts.into_iter().filter(|d| !d.silent) {
         groups.entry(draft.identity()).or_default().push(draft);
@@ -237,6 +242,45 @@ pub fn finish(drafts: Vec<Draft>) -> Vec<Diagnosis> {
     }
     out.sort_by(rank);
     out
+}
+
+/// Moves each symptom's evidence into the root cause it was attached to, and says so in the
+/// root cause's explanation. A symptom whose target is missing stands alone.
+fn attach_symptoms(mut drafts: Vec<Draft>) -> Vec<Draft> {
+    let mut moves: Vec<(usize, usize)> = Vec::new();
+    for (i, d) in drafts.iter().enumerate() {
+        if let Some(target) = d.attach_to
+            && target < drafts.len()
+            && target != i
+            && drafts.get(target).is_some_and(|t| t.attach_to.is_none())
+        {
+            moves.push((i, target));
+        }
+    }
+    for (from, to) in &moves {
+        let Some(symptom) = drafts.get_mut(*from) else {
+            continue;
+        };
+        symptom.silent = true;
+        let title = symptom.title.clone();
+        let evidence = std::mem::take(&mut symptom.evidence);
+        if let Some(target) = drafts.get_mut(*to) {
+            target.explanation.push_str(&format!(
+                " Seen downstream: {}.",
+                title.trim_end_matches('.')
+            ));
+            for item in evidence {
+                let known = target
+                    .evidence
+                    .iter()
+                    .any(|e| e.log == item.log && e.summary == item.summary);
+                if !known && target.evidence.len() < MAX_EVIDENCE {
+                    target.evidence.push(item);
+                }
+            }
+        }
+    }
+    drafts
 }
 
 /// The ranking order of diagnoses: most severe, most certain and best evidenced first.

@@ -130,8 +130,10 @@ pub fn sig3(x: f64) -> String {
         format!("{x:.1}")
     } else if a >= 1.0 {
         format!("{x:.2}")
-    } else {
+    } else if a >= 0.001 {
         format!("{x:.3}")
+    } else {
+        format!("{x:.1e}")
     }
 }
 
@@ -279,6 +281,7 @@ mod tests {
         assert_eq!(sig3(12.345), "12.3");
         assert_eq!(sig3(1234.5), "1234");
         assert_eq!(sig3(0.01234), "0.012");
+        assert_eq!(sig3(0.000123), "1.2e-4");
         assert_eq!(round_json(123.456789), serde_json::json!(123.457));
         assert_eq!(bytes(24576), "24.0 KiB");
     }

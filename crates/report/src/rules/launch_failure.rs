@@ -27,7 +27,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         let kernel = kernel_base(&r.result.kernel);
         let config = r.config.as_deref();
-        if ctx.has_error_for(config, Some(&kernel)) {
+        let root = ctx.root_cause_for(config, &kernel, false);
+        if root.is_none() && ctx.has_error_for(config, Some(&kernel)) {
             continue;
         }
         let error = crate::text::scrub(&error, &j.repo_files);
@@ -38,6 +39,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             continue;
         }
         let mut d = Draft::new("launch-failure", Level::Error, "");
+        d.attach_to = root;
         d.config = r.config.clone();
         d.kernel = Some(kernel.clone());
         d.location = ctx.kernel_file(config);

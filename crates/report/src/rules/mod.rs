@@ -226,6 +226,45 @@ impl Ctx<'_, '_> {
         })
     }
 
+    /// The earlier draft that names a tool-located root cause (a sanitizer or compiler finding)
+    /// for this config and kernel, for a symptom to attach to. With `single_launch`, only a root
+    /// cause found on a single launch qualifies: a fault that needs several launches to show is
+    /// not explained by one that a stress-mode sanitizer run found.
+    pub fn root_cause_for(
+        &self,
+        config: Option<&str>,
+        kernel: &str,
+        single_launch: bool,
+    ) -> Option<usize> {
+        self.prior.iter().position(|d| {
+            ROOT_CAUSES.contains(&d.rule)
+                && d.level == crate::Level::Error
+                && !d.silent
+                && d.attach_to.is_none()
+                && d.config.as_deref() == config
+                && d.kernel
+                    .as_deref()
+                    .is_none_or(|k| kernel_base(k) == kernel_base(kernel))
+                && (!single_launch || self.found_on_one_launch(d))
+        })
+    }
+
+    /// Whether every sanitizer log a draft cites ran the kernel once (not in stress mode).
+    fn found_on_one_launch(&self, d: &Draft) -> bool {
+        d.evidence.iter().all(|e| {
+            let Some(source) = self.joined.sources.iter().find(|s| s.path == e.log) else {
+                return true;
+            };
+            let stress_command = source.stage.is_some_and(|stage| {
+                stage.command.windows(2).any(|w| {
+                    w.first().is_some_and(|a| a == "--mode")
+                        && w.get(1).is_some_and(|m| m == "stress")
+                }) || stage.command.iter().any(|a| a == "--mode=stress")
+            });
+            !stress_command
+        })
+    }
+
     /// The index of a finding reference in the joined list.
     pub fn index_of(&self, f: &FindingRef) -> Option<usize> {
         self.joined
@@ -372,6 +411,18 @@ impl Ctx<'_, '_> {
         })
     }
 }
+
+/// Rules whose diagnoses are root causes a tool located; symptoms (wrong output, failed
+/// launches, repeated-launch failures) attach to them.
+pub const ROOT_CAUSES: &[&str] = &[
+    "compile-error",
+    "wmma-local-memory",
+    "shared-memory-race",
+    "out-of-bounds",
+    "uninitialized-read",
+    "divergent-barrier",
+    "misaligned-access",
+];
 
 /// The most raw lines an evidence item quotes.
 pub const MAX_EXCERPT: usize = 12;

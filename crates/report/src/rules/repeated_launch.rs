@@ -43,21 +43,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         } else {
             "error"
         });
-        let race = ctx.drafted("shared-memory-race", config, &kernel);
 
         // Every launch from the first mismatch on differs: state that accumulates. Only some
         // differ: scattered non-determinism, the signature of a race.
         let launches = stress.launches;
         let progressive = n > 1 && launches >= n && mismatched > launches - n;
         let scattered = kind == "mismatch" && !progressive;
-        if scattered && race {
-            // The race diagnosis explains the differences; account for the findings only.
-            let mut d = Draft::new("repeated-launch-failure", Level::Note, "");
-            d.silent = true;
-            d.explains = harness_findings;
-            out.push(d);
-            continue;
-        }
 
         let mut d = Draft::new("repeated-launch-failure", Level::Error, "");
         d.config = r.config.clone();
@@ -193,6 +184,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         d.confidence = Confidence::from_signals(signals);
         d.level = Level::Error;
+        // A root cause a sanitizer found on one launch (a race, an uninitialised read) explains
+        // what repeated launches show; a fault that needs several launches stands on its own.
+        d.attach_to = ctx.root_cause_for(config, &kernel, true);
         out.push(d);
     }
     out

@@ -52,8 +52,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             }
         }
         if !warnings.is_empty() {
+            // The warning names no kernel: it applies to the kernels whose SASS shows it, a
+            // planted trap, or local memory next to tensor-core instructions.
             for kv in j.kernels.iter().filter(|k| k.config.as_deref() == c) {
-                if kv.sass.is_some_and(|s| s.bpt_trap > 0) && j.is_target(&kv.name) {
+                let shows = kv.sass.is_some_and(|s| {
+                    s.bpt_trap > 0
+                        || (s.ldl.saturating_add(s.stl) > 0
+                            && s.hmma.saturating_add(s.hgmma).saturating_add(s.ldsm) > 0)
+                });
+                if shows && j.is_target(&kv.name) {
                     kernels.insert(kv.name.clone());
                 }
             }

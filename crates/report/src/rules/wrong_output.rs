@@ -127,6 +127,8 @@ fn draft(
         signals += 1;
     }
     d.confidence = Confidence::from_signals(signals);
+    // Wrong output is the symptom of a root cause a tool located, when there is one.
+    d.attach_to = ctx.root_cause_for(config, kernel, false);
 
     match cat {
         Category::Unwritten => {
@@ -137,14 +139,14 @@ fn draft(
                 .fold(0, u64::saturating_add);
             d.figures.insert("unwritten".into(), json!(unwritten));
             d.key = "unwritten".into();
-            if let Some((t, name)) = tile {
+            if let Some((label, name)) = tile.clone() {
                 d.title = format!(
-                    "Output rows of the last partial tile are never written (S not a multiple of {name}={t})"
+                    "Output rows of the last partial tile are never written (S not a multiple of {label})"
                 );
                 d.explanation = format!(
                     "{n_fail} of {n_all} checked left {unwritten} output elements holding the NaN \
                      poison, and every failing shape has a sequence length that is not a multiple \
-                     of {name}={t} while every passing one is: the blocks that own the last, \
+                     of {label} while lengths that are pass: the blocks that own the last, \
                      partial tile do not store it (a grid of S/{name} rounded down, or a store \
                      guard that drops the whole tile)."
                 );
@@ -183,17 +185,17 @@ fn draft(
                          (so exp(s - m) is 0, not NaN), and write 0 instead of dividing when the \
                          row sum is 0."
                     .to_string();
-            } else if let Some((t, name)) = tile {
-                d.title = format!("NaN outputs when S is not a multiple of {name}={t} (tail tile)");
+            } else if let Some((label, _)) = tile.clone() {
+                d.title = format!("NaN outputs when S is not a multiple of {label} (tail tile)");
                 d.explanation = format!(
                     "{n_fail} of {n_all} checked produced {nans} NaN elements, only where the \
-                     sequence length is not a multiple of {name}={t}: the last, partial tile \
+                     sequence length is not a multiple of {label}: the last, partial tile \
                      reads keys past seq_len (poison or garbage) or masks a whole row to -inf."
                 );
                 d.fix = format!(
                     "Mask keys with index >= seq_len in the last tile to -inf before the max, load \
                      zeros for rows past seq_len, and guard the row max as for fully masked rows \
-                     ({name}={t})."
+                     ({label})."
                 );
             } else {
                 d.title = "NaN outputs".to_string();
@@ -213,14 +215,14 @@ fn draft(
                 .iter()
                 .filter_map(|r| r.result.check.as_ref().map(|c| c.tolerance))
                 .fold(0.0f64, f64::max);
-            if let Some((t, name)) = tile {
+            if let Some((label, name)) = tile.clone() {
                 d.title = format!(
-                    "Wrong results when S is not a multiple of {name}={t} (tail tile off-by-one)"
+                    "Wrong results when S is not a multiple of {label} (tail tile off-by-one)"
                 );
                 d.explanation = format!(
                     "{n_fail} of {n_all} checked differ from the CPU reference (max abs error {} \
                      against a tolerance of {}), and every failing shape has a sequence length \
-                     that is not a multiple of {name}={t} while every passing one is: the last, \
+                     that is not a multiple of {label} while lengths that are pass: the last, \
                      partial tile is mishandled, typically a bound off by one (`<=` for `<`) or a \
                      mask that uses the tile size instead of seq_len.",
                     sig3(max_err),
@@ -260,18 +262,19 @@ fn draft(
 }
 
 /// A tile size that separates the shapes: every failing shape's sequence length is not a
-/// multiple of it and every passing one's is. The config's BLOCK_N (or BLOCK_M) when the compile
-/// command names it, else the largest power of two from 16 to 256 that divides every passing
-/// length.
+/// multiple of it, and some passing shape's is. The config's BLOCK_N (or BLOCK_M) when the
+/// compile command names it, else the smallest power of two from 16 to 256 that does.
 fn tail_tile(
     ctx: &Ctx,
     config: Option<&str>,
     failing: &[&ResultRef],
     passing: &[&ResultRef],
-) -> Option<(u64, &'static str)> {
+) -> Option<(String, &'static str)> {
     if passing.is_empty() {
         return None;
     }
+    // Every failing length is off the tile, and some length on the tile passes. Passing
+    // lengths off the tile are allowed: a mask can hide the tail (causal rows never see it).
     let separates = |t: u64| {
         t > 1
             && failing
@@ -279,7 +282,7 @@ fn tail_tile(
                 .all(|r| u64::from(r.result.shape.seq_len) % t != 0)
             && passing
                 .iter()
-                .all(|r| u64::from(r.result.shape.seq_len) % t == 0)
+                .any(|r| u64::from(r.result.shape.seq_len) % t == 0)
     };
     if let Some(params) = config.and_then(|c| ctx.joined.configs.get(c)) {
         for name in ["BLOCK_N", "BLOCK_M"] {
@@ -287,7 +290,7 @@ fn tail_tile(
                 && separates(t)
             {
                 return Some((
-                    t,
+                    format!("{name}={t}"),
                     if name == "BLOCK_N" {
                         "BLOCK_N"
                     } else {
@@ -297,14 +300,12 @@ fn tail_tile(
             }
         }
     }
-    let mut t = 256;
-    while t >= 16 {
-        if separates(t) {
-            return Some((t, "the tile"));
-        }
-        t /= 2;
-    }
-    None
+    // Without the config's tile, the smallest power of two that separates is the claim the
+    // evidence supports: tiles are multiples of it.
+    [16, 32, 64, 128, 256]
+        .into_iter()
+        .find(|t| separates(*t))
+        .map(|t| (t.to_string(), "the tile"))
 }
 
 /// One line about a check result.

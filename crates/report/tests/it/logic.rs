@@ -175,7 +175,11 @@ fn check(passed: bool, max_abs_err: f64, nan: u64) -> Check {
 /// A run whose config `cfg` was compiled with BLOCK_N=64 and whose harness stages printed
 /// `results`, one stage per result.
 fn harness_run(results: Vec<(StageKind, HarnessResult)>) -> Evidence {
-    let mut ev = evidence("harness", &[], &["kernel/attention.cu"]);
+    with_harness(evidence("harness", &[], &["kernel/attention.cu"]), results)
+}
+
+/// Adds the compile stage of `cfg` (BLOCK_N=64) and one harness stage per result to a run.
+fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> Evidence {
     ev.run.stages.push(Stage {
         name: "compile".into(),
         kind: StageKind::Compile,
@@ -195,6 +199,17 @@ fn harness_run(results: Vec<(StageKind, HarnessResult)>) -> Evidence {
     });
     for (i, (kind, r)) in results.into_iter().enumerate() {
         let path = format!("{}/cfg/{i}.json", report::join::kind_name(kind));
+        // As the runner classifies a harness that worked: a failed check or stress is findings.
+        let failed = r.error.is_some()
+            || r.check.as_ref().is_some_and(|c| !c.passed)
+            || r.stress
+                .as_ref()
+                .is_some_and(|s| s.first_failure.is_some() || s.mismatched_launches > 0);
+        let status = if failed {
+            StageStatus::Findings
+        } else {
+            StageStatus::Passed
+        };
         let mut log = ParsedLog::new(Format::Harness, None);
         log.complete = true;
         log.results.push(r);
@@ -204,7 +219,7 @@ fn harness_run(results: Vec<(StageKind, HarnessResult)>) -> Evidence {
             kind,
             config: Some("cfg".into()),
             arch: Some("sm_90".into()),
-            status: StageStatus::Passed,
+            status,
             reason: None,
             command: vec![
                 "runner".into(),
@@ -225,6 +240,17 @@ fn harness_run(results: Vec<(StageKind, HarnessResult)>) -> Evidence {
     ev
 }
 
+fn checked_kernel(
+    kernel: &str,
+    seq_len: u32,
+    causal: bool,
+    c: Check,
+) -> (StageKind, HarnessResult) {
+    let (kind, mut r) = checked(seq_len, causal, c);
+    r.kernel = kernel.into();
+    (kind, r)
+}
+
 fn checked(seq_len: u32, causal: bool, c: Check) -> (StageKind, HarnessResult) {
     let mut r = result(Mode::Check, "cfg", seq_len, causal);
     r.check = Some(c);
@@ -238,6 +264,8 @@ fn failures_only_where_s_is_not_a_multiple_of_block_n_point_at_the_tail_tile() {
         checked(256, true, check(true, 1e-4, 0)),
         checked(200, false, check(false, 0.4, 0)),
         checked(100, true, check(false, 0.3, 0)),
+        // The causal mask hides the extra key: a length off the tile may still pass.
+        checked(200, true, check(true, 1e-4, 0)),
     ]);
     let a = analyze(&ev);
     let d = &a.diagnoses[0];
@@ -528,4 +556,97 @@ fn extreme_and_malformed_values_render_without_panicking() {
     let _ = render_bench_svg(&ev);
     let d = diff(&ev, &ev, &DiffOptions::default());
     assert!(!render_diff(&d, OutputFormat::Markdown).is_empty());
+}
+
+#[test]
+fn symptoms_join_the_root_cause_a_sanitizer_found_on_one_launch() {
+    // racecheck's real race in reverse_tile, and the wrong output and scattered differences it
+    // causes, as the check and stress stages would record them.
+    let race = evidence(
+        "race_symptoms",
+        &[sanitizer(
+            StageKind::Racecheck,
+            "cfg",
+            "compute-sanitizer/racecheck_race.log",
+        )],
+        &[],
+    );
+    let mut stress = stressed(Some(3), Some("mismatch"), 5, None);
+    stress.1.kernel = "reverse_tile".into();
+    let ev = with_harness(
+        race,
+        vec![
+            checked_kernel("reverse_tile", 512, false, check(false, f64::NAN, 12)),
+            stress,
+        ],
+    );
+    let a = analyze(&ev);
+    let errors: Vec<&str> = a
+        .diagnoses
+        .iter()
+        .filter(|d| d.level == Level::Error)
+        .map(|d| d.rule.as_str())
+        .collect();
+    assert!(
+        errors.iter().all(|r| *r == "shared-memory-race"),
+        "{errors:?}"
+    );
+    let race = &a.diagnoses[0];
+    assert!(
+        race.explanation.contains("Seen downstream: NaN outputs"),
+        "{}",
+        race.explanation
+    );
+    assert!(
+        race.evidence.iter().any(|e| e.stage == "check"),
+        "{:#?}",
+        race.evidence
+    );
+
+    // initcheck's uninitialised read explains why launches after the first differ.
+    let uninit = evidence(
+        "uninit_symptoms",
+        &[sanitizer(
+            StageKind::Initcheck,
+            "cfg",
+            "compute-sanitizer/initcheck_uninit.log",
+        )],
+        &[],
+    );
+    let mut stress = stressed(Some(2), Some("mismatch"), 199, None);
+    stress.1.kernel = "sum_uninitialized".into();
+    let ev = with_harness(uninit, vec![stress]);
+    let a = analyze(&ev);
+    assert_eq!(
+        a.diagnoses
+            .iter()
+            .filter(|d| d.level == Level::Error)
+            .count(),
+        1,
+        "{:#?}",
+        a.diagnoses
+    );
+    assert_eq!(a.diagnoses[0].rule, "uninitialized-read");
+}
+
+#[test]
+fn a_fault_that_needs_several_launches_is_its_own_root_cause() {
+    // One launch is clean (check passes); launch 6 of 200 fails with an illegal address.
+    let ev = harness_run(vec![
+        checked(512, false, check(true, 1e-4, 0)),
+        stressed(
+            Some(6),
+            Some("error"),
+            0,
+            Some("CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"),
+        ),
+    ]);
+    let a = analyze(&ev);
+    let d = &a.diagnoses[0];
+    assert_eq!(d.rule, "repeated-launch-failure");
+    assert!(d.fix.contains("Reset per-launch state"), "{}", d.fix);
+    insta::assert_snapshot!(
+        "repeated_launch",
+        redact(&render(&ev, OutputFormat::Markdown))
+    );
 }
