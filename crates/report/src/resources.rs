@@ -137,11 +137,13 @@ pub struct NcuSummary {
     pub metrics: usize,
 }
 
-/// The Nsight Compute summary of every profiled kernel, by config and kernel.
+/// The Nsight Compute summary of every profiled kernel the harness launches (all profiled
+/// kernels when no stage names one), by config and kernel.
 pub fn ncu_summaries(joined: &Joined) -> Vec<NcuSummary> {
     let mut keys: Vec<(Option<String>, String)> = joined
         .metrics
         .iter()
+        .filter(|m| joined.is_target(&m.metric.kernel))
         .map(|m| (m.config.clone(), kernel_base(&m.metric.kernel)))
         .collect();
     keys.sort();

@@ -675,6 +675,28 @@ fn bench(out: &mut String, a: &Analysis, run: &Run) {
         );
     }
     let _ = writeln!(out);
+    let skipped: Vec<String> = a
+        .joined
+        .results
+        .iter()
+        .filter_map(|r| {
+            r.result.skipped.as_ref().map(|why| {
+                format!(
+                    "`{}` ({}): {}",
+                    r.result.kernel,
+                    crate::tables::Case::of(r.result).label(),
+                    scrub(why, &a.joined.repo_files)
+                )
+            })
+        })
+        .collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(out, "Not timed:\n");
+        for s in skipped {
+            let _ = writeln!(out, "- {s}");
+        }
+        let _ = writeln!(out);
+    }
     if crate::render::svg::bench_svg(a).is_some() {
         let _ = writeln!(out, "![bench]({})\n", crate::bench_svg_file_name(run));
     }
