@@ -24,6 +24,18 @@
 // far has a running maximum of -inf; it is treated as 0 when used as the exp2 offset, so such a row
 // contributes exp2(-inf) = 0 and a row with no visible key at all is written as zeros, never NaN.
 //
+// Configs (ptxas 13.0, sm_90: 0 spills, no local memory; timings in kernel/notes/):
+//   HEAD_DIM 64:  BLOCK_M=128 BLOCK_N=64 STAGES=2 WARPS=4   long sequences, causal or not
+//                 BLOCK_M=128 BLOCK_N=96 STAGES=2 WARPS=4   long sequences, non-causal
+//                 BLOCK_M=64  BLOCK_N=128 STAGES=2 WARPS=4  short sequences (more blocks)
+//                 BLOCK_M=64  BLOCK_N=64 STAGES=2 WARPS=4   short sequences
+//   HEAD_DIM 128: BLOCK_M=128 BLOCK_N=48 STAGES=2 WARPS=4   long sequences, causal or not
+//                 BLOCK_M=128 BLOCK_N=32 STAGES=2 WARPS=4   fewer registers (239)
+//                 BLOCK_M=64  BLOCK_N=64 STAGES=2 WARPS=4   short sequences
+// With WARPS=4 and BLOCK_M=128 each warp owns 32 rows (two 16-row tiles), so every K/V fragment
+// read from shared memory feeds two mma instructions; BLOCK_N=64 at HEAD_DIM 128 needs more than
+// 255 registers and spills.
+//
 // Fault hooks. kernel/faults/*.cu define one FAULT_* macro and include this file to plant one
 // defect each; a normal build defines none of them and compiles none of that code.
 
@@ -91,8 +103,9 @@ __device__ __forceinline__ uint32_t swizzled_offset(int row, int chunk) {
   return static_cast<uint32_t>((row * ATTN_CHUNKS + (chunk ^ (row & 7))) * 16);
 }
 
-// Offset of (row, chunk ^ x) given swizzled_offset(row, chunk) = off, for x < 8 with chunk's low
-// three bits free of x: the swizzle only touches bits 4..7 of an offset inside a row.
+// Offset of (row, chunk ^ x) given off = swizzled_offset(row, chunk), for any x < ATTN_CHUNKS:
+// the chunk field of an offset is bits 4 and up below ROW_BYTES, and the swizzle is an xor on it,
+// so xors compose. Used as (row, c + 2k) = (row, c ^ 2k) for c in {0, 1}.
 __device__ __forceinline__ uint32_t xor_chunk(uint32_t off, int x) {
   return off ^ static_cast<uint32_t>(x * 16);
 }

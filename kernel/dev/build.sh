@@ -13,20 +13,25 @@ mkdir -p "$out"
 configs=(
   "d64_m128_n64_s2_w4:64:128:64:2:4"
   "d64_m128_n96_s2_w4:64:128:96:2:4"
+  "d64_m64_n128_s2_w4:64:64:128:2:4"
   "d64_m64_n64_s2_w4:64:64:64:2:4"
-  "d64_m128_n64_s3_w8:64:128:64:3:8"
-  "d64_m128_n128_s2_w8:64:128:128:2:8"
-  "d128_m128_n32_s2_w4:128:128:32:2:4"
   "d128_m128_n48_s2_w4:128:128:48:2:4"
-  "d128_m128_n32_s3_w4:128:128:32:3:4"
-  "d128_m128_n64_s2_w8:128:128:64:2:8"
+  "d128_m128_n32_s2_w4:128:128:32:2:4"
   "d128_m64_n64_s2_w4:128:64:64:2:4"
 )
-# Configs that spill (kept out of the named set, built with EXPERIMENTS=1 for comparison only).
+# Configs that spill (x_) and experiments (e_), built with EXPERIMENTS=1 for comparison only.
 if [ "${EXPERIMENTS:-0}" = 1 ]; then
   configs+=(
     "x_d64_m128_n128_s2_w4:64:128:128:2:4"
     "x_d128_m128_n64_s2_w4:128:128:64:2:4"
+    "e_d64_m128_n64_s3_w4:64:128:64:3:4"
+    "e_d64_m128_n64_s2_w4_q0:64:128:64:2:4:-DQ_IN_REGS=0"
+    "e_d64_m128_n64_s3_w8:64:128:64:3:8"
+    "e_d64_m128_n128_s2_w8:64:128:128:2:8"
+    "e_d64_m32_n64_s2_w2:64:32:64:2:2"
+    "e_d128_m128_n48_s3_w4:128:128:48:3:4"
+    "e_d128_m128_n32_s3_w4:128:128:32:3:4"
+    "e_d128_m128_n64_s2_w8:128:128:64:2:8"
   )
 fi
 if [ "$#" -gt 0 ]; then
@@ -56,8 +61,13 @@ build() {
     -DBLOCK_M="$bm" -DBLOCK_N="$bn" -DSTAGES="$st" -DWARPS="$w" -DHEAD_DIM="$d" "$@" \
     -o "$cubin" "$src" >"$out/$name.ptxas.txt" 2>&1 || { cat "$out/$name.ptxas.txt"; return 1; }
   echo "$name"
-  grep -E 'Compiling entry|registers|spill|[Ww]arning' "$out/$name.ptxas.txt" |
-    sed -e 's/^ptxas info *: //' -e 's/^/  /' | paste - - - | sed 's/\t/ /g'
+  # One line per entry point: registers, stack frame, spill stores/loads; then any warning.
+  awk '/Compiling entry function/ { match($0, /\047[^\047]+\047/); fn = substr($0, RSTART + 1, RLENGTH - 2) }
+       /bytes stack frame/ { stack = $1; st = $5; ld = $9 }
+       /Used [0-9]+ registers/ { for (i = 1; i <= NF; i++) if ($(i) == "Used") regs = $(i + 1)
+         printf "  %-22s regs=%s stack=%s spill_stores=%s spill_loads=%s\n", fn, regs, stack, st, ld }' \
+    "$out/$name.ptxas.txt"
+  grep -i 'warning' "$out/$name.ptxas.txt" | sed -E 's#^[^ ]*/include/#  <cuda>/include/#; s#^warning: [^ ]*/include/#  warning: <cuda>/include/#' | sort -u || true
   inventory "$cubin"
 }
 

@@ -11,8 +11,8 @@ shift 3
 phases="${*:-env check bench sdpa faults sanfaults sanmain}"
 mkdir -p "$out"
 has() { case " $phases " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
-named() { ls "$cubins" | grep -E '^(x_)?d(64|128)_.*\.cubin$' | sed 's/\.cubin$//'; }
-dim_of() { sed -E 's/^(x_)?d([0-9]+)_.*/\2/' <<<"$1"; }
+named() { ls "$cubins" | grep -E '^([xe]_)?d(64|128)_.*\.cubin$' | sed 's/\.cubin$//'; }
+dim_of() { sed -E 's/^([xe]_)?d([0-9]+)_.*/\2/' <<<"$1"; }
 
 if has env; then
   {
@@ -27,7 +27,7 @@ if has env; then
 fi
 
 if has check; then
-  for c in $(named); do
+  for c in ${CHECK_CONFIGS:-$(named)}; do
     d=$(dim_of "$c")
     shapes="1,1,1,$d:1,2,17,$d:2,3,64,$d:1,2,100,$d:2,2,128,$d:1,3,333,$d:2,8,512,$d:1,2,1000,$d:1,1,2111,$d:1,4,4096,$d"
     timeout 120 "$checker" "$cubins/$c.cubin" check --dtype f16,bf16 --causal 0,1 --shape "$shapes" --max-rows 384
