@@ -196,10 +196,12 @@ pub fn finish(drafts: Vec<Draft>) -> Vec<Diagnosis> {
     }
     let mut out = Vec::new();
     for ((rule, place, key), mut group) in groups {
+        // The representative: the most certain, most severe, best evidenced draft.
         group.sort_by(|a, b| {
             b.confidence
                 .cmp(&a.confidence)
                 .then(b.level.cmp(&a.level))
+                .then(b.evidence.len().cmp(&a.evidence.len()))
                 .then(a.config.cmp(&b.config))
         });
         let mut configs: Vec<String> = group.iter().filter_map(|d| d.config.clone()).collect();
@@ -270,10 +272,12 @@ fn attach_symptoms(mut drafts: Vec<Draft>) -> Vec<Draft> {
                 title.trim_end_matches('.')
             ));
             for item in evidence {
-                let known = target
-                    .evidence
-                    .iter()
-                    .any(|e| e.log == item.log && e.summary == item.summary);
+                // The same log cited without raw lines (a harness result) is already there.
+                let known = target.evidence.iter().any(|e| {
+                    e.log == item.log
+                        && (e.summary == item.summary
+                            || e.excerpt.is_empty() && item.excerpt.is_empty())
+                });
                 if !known && target.evidence.len() < MAX_EVIDENCE {
                     target.evidence.push(item);
                 }

@@ -34,12 +34,22 @@ pub fn scrub(line: &str, repo_files: &[String]) -> String {
 /// A path as a report shows it: relative to the repository when it names a repository file,
 /// `<toolkit>/include/...` for a CUDA header, otherwise only its last component.
 pub fn relative_path(path: &str, repo_files: &[String]) -> String {
-    let path = path.replace('\\', "/");
-    // A placeholder a capture put in place of a machine path (`<repo>/kernel/x.cu`).
-    let path = match path.strip_prefix('<').and_then(|p| p.split_once(">/")) {
-        Some((_, rest)) if !path.starts_with("<toolkit>") => rest.to_string(),
-        _ => path,
-    };
+    let path = normalize(&path.replace('\\', "/"));
+    // A placeholder a capture put in place of a machine path (`<repo>/kernel/x.cu`,
+    // `<cuda>/include/crt/mma.hpp`).
+    if let Some((_, rest)) = path.strip_prefix('<').and_then(|p| p.split_once(">/")) {
+        if path.starts_with("<toolkit>") {
+            return path;
+        }
+        let rest = relative_path(rest, repo_files);
+        if repo_files.contains(&rest) {
+            return rest;
+        }
+        return match rest.find("include/") {
+            Some(i) if i == 0 || rest[..i].ends_with('/') => format!("<toolkit>/{}", &rest[i..]),
+            _ => path,
+        };
+    }
     if !path.starts_with('/') {
         let path = path.trim_start_matches("./");
         if repo_files.iter().any(|f| f == path) {
@@ -66,6 +76,35 @@ pub fn relative_path(path: &str, repo_files: &[String]) -> String {
     match path.rsplit('/').next() {
         Some(name) if !name.is_empty() => format!("<abs>/{name}"),
         _ => "<abs>".to_string(),
+    }
+}
+
+/// Collapses `//` and resolves `.` and `..` segments: `<cuda>/bin/..//include/x.h` is
+/// `<cuda>/include/x.h`.
+fn normalize(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if parts
+                    .last()
+                    .is_some_and(|p| *p != ".." && !p.starts_with('<'))
+                {
+                    parts.pop();
+                } else {
+                    parts.push("..");
+                }
+            }
+            s => parts.push(s),
+        }
+    }
+    let joined = parts.join("/");
+    if absolute {
+        format!("/{joined}")
+    } else {
+        joined
     }
 }
 
@@ -257,6 +296,22 @@ mod tests {
                 &files
             ),
             "warning: <toolkit>/include/crt/mma.hpp(91): Warning"
+        );
+        assert_eq!(
+            relative_path("<cuda>/bin/..//include/crt/mma.hpp", &files),
+            "<toolkit>/include/crt/mma.hpp"
+        );
+        assert_eq!(
+            relative_path("<repo>/kernel/faults/oob.cu", &files),
+            "kernel/faults/oob.cu"
+        );
+        assert_eq!(relative_path("oob.cu", &files), "kernel/faults/oob.cu");
+        assert_eq!(
+            relative_path(
+                "/usr/local/cuda/bin/../targets/x86_64-linux/include/crt/mma.hpp",
+                &files
+            ),
+            "<toolkit>/include/crt/mma.hpp"
         );
     }
 

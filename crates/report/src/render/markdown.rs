@@ -626,6 +626,9 @@ fn correctness(out: &mut String, a: &Analysis) {
     }
 }
 
+/// Relative noise ((p90 - p50) / p50) above which a timing is flagged as noisy.
+pub const NOISY: f64 = 0.10;
+
 fn bench(out: &mut String, a: &Analysis, run: &Run) {
     let rows = bench_rows(&a.joined);
     if rows.is_empty() {
@@ -655,7 +658,9 @@ fn bench(out: &mut String, a: &Analysis, run: &Run) {
         } else {
             format!("`{}`", md_cell(&r.implementation))
         };
+        // A ratio against a timing whose own spread is this wide says little.
         let speedup = match r.speedup {
+            Some(s) if r.noise > NOISY => format!("{}× (noisy)", fixed(s, 2)),
             Some(s) => format!("{}×", fixed(s, 2)),
             None => "—".to_string(),
         };

@@ -60,7 +60,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         || (s.ldl.saturating_add(s.stl) > 0
                             && s.hmma.saturating_add(s.hgmma).saturating_add(s.ldsm) > 0)
                 });
-                if shows && j.is_target(&kv.name) {
+                if shows {
                     kernels.insert(kv.name.clone());
                 }
             }

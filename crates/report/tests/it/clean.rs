@@ -4,7 +4,7 @@ use parsers::Format;
 use report::{Level, StageKind, StageStatus, VerdictKind, analyze};
 
 use crate::support::{
-    Step, assert_deterministic_text, compile, evidence, markdown, sanitizer, sass,
+    Step, assert_deterministic_text, compile, evidence, harness, markdown, sanitizer, sass,
 };
 
 /// GPU stages the runner skips on a machine without a driver, as it records them.
@@ -147,4 +147,59 @@ fn a_run_where_nothing_ran_is_inconclusive() {
     ev.logs.clear();
     ev.run.stages[0].logs.clear();
     assert_eq!(analyze(&ev).verdict.kind, VerdictKind::Inconclusive);
+}
+
+#[test]
+fn clean_kernel_checked_and_timed_against_sdpa_on_the_gpu() {
+    // The harness captures of attention.cu built with this config's defines, beside the SDPA
+    // baseline on the same shape (H200, 2026-11-22; the sidecars have the commands).
+    const CONFIG: &str = "d64_m128_n64_s2_w4";
+    let ev = evidence(
+        "clean_gpu",
+        &[
+            compile(CONFIG, "ptxas/nvcc13.0_attention_d64_m128_n64_s2_w4.log"),
+            sass(CONFIG, "sass/nvcc13.0_attention_d64_cuobjdump.log"),
+            harness(
+                StageKind::Check,
+                Some(CONFIG),
+                "harness/check_attention.json",
+            ),
+            harness(
+                StageKind::Bench,
+                Some(CONFIG),
+                "harness/bench_attention.json",
+            ),
+            harness(StageKind::Baseline, None, "harness/sdpa_b2h8s512d64.json"),
+        ],
+        &["kernel/attention.cu"],
+    );
+    let a = analyze(&ev);
+    assert_eq!(a.verdict.kind, VerdictKind::Clean, "{:#?}", a.diagnoses);
+    let rows = report::tables::bench_rows(&a.joined);
+    let sdpa_events = rows
+        .iter()
+        .find(|r| r.baseline && r.timing == "events")
+        .expect("SDPA timed with events");
+    // Both timed with CUDA events in a warm loop: the ratio of the two p50s.
+    let ours = rows.iter().find(|r| !r.baseline).expect("our timing");
+    let expected = sdpa_events.p50_us / ours.p50_us;
+    assert!((sdpa_events.speedup.expect("a speed-up") - expected).abs() < 1e-9);
+    // SDPA's CUDA-graph timing has no kernel counterpart: no ratio is made up for it.
+    assert!(
+        rows.iter()
+            .any(|r| r.baseline && r.timing == "graph" && r.speedup.is_none())
+    );
+    assert!(report::render_bench_svg(&ev).is_some());
+    let md = markdown(&ev);
+    assert!(md.contains("## Performance"));
+    assert!(
+        md.contains("- **check**: 1 run on `d64_m128_n64_s2_w4`; the kernel launched under each"),
+        "{md}"
+    );
+    assert_deterministic_text(&md);
+    insta::assert_snapshot!("clean_gpu", md);
+    insta::assert_snapshot!(
+        "clean_gpu_svg",
+        report::render_bench_svg(&ev).unwrap_or_default()
+    );
 }

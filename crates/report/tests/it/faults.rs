@@ -348,3 +348,65 @@ fn an_incomplete_sanitizer_log_is_never_clean() {
     );
     assert!(!a.verdict.is_clean());
 }
+
+#[test]
+fn wmma_fault_variant_is_named_from_its_build_and_its_failing_launches() {
+    // kernel/faults/wmma_local_q.cu: the f16 entry traps, the bf16 entry computes through a
+    // stack frame. The compile and SASS are this crate's captures (tests/fixtures), the stress
+    // run the harness capture of the same variant.
+    let a = check(
+        "wmma_local_q",
+        &[
+            compile("wmma_local_q", "report/wmma_local_q_ptxas.log"),
+            sass("wmma_local_q", "report/wmma_local_q_sass.log"),
+            crate::support::harness(
+                StageKind::Stress,
+                Some("wmma_local_q"),
+                "harness/stress_wmma_local_q.json",
+            ),
+        ],
+        &["kernel/faults/wmma_local_q.cu"],
+        "wmma-local-memory",
+        None,
+    );
+    let d = &a[0];
+    assert_eq!(
+        d.kernels,
+        vec![
+            "attention_fwd_bf16".to_string(),
+            "attention_fwd_f16".to_string()
+        ]
+    );
+    // The failing launches are this root cause's symptom, not a second one.
+    assert!(
+        d.explanation.contains("Seen downstream"),
+        "{}",
+        d.explanation
+    );
+    assert_eq!(
+        a.iter().filter(|d| d.level == Level::Error).count(),
+        1,
+        "{a:#?}"
+    );
+}
+
+#[test]
+fn tail_off_by_one_variant_fails_its_check_with_nan() {
+    // kernel/faults/tail_off_by_one.cu at S=500 (not a multiple of BLOCK_N=64): the harness
+    // capture. One failing shape and no passing one: the report names the NaN output and does
+    // not claim a pattern it cannot see.
+    let ev = evidence(
+        "tail_off_by_one",
+        &[crate::support::harness(
+            StageKind::Check,
+            Some("tail_off_by_one"),
+            "harness/check_tail_off_by_one.json",
+        )],
+        &["kernel/faults/tail_off_by_one.cu"],
+    );
+    let a = analyze(&ev);
+    let d = &a.diagnoses[0];
+    assert_eq!(d.rule, "wrong-output");
+    assert_eq!(d.title, "NaN outputs");
+    insta::assert_snapshot!("tail_off_by_one", markdown(&ev));
+}

@@ -13,9 +13,20 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../parsers/fixtures")
 }
 
+/// A fixture's path: `report/<name>` is one of this crate's own captures
+/// (`tests/fixtures/`), anything else is relative to the parsers' fixture folder.
+pub fn path_of(rel: &str) -> PathBuf {
+    match rel.strip_prefix("report/") {
+        Some(own) => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(own),
+        None => fixtures().join(rel),
+    }
+}
+
 /// A fixture's text.
 pub fn read(rel: &str) -> String {
-    let path = fixtures().join(rel);
+    let path = path_of(rel);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
@@ -83,6 +94,13 @@ pub fn profile(config: &'static str, fixture: &'static str) -> Step {
     step(StageKind::Profile, config, fixture, Format::NcuCsv)
 }
 
+pub fn harness(kind: StageKind, config: Option<&'static str>, fixture: &'static str) -> Step {
+    Step {
+        config,
+        ..step(kind, "", fixture, Format::Harness)
+    }
+}
+
 /// The GPU and driver the GPU fixtures were captured on, from the capture's version file.
 fn gpu_environment() -> (Vec<Gpu>, Option<String>) {
     let text = read("versions-gpu-2026-11-22.txt");
@@ -115,11 +133,15 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
         }
         if let Some(v) = meta.get("tool_version").and_then(|v| v.as_str()) {
             let tool = match s.format {
-                Format::NcuCsv => "ncu",
-                Format::ComputeSanitizer | Format::ComputeSanitizerXml => "compute-sanitizer",
-                _ => "cuobjdump",
+                Format::NcuCsv => Some("ncu"),
+                Format::ComputeSanitizer | Format::ComputeSanitizerXml => Some("compute-sanitizer"),
+                Format::Sass => Some("cuobjdump"),
+                Format::Harness if v.starts_with("python3") => Some("python3"),
+                Format::Harness | Format::Ptxas => None,
             };
-            tools.insert(tool.into(), v.to_string());
+            if let Some(tool) = tool {
+                tools.insert(tool.into(), v.to_string());
+            }
         }
         gpu_used |= meta.get("gpu").is_some();
         let mut command = command(s.fixture);
