@@ -224,6 +224,49 @@ pub struct CoverageRow {
     pub cached_from: Option<String>,
     /// The problem the stage ran, from its command (`2,8,512,64 f16 causal`).
     pub case: Option<String>,
+    /// The key figure as numbers, for summing over the executions of one stage and config.
+    pub tally: Option<Tally>,
+}
+
+/// A countable key figure: sanitizer errors, or checks passed of checks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    pub count: u64,
+    /// The total `count` is out of (checks run), when it is a share.
+    pub of: Option<u64>,
+    /// `errors` or `passed`.
+    pub unit: &'static str,
+}
+
+impl Tally {
+    /// Sums tallies of one unit; `None` when they differ in unit or there are none.
+    pub fn sum(tallies: &[Option<Tally>]) -> Option<Tally> {
+        let first = (*tallies.first()?)?;
+        let mut total = Tally {
+            count: 0,
+            of: first.of.map(|_| 0),
+            unit: first.unit,
+        };
+        for t in tallies {
+            let t = (*t)?;
+            if t.unit != first.unit || t.of.is_some() != first.of.is_some() {
+                return None;
+            }
+            total.count = total.count.saturating_add(t.count);
+            total.of = total.of.zip(t.of).map(|(a, b)| a.saturating_add(b));
+        }
+        Some(total)
+    }
+}
+
+impl std::fmt::Display for Tally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.of {
+            Some(of) => write!(f, "{}/{of} {}", self.count, self.unit),
+            None if self.unit == "errors" => f.write_str(&plural(self.count, "error", "errors")),
+            None => write!(f, "{} {}", self.count, self.unit),
+        }
+    }
 }
 
 fn coverage(joined: &Joined) -> Vec<CoverageRow> {
@@ -301,7 +344,52 @@ fn row(
             .map(|r| crate::text::scrub(&r, &joined.repo_files)),
         cached_from: stage.and_then(|s| s.cached_from.clone()),
         case: stage.and_then(|s| crate::tables::case_of_command(&s.command)),
+        tally: match status {
+            StageStatus::Passed | StageStatus::Findings => tally(joined, kind, &logs),
+            _ => None,
+        },
     }
+}
+
+/// A stage's key figure as numbers, where it is a count.
+fn tally(joined: &Joined, kind: StageKind, logs: &[&str]) -> Option<Tally> {
+    let sources: Vec<usize> = joined
+        .sources
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| logs.contains(&s.path))
+        .map(|(i, _)| i)
+        .collect();
+    if is_sanitizer(kind) && kind != StageKind::Racecheck {
+        let log = sources
+            .iter()
+            .filter_map(|&i| joined.source(i))
+            .find(|s| is_sanitizer(s.kind))?
+            .log;
+        return log.reported_errors.map(|n| Tally {
+            count: n,
+            of: None,
+            unit: "errors",
+        });
+    }
+    if kind == StageKind::Check {
+        let checks: Vec<bool> = joined
+            .results
+            .iter()
+            .filter(|r| sources.contains(&r.source))
+            .filter_map(|r| r.result.check.as_ref().map(|c| c.passed))
+            .collect();
+        if checks.is_empty() {
+            return None;
+        }
+        let passed = checks.iter().filter(|p| **p).count() as u64;
+        return Some(Tally {
+            count: passed,
+            of: Some(checks.len() as u64),
+            unit: "passed",
+        });
+    }
+    None
 }
 
 /// The word for a stage status.

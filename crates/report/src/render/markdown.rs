@@ -333,9 +333,15 @@ fn evidence(out: &mut String, a: &Analysis) {
             .max_by_key(|s| status_rank(*s))
             .unwrap_or(StageStatus::Skipped);
         let mut figures: Vec<String> = Vec::new();
-        for r in &rows {
-            if !figures.contains(&r.figure) {
-                figures.push(r.figure.clone());
+        let tallies: Vec<Option<crate::analysis::Tally>> = rows.iter().map(|r| r.tally).collect();
+        match crate::analysis::Tally::sum(&tallies) {
+            Some(total) if rows.len() > 1 => figures.push(total.to_string()),
+            _ => {
+                for r in &rows {
+                    if !figures.contains(&r.figure) {
+                        figures.push(r.figure.clone());
+                    }
+                }
             }
         }
         let shown = if figures.len() > 3 {

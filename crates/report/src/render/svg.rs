@@ -91,7 +91,7 @@ pub fn bench_svg(a: &Analysis) -> Option<String> {
             r##"<text x="{}" y="{}" fill="#333333">{} TFLOP/s · p50 {} µs</text>"##,
             fixed(f64::from(LABEL) + width + 6.0, 1),
             y + 14,
-            fixed(r.tflops, 1),
+            crate::text::sig3(r.tflops),
             crate::text::sig3(r.p50_us)
         );
         y += ROW;

@@ -272,6 +272,9 @@ fn failures_only_where_s_is_not_a_multiple_of_block_n_point_at_the_tail_tile() {
     assert_eq!(d.rule, "wrong-output");
     assert!(d.title.contains("BLOCK_N=64"), "{}", d.title);
     assert_eq!(a.verdict.kind, VerdictKind::Failing);
+    // Five check executions of one config sum to one evidence cell.
+    let md = render(&ev, OutputFormat::Markdown);
+    assert!(md.contains("| check | ❌ ×5 3/5 passed |"), "{md}");
 }
 
 #[test]
