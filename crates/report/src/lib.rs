@@ -8,11 +8,26 @@
 //! a source location and a fix; [`analyze`] adds the verdict and the coverage receipt. The
 //! renderers turn an analysis into Markdown, JSON, SARIF 2.1.0 or JUnit XML ([`render`]) and an
 //! SVG bench chart ([`render_bench_svg`]). [`explain`] diagnoses loose logs with no run, and
-//! [`diff`] compares two runs.
+//! [`diff()`] compares two runs.
 //!
 //! The crate is pure: values in, values and text out; no I/O, no clock. Rendered text is
 //! deterministic: numbers are rounded, and addresses, pids, absolute paths and timestamps are
 //! scrubbed from everything but the run's own header.
+//!
+//! Entry points for the runner:
+//!
+//! - `runner` (the pipeline) and `runner report RUN_DIR`: [`render`] in any [`OutputFormat`];
+//!   [`render_bench_svg`] for the chart the Markdown links as [`bench_svg_file_name`]; the
+//!   verdict for the exit code from [`analyze`] (`analysis.verdict.is_clean()`, or its
+//!   [`VerdictKind`]: clean, warnings, failing, inconclusive).
+//! - `runner explain FILE...`: [`explain`] on the parsed logs, [`render_explanation`], and
+//!   [`Explanation::is_clean`] for the exit code.
+//! - `runner diff RUN_A RUN_B`: [`diff()`] with [`DiffOptions`], [`render_diff`], and
+//!   [`Diff::has_regression`] for the exit code.
+//!
+//! Where things are: the rules in [`rules`] (one module each; [`rules::RULES`] lists them with
+//! their files), the sm_90 occupancy arithmetic in [`occupancy`], the noise judgement in
+//! [`noise`], the tables every renderer shares in [`tables`] and [`resources`].
 //!
 //! ```
 //! use report::{Evidence, OutputFormat, Run, render};

@@ -37,7 +37,7 @@ pub struct Rule {
 
 /// Every rule, in the order they run. Later rules see the drafts of earlier ones, so a symptom
 /// that a root cause already explains is not reported twice. `perf-regression` and
-/// `perf-improvement` run in [`crate::diff`], where two runs are compared.
+/// `perf-improvement` run in [`crate::diff()`], where two runs are compared.
 pub const RULES: &[Rule] = &[
     Rule {
         id: "compile-error",
