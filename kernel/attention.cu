@@ -1,11 +1,11 @@
 // FlashAttention-2 style forward pass on tensor cores (mma.sync m16n8k16, ldmatrix, cp.async).
 //
-// O = softmax(Q K^T * softmax_scale [+ causal mask]) V for tensors [batch, heads, seq_len, HEAD_DIM]
-// in fp16 or bf16, contiguous, with fp32 accumulation and an online (streaming) softmax.
+// O = softmax(Q K^T * softmax_scale [+ causal mask]) V for tensors [batch, heads, seq_len,
+// HEAD_DIM] in fp16 or bf16, contiguous, with fp32 accumulation and an online (streaming) softmax.
 //
 // Build (one cubin per named config):
 //   nvcc -cubin -O3 -lineinfo -arch=sm_90 -Xptxas -v \
-//        -DBLOCK_M=128 -DBLOCK_N=64 -DSTAGES=2 -DWARPS=4 -DHEAD_DIM=128 -o k.cubin attention.cu
+//        -DBLOCK_M=128 -DBLOCK_N=48 -DSTAGES=2 -DWARPS=4 -DHEAD_DIM=128 -o k.cubin attention.cu
 //
 // Kernel ABI (see attention_launch_info below):
 //   grid (ceil(seq_len / BLOCK_M), batch * heads), WARPS * 32 threads,
@@ -79,7 +79,7 @@
 #define ATTN_N_TILES (BLOCK_N / 8)
 #define ATTN_D_TILES (HEAD_DIM / 8)
 #define ATTN_CHUNKS (HEAD_DIM / 8)
-#define ROW_BYTES (HEAD_DIM * 2)
+#define ATTN_ROW_BYTES (HEAD_DIM * 2)
 #define ATTN_Q_BYTES (BLOCK_M * HEAD_DIM * 2)
 #define ATTN_KV_STAGE_BYTES (BLOCK_N * HEAD_DIM * 2)
 #define ATTN_SMEM_BYTES (ATTN_Q_BYTES + 2 * STAGES * ATTN_KV_STAGE_BYTES)
@@ -104,8 +104,8 @@ __device__ __forceinline__ uint32_t swizzled_offset(int row, int chunk) {
 }
 
 // Offset of (row, chunk ^ x) given off = swizzled_offset(row, chunk), for any x < ATTN_CHUNKS:
-// the chunk field of an offset is bits 4 and up below ROW_BYTES, and the swizzle is an xor on it,
-// so xors compose. Used as (row, c + 2k) = (row, c ^ 2k) for c in {0, 1}.
+// the chunk field of an offset is bits 4 and up below ATTN_ROW_BYTES, and the swizzle is an xor on
+// it, so xors compose. Used as (row, c + 2k) = (row, c ^ 2k) for c in {0, 1}.
 __device__ __forceinline__ uint32_t xor_chunk(uint32_t off, int x) {
   return off ^ static_cast<uint32_t>(x * 16);
 }
@@ -117,8 +117,7 @@ __device__ __forceinline__ uint32_t smem_address(const void* p) {
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool valid) {
   // With src-size 0 nothing is read and the 16 destination bytes are zero-filled.
   const int src_size = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_size)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_size)
                : "memory");
 }
 
@@ -203,8 +202,9 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const char* src, int row
   for (int i = 0; i < kPasses; ++i) {
     if (ROWS % kLoadRowStep == 0 || first_row + i * kLoadRowStep < ROWS) {
       const bool valid = i * kLoadRowStep < rows_left;
-      cp_async_16(dst + i * kLoadRowStep * ROW_BYTES,
-                  valid ? src + static_cast<size_t>(i) * kLoadRowStep * ROW_BYTES : safe, valid);
+      cp_async_16(dst + i * kLoadRowStep * ATTN_ROW_BYTES,
+                  valid ? src + static_cast<size_t>(i) * kLoadRowStep * ATTN_ROW_BYTES : safe,
+                  valid);
     }
   }
 }
@@ -229,8 +229,8 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
   const int lane = tid & 31;
 
   // Causal blocks with more rows have more work: start those first.
-  const int m_block = causal ? static_cast<int>(gridDim.x - 1 - blockIdx.x)
-                             : static_cast<int>(blockIdx.x);
+  const int m_block =
+      causal ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
   const int m0 = m_block * BLOCK_M;
   const size_t head_offset = static_cast<size_t>(blockIdx.y) * seq_len * HEAD_DIM;
   q += head_offset;
@@ -263,20 +263,24 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
   // Per-thread copy coordinates (see load_tile).
   const int ld_row = tid / ATTN_CHUNKS;
   const uint32_t ld_smem = swizzled_offset(ld_row, tid % ATTN_CHUNKS);
-  const size_t ld_gmem = static_cast<size_t>(ld_row) * ROW_BYTES + (tid % ATTN_CHUNKS) * 16;
+  const size_t ld_gmem = static_cast<size_t>(ld_row) * ATTN_ROW_BYTES + (tid % ATTN_CHUNKS) * 16;
   const char* k_thread = reinterpret_cast<const char*>(k) + ld_gmem;
   const char* v_thread = reinterpret_cast<const char*>(v) + ld_gmem;
   const char* safe = reinterpret_cast<const char*>(q);
-  load_tile<BLOCK_M>(s_q + ld_smem, reinterpret_cast<const char*>(q) + ld_gmem + static_cast<size_t>(m0) * ROW_BYTES,
-                     seq_len - m0 - ld_row, safe, ld_row);
+  load_tile<BLOCK_M>(
+      s_q + ld_smem,
+      reinterpret_cast<const char*>(q) + ld_gmem + static_cast<size_t>(m0) * ATTN_ROW_BYTES,
+      seq_len - m0 - ld_row, safe, ld_row);
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < n_tiles) {
       const int j = n_tiles - 1 - s;
-      const size_t tile = static_cast<size_t>(j) * BLOCK_N * ROW_BYTES;
+      const size_t tile = static_cast<size_t>(j) * BLOCK_N * ATTN_ROW_BYTES;
       const int rows_left = kv_limit - j * BLOCK_N - ld_row;
-      load_tile<BLOCK_N>(s_k + s * ATTN_KV_STAGE_BYTES + ld_smem, k_thread + tile, rows_left, safe, ld_row);
-      load_tile<BLOCK_N>(s_v + s * ATTN_KV_STAGE_BYTES + ld_smem, v_thread + tile, rows_left, safe, ld_row);
+      load_tile<BLOCK_N>(s_k + s * ATTN_KV_STAGE_BYTES + ld_smem, k_thread + tile, rows_left, safe,
+                         ld_row);
+      load_tile<BLOCK_N>(s_v + s * ATTN_KV_STAGE_BYTES + ld_smem, v_thread + tile, rows_left, safe,
+                         ld_row);
     }
     cp_async_commit();
   }
@@ -305,9 +309,9 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
 
   // ldmatrix lane addressing (see the PTX ISA fragment layouts for m16n8k16), as the offset of
   // the row and chunk this lane points at for the first 16x16 block; later blocks add whole rows
-  // (16 * ROW_BYTES) and flip chunk bits with xor_chunk. All row groups start at a multiple of 8,
-  // so the swizzle term (row & 7) is the same for every block.
-  // A (Q, row major): lanes 0-15 give rows 0-15 at chunk 0, lanes 16-31 the same rows at chunk 1.
+  // (16 * ATTN_ROW_BYTES) and flip chunk bits with xor_chunk. All row groups start at a multiple of
+  // 8, so the swizzle term (row & 7) is the same for every block. A (Q, row major): lanes 0-15 give
+  // rows 0-15 at chunk 0, lanes 16-31 the same rows at chunk 1.
   const uint32_t q_lane = swizzled_offset(warp_row0 + (lane & 15), lane >> 4);
   // B for S = Q K^T (K row major = B column major): lanes 0-7 keys 0-7 chunk 0, 8-15 keys 0-7
   // chunk 1, 16-23 keys 8-15 chunk 0, 24-31 keys 8-15 chunk 1.
@@ -333,10 +337,12 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
       if (pf < n_tiles) {
         const int pj = n_tiles - 1 - pf;
         const int ps = pf % STAGES;
-        const size_t tile = static_cast<size_t>(pj) * BLOCK_N * ROW_BYTES;
+        const size_t tile = static_cast<size_t>(pj) * BLOCK_N * ATTN_ROW_BYTES;
         const int rows_left = kv_limit - pj * BLOCK_N - ld_row;
-        load_tile<BLOCK_N>(s_k + ps * ATTN_KV_STAGE_BYTES + ld_smem, k_thread + tile, rows_left, safe, ld_row);
-        load_tile<BLOCK_N>(s_v + ps * ATTN_KV_STAGE_BYTES + ld_smem, v_thread + tile, rows_left, safe, ld_row);
+        load_tile<BLOCK_N>(s_k + ps * ATTN_KV_STAGE_BYTES + ld_smem, k_thread + tile, rows_left,
+                           safe, ld_row);
+        load_tile<BLOCK_N>(s_v + ps * ATTN_KV_STAGE_BYTES + ld_smem, v_thread + tile, rows_left,
+                           safe, ld_row);
       }
       cp_async_commit();
     }
@@ -347,7 +353,7 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
       for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
 #pragma unroll
         for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
-          ldmatrix_x4(q_frag[mt][kk], s_q + xor_chunk(q_lane, 2 * kk) + mt * 16 * ROW_BYTES);
+          ldmatrix_x4(q_frag[mt][kk], s_q + xor_chunk(q_lane, 2 * kk) + mt * 16 * ATTN_ROW_BYTES);
         }
       }
     }
@@ -374,13 +380,13 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
 #pragma unroll
         for (int e = 0; e < 4; ++e) qa[mt][e] = q_frag[mt][kk][e];
 #else
-        ldmatrix_x4(qa[mt], s_q + xor_chunk(q_lane, 2 * kk) + mt * 16 * ROW_BYTES);
+        ldmatrix_x4(qa[mt], s_q + xor_chunk(q_lane, 2 * kk) + mt * 16 * ATTN_ROW_BYTES);
 #endif
       }
 #pragma unroll
       for (int np = 0; np < ATTN_N_TILES / 2; ++np) {
         uint32_t kb[4];
-        ldmatrix_x4(kb, k_tile + xor_chunk(k_lane, 2 * kk) + np * 16 * ROW_BYTES);
+        ldmatrix_x4(kb, k_tile + xor_chunk(k_lane, 2 * kk) + np * 16 * ATTN_ROW_BYTES);
 #pragma unroll
         for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
           Elem<T>::mma(acc_s[mt][2 * np], qa[mt], kb[0], kb[1]);
@@ -462,7 +468,7 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
 #pragma unroll
       for (int dp = 0; dp < ATTN_D_TILES / 2; ++dp) {
         uint32_t vb[4];
-        ldmatrix_x4_trans(vb, v_tile + xor_chunk(v_lane, 2 * dp) + ks * 16 * ROW_BYTES);
+        ldmatrix_x4_trans(vb, v_tile + xor_chunk(v_lane, 2 * dp) + ks * 16 * ATTN_ROW_BYTES);
 #pragma unroll
         for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
           Elem<T>::mma(acc_o[mt][2 * dp], p_frag[mt], vb[0], vb[1]);

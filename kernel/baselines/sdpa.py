@@ -18,6 +18,7 @@ Exit codes: 0 ok, 2 usage, 3 a CUDA or PyTorch error outside a backend, 4 no tor
 """
 
 import argparse
+import dataclasses
 import json
 import math
 import statistics
@@ -32,6 +33,18 @@ MAX_SAMPLES = 5000
 GRAPH_CALLS = 20
 WARMUP_CALLS = 10
 TARGET_REL_SEM = 0.005
+SHAPE_DIMS = 4
+
+
+@dataclasses.dataclass
+class Timed:
+    """One timing way of one backend: the samples (us per call), or why there are none."""
+
+    timing: str
+    samples: list | None = None
+    skipped: str | None = None
+    clock_before: int | None = None
+    clock_after: int | None = None
 
 
 def parse_args(argv):
@@ -49,7 +62,7 @@ def parse_args(argv):
         dims = [int(x) for x in args.shape.split(",")]
     except ValueError:
         p.error(f"--shape {args.shape!r}: expected four integers B,H,S,D")
-    if len(dims) != 4 or min(dims) <= 0:
+    if len(dims) != SHAPE_DIMS or min(dims) <= 0:
         p.error(f"--shape {args.shape!r}: expected four positive integers B,H,S,D")
     args.dims = dims
     return args
@@ -156,10 +169,10 @@ def sample(torch, run_once, per_sample_calls, time_cap):
     return samples
 
 
-def bench_backend(torch, name, q, k, v, causal, time_cap):
-    """Returns [(timing, bench-dict-or-None, skipped-reason-or-None, error-or-None)]."""
+def bench_backend(torch, name, qkv, causal, time_cap):
+    """Times one backend on (q, k, v) with events and with graph replay: a list of Timed."""
     F = torch.nn.functional
-    out = []
+    q, k, v = qkv
     with backend_context(torch, name):
         def call():
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -172,14 +185,12 @@ def bench_backend(torch, name, q, k, v, causal, time_cap):
                 torch.cuda.synchronize()
         except RuntimeError as e:
             why = [str(w.message) for w in caught] + [str(e)]
-            reason = " ".join(" ".join(why).split())[:600]
-            return [("events", None, f"backend unavailable: {reason}", None),
-                    ("graph", None, f"backend unavailable: {reason}", None)]
+            reason = "backend unavailable: " + " ".join(" ".join(why).split())[:600]
+            return [Timed("events", skipped=reason), Timed("graph", skipped=reason)]
 
         clk0 = sm_clock_mhz(torch)
         events = sample(torch, call, 1, time_cap)
-        clk1 = sm_clock_mhz(torch)
-        out.append(("events", events, clk0, clk1))
+        out = [Timed("events", events, None, clk0, sm_clock_mhz(torch))]
 
         try:
             stream = torch.cuda.Stream()
@@ -197,15 +208,14 @@ def bench_backend(torch, name, q, k, v, causal, time_cap):
             torch.cuda.synchronize()
             clk0 = sm_clock_mhz(torch)
             replays = sample(torch, graph.replay, GRAPH_CALLS, time_cap)
-            clk1 = sm_clock_mhz(torch)
-            out.append(("graph", replays, clk0, clk1))
+            out.append(Timed("graph", replays, None, clk0, sm_clock_mhz(torch)))
         except RuntimeError as e:
-            reason = " ".join(str(e).split())[:300]
-            out.append(("graph", None, f"graph capture failed: {reason}", None))
+            reason = "graph capture failed: " + " ".join(str(e).split())[:300]
+            out.append(Timed("graph", skipped=reason))
     return out
 
 
-def result(name, args, timing, bench, skipped):
+def result(name, args, bench, skipped):
     b, h, s, d = args.dims
     return {
         "mode": "bench",
@@ -238,17 +248,18 @@ def main(argv):
         dev = device_info(torch)
         results = []
         for name in backends:
-            for timing, samples, a, c in bench_backend(torch, name, q, k, v, args.causal,
-                                                       args.time_cap):
-                if samples is None:
-                    results.append(result(name, args, timing, None, a))
+            for t in bench_backend(torch, name, (q, k, v), args.causal, args.time_cap):
+                if t.samples is None:
+                    results.append(result(name, args, None, t.skipped))
                     continue
-                bench = {"cache": "warm", "timing": timing}
-                bench.update(summarize(samples, flops, bytes_moved))
-                bench["sm_clock_mhz_before"] = a
-                bench["sm_clock_mhz_after"] = c
-                bench["throttled"] = (c < a * 0.97) if (a and c) else None
-                results.append(result(name, args, timing, bench, None))
+                bench = {"cache": "warm", "timing": t.timing}
+                bench.update(summarize(t.samples, flops, bytes_moved))
+                bench["sm_clock_mhz_before"] = t.clock_before
+                bench["sm_clock_mhz_after"] = t.clock_after
+                bench["throttled"] = (
+                    t.clock_after < t.clock_before * 0.97
+                    if (t.clock_before and t.clock_after) else None)
+                results.append(result(name, args, bench, None))
     except RuntimeError as e:
         print(f"sdpa baseline failed: {' '.join(str(e).split())}", file=sys.stderr)
         return 3

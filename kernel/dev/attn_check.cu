@@ -60,9 +60,9 @@ struct LaunchInfo {
   std::exit(e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ? 4 : 1);
 }
 
-#define CK(call)                         \
-  do {                                   \
-    cudaError_t e_ = (call);             \
+#define CK(call)                           \
+  do {                                     \
+    cudaError_t e_ = (call);               \
     if (e_ != cudaSuccess) die(#call, e_); \
   } while (0)
 
@@ -276,7 +276,8 @@ void reference_row(const Problem& p, int bh, int row, std::vector<double>& out) 
   const size_t base = static_cast<size_t>(bh) * S * D;
   const int kend = p.causal ? row + 1 : S;
   std::vector<double> qrow(D), sc(kend);
-  for (int d = 0; d < D; ++d) qrow[d] = from_bits(p.q[base + static_cast<size_t>(row) * D + d], p.bf16);
+  for (int d = 0; d < D; ++d)
+    qrow[d] = from_bits(p.q[base + static_cast<size_t>(row) * D + d], p.bf16);
   double mx = -INFINITY;
   for (int j = 0; j < kend; ++j) {
     double acc = 0;
@@ -345,10 +346,10 @@ double flops(const Problem& p) {
 }
 
 void print_head(const char* mode, const Options& o, const Kernel& k, const Problem& p) {
-  std::printf("%s cubin=%s dtype=%s shape=%d,%d,%d,%d causal=%d bm=%d bn=%d stages=%d threads=%d smem=%d",
-              mode, o.cubin.c_str(), p.bf16 ? "bf16" : "f16", p.sh.b, p.sh.h, p.sh.s, p.sh.d,
-              p.causal, k.info.block_m, k.info.block_n, k.info.stages, k.info.threads,
-              k.info.smem);
+  std::printf(
+      "%s cubin=%s dtype=%s shape=%d,%d,%d,%d causal=%d bm=%d bn=%d stages=%d threads=%d smem=%d",
+      mode, o.cubin.c_str(), p.bf16 ? "bf16" : "f16", p.sh.b, p.sh.h, p.sh.s, p.sh.d, p.causal,
+      k.info.block_m, k.info.block_n, k.info.stages, k.info.threads, k.info.smem);
 }
 
 int run_check(const Options& o, const Kernel& k, Problem& p, bool once) {

@@ -11,7 +11,12 @@ shift 3
 phases="${*:-env check bench sdpa faults sanfaults sanmain}"
 mkdir -p "$out"
 has() { case " $phases " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
-named() { ls "$cubins" | grep -E '^([xe]_)?d(64|128)_.*\.cubin$' | sed 's/\.cubin$//'; }
+named() {
+  local f
+  for f in "$cubins"/d64_*.cubin "$cubins"/d128_*.cubin "$cubins"/[xe]_d64_*.cubin "$cubins"/[xe]_d128_*.cubin; do
+    [ -e "$f" ] && basename "$f" .cubin
+  done
+}
 dim_of() { sed -E 's/^([xe]_)?d([0-9]+)_.*/\2/' <<<"$1"; }
 
 if has env; then

@@ -1,9 +1,10 @@
 // plants: a WMMA matrix_a fragment loaded from a thread-local array (Q staged per thread instead of in shared memory), the seed reports' root cause.
 //
 // Expected: ptxas warns "cannot perform wmma load or store on local memory" and the f16 entry's
-// SASS ends in BPT.TRAP; every f16 launch fails (cudaErrorLaunchFailure; memcheck: "Trace/breakpoint
-// trap"). The bf16 entry's WMMA loads compile to ordinary loads, which accept local memory, so it
-// computes correct results slowly through a 2-4 KB stack frame (seen on an H200).
+// SASS ends in BPT.TRAP; every f16 launch fails (cudaErrorLaunchFailure; memcheck:
+// "Trace/breakpoint trap"). The bf16 entry's WMMA loads compile to ordinary loads, which accept
+// local memory, so it computes correct results slowly through a 2-4 KB stack frame (seen on an
+// H200).
 //
 // A small WMMA variant of attention.cu with the same ABI: one warp per 16 query rows
 // (threads = BLOCK_M / 16 * 32, WARPS is ignored), one shared K/V tile of BLOCK_N keys (STAGES is
@@ -72,8 +73,8 @@ __device__ __forceinline__ void fw_attention(const T* q, const T* k, const T* v,
   T q_local[16 * HEAD_DIM];
   for (int i = 0; i < 16 * HEAD_DIM; ++i) {
     const int r = row0 + i / HEAD_DIM;
-    q_local[i] = r < seq_len ? q[static_cast<size_t>(r) * HEAD_DIM + i % HEAD_DIM]
-                             : fw_from_float<T>(0.0f);
+    q_local[i] =
+        r < seq_len ? q[static_cast<size_t>(r) * HEAD_DIM + i % HEAD_DIM] : fw_from_float<T>(0.0f);
   }
   for (int i = lane; i < 16 * HEAD_DIM; i += 32) s_o[i] = 0.0f;
   float row_max = -__builtin_inff();
@@ -169,10 +170,10 @@ extern "C" __global__ void __launch_bounds__(FW_THREADS)
                        int seq_len, float softmax_scale, int causal) {
   (void)batch;
   (void)heads;
-  fw_attention<__nv_bfloat16>(
-      static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
-      static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(o), seq_len,
-      softmax_scale, causal);
+  fw_attention<__nv_bfloat16>(static_cast<const __nv_bfloat16*>(q),
+                              static_cast<const __nv_bfloat16*>(k),
+                              static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(o),
+                              seq_len, softmax_scale, causal);
 }
 
 // {abi_version, BLOCK_M, BLOCK_N, STAGES, threads_per_block, dynamic_smem_bytes, HEAD_DIM, 0}.
