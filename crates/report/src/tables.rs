@@ -111,7 +111,8 @@ pub fn check_rows(joined: &Joined) -> Vec<CheckRow> {
         .results
         .iter()
         .filter(|r| !is_baseline(r.result) && r.result.stress.is_none() && r.result.bench.is_none())
-        .filter(|r| r.result.check.is_some() || r.result.mode == parsers::harness::Mode::Check)
+        // Check mode only: a single launch under a sanitizer or ncu is not a correctness check.
+        .filter(|r| r.result.mode == parsers::harness::Mode::Check)
         .map(|r| {
             let c = r.result.check.as_ref();
             CheckRow {

@@ -24,7 +24,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut groups: BTreeMap<(Option<String>, String), Vec<&ResultRef>> = BTreeMap::new();
     for r in &j.results {
-        if r.result.check.is_some() && r.result.error.is_none() {
+        let checked = r.result.mode == parsers::harness::Mode::Check && r.result.check.is_some();
+        if checked && r.result.error.is_none() {
             groups
                 .entry((r.config.clone(), kernel_base(&r.result.kernel)))
                 .or_default()

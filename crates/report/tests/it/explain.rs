@@ -87,6 +87,16 @@ fn explain_names_the_root_cause_of_each_fault_log() {
             &["compute-sanitizer-xml/synccheck_syncdiv.xml"],
             "divergent-barrier",
         ),
+        (&["harness/check_tail_off_by_one.json"], "wrong-output"),
+        (&["harness/stress_wmma_local_q.json"], "launch-failure"),
+        (
+            &[
+                "report/wmma_local_q_ptxas.log",
+                "report/wmma_local_q_sass.log",
+                "harness/stress_wmma_local_q.json",
+            ],
+            "wmma-local-memory",
+        ),
     ];
     for (files, rule) in cases {
         let e = explain_files(files);
@@ -104,8 +114,18 @@ fn explain_names_the_root_cause_of_each_fault_log() {
 
 #[test]
 fn explain_of_a_clean_log_is_clean() {
+    for files in [
+        &["compute-sanitizer/synccheck_syncdiv_block.log"][..],
+        &["harness/check_attention.json"],
+        &[
+            "ptxas/nvcc13.0_attention_d64_m128_n64_s2_w4.log",
+            "sass/nvcc13.0_attention_d64_cuobjdump.log",
+        ],
+    ] {
+        let e = explain_files(files);
+        assert!(e.is_clean(), "{files:?}: {e:#?}");
+    }
     let e = explain_files(&["compute-sanitizer/synccheck_syncdiv_block.log"]);
-    assert!(e.is_clean(), "{:#?}", e);
     assert!(render_explanation(&e, OutputFormat::Markdown).contains("No problems found"));
 }
 
