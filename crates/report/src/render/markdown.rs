@@ -255,6 +255,12 @@ fn notes(out: &mut String, a: &Analysis) {
         return;
     }
     let _ = writeln!(out, "## Notes\n");
+    let titles: Vec<String> = notes.iter().map(|d| d.title.clone()).collect();
+    let _ = writeln!(
+        out,
+        "<details><summary>{}</summary>\n",
+        md_cell(&crate::text::join_words(&titles))
+    );
     for d in notes {
         let _ = writeln!(
             out,
@@ -277,7 +283,7 @@ fn notes(out: &mut String, a: &Analysis) {
             );
         }
     }
-    let _ = writeln!(out);
+    let _ = writeln!(out, "\n</details>\n");
 }
 
 /// The rank of a status when several executions share a cell: the one that matters most.

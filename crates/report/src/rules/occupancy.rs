@@ -108,7 +108,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let caveat = res
             .occupancy_caveat
             .as_ref()
-            .map(|c| format!(" ({c})"))
+            .map(|c| format!(" Caveat: {c}."))
             .unwrap_or_default();
         let arch = view.arch.as_deref().unwrap_or("this arch");
         if occ.blocks_per_sm == 0 {
@@ -146,7 +146,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 (Limiter::Registers, Some(r), _) => format!(
                     "If latency hiding is short: at {r} registers per thread (from {registers}; \
                      `__launch_bounds__({threads}, {})`) one more block fits. Check with the bench \
-                     stage: FlashAttention-style kernels often run best at low occupancy.",
+                     stage whether it pays: fewer registers can mean spills.",
                     occ.blocks_per_sm + 1
                 ),
                 (Limiter::SharedMemory, _, Some(s)) => format!(
