@@ -29,7 +29,20 @@ impl<'a> Analysis<'a> {
     /// Diagnoses and judges already joined evidence.
     pub fn from_joined(joined: Joined<'a>) -> Analysis<'a> {
         let diagnoses = diagnose(&joined);
-        let coverage = coverage(&joined);
+        let mut coverage = coverage(&joined);
+        if joined.run.is_none() {
+            // Without a run, a log's status is what was found in it: a log a root cause cites
+            // holds findings even when its own records are warnings (the WMMA warning).
+            for row in coverage.iter_mut().filter(|r| r.status == StageStatus::Passed) {
+                let cited = diagnoses
+                    .iter()
+                    .filter(|d| d.level > Level::Note)
+                    .any(|d| d.evidence.iter().any(|e| row.logs.contains(&e.log)));
+                if cited {
+                    row.status = StageStatus::Findings;
+                }
+            }
+        }
         let verdict = verdict(&joined, &diagnoses, &coverage);
         Analysis {
             joined,
@@ -282,7 +295,7 @@ fn coverage(joined: &Joined) -> Vec<CoverageRow> {
             ));
         }
     } else {
-        for source in &joined.sources {
+        for (index, source) in joined.sources.iter().enumerate() {
             let mut r = row(joined, None, source.kind, None, StageStatus::Passed);
             r.stage = source.path.to_string();
             r.logs = vec![source.path.to_string()];
@@ -290,7 +303,7 @@ fn coverage(joined: &Joined) -> Vec<CoverageRow> {
             let findings = joined
                 .findings
                 .iter()
-                .any(|f| f.source_path(joined) == Some(source.path));
+                .any(|f| f.source == index && f.finding.severity == parsers::Severity::Error);
             r.status = if !source.log.complete && is_sanitizer(source.kind) {
                 StageStatus::Inconclusive
             } else if findings {
@@ -654,10 +667,4 @@ fn error_figure<'r>(
         .filter_map(|r| r.error.as_deref())
         .next()
         .map(|e| e.split(':').next().unwrap_or(e).trim().to_string())
-}
-
-impl crate::join::FindingRef<'_> {
-    fn source_path<'j>(&self, joined: &'j Joined) -> Option<&'j str> {
-        joined.source(self.source).map(|s| s.path)
-    }
 }

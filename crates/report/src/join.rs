@@ -413,16 +413,6 @@ impl<'a> Joined<'a> {
             .find(|k| k.config.as_deref() == config && k.name == base)
     }
 
-    /// Findings of the given kinds, in log order.
-    pub fn findings_of<'s>(
-        &'s self,
-        kinds: &'s [parsers::FindingKind],
-    ) -> impl Iterator<Item = &'s FindingRef<'a>> + 's {
-        self.findings
-            .iter()
-            .filter(move |f| kinds.contains(&f.finding.kind))
-    }
-
     /// The config names, in order; a single `None` when the evidence has none.
     pub fn config_names(&self) -> Vec<Option<String>> {
         let mut names: BTreeSet<Option<String>> = BTreeSet::new();

@@ -265,14 +265,6 @@ impl Ctx<'_, '_> {
         })
     }
 
-    /// The index of a finding reference in the joined list.
-    pub fn index_of(&self, f: &FindingRef) -> Option<usize> {
-        self.joined
-            .findings
-            .iter()
-            .position(|g| std::ptr::eq(g.finding, f.finding))
-    }
-
     /// The evidence item quoting a finding's raw lines.
     pub fn finding_evidence(&self, f: &FindingRef) -> EvidenceItem {
         let source = self.joined.source(f.source);
