@@ -33,7 +33,10 @@ impl<'a> Analysis<'a> {
         if joined.run.is_none() {
             // Without a run, a log's status is what was found in it: a log a root cause cites
             // holds findings even when its own records are warnings (the WMMA warning).
-            for row in coverage.iter_mut().filter(|r| r.status == StageStatus::Passed) {
+            for row in coverage
+                .iter_mut()
+                .filter(|r| r.status == StageStatus::Passed)
+            {
                 let cited = diagnoses
                     .iter()
                     .filter(|d| d.level > Level::Note)
