@@ -71,6 +71,15 @@ pub enum Command {
         #[arg(long)]
         allow_different_gpu: bool,
     },
+    /// Compress a stored run's large logs (gzip) so that it can be committed; `report` reads them
+    /// as before.
+    Pack {
+        /// A run directory, e.g. artifacts/<run-id>.
+        run_dir: PathBuf,
+        /// Compress logs of at least this many bytes.
+        #[arg(long, default_value_t = 256 * 1024)]
+        min_bytes: u64,
+    },
     /// Detect each file's format and print what the parsers found in it.
     Parse {
         #[arg(required = true)]
@@ -176,6 +185,7 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
         None => run(cli.run, host),
         Some(Command::Check { pipeline }) => check(&pipeline),
         Some(Command::Report { run_dir, format }) => report(&run_dir, format),
+        Some(Command::Pack { run_dir, min_bytes }) => pack(&run_dir, min_bytes),
         Some(Command::Parse {
             files,
             json,
@@ -232,6 +242,21 @@ fn diff(
     } else {
         Outcome::Clean
     })
+}
+
+fn pack(run_dir: &std::path::Path, min_bytes: u64) -> Result<Outcome, Error> {
+    let packed = crate::pack::pack(run_dir, min_bytes).map_err(|e| match e {
+        crate::pack::PackError::Read(e) => Error::Read(e),
+        e => Error::Io(e.to_string()),
+    })?;
+    println!(
+        "{}: compressed {} logs, {} -> {} bytes",
+        run_dir.display(),
+        packed.files,
+        packed.bytes_before,
+        packed.bytes_after
+    );
+    Ok(Outcome::Clean)
 }
 
 fn terminated(mut text: String) -> String {

@@ -17,19 +17,19 @@ pub fn load(run_dir: &Path) -> Result<Evidence, ReadError> {
 }
 
 /// Parses the logs `run` lists under `run_dir`. Logs that are missing or have no format are
-/// left out; the manifest still names them.
+/// left out; the manifest still names them. Logs compressed by `runner pack` (`.gz`) are read
+/// through a decompressor.
 pub fn from_run(run: Run, run_dir: &Path) -> Evidence {
     let mut logs: BTreeMap<String, ParsedLog> = BTreeMap::new();
     for stage in &run.stages {
         for log in &stage.logs {
             let Some(format) = log.format else { continue };
-            let Ok(bytes) = std::fs::read(run_dir.join(&log.path)) else {
+            let Ok(reader) = rundir::open_log(&run_dir.join(&log.path)) else {
                 continue;
             };
-            logs.insert(
-                log.path.clone(),
-                parsers::parse(format, &String::from_utf8_lossy(&bytes)),
-            );
+            if let Ok(parsed) = parsers::parse_reader(format, reader) {
+                logs.insert(log.path.clone(), parsed);
+            }
         }
     }
     Evidence { run, logs }

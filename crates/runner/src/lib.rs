@@ -9,7 +9,8 @@
 //! judges its ending, [`exec`] runs it in its own process group with a deadline, [`cache`]
 //! serves units whose inputs match an earlier run, and [`rundir`] writes
 //! `artifacts/<run-id>/manifest.json` (a [`report::Run`]) crash-safely. [`progress`] draws the
-//! terminal; [`cli`] holds the subcommands.
+//! terminal; [`pack`] compresses a stored run's large logs for committing; [`cli`] holds the
+//! subcommands.
 //!
 //! This is the only crate of the workspace that starts processes. Parsing belongs to `parsers`
 //! and diagnosis to `report`: the runner calls them and never inspects tool output itself beyond
@@ -23,6 +24,7 @@ pub mod exec;
 pub mod hash;
 pub mod interrupt;
 pub mod orchestrate;
+pub mod pack;
 pub mod plan;
 pub mod preflight;
 pub mod progress;

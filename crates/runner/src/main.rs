@@ -15,10 +15,9 @@ mod code {
     pub const FINDINGS: u8 = 1;
     /// A bad pipeline file or command line.
     pub const USAGE: u8 = 2;
-    /// The run could not do its job: a tool failed, timed out, or gave no verdict.
+    /// The run could not do its job: a tool failed, timed out or gave no verdict, or the run was
+    /// interrupted (Ctrl-C) before it finished.
     pub const INFRASTRUCTURE: u8 = 3;
-    /// Interrupted (Ctrl-C), as shells report a SIGINT death.
-    pub const INTERRUPTED: u8 = 130;
 }
 
 fn main() -> ExitCode {
@@ -53,7 +52,7 @@ fn exit_code(result: &anyhow::Result<Outcome>) -> u8 {
         Ok(Outcome::Clean) => code::CLEAN,
         Ok(Outcome::Findings) => code::FINDINGS,
         Ok(Outcome::Incomplete) => code::INFRASTRUCTURE,
-        Ok(Outcome::Interrupted) => code::INTERRUPTED,
+        Ok(Outcome::Interrupted) => code::INFRASTRUCTURE,
         Err(e) if e.downcast_ref::<Error>().is_some_and(Error::is_usage) => code::USAGE,
         Err(_) => code::INFRASTRUCTURE,
     }

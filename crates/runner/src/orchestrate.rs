@@ -588,7 +588,21 @@ fn write_report(
     }
 }
 
+/// The commit the pipeline's tree is at. A copy of the tree without `.git` (a source tree carried
+/// to a GPU machine) names its commit in `EXHIBIT_COMMIT`; its dirty flag is then unknown and
+/// recorded as dirty.
 fn git(root: &Path, interrupt: &Interrupt) -> Option<Git> {
+    git_status(root, interrupt).or_else(|| {
+        let commit = std::env::var("EXHIBIT_COMMIT").ok()?;
+        let commit = commit.trim();
+        (!commit.is_empty()).then(|| Git {
+            commit: commit.to_string(),
+            dirty: true,
+        })
+    })
+}
+
+fn git_status(root: &Path, interrupt: &Interrupt) -> Option<Git> {
     let run = |args: &[&str]| {
         let mut argv: Vec<OsString> = vec!["git".into()];
         argv.extend(args.iter().map(OsString::from));

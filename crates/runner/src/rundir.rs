@@ -114,6 +114,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     result.map_err(error)
 }
 
+/// Opens a stored log for reading, decompressing it when its name ends in `.gz` (see
+/// [`crate::pack`]).
+pub fn open_log(path: &Path) -> std::io::Result<Box<dyn std::io::BufRead>> {
+    let file = std::fs::File::open(path)?;
+    Ok(if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(file)))
+    } else {
+        Box::new(std::io::BufReader::new(file))
+    })
+}
+
 /// Reads a stored run's manifest.
 pub fn read_manifest(run_dir: &Path) -> Result<report::Run, ReadError> {
     let path = run_dir.join(MANIFEST);

@@ -10,5 +10,6 @@ mod cli;
 mod commands;
 mod config;
 mod decide;
+mod pack;
 mod process;
 mod real;

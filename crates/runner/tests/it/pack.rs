@@ -1,0 +1,51 @@
+//! `runner pack` compresses a stored run's logs; `runner report` renders it as before.
+
+use crate::util::{Project, code, stderr};
+
+#[test]
+fn a_packed_run_renders_the_same_report() {
+    let project = Project::new();
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let run = project.runs().pop().unwrap();
+    let run_arg = run.to_string_lossy().into_owned();
+    let before = project.run(&["report", &run_arg]);
+    assert_eq!(code(&before), 0, "{}", stderr(&before));
+
+    let packed = project.run(&["pack", &run_arg, "--min-bytes", "1"]);
+    assert_eq!(code(&packed), 0, "{}", stderr(&packed));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    let logs: Vec<String> = manifest["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["logs"].as_array().unwrap().iter())
+        .map(|l| l["path"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!logs.is_empty());
+    for log in &logs {
+        if log.ends_with(".gz") {
+            assert!(run.join(log).is_file(), "{log} is missing");
+            assert!(!run.join(log.trim_end_matches(".gz")).exists());
+        } else {
+            // An empty log (below the threshold of one byte) and the cubin stay as they are.
+            let empty = std::fs::metadata(run.join(log)).unwrap().len() == 0;
+            assert!(empty || log.ends_with(".cubin"), "{log} was not packed");
+        }
+    }
+    assert!(run.join("sass/small/sm_90/sass.log.gz").is_file());
+
+    let after = project.run(&["report", &run_arg]);
+    assert_eq!(code(&after), 0, "{}", stderr(&after));
+    // The same report, but for the names of the compressed logs.
+    assert_eq!(
+        String::from_utf8_lossy(&after.stdout).replace(".gz`", "`"),
+        String::from_utf8_lossy(&before.stdout)
+    );
+
+    // Packing again changes nothing.
+    let again = project.run(&["pack", &run_arg, "--min-bytes", "1"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("compressed 0 logs"));
+}
