@@ -318,15 +318,24 @@ impl Ctx<'_, '_> {
         }
     }
 
-    /// Raw lines as a report quotes them: scrubbed, at most [`MAX_EXCERPT`].
+    /// Raw lines as a report quotes them: scrubbed, host frames left out (the device side is
+    /// the evidence), at most [`MAX_EXCERPT`]; what is left out is counted.
     pub fn excerpt(&self, lines: &[String]) -> Vec<String> {
-        let mut out: Vec<String> = lines
+        let host = lines.iter().filter(|l| l.contains("Host Frame:")).count();
+        let kept: Vec<&String> = lines
+            .iter()
+            .filter(|l| !l.contains("Host Frame:"))
+            .collect();
+        let mut out: Vec<String> = kept
             .iter()
             .take(MAX_EXCERPT)
             .map(|l| scrub(l, &self.joined.repo_files))
             .collect();
-        if lines.len() > MAX_EXCERPT {
-            out.push(format!("… ({} more lines)", lines.len() - MAX_EXCERPT));
+        if kept.len() > MAX_EXCERPT {
+            out.push(format!("… ({} more lines)", kept.len() - MAX_EXCERPT));
+        }
+        if host > 0 {
+            out.push(format!("… ({} host frames)", host));
         }
         out
     }

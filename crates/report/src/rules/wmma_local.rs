@@ -91,6 +91,23 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             }
             out.push(draft(ctx, c, Some(kernel), &w, &f));
         }
+        // One warning, one source line: an entry without a located fault of its own (the bf16
+        // entry that computes through local memory instead of trapping) points where its
+        // sibling's trap does.
+        let located = out
+            .iter()
+            .filter(|d| d.config.as_deref() == c)
+            .find_map(|d| d.location.clone().filter(|l| l.line.is_some()));
+        if let Some(loc) = located {
+            for d in out.iter_mut().filter(|d| d.config.as_deref() == c) {
+                if d.location
+                    .as_ref()
+                    .is_none_or(|l| l.line.is_none() && l.file == loc.file)
+                {
+                    d.location = Some(loc.clone());
+                }
+            }
+        }
     }
     out
 }

@@ -114,8 +114,12 @@ fn draft(
     d.figures
         .insert("max_abs_err".into(), crate::text::round_json(max_err));
 
-    let n_fail = plural(failing.len() as u64, "shape", "shapes");
-    let n_all = all.len();
+    let n_fail = format!(
+        "{} of {} checked {}",
+        failing.len(),
+        all.len(),
+        if all.len() == 1 { "shape" } else { "shapes" }
+    );
     let causal_only = failing.iter().all(|r| r.result.causal)
         && passing.iter().any(|r| !r.result.causal)
         && !passing.is_empty();
@@ -145,7 +149,7 @@ fn draft(
                     "Output rows of the last partial tile are never written (S not a multiple of {label})"
                 );
                 d.explanation = format!(
-                    "{n_fail} of {n_all} checked left {unwritten} output elements holding the NaN \
+                    "{n_fail} left {unwritten} output elements holding the NaN \
                      poison, and every failing shape has a sequence length that is not a multiple \
                      of {label} while lengths that are pass: the blocks that own the last, \
                      partial tile do not store it (a grid of S/{name} rounded down, or a store \
@@ -158,7 +162,7 @@ fn draft(
             } else {
                 d.title = "Output elements never written".to_string();
                 d.explanation = format!(
-                    "{n_fail} of {n_all} checked left {unwritten} output elements holding the NaN \
+                    "{n_fail} left {unwritten} output elements holding the NaN \
                      poison the harness writes before each launch: no block stores them."
                 );
                 d.fix = "Check that the grid covers every (batch, head, row-tile) and that no \
@@ -177,7 +181,7 @@ fn draft(
             if causal_only {
                 d.title = "NaN outputs under the causal mask (fully masked rows)".to_string();
                 d.explanation = format!(
-                    "{n_fail} of {n_all} checked produced {nans} NaN elements, all with the \
+                    "{n_fail} produced {nans} NaN elements, all with the \
                      causal mask, while non-causal shapes pass. A row (or row tile) whose scores \
                      are all masked keeps its running maximum at -inf, and the online softmax then \
                      computes exp(-inf - (-inf)) = NaN and divides by a zero row sum."
@@ -189,7 +193,7 @@ fn draft(
             } else if let Some((label, _)) = tile.clone() {
                 d.title = format!("NaN outputs when S is not a multiple of {label} (tail tile)");
                 d.explanation = format!(
-                    "{n_fail} of {n_all} checked produced {nans} NaN elements, only where the \
+                    "{n_fail} produced {nans} NaN elements, only where the \
                      sequence length is not a multiple of {label}: the last, partial tile \
                      reads keys past seq_len (poison or garbage) or masks a whole row to -inf."
                 );
@@ -201,7 +205,7 @@ fn draft(
             } else {
                 d.title = "NaN outputs".to_string();
                 d.explanation = format!(
-                    "{n_fail} of {n_all} checked produced {nans} NaN elements (NaN never passes): \
+                    "{n_fail} produced {nans} NaN elements (NaN never passes): \
                      an overflow in the softmax (a missing max subtraction), a division by a zero \
                      row sum, or uninitialised inputs to the accumulation."
                 );
@@ -221,7 +225,7 @@ fn draft(
                     "Wrong results when S is not a multiple of {label} (tail tile off-by-one)"
                 );
                 d.explanation = format!(
-                    "{n_fail} of {n_all} checked differ from the CPU reference (max abs error {} \
+                    "{n_fail} differ from the CPU reference (max abs error {} \
                      against a tolerance of {}), and every failing shape has a sequence length \
                      that is not a multiple of {label} while lengths that are pass: the last, \
                      partial tile is mishandled, typically a bound off by one (`<=` for `<`) or a \
@@ -236,7 +240,7 @@ fn draft(
             } else if causal_only {
                 d.title = "Wrong results under the causal mask".to_string();
                 d.explanation = format!(
-                    "{n_fail} of {n_all} checked differ from the CPU reference (max abs error {} \
+                    "{n_fail} differ from the CPU reference (max abs error {} \
                      against a tolerance of {}), all with the causal mask, while non-causal shapes \
                      pass: the mask condition or the tile-skipping bound is off.",
                     sig3(max_err),
@@ -248,7 +252,7 @@ fn draft(
             } else {
                 d.title = "Wrong results against the CPU reference".to_string();
                 d.explanation = format!(
-                    "{n_fail} of {n_all} checked differ from the CPU reference (max abs error {} \
+                    "{n_fail} differ from the CPU reference (max abs error {} \
                      against a tolerance of {}).",
                     sig3(max_err),
                     sig3(tol)

@@ -359,6 +359,11 @@ fn wmma_fault_variant_is_named_from_its_build_and_its_failing_launches() {
         &[
             compile("wmma_local_q", "report/wmma_local_q_ptxas.log"),
             sass("wmma_local_q", "report/wmma_local_q_sass.log"),
+            sanitizer(
+                StageKind::Memcheck,
+                "wmma_local_q",
+                "compute-sanitizer/memcheck_harness_wmma_local_q.log",
+            ),
             crate::support::harness(
                 StageKind::Stress,
                 Some("wmma_local_q"),
@@ -367,9 +372,12 @@ fn wmma_fault_variant_is_named_from_its_build_and_its_failing_launches() {
         ],
         &["kernel/faults/wmma_local_q.cu"],
         "wmma-local-memory",
-        None,
+        // memcheck's trap record names the fragment load in the variant's source.
+        Some(88),
     );
     let d = &a[0];
+    // Warning, trap and BPT.TRAP: the sm_90 signature in full.
+    assert_eq!(d.confidence, Confidence::High);
     assert_eq!(
         d.kernels,
         vec![
@@ -395,13 +403,22 @@ fn tail_off_by_one_variant_fails_its_check_with_nan() {
     // kernel/faults/tail_off_by_one.cu at S=500 (not a multiple of BLOCK_N=64): the harness
     // capture. One failing shape and no passing one: the report names the NaN output and does
     // not claim a pattern it cannot see.
+    // memcheck ran the same launch and reported 0 errors: the read past the allocation is a
+    // cp.async it does not flag, so the check is the evidence.
     let ev = evidence(
         "tail_off_by_one",
-        &[crate::support::harness(
-            StageKind::Check,
-            Some("tail_off_by_one"),
-            "harness/check_tail_off_by_one.json",
-        )],
+        &[
+            sanitizer(
+                StageKind::Memcheck,
+                "tail_off_by_one",
+                "compute-sanitizer/memcheck_harness_tail_off_by_one.log",
+            ),
+            crate::support::harness(
+                StageKind::Check,
+                Some("tail_off_by_one"),
+                "harness/check_tail_off_by_one.json",
+            ),
+        ],
         &["kernel/faults/tail_off_by_one.cu"],
     );
     let a = analyze(&ev);
