@@ -10,7 +10,7 @@ use serde_json::json;
 use super::{Ctx, is_harness_kind};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::join::ResultRef;
-use crate::text::{kernel_base, plural, sig3};
+use crate::text::{kernel_base, sig3};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Category {
