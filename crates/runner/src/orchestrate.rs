@@ -567,10 +567,17 @@ fn write_report(
     let evidence = crate::evidence::from_run(with_report, &dir.path);
     let text = report::render(&evidence, OutputFormat::Markdown);
     let relative = Path::new(rundir::REPORTS).join(format!("{}.md", run.id));
-    let result =
-        rundir::write_atomic(&pipeline.resolve(&relative), text.as_bytes()).and_then(|()| {
+    let reports = Path::new(rundir::REPORTS);
+    // The chart first: the markdown links it.
+    let chart = report::render_bench_svg(&evidence).map_or(Ok(()), |svg| {
+        let name = report::bench_svg_file_name(run);
+        rundir::write_atomic(&pipeline.resolve(&reports.join(name)), svg.as_bytes())
+    });
+    let result = chart
+        .and_then(|()| rundir::write_atomic(&pipeline.resolve(&relative), text.as_bytes()))
+        .and_then(|()| {
             rundir::write_atomic(
-                &pipeline.resolve(&Path::new(rundir::REPORTS).join("latest.md")),
+                &pipeline.resolve(&reports.join("latest.md")),
                 text.as_bytes(),
             )
         });
