@@ -13,3 +13,4 @@ mod decide;
 mod pack;
 mod process;
 mod real;
+mod reference;
