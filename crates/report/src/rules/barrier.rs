@@ -1,11 +1,10 @@
 //! `divergent-barrier`: synccheck's barrier that only part of a block or warp reaches.
 
 use parsers::FindingKind;
-use serde_json::json;
 
-use super::Ctx;
-use crate::diagnosis::{Confidence, Draft, Level};
-use crate::text::{kernel_base, plural};
+use super::{Ctx, at_location};
+use crate::diagnosis::Draft;
+use crate::text::plural;
 
 /// One draft per distinct barrier-error site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -20,28 +19,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         } else {
             "block"
         };
-        let mut d = Draft::new(
+        let mut d = ctx.site_draft(
             "divergent-barrier",
-            Level::Error,
             format!("Divergent barrier: not every thread of the {scope} reaches it"),
+            index,
+            f,
         );
-        d.config = f.config.clone();
-        d.kernel = finding.kernel.as_deref().map(kernel_base);
-        d.location = ctx.place(f);
-        d.confidence = if d.location.is_some() {
-            Confidence::High
-        } else {
-            Confidence::Medium
-        };
-        d.evidence.push(ctx.finding_evidence(f));
-        d.explains.push(index);
         d.key = scope.to_string();
-        d.figures.insert("records".into(), json!(finding.count));
-        let at = d
-            .location
-            .as_ref()
-            .map(|l| format!(" at {l}"))
-            .unwrap_or_default();
+        let at = at_location(d.location.as_ref());
         d.explanation = format!(
             "synccheck reports {} of a barrier{at} reached by only some threads of a {scope}: a \
              `__syncthreads()` inside a branch whose condition differs between threads, or after \

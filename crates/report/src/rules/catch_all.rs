@@ -67,11 +67,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.confidence = Confidence::Low;
         d.evidence.push(ctx.finding_evidence(f));
         d.explains.push(index);
-        let at = d
-            .location
-            .as_ref()
-            .map(|l| format!(" at {l}"))
-            .unwrap_or_default();
+        let at = super::at_location(d.location.as_ref());
         let (explanation, fix) = match finding.kind {
             FindingKind::Trap => (
                 format!(

@@ -23,11 +23,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         draft.explanation = format!(
             "The compiler stopped with an error{}, so nothing downstream of this config's compile \
              stage ran on this source.",
-            draft
-                .location
-                .as_ref()
-                .map(|l| format!(" at {l}"))
-                .unwrap_or_default()
+            super::at_location(draft.location.as_ref())
         );
         draft.fix = "Fix the error at the named line and re-run the pipeline; the stages that \
                      depend on the cubin were skipped."

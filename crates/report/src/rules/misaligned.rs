@@ -1,11 +1,10 @@
 //! `misaligned-access`: memcheck's access at an address not aligned to its size.
 
 use parsers::{Access, FindingKind, MemorySpace};
-use serde_json::json;
 
-use super::Ctx;
-use crate::diagnosis::{Confidence, Draft, Level};
-use crate::text::{kernel_base, plural};
+use super::{Ctx, at_location};
+use crate::diagnosis::Draft;
+use crate::text::plural;
 
 /// One draft per distinct misaligned-access site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -26,36 +25,22 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             Some(Access::Write) => "write",
             None => "access",
         };
-        let mut d = Draft::new(
+        let mut d = ctx.site_draft(
             "misaligned-access",
-            Level::Error,
             format!("Misaligned {space}{access}"),
+            index,
+            f,
         );
-        d.config = f.config.clone();
-        d.kernel = finding.kernel.as_deref().map(kernel_base);
-        d.location = ctx.place(f);
-        d.confidence = if d.location.is_some() {
-            Confidence::High
-        } else {
-            Confidence::Medium
-        };
-        d.evidence.push(ctx.finding_evidence(f));
-        d.explains.push(index);
         for (i, g) in ctx.joined.findings.iter().enumerate() {
             if g.source == f.source && g.finding.kind == FindingKind::HostApiError {
                 d.explains.push(i);
             }
         }
-        d.figures.insert("records".into(), json!(finding.count));
         let size = finding
             .size
             .map(|s| format!("{s}-byte "))
             .unwrap_or_default();
-        let at = d
-            .location
-            .as_ref()
-            .map(|l| format!(" at {l}"))
-            .unwrap_or_default();
+        let at = at_location(d.location.as_ref());
         d.explanation = format!(
             "memcheck caught {} of a {size}{space}{access}{at} whose address is not a multiple \
              of its size. Vector loads (float4, uint4), ldmatrix and cp.async need their natural \

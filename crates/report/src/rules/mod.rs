@@ -3,8 +3,9 @@
 //! evidence, and every draft carries the raw lines it rests on.
 
 use parsers::{Finding, FindingKind, Severity};
+use serde_json::json;
 
-use crate::diagnosis::{Diagnosis, Draft, EvidenceItem, SourceLocation, finish};
+use crate::diagnosis::{Confidence, Diagnosis, Draft, EvidenceItem, SourceLocation, finish};
 use crate::join::{FindingRef, Joined, ResultRef};
 use crate::text::{kernel_base, relative_path, scrub};
 
@@ -263,6 +264,31 @@ impl Ctx<'_, '_> {
             });
             !stress_command
         })
+    }
+
+    /// An error draft about finding `index` at the site a tool located: its config, kernel and
+    /// place, the finding quoted as evidence, explained and counted as `records`. Confidence is
+    /// high when the place is known.
+    pub fn site_draft(
+        &self,
+        rule: &'static str,
+        title: impl Into<String>,
+        index: usize,
+        f: &FindingRef,
+    ) -> Draft {
+        let mut d = Draft::new(rule, crate::Level::Error, title);
+        d.config = f.config.clone();
+        d.kernel = f.finding.kernel.as_deref().map(kernel_base);
+        d.location = self.place(f);
+        d.confidence = if d.location.is_some() {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        };
+        d.evidence.push(self.finding_evidence(f));
+        d.explains.push(index);
+        d.figures.insert("records".into(), json!(f.finding.count));
+        d
     }
 
     /// The evidence item quoting a finding's raw lines.
@@ -524,4 +550,9 @@ pub fn device_frame(line: &str) -> Option<(&str, u32)> {
     let (_, at) = frame.rsplit_once(" in ")?;
     let (file, line) = at.trim().rsplit_once(':')?;
     Some((file, line.trim().parse().ok()?))
+}
+
+/// " at file:line" for a draft's location, or nothing when it has none.
+pub fn at_location(location: Option<&SourceLocation>) -> String {
+    location.map(|l| format!(" at {l}")).unwrap_or_default()
 }

@@ -62,11 +62,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 * u64::from(s.head_dim)
                 * elem
         });
-        let at = d
-            .location
-            .as_ref()
-            .map(|l| format!(" at {l}"))
-            .unwrap_or_default();
+        let at = super::at_location(d.location.as_ref());
         let records = crate::text::plural(finding.count, "record", "records");
         let size_text = size.map(|s| format!(" of {s} bytes")).unwrap_or_default();
 

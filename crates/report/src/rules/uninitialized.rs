@@ -1,11 +1,10 @@
 //! `uninitialized-read`: initcheck's read of global memory that nothing wrote.
 
 use parsers::FindingKind;
-use serde_json::json;
 
-use super::Ctx;
-use crate::diagnosis::{Confidence, Draft, Level};
-use crate::text::{kernel_base, plural};
+use super::{Ctx, at_location};
+use crate::diagnosis::Draft;
+use crate::text::plural;
 
 /// One draft per distinct uninitialised-read site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -15,27 +14,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if finding.kind != FindingKind::UninitializedRead || ctx.explained(index) {
             continue;
         }
-        let mut d = Draft::new(
+        let mut d = ctx.site_draft(
             "uninitialized-read",
-            Level::Error,
             "Read of uninitialised global memory",
+            index,
+            f,
         );
-        d.config = f.config.clone();
-        d.kernel = finding.kernel.as_deref().map(kernel_base);
-        d.location = ctx.place(f);
-        d.confidence = if d.location.is_some() {
-            Confidence::High
-        } else {
-            Confidence::Medium
-        };
-        d.evidence.push(ctx.finding_evidence(f));
-        d.explains.push(index);
-        d.figures.insert("records".into(), json!(finding.count));
-        let at = d
-            .location
-            .as_ref()
-            .map(|l| format!(" at {l}"))
-            .unwrap_or_default();
+        let at = at_location(d.location.as_ref());
         let size = finding
             .size
             .map(|s| format!(" of {s} bytes"))
