@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use parsers::harness::Check;
 
-use super::{Record, Verdict, finite, setup};
+use super::{Record, Verdict, finite, launch_and_read, setup};
 use crate::cli::{Mode, RunOptions};
 use crate::gpu::{AttentionKernel, Gpu};
 use crate::problem::Problem;
@@ -79,25 +79,8 @@ fn check_one(
     let Some(dp) = setup(gpu, &run_opts, problem, &mut record) else {
         return record;
     };
-    if let Err(e) = dp.poison_output(gpu) {
-        record.fail_cuda(&e, true);
+    let Some(out) = launch_and_read(gpu, kernel, &dp, &mut record) else {
         return record;
-    }
-    if let Err(e) = kernel.launch(gpu, &dp.args()) {
-        record.fail_cuda(&e, false);
-        return record;
-    }
-    record.result.launched = true;
-    if let Err(e) = gpu.synchronize() {
-        record.fail_cuda(&e, false);
-        return record;
-    }
-    let out = match dp.read_output(gpu) {
-        Ok(out) => out,
-        Err(e) => {
-            record.fail_cuda(&e, true);
-            return record;
-        }
     };
     // A second launch on the same inputs must reproduce the first output bit for bit: state
     // carried between launches, or a race, shows up here even when one output looks right.

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use crate::canary::{Corruption, GuardedLayout};
 use crate::cli::{Mode, RunOptions};
 use crate::float::{Dtype, POISON_BITS};
-use crate::gpu::{CudaError, Gpu, GuardedBuffer, KernelArgs};
+use crate::gpu::{AttentionKernel, CudaError, Gpu, GuardedBuffer, KernelArgs};
 use crate::prng::SplitMix64;
 use crate::problem::{Inputs, Problem};
 
@@ -222,6 +222,37 @@ pub(crate) fn setup(
             {
                 record.verdict = Verdict::KernelFailure;
             }
+            None
+        }
+    }
+}
+
+/// Poisons O, launches the kernel once, synchronises and reads O back. A failed fill or read is
+/// recorded as an infrastructure error, a failed launch or synchronisation as the kernel's, and
+/// gives `None`; `launched` is set once the launch was accepted.
+pub(crate) fn launch_and_read(
+    gpu: &Gpu,
+    kernel: &AttentionKernel,
+    dp: &DeviceProblem,
+    record: &mut Record,
+) -> Option<Vec<u16>> {
+    if let Err(e) = dp.poison_output(gpu) {
+        record.fail_cuda(&e, true);
+        return None;
+    }
+    if let Err(e) = kernel.launch(gpu, &dp.args()) {
+        record.fail_cuda(&e, false);
+        return None;
+    }
+    record.result.launched = true;
+    if let Err(e) = gpu.synchronize() {
+        record.fail_cuda(&e, false);
+        return None;
+    }
+    match dp.read_output(gpu) {
+        Ok(out) => Some(out),
+        Err(e) => {
+            record.fail_cuda(&e, true);
             None
         }
     }

@@ -1,7 +1,7 @@
 //! `--mode once`: one launch and nothing else, so that compute-sanitizer and ncu see exactly
 //! one kernel launch (plus the one-thread `attention_launch_info`).
 
-use super::{Record, Verdict, scan_output, setup};
+use super::{Record, Verdict, launch_and_read, scan_output, setup};
 use crate::cli::{Mode, RunOptions};
 use crate::gpu::{AttentionKernel, Gpu};
 use crate::problem::Problem;
@@ -18,25 +18,8 @@ pub fn run_once(
     let Some(dp) = setup(gpu, opts, problem, &mut record) else {
         return record;
     };
-    if let Err(e) = dp.poison_output(gpu) {
-        record.fail_cuda(&e, true);
+    let Some(out) = launch_and_read(gpu, kernel, &dp, &mut record) else {
         return record;
-    }
-    if let Err(e) = kernel.launch(gpu, &dp.args()) {
-        record.fail_cuda(&e, false);
-        return record;
-    }
-    record.result.launched = true;
-    if let Err(e) = gpu.synchronize() {
-        record.fail_cuda(&e, false);
-        return record;
-    }
-    let out = match dp.read_output(gpu) {
-        Ok(out) => out,
-        Err(e) => {
-            record.fail_cuda(&e, true);
-            return record;
-        }
     };
     let (unwritten, nan, inf) = scan_output(problem.dtype, &out);
     record.detail("unwritten", unwritten);
