@@ -11,8 +11,7 @@ use serde_json::json;
 
 use crate::model::{FindingKind, Format, Metric, ParsedLog, Severity};
 use crate::site::{Record, Site, Sites};
-use crate::util::{clip, parse_f64, parse_u64, scrub_addresses};
-use crate::{MAX_UNPARSED_EXAMPLES, UNPARSED_EXAMPLE_LEN};
+use crate::util::{note_unparsed, parse_f64, parse_u64, scrub_addresses};
 
 /// Longest CSV record assembled from several lines (a quoted field holding newlines).
 const MAX_RECORD: usize = 1 << 20;
@@ -109,12 +108,7 @@ impl NcuParser {
     }
 
     fn unparsed(&mut self, line: &str) {
-        self.log.unparsed_lines += 1;
-        if self.log.unparsed_examples.len() < MAX_UNPARSED_EXAMPLES {
-            self.log
-                .unparsed_examples
-                .push(clip(line, UNPARSED_EXAMPLE_LEN));
-        }
+        note_unparsed(&mut self.log, line);
     }
 
     fn tool_error(&mut self, message: &str, raw: &str) {

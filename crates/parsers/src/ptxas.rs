@@ -16,8 +16,7 @@ use serde_json::json;
 use crate::demangle::demangle;
 use crate::model::{FindingKind, Format, Kernel, ParsedLog, Severity};
 use crate::site::{Record, Site, Sites};
-use crate::util::{clip, parse_u32, parse_u64, scrub_addresses};
-use crate::{MAX_UNPARSED_EXAMPLES, UNPARSED_EXAMPLE_LEN};
+use crate::util::{note_unparsed, parse_u32, parse_u64, scrub_addresses};
 
 /// Parses ptxas and nvcc diagnostics line by line.
 pub(crate) struct PtxasParser {
@@ -105,12 +104,7 @@ impl PtxasParser {
     }
 
     fn unparsed(&mut self, line: &str) {
-        self.log.unparsed_lines += 1;
-        if self.log.unparsed_examples.len() < MAX_UNPARSED_EXAMPLES {
-            self.log
-                .unparsed_examples
-                .push(clip(line, UNPARSED_EXAMPLE_LEN));
-        }
+        note_unparsed(&mut self.log, line);
     }
 
     fn ptxas_line(&mut self, rest: &str, line: &str) {

@@ -15,8 +15,7 @@ use crate::model::{
     Access, Finding, FindingKind, Format, Location, MemorySpace, ParsedLog, Severity, Tool,
 };
 use crate::site::{MAX_EXCERPT, Record, Site, Sites, file_key};
-use crate::util::{clip, parse_u32, parse_u64, scrub_addresses};
-use crate::{MAX_UNPARSED_EXAMPLES, UNPARSED_EXAMPLE_LEN};
+use crate::util::{note_unparsed, parse_u32, parse_u64, scrub_addresses};
 
 /// The prefix compute-sanitizer puts on each line it prints.
 const PREFIX: &str = "=========";
@@ -253,12 +252,7 @@ impl SanitizerParser {
     }
 
     fn unparsed(&mut self, line: &str) {
-        self.log.unparsed_lines += 1;
-        if self.log.unparsed_examples.len() < MAX_UNPARSED_EXAMPLES {
-            self.log
-                .unparsed_examples
-                .push(clip(line, UNPARSED_EXAMPLE_LEN));
-        }
+        note_unparsed(&mut self.log, line);
     }
 
     fn start(&mut self, kind: FindingKind, severity: Severity, header: &str, line: &str) {
@@ -513,9 +507,8 @@ impl SanitizerParser {
         }
     }
 
-    /// racecheck's default report: "Error: Race reported between Read access at F+0x130 in
-    /// race.cu:12", followed by "and Write access at ... [512 hazards]" lines.
-    fn race(&mut self, text: &str, line: &str) {
+    /// Opens a racecheck record: an error unless racecheck calls it a warning.
+    fn start_race(&mut self, text: &str, line: &str) {
         let severity = if text.starts_with("Warning") {
             Severity::Warning
         } else {
@@ -523,6 +516,12 @@ impl SanitizerParser {
         };
         self.start(FindingKind::Race, severity, text, line);
         self.tools.racecheck = true;
+    }
+
+    /// racecheck's default report: "Error: Race reported between Read access at F+0x130 in
+    /// race.cu:12", followed by "and Write access at ... [512 hazards]" lines.
+    fn race(&mut self, text: &str, line: &str) {
+        self.start_race(text, line);
         let rest = text
             .split_once("Race reported between ")
             .map(|(_, r)| r)
@@ -548,13 +547,7 @@ impl SanitizerParser {
     /// __shared__ 0x47c in block (0,0,0) :", then a "Write Thread (31,0,0) at ..." line and a
     /// "Read Thread (32,0,0) at ..." line.
     fn hazard(&mut self, text: &str, line: &str) {
-        let severity = if text.starts_with("Warning") {
-            Severity::Warning
-        } else {
-            Severity::Error
-        };
-        self.start(FindingKind::Race, severity, text, line);
-        self.tools.racecheck = true;
+        self.start_race(text, line);
         // Words: "Error:" "Potential" TYPE "hazard" "detected" "at" SPACE ADDRESS "in" "block" IDX ":"
         let mut words = text.split_whitespace();
         let hazard_type = words.nth(2).unwrap_or("");

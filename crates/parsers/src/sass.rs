@@ -10,8 +10,7 @@ use std::collections::HashMap;
 
 use crate::demangle::demangle;
 use crate::model::{Format, Kernel, ParsedLog, SassCounts};
-use crate::util::clip;
-use crate::{MAX_UNPARSED_EXAMPLES, UNPARSED_EXAMPLE_LEN};
+use crate::util::note_unparsed;
 
 /// Parses a SASS listing line by line.
 pub(crate) struct SassParser {
@@ -72,12 +71,7 @@ impl SassParser {
         {
             // Headers, directives, labels and separators.
         } else {
-            self.log.unparsed_lines += 1;
-            if self.log.unparsed_examples.len() < MAX_UNPARSED_EXAMPLES {
-                self.log
-                    .unparsed_examples
-                    .push(clip(line, UNPARSED_EXAMPLE_LEN));
-            }
+            note_unparsed(&mut self.log, line);
         }
     }
 
@@ -116,12 +110,7 @@ impl SassParser {
             .and_then(|i| self.log.kernels.get_mut(i))
             .and_then(|k| k.sass.as_mut())
         else {
-            self.log.unparsed_lines += 1;
-            if self.log.unparsed_examples.len() < MAX_UNPARSED_EXAMPLES {
-                self.log
-                    .unparsed_examples
-                    .push(clip(line, UNPARSED_EXAMPLE_LEN));
-            }
+            note_unparsed(&mut self.log, line);
             return;
         };
         let mut words = body.split_whitespace();

@@ -1,5 +1,8 @@
 //! Small text helpers shared by the parsers.
 
+use crate::ParsedLog;
+use crate::{MAX_UNPARSED_EXAMPLES, UNPARSED_EXAMPLE_LEN};
+
 /// Parses an unsigned integer that may carry thousands separators (`8,393,728`).
 pub(crate) fn parse_u64(s: &str) -> Option<u64> {
     let s = s.trim();
@@ -55,6 +58,15 @@ pub(crate) fn scrub_addresses(s: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Counts a line that no rule of a parser recognised, keeping the first few (clipped) as
+/// examples.
+pub(crate) fn note_unparsed(log: &mut ParsedLog, line: &str) {
+    log.unparsed_lines += 1;
+    if log.unparsed_examples.len() < MAX_UNPARSED_EXAMPLES {
+        log.unparsed_examples.push(clip(line, UNPARSED_EXAMPLE_LEN));
+    }
 }
 
 /// Shortens a line for display in `unparsed_examples`.
