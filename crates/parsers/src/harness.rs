@@ -136,21 +136,55 @@ pub struct Bench {
     pub throttled: Option<bool>,
 }
 
+/// The launch geometry the kernel reports through `attention_launch_info` (the kernel ABI's
+/// eight ints), as the harness writes it under the top-level `harness.launch_info` object. The
+/// harness launches the kernel with exactly these threads per block and this much dynamic
+/// shared memory. Baseline documents carry none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchInfo {
+    pub abi_version: u32,
+    #[serde(default)]
+    pub block_m: Option<u32>,
+    #[serde(default)]
+    pub block_n: Option<u32>,
+    #[serde(default)]
+    pub stages: Option<u32>,
+    /// Threads per block the harness launches with.
+    pub threads: u32,
+    /// Dynamic shared memory per block the harness launches with, in bytes.
+    pub dynamic_smem_bytes: u64,
+    #[serde(default)]
+    pub head_dim: Option<u32>,
+}
+
+/// Reads `harness.launch_info` from a document's text, if it has a well-formed one. A missing
+/// or malformed object is not an error: the results still parse without it.
+fn launch_info(json: &str) -> Option<LaunchInfo> {
+    let value: serde_json::Value = serde_json::from_str(json).ok()?;
+    let info = value.get("harness")?.get("launch_info")?;
+    serde_json::from_value(info.clone()).ok()
+}
+
 /// Turns a harness or baseline document into findings: failed checks, NaNs, unwritten elements,
 /// corrupted canaries, launch errors and stress failures; bench results become metrics.
 pub(crate) fn parse_document(text: &str) -> crate::ParsedLog {
     use crate::model::{Format, ParsedLog};
 
     let mut log = ParsedLog::new(Format::Harness, None);
-    let doc = serde_json::from_str::<HarnessOutput>(text).or_else(|first| {
-        // Tolerate lines printed before the document (a banner, a warning).
-        match text.find("\n{") {
-            Some(i) => serde_json::from_str::<HarnessOutput>(text.get(i + 1..).unwrap_or("")),
-            None => Err(first),
-        }
-    });
-    let doc = match doc {
-        Ok(doc) => doc,
+    let doc = serde_json::from_str::<HarnessOutput>(text)
+        .map(|doc| (doc, text))
+        .or_else(|first| {
+            // Tolerate lines printed before the document (a banner, a warning).
+            match text.find("\n{") {
+                Some(i) => {
+                    let json = text.get(i + 1..).unwrap_or("");
+                    serde_json::from_str::<HarnessOutput>(json).map(|doc| (doc, json))
+                }
+                None => Err(first),
+            }
+        });
+    let (doc, json) = match doc {
+        Ok(found) => found,
         Err(e) => {
             log.unparsed_lines = text.lines().filter(|l| !l.trim().is_empty()).count() as u64;
             log.unparsed_examples
@@ -169,6 +203,7 @@ pub(crate) fn parse_document(text: &str) -> crate::ParsedLog {
     log.complete = doc.schema == SCHEMA;
     log.findings = sites.into_findings();
     log.results = doc.results;
+    log.launch = launch_info(json);
     log
 }
 

@@ -238,6 +238,10 @@ pub struct ParsedLog {
     /// Results from harness JSON, when the format is `harness`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub results: Vec<crate::harness::HarnessResult>,
+    /// The kernel's launch geometry from the harness document (`harness.launch_info`), when the
+    /// format is `harness` and the harness wrote one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<crate::harness::LaunchInfo>,
 }
 
 impl ParsedLog {
@@ -256,6 +260,7 @@ impl ParsedLog {
             kernels: Vec::new(),
             metrics: Vec::new(),
             results: Vec::new(),
+            launch: None,
         }
     }
 }

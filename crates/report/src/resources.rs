@@ -24,9 +24,11 @@ pub struct KernelResources {
     pub stl: Option<u64>,
     pub bpt_trap: Option<u64>,
     pub threads_per_block: Option<u32>,
-    /// Where the thread count comes from: `ncu` or `WARPS define`.
+    /// Where the thread count comes from: `ncu`, `harness launch info` or `WARPS define`.
     pub threads_from: Option<&'static str>,
     pub dynamic_shared_bytes: Option<u64>,
+    /// Where the dynamic shared memory comes from: `ncu` or `harness launch info`.
+    pub dynamic_shared_from: Option<&'static str>,
     pub occupancy: Option<Occupancy>,
     /// What the occupancy figure could not account for, e.g. unknown dynamic shared memory.
     pub occupancy_caveat: Option<String>,
@@ -45,9 +47,11 @@ pub fn kernel_resources(joined: &Joined) -> Vec<KernelResources> {
 pub fn resources_of(joined: &Joined, view: &KernelView) -> KernelResources {
     let k = view.resources;
     let ncu = ncu_summary(joined, view.config.as_deref(), &view.name);
-    let (threads, threads_from) = match ncu.as_ref().and_then(|n| n.block_size) {
-        Some(t) => (Some(t), Some("ncu")),
-        None => match view
+    let launch = harness_launch(joined, view);
+    let (threads, threads_from) = match (ncu.as_ref().and_then(|n| n.block_size), launch) {
+        (Some(t), _) => (Some(t), Some("ncu")),
+        (None, Some(l)) => (Some(l.threads), Some(HARNESS)),
+        (None, None) => match view
             .config
             .as_ref()
             .and_then(|c| joined.configs.get(c))
@@ -58,7 +62,12 @@ pub fn resources_of(joined: &Joined, view: &KernelView) -> KernelResources {
             None => (None, None),
         },
     };
-    let dynamic = ncu.as_ref().and_then(|n| n.dynamic_shared_bytes);
+    let (dynamic, dynamic_from) = match (ncu.as_ref().and_then(|n| n.dynamic_shared_bytes), launch)
+    {
+        (Some(d), _) => (Some(d), Some("ncu")),
+        (None, Some(l)) => (Some(l.dynamic_smem_bytes), Some(HARNESS)),
+        (None, None) => (None, None),
+    };
     let static_shared = k.and_then(|k| k.shared_bytes);
     let limits = view.arch.as_deref().and_then(occupancy::limits);
     let (occupancy, caveat) = match (limits, k.and_then(|k| k.registers), threads) {
@@ -72,8 +81,10 @@ pub fn resources_of(joined: &Joined, view: &KernelView) -> KernelResources {
             };
             let mut caveats = Vec::new();
             if dynamic.is_none() {
-                caveats
-                    .push("dynamic shared memory unknown (no ncu launch statistics): static only");
+                caveats.push(
+                    "dynamic shared memory unknown (no ncu launch statistics, no harness launch \
+                     info): static only",
+                );
             }
             if threads_from == Some("WARPS define") && joined.targets.is_empty() {
                 caveats.push(
@@ -109,9 +120,34 @@ pub fn resources_of(joined: &Joined, view: &KernelView) -> KernelResources {
         threads_per_block: threads,
         threads_from,
         dynamic_shared_bytes: dynamic,
+        dynamic_shared_from: dynamic_from,
         occupancy,
         occupancy_caveat: caveat,
     }
+}
+
+/// The provenance of a figure read from the harness document's `harness.launch_info` (what
+/// `attention_launch_info` reported and the harness launched with).
+pub const HARNESS: &str = "harness launch info";
+
+/// The launch geometry the harness recorded for a kernel of a config: from a harness document
+/// of that config (and arch, when both say) whose results launched that kernel.
+pub fn harness_launch<'a>(
+    joined: &Joined<'a>,
+    view: &KernelView,
+) -> Option<&'a parsers::harness::LaunchInfo> {
+    joined.sources.iter().find_map(|source| {
+        let launch = source.log.launch.as_ref()?;
+        let arch_matches = match (source.arch, view.arch.as_deref()) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        };
+        let launched = source.log.results.iter().any(|r| {
+            kernel_base(&r.kernel) == view.name
+                && r.config.as_deref().or(source.config) == view.config.as_deref()
+        });
+        (arch_matches && launched).then_some(launch)
+    })
 }
 
 /// The Nsight Compute figures of one kernel in one config (its first profiled launch).

@@ -479,10 +479,22 @@ fn per_config(out: &mut String, a: &Analysis) {
     let _ = writeln!(out, "## Kernels per config\n");
     let _ = writeln!(
         out,
-        "| Config | Arch | Kernel | Registers | Spills (store/load) | Shared (static) | Stack | Threads | Occupancy | HMMA | HGMMA | LDL/STL |"
+        "| Config | Arch | Kernel | Registers | Spills (store/load) | Shared (static) | Shared (dynamic) | Stack | Threads | Occupancy | HMMA | HGMMA | LDL/STL |"
     );
-    let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|");
+    let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|");
     let mut caveats: Vec<String> = Vec::new();
+    let mut sources: Vec<&'static str> = Vec::new();
+    let mut sourced = |value: Option<String>, from: Option<&'static str>| match (value, from) {
+        (Some(v), Some(f)) => {
+            let tag = source_tag(f);
+            if !sources.contains(&f) {
+                sources.push(f);
+            }
+            format!("{v} ({tag})")
+        }
+        (Some(v), None) => v,
+        (None, _) => "—".to_string(),
+    };
     for r in &rows {
         let spills = match (r.spill_store_bytes, r.spill_load_bytes) {
             (None, None) => "unknown".to_string(),
@@ -516,7 +528,7 @@ fn per_config(out: &mut String, a: &Analysis) {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.config
                 .as_deref()
                 .map(md_cell)
@@ -528,8 +540,9 @@ fn per_config(out: &mut String, a: &Analysis) {
             r.static_shared_bytes
                 .map(bytes)
                 .unwrap_or_else(|| "—".into()),
+            sourced(r.dynamic_shared_bytes.map(bytes), r.dynamic_shared_from),
             r.stack_frame_bytes.map(bytes).unwrap_or_else(|| "—".into()),
-            opt(r.threads_per_block),
+            sourced(r.threads_per_block.map(|t| t.to_string()), r.threads_from),
             md_cell(&occupancy),
             opt(r.hmma),
             opt(r.hgmma),
@@ -537,11 +550,43 @@ fn per_config(out: &mut String, a: &Analysis) {
         );
     }
     let _ = writeln!(out);
+    if !sources.is_empty() {
+        let said: Vec<String> = sources
+            .iter()
+            .map(|f| format!("({}) {}", source_tag(f), source_meaning(f)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "Threads and dynamic shared memory per block: {}.\n",
+            said.join("; ")
+        );
+    }
     for (i, c) in caveats.iter().enumerate() {
         let _ = writeln!(out, "[{}] {c}.  ", i + 1);
     }
     if !caveats.is_empty() {
         let _ = writeln!(out);
+    }
+}
+
+/// The short tag a figure's provenance gets in the per-config table.
+fn source_tag(from: &str) -> &str {
+    match from {
+        crate::resources::HARNESS => "harness",
+        "WARPS define" => "WARPS",
+        other => other,
+    }
+}
+
+/// What a provenance tag of the per-config table means.
+fn source_meaning(from: &str) -> &'static str {
+    match from {
+        "ncu" => "Nsight Compute's launch statistics of the profiled launch",
+        crate::resources::HARNESS => {
+            "what the kernel's `attention_launch_info` reported, which the harness launched with"
+        }
+        "WARPS define" => "32 x the config's WARPS define (not measured)",
+        _ => "as recorded",
     }
 }
 

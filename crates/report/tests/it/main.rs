@@ -6,5 +6,6 @@ mod diff;
 mod explain;
 mod faults;
 mod formats;
+mod launch;
 mod logic;
 mod support;
