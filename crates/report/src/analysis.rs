@@ -369,13 +369,7 @@ fn row(
 
 /// A stage's key figure as numbers, where it is a count.
 fn tally(joined: &Joined, kind: StageKind, logs: &[&str]) -> Option<Tally> {
-    let sources: Vec<usize> = joined
-        .sources
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| logs.contains(&s.path))
-        .map(|(i, _)| i)
-        .collect();
+    let sources = sources_of(joined, logs);
     if is_sanitizer(kind) && kind != StageKind::Racecheck {
         let log = sources
             .iter()
@@ -422,13 +416,7 @@ pub fn stage_status_word(status: StageStatus) -> &'static str {
 }
 
 fn launched(joined: &Joined, logs: &[&str]) -> Option<bool> {
-    let sources: Vec<usize> = joined
-        .sources
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| logs.contains(&s.path))
-        .map(|(i, _)| i)
-        .collect();
+    let sources = sources_of(joined, logs);
     let results: Vec<bool> = joined
         .results
         .iter()
@@ -460,13 +448,7 @@ fn launched(joined: &Joined, logs: &[&str]) -> Option<bool> {
 
 /// A stage's key figure from its logs.
 fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
-    let sources: Vec<usize> = joined
-        .sources
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| logs.contains(&s.path))
-        .map(|(i, _)| i)
-        .collect();
+    let sources = sources_of(joined, logs);
     if sources.is_empty() {
         return "no log".to_string();
     }
@@ -670,4 +652,15 @@ fn error_figure<'r>(
         .filter_map(|r| r.error.as_deref())
         .next()
         .map(|e| e.split(':').next().unwrap_or(e).trim().to_string())
+}
+
+/// The indices of the joined sources read from `logs`.
+fn sources_of(joined: &Joined, logs: &[&str]) -> Vec<usize> {
+    joined
+        .sources
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| logs.contains(&s.path))
+        .map(|(i, _)| i)
+        .collect()
 }

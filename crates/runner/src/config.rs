@@ -611,20 +611,7 @@ pub fn wraps_harness(kind: StageKind) -> bool {
 
 /// The pipeline.yaml spelling of a stage kind.
 pub fn kind_name(kind: StageKind) -> &'static str {
-    match kind {
-        StageKind::Compile => "compile",
-        StageKind::Sass => "sass",
-        StageKind::Memcheck => "memcheck",
-        StageKind::Racecheck => "racecheck",
-        StageKind::Initcheck => "initcheck",
-        StageKind::Synccheck => "synccheck",
-        StageKind::Check => "check",
-        StageKind::Stress => "stress",
-        StageKind::Bench => "bench",
-        StageKind::Baseline => "baseline",
-        StageKind::Profile => "profile",
-        StageKind::Report => "report",
-    }
+    report::join::kind_name(kind)
 }
 
 const ALL_KINDS: &[StageKind] = &[

@@ -344,6 +344,17 @@ impl Ctx<'_, '_> {
         }
     }
 
+    /// An evidence item with a summary only, for the first metrics log (ncu) of this config.
+    pub fn metric_evidence(&self, config: Option<&str>, summary: String) -> EvidenceItem {
+        let source = self
+            .joined
+            .metrics
+            .iter()
+            .find(|m| m.config.as_deref() == config)
+            .map(|m| m.source);
+        self.source_evidence(source, config, summary)
+    }
+
     /// Raw lines as a report quotes them: scrubbed, host frames left out (the device side is
     /// the evidence), at most [`MAX_EXCERPT`]; what is left out is counted.
     pub fn excerpt(&self, lines: &[String]) -> Vec<String> {

@@ -85,16 +85,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 }
             }
             if !said.is_empty() {
-                d.evidence.push(
-                    ctx.source_evidence(
-                        j.metrics
-                            .iter()
-                            .find(|m| m.config.as_deref() == config)
-                            .map(|m| m.source),
-                        config,
-                        format!("ncu: {}", said.join(", ")),
-                    ),
-                );
+                d.evidence
+                    .push(ctx.metric_evidence(config, format!("ncu: {}", said.join(", "))));
             }
         }
         d.figures

@@ -68,14 +68,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.figures
                 .insert("tensor_pipe_pct".into(), crate::text::round_json(p));
             d.evidence.push(
-                ctx.source_evidence(
-                    j.metrics
-                        .iter()
-                        .find(|m| m.config.as_deref() == config)
-                        .map(|m| m.source),
-                    config,
-                    format!("ncu: tensor pipe {}% of peak", fixed(p, 2)),
-                ),
+                ctx.metric_evidence(config, format!("ncu: tensor pipe {}% of peak", fixed(p, 2))),
             );
         }
         d.figures
