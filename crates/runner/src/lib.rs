@@ -10,11 +10,40 @@
 //! serves units whose inputs match an earlier run, and [`rundir`] writes
 //! `artifacts/<run-id>/manifest.json` (a [`report::Run`]) crash-safely. [`progress`] draws the
 //! terminal; [`pack`] compresses a stored run's large logs for committing; [`cli`] holds the
-//! subcommands.
+//! subcommands. [`interrupt`] turns Ctrl-C into a flag the execution loop polls, [`hash`] names
+//! inputs by sha256 for the cache, and [`evidence`] reads a stored run back as a
+//! [`report::Evidence`] for `runner report`.
 //!
 //! This is the only crate of the workspace that starts processes. Parsing belongs to `parsers`
 //! and diagnosis to `report`: the runner calls them and never inspects tool output itself beyond
 //! the exit status and a few sentinels (the ncu permission error).
+//!
+//! ```
+//! use std::path::Path;
+//! use runner::config::Pipeline;
+//!
+//! let yaml = r#"
+//! kernel:
+//!   source: kernel/attention.cu
+//!   entry_points: { f16: attention_fwd_f16 }
+//! toolchain:
+//!   cuda: 13.0.88
+//!   wheels: { nvidia-cuda-nvcc: 13.0.88 }
+//! matrix:
+//!   configs:
+//!     d64: { HEAD_DIM: 64, BLOCK_M: 64 }
+//! cases:
+//!   seed: { shape: "2,8,512,64", dtypes: [f16], causal: [false] }
+//! stages:
+//!   compile: {}
+//!   memcheck: { cases: [seed] }
+//! "#;
+//! // Paths in the file are relative to it: here, the repository root.
+//! let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../pipeline.yaml"));
+//! let pipeline = Pipeline::parse(path, yaml).unwrap();
+//! assert!(pipeline.stage("memcheck").is_some());
+//! assert!(Pipeline::parse(path, "stages: 3").is_err());
+//! ```
 
 pub mod cache;
 pub mod cli;
