@@ -3,7 +3,7 @@
 //! `main.rs` parses the arguments into [`Cli`], calls [`execute`], and maps the result to an
 //! exit code in one place.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -277,14 +277,17 @@ impl From<ReportFormat> for report::OutputFormat {
     }
 }
 
-/// Reads and parses each file, detecting its format unless one is forced.
+/// Reads and parses each file (gzip-compressed when its name ends in `.gz`), detecting its format
+/// unless one is forced.
 fn read_logs(
     files: &[PathBuf],
     forced: Option<LogFormat>,
 ) -> Result<Vec<(String, parsers::ParsedLog)>, Error> {
     let mut parsed = Vec::new();
     for path in files {
-        let bytes = std::fs::read(path)
+        let mut bytes = Vec::new();
+        crate::rundir::open_log(path)
+            .and_then(|mut reader| reader.read_to_end(&mut bytes))
             .map_err(|e| Error::Usage(format!("read {}: {e}", path.display())))?;
         let text = String::from_utf8_lossy(&bytes);
         let format = match forced {
