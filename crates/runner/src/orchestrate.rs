@@ -246,6 +246,23 @@ struct Executor<'a> {
 type FlagInput = Option<(String, String)>;
 
 impl Executor<'_> {
+    /// The command a unit that does not run would have run (empty when it cannot be built), so
+    /// its record still names the kernel, case and mode. Its cubin is the one its compile unit
+    /// writes, whether or not that exists.
+    fn planned(&self, unit: &Unit, stage_cfg: &config::Stage) -> Vec<String> {
+        let cubin = unit.compile.and_then(|c| self.plan.units.get(c)).map(|u| {
+            self.dir
+                .relative
+                .join(&u.dir)
+                .join(stages::cubin_name(self.pipeline, unit.config.as_deref()))
+        });
+        let paths = Paths {
+            unit_dir: self.dir.relative.join(&unit.dir),
+            cubin,
+        };
+        stages::planned(unit, stage_cfg, self.pipeline, self.preflight, &paths).unwrap_or_default()
+    }
+
     /// Runs (or skips, or restores) one unit and returns its record, plus the `flags:` input
     /// entry of a compile unit.
     fn unit(&mut self, index: usize, unit: &Unit) -> Result<(Stage, FlagInput), RunError> {
@@ -272,6 +289,9 @@ impl Executor<'_> {
         match &unit.blocked {
             Some(Blocked::Skip(reason)) => {
                 record.reason = Some(reason.clone());
+                if stage_cfg.enabled {
+                    record.command = self.planned(unit, stage_cfg);
+                }
                 return Ok((record, None));
             }
             Some(Blocked::Fail(reason)) => {
@@ -308,6 +328,7 @@ impl Executor<'_> {
                         "no cubin{what}: compile {}",
                         status.map_or("did not run", crate::progress::status_word)
                     ));
+                    record.command = self.planned(unit, stage_cfg);
                     return Ok((record, None));
                 }
             }

@@ -72,18 +72,49 @@ pub fn invocation(
     preflight: &Preflight,
     paths: &Paths,
 ) -> Result<Invocation, String> {
+    build(unit, stage, pipeline, preflight, paths, Build::Run)
+}
+
+/// The command line a skipped unit would have run, as the manifest records commands (tool
+/// names, repository-relative paths), so the record still says which kernel, shape and mode
+/// it was for. Tools this machine lacks (compute-sanitizer, ncu, a harness that cannot start)
+/// are named rather than resolved; `None` when the command cannot be built at all (a unit
+/// without a case, a dtype without an entry point).
+pub fn planned(
+    unit: &Unit,
+    stage: &Stage,
+    pipeline: &Pipeline,
+    preflight: &Preflight,
+    paths: &Paths,
+) -> Option<Vec<String>> {
+    build(unit, stage, pipeline, preflight, paths, Build::Plan)
+        .ok()
+        .map(|i| i.display)
+}
+
+/// Whether a command line is built to run, or only to be recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Build {
+    Run,
+    Plan,
+}
+
+fn build(
+    unit: &Unit,
+    stage: &Stage,
+    pipeline: &Pipeline,
+    preflight: &Preflight,
+    paths: &Paths,
+    build: Build,
+) -> Result<Invocation, String> {
     let mut cmd = Argv::default();
     let file = |name: &str| paths.unit_dir.join(name);
-    let tool_path = |name: &str| {
-        preflight
-            .toolchain
-            .get(name)
-            .map(|t| t.path.clone())
-            .ok_or_else(|| {
-                preflight
-                    .missing(name)
-                    .unwrap_or_else(|| format!("{name} not found"))
-            })
+    let tool_path = |name: &str| match preflight.toolchain.get(name) {
+        Some(t) => Ok(t.path.clone()),
+        None if build == Build::Plan => Ok(PathBuf::from(name)),
+        None => Err(preflight
+            .missing(name)
+            .unwrap_or_else(|| format!("{name} not found"))),
     };
     let cubin = || {
         paths
@@ -148,6 +179,7 @@ pub fn invocation(
                 unit,
                 pipeline,
                 preflight,
+                build,
                 &Launch {
                     cubin: &cubin()?,
                     mode: "once",
@@ -175,6 +207,7 @@ pub fn invocation(
                 unit,
                 pipeline,
                 preflight,
+                build,
                 &Launch {
                     cubin: &cubin()?,
                     mode,
@@ -203,6 +236,7 @@ pub fn invocation(
                 unit,
                 pipeline,
                 preflight,
+                build,
                 &Launch {
                     cubin: &cubin()?,
                     mode: "once",
@@ -275,6 +309,7 @@ fn harness(
     unit: &Unit,
     pipeline: &Pipeline,
     preflight: &Preflight,
+    build: Build,
     launch: &Launch<'_>,
 ) -> Result<(), String> {
     let Launch {
@@ -284,7 +319,13 @@ fn harness(
         wrapped,
     } = *launch;
     let case = unit.case.as_ref().ok_or("a kernel launch without a case")?;
-    let prefix = preflight.harness.as_ref().map_err(Clone::clone)?;
+    // A plan names the built-in harness when this machine cannot start one.
+    let builtin = [PathBuf::from("runner"), PathBuf::from("harness")];
+    let prefix = match (&preflight.harness, build) {
+        (Ok(prefix), _) => prefix.as_slice(),
+        (Err(_), Build::Plan) => builtin.as_slice(),
+        (Err(reason), Build::Run) => return Err(reason.clone()),
+    };
     let (program, rest) = prefix.split_first().ok_or("empty harness command")?;
     cmd.tool_inline("runner", program.clone());
     for word in rest {

@@ -4,9 +4,9 @@
 
 use parsers::Format;
 use report::resources::{HARNESS, kernel_resources};
-use report::{StageKind, analyze};
+use report::{StageKind, StageStatus, analyze};
 
-use crate::support::{compile, evidence, harness, markdown, read, sass};
+use crate::support::{Step, compile, evidence, harness, markdown, read, sass};
 
 const CONFIG: &str = "d64_m128_n64_s2_w4";
 const PTXAS: &str = "ptxas/nvcc13.0_attention_d64_m128_n64_s2_w4.log";
@@ -105,4 +105,39 @@ fn documents_without_or_with_a_malformed_launch_info_still_parse() {
     assert_eq!(old.launch, None);
     assert_eq!(old.results, original.results);
     assert_eq!(old.findings, original.findings);
+}
+
+#[test]
+fn a_skipped_stage_command_names_the_kernel_the_table_shows() {
+    // Compiled without a GPU: the check stage was skipped, but its recorded command says which
+    // entry point the harness would have launched, so the 1-thread `attention_launch_info`
+    // helper is left out of the per-config table.
+    let mut check = Step {
+        name: "check",
+        kind: StageKind::Check,
+        config: Some(CONFIG),
+        fixture: PTXAS,
+        format: Format::Ptxas,
+        status: Some(StageStatus::Skipped),
+        args: vec!["--kernel", "attention_fwd_f16", "--mode", "check"],
+    };
+    let ev = evidence(
+        "skipped_check",
+        &[compile(CONFIG, PTXAS), sass(CONFIG, SASS), check.clone()],
+        &["kernel/attention.cu"],
+    );
+    let rows = kernel_resources(&analyze(&ev).joined);
+    let names: Vec<&str> = rows.iter().map(|r| r.kernel.as_str()).collect();
+    assert_eq!(names, ["attention_fwd_f16"]);
+    assert!(!markdown(&ev).contains("`attention_launch_info`"));
+
+    // Without a command naming a kernel, every compiled kernel is listed.
+    check.args.clear();
+    let ev = evidence(
+        "skipped_check_no_command",
+        &[compile(CONFIG, PTXAS), sass(CONFIG, SASS), check],
+        &["kernel/attention.cu"],
+    );
+    let rows = kernel_resources(&analyze(&ev).joined);
+    assert!(rows.iter().any(|r| r.kernel == "attention_launch_info"));
 }
