@@ -28,7 +28,9 @@ fn reference_run(pipeline: &str) -> PathBuf {
         })
         .collect();
     found.sort();
-    found.pop().unwrap_or_else(|| panic!("no reference run of {pipeline}"))
+    found
+        .pop()
+        .unwrap_or_else(|| panic!("no reference run of {pipeline}"))
 }
 
 fn report(run: &Path, format: &str) -> String {
@@ -57,7 +59,11 @@ fn root_causes(json: &Value) -> Vec<(String, Vec<String>)> {
         .map(|d| {
             let configs = d["configs"]
                 .as_array()
-                .map(|c| c.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .map(|c| {
+                    c.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default();
             (d["rule"].as_str().unwrap_or_default().to_string(), configs)
         })
