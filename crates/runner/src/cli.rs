@@ -45,7 +45,7 @@ pub enum Command {
     },
     /// Render the report of a stored run directory (no tools needed).
     Report {
-        /// A run directory, e.g. artifacts/<run-id>.
+        /// A run directory, e.g. `artifacts/<run-id>`.
         run_dir: PathBuf,
         #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
         format: ReportFormat,
@@ -74,7 +74,7 @@ pub enum Command {
     /// Compress a stored run's large logs (gzip) so that it can be committed; `report` reads them
     /// as before.
     Pack {
-        /// A run directory, e.g. artifacts/<run-id>.
+        /// A run directory, e.g. `artifacts/<run-id>`.
         run_dir: PathBuf,
         /// Compress logs of at least this many bytes.
         #[arg(long, default_value_t = 256 * 1024)]
