@@ -91,24 +91,7 @@ fn markdown(e: &Explanation) -> String {
     let _ = writeln!(out);
     for (i, d) in e.diagnoses.iter().enumerate() {
         let _ = writeln!(out, "## {}. {}\n", i + 1, d.title);
-        let mut meta = vec![
-            d.level.as_str().to_string(),
-            format!("confidence {}", d.confidence.as_str()),
-        ];
-        if !d.kernels.is_empty() {
-            meta.push(
-                d.kernels
-                    .iter()
-                    .map(|k| format!("`{k}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            );
-        }
-        if let Some(loc) = &d.location {
-            meta.push(format!("`{loc}`"));
-        }
-        meta.push(format!("rule `{}`", d.rule));
-        let _ = writeln!(out, "{}\n", meta.join(" · "));
+        let _ = writeln!(out, "{}\n", crate::render::markdown::diagnosis_meta(d));
         let _ = writeln!(out, "{}\n", d.explanation);
         let _ = writeln!(out, "**Fix:** {}\n", d.fix);
         for ev in &d.evidence {

@@ -122,6 +122,25 @@ fn build(
             .clone()
             .ok_or_else(|| "no cubin to work on".to_string())
     };
+    // The harness's single launch that compute-sanitizer and ncu wrap, with the stage's own
+    // harness arguments after it.
+    let wrap_once = |cmd: &mut Argv| -> Result<(), String> {
+        harness(
+            cmd,
+            unit,
+            pipeline,
+            preflight,
+            build,
+            &Launch {
+                cubin: &cubin()?,
+                mode: "once",
+                out: &file("harness.json"),
+                wrapped: true,
+            },
+        )?;
+        cmd.words(stage.harness_args.iter().map(String::as_str));
+        Ok(())
+    };
     let arch = unit.arch.as_deref().unwrap_or("sm_90");
     match unit.kind {
         StageKind::Compile => {
@@ -174,20 +193,7 @@ fn build(
                 cmd.words(["--print-limit", &limit.to_string()]);
             }
             cmd.words(stage.args.iter().map(String::as_str));
-            harness(
-                &mut cmd,
-                unit,
-                pipeline,
-                preflight,
-                build,
-                &Launch {
-                    cubin: &cubin()?,
-                    mode: "once",
-                    out: &file("harness.json"),
-                    wrapped: true,
-                },
-            )?;
-            cmd.words(stage.harness_args.iter().map(String::as_str));
+            wrap_once(&mut cmd)?;
             let log = format!("{tool}.log");
             Ok(cmd.finish(
                 "compute-sanitizer",
@@ -231,20 +237,7 @@ fn build(
             cmd.tool("ncu", tool_path("ncu")?);
             cmd.words(["--csv", "--clock-control", "none"]);
             cmd.words(stage.args.iter().map(String::as_str));
-            harness(
-                &mut cmd,
-                unit,
-                pipeline,
-                preflight,
-                build,
-                &Launch {
-                    cubin: &cubin()?,
-                    mode: "once",
-                    out: &file("harness.json"),
-                    wrapped: true,
-                },
-            )?;
-            cmd.words(stage.harness_args.iter().map(String::as_str));
+            wrap_once(&mut cmd)?;
             Ok(cmd.finish(
                 "ncu",
                 "ncu.csv",

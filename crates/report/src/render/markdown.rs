@@ -165,7 +165,9 @@ pub fn receipt(a: &Analysis) -> String {
     lines.join("\n")
 }
 
-fn diagnosis_meta(d: &Diagnosis) -> String {
+/// The one-line summary under a diagnosis's heading: level, confidence, kernels, configs,
+/// location and rule.
+pub(crate) fn diagnosis_meta(d: &Diagnosis) -> String {
     let mut meta = vec![
         d.level.as_str().to_string(),
         format!("confidence {}", d.confidence.as_str()),
