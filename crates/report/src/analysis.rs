@@ -359,7 +359,7 @@ fn row(
             .and_then(|s| s.reason.clone())
             .map(|r| crate::text::scrub(&r, &joined.repo_files)),
         cached_from: stage.and_then(|s| s.cached_from.clone()),
-        case: stage.and_then(|s| crate::tables::case_of_command(&s.command)),
+        case: stage.and_then(|s| crate::tables::case_label(s)),
         tally: match status {
             StageStatus::Passed | StageStatus::Findings => tally(joined, kind, &logs),
             _ => None,

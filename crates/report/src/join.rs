@@ -73,6 +73,8 @@ pub fn infer_kind(log: &ParsedLog) -> StageKind {
             Some(Tool::Memcheck) | None => StageKind::Memcheck,
         },
         Format::NcuCsv => StageKind::Profile,
+        Format::PytestBenchmark | Format::GoogleBenchmark => StageKind::Bench,
+        Format::ProgramResults => StageKind::Check,
         Format::Harness => {
             if !log.results.is_empty() && log.results.iter().all(is_baseline) {
                 return StageKind::Baseline;
@@ -149,33 +151,13 @@ pub struct ConfigParams {
 }
 
 impl ConfigParams {
-    /// Parses a compile command line (`nvcc ... -DBLOCK_M=64 ... -arch=sm_90 kernel/x.cu`).
-    pub fn from_command(command: &[String], repo_files: &[String]) -> ConfigParams {
-        let mut params = ConfigParams::default();
-        let mut args = command.iter().peekable();
-        while let Some(arg) = args.next() {
-            if let Some(define) = arg.strip_prefix("-D") {
-                let define = if define.is_empty() {
-                    args.next().map(String::as_str).unwrap_or("")
-                } else {
-                    define
-                };
-                let (name, value) = define.split_once('=').unwrap_or((define, "1"));
-                if !name.is_empty() {
-                    params.defines.insert(name.to_string(), value.to_string());
-                }
-            } else if let Some(arch) = arg
-                .strip_prefix("-arch=")
-                .or_else(|| arg.strip_prefix("--gpu-architecture="))
-            {
-                params.arch = Some(arch.to_string());
-            } else if arg == "-arch" || arg == "--gpu-architecture" {
-                params.arch = args.next().cloned();
-            } else if arg.ends_with(".cu") && params.source.is_none() {
-                params.source = Some(relative_path(arg, repo_files));
-            }
+    /// A compile unit's typed record: its defines, source and arch.
+    pub fn from_unit(unit: &crate::Unit, repo_files: &[String]) -> ConfigParams {
+        ConfigParams {
+            defines: unit.defines.clone(),
+            source: unit.source.as_deref().map(|s| relative_path(s, repo_files)),
+            arch: unit.arch.clone(),
         }
-        params
     }
 
     /// A define's value as a number.
@@ -285,21 +267,14 @@ impl<'a> Joined<'a> {
                 if stage.kind == StageKind::Compile
                     && let Some(config) = &stage.config
                 {
-                    let mut params = ConfigParams::from_command(&stage.command, &repo_files);
+                    let mut params = ConfigParams::from_unit(&stage.unit(), &repo_files);
                     if params.arch.is_none() {
                         params.arch = stage.arch.clone();
                     }
                     configs.entry(config.clone()).or_insert(params);
                 }
-                let mut args = stage.command.iter();
-                while let Some(arg) = args.next() {
-                    if arg == "--kernel" {
-                        if let Some(k) = args.next() {
-                            targets.insert(kernel_base(k));
-                        }
-                    } else if let Some(k) = arg.strip_prefix("--kernel=") {
-                        targets.insert(kernel_base(k));
-                    }
+                if let Some(kernel) = &stage.unit().kernel {
+                    targets.insert(kernel_base(kernel));
                 }
             }
         }

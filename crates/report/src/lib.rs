@@ -44,6 +44,7 @@ mod analysis;
 mod diagnosis;
 pub mod diff;
 mod evidence;
+mod legacy;
 mod explain;
 pub mod join;
 pub mod noise;
@@ -54,6 +55,7 @@ pub mod rules;
 mod run;
 pub mod tables;
 pub mod text;
+pub mod timings;
 
 pub use analysis::{
     Analysis, CoverageRow, NotRun, Verdict, VerdictKind, analyze, stage_status_word,

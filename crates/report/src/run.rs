@@ -120,6 +120,117 @@ pub struct Stage {
     /// Hash of everything the stage's result depends on (sources, flags, tool versions, GPU).
     pub input_hash: Option<String>,
     pub logs: Vec<Log>,
+    /// What the unit ran, as typed data: the report reads this and never re-parses `command`.
+    /// Absent in manifests written before it existed; [`Stage::unit`] derives it for those.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<Unit>,
+    /// The repeated-launch search of a stress stage on a user's program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_search: Option<LaunchSearch>,
+}
+
+impl Stage {
+    /// The unit's typed record: the one the runner wrote, or for an older manifest the one its
+    /// command line implies ([`crate::legacy`]).
+    pub fn unit(&self) -> std::borrow::Cow<'_, Unit> {
+        match &self.unit {
+            Some(unit) => std::borrow::Cow::Borrowed(unit),
+            None => std::borrow::Cow::Owned(crate::legacy::unit_of(self)),
+        }
+    }
+}
+
+/// What one stage execution ran: the target, what wrapped it, and with which parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Unit {
+    pub target: TargetKind,
+    /// The tool around the target, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrapper: Option<Wrapper>,
+    /// The matrix config's `-D` defines.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub defines: BTreeMap<String, String>,
+    /// Environment variables the pipeline gave the process (config, target and stage ones, and
+    /// those the runner sets, such as `PYTORCH_NO_CUDA_MEMORY_CACHING`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// The translation unit compiled, relative to the repository (the built-in kernel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// The problem the built-in harness runs, when it runs one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<Case>,
+    /// The entry point the built-in harness launches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The harness mode (`once`, `check`, `stress`, `bench`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// How many launches the target was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launches: Option<u64>,
+    /// `-maxrregcount` given to the compiler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_registers: Option<u32>,
+}
+
+/// What runs in a unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    /// A CUDA tool on the pipeline's own files (nvcc on the kernel, cuobjdump on a cubin).
+    #[default]
+    Tool,
+    /// The built-in attention harness (`runner harness`).
+    Harness,
+    /// The target's build command.
+    Build,
+    /// The target's own program (test binary, oracle script, benchmark).
+    Program,
+    /// A baseline command.
+    Baseline,
+}
+
+/// A tool that runs the target inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "tool")]
+pub enum Wrapper {
+    ComputeSanitizer { check: parsers::Tool },
+    Ncu,
+}
+
+/// A named problem, opaque to the report: its name and how people read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Case {
+    pub name: String,
+    /// e.g. `2,8,512,64 f16 causal`.
+    pub label: String,
+}
+
+/// The smallest failing launch count of a program, found by doubling then bisection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchSearch {
+    /// The largest count tried when nothing failed.
+    pub limit: u64,
+    /// The largest count that ran clean, when one did.
+    pub clean_at: Option<u64>,
+    /// The smallest count that failed, when one did.
+    pub fails_at: Option<u64>,
+    /// How the failing run failed, e.g. `exit status 1: CUDA error: an illegal memory access`.
+    pub failure: Option<String>,
+    /// Every count tried, in order, with how it ended.
+    pub attempts: Vec<LaunchAttempt>,
+}
+
+/// One run of the program in a [`LaunchSearch`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchAttempt {
+    pub launches: u64,
+    pub passed: bool,
+    /// `exit 0`, `exit 1`, `SIGSEGV`, `timed out`.
+    pub ending: String,
 }
 
 /// A raw log a stage wrote, relative to the run directory.

@@ -224,34 +224,7 @@ fn bench_row(r: &ResultRef) -> Option<BenchRow> {
     })
 }
 
-/// A stage command's case: `--shape`, `--dtype` and `--causal`, e.g. `2,8,512,64 f16 causal`.
-pub fn case_of_command(command: &[String]) -> Option<String> {
-    let mut shape = None;
-    let mut dtype = None;
-    let mut causal = false;
-    let mut args = command.iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--shape" => shape = args.next().cloned(),
-            "--dtype" => dtype = args.next().cloned(),
-            "--causal" => causal = true,
-            _ => {
-                if let Some(s) = arg.strip_prefix("--shape=") {
-                    shape = Some(s.to_string());
-                } else if let Some(d) = arg.strip_prefix("--dtype=") {
-                    dtype = Some(d.to_string());
-                }
-            }
-        }
-    }
-    let shape = shape?;
-    let mut label = shape;
-    if let Some(d) = dtype {
-        label.push(' ');
-        label.push_str(&d);
-    }
-    if causal {
-        label.push_str(" causal");
-    }
-    Some(label)
+/// A stage's case as people read it, e.g. `2,8,512,64 f16 causal`.
+pub fn case_label(stage: &crate::Stage) -> Option<String> {
+    stage.unit().case.as_ref().map(|c| c.label.clone())
 }

@@ -143,17 +143,22 @@ fn unit_dir_of(stage: &Stage) -> Option<PathBuf> {
 /// Copies an earlier unit's files into `dest` (hard links where the file system allows).
 pub fn restore(hit: &Hit, dest: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dest)?;
-    for log in &hit.stage.logs {
-        let Some(name) = Path::new(&log.path).file_name() else {
+    // The whole unit directory: its logs, and a build's products below it.
+    for entry in walkdir::WalkDir::new(&hit.dir).follow_links(false) {
+        let entry = entry.map_err(std::io::Error::other)?;
+        let Ok(relative) = entry.path().strip_prefix(&hit.dir) else {
             continue;
         };
-        let from = hit.dir.join(name);
-        let to = dest.join(name);
-        if to.exists() {
-            std::fs::remove_file(&to)?;
-        }
-        if std::fs::hard_link(&from, &to).is_err() {
-            std::fs::copy(&from, &to)?;
+        let to = dest.join(relative);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&to)?;
+        } else if entry.file_type().is_file() {
+            if to.exists() {
+                std::fs::remove_file(&to)?;
+            }
+            if std::fs::hard_link(entry.path(), &to).is_err() {
+                std::fs::copy(entry.path(), &to)?;
+            }
         }
     }
     Ok(())

@@ -23,7 +23,11 @@ pub struct Pipeline {
     pub path: PathBuf,
     /// The directory holding the file: relative paths resolve against it.
     pub root: PathBuf,
-    pub kernel: Kernel,
+    /// The built-in kernel: one translation unit the built-in harness launches.
+    pub kernel: Option<Kernel>,
+    /// The user's own project: their build and their program. A pipeline names `kernel` or
+    /// `target`.
+    pub target: Option<Target>,
     pub toolchain: Toolchain,
     pub matrix: Matrix,
     pub cases: BTreeMap<String, Case>,
@@ -79,6 +83,67 @@ pub struct Kernel {
     pub entry_points: BTreeMap<Dtype, String>,
 }
 
+/// `target:`: a project of the user's own. Its build runs once per config and arch; its program
+/// is what the GPU stages run, alone or inside compute-sanitizer or ncu.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// Files and directories whose contents are the build's inputs: every file under them is
+    /// hashed, so a changed header never serves stale evidence. Default: the pipeline's
+    /// directory.
+    #[serde(default)]
+    pub sources: Vec<PathBuf>,
+    /// How to build it; a target without a build runs its program as it is.
+    #[serde(default)]
+    pub build: Option<TargetBuild>,
+    pub program: Program,
+}
+
+/// `target.build:`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetBuild {
+    /// The build's argv, e.g. `[cmake, --build, "{build_dir}"]` or `[python3, build.py]`.
+    pub command: Vec<String>,
+    /// Extra environment variables for the build.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Directories, besides `{build_dir}`, walked for the build's products after it ran.
+    #[serde(default)]
+    pub products: Vec<PathBuf>,
+}
+
+/// `target.program:`: what the GPU stages run.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Program {
+    /// The argv, e.g. `[python3, tests/oracle.py]` or `["{build_dir}/test_attn"]`.
+    pub command: Vec<String>,
+    /// Its working directory, relative to the pipeline file. Default: the pipeline's directory.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Whether it is a Python program (its allocator is then told not to cache under the
+    /// sanitizers). Default: when the command starts with python, python3 or pytest.
+    #[serde(default)]
+    pub python: Option<bool>,
+}
+
+impl Program {
+    /// Whether the program runs under Python.
+    pub fn is_python(&self) -> bool {
+        self.python.unwrap_or_else(|| {
+            self.command.first().is_some_and(|word| {
+                let name = Path::new(word)
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                name.starts_with("python") || name.starts_with("pytest")
+            })
+        })
+    }
+}
+
 /// `toolchain:`: the CUDA version to provision when none is installed, and tool overrides.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -117,6 +182,8 @@ pub struct Config {
     /// Compiled instead of `kernel.source`, when set.
     pub source: Option<PathBuf>,
     pub defines: BTreeMap<String, Define>,
+    /// Environment variables for the target's build and program under this config.
+    pub env: BTreeMap<String, String>,
 }
 
 /// A `-D` value: an integer or a plain word.
@@ -177,6 +244,12 @@ pub struct Stage {
     pub command: Vec<String>,
     /// Whether an earlier run's result with the same inputs may be reused.
     pub cache: bool,
+    /// A stress stage on a target's program: the most launches to try.
+    pub launches: Option<u64>,
+    /// compute-sanitizer's `--suppressions` file, relative to the pipeline file.
+    pub suppressions: Option<PathBuf>,
+    /// Extra environment variables for the stage's process.
+    pub env: BTreeMap<String, String>,
 }
 
 /// What a stage needs from the machine.
@@ -234,10 +307,11 @@ impl Pipeline {
             },
             other => other,
         };
-        let pipeline = Pipeline {
+        let mut pipeline = Pipeline {
             path: path.to_path_buf(),
             root,
             kernel: raw.kernel,
+            target: raw.target,
             toolchain: raw.toolchain,
             matrix: raw.matrix,
             cases: raw.cases,
@@ -245,6 +319,15 @@ impl Pipeline {
             grace: raw.grace.map_or(Duration::from_secs(5), |g| g.0),
         };
         pipeline.validate().map_err(locate)?;
+        if pipeline.target.is_some() {
+            // JIT-compiled kernels appear only once the program ran: a target's SASS inventory
+            // comes after the stages that run it.
+            pipeline.stages.sort_by_key(|s| match s.kind {
+                StageKind::Sass => (1, StageKind::Profile),
+                StageKind::Report => (2, s.kind),
+                kind => (0, kind),
+            });
+        }
         Ok(pipeline)
     }
 
@@ -262,20 +345,24 @@ impl Pipeline {
         }
     }
 
-    /// The source a config compiles: its own, or `kernel.source`.
-    pub fn source_of(&self, config: &str) -> &Path {
+    /// The source a config of the built-in kernel compiles: its own, or `kernel.source`.
+    pub fn source_of(&self, config: &str) -> Option<&Path> {
         self.matrix
             .configs
             .get(config)
             .and_then(|c| c.source.as_deref())
-            .unwrap_or(&self.kernel.source)
+            .or(self.kernel.as_ref().map(|k| k.source.as_path()))
     }
 
-    /// Every source file the kernel builds depend on: `kernel.source`, `kernel.includes` and the
-    /// configs' own sources, each once.
+    /// Every source file the built-in kernel's builds depend on: `kernel.source`,
+    /// `kernel.includes` and the configs' own sources, each once. A target's sources are
+    /// walked instead (`target::source_files`).
     pub fn sources(&self) -> Vec<&Path> {
-        let mut sources: Vec<&Path> = vec![self.kernel.source.as_path()];
-        sources.extend(self.kernel.includes.iter().map(PathBuf::as_path));
+        let Some(kernel) = &self.kernel else {
+            return Vec::new();
+        };
+        let mut sources: Vec<&Path> = vec![kernel.source.as_path()];
+        sources.extend(kernel.includes.iter().map(PathBuf::as_path));
         for config in self.matrix.configs.values() {
             if let Some(source) = &config.source {
                 sources.push(source);
@@ -329,32 +416,23 @@ impl Pipeline {
             key,
             message,
         };
-        let source = self.resolve(&self.kernel.source);
-        if !source.is_file() {
-            return Err(err(
-                "kernel.source".into(),
-                format!("`{}` does not exist", self.kernel.source.display()),
-            ));
-        }
-        for (i, include) in self.kernel.includes.iter().enumerate() {
-            if !self.resolve(include).is_file() {
+        match (&self.kernel, &self.target) {
+            (Some(kernel), None) => self.validate_kernel(kernel)?,
+            (None, Some(target)) => self.validate_target(target)?,
+            (Some(_), Some(_)) => {
                 return Err(err(
-                    format!("kernel.includes[{i}]"),
-                    format!("`{}` does not exist", include.display()),
+                    "target".into(),
+                    "name either `kernel:` (the built-in harness) or `target:` (your own \
+                     program), not both"
+                        .into(),
                 ));
             }
-        }
-        if self.kernel.entry_points.is_empty() {
-            return Err(err(
-                "kernel.entry_points".into(),
-                "name at least one entry point (f16 or bf16)".into(),
-            ));
-        }
-        for (dtype, name) in &self.kernel.entry_points {
-            if !is_identifier(name) {
+            (None, None) => {
                 return Err(err(
-                    format!("kernel.entry_points.{dtype}"),
-                    format!("`{name}` is not a C identifier"),
+                    "kernel".into(),
+                    "name what to run: `kernel:` (a kernel for the built-in harness) or \
+                     `target:` (your own build and program)"
+                        .into(),
                 ));
             }
         }
@@ -454,7 +532,9 @@ impl Pipeline {
                 ));
             }
             for dtype in &case.dtypes {
-                if !self.kernel.entry_points.contains_key(dtype) {
+                if let Some(kernel) = &self.kernel
+                    && !kernel.entry_points.contains_key(dtype)
+                {
                     return Err(err(
                         format!("cases.{name}.dtypes"),
                         format!("no entry point for {dtype} in kernel.entry_points"),
@@ -501,16 +581,23 @@ impl Pipeline {
                 }
             }
             let launches = launches_kernel(stage.kind) || stage.kind == StageKind::Baseline;
-            if launches && stage.enabled && stage.cases.is_empty() {
+            let builtin = self.kernel.is_some();
+            if builtin && launches && stage.enabled && stage.cases.is_empty() {
                 return Err(err(
                     key("cases"),
                     "this stage launches the kernel: name the cases it runs".into(),
                 ));
             }
-            if !launches && !stage.cases.is_empty() {
+            if (!launches || !builtin) && !stage.cases.is_empty() {
                 return Err(err(
                     key("cases"),
-                    format!("a {} stage runs no cases", kind_name(stage.kind)),
+                    if builtin {
+                        format!("a {} stage runs no cases", kind_name(stage.kind))
+                    } else {
+                        "a target's program decides what it runs: give it `args` or `command` \
+                         instead of cases"
+                            .into()
+                    },
                 ));
             }
             if stage.print_limit.is_some() && !is_sanitizer(stage.kind) {
@@ -519,10 +606,42 @@ impl Pipeline {
                     "only compute-sanitizer stages take a print limit".into(),
                 ));
             }
-            if !stage.harness_args.is_empty() && !wraps_harness(stage.kind) {
+            if let Some(file) = &stage.suppressions {
+                if !is_sanitizer(stage.kind) {
+                    return Err(err(
+                        key("suppressions"),
+                        "only compute-sanitizer stages take a suppressions file".into(),
+                    ));
+                }
+                if !self.resolve(file).is_file() {
+                    return Err(err(
+                        key("suppressions"),
+                        format!("`{}` is not a file", file.display()),
+                    ));
+                }
+            }
+            if !stage.harness_args.is_empty() && (!wraps_harness(stage.kind) || !builtin) {
                 return Err(err(
                     key("harness_args"),
-                    "only sanitizer and profile stages wrap the harness".into(),
+                    "only sanitizer and profile stages of the built-in kernel wrap the harness"
+                        .into(),
+                ));
+            }
+            if stage.launches.is_some() && (builtin || stage.kind != StageKind::Stress) {
+                return Err(err(
+                    key("launches"),
+                    "only a target's stress stage takes `launches` (the built-in harness takes \
+                     `args: [--launches, N]`)"
+                        .into(),
+                ));
+            }
+            if stage.launches == Some(0) {
+                return Err(err(key("launches"), "must be at least 1".into()));
+            }
+            if !stage.env.is_empty() && builtin {
+                return Err(err(
+                    key("env"),
+                    "only the stages of a target take `env`".into(),
                 ));
             }
             match stage.kind {
@@ -534,18 +653,33 @@ impl Pipeline {
                     ));
                 }
                 StageKind::Baseline => {}
+                kind if !builtin && launches_kernel(kind) => {}
                 _ if !stage.command.is_empty() => {
                     return Err(err(
                         key("command"),
-                        "only baseline stages take a command".into(),
+                        if builtin {
+                            "only baseline stages take a command"
+                        } else {
+                            "only the stages that run the program take a command"
+                        }
+                        .into(),
                     ));
                 }
                 _ => {}
             }
-            if needs_cubin(stage.kind) && stage.enabled && !has_compile {
+            if builtin && needs_cubin(stage.kind) && stage.enabled && !has_compile {
                 return Err(err(
                     format!("stages.{}", stage.name),
                     "needs the cubin of a compile stage, and there is none".into(),
+                ));
+            }
+            if !builtin
+                && stage.kind == StageKind::Compile
+                && self.target.as_ref().is_some_and(|t| t.build.is_none())
+            {
+                return Err(err(
+                    format!("stages.{}", stage.name),
+                    "a build stage needs `target.build`".into(),
                 ));
             }
         }
@@ -560,6 +694,141 @@ impl Pipeline {
         }
         Ok(())
     }
+}
+
+impl Pipeline {
+    fn semantic(&self, key: String, message: String) -> ConfigError {
+        ConfigError::Semantic {
+            path: self.path.clone(),
+            at: None,
+            key,
+            message,
+        }
+    }
+
+    fn validate_kernel(&self, kernel: &Kernel) -> Result<(), ConfigError> {
+        if !self.resolve(&kernel.source).is_file() {
+            return Err(self.semantic(
+                "kernel.source".into(),
+                format!("`{}` is not a file", kernel.source.display()),
+            ));
+        }
+        for (i, include) in kernel.includes.iter().enumerate() {
+            if !self.resolve(include).is_file() {
+                return Err(self.semantic(
+                    format!("kernel.includes[{i}]"),
+                    format!("`{}` is not a file", include.display()),
+                ));
+            }
+        }
+        if kernel.entry_points.is_empty() {
+            return Err(self.semantic(
+                "kernel.entry_points".into(),
+                "name at least one entry point (f16 or bf16)".into(),
+            ));
+        }
+        for (dtype, name) in &kernel.entry_points {
+            if !is_identifier(name) {
+                return Err(self.semantic(
+                    format!("kernel.entry_points.{dtype}"),
+                    format!("`{name}` is not a C identifier"),
+                ));
+            }
+        }
+        for (name, config) in &self.matrix.configs {
+            if !config.env.is_empty() {
+                return Err(self.semantic(
+                    format!("matrix.configs.{name}.env"),
+                    "only a target's configs take `env` (the built-in kernel takes defines)"
+                        .into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_target(&self, target: &Target) -> Result<(), ConfigError> {
+        for (i, source) in target.sources.iter().enumerate() {
+            if !self.resolve(source).exists() {
+                return Err(self.semantic(
+                    format!("target.sources[{i}]"),
+                    format!("`{}` does not exist", source.display()),
+                ));
+            }
+        }
+        if let Some(build) = &target.build {
+            if build.command.is_empty() {
+                return Err(self.semantic(
+                    "target.build.command".into(),
+                    "give the build's argv, e.g. [cmake, --build, \"{build_dir}\"]".into(),
+                ));
+            }
+            check_placeholders(&build.command, BUILD_PLACEHOLDERS)
+                .map_err(|m| self.semantic("target.build.command".into(), m))?;
+        }
+        if target.program.command.is_empty() {
+            return Err(self.semantic(
+                "target.program.command".into(),
+                "give the program's argv, e.g. [python3, tests/oracle.py]".into(),
+            ));
+        }
+        check_placeholders(&target.program.command, PROGRAM_PLACEHOLDERS)
+            .map_err(|m| self.semantic("target.program.command".into(), m))?;
+        if let Some(cwd) = &target.program.cwd
+            && !self.resolve(cwd).is_dir()
+        {
+            return Err(self.semantic(
+                "target.program.cwd".into(),
+                format!("`{}` is not a directory", cwd.display()),
+            ));
+        }
+        for (name, config) in &self.matrix.configs {
+            if config.source.is_some() {
+                return Err(self.semantic(
+                    format!("matrix.configs.{name}.source"),
+                    "a target's build decides what it compiles: give the config `defines` \
+                     (they reach the build as `{defines}`) or `env`"
+                        .into(),
+                ));
+            }
+        }
+        for stage in &self.stages {
+            check_placeholders(&stage.command, PROGRAM_PLACEHOLDERS)
+                .and_then(|()| check_placeholders(&stage.args, PROGRAM_PLACEHOLDERS))
+                .map_err(|m| self.semantic(format!("stages.{}.command", stage.name), m))?;
+        }
+        Ok(())
+    }
+}
+
+/// The placeholders a target's build command may hold.
+pub const BUILD_PLACEHOLDERS: &[&str] = &["{build_dir}", "{arch}", "{defines}", "{config}"];
+/// The placeholders a target's program command may hold.
+pub const PROGRAM_PLACEHOLDERS: &[&str] =
+    &["{build_dir}", "{arch}", "{config}", "{launches}", "{out}"];
+
+/// Refuses a `{word}` that is not one of `known`.
+fn check_placeholders(argv: &[String], known: &[&str]) -> Result<(), String> {
+    for word in argv {
+        let mut rest = word.as_str();
+        while let Some(start) = rest.find('{') {
+            let tail = rest.get(start..).unwrap_or("");
+            let Some(end) = tail.find('}') else { break };
+            let placeholder = tail.get(..=end).unwrap_or("");
+            let is_word = placeholder
+                .trim_matches(['{', '}'])
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_');
+            if is_word && !known.contains(&placeholder) {
+                return Err(format!(
+                    "unknown placeholder `{placeholder}` in `{word}`; expected one of {}",
+                    known.join(", ")
+                ));
+            }
+            rest = tail.get(end + 1..).unwrap_or("");
+        }
+    }
+    Ok(())
 }
 
 /// One concrete problem a stage runs: a case with one dtype and one mask.
@@ -672,6 +941,7 @@ fn order_stages(path: &Path, raw: BTreeMap<String, RawStage>) -> Result<Vec<Stag
                 key: format!("stages.{name}.kind"),
                 message: format!("unknown stage kind `{k}`; expected one of {}", kind_list()),
             })?,
+            None if name == "build" => StageKind::Compile,
             None => kind_from_name(&name).ok_or_else(|| ConfigError::Semantic {
                 path: path.to_path_buf(),
                 at: None,
@@ -702,6 +972,9 @@ fn order_stages(path: &Path, raw: BTreeMap<String, RawStage>) -> Result<Vec<Stag
             print_limit: stage.print_limit,
             command: stage.command,
             cache: stage.cache.unwrap_or(true),
+            launches: stage.launches,
+            suppressions: stage.suppressions,
+            env: stage.env,
             name,
         });
     }
@@ -837,7 +1110,10 @@ fn default_causal() -> Vec<bool> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPipeline {
-    kernel: Kernel,
+    #[serde(default)]
+    kernel: Option<Kernel>,
+    #[serde(default)]
+    target: Option<Target>,
     toolchain: Toolchain,
     matrix: Matrix,
     #[serde(default)]
@@ -872,6 +1148,12 @@ struct RawStage {
     command: Vec<String>,
     #[serde(default)]
     cache: Option<bool>,
+    #[serde(default)]
+    launches: Option<u64>,
+    #[serde(default)]
+    suppressions: Option<PathBuf>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
 }
 
 /// A duration written for people: `90s`, `10m`, `1h 30m`.
@@ -974,7 +1256,7 @@ impl<'de> Deserialize<'de> for Config {
             type Value = Config;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str(
-                    "a map of -D defines such as {HEAD_DIM: 64}, or {source: FILE, defines: {...}}",
+                    "a map of -D defines such as {HEAD_DIM: 64}, or {source: FILE, defines: {...}, env: {...}}",
                 )
             }
             fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Config, A::Error> {
@@ -990,6 +1272,12 @@ impl<'de> Deserialize<'de> for Config {
                                 .defines
                                 .extend(map.next_value::<BTreeMap<String, Define>>()?);
                         }
+                        "env" => {
+                            nested = true;
+                            config
+                                .env
+                                .extend(map.next_value::<BTreeMap<String, String>>()?);
+                        }
                         _ => {
                             bare = true;
                             let value = map.next_value::<Define>()?;
@@ -998,7 +1286,7 @@ impl<'de> Deserialize<'de> for Config {
                     }
                     if nested && bare {
                         return Err(de::Error::custom(
-                            "write defines either all under `defines:` or all bare, not both",
+                            "write defines either all under `defines:` (beside `env:`) or all bare, not both",
                         ));
                     }
                 }

@@ -59,4 +59,6 @@ pub mod preflight;
 pub mod progress;
 pub mod rundir;
 pub mod stages;
+pub mod steps;
+pub mod target;
 pub mod toolchain;

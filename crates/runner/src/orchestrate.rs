@@ -25,6 +25,7 @@ use crate::preflight::{self, BuiltinHarness, Preflight};
 use crate::progress::{Event, Progress};
 use crate::rundir::{self, RunDir, WriteError};
 use crate::stages::{self, Paths};
+use crate::steps;
 use crate::toolchain::Env;
 
 /// How to run.
@@ -102,6 +103,11 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
     hash_input(&mut inputs, Path::new(&pipeline_name))?;
     for source in pipeline.sources() {
         hash_input(&mut inputs, source)?;
+    }
+    if let Some(target) = &pipeline.target {
+        for file in crate::target::source_files(pipeline, target) {
+            hash_input(&mut inputs, &file)?;
+        }
     }
     let pipeline_hash = inputs.get(&pipeline_name).cloned().unwrap_or_default();
 
@@ -259,6 +265,7 @@ impl Executor<'_> {
         let paths = Paths {
             unit_dir: self.dir.relative.join(&unit.dir),
             cubin,
+            build_dir: self.build_dir(unit),
         };
         stages::planned(unit, stage_cfg, self.pipeline, self.preflight, &paths).unwrap_or_default()
     }
@@ -280,6 +287,8 @@ impl Executor<'_> {
             cached_from: None,
             input_hash: None,
             logs: Vec::new(),
+            unit: None,
+            launch_search: None,
         };
         let Some(stage_cfg) = stage_cfg else {
             record.status = StageStatus::Failed;
@@ -303,7 +312,9 @@ impl Executor<'_> {
         }
         let cubin_name = stages::cubin_name(self.pipeline, unit.config.as_deref());
         let mut cubin = None;
-        if let Some(compile) = unit.compile {
+        if let Some(compile) = unit.compile
+            && self.pipeline.target.is_none()
+        {
             let compile_unit = self.plan.units.get(compile);
             let status = self.statuses.get(compile).copied().flatten();
             let path = compile_unit.map(|u| self.dir.relative.join(&u.dir).join(&cubin_name));
@@ -334,9 +345,15 @@ impl Executor<'_> {
             }
         }
         let unit_dir = self.dir.relative.join(&unit.dir);
+        if let Some(reason) = self.build_blocker(unit) {
+            record.reason = Some(reason);
+            record.command = self.planned(unit, stage_cfg);
+            return Ok((record, None));
+        }
         let paths = Paths {
             unit_dir: unit_dir.clone(),
             cubin: cubin.clone(),
+            build_dir: self.build_dir(unit),
         };
         let invocation =
             match stages::invocation(unit, stage_cfg, self.pipeline, self.preflight, &paths) {
@@ -352,6 +369,7 @@ impl Executor<'_> {
                 }
             };
         record.command = invocation.display.clone();
+        record.unit = Some(invocation.unit.clone());
         let flags = (unit.kind == StageKind::Compile).then(|| {
             (
                 format!("flags:{}", slash(&unit.dir)),
@@ -394,14 +412,44 @@ impl Executor<'_> {
         }
 
         let dest = self.dir.unit_dir(&unit.dir)?;
-        let mut command = exec::Command::new(
-            invocation.argv.iter().cloned(),
-            &self.pipeline.root,
-            stage_cfg.timeout,
-        );
-        command.grace = self.pipeline.grace;
-        command.stdout = Some(dest.join(&invocation.stdout));
-        command.stderr = Some(dest.join(&invocation.stderr));
+        if let Some(build_dir) = self.build_dir(unit) {
+            self.dir.unit_dir(
+                build_dir
+                    .strip_prefix(&self.dir.relative)
+                    .unwrap_or(&build_dir),
+            )?;
+        }
+        if self.pipeline.target.is_some() {
+            match unit.kind {
+                StageKind::Sass => {
+                    let dirs = self.product_dirs(unit);
+                    steps::sass(&mut record, &invocation, &dirs, &dest, self.step_cx(stage_cfg));
+                    return Ok((record, flags));
+                }
+                StageKind::Stress => {
+                    let Some(target) = &self.pipeline.target else {
+                        return Ok((record, flags));
+                    };
+                    let paths = Paths {
+                        unit_dir: unit_dir.clone(),
+                        cubin: None,
+                        build_dir: self.build_dir(unit),
+                    };
+                    let search = steps::Search {
+                        unit,
+                        stage: stage_cfg,
+                        pipeline: self.pipeline,
+                        target,
+                        preflight: self.preflight,
+                        paths: &paths,
+                    };
+                    search.run(&mut record, &dest, self.step_cx(stage_cfg));
+                    return Ok((record, flags));
+                }
+                _ => {}
+            }
+        }
+        let command = self.command(&invocation, stage_cfg, &dest);
         let outcome = match exec::run(&command, self.interrupt) {
             Ok(outcome) => outcome,
             Err(e) => {
@@ -421,13 +469,23 @@ impl Executor<'_> {
             &invocation,
             is_compile.then_some(cubin_name.as_str()),
         );
-        let (status, reason) = stages::decide(
-            unit.kind,
-            &invocation.tool,
-            stage_cfg.timeout,
-            outcome.ending,
-            &gathered,
-        );
+        let (status, reason) = if self.pipeline.target.is_some() {
+            stages::decide_target(
+                unit.kind,
+                &invocation.tool,
+                stage_cfg.timeout,
+                outcome.ending,
+                &gathered,
+            )
+        } else {
+            stages::decide(
+                unit.kind,
+                &invocation.tool,
+                stage_cfg.timeout,
+                outcome.ending,
+                &gathered,
+            )
+        };
         record.status = status;
         record.reason = reason;
         record.logs = gathered
@@ -441,7 +499,92 @@ impl Executor<'_> {
         if is_compile && gathered.cubin_present {
             self.remember_cubin(index, &dest.join(&cubin_name));
         }
+        if is_compile && self.pipeline.target.is_some() {
+            self.cubins.insert(index, input_hash);
+        }
         Ok((record, flags))
+    }
+
+    /// The process of a single-step unit: its argv, working directory, environment and logs.
+    fn command(
+        &self,
+        invocation: &stages::Invocation,
+        stage: &config::Stage,
+        dest: &Path,
+    ) -> exec::Command {
+        let cwd = invocation
+            .cwd
+            .as_ref()
+            .map_or_else(|| self.pipeline.root.clone(), |c| self.pipeline.resolve(c));
+        let mut command = exec::Command::new(invocation.argv.iter().cloned(), &cwd, stage.timeout);
+        command.grace = self.pipeline.grace;
+        command.env = invocation
+            .env
+            .iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        command.stdout = Some(dest.join(&invocation.stdout));
+        command.stderr = Some(dest.join(&invocation.stderr));
+        command
+    }
+
+    fn step_cx(&self, stage: &config::Stage) -> steps::StepCx<'_> {
+        steps::StepCx {
+            root: &self.pipeline.root,
+            run_dir: &self.dir.relative,
+            timeout: stage.timeout,
+            grace: self.pipeline.grace,
+            interrupt: self.interrupt,
+        }
+    }
+
+    /// A target unit's build directory: inside its config's build unit, or, for a target without
+    /// a build, `build/<config>/<arch>` in the run directory.
+    fn build_dir(&self, unit: &Unit) -> Option<PathBuf> {
+        self.pipeline.target.as_ref()?;
+        let compile = unit.compile.and_then(|c| self.plan.units.get(c));
+        Some(match compile {
+            Some(c) => self.dir.relative.join(&c.dir).join("build"),
+            None if unit.kind == StageKind::Compile => {
+                self.dir.relative.join(&unit.dir).join("build")
+            }
+            None => {
+                let mut dir = self.dir.relative.join("build");
+                dir.extend(unit.config.iter());
+                dir.extend(unit.arch.iter());
+                dir
+            }
+        })
+    }
+
+    /// Why a target unit cannot run: its config's build did not succeed.
+    fn build_blocker(&self, unit: &Unit) -> Option<String> {
+        self.pipeline.target.as_ref()?;
+        let compile = unit.compile?;
+        let status = self.statuses.get(compile).copied().flatten();
+        match status {
+            Some(StageStatus::Passed | StageStatus::Findings) => None,
+            status => Some(format!(
+                "the build for {} {} {}",
+                unit.config.as_deref().unwrap_or_default(),
+                unit.arch.as_deref().unwrap_or_default(),
+                status.map_or("did not run", crate::progress::status_word)
+            )),
+        }
+    }
+
+    /// Where a target's SASS stage looks for products: the build directory (JIT caches
+    /// included) and the build's declared product directories.
+    fn product_dirs(&self, unit: &Unit) -> Vec<PathBuf> {
+        let absolute = |p: &Path| {
+            let p = self.pipeline.resolve(p);
+            std::path::absolute(&p).unwrap_or(p)
+        };
+        let mut dirs: Vec<PathBuf> = self.build_dir(unit).map(|d| absolute(&d)).into_iter().collect();
+        if let Some(build) = self.pipeline.target.as_ref().and_then(|t| t.build.as_ref()) {
+            dirs.extend(build.products.iter().map(|p| absolute(p)));
+        }
+        dirs
     }
 
     fn remember_cubin(&mut self, index: usize, path: &Path) {
@@ -468,12 +611,42 @@ impl Executor<'_> {
                 .collect(),
             ..Key::default()
         };
-        if unit.kind == StageKind::Compile {
+        if let Some(target) = &self.pipeline.target {
+            // Every file of the target's tree: a changed header or script never serves stale
+            // evidence. The environment counts as much as the argv.
+            for file in crate::target::source_files(self.pipeline, target) {
+                key.files.insert(slash(&file), self.input_sha(&file));
+            }
+            for (name, value) in &invocation.unit.env {
+                key.command
+                    .push(format!("{name}={}", value.replace(&run, "<run>")));
+            }
+            if let Some(sha) = unit.compile.and_then(|c| self.cubins.get(&c)) {
+                key.files.insert("<build>".into(), sha.clone());
+            }
+            if unit.kind == StageKind::Sass {
+                for dir in self.product_dirs(unit) {
+                    for (product, _) in crate::target::products(&[dir]) {
+                        let name = product
+                            .strip_prefix(&self.pipeline.root)
+                            .map_or_else(|_| slash(&product), slash);
+                        let sha = hash::file(&product).unwrap_or_default();
+                        key.files.insert(name.replace(&run, "<run>"), sha);
+                    }
+                }
+            }
+        } else if unit.kind == StageKind::Compile
+            && let Some(kernel) = &self.pipeline.kernel
+        {
             // The kernel source and includes count even for a config with its own source: fault
             // variants include the kernel.
-            let mut files = vec![self.pipeline.kernel.source.as_path()];
-            files.extend(self.pipeline.kernel.includes.iter().map(PathBuf::as_path));
-            files.extend(unit.config.as_deref().map(|c| self.pipeline.source_of(c)));
+            let mut files = vec![kernel.source.as_path()];
+            files.extend(kernel.includes.iter().map(PathBuf::as_path));
+            files.extend(
+                unit.config
+                    .as_deref()
+                    .and_then(|c| self.pipeline.source_of(c)),
+            );
             for file in files {
                 key.files.insert(slash(file), self.input_sha(file));
             }
@@ -577,6 +750,8 @@ fn write_report(
         cached_from: None,
         input_hash: None,
         logs: Vec::new(),
+        unit: None,
+        launch_search: None,
     };
     if let Some(Blocked::Skip(reason) | Blocked::Fail(reason)) = &unit.blocked {
         record.status = StageStatus::Skipped;

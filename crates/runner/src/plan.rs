@@ -149,12 +149,27 @@ pub fn plan(
                     }
                 }
             }
+            StageKind::Baseline if pipeline.target.is_some() => {
+                units.push(unit(None, None, None));
+            }
             StageKind::Baseline => {
                 for case in pipeline.case_instances(stage, None) {
                     units.push(unit(None, None, Some(case)));
                 }
             }
             StageKind::Report => units.push(unit(None, None, None)),
+            _ if pipeline.target.is_some() => {
+                // A target's program decides what it runs: one unit per config and GPU arch.
+                for config in stage_configs {
+                    for arch in &gpu_arches {
+                        let mut u = unit(Some(config), Some(arch), None);
+                        if !compile_units.is_empty() {
+                            attach_compile(&mut u, &compile_units, &units, pipeline);
+                        }
+                        units.push(u);
+                    }
+                }
+            }
             _ => {
                 for config in stage_configs {
                     for arch in &gpu_arches {

@@ -6,15 +6,17 @@
 //! command. [`gather`] reads back what the unit wrote and parses it with `parsers`, and
 //! [`decide`] turns the process ending plus that evidence into a [`StageStatus`] with a reason.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use parsers::harness::HarnessOutput;
 use parsers::{Format, ParsedLog, Severity};
-use report::{StageKind, StageStatus};
+use report::{StageKind, StageStatus, TargetKind, Wrapper};
 
-use crate::config::{self, Pipeline, Stage};
+use crate::config::{self, Pipeline, Stage, Target};
+use crate::target;
 use crate::exec::Ending;
 use crate::plan::Unit;
 use crate::preflight::Preflight;
@@ -44,6 +46,14 @@ pub struct Invocation {
     pub logs: Vec<(String, Option<Format>)>,
     /// The tool named in messages.
     pub tool: String,
+    /// Logs whose format is told from their content (a program's results or timings).
+    pub detect: Vec<String>,
+    /// Environment variables for the process, besides the runner's own.
+    pub env: BTreeMap<String, String>,
+    /// Its working directory, relative to the pipeline root; `None`: the root.
+    pub cwd: Option<PathBuf>,
+    /// What the unit runs, as the manifest records it.
+    pub unit: report::Unit,
 }
 
 /// Where things are, for building an invocation.
@@ -53,13 +63,19 @@ pub struct Paths {
     pub unit_dir: PathBuf,
     /// The cubin the unit consumes, relative to the pipeline root.
     pub cubin: Option<PathBuf>,
+    /// A target's build directory for the unit's config and arch, relative to the pipeline
+    /// root.
+    pub build_dir: Option<PathBuf>,
 }
 
 /// The cubin a compile unit of `config` writes, inside its directory.
 pub fn cubin_name(pipeline: &Pipeline, config: Option<&str>) -> String {
-    let source = config.map_or(pipeline.kernel.source.as_path(), |c| pipeline.source_of(c));
+    let source = match config {
+        Some(c) => pipeline.source_of(c),
+        None => pipeline.kernel.as_ref().map(|k| k.source.as_path()),
+    };
     let stem = source
-        .file_stem()
+        .and_then(Path::file_stem)
         .map_or_else(|| "kernel".into(), |s| s.to_string_lossy().into_owned());
     format!("{stem}.cubin")
 }
@@ -141,8 +157,11 @@ fn build(
         cmd.words(stage.harness_args.iter().map(String::as_str));
         Ok(())
     };
+    if let Some(target) = &pipeline.target {
+        return target_invocation(unit, stage, pipeline, target, preflight, paths, build);
+    }
     let arch = unit.arch.as_deref().unwrap_or("sm_90");
-    match unit.kind {
+    let mut invocation = match unit.kind {
         StageKind::Compile => {
             cmd.tool("nvcc", tool_path("nvcc")?);
             cmd.words(["-cubin", "-O3", "-lineinfo"]);
@@ -157,7 +176,11 @@ fn build(
             cmd.word("-o");
             let cubin = cubin_name(pipeline, Some(config));
             cmd.path(&file(&cubin));
-            cmd.path(pipeline.source_of(config));
+            cmd.path(
+                pipeline
+                    .source_of(config)
+                    .ok_or("the built-in kernel has no source")?,
+            );
             Ok(cmd.finish(
                 "nvcc",
                 "stdout.log",
@@ -283,7 +306,9 @@ fn build(
         }
         StageKind::Report => Err("the report stage runs no process".to_string()),
         _ => Err("unknown stage kind".to_string()),
-    }
+    }?;
+    invocation.unit = builtin_unit(unit, stage, pipeline);
+    Ok(invocation)
 }
 
 /// How the harness is launched for a unit.
@@ -326,6 +351,8 @@ fn harness(
     }
     let kernel = pipeline
         .kernel
+        .as_ref()
+        .ok_or("no built-in kernel")?
         .entry_points
         .get(&case.dtype)
         .ok_or_else(|| format!("no entry point for {}", case.dtype))?;
@@ -391,8 +418,354 @@ impl Argv {
             stderr: stderr.to_string(),
             logs,
             tool: tool.to_string(),
+            detect: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            unit: report::Unit::default(),
         }
     }
+}
+
+/// The typed record of a built-in kernel's unit.
+fn builtin_unit(unit: &Unit, stage: &Stage, pipeline: &Pipeline) -> report::Unit {
+    let config = unit.config.as_deref().and_then(|c| pipeline.matrix.configs.get(c));
+    let flag = |name: &str| {
+        let mut args = stage.args.iter();
+        while let Some(arg) = args.next() {
+            if arg == name {
+                return args.next().cloned();
+            }
+            if let Some(value) = arg.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+                return Some(value.to_string());
+            }
+        }
+        None
+    };
+    let launches_harness = config::launches_kernel(unit.kind);
+    report::Unit {
+        target: if launches_harness {
+            TargetKind::Harness
+        } else if unit.kind == StageKind::Baseline {
+            TargetKind::Baseline
+        } else {
+            TargetKind::Tool
+        },
+        wrapper: wrapper_of(unit.kind),
+        defines: config
+            .map(|c| {
+                c.defines
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.0.clone()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        env: BTreeMap::new(),
+        source: (unit.kind == StageKind::Compile)
+            .then(|| unit.config.as_deref().and_then(|c| pipeline.source_of(c)))
+            .flatten()
+            .map(|p| crate::orchestrate::slash(p)),
+        arch: unit.arch.clone(),
+        case: unit.case.as_ref().map(|c| report::Case {
+            name: c.case.clone(),
+            label: format!(
+                "{} {}{}",
+                c.shape,
+                c.dtype,
+                if c.causal { " causal" } else { "" }
+            ),
+        }),
+        kernel: unit.case.as_ref().and_then(|c| {
+            pipeline
+                .kernel
+                .as_ref()
+                .and_then(|k| k.entry_points.get(&c.dtype).cloned())
+        }),
+        mode: launches_harness.then(|| {
+            if config::wraps_harness(unit.kind) {
+                "once".to_string()
+            } else {
+                config::kind_name(unit.kind).to_string()
+            }
+        }),
+        launches: flag("--launches").and_then(|n| n.parse().ok()),
+        max_registers: flag("-maxrregcount").and_then(|n| n.parse().ok()),
+    }
+}
+
+/// What wraps the target in a stage of this kind.
+fn wrapper_of(kind: StageKind) -> Option<Wrapper> {
+    let check = match kind {
+        StageKind::Memcheck => parsers::Tool::Memcheck,
+        StageKind::Racecheck => parsers::Tool::Racecheck,
+        StageKind::Initcheck => parsers::Tool::Initcheck,
+        StageKind::Synccheck => parsers::Tool::Synccheck,
+        StageKind::Profile => return Some(Wrapper::Ncu),
+        _ => return None,
+    };
+    Some(Wrapper::ComputeSanitizer { check })
+}
+
+/// The file a target's program may write its results or timings to (`{out}`, `EXHIBIT_OUT`).
+pub const PROGRAM_OUT: &str = "results.json";
+
+/// The placeholder values of a target unit; `absolute` for the process, else as recorded.
+pub fn target_vars(
+    unit: &Unit,
+    pipeline: &Pipeline,
+    paths: &Paths,
+    launches: Option<u64>,
+    absolute: bool,
+) -> target::Vars {
+    let place = |p: &Path| {
+        let p = pipeline.resolve(p);
+        if absolute {
+            std::path::absolute(&p).unwrap_or(p)
+        } else {
+            p.strip_prefix(&pipeline.root)
+                .map(Path::to_path_buf)
+                .unwrap_or(p)
+        }
+    };
+    let config = unit.config.as_deref().unwrap_or_default();
+    target::Vars {
+        build_dir: place(paths.build_dir.as_deref().unwrap_or(Path::new("build"))),
+        arch: unit.arch.clone().unwrap_or_default(),
+        config: config.to_string(),
+        defines: target::define_words(pipeline.matrix.configs.get(config)),
+        launches,
+        out: config::launches_kernel(unit.kind)
+            .then(|| place(&paths.unit_dir.join(PROGRAM_OUT)))
+            .or_else(|| (unit.kind == StageKind::Baseline).then(|| place(&paths.unit_dir.join(PROGRAM_OUT)))),
+    }
+}
+
+/// The program argv and environment of a target unit (before any wrapper), both as run and as
+/// recorded.
+pub struct ProgramLine {
+    pub argv: Vec<String>,
+    pub display: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub env_display: BTreeMap<String, String>,
+}
+
+/// The words and environment a target unit's program (or build) runs with.
+pub fn program_line(
+    unit: &Unit,
+    stage: &Stage,
+    pipeline: &Pipeline,
+    target: &Target,
+    paths: &Paths,
+    launches: Option<u64>,
+) -> ProgramLine {
+    let words: Vec<String> = if unit.kind == StageKind::Compile {
+        target
+            .build
+            .as_ref()
+            .map(|b| b.command.clone())
+            .unwrap_or_default()
+    } else if !stage.command.is_empty() {
+        stage.command.clone()
+    } else {
+        target.program.command.clone()
+    };
+    let mut words = words;
+    if unit.kind != StageKind::Compile {
+        words.extend(stage.args.iter().cloned());
+    }
+    let run = target_vars(unit, pipeline, paths, launches, true);
+    let shown = target_vars(unit, pipeline, paths, launches, false);
+    let config = unit
+        .config
+        .as_deref()
+        .and_then(|c| pipeline.matrix.configs.get(c));
+    let mut extra: BTreeMap<String, String> = BTreeMap::new();
+    if let Some(config) = config {
+        extra.extend(config.env.clone());
+    }
+    if unit.kind == StageKind::Compile {
+        extra.extend(target.build.iter().flat_map(|b| b.env.clone()));
+    } else {
+        extra.extend(target.program.env.clone());
+    }
+    extra.extend(stage.env.clone());
+    if config::is_sanitizer(unit.kind) && target.program.is_python() {
+        // The caching allocator hands out slabs: an access past a tensor lands inside another
+        // block and memcheck sees nothing (pytorch#45294).
+        extra.insert("PYTORCH_NO_CUDA_MEMORY_CACHING".into(), "1".into());
+    }
+    let mut env = run.env();
+    env.extend(extra.clone());
+    let mut env_display = shown.env();
+    env_display.extend(extra);
+    ProgramLine {
+        argv: run.expand(&words),
+        display: shown.expand(&words),
+        env,
+        env_display,
+    }
+}
+
+/// A target's units: its build, its program alone or inside compute-sanitizer or ncu, and its
+/// baseline. The SASS of its products and the stress search run several processes and are
+/// driven by the orchestrator; this builds their first step's record.
+fn target_invocation(
+    unit: &Unit,
+    stage: &Stage,
+    pipeline: &Pipeline,
+    target: &Target,
+    preflight: &Preflight,
+    paths: &Paths,
+    build: Build,
+) -> Result<Invocation, String> {
+    let tool_path = |name: &str| match preflight.toolchain.get(name) {
+        Some(t) => Ok(t.path.clone()),
+        None if build == Build::Plan => Ok(PathBuf::from(name)),
+        None => Err(preflight
+            .missing(name)
+            .unwrap_or_else(|| format!("{name} not found"))),
+    };
+    let launches = (unit.kind == StageKind::Stress).then(|| stage.launches.unwrap_or(1));
+    let line = program_line(unit, stage, pipeline, target, paths, launches);
+    let mut cmd = Argv::default();
+    // A program named by a tool's name (nvcc, python3) runs the tool this machine resolved.
+    let push_program = |cmd: &mut Argv| {
+        for (i, (word, shown)) in line.argv.iter().zip(&line.display).enumerate() {
+            match preflight.toolchain.get(word.as_str()) {
+                Some(tool) if i == 0 => cmd.tool(shown, tool.path.clone()),
+                _ => {
+                    cmd.argv.push(word.into());
+                    cmd.display.push(shown.clone());
+                }
+            }
+        }
+    };
+    let kind = unit.kind;
+    let mut invocation = match kind {
+        StageKind::Compile => {
+            push_program(&mut cmd);
+            cmd.finish(
+                "build",
+                "stdout.log",
+                "stderr.log",
+                vec![
+                    ("stdout.log".into(), Some(Format::Ptxas)),
+                    ("stderr.log".into(), Some(Format::Ptxas)),
+                ],
+            )
+        }
+        StageKind::Sass => {
+            cmd.tool("cuobjdump", tool_path("cuobjdump")?);
+            cmd.word("-sass");
+            cmd.words(stage.args.iter().map(String::as_str));
+            cmd.finish("cuobjdump", "products.log", "stderr.log", Vec::new())
+        }
+        kind if config::is_sanitizer(kind) => {
+            let tool = config::kind_name(kind);
+            cmd.tool("compute-sanitizer", tool_path("compute-sanitizer")?);
+            cmd.words(["--tool", tool, "--target-processes", "all", "--error-exitcode"]);
+            cmd.word(&SANITIZER_ERROR_EXITCODE.to_string());
+            if let Some(limit) = stage.print_limit {
+                cmd.words(["--print-limit", &limit.to_string()]);
+            }
+            if let Some(file) = &stage.suppressions {
+                cmd.word("--suppressions");
+                cmd.path(file);
+            }
+            cmd.words(stage.args.iter().map(String::as_str));
+            push_program(&mut cmd);
+            let log = format!("{tool}.log");
+            let mut inv = cmd.finish(
+                "compute-sanitizer",
+                &log,
+                "stderr.log",
+                vec![
+                    (log.clone(), Some(Format::ComputeSanitizer)),
+                    ("stderr.log".into(), None),
+                ],
+            );
+            inv.detect.push(PROGRAM_OUT.into());
+            inv
+        }
+        StageKind::Profile => {
+            cmd.tool("ncu", tool_path("ncu")?);
+            cmd.words(["--csv", "--clock-control", "none", "--target-processes", "all"]);
+            // The stage's args are ncu's here (kernel filter, launch count, sections).
+            let program_args = stage.args.len();
+            let line_words = line.argv.len().saturating_sub(program_args);
+            cmd.words(stage.args.iter().map(String::as_str));
+            for (i, (word, shown)) in line
+                .argv
+                .iter()
+                .zip(&line.display)
+                .take(line_words)
+                .enumerate()
+            {
+                match preflight.toolchain.get(word.as_str()) {
+                    Some(tool) if i == 0 => cmd.tool(shown, tool.path.clone()),
+                    _ => {
+                        cmd.argv.push(word.into());
+                        cmd.display.push(shown.clone());
+                    }
+                }
+            }
+            cmd.finish(
+                "ncu",
+                "ncu.csv",
+                "stderr.log",
+                vec![
+                    ("ncu.csv".into(), Some(Format::NcuCsv)),
+                    ("stderr.log".into(), None),
+                ],
+            )
+        }
+        StageKind::Check | StageKind::Stress | StageKind::Bench | StageKind::Baseline => {
+            push_program(&mut cmd);
+            let mut inv = cmd.finish(
+                "program",
+                "stdout.log",
+                "stderr.log",
+                vec![("stdout.log".into(), None), ("stderr.log".into(), None)],
+            );
+            inv.detect.push(PROGRAM_OUT.into());
+            if matches!(kind, StageKind::Bench | StageKind::Baseline) {
+                // Timings printed on stdout count when no file was written.
+                inv.detect.push("stdout.log".into());
+            }
+            inv
+        }
+        _ => return Err("the report stage runs no process".to_string()),
+    };
+    invocation.env = line.env;
+    invocation.cwd = if kind == StageKind::Compile {
+        None
+    } else {
+        target.program.cwd.clone()
+    };
+    invocation.unit = report::Unit {
+        target: match kind {
+            StageKind::Compile => TargetKind::Build,
+            StageKind::Sass => TargetKind::Tool,
+            StageKind::Baseline => TargetKind::Baseline,
+            _ => TargetKind::Program,
+        },
+        wrapper: wrapper_of(kind),
+        defines: unit
+            .config
+            .as_deref()
+            .and_then(|c| pipeline.matrix.configs.get(c))
+            .map(|c| {
+                c.defines
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.0.clone()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        env: line.env_display,
+        arch: unit.arch.clone(),
+        launches,
+        ..report::Unit::default()
+    };
+    Ok(invocation)
 }
 
 /// What a finished unit left behind, read back and parsed.
@@ -414,6 +787,10 @@ pub struct Gathered {
     pub counters_denied: bool,
     /// Whether a compile unit's cubin exists.
     pub cubin_present: bool,
+    /// A target program's stdout and stderr, for saying how it failed.
+    pub program_output: String,
+    /// Whether the program wrote results or timings in a known format.
+    pub program_results: bool,
 }
 
 /// Reads a unit's files and parses those with a format.
@@ -448,7 +825,201 @@ pub fn gather(dir: &Path, invocation: &Invocation, cubin: Option<&str>) -> Gathe
             .parsed
             .push((name.clone(), parsers::parse(*format, &text)));
     }
+    // A program's own results and timings: their format is told from their content.
+    for name in &invocation.detect {
+        let Ok(bytes) = std::fs::read(dir.join(name)) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        if *name == invocation.stdout || *name == invocation.stderr {
+            gathered.program_output.push_str(&text);
+        }
+        let format = parsers::detect(&text).filter(|f| {
+            matches!(
+                f,
+                Format::Harness
+                    | Format::PytestBenchmark
+                    | Format::GoogleBenchmark
+                    | Format::ProgramResults
+            )
+        });
+        match gathered.present.iter_mut().find(|(n, _)| n == name) {
+            Some(entry) => entry.1 = entry.1.or(format),
+            None => gathered.present.push((name.clone(), format)),
+        }
+        if let Some(format) = format {
+            gathered.program_results = true;
+            gathered
+                .parsed
+                .push((name.clone(), parsers::parse(format, &text)));
+        }
+    }
+    for name in [&invocation.stdout, &invocation.stderr] {
+        if !invocation.detect.contains(name)
+            && let Ok(text) = std::fs::read_to_string(dir.join(name))
+        {
+            gathered.program_output.push_str(&text);
+        }
+    }
     gathered
+}
+
+/// Turns a target unit's ending and evidence into its status and reason. A program that fails
+/// is a finding (the program is what is under test); a tool that breaks is a failure.
+pub fn decide_target(
+    kind: StageKind,
+    tool: &str,
+    timeout: Duration,
+    ending: Ending,
+    evidence: &Gathered,
+) -> (StageStatus, Option<String>) {
+    let how = || {
+        crate::target::failure_line(&evidence.program_output, "")
+            .map(|l| format!(": {l}"))
+            .unwrap_or_default()
+    };
+    let code = match ending {
+        Ending::Exited(code) => code,
+        Ending::Signaled(signal) if kind != StageKind::Compile => {
+            return (
+                StageStatus::Findings,
+                Some(format!(
+                    "the program was killed by {}{}",
+                    signal_name(signal),
+                    how()
+                )),
+            );
+        }
+        other => return decide(kind, tool, timeout, other, evidence),
+    };
+    let findings = findings(evidence);
+    let results_failed = evidence
+        .parsed
+        .iter()
+        .filter(|(_, p)| matches!(p.format, Format::ProgramResults | Format::Harness))
+        .flat_map(|(_, p)| &p.findings)
+        .find(|f| f.severity == Severity::Error);
+    match kind {
+        StageKind::Compile if code != 0 => match find_kind(evidence, parsers::FindingKind::CompileError) {
+            Some(message) => (
+                StageStatus::Findings,
+                Some(format!("compile error: {message}")),
+            ),
+            None => (
+                StageStatus::Failed,
+                Some(format!("the build exited with status {code}{}", how())),
+            ),
+        },
+        StageKind::Compile => verdict_from_findings(&findings),
+        kind if config::is_sanitizer(kind) => {
+            let log = evidence
+                .parsed
+                .iter()
+                .find(|(_, p)| p.format == Format::ComputeSanitizer)
+                .map(|(_, p)| p);
+            let complete = log.is_some_and(|p| p.complete);
+            let errors = log.and_then(|p| p.reported_errors).unwrap_or(0);
+            if code == SANITIZER_ERROR_EXITCODE || errors > 0 {
+                return (
+                    StageStatus::Findings,
+                    Some(format!("compute-sanitizer reported {errors} errors")),
+                );
+            }
+            if !complete {
+                return (
+                    StageStatus::Failed,
+                    Some(format!(
+                        "compute-sanitizer exited with status {code} without its summary{}",
+                        how()
+                    )),
+                );
+            }
+            if code != 0 {
+                return (
+                    StageStatus::Findings,
+                    Some(format!(
+                        "the program failed (exit {code}) with no {} error{}",
+                        config::kind_name(kind),
+                        how()
+                    )),
+                );
+            }
+            if let Some(f) = results_failed {
+                return (StageStatus::Findings, Some(f.message.clone()));
+            }
+            (StageStatus::Passed, None)
+        }
+        StageKind::Check | StageKind::Stress | StageKind::Bench => {
+            if code != 0 {
+                return (
+                    StageStatus::Findings,
+                    Some(format!("the program exited with status {code}{}", how())),
+                );
+            }
+            if let Some(f) = results_failed {
+                return (StageStatus::Findings, Some(f.message.clone()));
+            }
+            let timings = evidence
+                .parsed
+                .iter()
+                .map(|(_, p)| p.timings.len() + p.results.iter().filter(|r| r.bench.is_some()).count())
+                .sum::<usize>();
+            if kind == StageKind::Bench && timings == 0 {
+                return (
+                    StageStatus::Inconclusive,
+                    Some(
+                        "the program printed no timings in a known format (exhibit.harness/1, \
+                         pytest-benchmark or Google Benchmark JSON, on stdout or in {out})"
+                            .into(),
+                    ),
+                );
+            }
+            verdict_from_findings(&findings)
+        }
+        StageKind::Baseline => {
+            if code != 0 {
+                return (
+                    StageStatus::Failed,
+                    Some(format!("the baseline exited with status {code}{}", how())),
+                );
+            }
+            if !evidence.program_results {
+                return (
+                    StageStatus::Inconclusive,
+                    Some("the baseline printed no timings in a known format".into()),
+                );
+            }
+            (StageStatus::Passed, None)
+        }
+        StageKind::Profile => {
+            if evidence.counters_denied {
+                return (
+                    StageStatus::Skipped,
+                    Some("ncu cannot read performance counters (ERR_NVGPUCTRPERM)".into()),
+                );
+            }
+            let metrics = evidence
+                .parsed
+                .iter()
+                .filter(|(_, p)| p.format == Format::NcuCsv)
+                .map(|(_, p)| p.metrics.len())
+                .sum::<usize>();
+            if code != 0 {
+                (
+                    StageStatus::Findings,
+                    Some(format!("the program failed under ncu (exit {code}){}", how())),
+                )
+            } else if metrics == 0 {
+                (
+                    StageStatus::Inconclusive,
+                    Some("ncu reported no metrics (does the kernel filter match?)".into()),
+                )
+            } else {
+                (StageStatus::Passed, None)
+            }
+        }
+        _ => decide(kind, tool, timeout, ending, evidence),
+    }
 }
 
 /// Turns a unit's ending and evidence into its status and reason.

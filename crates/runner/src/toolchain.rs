@@ -155,6 +155,9 @@ pub fn discover(pipeline: &config::Pipeline, env: &Env, interrupt: &Interrupt) -
     let provisioned = cache_dir(env, &pipeline.toolchain.cuda)
         .filter(|dir| stamp_matches(dir, &pipeline.toolchain))
         .and_then(|dir| provisioned_bin(&dir));
+    if let Some(bin) = &provisioned {
+        link_libraries(bin);
+    }
     let mut toolchain = Toolchain::default();
     for &name in EXECUTABLES {
         match find(name, pipeline, env, provisioned.as_deref(), &toolchain) {
@@ -360,6 +363,7 @@ pub fn provision(
         version: version.clone(),
         dir: dir.clone(),
     })?;
+    link_libraries(&bin);
     let stamp = dir.join(STAMP);
     std::fs::write(&stamp, stamp_text(toolchain)).map_err(io(&stamp))?;
     say(&format!("provisioned CUDA {version}: {}", bin.display()));
@@ -367,6 +371,17 @@ pub fn provision(
 }
 
 const STAMP: &str = ".exhibit-complete";
+
+/// The wheels put the CUDA runtime's libraries in `<cu*>/lib`, where nvcc's profile looks in
+/// `<cu*>/lib64`: a `lib64 -> lib` link lets the pinned nvcc link executables (cudart_static,
+/// cudadevrt) as an installed toolkit does. Best effort: compile-only builds need none of it.
+fn link_libraries(bin: &Path) {
+    let Some(top) = bin.parent() else { return };
+    let lib64 = top.join("lib64");
+    if top.join("lib").is_dir() && std::fs::symlink_metadata(&lib64).is_err() {
+        let _ = std::os::unix::fs::symlink("lib", &lib64);
+    }
+}
 
 fn stamp_text(toolchain: &config::Toolchain) -> String {
     toolchain

@@ -227,7 +227,7 @@ fn durations(run: Option<&Run>) -> Vec<(String, Option<String>, Option<String>, 
                 (
                     s.name.clone(),
                     s.config.clone(),
-                    crate::tables::case_of_command(&s.command),
+                    crate::tables::case_label(s),
                     s.duration_ms,
                 )
             })

@@ -24,6 +24,7 @@ pub fn render(analysis: &Analysis, run: &Run) -> String {
     per_config(&mut out, analysis);
     correctness(&mut out, analysis);
     bench(&mut out, analysis, run);
+    crate::timings::markdown(&mut out, analysis);
     ncu(&mut out, analysis);
     environment(&mut out, analysis, run);
     next_steps(&mut out, analysis);

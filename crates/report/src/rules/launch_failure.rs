@@ -9,6 +9,91 @@ use crate::text::kernel_base;
 
 /// One draft per config, kernel and error text.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let mut out = harness_launches(ctx);
+    out.extend(programs(ctx));
+    out
+}
+
+/// A target's program that failed (its exit status, a signal, a failed check it reported) in a
+/// stage whose logs name no error of their own: a symptom of the config's root cause when one
+/// was found, else a finding of its own with the program's words.
+fn programs(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out: Vec<Draft> = Vec::new();
+    for stage in j.stages() {
+        let unit = stage.unit();
+        if unit.target != crate::TargetKind::Program
+            || stage.status != crate::StageStatus::Findings
+            || stage.launch_search.is_some()
+        {
+            continue;
+        }
+        let sources: Vec<usize> = j
+            .sources
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.stage.is_some_and(|st| std::ptr::eq(st, stage)))
+            .map(|(i, _)| i)
+            .collect();
+        let tool_errors = j.findings.iter().any(|f| {
+            sources.contains(&f.source)
+                && super::is_error(f.finding)
+                && f.finding.kind != parsers::FindingKind::CheckFailed
+        });
+        if tool_errors {
+            continue;
+        }
+        let reason = crate::text::scrub(
+            stage.reason.as_deref().unwrap_or("the program failed"),
+            &j.repo_files,
+        );
+        let config = stage.config.as_deref();
+        let root = ctx.prior.iter().position(|d| {
+            super::ROOT_CAUSES.contains(&d.rule)
+                && d.level == Level::Error
+                && !d.silent
+                && d.attach_to.is_none()
+                && d.config.as_deref() == config
+        });
+        let mut d = Draft::new(
+            "launch-failure",
+            Level::Error,
+            format!("The program fails: {reason}"),
+        );
+        d.attach_to = root;
+        d.config = stage.config.clone();
+        d.arch = stage.arch.clone();
+        d.key = reason.clone();
+        d.confidence = Confidence::Medium;
+        d.evidence.push(ctx.source_evidence(
+            sources.first().copied(),
+            config,
+            format!("{}: {reason}", stage.name),
+        ));
+        for (i, f) in j.findings.iter().enumerate() {
+            if sources.contains(&f.source) {
+                d.explains.push(i);
+            }
+        }
+        d.explanation = format!(
+            "The {} stage ran the program and it failed ({reason}). No tool in that stage \
+             located the fault.",
+            stage.name
+        );
+        d.fix = "Run the sanitizer stages on this config: their file:line is where to look."
+            .to_string();
+        if out
+            .iter()
+            .any(|o| o.config == d.config && o.key == d.key && o.attach_to == d.attach_to)
+        {
+            continue;
+        }
+        out.push(d);
+    }
+    out
+}
+
+fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out: Vec<Draft> = Vec::new();
     for r in &j.results {

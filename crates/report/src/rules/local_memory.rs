@@ -102,12 +102,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                             s.kind == crate::StageKind::Compile && s.config.as_deref() == Some(c)
                         })
                     })
-                    .and_then(|s| {
-                        s.command.iter().find_map(|a| {
-                            a.strip_prefix("-maxrregcount=")
-                                .and_then(|n| n.parse().ok())
-                        })
-                    })
+                    .and_then(|s| s.unit().max_registers)
             });
             if let Some(cap) = cap {
                 d.figures.insert("maxrregcount".into(), json!(cap));

@@ -11,6 +11,7 @@ use crate::text::{kernel_base, relative_path, scrub};
 
 mod barrier;
 mod catch_all;
+mod check_failed;
 mod compile_error;
 mod launch_failure;
 mod local_memory;
@@ -140,6 +141,15 @@ pub const RULES: &[Rule] = &[
         run: Some(tensor_cores::run),
     },
     Rule {
+        id: "check-failed",
+        name: "Failed program check",
+        description: "A user's program reported a check as failed (exhibit.results/1 \
+                      `passed: false`) or a Google Benchmark benchmark stopped with an error: \
+                      the test is named with the program's message.",
+        module: "crates/report/src/rules/check_failed.rs",
+        run: Some(check_failed::run),
+    },
+    Rule {
         id: "sanitizer-error",
         name: "Unexplained tool error",
         description: "Any error or warning a tool reported that no rule above explains: never \
@@ -256,13 +266,11 @@ impl Ctx<'_, '_> {
             let Some(source) = self.joined.sources.iter().find(|s| s.path == e.log) else {
                 return true;
             };
-            let stress_command = source.stage.is_some_and(|stage| {
-                stage.command.windows(2).any(|w| {
-                    w.first().is_some_and(|a| a == "--mode")
-                        && w.get(1).is_some_and(|m| m == "stress")
-                }) || stage.command.iter().any(|a| a == "--mode=stress")
+            let repeated = source.stage.is_some_and(|stage| {
+                let unit = stage.unit();
+                unit.mode.as_deref() == Some("stress") || unit.launches.is_some_and(|n| n > 1)
             });
-            !stress_command
+            !repeated
         })
     }
 
@@ -518,20 +526,12 @@ pub fn stage_shape(ctx: &Ctx, source: usize) -> Option<(parsers::harness::Shape,
                 return Some((r.result.shape.clone(), elem(&r.result.dtype)));
             }
         }
-        let mut shape = None;
-        let mut dtype = "f16".to_string();
-        let mut args = stage.command.iter();
-        while let Some(arg) = args.next() {
-            if arg == "--shape" {
-                shape = args.next().and_then(|s| parse_shape(s));
-            } else if let Some(s) = arg.strip_prefix("--shape=") {
-                shape = parse_shape(s);
-            } else if arg == "--dtype"
-                && let Some(d) = args.next()
-            {
-                dtype = d.clone();
-            }
-        }
+        // The case label reads `B,H,S,D dtype [causal]`.
+        let unit = stage.unit();
+        let label = unit.case.as_ref().map(|c| c.label.as_str()).unwrap_or("");
+        let mut words = label.split_whitespace();
+        let shape = words.next().and_then(parse_shape);
+        let dtype = words.next().unwrap_or("f16").to_string();
         return shape.map(|s| (s, elem(&dtype)));
     }
     j.results

@@ -11,8 +11,115 @@ use crate::diagnosis::{Confidence, Draft, Level};
 use crate::join::is_sanitizer;
 use crate::text::{kernel_base, plural};
 
-/// One draft per failing stress result.
+/// One draft per failing stress result, and per launch search of a target's program.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let mut out = harness_stress(ctx);
+    out.extend(searches(ctx));
+    out
+}
+
+/// A target program's stress search that found a failing count after a clean one: "clean at
+/// 8 launches, fails at 9", with memcheck's finding at the failing count as the place.
+fn searches(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out = Vec::new();
+    for stage in j.stages() {
+        let Some(search) = &stage.launch_search else {
+            continue;
+        };
+        let (Some(clean), Some(fails)) = (search.clean_at, search.fails_at) else {
+            continue;
+        };
+        let config = stage.config.as_deref();
+        let sources: Vec<usize> = j
+            .sources
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.stage.is_some_and(|st| std::ptr::eq(st, stage)))
+            .map(|(i, _)| i)
+            .collect();
+        // memcheck's errors at the failing count: the access the failure ends in.
+        let found: Vec<usize> = j
+            .findings
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| {
+                sources.contains(&f.source)
+                    && j.source(f.source)
+                        .is_some_and(|s| s.log.format == parsers::Format::ComputeSanitizer)
+                    && super::is_error(f.finding)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let first = found.first().and_then(|&i| j.findings.get(i));
+        let kernel = first.and_then(|f| f.finding.kernel.as_deref()).map(kernel_base);
+        let failure = search.failure.as_deref().unwrap_or("failed");
+        let mut d = Draft::new(
+            "repeated-launch-failure",
+            Level::Error,
+            format!(
+                "Fails only after repeated launches: clean at {}, fails at {fails}",
+                plural(clean, "launch", "launches")
+            ),
+        );
+        d.key = "search".into();
+        d.config = stage.config.clone();
+        d.arch = stage.arch.clone();
+        d.kernel = kernel.clone();
+        d.location = first.and_then(|f| ctx.place(f));
+        d.figures.insert("clean_at".into(), json!(clean));
+        d.figures.insert("fails_at".into(), json!(fails));
+        d.figures.insert("limit".into(), json!(search.limit));
+        let tried: Vec<String> = search
+            .attempts
+            .iter()
+            .map(|a| format!("{} {}", a.launches, if a.passed { "clean" } else { "fails" }))
+            .collect();
+        d.evidence.push(ctx.source_evidence(
+            sources.first().copied(),
+            config,
+            format!(
+                "stress: the program ran clean with {} and failed with {fails} ({failure}); \
+                 counts tried: {}",
+                plural(clean, "launch", "launches"),
+                tried.join(", ")
+            ),
+        ));
+        let mut signals = 2;
+        if let Some(f) = first {
+            signals += 1;
+            d.evidence.push(ctx.finding_evidence(f));
+            d.explains = found.clone();
+        }
+        d.confidence = Confidence::from_signals(signals);
+        d.explanation = format!(
+            "The same program, run with more launches, is clean up to {clean} and fails from \
+             {fails} on (doubling, then bisection, assuming a failure once seen persists at \
+             higher counts). State that survives a launch (a device-side counter, a workspace \
+             slot or index that is never reset or wrapped) walks one step per launch until it \
+             leaves its buffer.{}",
+            match (first, &d.location) {
+                (Some(_), Some(loc)) => format!(
+                    " memcheck at {fails} launches names the access{}.",
+                    super::at_location(Some(loc))
+                ),
+                _ => format!(" memcheck at {fails} launches reported no error."),
+            }
+        );
+        d.fix = "Reset or wrap per-launch state (index modulo the slot count, or reset it from \
+                 the host before each launch) and derive indices only from the launch's own \
+                 arguments; keep the stress stage at a count above the failing one as a \
+                 regression test."
+            .to_string();
+        if let Some(kernel) = &kernel {
+            d.attach_to = ctx.root_cause_for(config, kernel, false);
+        }
+        out.push(d);
+    }
+    out
+}
+
+fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out = Vec::new();
     for r in &j.results {

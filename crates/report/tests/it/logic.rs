@@ -196,6 +196,8 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
         cached_from: None,
         input_hash: None,
         logs: Vec::new(),
+        unit: None,
+        launch_search: None,
     });
     for (i, (kind, r)) in results.into_iter().enumerate() {
         let path = format!("{}/cfg/{i}.json", report::join::kind_name(kind));
@@ -235,6 +237,8 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
                 path,
                 format: Some(Format::Harness),
             }],
+            unit: None,
+            launch_search: None,
         });
     }
     ev

@@ -8,4 +8,5 @@ mod faults;
 mod formats;
 mod launch;
 mod logic;
+mod programs;
 mod support;

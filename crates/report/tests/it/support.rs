@@ -137,7 +137,9 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
                 Format::ComputeSanitizer | Format::ComputeSanitizerXml => Some("compute-sanitizer"),
                 Format::Sass => Some("cuobjdump"),
                 Format::Harness if v.starts_with("python3") => Some("python3"),
-                Format::Harness | Format::Ptxas => None,
+                Format::PytestBenchmark => Some("pytest-benchmark"),
+                Format::GoogleBenchmark => Some("google-benchmark"),
+                Format::Harness | Format::Ptxas | Format::ProgramResults => None,
             };
             if let Some(tool) = tool {
                 tools.insert(tool.into(), v.to_string());
@@ -165,6 +167,8 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
                 path: path.clone(),
                 format: Some(s.format),
             }],
+            unit: None,
+            launch_search: None,
         });
         logs.insert(path, parsed);
     }

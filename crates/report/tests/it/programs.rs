@@ -1,0 +1,150 @@
+//! Users' own programs: their benchmark timings (real pytest-benchmark and Google Benchmark
+//! captures) in the Timings table beside their baselines, and their failed checks
+//! (`exhibit.results/1`, hand-written fixtures) as root causes that fail the verdict.
+
+use parsers::Format;
+use report::join::join;
+use report::timings::timings;
+use report::{Level, StageKind, VerdictKind, analyze};
+
+use crate::support::{Step, assert_deterministic_text, evidence, markdown, read, step};
+
+/// A stage of a user's program, with no config.
+fn program(kind: StageKind, fixture: &'static str, format: Format) -> Step {
+    Step {
+        config: None,
+        ..step(kind, "", fixture, format)
+    }
+}
+
+/// A fixture's benchmark `stats.median` in seconds (pytest-benchmark).
+fn pytest_median(fixture: &str, name: &str) -> f64 {
+    let doc: serde_json::Value = serde_json::from_str(&read(fixture)).unwrap();
+    doc["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == name)
+        .unwrap()["stats"]["median"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn bench_timings_pair_with_baselines_of_the_same_name() {
+    let ev = evidence(
+        "pytest_vs_baseline",
+        &[
+            program(
+                StageKind::Bench,
+                "pytest-benchmark/fast.json",
+                Format::PytestBenchmark,
+            ),
+            program(
+                StageKind::Baseline,
+                "pytest-benchmark/baseline.json",
+                Format::PytestBenchmark,
+            ),
+        ],
+        &[],
+    );
+    let t = timings(&join(&ev));
+    assert_eq!(t.rows.len(), 2);
+    assert!(t.unpaired_baselines.is_empty());
+    for row in &t.rows {
+        let name = row.bench.timing.name.as_str();
+        let base = row.baseline.as_ref().expect("a baseline of the same name");
+        assert_eq!(base.timing.name, name);
+        assert_eq!(row.statistic, Some("median"));
+        let expected = pytest_median("pytest-benchmark/baseline.json", name)
+            / pytest_median("pytest-benchmark/fast.json", name);
+        let ratio = row.ratio.unwrap();
+        assert!((ratio - expected).abs() < 1e-9 * expected, "{name}");
+        // The baseline is the slower implementation in both benchmarks.
+        assert!(ratio > 1.0, "{name}: {ratio}");
+    }
+    let a = analyze(&ev);
+    assert_eq!(a.verdict.kind, VerdictKind::Clean, "{}", a.verdict.line);
+    let md = markdown(&ev);
+    assert!(md.contains("## Timings"), "{md}");
+    assert!(md.contains("| `test_sort_reversed` | 20 × 10 it |"), "{md}");
+    assert_deterministic_text(&md);
+    insta::assert_snapshot!("pytest_vs_baseline", md);
+}
+
+#[test]
+fn google_benchmark_errors_fail_the_verdict_and_timings_are_listed() {
+    let ev = evidence(
+        "google_benchmark",
+        &[program(
+            StageKind::Bench,
+            "google-benchmark/repetitions.json",
+            Format::GoogleBenchmark,
+        )],
+        &[],
+    );
+    let a = analyze(&ev);
+    assert_eq!(a.verdict.kind, VerdictKind::Failing, "{}", a.verdict.line);
+    let d = &a.diagnoses[0];
+    assert_eq!(d.rule, "check-failed");
+    assert_eq!(d.level, Level::Error);
+    assert_eq!(
+        d.title,
+        "Benchmark `failing_setup` stopped with an error: reference output not found"
+    );
+    assert_eq!(a.diagnoses.len(), 1, "{:#?}", a.diagnoses);
+    let t = timings(&a.joined);
+    assert_eq!(t.rows.len(), 4);
+    assert!(t.rows.iter().all(|r| r.baseline.is_none() && r.ratio.is_none()));
+    let md = markdown(&ev);
+    assert!(md.contains("## Timings"));
+    assert_deterministic_text(&md);
+    insta::assert_snapshot!("google_benchmark", md);
+}
+
+#[test]
+fn a_failed_program_check_is_a_root_cause_naming_the_test() {
+    let ev = evidence(
+        "program_check_failed",
+        &[program(
+            StageKind::Check,
+            "program-results/one_failed.json",
+            Format::ProgramResults,
+        )],
+        &[],
+    );
+    let a = analyze(&ev);
+    assert_eq!(a.verdict.kind, VerdictKind::Failing, "{}", a.verdict.line);
+    let mut titles: Vec<&str> = a.diagnoses.iter().map(|d| d.title.as_str()).collect();
+    titles.sort();
+    assert_eq!(
+        titles,
+        [
+            "Check `softmax_bf16_nan_row` failed",
+            "Check `softmax_f16_tail_1000` failed: row 999 differs: got 0.0, expected 0.03125",
+        ]
+    );
+    assert!(a.diagnoses.iter().all(|d| d.rule == "check-failed"));
+    let tail = a.diagnoses.iter().find(|d| d.title.contains("tail")).unwrap();
+    assert_eq!(tail.figures["max_abs_err"], 0.03125);
+    let md = markdown(&ev);
+    assert!(!md.contains("## Timings"), "no timings, no section");
+    assert_deterministic_text(&md);
+    insta::assert_snapshot!("program_check_failed", md);
+}
+
+#[test]
+fn passing_program_checks_are_clean() {
+    let ev = evidence(
+        "program_checks_passed",
+        &[program(
+            StageKind::Check,
+            "program-results/all_passed.json",
+            Format::ProgramResults,
+        )],
+        &[],
+    );
+    let a = analyze(&ev);
+    assert_eq!(a.verdict.kind, VerdictKind::Clean, "{}", a.verdict.line);
+    assert!(a.diagnoses.is_empty());
+}

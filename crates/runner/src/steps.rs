@@ -1,0 +1,385 @@
+//! Units of a target that run several processes: the SASS inventory of every build product,
+//! and the stress search for the smallest failing launch count.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use parsers::Format;
+use report::{LaunchAttempt, LaunchSearch, Log, StageStatus};
+
+use crate::config::{self, Pipeline, Stage, Target};
+use crate::exec::{self, Ending};
+use crate::interrupt::Interrupt;
+use crate::orchestrate::slash;
+use crate::plan::Unit;
+use crate::preflight::Preflight;
+use crate::stages::{self, Invocation, Paths, SANITIZER_ERROR_EXITCODE};
+use crate::target;
+
+/// What every step of a unit shares.
+#[derive(Clone, Copy)]
+pub struct StepCx<'a> {
+    pub root: &'a Path,
+    /// `artifacts/<run-id>`, relative to the root.
+    pub run_dir: &'a Path,
+    pub timeout: Duration,
+    pub grace: Duration,
+    pub interrupt: &'a Interrupt,
+}
+
+impl StepCx<'_> {
+    fn run(
+        &self,
+        argv: Vec<std::ffi::OsString>,
+        cwd: &Path,
+        env: &std::collections::BTreeMap<String, String>,
+        stdout: PathBuf,
+        stderr: PathBuf,
+    ) -> Result<exec::Outcome, exec::ExecError> {
+        let mut command = exec::Command::new(argv, cwd, self.timeout);
+        command.grace = self.grace;
+        command.env = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+        command.stdout = Some(stdout);
+        command.stderr = Some(stderr);
+        exec::run(&command, self.interrupt)
+    }
+
+    fn log_path(&self, dest: &Path, name: &str) -> String {
+        let unit_dir = dest
+            .strip_prefix(self.root.join(self.run_dir))
+            .unwrap_or(dest);
+        slash(&unit_dir.join(name))
+    }
+}
+
+/// `cuobjdump -sass` on every product of a target's build (executables, shared libraries,
+/// objects, cubins, JIT caches), one log per product that holds device code, listed in
+/// `products.log`. No product with device code makes the unit inconclusive.
+pub fn sass(
+    record: &mut report::Stage,
+    invocation: &Invocation,
+    dirs: &[PathBuf],
+    dest: &Path,
+    cx: StepCx<'_>,
+) {
+    let products = target::products(dirs);
+    let run_dir = cx.root.join(cx.run_dir);
+    let run_dir = std::path::absolute(&run_dir).unwrap_or(run_dir);
+    let mut listing = String::new();
+    let mut with_code = 0usize;
+    let mut duration = Duration::ZERO;
+    for (product, _) in &products {
+        if cx.interrupt.is_set() {
+            record.status = StageStatus::Interrupted;
+            record.reason = Some("interrupted".into());
+            break;
+        }
+        let base = dirs
+            .iter()
+            .find(|d| product.starts_with(d))
+            .map_or(cx.root, PathBuf::as_path);
+        let name = target::product_log_name(product, base);
+        let mut argv = invocation.argv.clone();
+        argv.push(product.clone().into_os_string());
+        let shown = product
+            .strip_prefix(&run_dir)
+            .map_or_else(|_| slash(product), |p| format!("<run>/{}", slash(p)));
+        let outcome = cx.run(
+            argv,
+            cx.root,
+            &invocation.env,
+            dest.join(&name),
+            dest.join("stderr.log"),
+        );
+        let text = std::fs::read_to_string(dest.join(&name)).unwrap_or_default();
+        let kernels = text.matches("Function : ").count();
+        match outcome {
+            Ok(o) => duration += o.duration,
+            Err(e) => {
+                listing.push_str(&format!("{shown}: failed to {e}\n"));
+                continue;
+            }
+        }
+        if kernels == 0 {
+            let _ = std::fs::remove_file(dest.join(&name));
+            listing.push_str(&format!("{shown}: no device code\n"));
+            continue;
+        }
+        with_code += 1;
+        listing.push_str(&format!("{shown}: {kernels} kernels -> {name}\n"));
+        record.logs.push(Log {
+            path: cx.log_path(dest, &name),
+            format: Some(Format::Sass),
+        });
+    }
+    let _ = std::fs::write(dest.join(&invocation.stdout), &listing);
+    record.logs.push(Log {
+        path: cx.log_path(dest, &invocation.stdout),
+        format: None,
+    });
+    record.duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    if record.status == StageStatus::Interrupted {
+        return;
+    }
+    if with_code == 0 {
+        record.status = StageStatus::Inconclusive;
+        record.reason = Some(format!(
+            "no build product holds device code ({} files looked at)",
+            products.len()
+        ));
+        return;
+    }
+    let parsed: Vec<parsers::ParsedLog> = record
+        .logs
+        .iter()
+        .filter(|l| l.format == Some(Format::Sass))
+        .filter_map(|l| std::fs::read_to_string(cx.root.join(cx.run_dir).join(&l.path)).ok())
+        .map(|text| parsers::parse(Format::Sass, &text))
+        .collect();
+    let traps: u64 = parsed
+        .iter()
+        .flat_map(|p| &p.kernels)
+        .filter_map(|k| k.sass.as_ref())
+        .map(|s| s.bpt_trap)
+        .sum();
+    record.status = StageStatus::Passed;
+    record.reason = Some(format!(
+        "{with_code} of {} products hold device code{}",
+        products.len(),
+        if traps > 0 {
+            format!("; {traps} BPT.TRAP")
+        } else {
+            String::new()
+        }
+    ));
+}
+
+/// The stress search of a target's program: run it with 1, 2, 4, ... launches up to the
+/// stage's `launches`, then bisect between the largest clean and the smallest failing count,
+/// then run memcheck at the failing count so the report can name the line.
+pub struct Search<'a> {
+    pub unit: &'a Unit,
+    pub stage: &'a Stage,
+    pub pipeline: &'a Pipeline,
+    pub target: &'a Target,
+    pub preflight: &'a Preflight,
+    pub paths: &'a Paths,
+}
+
+impl Search<'_> {
+    pub fn run(&self, record: &mut report::Stage, dest: &Path, cx: StepCx<'_>) {
+        let limit = self.stage.launches.unwrap_or(1);
+        let cwd = self
+            .target
+            .program
+            .cwd
+            .as_ref()
+            .map_or_else(|| cx.root.to_path_buf(), |c| self.pipeline.resolve(c));
+        let mut search = LaunchSearch {
+            limit,
+            clean_at: None,
+            fails_at: None,
+            failure: None,
+            attempts: Vec::new(),
+        };
+        let mut duration = Duration::ZERO;
+        let mut commands = Vec::new();
+        while let Some(n) = target::next_launch_count(search.clean_at, search.fails_at, limit) {
+            if cx.interrupt.is_set() {
+                break;
+            }
+            let line = stages::program_line(
+                self.unit,
+                self.stage,
+                self.pipeline,
+                self.target,
+                self.paths,
+                Some(n),
+            );
+            let stdout = format!("launches-{n}.stdout.log");
+            let stderr = format!("launches-{n}.stderr.log");
+            let (argv, display) = self.resolve(&line.argv, &line.display);
+            commands.push(display.join(" "));
+            let outcome = cx.run(
+                argv,
+                &cwd,
+                &line.env,
+                dest.join(&stdout),
+                dest.join(&stderr),
+            );
+            // Each attempt's results file is kept under its own name.
+            let out = dest.join(stages::PROGRAM_OUT);
+            let results = format!("launches-{n}.json");
+            let had_results = std::fs::rename(&out, dest.join(&results)).is_ok();
+            let read = |name: &str| std::fs::read_to_string(dest.join(name)).unwrap_or_default();
+            let (passed, ending) = match &outcome {
+                Ok(o) => {
+                    duration += o.duration;
+                    let failed_checks = had_results && {
+                        let text = read(&results);
+                        parsers::detect(&text).is_some_and(|f| {
+                            parsers::parse(f, &text)
+                                .findings
+                                .iter()
+                                .any(|f| f.severity == parsers::Severity::Error)
+                        })
+                    };
+                    match o.ending {
+                        Ending::Exited(0) if !failed_checks => (true, "exit 0".to_string()),
+                        Ending::Exited(0) => (false, "exit 0 with failed checks".to_string()),
+                        Ending::Exited(code) => (false, format!("exit {code}")),
+                        Ending::Signaled(sig) => (false, stages::signal_name(sig)),
+                        Ending::TimedOut => (false, "timed out".to_string()),
+                        Ending::Interrupted => (false, "interrupted".to_string()),
+                    }
+                }
+                Err(e) => (false, format!("failed to {e}")),
+            };
+            for name in [&stdout, &stderr] {
+                record.logs.push(Log {
+                    path: cx.log_path(dest, name),
+                    format: None,
+                });
+            }
+            if had_results {
+                record.logs.push(Log {
+                    path: cx.log_path(dest, &results),
+                    format: parsers::detect(&read(&results)),
+                });
+            }
+            if matches!(&outcome, Ok(o) if o.ending == Ending::Interrupted) {
+                break;
+            }
+            if outcome.is_err() && search.attempts.is_empty() {
+                record.status = StageStatus::Failed;
+                record.reason = Some(ending);
+                record.command = display;
+                return;
+            }
+            search.attempts.push(LaunchAttempt {
+                launches: n,
+                passed,
+                ending: ending.clone(),
+            });
+            if passed {
+                search.clean_at = Some(n);
+            } else {
+                search.fails_at = Some(n);
+                let how = target::failure_line(&read(&stderr), &read(&stdout));
+                search.failure = Some(match how {
+                    Some(line) => format!("{ending}: {line}"),
+                    None => ending,
+                });
+            }
+        }
+        record.duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        record.command = commands.last().map_or_else(Vec::new, |c| {
+            c.split(' ').map(str::to_string).collect::<Vec<_>>()
+        });
+        if cx.interrupt.is_set() {
+            record.status = StageStatus::Interrupted;
+            record.reason = Some("interrupted".into());
+            record.launch_search = Some(search);
+            return;
+        }
+        match search.fails_at {
+            None => {
+                record.status = StageStatus::Passed;
+                record.reason = Some(format!("clean at {limit} launches"));
+            }
+            Some(fail) => {
+                record.status = StageStatus::Findings;
+                record.reason = Some(match search.clean_at {
+                    Some(clean) => format!(
+                        "clean at {clean} launch{}, fails at {fail} ({})",
+                        if clean == 1 { "" } else { "es" },
+                        search.failure.as_deref().unwrap_or("failed")
+                    ),
+                    None => format!(
+                        "fails at the first launch ({})",
+                        search.failure.as_deref().unwrap_or("failed")
+                    ),
+                });
+                self.memcheck_at(fail, record, dest, &cwd, cx);
+            }
+        }
+        if let Some(unit) = &mut record.unit {
+            unit.launches = search.fails_at.or(search.clean_at);
+        }
+        record.launch_search = Some(search);
+    }
+
+    /// compute-sanitizer's memcheck on the program at the failing count, so the report names
+    /// the line; skipped (and said so) when compute-sanitizer is missing here.
+    fn memcheck_at(
+        &self,
+        launches: u64,
+        record: &mut report::Stage,
+        dest: &Path,
+        cwd: &Path,
+        cx: StepCx<'_>,
+    ) {
+        let Some(sanitizer) = self.preflight.toolchain.get("compute-sanitizer") else {
+            let note = format!(
+                "; memcheck at {launches} launches not run: {}",
+                self.preflight
+                    .missing("compute-sanitizer")
+                    .unwrap_or_else(|| "compute-sanitizer not found".into())
+            );
+            record.reason.get_or_insert_with(String::new).push_str(&note);
+            return;
+        };
+        let mut line = stages::program_line(
+            self.unit,
+            self.stage,
+            self.pipeline,
+            self.target,
+            self.paths,
+            Some(launches),
+        );
+        if self.target.program.is_python() {
+            line.env
+                .insert("PYTORCH_NO_CUDA_MEMORY_CACHING".into(), "1".into());
+        }
+        let (program, _) = self.resolve(&line.argv, &line.display);
+        let mut argv: Vec<std::ffi::OsString> = vec![sanitizer.path.clone().into_os_string()];
+        for word in [
+            "--tool",
+            "memcheck",
+            "--target-processes",
+            "all",
+            "--error-exitcode",
+        ] {
+            argv.push(word.into());
+        }
+        argv.push(SANITIZER_ERROR_EXITCODE.to_string().into());
+        argv.extend(["--print-limit".into(), "100".into()]);
+        argv.extend(program);
+        let log = format!("memcheck-{launches}.log");
+        let _ = cx.run(
+            argv,
+            cwd,
+            &line.env,
+            dest.join(&log),
+            dest.join(format!("memcheck-{launches}.stderr.log")),
+        );
+        let _ = std::fs::remove_file(dest.join(stages::PROGRAM_OUT));
+        record.logs.push(Log {
+            path: cx.log_path(dest, &log),
+            format: Some(Format::ComputeSanitizer),
+        });
+    }
+
+    /// The argv to run (tools resolved) and as recorded.
+    fn resolve(&self, argv: &[String], display: &[String]) -> (Vec<std::ffi::OsString>, Vec<String>) {
+        let mut run = Vec::with_capacity(argv.len());
+        for (i, word) in argv.iter().enumerate() {
+            match self.preflight.toolchain.get(word.as_str()) {
+                Some(tool) if i == 0 => run.push(tool.path.clone().into_os_string()),
+                _ => run.push(word.into()),
+            }
+        }
+        let _ = config::is_sanitizer;
+        (run, display.to_vec())
+    }
+}

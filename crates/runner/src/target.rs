@@ -1,0 +1,262 @@
+//! A user's own project as the GPU stages' target: the words and environment its build and
+//! program get, the files that are its inputs, and the products its build leaves.
+//!
+//! The built-in harness is one target kind (its argv is built in [`crate::stages`]); a
+//! `target:` in pipeline.yaml is the other. What wraps a target (nothing, compute-sanitizer, ncu)
+//! is decided by the stage kind, the same for both.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use walkdir::WalkDir;
+
+use crate::config::{Config, Pipeline, Target};
+
+/// The values a target's placeholders and `EXHIBIT_*` variables stand for in one unit.
+#[derive(Debug, Clone, Default)]
+pub struct Vars {
+    /// `{build_dir}`: the config's build directory inside the run directory, absolute.
+    pub build_dir: PathBuf,
+    pub arch: String,
+    pub config: String,
+    /// `{defines}`: one `-DNAME=VALUE` word per define of the config.
+    pub defines: Vec<String>,
+    /// `{launches}`, for a stress unit.
+    pub launches: Option<u64>,
+    /// `{out}`: where the program may write its results or timings, absolute.
+    pub out: Option<PathBuf>,
+}
+
+impl Vars {
+    /// Expands the placeholders of `argv`. `{defines}` standing alone becomes one word per define;
+    /// a placeholder without a value (`{launches}` outside a stress unit) expands to nothing.
+    pub fn expand(&self, argv: &[String]) -> Vec<String> {
+        let mut out = Vec::with_capacity(argv.len());
+        for word in argv {
+            if word == "{defines}" {
+                out.extend(self.defines.iter().cloned());
+                continue;
+            }
+            let launches = self.launches.map(|n| n.to_string()).unwrap_or_default();
+            let out_path = self
+                .out
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            out.push(
+                word.replace("{build_dir}", &self.build_dir.to_string_lossy())
+                    .replace("{arch}", &self.arch)
+                    .replace("{config}", &self.config)
+                    .replace("{defines}", &self.defines.join(" "))
+                    .replace("{launches}", &launches)
+                    .replace("{out}", &out_path),
+            );
+        }
+        out
+    }
+
+    /// The `EXHIBIT_*` variables every target process gets.
+    pub fn env(&self) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        env.insert(
+            "EXHIBIT_BUILD_DIR".into(),
+            self.build_dir.to_string_lossy().into_owned(),
+        );
+        env.insert("EXHIBIT_ARCH".into(), self.arch.clone());
+        env.insert("EXHIBIT_CONFIG".into(), self.config.clone());
+        if let Some(n) = self.launches {
+            env.insert("EXHIBIT_LAUNCHES".into(), n.to_string());
+        }
+        if let Some(out) = &self.out {
+            env.insert("EXHIBIT_OUT".into(), out.to_string_lossy().into_owned());
+        }
+        // JIT compilers leave their cubins inside the build directory, where the SASS stage
+        // finds them: Triton's cache and torch's extension builds.
+        env.insert(
+            "TRITON_CACHE_DIR".into(),
+            self.build_dir.join("jit/triton").to_string_lossy().into_owned(),
+        );
+        env.insert(
+            "TORCH_EXTENSIONS_DIR".into(),
+            self.build_dir
+                .join("jit/torch_extensions")
+                .to_string_lossy()
+                .into_owned(),
+        );
+        env
+    }
+}
+
+/// The `-D` words of a config.
+pub fn define_words(config: Option<&Config>) -> Vec<String> {
+    config
+        .into_iter()
+        .flat_map(|c| &c.defines)
+        .map(|(name, value)| format!("-D{name}={}", value.0))
+        .collect()
+}
+
+/// Directory names never walked as sources or products: version control, caches, the runner's
+/// own output.
+const SKIPPED_DIRS: &[&str] = &[
+    ".git",
+    "artifacts",
+    "reports",
+    "target",
+    "__pycache__",
+    ".pytest_cache",
+    "node_modules",
+];
+
+/// Every file under the target's `sources` (default: the pipeline's directory), relative to
+/// the pipeline root, sorted: the build's inputs, hashed for the cache.
+pub fn source_files(pipeline: &Pipeline, target: &Target) -> Vec<PathBuf> {
+    let roots: Vec<PathBuf> = if target.sources.is_empty() {
+        vec![PathBuf::new()]
+    } else {
+        target.sources.clone()
+    };
+    let mut files = Vec::new();
+    for root in roots {
+        let walk = WalkDir::new(pipeline.resolve(&root))
+            .follow_links(false)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| {
+                e.depth() == 0
+                    || !(e.file_type().is_dir()
+                        && e.file_name()
+                            .to_str()
+                            .is_some_and(|n| SKIPPED_DIRS.contains(&n) || n.starts_with('.')))
+            });
+        for entry in walk.flatten() {
+            if entry.file_type().is_file()
+                && let Ok(relative) = entry.path().strip_prefix(&pipeline.root)
+            {
+                files.push(relative.to_path_buf());
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// What a build product is, by its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ProductKind {
+    /// An ELF file: an executable, a shared library, an object file or a cubin.
+    Elf,
+    /// A fat binary (`.fatbin`).
+    Fatbin,
+    /// A static library.
+    Archive,
+}
+
+/// The files under `dirs` that may hold device code, in a stable order: ELF files (executables,
+/// `.so`, `.o`, `.cubin`), fat binaries and static libraries.
+pub fn products(dirs: &[PathBuf]) -> Vec<(PathBuf, ProductKind)> {
+    let mut found = Vec::new();
+    for dir in dirs {
+        let walk = WalkDir::new(dir)
+            .follow_links(false)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| {
+                e.depth() == 0
+                    || !(e.file_type().is_dir()
+                        && e.file_name()
+                            .to_str()
+                            .is_some_and(|n| SKIPPED_DIRS.contains(&n)))
+            });
+        for entry in walk.flatten() {
+            if entry.file_type().is_file()
+                && let Some(kind) = product_kind(entry.path())
+            {
+                found.push((entry.path().to_path_buf(), kind));
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+fn product_kind(path: &Path) -> Option<ProductKind> {
+    let mut head = [0u8; 8];
+    let mut file = std::fs::File::open(path).ok()?;
+    let n = file.read(&mut head).ok()?;
+    let head = head.get(..n)?;
+    if head.starts_with(b"\x7fELF") {
+        Some(ProductKind::Elf)
+    } else if head.starts_with(&[0x50, 0xed, 0x55, 0xba]) {
+        Some(ProductKind::Fatbin)
+    } else if head.starts_with(b"!<arch>\n") {
+        Some(ProductKind::Archive)
+    } else {
+        None
+    }
+}
+
+/// A file name for the log of a product, unique within the unit: its path below the walked
+/// directory with separators replaced, e.g. `jit__triton__ab12__add_kernel.cubin.sass`.
+pub fn product_log_name(product: &Path, base: &Path) -> String {
+    let relative = product.strip_prefix(base).unwrap_or(product);
+    let name: String = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("__")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{name}.sass")
+}
+
+/// A one-line description of how a program failed, from its output: the first line naming a
+/// CUDA error, else the last line of stderr.
+pub fn failure_line(stderr: &str, stdout: &str) -> Option<String> {
+    const MARKERS: &[&str] = &[
+        "CUDA error",
+        "CUDA_ERROR_",
+        "cudaError",
+        "illegal memory access",
+        "unspecified launch failure",
+        "illegal instruction",
+        "misaligned address",
+    ];
+    let clip = |line: &str| line.trim().chars().take(300).collect::<String>();
+    stderr
+        .lines()
+        .chain(stdout.lines())
+        .find(|line| MARKERS.iter().any(|m| line.contains(m)))
+        .map(clip)
+        .or_else(|| {
+            stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(clip)
+        })
+}
+
+/// The next count a launch search tries: doubling until the first failure (or the limit), then
+/// bisection between the largest clean and the smallest failing count. `None` when done.
+pub fn next_launch_count(clean: Option<u64>, failing: Option<u64>, limit: u64) -> Option<u64> {
+    match (clean, failing) {
+        (None, None) => Some(1),
+        (Some(clean), None) if clean >= limit => None,
+        (Some(clean), None) => Some(clean.saturating_mul(2).min(limit)),
+        (clean, Some(fail)) => {
+            let low = clean.unwrap_or(0);
+            (fail > low + 1).then(|| low + (fail - low) / 2)
+        }
+    }
+}
