@@ -10,8 +10,9 @@
 //!
 //! One module per format: `ptxas` (nvcc `-Xptxas -v`), `sass` (cuobjdump and nvdisasm),
 //! `sanitizer` (compute-sanitizer text), `sanitizer_xml` (`--xml --save`), `ncu` (Nsight Compute
-//! CSV) and [`harness`] (the `exhibit.harness/1` JSON). `site` folds records into findings and
-//! computes fingerprints.
+//! CSV), [`harness`] (the `exhibit.harness/1` JSON) and [`bench_json`] (what users' own programs
+//! print: pytest-benchmark and Google Benchmark JSON timings, `exhibit.results/1` checks). `site`
+//! folds records into findings and computes fingerprints.
 //!
 //! ```
 //! let log = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n";
@@ -22,6 +23,7 @@
 
 use std::io::{self, BufRead};
 
+pub mod bench_json;
 mod demangle;
 pub mod harness;
 mod lines;
@@ -42,8 +44,8 @@ pub(crate) const MAX_UNPARSED_EXAMPLES: usize = 8;
 pub(crate) const UNPARSED_EXAMPLE_LEN: usize = 240;
 /// How much of a log [`detect`] looks at.
 const DETECT_WINDOW: usize = 256 * 1024;
-/// The largest harness document read by [`parse_reader`].
-const MAX_HARNESS_BYTES: u64 = 64 * 1024 * 1024;
+/// The largest JSON document (harness, benchmark, results) read by [`parse_reader`].
+const MAX_JSON_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Guesses the format of a log from its first lines; `None` when nothing matches.
 pub fn detect(text: &str) -> Option<Format> {
@@ -93,10 +95,39 @@ pub fn detect(text: &str) -> Option<Format> {
             sass = true;
         }
     }
+    // After the sanitizer and ncu markers: a user's program run under those tools prints its
+    // JSON into their logs.
+    if let Some(format) = detect_bench_json(head) {
+        return Some(format);
+    }
     if sass {
         Some(Format::Sass)
     } else if ptxas {
         Some(Format::Ptxas)
+    } else {
+        None
+    }
+}
+
+/// The JSON of users' programs, recognised by its keys: `exhibit.results/1`'s schema string,
+/// pytest-benchmark's `machine_info` with `benchmarks` and `stats`, Google Benchmark's `context`
+/// with `benchmarks` and `real_time` or `time_unit`. Lines before the document (a program's
+/// banner) are allowed, as the parsers allow them.
+fn detect_bench_json(head: &str) -> Option<Format> {
+    let json = head.trim_start_matches('\u{feff}').trim_start();
+    if !json.starts_with('{') && !head.contains("\n{") {
+        return None;
+    }
+    let key = |k: &str| head.contains(&format!("\"{k}\""));
+    if head.contains(&format!(
+        "\"{}",
+        bench_json::RESULTS_SCHEMA.trim_end_matches("/1")
+    )) {
+        Some(Format::ProgramResults)
+    } else if key("machine_info") && key("benchmarks") && key("stats") {
+        Some(Format::PytestBenchmark)
+    } else if key("context") && key("benchmarks") && (key("real_time") || key("time_unit")) {
+        Some(Format::GoogleBenchmark)
     } else {
         None
     }
@@ -136,10 +167,17 @@ pub fn parse_reader<R: BufRead>(format: Format, reader: R) -> io::Result<ParsedL
             p.finish()
         }
         Format::ComputeSanitizerXml => sanitizer_xml::parse(reader),
-        Format::Harness => {
-            let mut bytes = Vec::new();
-            io::Read::read_to_end(&mut io::Read::take(reader, MAX_HARNESS_BYTES), &mut bytes)?;
-            harness::parse_document(&String::from_utf8_lossy(&bytes))
-        }
+        Format::Harness => harness::parse_document(&read_json(reader)?),
+        Format::PytestBenchmark => bench_json::parse_pytest(&read_json(reader)?),
+        Format::GoogleBenchmark => bench_json::parse_google(&read_json(reader)?),
+        Format::ProgramResults => bench_json::parse_results(&read_json(reader)?),
     })
+}
+
+/// Reads a JSON document whole, up to [`MAX_JSON_BYTES`] (a longer one is cut, and so fails to
+/// parse and reads as incomplete).
+fn read_json<R: BufRead>(reader: R) -> io::Result<String> {
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(reader, MAX_JSON_BYTES), &mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

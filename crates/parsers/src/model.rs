@@ -19,6 +19,13 @@ pub enum Format {
     NcuCsv,
     /// The harness's JSON (also printed by the baseline scripts).
     Harness,
+    /// pytest-benchmark's `--benchmark-json` file.
+    PytestBenchmark,
+    /// Google Benchmark's JSON (`--benchmark_format=json` on stdout, or the
+    /// `--benchmark_out=FILE --benchmark_out_format=json` file).
+    GoogleBenchmark,
+    /// The `exhibit.results/1` JSON a user's check program writes (see [`crate::bench_json`]).
+    ProgramResults,
 }
 
 /// Which compute-sanitizer tool produced a log.
@@ -92,6 +99,10 @@ pub enum FindingKind {
     LaunchError,
     /// Repeated launches on identical inputs gave different outputs.
     Nondeterminism,
+    // user programs
+    /// A check a user's program reported as failed (`exhibit.results/1` `"passed": false`), or a
+    /// Google Benchmark run that stopped with `"error_occurred": true`.
+    CheckFailed,
     // tools themselves
     /// The tool reported a failure of its own ("Error: No attachable process found",
     /// ncu's "==ERROR== LaunchFailed"): its log says less than a complete run would.
@@ -214,6 +225,36 @@ pub struct Metric {
     pub value: f64,
 }
 
+/// One benchmark's timing from a user program's benchmark output, in microseconds whatever unit
+/// the format used. A figure the format does not give is `None`, never computed here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// The benchmark's name as the tool printed it (`sort_reversed/256`, `test_sum_squares`).
+    pub name: String,
+    /// The format it was read from.
+    pub format: Format,
+    /// How many measurements the statistics are over: pytest-benchmark's rounds, Google
+    /// Benchmark's repetitions.
+    pub samples: Option<u64>,
+    /// Iterations timed per sample.
+    pub iterations: Option<u64>,
+    pub min_us: Option<f64>,
+    pub median_us: Option<f64>,
+    pub mean_us: Option<f64>,
+    pub stdev_us: Option<f64>,
+    pub max_us: Option<f64>,
+}
+
+/// One check a user's program reported (`exhibit.results/1`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgramCheck {
+    pub name: String,
+    pub passed: bool,
+    pub message: Option<String>,
+    /// The largest absolute difference from the program's reference, when it gave one.
+    pub max_abs_err: Option<f64>,
+}
+
 /// Everything a parser found in one input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ParsedLog {
@@ -242,6 +283,12 @@ pub struct ParsedLog {
     /// format is `harness` and the harness wrote one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<crate::harness::LaunchInfo>,
+    /// Benchmark timings, when the format is `pytest-benchmark` or `google-benchmark`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timings: Vec<Timing>,
+    /// A user program's checks, when the format is `program-results`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<ProgramCheck>,
 }
 
 impl ParsedLog {
@@ -261,6 +308,8 @@ impl ParsedLog {
             metrics: Vec::new(),
             results: Vec::new(),
             launch: None,
+            timings: Vec::new(),
+            checks: Vec::new(),
         }
     }
 }

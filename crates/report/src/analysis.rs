@@ -359,7 +359,7 @@ fn row(
             .and_then(|s| s.reason.clone())
             .map(|r| crate::text::scrub(&r, &joined.repo_files)),
         cached_from: stage.and_then(|s| s.cached_from.clone()),
-        case: stage.and_then(|s| crate::tables::case_label(s)),
+        case: stage.and_then(crate::tables::case_label),
         tally: match status {
             StageStatus::Passed | StageStatus::Findings => tally(joined, kind, &logs),
             _ => None,
@@ -390,7 +390,7 @@ fn tally(joined: &Joined, kind: StageKind, logs: &[&str]) -> Option<Tally> {
             .filter_map(|r| r.result.check.as_ref().map(|c| c.passed))
             .collect();
         if checks.is_empty() {
-            return None;
+            return program_tally(joined, &sources);
         }
         let passed = checks.iter().filter(|p| **p).count() as u64;
         return Some(Tally {
@@ -400,6 +400,24 @@ fn tally(joined: &Joined, kind: StageKind, logs: &[&str]) -> Option<Tally> {
         });
     }
     None
+}
+
+/// The checks a user's program reported (`exhibit.results/1`) in these sources, as passed of
+/// run; `None` when there are none.
+fn program_tally(joined: &Joined, sources: &[usize]) -> Option<Tally> {
+    let checks: Vec<bool> = sources
+        .iter()
+        .filter_map(|&i| joined.source(i))
+        .flat_map(|s| s.log.checks.iter().map(|c| c.passed))
+        .collect();
+    if checks.is_empty() {
+        return None;
+    }
+    Some(Tally {
+        count: checks.iter().filter(|p| **p).count() as u64,
+        of: Some(checks.len() as u64),
+        unit: "passed",
+    })
 }
 
 /// The word for a stage status.
@@ -577,6 +595,9 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
         StageKind::Check => {
             let checks: Vec<_> = results().filter_map(|r| r.result.check.as_ref()).collect();
             if checks.is_empty() {
+                if let Some(t) = program_tally(joined, &sources) {
+                    return t.to_string();
+                }
                 return error_figure(results().map(|r| r.result))
                     .unwrap_or_else(|| "no check result".to_string());
             }
@@ -606,6 +627,15 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
         StageKind::Bench | StageKind::Baseline => {
             let benches: Vec<_> = results().filter_map(|r| r.result.bench.as_ref()).collect();
             if benches.is_empty() {
+                // A user's program's own benchmark timings (pytest-benchmark, Google Benchmark).
+                let timings: usize = sources
+                    .iter()
+                    .filter_map(|&i| joined.source(i))
+                    .map(|s| s.log.timings.len())
+                    .sum();
+                if timings > 0 {
+                    return plural(timings as u64, "timing", "timings");
+                }
                 let skipped = results().filter(|r| r.result.skipped.is_some()).count();
                 if skipped > 0 {
                     return format!("{skipped} skipped");

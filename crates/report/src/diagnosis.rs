@@ -25,6 +25,10 @@ pub struct Diagnosis {
     pub arch: Option<String>,
     /// The `file:line` in the kernel's source it points at.
     pub location: Option<SourceLocation>,
+    /// The host line the faulting launch came from, when the tool printed the host stack: the
+    /// first frame in the user's own Python code (`oracle.py:49`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_site: Option<SourceLocation>,
     pub evidence: Vec<EvidenceItem>,
     pub explanation: String,
     pub fix: String,
@@ -131,6 +135,8 @@ pub struct Draft {
     pub config: Option<String>,
     pub arch: Option<String>,
     pub location: Option<SourceLocation>,
+    /// See [`Diagnosis::call_site`].
+    pub call_site: Option<SourceLocation>,
     pub evidence: Vec<EvidenceItem>,
     pub explanation: String,
     pub fix: String,
@@ -159,6 +165,7 @@ impl Draft {
             config: None,
             arch: None,
             location: None,
+            call_site: None,
             evidence: Vec::new(),
             explanation: String::new(),
             fix: String::new(),
@@ -210,6 +217,7 @@ pub fn finish(drafts: Vec<Draft>) -> Vec<Diagnosis> {
         let mut kernels: Vec<String> = group.iter().filter_map(|d| d.kernel.clone()).collect();
         kernels.sort();
         kernels.dedup();
+        let call_site = group.iter().find_map(|d| d.call_site.clone());
         let mut iter = group.into_iter();
         let Some(first) = iter.next() else { continue };
         let mut evidence = first.evidence.clone();
@@ -234,6 +242,7 @@ pub fn finish(drafts: Vec<Draft>) -> Vec<Diagnosis> {
             configs,
             arch: first.arch,
             location: first.location,
+            call_site,
             evidence,
             explanation: first.explanation,
             fix: first.fix,

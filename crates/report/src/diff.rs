@@ -415,6 +415,7 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
             configs: vec![p.implementation.clone()],
             arch: None,
             location: None,
+            call_site: None,
             evidence: vec![EvidenceItem {
                 stage: "bench".to_string(),
                 config: Some(p.implementation.clone()),

@@ -191,7 +191,7 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
     }
     let _ = writeln!(out);
     if !t.unpaired_baselines.is_empty() {
-        let _ = writeln!(out, "Baselines no benchmark of the program is named like:\n");
+        let _ = writeln!(out, "Baseline timings no benchmark is named like:\n");
         for b in &t.unpaired_baselines {
             let _ = writeln!(
                 out,

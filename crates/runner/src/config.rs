@@ -739,8 +739,7 @@ impl Pipeline {
             if !config.env.is_empty() {
                 return Err(self.semantic(
                     format!("matrix.configs.{name}.env"),
-                    "only a target's configs take `env` (the built-in kernel takes defines)"
-                        .into(),
+                    "only a target's configs take `env` (the built-in kernel takes defines)".into(),
                 ));
             }
         }

@@ -423,7 +423,13 @@ impl Executor<'_> {
             match unit.kind {
                 StageKind::Sass => {
                     let dirs = self.product_dirs(unit);
-                    steps::sass(&mut record, &invocation, &dirs, &dest, self.step_cx(stage_cfg));
+                    steps::sass(
+                        &mut record,
+                        &invocation,
+                        &dirs,
+                        &dest,
+                        self.step_cx(stage_cfg),
+                    );
                     return Ok((record, flags));
                 }
                 StageKind::Stress => {
@@ -580,7 +586,11 @@ impl Executor<'_> {
             let p = self.pipeline.resolve(p);
             std::path::absolute(&p).unwrap_or(p)
         };
-        let mut dirs: Vec<PathBuf> = self.build_dir(unit).map(|d| absolute(&d)).into_iter().collect();
+        let mut dirs: Vec<PathBuf> = self
+            .build_dir(unit)
+            .map(|d| absolute(&d))
+            .into_iter()
+            .collect();
         if let Some(build) = self.pipeline.target.as_ref().and_then(|t| t.build.as_ref()) {
             dirs.extend(build.products.iter().map(|p| absolute(p)));
         }

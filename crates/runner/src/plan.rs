@@ -107,7 +107,7 @@ pub fn plan(
         if !wanted {
             continue;
         }
-        let blocked = stage_blocked(stage, preflight);
+        let blocked = stage_blocked(stage, preflight, pipeline.target.is_some());
         let unit = |config: Option<&str>, arch: Option<&str>, case: Option<CaseInstance>| {
             let mut dir = PathBuf::from(&stage.name);
             for part in [config, arch].into_iter().flatten() {
@@ -211,12 +211,20 @@ fn gpu_arches(pipeline: &Pipeline, preflight: &Preflight) -> Vec<String> {
     Vec::new()
 }
 
-fn stage_blocked(stage: &config::Stage, preflight: &Preflight) -> Option<Blocked> {
+fn stage_blocked(stage: &config::Stage, preflight: &Preflight, target: bool) -> Option<Blocked> {
     if !stage.enabled {
         return Some(Blocked::Skip("disabled in the pipeline".to_string()));
     }
     let reason = preflight::unmet(stage, preflight)?;
-    Some(if stage.needs.gpu {
+    // A target that needs Python or torch is skipped, with the reason, where they are missing:
+    // a laptop without torch still gets everything else.
+    let python = target
+        && stage
+            .needs
+            .tools
+            .iter()
+            .any(|t| t == "torch" || t == "python3");
+    Some(if stage.needs.gpu || python {
         Blocked::Skip(reason)
     } else {
         Blocked::Fail(reason)

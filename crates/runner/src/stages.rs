@@ -16,10 +16,10 @@ use parsers::{Format, ParsedLog, Severity};
 use report::{StageKind, StageStatus, TargetKind, Wrapper};
 
 use crate::config::{self, Pipeline, Stage, Target};
-use crate::target;
 use crate::exec::Ending;
 use crate::plan::Unit;
 use crate::preflight::Preflight;
+use crate::target;
 
 /// The exit code compute-sanitizer is told to use when it reports errors.
 pub const SANITIZER_ERROR_EXITCODE: i32 = 86;
@@ -428,7 +428,10 @@ impl Argv {
 
 /// The typed record of a built-in kernel's unit.
 fn builtin_unit(unit: &Unit, stage: &Stage, pipeline: &Pipeline) -> report::Unit {
-    let config = unit.config.as_deref().and_then(|c| pipeline.matrix.configs.get(c));
+    let config = unit
+        .config
+        .as_deref()
+        .and_then(|c| pipeline.matrix.configs.get(c));
     let flag = |name: &str| {
         let mut args = stage.args.iter();
         while let Some(arg) = args.next() {
@@ -535,7 +538,9 @@ pub fn target_vars(
         launches,
         out: config::launches_kernel(unit.kind)
             .then(|| place(&paths.unit_dir.join(PROGRAM_OUT)))
-            .or_else(|| (unit.kind == StageKind::Baseline).then(|| place(&paths.unit_dir.join(PROGRAM_OUT)))),
+            .or_else(|| {
+                (unit.kind == StageKind::Baseline).then(|| place(&paths.unit_dir.join(PROGRAM_OUT)))
+            }),
     }
 }
 
@@ -662,7 +667,13 @@ fn target_invocation(
         kind if config::is_sanitizer(kind) => {
             let tool = config::kind_name(kind);
             cmd.tool("compute-sanitizer", tool_path("compute-sanitizer")?);
-            cmd.words(["--tool", tool, "--target-processes", "all", "--error-exitcode"]);
+            cmd.words([
+                "--tool",
+                tool,
+                "--target-processes",
+                "all",
+                "--error-exitcode",
+            ]);
             cmd.word(&SANITIZER_ERROR_EXITCODE.to_string());
             if let Some(limit) = stage.print_limit {
                 cmd.words(["--print-limit", &limit.to_string()]);
@@ -688,7 +699,13 @@ fn target_invocation(
         }
         StageKind::Profile => {
             cmd.tool("ncu", tool_path("ncu")?);
-            cmd.words(["--csv", "--clock-control", "none", "--target-processes", "all"]);
+            cmd.words([
+                "--csv",
+                "--clock-control",
+                "none",
+                "--target-processes",
+                "all",
+            ]);
             // The stage's args are ncu's here (kernel filter, launch count, sections).
             let program_args = stage.args.len();
             let line_words = line.argv.len().saturating_sub(program_args);
@@ -900,16 +917,18 @@ pub fn decide_target(
         .flat_map(|(_, p)| &p.findings)
         .find(|f| f.severity == Severity::Error);
     match kind {
-        StageKind::Compile if code != 0 => match find_kind(evidence, parsers::FindingKind::CompileError) {
-            Some(message) => (
-                StageStatus::Findings,
-                Some(format!("compile error: {message}")),
-            ),
-            None => (
-                StageStatus::Failed,
-                Some(format!("the build exited with status {code}{}", how())),
-            ),
-        },
+        StageKind::Compile if code != 0 => {
+            match find_kind(evidence, parsers::FindingKind::CompileError) {
+                Some(message) => (
+                    StageStatus::Findings,
+                    Some(format!("compile error: {message}")),
+                ),
+                None => (
+                    StageStatus::Failed,
+                    Some(format!("the build exited with status {code}{}", how())),
+                ),
+            }
+        }
         StageKind::Compile => verdict_from_findings(&findings),
         kind if config::is_sanitizer(kind) => {
             let log = evidence
@@ -962,7 +981,9 @@ pub fn decide_target(
             let timings = evidence
                 .parsed
                 .iter()
-                .map(|(_, p)| p.timings.len() + p.results.iter().filter(|r| r.bench.is_some()).count())
+                .map(|(_, p)| {
+                    p.timings.len() + p.results.iter().filter(|r| r.bench.is_some()).count()
+                })
                 .sum::<usize>();
             if kind == StageKind::Bench && timings == 0 {
                 return (
@@ -1007,7 +1028,10 @@ pub fn decide_target(
             if code != 0 {
                 (
                     StageStatus::Findings,
-                    Some(format!("the program failed under ncu (exit {code}){}", how())),
+                    Some(format!(
+                        "the program failed under ncu (exit {code}){}",
+                        how()
+                    )),
                 )
             } else if metrics == 0 {
                 (

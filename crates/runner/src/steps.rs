@@ -326,7 +326,10 @@ impl Search<'_> {
                     .missing("compute-sanitizer")
                     .unwrap_or_else(|| "compute-sanitizer not found".into())
             );
-            record.reason.get_or_insert_with(String::new).push_str(&note);
+            record
+                .reason
+                .get_or_insert_with(String::new)
+                .push_str(&note);
             return;
         };
         let mut line = stages::program_line(
@@ -371,7 +374,11 @@ impl Search<'_> {
     }
 
     /// The argv to run (tools resolved) and as recorded.
-    fn resolve(&self, argv: &[String], display: &[String]) -> (Vec<std::ffi::OsString>, Vec<String>) {
+    fn resolve(
+        &self,
+        argv: &[String],
+        display: &[String],
+    ) -> (Vec<std::ffi::OsString>, Vec<String>) {
         let mut run = Vec::with_capacity(argv.len());
         for (i, word) in argv.iter().enumerate() {
             match self.preflight.toolchain.get(word.as_str()) {

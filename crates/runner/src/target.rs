@@ -75,7 +75,10 @@ impl Vars {
         // finds them: Triton's cache and torch's extension builds.
         env.insert(
             "TRITON_CACHE_DIR".into(),
-            self.build_dir.join("jit/triton").to_string_lossy().into_owned(),
+            self.build_dir
+                .join("jit/triton")
+                .to_string_lossy()
+                .into_owned(),
         );
         env.insert(
             "TORCH_EXTENSIONS_DIR".into(),

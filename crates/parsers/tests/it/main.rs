@@ -1,6 +1,7 @@
 //! Integration tests: every parser driven through the public entry points, on real tool output
 //! from `fixtures/` (each file has a `.meta.json` sidecar saying how it was captured).
 
+mod bench_json;
 mod compiler;
 mod harness;
 mod malformed;
@@ -41,6 +42,9 @@ pub fn folder_format(name: &str) -> Format {
         "ptxas" => Format::Ptxas,
         "sass" => Format::Sass,
         "harness" => Format::Harness,
+        "pytest-benchmark" => Format::PytestBenchmark,
+        "google-benchmark" => Format::GoogleBenchmark,
+        "program-results" => Format::ProgramResults,
         other => panic!("no format for fixture folder {other}"),
     }
 }

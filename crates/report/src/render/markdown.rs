@@ -200,6 +200,9 @@ pub(crate) fn diagnosis_meta(d: &Diagnosis) -> String {
     if let Some(loc) = &d.location {
         meta.push(format!("`{loc}`"));
     }
+    if let Some(call) = &d.call_site {
+        meta.push(format!("launched from `{call}`"));
+    }
     meta.push(format!("rule `{}`", d.rule));
     meta.join(" · ")
 }

@@ -49,13 +49,17 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if let Some(err) = finding.details.get("max_abs_err") {
             d.figures.insert("max_abs_err".into(), err.clone());
         }
-        let by = program.map(|p| format!("`{p}`")).unwrap_or_else(|| "The program".into());
+        let by = program
+            .map(|p| format!("`{p}`"))
+            .unwrap_or_else(|| "The program".into());
         (d.explanation, d.fix) = if benchmark {
             (
                 format!(
-                    "The benchmark `{test}` called SkipWithError{}: it measured nothing, and \
-                     whatever it guards did not hold.",
-                    said.as_deref().map(|m| format!(" ({m})")).unwrap_or_default()
+                    "The benchmark `{test}` stopped itself with SkipWithError{}: it measured \
+                     nothing, and whatever it guards did not hold.",
+                    said.as_deref()
+                        .map(|m| format!(" (\"{m}\")"))
+                        .unwrap_or_default()
                 ),
                 "Run the benchmark alone and fix what its error message names; its timing is \
                  missing from the table until it runs."
@@ -72,7 +76,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         .get("max_abs_err")
                         .map(|e| format!(" (max abs error {e})"))
                         .unwrap_or_default(),
-                    said.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
+                    said.as_deref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
                 ),
                 format!(
                     "Run `{test}` alone and compare the output with the reference where the \

@@ -296,6 +296,7 @@ impl Ctx<'_, '_> {
         d.evidence.push(self.finding_evidence(f));
         d.explains.push(index);
         d.figures.insert("records".into(), json!(f.finding.count));
+        d.call_site = python_call_site(&f.finding.excerpt, &self.joined.repo_files);
         d
     }
 
@@ -538,6 +539,38 @@ pub fn stage_shape(ctx: &Ctx, source: usize) -> Option<(parsers::harness::Shape,
         .iter()
         .find(|r| r.source == source)
         .map(|r| (r.result.shape.clone(), elem(&r.result.dtype)))
+}
+
+/// Directories of the frameworks between a user's Python line and the launch: their frames are
+/// passed over for the first frame of the user's own code.
+const FRAMEWORK_PATHS: &[&str] = &[
+    "site-packages/",
+    "dist-packages/",
+    "/torch/",
+    "/triton/",
+    "/pybind11",
+    "<frozen ",
+    "/lib/python3",
+];
+
+/// The first Python frame in the user's own code among a record's host frames, as
+/// compute-sanitizer prints them (innermost first): `Host Frame: <module> in oracle.py:49`, or
+/// with a full path. Native frames (`... in libtorch_cuda.so`) and frameworks' frames are passed
+/// over.
+pub fn python_call_site(lines: &[String], repo_files: &[String]) -> Option<SourceLocation> {
+    lines.iter().find_map(|line| {
+        let frame = line.split_once("Host Frame:")?.1.trim();
+        let (_, place) = frame.rsplit_once(" in ")?;
+        let (file, number) = place.trim().rsplit_once(':')?;
+        let number: u32 = number.trim().parse().ok()?;
+        if !file.ends_with(".py") || FRAMEWORK_PATHS.iter().any(|p| file.contains(p)) {
+            return None;
+        }
+        Some(SourceLocation {
+            file: relative_path(file, repo_files),
+            line: Some(number),
+        })
+    })
 }
 
 /// `B,H,S,D` as a shape.

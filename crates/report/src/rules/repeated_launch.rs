@@ -52,7 +52,9 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
             .map(|(i, _)| i)
             .collect();
         let first = found.first().and_then(|&i| j.findings.get(i));
-        let kernel = first.and_then(|f| f.finding.kernel.as_deref()).map(kernel_base);
+        let kernel = first
+            .and_then(|f| f.finding.kernel.as_deref())
+            .map(kernel_base);
         let failure = search.failure.as_deref().unwrap_or("failed");
         let mut d = Draft::new(
             "repeated-launch-failure",
@@ -73,7 +75,13 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
         let tried: Vec<String> = search
             .attempts
             .iter()
-            .map(|a| format!("{} {}", a.launches, if a.passed { "clean" } else { "fails" }))
+            .map(|a| {
+                format!(
+                    "{} {}",
+                    a.launches,
+                    if a.passed { "clean" } else { "fails" }
+                )
+            })
             .collect();
         d.evidence.push(ctx.source_evidence(
             sources.first().copied(),

@@ -73,6 +73,41 @@ fn bench_timings_pair_with_baselines_of_the_same_name() {
 }
 
 #[test]
+fn baselines_of_other_names_are_listed_apart() {
+    let ev = evidence(
+        "unpaired_baseline",
+        &[
+            program(
+                StageKind::Bench,
+                "google-benchmark/aggregates_only.json",
+                Format::GoogleBenchmark,
+            ),
+            program(
+                StageKind::Baseline,
+                "pytest-benchmark/baseline.json",
+                Format::PytestBenchmark,
+            ),
+        ],
+        &[],
+    );
+    let t = timings(&join(&ev));
+    assert_eq!(t.rows.len(), 3);
+    assert!(t.rows.iter().all(|r| r.baseline.is_none()));
+    let names: Vec<&str> = t
+        .unpaired_baselines
+        .iter()
+        .map(|b| b.timing.name.as_str())
+        .collect();
+    assert_eq!(names, ["test_sum_squares", "test_sort_reversed"]);
+    let md = markdown(&ev);
+    assert!(
+        md.contains("Baseline timings no benchmark is named like:"),
+        "{md}"
+    );
+    assert!(md.contains("- `test_sum_squares`: "), "{md}");
+}
+
+#[test]
 fn google_benchmark_errors_fail_the_verdict_and_timings_are_listed() {
     let ev = evidence(
         "google_benchmark",
@@ -95,7 +130,11 @@ fn google_benchmark_errors_fail_the_verdict_and_timings_are_listed() {
     assert_eq!(a.diagnoses.len(), 1, "{:#?}", a.diagnoses);
     let t = timings(&a.joined);
     assert_eq!(t.rows.len(), 4);
-    assert!(t.rows.iter().all(|r| r.baseline.is_none() && r.ratio.is_none()));
+    assert!(
+        t.rows
+            .iter()
+            .all(|r| r.baseline.is_none() && r.ratio.is_none())
+    );
     let md = markdown(&ev);
     assert!(md.contains("## Timings"));
     assert_deterministic_text(&md);
@@ -125,7 +164,11 @@ fn a_failed_program_check_is_a_root_cause_naming_the_test() {
         ]
     );
     assert!(a.diagnoses.iter().all(|d| d.rule == "check-failed"));
-    let tail = a.diagnoses.iter().find(|d| d.title.contains("tail")).unwrap();
+    let tail = a
+        .diagnoses
+        .iter()
+        .find(|d| d.title.contains("tail"))
+        .unwrap();
     assert_eq!(tail.figures["max_abs_err"], 0.03125);
     let md = markdown(&ev);
     assert!(!md.contains("## Timings"), "no timings, no section");

@@ -88,6 +88,7 @@ fn command(stage: &str, config: Option<&str>) -> Vec<String> {
         cubin: Some(PathBuf::from(
             "artifacts/RUN/compile/d64/sm_90/attention.cubin",
         )),
+        build_dir: None,
     };
     let stage_cfg = pipeline.stage(stage).unwrap();
     stages::invocation(unit, stage_cfg, &pipeline, &preflight, &paths)
