@@ -16,3 +16,4 @@ mod process;
 mod real;
 mod reference;
 mod skipped;
+mod targets;

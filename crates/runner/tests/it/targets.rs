@@ -1,0 +1,301 @@
+//! `target:` pipelines: a user's own build and program, through the CLI. The programs and tools
+//! here are shell scripts standing in for real ones (their output is hand-written and says so);
+//! `the_cuda_cpp_example_builds_with_the_pinned_compiler` builds the real example with the
+//! pinned, provisioned nvcc.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util::{BIN, Project, code, stage, stages, stderr};
+
+/// The repository root (the examples live there).
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A stand-in compute-sanitizer: prints its arguments and the allocator switch it was given,
+/// runs the program after `--`-less options, and prints a clean summary.
+const SANITIZER: &str = r#"#!/bin/sh
+# Stand-in for compute-sanitizer in tests; its output is hand-written, not real tool output.
+if [ "$1" = "--version" ]; then echo "Compute Sanitizer 0.0 (stand-in)"; exit 0; fi
+echo "========= COMPUTE-SANITIZER"
+echo "stand-in argv: $*"
+echo "stand-in env: PYTORCH_NO_CUDA_MEMORY_CACHING=${PYTORCH_NO_CUDA_MEMORY_CACHING:-unset}"
+echo "========= ERROR SUMMARY: 0 errors"
+"#;
+
+/// A program that fails once it is asked for 9 launches or more, as a launch counter that
+/// outgrows its table would.
+const RING: &str = r#"#!/bin/sh
+# Stand-in program for tests; its output is hand-written.
+n=${EXHIBIT_LAUNCHES:-1}
+if [ "$n" -ge 9 ]; then
+  echo "launch 9 of $n failed: CUDA error: an illegal memory access was encountered" >&2
+  exit 1
+fi
+echo "all $n launches passed"
+"#;
+
+fn target_pipeline(target: &str, stages_yaml: &str) -> String {
+    format!(
+        r#"target:
+{target}
+toolchain:
+  cuda: 13.0.88
+  provision: false
+  wheels:
+    nvidia-cuda-nvcc: 13.0.88
+  tools:
+    nvcc: bin/nvcc
+    cuobjdump: bin/cuobjdump
+    compute-sanitizer: bin/compute-sanitizer
+matrix:
+  arch: [sm_90]
+  configs:
+    plain: {{}}
+grace: 1s
+stages:
+{stages_yaml}
+  report:
+    timeout: 30s
+"#
+    )
+}
+
+fn project(target: &str, stages_yaml: &str) -> Project {
+    let project = Project::new();
+    project.tool("compute-sanitizer", SANITIZER);
+    project.tool("ring", RING);
+    project.pipeline(&target_pipeline(target, stages_yaml));
+    project
+}
+
+#[test]
+fn the_examples_validate() {
+    for example in ["examples/cuda-cpp", "examples/torch-extension"] {
+        let out = std::process::Command::new(BIN)
+            .args(["check", &format!("{example}/pipeline.yaml")])
+            .current_dir(repo())
+            .output()
+            .expect("start the runner");
+        assert_eq!(code(&out), 0, "{example}: {}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("3 configs"), "{example}: {text}");
+    }
+}
+
+#[test]
+fn stress_finds_the_smallest_failing_launch_count_then_runs_memcheck_there() {
+    let project = project(
+        "  program:\n    command: [bin/ring]",
+        "  stress:\n    needs: { gpu: false }\n    timeout: 30s\n    launches: 32",
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let stress = stage(&manifest, "stress");
+    assert_eq!(stress["status"], "findings");
+    let search = &stress["launch_search"];
+    assert_eq!(search["clean_at"], 8, "{search:#}");
+    assert_eq!(search["fails_at"], 9, "{search:#}");
+    let tried: Vec<u64> = search["attempts"]
+        .as_array()
+        .expect("attempts")
+        .iter()
+        .map(|a| a["launches"].as_u64().expect("a count"))
+        .collect();
+    assert_eq!(tried, [1, 2, 4, 8, 16, 12, 10, 9]);
+    let reason = stress["reason"].as_str().expect("a reason");
+    assert!(
+        reason.contains("clean at 8 launches, fails at 9")
+            && reason.contains("an illegal memory access"),
+        "{reason}"
+    );
+    // memcheck ran the program at the failing count, wrapped as every sanitizer stage is.
+    let run = project.runs().pop().expect("a run");
+    let memcheck = std::fs::read_to_string(run.join("stress/plain/sm_90/memcheck-9.log"))
+        .expect("memcheck's log at the failing count");
+    assert!(
+        memcheck.contains("--tool memcheck --target-processes all --error-exitcode 86"),
+        "{memcheck}"
+    );
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    assert!(
+        report.contains("Fails only after repeated launches: clean at 8 launches, fails at 9"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_python_program_under_a_sanitizer_runs_without_the_caching_allocator() {
+    let project = project(
+        "  program:\n    command: [python3, oracle.py, --build-dir, \"{build_dir}\"]",
+        "  memcheck:\n    needs: { gpu: false, tools: [compute-sanitizer] }\n    timeout: 30s",
+    );
+    project.write("oracle.py", "print('stand-in oracle')\n");
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let memcheck = stage(&manifest, "memcheck");
+    assert_eq!(memcheck["status"], "passed", "{memcheck:#}");
+    let unit = &memcheck["unit"];
+    assert_eq!(unit["target"], "program");
+    assert_eq!(unit["wrapper"]["tool"], "compute_sanitizer");
+    assert_eq!(unit["wrapper"]["check"], "memcheck");
+    assert_eq!(unit["env"]["PYTORCH_NO_CUDA_MEMORY_CACHING"], "1");
+    let command: Vec<&str> = memcheck["command"]
+        .as_array()
+        .expect("a command")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        command.get(..5),
+        Some(
+            &[
+                "compute-sanitizer",
+                "--tool",
+                "memcheck",
+                "--target-processes",
+                "all"
+            ][..]
+        )
+    );
+    // The recorded command names the build directory (of a target without a build step)
+    // relative to the repository.
+    assert!(
+        command
+            .iter()
+            .any(|w| w.starts_with("artifacts/") && w.ends_with("/build/plain/sm_90")),
+        "{command:?}"
+    );
+    let run = project.runs().pop().expect("a run");
+    let log = std::fs::read_to_string(run.join("memcheck/plain/sm_90/memcheck.log")).expect("log");
+    assert!(log.contains("PYTORCH_NO_CUDA_MEMORY_CACHING=1"), "{log}");
+}
+
+#[test]
+fn a_build_without_device_code_leaves_the_sass_stage_inconclusive() {
+    let project = project(
+        "  build:\n    command: [sh, build.sh, \"{build_dir}\"]\n  program:\n    command: [\"{build_dir}/app\"]",
+        "  build:\n    timeout: 30s\n  sass:\n    timeout: 30s",
+    );
+    // The "build" copies a host-only ELF executable into the build directory.
+    project.write("build.sh", "cp /bin/sh \"$1/app\"\necho built\n");
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let manifest = project.manifest();
+    assert_eq!(stage(&manifest, "build")["status"], "passed");
+    let sass = stage(&manifest, "sass");
+    assert_eq!(sass["status"], "inconclusive", "{sass:#}");
+    let reason = sass["reason"].as_str().expect("a reason");
+    assert!(
+        reason.contains("no build product holds device code (1 files"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_failed_build_skips_its_config_with_the_reason() {
+    let project = project(
+        "  build:\n    command: [sh, -c, \"echo 'make: *** [all] Error 2' >&2; exit 2\"]\n  program:\n    command: [bin/ring]",
+        "  build:\n    timeout: 30s\n  check:\n    needs: { gpu: false }\n    timeout: 30s",
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let build = stage(&manifest, "build");
+    assert_eq!(build["status"], "failed");
+    assert!(
+        build["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("exited with status 2") && r.contains("Error 2")),
+        "{build:#}"
+    );
+    let check = stage(&manifest, "check");
+    assert_eq!(check["status"], "skipped");
+    assert_eq!(check["reason"], "the build for plain sm_90 failed");
+}
+
+#[test]
+fn an_unknown_placeholder_is_refused_at_check() {
+    let project = project(
+        "  program:\n    command: [bin/ring, \"{lanches}\"]",
+        "  check:\n    timeout: 30s",
+    );
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("target.program.command: unknown placeholder `{lanches}`"),
+        "{err}"
+    );
+}
+
+/// Builds `examples/cuda-cpp` for real with the pipeline's pinned nvcc (provisioned from PyPI
+/// when this machine has none): its report lists each kernel's registers, and where there is
+/// no GPU the GPU stages are skipped with the reason.
+#[test]
+fn the_cuda_cpp_example_builds_with_the_pinned_compiler() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let example = repo().join("examples/cuda-cpp");
+    for file in [
+        "pipeline.yaml",
+        "src/kernels.cu",
+        "src/kernels.cuh",
+        "tests/test_kernels.cu",
+    ] {
+        let to = dir.path().join(file);
+        std::fs::create_dir_all(to.parent().expect("a parent")).expect("create directories");
+        std::fs::copy(example.join(file), &to).expect("copy the example");
+    }
+    let out = std::process::Command::new(BIN)
+        .args([
+            "pipeline.yaml",
+            "--only",
+            "build,sass,memcheck,check,stress,report",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .expect("start the runner");
+    let manifest: Value = {
+        let run = std::fs::read_dir(dir.path().join("artifacts"))
+            .expect("a run directory")
+            .flatten()
+            .next()
+            .expect("a run");
+        serde_json::from_str(
+            &std::fs::read_to_string(run.path().join("manifest.json")).expect("a manifest"),
+        )
+        .expect("JSON")
+    };
+    for build in stages(&manifest, "build") {
+        assert_eq!(build["status"], "passed", "{build:#}\n{}", stderr(&out));
+    }
+    for sass in stages(&manifest, "sass") {
+        assert_eq!(sass["status"], "passed", "{sass:#}");
+    }
+    for unit in manifest["stages"].as_array().expect("stages") {
+        let status = unit["status"].as_str().unwrap_or_default();
+        assert!(
+            status == "passed"
+                || status == "findings"
+                || status == "skipped" && unit["reason"].is_string(),
+            "{unit:#}"
+        );
+    }
+    let report = std::fs::read_to_string(dir.path().join("reports/latest.md")).expect("report");
+    for kernel in ["block_sum_kernel", "transpose_kernel", "stencil_1d_kernel"] {
+        let row = report
+            .lines()
+            .find(|l| l.starts_with("| clean | sm_90 | `") && l.contains(kernel))
+            .unwrap_or_else(|| panic!("no row for {kernel} in\n{report}"));
+        let registers: u32 = row
+            .split('|')
+            .nth(4)
+            .and_then(|c| c.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no register count in {row}"));
+        assert!(registers > 0, "{row}");
+    }
+}
