@@ -107,6 +107,9 @@ pub enum FindingKind {
     /// The tool reported a failure of its own ("Error: No attachable process found",
     /// ncu's "==ERROR== LaunchFailed"): its log says less than a complete run would.
     ToolError,
+    /// The tool's own summary counts errors that no record in the log could be read as: the
+    /// log is never clean, whatever else it holds.
+    UnreadErrors,
     /// An Nsight Compute rule result (rule name, type such as OPT or WRN, and its advice).
     ProfilerRule,
 }

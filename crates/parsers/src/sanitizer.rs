@@ -779,9 +779,63 @@ impl SanitizerParser {
             None
         };
         self.log.complete = self.saw_summary;
-        self.log.findings = self.sites.into_findings();
+        self.log.findings = std::mem::take(&mut self.sites).into_findings();
+        cross_check(&mut self.log);
         self.log
     }
+}
+
+/// Never a false clean: when the summary counts errors (or racecheck hazards) and no record was
+/// read as a finding, a finding says how many could not be read and quotes the lines that were
+/// not understood.
+fn cross_check(log: &mut ParsedLog) {
+    let reported = log
+        .reported_errors
+        .unwrap_or(0)
+        .saturating_add(log.reported_warnings.unwrap_or(0));
+    let read = log
+        .findings
+        .iter()
+        .any(|f| matches!(f.severity, Severity::Error | Severity::Warning));
+    if reported == 0 || read {
+        return;
+    }
+    let tool = log.tool.map_or("compute-sanitizer", |t| match t {
+        Tool::Memcheck => "memcheck",
+        Tool::Racecheck => "racecheck",
+        Tool::Initcheck => "initcheck",
+        Tool::Synccheck => "synccheck",
+    });
+    let mut details = serde_json::Map::new();
+    details.insert("reported".into(), json!(reported));
+    log.findings.push(Finding {
+        kind: FindingKind::UnreadErrors,
+        severity: Severity::Error,
+        count: reported,
+        fingerprint: crate::site::fingerprint(&Site {
+            kind: FindingKind::UnreadErrors,
+            kernel: None,
+            file: None,
+            line: None,
+            space: None,
+            size: None,
+            discriminator: tool,
+        }),
+        kernel: None,
+        file: None,
+        line: None,
+        space: None,
+        access: None,
+        size: None,
+        message: format!(
+            "{tool}'s summary reports {reported} error{} that could not be read as records",
+            if reported == 1 { "" } else { "s" }
+        ),
+        excerpt: log.unparsed_examples.clone(),
+        examples: Vec::new(),
+        related: Vec::new(),
+        details,
+    });
 }
 
 fn add_u64(f: &mut Finding, key: &str, n: u64) {
