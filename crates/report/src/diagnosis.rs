@@ -276,10 +276,10 @@ fn attach_symptoms(mut drafts: Vec<Draft>) -> Vec<Draft> {
         let title = symptom.title.clone();
         let evidence = std::mem::take(&mut symptom.evidence);
         if let Some(target) = drafts.get_mut(*to) {
-            target.explanation.push_str(&format!(
-                " Seen downstream: {}.",
-                title.trim_end_matches('.')
-            ));
+            let seen = format!(" Seen downstream: {}.", title.trim_end_matches('.'));
+            if !target.explanation.contains(&seen) {
+                target.explanation.push_str(&seen);
+            }
             for item in evidence {
                 // The same log cited without raw lines (a harness result) is already there.
                 let known = target.evidence.iter().any(|e| {

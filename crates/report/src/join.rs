@@ -18,10 +18,20 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
         for log in &stage.logs {
             listed.insert(log.path.as_str());
             if let Some(parsed) = evidence.logs.get(&log.path) {
+                // A sanitizer log inside another stage (memcheck at a stress search's failing
+                // count) is that sanitizer's evidence.
+                let kind = match parsed.format {
+                    Format::ComputeSanitizer | Format::ComputeSanitizerXml
+                        if !is_sanitizer(stage.kind) =>
+                    {
+                        infer_kind(parsed)
+                    }
+                    _ => stage.kind,
+                };
                 sources.push(Source {
                     path: log.path.as_str(),
                     stage: Some(stage),
-                    kind: stage.kind,
+                    kind,
                     config: stage.config.as_deref(),
                     arch: stage.arch.as_deref(),
                     log: parsed,

@@ -198,15 +198,19 @@ pub fn round_json(x: f64) -> serde_json::Value {
     serde_json::json!((x * factor).round() / factor)
 }
 
-/// Bytes as a report shows them: `0 B`, `512 B`, `24.0 KiB`.
+/// Bytes as a report shows them: `0 B`, `512 B`, `24.0 KiB`, `1.5 GiB`.
 pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     if n < 1024 {
-        format!("{n} B")
-    } else if n < 1024 * 1024 {
-        format!("{:.1} KiB", n as f64 / 1024.0)
-    } else {
-        format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
+        return format!("{n} B");
     }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS.get(unit).unwrap_or(&"TiB"))
 }
 
 /// Escapes a value for a GitHub-flavoured markdown table cell.

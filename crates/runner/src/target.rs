@@ -235,19 +235,26 @@ pub fn failure_line(stderr: &str, stdout: &str) -> Option<String> {
         "illegal instruction",
         "misaligned address",
     ];
-    let clip = |line: &str| line.trim().chars().take(300).collect::<String>();
+    // PyTorch appends a paragraph of advice to its CUDA errors: keep the error.
+    let clip = |line: &str| {
+        let line = line.trim();
+        let line = line.split(" Search for `").next().unwrap_or(line);
+        line.chars().take(300).collect::<String>()
+    };
+    // The program's own words: not a wrapping tool's lines (compute-sanitizer's `=========`,
+    // ncu's `==PROF==` and CSV rows).
+    let own = |line: &&str| {
+        let t = line.trim();
+        !t.is_empty() && !t.starts_with("==") && !t.starts_with('"')
+    };
     stderr
         .lines()
         .chain(stdout.lines())
+        .filter(own)
         .find(|line| MARKERS.iter().any(|m| line.contains(m)))
         .map(clip)
-        .or_else(|| {
-            stderr
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(clip)
-        })
+        .or_else(|| stderr.lines().rev().find(own).map(clip))
+        .or_else(|| stdout.lines().rev().find(own).map(clip))
 }
 
 /// The next count a launch search tries: doubling until the first failure (or the limit), then

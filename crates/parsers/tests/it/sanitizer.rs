@@ -447,7 +447,10 @@ fn no_fixture_with_a_nonzero_summary_reads_clean() {
             path.display()
         );
     }
-    assert!(checked >= 5, "only {checked} fixtures with errors were checked");
+    assert!(
+        checked >= 5,
+        "only {checked} fixtures with errors were checked"
+    );
 }
 
 /// A summary that counts errors whose records are in a form the parser does not know: the
@@ -468,9 +471,16 @@ fn errors_the_summary_counts_but_no_record_shows_are_unread_not_clean() {
     assert_eq!(unread.len(), 1, "{:#?}", parsed.findings);
     assert_eq!(unread[0].severity, parsers::Severity::Error);
     assert_eq!(unread[0].count, 3);
-    assert!(unread[0].message.contains("reports 3 errors that could not be read"));
     assert!(
-        unread[0].excerpt.iter().any(|l| l.contains("future record form")),
+        unread[0]
+            .message
+            .contains("reports 3 errors that could not be read")
+    );
+    assert!(
+        unread[0]
+            .excerpt
+            .iter()
+            .any(|l| l.contains("future record form")),
         "{:?}",
         unread[0].excerpt
     );

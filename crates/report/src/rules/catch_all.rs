@@ -40,6 +40,29 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         {
             continue;
         }
+        // The target process's exit status ("Error: process didn't terminate successfully") is
+        // a symptom of the fault that ended it, never a root cause of its own.
+        let exit_record = finding
+            .message
+            .contains("process didn't terminate successfully")
+            || finding
+                .message
+                .contains("application returned an error code")
+            || finding.kind == FindingKind::ToolError;
+        let root = ctx.root_cause_of_config(f.config.as_deref());
+        if exit_record && root.is_some() {
+            let mut d = Draft::new(
+                "sanitizer-error",
+                Level::Error,
+                "The program exited with an error",
+            );
+            d.config = f.config.clone();
+            d.attach_to = root;
+            d.explains.push(index);
+            d.evidence.push(ctx.finding_evidence(f));
+            out.push(d);
+            continue;
+        }
         let tool = j
             .source(f.source)
             .map(|s| kind_name(s.kind))

@@ -41,6 +41,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             },
         );
         d.config = f.config.clone();
+        // A failed check in a config whose fault a tool located is that fault's symptom.
+        d.attach_to = ctx.root_cause_of_config(f.config.as_deref());
         d.key = finding.fingerprint.clone();
         d.confidence = Confidence::High;
         d.evidence.push(ctx.finding_evidence(f));

@@ -48,13 +48,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
             &j.repo_files,
         );
         let config = stage.config.as_deref();
-        let root = ctx.prior.iter().position(|d| {
-            super::ROOT_CAUSES.contains(&d.rule)
-                && d.level == Level::Error
-                && !d.silent
-                && d.attach_to.is_none()
-                && d.config.as_deref() == config
-        });
+        let root = ctx.root_cause_of_config(config);
         let mut d = Draft::new(
             "launch-failure",
             Level::Error,
@@ -65,11 +59,13 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         d.arch = stage.arch.clone();
         d.key = reason.clone();
         d.confidence = Confidence::Medium;
-        d.evidence.push(ctx.source_evidence(
+        let mut item = ctx.source_evidence(
             sources.first().copied(),
             config,
             format!("{}: {reason}", stage.name),
-        ));
+        );
+        item.stage.clone_from(&stage.name);
+        d.evidence.push(item);
         for (i, f) in j.findings.iter().enumerate() {
             if sources.contains(&f.source) {
                 d.explains.push(i);

@@ -260,6 +260,18 @@ impl Ctx<'_, '_> {
         })
     }
 
+    /// The earlier draft naming a tool-located root cause in this config, any kernel: what a
+    /// program-level symptom (a failed check, the process's exit status) attaches to.
+    pub fn root_cause_of_config(&self, config: Option<&str>) -> Option<usize> {
+        self.prior.iter().position(|d| {
+            ROOT_CAUSES.contains(&d.rule)
+                && d.level == crate::Level::Error
+                && !d.silent
+                && d.attach_to.is_none()
+                && d.config.as_deref() == config
+        })
+    }
+
     /// Whether every sanitizer log a draft cites ran the kernel once (not in stress mode).
     fn found_on_one_launch(&self, d: &Draft) -> bool {
         d.evidence.iter().all(|e| {

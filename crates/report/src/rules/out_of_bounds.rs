@@ -66,7 +66,32 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let records = crate::text::plural(finding.count, "record", "records");
         let size_text = size.map(|s| format!(" of {s} bytes")).unwrap_or_default();
 
+        // Gigabytes away from the nearest allocation is no index a step too far: the pointer
+        // itself is wrong (null plus an offset, an uninitialised or stale pointer).
+        const WILD: u64 = 1 << 30;
+        let distance = after.or(before).unwrap_or(0);
+        let builtin = finding
+            .kernel
+            .as_deref()
+            .is_some_and(|k| ctx.joined.targets.contains(&crate::text::kernel_base(k)));
         match (after, before, alloc) {
+            _ if distance >= WILD => {
+                d.figures.insert("distance_bytes".into(), json!(distance));
+                d.title = format!(
+                    "Out-of-bounds {space_word} {access_word} through a wild or null pointer"
+                );
+                d.explanation = format!(
+                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} to \
+                     an address {} from the nearest allocation: no index a step too far does \
+                     that. The pointer itself is wrong: null plus an offset, never initialised, \
+                     read from the wrong slot of a table, or freed.",
+                    bytes(distance)
+                );
+                d.fix = "Trace the pointer used at the named line back to where it is set (a \
+                         table of pointers, a struct field, an argument) and check it is set \
+                         before every launch that reads it."
+                    .to_string();
+            }
             (Some(n), _, Some(m)) => {
                 d.figures.insert("bytes_after".into(), json!(n));
                 d.figures.insert("allocation_size".into(), json!(m));
@@ -117,19 +142,31 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     d.explanation.push_str(&format!(
                         "{index} An index a step too far, not a wild pointer.{row_hint}"
                     ));
-                    d.fix = "Guard the access with the real bound: mask rows and columns with index \
-                             >= seq_len in the last (partial) tile, and check loop bounds use `<`, \
-                             not `<=`. Re-run memcheck, and check with S not a multiple of the tile."
-                        .to_string();
+                    d.fix = if builtin {
+                        "Guard the access with the real bound: mask rows and columns with index \
+                         >= seq_len in the last (partial) tile, and check loop bounds use `<`, \
+                         not `<=`. Re-run memcheck, and check with S not a multiple of the tile."
+                    } else {
+                        "Guard the access with the real bound (`if (i < n)`, loop bounds with \
+                         `<`, not `<=`), including the last partial block; re-run memcheck with a \
+                         size that is not a multiple of the block size."
+                    }
+                    .to_string();
                 } else {
                     d.explanation.push_str(
                         " That is far past the end: a wrong stride, a wrong base pointer or an index \
                          computed from the wrong dimension.",
                     );
-                    d.fix = "Check the index arithmetic at the named line against the tensor's \
-                             [batch, heads, seq_len, head_dim] strides, and that the pointer is the \
-                             buffer the launch passed."
-                        .to_string();
+                    d.fix = if builtin {
+                        "Check the index arithmetic at the named line against the tensor's \
+                         [batch, heads, seq_len, head_dim] strides, and that the pointer is the \
+                         buffer the launch passed."
+                    } else {
+                        "Check the index arithmetic at the named line against the buffer's \
+                         dimensions and strides, and that the pointer is the buffer the launch \
+                         passed."
+                    }
+                    .to_string();
                 }
             }
             (_, Some(n), alloc) => {

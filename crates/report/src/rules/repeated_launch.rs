@@ -99,6 +99,12 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
             d.evidence.push(ctx.finding_evidence(f));
             d.explains = found.clone();
         }
+        // The failed checks of the attempts are this search's own evidence.
+        d.explains
+            .extend(j.findings.iter().enumerate().filter_map(|(i, f)| {
+                (sources.contains(&f.source) && f.finding.kind == FindingKind::CheckFailed)
+                    .then_some(i)
+            }));
         d.confidence = Confidence::from_signals(signals);
         d.explanation = format!(
             "The same program, run with more launches, is clean up to {clean} and fails from \
