@@ -134,3 +134,91 @@ fn the_reference_run_of_the_faults_names_each_planted_root_cause() {
     );
     insta::assert_snapshot!("reference_faults", report(&run, "md"));
 }
+
+/// The example projects' committed runs (`examples/*/reference/`, made on an H100 with
+/// `examples/run-on-gpu.sh`): a user's own build and program, diagnosed by the same rules.
+fn example_run(example: &str) -> PathBuf {
+    let dir = repo()
+        .join("examples")
+        .join(example)
+        .join("reference/artifacts");
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    runs.sort();
+    runs.pop().expect("a committed example run")
+}
+
+#[test]
+fn the_torch_extension_example_names_both_seed_failures() {
+    let json: Value =
+        serde_json::from_str(&report(&example_run("torch-extension"), "json")).expect("JSON");
+    let diagnoses = json["diagnoses"].as_array().expect("diagnoses");
+    let errors: Vec<&Value> = diagnoses.iter().filter(|d| d["level"] == "error").collect();
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    // The WMMA fragment on local memory, at the kernel's line and the oracle's call line.
+    let wmma = errors
+        .iter()
+        .find(|d| d["rule"] == "wmma-local-memory")
+        .expect("the wmma-local root cause");
+    assert_eq!(wmma["configs"], serde_json::json!(["wmma_local"]));
+    assert_eq!(wmma["location"]["file"], "csrc/attn_fwd.cu");
+    assert_eq!(wmma["call_site"]["file"], "oracle.py");
+    assert!(wmma["call_site"]["line"].as_u64().is_some());
+    // The repeated-launch failure: its exact first failing count and memcheck's line there.
+    let ring = errors
+        .iter()
+        .find(|d| d["configs"] == serde_json::json!(["launch_ring"]))
+        .expect("the launch_ring root cause");
+    assert_eq!(ring["location"]["file"], "csrc/attn_fwd.cu");
+    let explanation = ring["explanation"].as_str().expect("text");
+    assert!(
+        explanation.contains("Fails only after repeated launches: clean at 8 launches, fails at 9"),
+        "{explanation}"
+    );
+    // Nothing on the clean control.
+    assert!(
+        !errors.iter().any(|d| d["configs"]
+            .as_array()
+            .is_some_and(|c| c.contains(&"clean".into()))),
+        "{errors:#?}"
+    );
+    let markdown = report(&example_run("torch-extension"), "md");
+    assert!(markdown.contains("launched from `oracle.py:"), "{markdown}");
+}
+
+#[test]
+fn the_cuda_cpp_example_names_the_race_and_the_out_of_bounds_write() {
+    let json: Value =
+        serde_json::from_str(&report(&example_run("cuda-cpp"), "json")).expect("JSON");
+    let errors: Vec<(String, String, String)> = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["level"] == "error")
+        .map(|d| {
+            (
+                d["rule"].as_str().unwrap_or_default().to_string(),
+                d["configs"].to_string(),
+                format!("{}:{}", d["location"]["file"], d["location"]["line"]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            (
+                "shared-memory-race".to_string(),
+                r#"["race"]"#.to_string(),
+                r#""src/kernels.cu":78"#.to_string()
+            ),
+            (
+                "out-of-bounds".to_string(),
+                r#"["oob"]"#.to_string(),
+                r#""src/kernels.cu":127"#.to_string()
+            ),
+        ]
+    );
+}
