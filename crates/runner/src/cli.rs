@@ -126,6 +126,9 @@ pub enum LogFormat {
     ComputeSanitizerXml,
     NcuCsv,
     Harness,
+    PytestBenchmark,
+    GoogleBenchmark,
+    ProgramResults,
 }
 
 /// How a command ended, when it did not fail outright.
@@ -531,6 +534,9 @@ impl From<LogFormat> for parsers::Format {
             LogFormat::ComputeSanitizerXml => parsers::Format::ComputeSanitizerXml,
             LogFormat::NcuCsv => parsers::Format::NcuCsv,
             LogFormat::Harness => parsers::Format::Harness,
+            LogFormat::PytestBenchmark => parsers::Format::PytestBenchmark,
+            LogFormat::GoogleBenchmark => parsers::Format::GoogleBenchmark,
+            LogFormat::ProgramResults => parsers::Format::ProgramResults,
         }
     }
 }

@@ -650,15 +650,25 @@ impl Executor<'_> {
         {
             // The kernel source and includes count even for a config with its own source: fault
             // variants include the kernel.
-            let mut files = vec![kernel.source.as_path()];
-            files.extend(kernel.includes.iter().map(PathBuf::as_path));
+            let mut files: Vec<PathBuf> = vec![kernel.source.clone()];
+            files.extend(kernel.includes.iter().cloned());
             files.extend(
                 unit.config
                     .as_deref()
-                    .and_then(|c| self.pipeline.source_of(c)),
+                    .and_then(|c| self.pipeline.source_of(c))
+                    .map(Path::to_path_buf),
             );
+            // Every source and header beside the translation units, listed or not: a changed
+            // header never serves stale evidence.
+            let dirs: std::collections::BTreeSet<PathBuf> = files
+                .iter()
+                .filter_map(|f| f.parent().map(Path::to_path_buf))
+                .collect();
+            for dir in dirs {
+                files.extend(crate::target::headers_near(self.pipeline, &dir));
+            }
             for file in files {
-                key.files.insert(slash(file), self.input_sha(file));
+                key.files.insert(slash(&file), self.input_sha(&file));
             }
         }
         if cubin.is_some()

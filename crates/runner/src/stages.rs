@@ -466,7 +466,7 @@ fn builtin_unit(unit: &Unit, stage: &Stage, pipeline: &Pipeline) -> report::Unit
         source: (unit.kind == StageKind::Compile)
             .then(|| unit.config.as_deref().and_then(|c| pipeline.source_of(c)))
             .flatten()
-            .map(|p| crate::orchestrate::slash(p)),
+            .map(crate::orchestrate::slash),
         arch: unit.arch.clone(),
         case: unit.case.as_ref().map(|c| report::Case {
             name: c.case.clone(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use parsers::Format;
 use report::{LaunchAttempt, LaunchSearch, Log, StageStatus};
 
-use crate::config::{self, Pipeline, Stage, Target};
+use crate::config::{Pipeline, Stage, Target};
 use crate::exec::{self, Ending};
 use crate::interrupt::Interrupt;
 use crate::orchestrate::slash;
@@ -386,7 +386,6 @@ impl Search<'_> {
                 _ => run.push(word.into()),
             }
         }
-        let _ = config::is_sanitizer;
         (run, display.to_vec())
     }
 }

@@ -146,6 +146,43 @@ pub fn source_files(pipeline: &Pipeline, target: &Target) -> Vec<PathBuf> {
     files
 }
 
+/// The C, C++ and CUDA sources and headers under `dir` (relative to the pipeline root), sorted:
+/// what a translation unit there may include. The built-in kernel's compile hashes these, so a
+/// header nobody listed in `kernel.includes` still invalidates the cache.
+pub fn headers_near(pipeline: &Pipeline, dir: &Path) -> Vec<PathBuf> {
+    const EXTENSIONS: &[&str] = &[
+        "cu", "cuh", "h", "hpp", "hh", "c", "cc", "cpp", "cxx", "inc", "inl",
+    ];
+    let mut files: Vec<PathBuf> = WalkDir::new(pipeline.resolve(dir))
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| {
+            e.depth() == 0
+                || !(e.file_type().is_dir()
+                    && e.file_name()
+                        .to_str()
+                        .is_some_and(|n| SKIPPED_DIRS.contains(&n) || n.starts_with('.')))
+        })
+        .flatten()
+        .filter(|e| {
+            e.file_type().is_file()
+                && e.path()
+                    .extension()
+                    .and_then(|x| x.to_str())
+                    .is_some_and(|x| EXTENSIONS.contains(&x))
+        })
+        .filter_map(|e| {
+            e.path()
+                .strip_prefix(&pipeline.root)
+                .ok()
+                .map(Path::to_path_buf)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// What a build product is, by its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ProductKind {

@@ -90,3 +90,57 @@ fn a_failed_stage_is_never_reused() {
     assert_eq!(code(&project.run(&["pipeline.yaml"])), 3);
     assert_eq!(project.nvcc_calls(), 2);
 }
+
+#[test]
+fn a_header_nobody_listed_still_invalidates_the_compile() {
+    let project = Project::new();
+    project.write("kernel/tiles.cuh", "// stand-in header\n");
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    assert_eq!(project.nvcc_calls(), 1);
+    // Not in kernel.includes; found beside the kernel's source.
+    project.write("kernel/tiles.cuh", "// stand-in header, edited\n");
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        project.nvcc_calls(),
+        2,
+        "the edited header served a cached compile"
+    );
+    // A file that is no source or header changes nothing.
+    project.write("kernel/NOTES.md", "notes\n");
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    assert_eq!(project.nvcc_calls(), 2);
+}
+
+#[test]
+fn a_target_is_rebuilt_when_any_file_of_its_sources_changes() {
+    let project = Project::new();
+    project.write("src/k.cu", "// stand-in source\n");
+    project.write("src/deep/k.cuh", "// stand-in header\n");
+    project.write(
+        "build.sh",
+        "echo call >> \"$0.calls\"\ncp /bin/sh \"$1/app\"\n",
+    );
+    project.pipeline(&crate::util::pipeline("").replace(
+        "kernel:\n  source: kernel/attention.cu\n  entry_points:\n    f16: attention_fwd_f16\n",
+        "target:\n  sources: [src]\n  build:\n    command: [sh, build.sh, \"{build_dir}\"]\n  program:\n    command: [\"{build_dir}/app\"]\n",
+    ).replace("cases:\n  seed: { shape: \"2,8,512,64\" }\n", "")
+        .replace("  compile:\n    timeout: 30s\n  sass:\n    timeout: 30s\n", "  build:\n    timeout: 30s\n")
+        .replace("small: { HEAD_DIM: 64, BLOCK_M: 64 }", "small: {}"));
+    let builds = || {
+        std::fs::read_to_string(project.root.join("build.sh.calls"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let first = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert_eq!(builds(), 1);
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    assert_eq!(builds(), 1, "an unchanged target was built again");
+    project.write("src/deep/k.cuh", "// stand-in header, edited\n");
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    assert_eq!(builds(), 2, "a changed header served a cached build");
+    // The cached build's products are in the new run directory too.
+    let run = project.runs().pop().expect("a run");
+    assert!(run.join("build/small/sm_90/build/app").is_file());
+}
