@@ -343,7 +343,10 @@ fn row(
         {
             stage_status_word(status).to_string()
         }
-        _ => figure(joined, kind, &logs),
+        _ => match stage.and_then(|s| s.launch_search.as_ref()) {
+            Some(search) => search_figure(search),
+            None => figure(joined, kind, &logs),
+        },
     };
     CoverageRow {
         stage: stage
@@ -465,6 +468,16 @@ fn launched(joined: &Joined, logs: &[&str]) -> Option<bool> {
 }
 
 /// A stage's key figure from its logs.
+/// A launch search in a few words: `clean at 64 launches`, `clean at 8, fails at 9`.
+fn search_figure(search: &crate::LaunchSearch) -> String {
+    match (search.clean_at, search.fails_at) {
+        (Some(clean), Some(fails)) => format!("clean at {clean}, fails at {fails}"),
+        (None, Some(fails)) => format!("fails at {fails}"),
+        (Some(clean), None) => format!("clean at {clean} launches"),
+        (None, None) => "no launch ran".to_string(),
+    }
+}
+
 fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
     let sources = sources_of(joined, logs);
     if sources.is_empty() {
