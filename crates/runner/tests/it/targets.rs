@@ -299,3 +299,52 @@ fn the_cuda_cpp_example_builds_with_the_pinned_compiler() {
         assert!(registers > 0, "{row}");
     }
 }
+
+/// A program's own benchmark output (real pytest-benchmark JSON from the parsers' fixtures,
+/// written to `{out}` by a stand-in script) is read as timings and paired with the baseline's
+/// of the same name.
+#[test]
+fn bench_and_baseline_read_pytest_benchmark_json_from_out() {
+    let fixtures = repo().join("crates/parsers/fixtures/pytest-benchmark");
+    let project = project(
+        "  program:\n    command: [bin/ring]",
+        "  bench:\n    needs: { gpu: false }\n    timeout: 30s\n    command: [sh, emit.sh, fast.json, \"{out}\"]\n  baseline:\n    needs: { gpu: false }\n    timeout: 30s\n    command: [sh, emit.sh, baseline.json, \"{out}\"]",
+    );
+    for name in ["fast.json", "baseline.json"] {
+        let text = std::fs::read_to_string(fixtures.join(name)).expect("a fixture");
+        project.write(name, &text);
+    }
+    project.write("emit.sh", "cp \"$1\" \"$2\"\n");
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let manifest = project.manifest();
+    for name in ["bench", "baseline"] {
+        let s = stage(&manifest, name);
+        assert_eq!(s["status"], "passed", "{s:#}");
+        assert!(
+            s["logs"]
+                .as_array()
+                .expect("logs")
+                .iter()
+                .any(|l| l["format"] == "pytest-benchmark"),
+            "{s:#}"
+        );
+    }
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    assert!(report.contains("## Timings"), "{report}");
+    assert!(report.contains("test_sum_squares"), "{report}");
+}
+
+/// A bench stage whose program prints no timings in a known format is inconclusive, never
+/// passed.
+#[test]
+fn a_bench_without_timings_is_inconclusive() {
+    let project = project(
+        "  program:\n    command: [bin/ring]",
+        "  bench:\n    needs: { gpu: false }\n    timeout: 30s",
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let bench = stage(&project.manifest(), "bench").clone();
+    assert_eq!(bench["status"], "inconclusive", "{bench:#}");
+}
