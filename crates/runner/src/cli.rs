@@ -3,7 +3,7 @@
 //! `main.rs` parses the arguments into [`Cli`], calls [`execute`], and maps the result to an
 //! exit code in one place.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -281,31 +281,36 @@ impl From<ReportFormat> for report::OutputFormat {
 }
 
 /// Reads and parses each file (gzip-compressed when its name ends in `.gz`), detecting its format
-/// unless one is forced.
+/// from its first 256 KiB unless one is forced. The log streams through
+/// [`parsers::parse_reader`]: a multi-gigabyte sanitizer log is never held in memory.
 fn read_logs(
     files: &[PathBuf],
     forced: Option<LogFormat>,
 ) -> Result<Vec<(String, parsers::ParsedLog)>, Error> {
+    use std::io::Read;
+    const HEAD: u64 = 256 * 1024;
     let mut parsed = Vec::new();
     for path in files {
-        let mut bytes = Vec::new();
-        crate::rundir::open_log(path)
-            .and_then(|mut reader| reader.read_to_end(&mut bytes))
-            .map_err(|e| Error::Usage(format!("read {}: {e}", path.display())))?;
-        let text = String::from_utf8_lossy(&bytes);
+        let failed = |e: std::io::Error| Error::Usage(format!("read {}: {e}", path.display()));
+        let mut reader = crate::rundir::open_log(path).map_err(failed)?;
+        let mut head = Vec::new();
+        reader
+            .by_ref()
+            .take(HEAD)
+            .read_to_end(&mut head)
+            .map_err(failed)?;
         let format = match forced {
             Some(f) => f.into(),
-            None => parsers::detect(&text).ok_or_else(|| {
+            None => parsers::detect(&String::from_utf8_lossy(&head)).ok_or_else(|| {
                 Error::Usage(format!(
                     "{}: cannot tell which tool wrote this log; name its format with --as",
                     path.display()
                 ))
             })?,
         };
-        parsed.push((
-            path.to_string_lossy().into_owned(),
-            parsers::parse(format, &text),
-        ));
+        let whole = std::io::BufReader::new(std::io::Cursor::new(head).chain(reader));
+        let log = parsers::parse_reader(format, whole).map_err(failed)?;
+        parsed.push((path.to_string_lossy().into_owned(), log));
     }
     Ok(parsed)
 }
