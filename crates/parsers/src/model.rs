@@ -295,6 +295,21 @@ pub struct ParsedLog {
 }
 
 impl ParsedLog {
+    /// Whether the parser read nothing of its format: no finding, kernel, metric, result,
+    /// timing, check or summary count. A log that holds nothing says nothing about a kernel,
+    /// least of all that it is clean.
+    pub fn holds_nothing(&self) -> bool {
+        self.findings.is_empty()
+            && self.kernels.is_empty()
+            && self.metrics.is_empty()
+            && self.results.is_empty()
+            && self.timings.is_empty()
+            && self.checks.is_empty()
+            && self.reported_errors.is_none()
+            && self.reported_warnings.is_none()
+            && self.launch.is_none()
+    }
+
     /// An empty result for `format`, to be filled by a parser.
     pub fn new(format: Format, tool: Option<Tool>) -> ParsedLog {
         ParsedLog {

@@ -309,6 +309,11 @@ fn coverage(joined: &Joined) -> Vec<CoverageRow> {
                 .any(|f| f.source == index && f.finding.severity == parsers::Severity::Error);
             r.status = if !source.log.complete && is_sanitizer(source.kind) {
                 StageStatus::Inconclusive
+            } else if source.log.holds_nothing() {
+                // Nothing in it reads as the format it was read as (`--as` on a foreign
+                // file): no evidence either way.
+                r.figure = "nothing of this format in it".to_string();
+                StageStatus::Inconclusive
             } else if findings {
                 StageStatus::Findings
             } else {

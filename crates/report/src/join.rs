@@ -468,6 +468,21 @@ impl<'a> Joined<'a> {
                         source.path
                     )),
                 });
+            } else if source.stage.is_none() && source.log.holds_nothing() {
+                // A loose log (`explain`) with nothing of its format in it.
+                out.push(Unconcluded {
+                    stage: source.stage_name(),
+                    config: None,
+                    what: "unreadable".to_string(),
+                    reason: Some(format!(
+                        "nothing in {} reads as {}",
+                        source.path,
+                        serde_json::to_value(source.log.format)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default()
+                    )),
+                });
             }
         }
         out

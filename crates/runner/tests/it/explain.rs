@@ -98,3 +98,31 @@ fn the_clean_kernels_logs_are_clean() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// `explain --as FORMAT` on a file that holds nothing of that format is inconclusive (exit 1),
+/// never clean. (The file's two lines are hand-written.)
+#[test]
+fn a_foreign_file_read_as_any_format_is_never_clean() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "hello\nthis is not a tool's log (hand-written)\n").expect("write");
+    for format in [
+        "compute-sanitizer",
+        "ptxas",
+        "sass",
+        "ncu-csv",
+        "harness",
+        "pytest-benchmark",
+        "google-benchmark",
+        "program-results",
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(["explain", "--as", format])
+            .arg(&file)
+            .output()
+            .expect("run the runner");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{format}: {text}");
+        assert!(text.contains("Inconclusive"), "{format}: {text}");
+    }
+}
