@@ -39,6 +39,10 @@ pub(crate) struct NcuParser {
     layout: Option<Layout>,
     rows: u64,
     errors: u64,
+    /// Launches with a `nan` metric: a launch that failed (`==ERROR== LaunchFailed`). Their
+    /// values are no measurements, and the rule results computed from them say nothing.
+    failed_launches: Vec<Option<u64>>,
+    nan_values: u64,
 }
 
 enum Layout {
@@ -74,6 +78,8 @@ impl NcuParser {
             layout: None,
             rows: 0,
             errors: 0,
+            failed_launches: Vec::new(),
+            nan_values: 0,
         }
     }
 
@@ -206,8 +212,17 @@ impl NcuParser {
         let name = cell(d.name);
         let rule = cell(d.rule);
         if !name.is_empty() {
-            // Text values ("PolicySpread", "CachePreferNone") are not metrics.
-            if let Some(value) = parse_f64(cell(d.value)) {
+            // Text values ("PolicySpread", "CachePreferNone") are not metrics, and `nan` is
+            // what ncu prints for a launch that failed.
+            let raw_value = cell(d.value).trim();
+            let value = parse_f64(raw_value);
+            if raw_value.eq_ignore_ascii_case("nan") || raw_value.eq_ignore_ascii_case("inf") {
+                self.nan_values += 1;
+                if !self.failed_launches.contains(&launch) {
+                    self.failed_launches.push(launch);
+                }
+            }
+            if let Some(value) = value {
                 let unit = cell(d.unit);
                 self.log.metrics.push(Metric {
                     kernel: kernel.to_string(),
@@ -219,7 +234,7 @@ impl NcuParser {
                 });
             }
         }
-        if !rule.is_empty() {
+        if !rule.is_empty() && !self.failed_launches.contains(&launch) {
             let rule_type = cell(d.rule_type);
             let text = cell(d.rule_text);
             let speedup_type = cell(d.speedup_type);
@@ -281,7 +296,12 @@ impl NcuParser {
             if IDENTITY.contains(&name.as_str()) {
                 continue;
             }
-            let Some(value) = cells.get(i).and_then(|c| parse_f64(c)) else {
+            let cell = cells.get(i).map_or("", |c| c.trim());
+            if cell.eq_ignore_ascii_case("nan") {
+                self.nan_values += 1;
+                continue;
+            }
+            let Some(value) = parse_f64(cell) else {
                 continue;
             };
             let unit = units
@@ -307,6 +327,15 @@ impl NcuParser {
         }
         self.log.complete = self.layout.is_some() && self.rows > 0 && self.errors == 0;
         self.log.findings = self.sites.into_findings();
+        if self.nan_values > 0 {
+            // Say on the failure itself how much of the page is no measurement.
+            for f in &mut self.log.findings {
+                if f.kind == FindingKind::ToolError && f.message.contains("LaunchFailed") {
+                    f.details
+                        .insert("nan_metrics".into(), json!(self.nan_values));
+                }
+            }
+        }
         self.log
     }
 }

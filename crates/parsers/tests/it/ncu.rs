@@ -77,3 +77,28 @@ fn a_failed_profiling_run_is_incomplete_with_the_error_as_a_finding() {
     // The kernel profiled before the failure still has its metrics.
     assert!(!log.metrics.is_empty());
 }
+
+/// ncu on a launch that failed prints `==ERROR== LaunchFailed` and still writes its rows, every
+/// metric `nan`: none of them is a measurement, and no rule result computed from them is kept.
+#[test]
+fn a_failed_launch_yields_no_metrics_and_no_rule_results() {
+    let log = parsers::parse(
+        parsers::Format::NcuCsv,
+        &crate::fixture("ncu-csv/launch_failed_python.log"),
+    );
+    assert!(log.metrics.is_empty(), "{:?}", log.metrics);
+    assert!(
+        !log.findings
+            .iter()
+            .any(|f| f.kind == parsers::FindingKind::ProfilerRule),
+        "{:#?}",
+        log.findings
+    );
+    let failed = log
+        .findings
+        .iter()
+        .find(|f| f.message == "LaunchFailed")
+        .expect("the failed launch is reported");
+    assert_eq!(failed.kind, parsers::FindingKind::ToolError);
+    assert_eq!(failed.details["nan_metrics"], 13);
+}
