@@ -344,15 +344,11 @@ impl SanitizerParser {
             b'T' if text.starts_with("Target application") => self.end_record(),
             b'E' if text.starts_with("ERROR SUMMARY:") => self.error_summary(text),
             b'E' | b'W'
-                if text.starts_with("Error: Race reported between ")
-                    || text.starts_with("Warning: Race reported between ") =>
+                if race_body(text).is_some_and(|b| b.starts_with("Race reported between ")) =>
             {
                 self.race(text, line)
             }
-            b'E' | b'W'
-                if text.starts_with("Error: Potential ")
-                    || text.starts_with("Warning: Potential ") =>
-            {
+            b'E' | b'W' if race_body(text).is_some_and(|b| b.starts_with("Potential ")) => {
                 self.hazard(text, line)
             }
             b'E' if text.starts_with("Error:") => {
@@ -507,7 +503,11 @@ impl SanitizerParser {
         }
     }
 
-    /// Opens a racecheck record: an error unless racecheck calls it a warning.
+    /// Opens a racecheck record: an error unless racecheck calls it a warning. Records whether
+    /// the race is between threads of one warp (`"scope": "warp"`) or of a block (`"block"`):
+    /// racecheck prints warp-level programming hazards as warnings, tagged "(Warp Level
+    /// Programming)" in the hazard report and untagged in the analysis report, and races
+    /// between warps as errors.
     fn start_race(&mut self, text: &str, line: &str) {
         let severity = if text.starts_with("Warning") {
             Severity::Warning
@@ -516,6 +516,17 @@ impl SanitizerParser {
         };
         self.start(FindingKind::Race, severity, text, line);
         self.tools.racecheck = true;
+        let category = race_category(text);
+        let warp = match category {
+            Some(c) => c.to_ascii_lowercase().contains("warp"),
+            None => severity == Severity::Warning,
+        };
+        let r = &mut self.rec;
+        if let Some(c) = category {
+            r.details.push(("category", json!(c)));
+        }
+        r.details
+            .push(("scope", json!(if warp { "warp" } else { "block" })));
     }
 
     /// racecheck's default report: "Error: Race reported between Read access at F+0x130 in
@@ -543,14 +554,16 @@ impl SanitizerParser {
         self.rec.push_related(access, loc);
     }
 
-    /// racecheck's `--racecheck-report hazard` form: "Error: Potential RAW hazard detected at
-    /// __shared__ 0x47c in block (0,0,0) :", then a "Write Thread (31,0,0) at ..." line and a
-    /// "Read Thread (32,0,0) at ..." line.
+    /// racecheck's `--racecheck-report hazard` (and `all`) form: "Error: Potential RAW hazard
+    /// detected at __shared__ 0x47c in block (0,0,0) :" (a warp-level one reads "Warning: (Warp
+    /// Level Programming) Potential RAW hazard ..."), then a "Write Thread (31,0,0) at ..." line
+    /// and a "Read Thread (32,0,0) at ..." line.
     fn hazard(&mut self, text: &str, line: &str) {
         self.start_race(text, line);
-        // Words: "Error:" "Potential" TYPE "hazard" "detected" "at" SPACE ADDRESS "in" "block" IDX ":"
-        let mut words = text.split_whitespace();
-        let hazard_type = words.nth(2).unwrap_or("");
+        // Words after "Potential": TYPE "hazard" "detected" "at" SPACE ADDRESS "in" "block" IDX ":"
+        let body = race_body(text).unwrap_or("");
+        let mut words = body.split_whitespace().skip(1);
+        let hazard_type = words.next().unwrap_or("");
         let space = words.nth(3).and_then(space_of);
         let block = words.nth(2).zip(words.next());
         let r = &mut self.rec;
@@ -877,6 +890,31 @@ fn size_after(text: &str, marker: &str) -> Option<u32> {
         .and_then(parse_u32)
 }
 
+/// A racecheck header's text after its severity ("Error: ", "Warning: ") and the category in
+/// parentheses racecheck may put before it ("(Warp Level Programming) "); `None` for a header
+/// with neither severity.
+fn race_body(text: &str) -> Option<&str> {
+    let rest = text
+        .strip_prefix("Error: ")
+        .or_else(|| text.strip_prefix("Warning: "))?;
+    match rest.strip_prefix('(') {
+        Some(inner) => inner.split_once(')').map(|(_, t)| t.trim_start()),
+        None => Some(rest),
+    }
+}
+
+/// The category racecheck names in parentheses after a record's severity: "Warp Level
+/// Programming" in "Warning: (Warp Level Programming) Potential RAW hazard ...".
+fn race_category(text: &str) -> Option<&str> {
+    let rest = text
+        .strip_prefix("Error: ")
+        .or_else(|| text.strip_prefix("Warning: "))?;
+    rest.strip_prefix('(')
+        .and_then(|inner| inner.split_once(')'))
+        .map(|(c, _)| c.trim())
+        .filter(|c| !c.is_empty())
+}
+
 /// Splits "Write access at LOCATION" into the access and the location text.
 fn access_at(text: &str) -> (Option<Access>, &str) {
     match text.split_once(" access at ") {
@@ -1005,6 +1043,25 @@ mod tests {
             "void exhibit::faults::scale_store<float, (int)4>(T1 *, int, T1)"
         );
         assert_eq!((l.file, l.line), (Some("templ.cu"), Some(11)));
+    }
+
+    #[test]
+    fn race_headers_with_and_without_a_category() {
+        let warp = "Warning: (Warp Level Programming) Potential RAW hazard detected at __shared__ \
+                    0x440 in block (0,0,0) :";
+        assert_eq!(
+            race_body(warp).map(|b| b.starts_with("Potential RAW")),
+            Some(true)
+        );
+        assert_eq!(race_category(warp), Some("Warp Level Programming"));
+        let block = "Error: Potential RAW hazard detected at __shared__ 0x480 in block (0,0,0) :";
+        assert_eq!(
+            race_body(block).map(|b| b.starts_with("Potential ")),
+            Some(true)
+        );
+        assert_eq!(race_category(block), None);
+        assert_eq!(race_body("Error: (unclosed Potential"), None);
+        assert_eq!(race_body("Barrier error detected."), None);
     }
 
     #[test]

@@ -242,6 +242,10 @@ pub struct CoverageRow {
     pub case: Option<String>,
     /// The key figure as numbers, for summing over the executions of one stage and config.
     pub tally: Option<Tally>,
+    /// How a loose log was read, when its kind says more than the log (`compute-sanitizer,
+    /// tool unknown`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_as: Option<String>,
 }
 
 /// A countable key figure: sanitizer errors, or checks passed of checks run.
@@ -302,6 +306,7 @@ fn coverage(joined: &Joined) -> Vec<CoverageRow> {
             let mut r = row(joined, None, source.kind, None, StageStatus::Passed);
             r.stage = source.path.to_string();
             r.logs = vec![source.path.to_string()];
+            r.read_as = crate::join::read_as(source);
             r.figure = figure(joined, source.kind, &[source.path]);
             let findings = joined
                 .findings
@@ -368,6 +373,7 @@ fn row(
             .map(|r| crate::text::scrub(&r, &joined.repo_files)),
         cached_from: stage.and_then(|s| s.cached_from.clone()),
         case: stage.and_then(crate::tables::case_label),
+        read_as: None,
         tally: match status {
             StageStatus::Passed | StageStatus::Findings => tally(joined, kind, &logs),
             _ => None,

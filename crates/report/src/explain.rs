@@ -83,7 +83,9 @@ fn markdown(e: &Explanation) -> String {
             out,
             "| `{}` | {} | {} | {} |",
             crate::text::md_cell(&l.stage),
-            crate::join::kind_name(l.kind),
+            l.read_as
+                .as_deref()
+                .unwrap_or(crate::join::kind_name(l.kind)),
             stage_status_word(l.status),
             crate::text::md_cell(&l.figure)
         );

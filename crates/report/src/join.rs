@@ -62,13 +62,48 @@ pub fn join_logs(logs: &[(String, ParsedLog)]) -> Joined<'_> {
         .map(|(path, parsed)| Source {
             path: path.as_str(),
             stage: None,
-            kind: infer_kind(parsed),
+            kind: tool_from_name(parsed, path).unwrap_or_else(|| infer_kind(parsed)),
             config: None,
             arch: None,
             log: parsed,
         })
         .collect();
     Joined::build(None, sources)
+}
+
+/// A compute-sanitizer log whose records do not say which tool wrote it (a clean run prints
+/// only its summary): the tool its file name names, if one.
+fn tool_from_name(log: &ParsedLog, path: &str) -> Option<StageKind> {
+    if log.tool.is_some()
+        || !matches!(
+            log.format,
+            Format::ComputeSanitizer | Format::ComputeSanitizerXml
+        )
+    {
+        return None;
+    }
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    [
+        ("racecheck", StageKind::Racecheck),
+        ("initcheck", StageKind::Initcheck),
+        ("synccheck", StageKind::Synccheck),
+        ("memcheck", StageKind::Memcheck),
+    ]
+    .into_iter()
+    .find(|(word, _)| name.contains(word))
+    .map(|(_, kind)| kind)
+}
+
+/// How a loose log was read, when its kind alone would say more than the log does: a
+/// compute-sanitizer log that names no tool, in content or file name.
+pub fn read_as(source: &Source) -> Option<String> {
+    let unnamed = source.log.tool.is_none()
+        && matches!(
+            source.log.format,
+            Format::ComputeSanitizer | Format::ComputeSanitizerXml
+        )
+        && tool_from_name(source.log, source.path).is_none();
+    unnamed.then(|| "compute-sanitizer, tool unknown".to_string())
 }
 
 /// The stage kind a log's format implies, for logs without a stage.

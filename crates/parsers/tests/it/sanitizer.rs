@@ -485,3 +485,214 @@ fn errors_the_summary_counts_but_no_record_shows_are_unread_not_clean() {
         unread[0].excerpt
     );
 }
+
+/// A race finding's (file, line) and each other side's (access, line).
+type Sides<'a> = ((Option<&'a str>, Option<u32>), Vec<(String, Option<u32>)>);
+
+fn race_sides(f: &parsers::Finding) -> Sides<'_> {
+    (
+        (f.file.as_deref(), f.line),
+        f.related
+            .iter()
+            .map(|r| {
+                let access = r
+                    .function
+                    .as_deref()
+                    .and_then(|s| s.split_whitespace().next())
+                    .unwrap_or("")
+                    .to_string();
+                (access, r.line)
+            })
+            .collect(),
+    )
+}
+
+/// `--racecheck-report hazard`, `all` and hazard mode at detect level info, on a race between
+/// lanes of one warp (H100, compute-sanitizer 2025.3.1): every record reads "Warning: (Warp
+/// Level Programming) Potential RAW hazard ...", folded into one warp-scoped warning finding
+/// per site, and the summary's warnings are never reported as unread.
+#[test]
+fn warp_level_hazard_records_are_read_as_warp_scoped_race_warnings() {
+    for (name, warnings, unprinted) in [
+        ("racecheck_warp_race_hazard.log", 248, 228),
+        ("racecheck_warp_race_all.log", 253, 233),
+        ("racecheck_warp_race_info.log", 248, 228),
+    ] {
+        let log = parse_fixture(&format!("compute-sanitizer/{name}"));
+        assert_eq!(log.tool, Some(Tool::Racecheck), "{name}");
+        assert!(log.complete, "{name}");
+        assert_eq!(
+            (
+                log.reported_errors,
+                log.reported_warnings,
+                log.unprinted_errors
+            ),
+            (Some(0), Some(warnings), unprinted),
+            "{name}"
+        );
+        assert!(
+            log.findings
+                .iter()
+                .all(|f| f.kind != FindingKind::UnreadErrors),
+            "{name}: {:#?}",
+            log.findings
+        );
+        // Only the program's two result lines are not the tool's.
+        assert_eq!(log.unparsed_lines, 2, "{name}: {:?}", log.unparsed_examples);
+        let f = only(&log, FindingKind::Race);
+        assert_eq!(f.severity, Severity::Warning, "{name}");
+        assert_eq!(f.count, 20, "{name}: 20 records printed");
+        assert_eq!(f.details["hazards"], 20, "{name}");
+        assert_eq!(f.details["hazard_type"], "RAW", "{name}");
+        assert_eq!(f.details["scope"], "warp", "{name}");
+        assert_eq!(f.details["category"], "Warp Level Programming", "{name}");
+        assert_eq!(
+            f.kernel.as_deref(),
+            Some("warp_sum(const float *, float *)")
+        );
+        assert_eq!(
+            (f.space, f.access),
+            (Some(MemorySpace::Shared), Some(Access::Write))
+        );
+        let (at, others) = race_sides(f);
+        assert_eq!(at, (Some("warp_race.cu"), Some(26)), "{name}");
+        assert_eq!(others, vec![("read".to_string(), Some(29))], "{name}");
+        assert!(
+            f.examples
+                .iter()
+                .all(|e| e.contains("Write Thread (") && e.contains("Read Thread (")),
+            "{name}: {:?}",
+            f.examples
+        );
+        assert!(!f.message.contains("0x4"), "{name}: {}", f.message);
+    }
+}
+
+/// The block-level race in hazard and all mode: "Error: Potential RAW hazard ...", no
+/// category, block-scoped errors.
+#[test]
+fn block_level_hazard_records_are_read_as_block_scoped_race_errors() {
+    for (name, errors, unprinted) in [
+        ("racecheck_block_race_hazard.log", 256, 236),
+        ("racecheck_block_race_all.log", 257, 237),
+    ] {
+        let log = parse_fixture(&format!("compute-sanitizer/{name}"));
+        assert_eq!(log.tool, Some(Tool::Racecheck), "{name}");
+        assert!(log.complete, "{name}");
+        assert_eq!(
+            (
+                log.reported_errors,
+                log.reported_warnings,
+                log.unprinted_errors
+            ),
+            (Some(errors), Some(0), unprinted),
+            "{name}"
+        );
+        assert!(
+            log.findings
+                .iter()
+                .all(|f| f.kind != FindingKind::UnreadErrors),
+            "{name}"
+        );
+        assert_eq!(log.unparsed_lines, 2, "{name}: {:?}", log.unparsed_examples);
+        let f = only(&log, FindingKind::Race);
+        assert_eq!(f.severity, Severity::Error, "{name}");
+        assert_eq!(f.count, 20, "{name}");
+        assert_eq!(f.details["hazard_type"], "RAW", "{name}");
+        assert_eq!(f.details["scope"], "block", "{name}");
+        assert!(!f.details.contains_key("category"), "{name}");
+        let (at, others) = race_sides(f);
+        assert_eq!(at, (Some("block_race.cu"), Some(20)), "{name}");
+        assert_eq!(others, vec![("read".to_string(), Some(23))], "{name}");
+    }
+}
+
+/// The default (analysis) report has no category: racecheck prints the warp-level races as
+/// warnings and the block-level one as an error, and the scope follows. The hazard form and
+/// the analysis form of one race name the same sides and scope.
+#[test]
+fn analysis_records_take_their_scope_from_the_severity() {
+    for name in [
+        "racecheck_warp_race.log",
+        "racecheck_warp_race_analysis.log",
+    ] {
+        let log = parse_fixture(&format!("compute-sanitizer/{name}"));
+        assert_eq!(
+            (log.reported_errors, log.reported_warnings),
+            (Some(0), Some(5))
+        );
+        let races: Vec<_> = log
+            .findings
+            .iter()
+            .filter(|f| f.kind == FindingKind::Race)
+            .collect();
+        // Line 26 against 29 (one record), line 30 against 29 (four records, four PCs).
+        assert_eq!(races.len(), 2, "{name}: {races:#?}");
+        let lines: Vec<_> = races.iter().map(|f| (f.line, f.count)).collect();
+        assert_eq!(lines, vec![(Some(26), 1), (Some(30), 4)], "{name}");
+        for f in &races {
+            assert_eq!(f.severity, Severity::Warning, "{name}");
+            assert_eq!(f.details["scope"], "warp", "{name}");
+            assert_eq!(race_sides(f).1, vec![("read".to_string(), Some(29))]);
+        }
+        assert_eq!(races[0].details["hazards"], 128);
+        assert_eq!(races[1].details["hazards"], 64 + 32 + 16 + 8);
+    }
+    for name in [
+        "racecheck_block_race.log",
+        "racecheck_block_race_analysis.log",
+        "racecheck_race.log",
+    ] {
+        let log = parse_fixture(&format!("compute-sanitizer/{name}"));
+        let f = only(&log, FindingKind::Race);
+        assert_eq!(f.severity, Severity::Error, "{name}");
+        assert_eq!(f.details["scope"], "block", "{name}");
+    }
+    let hazard = parse_fixture("compute-sanitizer/racecheck_block_race_hazard.log");
+    let analysis = parse_fixture("compute-sanitizer/racecheck_block_race.log");
+    let (h, a) = (
+        only(&hazard, FindingKind::Race),
+        only(&analysis, FindingKind::Race),
+    );
+    assert_eq!(race_sides(h), race_sides(a));
+    assert_eq!(h.details["scope"], a.details["scope"]);
+    assert_eq!(a.details["hazards"], 256);
+}
+
+/// The fixed warp reduction (`__syncwarp()` after each step) is clean.
+#[test]
+fn the_synced_warp_reduction_is_clean() {
+    let log = parse_fixture("compute-sanitizer/racecheck_warp_race_fixed.log");
+    assert!(log.complete);
+    assert!(log.findings.is_empty(), "{:#?}", log.findings);
+    assert_eq!(
+        (log.reported_errors, log.reported_warnings),
+        (Some(0), Some(0))
+    );
+}
+
+/// synccheck's "Invalid arguments" at `__syncwarp(mask)`: a barrier error located in the
+/// toolkit header, with the user's frame (syncwarp_mask.cu:18) below it.
+#[test]
+fn an_invalid_syncwarp_mask_is_a_barrier_error_with_the_user_frame() {
+    let log = parse_fixture("compute-sanitizer/synccheck_syncwarp_mask.log");
+    assert_eq!(log.tool, Some(Tool::Synccheck));
+    assert_eq!((log.reported_errors, log.unprinted_errors), (Some(32), 12));
+    let f = only(&log, FindingKind::BarrierError);
+    assert_eq!(f.count, 20);
+    assert!(f.message.contains("Invalid arguments"), "{}", f.message);
+    assert_eq!(f.kernel.as_deref(), Some("half_sync(int *, unsigned int)"));
+    assert_eq!(f.details["function"], "__syncwarp(unsigned int)");
+    assert!(
+        f.excerpt
+            .iter()
+            .any(|l| l.contains("Device Frame:") && l.ends_with("syncwarp_mask.cu:18")),
+        "{:?}",
+        f.excerpt
+    );
+    assert!(
+        log.findings
+            .iter()
+            .all(|f| f.kind != FindingKind::UnreadErrors)
+    );
+}

@@ -1,6 +1,8 @@
-//! `divergent-barrier`: synccheck's barrier that only part of a block or warp reaches.
+//! `divergent-barrier`: synccheck's barrier that only part of a block or warp reaches, and its
+//! relative, a `__syncwarp(mask)` whose mask does not name exactly the lanes that call it
+//! (synccheck's "Invalid arguments").
 
-use parsers::FindingKind;
+use parsers::{Finding, FindingKind};
 
 use super::{Ctx, at_location};
 use crate::diagnosis::Draft;
@@ -14,31 +16,119 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if finding.kind != FindingKind::BarrierError || ctx.explained(index) {
             continue;
         }
-        let scope = if finding.message.to_lowercase().contains("warp") {
-            "warp"
+        let message = finding.message.to_lowercase();
+        let d = if message.contains("invalid argument") {
+            if at_syncwarp(finding) {
+                syncwarp_mask(ctx, index, f)
+            } else {
+                invalid_arguments(ctx, index, f)
+            }
         } else {
-            "block"
+            divergent(ctx, index, f, &message)
         };
-        let mut d = ctx.site_draft(
-            "divergent-barrier",
-            format!("Divergent barrier: not every thread of the {scope} reaches it"),
-            index,
-            f,
-        );
-        d.key = scope.to_string();
-        let at = at_location(d.location.as_ref());
-        d.explanation = format!(
-            "synccheck reports {} of a barrier{at} reached by only some threads of a {scope}: a \
-             `__syncthreads()` inside a branch whose condition differs between threads, or after \
-             an early `return` some threads take. The behaviour is undefined: a hang, or threads \
-             passing the barrier before shared memory is ready.",
-            plural(finding.count, "error", "errors")
-        );
-        d.fix = "Make every thread of the block reach the barrier: hoist it out of the \
-                 thread-dependent branch, and replace early returns with a predicate that skips \
-                 the work but not the barrier."
-            .to_string();
         out.push(d);
     }
     out
+}
+
+/// A barrier that only some threads of a block or warp reach.
+fn divergent(ctx: &Ctx, index: usize, f: &crate::join::FindingRef, message: &str) -> Draft {
+    let finding = f.finding;
+    let scope = if message.contains("warp") {
+        "warp"
+    } else {
+        "block"
+    };
+    let mut d = ctx.site_draft(
+        "divergent-barrier",
+        format!("Divergent barrier: not every thread of the {scope} reaches it"),
+        index,
+        f,
+    );
+    d.key = scope.to_string();
+    let at = at_location(d.location.as_ref());
+    d.explanation = format!(
+        "synccheck reports {} of a barrier{at} reached by only some threads of a {scope}: a \
+         `__syncthreads()` inside a branch whose condition differs between threads, or after \
+         an early `return` some threads take. The behaviour is undefined: a hang, or threads \
+         passing the barrier before shared memory is ready.",
+        plural(finding.count, "error", "errors")
+    );
+    d.fix = "Make every thread of the block reach the barrier: hoist it out of the \
+             thread-dependent branch, and replace early returns with a predicate that skips \
+             the work but not the barrier."
+        .to_string();
+    d
+}
+
+/// synccheck's "Invalid arguments" at `__syncwarp(mask)`: the mask leaves out lanes that call
+/// it, or names lanes that never do.
+fn syncwarp_mask(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft {
+    let finding = f.finding;
+    let mut d = ctx.site_draft(
+        "divergent-barrier",
+        "Invalid __syncwarp(mask): the mask does not name exactly the lanes that call it",
+        index,
+        f,
+    );
+    d.key = "syncwarp-mask".to_string();
+    d.figures
+        .insert("barrier".into(), serde_json::json!("__syncwarp"));
+    let at = at_location(d.location.as_ref());
+    d.explanation = format!(
+        "synccheck reports {} (\"Invalid arguments\") at the `__syncwarp(mask)`{at}: every \
+         thread that calls `__syncwarp(mask)` must have its own bit set in the mask, and every \
+         lane the mask names must reach a `__syncwarp` with the same mask. Here the mask leaves \
+         out lanes that call it, or names lanes that never arrive. The behaviour is undefined: \
+         the warp may pass the barrier unsynchronised, hang, or (under the tool) stop the \
+         kernel.",
+        plural(finding.count, "error", "errors")
+    );
+    d.fix = "Pass a mask naming exactly the lanes that reach this `__syncwarp`: `0xffffffff` \
+             (or plain `__syncwarp()`) when the whole warp calls it; `__activemask()` only where \
+             every lane it names is known to arrive (it returns the lanes converged at that \
+             moment, not the ones that will call); for a lane-dependent branch, the ballot of \
+             its condition taken before the branch (`__ballot_sync(0xffffffff, cond)`)."
+        .to_string();
+    d
+}
+
+/// synccheck's "Invalid arguments" at another barrier (a named barrier's id or thread count).
+fn invalid_arguments(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft {
+    let finding = f.finding;
+    let mut d = ctx.site_draft(
+        "divergent-barrier",
+        "Barrier called with invalid arguments",
+        index,
+        f,
+    );
+    d.key = "invalid-arguments".to_string();
+    let at = at_location(d.location.as_ref());
+    d.explanation = format!(
+        "synccheck reports {} (\"Invalid arguments\") at a barrier{at}: the arguments it was \
+         called with (a warp mask, a named barrier's id or thread count) do not match the \
+         threads that arrive at it. The behaviour is undefined.",
+        plural(finding.count, "error", "errors")
+    );
+    d.fix = "Pass arguments that name exactly the threads that arrive: a warp mask with the bit \
+             of every calling lane and no other, or a named barrier's thread count that is a \
+             multiple of 32 and counts every thread that arrives."
+        .to_string();
+    d
+}
+
+/// Whether the record is at `__syncwarp`: the function the tool located it in, or a frame of
+/// its call stack.
+fn at_syncwarp(finding: &Finding) -> bool {
+    let named = |s: &str| s.contains("__syncwarp");
+    finding
+        .details
+        .get("function")
+        .and_then(|v| v.as_str())
+        .is_some_and(named)
+        || finding.kernel.as_deref().is_some_and(named)
+        || finding
+            .excerpt
+            .iter()
+            .any(|l| l.contains(" at __syncwarp") || l.contains("Frame: __syncwarp"))
 }

@@ -13,6 +13,7 @@ mod barrier;
 mod catch_all;
 mod check_failed;
 mod compile_error;
+mod host_api;
 mod launch_failure;
 mod local_memory;
 mod misaligned;
@@ -148,6 +149,14 @@ pub const RULES: &[Rule] = &[
                       the test is named with the program's message.",
         module: "crates/report/src/rules/check_failed.rs",
         run: Some(check_failed::run),
+    },
+    Rule {
+        id: "host-api-error",
+        name: "CUDA API error",
+        description: "memcheck's failed CUDA calls by class: a device memory allocation that \
+                      failed, and the sticky errors every call returns after a kernel fault.",
+        module: "crates/report/src/rules/host_api.rs",
+        run: Some(host_api::run),
     },
     Rule {
         id: "sanitizer-error",

@@ -74,6 +74,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .kernel
             .as_deref()
             .is_some_and(|k| ctx.joined.targets.contains(&crate::text::kernel_base(k)));
+        // A Triton kernel carries its Python source line in the device frame.
+        let triton = d.location.as_ref().is_some_and(|l| l.file.ends_with(".py"));
         match (after, before, alloc) {
             _ if distance >= WILD => {
                 d.figures.insert("distance_bytes".into(), json!(distance));
@@ -116,12 +118,16 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                      \"{n} bytes after\" the end of {what} (memcheck counts the first byte past \
                      the end as 1)."
                 );
-                if near {
+                // Off by one only when the access starts within one element of the end; the
+                // attention kernel's rows (its tail tile) are its own, known layout.
+                let one_element = past < size.unwrap_or(1).max(1);
+                if near && (builtin || one_element) {
                     signals += 1;
                     d.title = format!(
                         "Out-of-bounds {space_word} {access_word} just past the end of a buffer (off-by-one or unguarded tail)"
                     );
-                    let index = match size.filter(|s| *s > 0 && m % *s == 0) {
+                    // Triton vectorises its loads: the access size is no element size.
+                    let index = match size.filter(|s| *s > 0 && m % *s == 0 && !triton) {
                         Some(s) => format!(
                             " With {s}-byte elements it is element {} of a {}-element buffer{}.",
                             (m / s).saturating_add(past / s),
@@ -139,19 +145,50 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         ),
                         _ => String::new(),
                     };
-                    d.explanation.push_str(&format!(
-                        "{index} An index a step too far, not a wild pointer.{row_hint}"
-                    ));
-                    d.fix = if builtin {
+                    if triton {
+                        d.explanation.push_str(
+                            " The last program's block reaches past the end: its offsets are not \
+                             masked against the tensor's size.",
+                        );
+                    } else {
+                        d.explanation.push_str(&format!(
+                            "{index} An index a step too far, not a wild pointer.{row_hint}"
+                        ));
+                    }
+                    d.fix = if triton {
+                        triton_fix(d.location.as_ref())
+                    } else if builtin {
                         "Guard the access with the real bound: mask rows and columns with index \
                          >= seq_len in the last (partial) tile, and check loop bounds use `<`, \
                          not `<=`. Re-run memcheck, and check with S not a multiple of the tile."
+                            .to_string()
                     } else {
                         "Guard the access with the real bound (`if (i < n)`, loop bounds with \
                          `<`, not `<=`), including the last partial block; re-run memcheck with a \
                          size that is not a multiple of the block size."
-                    }
-                    .to_string();
+                            .to_string()
+                    };
+                } else if near {
+                    signals += 1;
+                    d.title = format!(
+                        "Out-of-bounds {space_word} {access_word} {} past the end of the nearest allocation",
+                        bytes(past.saturating_add(1))
+                    );
+                    d.explanation.push_str(&format!(
+                        " memcheck names the allocation nearest the address, which need not be the \
+                         buffer the index was meant for: {} past the end of a {m}-byte buffer is \
+                         more than one element past it, so either the index runs several \
+                         elements past this buffer or it was computed for another one.",
+                        bytes(past.saturating_add(1))
+                    ));
+                    d.fix = if triton {
+                        triton_fix(d.location.as_ref())
+                    } else {
+                        "Check which buffer the access at the named line means to read, and the \
+                         index against that buffer's size (a table indexed with a value meant for \
+                         another array, a stale index, a size in bytes used as a count)."
+                            .to_string()
+                    };
                 } else {
                     d.explanation.push_str(
                         " That is far past the end: a wrong stride, a wrong base pointer or an index \
@@ -303,4 +340,17 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
         out.push(d);
     }
     out
+}
+
+/// The fix for an out-of-bounds access in a Triton kernel: its loads and stores need a mask.
+fn triton_fix(location: Option<&crate::diagnosis::SourceLocation>) -> String {
+    format!(
+        "This is a Triton kernel: give the `tl.load` / `tl.store`{} a `mask=` that excludes \
+         offsets past the tensor (`mask=offsets < n_elements`, with `other=` for masked loads), \
+         so the last program's block stops at the end.",
+        location
+            .and_then(|l| l.line)
+            .map(|l| format!(" at line {l}"))
+            .unwrap_or_default()
+    )
 }

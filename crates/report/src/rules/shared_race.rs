@@ -1,5 +1,7 @@
 //! `shared-memory-race`: racecheck's hazard between a write and a read (or two writes) of the
-//! same shared-memory address with no barrier between them.
+//! same shared-memory address with no barrier between them. A race between lanes of one warp
+//! (racecheck's warp-level programming hazard, the parser's `"scope": "warp"`) is missing a
+//! `__syncwarp()`; a race between warps of a block is missing a `__syncthreads()`.
 
 use std::sync::LazyLock;
 
@@ -24,6 +26,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let first = ctx.finding_location(finding);
         let hazards = detail_u64(finding, "hazards").unwrap_or(finding.count);
         let hazard_type = hazard_type(finding);
+        let warp = is_warp_level(finding);
+        let cp_async = has_cp_async(ctx, f);
         // One pair per other side the tool named ("... and Write access at X", "and ... at Y").
         let mut sides: Vec<(Option<Access>, Option<SourceLocation>)> = finding
             .related
@@ -81,7 +85,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             let mut d = Draft::new(
                 "shared-memory-race",
                 Level::Error,
-                "Shared-memory race: missing barrier",
+                if warp {
+                    "Shared-memory race within a warp: missing __syncwarp()"
+                } else {
+                    "Shared-memory race: missing barrier"
+                },
             );
             d.config = f.config.clone();
             d.kernel = finding.kernel.as_deref().map(kernel_base);
@@ -91,6 +99,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .insert("hazards".into(), json!(side_hazards.unwrap_or(hazards)));
             if let Some(t) = &hazard_type {
                 d.figures.insert("hazard_type".into(), json!(t));
+            }
+            if warp {
+                d.figures.insert("scope".into(), json!("warp"));
             }
             let both_sides = write.is_some() && other.is_some();
             d.confidence = match (finding.severity, both_sides) {
@@ -124,6 +135,45 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .map(|k| format!(" in `{k}`"))
                 .unwrap_or_default();
             match (write_line, other_line) {
+                (Some(w), Some(o)) if warp && w != o => {
+                    // Lanes of one warp: racecheck's warp-level programming hazard. Program order
+                    // says little here (a warp-synchronous loop writes at one line and the next
+                    // step reads at an earlier one), so the advice names both lines.
+                    d.title = if same_file && w > o && other_access == Access::Read {
+                        format!(
+                            "Shared-memory race within a warp: missing __syncwarp() between the \
+                             read at line {o} and the write at line {w}"
+                        )
+                    } else {
+                        format!(
+                            "Shared-memory race within a warp: missing __syncwarp() between line \
+                             {} and line {}",
+                            w.min(o),
+                            w.max(o)
+                        )
+                    };
+                    d.location = other.clone();
+                    d.explanation = format!(
+                        "racecheck reports {hazards_text}{kernel_text} between threads of one warp \
+                         (a warp-level programming hazard): lanes {other_word} at {} what other \
+                         lanes of the same warp write at {}, with no `__syncwarp()` between the \
+                         two. Since Volta (independent thread scheduling) the lanes of a warp are \
+                         not implicitly synchronous: code that assumes they run in lockstep \
+                         (warp-synchronous programming, `volatile` shared memory included) may \
+                         {other_word} the old or a half-written value.",
+                        line(&other),
+                        line(&write)
+                    );
+                    d.fix = format!(
+                        "Add `__syncwarp()` between the write at line {w} and the {other_word} at \
+                         line {o} (in a loop, between one step's writes and the next step's \
+                         reads), where every lane of the warp reaches it: outside lane-dependent \
+                         branches, or with a mask naming exactly the lanes that call it. The \
+                         racing threads are lanes of one warp, so `__syncthreads()` is not the \
+                         fix; keeping the values in registers with `__shfl_down_sync()` avoids \
+                         the shared memory altogether."
+                    );
+                }
                 (Some(w), Some(o)) if same_file && w > o && other_access == Access::Read => {
                     // Write after read in program order: the next iteration overwrites what a slower
                     // warp still reads.
@@ -160,12 +210,21 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     );
                     d.fix = format!(
                         "Add `__syncthreads()` between the write at line {w} and the {other_word} at \
-                     line {o} (after cp.async writes: `cp.async.wait_group` / \
-                     `__pipeline_wait_prior` first, then the barrier)."
+                         line {o}{}.",
+                        if cp_async {
+                            " (after cp.async writes: `cp.async.wait_group` / \
+                             `__pipeline_wait_prior` first, then the barrier)"
+                        } else {
+                            ""
+                        }
                     );
                 }
                 _ => {
-                    d.title = format!("Shared-memory race at {}", line(&write));
+                    d.title = if warp {
+                        format!("Shared-memory race within a warp at {}", line(&write))
+                    } else {
+                        format!("Shared-memory race at {}", line(&write))
+                    };
                     d.location = write.clone().or(other.clone());
                     d.explanation = format!(
                         "racecheck reports {hazards_text}{kernel_text} at {}{}: several threads access \
@@ -177,10 +236,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                             .map(|o| format!(" and {o}"))
                             .unwrap_or_default()
                     );
-                    d.fix =
+                    d.fix = if warp {
+                        "Order the accesses with `__syncwarp()` (the racing threads are lanes of \
+                         one warp, which are not implicitly synchronous since Volta), or give each \
+                         lane its own address."
+                    } else {
                         "Order the accesses with `__syncthreads()` (or `__syncwarp()` within a \
                          warp), or give each thread its own address."
-                            .to_string();
+                    }
+                    .to_string();
                 }
             }
             d.key = format!(
@@ -195,6 +259,36 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
     }
     out
+}
+
+/// Whether racecheck reported the race between lanes of one warp: the parser's `scope` detail,
+/// else the "(Warp Level Programming)" category in the record's wording.
+fn is_warp_level(finding: &parsers::Finding) -> bool {
+    match finding.details.get("scope").and_then(|v| v.as_str()) {
+        Some(scope) => scope == "warp",
+        None => finding.message.contains("Warp Level Programming"),
+    }
+}
+
+/// Whether the kernel copies into shared memory with cp.async (LDGSTS in its SASS): the kernel
+/// the finding names, else any kernel of its config (racecheck may name a device function).
+fn has_cp_async(ctx: &Ctx, f: &crate::join::FindingRef) -> bool {
+    let j = ctx.joined;
+    let config = f.config.as_deref();
+    let cp_async = |k: &crate::join::KernelView| k.sass.is_some_and(|s| s.ldgsts > 0);
+    match f
+        .finding
+        .kernel
+        .as_deref()
+        .and_then(|k| j.kernel(config, k))
+    {
+        Some(k) if k.sass.is_some() => cp_async(k),
+        _ => j
+            .kernels
+            .iter()
+            .filter(|k| k.config.as_deref() == config)
+            .any(cp_async),
+    }
 }
 
 static HAZARDS: LazyLock<Regex> =

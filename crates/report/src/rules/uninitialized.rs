@@ -35,7 +35,55 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                  zero them in the kernel instead of reading them back from an output buffer, or \
                  write (memset) the buffer before the launch."
             .to_string();
+        if let Some(first) = first_uninitialised_thread(&finding.examples) {
+            // The first block's lower threads run the same code without a record: the buffer
+            // was written, but only its first part. With records left unprinted that is likely,
+            // not shown.
+            let unprinted = ctx
+                .joined
+                .source(f.source)
+                .map_or(0, |s| s.log.unprinted_errors);
+            d.figures
+                .insert("first_uninitialised_thread".into(), first.into());
+            d.title = "Read of partly initialised global memory".to_string();
+            d.explanation.push_str(&if unprinted == 0 {
+                format!(
+                    " In the first block, threads 0 to {} read without a record and thread \
+                     {first} is the first that does: the buffer was written, but only its first \
+                     part.",
+                    first - 1
+                )
+            } else {
+                format!(
+                    " The lowest thread of the first block among the printed records is \
+                     {first} ({unprinted} more records were not printed): the lower threads \
+                     likely read initialised data, so the buffer was written only in part."
+                )
+            });
+            d.fix = "Check the size of the memset or copy that fills this buffer: `cudaMemset(p, \
+                     0, n)` and `cudaMemcpy(d, h, n, ...)` take bytes, not elements (`n * \
+                     sizeof(float)`), and a copy of the wrong count leaves the tail unwritten."
+                .to_string();
+        }
         out.push(d);
     }
     out
+}
+
+/// The lowest thread of block (0,0,0) among a finding's examples, when it is not thread 0:
+/// evidence that the threads before it read initialised data.
+fn first_uninitialised_thread(examples: &[String]) -> Option<u64> {
+    let first = examples
+        .iter()
+        .filter(|e| e.ends_with("in block (0,0,0)"))
+        .filter_map(|e| {
+            let inner = e.strip_prefix("thread (")?.split(')').next()?;
+            let mut xyz = inner.split(',').map(|n| n.trim().parse::<u64>().ok());
+            match (xyz.next()??, xyz.next()??, xyz.next()??) {
+                (x, 0, 0) => Some(x),
+                _ => None,
+            }
+        })
+        .min()?;
+    (first > 0).then_some(first)
 }

@@ -8,5 +8,6 @@ mod faults;
 mod formats;
 mod launch;
 mod logic;
+mod precision;
 mod programs;
 mod support;

@@ -126,3 +126,107 @@ fn a_foreign_file_read_as_any_format_is_never_clean() {
         assert!(text.contains("Inconclusive"), "{format}: {text}");
     }
 }
+
+/// `runner explain` on real captures of programs written for each failure class (see
+/// `crates/parsers/fixtures/programs/issue12/`): the root cause, where it points, and advice
+/// that fits the class.
+#[test]
+fn each_failure_class_of_the_captured_programs_is_named() {
+    struct Case {
+        log: &'static str,
+        rule: &'static str,
+        location: Option<&'static str>,
+        title: &'static str,
+        fix: &'static str,
+        /// Words the diagnosis must not use.
+        never: &'static [&'static str],
+    }
+    let cases = [
+        Case {
+            log: "memcheck_sticky.log",
+            rule: "out-of-bounds",
+            location: Some("sticky.cu:23"),
+            title: "through a wild or null pointer",
+            fix: "Trace the pointer",
+            never: &["launch dimensions"],
+        },
+        Case {
+            log: "memcheck_malloc_fail_huge.log",
+            rule: "host-api-error",
+            location: None,
+            title: "Device memory allocation failed: `cudaMalloc` returned cudaErrorMemoryAllocation",
+            fix: "cudaMemGetInfo",
+            never: &["launch dimensions", "shared-memory attribute"],
+        },
+        Case {
+            log: "memcheck_malloc_fail_probe.log",
+            rule: "host-api-error",
+            location: None,
+            title: "Device memory allocation failed",
+            fix: "suppressions",
+            never: &["launch dimensions"],
+        },
+        Case {
+            log: "memcheck_triton_oob.log",
+            rule: "out-of-bounds",
+            location: Some("triton_oob.py:38"),
+            title: "just past the end",
+            fix: "`mask=`",
+            never: &["seq_len", "tile", "BLOCK_N"],
+        },
+        Case {
+            log: "initcheck_partial.log",
+            rule: "uninitialized-read",
+            location: Some("initcheck_partial.cu:17"),
+            title: "partly initialised",
+            fix: "take bytes, not elements",
+            never: &["accumulators"],
+        },
+        Case {
+            log: "memcheck_oob_after.log",
+            rule: "out-of-bounds",
+            location: Some("oob_after.cu:23"),
+            title: "past the end of the nearest allocation",
+            fix: "which buffer",
+            never: &["off-by-one", "seq_len"],
+        },
+    ];
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../parsers/fixtures/compute-sanitizer");
+    for case in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(["explain", "--format", "json"])
+            .arg(fixtures.join(case.log))
+            .output()
+            .expect("run the runner");
+        assert_eq!(out.status.code(), Some(1), "{}", case.log);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let first = &json["diagnoses"][0];
+        assert_eq!(first["rule"], case.rule, "{}: {first:#}", case.log);
+        let location = first["location"]
+            .as_object()
+            .map(|l| format!("{}:{}", l["file"].as_str().unwrap_or(""), l["line"]));
+        assert_eq!(location.as_deref(), case.location, "{}", case.log);
+        let title = first["title"].as_str().unwrap_or_default();
+        let fix = first["fix"].as_str().unwrap_or_default();
+        assert!(title.contains(case.title), "{}: {title}", case.log);
+        assert!(fix.contains(case.fix), "{}: {fix}", case.log);
+        let text = format!("{title} {} {fix}", first["explanation"]);
+        for word in case.never {
+            assert!(!text.contains(word), "{}: `{word}` in {text}", case.log);
+        }
+    }
+    // The sticky cascade is said, as a consequence of the fault.
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["explain"])
+        .arg(fixtures.join("memcheck_sticky.log"))
+        .output()
+        .expect("run the runner");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "Every CUDA call after the fault fails with cudaErrorLaunchFailure: `cudaMemcpy`"
+        ),
+        "{text}"
+    );
+}

@@ -1,0 +1,178 @@
+//! `host-api-error`: what memcheck's "Program hit cudaErrorX ... on CUDA API call to Y" records
+//! mean, by class. A device memory allocation that failed (sizes, probing loops, suppressions);
+//! the sticky-error cascade after a kernel fault (every later call and launch fails with the
+//! fault's error, and later kernels never ran: the first fault is the one to fix); and the
+//! errors of an invalid call. Records no class covers are left to `sanitizer-error`.
+
+use parsers::{Finding, FindingKind};
+use serde_json::json;
+
+use super::{Ctx, ROOT_CAUSES};
+use crate::diagnosis::{Confidence, Draft, Level};
+use crate::join::FindingRef;
+use crate::text::plural;
+
+/// Errors that a device-side fault leaves in the context: every later call returns one.
+const STICKY: &[&str] = &[
+    "cudaErrorLaunchFailure",
+    "cudaErrorIllegalAddress",
+    "cudaErrorMisalignedAddress",
+    "cudaErrorIllegalInstruction",
+    "cudaErrorInvalidPc",
+    "cudaErrorHardwareStackError",
+    "cudaErrorAssert",
+    "cudaErrorLaunchTimeout",
+    "CUDA_ERROR_LAUNCH_FAILED",
+    "CUDA_ERROR_ILLEGAL_ADDRESS",
+    "CUDA_ERROR_MISALIGNED_ADDRESS",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    "CUDA_ERROR_ASSERT",
+];
+
+/// Device-side findings: a fault that leaves the context broken.
+fn is_device_fault(kind: FindingKind) -> bool {
+    matches!(
+        kind,
+        FindingKind::InvalidAccess
+            | FindingKind::MisalignedAccess
+            | FindingKind::Trap
+            | FindingKind::DeviceException
+    )
+}
+
+fn detail<'f>(finding: &'f Finding, key: &str) -> Option<&'f str> {
+    finding.details.get(key).and_then(|v| v.as_str())
+}
+
+/// One draft per log and class.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out = Vec::new();
+    for (source_index, source) in j.sources.iter().enumerate() {
+        // The sticky errors are read even where a device-fault rule already accounts for them:
+        // the cascade is worth saying, as a symptom of that fault.
+        let host: Vec<(usize, &FindingRef)> = j
+            .findings
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| {
+                f.source == source_index && f.finding.kind == FindingKind::HostApiError
+            })
+            .collect();
+        if host.is_empty() {
+            continue;
+        }
+        let config = source.config;
+        let device_fault = j
+            .findings
+            .iter()
+            .any(|f| f.source == source_index && is_device_fault(f.finding.kind));
+        let error_name = |f: &FindingRef| detail(f.finding, "error_name").unwrap_or("").to_string();
+
+        // The sticky cascade: a kernel faulted, and every later call reports its error.
+        let sticky: Vec<&(usize, &FindingRef)> = host
+            .iter()
+            .filter(|(_, f)| STICKY.contains(&error_name(f).as_str()))
+            .collect();
+        if device_fault && !sticky.is_empty() {
+            let calls: Vec<String> = sticky
+                .iter()
+                .filter_map(|(_, f)| detail(f.finding, "api_call").map(|c| format!("`{c}`")))
+                .collect();
+            let name = error_name(sticky[0].1);
+            let mut d = Draft::new(
+                "host-api-error",
+                Level::Error,
+                format!(
+                    "Every CUDA call after the fault fails with {name}: {} (a sticky error: later \
+                     kernels never ran, and the fault is the one to fix)",
+                    calls.join(", ")
+                ),
+            );
+            d.key = "sticky".into();
+            d.config = config.map(str::to_string);
+            d.confidence = Confidence::High;
+            d.explains = sticky.iter().map(|(i, _)| *i).collect();
+            d.evidence.push(ctx.finding_evidence(sticky[0].1));
+            d.figures.insert("failed_calls".into(), json!(calls.len()));
+            d.explanation = format!(
+                "After a kernel faults, its CUDA context is unusable: {} after it returned {name} \
+                 and no later kernel ran, so nothing measured after the fault says anything about \
+                 those calls. The first fault is the one to fix.",
+                plural(calls.len() as u64, "call", "calls")
+            );
+            d.fix = "Fix the device-side fault this log names first; the calls after it fail only \
+                     because of it."
+                .to_string();
+            // A symptom of the fault this log located.
+            d.attach_to = ctx.prior.iter().position(|p| {
+                ROOT_CAUSES.contains(&p.rule)
+                    && p.level == Level::Error
+                    && p.attach_to.is_none()
+                    && p.evidence.iter().any(|e| e.log == source.path)
+            });
+            out.push(d);
+        }
+
+        // A device memory allocation that failed, and the error calls that echo it.
+        let allocation: Vec<&(usize, &FindingRef)> = host
+            .iter()
+            .filter(|(i, f)| {
+                !ctx.explained(*i)
+                    && (error_name(f) == "cudaErrorMemoryAllocation"
+                        || error_name(f) == "CUDA_ERROR_OUT_OF_MEMORY")
+            })
+            .collect();
+        if let Some((_, first)) = allocation.iter().find(|(_, f)| {
+            detail(f.finding, "api_call")
+                .is_some_and(|c| c.contains("Malloc") || c.contains("MemAlloc"))
+        }) {
+            let call = detail(first.finding, "api_call").unwrap_or("cudaMalloc");
+            let failed = allocation
+                .iter()
+                .filter(|(_, f)| {
+                    detail(f.finding, "api_call")
+                        .is_some_and(|c| c.contains("Malloc") || c.contains("MemAlloc"))
+                })
+                .map(|(_, f)| f.finding.count)
+                .sum::<u64>();
+            let mut d = Draft::new(
+                "host-api-error",
+                Level::Error,
+                format!(
+                    "Device memory allocation failed: `{call}` returned {}",
+                    error_name(first)
+                ),
+            );
+            d.key = "allocation".into();
+            d.config = config.map(str::to_string);
+            d.confidence = Confidence::High;
+            d.explains = allocation.iter().map(|(i, _)| *i).collect();
+            d.evidence.push(ctx.finding_evidence(first));
+            d.figures.insert("failed_allocations".into(), json!(failed));
+            let echoes = allocation.len().saturating_sub(1);
+            d.explanation = format!(
+                "`{call}` could not get the device memory asked for ({}). This is a host-side \
+                 failure, not a kernel's: no launch configuration is involved.{} A program that \
+                 allocates until it fails (probing free memory) gets this record by design.",
+                plural(failed, "failed allocation", "failed allocations"),
+                if echoes > 0 {
+                    format!(
+                        " The {} after it report the same error because it was not cleared.",
+                        plural(echoes as u64, "call", "calls")
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            d.fix = "Check the requested size (bytes, not elements; an unsigned size that \
+                     underflowed) against the device's free memory (`cudaMemGetInfo`). If the \
+                     failure is expected (a probing loop), query `cudaMemGetInfo` instead, or \
+                     list this record in a compute-sanitizer suppressions file (the sanitizer \
+                     stages' `suppressions:` key)."
+                .to_string();
+            out.push(d);
+        }
+    }
+    out
+}
