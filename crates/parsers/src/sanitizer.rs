@@ -139,7 +139,13 @@ struct Rec {
     leaked: u64,
     raw: Vec<String>,
     raw_len: usize,
+    /// The host backtrace's Python frames (`<module> in oracle.py:49`), innermost first: they
+    /// often come after more native frames than an excerpt keeps.
+    python_frames: Vec<String>,
 }
+
+/// The most Python frames a record keeps.
+const MAX_PYTHON_FRAMES: usize = 16;
 
 impl Rec {
     fn reset(&mut self) {
@@ -161,6 +167,7 @@ impl Rec {
         self.hazards = 0;
         self.leaked = 0;
         self.raw_len = 0;
+        self.python_frames.clear();
     }
 
     fn push_raw(&mut self, line: &str) {
@@ -374,7 +381,13 @@ impl SanitizerParser {
         }
         let first = text.as_bytes().first().copied().unwrap_or(b' ');
         match first {
-            b'H' if text.starts_with("Host Frame:") => self.rec.push_raw(line),
+            b'H' if text.starts_with("Host Frame:") => {
+                self.rec.push_raw(line);
+                let frame = text.get("Host Frame:".len()..).unwrap_or("").trim();
+                if frame.contains(".py:") && self.rec.python_frames.len() < MAX_PYTHON_FRAMES {
+                    self.rec.python_frames.push(frame.to_string());
+                }
+            }
             b'S' if text.starts_with("Saved host backtrace") => self.rec.push_raw(line),
             b'a' if text.starts_with("at ") => {
                 self.rec.push_raw(line);
@@ -746,6 +759,10 @@ impl SanitizerParser {
             if new {
                 for (k, v) in &self.rec.details {
                     f.details.entry(k.to_string()).or_insert_with(|| v.clone());
+                }
+                if !self.rec.python_frames.is_empty() {
+                    f.details
+                        .insert("python_frames".into(), json!(self.rec.python_frames));
                 }
                 f.related = self
                     .rec

@@ -207,6 +207,16 @@ pub fn diagnose(joined: &Joined) -> Vec<Diagnosis> {
             drafts.append(&mut new);
         }
     }
+    // The host line a launch came from, wherever a rule's findings carry Python frames.
+    for d in &mut drafts {
+        if d.call_site.is_none() {
+            d.call_site = d
+                .explains
+                .iter()
+                .filter_map(|&i| joined.findings.get(i))
+                .find_map(|f| python_call_site(f.finding, &joined.repo_files));
+        }
+    }
     finish(drafts)
 }
 
@@ -317,7 +327,6 @@ impl Ctx<'_, '_> {
         d.evidence.push(self.finding_evidence(f));
         d.explains.push(index);
         d.figures.insert("records".into(), json!(f.finding.count));
-        d.call_site = python_call_site(&f.finding.excerpt, &self.joined.repo_files);
         d
     }
 
@@ -562,8 +571,8 @@ pub fn stage_shape(ctx: &Ctx, source: usize) -> Option<(parsers::harness::Shape,
         .map(|r| (r.result.shape.clone(), elem(&r.result.dtype)))
 }
 
-/// Directories of the frameworks between a user's Python line and the launch: their frames are
-/// passed over for the first frame of the user's own code.
+/// Where the frameworks' own Python lives, between a user's line and the launch: their frames
+/// are passed over for the first frame of the user's own code.
 const FRAMEWORK_PATHS: &[&str] = &[
     "site-packages/",
     "dist-packages/",
@@ -574,23 +583,71 @@ const FRAMEWORK_PATHS: &[&str] = &[
     "/lib/python3",
 ];
 
-/// The first Python frame in the user's own code among a record's host frames, as
-/// compute-sanitizer prints them (innermost first): `Host Frame: <module> in oracle.py:49`, or
-/// with a full path. Native frames (`... in libtorch_cuda.so`) and frameworks' frames are passed
-/// over.
-pub fn python_call_site(lines: &[String], repo_files: &[String]) -> Option<SourceLocation> {
-    lines.iter().find_map(|line| {
-        let frame = line.split_once("Host Frame:")?.1.trim();
-        let (_, place) = frame.rsplit_once(" in ")?;
-        let (file, number) = place.trim().rsplit_once(':')?;
-        let number: u32 = number.trim().parse().ok()?;
-        if !file.ends_with(".py") || FRAMEWORK_PATHS.iter().any(|p| file.contains(p)) {
-            return None;
-        }
-        Some(SourceLocation {
-            file: relative_path(file, repo_files),
-            line: Some(number),
+/// Frameworks' files as compute-sanitizer names them without a directory (Triton's launcher,
+/// torch's module machinery).
+const FRAMEWORK_FILES: &[&str] = &[
+    "driver.py",
+    "jit.py",
+    "autotuner.py",
+    "compiler.py",
+    "module.py",
+    "functional.py",
+    "_tensor.py",
+    "overrides.py",
+    "_ops.py",
+    "cpp_extension.py",
+    "graphs.py",
+    "runpy.py",
+];
+
+/// The first Python frame in the user's own code of a finding's host backtrace, innermost
+/// first, as compute-sanitizer prints them (`Host Frame: <module> in oracle.py:49`, with or
+/// without a directory): from the frames the parser kept (`python_frames`), else the record's
+/// raw lines. A frame in one of the run's own files wins; frameworks' frames are passed over.
+pub fn python_call_site(finding: &Finding, repo_files: &[String]) -> Option<SourceLocation> {
+    let kept: Vec<String> = finding
+        .details
+        .get("python_frames")
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect()
         })
+        .unwrap_or_else(|| {
+            finding
+                .excerpt
+                .iter()
+                .filter_map(|l| {
+                    l.split_once("Host Frame:")
+                        .map(|(_, f)| f.trim().to_string())
+                })
+                .collect()
+        });
+    let frames: Vec<(String, u32)> = kept
+        .iter()
+        .filter_map(|frame| {
+            let (_, place) = frame.rsplit_once(" in ")?;
+            let (file, number) = place.trim().rsplit_once(':')?;
+            let number: u32 = number.trim().parse().ok()?;
+            file.ends_with(".py").then(|| (file.to_string(), number))
+        })
+        .collect();
+    let own = |file: &str| {
+        let relative = relative_path(file, repo_files);
+        repo_files.iter().any(|f| *f == relative)
+    };
+    let framework = |file: &str| {
+        let name = file.rsplit('/').next().unwrap_or(file);
+        FRAMEWORK_PATHS.iter().any(|p| file.contains(p)) || FRAMEWORK_FILES.contains(&name)
+    };
+    let (file, line) = frames
+        .iter()
+        .find(|(file, _)| own(file))
+        .or_else(|| frames.iter().find(|(file, _)| !framework(file)))?;
+    Some(SourceLocation {
+        file: relative_path(file, repo_files),
+        line: Some(*line),
     })
 }
 

@@ -184,9 +184,6 @@ fn draft(
             if d.location.is_none() {
                 d.location = ctx.place(f);
             }
-            if d.call_site.is_none() {
-                d.call_site = super::python_call_site(&f.finding.excerpt, &ctx.joined.repo_files);
-            }
         }
         d.figures.insert("trap_records".into(), json!(traps));
         d.figures

@@ -216,6 +216,18 @@ fn each_failure_class_of_the_captured_programs_is_named() {
             assert!(!text.contains(word), "{}: `{word}` in {text}", case.log);
         }
     }
+    // A Triton kernel's launch is traced to the user's line past Triton's own frames
+    // (driver.py, jit.py).
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["explain", "--format", "json"])
+        .arg(fixtures.join("memcheck_triton_oob.log"))
+        .output()
+        .expect("run the runner");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        json["diagnoses"][0]["call_site"],
+        serde_json::json!({"file": "triton_oob.py", "line": 54})
+    );
     // The sticky cascade is said, as a consequence of the fault.
     let out = Command::new(env!("CARGO_BIN_EXE_runner"))
         .args(["explain"])
