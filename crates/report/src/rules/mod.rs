@@ -635,7 +635,7 @@ pub fn python_call_site(finding: &Finding, repo_files: &[String]) -> Option<Sour
         .collect();
     let own = |file: &str| {
         let relative = relative_path(file, repo_files);
-        repo_files.iter().any(|f| *f == relative)
+        repo_files.contains(&relative)
     };
     let framework = |file: &str| {
         let name = file.rsplit('/').next().unwrap_or(file);
