@@ -795,6 +795,17 @@ impl SanitizerParser {
     }
 
     pub(crate) fn finish(mut self) -> ParsedLog {
+        if !self.saw_summary && self.rec.active {
+            // A log cut off inside a record: what is left of it (a header without its location,
+            // one side of a race) would be a finding the whole log does not have. It is kept
+            // as unparsed lines, and the log is incomplete.
+            let n = self.rec.raw_len;
+            for i in 0..n {
+                let line = self.rec.raw.get(i).cloned().unwrap_or_default();
+                self.unparsed(&line);
+            }
+            self.rec.reset();
+        }
         self.end_record();
         let t = &self.tools;
         self.log.tool = if t.racecheck {

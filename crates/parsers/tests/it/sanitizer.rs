@@ -696,3 +696,38 @@ fn an_invalid_syncwarp_mask_is_a_barrier_error_with_the_user_frame() {
             .all(|f| f.kind != FindingKind::UnreadErrors)
     );
 }
+
+/// A truncated log never holds a finding the whole log does not have: a record cut off at the
+/// end is kept as unparsed lines, not read as a site of its own. Checked for every captured
+/// sanitizer log, cut after every line of its first 160.
+#[test]
+fn a_truncated_log_holds_no_finding_the_whole_log_lacks() {
+    for entry in std::fs::read_dir(crate::fixtures().join("compute-sanitizer")).expect("fixtures") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("a fixture");
+        let whole = parsers::parse(parsers::Format::ComputeSanitizer, &text);
+        let known: std::collections::BTreeSet<&str> = whole
+            .findings
+            .iter()
+            .map(|f| f.fingerprint.as_str())
+            .collect();
+        let lines: Vec<&str> = text.lines().collect();
+        for cut in 1..lines.len().min(160) {
+            let head = lines[..cut].join("\n");
+            let part = parsers::parse(parsers::Format::ComputeSanitizer, &head);
+            for f in &part.findings {
+                assert!(
+                    known.contains(f.fingerprint.as_str()),
+                    "{} cut after {cut} lines: {:?} at {:?}:{:?} is not in the whole log",
+                    path.display(),
+                    f.kind,
+                    f.file,
+                    f.line
+                );
+            }
+        }
+    }
+}
