@@ -269,3 +269,40 @@ fn a_divergent_barrier_is_still_divergent() {
         );
     }
 }
+
+/// The explanation of each captured class, as a reviewer reads it: a failed allocation, the
+/// sticky-error cascade after a fault, a partly initialised buffer, an access nearest another
+/// allocation, a Triton kernel without its mask.
+#[test]
+fn host_errors_partial_initialisation_and_triton_read_as_their_class() {
+    for (name, file, rule) in [
+        (
+            "precision_malloc_fail",
+            "compute-sanitizer/memcheck_malloc_fail_huge.log",
+            "host-api-error",
+        ),
+        (
+            "precision_sticky",
+            "compute-sanitizer/memcheck_sticky.log",
+            "out-of-bounds",
+        ),
+        (
+            "precision_initcheck_partial",
+            "compute-sanitizer/initcheck_partial.log",
+            "uninitialized-read",
+        ),
+        (
+            "precision_oob_after",
+            "compute-sanitizer/memcheck_oob_after.log",
+            "out-of-bounds",
+        ),
+        (
+            "precision_triton_oob",
+            "compute-sanitizer/memcheck_triton_oob.log",
+            "out-of-bounds",
+        ),
+    ] {
+        let (_, md) = diagnoses(&[file], rule);
+        insta::assert_snapshot!(name, md);
+    }
+}
