@@ -1,8 +1,8 @@
 //! `host-api-error`: what memcheck's "Program hit cudaErrorX ... on CUDA API call to Y" records
 //! mean, by class. A device memory allocation that failed (sizes, probing loops, suppressions);
 //! the sticky-error cascade after a kernel fault (every later call and launch fails with the
-//! fault's error, and later kernels never ran: the first fault is the one to fix); and the
-//! errors of an invalid call. Records no class covers are left to `sanitizer-error`.
+//! fault's error, and later kernels never ran: the first fault is the one to fix); and a call
+//! that rejected its arguments. Records no class covers are left to `sanitizer-error`.
 
 use parsers::{Finding, FindingKind};
 use serde_json::json;
@@ -171,6 +171,75 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                      list this record in a compute-sanitizer suppressions file (the sanitizer \
                      stages' `suppressions:` key)."
                 .to_string();
+            out.push(d);
+        }
+
+        // A call that rejected its arguments, and the error calls that echo it.
+        let invalid: Vec<&(usize, &FindingRef)> = host
+            .iter()
+            .filter(|(i, f)| {
+                !ctx.explained(*i)
+                    && matches!(
+                        error_name(f).as_str(),
+                        "cudaErrorInvalidValue"
+                            | "cudaErrorInvalidConfiguration"
+                            | "cudaErrorInvalidDevicePointer"
+                            | "cudaErrorInvalidMemcpyDirection"
+                            | "CUDA_ERROR_INVALID_VALUE"
+                    )
+            })
+            .collect();
+        let echo = |call: &str| call.contains("GetLastError") || call.contains("PeekAtLastError");
+        if let Some((_, first)) = invalid
+            .iter()
+            .find(|(_, f)| detail(f.finding, "api_call").is_some_and(|c| !echo(c)))
+        {
+            let call = detail(first.finding, "api_call").unwrap_or("a CUDA call");
+            let name = error_name(first);
+            let said = detail(first.finding, "error_message").unwrap_or("invalid argument");
+            let mut d = Draft::new(
+                "host-api-error",
+                Level::Error,
+                format!("`{call}` rejected its arguments: {name} ({said})"),
+            );
+            d.key = format!("invalid|{call}");
+            d.config = config.map(str::to_string);
+            d.confidence = Confidence::High;
+            d.explains = invalid.iter().map(|(i, _)| *i).collect();
+            d.evidence.push(ctx.finding_evidence(first));
+            let echoes = invalid
+                .iter()
+                .filter(|(_, f)| detail(f.finding, "api_call").is_some_and(echo))
+                .count();
+            d.explanation = format!(
+                "`{call}` returned {name} without doing its work. Unlike a kernel fault this \
+                 error is not sticky: the context stays usable, and the next \
+                 `cudaGetLastError` returns it once{}, so a check placed after a later call \
+                 blames that call.",
+                if echoes > 0 {
+                    format!(
+                        " (it did here: {})",
+                        plural(echoes as u64, "echo", "echoes")
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            d.fix = if call.contains("Launch") {
+                "Check the launch configuration: threads per block at most 1024 (and at most \
+                 what the kernel's registers and `__launch_bounds__` allow), grid dimensions \
+                 within the limits, dynamic shared memory within the default 48 KiB or the size \
+                 set with `cudaFuncSetAttribute`."
+                    .to_string()
+            } else if call.contains("Memcpy") || call.contains("Memset") {
+                format!(
+                    "Check the arguments of `{call}`: the byte count against both buffers, each \
+                     pointer's kind (device or host) against the copy kind, and that neither \
+                     was freed."
+                )
+            } else {
+                format!("Check the arguments `{call}` was given against its documentation.")
+            };
             out.push(d);
         }
     }

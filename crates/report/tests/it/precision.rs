@@ -282,6 +282,11 @@ fn host_errors_partial_initialisation_and_triton_read_as_their_class() {
             "host-api-error",
         ),
         (
+            "precision_invalid_value",
+            "compute-sanitizer/memcheck_invalid_value.log",
+            "host-api-error",
+        ),
+        (
             "precision_sticky",
             "compute-sanitizer/memcheck_sticky.log",
             "out-of-bounds",

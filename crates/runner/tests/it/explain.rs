@@ -175,6 +175,22 @@ fn each_failure_class_of_the_captured_programs_is_named() {
             never: &["seq_len", "tile", "BLOCK_N"],
         },
         Case {
+            log: "memcheck_invalid_config.log",
+            rule: "host-api-error",
+            location: None,
+            title: "`cudaLaunchKernel` rejected its arguments",
+            fix: "threads per block at most 1024",
+            never: &["Every CUDA call after the fault"],
+        },
+        Case {
+            log: "memcheck_invalid_value.log",
+            rule: "host-api-error",
+            location: None,
+            title: "`cudaMemcpy` rejected its arguments",
+            fix: "the byte count against both buffers",
+            never: &["launch configuration"],
+        },
+        Case {
             log: "initcheck_partial.log",
             rule: "uninitialized-read",
             location: Some("initcheck_partial.cu:17"),
