@@ -454,14 +454,7 @@ fn builtin_unit(unit: &Unit, stage: &Stage, pipeline: &Pipeline) -> report::Unit
             TargetKind::Tool
         },
         wrapper: wrapper_of(unit.kind),
-        defines: config
-            .map(|c| {
-                c.defines
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.0.clone()))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        defines: defines_of(config),
         env: BTreeMap::new(),
         source: (unit.kind == StageKind::Compile)
             .then(|| unit.config.as_deref().and_then(|c| pipeline.source_of(c)))
@@ -493,6 +486,15 @@ fn builtin_unit(unit: &Unit, stage: &Stage, pipeline: &Pipeline) -> report::Unit
         launches: flag("--launches").and_then(|n| n.parse().ok()),
         max_registers: flag("-maxrregcount").and_then(|n| n.parse().ok()),
     }
+}
+
+/// A config's `-D` defines as the unit record keeps them.
+fn defines_of(config: Option<&config::Config>) -> BTreeMap<String, String> {
+    config
+        .into_iter()
+        .flat_map(|c| &c.defines)
+        .map(|(k, v)| (k.clone(), v.0.clone()))
+        .collect()
 }
 
 /// What wraps the target in a stage of this kind.
@@ -766,17 +768,11 @@ fn target_invocation(
             _ => TargetKind::Program,
         },
         wrapper: wrapper_of(kind),
-        defines: unit
-            .config
-            .as_deref()
-            .and_then(|c| pipeline.matrix.configs.get(c))
-            .map(|c| {
-                c.defines
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.0.clone()))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        defines: defines_of(
+            unit.config
+                .as_deref()
+                .and_then(|c| pipeline.matrix.configs.get(c)),
+        ),
         env: line.env_display,
         arch: unit.arch.clone(),
         launches,

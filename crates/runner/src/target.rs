@@ -112,6 +112,24 @@ const SKIPPED_DIRS: &[&str] = &[
     "node_modules",
 ];
 
+/// Every file under `root` in name order, not following links, passing over the directories in
+/// [`SKIPPED_DIRS`] (and, with `hidden`, those whose name starts with a dot).
+fn files_under(root: &Path, hidden: bool) -> impl Iterator<Item = walkdir::DirEntry> {
+    WalkDir::new(root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(move |e| {
+            e.depth() == 0
+                || !(e.file_type().is_dir()
+                    && e.file_name().to_str().is_some_and(|n| {
+                        SKIPPED_DIRS.contains(&n) || (hidden && n.starts_with('.'))
+                    }))
+        })
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+}
+
 /// Every file under the target's `sources` (default: the pipeline's directory), relative to
 /// the pipeline root, sorted: the build's inputs, hashed for the cache.
 pub fn source_files(pipeline: &Pipeline, target: &Target) -> Vec<PathBuf> {
@@ -122,21 +140,8 @@ pub fn source_files(pipeline: &Pipeline, target: &Target) -> Vec<PathBuf> {
     };
     let mut files = Vec::new();
     for root in roots {
-        let walk = WalkDir::new(pipeline.resolve(&root))
-            .follow_links(false)
-            .sort_by_file_name()
-            .into_iter()
-            .filter_entry(|e| {
-                e.depth() == 0
-                    || !(e.file_type().is_dir()
-                        && e.file_name()
-                            .to_str()
-                            .is_some_and(|n| SKIPPED_DIRS.contains(&n) || n.starts_with('.')))
-            });
-        for entry in walk.flatten() {
-            if entry.file_type().is_file()
-                && let Ok(relative) = entry.path().strip_prefix(&pipeline.root)
-            {
+        for entry in files_under(&pipeline.resolve(&root), true) {
+            if let Ok(relative) = entry.path().strip_prefix(&pipeline.root) {
                 files.push(relative.to_path_buf());
             }
         }
@@ -153,24 +158,12 @@ pub fn headers_near(pipeline: &Pipeline, dir: &Path) -> Vec<PathBuf> {
     const EXTENSIONS: &[&str] = &[
         "cu", "cuh", "h", "hpp", "hh", "c", "cc", "cpp", "cxx", "inc", "inl",
     ];
-    let mut files: Vec<PathBuf> = WalkDir::new(pipeline.resolve(dir))
-        .follow_links(false)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| {
-            e.depth() == 0
-                || !(e.file_type().is_dir()
-                    && e.file_name()
-                        .to_str()
-                        .is_some_and(|n| SKIPPED_DIRS.contains(&n) || n.starts_with('.')))
-        })
-        .flatten()
+    let mut files: Vec<PathBuf> = files_under(&pipeline.resolve(dir), true)
         .filter(|e| {
-            e.file_type().is_file()
-                && e.path()
-                    .extension()
-                    .and_then(|x| x.to_str())
-                    .is_some_and(|x| EXTENSIONS.contains(&x))
+            e.path()
+                .extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| EXTENSIONS.contains(&x))
         })
         .filter_map(|e| {
             e.path()
@@ -199,21 +192,8 @@ pub enum ProductKind {
 pub fn products(dirs: &[PathBuf]) -> Vec<(PathBuf, ProductKind)> {
     let mut found = Vec::new();
     for dir in dirs {
-        let walk = WalkDir::new(dir)
-            .follow_links(false)
-            .sort_by_file_name()
-            .into_iter()
-            .filter_entry(|e| {
-                e.depth() == 0
-                    || !(e.file_type().is_dir()
-                        && e.file_name()
-                            .to_str()
-                            .is_some_and(|n| SKIPPED_DIRS.contains(&n)))
-            });
-        for entry in walk.flatten() {
-            if entry.file_type().is_file()
-                && let Some(kind) = product_kind(entry.path())
-            {
+        for entry in files_under(dir, false) {
+            if let Some(kind) = product_kind(entry.path()) {
                 found.push((entry.path().to_path_buf(), kind));
             }
         }
