@@ -183,7 +183,7 @@ impl Search<'_> {
             attempts: Vec::new(),
         };
         let mut duration = Duration::ZERO;
-        let mut commands = Vec::new();
+        let mut last_command = Vec::new();
         while let Some(n) = target::next_launch_count(search.clean_at, search.fails_at, limit) {
             if cx.interrupt.is_set() {
                 break;
@@ -199,7 +199,7 @@ impl Search<'_> {
             let stdout = format!("launches-{n}.stdout.log");
             let stderr = format!("launches-{n}.stderr.log");
             let (argv, display) = self.resolve(&line.argv, &line.display);
-            commands.push(display.join(" "));
+            last_command.clone_from(&display);
             let outcome = cx.run(
                 argv,
                 &cwd,
@@ -273,9 +273,7 @@ impl Search<'_> {
             }
         }
         record.duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
-        record.command = commands.last().map_or_else(Vec::new, |c| {
-            c.split(' ').map(str::to_string).collect::<Vec<_>>()
-        });
+        record.command = last_command;
         if cx.interrupt.is_set() {
             record.status = StageStatus::Interrupted;
             record.reason = Some("interrupted".into());
