@@ -68,6 +68,9 @@ pub enum VerdictKind {
     Failing,
     /// No error found, but some stage could not conclude (or nothing ran): never clean.
     Inconclusive,
+    /// The compile-side stages found nothing, and none of the stages that run the kernel ran
+    /// (no GPU here, say): a statement about the build only, never "clean".
+    CompileOnly,
 }
 
 /// The verdict line and what it rests on.
@@ -112,10 +115,29 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
         .iter()
         .any(|c| matches!(c.status, StageStatus::Passed | StageStatus::Findings))
         || (joined.run.is_none() && !joined.sources.is_empty());
+    // Stages that run the kernel or the program, and whether any of them did.
+    let gpu_stage = |kind: StageKind| {
+        is_sanitizer(kind)
+            || matches!(
+                kind,
+                StageKind::Check
+                    | StageKind::Stress
+                    | StageKind::Bench
+                    | StageKind::Baseline
+                    | StageKind::Profile
+            )
+    };
+    let gpu_planned = joined.stages().iter().any(|s| gpu_stage(s.kind));
+    let gpu_ran = joined
+        .stages()
+        .iter()
+        .any(|s| gpu_stage(s.kind) && s.status != StageStatus::Skipped);
     let kind = if errors > 0 {
         VerdictKind::Failing
     } else if !unconcluded.is_empty() || !ran {
         VerdictKind::Inconclusive
+    } else if gpu_planned && !gpu_ran {
+        VerdictKind::CompileOnly
     } else if warnings > 0 {
         VerdictKind::Warnings
     } else {
@@ -160,6 +182,23 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
             ran_tools(coverage)
         ),
         VerdictKind::Clean => format!("Clean: no problems found by {}{on}.", ran_tools(coverage)),
+        VerdictKind::CompileOnly => format!(
+            "Compile-only: {} found no error{on}{}; nothing ran the kernel, so nothing is known \
+             of how it runs.",
+            ran_tools(coverage),
+            if warnings > 0 {
+                format!(
+                    " ({})",
+                    plural(
+                        warnings as u64,
+                        "performance warning",
+                        "performance warnings"
+                    )
+                )
+            } else {
+                String::new()
+            }
+        ),
     };
     if kind == VerdictKind::Failing && !unconcluded.is_empty() {
         line.push_str(&format!(

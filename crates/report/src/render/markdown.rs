@@ -57,6 +57,7 @@ pub fn verdict_icon(kind: VerdictKind) -> &'static str {
         VerdictKind::Warnings => "⚠️",
         VerdictKind::Failing => "❌",
         VerdictKind::Inconclusive => "❔",
+        VerdictKind::CompileOnly => "🧱",
     }
 }
 
@@ -76,7 +77,7 @@ pub fn status_icon(status: StageStatus) -> &'static str {
 fn verdict(out: &mut String, a: &Analysis) {
     let v = &a.verdict;
     let _ = writeln!(out, "**Verdict:** {} {}\n", verdict_icon(v.kind), v.line);
-    if v.kind == VerdictKind::Clean {
+    if matches!(v.kind, VerdictKind::Clean | VerdictKind::CompileOnly) {
         let _ = writeln!(out, "{}\n", receipt(a));
     }
     if !v.unconcluded.is_empty() {
