@@ -108,6 +108,18 @@ pub fn planned(
         .map(|i| i.display)
 }
 
+/// Where a tool is: the path the preflight found, or its name in a command built only to be
+/// recorded; `Err` says why it cannot run.
+fn tool_path(preflight: &Preflight, name: &str, build: Build) -> Result<PathBuf, String> {
+    match preflight.toolchain.get(name) {
+        Some(t) => Ok(t.path.clone()),
+        None if build == Build::Plan => Ok(PathBuf::from(name)),
+        None => Err(preflight
+            .missing(name)
+            .unwrap_or_else(|| format!("{name} not found"))),
+    }
+}
+
 /// Whether a command line is built to run, or only to be recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Build {
@@ -125,13 +137,7 @@ fn build(
 ) -> Result<Invocation, String> {
     let mut cmd = Argv::default();
     let file = |name: &str| paths.unit_dir.join(name);
-    let tool_path = |name: &str| match preflight.toolchain.get(name) {
-        Some(t) => Ok(t.path.clone()),
-        None if build == Build::Plan => Ok(PathBuf::from(name)),
-        None => Err(preflight
-            .missing(name)
-            .unwrap_or_else(|| format!("{name} not found"))),
-    };
+    let tool_path = |name: &str| tool_path(preflight, name, build);
     let cubin = || {
         paths
             .cubin
@@ -624,13 +630,7 @@ fn target_invocation(
     paths: &Paths,
     build: Build,
 ) -> Result<Invocation, String> {
-    let tool_path = |name: &str| match preflight.toolchain.get(name) {
-        Some(t) => Ok(t.path.clone()),
-        None if build == Build::Plan => Ok(PathBuf::from(name)),
-        None => Err(preflight
-            .missing(name)
-            .unwrap_or_else(|| format!("{name} not found"))),
-    };
+    let tool_path = |name: &str| tool_path(preflight, name, build);
     let launches = (unit.kind == StageKind::Stress).then(|| stage.launches.unwrap_or(1));
     let line = program_line(unit, stage, pipeline, target, paths, launches);
     let mut cmd = Argv::default();
