@@ -12,4 +12,8 @@ use crate::Run;
 pub struct Evidence {
     pub run: Run,
     pub logs: BTreeMap<String, ParsedLog>,
+    /// Logs the manifest lists that could not be read, with why (missing, a directory, outside
+    /// the run directory, ...): their stage's evidence is missing, never clean.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub missing: BTreeMap<String, String>,
 }

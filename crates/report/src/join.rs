@@ -51,7 +51,13 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
             });
         }
     }
-    Joined::build(Some(&evidence.run), sources)
+    let mut joined = Joined::build(Some(&evidence.run), sources);
+    joined.missing = evidence
+        .missing
+        .iter()
+        .map(|(path, why)| (path.clone(), why.clone()))
+        .collect();
+    joined
 }
 
 /// Joins logs that come with no run (`runner explain`): each log's stage kind is inferred from
@@ -280,6 +286,8 @@ pub struct MetricRef<'a> {
 #[derive(Debug, Clone)]
 pub struct Joined<'a> {
     pub run: Option<&'a Run>,
+    /// Logs the run lists that could not be read, with why.
+    pub missing: Vec<(String, String)>,
     pub sources: Vec<Source<'a>>,
     /// Ordered by config, arch and name.
     pub kernels: Vec<KernelView<'a>>,
@@ -399,6 +407,7 @@ impl<'a> Joined<'a> {
         }
         Joined {
             run,
+            missing: Vec::new(),
             sources,
             kernels: kernels.into_values().collect(),
             findings,
@@ -486,6 +495,29 @@ impl<'a> Joined<'a> {
                     config: stage.config.clone(),
                     what: what.to_string(),
                     reason: stage.reason.clone(),
+                });
+            }
+        }
+        // A log the manifest lists whose stage concluded, but that is not there to read: that
+        // stage's evidence is missing, whatever its recorded status says.
+        for stage in self.stages() {
+            if !matches!(stage.status, StageStatus::Passed | StageStatus::Findings) {
+                continue;
+            }
+            for log in stage.logs.iter().filter(|l| l.format.is_some()) {
+                if self.sources.iter().any(|s| s.path == log.path) {
+                    continue;
+                }
+                let why = self
+                    .missing
+                    .iter()
+                    .find(|(path, _)| *path == log.path)
+                    .map_or("not read", |(_, why)| why.as_str());
+                out.push(Unconcluded {
+                    stage: stage.name.clone(),
+                    config: stage.config.clone(),
+                    what: "evidence missing".to_string(),
+                    reason: Some(format!("{}: {why}", log.path)),
                 });
             }
         }

@@ -410,7 +410,15 @@ fn check(path: &std::path::Path) -> Result<Outcome, Error> {
 fn report(run_dir: &std::path::Path, format: ReportFormat) -> Result<Outcome, Error> {
     let evidence = crate::evidence::load(run_dir)?;
     print(&terminated(report::render(&evidence, format.into())))?;
-    Ok(Outcome::Clean)
+    for (log, why) in &evidence.missing {
+        eprintln!("runner: {}: {log}: {why}", run_dir.display());
+    }
+    // Evidence that could not be read is an infrastructure problem, whatever the report says.
+    Ok(if evidence.missing.is_empty() {
+        Outcome::Clean
+    } else {
+        Outcome::Incomplete
+    })
 }
 
 /// One entry of `runner parse --json`: the path, then the parsed log's fields.

@@ -16,21 +16,59 @@ pub fn load(run_dir: &Path) -> Result<Evidence, ReadError> {
     Ok(from_run(run, run_dir))
 }
 
-/// Parses the logs `run` lists under `run_dir`. Logs that are missing or have no format are
-/// left out; the manifest still names them. Logs compressed by `runner pack` (`.gz`) are read
+/// Parses the logs `run` lists under `run_dir`. Logs without a format are left out; a log with
+/// one that cannot be read (missing, a directory, a FIFO, a symbolic link, a path that leaves the
+/// run directory, unreadable) is listed in `missing` with why, and never opened unless it is a
+/// regular file inside the run directory. Logs compressed by `runner pack` (`.gz`) are read
 /// through a decompressor.
 pub fn from_run(run: Run, run_dir: &Path) -> Evidence {
     let mut logs: BTreeMap<String, ParsedLog> = BTreeMap::new();
+    let mut missing: BTreeMap<String, String> = BTreeMap::new();
     for stage in &run.stages {
         for log in &stage.logs {
             let Some(format) = log.format else { continue };
-            let Ok(reader) = rundir::open_log(&run_dir.join(&log.path)) else {
-                continue;
-            };
-            if let Ok(parsed) = parsers::parse_reader(format, reader) {
-                logs.insert(log.path.clone(), parsed);
+            let read = readable(run_dir, &log.path).and_then(|path| {
+                let reader = rundir::open_log(&path).map_err(|e| format!("unreadable: {e}"))?;
+                parsers::parse_reader(format, reader).map_err(|e| format!("unreadable: {e}"))
+            });
+            match read {
+                Ok(parsed) => {
+                    logs.insert(log.path.clone(), parsed);
+                }
+                Err(why) => {
+                    missing.insert(log.path.clone(), why);
+                }
             }
         }
     }
-    Evidence { run, logs }
+    Evidence { run, logs, missing }
+}
+
+/// The path of a log the manifest names, when it is a regular file inside the run directory;
+/// else why not. Nothing is opened here: a FIFO never blocks the report.
+fn readable(run_dir: &Path, relative: &str) -> Result<std::path::PathBuf, String> {
+    let inside = Path::new(relative).components().all(|c| {
+        matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    });
+    if !inside {
+        return Err("outside the run directory".to_string());
+    }
+    let path = run_dir.join(relative);
+    let meta = std::fs::symlink_metadata(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "missing".to_string(),
+        _ => format!("unreadable: {e}"),
+    })?;
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        Err("a symbolic link, not a log the run wrote".to_string())
+    } else if kind.is_dir() {
+        Err("a directory, not a log".to_string())
+    } else if !kind.is_file() {
+        Err("not a regular file (a FIFO or device)".to_string())
+    } else {
+        Ok(path)
+    }
 }

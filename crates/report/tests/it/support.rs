@@ -204,7 +204,11 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             .collect(),
         stages,
     };
-    Evidence { run, logs }
+    Evidence {
+        run,
+        logs,
+        missing: Default::default(),
+    }
 }
 
 /// The status the runner gives a stage whose tool worked.

@@ -9,6 +9,7 @@ mod cache;
 mod cli;
 mod commands;
 mod config;
+mod damaged;
 mod decide;
 mod explain;
 mod pack;
