@@ -80,6 +80,7 @@ pub struct Kernel {
     #[serde(default)]
     pub includes: Vec<PathBuf>,
     /// Entry point per dtype.
+    #[serde(deserialize_with = "unique")]
     pub entry_points: BTreeMap<Dtype, String>,
 }
 
@@ -106,7 +107,7 @@ pub struct TargetBuild {
     /// The build's argv, e.g. `[cmake, --build, "{build_dir}"]` or `[python3, build.py]`.
     pub command: Vec<String>,
     /// Extra environment variables for the build.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique")]
     pub env: BTreeMap<String, String>,
     /// Directories, besides `{build_dir}`, walked for the build's products after it ran.
     #[serde(default)]
@@ -122,7 +123,7 @@ pub struct Program {
     /// Its working directory, relative to the pipeline file. Default: the pipeline's directory.
     #[serde(default)]
     pub cwd: Option<PathBuf>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique")]
     pub env: BTreeMap<String, String>,
     /// Whether it is a Python program (its allocator is then told not to cache under the
     /// sanitizers). Default: when the command starts with python, python3 or pytest.
@@ -156,9 +157,10 @@ pub struct Toolchain {
     pub provision: bool,
     /// PyPI wheel name to exact version. Every wheel is pinned: an unpinned one pulls the newest
     /// release of its dependencies.
+    #[serde(deserialize_with = "unique")]
     pub wheels: BTreeMap<String, String>,
     /// Tool name to an explicit path (relative to the pipeline file), bypassing discovery.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique")]
     pub tools: BTreeMap<String, PathBuf>,
 }
 
@@ -171,6 +173,7 @@ pub struct Matrix {
     #[serde(default = "default_arch")]
     pub arch: Vec<String>,
     /// Config name to its `-D` defines, and optionally its own source.
+    #[serde(deserialize_with = "unique")]
     pub configs: BTreeMap<String, Config>,
 }
 
@@ -288,7 +291,8 @@ impl Pipeline {
     /// Parses and validates pipeline text; `path` names the file in errors and anchors
     /// relative paths.
     pub fn parse(path: &Path, text: &str) -> Result<Pipeline, ConfigError> {
-        let raw: RawPipeline = yaml_serde::from_str(text).map_err(|e| syntax_error(path, &e))?;
+        let raw: RawPipeline =
+            yaml_serde::from_str(text).map_err(|e| syntax_error(path, text, &e))?;
         let root = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -587,6 +591,36 @@ impl Pipeline {
                     key("cases"),
                     "this stage launches the kernel: name the cases it runs".into(),
                 ));
+            }
+            if builtin && launches && stage.enabled {
+                let configs: Vec<&String> = self
+                    .matrix
+                    .configs
+                    .keys()
+                    .filter(|c| stage.configs.is_empty() || stage.configs.contains(c))
+                    .collect();
+                for (i, case) in stage.cases.iter().enumerate() {
+                    let runs = configs.iter().any(|c| {
+                        self.case_instances(stage, Some(c))
+                            .iter()
+                            .any(|instance| instance.case == *case)
+                    });
+                    if !runs && stage.kind != StageKind::Baseline {
+                        let dims: BTreeSet<u32> =
+                            configs.iter().filter_map(|c| self.head_dim(c)).collect();
+                        return Err(err(
+                            format!("stages.{}.cases[{i}]", stage.name),
+                            format!(
+                                "case `{case}` runs on no config: its head dimension is not the \
+                                 HEAD_DIM of any config of this stage ({})",
+                                dims.iter()
+                                    .map(u32::to_string)
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        ));
+                    }
+                }
             }
             if (!launches || !builtin) && !stage.cases.is_empty() {
                 return Err(err(
@@ -981,15 +1015,18 @@ fn order_stages(path: &Path, raw: BTreeMap<String, RawStage>) -> Result<Vec<Stag
     Ok(stages)
 }
 
-fn syntax_error(path: &Path, error: &yaml_serde::Error) -> ConfigError {
+fn syntax_error(path: &Path, source: &str, error: &yaml_serde::Error) -> ConfigError {
     let text = error.to_string();
     match error.location() {
         Some(location) => {
             // The library appends " at line L column C"; the location leads the message instead.
-            let message = match text.rsplit_once(" at line ") {
+            let mut message = match text.rsplit_once(" at line ") {
                 Some((head, _)) => head.to_string(),
                 None => text,
             };
+            if let Some(lines) = duplicate_lines(&message, source, location.line()) {
+                message.push_str(&format!(" (lines {lines})"));
+            }
             ConfigError::Syntax {
                 path: path.to_path_buf(),
                 line: location.line(),
@@ -1002,6 +1039,28 @@ fn syntax_error(path: &Path, error: &yaml_serde::Error) -> ConfigError {
             message: text,
         },
     }
+}
+
+/// For a duplicate-key error, the lines (from the map's own line on) where that key is written,
+/// so the message names both places.
+fn duplicate_lines(message: &str, source: &str, from: usize) -> Option<String> {
+    let key = message.split_once("duplicate key `")?.1.split_once('`')?.0;
+    let found: Vec<String> = source
+        .lines()
+        .enumerate()
+        .skip(from.saturating_sub(1))
+        .filter(|(_, line)| {
+            line.match_indices(key).any(|(at, _)| {
+                let before = line.get(..at).unwrap_or("").trim_end();
+                let after = line.get(at + key.len()..).unwrap_or("").trim_start();
+                after.starts_with(':')
+                    && (before.is_empty() || before.ends_with('{') || before.ends_with(','))
+            })
+        })
+        .map(|(i, _)| (i + 1).to_string())
+        .take(2)
+        .collect();
+    (found.len() == 2).then(|| found.join(" and "))
 }
 
 /// Finds the line and column of a dotted key such as `stages.memcheck.cases[0]` in block-style
@@ -1115,8 +1174,9 @@ struct RawPipeline {
     target: Option<Target>,
     toolchain: Toolchain,
     matrix: Matrix,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique")]
     cases: BTreeMap<String, Case>,
+    #[serde(deserialize_with = "unique")]
     stages: BTreeMap<String, RawStage>,
     #[serde(default)]
     grace: Option<HumanDuration>,
@@ -1151,7 +1211,7 @@ struct RawStage {
     launches: Option<u64>,
     #[serde(default)]
     suppressions: Option<PathBuf>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique")]
     env: BTreeMap<String, String>,
 }
 
@@ -1267,19 +1327,22 @@ impl<'de> Deserialize<'de> for Config {
                         "source" => config.source = Some(map.next_value()?),
                         "defines" => {
                             nested = true;
-                            config
-                                .defines
-                                .extend(map.next_value::<BTreeMap<String, Define>>()?);
+                            let defines: UniqueMap<String, Define> = map.next_value()?;
+                            config.defines.extend(defines.0);
                         }
                         "env" => {
                             nested = true;
-                            config
-                                .env
-                                .extend(map.next_value::<BTreeMap<String, String>>()?);
+                            let env: UniqueMap<String, String> = map.next_value()?;
+                            config.env.extend(env.0);
                         }
                         _ => {
                             bare = true;
                             let value = map.next_value::<Define>()?;
+                            if config.defines.contains_key(&key) {
+                                return Err(de::Error::custom(format!(
+                                    "duplicate key `{key}`: name each once"
+                                )));
+                            }
                             config.defines.insert(key, value);
                         }
                     }
@@ -1321,4 +1384,51 @@ impl<'de> Deserialize<'de> for Define {
         }
         deserializer.deserialize_any(V)
     }
+}
+
+/// A map that refuses a key given twice (YAML itself lets the last one win silently).
+struct UniqueMap<K, V>(BTreeMap<K, V>);
+
+impl<'de, K, V> Deserialize<'de> for UniqueMap<K, V>
+where
+    K: Deserialize<'de> + Ord + fmt::Display,
+    V: Deserialize<'de>,
+{
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V2<K, V>(std::marker::PhantomData<(K, V)>);
+        impl<'de, K, V> Visitor<'de> for V2<K, V>
+        where
+            K: Deserialize<'de> + Ord + fmt::Display,
+            V: Deserialize<'de>,
+        {
+            type Value = UniqueMap<K, V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = BTreeMap::new();
+                while let Some(key) = map.next_key::<K>()? {
+                    if out.contains_key(&key) {
+                        return Err(de::Error::custom(format!(
+                            "duplicate key `{key}`: name each once"
+                        )));
+                    }
+                    let value = map.next_value()?;
+                    out.insert(key, value);
+                }
+                Ok(UniqueMap(out))
+            }
+        }
+        deserializer.deserialize_map(V2(std::marker::PhantomData))
+    }
+}
+
+/// `deserialize_with` for maps whose keys must be unique.
+fn unique<'de, D, K, V>(deserializer: D) -> Result<BTreeMap<K, V>, D::Error>
+where
+    D: Deserializer<'de>,
+    K: Deserialize<'de> + Ord + fmt::Display,
+    V: Deserialize<'de>,
+{
+    UniqueMap::deserialize(deserializer).map(|m| m.0)
 }

@@ -126,3 +126,44 @@ fn the_repository_pipeline_is_valid() {
         .expect("start the runner");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
+
+#[test]
+fn a_duplicate_key_is_refused_naming_both_lines() {
+    let project = Project::new();
+    let text = pipeline("").replace(
+        "    small: { HEAD_DIM: 64, BLOCK_M: 64 }\n",
+        "    small: { HEAD_DIM: 64, BLOCK_M: 64 }\n    small: { HEAD_DIM: 64, BLOCK_M: 128 }\n",
+    );
+    project.pipeline(&text);
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    let first = text
+        .lines()
+        .position(|l| l.contains("small: { HEAD_DIM: 64, BLOCK_M: 64 }"))
+        .expect("the first")
+        + 1;
+    assert!(
+        err.contains("duplicate key `small`")
+            && err.contains(&format!("(lines {first} and {})", first + 1)),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_case_that_runs_on_no_config_is_refused() {
+    let project = Project::new();
+    project.pipeline(
+        &pipeline("  check:\n    needs: { gpu: true }\n    cases: [seed]\n").replace(
+            "seed: { shape: \"2,8,512,64\" }",
+            "seed: { shape: \"2,8,512,128\" }",
+        ),
+    );
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("stages.check.cases[0]: case `seed` runs on no config"),
+        "{}",
+        stderr(&out)
+    );
+}
