@@ -5,6 +5,9 @@ use crate::util::{code, stage, stderr};
 
 #[test]
 fn the_kernel_compiles_for_real_with_nvcc() {
+    let _provisioning = crate::util::PROVISIONING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
     let kernel = std::fs::read_to_string(repo.join("kernel/attention.cu")).unwrap();

@@ -238,6 +238,9 @@ fn an_unknown_placeholder_is_refused_at_check() {
 /// no GPU the GPU stages are skipped with the reason.
 #[test]
 fn the_cuda_cpp_example_builds_with_the_pinned_compiler() {
+    let _provisioning = crate::util::PROVISIONING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().expect("a temporary directory");
     let example = repo().join("examples/cuda-cpp");
     for file in [

@@ -209,3 +209,7 @@ pub fn root_relative(path: &Path, root: &Path) -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// Held by the tests that may provision the pinned CUDA from PyPI: two provisionings at once
+/// would install into the same cache directory.
+pub static PROVISIONING: std::sync::Mutex<()> = std::sync::Mutex::new(());
