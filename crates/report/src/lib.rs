@@ -81,6 +81,12 @@ pub fn render(evidence: &Evidence, format: OutputFormat) -> String {
     render_analysis(&analysis, &evidence.run, format)
 }
 
+/// The short Markdown form of a run's report, for a pull-request comment or a CI job summary.
+pub fn render_summary(evidence: &Evidence) -> String {
+    let analysis = analyze(evidence);
+    render::markdown::render_summary(&analysis, &evidence.run)
+}
+
 /// Renders an analysis already made (to render several formats from one analysis).
 pub fn render_analysis(analysis: &Analysis, run: &Run, format: OutputFormat) -> String {
     match format {

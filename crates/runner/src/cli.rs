@@ -49,6 +49,10 @@ pub enum Command {
         run_dir: PathBuf,
         #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
         format: ReportFormat,
+        /// The short form (verdict, root causes, timings against the baseline) for a
+        /// pull-request comment or `$GITHUB_STEP_SUMMARY`; Markdown only.
+        #[arg(long)]
+        summary: bool,
     },
     /// Diagnose raw logs with no run directory (exit 0 clean, 1 problems found).
     Explain {
@@ -187,7 +191,11 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
         Some(Command::Run(args)) => run(args, host),
         None => run(cli.run, host),
         Some(Command::Check { pipeline }) => check(&pipeline),
-        Some(Command::Report { run_dir, format }) => report(&run_dir, format),
+        Some(Command::Report {
+            run_dir,
+            format,
+            summary,
+        }) => report(&run_dir, format, summary),
         Some(Command::Pack { run_dir, min_bytes }) => pack(&run_dir, min_bytes),
         Some(Command::Parse {
             files,
@@ -407,9 +415,23 @@ fn check(path: &std::path::Path) -> Result<Outcome, Error> {
     Ok(Outcome::Clean)
 }
 
-fn report(run_dir: &std::path::Path, format: ReportFormat) -> Result<Outcome, Error> {
+fn report(
+    run_dir: &std::path::Path,
+    format: ReportFormat,
+    summary: bool,
+) -> Result<Outcome, Error> {
+    if summary && format != ReportFormat::Md {
+        return Err(Error::Usage(
+            "--summary is a Markdown form: drop --format or give --format md".into(),
+        ));
+    }
     let evidence = crate::evidence::load(run_dir)?;
-    print(&terminated(report::render(&evidence, format.into())))?;
+    let text = if summary {
+        report::render_summary(&evidence)
+    } else {
+        report::render(&evidence, format.into())
+    };
+    print(&terminated(text))?;
     for (log, why) in &evidence.missing {
         eprintln!("runner: {}: {log}: {why}", run_dir.display());
     }

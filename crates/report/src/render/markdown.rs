@@ -31,6 +31,34 @@ pub fn render(analysis: &Analysis, run: &Run) -> String {
     out
 }
 
+/// The short form for a pull-request comment or `$GITHUB_STEP_SUMMARY`: the header, the
+/// verdict, one line per root cause (title, place, rule) and the timings against the baseline.
+pub fn render_summary(analysis: &Analysis, run: &Run) -> String {
+    let mut out = String::new();
+    header(&mut out, run);
+    verdict(&mut out, analysis);
+    let causes: Vec<&Diagnosis> = analysis
+        .diagnoses
+        .iter()
+        .filter(|d| d.level > Level::Note)
+        .collect();
+    if !causes.is_empty() {
+        let _ = writeln!(out, "## Root causes\n");
+        for (i, d) in causes.iter().enumerate() {
+            let _ = writeln!(out, "{}. **{}** · {}", i + 1, d.title, diagnosis_meta(d));
+        }
+        let _ = writeln!(out);
+    }
+    let mut timings = String::new();
+    bench(&mut timings, analysis, run);
+    crate::timings::markdown(&mut timings, analysis);
+    // The chart is a file beside the full report: a comment cannot show it.
+    for line in timings.lines().filter(|l| !l.starts_with("![bench]")) {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
 fn header(out: &mut String, run: &Run) {
     let _ = writeln!(out, "# Exhibit report: {}\n", run.id);
     let mut parts = vec![format!("pipeline `{}`", run.pipeline)];

@@ -222,3 +222,46 @@ fn the_cuda_cpp_example_names_the_race_and_the_out_of_bounds_write() {
         ]
     );
 }
+
+/// `runner report --summary`: the short form for a pull-request comment: the verdict, one line
+/// per root cause with its place, and the timings; none of the long sections.
+#[test]
+fn the_summary_holds_the_verdict_root_causes_and_timings_only() {
+    let run = example_run("torch-extension");
+    let summary = report_with(&run, &["--summary"]);
+    assert!(
+        summary.contains("**Verdict:** ❌ Failing: 2 root causes"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("`csrc/attn_fwd.cu:126` · launched from `oracle.py:156`"),
+        "{summary}"
+    );
+    assert!(summary.contains("| B=2 H=8 S=512 D=64 f16 |"), "{summary}");
+    for long in ["## Evidence", "## Environment", "```text", "![bench]"] {
+        assert!(!summary.contains(long), "`{long}` in {summary}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["report", "--summary", "--format", "json"])
+        .arg(&run)
+        .output()
+        .expect("run the runner");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+fn report_with(run: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("report")
+        .args(args)
+        .arg(run)
+        .current_dir(repo())
+        .output()
+        .expect("run the runner");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
