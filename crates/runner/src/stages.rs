@@ -635,8 +635,10 @@ fn target_invocation(
     let line = program_line(unit, stage, pipeline, target, paths, launches);
     let mut cmd = Argv::default();
     // A program named by a tool's name (nvcc, python3) runs the tool this machine resolved.
-    let push_program = |cmd: &mut Argv| {
-        for (i, (word, shown)) in line.argv.iter().zip(&line.display).enumerate() {
+    // The first `words` words of the program line (all of them unless a wrapper took the
+    // stage's args for itself).
+    let push_words = |cmd: &mut Argv, words: usize| {
+        for (i, (word, shown)) in line.argv.iter().zip(&line.display).take(words).enumerate() {
             match preflight.toolchain.get(word.as_str()) {
                 Some(tool) if i == 0 => cmd.tool(shown, tool.path.clone()),
                 _ => {
@@ -646,6 +648,7 @@ fn target_invocation(
             }
         }
     };
+    let push_program = |cmd: &mut Argv| push_words(cmd, line.argv.len());
     let kind = unit.kind;
     let mut invocation = match kind {
         StageKind::Compile => {
@@ -712,21 +715,7 @@ fn target_invocation(
             let program_args = stage.args.len();
             let line_words = line.argv.len().saturating_sub(program_args);
             cmd.words(stage.args.iter().map(String::as_str));
-            for (i, (word, shown)) in line
-                .argv
-                .iter()
-                .zip(&line.display)
-                .take(line_words)
-                .enumerate()
-            {
-                match preflight.toolchain.get(word.as_str()) {
-                    Some(tool) if i == 0 => cmd.tool(shown, tool.path.clone()),
-                    _ => {
-                        cmd.argv.push(word.into());
-                        cmd.display.push(shown.clone());
-                    }
-                }
-            }
+            push_words(&mut cmd, line_words);
             cmd.finish(
                 "ncu",
                 "ncu.csv",

@@ -34,19 +34,7 @@ fn reference_run(pipeline: &str) -> PathBuf {
 }
 
 fn report(run: &Path, format: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args(["report", "--format", format])
-        .arg(run)
-        .current_dir(repo())
-        .output()
-        .expect("run the runner");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("the report is UTF-8")
+    report_with(run, &["--format", format])
 }
 
 /// Rule -> configs it was diagnosed on, for root causes (errors).
