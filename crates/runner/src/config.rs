@@ -327,7 +327,7 @@ impl Pipeline {
             // JIT-compiled kernels appear only once the program ran: a target's SASS inventory
             // comes after the stages that run it.
             pipeline.stages.sort_by_key(|s| match s.kind {
-                StageKind::Sass => (1, StageKind::Profile),
+                StageKind::Sass => (1, s.kind),
                 StageKind::Report => (2, s.kind),
                 kind => (0, kind),
             });

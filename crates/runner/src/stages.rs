@@ -516,6 +516,18 @@ fn wrapper_of(kind: StageKind) -> Option<Wrapper> {
     Some(Wrapper::ComputeSanitizer { check })
 }
 
+/// A program's argv as run: a first word that names a tool (nvcc, python3) runs the tool this
+/// machine resolved; the other words are as given.
+pub fn resolve_program(preflight: &Preflight, argv: &[String]) -> Vec<OsString> {
+    argv.iter()
+        .enumerate()
+        .map(|(i, word)| match preflight.toolchain.get(word.as_str()) {
+            Some(tool) if i == 0 => tool.path.clone().into_os_string(),
+            _ => word.into(),
+        })
+        .collect()
+}
+
 /// The file a target's program may write its results or timings to (`{out}`, `EXHIBIT_OUT`).
 pub const PROGRAM_OUT: &str = "results.json";
 
@@ -634,19 +646,15 @@ fn target_invocation(
     let launches = (unit.kind == StageKind::Stress).then(|| stage.launches.unwrap_or(1));
     let line = program_line(unit, stage, pipeline, target, paths, launches);
     let mut cmd = Argv::default();
-    // A program named by a tool's name (nvcc, python3) runs the tool this machine resolved.
     // The first `words` words of the program line (all of them unless a wrapper took the
     // stage's args for itself).
     let push_words = |cmd: &mut Argv, words: usize| {
-        for (i, (word, shown)) in line.argv.iter().zip(&line.display).take(words).enumerate() {
-            match preflight.toolchain.get(word.as_str()) {
-                Some(tool) if i == 0 => cmd.tool(shown, tool.path.clone()),
-                _ => {
-                    cmd.argv.push(word.into());
-                    cmd.display.push(shown.clone());
-                }
-            }
-        }
+        let words = words.min(line.argv.len());
+        cmd.argv.extend(resolve_program(
+            preflight,
+            line.argv.get(..words).unwrap_or(&[]),
+        ));
+        cmd.display.extend(line.display.iter().take(words).cloned());
     };
     let push_program = |cmd: &mut Argv| push_words(cmd, line.argv.len());
     let kind = unit.kind;

@@ -198,7 +198,8 @@ impl Search<'_> {
             );
             let stdout = format!("launches-{n}.stdout.log");
             let stderr = format!("launches-{n}.stderr.log");
-            let (argv, display) = self.resolve(&line.argv, &line.display);
+            let argv = stages::resolve_program(self.preflight, &line.argv);
+            let display = line.display.clone();
             last_command.clone_from(&display);
             let outcome = cx.run(
                 argv,
@@ -342,7 +343,7 @@ impl Search<'_> {
             line.env
                 .insert("PYTORCH_NO_CUDA_MEMORY_CACHING".into(), "1".into());
         }
-        let (program, _) = self.resolve(&line.argv, &line.display);
+        let program = stages::resolve_program(self.preflight, &line.argv);
         let mut argv: Vec<std::ffi::OsString> = vec![sanitizer.path.clone().into_os_string()];
         for word in [
             "--tool",
@@ -369,21 +370,5 @@ impl Search<'_> {
             path: cx.log_path(dest, &log),
             format: Some(Format::ComputeSanitizer),
         });
-    }
-
-    /// The argv to run (tools resolved) and as recorded.
-    fn resolve(
-        &self,
-        argv: &[String],
-        display: &[String],
-    ) -> (Vec<std::ffi::OsString>, Vec<String>) {
-        let mut run = Vec::with_capacity(argv.len());
-        for (i, word) in argv.iter().enumerate() {
-            match self.preflight.toolchain.get(word.as_str()) {
-                Some(tool) if i == 0 => run.push(tool.path.clone().into_os_string()),
-                _ => run.push(word.into()),
-            }
-        }
-        (run, display.to_vec())
     }
 }

@@ -3,23 +3,7 @@
 
 use report::{Level, OutputFormat, explain, render_explanation};
 
-use crate::support::{assert_deterministic_text, read};
-
-fn explain_files(files: &[&str]) -> report::Explanation {
-    let logs: Vec<(String, parsers::ParsedLog)> = files
-        .iter()
-        .map(|f| {
-            let text = read(f);
-            let format =
-                parsers::detect(&text).unwrap_or_else(|| panic!("{f}: format not detected"));
-            (
-                f.rsplit('/').next().unwrap_or(f).to_string(),
-                parsers::parse(format, &text),
-            )
-        })
-        .collect();
-    explain(&logs)
-}
+use crate::support::{assert_deterministic_text, explain_files, read};
 
 #[test]
 fn explain_names_the_root_cause_of_each_fault_log() {

@@ -4,26 +4,9 @@
 //! whose mask leaves out calling lanes is its own diagnosis, not a divergent `__syncthreads()`.
 
 use parsers::Format;
-use report::{Diagnosis, Level, OutputFormat, StageKind, explain, render_explanation};
+use report::{Diagnosis, Level, OutputFormat, StageKind, render_explanation};
 
-use crate::support::{Step, assert_deterministic_text, evidence, read, sanitizer, step};
-
-/// `runner explain` on fixtures: each detected and parsed, named by its file name.
-fn explain_files(files: &[&str]) -> report::Explanation {
-    let logs: Vec<(String, parsers::ParsedLog)> = files
-        .iter()
-        .map(|f| {
-            let text = read(f);
-            let format =
-                parsers::detect(&text).unwrap_or_else(|| panic!("{f}: format not detected"));
-            (
-                f.rsplit('/').next().unwrap_or(f).to_string(),
-                parsers::parse(format, &text),
-            )
-        })
-        .collect();
-    explain(&logs)
-}
+use crate::support::{Step, assert_deterministic_text, evidence, explain_files, sanitizer, step};
 
 /// The explanation's diagnoses of `rule`, checked to be errors, and its Markdown.
 fn diagnoses(files: &[&str], rule: &str) -> (Vec<Diagnosis>, String) {

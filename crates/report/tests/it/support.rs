@@ -255,3 +255,21 @@ pub fn assert_deterministic_text(text: &str) {
         );
     }
 }
+
+/// `runner explain` on fixtures: each detected and parsed as the runner does, named by its file
+/// name.
+pub fn explain_files(files: &[&str]) -> report::Explanation {
+    let logs: Vec<(String, parsers::ParsedLog)> = files
+        .iter()
+        .map(|f| {
+            let text = read(f);
+            let format =
+                parsers::detect(&text).unwrap_or_else(|| panic!("{f}: format not detected"));
+            (
+                f.rsplit('/').next().unwrap_or(f).to_string(),
+                parsers::parse(format, &text),
+            )
+        })
+        .collect();
+    report::explain(&logs)
+}
