@@ -127,6 +127,10 @@ pub struct Stage {
     /// The repeated-launch search of a stress stage on a user's program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_search: Option<LaunchSearch>,
+    /// Processes of the stage still running after it ended (daemons, escaped descendants),
+    /// which the runner then ended: their command lines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leftovers: Vec<String>,
 }
 
 impl Stage {

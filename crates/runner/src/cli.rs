@@ -144,8 +144,9 @@ pub enum Outcome {
     Findings,
     /// Some stage failed, timed out or was inconclusive.
     Incomplete,
-    /// Interrupted by a signal.
-    Interrupted,
+    /// Interrupted by this signal (its number), once its stage's processes ended and the
+    /// manifest was written.
+    Interrupted(i32),
 }
 
 /// Why a command could not do its job.
@@ -330,6 +331,7 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
     let pipeline = Pipeline::load(&path)?;
     let interrupt = Interrupt::from_signals()
         .map_err(|e| Error::Io(format!("install signal handlers: {e}")))?;
+    crate::leftovers::become_subreaper();
     let terminal = Terminal::new();
     let cx = Context {
         env: Env::from_process(),
@@ -368,7 +370,9 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         Verdict::Clean => Outcome::Clean,
         Verdict::Findings => Outcome::Findings,
         Verdict::Incomplete => Outcome::Incomplete,
-        Verdict::Interrupted => Outcome::Interrupted,
+        Verdict::Interrupted => {
+            Outcome::Interrupted(cx.interrupt.first().unwrap_or(signal_hook::consts::SIGINT))
+        }
     })
 }
 

@@ -6,8 +6,12 @@
 //! new process group; at its deadline, or when the run is interrupted, SIGTERM goes to the whole
 //! group, then SIGKILL after a grace period. compute-sanitizer and ncu run the harness as a
 //! grandchild, and `kill()` on the child alone would leave it running: signalling the group
-//! reaches it. Once the child has exited, anything it left behind in its group is cleaned up the
-//! same way, so no stage outlives its record.
+//! reaches it. Once the child has exited, whatever it left behind, in its group or outside it
+//! ([`crate::leftovers`]), is ended the same way and named in the outcome, so no stage outlives
+//! its record.
+//!
+//! An interrupt forwards the signal received to the group; a second one is forwarded too, and a
+//! third ends the grace period at once.
 
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -19,6 +23,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use crate::interrupt::Interrupt;
+use crate::leftovers;
 
 /// What to run and where its output goes.
 #[derive(Debug, Clone)]
@@ -51,12 +56,15 @@ pub enum Ending {
 }
 
 /// The result of [`run`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     pub ending: Ending,
     pub duration: Duration,
     /// The exit code or signal the child finally reported, also when we killed it.
     pub raw_code: Option<i32>,
+    /// Processes still running once the child had ended, which were then ended: their
+    /// command lines.
+    pub leftovers: Vec<String>,
 }
 
 /// Why a child could not be run at all.
@@ -89,7 +97,7 @@ pub enum ExecError {
     },
 }
 
-/// Runs `command` to completion, its deadline, or an interrupt; never leaves its process group
+/// Runs `command` to completion, its deadline, or an interrupt; never leaves a process of it
 /// running.
 pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecError> {
     let (program, args) = command.argv.split_first().ok_or(ExecError::Empty)?;
@@ -98,10 +106,12 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
         .unwrap_or(program)
         .to_string_lossy()
         .into_owned();
+    let token = leftovers::new_token();
     let mut expression = duct::cmd(program, args)
         .dir(&command.cwd)
         .stdin_null()
         .unchecked()
+        .env(leftovers::TOKEN_VARIABLE, &token)
         .before_spawn(|cmd| {
             cmd.process_group(0);
             Ok(())
@@ -119,16 +129,29 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
     };
 
     let started = Instant::now();
-    let handle = expression.start().map_err(|source| ExecError::Spawn {
+    let handle = leftovers::register(&token, || {
+        let handle = expression.start()?;
+        let pid = handle.pids().first().and_then(|&p| i32::try_from(p).ok());
+        Ok((handle, pid))
+    })
+    .map_err(|source| ExecError::Spawn {
         program: program_name.clone(),
         source,
     })?;
-    let group = handle
-        .pids()
-        .first()
-        .and_then(|&pid| i32::try_from(pid).ok())
-        .map(Pid::from_raw);
+    let pid = handle.pids().first().and_then(|&p| i32::try_from(p).ok());
+    let group = pid.map(Pid::from_raw);
     let deadline = started + command.timeout;
+    let finish = |ending: Ending, status: std::process::ExitStatus| {
+        if let Some(pid) = pid {
+            leftovers::unregister(pid);
+        }
+        Outcome {
+            ending,
+            duration: started.elapsed(),
+            raw_code: status.code().or(status.signal()),
+            leftovers: leftovers::sweep(&token, group, command.grace),
+        }
+    };
     let wait_error = |source| ExecError::Wait {
         program: program_name.clone(),
         source,
@@ -138,19 +161,12 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
     let stop = loop {
         if let Some(output) = handle.try_wait().map_err(wait_error)? {
             let status = output.status;
-            if let Some(group) = group {
-                clean_up(group, command.grace);
-            }
             let ending = match (status.code(), status.signal()) {
                 (Some(code), _) => Ending::Exited(code),
                 (None, Some(signal)) => Ending::Signaled(signal),
                 (None, None) => Ending::Signaled(0),
             };
-            return Ok(Outcome {
-                ending,
-                duration: started.elapsed(),
-                raw_code: status.code().or(status.signal()),
-            });
+            return Ok(finish(ending, status));
         }
         if interrupt.is_set() {
             break Ending::Interrupted;
@@ -162,14 +178,37 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
         pause = (pause * 2).min(Duration::from_millis(25));
     };
 
-    // Deadline or interrupt: the whole group gets SIGTERM, then SIGKILL after the grace period.
+    // Deadline or interrupt: the whole group gets SIGTERM (or, when interrupted, the signal the
+    // runner received), then SIGKILL after the grace period.
     if let Some(group) = group {
-        signal_group(group, Signal::SIGTERM);
+        let received = || interrupt.latest().and_then(|s| Signal::try_from(s).ok());
+        let first = match stop {
+            Ending::Interrupted => received().unwrap_or(Signal::SIGTERM),
+            _ => Signal::SIGTERM,
+        };
+        signal_group(group, first);
+        let before = if stop == Ending::Interrupted {
+            interrupt.count().saturating_sub(1)
+        } else {
+            interrupt.count()
+        };
+        let mut forwarded = interrupt.count();
         let grace_end = Instant::now() + command.grace;
         while Instant::now() < grace_end {
             let reaped = handle.try_wait().map_err(wait_error)?.is_some();
             if reaped && !group_alive(group) {
                 break;
+            }
+            let count = interrupt.count();
+            if count > forwarded {
+                if count - before >= 3 {
+                    // The third signal: no more grace.
+                    break;
+                }
+                if let Some(signal) = received() {
+                    signal_group(group, signal);
+                }
+                forwarded = count;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -179,28 +218,7 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
         let _ = handle.kill();
     }
     let output = handle.wait().map_err(wait_error)?;
-    let status = output.status;
-    Ok(Outcome {
-        ending: stop,
-        duration: started.elapsed(),
-        raw_code: status.code().or(status.signal()),
-    })
-}
-
-/// After the child exited: whatever is left in its group gets SIGTERM, then SIGKILL.
-fn clean_up(group: Pid, grace: Duration) {
-    if !group_alive(group) {
-        return;
-    }
-    signal_group(group, Signal::SIGTERM);
-    let grace_end = Instant::now() + grace;
-    while Instant::now() < grace_end {
-        if !group_alive(group) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    signal_group(group, Signal::SIGKILL);
+    Ok(finish(stop, output.status))
 }
 
 fn signal_group(group: Pid, signal: Signal) {

@@ -1,42 +1,84 @@
-//! Ctrl-C and termination requests, as a flag the execution loop polls.
+//! Ctrl-C and termination requests, as state the execution loop polls.
 //!
-//! The first SIGINT, SIGTERM or SIGHUP sets the flag: the running stage's process group is
-//! killed and the manifest is written, marked interrupted. A second signal ends the runner at
-//! once, for when even that hangs.
+//! SIGINT, SIGTERM and SIGHUP never end the runner by themselves: a thread counts them. The
+//! first one stops the run: the running stage's process group receives that signal, then
+//! SIGKILL after the pipeline's grace period, and the manifest is written, marked interrupted.
+//! A second one during the grace period is forwarded to the group as well (a program may need
+//! two Ctrl-C to stop); a third ends the grace period at once. The runner itself always waits
+//! for the stage's processes and writes what it collected before it exits; its exit code is
+//! decided in `main.rs`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
-/// A shared "stop now" flag.
+/// The signals that interrupt a run.
+pub const SIGNALS: [i32; 3] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+];
+
+/// A shared record of the interrupting signals received so far.
 #[derive(Debug, Clone, Default)]
-pub struct Interrupt(Arc<AtomicBool>);
+pub struct Interrupt(Arc<State>);
+
+#[derive(Debug, Default)]
+struct State {
+    count: AtomicUsize,
+    /// The first signal's number, 0 before any.
+    first: AtomicI32,
+    /// The latest signal's number, 0 before any.
+    latest: AtomicI32,
+}
 
 impl Interrupt {
-    /// A flag nothing sets except [`Interrupt::set`].
+    /// A record nothing changes except [`Interrupt::record`].
     pub fn new() -> Interrupt {
         Interrupt::default()
     }
 
-    /// A flag set by SIGINT, SIGTERM and SIGHUP; a second such signal exits the process.
+    /// A record of SIGINT, SIGTERM and SIGHUP, kept by a thread that waits for them.
     pub fn from_signals() -> std::io::Result<Interrupt> {
-        let flag = Arc::new(AtomicBool::new(false));
-        for signal in [
-            signal_hook::consts::SIGINT,
-            signal_hook::consts::SIGTERM,
-            signal_hook::consts::SIGHUP,
-        ] {
-            // Order matters: the conditional shutdown fires only once the flag is already set.
-            signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&flag))?;
-            signal_hook::flag::register(signal, Arc::clone(&flag))?;
-        }
-        Ok(Interrupt(flag))
+        let interrupt = Interrupt::new();
+        let mut signals = signal_hook::iterator::Signals::new(SIGNALS)?;
+        let record = interrupt.clone();
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for signal in signals.forever() {
+                    record.record(signal);
+                }
+            })?;
+        Ok(interrupt)
     }
 
+    /// Whether the run was interrupted.
     pub fn is_set(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.count() > 0
     }
 
-    pub fn set(&self) {
-        self.0.store(true, Ordering::SeqCst);
+    /// How many interrupting signals arrived.
+    pub fn count(&self) -> usize {
+        self.0.count.load(Ordering::SeqCst)
+    }
+
+    /// The first signal, which decides the exit code.
+    pub fn first(&self) -> Option<i32> {
+        Some(self.0.first.load(Ordering::SeqCst)).filter(|&s| s != 0)
+    }
+
+    /// The most recent signal, which is forwarded to the running stage.
+    pub fn latest(&self) -> Option<i32> {
+        Some(self.0.latest.load(Ordering::SeqCst)).filter(|&s| s != 0)
+    }
+
+    /// Records a signal as if it had been received.
+    pub fn record(&self, signal: i32) {
+        let _ = self
+            .0
+            .first
+            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+        self.0.latest.store(signal, Ordering::SeqCst);
+        self.0.count.fetch_add(1, Ordering::SeqCst);
     }
 }

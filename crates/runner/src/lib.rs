@@ -52,6 +52,7 @@ pub mod evidence;
 pub mod exec;
 pub mod hash;
 pub mod interrupt;
+pub mod leftovers;
 pub mod orchestrate;
 pub mod pack;
 pub mod plan;

@@ -15,9 +15,14 @@ mod code {
     pub const FINDINGS: u8 = 1;
     /// A bad pipeline file or command line.
     pub const USAGE: u8 = 2;
-    /// The run could not do its job: a tool failed, timed out or gave no verdict, or the run was
-    /// interrupted (Ctrl-C) before it finished.
+    /// The run could not do its job: a tool failed, timed out or gave no verdict.
     pub const INFRASTRUCTURE: u8 = 3;
+    /// Interrupted by signal N (Ctrl-C, SIGTERM, SIGHUP): 128 + N, as a shell reports a command
+    /// a signal ended (130 for Ctrl-C), once the stage's processes ended and the manifest was
+    /// written.
+    pub fn interrupted(signal: i32) -> u8 {
+        u8::try_from(128 + signal.clamp(1, 127)).unwrap_or(130)
+    }
 }
 
 fn main() -> ExitCode {
@@ -52,7 +57,7 @@ fn exit_code(result: &anyhow::Result<Outcome>) -> u8 {
         Ok(Outcome::Clean) => code::CLEAN,
         Ok(Outcome::Findings) => code::FINDINGS,
         Ok(Outcome::Incomplete) => code::INFRASTRUCTURE,
-        Ok(Outcome::Interrupted) => code::INFRASTRUCTURE,
+        Ok(Outcome::Interrupted(signal)) => code::interrupted(*signal),
         Err(e) if e.downcast_ref::<Error>().is_some_and(Error::is_usage) => code::USAGE,
         Err(_) => code::INFRASTRUCTURE,
     }

@@ -289,6 +289,7 @@ impl Executor<'_> {
             logs: Vec::new(),
             unit: None,
             launch_search: None,
+            leftovers: Vec::new(),
         };
         let Some(stage_cfg) = stage_cfg else {
             record.status = StageStatus::Failed;
@@ -466,6 +467,7 @@ impl Executor<'_> {
             }
         };
         record.duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
+        record.leftovers.extend(outcome.leftovers.iter().cloned());
         if let Ending::Exited(code) = outcome.ending {
             record.exit_code = Some(code);
         }
@@ -772,6 +774,7 @@ fn write_report(
         logs: Vec::new(),
         unit: None,
         launch_search: None,
+        leftovers: Vec::new(),
     };
     if let Some(Blocked::Skip(reason) | Blocked::Fail(reason)) = &unit.blocked {
         record.status = StageStatus::Skipped;

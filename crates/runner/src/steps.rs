@@ -28,8 +28,10 @@ pub struct StepCx<'a> {
 }
 
 impl StepCx<'_> {
+    /// Runs one step; what it left running is added to the unit's leftovers.
     fn run(
         &self,
+        leftovers: &mut Vec<String>,
         argv: Vec<std::ffi::OsString>,
         cwd: &Path,
         env: &std::collections::BTreeMap<String, String>,
@@ -41,7 +43,9 @@ impl StepCx<'_> {
         command.env = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
         command.stdout = Some(stdout);
         command.stderr = Some(stderr);
-        exec::run(&command, self.interrupt)
+        let outcome = exec::run(&command, self.interrupt)?;
+        leftovers.extend(outcome.leftovers.iter().cloned());
+        Ok(outcome)
     }
 
     fn log_path(&self, dest: &Path, name: &str) -> String {
@@ -85,6 +89,7 @@ pub fn sass(
             .strip_prefix(&run_dir)
             .map_or_else(|_| slash(product), |p| format!("<run>/{}", slash(p)));
         let outcome = cx.run(
+            &mut record.leftovers,
             argv,
             cx.root,
             &invocation.env,
@@ -202,6 +207,7 @@ impl Search<'_> {
             let display = line.display.clone();
             last_command.clone_from(&display);
             let outcome = cx.run(
+                &mut record.leftovers,
                 argv,
                 &cwd,
                 &line.env,
@@ -359,6 +365,7 @@ impl Search<'_> {
         argv.extend(program);
         let log = format!("memcheck-{launches}.log");
         let _ = cx.run(
+            &mut record.leftovers,
             argv,
             cwd,
             &line.env,
