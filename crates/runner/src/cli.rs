@@ -377,7 +377,7 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
 }
 
 fn check(path: &std::path::Path) -> Result<Outcome, Error> {
-    let pipeline = Pipeline::load(path)?;
+    let pipeline = Pipeline::load_and_check_tools(path)?;
     let mut out = String::new();
     out.push_str(&format!(
         "{}: ok: {} config{} x {} arch{}, {} case{}, {} stage{}\n",

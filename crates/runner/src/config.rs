@@ -42,12 +42,14 @@ pub struct Pipeline {
 #[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("read {path}: {source}")]
+    #[error("read {path}: {error}")]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
+    /// The file is not one a pipeline can be: a directory, a device, or too large.
+    #[error("{path}: {message}")]
+    NotAPipeline { path: PathBuf, message: String },
     /// The YAML is malformed, has an unknown key or a value of the wrong type.
     #[error("{path}:{line}:{column}: {message}")]
     Syntax {
@@ -281,36 +283,40 @@ pub const KNOWN_TOOLS: &[&str] = &[
 impl Pipeline {
     /// Reads, parses and validates a pipeline file.
     pub fn load(path: &Path) -> Result<Pipeline, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Pipeline::parse(path, &text)
+        Pipeline::parse(path, &read(path)?)
+    }
+
+    /// [`Pipeline::load`], then what `runner check` adds about this machine: every tool
+    /// override names an executable file. (A run reports a missing override as its stages'
+    /// failure instead, so that a pipeline shared between machines still runs what it can.)
+    pub fn load_and_check_tools(path: &Path) -> Result<Pipeline, ConfigError> {
+        let text = read(path)?;
+        let pipeline = Pipeline::parse(path, &text)?;
+        for (tool, override_path) in &pipeline.toolchain.tools {
+            if let Some(problem) = not_executable(&pipeline.resolve(override_path)) {
+                return Err(located(
+                    pipeline.semantic(
+                        format!("toolchain.tools.{tool}"),
+                        format!("`{}` {problem}", override_path.display()),
+                    ),
+                    &text,
+                ));
+            }
+        }
+        Ok(pipeline)
     }
 
     /// Parses and validates pipeline text; `path` names the file in errors and anchors
     /// relative paths.
     pub fn parse(path: &Path, text: &str) -> Result<Pipeline, ConfigError> {
+        check_nesting(path, text)?;
         let raw: RawPipeline =
             yaml_serde::from_str(text).map_err(|e| syntax_error(path, text, &e))?;
         let root = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let locate = |error: ConfigError| match error {
-            ConfigError::Semantic {
-                path,
-                at: None,
-                key,
-                message,
-            } => ConfigError::Semantic {
-                at: locate(text, &key),
-                path,
-                key,
-                message,
-            },
-            other => other,
-        };
+        let locate = |error: ConfigError| located(error, text);
         let mut pipeline = Pipeline {
             path: path.to_path_buf(),
             root,
@@ -535,6 +541,9 @@ impl Pipeline {
                     "`dtypes` and `causal` must not be empty".into(),
                 ));
             }
+            if let Some(problem) = case.shape.too_large() {
+                return Err(err(format!("cases.{name}.shape"), problem));
+            }
             for dtype in &case.dtypes {
                 if let Some(kernel) = &self.kernel
                     && !kernel.entry_points.contains_key(dtype)
@@ -741,17 +750,17 @@ impl Pipeline {
     }
 
     fn validate_kernel(&self, kernel: &Kernel) -> Result<(), ConfigError> {
-        if !self.resolve(&kernel.source).is_file() {
+        if let Some(problem) = not_a_file(&self.resolve(&kernel.source)) {
             return Err(self.semantic(
                 "kernel.source".into(),
-                format!("`{}` is not a file", kernel.source.display()),
+                format!("`{}` {problem}", kernel.source.display()),
             ));
         }
         for (i, include) in kernel.includes.iter().enumerate() {
-            if !self.resolve(include).is_file() {
+            if let Some(problem) = not_a_file(&self.resolve(include)) {
                 return Err(self.semantic(
                     format!("kernel.includes[{i}]"),
-                    format!("`{}` is not a file", include.display()),
+                    format!("`{}` {problem}", include.display()),
                 ));
             }
         }
@@ -1017,13 +1026,30 @@ fn order_stages(path: &Path, raw: BTreeMap<String, RawStage>) -> Result<Vec<Stag
 
 fn syntax_error(path: &Path, source: &str, error: &yaml_serde::Error) -> ConfigError {
     let text = error.to_string();
+    // libyaml's reader reports bad characters by byte offset, with no line.
+    if let Some((head, tail)) = text.split_once(" at position ") {
+        let digits: String = tail.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(offset) = digits.parse::<usize>() {
+            let (line, column) = line_column(&source.as_bytes()[..offset.min(source.len())]);
+            return ConfigError::Syntax {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: head.to_string(),
+            };
+        }
+    }
     match error.location() {
         Some(location) => {
             // The library appends " at line L column C"; the location leads the message instead.
-            let mut message = match text.rsplit_once(" at line ") {
-                Some((head, _)) => head.to_string(),
-                None => text,
-            };
+            let mut message = plain_words(&without_positions(&text));
+            let at = source
+                .lines()
+                .nth(location.line().saturating_sub(1))
+                .and_then(|l| l.chars().nth(location.column().saturating_sub(1)));
+            if message.contains("cannot start any token") && at == Some('\t') {
+                message.push_str(": a tab; YAML indents with spaces");
+            }
             if let Some(lines) = duplicate_lines(&message, source, location.line()) {
                 message.push_str(&format!(" (lines {lines})"));
             }
@@ -1041,10 +1067,60 @@ fn syntax_error(path: &Path, source: &str, error: &yaml_serde::Error) -> ConfigE
     }
 }
 
+/// The message without the positions libyaml writes into it (" at line L column C"): the
+/// error's own location leads the message instead.
+fn without_positions(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some((head, tail)) = rest.split_once(" at line ") {
+        out.push_str(head);
+        let digits = |s: &str| s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let line = digits(tail);
+        let after_line = &tail[line..];
+        match after_line.strip_prefix(" column ") {
+            Some(col) if line > 0 && digits(col) > 0 => rest = &col[digits(col)..],
+            _ => {
+                out.push_str(" at line ");
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// serde's words for the Rust types it expected, in the pipeline's words.
+fn plain_words(message: &str) -> String {
+    let message = message
+        .replace(
+            "expected struct RawPipeline",
+            "expected a mapping with `kernel` or `target`, `toolchain`, `matrix`, `cases` and \
+             `stages`",
+        )
+        .replace("expected field identifier", "expected a key name");
+    match message.split_once("expected struct ") {
+        Some((head, rest)) => {
+            let name: String = rest
+                .chars()
+                .take_while(char::is_ascii_alphanumeric)
+                .collect();
+            let tail = &rest[name.len()..];
+            format!(
+                "{head}expected a mapping (the {} section){tail}",
+                name.to_lowercase()
+            )
+        }
+        None => message,
+    }
+}
+
 /// For a duplicate-key error, the lines (from the map's own line on) where that key is written,
 /// so the message names both places.
 fn duplicate_lines(message: &str, source: &str, from: usize) -> Option<String> {
-    let key = message.split_once("duplicate key `")?.1.split_once('`')?.0;
+    let (_, rest) = message
+        .split_once("duplicate key `")
+        .or_else(|| message.split_once("duplicate field `"))?;
+    let key = rest.split_once('`')?.0;
     let found: Vec<String> = source
         .lines()
         .enumerate()
@@ -1091,12 +1167,176 @@ fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
                 let rest = trimmed.strip_prefix(name)?;
                 let rest = rest.strip_prefix('"').unwrap_or(rest);
                 (rest.starts_with(':') && indent.is_none_or(|ind| col > ind)).then_some((i, col))
+            })
+            .or_else(|| {
+                // A flow mapping on the previous key's line: `seed: { shape: "..." }`.
+                let line = lines.get(from.checked_sub(1)?)?;
+                let start = indent? + 1;
+                let col = line.get(start..)?.find(&format!("{name}:"))? + start;
+                let boundary = line[..col].trim_end();
+                (boundary.ends_with('{') || boundary.ends_with(',')).then_some((from - 1, col))
             })?;
         found = Some((index + 1, column + 1));
         from = index + 1;
         indent = Some(column);
     }
     found
+}
+
+/// A pipeline file is a few kilobytes; anything past this is refused before parsing.
+pub const MAX_PIPELINE_BYTES: u64 = 1 << 20;
+
+/// Flow collections nest a few levels in a pipeline; the YAML parser's time grows with the
+/// square of the depth, so deeper ones are refused before it runs.
+pub const MAX_NESTING: usize = 64;
+
+/// Reads a pipeline file: a regular file of at most [`MAX_PIPELINE_BYTES`], never a directory,
+/// FIFO or device (which could block).
+fn read(path: &Path) -> Result<String, ConfigError> {
+    let refuse = |message: String| ConfigError::NotAPipeline {
+        path: path.to_path_buf(),
+        message,
+    };
+    let read_error = |error| ConfigError::Read {
+        path: path.to_path_buf(),
+        error,
+    };
+    let meta = std::fs::metadata(path).map_err(read_error)?;
+    if meta.is_dir() {
+        return Err(refuse(
+            "is a directory; expected a pipeline file (YAML)".into(),
+        ));
+    }
+    if !meta.is_file() {
+        return Err(refuse(
+            "is not a regular file (a FIFO, socket or device); expected a pipeline file (YAML)"
+                .into(),
+        ));
+    }
+    if meta.len() > MAX_PIPELINE_BYTES {
+        return Err(refuse(format!(
+            "is {} bytes; a pipeline file is at most {MAX_PIPELINE_BYTES} bytes (1 MiB)",
+            meta.len()
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(read_error)?;
+    String::from_utf8(bytes).map_err(|e| {
+        let (line, column) = line_column(&e.as_bytes()[..e.utf8_error().valid_up_to()]);
+        ConfigError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: "not UTF-8 text".into(),
+        }
+    })
+}
+
+/// The 1-based line and column just after `before`.
+fn line_column(before: &[u8]) -> (usize, usize) {
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&before[start..]).chars().count() + 1;
+    (line, column)
+}
+
+/// Refuses flow collections (`[`, `{`) nested deeper than [`MAX_NESTING`], outside quoted
+/// scalars and comments. Brackets inside plain scalars count too: a false alarm needs 64 of
+/// them unclosed.
+fn check_nesting(path: &Path, text: &str) -> Result<(), ConfigError> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    // The byte before, ignoring nothing: quotes open a scalar only after a separator.
+    let mut previous = b'\n';
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'#' if previous.is_ascii_whitespace() => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                previous = b'\n';
+                continue;
+            }
+            b'"' | b'\''
+                if matches!(previous, b' ' | b'\t' | b'\n' | b'[' | b'{' | b',' | b':') =>
+            {
+                i += 1;
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'\\' if b == b'"' => i += 1,
+                        b'\'' if b == b'\'' && bytes.get(i + 1) == Some(&b'\'') => i += 1,
+                        c if c == b => break,
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    let (line, column) = line_column(&bytes[..i]);
+                    return Err(ConfigError::Syntax {
+                        path: path.to_path_buf(),
+                        line,
+                        column,
+                        message: format!(
+                            "collections nested more than {MAX_NESTING} levels deep; a pipeline \
+                             nests a few, so the file is refused before parsing"
+                        ),
+                    });
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        previous = b;
+        i += 1;
+    }
+    Ok(())
+}
+
+/// Why `path` cannot be run as a tool, if it cannot.
+fn not_executable(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(path) {
+        Err(_) => Some("does not exist"),
+        Ok(m) if m.is_dir() => Some("is a directory, not an executable"),
+        Ok(m) if !m.is_file() => Some("is not a regular file"),
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => Some("is not executable"),
+        Ok(_) => None,
+    }
+}
+
+/// Why `path` is not a file to read, if it is not.
+fn not_a_file(path: &Path) -> Option<&'static str> {
+    match std::fs::metadata(path) {
+        Err(_) => Some("does not exist"),
+        Ok(m) if m.is_dir() => Some("is a directory; expected a file"),
+        Ok(m) if !m.is_file() => Some("is not a regular file"),
+        Ok(_) => None,
+    }
+}
+
+/// A semantic error with the line and column of its key, found in the text.
+fn located(error: ConfigError, text: &str) -> ConfigError {
+    match error {
+        ConfigError::Semantic {
+            path,
+            at: None,
+            key,
+            message,
+        } => ConfigError::Semantic {
+            at: locate(text, &key),
+            path,
+            key,
+            message,
+        },
+        other => other,
+    }
 }
 
 fn kind_list() -> String {
@@ -1280,6 +1520,33 @@ impl std::str::FromStr for Shape {
             }
             _ => Err(()),
         }
+    }
+}
+
+/// The most device memory any GPU offers (288 GB of HBM3e on B300), as a bound on shapes.
+pub const LARGEST_DEVICE_MEMORY: u128 = 288_000_000_000;
+
+impl Shape {
+    /// Elements in each of Q, K, V and O.
+    pub fn elements(&self) -> u128 {
+        [self.batch, self.heads, self.seq_len, self.head_dim]
+            .iter()
+            .map(|&n| u128::from(n))
+            .product()
+    }
+
+    /// Why no GPU could hold this shape's Q, K, V and O in 16-bit floats, if none could.
+    pub fn too_large(&self) -> Option<String> {
+        let bytes = self.elements() * 4 * 2;
+        (bytes > LARGEST_DEVICE_MEMORY).then(|| {
+            format!(
+                "shape `{self}` has {} elements per tensor: Q, K, V and O in 16-bit floats take \
+                 {:.1} GB of device memory, more than any GPU has ({} GB)",
+                self.elements(),
+                bytes as f64 / 1e9,
+                LARGEST_DEVICE_MEMORY / 1_000_000_000
+            )
+        })
     }
 }
 

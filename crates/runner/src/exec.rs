@@ -218,6 +218,9 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
         let _ = handle.kill();
     }
     let output = handle.wait().map_err(wait_error)?;
+    if let Some(group) = group {
+        leftovers::settle(group, Duration::from_secs(1));
+    }
     Ok(finish(stop, output.status))
 }
 

@@ -89,6 +89,20 @@ pub fn sweep(token: &str, group: Option<Pid>, grace: Duration) -> Vec<String> {
     descriptions
 }
 
+/// Waits (at most `limit`) until no member of `group` runs, after SIGKILL went to it: a member
+/// still dying must not be counted as a leftover.
+pub fn settle(group: Pid, limit: Duration) {
+    let end = Instant::now() + limit;
+    while Instant::now() < end
+        && processes()
+            .iter()
+            .any(|p| p.pgrp == group.as_raw() && !p.zombie)
+    {
+        reap_adopted();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn signal_all(pids: &[Pid], group: Option<Pid>, signal: Signal) {
     if let Some(group) = group {
         let _ = killpg(group, signal);

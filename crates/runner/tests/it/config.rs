@@ -90,7 +90,7 @@ fn a_missing_kernel_source_is_refused() {
     project.pipeline(&pipeline("").replace("kernel/attention.cu", "kernel/missing.cu"));
     let out = project.run(&["check", "pipeline.yaml"]);
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("kernel.source: `kernel/missing.cu` is not a file"));
+    assert!(stderr(&out).contains("kernel.source: `kernel/missing.cu` does not exist"));
 }
 
 #[test]

@@ -12,6 +12,7 @@ mod config;
 mod damaged;
 mod decide;
 mod explain;
+mod hostile;
 mod leftovers;
 mod pack;
 mod process;
