@@ -268,7 +268,18 @@ pub fn capture(
     timeout: Duration,
     interrupt: &Interrupt,
 ) -> Option<(i32, String, String)> {
-    let dir = tempfile_dir()?;
+    probe(argv, cwd, timeout, interrupt).ok()
+}
+
+/// [`capture`], saying why there is no answer: it could not start, outlived `timeout` (its
+/// process group was killed), was killed by a signal or interrupted.
+pub fn probe(
+    argv: &[OsString],
+    cwd: &Path,
+    timeout: Duration,
+    interrupt: &Interrupt,
+) -> Result<(i32, String, String), String> {
+    let dir = tempfile_dir().ok_or("cannot create a temporary directory")?;
     let out = dir.join("stdout");
     let err = dir.join("stderr");
     let mut command = Command::new(argv.iter().cloned(), cwd, timeout);
@@ -278,13 +289,18 @@ pub fn capture(
     let stdout = std::fs::read(&out).unwrap_or_default();
     let stderr = std::fs::read(&err).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
-    match outcome.ok()?.ending {
-        Ending::Exited(code) => Some((
+    match outcome.map_err(|e| format!("failed to {e}"))?.ending {
+        Ending::Exited(code) => Ok((
             code,
             String::from_utf8_lossy(&stdout).into_owned(),
             String::from_utf8_lossy(&stderr).into_owned(),
         )),
-        _ => None,
+        Ending::TimedOut => Err(format!(
+            "did not answer within {} (killed)",
+            humantime::format_duration(timeout)
+        )),
+        Ending::Signaled(signal) => Err(format!("killed by signal {signal}")),
+        Ending::Interrupted => Err("interrupted".into()),
     }
 }
 

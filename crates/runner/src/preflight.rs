@@ -194,7 +194,8 @@ impl Preflight {
         }
     }
 
-    /// Lines summarising the machine, for the terminal.
+    /// Lines summarising the machine, for the terminal: each tool's version and where it came
+    /// from, or why it is missing.
     pub fn summary(&self) -> Vec<String> {
         let mut lines = Vec::new();
         for name in toolchain::EXECUTABLES {
@@ -204,7 +205,11 @@ impl Preflight {
                     tool.version.as_deref().unwrap_or("version unknown"),
                     tool.source
                 )),
-                None => lines.push(format!("{name}: not found")),
+                None => lines.push(format!(
+                    "{name}: {}",
+                    self.missing(name)
+                        .map_or_else(|| "not found".to_string(), |why| strip_name(name, why))
+                )),
             }
         }
         match &self.gpu_unavailable {
@@ -505,4 +510,15 @@ pub fn unmet(stage: &config::Stage, preflight: &Preflight) -> Option<String> {
         return Some("ncu cannot read performance counters (ERR_NVGPUCTRPERM)".to_string());
     }
     None
+}
+
+/// "nvcc not found at x" reads "not found at x" after "nvcc: ".
+fn strip_name(name: &str, why: String) -> String {
+    match why
+        .strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix(' '))
+    {
+        Some(rest) => rest.to_string(),
+        None => why,
+    }
 }

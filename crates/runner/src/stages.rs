@@ -793,6 +793,8 @@ pub struct Gathered {
     pub stderr_last: Option<String>,
     /// Whether stdout held anything.
     pub stdout_empty: bool,
+    /// The first non-empty line of stdout, when stdout is one of the unit's logs.
+    pub stdout_first: Option<String>,
     /// Whether ncu said it may not read the counters.
     pub counters_denied: bool,
     /// Whether a compile unit's cubin exists.
@@ -820,6 +822,13 @@ pub fn gather(dir: &Path, invocation: &Invocation, cubin: Option<&str>) -> Gathe
         let text = String::from_utf8_lossy(&bytes);
         if *name == invocation.stderr {
             gathered.stderr_last = last_line(&text);
+        }
+        if *name == invocation.stdout {
+            gathered.stdout_first = text
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .map(|l| l.chars().take(120).collect());
         }
         if *name == invocation.stderr || *name == invocation.stdout {
             gathered.counters_denied |= text.contains("ERR_NVGPUCTRPERM");
@@ -1105,6 +1114,26 @@ pub fn decide(
             }
             if evidence.stdout_empty {
                 return (StageStatus::Failed, Some(format!("{tool} printed no SASS")));
+            }
+            let functions = evidence
+                .parsed
+                .iter()
+                .filter(|(_, p)| p.format == Format::Sass)
+                .map(|(_, p)| p.kernels.len())
+                .sum::<usize>();
+            if functions == 0 {
+                return (
+                    StageStatus::Inconclusive,
+                    Some(format!(
+                        "{tool} printed no SASS function (no `Function :` section): nothing to \
+                         inspect{}",
+                        evidence
+                            .stdout_first
+                            .as_deref()
+                            .map(|l| format!("; its output begins `{l}`"))
+                            .unwrap_or_default()
+                    )),
+                );
             }
             verdict_from_findings(&findings)
         }

@@ -162,7 +162,17 @@ pub fn discover(pipeline: &config::Pipeline, env: &Env, interrupt: &Interrupt) -
     for &name in EXECUTABLES {
         match find(name, pipeline, env, provisioned.as_deref(), &toolchain) {
             Ok(Some((path, source))) => {
-                let version = version_of(&path, &pipeline.root, interrupt);
+                let version = match version_of(&path, &pipeline.root, interrupt) {
+                    Ok(version) => version,
+                    Err(why) => {
+                        // A tool that hangs on `--version` would hang every stage it runs.
+                        toolchain.missing.insert(
+                            name.to_string(),
+                            format!("`{name} --version` {why}: a tool that hangs there would hang its stages"),
+                        );
+                        continue;
+                    }
+                };
                 toolchain.tools.insert(
                     name.to_string(),
                     Tool {
@@ -254,11 +264,15 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Runs `TOOL --version` and keeps the line that names the version.
-fn version_of(path: &Path, cwd: &Path, interrupt: &Interrupt) -> Option<String> {
+/// How long `TOOL --version` may take: every real tool answers in well under a second.
+pub const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs `TOOL --version` and keeps the line that names the version (`None` when it printed
+/// none); an error when the tool did not answer in [`VERSION_TIMEOUT`] or was killed.
+fn version_of(path: &Path, cwd: &Path, interrupt: &Interrupt) -> Result<Option<String>, String> {
     let argv = [path.as_os_str().to_os_string(), OsString::from("--version")];
-    let (_, stdout, stderr) = exec::capture(&argv, cwd, Duration::from_secs(20), interrupt)?;
-    version_line(&format!("{stdout}\n{stderr}"))
+    let (_, stdout, stderr) = exec::probe(&argv, cwd, VERSION_TIMEOUT, interrupt)?;
+    Ok(version_line(&format!("{stdout}\n{stderr}")))
 }
 
 /// Picks the version line from `--version` output: the one naming a release or version, else
@@ -279,6 +293,11 @@ pub fn version_line(text: &str) -> Option<String> {
 
 /// Installs the pinned wheels into the cache, unless a complete install with the same pins is
 /// there already. Returns the directory holding nvcc.
+///
+/// The install goes into a staging directory beside the cache entry and is renamed into place
+/// only once complete, so a failed or interrupted install never removes a working toolchain.
+/// (The venv's own scripts name the staging path and are not used after the rename; nvcc and
+/// the other tools find their files relative to themselves.)
 pub fn provision(
     pipeline: &config::Pipeline,
     env: &Env,
@@ -298,15 +317,92 @@ pub fn provision(
         let path = path.to_path_buf();
         move |source| ToolchainError::Io { path, source }
     };
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
-    }
     let parent = dir.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(io(parent))?;
+    remove_abandoned_staging(parent, &version);
+    let staging = parent.join(format!("cuda-{version}{STAGING}{}", std::process::id()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
+    }
     say(&format!(
         "no CUDA compiler found: provisioning CUDA {version} from PyPI into {} (about 380 MB, once)",
         dir.display()
     ));
+    let installed = install(toolchain, &staging, python3, interrupt);
+    let bin = match installed {
+        Ok(()) => provisioned_bin(&staging).ok_or_else(|| ToolchainError::NoCompiler {
+            version: version.clone(),
+            dir: dir.clone(),
+        }),
+        Err(e) => Err(e),
+    };
+    if bin.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    bin?;
+    let stamp = staging.join(STAMP);
+    std::fs::write(&stamp, stamp_text(toolchain)).map_err(io(&stamp))?;
+    // Swap: the old install (other pins) moves aside, the new one in, the old one goes.
+    let aside = parent.join(format!("cuda-{version}.old-{}", std::process::id()));
+    let had_old = dir.exists();
+    if had_old {
+        std::fs::rename(&dir, &aside).map_err(io(&dir))?;
+    }
+    if let Err(e) = std::fs::rename(&staging, &dir) {
+        if had_old {
+            let _ = std::fs::rename(&aside, &dir);
+        }
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(io(&dir)(e));
+    }
+    if had_old {
+        let _ = std::fs::remove_dir_all(&aside);
+    }
+    let bin = provisioned_bin(&dir).ok_or_else(|| ToolchainError::NoCompiler {
+        version: version.clone(),
+        dir: dir.clone(),
+    })?;
+    link_libraries(&bin);
+    say(&format!("provisioned CUDA {version}: {}", bin.display()));
+    Ok(bin)
+}
+
+/// `cuda-<version>.partial-<pid>`: an install in progress.
+const STAGING: &str = ".partial-";
+
+/// Removes staging directories whose runner is gone (killed mid-install).
+fn remove_abandoned_staging(parent: &Path, version: &str) {
+    let prefix = format!("cuda-{version}{STAGING}");
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(&prefix)
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(nix::errno::Errno::ESRCH)
+        );
+        if gone {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// `python3 -m venv DIR`, then `pip install` the pinned wheels into it. Logs go beside `DIR`.
+fn install(
+    toolchain: &config::Toolchain,
+    dir: &Path,
+    python3: &Path,
+    interrupt: &Interrupt,
+) -> Result<(), ToolchainError> {
+    let version = &toolchain.cuda;
+    let parent = dir.parent().unwrap_or(Path::new("."));
     let log_out = parent.join(format!("cuda-{version}.provision.log"));
     let log_err = parent.join(format!("cuda-{version}.provision.err.log"));
     let step = |step: &'static str, argv: Vec<OsString>, timeout: Duration| {
@@ -358,16 +454,7 @@ pub fn provision(
             .iter()
             .map(|(name, version)| OsString::from(format!("{name}=={version}"))),
     );
-    step("pip install", pip, Duration::from_secs(1800))?;
-    let bin = provisioned_bin(&dir).ok_or_else(|| ToolchainError::NoCompiler {
-        version: version.clone(),
-        dir: dir.clone(),
-    })?;
-    link_libraries(&bin);
-    let stamp = dir.join(STAMP);
-    std::fs::write(&stamp, stamp_text(toolchain)).map_err(io(&stamp))?;
-    say(&format!("provisioned CUDA {version}: {}", bin.display()));
-    Ok(bin)
+    step("pip install", pip, Duration::from_secs(1800))
 }
 
 const STAMP: &str = ".exhibit-complete";

@@ -16,6 +16,7 @@ mod hostile;
 mod leftovers;
 mod pack;
 mod process;
+mod provision;
 mod real;
 mod reference;
 mod skipped;

@@ -204,3 +204,48 @@ fn an_interrupted_run_kills_its_children_and_says_so_in_the_manifest() {
         .collect();
     assert!(leftovers.is_empty());
 }
+
+#[test]
+fn a_tool_whose_version_hangs_is_reported_and_its_stages_fail_quickly() {
+    let project = Project::new();
+    project.tool(
+        "nvcc",
+        "#!/bin/sh\n# Stand-in (hand-written): hangs when asked its version.\nif [ \"$1\" = \"--version\" ]; then exec sleep 1000; fi\nexit 0\n",
+    );
+    let started = Instant::now();
+    let out = project.run(&["pipeline.yaml"]);
+    let elapsed = started.elapsed();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    // The 10 s bound on `--version`, the grace period and slack; never a stall.
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+    let why = "`nvcc --version` did not answer within 10s (killed): a tool that hangs there \
+               would hang its stages";
+    assert!(
+        stderr(&out).contains(&format!("preflight: nvcc: {why}")),
+        "{}",
+        stderr(&out)
+    );
+    let manifest = project.manifest();
+    let compile = stage(&manifest, "compile");
+    assert_eq!(compile["status"], "failed");
+    assert_eq!(compile["reason"], why);
+}
+
+#[test]
+fn a_sass_stage_whose_tool_printed_no_function_is_inconclusive() {
+    let project = Project::new();
+    project.tool(
+        "cuobjdump",
+        "#!/bin/sh\n# Stand-in (hand-written): prints no SASS listing.\nif [ \"$1\" = \"--version\" ]; then echo \"release 0.0 (stand-in)\"; exit 0; fi\necho 'Fatbin elf code:'\necho '================'\n",
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let sass = stage(&manifest, "sass");
+    assert_eq!(sass["status"], "inconclusive");
+    assert_eq!(
+        sass["reason"],
+        "cuobjdump printed no SASS function (no `Function :` section): nothing to inspect; its \
+         output begins `Fatbin elf code:`"
+    );
+}

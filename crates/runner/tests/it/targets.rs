@@ -183,6 +183,13 @@ fn a_build_without_device_code_leaves_the_sass_stage_inconclusive() {
     );
     // The "build" copies a host-only ELF executable into the build directory.
     project.write("build.sh", "cp /bin/sh \"$1/app\"\necho built\n");
+    // A stand-in cuobjdump (hand-written) that finds no device code, as the real one says of
+    // a host-only file.
+    project.tool(
+        "cuobjdump",
+        "#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then echo \"release 0.0 (stand-in)\"; exit 0; fi\n\
+         echo \"cuobjdump info    : File '$2' does not contain device code\" >&2\n",
+    );
     let out = project.run(&["pipeline.yaml"]);
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     let manifest = project.manifest();

@@ -23,12 +23,20 @@ printf 'stand-in cubin\n' > "$out"
 echo "stand-in compiler message (hand-written for tests)" >&2
 "#;
 
-/// A stand-in cuobjdump printing a fixed listing.
-pub const CUOBJDUMP: &str = r#"#!/bin/sh
-# Stand-in for cuobjdump in tests; its output is hand-written, not a real SASS listing.
+/// A stand-in cuobjdump printing a real listing: `cuobjdump -sass` of a clean kernel, captured
+/// with the pinned compiler (`crates/parsers/fixtures/sass/nvcc13.0_clean_cuobjdump.log`, its
+/// sidecar names the command and version). A SASS stage whose tool prints no `Function :`
+/// section is inconclusive, so the stand-in must print a real one.
+pub fn cuobjdump() -> String {
+    format!(
+        r#"#!/bin/sh
+# Stand-in for cuobjdump in tests: prints a captured listing, whatever the cubin.
 if [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 0.0, V0.0.0 (stand-in)"; exit 0; fi
-echo "stand-in SASS listing (hand-written for tests)"
-"#;
+cat '{}/../parsers/fixtures/sass/nvcc13.0_clean_cuobjdump.log'
+"#,
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
 
 pub struct Project {
     // Held for its Drop, which removes the directory.
@@ -44,7 +52,7 @@ impl Project {
         let project = Project { _dir: dir, root };
         project.write("kernel/attention.cu", "// stand-in kernel source\n");
         project.tool("nvcc", NVCC);
-        project.tool("cuobjdump", CUOBJDUMP);
+        project.tool("cuobjdump", &cuobjdump());
         project.pipeline(&pipeline(""));
         project
     }
