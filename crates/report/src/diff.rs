@@ -1,6 +1,15 @@
 //! Comparing two runs: new and fixed root causes and findings by fingerprint, resource changes
 //! per kernel, config and arch, and timings judged against each run's measured noise. Timings
-//! from different GPUs or drivers are not compared unless asked.
+//! from different GPUs or drivers are not compared unless asked, and a timing both runs took
+//! from the same measurement (a unit served from the cache) is not compared at all.
+//!
+//! The verdict is the first rule that holds:
+//! 1. incomplete: a log either run lists is missing or unreadable;
+//! 2. regression: a new root cause at warning or error level, a new error-level tool finding,
+//!    or a kernel timing judged slower (beyond twice the noise, see [`crate::noise`]);
+//! 3. ambiguous: a kernel timing moved by more than the noise but less than twice it, or was
+//!    measured throttled or with too few samples: re-run to decide;
+//! 4. no regression.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -43,12 +52,40 @@ pub struct Diff {
     pub timing_refused: Option<String>,
     /// `perf-regression` and `perf-improvement` diagnoses.
     pub perf_diagnoses: Vec<Diagnosis>,
+    /// Timings in both runs that are one measurement (B's unit was served from the cache of
+    /// the run A's came from): not compared.
+    pub same_measurement: usize,
+    /// Logs either run lists that could not be read: `A: path: why`.
+    pub missing: Vec<String>,
+    pub verdict: DiffVerdict,
+}
+
+/// What a diff concludes; see the module's rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiffVerdict {
+    Incomplete,
+    Regression,
+    Ambiguous,
+    NoRegression,
 }
 
 impl Diff {
     /// True when `b` is worse than `a`: a new error or warning root cause, a new error-level
     /// tool finding, or a kernel timing judged slower.
     pub fn has_regression(&self) -> bool {
+        self.regressed()
+    }
+
+    /// Kernel timings (not baselines) with this judgement.
+    pub fn kernel_timings(&self, judgement: Judgement) -> usize {
+        self.perf
+            .iter()
+            .filter(|p| !p.baseline && p.judgement == judgement)
+            .count()
+    }
+
+    fn regressed(&self) -> bool {
         self.new.iter().any(|d| d.level > Level::Note)
             || self.new_findings.iter().any(|f| f.severity == "error")
             || self
@@ -107,6 +144,9 @@ pub struct PerfChange {
     pub noise: f64,
     pub judgement: Judgement,
     pub reason: Option<String>,
+    /// The run each side's timing was measured in, when it was served from the cache.
+    pub a_cached_from: Option<String>,
+    pub b_cached_from: Option<String>,
 }
 
 /// Compares run `a` (before) with run `b` (after).
@@ -157,13 +197,21 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
 
     let resources = resource_changes(&kernel_resources(&aa.joined), &kernel_resources(&ba.joined));
     let timing_refused = refuse_timing(&a.run, &b.run, opts);
-    let perf = if timing_refused.is_some() {
-        Vec::new()
+    let (perf, same_measurement) = if timing_refused.is_some() {
+        (Vec::new(), 0)
     } else {
         perf_changes(&aa, &ba, &opts.noise)
     };
     let perf_diagnoses = perf_diagnoses(&perf, &b.run);
-    Diff {
+    let missing = [("A", a), ("B", b)]
+        .iter()
+        .flat_map(|(side, ev)| {
+            ev.missing
+                .iter()
+                .map(move |(path, why)| format!("{side}: {path}: {why}"))
+        })
+        .collect();
+    let mut diff = Diff {
         a: summary(&a.run, &aa),
         b: summary(&b.run, &ba),
         new,
@@ -175,7 +223,20 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
         perf,
         timing_refused,
         perf_diagnoses,
-    }
+        same_measurement,
+        missing,
+        verdict: DiffVerdict::NoRegression,
+    };
+    diff.verdict = if !diff.missing.is_empty() {
+        DiffVerdict::Incomplete
+    } else if diff.regressed() {
+        DiffVerdict::Regression
+    } else if diff.kernel_timings(Judgement::Ambiguous) > 0 {
+        DiffVerdict::Ambiguous
+    } else {
+        DiffVerdict::NoRegression
+    };
+    diff
 }
 
 fn summary(run: &Run, a: &Analysis) -> RunSummary {
@@ -191,6 +252,12 @@ fn summary(run: &Run, a: &Analysis) -> RunSummary {
 
 /// Why timings of the two runs must not be compared, unless the options allow it.
 fn refuse_timing(a: &Run, b: &Run, opts: &DiffOptions) -> Option<String> {
+    if a.id == b.id {
+        return Some(format!(
+            "A and B are one run (`{}`): timings not compared",
+            a.id
+        ));
+    }
     if opts.allow_different_gpu {
         return None;
     }
@@ -324,9 +391,11 @@ fn resource_changes(a: &[KernelResources], b: &[KernelResources]) -> Vec<Resourc
     out
 }
 
-fn perf_changes(a: &Analysis, b: &Analysis, opts: &NoiseOptions) -> Vec<PerfChange> {
+/// The timings both runs have, judged; and how many of them are one measurement.
+fn perf_changes(a: &Analysis, b: &Analysis, opts: &NoiseOptions) -> (Vec<PerfChange>, usize) {
     type Key = (Case, String, String, String);
-    let timings = |an: &Analysis| -> BTreeMap<Key, (bool, parsers::harness::Bench)> {
+    type Timing = (bool, parsers::harness::Bench, Option<String>);
+    let timings = |an: &Analysis| -> BTreeMap<Key, Timing> {
         let mut out = BTreeMap::new();
         for r in &an.joined.results {
             let Some(bench) = &r.result.bench else {
@@ -340,6 +409,12 @@ fn perf_changes(a: &Analysis, b: &Analysis, opts: &NoiseOptions) -> Vec<PerfChan
                     .clone()
                     .unwrap_or_else(|| kernel_base(&r.result.kernel))
             };
+            let cached_from = an
+                .joined
+                .sources
+                .get(r.source)
+                .and_then(|s| s.stage)
+                .and_then(|s| s.cached_from.clone());
             out.insert(
                 (
                     Case::of(r.result),
@@ -347,18 +422,30 @@ fn perf_changes(a: &Analysis, b: &Analysis, opts: &NoiseOptions) -> Vec<PerfChan
                     bench.cache.clone(),
                     bench.timing.clone(),
                 ),
-                (baseline, bench.clone()),
+                (baseline, bench.clone(), cached_from),
             );
         }
         out
     };
     let ta = timings(a);
     let tb = timings(b);
+    let origin = |an: &Analysis, cached: &Option<String>| {
+        cached
+            .clone()
+            .or_else(|| an.joined.run.map(|r| r.id.clone()))
+    };
     let mut out = Vec::new();
-    for (key, (baseline, before)) in &ta {
-        let Some((_, after)) = tb.get(key) else {
+    let mut same_measurement = 0;
+    for (key, (baseline, before, a_cached)) in &ta {
+        let Some((_, after, b_cached)) = tb.get(key) else {
             continue;
         };
+        // One measurement: a side served from the cache of the run the other was measured in.
+        let cached = a_cached.is_some() || b_cached.is_some();
+        if cached && origin(a, a_cached).is_some() && origin(a, a_cached) == origin(b, b_cached) {
+            same_measurement += 1;
+            continue;
+        }
         let c = judge(before, after, opts);
         out.push(PerfChange {
             case: key.0.clone(),
@@ -372,9 +459,11 @@ fn perf_changes(a: &Analysis, b: &Analysis, opts: &NoiseOptions) -> Vec<PerfChan
             noise: c.noise,
             judgement: c.judgement,
             reason: c.reason,
+            a_cached_from: a_cached.clone(),
+            b_cached_from: b_cached.clone(),
         });
     }
-    out
+    (out, same_measurement)
 }
 
 fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {

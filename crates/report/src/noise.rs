@@ -1,6 +1,8 @@
-//! Judging a change in kernel time against the noise each run measured: a change inside the
-//! noise is the same; outside twice the noise (and above a minimum worth reporting) it is faster
-//! or slower; in between, or when a run throttled or kept too few samples, unsure.
+//! Judging a change in kernel time against the noise each run measured, in the classes of
+//! nvbench's compare script: a change inside the noise (or under 1%) is SAME; beyond twice the
+//! noise it is FAST or SLOW; in between, or when a run throttled or kept too few samples,
+//! AMBIGUOUS. The noise of a run is the larger of its (p90 - p50) / p50 and its coefficient of
+//! variation, at least 0.5%; the comparison takes the larger of the two runs' noise.
 
 use parsers::harness::Bench;
 use serde::Serialize;
@@ -12,7 +14,8 @@ pub enum Judgement {
     Same,
     Faster,
     Slower,
-    Unsure,
+    /// Beyond the noise but within twice it, or measured throttled or with too few samples.
+    Ambiguous,
 }
 
 impl Judgement {
@@ -21,7 +24,7 @@ impl Judgement {
             Judgement::Same => "same",
             Judgement::Faster => "faster",
             Judgement::Slower => "slower",
-            Judgement::Unsure => "unsure",
+            Judgement::Ambiguous => "ambiguous",
         }
     }
 }
@@ -55,7 +58,7 @@ pub struct Comparison {
     pub change: f64,
     /// The larger of the two runs' relative noise (at least the floor).
     pub noise: f64,
-    /// Why the judgement is unsure, when it is.
+    /// Why the judgement is ambiguous, when it is.
     pub reason: Option<String>,
 }
 
@@ -83,7 +86,7 @@ pub fn judge(a: &Bench, b: &Bench, opts: &NoiseOptions) -> Comparison {
     let valid = |x: &Bench| x.p50_us.is_finite() && x.p50_us > 0.0;
     if !valid(a) || !valid(b) {
         return Comparison {
-            judgement: Judgement::Unsure,
+            judgement: Judgement::Ambiguous,
             change: f64::NAN,
             noise: f64::NAN,
             reason: Some("a timing is missing or not positive".to_string()),
@@ -92,8 +95,8 @@ pub fn judge(a: &Bench, b: &Bench, opts: &NoiseOptions) -> Comparison {
     let change = (b.p50_us - a.p50_us) / a.p50_us;
     let noise = relative_noise(a, opts.noise_floor).max(relative_noise(b, opts.noise_floor));
     let magnitude = change.abs();
-    let unsure = |reason: String| Comparison {
-        judgement: Judgement::Unsure,
+    let ambiguous = |reason: String| Comparison {
+        judgement: Judgement::Ambiguous,
         change,
         noise,
         reason: Some(reason),
@@ -107,17 +110,17 @@ pub fn judge(a: &Bench, b: &Bench, opts: &NoiseOptions) -> Comparison {
         };
     }
     if magnitude < 2.0 * noise {
-        return unsure(format!(
+        return ambiguous(format!(
             "the change is between 1x and 2x the measured noise ({:.1}%)",
             noise * 100.0
         ));
     }
     if a.throttled == Some(true) || b.throttled == Some(true) {
-        return unsure("the GPU throttled during a measurement".to_string());
+        return ambiguous("the GPU throttled during a measurement".to_string());
     }
     let samples = a.samples.min(b.samples);
     if samples < opts.min_samples {
-        return unsure(format!(
+        return ambiguous(format!(
             "only {samples} samples (at least {} wanted)",
             opts.min_samples
         ));

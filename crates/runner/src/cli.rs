@@ -249,10 +249,10 @@ fn diff(
     };
     let diff = report::diff(&a, &b, &options);
     print(&terminated(report::render_diff(&diff, format.into())))?;
-    Ok(if diff.has_regression() {
-        Outcome::Findings
-    } else {
-        Outcome::Clean
+    Ok(match diff.verdict {
+        report::DiffVerdict::Incomplete => Outcome::Incomplete,
+        report::DiffVerdict::Regression => Outcome::Findings,
+        report::DiffVerdict::Ambiguous | report::DiffVerdict::NoRegression => Outcome::Clean,
     })
 }
 

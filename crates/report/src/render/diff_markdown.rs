@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::diagnosis::Diagnosis;
-use crate::diff::{Diff, RunSummary};
+use crate::diff::{Diff, DiffVerdict, RunSummary};
 use crate::noise::Judgement;
 use crate::text::{fixed, md_cell, plural, sig3};
 
@@ -47,50 +47,14 @@ pub fn render(d: &Diff) -> String {
     );
     let _ = writeln!(out);
 
-    let slower = d
-        .perf
-        .iter()
-        .filter(|p| !p.baseline && p.judgement == Judgement::Slower)
-        .count();
-    let faster = d
-        .perf
-        .iter()
-        .filter(|p| !p.baseline && p.judgement == Judgement::Faster)
-        .count();
-    let mut parts = Vec::new();
-    if !d.new.is_empty() {
-        parts.push(plural(
-            d.new.len() as u64,
-            "new root cause",
-            "new root causes",
-        ));
+    let _ = writeln!(out, "**Verdict:** {}.\n", verdict_line(d));
+    if !d.missing.is_empty() {
+        let _ = writeln!(out, "## Evidence missing\n");
+        for m in &d.missing {
+            let _ = writeln!(out, "- {}", md_cell(m));
+        }
+        let _ = writeln!(out);
     }
-    if !d.fixed.is_empty() {
-        parts.push(plural(
-            d.fixed.len() as u64,
-            "fixed root cause",
-            "fixed root causes",
-        ));
-    }
-    if slower > 0 {
-        parts.push(plural(slower as u64, "slower timing", "slower timings"));
-    }
-    if faster > 0 {
-        parts.push(plural(faster as u64, "faster timing", "faster timings"));
-    }
-    if parts.is_empty() {
-        parts.push("no change in root causes or timings".to_string());
-    }
-    let _ = writeln!(
-        out,
-        "**Verdict:** {} {}.\n",
-        if d.has_regression() {
-            "❌ Regression:"
-        } else {
-            "✅ No regression:"
-        },
-        parts.join(", ")
-    );
 
     section(&mut out, "New root causes", &d.new);
     section(&mut out, "Fixed root causes", &d.fixed);
@@ -169,14 +133,29 @@ pub fn render(d: &Diff) -> String {
     }
 
     let _ = writeln!(out, "## Performance\n");
+    if d.same_measurement > 0 {
+        let _ = writeln!(
+            out,
+            "{} in both runs {} one measurement: B's unit was served from the cache of the run A's came from, so {} not compared.\n",
+            plural(d.same_measurement as u64, "timing", "timings"),
+            if d.same_measurement == 1 { "is" } else { "are" },
+            if d.same_measurement == 1 {
+                "it is"
+            } else {
+                "they are"
+            },
+        );
+    }
     if let Some(why) = &d.timing_refused {
         let _ = writeln!(out, "{why}.\n");
     } else if d.perf.is_empty() {
-        let _ = writeln!(out, "No timing appears in both runs.\n");
+        if d.same_measurement == 0 {
+            let _ = writeln!(out, "No timing appears in both runs.\n");
+        }
     } else {
         let _ = writeln!(
             out,
-            "A change within the larger run's measured noise is the same; beyond twice the noise it is faster or slower; in between, unsure.\n"
+            "A change within the larger run's measured noise (or under 1%) is the same; beyond twice the noise it is faster or slower; in between, or measured throttled or with too few samples, ambiguous.\n"
         );
         let _ = writeln!(
             out,
@@ -188,18 +167,20 @@ pub fn render(d: &Diff) -> String {
                 Judgement::Same => "＝ same",
                 Judgement::Faster => "🟢 faster",
                 Judgement::Slower => "🔴 slower",
-                Judgement::Unsure => "❔ unsure",
+                Judgement::Ambiguous => "❔ ambiguous",
             };
             let _ = writeln!(
                 out,
-                "| {} | `{}`{} | {} {} | {} | {} | {}% | {}% | {}{} |",
+                "| {} | `{}`{} | {} {} | {}{} | {}{} | {}% | {}% | {}{} |",
                 p.case.label(),
                 md_cell(&p.implementation),
                 if p.baseline { " (baseline)" } else { "" },
                 md_cell(&p.timing),
                 md_cell(&p.cache),
                 sig3(p.a_p50_us),
+                cached(&p.a_cached_from),
                 sig3(p.b_p50_us),
+                cached(&p.b_cached_from),
                 if p.change.is_finite() {
                     format!("{:+.1}", p.change * 100.0)
                 } else {
@@ -217,6 +198,74 @@ pub fn render(d: &Diff) -> String {
     }
     section(&mut out, "Performance diagnoses", &d.perf_diagnoses);
     out
+}
+
+/// " (cached from `run`)" for a timing served from the cache.
+fn cached(from: &Option<String>) -> String {
+    from.as_deref()
+        .map(|run| format!(" (cached from `{}`)", md_cell(run)))
+        .unwrap_or_default()
+}
+
+/// The verdict and what it rests on: what changed, and what was not compared and why.
+fn verdict_line(d: &Diff) -> String {
+    let mut parts = Vec::new();
+    if !d.missing.is_empty() {
+        parts.push(format!(
+            "{} missing or unreadable, so what {} held was not compared",
+            plural(d.missing.len() as u64, "log", "logs"),
+            if d.missing.len() == 1 { "it" } else { "they" }
+        ));
+    }
+    if d.new.is_empty() && d.fixed.is_empty() {
+        parts.push("no change in root causes".to_string());
+    }
+    for (n, one, many) in [
+        (d.new.len(), "new root cause", "new root causes"),
+        (d.fixed.len(), "fixed root cause", "fixed root causes"),
+        (
+            d.kernel_timings(Judgement::Slower),
+            "slower timing",
+            "slower timings",
+        ),
+        (
+            d.kernel_timings(Judgement::Ambiguous),
+            "ambiguous timing (beyond the noise, within twice it, or measured throttled or with too few samples; re-run to decide)",
+            "ambiguous timings (beyond the noise, within twice it, or measured throttled or with too few samples; re-run to decide)",
+        ),
+        (
+            d.kernel_timings(Judgement::Faster),
+            "faster timing",
+            "faster timings",
+        ),
+    ] {
+        if n > 0 {
+            parts.push(plural(n as u64, one, many));
+        }
+    }
+    let same = d.kernel_timings(Judgement::Same);
+    if let Some(why) = &d.timing_refused {
+        let why = why.split(": timings not compared").next().unwrap_or(why);
+        parts.push(format!("timings not compared ({why})"));
+    } else if d.perf.iter().all(|p| p.baseline) {
+        parts.push(if d.same_measurement > 0 {
+            "timings not compared (one measurement: B's were served from the cache)".to_string()
+        } else {
+            "no kernel timing in both runs".to_string()
+        });
+    } else if same > 0 {
+        parts.push(format!(
+            "{} within the noise",
+            plural(same as u64, "kernel timing", "kernel timings")
+        ));
+    }
+    let word = match d.verdict {
+        DiffVerdict::Incomplete => "⚠️ Incomplete:",
+        DiffVerdict::Regression => "❌ Regression:",
+        DiffVerdict::Ambiguous => "❔ Ambiguous:",
+        DiffVerdict::NoRegression => "✅ No regression:",
+    };
+    format!("{word} {}", parts.join(", "))
 }
 
 fn section(out: &mut String, title: &str, list: &[Diagnosis]) {

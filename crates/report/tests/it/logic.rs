@@ -7,8 +7,8 @@ use parsers::{Format, ParsedLog};
 use report::noise::{Judgement, NoiseOptions, judge};
 use report::occupancy::{Limiter, OccupancyInput, SM_90, compute};
 use report::{
-    DiffOptions, Evidence, Gpu, Level, Log, OutputFormat, Stage, StageKind, StageStatus,
-    VerdictKind, analyze, diff, render, render_bench_svg, render_diff,
+    DiffOptions, DiffVerdict, Evidence, Gpu, Level, Log, OutputFormat, Stage, StageKind,
+    StageStatus, VerdictKind, analyze, diff, render, render_bench_svg, render_diff,
 };
 
 use crate::support::{compile, evidence, profile, redact, sanitizer};
@@ -118,7 +118,7 @@ fn noise_judgement() {
     // 1.5% change against 1% noise: between 1x and 2x the noise.
     assert_eq!(
         judge(&a, &bench(10.15, 10.25, 200), &opts).judgement,
-        Judgement::Unsure
+        Judgement::Ambiguous
     );
     // A noisy run widens the band for both.
     assert_eq!(
@@ -127,14 +127,14 @@ fn noise_judgement() {
     );
     let mut throttled = bench(12.0, 12.1, 200);
     throttled.throttled = Some(true);
-    assert_eq!(judge(&a, &throttled, &opts).judgement, Judgement::Unsure);
+    assert_eq!(judge(&a, &throttled, &opts).judgement, Judgement::Ambiguous);
     assert_eq!(
         judge(&a, &bench(12.0, 12.1, 3), &opts).judgement,
-        Judgement::Unsure
+        Judgement::Ambiguous
     );
     assert_eq!(
         judge(&a, &bench(0.0, 0.0, 200), &opts).judgement,
-        Judgement::Unsure
+        Judgement::Ambiguous
     );
 }
 
@@ -198,6 +198,7 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
         logs: Vec::new(),
         unit: None,
         launch_search: None,
+        leftovers: Vec::new(),
     });
     for (i, (kind, r)) in results.into_iter().enumerate() {
         let path = format!("{}/cfg/{i}.json", report::join::kind_name(kind));
@@ -239,6 +240,7 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
             }],
             unit: None,
             launch_search: None,
+            leftovers: Vec::new(),
         });
     }
     ev
@@ -422,6 +424,8 @@ fn bench_run(gpu: &str, p50: f64, baseline_p50: f64) -> Evidence {
         ..Gpu::default()
     }];
     ev.run.environment.driver = Some("580.159.04".into());
+    // Each measurement is its own run.
+    ev.run.id = format!("{}-p50-{p50}", ev.run.id);
     ev
 }
 
@@ -488,6 +492,122 @@ fn diff_judges_timings_against_noise_and_refuses_other_gpus() {
         },
     );
     assert!(!allowed.perf.is_empty());
+}
+
+/// The verdict line of a diff's markdown.
+fn diff_verdict(d: &report::Diff) -> String {
+    render_diff(d, OutputFormat::Markdown)
+        .lines()
+        .find(|l| l.starts_with("**Verdict:**"))
+        .expect("a verdict line")
+        .to_string()
+}
+
+#[test]
+fn a_diff_across_gpus_says_its_timings_were_not_compared() {
+    let a = bench_run("NVIDIA H100 80GB HBM3", 100.0, 125.0);
+    // B is 40% slower, on another GPU: nothing about timings may be concluded.
+    let b = bench_run("NVIDIA H200", 140.0, 125.0);
+    let d = diff(&a, &b, &DiffOptions::default());
+    assert_eq!(d.verdict, DiffVerdict::NoRegression);
+    let line = diff_verdict(&d);
+    assert_eq!(
+        line,
+        "**Verdict:** ✅ No regression: no change in root causes, timings not compared (GPUs \
+         differ (NVIDIA H100 80GB HBM3 vs NVIDIA H200))."
+    );
+    assert!(!line.contains("no change in timings"));
+}
+
+#[test]
+fn a_timing_slower_beyond_the_noise_but_within_twice_it_is_ambiguous() {
+    // The bench helper sets p90 = 1.01 p50: 1% noise. 1.5% slower is beyond 1x and within 2x
+    // the noise.
+    let a = bench_run("NVIDIA H100 80GB HBM3", 100.0, 125.0);
+    let b = bench_run("NVIDIA H100 80GB HBM3", 101.5, 125.0);
+    let d = diff(&a, &b, &DiffOptions::default());
+    let ours = d.perf.iter().find(|p| !p.baseline).expect("our timing");
+    assert_eq!(ours.judgement, Judgement::Ambiguous);
+    assert_eq!(d.verdict, DiffVerdict::Ambiguous);
+    assert!(!d.has_regression());
+    assert_eq!(
+        diff_verdict(&d),
+        "**Verdict:** ❔ Ambiguous: no change in root causes, 1 ambiguous timing (beyond the \
+         noise, within twice it, or measured throttled or with too few samples; re-run to \
+         decide)."
+    );
+    // 10% slower is beyond twice the noise: a regression.
+    let slower = diff(
+        &a,
+        &bench_run("NVIDIA H100 80GB HBM3", 110.0, 125.0),
+        &DiffOptions::default(),
+    );
+    assert_eq!(slower.verdict, DiffVerdict::Regression);
+    assert_eq!(
+        diff_verdict(&slower),
+        "**Verdict:** ❌ Regression: no change in root causes, 1 slower timing."
+    );
+}
+
+#[test]
+fn a_rerun_served_from_the_cache_is_not_a_second_measurement() {
+    let a = bench_run("NVIDIA H100 80GB HBM3", 100.0, 125.0);
+    // B's harness units were served from A's cache: its timings are A's, copied.
+    let mut b = bench_run("NVIDIA H100 80GB HBM3", 100.0, 125.0);
+    b.run.id = "b-run".into();
+    for stage in &mut b.run.stages {
+        if stage.kind != StageKind::Compile {
+            stage.cached_from = Some(a.run.id.clone());
+        }
+    }
+    let d = diff(&a, &b, &DiffOptions::default());
+    assert!(d.perf.is_empty(), "{:#?}", d.perf);
+    assert_eq!(d.same_measurement, 2);
+    assert_eq!(d.verdict, DiffVerdict::NoRegression);
+    let md = render_diff(&d, OutputFormat::Markdown);
+    assert_eq!(
+        diff_verdict(&d),
+        "**Verdict:** ✅ No regression: no change in root causes, timings not compared (one \
+         measurement: B's were served from the cache)."
+    );
+    assert!(
+        md.contains("2 timings in both runs are one measurement"),
+        "{md}"
+    );
+    assert!(!md.contains("within the noise"), "{md}");
+    // Served from the cache of an earlier run than A: a real comparison, marked as cached.
+    for stage in &mut b.run.stages {
+        if stage.cached_from.is_some() {
+            stage.cached_from = Some("earlier-run".into());
+        }
+    }
+    let d = diff(&a, &b, &DiffOptions::default());
+    assert_eq!(d.same_measurement, 0);
+    assert!(
+        d.perf
+            .iter()
+            .all(|p| p.b_cached_from.as_deref() == Some("earlier-run"))
+    );
+    assert!(render_diff(&d, OutputFormat::Markdown).contains("(cached from `earlier-run`)"));
+}
+
+#[test]
+fn a_diff_with_missing_evidence_is_incomplete() {
+    let a = bench_run("NVIDIA H100 80GB HBM3", 100.0, 125.0);
+    let mut b = bench_run("NVIDIA H100 80GB HBM3", 100.0, 125.0);
+    b.missing
+        .insert("racecheck/cfg/sm_90/racecheck.log".into(), "missing".into());
+    let d = diff(&a, &b, &DiffOptions::default());
+    assert_eq!(d.verdict, DiffVerdict::Incomplete);
+    let line = diff_verdict(&d);
+    assert!(
+        line.starts_with("**Verdict:** ⚠️ Incomplete: 1 log missing or unreadable"),
+        "{line}"
+    );
+    assert!(
+        render_diff(&d, OutputFormat::Markdown)
+            .contains("- B: racecheck/cfg/sm_90/racecheck.log: missing")
+    );
 }
 
 #[test]

@@ -169,6 +169,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             }],
             unit: None,
             launch_search: None,
+            leftovers: Vec::new(),
         });
         logs.insert(path, parsed);
     }

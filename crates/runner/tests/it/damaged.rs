@@ -1,4 +1,4 @@
-//! `runner report` on a damaged run directory: a log the manifest lists that is missing, a
+//! `runner report` and `runner diff` on a damaged run directory: a log the manifest lists that is missing, a
 //! directory, a FIFO, a symbolic link or a path outside the run directory is reported as
 //! evidence missing (never rendered as clean, never blocking, never read from outside), and the
 //! exit code says infrastructure (3).
@@ -147,4 +147,41 @@ fn a_manifest_path_outside_the_run_directory_is_never_read() {
         "../../../etc/passwd: outside the run directory",
     );
     assert!(!String::from_utf8_lossy(&out.stdout).contains("root:"));
+}
+
+#[test]
+fn diff_against_a_damaged_run_is_incomplete() {
+    let (_a_dir, a) = clean_run_copy();
+    let (_b_dir, b) = clean_run_copy();
+    let log = a_memcheck_log(&b);
+    std::fs::remove_file(b.join(&log)).expect("delete the log");
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("diff")
+        .args([&a, &b])
+        .output()
+        .expect("run the runner");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("**Verdict:** ⚠️ Incomplete: 1 log missing or unreadable"),
+        "{md}"
+    );
+    assert!(md.contains(&format!("- B: {log}: missing")), "{md}");
+    // The undamaged run against itself: one run, so its timings are not compared.
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("diff")
+        .args([&a, &a])
+        .output()
+        .expect("run the runner");
+    assert_eq!(out.status.code(), Some(0));
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("**Verdict:** ✅ No regression: no change in root causes, timings not compared (A and B are one run"),
+        "{md}"
+    );
 }
