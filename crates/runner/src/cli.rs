@@ -4,7 +4,7 @@
 //! exit code in one place.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Serialize;
@@ -32,6 +32,35 @@ pub struct Cli {
     pub command: Option<Command>,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// When the first argument is neither a subcommand nor an existing file but close to a
+/// subcommand (`chek`, `reprot`), what to say instead of "no such file".
+pub fn mistyped_command(args: &[std::ffi::OsString]) -> Option<String> {
+    use clap::CommandFactory;
+    let first = args.get(1)?.to_str()?;
+    if first.starts_with('-') || first.contains(['/', '.']) || Path::new(first).exists() {
+        return None;
+    }
+    let command = Cli::command();
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .filter(|n| n != "help")
+        .collect();
+    if names.iter().any(|n| n == first) {
+        return None;
+    }
+    let closest = names
+        .iter()
+        .map(|n| (strsim::damerau_levenshtein(first, n), n))
+        .filter(|(d, n)| *d <= 2.max(n.len() / 3))
+        .min()?;
+    Some(format!(
+        "`{first}` is neither a subcommand nor a file: did you mean `runner {}`? (commands: {})",
+        closest.1,
+        names.join(", ")
+    ))
 }
 
 #[derive(Debug, Subcommand)]
@@ -361,11 +390,20 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
             crate::orchestrate::slash(&pipeline.root.join(p))
         }
     };
+    // Progress went to stderr; the result (the verdict and where to read it) goes to stdout.
     eprintln!("run {}: {}", finished.run.id, counts.join(", "));
-    eprintln!("artifacts: {}", root(&finished.dir));
-    if let Some(report) = &finished.report {
-        eprintln!("report: {}", root(report));
+    let mut result = String::new();
+    if let Some(headline) = &finished.headline {
+        result.push_str(&format!("verdict: {headline}\n"));
     }
+    match &finished.report {
+        Some(report) => result.push_str(&format!("report: {}\n", root(report))),
+        None => result.push_str(&format!("artifacts: {}\n", root(&finished.dir))),
+    }
+    if finished.report.is_some() {
+        eprintln!("artifacts: {}", root(&finished.dir));
+    }
+    print(&result)?;
     Ok(match finished.verdict {
         Verdict::Clean => Outcome::Clean,
         Verdict::Findings => Outcome::Findings,

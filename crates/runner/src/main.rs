@@ -30,6 +30,10 @@ fn main() -> ExitCode {
     if args.get(1).is_some_and(|a| a == "harness") {
         return harness(args.get(2..).unwrap_or_default());
     }
+    if let Some(message) = cli::mistyped_command(&args) {
+        eprintln!("error: {message}");
+        return ExitCode::from(code::USAGE);
+    }
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {

@@ -52,6 +52,8 @@ pub struct Finished {
     pub dir: PathBuf,
     /// `reports/<run-id>.md`, relative to the pipeline root, when a report was written.
     pub report: Option<PathBuf>,
+    /// The report's verdict sentence, when a report was written.
+    pub headline: Option<String>,
     pub verdict: Verdict,
 }
 
@@ -190,14 +192,18 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
     run.finished = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
     run.interrupted = interrupted;
     let mut report = None;
+    let mut headline = None;
     if let Some(unit) = report_unit
         && !interrupted
     {
         let label = unit.label();
         cx.progress.event(Event::Started { label: &label });
         let clock = Instant::now();
-        let (stage, path) = write_report(pipeline, &dir, &run, unit);
-        report = path;
+        let (stage, written) = write_report(pipeline, &dir, &run, unit);
+        if let Some((path, line)) = written {
+            report = Some(path);
+            headline = Some(line);
+        }
         cx.progress.event(Event::Finished {
             label: &label,
             status: stage.status,
@@ -214,6 +220,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         run,
         dir: dir.relative.clone(),
         report,
+        headline,
         verdict,
     })
 }
@@ -751,13 +758,14 @@ fn present_logs(
 }
 
 /// Renders the report from the run's evidence and writes `reports/<id>.md` and
-/// `reports/latest.md`.
+/// `reports/latest.md`; returns its stage record and, when written, its path and verdict
+/// sentence.
 fn write_report(
     pipeline: &Pipeline,
     dir: &RunDir,
     run: &Run,
     unit: &Unit,
-) -> (Stage, Option<PathBuf>) {
+) -> (Stage, Option<(PathBuf, String)>) {
     let started = Instant::now();
     let mut record = Stage {
         name: unit.name.clone(),
@@ -785,6 +793,7 @@ fn write_report(
     with_report.stages.push(record.clone());
     let evidence = crate::evidence::from_run(with_report, &dir.path);
     let text = report::render(&evidence, OutputFormat::Markdown);
+    let headline = report::analyze(&evidence).verdict.line;
     let relative = Path::new(rundir::REPORTS).join(format!("{}.md", run.id));
     let reports = Path::new(rundir::REPORTS);
     // The chart first: the markdown links it.
@@ -804,7 +813,7 @@ fn write_report(
     match result {
         Ok(()) => {
             record.reason = Some(format!("wrote {}", slash(&relative)));
-            (record, Some(relative))
+            (record, Some((relative, headline)))
         }
         Err(e) => {
             record.status = StageStatus::Failed;

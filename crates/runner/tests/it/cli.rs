@@ -53,6 +53,49 @@ fn a_clean_run_writes_the_run_directory_manifest_and_report() {
         std::fs::read_to_string(project.root.join(format!("reports/{id}.md"))).unwrap()
     );
     assert_eq!(stage(&manifest, "report")["status"], "passed");
+    // The result on stdout (the verdict sentence and the report), progress on stderr.
+    let report = std::fs::read_to_string(project.root.join(format!("reports/{id}.md"))).unwrap();
+    // No stage of this pipeline launches the kernel: the verdict says what it rests on.
+    assert!(
+        report
+            .contains("**Verdict:** ✅ Clean: no problems found by compile and sass on 1 config."),
+        "{report}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(
+        lines[0],
+        "verdict: Clean: no problems found by compile and sass on 1 config."
+    );
+    assert_eq!(lines[1], format!("report: reports/{id}.md"));
+    let err = stderr(&out);
+    assert!(err.contains("preflight: nvcc:"), "{err}");
+    assert!(err.contains(&format!("artifacts: artifacts/{id}")), "{err}");
+    assert!(!err.contains("report: reports/"), "{err}");
+}
+
+#[test]
+fn a_mistyped_subcommand_suggests_the_right_one() {
+    let project = Project::new();
+    for (typed, meant) in [
+        ("chek", "check"),
+        ("reprot", "report"),
+        ("expalin", "explain"),
+    ] {
+        let out = project.run(&[typed, "pipeline.yaml"]);
+        assert_eq!(code(&out), 2, "{typed}");
+        let err = stderr(&out);
+        assert!(
+            err.starts_with(&format!(
+                "error: `{typed}` is neither a subcommand nor a file: did you mean `runner {meant}`?"
+            )),
+            "{err}"
+        );
+    }
+    // A file by that name is a pipeline, as before.
+    project.write("chek", &pipeline(""));
+    assert_eq!(code(&project.run(&["chek"])), 0);
 }
 
 #[test]
