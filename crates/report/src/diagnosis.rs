@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::text::short_hash;
 
-/// One diagnosed root cause.
+/// One diagnosed root cause. Its `title`, `explanation` and `fix` (and its evidence's
+/// `summary`) are inline Markdown: identifiers in code spans, text quoted from a tool escaped
+/// ([`crate::text::md_text`]), so every renderer can show them as they are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
     /// The rule's id, e.g. `wmma-local-memory` (see [`crate::rules::RULES`]).
@@ -118,7 +120,7 @@ pub struct EvidenceItem {
     pub config: Option<String>,
     /// The log, relative to the run directory.
     pub log: String,
-    /// One line saying what this evidence shows, with its figure.
+    /// One line saying what this evidence shows, with its figure (inline Markdown).
     pub summary: String,
     /// Raw lines quoted from the log (volatile values scrubbed).
     pub excerpt: Vec<String>,

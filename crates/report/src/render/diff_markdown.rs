@@ -6,18 +6,23 @@ use std::fmt::Write;
 use crate::diagnosis::Diagnosis;
 use crate::diff::{Diff, RunSummary};
 use crate::noise::Judgement;
-use crate::text::{fixed, md_cell, plural, sig3};
+use crate::text::{fixed, md_cell, md_code, md_text, plural, sig3};
 
 /// Renders the diff.
 pub fn render(d: &Diff) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# Exhibit diff: {} → {}\n", d.a.id, d.b.id);
+    let _ = writeln!(
+        out,
+        "# Exhibit diff: {} → {}\n",
+        md_text(&d.a.id),
+        md_text(&d.b.id)
+    );
     let _ = writeln!(out, "| | A (before) | B (after) |");
     let _ = writeln!(out, "|---|---|---|");
     let row = |name: &str, f: &dyn Fn(&RunSummary) -> String| {
         format!("| {name} | {} | {} |", f(&d.a), f(&d.b))
     };
-    let _ = writeln!(out, "{}", row("Run", &|r| format!("`{}`", r.id)));
+    let _ = writeln!(out, "{}", row("Run", &|r| md_cell(&md_code(&r.id))));
     let _ = writeln!(
         out,
         "{}",
@@ -33,12 +38,12 @@ pub fn render(d: &Diff) -> String {
     let _ = writeln!(
         out,
         "{}",
-        row("GPU", &|r| md_cell(r.gpu.as_deref().unwrap_or("none")))
+        row("GPU", &|r| md_text(r.gpu.as_deref().unwrap_or("none")))
     );
     let _ = writeln!(
         out,
         "{}",
-        row("Driver", &|r| md_cell(r.driver.as_deref().unwrap_or("—")))
+        row("Driver", &|r| md_text(r.driver.as_deref().unwrap_or("—")))
     );
     let _ = writeln!(
         out,
@@ -110,19 +115,19 @@ pub fn render(d: &Diff) -> String {
                     "| {word} | {} | {} | {} | {} | {} | {} |",
                     f.config
                         .as_deref()
-                        .map(md_cell)
+                        .map(md_text)
                         .unwrap_or_else(|| "—".into()),
-                    f.kind,
+                    md_text(&f.kind),
                     f.kernel
                         .as_deref()
-                        .map(|k| format!("`{}`", md_cell(k)))
+                        .map(|k| md_cell(&md_code(k)))
                         .unwrap_or_else(|| "—".into()),
                     f.location
                         .as_deref()
-                        .map(|l| format!("`{}`", md_cell(l)))
+                        .map(|l| md_cell(&md_code(l)))
                         .unwrap_or_else(|| "—".into()),
                     f.count,
-                    md_cell(&f.message)
+                    md_text(&f.message)
                 );
             }
         }
@@ -155,13 +160,13 @@ pub fn render(d: &Diff) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | `{}` | {} | {a} | {b} |",
+                "| {} | {} | {} | {} | {a} | {b} |",
                 r.config
                     .as_deref()
-                    .map(md_cell)
+                    .map(md_text)
                     .unwrap_or_else(|| "—".into()),
-                r.arch.as_deref().unwrap_or("—"),
-                md_cell(&r.kernel),
+                r.arch.as_deref().map(md_text).unwrap_or_else(|| "—".into()),
+                md_cell(&md_code(&r.kernel)),
                 r.field.replace('_', " ")
             );
         }
@@ -170,7 +175,7 @@ pub fn render(d: &Diff) -> String {
 
     let _ = writeln!(out, "## Performance\n");
     if let Some(why) = &d.timing_refused {
-        let _ = writeln!(out, "{why}.\n");
+        let _ = writeln!(out, "{}.\n", md_text(why));
     } else if d.perf.is_empty() {
         let _ = writeln!(out, "No timing appears in both runs.\n");
     } else {
@@ -192,12 +197,12 @@ pub fn render(d: &Diff) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {} | `{}`{} | {} {} | {} | {} | {}% | {}% | {}{} |",
-                p.case.label(),
-                md_cell(&p.implementation),
+                "| {} | {}{} | {} {} | {} | {} | {}% | {}% | {}{} |",
+                md_text(&p.case.label()),
+                md_cell(&md_code(&p.implementation)),
                 if p.baseline { " (baseline)" } else { "" },
-                md_cell(&p.timing),
-                md_cell(&p.cache),
+                md_text(&p.timing),
+                md_text(&p.cache),
                 sig3(p.a_p50_us),
                 sig3(p.b_p50_us),
                 if p.change.is_finite() {
@@ -209,7 +214,7 @@ pub fn render(d: &Diff) -> String {
                 icon,
                 p.reason
                     .as_deref()
-                    .map(|r| format!(": {}", md_cell(r)))
+                    .map(|r| format!(": {}", md_text(r)))
                     .unwrap_or_default()
             );
         }
@@ -227,20 +232,20 @@ fn section(out: &mut String, title: &str, list: &[Diagnosis]) {
     for d in list {
         let _ = writeln!(
             out,
-            "- **{}** ({}, confidence {}{}{}; `{}`)",
+            "- **{}** ({}, confidence {}{}{}; {})",
             d.title,
             d.level.as_str(),
             d.confidence.as_str(),
             if d.configs.is_empty() {
                 String::new()
             } else {
-                format!(", {}", d.configs.join(", "))
+                format!(", {}", md_text(&d.configs.join(", ")))
             },
             d.location
                 .as_ref()
-                .map(|l| format!(", `{l}`"))
+                .map(|l| format!(", {}", md_code(&l.to_string())))
                 .unwrap_or_default(),
-            d.fingerprint
+            md_code(&d.fingerprint)
         );
         if let Some(e) = d
             .evidence
@@ -248,7 +253,7 @@ fn section(out: &mut String, title: &str, list: &[Diagnosis]) {
             .find(|e| !e.excerpt.is_empty())
             .or(d.evidence.first())
         {
-            let _ = writeln!(out, "  - {}: {}", e.stage, e.summary);
+            let _ = writeln!(out, "  - {}: {}", md_text(&e.stage), e.summary);
         }
     }
     let _ = writeln!(out);

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::diagnosis::{Confidence, Diagnosis, Draft, EvidenceItem, SourceLocation, finish};
 use crate::join::{FindingRef, Joined, ResultRef};
-use crate::text::{kernel_base, relative_path, scrub};
+use crate::text::{kernel_base, md_code, md_text, relative_path, scrub};
 
 mod barrier;
 mod catch_all;
@@ -53,7 +53,7 @@ pub const RULES: &[Rule] = &[
         id: "wmma-local-memory",
         name: "Tensor-core fragment on local memory",
         description: "The compiler's 'cannot perform wmma load or store on local memory' warning, \
-                      corroborated by memcheck's trap (sm_90) or invalid __local__ access (sm_89) \
+                      corroborated by memcheck's trap (sm_90) or invalid `__local__` access (sm_89) \
                       and BPT.TRAP or LDL/STL in the kernel's SASS.",
         module: "crates/report/src/rules/wmma_local.rs",
         run: Some(wmma_local::run),
@@ -337,14 +337,12 @@ impl Ctx<'_, '_> {
         let mut summary = format!(
             "{} × {}",
             finding.count,
-            scrub(&finding.message, &self.joined.repo_files)
+            md_text(&scrub(&finding.message, &self.joined.repo_files))
         );
         if let Some(kernel) = &finding.kernel {
-            summary.push_str(&format!(" in `{}`", kernel_base(kernel)));
+            summary.push_str(&format!(" in {}", md_code(&kernel_base(kernel))));
         }
-        if let Some(loc) = self.finding_location(finding) {
-            summary.push_str(&format!(" at {loc}"));
-        }
+        summary.push_str(&at_location(self.finding_location(finding).as_ref()));
         EvidenceItem {
             stage: source.map(|s| s.stage_name()).unwrap_or_default(),
             config: f.config.clone(),
@@ -674,7 +672,10 @@ pub fn device_frame(line: &str) -> Option<(&str, u32)> {
     Some((file, line.trim().parse().ok()?))
 }
 
-/// " at file:line" for a draft's location, or nothing when it has none.
+/// " at file:line" for a draft's location (escaped for the Markdown its text is), or nothing
+/// when it has none.
 pub fn at_location(location: Option<&SourceLocation>) -> String {
-    location.map(|l| format!(" at {l}")).unwrap_or_default()
+    location
+        .map(|l| format!(" at {}", md_text(&l.to_string())))
+        .unwrap_or_default()
 }

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::{Ctx, detail_u64};
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
-use crate::text::kernel_base;
+use crate::text::{kernel_base, md_code, md_text};
 
 /// One draft per distinct pair of sites.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -86,7 +86,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 "shared-memory-race",
                 Level::Error,
                 if warp {
-                    "Shared-memory race within a warp: missing __syncwarp()"
+                    "Shared-memory race within a warp: missing `__syncwarp()`"
                 } else {
                     "Shared-memory race: missing barrier"
                 },
@@ -112,7 +112,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 
             let line = |l: &Option<SourceLocation>| {
                 l.as_ref()
-                    .map(|l| l.to_string())
+                    .map(|l| md_text(&l.to_string()))
                     .unwrap_or_else(|| "an unnamed site".to_string())
             };
             let same_file = match (&write, &other) {
@@ -132,7 +132,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             let kernel_text = d
                 .kernel
                 .as_ref()
-                .map(|k| format!(" in `{k}`"))
+                .map(|k| format!(" in {}", md_code(k)))
                 .unwrap_or_default();
             match (write_line, other_line) {
                 (Some(w), Some(o)) if warp && w != o => {
@@ -141,12 +141,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     // step reads at an earlier one), so the advice names both lines.
                     d.title = if same_file && w > o && other_access == Access::Read {
                         format!(
-                            "Shared-memory race within a warp: missing __syncwarp() between the \
+                            "Shared-memory race within a warp: missing `__syncwarp()` between the \
                              read at line {o} and the write at line {w}"
                         )
                     } else {
                         format!(
-                            "Shared-memory race within a warp: missing __syncwarp() between line \
+                            "Shared-memory race within a warp: missing `__syncwarp()` between line \
                              {} and line {}",
                             w.min(o),
                             w.max(o)
@@ -233,7 +233,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         line(&write),
                         other
                             .as_ref()
-                            .map(|o| format!(" and {o}"))
+                            .map(|o| format!(" and {}", md_text(&o.to_string())))
                             .unwrap_or_default()
                     );
                     d.fix = if warp {

@@ -37,7 +37,7 @@ fn at(d: &Diagnosis) -> (String, Option<u32>) {
 fn assert_warp_advice(d: &Diagnosis) {
     assert!(
         d.title
-            .starts_with("Shared-memory race within a warp: missing __syncwarp() between"),
+            .starts_with("Shared-memory race within a warp: missing `__syncwarp()` between"),
         "{}",
         d.title
     );
@@ -208,7 +208,7 @@ fn an_invalid_syncwarp_mask_is_diagnosed_as_a_mask_error() {
     let d = &ds[0];
     assert_eq!(
         d.title,
-        "Invalid __syncwarp(mask): the mask does not name exactly the lanes that call it"
+        "Invalid `__syncwarp(mask)`: the mask does not name exactly the lanes that call it"
     );
     assert!(!d.title.contains("Divergent"), "{}", d.title);
     assert_eq!(at(d), ("syncwarp_mask.cu".to_string(), Some(18)));
