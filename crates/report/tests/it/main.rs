@@ -6,6 +6,7 @@ mod diff;
 mod explain;
 mod faults;
 mod formats;
+mod gfm;
 mod launch;
 mod logic;
 mod precision;

@@ -20,6 +20,7 @@ fn diagnoses(files: &[&str], rule: &str) -> (Vec<Diagnosis>, String) {
         e.diagnoses
     );
     let md = render_explanation(&e, OutputFormat::Markdown);
+    crate::gfm::assert_renders_on_github(&files.join(", "), &md);
     // The full-warp mask the `__syncwarp` advice names is a constant, not an address.
     assert_deterministic_text(&md.replace("0xffffffff", "FULL_WARP_MASK"));
     let found: Vec<Diagnosis> = e.diagnoses.into_iter().filter(|d| d.rule == rule).collect();
