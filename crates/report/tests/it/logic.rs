@@ -80,7 +80,7 @@ fn occupancy_agrees_with_nsight_compute_on_a_real_profile() {
     );
 }
 
-fn bench(p50: f64, p90: f64, samples: u64) -> Bench {
+pub fn bench(p50: f64, p90: f64, samples: u64) -> Bench {
     Bench {
         cache: "warm".into(),
         timing: "events".into(),
@@ -138,7 +138,7 @@ fn noise_judgement() {
     );
 }
 
-fn result(mode: Mode, config: &str, seq_len: u32, causal: bool) -> HarnessResult {
+pub fn result(mode: Mode, config: &str, seq_len: u32, causal: bool) -> HarnessResult {
     HarnessResult {
         mode,
         kernel: "attention_fwd_f16".into(),
@@ -174,7 +174,7 @@ fn check(passed: bool, max_abs_err: f64, nan: u64) -> Check {
 
 /// A run whose config `cfg` was compiled with BLOCK_N=64 and whose harness stages printed
 /// `results`, one stage per result.
-fn harness_run(results: Vec<(StageKind, HarnessResult)>) -> Evidence {
+pub fn harness_run(results: Vec<(StageKind, HarnessResult)>) -> Evidence {
     with_harness(evidence("harness", &[], &["kernel/attention.cu"]), results)
 }
 

@@ -1,6 +1,7 @@
 //! The report crate's integration tests: reports rendered from real tool output (the parsers'
 //! fixtures), through the public entry points.
 
+mod chart;
 mod clean;
 mod diff;
 mod explain;
