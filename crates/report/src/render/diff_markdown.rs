@@ -17,7 +17,7 @@ pub fn render(d: &Diff) -> String {
         md_text(&d.a.id),
         md_text(&d.b.id)
     );
-    let _ = writeln!(out, "| | A (before) | B (after) |");
+    let _ = writeln!(out, "| Item | A (before) | B (after) |");
     let _ = writeln!(out, "|---|---|---|");
     let row = |name: &str, f: &dyn Fn(&RunSummary) -> String| {
         format!("| {name} | {} | {} |", f(&d.a), f(&d.b))

@@ -352,20 +352,19 @@ fn evidence(out: &mut String, a: &Analysis) {
         c.dedup();
         c
     };
-    let run_wide = a.coverage.iter().any(|r| r.config.is_none());
-    let mut stages: Vec<String> = Vec::new();
+    // Stages in run order: those run per config, and those run once for the whole run.
+    let mut per_config: Vec<String> = Vec::new();
+    let mut run_wide: Vec<String> = Vec::new();
     for r in &a.coverage {
-        if !stages.contains(&r.stage) {
-            stages.push(r.stage.clone());
+        let list = if r.config.is_some() {
+            &mut per_config
+        } else {
+            &mut run_wide
+        };
+        if !list.contains(&r.stage) {
+            list.push(r.stage.clone());
         }
     }
-    let mut head = vec!["Stage".to_string()];
-    head.extend(configs.iter().map(|c| md_cell(&md_code(c))));
-    if run_wide {
-        head.push("run-wide".to_string());
-    }
-    let _ = writeln!(out, "| {} |", head.join(" | "));
-    let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
     let cell = |stage: &str, config: Option<&str>| -> String {
         let rows: Vec<&CoverageRow> = a
             .coverage
@@ -413,17 +412,31 @@ fn evidence(out: &mut String, a: &Analysis) {
             md_text(&shown)
         )
     };
-    for stage in &stages {
-        let mut row = vec![md_text(stage)];
-        for c in &configs {
-            row.push(cell(stage, Some(c)));
+    // What ran once for the whole run is a list, so that the table holds one column per
+    // config and no column of long text that no config shares.
+    if !run_wide.is_empty() {
+        if !per_config.is_empty() {
+            let _ = writeln!(out, "Run-wide:\n");
         }
-        if run_wide {
-            row.push(cell(stage, None));
+        for stage in &run_wide {
+            let _ = writeln!(out, "- **{}**: {}", md_text(stage), cell(stage, None));
         }
-        let _ = writeln!(out, "| {} |", row.join(" | "));
+        let _ = writeln!(out);
     }
-    let _ = writeln!(out);
+    if !per_config.is_empty() {
+        let mut head = vec!["Stage".to_string()];
+        head.extend(configs.iter().map(|c| md_cell(&md_code(c))));
+        let _ = writeln!(out, "| {} |", head.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
+        for stage in &per_config {
+            let mut row = vec![md_text(stage)];
+            for c in &configs {
+                row.push(cell(stage, Some(c)));
+            }
+            let _ = writeln!(out, "| {} |", row.join(" | "));
+        }
+        let _ = writeln!(out);
+    }
     let legend: Vec<String> = [
         StageStatus::Passed,
         StageStatus::Findings,
@@ -885,7 +898,7 @@ fn ncu(out: &mut String, a: &Analysis) {
 fn environment(out: &mut String, a: &Analysis, run: &Run) {
     let env = &run.environment;
     let _ = writeln!(out, "## Environment\n");
-    let _ = writeln!(out, "| | |");
+    let _ = writeln!(out, "| Item | Value |");
     let _ = writeln!(out, "|---|---|");
     if env.gpus.is_empty() {
         let _ = writeln!(

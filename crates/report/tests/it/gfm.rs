@@ -8,7 +8,7 @@
 //! between the entries of a table cell. Everything else that reads as HTML is a defect: the
 //! `<toolkit>` of a path, the `<__half>` of a template, a `<` in a tool's message. Emphasis is
 //! meant only where the renderer writes `**`; a `__global__` or `__syncthreads()` outside a
-//! code span turns into bold text instead.
+//! code span turns into bold text instead. And every table's header names its columns.
 
 use std::path::{Path, PathBuf};
 
@@ -100,6 +100,15 @@ pub fn problems(md: &str) -> Vec<String> {
                 text_of(node),
                 source_line(&lines, node)
             )),
+            // A table says what each column holds.
+            NodeValue::TableRow(true)
+                if node.children().any(|cell| text_of(cell).trim().is_empty()) =>
+            {
+                out.push(format!(
+                    "a table header with an empty cell: {:?}",
+                    source_line(&lines, node)
+                ));
+            }
             _ => {}
         }
     }
@@ -224,6 +233,8 @@ fn the_check_catches_what_github_would_mangle() {
         found.iter().any(|p| p.contains("strikethrough")),
         "{found:?}"
     );
+    let found = problems("| | |\n|---|---|\n| GPU | H200 |\n");
+    assert!(found.iter().any(|p| p.contains("empty cell")), "{found:?}");
     let found = problems("<details><summary>a <b>b</b></summary>\n\nx\n\n</details>\n");
     assert!(
         found.iter().any(|p| p.contains("raw HTML block")),
