@@ -60,7 +60,7 @@ pub mod timings;
 pub use analysis::{
     Analysis, CoverageRow, NotRun, Verdict, VerdictKind, analyze, stage_status_word,
 };
-pub use diagnosis::{Confidence, Diagnosis, EvidenceItem, Level, SourceLocation};
+pub use diagnosis::{Confidence, Diagnosis, EvidenceItem, Helper, Level, SourceLocation};
 pub use diff::{Diff, DiffOptions, diff};
 pub use evidence::Evidence;
 pub use explain::{Explanation, explain, render_explanation};

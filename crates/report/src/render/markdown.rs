@@ -209,13 +209,17 @@ pub(crate) fn diagnosis_meta(d: &Diagnosis) -> String {
         format!("confidence {}", d.confidence.as_str()),
     ];
     if !d.kernels.is_empty() {
-        meta.push(
-            d.kernels
-                .iter()
-                .map(|k| md_code(k))
-                .collect::<Vec<_>>()
-                .join(", "),
-        );
+        let kernels = d
+            .kernels
+            .iter()
+            .map(|k| md_code(k))
+            .collect::<Vec<_>>()
+            .join(", ");
+        // The kernel first, then the inlined helpers the accesses are in.
+        meta.push(match crate::diagnosis::inlined_in(&d.helpers) {
+            Some(inlined) => format!("{kernels}, {inlined}"),
+            None => kernels,
+        });
     }
     if !d.configs.is_empty() {
         meta.push(format!(

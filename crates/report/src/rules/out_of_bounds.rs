@@ -37,7 +37,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             format!("Out-of-bounds {space_word} {access_word}"),
         );
         d.config = f.config.clone();
-        d.kernel = finding.kernel.as_deref().map(kernel_base);
+        (d.kernel, d.helpers) = ctx.kernel_site(f);
         d.location = ctx.place(f);
         d.key = format!("{space_word}|{access_word}");
         d.evidence.push(ctx.finding_evidence(f));

@@ -10,7 +10,7 @@ use regex::Regex;
 use serde_json::json;
 
 use super::{Ctx, detail_u64};
-use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
+use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, inlined_in};
 use crate::text::{kernel_base, md_code, md_text};
 
 /// One draft per distinct pair of sites.
@@ -29,7 +29,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let warp = is_warp_level(finding);
         let cp_async = has_cp_async(ctx, f);
         // One pair per other side the tool named ("... and Write access at X", "and ... at Y").
-        let mut sides: Vec<(Option<Access>, Option<SourceLocation>)> = finding
+        let (kernel, helpers) = ctx.kernel_site(f);
+        let mut sides: Vec<(Option<Access>, Option<SourceLocation>, Option<Helper>)> = finding
             .related
             .iter()
             .filter(|r| r.file.is_some() || r.line.is_some())
@@ -44,11 +45,23 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     file: crate::text::relative_path(file, &j.repo_files),
                     line: r.line,
                 });
-                (access, loc)
+                // The function of the other side ("Read attn::ldmatrix_x4(...)"), when it is a
+                // helper inlined into the kernel rather than the kernel itself.
+                let helper = r
+                    .function
+                    .as_deref()
+                    .and_then(|f| f.split_once(' '))
+                    .map(|(_, name)| kernel_base(name))
+                    .filter(|name| !helpers.is_empty() && Some(name) != kernel.as_ref())
+                    .map(|name| Helper {
+                        name,
+                        location: loc.clone(),
+                    });
+                (access, loc, helper)
             })
             .collect();
         if sides.is_empty() {
-            sides.push((fallback_access, None));
+            sides.push((fallback_access, None, None));
         }
         let pairs = sides.len();
         // The tool's own count per side ("and Write access at ... [512 hazards]"), in order.
@@ -62,7 +75,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     .and_then(|c| c[1].replace(',', "").parse().ok())
             })
             .collect();
-        for (side, (second_access, second)) in sides.into_iter().enumerate() {
+        for (side, (second_access, second, other_helper)) in sides.into_iter().enumerate() {
             let side_hazards = if per_side.len() == pairs {
                 per_side.get(side).copied()
             } else {
@@ -92,7 +105,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 },
             );
             d.config = f.config.clone();
-            d.kernel = finding.kernel.as_deref().map(kernel_base);
+            d.kernel = kernel.clone();
+            d.helpers = helpers.clone();
+            d.helpers
+                .extend(other_helper.filter(|h| !helpers.contains(h)));
             d.evidence.push(ctx.finding_evidence(f));
             d.explains.push(index);
             d.figures
@@ -129,11 +145,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 ),
                 None => crate::text::plural(hazards, "hazard", "hazards"),
             };
-            let kernel_text = d
-                .kernel
-                .as_ref()
-                .map(|k| format!(" in {}", md_code(k)))
-                .unwrap_or_default();
+            let kernel_text = match (&d.kernel, inlined_in(&d.helpers)) {
+                (Some(k), Some(inlined)) => format!(" in {}, {inlined}", md_code(k)),
+                (Some(k), None) => format!(" in {}", md_code(k)),
+                (None, Some(inlined)) => format!(" {inlined}"),
+                (None, None) => String::new(),
+            };
             match (write_line, other_line) {
                 (Some(w), Some(o)) if warp && w != o => {
                     // Lanes of one warp: racecheck's warp-level programming hazard. Program order
