@@ -157,6 +157,7 @@ pub fn result(mode: Mode, config: &str, seq_len: u32, causal: bool) -> HarnessRe
         check: None,
         stress: None,
         bench: None,
+        details: Default::default(),
     }
 }
 

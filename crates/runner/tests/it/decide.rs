@@ -44,6 +44,7 @@ fn result(launched: bool, check: Option<Check>) -> HarnessResult {
         check,
         stress: None,
         bench: None,
+        details: Default::default(),
     }
 }
 
