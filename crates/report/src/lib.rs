@@ -41,6 +41,7 @@
 //! ```
 
 mod analysis;
+pub mod check_failure;
 mod diagnosis;
 pub mod diff;
 mod evidence;

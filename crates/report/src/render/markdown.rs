@@ -678,7 +678,9 @@ fn correctness(out: &mut String, a: &Analysis) {
                 (_, Some(e)) => format!("💥 {}", md_text(&scrub(e, &a.joined.repo_files))),
                 (Some(true), None) => "✅ pass".to_string(),
                 (Some(false), None) => {
-                    if c.canaries_corrupted.is_empty() {
+                    if let Some(why) = &c.failed_within_tolerance {
+                        format!("❌ fail within tolerance: {}", md_text(why))
+                    } else if c.canaries_corrupted.is_empty() {
                         "❌ fail".to_string()
                     } else {
                         format!(
