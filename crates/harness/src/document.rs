@@ -1,6 +1,6 @@
-//! The `exhibit.harness/1` document: the schema types from `parsers::harness`, with each
-//! result's `details` object and a top-level `harness` object added (fields the schema does not
-//! have; readers that do not know them ignore them), and a one-line-per-result summary for
+//! The `exhibit.harness/1` document: the schema types from `parsers::harness` (each result with
+//! its `details` object), with a top-level `harness` object added (a field the schema does not
+//! have; readers that do not know it ignore it), and a one-line-per-result summary for
 //! terminals.
 
 use parsers::harness::{HarnessOutput, SCHEMA};
@@ -23,13 +23,6 @@ pub fn document(
         results: records.iter().map(|r| r.result.clone()).collect(),
     };
     let mut doc = serde_json::to_value(&output).unwrap_or_else(|_| json!({"schema": SCHEMA}));
-    if let Some(results) = doc.get_mut("results").and_then(Value::as_array_mut) {
-        for (value, record) in results.iter_mut().zip(records) {
-            if let Some(obj) = value.as_object_mut() {
-                obj.insert("details".to_string(), Value::Object(record.details.clone()));
-            }
-        }
-    }
     if let Some(obj) = doc.as_object_mut() {
         let mut harness = harness;
         harness.insert("version".to_string(), json!(env!("CARGO_PKG_VERSION")));
@@ -82,6 +75,7 @@ pub fn summary(records: &[Record]) -> String {
                 line += &format!(" corrupted={}", c.canaries_corrupted.join(","));
             }
             if let Some(n) = r
+                .result
                 .details
                 .get("repeat_elements_differing")
                 .and_then(|v| v.as_u64())

@@ -80,6 +80,11 @@ pub struct HarnessResult {
     pub stress: Option<Stress>,
     #[serde(default)]
     pub bench: Option<Bench>,
+    /// Figures the fields above have no place for, as the harness recorded them (e.g. a
+    /// check's `repeat_elements_differing`, `inf_count`, `elements_over_bound`,
+    /// `elements_compared`); empty for a producer that writes none.
+    #[serde(default)]
+    pub details: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Comparison with the f64 CPU reference.

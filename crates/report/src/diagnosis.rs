@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::text::short_hash;
+use crate::text::{md_code, short_hash};
 
-/// One diagnosed root cause.
+/// One diagnosed root cause. Its `title`, `explanation` and `fix` (and its evidence's
+/// `summary`) are inline Markdown: identifiers in code spans, text quoted from a tool escaped
+/// ([`crate::text::md_text`]), so every renderer can show them as they are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
     /// The rule's id, e.g. `wmma-local-memory` (see [`crate::rules::RULES`]).
@@ -37,9 +39,46 @@ pub struct Diagnosis {
     pub fingerprint: String,
     /// Every kernel it was seen in, in order.
     pub kernels: Vec<String>,
+    /// The device functions inlined into the kernel where the tool located the accesses (a
+    /// race between `cp_async_16` and `ldmatrix_x4` in `attention_fwd_f16`); empty when the
+    /// accesses are in the kernel's own body.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub helpers: Vec<Helper>,
     /// Figures for machine-readable output, e.g. `hazards`, `blocks_per_sm`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub figures: BTreeMap<String, serde_json::Value>,
+}
+
+/// A device function inlined into a kernel, and where in it the tool located an access.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Helper {
+    /// Its name as matched across logs ([`crate::text::kernel_base`]).
+    pub name: String,
+    pub location: Option<SourceLocation>,
+}
+
+/// "in the inlined helper `f` (`file:line`)", "in the inlined helpers `f` (`a.cu:1`) and `g`
+/// (`a.cu:2`)", or nothing without helpers.
+pub fn inlined_in(helpers: &[Helper]) -> Option<String> {
+    if helpers.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = helpers
+        .iter()
+        .map(|h| match &h.location {
+            Some(loc) => format!("{} ({})", md_code(&h.name), md_code(&loc.to_string())),
+            None => md_code(&h.name),
+        })
+        .collect();
+    Some(format!(
+        "in the inlined {} {}",
+        if helpers.len() == 1 {
+            "helper"
+        } else {
+            "helpers"
+        },
+        crate::text::join_words(&named)
+    ))
 }
 
 /// How bad a diagnosis is. Ordered from least to most severe.
@@ -118,7 +157,7 @@ pub struct EvidenceItem {
     pub config: Option<String>,
     /// The log, relative to the run directory.
     pub log: String,
-    /// One line saying what this evidence shows, with its figure.
+    /// One line saying what this evidence shows, with its figure (inline Markdown).
     pub summary: String,
     /// Raw lines quoted from the log (volatile values scrubbed).
     pub excerpt: Vec<String>,
@@ -137,6 +176,8 @@ pub struct Draft {
     pub location: Option<SourceLocation>,
     /// See [`Diagnosis::call_site`].
     pub call_site: Option<SourceLocation>,
+    /// See [`Diagnosis::helpers`].
+    pub helpers: Vec<Helper>,
     pub evidence: Vec<EvidenceItem>,
     pub explanation: String,
     pub fix: String,
@@ -166,6 +207,7 @@ impl Draft {
             arch: None,
             location: None,
             call_site: None,
+            helpers: Vec::new(),
             evidence: Vec::new(),
             explanation: String::new(),
             fix: String::new(),
@@ -218,6 +260,12 @@ pub fn finish(drafts: Vec<Draft>) -> Vec<Diagnosis> {
         kernels.sort();
         kernels.dedup();
         let call_site = group.iter().find_map(|d| d.call_site.clone());
+        let mut helpers: Vec<Helper> = Vec::new();
+        for h in group.iter().flat_map(|d| &d.helpers) {
+            if !helpers.contains(h) {
+                helpers.push(h.clone());
+            }
+        }
         let mut iter = group.into_iter();
         let Some(first) = iter.next() else { continue };
         let mut evidence = first.evidence.clone();
@@ -248,6 +296,7 @@ pub fn finish(drafts: Vec<Draft>) -> Vec<Diagnosis> {
             fix: first.fix,
             fingerprint,
             kernels,
+            helpers,
             figures: first.figures,
         });
     }

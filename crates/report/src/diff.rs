@@ -505,6 +505,7 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
             arch: None,
             location: None,
             call_site: None,
+            helpers: Vec::new(),
             evidence: vec![EvidenceItem {
                 stage: "bench".to_string(),
                 config: Some(p.implementation.clone()),

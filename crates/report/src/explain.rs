@@ -74,20 +74,22 @@ fn markdown(e: &Explanation) -> String {
         out,
         "**Verdict:** {} {}\n",
         verdict_icon(e.verdict.kind),
-        e.verdict.line
+        crate::text::md_text(&e.verdict.line)
     );
     let _ = writeln!(out, "| Log | Read as | Status | Key figure |");
     let _ = writeln!(out, "|---|---|---|---|");
     for l in &e.logs {
         let _ = writeln!(
             out,
-            "| `{}` | {} | {} | {} |",
-            crate::text::md_cell(&l.stage),
-            l.read_as
-                .as_deref()
-                .unwrap_or(crate::join::kind_name(l.kind)),
+            "| {} | {} | {} | {} |",
+            crate::text::md_cell(&crate::text::md_code(&l.stage)),
+            crate::text::md_text(
+                l.read_as
+                    .as_deref()
+                    .unwrap_or(crate::join::kind_name(l.kind))
+            ),
             stage_status_word(l.status),
-            crate::text::md_cell(&l.figure)
+            crate::text::md_text(&l.figure)
         );
     }
     let _ = writeln!(out);
@@ -97,13 +99,20 @@ fn markdown(e: &Explanation) -> String {
         let _ = writeln!(out, "{}\n", d.explanation);
         let _ = writeln!(out, "**Fix:** {}\n", d.fix);
         for ev in &d.evidence {
-            let _ = writeln!(out, "- {} (`{}`): {}", ev.stage, ev.log, ev.summary);
+            let _ = writeln!(
+                out,
+                "- {} ({}): {}",
+                crate::text::md_text(&ev.stage),
+                crate::text::md_code(&ev.log),
+                ev.summary
+            );
             if !ev.excerpt.is_empty() {
-                let _ = writeln!(out, "\n  ```text");
+                let fence = crate::text::code_fence(&ev.excerpt);
+                let _ = writeln!(out, "\n  {fence}text");
                 for line in &ev.excerpt {
                     let _ = writeln!(out, "  {line}");
                 }
-                let _ = writeln!(out, "  ```\n");
+                let _ = writeln!(out, "  {fence}\n");
             }
         }
         let _ = writeln!(out);

@@ -41,6 +41,7 @@
 //! ```
 
 mod analysis;
+pub mod check_failure;
 mod diagnosis;
 pub mod diff;
 mod evidence;
@@ -60,7 +61,7 @@ pub mod timings;
 pub use analysis::{
     Analysis, CoverageRow, NotRun, Verdict, VerdictKind, analyze, stage_status_word,
 };
-pub use diagnosis::{Confidence, Diagnosis, EvidenceItem, Level, SourceLocation};
+pub use diagnosis::{Confidence, Diagnosis, EvidenceItem, Helper, Level, SourceLocation};
 pub use diff::{Diff, DiffOptions, DiffVerdict, diff};
 pub use evidence::Evidence;
 pub use explain::{Explanation, explain, render_explanation};

@@ -65,6 +65,10 @@ pub struct CheckRow {
     pub nan_count: Option<u64>,
     pub unwritten: Option<u64>,
     pub canaries_corrupted: Vec<String>,
+    /// For a failed check whose error is within its tolerance, what failed it
+    /// ([`crate::check_failure::within_tolerance_failure`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_within_tolerance: Option<String>,
 }
 
 /// One stress result.
@@ -128,6 +132,7 @@ pub fn check_rows(joined: &Joined) -> Vec<CheckRow> {
                 nan_count: c.map(|c| c.nan_count),
                 unwritten: c.map(|c| c.unwritten),
                 canaries_corrupted: c.map(|c| c.canaries_corrupted.clone()).unwrap_or_default(),
+                failed_within_tolerance: crate::check_failure::within_tolerance_failure(r.result),
             }
         })
         .collect();

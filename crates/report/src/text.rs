@@ -218,6 +218,71 @@ pub fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// Escapes text that comes from a tool, a program or the pipeline (a message, a path, a
+/// kernel name) for Markdown outside a code span, so that it reads as written: nothing in it
+/// starts emphasis (`__global__`, `T1 *`), an HTML tag (`<toolkit>`, `<__half>`), a link, a
+/// code span, strikethrough, math, an entity or a table cell's end. An underscore inside a word
+/// (`attention_fwd_f16`) cannot start emphasis and stays as it is. Line breaks become spaces.
+pub fn md_text(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let before = i.checked_sub(1).and_then(|j| chars.get(j));
+        let after = chars.get(i + 1);
+        let word = |c: Option<&char>| c.is_some_and(|c| c.is_alphanumeric());
+        match c {
+            '\n' | '\r' => out.push(' '),
+            '_' if word(before) && word(after) => out.push('_'),
+            '&' if !after.is_some_and(|a| a.is_ascii_alphanumeric() || *a == '#') => out.push('&'),
+            '\\' | '`' | '*' | '_' | '<' | '[' | '|' | '~' | '$' | '&' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text as a Markdown code span, fenced with more backticks than it holds in a row (and padded
+/// with a space where it starts or ends with one), so any text shows verbatim. Line breaks
+/// become spaces; in a table cell, pass the result through [`md_cell`].
+pub fn md_code(s: &str) -> String {
+    let s = s.replace(['\n', '\r'], " ");
+    if s.is_empty() {
+        return String::new();
+    }
+    let fence = "`".repeat(longest_run(&s, '`') + 1);
+    let pad = s.starts_with('`')
+        || s.ends_with('`')
+        || (s.starts_with(' ') && s.ends_with(' ') && !s.trim().is_empty());
+    let pad = if pad { " " } else { "" };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
+/// The fence of a fenced code block quoting `lines`: three backticks, or one more than the
+/// longest run of backticks in them, so the quote shows verbatim.
+pub fn code_fence(lines: &[String]) -> String {
+    let longest = lines.iter().map(|l| longest_run(l, '`')).max().unwrap_or(0);
+    "`".repeat((longest + 1).max(3))
+}
+
+/// The longest run of `c` in `s`.
+fn longest_run(s: &str, c: char) -> usize {
+    let (mut longest, mut run) = (0, 0);
+    for x in s.chars() {
+        run = if x == c { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
+}
+
+/// Text for the inside of an HTML element the Markdown writes (a `<summary>`): no Markdown
+/// is read there, so code-span backticks go and `<`, `>` and `&` are escaped for HTML.
+pub fn html_text(s: &str) -> String {
+    xml_escape(&s.replace('`', ""))
+}
+
 /// Escapes text for XML attribute values and character data.
 pub fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -345,5 +410,27 @@ mod tests {
         assert_eq!(sig3(0.000123), "1.2e-4");
         assert_eq!(round_json(123.456789), serde_json::json!(123.457));
         assert_eq!(bytes(24576), "24.0 KiB");
+    }
+
+    #[test]
+    fn markdown_escaping_keeps_tool_text_as_written() {
+        assert_eq!(
+            md_text("Invalid __global__ read at <toolkit>/include/x.h"),
+            "Invalid \\_\\_global\\_\\_ read at \\<toolkit>/include/x.h"
+        );
+        assert_eq!(md_text("attention_fwd_f16"), "attention_fwd_f16");
+        assert_eq!(
+            md_text("f(const void *, int) [4] a|b ~x~ $y$ &amp; & `z`"),
+            "f(const void \\*, int) \\[4] a\\|b \\~x\\~ \\$y\\$ \\&amp; & \\`z\\`"
+        );
+        assert_eq!(md_text("two\nlines"), "two lines");
+        assert_eq!(md_code("__syncthreads()"), "`__syncthreads()`");
+        assert_eq!(md_code("a `b` c"), "``a `b` c``");
+        assert_eq!(md_code("`b`"), "`` `b` ``");
+        assert_eq!(code_fence(&["x ``` y".to_string()]), "````".to_string());
+        assert_eq!(
+            html_text("Check `k<4>` & more"),
+            "Check k&lt;4&gt; &amp; more"
+        );
     }
 }

@@ -11,7 +11,7 @@ use crate::StageKind;
 use crate::analysis::Analysis;
 use crate::join::Joined;
 use crate::render::markdown::NOISY;
-use crate::text::{fixed, md_cell, sig3};
+use crate::text::{fixed, md_cell, md_code, md_text, sig3};
 
 /// A timing and the log it was read from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -160,7 +160,7 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
     for r in &t.rows {
         let b = &r.bench.timing;
         let config = if configs {
-            format!(" {} |", md_cell(r.bench.config.as_deref().unwrap_or("—")))
+            format!(" {} |", md_text(r.bench.config.as_deref().unwrap_or("—")))
         } else {
             String::new()
         };
@@ -181,8 +181,8 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
         };
         let _ = writeln!(
             out,
-            "| `{}` |{config} {samples} | {} | {} | {} | {} | {ratio} |",
-            md_cell(&b.name),
+            "| {} |{config} {samples} | {} | {} | {} | {} | {ratio} |",
+            md_cell(&md_code(&b.name)),
             num(b.median_us),
             num(b.mean_us),
             num(b.stdev_us),
@@ -195,10 +195,10 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
         for b in &t.unpaired_baselines {
             let _ = writeln!(
                 out,
-                "- `{}`: {} µs (`{}`)",
-                md_cell(&b.timing.name),
+                "- {}: {} µs ({})",
+                md_code(&b.timing.name),
                 num(typical(&b.timing)),
-                md_cell(&b.log)
+                md_code(&b.log)
             );
         }
         let _ = writeln!(out);

@@ -1345,8 +1345,14 @@ fn result_problem(evidence: &Gathered) -> Option<String> {
             && !check.passed
         {
             return Some(format!(
-                "check failed: max abs error {:.3e} (tolerance {:.1e}), {} NaN, {} unwritten",
-                check.max_abs_err, check.tolerance, check.nan_count, check.unwritten
+                "check failed: max abs error {:.3e} (tolerance {:.1e}), {} NaN, {} unwritten{}",
+                check.max_abs_err,
+                check.tolerance,
+                check.nan_count,
+                check.unwritten,
+                report::check_failure::within_tolerance_failure(r)
+                    .map(|why| format!("; within tolerance, it failed on: {why}"))
+                    .unwrap_or_default()
             ));
         }
         if let Some(stress) = &r.stress

@@ -51,7 +51,7 @@ pub fn run_check(
         // Each problem draws its own inputs.
         let seed = opts.seed.wrapping_add(index as u64);
         let record = check_one(gpu, kernel, opts, p, seed);
-        if record.details.get("cuda_error_sticky") == Some(&serde_json::Value::Bool(true)) {
+        if record.result.details.get("cuda_error_sticky") == Some(&serde_json::Value::Bool(true)) {
             lost = Some(format!(
                 "not run: the CUDA context was lost to the fault in check {} ({})",
                 index + 1,

@@ -36,8 +36,6 @@ pub enum Verdict {
 #[derive(Debug, Clone)]
 pub struct Record {
     pub result: HarnessResult,
-    /// Written as the result's `details` object: figures the schema has no field for.
-    pub details: Map<String, Value>,
     pub verdict: Verdict,
 }
 
@@ -57,16 +55,16 @@ impl Record {
                 check: None,
                 stress: None,
                 bench: None,
+                details: Map::new(),
             },
-            details: Map::new(),
             verdict: Verdict::Pass,
         }
     }
 
-    /// Sets `details[key]`.
+    /// Sets the result's `details[key]`: a figure the schema has no field for.
     pub fn detail(&mut self, key: &str, value: impl serde::Serialize) {
         let value = serde_json::to_value(value).unwrap_or(Value::Null);
-        self.details.insert(key.to_string(), value);
+        self.result.details.insert(key.to_string(), value);
     }
 
     /// Marks the result failed by a CUDA error. Faults in the kernel and launch rejections are

@@ -6,18 +6,23 @@ use std::fmt::Write;
 use crate::diagnosis::Diagnosis;
 use crate::diff::{Diff, DiffVerdict, RunSummary};
 use crate::noise::Judgement;
-use crate::text::{fixed, md_cell, plural, sig3};
+use crate::text::{fixed, md_cell, md_code, md_text, plural, sig3};
 
 /// Renders the diff.
 pub fn render(d: &Diff) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# Exhibit diff: {} → {}\n", d.a.id, d.b.id);
-    let _ = writeln!(out, "| | A (before) | B (after) |");
+    let _ = writeln!(
+        out,
+        "# Exhibit diff: {} → {}\n",
+        md_text(&d.a.id),
+        md_text(&d.b.id)
+    );
+    let _ = writeln!(out, "| Item | A (before) | B (after) |");
     let _ = writeln!(out, "|---|---|---|");
     let row = |name: &str, f: &dyn Fn(&RunSummary) -> String| {
         format!("| {name} | {} | {} |", f(&d.a), f(&d.b))
     };
-    let _ = writeln!(out, "{}", row("Run", &|r| format!("`{}`", r.id)));
+    let _ = writeln!(out, "{}", row("Run", &|r| md_cell(&md_code(&r.id))));
     let _ = writeln!(
         out,
         "{}",
@@ -33,12 +38,12 @@ pub fn render(d: &Diff) -> String {
     let _ = writeln!(
         out,
         "{}",
-        row("GPU", &|r| md_cell(r.gpu.as_deref().unwrap_or("none")))
+        row("GPU", &|r| md_text(r.gpu.as_deref().unwrap_or("none")))
     );
     let _ = writeln!(
         out,
         "{}",
-        row("Driver", &|r| md_cell(r.driver.as_deref().unwrap_or("—")))
+        row("Driver", &|r| md_text(r.driver.as_deref().unwrap_or("—")))
     );
     let _ = writeln!(
         out,
@@ -51,7 +56,7 @@ pub fn render(d: &Diff) -> String {
     if !d.missing.is_empty() {
         let _ = writeln!(out, "## Evidence missing\n");
         for m in &d.missing {
-            let _ = writeln!(out, "- {}", md_cell(m));
+            let _ = writeln!(out, "- {}", md_text(m));
         }
         let _ = writeln!(out);
     }
@@ -74,19 +79,19 @@ pub fn render(d: &Diff) -> String {
                     "| {word} | {} | {} | {} | {} | {} | {} |",
                     f.config
                         .as_deref()
-                        .map(md_cell)
+                        .map(md_text)
                         .unwrap_or_else(|| "—".into()),
-                    f.kind,
+                    md_text(&f.kind),
                     f.kernel
                         .as_deref()
-                        .map(|k| format!("`{}`", md_cell(k)))
+                        .map(|k| md_cell(&md_code(k)))
                         .unwrap_or_else(|| "—".into()),
                     f.location
                         .as_deref()
-                        .map(|l| format!("`{}`", md_cell(l)))
+                        .map(|l| md_cell(&md_code(l)))
                         .unwrap_or_else(|| "—".into()),
                     f.count,
-                    md_cell(&f.message)
+                    md_text(&f.message)
                 );
             }
         }
@@ -119,13 +124,13 @@ pub fn render(d: &Diff) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | `{}` | {} | {a} | {b} |",
+                "| {} | {} | {} | {} | {a} | {b} |",
                 r.config
                     .as_deref()
-                    .map(md_cell)
+                    .map(md_text)
                     .unwrap_or_else(|| "—".into()),
-                r.arch.as_deref().unwrap_or("—"),
-                md_cell(&r.kernel),
+                r.arch.as_deref().map(md_text).unwrap_or_else(|| "—".into()),
+                md_cell(&md_code(&r.kernel)),
                 r.field.replace('_', " ")
             );
         }
@@ -147,7 +152,7 @@ pub fn render(d: &Diff) -> String {
         );
     }
     if let Some(why) = &d.timing_refused {
-        let _ = writeln!(out, "{why}.\n");
+        let _ = writeln!(out, "{}.\n", md_text(why));
     } else if d.perf.is_empty() {
         if d.same_measurement == 0 {
             let _ = writeln!(out, "No timing appears in both runs.\n");
@@ -171,12 +176,12 @@ pub fn render(d: &Diff) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {} | `{}`{} | {} {} | {}{} | {}{} | {}% | {}% | {}{} |",
-                p.case.label(),
-                md_cell(&p.implementation),
+                "| {} | {}{} | {} {} | {}{} | {}{} | {}% | {}% | {}{} |",
+                md_text(&p.case.label()),
+                md_cell(&md_code(&p.implementation)),
                 if p.baseline { " (baseline)" } else { "" },
-                md_cell(&p.timing),
-                md_cell(&p.cache),
+                md_text(&p.timing),
+                md_text(&p.cache),
                 sig3(p.a_p50_us),
                 cached(&p.a_cached_from),
                 sig3(p.b_p50_us),
@@ -190,7 +195,7 @@ pub fn render(d: &Diff) -> String {
                 icon,
                 p.reason
                     .as_deref()
-                    .map(|r| format!(": {}", md_cell(r)))
+                    .map(|r| format!(": {}", md_text(r)))
                     .unwrap_or_default()
             );
         }
@@ -203,7 +208,7 @@ pub fn render(d: &Diff) -> String {
 /// " (cached from `run`)" for a timing served from the cache.
 fn cached(from: &Option<String>) -> String {
     from.as_deref()
-        .map(|run| format!(" (cached from `{}`)", md_cell(run)))
+        .map(|run| format!(" (cached from {})", md_cell(&md_code(run))))
         .unwrap_or_default()
 }
 
@@ -276,20 +281,20 @@ fn section(out: &mut String, title: &str, list: &[Diagnosis]) {
     for d in list {
         let _ = writeln!(
             out,
-            "- **{}** ({}, confidence {}{}{}; `{}`)",
+            "- **{}** ({}, confidence {}{}{}; {})",
             d.title,
             d.level.as_str(),
             d.confidence.as_str(),
             if d.configs.is_empty() {
                 String::new()
             } else {
-                format!(", {}", d.configs.join(", "))
+                format!(", {}", md_text(&d.configs.join(", ")))
             },
             d.location
                 .as_ref()
-                .map(|l| format!(", `{l}`"))
+                .map(|l| format!(", {}", md_code(&l.to_string())))
                 .unwrap_or_default(),
-            d.fingerprint
+            md_code(&d.fingerprint)
         );
         if let Some(e) = d
             .evidence
@@ -297,7 +302,7 @@ fn section(out: &mut String, title: &str, list: &[Diagnosis]) {
             .find(|e| !e.excerpt.is_empty())
             .or(d.evidence.first())
         {
-            let _ = writeln!(out, "  - {}: {}", e.stage, e.summary);
+            let _ = writeln!(out, "  - {}: {}", md_text(&e.stage), e.summary);
         }
     }
     let _ = writeln!(out);

@@ -10,7 +10,7 @@ use crate::diagnosis::{Diagnosis, Level};
 use crate::join::is_sanitizer;
 use crate::resources::{kernel_resources, ncu_summaries};
 use crate::tables::{bench_rows, check_rows, stress_rows};
-use crate::text::{bytes, fixed, md_cell, scrub, sig3};
+use crate::text::{bytes, code_fence, fixed, html_text, md_cell, md_code, md_text, scrub, sig3};
 use crate::{Run, StageStatus};
 
 /// Renders the whole report.
@@ -60,8 +60,8 @@ pub fn render_summary(analysis: &Analysis, run: &Run) -> String {
 }
 
 fn header(out: &mut String, run: &Run) {
-    let _ = writeln!(out, "# Exhibit report: {}\n", run.id);
-    let mut parts = vec![format!("pipeline `{}`", run.pipeline)];
+    let _ = writeln!(out, "# Exhibit report: {}\n", md_text(&run.id));
+    let mut parts = vec![format!("pipeline {}", md_code(&run.pipeline))];
     if let Some(git) = &run.git {
         let short: String = git.commit.chars().take(12).collect();
         parts.push(format!(
@@ -104,7 +104,12 @@ pub fn status_icon(status: StageStatus) -> &'static str {
 
 fn verdict(out: &mut String, a: &Analysis) {
     let v = &a.verdict;
-    let _ = writeln!(out, "**Verdict:** {} {}\n", verdict_icon(v.kind), v.line);
+    let _ = writeln!(
+        out,
+        "**Verdict:** {} {}\n",
+        verdict_icon(v.kind),
+        md_text(&v.line)
+    );
     if matches!(v.kind, VerdictKind::Clean | VerdictKind::CompileOnly) {
         let _ = writeln!(out, "{}\n", receipt(a));
     }
@@ -113,16 +118,16 @@ fn verdict(out: &mut String, a: &Analysis) {
         for u in &v.unconcluded {
             let _ = writeln!(
                 out,
-                "- `{}`{}: {}{}",
-                u.stage,
+                "- {}{}: {}{}",
+                md_code(&u.stage),
                 u.config
                     .as_deref()
-                    .map(|c| format!(" ({c})"))
+                    .map(|c| format!(" ({})", md_text(c)))
                     .unwrap_or_default(),
-                u.what,
+                md_text(&u.what),
                 u.reason
                     .as_deref()
-                    .map(|r| format!(" — {}", scrub(r, &a.joined.repo_files)))
+                    .map(|r| format!(" — {}", md_text(&scrub(r, &a.joined.repo_files))))
                     .unwrap_or_default()
             );
         }
@@ -182,13 +187,14 @@ pub fn receipt(a: &Analysis) -> String {
                 " on {}",
                 configs
                     .iter()
-                    .map(|c| format!("`{c}`"))
+                    .map(|c| md_code(c))
                     .collect::<Vec<_>>()
                     .join(", ")
             )
         };
         lines.push(format!(
-            "- **{stage}**: {}{on}{launch}",
+            "- **{}**: {}{on}{launch}",
+            md_text(&stage),
             crate::text::plural(rows.len() as u64, "run", "runs")
         ));
     }
@@ -203,13 +209,17 @@ pub(crate) fn diagnosis_meta(d: &Diagnosis) -> String {
         format!("confidence {}", d.confidence.as_str()),
     ];
     if !d.kernels.is_empty() {
-        meta.push(
-            d.kernels
-                .iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
-        );
+        let kernels = d
+            .kernels
+            .iter()
+            .map(|k| md_code(k))
+            .collect::<Vec<_>>()
+            .join(", ");
+        // The kernel first, then the inlined helpers the accesses are in.
+        meta.push(match crate::diagnosis::inlined_in(&d.helpers) {
+            Some(inlined) => format!("{kernels}, {inlined}"),
+            None => kernels,
+        });
     }
     if !d.configs.is_empty() {
         meta.push(format!(
@@ -221,18 +231,18 @@ pub(crate) fn diagnosis_meta(d: &Diagnosis) -> String {
             },
             d.configs
                 .iter()
-                .map(|c| format!("`{c}`"))
+                .map(|c| md_code(c))
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
     }
     if let Some(loc) = &d.location {
-        meta.push(format!("`{loc}`"));
+        meta.push(md_code(&loc.to_string()));
     }
     if let Some(call) = &d.call_site {
-        meta.push(format!("launched from `{call}`"));
+        meta.push(format!("launched from {}", md_code(&call.to_string())));
     }
-    meta.push(format!("rule `{}`", d.rule));
+    meta.push(format!("rule {}", md_code(&d.rule)));
     meta.join(" · ")
 }
 
@@ -261,20 +271,21 @@ fn evidence_items(out: &mut String, d: &Diagnosis) {
     }
     let _ = writeln!(out, "Evidence:\n");
     for e in &d.evidence {
-        let mut from = vec![format!("**{}**", e.stage)];
+        let mut from = vec![format!("**{}**", md_text(&e.stage))];
         if let Some(c) = &e.config {
-            from.push(format!("`{c}`"));
+            from.push(md_code(c));
         }
         if !e.log.is_empty() {
-            from.push(format!("`{}`", e.log));
+            from.push(md_code(&e.log));
         }
         let _ = writeln!(out, "- {}: {}", from.join(" · "), e.summary);
         if !e.excerpt.is_empty() {
-            let _ = writeln!(out, "\n  ```text");
+            let fence = code_fence(&e.excerpt);
+            let _ = writeln!(out, "\n  {fence}text");
             for line in &e.excerpt {
-                let _ = writeln!(out, "  {}", line.replace("```", "'''"));
+                let _ = writeln!(out, "  {line}");
             }
-            let _ = writeln!(out, "  ```\n");
+            let _ = writeln!(out, "  {fence}\n");
         }
     }
     let _ = writeln!(out);
@@ -294,7 +305,7 @@ fn notes(out: &mut String, a: &Analysis) {
     let _ = writeln!(
         out,
         "<details><summary>{}</summary>\n",
-        md_cell(&crate::text::join_words(&titles))
+        html_text(&crate::text::join_words(&titles))
     );
     for d in notes {
         let _ = writeln!(
@@ -309,10 +320,10 @@ fn notes(out: &mut String, a: &Analysis) {
             let _ = writeln!(
                 out,
                 "  - {}{}: {}",
-                e.stage,
+                md_text(&e.stage),
                 e.config
                     .as_deref()
-                    .map(|c| format!(" `{c}`"))
+                    .map(|c| format!(" {}", md_code(c)))
                     .unwrap_or_default(),
                 e.summary
             );
@@ -345,20 +356,19 @@ fn evidence(out: &mut String, a: &Analysis) {
         c.dedup();
         c
     };
-    let run_wide = a.coverage.iter().any(|r| r.config.is_none());
-    let mut stages: Vec<String> = Vec::new();
+    // Stages in run order: those run per config, and those run once for the whole run.
+    let mut per_config: Vec<String> = Vec::new();
+    let mut run_wide: Vec<String> = Vec::new();
     for r in &a.coverage {
-        if !stages.contains(&r.stage) {
-            stages.push(r.stage.clone());
+        let list = if r.config.is_some() {
+            &mut per_config
+        } else {
+            &mut run_wide
+        };
+        if !list.contains(&r.stage) {
+            list.push(r.stage.clone());
         }
     }
-    let mut head = vec!["Stage".to_string()];
-    head.extend(configs.iter().map(|c| format!("`{c}`")));
-    if run_wide {
-        head.push("run-wide".to_string());
-    }
-    let _ = writeln!(out, "| {} |", head.join(" | "));
-    let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
     let cell = |stage: &str, config: Option<&str>| -> String {
         let rows: Vec<&CoverageRow> = a
             .coverage
@@ -400,19 +410,37 @@ fn evidence(out: &mut String, a: &Analysis) {
         } else {
             ""
         };
-        md_cell(&format!("{}{count} {shown}{launched}", status_icon(worst)))
+        format!(
+            "{}{count} {}{launched}",
+            status_icon(worst),
+            md_text(&shown)
+        )
     };
-    for stage in &stages {
-        let mut row = vec![format!("{stage}")];
-        for c in &configs {
-            row.push(cell(stage, Some(c)));
+    // What ran once for the whole run is a list, so that the table holds one column per
+    // config and no column of long text that no config shares.
+    if !run_wide.is_empty() {
+        if !per_config.is_empty() {
+            let _ = writeln!(out, "Run-wide:\n");
         }
-        if run_wide {
-            row.push(cell(stage, None));
+        for stage in &run_wide {
+            let _ = writeln!(out, "- **{}**: {}", md_text(stage), cell(stage, None));
         }
-        let _ = writeln!(out, "| {} |", row.join(" | "));
+        let _ = writeln!(out);
     }
-    let _ = writeln!(out);
+    if !per_config.is_empty() {
+        let mut head = vec!["Stage".to_string()];
+        head.extend(configs.iter().map(|c| md_cell(&md_code(c))));
+        let _ = writeln!(out, "| {} |", head.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
+        for stage in &per_config {
+            let mut row = vec![md_text(stage)];
+            for c in &configs {
+                row.push(cell(stage, Some(c)));
+            }
+            let _ = writeln!(out, "| {} |", row.join(" | "));
+        }
+        let _ = writeln!(out);
+    }
     let legend: Vec<String> = [
         StageStatus::Passed,
         StageStatus::Findings,
@@ -434,16 +462,16 @@ fn evidence(out: &mut String, a: &Analysis) {
             let _ = writeln!(
                 out,
                 "- **{}**{}: {}",
-                n.stage,
+                md_text(&n.stage),
                 if n.configs.is_empty() {
                     String::new()
                 } else {
                     let mut c = n.configs.clone();
                     c.sort();
                     c.dedup();
-                    format!(" ({})", c.join(", "))
+                    format!(" ({})", md_text(&c.join(", ")))
                 },
-                scrub(&n.reason, &a.joined.repo_files)
+                md_text(&scrub(&n.reason, &a.joined.repo_files))
             );
         }
         let _ = writeln!(out);
@@ -466,7 +494,7 @@ fn evidence(out: &mut String, a: &Analysis) {
         );
         let _ = writeln!(out, "|---|---|---|---|---|---|---|");
         for r in ran {
-            let logs: Vec<String> = r.logs.iter().map(|l| format!("`{l}`")).collect();
+            let logs: Vec<String> = r.logs.iter().map(|l| md_cell(&md_code(l))).collect();
             let status = match (&r.cached_from, &r.reason) {
                 (Some(from), _) => format!(
                     "{} {} (cached from {from})",
@@ -485,11 +513,11 @@ fn evidence(out: &mut String, a: &Analysis) {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} |",
-                md_cell(&r.stage),
-                r.config.as_deref().map(md_cell).unwrap_or_default(),
-                r.case.as_deref().map(md_cell).unwrap_or_default(),
-                md_cell(&status),
-                md_cell(&r.figure),
+                md_text(&r.stage),
+                r.config.as_deref().map(md_text).unwrap_or_default(),
+                r.case.as_deref().map(md_text).unwrap_or_default(),
+                md_text(&status),
+                md_text(&r.figure),
                 match r.launched {
                     Some(true) => "yes",
                     Some(false) => "**no**",
@@ -537,12 +565,12 @@ fn per_config(out: &mut String, a: &Analysis) {
         };
         let occupancy = match &r.occupancy {
             Some(o) => {
-                let mut text = format!(
+                let mut text = md_text(&format!(
                     "{} blk/SM ({}%), {}",
                     o.blocks_per_sm,
                     fixed(o.fraction * 100.0, 1),
                     o.limiter.as_str()
-                );
+                ));
                 if let Some(c) = &r.occupancy_caveat {
                     if !caveats.contains(c) {
                         caveats.push(c.clone());
@@ -554,7 +582,8 @@ fn per_config(out: &mut String, a: &Analysis) {
             }
             None => r
                 .occupancy_caveat
-                .clone()
+                .as_deref()
+                .map(md_text)
                 .unwrap_or_else(|| "—".to_string()),
         };
         let local = match (r.ldl, r.stl) {
@@ -563,13 +592,13 @@ fn per_config(out: &mut String, a: &Analysis) {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.config
                 .as_deref()
-                .map(md_cell)
+                .map(md_text)
                 .unwrap_or_else(|| "—".into()),
-            r.arch.as_deref().unwrap_or("—"),
-            md_cell(&r.kernel),
+            r.arch.as_deref().map(md_text).unwrap_or_else(|| "—".into()),
+            md_cell(&md_code(&r.kernel)),
             opt(r.registers),
             spills,
             r.static_shared_bytes
@@ -578,7 +607,7 @@ fn per_config(out: &mut String, a: &Analysis) {
             sourced(r.dynamic_shared_bytes.map(bytes), r.dynamic_shared_from),
             r.stack_frame_bytes.map(bytes).unwrap_or_else(|| "—".into()),
             sourced(r.threads_per_block.map(|t| t.to_string()), r.threads_from),
-            md_cell(&occupancy),
+            occupancy,
             opt(r.hmma),
             opt(r.hgmma),
             local
@@ -597,7 +626,7 @@ fn per_config(out: &mut String, a: &Analysis) {
         );
     }
     for (i, c) in caveats.iter().enumerate() {
-        let _ = writeln!(out, "[{}] {c}.  ", i + 1);
+        let _ = writeln!(out, "[{}] {}.  ", i + 1, md_text(c));
     }
     if !caveats.is_empty() {
         let _ = writeln!(out);
@@ -646,13 +675,18 @@ fn correctness(out: &mut String, a: &Analysis) {
         let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|");
         for c in &checks {
             let result = match (c.passed, &c.error) {
-                (_, Some(e)) => format!("💥 {}", scrub(e, &a.joined.repo_files)),
+                (_, Some(e)) => format!("💥 {}", md_text(&scrub(e, &a.joined.repo_files))),
                 (Some(true), None) => "✅ pass".to_string(),
                 (Some(false), None) => {
-                    if c.canaries_corrupted.is_empty() {
+                    if let Some(why) = &c.failed_within_tolerance {
+                        format!("❌ fail within tolerance: {}", md_text(why))
+                    } else if c.canaries_corrupted.is_empty() {
                         "❌ fail".to_string()
                     } else {
-                        format!("❌ fail (canaries: {})", c.canaries_corrupted.join(", "))
+                        format!(
+                            "❌ fail (canaries: {})",
+                            md_text(&c.canaries_corrupted.join(", "))
+                        )
                     }
                 }
                 (None, None) if !c.launched => "💥 not launched".to_string(),
@@ -663,10 +697,10 @@ fn correctness(out: &mut String, a: &Analysis) {
                 "| {} | {} | {} | {} | {} | {} | {} | {} |",
                 c.config
                     .as_deref()
-                    .map(md_cell)
+                    .map(md_text)
                     .unwrap_or_else(|| "—".into()),
-                c.case.label(),
-                md_cell(&result),
+                md_text(&c.case.label()),
+                result,
                 c.max_abs_err.map(sig3).unwrap_or_else(|| "—".into()),
                 c.rel_l2_err.map(sig3).unwrap_or_else(|| "—".into()),
                 c.tolerance.map(sig3).unwrap_or_else(|| "—".into()),
@@ -686,10 +720,10 @@ fn correctness(out: &mut String, a: &Analysis) {
             let result = match (s.first_failure, &s.failure_kind) {
                 (Some(n), kind) => format!(
                     "❌ launch {n}: {}{}",
-                    kind.as_deref().unwrap_or("failure"),
+                    md_text(kind.as_deref().unwrap_or("failure")),
                     s.error
                         .as_deref()
-                        .map(|e| format!(" ({})", scrub(e, &a.joined.repo_files)))
+                        .map(|e| format!(" ({})", md_text(&scrub(e, &a.joined.repo_files))))
                         .unwrap_or_default()
                 ),
                 (None, _) if s.mismatched_launches > 0 => "❌ mismatch".to_string(),
@@ -700,17 +734,17 @@ fn correctness(out: &mut String, a: &Analysis) {
                 "| {} | {} | {} | {} | {} | {} | {} |",
                 s.config
                     .as_deref()
-                    .map(md_cell)
+                    .map(md_text)
                     .unwrap_or_else(|| "—".into()),
-                s.case.label(),
+                md_text(&s.case.label()),
                 s.launches,
-                md_cell(&s.sync),
-                md_cell(&result),
+                md_text(&s.sync),
+                result,
                 s.mismatched_launches,
                 if s.canaries_corrupted.is_empty() {
                     "intact".to_string()
                 } else {
-                    md_cell(&s.canaries_corrupted.join(", "))
+                    md_text(&s.canaries_corrupted.join(", "))
                 }
             );
         }
@@ -742,13 +776,13 @@ fn bench(out: &mut String, a: &Analysis, run: &Run) {
         let shown_case = if case == last_case {
             String::new()
         } else {
-            case.clone()
+            md_text(&case)
         };
         last_case = case;
         let name = if r.best {
-            format!("**`{}`** (best)", md_cell(&r.implementation))
+            format!("**{}** (best)", md_cell(&md_code(&r.implementation)))
         } else {
-            format!("`{}`", md_cell(&r.implementation))
+            md_cell(&md_code(&r.implementation))
         };
         // A ratio against a timing whose own spread is this wide says little.
         let speedup = match r.speedup {
@@ -762,8 +796,8 @@ fn bench(out: &mut String, a: &Analysis, run: &Run) {
             shown_case,
             name,
             if r.throttled { " ⚠️ throttled" } else { "" },
-            md_cell(&r.timing),
-            md_cell(&r.cache),
+            md_text(&r.timing),
+            md_text(&r.cache),
             sig3(r.p50_us),
             sig3(r.p90_us),
             sig3(r.tflops),
@@ -779,10 +813,10 @@ fn bench(out: &mut String, a: &Analysis, run: &Run) {
         .filter_map(|r| {
             r.result.skipped.as_ref().map(|why| {
                 format!(
-                    "`{}` ({}): {}",
-                    r.result.kernel,
-                    crate::tables::Case::of(r.result).label(),
-                    scrub(why, &a.joined.repo_files)
+                    "{} ({}): {}",
+                    md_code(&r.result.kernel),
+                    md_text(&crate::tables::Case::of(r.result).label()),
+                    md_text(&scrub(why, &a.joined.repo_files))
                 )
             })
         })
@@ -817,12 +851,12 @@ fn ncu(out: &mut String, a: &Analysis) {
     for n in &rows {
         let _ = writeln!(
             out,
-            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             n.config
                 .as_deref()
-                .map(md_cell)
+                .map(md_text)
                 .unwrap_or_else(|| "—".into()),
-            md_cell(&n.kernel),
+            md_cell(&md_code(&n.kernel)),
             n.duration_us.map(sig3).unwrap_or_else(|| "—".into()),
             pct(n.sm_throughput_pct),
             pct(n.memory_throughput_pct),
@@ -853,14 +887,14 @@ fn ncu(out: &mut String, a: &Analysis) {
                 "- {}{}: {}",
                 f.config
                     .as_deref()
-                    .map(|c| format!("`{c}` "))
+                    .map(|c| format!("{} ", md_code(c)))
                     .unwrap_or_default(),
                 f.finding
                     .kernel
                     .as_deref()
-                    .map(|k| format!("`{}`", crate::text::kernel_base(k)))
+                    .map(|k| md_code(&crate::text::kernel_base(k)))
                     .unwrap_or_default(),
-                scrub(&f.finding.message, &a.joined.repo_files)
+                md_text(&scrub(&f.finding.message, &a.joined.repo_files))
             );
         }
         let _ = writeln!(out, "\n</details>\n");
@@ -870,7 +904,7 @@ fn ncu(out: &mut String, a: &Analysis) {
 fn environment(out: &mut String, a: &Analysis, run: &Run) {
     let env = &run.environment;
     let _ = writeln!(out, "## Environment\n");
-    let _ = writeln!(out, "| | |");
+    let _ = writeln!(out, "| Item | Value |");
     let _ = writeln!(out, "|---|---|");
     if env.gpus.is_empty() {
         let _ = writeln!(
@@ -878,7 +912,7 @@ fn environment(out: &mut String, a: &Analysis, run: &Run) {
             "| GPU | none{} |",
             env.gpu_unavailable
                 .as_deref()
-                .map(|r| format!(" ({})", md_cell(&scrub(r, &a.joined.repo_files))))
+                .map(|r| format!(" ({})", md_text(&scrub(r, &a.joined.repo_files))))
                 .unwrap_or_default()
         );
     }
@@ -902,10 +936,10 @@ fn environment(out: &mut String, a: &Analysis, run: &Run) {
         if let Some(m) = &g.mig {
             parts.push(format!("MIG {m}"));
         }
-        let _ = writeln!(out, "| GPU | {} |", md_cell(&parts.join(", ")));
+        let _ = writeln!(out, "| GPU | {} |", md_text(&parts.join(", ")));
     }
     if let Some(d) = &env.driver {
-        let _ = writeln!(out, "| Driver | {} |", md_cell(d));
+        let _ = writeln!(out, "| Driver | {} |", md_text(d));
     }
     if let Some(p) = env.counters_permitted {
         let _ = writeln!(
@@ -918,12 +952,12 @@ fn environment(out: &mut String, a: &Analysis, run: &Run) {
         let _ = writeln!(
             out,
             "| {} | {} |",
-            md_cell(tool),
-            md_cell(&scrub(version, &a.joined.repo_files))
+            md_text(tool),
+            md_text(&scrub(version, &a.joined.repo_files))
         );
     }
     if let Some(s) = &env.toolchain_source {
-        let _ = writeln!(out, "| Toolchain | {} |", md_cell(s));
+        let _ = writeln!(out, "| Toolchain | {} |", md_text(s));
     }
     if let Some(git) = &run.git {
         let _ = writeln!(
@@ -933,7 +967,7 @@ fn environment(out: &mut String, a: &Analysis, run: &Run) {
             if git.dirty { " (dirty)" } else { "" }
         );
     }
-    let _ = writeln!(out, "| OS | {} |", md_cell(&env.os));
+    let _ = writeln!(out, "| OS | {} |", md_text(&env.os));
     let _ = writeln!(out);
 }
 
@@ -958,7 +992,7 @@ fn next_steps(out: &mut String, a: &Analysis) {
                 d.title,
                 d.location
                     .as_ref()
-                    .map(|l| format!(" (`{l}`)"))
+                    .map(|l| format!(" ({})", md_code(&l.to_string())))
                     .unwrap_or_default(),
                 first
             ),
@@ -968,16 +1002,16 @@ fn next_steps(out: &mut String, a: &Analysis) {
         step(
             out,
             format!(
-                "Re-run `{}`{}: it {}{}.",
-                u.stage,
+                "Re-run {}{}: it {}{}.",
+                md_code(&u.stage),
                 u.config
                     .as_deref()
-                    .map(|c| format!(" on `{c}`"))
+                    .map(|c| format!(" on {}", md_code(c)))
                     .unwrap_or_default(),
-                u.what,
+                md_text(&u.what),
                 u.reason
                     .as_deref()
-                    .map(|r| format!(" ({})", scrub(r, &a.joined.repo_files)))
+                    .map(|r| format!(" ({})", md_text(&scrub(r, &a.joined.repo_files))))
                     .unwrap_or_default()
             ),
         );
@@ -1002,10 +1036,8 @@ fn next_steps(out: &mut String, a: &Analysis) {
             out,
             format!(
                 "Run {} where they can run: skipped here ({}).",
-                crate::text::join_words(
-                    &stages.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>()
-                ),
-                scrub(&reason, &a.joined.repo_files)
+                crate::text::join_words(&stages.iter().map(|s| md_code(s)).collect::<Vec<_>>()),
+                md_text(&scrub(&reason, &a.joined.repo_files))
             ),
         );
     }

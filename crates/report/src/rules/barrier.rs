@@ -67,7 +67,7 @@ fn syncwarp_mask(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft 
     let finding = f.finding;
     let mut d = ctx.site_draft(
         "divergent-barrier",
-        "Invalid __syncwarp(mask): the mask does not name exactly the lanes that call it",
+        "Invalid `__syncwarp(mask)`: the mask does not name exactly the lanes that call it",
         index,
         f,
     );

@@ -7,7 +7,7 @@ use parsers::{FindingKind, Severity};
 use super::Ctx;
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::join::kind_name;
-use crate::text::{kernel_base, scrub};
+use crate::text::{md_text, scrub};
 
 /// One draft per unexplained finding at error or warning severity.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -67,7 +67,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .source(f.source)
             .map(|s| kind_name(s.kind))
             .unwrap_or("tool");
-        let message = scrub(&finding.message, &j.repo_files);
+        let message = md_text(&scrub(&finding.message, &j.repo_files));
         let level = match (finding.kind, finding.severity) {
             (FindingKind::CompilerWarning, _) | (FindingKind::UnusedMemory, _) => Level::Note,
             (FindingKind::MemoryLeak, _) => Level::Warning,
@@ -84,7 +84,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         };
         let mut d = Draft::new("sanitizer-error", level, title);
         d.config = f.config.clone();
-        d.kernel = finding.kernel.as_deref().map(kernel_base);
+        (d.kernel, d.helpers) = ctx.kernel_site(f);
         d.location = ctx.place(f);
         d.key = finding.fingerprint.clone();
         d.confidence = Confidence::Low;

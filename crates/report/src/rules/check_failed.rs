@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::Ctx;
 use crate::diagnosis::{Confidence, Draft, Level};
-use crate::text::scrub;
+use crate::text::{md_code, md_text, scrub};
 
 /// One draft per failed check or benchmark error (the same test in several configs merges).
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -28,16 +28,17 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .to_string();
         let said = detail("message")
             .or_else(|| detail("error_message"))
-            .map(|m| scrub(m, &j.repo_files));
+            .map(|m| md_text(&scrub(m, &j.repo_files)));
         let program = detail("program");
+        let name = md_code(&test);
         let mut d = Draft::new(
             "check-failed",
             Level::Error,
             match (&said, benchmark) {
-                (Some(m), false) => format!("Check `{test}` failed: {m}"),
-                (None, false) => format!("Check `{test}` failed"),
-                (Some(m), true) => format!("Benchmark `{test}` stopped with an error: {m}"),
-                (None, true) => format!("Benchmark `{test}` stopped with an error"),
+                (Some(m), false) => format!("Check {name} failed: {m}"),
+                (None, false) => format!("Check {name} failed"),
+                (Some(m), true) => format!("Benchmark {name} stopped with an error: {m}"),
+                (None, true) => format!("Benchmark {name} stopped with an error"),
             },
         );
         d.config = f.config.clone();
@@ -51,13 +52,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if let Some(err) = finding.details.get("max_abs_err") {
             d.figures.insert("max_abs_err".into(), err.clone());
         }
-        let by = program
-            .map(|p| format!("`{p}`"))
-            .unwrap_or_else(|| "The program".into());
+        let by = program.map(md_code).unwrap_or_else(|| "The program".into());
         (d.explanation, d.fix) = if benchmark {
             (
                 format!(
-                    "The benchmark `{test}` stopped itself with SkipWithError{}: it measured \
+                    "The benchmark {name} stopped itself with SkipWithError{}: it measured \
                      nothing, and whatever it guards did not hold.",
                     said.as_deref()
                         .map(|m| format!(" (\"{m}\")"))
@@ -70,7 +69,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         } else {
             (
                 format!(
-                    "{by} compared its output for `{test}` with its reference and reported a \
+                    "{by} compared its output for {name} with its reference and reported a \
                      failure{}{}. Exhibit did not re-check it: the program's own verdict is the \
                      evidence.",
                     finding
@@ -83,7 +82,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         .unwrap_or_default()
                 ),
                 format!(
-                    "Run `{test}` alone and compare the output with the reference where the \
+                    "Run {name} alone and compare the output with the reference where the \
                      message points; a kernel that fails only some cases often mishandles a tail \
                      or a mask."
                 ),

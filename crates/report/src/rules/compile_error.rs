@@ -18,7 +18,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         draft.kernel = f.finding.kernel.clone();
         draft.location = ctx.place(f);
         draft.key = f.finding.fingerprint.clone();
-        let message = crate::text::scrub(&f.finding.message, &ctx.joined.repo_files);
+        let message = crate::text::md_text(&crate::text::scrub(
+            &f.finding.message,
+            &ctx.joined.repo_files,
+        ));
         draft.title = format!("Compile error: {message}");
         draft.explanation = format!(
             "The compiler stopped with an error{}, so nothing downstream of this config's compile \

@@ -196,7 +196,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         {
             let call = detail(first.finding, "api_call").unwrap_or("a CUDA call");
             let name = error_name(first);
-            let said = detail(first.finding, "error_message").unwrap_or("invalid argument");
+            let said = crate::text::md_text(
+                detail(first.finding, "error_message").unwrap_or("invalid argument"),
+            );
             let mut d = Draft::new(
                 "host-api-error",
                 Level::Error,

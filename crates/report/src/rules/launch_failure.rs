@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::{Ctx, is_harness_kind};
 use crate::diagnosis::{Confidence, Draft, Level};
-use crate::text::kernel_base;
+use crate::text::{kernel_base, md_code, md_text};
 
 /// One draft per config, kernel and error text.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -49,10 +49,11 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         );
         let config = stage.config.as_deref();
         let root = ctx.root_cause_of_config(config);
+        let said = md_text(&reason);
         let mut d = Draft::new(
             "launch-failure",
             Level::Error,
-            format!("The program fails: {reason}"),
+            format!("The program fails: {said}"),
         );
         d.attach_to = root;
         d.config = stage.config.clone();
@@ -62,7 +63,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         let mut item = ctx.source_evidence(
             sources.first().copied(),
             config,
-            format!("{}: {reason}", stage.name),
+            format!("{}: {said}", md_text(&stage.name)),
         );
         item.stage.clone_from(&stage.name);
         d.evidence.push(item);
@@ -72,9 +73,9 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
             }
         }
         d.explanation = format!(
-            "The {} stage ran the program and it failed ({reason}). No tool in that stage \
+            "The {} stage ran the program and it failed ({said}). No tool in that stage \
              located the fault.",
-            stage.name
+            md_text(&stage.name)
         );
         d.fix = "Run the sanitizer stages on this config: their file:line is where to look."
             .to_string();
@@ -125,13 +126,14 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
         d.kernel = Some(kernel.clone());
         d.location = ctx.kernel_file(config);
         d.key = error.clone();
+        let error = md_text(&error);
         d.confidence = Confidence::Medium;
         d.evidence.push(ctx.result_evidence(
             r,
             format!(
-                "{} launch of `{}`: {error}",
+                "{} launch of {}: {error}",
                 super::mode_name(r.result.mode),
-                r.result.kernel
+                md_code(&r.result.kernel)
             ),
         ));
         for (i, f) in j.findings.iter().enumerate() {
@@ -149,7 +151,7 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
                  (registers x threads) or shared memory than one SM has. The occupancy diagnosis \
                  for this config shows which."
             );
-            d.fix = "Lower registers per thread (__launch_bounds__, fewer live fragments), the \
+            d.fix = "Lower registers per thread (`__launch_bounds__`, fewer live fragments), the \
                      threads per block, or the tile sizes that set shared memory."
                 .to_string();
         } else if !r.result.launched {

@@ -5,9 +5,11 @@
 use parsers::{Finding, FindingKind, Severity};
 use serde_json::json;
 
-use crate::diagnosis::{Confidence, Diagnosis, Draft, EvidenceItem, SourceLocation, finish};
+use crate::diagnosis::{
+    Confidence, Diagnosis, Draft, EvidenceItem, Helper, SourceLocation, finish,
+};
 use crate::join::{FindingRef, Joined, ResultRef};
-use crate::text::{kernel_base, relative_path, scrub};
+use crate::text::{kernel_base, md_code, md_text, relative_path, scrub};
 
 mod barrier;
 mod catch_all;
@@ -53,7 +55,7 @@ pub const RULES: &[Rule] = &[
         id: "wmma-local-memory",
         name: "Tensor-core fragment on local memory",
         description: "The compiler's 'cannot perform wmma load or store on local memory' warning, \
-                      corroborated by memcheck's trap (sm_90) or invalid __local__ access (sm_89) \
+                      corroborated by memcheck's trap (sm_90) or invalid `__local__` access (sm_89) \
                       and BPT.TRAP or LDL/STL in the kernel's SASS.",
         module: "crates/report/src/rules/wmma_local.rs",
         run: Some(wmma_local::run),
@@ -317,7 +319,7 @@ impl Ctx<'_, '_> {
     ) -> Draft {
         let mut d = Draft::new(rule, crate::Level::Error, title);
         d.config = f.config.clone();
-        d.kernel = f.finding.kernel.as_deref().map(kernel_base);
+        (d.kernel, d.helpers) = self.kernel_site(f);
         d.location = self.place(f);
         d.confidence = if d.location.is_some() {
             Confidence::High
@@ -337,14 +339,16 @@ impl Ctx<'_, '_> {
         let mut summary = format!(
             "{} × {}",
             finding.count,
-            scrub(&finding.message, &self.joined.repo_files)
+            md_text(&scrub(&finding.message, &self.joined.repo_files))
         );
-        if let Some(kernel) = &finding.kernel {
-            summary.push_str(&format!(" in `{}`", kernel_base(kernel)));
+        let (kernel, helpers) = self.kernel_site(f);
+        if let Some(kernel) = &kernel {
+            summary.push_str(&format!(" in {}", md_code(kernel)));
         }
-        if let Some(loc) = self.finding_location(finding) {
-            summary.push_str(&format!(" at {loc}"));
+        for h in &helpers {
+            summary.push_str(&format!(" (inlined helper {})", md_code(&h.name)));
         }
+        summary.push_str(&at_location(self.finding_location(finding).as_ref()));
         EvidenceItem {
             stage: source.map(|s| s.stage_name()).unwrap_or_default(),
             config: f.config.clone(),
@@ -352,6 +356,61 @@ impl Ctx<'_, '_> {
             summary,
             excerpt: self.excerpt(&finding.excerpt),
         }
+    }
+
+    /// The `__global__` kernel a finding is in, kernel first, and the device function inlined
+    /// into it where the access sits, when that is not the kernel itself. compute-sanitizer
+    /// names the function the access is in, and the kernel only in a device frame under it:
+    /// racecheck's "Race reported between" records name only the function (`cp_async_16`),
+    /// and the kernel is then the one the stage launched.
+    pub fn kernel_site(&self, f: &FindingRef) -> (Option<String>, Vec<Helper>) {
+        let finding = f.finding;
+        let named = finding.kernel.as_deref().map(kernel_base);
+        let location = self.finding_location(finding);
+        let helper = |name: String| Helper {
+            name,
+            location: location.clone(),
+        };
+        if let (Some(name), Some(launched)) = (&named, self.launched_kernel(f.source))
+            && *name != launched
+            && self.joined.kernel(f.config.as_deref(), name).is_none()
+        {
+            return (Some(launched), vec![helper(name.clone())]);
+        }
+        // The record's own frame, under the kernel's device frame: a helper in the user's
+        // source (a run's input or a `.cu` file; a toolkit header's intrinsic is no helper of
+        // theirs).
+        let in_user_source = location.as_ref().is_some_and(|l| {
+            self.joined.repo_files.contains(&l.file)
+                || l.file.ends_with(".cu")
+                || l.file.ends_with(".cuh")
+        });
+        let function = finding
+            .details
+            .get("function")
+            .and_then(|v| v.as_str())
+            .map(kernel_base)
+            .filter(|func| in_user_source && Some(func) != named.as_ref());
+        (named, function.map(helper).into_iter().collect())
+    }
+
+    /// The kernel the stage of a log launched: the one its unit names, else the one its
+    /// harness results name.
+    pub fn launched_kernel(&self, source: usize) -> Option<String> {
+        let j = self.joined;
+        let stage = j.source(source)?.stage?;
+        if let Some(kernel) = stage.unit().kernel.as_deref() {
+            return Some(kernel_base(kernel));
+        }
+        j.results
+            .iter()
+            .filter(|r| !crate::join::is_baseline(r.result))
+            .find(|r| {
+                j.source(r.source)
+                    .and_then(|s| s.stage)
+                    .is_some_and(|s| std::ptr::eq(s, stage))
+            })
+            .map(|r| kernel_base(&r.result.kernel))
     }
 
     /// An evidence item about a harness result, quoting no raw lines (the JSON is the record).
@@ -674,7 +733,10 @@ pub fn device_frame(line: &str) -> Option<(&str, u32)> {
     Some((file, line.trim().parse().ok()?))
 }
 
-/// " at file:line" for a draft's location, or nothing when it has none.
+/// " at file:line" for a draft's location (escaped for the Markdown its text is), or nothing
+/// when it has none.
 pub fn at_location(location: Option<&SourceLocation>) -> String {
-    location.map(|l| format!(" at {l}")).unwrap_or_default()
+    location
+        .map(|l| format!(" at {}", md_text(&l.to_string())))
+        .unwrap_or_default()
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{Ctx, detail_u64};
 use crate::diagnosis::{Confidence, Draft, Level};
-use crate::text::{bytes, kernel_base};
+use crate::text::{bytes, kernel_base, md_text};
 
 /// One draft per distinct invalid-access site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -37,7 +37,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             format!("Out-of-bounds {space_word} {access_word}"),
         );
         d.config = f.config.clone();
-        d.kernel = finding.kernel.as_deref().map(kernel_base);
+        (d.kernel, d.helpers) = ctx.kernel_site(f);
         d.location = ctx.place(f);
         d.key = format!("{space_word}|{access_word}");
         d.evidence.push(ctx.finding_evidence(f));
@@ -255,7 +255,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     signals += 1;
                     d.evidence.push(ctx.result_evidence(
                         r,
-                        format!("harness canaries overwritten: {}", corrupted.join(", ")),
+                        format!(
+                            "harness canaries overwritten: {}",
+                            md_text(&corrupted.join(", "))
+                        ),
                     ));
                     break;
                 }
@@ -323,7 +326,7 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
             format!(
                 "{} launch overwrote guard regions: {}",
                 super::mode_name(r.result.mode),
-                corrupted.join(", ")
+                md_text(&corrupted.join(", "))
             ),
         ));
         for (i, f) in j.findings.iter().enumerate() {
@@ -332,10 +335,13 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
             }
         }
         d.explanation = format!(
-            "The harness surrounds every buffer with guard regions and found {} overwritten after              a single launch: the kernel writes past (or before) a buffer without faulting. No              memcheck finding names the site for this config.",
-            corrupted.join(", ")
+            "The harness surrounds every buffer with guard regions and found {} overwritten after \
+             a single launch: the kernel writes past (or before) a buffer without faulting. No \
+             memcheck finding names the site for this config.",
+            md_text(&corrupted.join(", "))
         );
-        d.fix = "Run memcheck on this config to get the file:line of the write, then guard the                  store with the buffer's real bound (rows >= seq_len in the last tile)."
+        d.fix = "Run memcheck on this config to get the file:line of the write, then guard the \
+                 store with the buffer's real bound (rows >= seq_len in the last tile)."
             .to_string();
         out.push(d);
     }

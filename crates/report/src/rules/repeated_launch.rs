@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{Ctx, is_harness_kind};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::join::is_sanitizer;
-use crate::text::{kernel_base, plural};
+use crate::text::{kernel_base, md_text, plural};
 
 /// One draft per failing stress result, and per launch search of a target's program.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -55,7 +55,7 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
         let kernel = first
             .and_then(|f| f.finding.kernel.as_deref())
             .map(kernel_base);
-        let failure = search.failure.as_deref().unwrap_or("failed");
+        let failure = md_text(search.failure.as_deref().unwrap_or("failed"));
         let mut d = Draft::new(
             "repeated-launch-failure",
             Level::Error,
@@ -183,7 +183,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         let what = match kind {
             "canary" => format!(
                 "overwrote a guard region ({})",
-                stress.canaries_corrupted.join(", ")
+                md_text(&stress.canaries_corrupted.join(", "))
             ),
             "mismatch" => format!(
                 "produced output that differs bitwise from launch 1 ({} of {launches} launches differ)",
@@ -194,13 +194,13 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
                 r.result
                     .error
                     .as_deref()
-                    .map(|e| format!(": {e}"))
+                    .map(|e| format!(": {}", md_text(e)))
                     .unwrap_or_default()
             ),
         };
         let summary = format!(
             "stress ({launches} launches, sync {}): launch {n} {what}",
-            stress.sync
+            md_text(&stress.sync)
         );
         d.evidence.push(ctx.result_evidence(r, summary));
         let mut signals = 1;
@@ -247,7 +247,10 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
                 d.evidence.push(ctx.source_evidence(
                     Some(i),
                     config,
-                    format!("memcheck: 0 errors on a single launch ({})", s.path),
+                    format!(
+                        "memcheck: 0 errors on a single launch ({})",
+                        md_text(s.path)
+                    ),
                 ));
             }
         }

@@ -10,8 +10,8 @@ use regex::Regex;
 use serde_json::json;
 
 use super::{Ctx, detail_u64};
-use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
-use crate::text::kernel_base;
+use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, inlined_in};
+use crate::text::{kernel_base, md_code, md_text};
 
 /// One draft per distinct pair of sites.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -29,7 +29,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let warp = is_warp_level(finding);
         let cp_async = has_cp_async(ctx, f);
         // One pair per other side the tool named ("... and Write access at X", "and ... at Y").
-        let mut sides: Vec<(Option<Access>, Option<SourceLocation>)> = finding
+        let (kernel, helpers) = ctx.kernel_site(f);
+        let mut sides: Vec<(Option<Access>, Option<SourceLocation>, Option<Helper>)> = finding
             .related
             .iter()
             .filter(|r| r.file.is_some() || r.line.is_some())
@@ -44,11 +45,23 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     file: crate::text::relative_path(file, &j.repo_files),
                     line: r.line,
                 });
-                (access, loc)
+                // The function of the other side ("Read attn::ldmatrix_x4(...)"), when it is a
+                // helper inlined into the kernel rather than the kernel itself.
+                let helper = r
+                    .function
+                    .as_deref()
+                    .and_then(|f| f.split_once(' '))
+                    .map(|(_, name)| kernel_base(name))
+                    .filter(|name| !helpers.is_empty() && Some(name) != kernel.as_ref())
+                    .map(|name| Helper {
+                        name,
+                        location: loc.clone(),
+                    });
+                (access, loc, helper)
             })
             .collect();
         if sides.is_empty() {
-            sides.push((fallback_access, None));
+            sides.push((fallback_access, None, None));
         }
         let pairs = sides.len();
         // The tool's own count per side ("and Write access at ... [512 hazards]"), in order.
@@ -62,7 +75,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     .and_then(|c| c[1].replace(',', "").parse().ok())
             })
             .collect();
-        for (side, (second_access, second)) in sides.into_iter().enumerate() {
+        for (side, (second_access, second, other_helper)) in sides.into_iter().enumerate() {
             let side_hazards = if per_side.len() == pairs {
                 per_side.get(side).copied()
             } else {
@@ -86,13 +99,16 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 "shared-memory-race",
                 Level::Error,
                 if warp {
-                    "Shared-memory race within a warp: missing __syncwarp()"
+                    "Shared-memory race within a warp: missing `__syncwarp()`"
                 } else {
                     "Shared-memory race: missing barrier"
                 },
             );
             d.config = f.config.clone();
-            d.kernel = finding.kernel.as_deref().map(kernel_base);
+            d.kernel = kernel.clone();
+            d.helpers = helpers.clone();
+            d.helpers
+                .extend(other_helper.filter(|h| !helpers.contains(h)));
             d.evidence.push(ctx.finding_evidence(f));
             d.explains.push(index);
             d.figures
@@ -112,7 +128,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 
             let line = |l: &Option<SourceLocation>| {
                 l.as_ref()
-                    .map(|l| l.to_string())
+                    .map(|l| md_text(&l.to_string()))
                     .unwrap_or_else(|| "an unnamed site".to_string())
             };
             let same_file = match (&write, &other) {
@@ -129,11 +145,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 ),
                 None => crate::text::plural(hazards, "hazard", "hazards"),
             };
-            let kernel_text = d
-                .kernel
-                .as_ref()
-                .map(|k| format!(" in `{k}`"))
-                .unwrap_or_default();
+            let kernel_text = match (&d.kernel, inlined_in(&d.helpers)) {
+                (Some(k), Some(inlined)) => format!(" in {}, {inlined}", md_code(k)),
+                (Some(k), None) => format!(" in {}", md_code(k)),
+                (None, Some(inlined)) => format!(" {inlined}"),
+                (None, None) => String::new(),
+            };
             match (write_line, other_line) {
                 (Some(w), Some(o)) if warp && w != o => {
                     // Lanes of one warp: racecheck's warp-level programming hazard. Program order
@@ -141,12 +158,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     // step reads at an earlier one), so the advice names both lines.
                     d.title = if same_file && w > o && other_access == Access::Read {
                         format!(
-                            "Shared-memory race within a warp: missing __syncwarp() between the \
+                            "Shared-memory race within a warp: missing `__syncwarp()` between the \
                              read at line {o} and the write at line {w}"
                         )
                     } else {
                         format!(
-                            "Shared-memory race within a warp: missing __syncwarp() between line \
+                            "Shared-memory race within a warp: missing `__syncwarp()` between line \
                              {} and line {}",
                             w.min(o),
                             w.max(o)
@@ -233,7 +250,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         line(&write),
                         other
                             .as_ref()
-                            .map(|o| format!(" and {o}"))
+                            .map(|o| format!(" and {}", md_text(&o.to_string())))
                             .unwrap_or_default()
                     );
                     d.fix = if warp {

@@ -161,7 +161,7 @@ fn draft(
             what.push(format!("{traps} \"Trace/breakpoint trap\" records"));
         }
         if local > 0 {
-            what.push(format!("{local} invalid __local__ accesses"));
+            what.push(format!("{local} invalid `__local__` accesses"));
         }
         // The printed records are capped by --print-limit; the summary counts them all.
         let reported: u64 = fault_sources
@@ -222,10 +222,10 @@ fn draft(
             d.evidence.push(ctx.result_evidence(
                 r,
                 format!(
-                    "{} launch of `{}` failed: {}",
+                    "{} launch of {} failed: {}",
                     super::mode_name(r.result.mode),
-                    r.result.kernel,
-                    crate::text::scrub(err, &j.repo_files)
+                    crate::text::md_code(&r.result.kernel),
+                    crate::text::md_text(&crate::text::scrub(err, &j.repo_files))
                 ),
             ));
             break;
@@ -257,7 +257,7 @@ fn draft(
          store_matrix_sync, or ldmatrix) was given a pointer into a thread-local array. Local \
          memory is private to each thread, so a warp-collective fragment access cannot use it: \
          the compiler warns and, on sm_90, plants a trap (BPT.TRAP) that fires at run time as \
-         \"Trace/breakpoint trap\"; older archs report \"Invalid __local__ read\" instead. Either \
+         \"Trace/breakpoint trap\"; older archs report \"Invalid `__local__` read\" instead. Either \
          way the launch fails with an unspecified launch failure.",
         join_words(&said)
     );

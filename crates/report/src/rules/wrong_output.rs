@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::{Ctx, is_harness_kind};
+use crate::check_failure::{second_launch_differs, within_tolerance_failure};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::join::ResultRef;
-use crate::text::{kernel_base, sig3};
+use crate::text::{kernel_base, md_text, sig3};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Category {
@@ -220,7 +221,44 @@ fn draft(
                 .iter()
                 .filter_map(|r| r.result.check.as_ref().map(|c| c.tolerance))
                 .fold(0.0f64, f64::max);
-            if let Some((label, name)) = tile.clone() {
+            let within_tolerance = failing
+                .iter()
+                .all(|r| within_tolerance_failure(r.result).is_some());
+            let second_launch = failing
+                .iter()
+                .all(|r| second_launch_differs(r.result).is_some());
+            if within_tolerance {
+                // The error passes; something else the check gates on does not.
+                d.key = "within-tolerance".into();
+                d.title = if second_launch {
+                    "Output differs between two launches on the same inputs".to_string()
+                } else {
+                    "Checks fail although the error is within tolerance".to_string()
+                };
+                d.explanation = format!(
+                    "{n_fail} failed although the error is within tolerance (max abs error {} \
+                     against a tolerance of {}): the check gates on more than the error, and \
+                     each shape's evidence says what it failed on.{}",
+                    sig3(max_err),
+                    sig3(tol),
+                    if second_launch {
+                        " A second launch on the same inputs did not reproduce the first output: \
+                         what the kernel computes depends on more than its inputs (memory it \
+                         reads before writing, state a launch leaves behind, or a race)."
+                    } else {
+                        ""
+                    }
+                );
+                d.fix = if second_launch {
+                    "Run initcheck and racecheck on this config: a read of uninitialised or \
+                     stale memory, or a missing barrier, is what makes two launches differ."
+                        .to_string()
+                } else {
+                    "Read the failing shapes' figures in the harness JSON (`details`) and fix \
+                     what they name."
+                        .to_string()
+                };
+            } else if let Some((label, name)) = tile.clone() {
                 d.title = format!(
                     "Wrong results when S is not a multiple of {label} (tail tile off-by-one)"
                 );
@@ -326,9 +364,12 @@ pub fn describe(r: &ResultRef) -> String {
         res.dtype,
         if res.causal { " causal" } else { "" }
     );
+    let within = within_tolerance_failure(res)
+        .map(|why| format!(" although the error is within tolerance: {}", md_text(&why)))
+        .unwrap_or_default();
     match &res.check {
         Some(c) => format!(
-            "check {shape}: {} (max abs err {}, rel L2 {}, tolerance {}, {} NaN, {} unwritten{})",
+            "check {shape}: {} (max abs err {}, rel L2 {}, tolerance {}, {} NaN, {} unwritten{}){within}",
             if c.passed { "passed" } else { "failed" },
             sig3(c.max_abs_err),
             sig3(c.rel_l2_err),

@@ -160,12 +160,12 @@ fn a_run_where_nothing_ran_is_inconclusive() {
     assert_eq!(analyze(&ev).verdict.kind, VerdictKind::Inconclusive);
 }
 
-#[test]
-fn clean_kernel_checked_and_timed_against_sdpa_on_the_gpu() {
-    // The harness captures of attention.cu built with this config's defines, beside the SDPA
-    // baseline on the same shape (H200, 2026-11-22; the sidecars have the commands).
+/// The harness captures of attention.cu built with one config's defines, checked and timed
+/// beside the SDPA baseline on the same shape (H200, 2026-11-22; the sidecars have the
+/// commands).
+pub fn clean_gpu() -> report::Evidence {
     const CONFIG: &str = "d64_m128_n64_s2_w4";
-    let ev = evidence(
+    evidence(
         "clean_gpu",
         &[
             compile(CONFIG, "ptxas/nvcc13.0_attention_d64_m128_n64_s2_w4.log"),
@@ -183,7 +183,12 @@ fn clean_kernel_checked_and_timed_against_sdpa_on_the_gpu() {
             harness(StageKind::Baseline, None, "harness/sdpa_b2h8s512d64.json"),
         ],
         &["kernel/attention.cu"],
-    );
+    )
+}
+
+#[test]
+fn clean_kernel_checked_and_timed_against_sdpa_on_the_gpu() {
+    let ev = clean_gpu();
     let a = analyze(&ev);
     assert_eq!(a.verdict.kind, VerdictKind::Clean, "{:#?}", a.diagnoses);
     let rows = report::tables::bench_rows(&a.joined);

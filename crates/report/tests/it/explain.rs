@@ -93,6 +93,7 @@ fn explain_names_the_root_cause_of_each_fault_log() {
         assert_eq!(first.level, Level::Error, "{files:?}");
         let md = render_explanation(&e, OutputFormat::Markdown);
         assert_deterministic_text(&md);
+        crate::gfm::assert_renders_on_github(&files.join(", "), &md);
     }
 }
 

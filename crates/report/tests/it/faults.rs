@@ -427,3 +427,67 @@ fn tail_off_by_one_variant_fails_its_check_with_nan() {
     assert_eq!(d.title, "NaN outputs");
     insta::assert_snapshot!("tail_off_by_one", markdown(&ev));
 }
+
+#[test]
+fn a_race_in_inlined_helpers_names_the_launched_kernel_first() {
+    // racecheck's "Race reported between" records name the device functions the accesses are
+    // in (cp_async_16 writes, ldmatrix_x4 reads); the stage launched attention_fwd_f16.
+    let ev = evidence(
+        "missing_kv_barrier",
+        &[sanitizer(
+            StageKind::Racecheck,
+            "missing_kv_barrier",
+            "report/racecheck_missing_kv_barrier.log",
+        )],
+        &["kernel/attention.cu"],
+    );
+    let a = analyze(&ev);
+    let race = a
+        .diagnoses
+        .iter()
+        .find(|d| d.rule == "shared-memory-race" && d.title.contains("line 136"))
+        .unwrap_or_else(|| panic!("no race at line 136: {:#?}", a.diagnoses));
+    assert_eq!(
+        race.kernel.as_deref(),
+        Some("attention_fwd_f16"),
+        "{race:#?}"
+    );
+    assert_eq!(race.kernels, ["attention_fwd_f16"]);
+    let helpers: Vec<(&str, String)> = race
+        .helpers
+        .iter()
+        .map(|h| {
+            (
+                h.name.as_str(),
+                h.location
+                    .as_ref()
+                    .map(|l| l.to_string())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        helpers,
+        [
+            ("cp_async_16", "kernel/attention.cu:120".to_string()),
+            ("ldmatrix_x4", "kernel/attention.cu:136".to_string())
+        ]
+    );
+    assert!(
+        race.explanation.starts_with(
+            "racecheck reports 270624 hazards in `attention_fwd_f16`, in the inlined helpers \
+             `cp_async_16` (`kernel/attention.cu:120`) and `ldmatrix_x4` (`kernel/attention.cu:136`)"
+        ),
+        "{}",
+        race.explanation
+    );
+    let md = markdown(&ev);
+    assert!(
+        md.contains(
+            "error · confidence high · `attention_fwd_f16`, in the inlined helpers `cp_async_16` \
+             (`kernel/attention.cu:120`) and `ldmatrix_x4` (`kernel/attention.cu:136`) · config \
+             `missing_kv_barrier`"
+        ),
+        "{md}"
+    );
+}

@@ -80,7 +80,7 @@ fn occupancy_agrees_with_nsight_compute_on_a_real_profile() {
     );
 }
 
-fn bench(p50: f64, p90: f64, samples: u64) -> Bench {
+pub fn bench(p50: f64, p90: f64, samples: u64) -> Bench {
     Bench {
         cache: "warm".into(),
         timing: "events".into(),
@@ -138,7 +138,7 @@ fn noise_judgement() {
     );
 }
 
-fn result(mode: Mode, config: &str, seq_len: u32, causal: bool) -> HarnessResult {
+pub fn result(mode: Mode, config: &str, seq_len: u32, causal: bool) -> HarnessResult {
     HarnessResult {
         mode,
         kernel: "attention_fwd_f16".into(),
@@ -157,6 +157,7 @@ fn result(mode: Mode, config: &str, seq_len: u32, causal: bool) -> HarnessResult
         check: None,
         stress: None,
         bench: None,
+        details: Default::default(),
     }
 }
 
@@ -174,7 +175,7 @@ fn check(passed: bool, max_abs_err: f64, nan: u64) -> Check {
 
 /// A run whose config `cfg` was compiled with BLOCK_N=64 and whose harness stages printed
 /// `results`, one stage per result.
-fn harness_run(results: Vec<(StageKind, HarnessResult)>) -> Evidence {
+pub fn harness_run(results: Vec<(StageKind, HarnessResult)>) -> Evidence {
     with_harness(evidence("harness", &[], &["kernel/attention.cu"]), results)
 }
 
@@ -776,4 +777,92 @@ fn a_fault_that_needs_several_launches_is_its_own_root_cause() {
         "repeated_launch",
         redact(&render(&ev, OutputFormat::Markdown))
     );
+}
+
+/// A check within its tolerance that failed on something else: harness results as the
+/// uninit_row_sum fault's check wrote them (the reference run's figures), with and without the
+/// harness's `details`.
+fn within_tolerance(seq_len: u32, details: bool) -> (StageKind, HarnessResult) {
+    let (kind, mut r) = checked(
+        seq_len,
+        false,
+        Check {
+            passed: false,
+            max_abs_err: 1.573e-4,
+            rel_l2_err: 2.737e-4,
+            tolerance: 1e-3,
+            nan_count: 0,
+            unwritten: 0,
+            canaries_corrupted: Vec::new(),
+        },
+    );
+    if details {
+        r.details
+            .insert("repeat_elements_differing".into(), 352256.into());
+        r.details.insert("elements_total".into(), 524288.into());
+        r.details.insert("elements_over_bound".into(), 0.into());
+    }
+    (kind, r)
+}
+
+#[test]
+fn a_check_failed_within_tolerance_says_what_failed_it() {
+    let ev = harness_run(vec![within_tolerance(512, true)]);
+    let a = analyze(&ev);
+    let d = a
+        .diagnoses
+        .iter()
+        .find(|d| d.rule == "wrong-output")
+        .unwrap_or_else(|| panic!("{:#?}", a.diagnoses));
+    assert_eq!(
+        d.title,
+        "Output differs between two launches on the same inputs"
+    );
+    assert!(
+        d.explanation
+            .contains("failed although the error is within tolerance"),
+        "{}",
+        d.explanation
+    );
+    let line = &d.evidence[0].summary;
+    assert!(
+        line.ends_with(
+            "failed (max abs err 1.6e-4, rel L2 2.7e-4, tolerance 0.001, 0 NaN, 0 unwritten) \
+             although the error is within tolerance: a second launch on the same inputs gave \
+             different output in 352256 of 524288 elements"
+        ),
+        "{line}"
+    );
+    let md = render(&ev, OutputFormat::Markdown);
+    assert!(
+        md.contains(
+            "| ❌ fail within tolerance: a second launch on the same inputs gave different output \
+             in 352256 of 524288 elements | 1.6e-4 | 2.7e-4 | 0.001 |"
+        ),
+        "{md}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&render(&ev, OutputFormat::Json)).expect("JSON");
+    assert!(
+        json["checks"][0]["failed_within_tolerance"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("a second launch")),
+        "{}",
+        json["checks"]
+    );
+
+    // Without the harness's details, the report says it has no other reason, not one made up.
+    let ev = harness_run(vec![within_tolerance(512, false)]);
+    let md = render(&ev, OutputFormat::Markdown);
+    assert!(
+        md.contains("although the error is within tolerance: the harness recorded no other reason"),
+        "{md}"
+    );
+    assert!(!md.contains("second launch"), "{md}");
+
+    // An error over the tolerance is the failure: nothing more is said.
+    let ev = harness_run(vec![checked(512, false, check(false, 0.5, 0))]);
+    let md = render(&ev, OutputFormat::Markdown);
+    assert!(md.contains("| ❌ fail |"), "{md}");
+    assert!(!md.contains("within tolerance"), "{md}");
 }

@@ -20,6 +20,7 @@ fn diagnoses(files: &[&str], rule: &str) -> (Vec<Diagnosis>, String) {
         e.diagnoses
     );
     let md = render_explanation(&e, OutputFormat::Markdown);
+    crate::gfm::assert_renders_on_github(&files.join(", "), &md);
     // The full-warp mask the `__syncwarp` advice names is a constant, not an address.
     assert_deterministic_text(&md.replace("0xffffffff", "FULL_WARP_MASK"));
     let found: Vec<Diagnosis> = e.diagnoses.into_iter().filter(|d| d.rule == rule).collect();
@@ -37,7 +38,7 @@ fn at(d: &Diagnosis) -> (String, Option<u32>) {
 fn assert_warp_advice(d: &Diagnosis) {
     assert!(
         d.title
-            .starts_with("Shared-memory race within a warp: missing __syncwarp() between"),
+            .starts_with("Shared-memory race within a warp: missing `__syncwarp()` between"),
         "{}",
         d.title
     );
@@ -208,7 +209,7 @@ fn an_invalid_syncwarp_mask_is_diagnosed_as_a_mask_error() {
     let d = &ds[0];
     assert_eq!(
         d.title,
-        "Invalid __syncwarp(mask): the mask does not name exactly the lanes that call it"
+        "Invalid `__syncwarp(mask)`: the mask does not name exactly the lanes that call it"
     );
     assert!(!d.title.contains("Divergent"), "{}", d.title);
     assert_eq!(at(d), ("syncwarp_mask.cu".to_string(), Some(18)));

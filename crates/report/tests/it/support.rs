@@ -237,9 +237,17 @@ pub fn redact(text: &str) -> String {
     time.replace_all(text, "[time]").into_owned()
 }
 
-/// The rendered Markdown report, redacted.
+/// The rendered Markdown report, redacted. The report and its short form (the pull-request
+/// comment) must render on GitHub as written.
 pub fn markdown(evidence: &Evidence) -> String {
-    redact(&report::render(evidence, report::OutputFormat::Markdown))
+    let md = redact(&report::render(evidence, report::OutputFormat::Markdown));
+    let name = &evidence.run.id;
+    crate::gfm::assert_renders_on_github(name, &md);
+    crate::gfm::assert_renders_on_github(
+        &format!("{name} (summary)"),
+        &report::render_summary(evidence),
+    );
+    md
 }
 
 /// Checks what every rendered report must hold to: no absolute paths and no raw addresses.

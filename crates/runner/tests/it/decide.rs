@@ -44,6 +44,7 @@ fn result(launched: bool, check: Option<Check>) -> HarnessResult {
         check,
         stress: None,
         bench: None,
+        details: Default::default(),
     }
 }
 
@@ -195,6 +196,41 @@ fn harness_outcomes() {
         Ending::Exited(0),
         &failed_check,
         (StageStatus::Findings, Some(expected)),
+    );
+    // A check that failed with its error within the tolerance says what else failed it.
+    let mut repeat = result(
+        true,
+        Some(Check {
+            passed: false,
+            max_abs_err: 1.6e-4,
+            rel_l2_err: 2.7e-4,
+            tolerance: 1e-3,
+            nan_count: 0,
+            unwritten: 0,
+            canaries_corrupted: vec![],
+        }),
+    );
+    repeat
+        .details
+        .insert("repeat_elements_differing".into(), 352256.into());
+    repeat
+        .details
+        .insert("elements_total".into(), 524288.into());
+    check(
+        StageKind::Check,
+        Ending::Exited(1),
+        &Gathered {
+            harness: harness(vec![repeat]),
+            ..Gathered::default()
+        },
+        (
+            StageStatus::Findings,
+            Some(
+                "check failed: max abs error 1.600e-4 (tolerance 1.0e-3), 0 NaN, 0 unwritten; \
+                 within tolerance, it failed on: a second launch on the same inputs gave \
+                 different output in 352256 of 524288 elements",
+            ),
+        ),
     );
     let ok = Gathered {
         harness: harness(vec![result(true, None)]),

@@ -120,6 +120,20 @@ fn the_reference_run_of_the_faults_names_each_planted_root_cause() {
             .any(|(_, configs)| configs.iter().any(|c| c == "clean")),
         "a root cause on the clean kernel: {causes:?}"
     );
+    // The races racecheck located in inlined helpers are the launched kernel's.
+    for race in json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["rule"] == "shared-memory-race")
+    {
+        assert_eq!(
+            race["kernels"],
+            serde_json::json!(["attention_fwd_f16"]),
+            "{race}"
+        );
+        assert_eq!(race["helpers"][0]["name"], "cp_async_16", "{race}");
+    }
     insta::assert_snapshot!("reference_faults", report(&run, "md"));
 }
 
