@@ -223,7 +223,45 @@ pub fn md_cell(s: &str) -> String {
 /// starts emphasis (`__global__`, `T1 *`), an HTML tag (`<toolkit>`, `<__half>`), a link, a
 /// code span, strikethrough, math, an entity or a table cell's end. An underscore inside a word
 /// (`attention_fwd_f16`) cannot start emphasis and stays as it is. Line breaks become spaces.
+/// A URL (`https://...`) becomes an autolink, `<https://...>`, whose text nothing rewrites:
+/// escaping its underscores would break the link.
 pub fn md_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = url_start(rest) {
+        out.push_str(&md_plain(&rest[..at]));
+        let url = &rest[at..];
+        let len = url
+            .find(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '`'))
+            .unwrap_or(url.len());
+        let len = url[..len]
+            .trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '\''])
+            .len();
+        out.push('<');
+        out.push_str(&url[..len]);
+        out.push('>');
+        rest = &url[len..];
+    }
+    out.push_str(&md_plain(rest));
+    out
+}
+
+/// Where the first URL in `s` starts: `http://` or `https://` at the start of a word.
+fn url_start(s: &str) -> Option<usize> {
+    s.match_indices("http").map(|(i, _)| i).find(|&i| {
+        let tail = &s[i..];
+        let starts_word = s[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace() || matches!(c, '(' | '\'' | '"'));
+        starts_word
+            && (tail.starts_with("https://") || tail.starts_with("http://"))
+            && tail.len() > "https://".len()
+    })
+}
+
+/// [`md_text`] for text without URLs.
+fn md_plain(s: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());
     for (i, &c) in chars.iter().enumerate() {

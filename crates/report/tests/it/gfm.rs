@@ -100,6 +100,14 @@ pub fn problems(md: &str) -> Vec<String> {
                 text_of(node),
                 source_line(&lines, node)
             )),
+            // A link goes where its text says: an escape inside a URL breaks it.
+            NodeValue::Link(link) if link.url.contains('\\') => {
+                out.push(format!(
+                    "a broken link {:?} in {:?}",
+                    link.url,
+                    source_line(&lines, node)
+                ));
+            }
             // A table says what each column holds.
             NodeValue::TableRow(true)
                 if node.children().any(|cell| text_of(cell).trim().is_empty()) =>
@@ -233,6 +241,11 @@ fn the_check_catches_what_github_would_mangle() {
         found.iter().any(|p| p.contains("strikethrough")),
         "{found:?}"
     );
+    let found = problems("see https://docs.nvidia.com/x/group\\_\\_CUDART\\_\\_TYPES.html\n");
+    assert!(
+        found.iter().any(|p| p.contains("a broken link")),
+        "{found:?}"
+    );
     let found = problems("| | |\n|---|---|\n| GPU | H200 |\n");
     assert!(found.iter().any(|p| p.contains("empty cell")), "{found:?}");
     let found = problems("<details><summary>a <b>b</b></summary>\n\nx\n\n</details>\n");
@@ -249,4 +262,27 @@ fn intended_bold_code_spans_and_collapsed_sections_pass() {
               <details><summary>Stage executions (2)</summary>\n\n- x\n\n</details>\n\n\
               Uninitialized \\_\\_global\\_\\_ memory at \\<toolkit>/include/x.h\n";
     assert_eq!(problems(md), Vec::<String>::new());
+}
+
+#[test]
+fn a_url_in_tool_text_stays_a_working_link() {
+    // As PyTorch prints it after a CUDA error.
+    let message = "Search for `cudaErrorLaunchFailure' in \
+                   https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for \
+                   more information.";
+    let md = format!("{}\n", report::text::md_text(message));
+    assert_eq!(problems(&md), Vec::<String>::new(), "{md}");
+    let arena = Arena::new();
+    let root = parse_document(&arena, &md, &github());
+    let urls: Vec<String> = root
+        .descendants()
+        .filter_map(|n| match &n.data.borrow().value {
+            NodeValue::Link(link) => Some(link.url.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        urls,
+        ["https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"]
+    );
 }
