@@ -24,6 +24,10 @@ pub struct Run {
     /// sha256 of every input, keyed by its path relative to the repository (or `flags:<stage>`).
     pub inputs: BTreeMap<String, String>,
     pub stages: Vec<Stage>,
+    /// Milliseconds from the run's start to its end, as measured by the runner's monotonic
+    /// clock; absent in manifests written before it existed and in unfinished runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -140,6 +140,13 @@ pub struct RunArgs {
     /// Run only these matrix configs.
     #[arg(long = "config", value_name = "NAME", num_args = 1.., value_delimiter = ',')]
     pub configs: Vec<String>,
+    /// Units at once (default: the number of CPU cores); `-j 1` runs one unit at a time. Bench,
+    /// baseline and profile always run alone.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+    /// Units sharing the GPU at once (sanitizers, check, stress); default 4.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub gpu_jobs: Option<u16>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -368,11 +375,16 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         progress: &terminal,
         interrupt,
     };
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let options = Options {
         force: args.force,
         selection: Selection {
             stages: args.only,
             configs: args.configs,
+        },
+        limits: crate::schedule::Limits {
+            jobs: args.jobs.map_or(cores, usize::from),
+            gpu_jobs: args.gpu_jobs.map_or(crate::schedule::GPU_JOBS, usize::from),
         },
     };
     let finished = orchestrate::run(&pipeline, &options, &cx)?;

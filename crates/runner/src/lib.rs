@@ -59,6 +59,7 @@ pub mod plan;
 pub mod preflight;
 pub mod progress;
 pub mod rundir;
+pub mod schedule;
 pub mod stages;
 pub mod steps;
 pub mod target;

@@ -1,15 +1,17 @@
 //! One pipeline run, from preflight to report.
 //!
 //! [`run`] checks the machine, plans the units, creates `artifacts/<run-id>/`, and executes the
-//! units one after another: each is skipped with its reason, served from the cache, or run under
-//! [`crate::exec`] and judged by [`crate::stages::decide`]. The manifest is rewritten after every
-//! unit. An interrupt stops the unit in flight (its process group is killed) and the run ends
-//! with its manifest marked interrupted.
+//! units, several at once where [`crate::schedule`] allows: each is skipped with its reason,
+//! served from the cache, or run under [`crate::exec`] and judged by [`crate::stages::decide`].
+//! Each unit runs on its own thread; this thread starts them, reports progress and records them
+//! in plan order. The manifest is rewritten after every unit. An interrupt stops the units in
+//! flight (their process groups are killed) and the run ends with its manifest marked
+//! interrupted.
 
-use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use chrono::{SecondsFormat, Utc};
@@ -24,16 +26,29 @@ use crate::plan::{self, Blocked, Plan, Selection, Unit};
 use crate::preflight::{self, BuiltinHarness, Preflight};
 use crate::progress::{Event, Progress};
 use crate::rundir::{self, RunDir, WriteError};
+use crate::schedule::{Limits, Scheduler};
 use crate::stages::{self, Paths};
 use crate::steps;
 use crate::toolchain::Env;
 
 /// How to run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Ignore earlier results.
     pub force: bool,
     pub selection: Selection,
+    /// How many units may run at once.
+    pub limits: Limits,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            force: false,
+            selection: Selection::default(),
+            limits: Limits::SEQUENTIAL,
+        }
+    }
 }
 
 /// What the run needs from its surroundings.
@@ -89,6 +104,7 @@ pub enum RunError {
 /// Runs the pipeline.
 pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<Finished, RunError> {
     let started = Utc::now();
+    let clock = Instant::now();
     let say = |line: &str| cx.progress.event(Event::Note(line));
     let pipeline_name = pipeline.path.file_name().map_or_else(
         || "pipeline.yaml".into(),
@@ -134,6 +150,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         environment: preflight.environment.clone(),
         inputs,
         stages: Vec::new(),
+        wall_ms: None,
     };
     dir.write_manifest(&run)?;
 
@@ -142,7 +159,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
     } else {
         Index::load(&pipeline.root, &id)
     };
-    let mut executor = Executor {
+    let executor = Executor {
         pipeline,
         preflight: &preflight,
         plan: &plan,
@@ -150,43 +167,81 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         index,
         force: options.force,
         interrupt: &cx.interrupt,
-        statuses: vec![None; plan.units.len()],
-        cubins: HashMap::new(),
-        harness_hash: OnceCell::new(),
+        statuses: Mutex::new(vec![None; plan.units.len()]),
+        cubins: Mutex::new(HashMap::new()),
+        harness_hash: OnceLock::new(),
     };
-    let mut report_unit = None;
-    for (i, unit) in plan.units.iter().enumerate() {
-        if cx.interrupt.is_set() {
-            break;
+    let report_unit = plan.units.iter().find(|u| u.kind == StageKind::Report);
+    let mut scheduler = Scheduler::new(pipeline, &plan, options.limits, |u| {
+        u.kind == StageKind::Report
+    });
+    // Each unit's record, in plan order, once it ended.
+    let mut records: Vec<Option<Stage>> = vec![None; plan.units.len()];
+    let failure = std::thread::scope(|scope| -> Result<(), RunError> {
+        let (done, ended) = std::sync::mpsc::channel();
+        let mut failure = None;
+        loop {
+            if !cx.interrupt.is_set() && failure.is_none() {
+                for i in scheduler.start() {
+                    let Some(unit) = plan.units.get(i) else {
+                        continue;
+                    };
+                    cx.progress.event(Event::Started {
+                        label: &unit.label(),
+                    });
+                    let done = done.clone();
+                    let executor = &executor;
+                    scope.spawn(move || {
+                        let clock = Instant::now();
+                        let result = executor.unit(i, unit);
+                        // The receiver outlives every sender: this cannot fail.
+                        let _ = done.send((i, result, clock.elapsed()));
+                    });
+                }
+            }
+            if !scheduler.busy() {
+                break;
+            }
+            let Ok((i, result, elapsed)) = ended.recv() else {
+                break;
+            };
+            scheduler.ended(i);
+            let (stage, flags) = match result {
+                Ok(ended) => ended,
+                Err(e) => {
+                    failure.get_or_insert(e);
+                    continue;
+                }
+            };
+            if let Some((key, sha)) = flags {
+                run.inputs.insert(key, sha);
+            }
+            let label = plan.units.get(i).map(Unit::label).unwrap_or_default();
+            cx.progress.event(Event::Finished {
+                label: &label,
+                status: stage.status,
+                elapsed,
+                reason: stage.reason.as_deref(),
+                cached_from: stage.cached_from.as_deref(),
+            });
+            executor.set_status(i, stage.status);
+            // Skipped units change nothing on disk: they are recorded with the next unit that
+            // does.
+            let wrote = stage.status != StageStatus::Skipped || stage.cached_from.is_some();
+            if let Some(slot) = records.get_mut(i) {
+                *slot = Some(stage);
+            }
+            run.stages = records.iter().flatten().cloned().collect();
+            if wrote {
+                dir.write_manifest(&run)?;
+            }
         }
-        if unit.kind == StageKind::Report {
-            report_unit = Some(unit);
-            continue;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        let label = unit.label();
-        cx.progress.event(Event::Started { label: &label });
-        let clock = Instant::now();
-        let (stage, flags) = executor.unit(i, unit)?;
-        if let Some((key, sha)) = flags {
-            run.inputs.insert(key, sha);
-        }
-        cx.progress.event(Event::Finished {
-            label: &label,
-            status: stage.status,
-            elapsed: clock.elapsed(),
-            reason: stage.reason.as_deref(),
-            cached_from: stage.cached_from.as_deref(),
-        });
-        if let Some(slot) = executor.statuses.get_mut(i) {
-            *slot = Some(stage.status);
-        }
-        // Skipped units change nothing on disk: they are recorded with the next unit that does.
-        let wrote = stage.status != StageStatus::Skipped || stage.cached_from.is_some();
-        run.stages.push(stage);
-        if wrote {
-            dir.write_manifest(&run)?;
-        }
-    }
+    });
+    failure?;
 
     let interrupted = cx.interrupt.is_set();
     run.finished = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
@@ -213,6 +268,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         });
         run.stages.push(stage);
     }
+    run.wall_ms = Some(u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX));
     dir.write_manifest(&run)?;
     cx.progress.event(Event::Done);
     let verdict = verdict(&run);
@@ -250,15 +306,40 @@ struct Executor<'a> {
     index: Index,
     force: bool,
     interrupt: &'a Interrupt,
-    statuses: Vec<Option<StageStatus>>,
+    /// Each unit's status once it ended: what its dependents read.
+    statuses: Mutex<Vec<Option<StageStatus>>>,
     /// Compile unit index to the sha256 of its cubin.
-    cubins: HashMap<usize, String>,
-    harness_hash: OnceCell<String>,
+    cubins: Mutex<HashMap<usize, String>>,
+    harness_hash: OnceLock<String>,
 }
 
 type FlagInput = Option<(String, String)>;
 
 impl Executor<'_> {
+    /// The status of unit `i`, once it ended.
+    fn status(&self, i: usize) -> Option<StageStatus> {
+        let statuses = self.statuses.lock().unwrap_or_else(|e| e.into_inner());
+        statuses.get(i).copied().flatten()
+    }
+
+    fn set_status(&self, i: usize, status: StageStatus) {
+        let mut statuses = self.statuses.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = statuses.get_mut(i) {
+            *slot = Some(status);
+        }
+    }
+
+    /// The sha256 of compile unit `i`'s cubin (or a target's build), once known.
+    fn cubin_sha(&self, i: usize) -> Option<String> {
+        let cubins = self.cubins.lock().unwrap_or_else(|e| e.into_inner());
+        cubins.get(&i).cloned()
+    }
+
+    fn set_cubin_sha(&self, i: usize, sha: String) {
+        let mut cubins = self.cubins.lock().unwrap_or_else(|e| e.into_inner());
+        cubins.insert(i, sha);
+    }
+
     /// The command a unit that does not run would have run (empty when it cannot be built), so
     /// its record still names the kernel, case and mode. Its cubin is the one its compile unit
     /// writes, whether or not that exists.
@@ -279,7 +360,7 @@ impl Executor<'_> {
 
     /// Runs (or skips, or restores) one unit and returns its record, plus the `flags:` input
     /// entry of a compile unit.
-    fn unit(&mut self, index: usize, unit: &Unit) -> Result<(Stage, FlagInput), RunError> {
+    fn unit(&self, index: usize, unit: &Unit) -> Result<(Stage, FlagInput), RunError> {
         let stage_cfg = self.pipeline.stages.get(unit.stage);
         let mut record = Stage {
             name: unit.name.clone(),
@@ -324,7 +405,7 @@ impl Executor<'_> {
             && self.pipeline.target.is_none()
         {
             let compile_unit = self.plan.units.get(compile);
-            let status = self.statuses.get(compile).copied().flatten();
+            let status = self.status(compile);
             let path = compile_unit.map(|u| self.dir.relative.join(&u.dir).join(&cubin_name));
             match (status, path) {
                 (Some(StageStatus::Passed | StageStatus::Findings), Some(path))
@@ -515,7 +596,7 @@ impl Executor<'_> {
             self.remember_cubin(index, &dest.join(&cubin_name));
         }
         if is_compile && self.pipeline.target.is_some() {
-            self.cubins.insert(index, input_hash);
+            self.set_cubin_sha(index, input_hash);
         }
         Ok((record, flags))
     }
@@ -576,7 +657,7 @@ impl Executor<'_> {
     fn build_blocker(&self, unit: &Unit) -> Option<String> {
         self.pipeline.target.as_ref()?;
         let compile = unit.compile?;
-        let status = self.statuses.get(compile).copied().flatten();
+        let status = self.status(compile);
         match status {
             Some(StageStatus::Passed | StageStatus::Findings) => None,
             status => Some(format!(
@@ -606,9 +687,9 @@ impl Executor<'_> {
         dirs
     }
 
-    fn remember_cubin(&mut self, index: usize, path: &Path) {
+    fn remember_cubin(&self, index: usize, path: &Path) {
         if let Ok(sha) = hash::file(path) {
-            self.cubins.insert(index, sha);
+            self.set_cubin_sha(index, sha);
         }
     }
 
@@ -640,7 +721,7 @@ impl Executor<'_> {
                 key.command
                     .push(format!("{name}={}", value.replace(&run, "<run>")));
             }
-            if let Some(sha) = unit.compile.and_then(|c| self.cubins.get(&c)) {
+            if let Some(sha) = unit.compile.and_then(|c| self.cubin_sha(c)) {
                 key.files.insert("<build>".into(), sha.clone());
             }
             if unit.kind == StageKind::Sass {
@@ -681,7 +762,7 @@ impl Executor<'_> {
             }
         }
         if cubin.is_some()
-            && let Some(sha) = unit.compile.and_then(|c| self.cubins.get(&c))
+            && let Some(sha) = unit.compile.and_then(|c| self.cubin_sha(c))
         {
             key.files.insert("<cubin>".into(), sha.clone());
         }

@@ -1,9 +1,10 @@
 //! The terminal display of a run: one line per unit with its status and elapsed time.
 //!
 //! Execution reports [`Event`]s and knows nothing about display. On a terminal, [`Terminal`]
-//! shows a spinner for the running unit (indicatif) and prints a line when it ends; otherwise
-//! it prints plain `stage config arch case  status  elapsed  reason` lines, one per unit, which
-//! read well in CI logs. Consecutive units of one stage skipped for one reason share a line.
+//! shows one spinner line naming the units running now (indicatif) and prints a line as each
+//! ends, as nextest does; otherwise it prints plain `stage config arch case  status  elapsed
+//! reason` lines, one per unit as it ends, which read well in CI logs. Consecutive units of one
+//! stage skipped for one reason share a line.
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
@@ -45,6 +46,10 @@ pub struct Terminal {
 #[derive(Default)]
 struct State {
     bar: Option<ProgressBar>,
+    /// The units running now, in the order they started.
+    running: Vec<String>,
+    /// Units ended so far.
+    ended: usize,
     /// Skipped units not printed yet: stage name, reason, first label, count.
     skipped: Option<(String, String, String, usize)>,
 }
@@ -54,6 +59,23 @@ impl State {
         match &self.bar {
             Some(b) => b.println(line),
             None => eprintln!("{line}"),
+        }
+    }
+
+    /// The spinner's message: how many units run and which.
+    fn show_running(&self) {
+        if let Some(b) = &self.bar {
+            let names = self.running.join(", ");
+            let names: String = if names.chars().count() > 100 {
+                names.chars().take(99).chain(['…']).collect()
+            } else {
+                names
+            };
+            b.set_message(format!(
+                "{} running, {} done: {names}",
+                self.running.len(),
+                self.ended
+            ));
         }
     }
 
@@ -96,6 +118,11 @@ impl Progress for Terminal {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
+        if let Event::Finished { label, .. } = &event {
+            state.running.retain(|l| l != label);
+            state.ended += 1;
+            state.show_running();
+        }
         if let Event::Finished {
             label,
             status: StageStatus::Skipped,
@@ -104,9 +131,6 @@ impl Progress for Terminal {
             ..
         } = &event
         {
-            if let Some(b) = state.bar.take() {
-                b.finish_and_clear();
-            }
             let stage = label.split(' ').next().unwrap_or(label).to_string();
             let reason = reason.unwrap_or("").to_string();
             match &mut state.skipped {
@@ -125,15 +149,16 @@ impl Progress for Terminal {
         match event {
             Event::Note(text) => state.print(text),
             Event::Started { label } => {
-                if self.interactive {
+                state.running.push(label.to_string());
+                if self.interactive && state.bar.is_none() {
                     let b = ProgressBar::new_spinner();
-                    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+                    if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed} {msg}") {
                         b.set_style(style);
                     }
-                    b.set_message(label.to_string());
                     b.enable_steady_tick(Duration::from_millis(120));
                     state.bar = Some(b);
                 }
+                state.show_running();
             }
             Event::Finished {
                 label,
@@ -142,9 +167,6 @@ impl Progress for Terminal {
                 reason,
                 cached_from,
             } => {
-                if let Some(b) = state.bar.take() {
-                    b.finish_and_clear();
-                }
                 state.print(&line(label, status, elapsed, reason, cached_from));
             }
             Event::Done => {

@@ -75,7 +75,31 @@ fn header(out: &mut String, run: &Run) {
         (Some(f), false) => parts.push(format!("finished {f}")),
         (None, false) => {}
     }
+    if let Some(wall) = run.wall_ms {
+        // Units served from the cache took no time in this run.
+        let units: u64 = run
+            .stages
+            .iter()
+            .filter(|s| s.cached_from.is_none())
+            .map(|s| s.duration_ms)
+            .sum();
+        parts.push(format!(
+            "wall time {}, {} of unit time",
+            seconds(wall),
+            seconds(units)
+        ));
+    }
     let _ = writeln!(out, "{}\n", parts.join(" · "));
+}
+
+/// Milliseconds as seconds with one decimal, or minutes and seconds from a minute on.
+fn seconds(ms: u64) -> String {
+    let s = ms as f64 / 1000.0;
+    if s < 60.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{} min {:.0} s", ms / 60_000, (ms % 60_000) as f64 / 1000.0)
+    }
 }
 
 /// The verdict's icon.

@@ -495,6 +495,31 @@ fn diff_judges_timings_against_noise_and_refuses_other_gpus() {
     assert!(!allowed.perf.is_empty());
 }
 
+#[test]
+fn the_report_gives_the_run_wall_time_and_the_unit_time_it_did_not_serve_from_the_cache() {
+    let mut ev = bench_run("NVIDIA H100 80GB HBM3", 100.0, 125.0);
+    for (i, stage) in ev.run.stages.iter_mut().enumerate() {
+        stage.duration_ms = 20_000 * (i as u64 + 1);
+    }
+    // The first stage came from the cache: its 20 s were spent in another run.
+    ev.run.stages[0].cached_from = Some("earlier".into());
+    ev.run.wall_ms = Some(75_300);
+    let units: u64 = ev.run.stages.iter().skip(1).map(|s| s.duration_ms).sum();
+    let md = render(&ev, OutputFormat::Markdown);
+    let header = md.lines().nth(2).expect("the header line");
+    assert!(
+        header.ends_with(&format!(
+            " · wall time 1 min 15 s, {} min {} s of unit time",
+            units / 60_000,
+            (units % 60_000) / 1000
+        )),
+        "{header}"
+    );
+    // A manifest written before the wall time existed says nothing of it.
+    ev.run.wall_ms = None;
+    assert!(!render(&ev, OutputFormat::Markdown).contains("wall time"));
+}
+
 /// The verdict line of a diff's markdown.
 fn diff_verdict(d: &report::Diff) -> String {
     render_diff(d, OutputFormat::Markdown)

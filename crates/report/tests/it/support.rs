@@ -204,6 +204,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             .map(|i| (i.to_string(), "sha256".to_string()))
             .collect(),
         stages,
+        wall_ms: None,
     };
     Evidence {
         run,

@@ -19,5 +19,6 @@ mod process;
 mod provision;
 mod real;
 mod reference;
+mod schedule;
 mod skipped;
 mod targets;

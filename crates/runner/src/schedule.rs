@@ -1,0 +1,208 @@
+//! Which units may run at the same time.
+//!
+//! Every unit has a class by the resource it needs:
+//! - CPU work (compile, SASS) runs beside anything but a unit that runs alone, up to `jobs`;
+//! - GPU work that tolerates company (the sanitizers, check, stress of the built-in kernel)
+//!   shares the GPU, up to `gpu_jobs` at once;
+//! - timing and profiling (bench, baseline, profile), and a target's program (two instances of
+//!   a user's program may share its build directory), run alone: nothing else runs beside them,
+//!   so their timings and counters stay clean;
+//! - a unit planned as skipped takes no resource.
+//!
+//! A unit starts once the units it depends on ended (its compile unit; for a target's SASS,
+//! every program unit before it, whose JIT caches it reads). Units start in plan order: a unit
+//! that must wait for its resource holds back every unit after it, so a unit that runs alone
+//! is never starved and the order stays close to the sequential one. The scheduler decides;
+//! [`crate::orchestrate`] runs the units and records them in plan order whatever the order
+//! they end in, so the manifest is deterministic.
+
+use report::StageKind;
+
+use crate::config::Pipeline;
+use crate::plan::{Plan, Unit};
+
+/// The resource a unit needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Planned as skipped: no process.
+    Free,
+    Cpu,
+    /// Shares the GPU with other units of this class.
+    SharedGpu,
+    /// Runs with nothing beside it.
+    Alone,
+}
+
+/// Units sharing one GPU at once unless `--gpu-jobs` says otherwise.
+pub const GPU_JOBS: usize = 4;
+
+/// How many units may run at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Units at once, of any class.
+    pub jobs: usize,
+    /// Units sharing the GPU at once.
+    pub gpu_jobs: usize,
+}
+
+impl Limits {
+    /// One unit at a time: the sequential run.
+    pub const SEQUENTIAL: Limits = Limits {
+        jobs: 1,
+        gpu_jobs: 1,
+    };
+}
+
+/// The state of one unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Waiting,
+    Running,
+    Ended,
+}
+
+/// Decides, as units end, which units start next.
+#[derive(Debug)]
+pub struct Scheduler {
+    classes: Vec<Class>,
+    dependencies: Vec<Vec<usize>>,
+    states: Vec<State>,
+    limits: Limits,
+}
+
+impl Scheduler {
+    /// A scheduler for every unit of `plan` except those `skip` names (run elsewhere, e.g. the
+    /// report).
+    pub fn new(
+        pipeline: &Pipeline,
+        plan: &Plan,
+        limits: Limits,
+        skip: impl Fn(&Unit) -> bool,
+    ) -> Scheduler {
+        let classes: Vec<Class> = plan.units.iter().map(|u| class(pipeline, u)).collect();
+        let dependencies = plan
+            .units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| dependencies(pipeline, plan, i, u))
+            .collect();
+        let states = plan
+            .units
+            .iter()
+            .map(|u| {
+                if skip(u) {
+                    State::Ended
+                } else {
+                    State::Waiting
+                }
+            })
+            .collect();
+        Scheduler {
+            classes,
+            dependencies,
+            states,
+            limits: Limits {
+                jobs: limits.jobs.max(1),
+                gpu_jobs: limits.gpu_jobs.max(1),
+            },
+        }
+    }
+
+    /// The units that may start now, in plan order; each is marked running.
+    pub fn start(&mut self) -> Vec<usize> {
+        let mut started = Vec::new();
+        for i in 0..self.states.len() {
+            if self.states[i] != State::Waiting {
+                continue;
+            }
+            let ready = self.dependencies[i]
+                .iter()
+                .all(|&d| self.states.get(d) == Some(&State::Ended));
+            if !ready {
+                // Its dependencies are earlier units that have not ended: later units may go
+                // ahead.
+                continue;
+            }
+            if !self.fits(self.classes[i]) {
+                // Waiting for its resource: nothing after it overtakes it.
+                break;
+            }
+            self.states[i] = State::Running;
+            started.push(i);
+        }
+        started
+    }
+
+    /// Records that unit `i` ended.
+    pub fn ended(&mut self, i: usize) {
+        if let Some(state) = self.states.get_mut(i) {
+            *state = State::Ended;
+        }
+    }
+
+    /// Whether any unit is running.
+    pub fn busy(&self) -> bool {
+        self.states.contains(&State::Running)
+    }
+
+    /// Whether every unit ended.
+    pub fn done(&self) -> bool {
+        self.states.iter().all(|s| *s == State::Ended)
+    }
+
+    /// The class of unit `i`.
+    pub fn class(&self, i: usize) -> Option<Class> {
+        self.classes.get(i).copied()
+    }
+
+    fn fits(&self, class: Class) -> bool {
+        let running = |c: Class| {
+            self.states
+                .iter()
+                .zip(&self.classes)
+                .filter(|(s, k)| **s == State::Running && **k == c)
+                .count()
+        };
+        let busy = running(Class::Cpu) + running(Class::SharedGpu) + running(Class::Alone);
+        if running(Class::Alone) > 0 {
+            return class == Class::Free;
+        }
+        match class {
+            Class::Free => true,
+            Class::Cpu => busy < self.limits.jobs,
+            Class::SharedGpu => {
+                busy < self.limits.jobs && running(Class::SharedGpu) < self.limits.gpu_jobs
+            }
+            Class::Alone => busy == 0,
+        }
+    }
+}
+
+/// The class of a unit.
+pub fn class(pipeline: &Pipeline, unit: &Unit) -> Class {
+    if unit.blocked.is_some() {
+        return Class::Free;
+    }
+    match unit.kind {
+        StageKind::Compile | StageKind::Sass | StageKind::Report => Class::Cpu,
+        StageKind::Bench | StageKind::Baseline | StageKind::Profile => Class::Alone,
+        _ if pipeline.target.is_some() => Class::Alone,
+        _ => Class::SharedGpu,
+    }
+}
+
+/// The units that must end before unit `i` starts.
+fn dependencies(pipeline: &Pipeline, plan: &Plan, i: usize, unit: &Unit) -> Vec<usize> {
+    let mut deps: Vec<usize> = unit.compile.into_iter().collect();
+    if pipeline.target.is_some() && unit.kind == StageKind::Sass {
+        deps.extend(
+            plan.units
+                .iter()
+                .enumerate()
+                .take(i)
+                .filter(|(_, u)| !matches!(u.kind, StageKind::Sass | StageKind::Report))
+                .map(|(j, _)| j),
+        );
+    }
+    deps
+}

@@ -1,0 +1,164 @@
+//! Units run concurrently where they may, and bench and profile run alone: stand-in tools log
+//! when each process starts and ends, and the intervals are checked.
+
+use crate::util::{Project, code, pipeline, stderr};
+
+/// Appends `start|end <what> <seconds>` to `bin/intervals.log` around a short sleep.
+const LOG: &str = r#"log() { echo "$1 $2 $(date +%s.%N)" >> "$(dirname "$0")/intervals.log"; }"#;
+
+/// A stand-in harness (hand-written): answers the probe with "no GPU", otherwise logs its mode.
+fn harness() -> String {
+    format!(
+        r#"#!/bin/sh
+{LOG}
+if [ "$1" = "--probe" ]; then echo "harness: no GPU (stand-in)" >&2; exit 4; fi
+mode=unknown
+while [ $# -gt 0 ]; do [ "$1" = "--mode" ] && mode="$2"; shift; done
+log start "harness-$mode-$$"
+sleep 0.4
+log end "harness-$mode-$$"
+"#
+    )
+}
+
+/// A stand-in for compute-sanitizer or ncu (hand-written): logs, sleeps, prints a clean summary.
+fn wrapper(name: &str) -> String {
+    format!(
+        r#"#!/bin/sh
+{LOG}
+if [ "$1" = "--version" ]; then echo "{name} 0.0 (stand-in)"; exit 0; fi
+log start "{name}-$$"
+sleep 0.4
+log end "{name}-$$"
+echo "========= ERROR SUMMARY: 0 errors"
+"#
+    )
+}
+
+#[derive(Debug)]
+struct Interval {
+    what: String,
+    start: f64,
+    end: f64,
+}
+
+fn intervals(project: &Project) -> Vec<Interval> {
+    let text = std::fs::read_to_string(project.root.join("bin/intervals.log")).expect("the log");
+    let mut starts = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split(' ').collect();
+        let [event, what, at] = words[..] else {
+            panic!("{line}")
+        };
+        let at: f64 = at.parse().expect("a time");
+        match event {
+            "start" => {
+                starts.insert(what.to_string(), at);
+            }
+            _ => out.push(Interval {
+                what: what.to_string(),
+                start: starts[what],
+                end: at,
+            }),
+        }
+    }
+    out
+}
+
+fn project() -> Project {
+    let project = Project::new();
+    project.tool("harness", &harness());
+    project.tool("compute-sanitizer", &wrapper("compute-sanitizer"));
+    project.tool("ncu", &wrapper("ncu"));
+    let gpu = "needs: { gpu: false, tools: [harness] }";
+    project.pipeline(
+        &pipeline(&format!(
+            "  memcheck:\n    timeout: 30s\n    needs: {{ gpu: false, tools: [compute-sanitizer, harness] }}\n    cases: [seed, s2, s3]\n\
+             \x20 check:\n    timeout: 30s\n    {gpu}\n    cases: [seed, s2, s3]\n\
+             \x20 bench:\n    timeout: 30s\n    {gpu}\n    cases: [seed, s2]\n\
+             \x20 profile:\n    timeout: 30s\n    needs: {{ gpu: false, tools: [ncu, harness] }}\n    cases: [seed]\n"
+        ))
+        .replace(
+            "  seed: { shape: \"2,8,512,64\" }",
+            "  seed: { shape: \"2,8,512,64\" }\n  s2: { shape: \"1,8,256,64\" }\n  s3: { shape: \"1,4,128,64\" }",
+        )
+        .replace(
+            "    cuobjdump: bin/cuobjdump\n",
+            "    cuobjdump: bin/cuobjdump\n    harness: bin/harness\n    compute-sanitizer: bin/compute-sanitizer\n    ncu: bin/ncu\n",
+        ),
+    );
+    project
+}
+
+fn overlap(a: &Interval, b: &Interval) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+#[test]
+fn bench_and_profile_run_alone_while_other_gpu_units_share() {
+    let project = project();
+    let out = project.run(&["pipeline.yaml", "--jobs", "8", "--gpu-jobs", "3"]);
+    assert!(code(&out) <= 3, "{}", stderr(&out));
+    let all = intervals(&project);
+    let alone: Vec<&Interval> = all
+        .iter()
+        .filter(|i| i.what.starts_with("harness-bench") || i.what.starts_with("ncu"))
+        .collect();
+    // 2 bench cases and 1 profile case, one config.
+    assert_eq!(alone.len(), 3, "{all:#?}");
+    for a in &alone {
+        for b in all.iter().filter(|b| b.what != a.what) {
+            assert!(!overlap(a, b), "{} overlapped {}", a.what, b.what);
+        }
+    }
+    // The 3 memcheck and 3 check units shared the GPU: some ran at once, never more than 3.
+    let shared: Vec<&Interval> = all
+        .iter()
+        .filter(|i| i.what.starts_with("compute-sanitizer") || i.what.starts_with("harness-check"))
+        .collect();
+    assert_eq!(shared.len(), 6, "{all:#?}");
+    let most = shared
+        .iter()
+        .map(|a| {
+            shared
+                .iter()
+                .filter(|b| b.start <= a.start && a.start < b.end)
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(most >= 2, "no two GPU units ran at once: {shared:#?}");
+    assert!(most <= 3, "more than --gpu-jobs 3 at once: {shared:#?}");
+    // The manifest lists the units in plan order, whatever order they ended in.
+    let manifest = project.manifest();
+    let names: Vec<&str> = manifest["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .map(|s| s["name"].as_str().expect("a name"))
+        .collect();
+    let order = [
+        "compile", "sass", "memcheck", "check", "bench", "profile", "report",
+    ];
+    let rank = |n: &str| order.iter().position(|o| *o == n).expect("a known stage");
+    assert!(
+        names.windows(2).all(|w| rank(w[0]) <= rank(w[1])),
+        "{names:?}"
+    );
+    assert!(manifest["wall_ms"].as_u64().is_some());
+}
+
+#[test]
+fn one_job_runs_one_unit_at_a_time() {
+    let project = project();
+    let out = project.run(&["pipeline.yaml", "-j", "1"]);
+    assert!(code(&out) <= 3, "{}", stderr(&out));
+    let all = intervals(&project);
+    assert_eq!(all.len(), 9, "{all:#?}");
+    for (i, a) in all.iter().enumerate() {
+        for b in &all[i + 1..] {
+            assert!(!overlap(a, b), "{} overlapped {}", a.what, b.what);
+        }
+    }
+}
