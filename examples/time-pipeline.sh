@@ -22,12 +22,13 @@ mkdir -p "$out"
 timed() {
   local name=$1
   shift
-  local start end
-  start=$(date +%s.%N)
+  local start end ms
+  start=$(date +%s%N)
   "$runner" "$pipeline" "$@" >"$out/$name.stdout" 2>"$out/$name.stderr"
   local code=$?
-  end=$(date +%s.%N)
-  printf '%-24s exit %d  %6.1f s  %s\n' "$name" "$code" "$(echo "$end - $start" | bc)" "$*" |
+  end=$(date +%s%N)
+  ms=$(((end - start) / 1000000))
+  printf '%-24s exit %d  %d.%03d s  %s\n' "$name" "$code" $((ms / 1000)) $((ms % 1000)) "$*" |
     tee -a "$out/times.txt"
 }
 timed sequential --force -j 1
