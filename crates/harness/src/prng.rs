@@ -41,6 +41,28 @@ impl SplitMix64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
+    /// The `index`-th value [`SplitMix64::next_u64`] returns (0 first), without advancing: the
+    /// state is a Weyl sequence, so any position is one multiplication away, and draws can be
+    /// made in any order, on any number of threads, with the same result.
+    pub fn u64_at(&self, index: u64) -> u64 {
+        mix(self
+            .state
+            .wrapping_add(GOLDEN_GAMMA.wrapping_mul(index.wrapping_add(1))))
+    }
+
+    /// Two independent standard normal values from the `index`-th pair of draws (Box-Muller):
+    /// a function of the index alone.
+    pub fn normal_pair_at(&self, index: u64) -> (f64, f64) {
+        let unit = |x: u64| (x >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+        let pair = index.wrapping_mul(2);
+        // 1 - u lies in (0, 1], so the logarithm is finite.
+        let u1 = 1.0 - unit(self.u64_at(pair));
+        let u2 = unit(self.u64_at(pair.wrapping_add(1)));
+        let r = (-2.0 * u1.ln()).sqrt();
+        let (sin, cos) = (std::f64::consts::TAU * u2).sin_cos();
+        (r * cos, r * sin)
+    }
+
     /// A uniform integer in `[0, bound)`; `bound` must be non-zero (0 gives 0). Unbiased
     /// (rejection of the short last interval).
     pub fn below(&mut self, bound: u64) -> u64 {

@@ -170,21 +170,50 @@ pub struct Inputs {
 impl Inputs {
     /// Standard normal values rounded to the dtype, each tensor from its own stream of `seed`.
     /// No element is zero: a draw that rounds to +-0 is drawn again, so an output that a kernel
-    /// never wrote cannot pass for a product of zeros.
+    /// never wrote cannot pass for a product of zeros. Element `i` is a function of `i` (its
+    /// draws sit at fixed positions of the stream), so the tensors are filled by every core at
+    /// once, with the same values on any machine.
     pub fn generate(shape: Shape, dtype: Dtype, seed: u64) -> Self {
         let n = shape.elements();
         let tensor = |name: &str| {
-            let mut rng = SplitMix64::for_stream(seed, name);
-            (0..n)
-                .map(|_| {
-                    loop {
-                        let bits = dtype.encode(rng.normal());
-                        if bits & 0x7FFF != 0 {
-                            break bits;
+            let rng = SplitMix64::for_stream(seed, name);
+            // Elements 2p and 2p + 1 are the two values of pair p; a redraw of either takes the
+            // same branch of a pair past every first draw (p + pairs, p + 2 pairs, ...).
+            let pairs = n.div_ceil(2) as u64;
+            let redraw = |i: usize| {
+                (1u64..)
+                    .map(|attempt| {
+                        let (a, b) = rng.normal_pair_at((i / 2) as u64 + attempt * pairs);
+                        dtype.encode(if i % 2 == 0 { a } else { b })
+                    })
+                    .find(|bits| bits & 0x7FFF != 0)
+                    .unwrap_or(1)
+            };
+            let (rng, redraw) = (&rng, &redraw);
+            let mut out = vec![0u16; n];
+            let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+            // Chunks of whole pairs.
+            let chunk = (n.div_ceil(threads).max(1 << 16) + 1) & !1;
+            std::thread::scope(|scope| {
+                for (c, part) in out.chunks_mut(chunk).enumerate() {
+                    scope.spawn(move || {
+                        let first = c * chunk;
+                        for (j, slots) in part.chunks_mut(2).enumerate() {
+                            let i = first + 2 * j;
+                            let (a, b) = rng.normal_pair_at((i / 2) as u64);
+                            for (k, (slot, z)) in slots.iter_mut().zip([a, b]).enumerate() {
+                                let bits = dtype.encode(z);
+                                *slot = if bits & 0x7FFF != 0 {
+                                    bits
+                                } else {
+                                    redraw(i + k)
+                                };
+                            }
                         }
-                    }
-                })
-                .collect::<Vec<u16>>()
+                    });
+                }
+            });
+            out
         };
         Inputs {
             q: tensor("q"),

@@ -1,4 +1,5 @@
 use harness::float::Dtype;
+use harness::prng::SplitMix64;
 use harness::problem::{Inputs, Problem, Shape, ShapeError};
 use harness::shapes::random_shapes;
 
@@ -52,6 +53,29 @@ fn inputs_are_seeded_nonzero_and_different_per_tensor() {
     for t in [&a.q, &a.k, &a.v] {
         assert_eq!(t.len(), shape.elements());
         assert!(t.iter().all(|&b| b & 0x7FFF != 0 && !Dtype::Bf16.is_nan(b)));
+    }
+}
+
+#[test]
+fn inputs_filled_in_parallel_are_standard_normal_and_position_determined() {
+    // Larger than one thread's chunk, so several threads fill each tensor.
+    let shape = Shape::new(2, 4, 1024, 64);
+    let a = Inputs::generate(shape, Dtype::F16, 7);
+    let values: Vec<f64> = a.q.iter().map(|&b| Dtype::F16.decode(b)).collect();
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+    assert!(mean.abs() < 0.01, "mean {mean}");
+    assert!((var - 1.0).abs() < 0.02, "variance {var}");
+    // A tensor is a prefix-stable function of the position: a smaller shape with the same seed
+    // holds the same leading values.
+    let small = Inputs::generate(Shape::new(1, 1, 1024, 64), Dtype::F16, 7);
+    assert_eq!(small.q[..], a.q[..small.q.len()]);
+    // The draws at a position are the stream's own.
+    let mut rng = SplitMix64::for_stream(7, "q");
+    let fixed = SplitMix64::for_stream(7, "q");
+    for k in 0..5 {
+        assert_eq!(fixed.u64_at(k), rng.next_u64());
     }
 }
 
