@@ -184,7 +184,7 @@ impl Inputs {
                 (1u64..)
                     .map(|attempt| {
                         let (a, b) = rng.normal_pair_at((i / 2) as u64 + attempt * pairs);
-                        dtype.encode(if i % 2 == 0 { a } else { b })
+                        dtype.encode(if i.is_multiple_of(2) { a } else { b })
                     })
                     .find(|bits| bits & 0x7FFF != 0)
                     .unwrap_or(1)
