@@ -5,6 +5,7 @@
 
 mod util;
 
+mod baseline;
 mod cache;
 mod cli;
 mod commands;
