@@ -166,6 +166,9 @@ pub struct Unit {
     /// The problem the built-in harness runs, when it runs one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case: Option<Case>,
+    /// The problems of a unit that runs several in one process (the baseline).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cases: Vec<Case>,
     /// The entry point the built-in harness launches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,

@@ -2,10 +2,10 @@
 //!
 //! [`plan`] expands the pipeline's stages over the matrix into [`Unit`]s, in execution order:
 //! compile and SASS per config and arch; the sanitizers, check, stress, bench and profile per
-//! config, GPU arch and case; the baseline per case; the report once. A unit that cannot run is
-//! planned as skipped (a GPU stage on a machine without one, a missing GPU tool) or as failed
-//! (a CPU stage whose tool is missing: the run could not do what the pipeline asks), with the
-//! reason.
+//! config, GPU arch and case; the baseline once for all its cases (one process: importing torch
+//! takes seconds); the report once. A unit that cannot run is planned as skipped (a GPU stage
+//! on a machine without one, a missing GPU tool) or as failed (a CPU stage whose tool is
+//! missing: the run could not do what the pipeline asks), with the reason.
 
 use std::path::PathBuf;
 
@@ -30,6 +30,8 @@ pub struct Unit {
     pub config: Option<String>,
     pub arch: Option<String>,
     pub case: Option<CaseInstance>,
+    /// Every case of a unit that runs them all in one process (the built-in kernel's baseline).
+    pub cases: Vec<CaseInstance>,
     /// The compile unit whose cubin this unit consumes.
     pub compile: Option<usize>,
     /// Set when the unit cannot run here.
@@ -123,6 +125,7 @@ pub fn plan(
                 config: config.map(str::to_string),
                 arch: arch.map(str::to_string),
                 case,
+                cases: Vec::new(),
                 compile: None,
                 blocked: blocked.clone(),
                 dir,
@@ -153,8 +156,13 @@ pub fn plan(
                 units.push(unit(None, None, None));
             }
             StageKind::Baseline => {
-                for case in pipeline.case_instances(stage, None) {
-                    units.push(unit(None, None, Some(case)));
+                // One process for every case: the baseline imports torch once.
+                let cases = pipeline.case_instances(stage, None);
+                if !cases.is_empty() {
+                    let mut u = unit(None, None, None);
+                    u.dir.push(ALL_CASES);
+                    u.cases = cases;
+                    units.push(u);
                 }
             }
             StageKind::Report => units.push(unit(None, None, None)),
@@ -185,6 +193,9 @@ pub fn plan(
     }
     Ok(Plan { units })
 }
+
+/// The directory, under the stage's, of a unit that runs every case of its stage.
+pub const ALL_CASES: &str = "all";
 
 /// The archs GPU stages run for: those the GPUs here match; when the GPU's arch is unknown or
 /// there is no GPU, the first arch of the matrix (the others are compile-only).
@@ -272,6 +283,11 @@ impl Unit {
         parts.extend(self.config.clone());
         parts.extend(self.arch.clone());
         parts.extend(self.case.as_ref().map(CaseInstance::label));
+        match self.cases.as_slice() {
+            [] => {}
+            [case] => parts.push(case.label()),
+            cases => parts.push(format!("{} cases", cases.len())),
+        }
         parts.join(" ")
     }
 }

@@ -1,13 +1,13 @@
-//! `kernel/baselines/sdpa.py` times several problems in one Python process (torch is imported
-//! once). It runs here on the real python3 with a stand-in torch (`torch_standin/`,
-//! hand-written: its timings are made up).
+//! The baseline runs every case of its stage in one Python process (torch is imported once), and
+//! the report still pairs its results with the cases. `kernel/baselines/sdpa.py` runs here on the
+//! real python3 with a stand-in torch (`torch_standin/`, hand-written: its timings are made up).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::util::stderr;
+use crate::util::{Project, code, stage, stages, stderr};
 
 /// The repository root (this crate lives in `crates/runner`).
 fn repo() -> PathBuf {
@@ -172,4 +172,158 @@ fn the_one_shape_form_still_works() {
     for r in results {
         assert_eq!(problem_of(r), (1, 2, 200, 64, "bf16".to_string(), true));
     }
+}
+
+/// A stand-in python3 that writes its arguments to `python3.calls`, then runs the real python3
+/// with the stand-in torch of `site/` first on its path.
+const PYTHON: &str = r#"#!/bin/sh
+# Stand-in for python3 in tests: logs its arguments, then runs the real python3 on a stand-in torch.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+echo "$*" >> "$root/bin/python3.calls"
+PYTHONPATH="$root/site" exec python3 "$@"
+"#;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(entry.file_name()));
+        } else if path.extension().is_some_and(|e| e == "py") {
+            std::fs::copy(&path, to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+fn pipeline(cases: &str) -> String {
+    format!(
+        r#"kernel:
+  source: kernel/attention.cu
+  entry_points: {{ f16: attention_fwd_f16, bf16: attention_fwd_bf16 }}
+toolchain:
+  cuda: 13.0.88
+  provision: false
+  wheels: {{ nvidia-cuda-nvcc: 13.0.88 }}
+  tools: {{ nvcc: bin/nvcc, cuobjdump: bin/cuobjdump, python3: bin/python3 }}
+matrix:
+  arch: [sm_90]
+  configs:
+    small: {{ HEAD_DIM: 64, BLOCK_M: 64 }}
+cases:
+  seed: {{ shape: "2,8,512,64", dtypes: [f16, bf16], causal: [false] }}
+  tail: {{ shape: "1,2,200,64", dtypes: [bf16], causal: [true] }}
+grace: 1s
+stages:
+  compile: {{ timeout: 30s }}
+  baseline:
+    timeout: 60s
+    needs: {{ gpu: false, tools: [python3, torch] }}
+    command: [python3, kernel/baselines/sdpa.py]
+    args: [--time-cap, "0.1"]
+    cases: [{cases}]
+  report: {{ timeout: 30s }}
+"#
+    )
+}
+
+/// The baseline script's calls, one line of arguments each.
+fn baseline_calls(project: &Project) -> Vec<String> {
+    std::fs::read_to_string(project.root.join("bin/python3.calls"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("kernel/baselines/sdpa.py"))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn the_pipeline_runs_the_baseline_once_for_every_case() {
+    let project = Project::new();
+    project.tool("python3", PYTHON);
+    copy_dir(&standin_torch(), &project.root.join("site"));
+    project.write(
+        "kernel/baselines/sdpa.py",
+        &std::fs::read_to_string(repo().join("kernel/baselines/sdpa.py")).unwrap(),
+    );
+    project.pipeline(&pipeline("seed, tail"));
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    assert_eq!(
+        baseline_calls(&project),
+        [
+            "kernel/baselines/sdpa.py --problem 2,8,512,64:f16 --problem 2,8,512,64:bf16 \
+          --problem 1,2,200,64:bf16:causal --json --time-cap 0.1"
+        ]
+    );
+    let manifest = project.manifest();
+    let first_id = manifest["id"].as_str().unwrap().to_string();
+    let baseline = stage(&manifest, "baseline");
+    assert_eq!(baseline["status"], "passed", "{baseline:#}");
+    let names: Vec<&str> = baseline["unit"]["cases"]
+        .as_array()
+        .expect("the unit names its cases")
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["seed", "seed", "tail"]);
+    let logs: Vec<&str> = baseline["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["path"].as_str().unwrap())
+        .collect();
+    assert!(logs.contains(&"baseline/all/baseline.json"), "{logs:?}");
+
+    // The report pairs the one document's results with each case.
+    let run = project.runs().pop().unwrap();
+    let report = Command::new(crate::util::BIN)
+        .args(["report", "--format", "json"])
+        .arg(&run)
+        .current_dir(&project.root)
+        .output()
+        .expect("start the runner");
+    assert_eq!(code(&report), 0, "{}", stderr(&report));
+    let json: Value = serde_json::from_slice(&report.stdout).expect("JSON");
+    let rows = json["bench"].as_array().expect("bench rows");
+    for (seq_len, dtype, causal) in [
+        (512, "f16", false),
+        (512, "bf16", false),
+        (200, "bf16", true),
+    ] {
+        let of_case: Vec<&Value> = rows
+            .iter()
+            .filter(|r| {
+                r["case"]["seq_len"] == seq_len
+                    && r["case"]["dtype"] == dtype
+                    && r["case"]["causal"] == causal
+            })
+            .collect();
+        assert_eq!(of_case.len(), 6, "{seq_len} {dtype} {causal}: {rows:#?}");
+        assert!(of_case.iter().all(|r| r["baseline"] == true));
+    }
+    let markdown = std::fs::read_to_string(project.root.join("reports/latest.md")).unwrap();
+    assert!(markdown.contains("sdpa:flash"), "{markdown}");
+
+    // Unchanged: served from the cache, no Python started for it.
+    let again = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert_eq!(baseline_calls(&project).len(), 1);
+    assert_eq!(
+        stage(&project.manifest(), "baseline")["cached_from"],
+        first_id.as_str()
+    );
+
+    // The key covers every case: another set of cases runs again.
+    project.pipeline(&pipeline("seed"));
+    let fewer = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&fewer), 0, "{}", stderr(&fewer));
+    let calls = baseline_calls(&project);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        calls[1],
+        "kernel/baselines/sdpa.py --problem 2,8,512,64:f16 --problem 2,8,512,64:bf16 --json \
+         --time-cap 0.1"
+    );
+    assert_eq!(stages(&project.manifest(), "baseline").len(), 1);
 }
