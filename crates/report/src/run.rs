@@ -47,6 +47,11 @@ pub struct Environment {
     pub gpu_unavailable: Option<String>,
     /// Whether ncu may read the performance counters.
     pub counters_permitted: Option<bool>,
+    /// The facts above that the preflight took from its cache of earlier runs rather than
+    /// asking the tools again (`nvcc --version`, `gpu`, `torch`), because nothing they depend
+    /// on changed; empty when it asked every tool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preflight_cached: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

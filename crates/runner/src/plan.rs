@@ -84,12 +84,6 @@ pub fn plan(
             return Err(PlanError::UnknownConfig(config.clone(), names.join(", ")));
         }
     }
-    let selected =
-        |name: &str| selection.stages.is_empty() || selection.stages.iter().any(|s| s == name);
-    // The compile stage runs when selected, or when a selected stage needs its cubin.
-    let compile_wanted = pipeline.stages.iter().any(|s| {
-        selected(&s.name) && (s.kind == StageKind::Compile || config::needs_cubin(s.kind))
-    });
     let configs: Vec<&String> = pipeline
         .matrix
         .configs
@@ -101,12 +95,7 @@ pub fn plan(
     let mut units: Vec<Unit> = Vec::new();
     let mut compile_units: Vec<(String, String, usize)> = Vec::new();
     for (index, stage) in pipeline.stages.iter().enumerate() {
-        let wanted = if stage.kind == StageKind::Compile {
-            compile_wanted
-        } else {
-            selected(&stage.name)
-        };
-        if !wanted {
+        if !runs(pipeline, &selection.stages, stage) {
             continue;
         }
         let blocked = stage_blocked(stage, preflight, pipeline.target.is_some());
@@ -196,6 +185,19 @@ pub fn plan(
 
 /// The directory, under the stage's, of a unit that runs every case of its stage.
 pub const ALL_CASES: &str = "all";
+
+/// Whether a run of `stages` (`--only`; empty: all) plans `stage`: a stage it names, or the
+/// compile stage when a stage it names needs the cubin.
+pub fn runs(pipeline: &Pipeline, stages: &[String], stage: &config::Stage) -> bool {
+    let selected = |name: &str| stages.is_empty() || stages.iter().any(|s| s == name);
+    if stage.kind == StageKind::Compile {
+        pipeline.stages.iter().any(|s| {
+            selected(&s.name) && (s.kind == StageKind::Compile || config::needs_cubin(s.kind))
+        })
+    } else {
+        selected(&stage.name)
+    }
+}
 
 /// The archs GPU stages run for: those the GPUs here match; when the GPU's arch is unknown or
 /// there is no GPU, the first arch of the matrix (the others are compile-only).

@@ -16,6 +16,7 @@ mod explain;
 mod hostile;
 mod leftovers;
 mod pack;
+mod preflight;
 mod process;
 mod provision;
 mod real;
