@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
 """PyTorch scaled_dot_product_attention baseline, timed like the harness's bench mode.
 
-For one problem (--shape B,H,S,D, --dtype, --causal) and each requested backend (the default
-dispatch, and flash, cudnn and efficient forced through torch.nn.attention.sdpa_kernel), the
-forward pass is timed two ways:
+For each problem (--problem B,H,S,D:dtype[:causal], repeated; or one as --shape B,H,S,D --dtype
+[--causal]) and each requested backend (the default dispatch, and flash, cudnn and efficient
+forced through torch.nn.attention.sdpa_kernel), the forward pass is timed two ways:
 
   events  one call per sample between two CUDA events, in a Python loop (includes host dispatch
           when the kernel is shorter than the dispatch);
   graph   a CUDA graph of GRAPH_CALLS calls, one replay per sample, time divided by GRAPH_CALLS.
 
 Each way warms up first, then samples until the relative standard error of the mean is under
-0.5 % (after at least MIN_SAMPLES) or the time cap is reached. The output is the exhibit.harness/1
-document (producer "sdpa", kernel "sdpa:<backend>", mode "bench", one result per backend and
-timing; a backend that cannot run this problem is a result with `skipped` set to the reason).
+0.5 % (after at least MIN_SAMPLES) or the time cap is reached. torch is imported once for all
+the problems. The output is one exhibit.harness/1 document (producer "sdpa", kernel
+"sdpa:<backend>", mode "bench", one result per problem, backend and timing, each naming its
+shape, dtype and causal flag; a backend that cannot run a problem is a result with `skipped` set
+to the reason; a problem that failed outside a backend has one result per backend with `error`
+set).
 
-Exit codes: 0 ok, 2 usage, 3 a CUDA or PyTorch error outside a backend, 4 no torch or no GPU.
+Exit codes: 0 ok, 2 usage, 3 a CUDA or PyTorch error outside a backend (the document still holds
+every problem's results), 4 no torch or no GPU.
 """
 
 import argparse
@@ -34,6 +38,20 @@ GRAPH_CALLS = 20
 WARMUP_CALLS = 10
 TARGET_REL_SEM = 0.005
 SHAPE_DIMS = 4
+DTYPES = ("f16", "bf16")
+
+
+@dataclasses.dataclass
+class Problem:
+    """One attention problem: the shape B,H,S,D, the dtype and the mask."""
+
+    dims: list
+    dtype: str
+    causal: bool
+
+    def label(self):
+        shape = ",".join(str(x) for x in self.dims)
+        return f"{shape} {self.dtype}{' causal' if self.causal else ''}"
 
 
 @dataclasses.dataclass
@@ -47,10 +65,36 @@ class Timed:
     clock_after: int | None = None
 
 
+def parse_dims(p, flag, text):
+    """B,H,S,D as four positive integers, or a usage error naming the flag."""
+    try:
+        dims = [int(x) for x in text.split(",")]
+    except ValueError:
+        p.error(f"{flag} {text!r}: expected four integers B,H,S,D")
+    if len(dims) != SHAPE_DIMS or min(dims) <= 0:
+        p.error(f"{flag} {text!r}: expected four positive integers B,H,S,D")
+    return dims
+
+
+def parse_problem(p, text):
+    """B,H,S,D:dtype[:causal] as a Problem, or a usage error."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3):
+        p.error(f"--problem {text!r}: expected B,H,S,D:dtype or B,H,S,D:dtype:causal")
+    dims = parse_dims(p, "--problem", parts[0])
+    if parts[1] not in DTYPES:
+        p.error(f"--problem {text!r}: dtype {parts[1]!r} is not one of {', '.join(DTYPES)}")
+    if len(parts) == 3 and parts[2] != "causal":
+        p.error(f"--problem {text!r}: expected `causal` after the dtype, not {parts[2]!r}")
+    return Problem(dims, parts[1], len(parts) == 3)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--shape", required=True, help="B,H,S,D")
-    p.add_argument("--dtype", required=True, choices=("f16", "bf16"))
+    p.add_argument("--problem", action="append", default=[], metavar="B,H,S,D:DTYPE[:causal]",
+                   help="a problem to time; repeat for several (one torch import for all)")
+    p.add_argument("--shape", help="B,H,S,D: one problem, with --dtype and --causal")
+    p.add_argument("--dtype", choices=DTYPES)
     p.add_argument("--causal", action="store_true")
     p.add_argument("--backend", default="all", choices=("all",) + BACKENDS)
     p.add_argument("--json", action="store_true", help="print the exhibit.harness/1 document")
@@ -58,13 +102,17 @@ def parse_args(argv):
                    help="seconds of sampling per backend and timing (default 2)")
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
-    try:
-        dims = [int(x) for x in args.shape.split(",")]
-    except ValueError:
-        p.error(f"--shape {args.shape!r}: expected four integers B,H,S,D")
-    if len(dims) != SHAPE_DIMS or min(dims) <= 0:
-        p.error(f"--shape {args.shape!r}: expected four positive integers B,H,S,D")
-    args.dims = dims
+    single = args.shape is not None or args.dtype is not None or args.causal
+    if args.problem and single:
+        p.error("give --problem, or --shape with --dtype (and --causal), not both")
+    if args.problem:
+        args.problems = [parse_problem(p, text) for text in args.problem]
+    elif not single:
+        p.error("name a problem: --problem B,H,S,D:dtype[:causal], or --shape B,H,S,D --dtype")
+    elif args.shape is None or args.dtype is None:
+        p.error("--shape and --dtype name one problem together (--causal masks it)")
+    else:
+        args.problems = [Problem(parse_dims(p, "--shape", args.shape), args.dtype, args.causal)]
     return args
 
 
@@ -215,17 +263,17 @@ def bench_backend(torch, name, qkv, causal, time_cap):
     return out
 
 
-def result(name, args, bench, skipped):
-    b, h, s, d = args.dims
+def result(name, problem, bench, skipped, error=None):
+    b, h, s, d = problem.dims
     return {
         "mode": "bench",
         "kernel": f"sdpa:{name}",
         "config": None,
         "shape": {"batch": b, "heads": h, "seq_len": s, "head_dim": d},
-        "dtype": args.dtype,
-        "causal": args.causal,
+        "dtype": problem.dtype,
+        "causal": problem.causal,
         "launched": bench is not None,
-        "error": None,
+        "error": error,
         "skipped": skipped,
         "check": None,
         "stress": None,
@@ -233,51 +281,74 @@ def result(name, args, bench, skipped):
     }
 
 
+def bench_problem(torch, problem, backends, args):
+    """The results of every backend and timing on one problem."""
+    b, h, s, d = problem.dims
+    dtype = torch.float16 if problem.dtype == "f16" else torch.bfloat16
+    flops = 4.0 * b * h * s * s * d / (2.0 if problem.causal else 1.0)
+    bytes_moved = 4.0 * b * h * s * d * 2  # q, k, v read once, o written once
+    # Each problem draws its inputs from the seed: its figures do not depend on the others.
+    gen = torch.Generator(device="cuda").manual_seed(args.seed)
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=dtype, generator=gen)
+               for _ in range(3))
+    results = []
+    for name in backends:
+        for t in bench_backend(torch, name, (q, k, v), problem.causal, args.time_cap):
+            if t.samples is None:
+                results.append(result(name, problem, None, t.skipped))
+                continue
+            bench = {"cache": "warm", "timing": t.timing}
+            bench.update(summarize(t.samples, flops, bytes_moved))
+            bench["sm_clock_mhz_before"] = t.clock_before
+            bench["sm_clock_mhz_after"] = t.clock_after
+            bench["throttled"] = (
+                t.clock_after < t.clock_before * 0.97
+                if (t.clock_before and t.clock_after) else None)
+            results.append(result(name, problem, bench, None))
+    return results
+
+
 def main(argv):
     args = parse_args(argv)
     torch = load_torch()
-    b, h, s, d = args.dims
-    dtype = torch.float16 if args.dtype == "f16" else torch.bfloat16
-    flops = 4.0 * b * h * s * s * d / (2.0 if args.causal else 1.0)
-    bytes_moved = 4.0 * b * h * s * d * 2  # q, k, v read once, o written once
     backends = BACKENDS if args.backend == "all" else (args.backend,)
     try:
-        gen = torch.Generator(device="cuda").manual_seed(args.seed)
-        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=dtype, generator=gen)
-                   for _ in range(3))
         dev = device_info(torch)
-        results = []
-        for name in backends:
-            for t in bench_backend(torch, name, (q, k, v), args.causal, args.time_cap):
-                if t.samples is None:
-                    results.append(result(name, args, None, t.skipped))
-                    continue
-                bench = {"cache": "warm", "timing": t.timing}
-                bench.update(summarize(t.samples, flops, bytes_moved))
-                bench["sm_clock_mhz_before"] = t.clock_before
-                bench["sm_clock_mhz_after"] = t.clock_after
-                bench["throttled"] = (
-                    t.clock_after < t.clock_before * 0.97
-                    if (t.clock_before and t.clock_after) else None)
-                results.append(result(name, args, bench, None))
     except RuntimeError as e:
         print(f"sdpa baseline failed: {' '.join(str(e).split())}", file=sys.stderr)
         return 3
+    by_problem = []
+    failed = False
+    for problem in args.problems:
+        try:
+            by_problem.append((problem, bench_problem(torch, problem, backends, args)))
+        except RuntimeError as e:
+            # The other problems' figures still count: this one's results carry the error.
+            why = " ".join(str(e).split())
+            print(f"sdpa baseline failed on {problem.label()}: {why}", file=sys.stderr)
+            by_problem.append((problem, [result(name, problem, None, None, why[:600])
+                                         for name in backends]))
+            failed = True
 
+    results = [r for _, rs in by_problem for r in rs]
     doc = {"schema": SCHEMA, "producer": "sdpa", "device": dev, "results": results}
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        print(f"{dev['name']}  shape={args.shape} dtype={args.dtype} causal={args.causal}")
-        for r in results:
-            bench = r["bench"]
-            timing = bench["timing"] if bench else ""
-            if r["skipped"]:
-                print(f"  {r['kernel']:<16} skipped: {r['skipped']}")
-            else:
-                print(f"  {r['kernel']:<16} {timing:<6} p50 {bench['p50_us']:9.2f} us  "
-                      f"{bench['tflops']:7.1f} TFLOP/s  (n={bench['samples']})")
-    return 0
+        print(dev["name"])
+        for problem, rs in by_problem:
+            print(f"  {problem.label()}")
+            for r in rs:
+                bench = r["bench"]
+                if r["error"]:
+                    print(f"    {r['kernel']:<16} error: {r['error']}")
+                elif r["skipped"]:
+                    print(f"    {r['kernel']:<16} skipped: {r['skipped']}")
+                else:
+                    print(f"    {r['kernel']:<16} {bench['timing']:<6} "
+                          f"p50 {bench['p50_us']:9.2f} us  "
+                          f"{bench['tflops']:7.1f} TFLOP/s  (n={bench['samples']})")
+    return 3 if failed else 0
 
 
 if __name__ == "__main__":

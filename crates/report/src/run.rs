@@ -51,6 +51,11 @@ pub struct Environment {
     pub gpu_unavailable: Option<String>,
     /// Whether ncu may read the performance counters.
     pub counters_permitted: Option<bool>,
+    /// The facts above that the preflight took from its cache of earlier runs rather than
+    /// asking the tools again (`nvcc --version`, `gpu`, `torch`), because nothing they depend
+    /// on changed; empty when it asked every tool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preflight_cached: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -170,6 +175,9 @@ pub struct Unit {
     /// The problem the built-in harness runs, when it runs one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case: Option<Case>,
+    /// The problems of a unit that runs several in one process (the baseline).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cases: Vec<Case>,
     /// The entry point the built-in harness launches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,

@@ -229,7 +229,19 @@ fn bench_row(r: &ResultRef) -> Option<BenchRow> {
     })
 }
 
-/// A stage's case as people read it, e.g. `2,8,512,64 f16 causal`.
+/// A stage's case as people read it, e.g. `2,8,512,64 f16 causal`; the cases of a unit that
+/// runs several, separated by `; `.
 pub fn case_label(stage: &crate::Stage) -> Option<String> {
-    stage.unit().case.as_ref().map(|c| c.label.clone())
+    let unit = stage.unit();
+    match &unit.case {
+        Some(case) => Some(case.label.clone()),
+        None if !unit.cases.is_empty() => Some(
+            unit.cases
+                .iter()
+                .map(|c| c.label.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        None => None,
+    }
 }

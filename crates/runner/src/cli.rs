@@ -131,7 +131,8 @@ pub struct RunArgs {
     /// The pipeline file, e.g. pipeline.yaml.
     #[arg(required = true)]
     pub pipeline: Option<PathBuf>,
-    /// Run every stage even when an earlier run had the same inputs.
+    /// Run every stage even when an earlier run had the same inputs, and ask every tool its
+    /// version and the GPU again instead of reusing what an earlier run learned.
     #[arg(long)]
     pub force: bool,
     /// Run only these stages (and the compile stage they depend on).
@@ -369,8 +370,13 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         .map_err(|e| Error::Io(format!("install signal handlers: {e}")))?;
     crate::leftovers::become_subreaper();
     let terminal = Terminal::new();
+    let env = Env {
+        reuse_facts: !args.force,
+        stages: args.only.clone(),
+        ..Env::from_process()
+    };
     let cx = Context {
-        env: Env::from_process(),
+        env,
         harness: host.harness,
         progress: &terminal,
         interrupt,

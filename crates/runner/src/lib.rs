@@ -4,7 +4,7 @@
 //!
 //! Brief overview: [`config::Pipeline`] is the typed pipeline file. [`preflight::check`] finds
 //! out what this machine can run, with [`toolchain`] discovering (or provisioning) the CUDA
-//! tools. [`plan::plan`] expands the stages over the matrix into units, each planned to run or
+//! tools and [`facts`] keeping what they answered for the next run. [`plan::plan`] expands the stages over the matrix into units, each planned to run or
 //! skipped with a reason. [`orchestrate::run`] executes them: [`stages`] builds each command and
 //! judges its ending, [`exec`] runs it in its own process group with a deadline, [`cache`]
 //! serves units whose inputs match an earlier run, and [`rundir`] writes
@@ -50,6 +50,7 @@ pub mod cli;
 pub mod config;
 pub mod evidence;
 pub mod exec;
+pub mod facts;
 pub mod hash;
 pub mod interrupt;
 pub mod leftovers;

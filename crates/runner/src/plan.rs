@@ -2,10 +2,10 @@
 //!
 //! [`plan`] expands the pipeline's stages over the matrix into [`Unit`]s, in execution order:
 //! compile and SASS per config and arch; the sanitizers, check, stress, bench and profile per
-//! config, GPU arch and case; the baseline per case; the report once. A unit that cannot run is
-//! planned as skipped (a GPU stage on a machine without one, a missing GPU tool) or as failed
-//! (a CPU stage whose tool is missing: the run could not do what the pipeline asks), with the
-//! reason.
+//! config, GPU arch and case; the baseline once for all its cases (one process: importing torch
+//! takes seconds); the report once. A unit that cannot run is planned as skipped (a GPU stage
+//! on a machine without one, a missing GPU tool) or as failed (a CPU stage whose tool is
+//! missing: the run could not do what the pipeline asks), with the reason.
 
 use std::path::PathBuf;
 
@@ -30,6 +30,8 @@ pub struct Unit {
     pub config: Option<String>,
     pub arch: Option<String>,
     pub case: Option<CaseInstance>,
+    /// Every case of a unit that runs them all in one process (the built-in kernel's baseline).
+    pub cases: Vec<CaseInstance>,
     /// The compile unit whose cubin this unit consumes.
     pub compile: Option<usize>,
     /// Set when the unit cannot run here.
@@ -82,12 +84,6 @@ pub fn plan(
             return Err(PlanError::UnknownConfig(config.clone(), names.join(", ")));
         }
     }
-    let selected =
-        |name: &str| selection.stages.is_empty() || selection.stages.iter().any(|s| s == name);
-    // The compile stage runs when selected, or when a selected stage needs its cubin.
-    let compile_wanted = pipeline.stages.iter().any(|s| {
-        selected(&s.name) && (s.kind == StageKind::Compile || config::needs_cubin(s.kind))
-    });
     let configs: Vec<&String> = pipeline
         .matrix
         .configs
@@ -99,12 +95,7 @@ pub fn plan(
     let mut units: Vec<Unit> = Vec::new();
     let mut compile_units: Vec<(String, String, usize)> = Vec::new();
     for (index, stage) in pipeline.stages.iter().enumerate() {
-        let wanted = if stage.kind == StageKind::Compile {
-            compile_wanted
-        } else {
-            selected(&stage.name)
-        };
-        if !wanted {
+        if !runs(pipeline, &selection.stages, stage) {
             continue;
         }
         let blocked = stage_blocked(stage, preflight, pipeline.target.is_some());
@@ -123,6 +114,7 @@ pub fn plan(
                 config: config.map(str::to_string),
                 arch: arch.map(str::to_string),
                 case,
+                cases: Vec::new(),
                 compile: None,
                 blocked: blocked.clone(),
                 dir,
@@ -153,8 +145,13 @@ pub fn plan(
                 units.push(unit(None, None, None));
             }
             StageKind::Baseline => {
-                for case in pipeline.case_instances(stage, None) {
-                    units.push(unit(None, None, Some(case)));
+                // One process for every case: the baseline imports torch once.
+                let cases = pipeline.case_instances(stage, None);
+                if !cases.is_empty() {
+                    let mut u = unit(None, None, None);
+                    u.dir.push(ALL_CASES);
+                    u.cases = cases;
+                    units.push(u);
                 }
             }
             StageKind::Report => units.push(unit(None, None, None)),
@@ -184,6 +181,22 @@ pub fn plan(
         }
     }
     Ok(Plan { units })
+}
+
+/// The directory, under the stage's, of a unit that runs every case of its stage.
+pub const ALL_CASES: &str = "all";
+
+/// Whether a run of `stages` (`--only`; empty: all) plans `stage`: a stage it names, or the
+/// compile stage when a stage it names needs the cubin.
+pub fn runs(pipeline: &Pipeline, stages: &[String], stage: &config::Stage) -> bool {
+    let selected = |name: &str| stages.is_empty() || stages.iter().any(|s| s == name);
+    if stage.kind == StageKind::Compile {
+        pipeline.stages.iter().any(|s| {
+            selected(&s.name) && (s.kind == StageKind::Compile || config::needs_cubin(s.kind))
+        })
+    } else {
+        selected(&stage.name)
+    }
 }
 
 /// The archs GPU stages run for: those the GPUs here match; when the GPU's arch is unknown or
@@ -272,6 +285,11 @@ impl Unit {
         parts.extend(self.config.clone());
         parts.extend(self.arch.clone());
         parts.extend(self.case.as_ref().map(CaseInstance::label));
+        match self.cases.as_slice() {
+            [] => {}
+            [case] => parts.push(case.label()),
+            cases => parts.push(format!("{} cases", cases.len())),
+        }
         parts.join(" ")
     }
 }

@@ -3,8 +3,10 @@
 //! [`check`] discovers the tools (provisioning the pinned compiler when a compile-side tool is
 //! missing and the pipeline allows it), reads the driver and GPUs from `nvidia-smi`, looks for
 //! the CUDA driver library the harness loads, checks whether ncu may read the performance
-//! counters and, when a stage needs it, whether `torch` imports. The result feeds the plan,
-//! which skips what cannot run with a reason that says why.
+//! counters and, when a stage that will run needs it, whether `torch` imports. The result feeds
+//! the plan, which skips what cannot run with a reason that says why. What the tools answered is
+//! kept in the user's cache and reused while nothing it depends on changed ([`crate::facts`]):
+//! an unchanged re-run starts no tool to learn what it already knows.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -15,7 +17,9 @@ use report::{Environment, Gpu};
 
 use crate::config::{self, Pipeline};
 use crate::exec;
+use crate::facts::{self, Facts, GpuFacts, GpuKey, Torch};
 use crate::interrupt::Interrupt;
+use crate::plan;
 use crate::toolchain::{self, Env, Toolchain};
 
 /// The machine, as the stages will see it.
@@ -45,6 +49,9 @@ pub enum BuiltinHarness {
 }
 
 /// Runs every check. `say` prints a line on the terminal as it happens.
+///
+/// What the tools said on an earlier run is reused while nothing it depends on changed
+/// ([`crate::facts`]), unless `env.reuse_facts` is false (`--force`).
 pub fn check(
     pipeline: &Pipeline,
     env: &Env,
@@ -53,9 +60,13 @@ pub fn check(
     interrupt: &Interrupt,
 ) -> Preflight {
     let mut notes = Vec::new();
-    let mut tools = toolchain::discover(pipeline, env, interrupt);
+    let mut facts = Facts::open(
+        toolchain::cache_home(env).map(|dir| dir.join(facts::FILE)),
+        env.reuse_facts,
+    );
+    let mut tools = toolchain::discover(pipeline, env, interrupt, &mut facts);
 
-    let wanted = wanted_tools(pipeline);
+    let wanted = wanted_tools(pipeline, &env.stages);
     let needs_compiler = toolchain::COMPILER_TOOLS.iter().any(|t| {
         wanted.get(*t) == Some(&false)
             && tools.missing.contains_key(*t)
@@ -69,7 +80,7 @@ pub fn check(
                 notes.push(e.to_string());
             }
             Some(python3) => match toolchain::provision(pipeline, env, &python3, say, interrupt) {
-                Ok(_) => tools = toolchain::discover(pipeline, env, interrupt),
+                Ok(_) => tools = toolchain::discover(pipeline, env, interrupt, &mut facts),
                 Err(e) => {
                     say(&format!("warning: failed to {e}"));
                     notes.push(format!("failed to {e}"));
@@ -82,15 +93,6 @@ pub fn check(
             },
         }
     }
-
-    let (smi_driver, mut gpus, smi_note) = nvidia_smi(pipeline, interrupt);
-    let mut gpu_unavailable = if !libcuda_present(pipeline, interrupt) {
-        Some("no CUDA driver: libcuda.so.1 not found".to_string())
-    } else if smi_note.as_deref() == Some(NO_GPU) {
-        Some("no GPU: nvidia-smi lists none".to_string())
-    } else {
-        None
-    };
 
     let harness = match pipeline.toolchain.tools.get("harness") {
         Some(path) => {
@@ -109,16 +111,24 @@ pub fn check(
             BuiltinHarness::Unavailable(reason) => Err(reason.clone()),
         },
     };
-    // The harness has the last word on the GPU: it opens the device the way the stages will.
-    if gpu_unavailable.is_none()
-        && let Ok(prefix) = &harness
-    {
-        match probe(prefix, &pipeline.root, interrupt) {
-            Probe::Device(device) => merge_device(&mut gpus, device),
-            Probe::NoDevice(reason) => gpu_unavailable = Some(reason),
-            Probe::Failed(note) => notes.push(note),
-        }
-    }
+    let smi = which("nvidia-smi");
+    let key = GpuKey::new(
+        Path::new(facts::DRIVER_DIR),
+        smi.as_deref(),
+        harness
+            .as_ref()
+            .ok()
+            .and_then(|h| h.first())
+            .map(PathBuf::as_path),
+    );
+    let gpu = facts.gpu(key, || {
+        gpu_facts(pipeline, smi.as_deref(), &harness, &mut notes, interrupt)
+    });
+    let GpuFacts {
+        driver,
+        gpus,
+        unavailable: gpu_unavailable,
+    } = gpu;
     let gpu_archs: Vec<String> = gpus
         .iter()
         .filter_map(|g| g.compute_capability.as_deref())
@@ -131,7 +141,9 @@ pub fn check(
     {
         Some(match tools.get("python3") {
             None => Err("torch not importable: python3 not found".to_string()),
-            Some(python) => torch_version(&python.path, &pipeline.root, interrupt),
+            Some(python) => facts.torch(&python.path, || {
+                import_torch(&python.path, &pipeline.root, interrupt)
+            }),
         })
     } else {
         None
@@ -153,14 +165,18 @@ pub fn check(
     if let Some(Ok(version)) = &torch {
         versions.insert("torch".to_string(), version.clone());
     }
+    if let Err(e) = facts.save() {
+        notes.push(format!("failed to keep the preflight's facts: {e}"));
+    }
     let environment = Environment {
         os: os_description(),
         tools: versions,
         toolchain_source: tools.compiler_source(),
-        driver: smi_driver,
+        driver,
         gpus,
         gpu_unavailable: gpu_unavailable.clone(),
         counters_permitted,
+        preflight_cached: facts.reused().to_vec(),
     };
     Preflight {
         toolchain: tools,
@@ -171,6 +187,51 @@ pub fn check(
         torch,
         notes,
     }
+}
+
+/// Asks the machine about its GPUs: whether the loader finds `libcuda`, what `nvidia-smi` lists,
+/// and what the harness opens. The flag says whether the answer may be kept: only when the GPU
+/// is usable and every tool answered (a failure or a missing device may pass, and a kept one
+/// would stay until the driver changes).
+fn gpu_facts(
+    pipeline: &Pipeline,
+    smi: Option<&Path>,
+    harness: &Result<Vec<PathBuf>, String>,
+    notes: &mut Vec<String>,
+    interrupt: &Interrupt,
+) -> (GpuFacts, bool) {
+    let (driver, mut gpus, smi_note) = match smi {
+        Some(smi) => nvidia_smi(smi, pipeline, interrupt),
+        None => (None, Vec::new(), None),
+    };
+    let mut keep = smi_note.as_deref() != Some(SMI_FAILED);
+    let mut unavailable = if !libcuda_present(pipeline, interrupt) {
+        Some("no CUDA driver: libcuda.so.1 not found".to_string())
+    } else if smi_note.as_deref() == Some(NO_GPU) {
+        Some("no GPU: nvidia-smi lists none".to_string())
+    } else {
+        None
+    };
+    // The harness has the last word on the GPU: it opens the device the way the stages will.
+    if unavailable.is_none()
+        && let Ok(prefix) = harness
+    {
+        match probe(prefix, &pipeline.root, interrupt) {
+            Probe::Device(device) => merge_device(&mut gpus, device),
+            Probe::NoDevice(reason) => unavailable = Some(reason),
+            Probe::Failed(note) => {
+                notes.push(note);
+                keep = false;
+            }
+        }
+    }
+    let keep = keep && unavailable.is_none();
+    let facts = GpuFacts {
+        driver,
+        gpus,
+        unavailable,
+    };
+    (facts, keep)
 }
 
 impl Preflight {
@@ -239,6 +300,12 @@ impl Preflight {
         if let Some(false) = self.environment.counters_permitted {
             lines.push("ncu: cannot read performance counters (ERR_NVGPUCTRPERM)".to_string());
         }
+        if !self.environment.preflight_cached.is_empty() {
+            lines.push(format!(
+                "from the cache of an earlier run (unchanged since): {}",
+                self.environment.preflight_cached.join(", ")
+            ));
+        }
         lines
     }
 }
@@ -299,10 +366,15 @@ fn merge_device(gpus: &mut Vec<Gpu>, device: parsers::harness::Device) {
     }
 }
 
-/// Tool name to whether only GPU stages want it (`true`) or some CPU stage does (`false`).
-fn wanted_tools(pipeline: &Pipeline) -> BTreeMap<String, bool> {
+/// Tool name to whether only GPU stages want it (`true`) or some CPU stage does (`false`), over
+/// the enabled stages the run will run (`stages`: those `--only` names, empty for all).
+fn wanted_tools(pipeline: &Pipeline, stages: &[String]) -> BTreeMap<String, bool> {
     let mut wanted: BTreeMap<String, bool> = BTreeMap::new();
-    for stage in pipeline.stages.iter().filter(|s| s.enabled) {
+    for stage in pipeline
+        .stages
+        .iter()
+        .filter(|s| s.enabled && plan::runs(pipeline, stages, s))
+    {
         for tool in &stage.needs.tools {
             let gpu_only = wanted.get(tool).copied().unwrap_or(true) && stage.needs.gpu;
             wanted.insert(tool.clone(), gpu_only);
@@ -312,19 +384,19 @@ fn wanted_tools(pipeline: &Pipeline) -> BTreeMap<String, bool> {
 }
 
 const NO_GPU: &str = "no gpu";
+const SMI_FAILED: &str = "nvidia-smi failed";
 
-/// Runs the `nvidia-smi` query; returns the driver, the GPUs and a note when none are listed.
+/// Runs the `nvidia-smi` query; returns the driver, the GPUs and a note when none are listed or
+/// the query failed.
 fn nvidia_smi(
+    smi: &Path,
     pipeline: &Pipeline,
     interrupt: &Interrupt,
 ) -> (Option<String>, Vec<Gpu>, Option<String>) {
-    let Some(smi) = which("nvidia-smi") else {
-        return (None, Vec::new(), None);
-    };
     let query = |fields: &str| {
         exec::capture(
             &[
-                smi.clone().into_os_string(),
+                smi.as_os_str().to_os_string(),
                 OsString::from(format!("--query-gpu={fields}")),
                 OsString::from("--format=csv,noheader"),
             ],
@@ -336,7 +408,7 @@ fn nvidia_smi(
     let Some((0, text, _)) = query(
         "name,uuid,driver_version,count,clocks.sm,clocks.mem,ecc.mode.current,mig.mode.current,memory.total",
     ) else {
-        return (None, Vec::new(), Some("nvidia-smi failed".to_string()));
+        return (None, Vec::new(), Some(SMI_FAILED.to_string()));
     };
     let capabilities: Vec<String> = match query("compute_cap") {
         Some((0, caps, _)) => caps.lines().map(|l| l.trim().to_string()).collect(),
@@ -445,14 +517,33 @@ fn counters_permitted() -> Option<bool> {
     Some(uid == 0)
 }
 
-fn torch_version(python: &Path, cwd: &Path, interrupt: &Interrupt) -> Result<String, String> {
+/// Imports torch: its version and the directory it was imported from, or why it did not import.
+fn import_torch(python: &Path, cwd: &Path, interrupt: &Interrupt) -> Result<Torch, String> {
     let argv = [
         python.as_os_str().to_os_string(),
         OsString::from("-c"),
-        OsString::from("import torch; print(torch.__version__)"),
+        OsString::from(
+            "import os, torch; print(torch.__version__); print(os.path.dirname(torch.__file__))",
+        ),
     ];
     match exec::capture(&argv, cwd, Duration::from_secs(120), interrupt) {
-        Some((0, out, _)) => Ok(format!("torch {}", out.trim())),
+        Some((0, out, _)) => {
+            // The last two lines: anything torch printed on import comes before.
+            let lines: Vec<&str> = out
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            let (version, dir) = match lines.as_slice() {
+                [.., version, dir] => (*version, Some(PathBuf::from(dir))),
+                [version] => (*version, None),
+                [] => ("", None),
+            };
+            Ok(Torch {
+                version: format!("torch {version}"),
+                dir: dir.filter(|d| d.is_absolute()),
+            })
+        }
         Some((_, _, err)) => Err(format!(
             "torch not importable: {}",
             err.lines()

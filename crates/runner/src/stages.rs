@@ -279,7 +279,9 @@ fn build(
             ))
         }
         StageKind::Baseline => {
-            let case = unit.case.as_ref().ok_or("a baseline unit without a case")?;
+            if unit.cases.is_empty() {
+                return Err("a baseline unit without cases".to_string());
+            }
             let (program, rest) = stage
                 .command
                 .split_first()
@@ -289,14 +291,9 @@ fn build(
                 None => cmd.tool(program, PathBuf::from(program)),
             }
             cmd.words(rest.iter().map(String::as_str));
-            cmd.words([
-                "--shape",
-                &case.shape.to_string(),
-                "--dtype",
-                &case.dtype.to_string(),
-            ]);
-            if case.causal {
-                cmd.word("--causal");
+            // Every case in one process: `--problem B,H,S,D:dtype[:causal]` each.
+            for case in &unit.cases {
+                cmd.words(["--problem", &problem(case)]);
             }
             cmd.word("--json");
             cmd.words(stage.args.iter().map(String::as_str));
@@ -315,6 +312,16 @@ fn build(
     }?;
     invocation.unit = builtin_unit(unit, stage, pipeline);
     Ok(invocation)
+}
+
+/// A case as the baseline command takes it: `B,H,S,D:dtype`, with `:causal` when masked.
+pub fn problem(case: &config::CaseInstance) -> String {
+    format!(
+        "{}:{}{}",
+        case.shape,
+        case.dtype,
+        if case.causal { ":causal" } else { "" }
+    )
 }
 
 /// How the harness is launched for a unit.
@@ -467,15 +474,8 @@ fn builtin_unit(unit: &Unit, stage: &Stage, pipeline: &Pipeline) -> report::Unit
             .flatten()
             .map(crate::orchestrate::slash),
         arch: unit.arch.clone(),
-        case: unit.case.as_ref().map(|c| report::Case {
-            name: c.case.clone(),
-            label: format!(
-                "{} {}{}",
-                c.shape,
-                c.dtype,
-                if c.causal { " causal" } else { "" }
-            ),
-        }),
+        case: unit.case.as_ref().map(report_case),
+        cases: unit.cases.iter().map(report_case).collect(),
         kernel: unit.case.as_ref().and_then(|c| {
             pipeline
                 .kernel
@@ -491,6 +491,19 @@ fn builtin_unit(unit: &Unit, stage: &Stage, pipeline: &Pipeline) -> report::Unit
         }),
         launches: flag("--launches").and_then(|n| n.parse().ok()),
         max_registers: flag("-maxrregcount").and_then(|n| n.parse().ok()),
+    }
+}
+
+/// A case as the unit record names it.
+fn report_case(c: &config::CaseInstance) -> report::Case {
+    report::Case {
+        name: c.case.clone(),
+        label: format!(
+            "{} {}{}",
+            c.shape,
+            c.dtype,
+            if c.causal { " causal" } else { "" }
+        ),
     }
 }
 

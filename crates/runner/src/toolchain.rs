@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::config;
 use crate::exec;
+use crate::facts::Facts;
 use crate::interrupt::Interrupt;
 
 /// The tools found, with where they came from and their version lines.
@@ -46,7 +47,8 @@ pub enum Source {
     Provisioned(String),
 }
 
-/// The parts of the process environment discovery reads.
+/// The parts of the process environment discovery reads, and what the run asks of the
+/// preflight.
 #[derive(Debug, Clone, Default)]
 pub struct Env {
     pub path: Option<OsString>,
@@ -54,6 +56,12 @@ pub struct Env {
     pub cuda_path: Option<PathBuf>,
     pub xdg_cache_home: Option<PathBuf>,
     pub home: Option<PathBuf>,
+    /// Whether the preflight may reuse what earlier runs learned (`--force` says no); see
+    /// [`crate::facts`].
+    pub reuse_facts: bool,
+    /// The stages the run was asked for (`--only`); empty: all. The preflight checks only the
+    /// tools of the stages that will run (it imports torch only for those).
+    pub stages: Vec<String>,
 }
 
 /// Why provisioning failed.
@@ -112,6 +120,8 @@ impl Env {
             home: std::env::var_os("HOME")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
+            reuse_facts: true,
+            stages: Vec::new(),
         }
     }
 }
@@ -140,18 +150,29 @@ impl std::fmt::Display for Source {
     }
 }
 
-/// The cache directory a pinned toolchain is provisioned into.
-pub fn cache_dir(env: &Env, version: &str) -> Option<PathBuf> {
+/// The user's cache directory for exhibit: `$XDG_CACHE_HOME/exhibit`, else `~/.cache/exhibit`.
+pub fn cache_home(env: &Env) -> Option<PathBuf> {
     let base = match (&env.xdg_cache_home, &env.home) {
         (Some(xdg), _) => xdg.clone(),
         (None, Some(home)) => home.join(".cache"),
         (None, None) => return None,
     };
-    Some(base.join("exhibit").join(format!("cuda-{version}")))
+    Some(base.join("exhibit"))
 }
 
-/// Finds every tool in [`EXECUTABLES`] and reads its version.
-pub fn discover(pipeline: &config::Pipeline, env: &Env, interrupt: &Interrupt) -> Toolchain {
+/// The cache directory a pinned toolchain is provisioned into.
+pub fn cache_dir(env: &Env, version: &str) -> Option<PathBuf> {
+    cache_home(env).map(|base| base.join(format!("cuda-{version}")))
+}
+
+/// Finds every tool in [`EXECUTABLES`] and reads its version, from `facts` while the tool's
+/// binary is the one it was read from.
+pub fn discover(
+    pipeline: &config::Pipeline,
+    env: &Env,
+    interrupt: &Interrupt,
+    facts: &mut Facts,
+) -> Toolchain {
     let provisioned = cache_dir(env, &pipeline.toolchain.cuda)
         .filter(|dir| stamp_matches(dir, &pipeline.toolchain))
         .and_then(|dir| provisioned_bin(&dir));
@@ -162,7 +183,9 @@ pub fn discover(pipeline: &config::Pipeline, env: &Env, interrupt: &Interrupt) -
     for &name in EXECUTABLES {
         match find(name, pipeline, env, provisioned.as_deref(), &toolchain) {
             Ok(Some((path, source))) => {
-                let version = match version_of(&path, &pipeline.root, interrupt) {
+                let version = match facts
+                    .version(name, &path, || version_of(&path, &pipeline.root, interrupt))
+                {
                     Ok(version) => version,
                     Err(why) => {
                         // A tool that hangs on `--version` would hang every stage it runs.

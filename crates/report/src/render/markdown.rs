@@ -992,6 +992,13 @@ fn environment(out: &mut String, a: &Analysis, run: &Run) {
         );
     }
     let _ = writeln!(out, "| OS | {} |", md_text(&env.os));
+    if !env.preflight_cached.is_empty() {
+        let _ = writeln!(
+            out,
+            "| Preflight | from its cache of earlier runs (nothing they depend on changed): {} |",
+            md_text(&env.preflight_cached.join(", "))
+        );
+    }
     let _ = writeln!(out);
 }
 

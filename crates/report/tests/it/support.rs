@@ -198,6 +198,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
                 .then(|| "no CUDA driver: libcuda.so.1 not found".to_string()),
             gpus,
             counters_permitted: gpu_used.then_some(true),
+            preflight_cached: Vec::new(),
         },
         inputs: inputs
             .iter()

@@ -37,7 +37,7 @@ stages:
     cases: [seed]
   baseline:
     command: [python3, kernel/baselines/sdpa.py]
-    cases: [tail]
+    cases: [seed, tail]
 "#;
 
 fn preflight() -> Preflight {
@@ -140,10 +140,13 @@ fn profile_wraps_the_harness_in_ncu_without_touching_clocks() {
 }
 
 #[test]
-fn baseline_runs_per_case_with_the_shape_arguments() {
+fn baseline_runs_its_cases_in_one_process() {
     assert_eq!(
         command("baseline", None),
-        words("python3 kernel/baselines/sdpa.py --shape 1,2,200,64 --dtype bf16 --causal --json")
+        words(
+            "python3 kernel/baselines/sdpa.py --problem 2,8,512,64:f16 \
+             --problem 1,2,200,64:bf16:causal --json"
+        )
     );
 }
 

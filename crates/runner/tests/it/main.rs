@@ -5,6 +5,7 @@
 
 mod util;
 
+mod baseline;
 mod cache;
 mod cli;
 mod commands;
@@ -15,6 +16,7 @@ mod explain;
 mod hostile;
 mod leftovers;
 mod pack;
+mod preflight;
 mod process;
 mod provision;
 mod real;

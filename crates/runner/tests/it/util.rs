@@ -8,11 +8,15 @@ use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_runner");
 
-/// A stand-in nvcc: answers `--version`, counts its compilations in `nvcc.calls`, writes the
-/// `-o` file and a line on stderr.
+/// A stand-in nvcc: answers `--version` (counted in `nvcc.versions`), counts its compilations in
+/// `nvcc.calls`, writes the `-o` file and a line on stderr.
 pub const NVCC: &str = r#"#!/bin/sh
 # Stand-in for nvcc in tests; its output is hand-written, not real compiler output.
-if [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 0.0, V0.0.0 (stand-in)"; exit 0; fi
+if [ "$1" = "--version" ]; then
+  echo "version" >> "$(dirname "$0")/nvcc.versions"
+  echo "Cuda compilation tools, release 0.0, V0.0.0 (stand-in)"
+  exit 0
+fi
 out=""
 while [ $# -gt 0 ]; do
   if [ "$1" = "-o" ]; then out="$2"; shift; fi
@@ -39,17 +43,26 @@ cat '{}/../parsers/fixtures/sass/nvcc13.0_clean_cuobjdump.log'
 }
 
 pub struct Project {
-    // Held for its Drop, which removes the directory.
+    // Held for their Drop, which removes the directories.
     _dir: tempfile::TempDir,
+    _cache: tempfile::TempDir,
     pub root: PathBuf,
+    /// The runner's user cache (`XDG_CACHE_HOME`), outside the project: the preflight keeps
+    /// its facts there.
+    pub cache: PathBuf,
 }
 
 impl Project {
     /// A project with a kernel source, stand-in nvcc and cuobjdump, and the default pipeline.
     pub fn new() -> Project {
         let dir = tempfile::tempdir().expect("create a temporary directory");
-        let root = dir.path().to_path_buf();
-        let project = Project { _dir: dir, root };
+        let cache = tempfile::tempdir().expect("create a temporary directory");
+        let project = Project {
+            root: dir.path().to_path_buf(),
+            cache: cache.path().to_path_buf(),
+            _dir: dir,
+            _cache: cache,
+        };
         project.write("kernel/attention.cu", "// stand-in kernel source\n");
         project.tool("nvcc", NVCC);
         project.tool("cuobjdump", &cuobjdump());
@@ -76,11 +89,12 @@ impl Project {
         self.write("pipeline.yaml", yaml);
     }
 
-    /// Runs `runner ARGS` in the project directory.
+    /// Runs `runner ARGS` in the project directory, with the project's own user cache.
     pub fn run(&self, args: &[&str]) -> Output {
         Command::new(BIN)
             .args(args)
             .current_dir(&self.root)
+            .env("XDG_CACHE_HOME", &self.cache)
             .output()
             .expect("start the runner")
     }
@@ -110,6 +124,13 @@ impl Project {
         let run = self.runs().pop().expect("a run directory");
         let text = std::fs::read_to_string(run.join("manifest.json")).expect("a manifest");
         serde_json::from_str(&text).expect("the manifest is JSON")
+    }
+
+    /// How many times a stand-in tool was asked its version (`bin/<name>.versions`).
+    pub fn version_calls(&self, name: &str) -> usize {
+        std::fs::read_to_string(self.root.join(format!("bin/{name}.versions")))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
     }
 
     /// How many times the stand-in nvcc compiled.

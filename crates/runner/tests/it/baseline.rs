@@ -1,0 +1,329 @@
+//! The baseline runs every case of its stage in one Python process (torch is imported once), and
+//! the report still pairs its results with the cases. `kernel/baselines/sdpa.py` runs here on the
+//! real python3 with a stand-in torch (`torch_standin/`, hand-written: its timings are made up).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::util::{Project, code, stage, stages, stderr};
+
+/// The repository root (this crate lives in `crates/runner`).
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The stand-in torch package.
+fn standin_torch() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/torch_standin")
+}
+
+/// Runs the repository's `sdpa.py` on the real python3 with `python_path` first on its path.
+fn sdpa(python_path: &Path, args: &[&str]) -> Output {
+    Command::new("python3")
+        .arg(repo().join("kernel/baselines/sdpa.py"))
+        .args(args)
+        .env("PYTHONPATH", python_path)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("start python3")
+}
+
+#[test]
+fn the_script_without_torch_exits_4_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    // Hides any torch installed here: the test means the same on every machine.
+    std::fs::create_dir_all(dir.path().join("torch")).unwrap();
+    std::fs::write(
+        dir.path().join("torch/__init__.py"),
+        "raise ImportError('hidden for this test')\n",
+    )
+    .unwrap();
+    let out = sdpa(
+        dir.path(),
+        &[
+            "--problem",
+            "2,8,512,64:f16",
+            "--problem",
+            "4,16,4096,64:bf16:causal",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sdpa baseline skipped: no torch (hidden for this test)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn the_script_refuses_a_malformed_problem_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (&["--problem", "2,8,512:f16"][..], "--problem '2,8,512'"),
+        (&["--problem", "2,8,512,64:f32"], "dtype 'f32'"),
+        (&["--problem", "2,8,512,64:f16:masked"], "not 'masked'"),
+        (&["--problem", "2,8,512,64"], "expected B,H,S,D:dtype"),
+        (
+            &["--problem", "2,8,512,64:f16", "--shape", "2,8,512,64"],
+            "not both",
+        ),
+        (&["--shape", "2,8,512,64"], "--shape and --dtype"),
+        (&[], "name a problem"),
+    ] {
+        let out = sdpa(dir.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+}
+
+/// `(batch, heads, seq_len, head_dim, dtype, causal)` of a result.
+fn problem_of(result: &Value) -> (u64, u64, u64, u64, String, bool) {
+    let shape = &result["shape"];
+    let n = |k: &str| shape[k].as_u64().expect("a dimension");
+    (
+        n("batch"),
+        n("heads"),
+        n("seq_len"),
+        n("head_dim"),
+        result["dtype"].as_str().expect("a dtype").to_string(),
+        result["causal"].as_bool().expect("a mask flag"),
+    )
+}
+
+#[test]
+fn the_script_times_every_problem_in_one_document() {
+    let out = sdpa(
+        &standin_torch(),
+        &[
+            "--problem",
+            "2,8,512,64:f16",
+            "--problem",
+            "1000,1,64,64:bf16:causal",
+            "--problem",
+            "1,2,200,64:bf16:causal",
+            "--json",
+        ],
+    );
+    // The stand-in cannot allocate a batch of 1000: that problem fails, the others count.
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sdpa baseline failed on 1000,1,64,64 bf16 causal"),
+        "{}",
+        stderr(&out)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["schema"], "exhibit.harness/1");
+    assert_eq!(doc["producer"], "sdpa");
+    let results = doc["results"].as_array().expect("results");
+    let of = |p: (u64, u64, u64, u64, &str, bool)| -> Vec<&Value> {
+        results
+            .iter()
+            .filter(|r| problem_of(r) == (p.0, p.1, p.2, p.3, p.4.to_string(), p.5))
+            .collect()
+    };
+    for problem in [(2, 8, 512, 64, "f16", false), (1, 2, 200, 64, "bf16", true)] {
+        let rs = of(problem);
+        // Four backends, two timings each (cudnn is skipped by the stand-in, with its reason).
+        assert_eq!(rs.len(), 8, "{problem:?}: {rs:#?}");
+        let timed = rs.iter().filter(|r| r["bench"].is_object()).count();
+        assert_eq!(timed, 6, "{problem:?}");
+        assert!(rs.iter().any(|r| {
+            r["skipped"]
+                .as_str()
+                .is_some_and(|s| s.contains("no cuDNN attention"))
+        }));
+    }
+    let failed = of((1000, 1, 64, 64, "bf16", true));
+    assert_eq!(failed.len(), 4, "{failed:#?}");
+    for r in failed {
+        assert!(
+            r["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("out of memory"))
+        );
+        assert_eq!(r["launched"], false);
+    }
+    assert_eq!(results.len(), 20);
+}
+
+#[test]
+fn the_one_shape_form_still_works() {
+    let out = sdpa(
+        &standin_torch(),
+        &[
+            "--shape",
+            "1,2,200,64",
+            "--dtype",
+            "bf16",
+            "--causal",
+            "--backend",
+            "flash",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let results = doc["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(problem_of(r), (1, 2, 200, 64, "bf16".to_string(), true));
+    }
+}
+
+/// A stand-in python3 that writes its arguments to `python3.calls`, then runs the real python3
+/// with the stand-in torch of `site/` first on its path.
+const PYTHON: &str = r#"#!/bin/sh
+# Stand-in for python3 in tests: logs its arguments, then runs the real python3 on a stand-in torch.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+echo "$*" >> "$root/bin/python3.calls"
+PYTHONPATH="$root/site" exec python3 "$@"
+"#;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(entry.file_name()));
+        } else if path.extension().is_some_and(|e| e == "py") {
+            std::fs::copy(&path, to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+fn pipeline(cases: &str) -> String {
+    format!(
+        r#"kernel:
+  source: kernel/attention.cu
+  entry_points: {{ f16: attention_fwd_f16, bf16: attention_fwd_bf16 }}
+toolchain:
+  cuda: 13.0.88
+  provision: false
+  wheels: {{ nvidia-cuda-nvcc: 13.0.88 }}
+  tools: {{ nvcc: bin/nvcc, cuobjdump: bin/cuobjdump, python3: bin/python3 }}
+matrix:
+  arch: [sm_90]
+  configs:
+    small: {{ HEAD_DIM: 64, BLOCK_M: 64 }}
+cases:
+  seed: {{ shape: "2,8,512,64", dtypes: [f16, bf16], causal: [false] }}
+  tail: {{ shape: "1,2,200,64", dtypes: [bf16], causal: [true] }}
+grace: 1s
+stages:
+  compile: {{ timeout: 30s }}
+  baseline:
+    timeout: 60s
+    needs: {{ gpu: false, tools: [python3, torch] }}
+    command: [python3, kernel/baselines/sdpa.py]
+    args: [--time-cap, "0.1"]
+    cases: [{cases}]
+  report: {{ timeout: 30s }}
+"#
+    )
+}
+
+/// The baseline script's calls, one line of arguments each.
+fn baseline_calls(project: &Project) -> Vec<String> {
+    std::fs::read_to_string(project.root.join("bin/python3.calls"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("kernel/baselines/sdpa.py"))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn the_pipeline_runs_the_baseline_once_for_every_case() {
+    let project = Project::new();
+    project.tool("python3", PYTHON);
+    copy_dir(&standin_torch(), &project.root.join("site"));
+    project.write(
+        "kernel/baselines/sdpa.py",
+        &std::fs::read_to_string(repo().join("kernel/baselines/sdpa.py")).unwrap(),
+    );
+    project.pipeline(&pipeline("seed, tail"));
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    assert_eq!(
+        baseline_calls(&project),
+        [
+            "kernel/baselines/sdpa.py --problem 2,8,512,64:f16 --problem 2,8,512,64:bf16 \
+          --problem 1,2,200,64:bf16:causal --json --time-cap 0.1"
+        ]
+    );
+    let manifest = project.manifest();
+    let first_id = manifest["id"].as_str().unwrap().to_string();
+    let baseline = stage(&manifest, "baseline");
+    assert_eq!(baseline["status"], "passed", "{baseline:#}");
+    let names: Vec<&str> = baseline["unit"]["cases"]
+        .as_array()
+        .expect("the unit names its cases")
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["seed", "seed", "tail"]);
+    let logs: Vec<&str> = baseline["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["path"].as_str().unwrap())
+        .collect();
+    assert!(logs.contains(&"baseline/all/baseline.json"), "{logs:?}");
+
+    // The report pairs the one document's results with each case.
+    let run = project.runs().pop().unwrap();
+    let report = Command::new(crate::util::BIN)
+        .args(["report", "--format", "json"])
+        .arg(&run)
+        .current_dir(&project.root)
+        .output()
+        .expect("start the runner");
+    assert_eq!(code(&report), 0, "{}", stderr(&report));
+    let json: Value = serde_json::from_slice(&report.stdout).expect("JSON");
+    let rows = json["bench"].as_array().expect("bench rows");
+    for (seq_len, dtype, causal) in [
+        (512, "f16", false),
+        (512, "bf16", false),
+        (200, "bf16", true),
+    ] {
+        let of_case: Vec<&Value> = rows
+            .iter()
+            .filter(|r| {
+                r["case"]["seq_len"] == seq_len
+                    && r["case"]["dtype"] == dtype
+                    && r["case"]["causal"] == causal
+            })
+            .collect();
+        assert_eq!(of_case.len(), 6, "{seq_len} {dtype} {causal}: {rows:#?}");
+        assert!(of_case.iter().all(|r| r["baseline"] == true));
+    }
+    let markdown = std::fs::read_to_string(project.root.join("reports/latest.md")).unwrap();
+    assert!(markdown.contains("sdpa:flash"), "{markdown}");
+
+    // Unchanged: served from the cache, no Python started for it.
+    let again = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert_eq!(baseline_calls(&project).len(), 1);
+    assert_eq!(
+        stage(&project.manifest(), "baseline")["cached_from"],
+        first_id.as_str()
+    );
+
+    // The key covers every case: another set of cases runs again.
+    project.pipeline(&pipeline("seed"));
+    let fewer = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&fewer), 0, "{}", stderr(&fewer));
+    let calls = baseline_calls(&project);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        calls[1],
+        "kernel/baselines/sdpa.py --problem 2,8,512,64:f16 --problem 2,8,512,64:bf16 --json \
+         --time-cap 0.1"
+    );
+    assert_eq!(stages(&project.manifest(), "baseline").len(), 1);
+}
