@@ -140,6 +140,9 @@ pub struct Stage {
     /// which the runner then ended: their command lines.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub leftovers: Vec<String>,
+    /// The GPU the unit ran on (its `CUDA_VISIBLE_DEVICES`), when the run spread over GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 impl Stage {

@@ -145,9 +145,25 @@ pub struct RunArgs {
     /// baseline and profile always run alone.
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
-    /// Units sharing the GPU at once (sanitizers, check, stress); default 4.
+    /// Units sharing one GPU at once (sanitizers, check, stress); default 4.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub gpu_jobs: Option<u16>,
+    /// Spread GPU units over GPUs: `all`, or the first N (by `CUDA_VISIBLE_DEVICES` when set);
+    /// each unit gets its GPU as `CUDA_VISIBLE_DEVICES`. By default the CUDA runtime picks one.
+    #[arg(long, value_name = "all|N", value_parser = parse_gpus)]
+    pub gpus: Option<orchestrate::Gpus>,
+}
+
+fn parse_gpus(text: &str) -> Result<orchestrate::Gpus, String> {
+    match text {
+        "all" => Ok(orchestrate::Gpus::All),
+        n => match n.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(orchestrate::Gpus::Count(n)),
+            _ => Err(format!(
+                "`{n}`: expected `all` or a number of GPUs (1 or more)"
+            )),
+        },
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -209,7 +225,7 @@ impl Error {
     pub fn is_usage(&self) -> bool {
         match self {
             Error::Config(_) | Error::Usage(_) => true,
-            Error::Run(RunError::Plan(_)) => true,
+            Error::Run(RunError::Plan(_) | RunError::Gpus(_)) => true,
             Error::Read(ReadError::Io { source, .. }) => {
                 source.kind() == std::io::ErrorKind::NotFound
             }
@@ -391,7 +407,9 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         limits: crate::schedule::Limits {
             jobs: args.jobs.map_or(cores, usize::from),
             gpu_jobs: args.gpu_jobs.map_or(crate::schedule::GPU_JOBS, usize::from),
+            gpus: 1,
         },
+        gpus: args.gpus.unwrap_or_default(),
     };
     let finished = orchestrate::run(&pipeline, &options, &cx)?;
     let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();

@@ -37,8 +37,22 @@ pub struct Options {
     /// Ignore earlier results.
     pub force: bool,
     pub selection: Selection,
-    /// How many units may run at once.
+    /// How many units may run at once (its `gpus` is decided by `gpus` below).
     pub limits: Limits,
+    /// Which GPUs GPU units spread over.
+    pub gpus: Gpus,
+}
+
+/// `--gpus`: the GPUs a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Gpus {
+    /// The GPU the CUDA runtime picks (device 0 of `CUDA_VISIBLE_DEVICES`); nothing is set.
+    #[default]
+    Default,
+    /// Every GPU preflight found (or that `CUDA_VISIBLE_DEVICES` lists).
+    All,
+    /// The first N of them.
+    Count(usize),
 }
 
 impl Default for Options {
@@ -47,6 +61,7 @@ impl Default for Options {
             force: false,
             selection: Selection::default(),
             limits: Limits::SEQUENTIAL,
+            gpus: Gpus::Default,
         }
     }
 }
@@ -91,6 +106,9 @@ pub enum Verdict {
 pub enum RunError {
     #[error(transparent)]
     Plan(#[from] plan::PlanError),
+    /// `--gpus` asks for GPUs the machine does not show.
+    #[error("{0}")]
+    Gpus(String),
     #[error(transparent)]
     Write(#[from] WriteError),
     #[error("hash {path}: {source}")]
@@ -134,6 +152,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         say(&format!("preflight: {line}"));
     }
     let plan = plan::plan(pipeline, &preflight, &options.selection)?;
+    let devices = devices(options.gpus, &preflight)?;
 
     let id = rundir::run_id(started, &pipeline_hash);
     let dir = RunDir::create(&pipeline.root, &id)?;
@@ -172,9 +191,11 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         harness_hash: OnceLock::new(),
     };
     let report_unit = plan.units.iter().find(|u| u.kind == StageKind::Report);
-    let mut scheduler = Scheduler::new(pipeline, &plan, options.limits, |u| {
-        u.kind == StageKind::Report
-    });
+    let limits = Limits {
+        gpus: devices.len().max(1),
+        ..options.limits
+    };
+    let mut scheduler = Scheduler::new(pipeline, &plan, limits, |u| u.kind == StageKind::Report);
     // Each unit's record, in plan order, once it ended.
     let mut records: Vec<Option<Stage>> = vec![None; plan.units.len()];
     let failure = std::thread::scope(|scope| -> Result<(), RunError> {
@@ -182,7 +203,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         let mut failure = None;
         loop {
             if !cx.interrupt.is_set() && failure.is_none() {
-                for i in scheduler.start() {
+                for (i, slot) in scheduler.start() {
                     let Some(unit) = plan.units.get(i) else {
                         continue;
                     };
@@ -191,9 +212,10 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
                     });
                     let done = done.clone();
                     let executor = &executor;
+                    let device = slot.and_then(|g| devices.get(g)).map(String::as_str);
                     scope.spawn(move || {
                         let clock = Instant::now();
-                        let result = executor.unit(i, unit);
+                        let result = executor.unit(i, unit, device);
                         // The receiver outlives every sender: this cannot fail.
                         let _ = done.send((i, result, clock.elapsed()));
                     });
@@ -360,7 +382,12 @@ impl Executor<'_> {
 
     /// Runs (or skips, or restores) one unit and returns its record, plus the `flags:` input
     /// entry of a compile unit.
-    fn unit(&self, index: usize, unit: &Unit) -> Result<(Stage, FlagInput), RunError> {
+    fn unit(
+        &self,
+        index: usize,
+        unit: &Unit,
+        device: Option<&str>,
+    ) -> Result<(Stage, FlagInput), RunError> {
         let stage_cfg = self.pipeline.stages.get(unit.stage);
         let mut record = Stage {
             name: unit.name.clone(),
@@ -378,6 +405,7 @@ impl Executor<'_> {
             unit: None,
             launch_search: None,
             leftovers: Vec::new(),
+            device: device.map(str::to_string),
         };
         let Some(stage_cfg) = stage_cfg else {
             record.status = StageStatus::Failed;
@@ -517,7 +545,7 @@ impl Executor<'_> {
                         &invocation,
                         &dirs,
                         &dest,
-                        self.step_cx(stage_cfg),
+                        self.step_cx(stage_cfg, device),
                     );
                     return Ok((record, flags));
                 }
@@ -538,13 +566,13 @@ impl Executor<'_> {
                         preflight: self.preflight,
                         paths: &paths,
                     };
-                    search.run(&mut record, &dest, self.step_cx(stage_cfg));
+                    search.run(&mut record, &dest, self.step_cx(stage_cfg, device));
                     return Ok((record, flags));
                 }
                 _ => {}
             }
         }
-        let command = self.command(&invocation, stage_cfg, &dest);
+        let command = self.command(&invocation, stage_cfg, &dest, device);
         let outcome = match exec::run(&command, self.interrupt) {
             Ok(outcome) => outcome,
             Err(e) => {
@@ -607,6 +635,7 @@ impl Executor<'_> {
         invocation: &stages::Invocation,
         stage: &config::Stage,
         dest: &Path,
+        device: Option<&str>,
     ) -> exec::Command {
         let cwd = invocation
             .cwd
@@ -619,18 +648,20 @@ impl Executor<'_> {
             .iter()
             .map(|(k, v)| (k.into(), v.into()))
             .collect();
+        command.env.extend(device_env(device));
         command.stdout = Some(dest.join(&invocation.stdout));
         command.stderr = Some(dest.join(&invocation.stderr));
         command
     }
 
-    fn step_cx(&self, stage: &config::Stage) -> steps::StepCx<'_> {
+    fn step_cx<'s>(&'s self, stage: &config::Stage, device: Option<&'s str>) -> steps::StepCx<'s> {
         steps::StepCx {
             root: &self.pipeline.root,
             run_dir: &self.dir.relative,
             timeout: stage.timeout,
             grace: self.pipeline.grace,
             interrupt: self.interrupt,
+            device,
         }
     }
 
@@ -864,6 +895,7 @@ fn write_report(
         unit: None,
         launch_search: None,
         leftovers: Vec::new(),
+        device: None,
     };
     if let Some(Blocked::Skip(reason) | Blocked::Fail(reason)) = &unit.blocked {
         record.status = StageStatus::Skipped;
@@ -940,4 +972,46 @@ pub fn slash(path: &Path) -> String {
         .map(|c| c.as_os_str().to_string_lossy())
         .collect::<Vec<_>>()
         .join("/")
+}
+
+/// The environment that puts a unit on its GPU: `CUDA_VISIBLE_DEVICES`, when the run spreads
+/// over GPUs. It is not part of a unit's cache key: GPUs of one run are one model.
+pub fn device_env(device: Option<&str>) -> Vec<(OsString, OsString)> {
+    device
+        .map(|d| (OsString::from("CUDA_VISIBLE_DEVICES"), OsString::from(d)))
+        .into_iter()
+        .collect()
+}
+
+/// The `CUDA_VISIBLE_DEVICES` value of each GPU slot: empty when the run leaves the choice to
+/// the CUDA runtime.
+fn devices(gpus: Gpus, preflight: &Preflight) -> Result<Vec<String>, RunError> {
+    let visible: Vec<String> = match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(list) if !list.trim().is_empty() => list
+            .split(',')
+            .map(|d| d.trim().to_string())
+            .filter(|d| !d.is_empty())
+            .collect(),
+        _ => (0..preflight.environment.gpus.len())
+            .map(|i| i.to_string())
+            .collect(),
+    };
+    match gpus {
+        Gpus::Default => Ok(Vec::new()),
+        Gpus::All if visible.is_empty() => Err(RunError::Gpus(
+            "--gpus all: preflight found no GPU".to_string(),
+        )),
+        Gpus::All => Ok(visible),
+        Gpus::Count(n) if n > visible.len() => Err(RunError::Gpus(format!(
+            "--gpus {n}: {} GPU{} visible ({})",
+            visible.len(),
+            if visible.len() == 1 { "" } else { "s" },
+            if visible.is_empty() {
+                "none".to_string()
+            } else {
+                visible.join(", ")
+            }
+        ))),
+        Gpus::Count(n) => Ok(visible.into_iter().take(n).collect()),
+    }
 }

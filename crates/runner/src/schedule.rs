@@ -9,6 +9,10 @@
 //!   so their timings and counters stay clean;
 //! - a unit planned as skipped takes no resource.
 //!
+//! With several GPUs (`--gpus`), each GPU has its own share of GPU units and its own "alone":
+//! a bench on GPU 1 waits for nothing on GPU 0. A GPU unit goes to the GPU with the fewest
+//! units on it.
+//!
 //! A unit starts once the units it depends on ended (its compile unit; for a target's SASS,
 //! every program unit before it, whose JIT caches it reads). Units start in plan order: a unit
 //! that must wait for its resource holds back every unit after it, so a unit that runs alone
@@ -41,8 +45,10 @@ pub const GPU_JOBS: usize = 4;
 pub struct Limits {
     /// Units at once, of any class.
     pub jobs: usize,
-    /// Units sharing the GPU at once.
+    /// Units sharing one GPU at once.
     pub gpu_jobs: usize,
+    /// GPUs to spread GPU units over.
+    pub gpus: usize,
 }
 
 impl Limits {
@@ -50,6 +56,7 @@ impl Limits {
     pub const SEQUENTIAL: Limits = Limits {
         jobs: 1,
         gpu_jobs: 1,
+        gpus: 1,
     };
 }
 
@@ -67,6 +74,8 @@ pub struct Scheduler {
     classes: Vec<Class>,
     dependencies: Vec<Vec<usize>>,
     states: Vec<State>,
+    /// The GPU (0-based slot) each running GPU unit was given.
+    placed: Vec<Option<usize>>,
     limits: Limits,
 }
 
@@ -98,18 +107,21 @@ impl Scheduler {
             })
             .collect();
         Scheduler {
+            placed: vec![None; classes.len()],
             classes,
             dependencies,
             states,
             limits: Limits {
                 jobs: limits.jobs.max(1),
                 gpu_jobs: limits.gpu_jobs.max(1),
+                gpus: limits.gpus.max(1),
             },
         }
     }
 
-    /// The units that may start now, in plan order; each is marked running.
-    pub fn start(&mut self) -> Vec<usize> {
+    /// The units that may start now, in plan order, each with the GPU slot it runs on (for GPU
+    /// units); each is marked running.
+    pub fn start(&mut self) -> Vec<(usize, Option<usize>)> {
         let mut started = Vec::new();
         for i in 0..self.states.len() {
             if self.states[i] != State::Waiting {
@@ -123,12 +135,13 @@ impl Scheduler {
                 // ahead.
                 continue;
             }
-            if !self.fits(self.classes[i]) {
+            let Some(placement) = self.place(self.classes[i]) else {
                 // Waiting for its resource: nothing after it overtakes it.
                 break;
-            }
+            };
             self.states[i] = State::Running;
-            started.push(i);
+            self.placed[i] = placement;
+            started.push((i, placement));
         }
         started
     }
@@ -137,6 +150,9 @@ impl Scheduler {
     pub fn ended(&mut self, i: usize) {
         if let Some(state) = self.states.get_mut(i) {
             *state = State::Ended;
+        }
+        if let Some(gpu) = self.placed.get_mut(i) {
+            *gpu = None;
         }
     }
 
@@ -155,25 +171,46 @@ impl Scheduler {
         self.classes.get(i).copied()
     }
 
-    fn fits(&self, class: Class) -> bool {
-        let running = |c: Class| {
-            self.states
-                .iter()
-                .zip(&self.classes)
-                .filter(|(s, k)| **s == State::Running && **k == c)
+    /// Where a unit of `class` may start now: `Some(None)` off the GPU, `Some(Some(g))` on GPU
+    /// slot `g`, `None` not now.
+    fn place(&self, class: Class) -> Option<Option<usize>> {
+        let running = |c: Class, gpu: Option<usize>| {
+            (0..self.states.len())
+                .filter(|&i| {
+                    self.states[i] == State::Running
+                        && self.classes[i] == c
+                        && (gpu.is_none() || self.placed[i] == gpu)
+                })
                 .count()
         };
-        let busy = running(Class::Cpu) + running(Class::SharedGpu) + running(Class::Alone);
-        if running(Class::Alone) > 0 {
-            return class == Class::Free;
+        let busy = running(Class::Cpu, None)
+            + running(Class::SharedGpu, None)
+            + running(Class::Alone, None);
+        // With one GPU, a unit that runs alone has the machine to itself; with several, its GPU.
+        let one_gpu = self.limits.gpus == 1;
+        if one_gpu && running(Class::Alone, None) > 0 {
+            return (class == Class::Free).then_some(None);
         }
         match class {
-            Class::Free => true,
-            Class::Cpu => busy < self.limits.jobs,
-            Class::SharedGpu => {
-                busy < self.limits.jobs && running(Class::SharedGpu) < self.limits.gpu_jobs
-            }
-            Class::Alone => busy == 0,
+            Class::Free => Some(None),
+            Class::Cpu => (busy < self.limits.jobs).then_some(None),
+            Class::SharedGpu if busy < self.limits.jobs => (0..self.limits.gpus)
+                .filter(|&g| {
+                    running(Class::Alone, Some(g)) == 0
+                        && running(Class::SharedGpu, Some(g)) < self.limits.gpu_jobs
+                })
+                .min_by_key(|&g| running(Class::SharedGpu, Some(g)))
+                .map(Some),
+            Class::SharedGpu => None,
+            Class::Alone if one_gpu => (busy == 0).then_some(Some(0)),
+            Class::Alone => (busy < self.limits.jobs)
+                .then(|| {
+                    (0..self.limits.gpus).find(|&g| {
+                        running(Class::Alone, Some(g)) + running(Class::SharedGpu, Some(g)) == 0
+                    })
+                })
+                .flatten()
+                .map(Some),
         }
     }
 }

@@ -25,6 +25,8 @@ pub struct StepCx<'a> {
     pub timeout: Duration,
     pub grace: Duration,
     pub interrupt: &'a Interrupt,
+    /// The unit's GPU (`CUDA_VISIBLE_DEVICES`), when the run spreads over GPUs.
+    pub device: Option<&'a str>,
 }
 
 impl StepCx<'_> {
@@ -41,6 +43,9 @@ impl StepCx<'_> {
         let mut command = exec::Command::new(argv, cwd, self.timeout);
         command.grace = self.grace;
         command.env = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+        command
+            .env
+            .extend(crate::orchestrate::device_env(self.device));
         command.stdout = Some(stdout);
         command.stderr = Some(stderr);
         let outcome = exec::run(&command, self.interrupt)?;

@@ -200,6 +200,7 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
         unit: None,
         launch_search: None,
         leftovers: Vec::new(),
+        device: None,
     });
     for (i, (kind, r)) in results.into_iter().enumerate() {
         let path = format!("{}/cfg/{i}.json", report::join::kind_name(kind));
@@ -242,6 +243,7 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
             unit: None,
             launch_search: None,
             leftovers: Vec::new(),
+            device: None,
         });
     }
     ev

@@ -170,6 +170,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             unit: None,
             launch_search: None,
             leftovers: Vec::new(),
+            device: None,
         });
         logs.insert(path, parsed);
     }

@@ -14,9 +14,9 @@ fn harness() -> String {
 if [ "$1" = "--probe" ]; then echo "harness: no GPU (stand-in)" >&2; exit 4; fi
 mode=unknown
 while [ $# -gt 0 ]; do [ "$1" = "--mode" ] && mode="$2"; shift; done
-log start "harness-$mode-$$"
+log start "harness-$mode-$$@${{CUDA_VISIBLE_DEVICES:-none}}"
 sleep 0.4
-log end "harness-$mode-$$"
+log end "harness-$mode-$$@${{CUDA_VISIBLE_DEVICES:-none}}"
 "#
     )
 }
@@ -27,9 +27,9 @@ fn wrapper(name: &str) -> String {
         r#"#!/bin/sh
 {LOG}
 if [ "$1" = "--version" ]; then echo "{name} 0.0 (stand-in)"; exit 0; fi
-log start "{name}-$$"
+log start "{name}-$$@${{CUDA_VISIBLE_DEVICES:-none}}"
 sleep 0.4
-log end "{name}-$$"
+log end "{name}-$$@${{CUDA_VISIBLE_DEVICES:-none}}"
 echo "========= ERROR SUMMARY: 0 errors"
 "#
     )
@@ -161,4 +161,104 @@ fn one_job_runs_one_unit_at_a_time() {
             assert!(!overlap(a, b), "{} overlapped {}", a.what, b.what);
         }
     }
+}
+
+/// A stand-in nvidia-smi (hand-written) that lists two H200s.
+const NVIDIA_SMI: &str = r#"#!/bin/sh
+case "$1" in
+  --query-gpu=compute_cap) printf '9.0\n9.0\n' ;;
+  --query-gpu=*) printf 'NVIDIA H200, GPU-0, 580.159.04, 2, 1980 MHz, 2619 MHz, Enabled, Disabled, 143771 MiB\nNVIDIA H200, GPU-1, 580.159.04, 2, 1980 MHz, 2619 MHz, Enabled, Disabled, 143771 MiB\n' ;;
+  *) echo "NVIDIA-SMI (stand-in)" ;;
+esac
+"#;
+
+/// The GPU an interval's process ran on (`none` when it was given none).
+fn device(i: &Interval) -> &str {
+    i.what.rsplit_once('@').map_or("none", |(_, d)| d)
+}
+
+fn run_on_two_gpus(project: &Project, args: &[&str]) -> std::process::Output {
+    let path = format!(
+        "{}:{}",
+        project.root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::process::Command::new(crate::util::BIN)
+        .args(args)
+        .current_dir(&project.root)
+        .env("PATH", path)
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .env("XDG_CACHE_HOME", project.root.join("cache"))
+        .output()
+        .expect("start the runner")
+}
+
+#[test]
+fn gpu_units_spread_over_gpus_and_run_alone_on_their_own_gpu() {
+    let project = project();
+    project.tool("nvidia-smi", NVIDIA_SMI);
+    let out = run_on_two_gpus(
+        &project,
+        &["pipeline.yaml", "--gpus", "all", "--gpu-jobs", "2"],
+    );
+    assert!(code(&out) <= 3, "{}", stderr(&out));
+    let all = intervals(&project);
+    assert_eq!(all.len(), 9, "{all:#?}");
+    let used: std::collections::BTreeSet<&str> = all.iter().map(device).collect();
+    assert_eq!(used, ["0", "1"].into_iter().collect(), "{all:#?}");
+    for a in all
+        .iter()
+        .filter(|i| i.what.starts_with("harness-bench") || i.what.starts_with("ncu"))
+    {
+        for b in all
+            .iter()
+            .filter(|b| b.what != a.what && device(b) == device(a))
+        {
+            assert!(
+                !overlap(a, b),
+                "{} overlapped {} on its GPU",
+                a.what,
+                b.what
+            );
+        }
+    }
+    // Never more than --gpu-jobs 2 on one GPU.
+    for a in &all {
+        let together = all
+            .iter()
+            .filter(|b| device(b) == device(a) && b.start <= a.start && a.start < b.end)
+            .count();
+        assert!(
+            together <= 2,
+            "{together} units at once on GPU {}",
+            device(a)
+        );
+    }
+    // The manifest names each GPU unit's GPU.
+    let manifest = project.manifest();
+    for stage in manifest["stages"].as_array().expect("stages") {
+        let gpu_unit = ["memcheck", "check", "bench", "profile"]
+            .contains(&stage["kind"].as_str().unwrap_or(""));
+        assert_eq!(stage["device"].is_string(), gpu_unit, "{stage:#}");
+    }
+}
+
+#[test]
+fn more_gpus_than_the_machine_shows_is_a_usage_error() {
+    let project = project();
+    project.tool("nvidia-smi", NVIDIA_SMI);
+    let out = run_on_two_gpus(&project, &["pipeline.yaml", "--gpus", "3"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--gpus 3: 2 GPUs visible (0, 1)"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_on_two_gpus(&project, &["pipeline.yaml", "--gpus", "two"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("expected `all` or a number of GPUs"),
+        "{}",
+        stderr(&out)
+    );
 }
