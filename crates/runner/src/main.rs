@@ -50,9 +50,24 @@ fn main() -> ExitCode {
     };
     let result = cli::execute(cli, host).map_err(anyhow::Error::from);
     if let Err(e) = &result {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", message(e));
     }
     ExitCode::from(exit_code(&result))
+}
+
+/// The error and its causes, each said once: many errors already quote their cause.
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
 }
 
 /// The one place that maps results to exit codes.
