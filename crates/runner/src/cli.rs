@@ -145,7 +145,7 @@ pub struct RunArgs {
     /// baseline and profile always run alone.
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
-    /// Units sharing one GPU at once (sanitizers, check, stress); default half the cores, 1 to 8.
+    /// Units sharing one GPU at once (sanitizers, check, stress); default 4.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub gpu_jobs: Option<u16>,
     /// Spread GPU units over GPUs: `all`, or the first N (by `CUDA_VISIBLE_DEVICES` when set);
@@ -406,9 +406,7 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         },
         limits: crate::schedule::Limits {
             jobs: args.jobs.map_or(cores, usize::from),
-            gpu_jobs: args
-                .gpu_jobs
-                .map_or(crate::schedule::default_gpu_jobs(cores), usize::from),
+            gpu_jobs: args.gpu_jobs.map_or(crate::schedule::GPU_JOBS, usize::from),
             gpus: 1,
         },
         gpus: args.gpus.unwrap_or_default(),

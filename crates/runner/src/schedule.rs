@@ -37,12 +37,8 @@ pub enum Class {
     Alone,
 }
 
-/// Units sharing one GPU at once unless `--gpu-jobs` says otherwise: half the CPU cores, from 1
-/// to 8. Each sanitizer process keeps a core busy; on a 16-core H100 machine the GPU-sharing
-/// stages of pipeline.yaml took 16.6 s with 4 and 14.9 s with 8 (README).
-pub fn default_gpu_jobs(cores: usize) -> usize {
-    (cores / 2).clamp(1, 8)
-}
+/// Units sharing one GPU at once unless `--gpu-jobs` says otherwise.
+pub const GPU_JOBS: usize = 4;
 
 /// How many units may run at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
