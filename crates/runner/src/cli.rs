@@ -3,7 +3,7 @@
 //! `main.rs` parses the arguments into [`Cli`], calls [`execute`], and maps the result to an
 //! exit code in one place.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -15,6 +15,7 @@ use crate::orchestrate::{self, Context, Options, RunError, Verdict};
 use crate::plan::Selection;
 use crate::preflight::BuiltinHarness;
 use crate::progress::{self, Terminal};
+use crate::remote;
 use crate::rundir::ReadError;
 use crate::toolchain::Env;
 
@@ -104,6 +105,15 @@ pub enum Command {
         #[arg(long)]
         allow_different_gpu: bool,
     },
+    /// Follow a remote run started with `--host` until it ends, then bring its run directory and
+    /// report back (after a dropped connection or a Ctrl-C that left it running).
+    Attach {
+        /// The session, as `--host` printed it.
+        session: String,
+        /// The directory of the pipeline the session ran (where `artifacts/.remote/` is).
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
     /// Compress a stored run's large logs (gzip) so that it can be committed; `report` reads them
     /// as before.
     Pack {
@@ -152,6 +162,39 @@ pub struct RunArgs {
     /// each unit gets its GPU as `CUDA_VISIBLE_DEVICES`. By default the CUDA runtime picks one.
     #[arg(long, value_name = "all|N", value_parser = parse_gpus)]
     pub gpus: Option<orchestrate::Gpus>,
+    /// Run on this machine over SSH (`user@host`, or a name from ~/.ssh/config): the inputs are
+    /// synced there, the run goes on if the connection drops, and its run directory and report
+    /// come back here.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+}
+
+impl RunArgs {
+    /// The options a remote runner is given: these, without `--host`.
+    fn forwarded(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.force {
+            args.push("--force".to_string());
+        }
+        if !self.only.is_empty() {
+            args.extend(["--only".to_string(), self.only.join(",")]);
+        }
+        if !self.configs.is_empty() {
+            args.extend(["--config".to_string(), self.configs.join(",")]);
+        }
+        if let Some(jobs) = self.jobs {
+            args.extend(["--jobs".to_string(), jobs.to_string()]);
+        }
+        if let Some(jobs) = self.gpu_jobs {
+            args.extend(["--gpu-jobs".to_string(), jobs.to_string()]);
+        }
+        match self.gpus {
+            Some(orchestrate::Gpus::All) => args.extend(["--gpus".into(), "all".into()]),
+            Some(orchestrate::Gpus::Count(n)) => args.extend(["--gpus".into(), n.to_string()]),
+            Some(orchestrate::Gpus::Default) | None => {}
+        }
+        args
+    }
 }
 
 fn parse_gpus(text: &str) -> Result<orchestrate::Gpus, String> {
@@ -216,6 +259,9 @@ pub enum Error {
     Run(#[from] RunError),
     #[error(transparent)]
     Read(#[from] ReadError),
+    /// A remote run could not be started, followed or collected.
+    #[error(transparent)]
+    Remote(#[from] remote::RemoteError),
     #[error("{0}")]
     Io(String),
 }
@@ -245,6 +291,7 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
         Some(Command::Run(args)) => run(args, host),
         None => run(cli.run, host),
         Some(Command::Check { pipeline }) => check(&pipeline),
+        Some(Command::Attach { session, root }) => attach(&root, &session),
         Some(Command::Report {
             run_dir,
             format,
@@ -380,8 +427,12 @@ fn read_logs(
 fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
     let path = args
         .pipeline
+        .clone()
         .ok_or_else(|| Error::Usage("name a pipeline file, e.g. `runner pipeline.yaml`".into()))?;
     let pipeline = Pipeline::load(&path)?;
+    if let Some(remote_host) = &args.host {
+        return run_remote(&pipeline, &path, remote_host, &args.forwarded());
+    }
     let interrupt = Interrupt::from_signals()
         .map_err(|e| Error::Io(format!("install signal handlers: {e}")))?;
     crate::leftovers::become_subreaper();
@@ -669,4 +720,90 @@ fn print(text: &str) -> Result<(), Error> {
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+/// `runner PIPELINE --host HOST`: starts the run there, then follows and collects it.
+fn run_remote(
+    pipeline: &Pipeline,
+    path: &std::path::Path,
+    remote_host: &str,
+    args: &[String],
+) -> Result<Outcome, Error> {
+    let interrupt = Interrupt::from_signals()
+        .map_err(|e| Error::Io(format!("install signal handlers: {e}")))?;
+    let ssh = remote::Ssh::new(remote_host, &interrupt)?;
+    let say = |line: &str| eprintln!("{line}");
+    let session = remote::start(&ssh, &pipeline.root, path, args, &say)?;
+    finish_remote(&ssh, &pipeline.root, &session, &interrupt)
+}
+
+/// `runner attach SESSION`.
+fn attach(root: &std::path::Path, id: &str) -> Result<Outcome, Error> {
+    let session = remote::load(root, id).map_err(|e| Error::Usage(e.to_string()))?;
+    let interrupt = Interrupt::from_signals()
+        .map_err(|e| Error::Io(format!("install signal handlers: {e}")))?;
+    let ssh = remote::Ssh::new(&session.host, &interrupt)?;
+    finish_remote(&ssh, root, &session, &interrupt)
+}
+
+/// Follows a remote session to its end, collects its run and renders the report here.
+fn finish_remote(
+    ssh: &remote::Ssh<'_>,
+    root: &std::path::Path,
+    session: &remote::Session,
+    interrupt: &Interrupt,
+) -> Result<Outcome, Error> {
+    let say = |line: &str| eprintln!("{line}");
+    match remote::follow(ssh, session, &mut remote::to_stderr, &say) {
+        Ok(_) => {}
+        Err(remote::RemoteError::Detached { session: id }) => {
+            if std::io::stdin().is_terminal() && ask("stop the remote run too? [y/N] ") {
+                let quiet = Interrupt::new();
+                let stopper = remote::Ssh::new(&session.host, &quiet)?;
+                remote::stop(&stopper, session)?;
+                eprintln!("stopping it; `runner attach {id}` collects what it wrote");
+            } else {
+                eprintln!("the remote run goes on; `runner attach {id}` collects it");
+            }
+            return Ok(Outcome::Interrupted(
+                interrupt.first().unwrap_or(signal_hook::consts::SIGINT),
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let Some(dir) = remote::collect(ssh, root, session)? else {
+        return Err(Error::Io(format!(
+            "{}: the remote run ended before it created its run directory; its log is ~/{}/.exhibit-remote/{}.log there",
+            session.host, session.dir, session.id
+        )));
+    };
+    // The report, rendered here from the evidence that came back, as a local run's.
+    let evidence = crate::evidence::load(&root.join(&dir))?;
+    let text = terminated(report::render(&evidence, report::OutputFormat::Markdown));
+    let reports = root.join(crate::rundir::REPORTS);
+    let name = reports.join(format!("{}.md", evidence.run.id));
+    for path in [&name, &reports.join("latest.md")] {
+        crate::rundir::write_atomic(path, text.as_bytes()).map_err(|e| Error::Io(e.to_string()))?;
+    }
+    let analysis = report::analyze(&evidence);
+    let shown = |p: &std::path::Path| crate::orchestrate::slash(p.strip_prefix(root).unwrap_or(p));
+    eprintln!("artifacts: {}", shown(&root.join(&dir)));
+    print(&format!(
+        "verdict: {}\nreport: {}\n",
+        analysis.verdict.line,
+        shown(&name)
+    ))?;
+    Ok(match crate::orchestrate::verdict(&evidence.run) {
+        Verdict::Clean => Outcome::Clean,
+        Verdict::Findings => Outcome::Findings,
+        Verdict::Incomplete => Outcome::Incomplete,
+        Verdict::Interrupted => Outcome::Interrupted(signal_hook::consts::SIGINT),
+    })
+}
+
+/// Asks a yes/no question on the terminal.
+fn ask(question: &str) -> bool {
+    eprint!("{question}");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
 }

@@ -1,7 +1,7 @@
 //! Runs one child process with a deadline, in its own process group.
 //!
 //! Every child is started through duct with an argv (never a shell string), stdin from
-//! `/dev/null`, and stdout and stderr written straight into files by the kernel, so logs hold
+//! `/dev/null` (or a file), and stdout and stderr written straight into files by the kernel, so logs hold
 //! exactly what the tool printed, as it printed it, and no pipe can fill up. The child leads a
 //! new process group; at its deadline, or when the run is interrupted, SIGTERM goes to the whole
 //! group, then SIGKILL after a grace period. compute-sanitizer and ncu run the harness as a
@@ -33,6 +33,8 @@ pub struct Command {
     pub cwd: PathBuf,
     /// Extra environment variables.
     pub env: Vec<(OsString, OsString)>,
+    /// A file to read stdin from; `None` gives `/dev/null`.
+    pub stdin: Option<PathBuf>,
     /// Where stdout goes; `None` discards it.
     pub stdout: Option<PathBuf>,
     /// Where stderr goes; `None` discards it.
@@ -109,7 +111,6 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
     let token = leftovers::new_token();
     let mut expression = duct::cmd(program, args)
         .dir(&command.cwd)
-        .stdin_null()
         .unchecked()
         .env(leftovers::TOKEN_VARIABLE, &token)
         .before_spawn(|cmd| {
@@ -119,6 +120,10 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
     for (key, value) in &command.env {
         expression = expression.env(key, value);
     }
+    expression = match &command.stdin {
+        Some(path) => expression.stdin_path(path),
+        None => expression.stdin_null(),
+    };
     expression = match &command.stdout {
         Some(path) => expression.stdout_file(create(path)?),
         None => expression.stdout_null(),
@@ -252,6 +257,7 @@ impl Command {
             argv: argv.into_iter().map(Into::into).collect(),
             cwd: cwd.to_path_buf(),
             env: Vec::new(),
+            stdin: None,
             stdout: None,
             stderr: None,
             timeout,

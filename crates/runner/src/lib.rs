@@ -59,6 +59,7 @@ pub mod pack;
 pub mod plan;
 pub mod preflight;
 pub mod progress;
+pub mod remote;
 pub mod rundir;
 pub mod schedule;
 pub mod stages;

@@ -21,6 +21,7 @@ mod process;
 mod provision;
 mod real;
 mod reference;
+mod remote;
 mod schedule;
 mod skipped;
 mod targets;

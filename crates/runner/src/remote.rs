@@ -1,0 +1,512 @@
+//! Running a pipeline on another machine over SSH, so that a dropped connection costs nothing.
+//!
+//! `runner PIPELINE --host user@box`:
+//! 1. syncs the pipeline's directory (without `artifacts/`, `reports/`, `.git/` and `target/`)
+//!    into a work directory on the remote, `~/.cache/exhibit/remote/<hash>`, keyed by the local
+//!    directory and kept between runs, so the remote's own cache serves unchanged units;
+//! 2. uploads this runner binary to `~/.cache/exhibit/bin/runner-<sha>` when the remote lacks
+//!    that version;
+//! 3. starts the run there in its own session (`setsid`), its output in
+//!    `.exhibit-remote/<session>.log`, its exit status in `<session>.exit`: the run goes on
+//!    whatever happens to the connection;
+//! 4. follows the log, reconnecting with backoff when the connection drops;
+//! 5. pulls the run directory and its report back and renders the report here, as a local run
+//!    would.
+//!
+//! `runner attach SESSION` picks up a session where it stopped (the session record is kept in
+//! `artifacts/.remote/<session>.json`). Every remote command goes through the system's OpenSSH
+//! client (users' keys, agents, jump hosts and `~/.ssh/config` work as in their shell; a
+//! `ControlMaster` there shares one connection), quoted for the remote shell, under a timeout.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::exec::{self, Ending};
+use crate::interrupt::Interrupt;
+
+/// Where a session is recorded locally, under the pipeline's directory.
+pub const SESSIONS: &str = "artifacts/.remote";
+
+/// A remote run, as recorded when it started.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Session {
+    pub id: String,
+    pub host: String,
+    /// The work directory on the remote, relative to its home.
+    pub dir: String,
+    /// The pipeline file, relative to the work directory.
+    pub pipeline: String,
+}
+
+/// Why a remote run could not be done.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    #[error("{host}: {message}")]
+    Host { host: String, message: String },
+    #[error("{0}")]
+    Local(String),
+    #[error("interrupted; the remote run goes on: `runner attach {session}` collects it")]
+    Detached { session: String },
+}
+
+/// The SSH client, and a local scratch directory for what passes through it.
+pub struct Ssh<'a> {
+    host: String,
+    program: OsString,
+    control: tempfile::TempDir,
+    interrupt: &'a Interrupt,
+}
+
+/// What a remote command printed.
+struct Answer {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+impl<'a> Ssh<'a> {
+    /// A client for `host`: `EXHIBIT_SSH` names the program (default `ssh`).
+    pub fn new(host: &str, interrupt: &'a Interrupt) -> Result<Ssh<'a>, RemoteError> {
+        let control = tempfile::Builder::new()
+            .prefix("exhibit-ssh-")
+            .tempdir()
+            .map_err(|e| RemoteError::Local(format!("create a temporary directory: {e}")))?;
+        Ok(Ssh {
+            host: host.to_string(),
+            program: std::env::var_os("EXHIBIT_SSH").unwrap_or_else(|| "ssh".into()),
+            control,
+            interrupt,
+        })
+    }
+
+    fn error(&self, message: impl Into<String>) -> RemoteError {
+        RemoteError::Host {
+            host: self.host.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// Runs `script` in the remote's shell (in its home directory), with `stdin` from a file and
+    /// stdout into a file when given.
+    fn run(
+        &self,
+        script: &str,
+        stdin: Option<&Path>,
+        stdout: Option<&Path>,
+        timeout: Duration,
+    ) -> Result<Answer, RemoteError> {
+        let scratch = self.control.path();
+        let out = stdout.map_or_else(|| scratch.join("stdout"), Path::to_path_buf);
+        let err = scratch.join("stderr");
+        let argv: Vec<OsString> = vec![
+            self.program.clone(),
+            "-o".into(),
+            "BatchMode=yes".into(),
+            "-o".into(),
+            "ConnectTimeout=15".into(),
+            "-o".into(),
+            "ServerAliveInterval=10".into(),
+            "-o".into(),
+            "ServerAliveCountMax=3".into(),
+            self.host.clone().into(),
+            "--".into(),
+            script.into(),
+        ];
+        let mut command = exec::Command::new(argv, scratch, timeout);
+        command.stdin = stdin.map(Path::to_path_buf);
+        command.stdout = Some(out.clone());
+        command.stderr = Some(err.clone());
+        let outcome = exec::run(&command, self.interrupt)
+            .map_err(|e| RemoteError::Local(format!("failed to {e}")))?;
+        let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+        let code = match outcome.ending {
+            Ending::Exited(code) => code,
+            Ending::TimedOut => {
+                return Err(self.error(format!(
+                    "no answer within {}",
+                    humantime::format_duration(timeout)
+                )));
+            }
+            Ending::Interrupted => return Err(self.error("interrupted")),
+            Ending::Signaled(signal) => {
+                return Err(self.error(format!("ssh killed by signal {signal}")));
+            }
+        };
+        let stdout = if stdout.is_some() {
+            Vec::new()
+        } else {
+            std::fs::read(&out).unwrap_or_default()
+        };
+        Ok(Answer {
+            code,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// Runs `script` and fails with its last words when it fails (255: the connection).
+    fn must(
+        &self,
+        what: &str,
+        script: &str,
+        stdin: Option<&Path>,
+        stdout: Option<&Path>,
+    ) -> Result<Answer, RemoteError> {
+        let answer = self.run(script, stdin, stdout, Duration::from_secs(600))?;
+        if answer.code != 0 {
+            let last = answer
+                .stderr
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("no message")
+                .to_string();
+            return Err(self.error(format!("{what} failed (exit {}): {last}", answer.code)));
+        }
+        Ok(answer)
+    }
+}
+
+/// Quotes `word` for a POSIX shell.
+pub fn quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c))
+    {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// Starts a remote run of `pipeline` (a file under `root`) with `args` (the run's own options)
+/// and returns its session, recorded under `root`.
+pub fn start(
+    ssh: &Ssh<'_>,
+    root: &Path,
+    pipeline: &Path,
+    args: &[String],
+    say: &dyn Fn(&str),
+) -> Result<Session, RemoteError> {
+    ssh.must("connect", "true", None, None)?;
+    let absolute = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let key = crate::hash::bytes(absolute.to_string_lossy().as_bytes());
+    let dir = format!(".cache/exhibit/remote/{}", &key[..16]);
+    let scratch = ssh.control.path();
+
+    // The inputs: the pipeline's directory, without what runs write.
+    let tarball = scratch.join("inputs.tgz");
+    let mut tar = exec::Command::new(
+        [
+            OsString::from("tar"),
+            "-czf".into(),
+            tarball.clone().into(),
+            "--exclude=./artifacts".into(),
+            "--exclude=./reports".into(),
+            "--exclude=./.git".into(),
+            "--exclude=./target".into(),
+            "-C".into(),
+            absolute.clone().into(),
+            ".".into(),
+        ],
+        scratch,
+        Duration::from_secs(600),
+    );
+    tar.stderr = Some(scratch.join("tar.err"));
+    local(&tar, ssh.interrupt, "pack the pipeline's directory")?;
+    let size = std::fs::metadata(&tarball).map_or(0, |m| m.len());
+    say(&format!(
+        "remote {}: syncing {} KiB of inputs into ~/{dir}",
+        ssh.host,
+        size / 1024
+    ));
+    ssh.must(
+        "unpack the inputs",
+        &format!("mkdir -p {d} && tar -xzf - -C {d}", d = quote(&dir)),
+        Some(&tarball),
+        None,
+    )?;
+
+    // This runner, unless the remote has the same build.
+    let exe = std::env::current_exe()
+        .map_err(|e| RemoteError::Local(format!("locate the runner executable: {e}")))?;
+    let sha = crate::hash::file(&exe)
+        .map_err(|e| RemoteError::Local(format!("hash {}: {e}", exe.display())))?;
+    let bin = format!(".cache/exhibit/bin/runner-{}", &sha[..16]);
+    if ssh
+        .run(
+            &format!("test -x {}", quote(&bin)),
+            None,
+            None,
+            Duration::from_secs(60),
+        )?
+        .code
+        != 0
+    {
+        say(&format!(
+            "remote {}: uploading the runner to ~/{bin}",
+            ssh.host
+        ));
+        ssh.must(
+            "upload the runner",
+            &format!(
+                "mkdir -p .cache/exhibit/bin && cat > {b}.part && chmod +x {b}.part && mv {b}.part {b}",
+                b = quote(&bin)
+            ),
+            Some(&exe),
+            None,
+        )?;
+    }
+
+    let relative = pipeline
+        .strip_prefix(root)
+        .unwrap_or(pipeline)
+        .to_string_lossy()
+        .into_owned();
+    let id = session_id();
+    let mut run = format!("\"$HOME\"/{} run {}", quote(&bin), quote(&relative));
+    for arg in args {
+        run.push(' ');
+        run.push_str(&quote(arg));
+    }
+    let inner = format!(
+        "echo $$ > .exhibit-remote/{id}.pid; {run} > .exhibit-remote/{id}.log 2>&1 < /dev/null; \
+         echo $? > .exhibit-remote/{id}.exit"
+    );
+    ssh.must(
+        "start the run",
+        &format!(
+            "cd {} && mkdir -p .exhibit-remote && (setsid sh -c {} > /dev/null 2>&1 < /dev/null &)",
+            quote(&dir),
+            quote(&inner)
+        ),
+        None,
+        None,
+    )?;
+    let session = Session {
+        id,
+        host: ssh.host.clone(),
+        dir,
+        pipeline: relative,
+    };
+    save(root, &session)?;
+    say(&format!(
+        "remote {}: session {} started (`runner attach {}` picks it up)",
+        ssh.host, session.id, session.id
+    ));
+    Ok(session)
+}
+
+/// Follows the session's log until the run ends, printing it with `print`; reconnects with
+/// backoff when the connection drops. Returns the run's exit status.
+pub fn follow(
+    ssh: &Ssh<'_>,
+    session: &Session,
+    print: &mut dyn FnMut(&[u8]),
+    say: &dyn Fn(&str),
+) -> Result<i32, RemoteError> {
+    let mut offset: u64 = 0;
+    let mut failures = 0u32;
+    loop {
+        if ssh.interrupt.is_set() {
+            return Err(RemoteError::Detached {
+                session: session.id.clone(),
+            });
+        }
+        // The exit status is read before the log: a log read after it is complete.
+        let script = format!(
+            "cd {}/.exhibit-remote || exit 3; if [ -f {id}.exit ]; then echo \"exit $(cat {id}.exit)\" >&2; fi; \
+             tail -c +{} {id}.log 2>/dev/null || true",
+            quote(&session.dir),
+            offset + 1,
+            id = session.id
+        );
+        match ssh.run(&script, None, None, Duration::from_secs(60)) {
+            Ok(answer) if answer.code == 0 => {
+                failures = 0;
+                if !answer.stdout.is_empty() {
+                    print(&answer.stdout);
+                    offset += answer.stdout.len() as u64;
+                }
+                if let Some(code) = answer
+                    .stderr
+                    .lines()
+                    .find_map(|l| l.strip_prefix("exit "))
+                    .and_then(|c| c.trim().parse().ok())
+                {
+                    return Ok(code);
+                }
+                pause(ssh.interrupt, Duration::from_secs(1));
+            }
+            Ok(answer) if answer.code == 3 => {
+                return Err(ssh.error(format!("no session {} in ~/{}", session.id, session.dir)));
+            }
+            Ok(_) | Err(RemoteError::Host { .. }) => {
+                failures += 1;
+                let wait = Duration::from_secs(1u64 << failures.min(5));
+                say(&format!(
+                    "remote {}: connection lost; the run goes on there; retrying in {}s",
+                    ssh.host,
+                    wait.as_secs()
+                ));
+                pause(ssh.interrupt, wait);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Copies the run the session's log names, and its report, back under `root`; returns the run
+/// directory, relative to `root`.
+pub fn collect(
+    ssh: &Ssh<'_>,
+    root: &Path,
+    session: &Session,
+) -> Result<Option<PathBuf>, RemoteError> {
+    let log = ssh.must(
+        "read the log",
+        &format!(
+            "cat {}/.exhibit-remote/{}.log",
+            quote(&session.dir),
+            session.id
+        ),
+        None,
+        None,
+    )?;
+    let text = String::from_utf8_lossy(&log.stdout);
+    let Some(id) = text.lines().find_map(run_id) else {
+        return Ok(None);
+    };
+    let tarball = ssh.control.path().join("run.tgz");
+    ssh.must(
+        "pack the run",
+        &format!(
+            "cd {} && tar -czf - artifacts/{id} $(ls reports/{id}.* 2>/dev/null)",
+            quote(&session.dir)
+        ),
+        None,
+        Some(&tarball),
+    )?;
+    let mut untar = exec::Command::new(
+        [
+            OsString::from("tar"),
+            "-xzf".into(),
+            tarball.into(),
+            "-C".into(),
+            std::path::absolute(root)
+                .unwrap_or_else(|_| root.to_path_buf())
+                .into(),
+        ],
+        ssh.control.path(),
+        Duration::from_secs(600),
+    );
+    untar.stderr = Some(ssh.control.path().join("untar.err"));
+    local(&untar, ssh.interrupt, "unpack the run")?;
+    Ok(Some(Path::new("artifacts").join(id)))
+}
+
+/// Sends SIGINT to the session's process group on the remote (the runner then stops its units
+/// as it does on a Ctrl-C).
+pub fn stop(ssh: &Ssh<'_>, session: &Session) -> Result<(), RemoteError> {
+    ssh.must(
+        "stop the run",
+        &format!(
+            "cd {}/.exhibit-remote && kill -INT -- -$(cat {}.pid)",
+            quote(&session.dir),
+            session.id
+        ),
+        None,
+        None,
+    )
+    .map(|_| ())
+}
+
+/// The session recorded under `root`.
+pub fn load(root: &Path, id: &str) -> Result<Session, RemoteError> {
+    let safe = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    if !safe(id) {
+        return Err(RemoteError::Local(format!(
+            "`{id}` is not a session: sessions are named like 20261123T045414Z-1a2b3c4d"
+        )));
+    }
+    let path = root.join(SESSIONS).join(format!("{id}.json"));
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| RemoteError::Local(format!("read {}: {e}", path.display())))?;
+    let session: Session = serde_json::from_str(&text)
+        .map_err(|e| RemoteError::Local(format!("read {}: {e}", path.display())))?;
+    if session.id != id || !session.dir.chars().all(|c| !c.is_control() && c != '\'') {
+        return Err(RemoteError::Local(format!(
+            "{}: a record of another session",
+            path.display()
+        )));
+    }
+    Ok(session)
+}
+
+fn save(root: &Path, session: &Session) -> Result<(), RemoteError> {
+    let path = root.join(SESSIONS).join(format!("{}.json", session.id));
+    let text = serde_json::to_string_pretty(session).unwrap_or_default();
+    crate::rundir::write_atomic(&path, text.as_bytes())
+        .map_err(|e| RemoteError::Local(format!("record the session: {e}")))
+}
+
+/// `run <id>: artifacts/<id>`, as the runner says when a run starts.
+fn run_id(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("run ")?;
+    let (id, dir) = rest.split_once(": ")?;
+    (dir.trim_end().ends_with(&format!("artifacts/{id}"))
+        && !id.is_empty()
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+    .then(|| id.to_string())
+}
+
+fn session_id() -> String {
+    let now = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+    let salt = crate::hash::bytes(
+        format!("{now}{}{:?}", std::process::id(), std::time::Instant::now()).as_bytes(),
+    );
+    format!("{now}-{}", &salt[..8])
+}
+
+fn local(command: &exec::Command, interrupt: &Interrupt, what: &str) -> Result<(), RemoteError> {
+    match exec::run(command, interrupt) {
+        Ok(o) if o.ending == Ending::Exited(0) => Ok(()),
+        Ok(o) => {
+            let err = command
+                .stderr
+                .as_ref()
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .unwrap_or_default();
+            Err(RemoteError::Local(format!(
+                "{what}: {:?}{}",
+                o.ending,
+                err.lines()
+                    .last()
+                    .map(|l| format!(": {l}"))
+                    .unwrap_or_default()
+            )))
+        }
+        Err(e) => Err(RemoteError::Local(format!("{what}: failed to {e}"))),
+    }
+}
+
+/// Sleeps up to `wait`, waking early on an interrupt.
+fn pause(interrupt: &Interrupt, wait: Duration) {
+    let end = std::time::Instant::now() + wait;
+    while std::time::Instant::now() < end && !interrupt.is_set() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Writes remote output to stderr as it arrives.
+pub fn to_stderr(bytes: &[u8]) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(bytes);
+    let _ = err.flush();
+}

@@ -1,0 +1,392 @@
+//! `--host` and `attach` through a stand-in ssh that runs each remote command in a fake remote
+//! home on this machine, with a fresh environment as sshd gives, and that refuses connections
+//! while `<remote home>/down` exists.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{BIN, Project, code, stderr};
+
+/// The stand-in ssh (hand-written): options, the host, `--`, then the remote command.
+const SSH: &str = r#"#!/bin/sh
+host=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o|-p|-i|-l|-F) shift 2 ;;
+    --) shift; break ;;
+    -*) shift ;;
+    *) host=$1; shift ;;
+  esac
+done
+if [ -e "$REMOTE_HOME/down" ]; then
+  echo "ssh: connect to host $host port 22: Connection refused" >&2
+  exit 255
+fi
+printf '%s\n' "$1" >> "$REMOTE_HOME.ssh.log"
+cd "$REMOTE_HOME" && exec env -i HOME="$REMOTE_HOME" PATH="/usr/bin:/bin" sh -c "$1"
+"#;
+
+struct Remote {
+    project: Project,
+    home: PathBuf,
+}
+
+impl Remote {
+    fn new() -> Remote {
+        let project = Project::new();
+        project.tool("ssh", SSH);
+        let home = project.root.join("remote-home");
+        std::fs::create_dir_all(&home).expect("a remote home");
+        Remote { project, home }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .current_dir(&self.project.root)
+            .env("EXHIBIT_SSH", self.project.root.join("bin/ssh"))
+            .env("REMOTE_HOME", &self.home)
+            .env("XDG_CACHE_HOME", self.project.root.join("local-cache"));
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("start the runner")
+    }
+
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the runner")
+    }
+
+    fn ssh_log(&self) -> String {
+        std::fs::read_to_string(self.home.with_extension("ssh.log")).unwrap_or_default()
+    }
+
+    /// The one session recorded locally.
+    fn session(&self, limit: Duration) -> String {
+        let dir = self.project.root.join("artifacts/.remote");
+        let end = Instant::now() + limit;
+        loop {
+            if let Some(name) = std::fs::read_dir(&dir).ok().and_then(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .find(|n| n.ends_with(".json"))
+            }) {
+                return name.trim_end_matches(".json").to_string();
+            }
+            assert!(Instant::now() < end, "no session recorded");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The remote work directory's file, e.g. `.exhibit-remote/<id>.exit`, once it exists.
+    fn wait_remote(&self, name: &str, limit: Duration) -> PathBuf {
+        let end = Instant::now() + limit;
+        loop {
+            let found = walk(&self.home).into_iter().find(|p| p.ends_with(name));
+            if let Some(path) = found {
+                return path;
+            }
+            assert!(Instant::now() < end, "{name} did not appear on the remote");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .map(|e| e.path().to_path_buf())
+        .collect()
+}
+
+/// The `report:` line's path and the run id it names.
+fn report_of(out: &Output) -> (String, String) {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let report = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("report: "))
+        .unwrap_or_else(|| panic!("no report line in {stdout}"))
+        .to_string();
+    let id = report
+        .trim_start_matches("reports/")
+        .trim_end_matches(".md")
+        .to_string();
+    (report, id)
+}
+
+#[test]
+fn a_remote_run_comes_back_with_its_run_directory_and_report() {
+    let remote = Remote::new();
+    let out = remote.run(&["pipeline.yaml", "--host", "gpu-box"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (report, id) = report_of(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("verdict: Clean: no problems found by compile and sass"),
+        "{stdout}"
+    );
+    let root = &remote.project.root;
+    assert!(root.join(&report).is_file());
+    assert!(root.join("reports/latest.md").is_file());
+    let manifest = root.join(format!("artifacts/{id}/manifest.json"));
+    assert!(manifest.is_file(), "the run directory came back");
+    // The runner was uploaded once, to a path named by its hash.
+    let bins: Vec<PathBuf> = walk(&remote.home.join(".cache/exhibit/bin"))
+        .into_iter()
+        .filter(|p| p.is_file())
+        .collect();
+    assert_eq!(bins.len(), 1, "{bins:?}");
+    assert!(
+        bins[0]
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("runner-")
+    );
+    let uploads = |log: &str| log.lines().filter(|l| l.contains("cat > ")).count();
+    assert_eq!(uploads(&remote.ssh_log()), 1);
+    // A second run: no upload, and the remote's cache serves the unchanged units.
+    let again = remote.run(&["pipeline.yaml", "--host", "gpu-box"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert_eq!(uploads(&remote.ssh_log()), 1);
+    let (_, second) = report_of(&again);
+    let text = std::fs::read_to_string(root.join(format!("artifacts/{second}/manifest.json")))
+        .expect("the second run came back");
+    assert!(text.contains("\"cached_from\""), "{text}");
+}
+
+#[test]
+fn a_dropped_connection_is_retried_and_the_run_goes_on() {
+    let remote = Remote::new();
+    remote.project.tool(
+        "nvcc",
+        &crate::util::NVCC.replace("out=\"\"", "sleep 2\nout=\"\""),
+    );
+    let child = remote.spawn(&["pipeline.yaml", "--host", "gpu-box"]);
+    remote.session(Duration::from_secs(30));
+    std::fs::write(remote.home.join("down"), "").expect("drop the connection");
+    std::thread::sleep(Duration::from_secs(3));
+    std::fs::remove_file(remote.home.join("down")).expect("bring it back");
+    let out = child.wait_with_output().expect("wait for the runner");
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("remote gpu-box: connection lost; the run goes on there; retrying in"),
+        "{err}"
+    );
+    let (_, id) = report_of(&out);
+    assert!(
+        remote
+            .project
+            .root
+            .join(format!("artifacts/{id}/manifest.json"))
+            .is_file()
+    );
+}
+
+#[test]
+fn attach_collects_a_run_whose_client_was_killed() {
+    let remote = Remote::new();
+    remote.project.tool(
+        "nvcc",
+        &crate::util::NVCC.replace("out=\"\"", "sleep 2\nout=\"\""),
+    );
+    let mut child = remote.spawn(&["pipeline.yaml", "--host", "gpu-box"]);
+    let session = remote.session(Duration::from_secs(30));
+    child.kill().expect("kill the client");
+    let _ = child.wait();
+    // The run goes on without its client, and ends.
+    let exit = remote.wait_remote(&format!("{session}.exit"), Duration::from_secs(60));
+    assert_eq!(std::fs::read_to_string(exit).unwrap().trim(), "0");
+    assert!(!remote.project.root.join("reports/latest.md").exists());
+    let out = remote.run(&["attach", &session]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (report, id) = report_of(&out);
+    assert!(remote.project.root.join(report).is_file());
+    assert!(
+        remote
+            .project
+            .root
+            .join(format!("artifacts/{id}/manifest.json"))
+            .is_file()
+    );
+    // An unknown session is a usage error.
+    let out = remote.run(&["attach", "no-such-session"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("artifacts/.remote/no-such-session.json"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_unreachable_host_is_a_clear_error() {
+    let remote = Remote::new();
+    std::fs::write(remote.home.join("down"), "").expect("no connection");
+    let out = remote.run(&["pipeline.yaml", "--host", "gpu-box"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "error: gpu-box: connect failed (exit 255): ssh: connect to host gpu-box port 22: Connection refused\n"
+    );
+}
+
+/// A real OpenSSH server on 127.0.0.1, with a throwaway host key and user key, for the
+/// `ssh_loopback` test.
+struct Sshd {
+    child: Child,
+    config: PathBuf,
+}
+
+impl Sshd {
+    fn start(dir: &Path) -> Sshd {
+        let keygen = |name: &str| {
+            let status = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(dir.join(name))
+                .status()
+                .expect("ssh-keygen");
+            assert!(status.success());
+        };
+        keygen("host_key");
+        keygen("user_key");
+        std::fs::copy(dir.join("user_key.pub"), dir.join("authorized_keys")).expect("keys");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let sshd_config = dir.join("sshd_config");
+        std::fs::write(
+            &sshd_config,
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\nStrictModes no\nUsePAM no\nPidFile {d}/sshd.pid\n",
+                d = dir.display()
+            ),
+        )
+        .expect("sshd_config");
+        std::fs::create_dir_all("/run/sshd").ok();
+        let child = Command::new("/usr/sbin/sshd")
+            .args(["-D", "-e", "-f"])
+            .arg(&sshd_config)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start sshd");
+        let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+        let config = dir.join("ssh_config");
+        std::fs::write(
+            &config,
+            format!(
+                "Host loopback\n  HostName 127.0.0.1\n  Port {port}\n  User {user}\n  IdentityFile {d}/user_key\n  \
+                 IdentitiesOnly yes\n  UserKnownHostsFile /dev/null\n  StrictHostKeyChecking no\n  LogLevel ERROR\n",
+                d = dir.display()
+            ),
+        )
+        .expect("ssh_config");
+        // Until it accepts connections.
+        let end = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < end, "sshd did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Sshd { child, config }
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+#[ignore = "needs sshd and ssh-keygen (Debian's openssh-server): run with -- --include-ignored"]
+fn ssh_loopback_run_and_attach_through_a_real_sshd() {
+    let project = Project::new();
+    let keys = tempfile::tempdir().expect("a key directory");
+    let sshd = Sshd::start(keys.path());
+    project.tool(
+        "ssh-loopback",
+        &format!(
+            "#!/bin/sh\nexec ssh -F '{}' \"$@\"\n",
+            sshd.config.display()
+        ),
+    );
+    let command = |args: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .current_dir(&project.root)
+            .env("EXHIBIT_SSH", project.root.join("bin/ssh-loopback"))
+            .env("XDG_CACHE_HOME", project.root.join("local-cache"));
+        c
+    };
+    let out = command(&["pipeline.yaml", "--host", "loopback"])
+        .output()
+        .expect("run");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (report, id) = report_of(&out);
+    assert!(project.root.join(report).is_file());
+    assert!(
+        project
+            .root
+            .join(format!("artifacts/{id}/manifest.json"))
+            .is_file()
+    );
+
+    // The client killed mid-run; attach collects the run.
+    project.tool(
+        "nvcc",
+        &crate::util::NVCC.replace("out=\"\"", "sleep 2\nout=\"\""),
+    );
+    let mut child = command(&["pipeline.yaml", "--host", "loopback", "--force"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    let sessions = project.root.join("artifacts/.remote");
+    let end = Instant::now() + Duration::from_secs(30);
+    let newest = || {
+        let mut names: Vec<String> = std::fs::read_dir(&sessions)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names.pop()
+    };
+    let first = newest();
+    let session = loop {
+        if let Some(name) = newest()
+            && Some(&name) != first.as_ref()
+        {
+            break name.trim_end_matches(".json").to_string();
+        }
+        assert!(Instant::now() < end, "no second session");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().expect("kill the client");
+    let _ = child.wait();
+    let out = command(&["attach", &session]).output().expect("attach");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (_, second) = report_of(&out);
+    assert_ne!(second, id);
+    // The work directory on the loopback "remote" is this user's: remove it.
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(sessions.join(format!("{session}.json"))).expect("a record"),
+    )
+    .expect("JSON");
+    let home = std::env::var("HOME").expect("HOME");
+    let _ = std::fs::remove_dir_all(Path::new(&home).join(record["dir"].as_str().expect("dir")));
+}
