@@ -56,6 +56,9 @@ pub struct Environment {
     /// on changed; empty when it asked every tool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preflight_cached: Vec<String>,
+    /// The machine as the user named it to `runner --host`, for a run made there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

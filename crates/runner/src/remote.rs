@@ -28,6 +28,10 @@ use serde::{Deserialize, Serialize};
 use crate::exec::{self, Ending};
 use crate::interrupt::Interrupt;
 
+/// The environment variable that tells a remote runner the name the user gave its machine, for
+/// its manifest.
+pub const HOST_VARIABLE: &str = "EXHIBIT_HOST";
+
 /// Where a session is recorded locally, under the pipeline's directory.
 pub const SESSIONS: &str = "artifacts/.remote";
 
@@ -270,7 +274,12 @@ pub fn start(
         .to_string_lossy()
         .into_owned();
     let id = session_id();
-    let mut run = format!("\"$HOME\"/{} run {}", quote(&bin), quote(&relative));
+    let mut run = format!(
+        "{HOST_VARIABLE}={} \"$HOME\"/{} run {}",
+        quote(&ssh.host),
+        quote(&bin),
+        quote(&relative)
+    );
     for arg in args {
         run.push(' ');
         run.push_str(&quote(arg));

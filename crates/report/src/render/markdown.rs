@@ -991,6 +991,9 @@ fn environment(out: &mut String, a: &Analysis, run: &Run) {
             if git.dirty { " (dirty)" } else { "" }
         );
     }
+    if let Some(host) = &env.host {
+        let _ = writeln!(out, "| Host | {} (`--host`) |", md_code(host));
+    }
     let _ = writeln!(out, "| OS | {} |", md_text(&env.os));
     if !env.preflight_cached.is_empty() {
         let _ = writeln!(

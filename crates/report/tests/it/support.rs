@@ -200,6 +200,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             gpus,
             counters_permitted: gpu_used.then_some(true),
             preflight_cached: Vec::new(),
+            host: None,
         },
         inputs: inputs
             .iter()

@@ -138,6 +138,12 @@ fn a_remote_run_comes_back_with_its_run_directory_and_report() {
     assert!(root.join("reports/latest.md").is_file());
     let manifest = root.join(format!("artifacts/{id}/manifest.json"));
     assert!(manifest.is_file(), "the run directory came back");
+    // The machine, as the user named it, in the manifest and the report.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    assert_eq!(json["environment"]["host"], "gpu-box");
+    let md = std::fs::read_to_string(root.join(&report)).unwrap();
+    assert!(md.contains("| Host | `gpu-box` (`--host`) |"), "{md}");
     // The runner was uploaded once, to a path named by its hash.
     let bins: Vec<PathBuf> = walk(&remote.home.join(".cache/exhibit/bin"))
         .into_iter()
