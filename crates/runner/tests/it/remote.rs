@@ -107,6 +107,11 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The stand-in nvcc, taking 2 s per compilation: long enough to act on a run in flight.
+fn slow_nvcc() -> String {
+    crate::util::NVCC.replace("out=\"\"", "sleep 2\nout=\"\"")
+}
+
 /// The `report:` line's path and the run id it names.
 fn report_of(out: &Output) -> (String, String) {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -172,10 +177,7 @@ fn a_remote_run_comes_back_with_its_run_directory_and_report() {
 #[test]
 fn a_dropped_connection_is_retried_and_the_run_goes_on() {
     let remote = Remote::new();
-    remote.project.tool(
-        "nvcc",
-        &crate::util::NVCC.replace("out=\"\"", "sleep 2\nout=\"\""),
-    );
+    remote.project.tool("nvcc", &slow_nvcc());
     let child = remote.spawn(&["pipeline.yaml", "--host", "gpu-box"]);
     remote.session(Duration::from_secs(30));
     std::fs::write(remote.home.join("down"), "").expect("drop the connection");
@@ -201,10 +203,7 @@ fn a_dropped_connection_is_retried_and_the_run_goes_on() {
 #[test]
 fn attach_collects_a_run_whose_client_was_killed() {
     let remote = Remote::new();
-    remote.project.tool(
-        "nvcc",
-        &crate::util::NVCC.replace("out=\"\"", "sleep 2\nout=\"\""),
-    );
+    remote.project.tool("nvcc", &slow_nvcc());
     let mut child = remote.spawn(&["pipeline.yaml", "--host", "gpu-box"]);
     let session = remote.session(Duration::from_secs(30));
     child.kill().expect("kill the client");
@@ -350,10 +349,7 @@ fn ssh_loopback_run_and_attach_through_a_real_sshd() {
     );
 
     // The client killed mid-run; attach collects the run.
-    project.tool(
-        "nvcc",
-        &crate::util::NVCC.replace("out=\"\"", "sleep 2\nout=\"\""),
-    );
+    project.tool("nvcc", &slow_nvcc());
     let mut child = command(&["pipeline.yaml", "--host", "loopback", "--force"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
