@@ -15,8 +15,9 @@
 //!
 //! `runner attach SESSION` picks up a session where it stopped (the session record is kept in
 //! `artifacts/.remote/<session>.json`). Every remote command goes through the system's OpenSSH
-//! client (users' keys, agents, jump hosts and `~/.ssh/config` work as in their shell; a
-//! `ControlMaster` there shares one connection), quoted for the remote shell, under a timeout.
+//! client (users' keys, agents, jump hosts and `~/.ssh/config` work as in their shell), over
+//! one master connection held open for the session (`ControlMaster`; a command falls back to a
+//! connection of its own when the master is gone), quoted for the remote shell, under a timeout.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -58,12 +59,25 @@ pub enum RemoteError {
     Detached { session: String },
 }
 
-/// The SSH client, and a local scratch directory for what passes through it.
+/// The SSH client, its master connection, and a local scratch directory for what passes
+/// through it.
 pub struct Ssh<'a> {
     host: String,
     program: OsString,
     control: tempfile::TempDir,
     interrupt: &'a Interrupt,
+    /// Ends the master connection when recorded.
+    master_stop: Interrupt,
+    master: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Ssh<'_> {
+    fn drop(&mut self) {
+        self.master_stop.record(signal_hook::consts::SIGTERM);
+        if let Some(master) = self.master.take() {
+            let _ = master.join();
+        }
+    }
 }
 
 /// What a remote command printed.
@@ -80,12 +94,49 @@ impl<'a> Ssh<'a> {
             .prefix("exhibit-ssh-")
             .tempdir()
             .map_err(|e| RemoteError::Local(format!("create a temporary directory: {e}")))?;
-        Ok(Ssh {
+        let mut ssh = Ssh {
             host: host.to_string(),
             program: std::env::var_os("EXHIBIT_SSH").unwrap_or_else(|| "ssh".into()),
             control,
             interrupt,
-        })
+            master_stop: Interrupt::new(),
+            master: None,
+        };
+        // The master connection: `ssh -N` under exec, on a thread, until the session ends.
+        let mut argv = ssh.options("yes");
+        argv.extend(["-N".into(), ssh.host.clone().into()]);
+        let scratch = ssh.control.path();
+        let mut command = exec::Command::new(argv, scratch, Duration::from_secs(7 * 24 * 3600));
+        command.stderr = Some(scratch.join("master.err"));
+        let stop = ssh.master_stop.clone();
+        let master = std::thread::spawn(move || {
+            let _ = exec::run(&command, &stop);
+        });
+        // Until the master listens (or gave up): the first command then rides on it.
+        let socket = ssh.control.path().join("master");
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        while !socket.exists() && !master.is_finished() && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        ssh.master = Some(master);
+        Ok(ssh)
+    }
+
+    /// The client and the options every connection of the session takes.
+    fn options(&self, master: &str) -> Vec<OsString> {
+        let socket = self.control.path().join("master");
+        let mut argv = vec![self.program.clone()];
+        for option in [
+            "BatchMode=yes".to_string(),
+            "ConnectTimeout=15".to_string(),
+            "ServerAliveInterval=10".to_string(),
+            "ServerAliveCountMax=3".to_string(),
+            format!("ControlMaster={master}"),
+            format!("ControlPath={}", socket.display()),
+        ] {
+            argv.extend(["-o".into(), option.into()]);
+        }
+        argv
     }
 
     fn error(&self, message: impl Into<String>) -> RemoteError {
@@ -107,20 +158,8 @@ impl<'a> Ssh<'a> {
         let scratch = self.control.path();
         let out = stdout.map_or_else(|| scratch.join("stdout"), Path::to_path_buf);
         let err = scratch.join("stderr");
-        let argv: Vec<OsString> = vec![
-            self.program.clone(),
-            "-o".into(),
-            "BatchMode=yes".into(),
-            "-o".into(),
-            "ConnectTimeout=15".into(),
-            "-o".into(),
-            "ServerAliveInterval=10".into(),
-            "-o".into(),
-            "ServerAliveCountMax=3".into(),
-            self.host.clone().into(),
-            "--".into(),
-            script.into(),
-        ];
+        let mut argv = self.options("no");
+        argv.extend([self.host.clone().into(), "--".into(), script.into()]);
         let mut command = exec::Command::new(argv, scratch, timeout);
         command.stdin = stdin.map(Path::to_path_buf);
         command.stdout = Some(out.clone());

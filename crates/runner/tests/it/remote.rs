@@ -280,10 +280,11 @@ impl Sshd {
         )
         .expect("sshd_config");
         std::fs::create_dir_all("/run/sshd").ok();
+        let log = std::fs::File::create(dir.join("sshd.log")).expect("sshd.log");
         let child = Command::new("/usr/sbin/sshd")
             .args(["-D", "-e", "-f"])
             .arg(&sshd_config)
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .expect("start sshd");
         let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
@@ -384,6 +385,11 @@ fn ssh_loopback_run_and_attach_through_a_real_sshd() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let (_, second) = report_of(&out);
     assert_ne!(second, id);
+    // Every command of a session went over its one master connection: three sessions (two
+    // runs and the attach), three logins, not one per command.
+    let log = std::fs::read_to_string(keys.path().join("sshd.log")).unwrap_or_default();
+    let logins = log.matches("Accepted publickey").count();
+    assert_eq!(logins, 3, "{log}");
     // The work directory on the loopback "remote" is this user's: remove it.
     let record: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(sessions.join(format!("{session}.json"))).expect("a record"),
