@@ -161,16 +161,6 @@ impl Scheduler {
         self.states.contains(&State::Running)
     }
 
-    /// Whether every unit ended.
-    pub fn done(&self) -> bool {
-        self.states.iter().all(|s| *s == State::Ended)
-    }
-
-    /// The class of unit `i`.
-    pub fn class(&self, i: usize) -> Option<Class> {
-        self.classes.get(i).copied()
-    }
-
     /// Where a unit of `class` may start now: `Some(None)` off the GPU, `Some(Some(g))` on GPU
     /// slot `g`, `None` not now.
     fn place(&self, class: Class) -> Option<Option<usize>> {
