@@ -167,6 +167,11 @@ pub struct RunArgs {
     /// come back here.
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
+    /// Run GPU units as Slurm jobs, with these sbatch options (e.g. "--partition=gpu
+    /// --gres=gpu:1"); units that run alone add --exclusive. The run directory must be on a
+    /// file system the compute nodes share.
+    #[arg(long, value_name = "SBATCH OPTIONS", allow_hyphen_values = true)]
+    pub slurm: Option<String>,
 }
 
 impl RunArgs {
@@ -187,6 +192,9 @@ impl RunArgs {
         }
         if let Some(jobs) = self.gpu_jobs {
             args.extend(["--gpu-jobs".to_string(), jobs.to_string()]);
+        }
+        if let Some(options) = &self.slurm {
+            args.extend(["--slurm".to_string(), options.clone()]);
         }
         match self.gpus {
             Some(orchestrate::Gpus::All) => args.extend(["--gpus".into(), "all".into()]),
@@ -461,6 +469,12 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
             gpus: 1,
         },
         gpus: args.gpus.unwrap_or_default(),
+        launcher: match &args.slurm {
+            Some(options) => crate::slurm::Launcher::Slurm(
+                options.split_whitespace().map(str::to_string).collect(),
+            ),
+            None => crate::slurm::Launcher::Local,
+        },
     };
     let finished = orchestrate::run(&pipeline, &options, &cx)?;
     let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();

@@ -62,6 +62,7 @@ pub mod progress;
 pub mod remote;
 pub mod rundir;
 pub mod schedule;
+pub mod slurm;
 pub mod stages;
 pub mod steps;
 pub mod target;

@@ -26,7 +26,8 @@ use crate::plan::{self, Blocked, Plan, Selection, Unit};
 use crate::preflight::{self, BuiltinHarness, Preflight};
 use crate::progress::{Event, Progress};
 use crate::rundir::{self, RunDir, WriteError};
-use crate::schedule::{Limits, Scheduler};
+use crate::schedule::{Class, Limits, Scheduler};
+use crate::slurm::Launcher;
 use crate::stages::{self, Paths};
 use crate::steps;
 use crate::toolchain::Env;
@@ -41,6 +42,8 @@ pub struct Options {
     pub limits: Limits,
     /// Which GPUs GPU units spread over.
     pub gpus: Gpus,
+    /// Where GPU units run: here, or as jobs of a cluster.
+    pub launcher: Launcher,
 }
 
 /// `--gpus`: the GPUs a run uses.
@@ -62,6 +65,7 @@ impl Default for Options {
             selection: Selection::default(),
             limits: Limits::SEQUENTIAL,
             gpus: Gpus::Default,
+            launcher: Launcher::Local,
         }
     }
 }
@@ -147,7 +151,12 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
     }
     let pipeline_hash = inputs.get(&pipeline_name).cloned().unwrap_or_default();
 
-    let preflight = preflight::check(pipeline, &cx.env, &cx.harness, &say, &cx.interrupt);
+    let mut preflight = preflight::check(pipeline, &cx.env, &cx.harness, &say, &cx.interrupt);
+    if let Launcher::Slurm(_) = options.launcher {
+        // The GPUs are on the compute nodes, not here.
+        preflight.gpu_unavailable = None;
+        say("preflight: gpu: on the Slurm compute nodes (--slurm)");
+    }
     for line in preflight.summary() {
         say(&format!("preflight: {line}"));
     }
@@ -186,13 +195,18 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         index,
         force: options.force,
         interrupt: &cx.interrupt,
+        launcher: &options.launcher,
         statuses: Mutex::new(vec![None; plan.units.len()]),
         cubins: Mutex::new(HashMap::new()),
         harness_hash: OnceLock::new(),
     };
     let report_unit = plan.units.iter().find(|u| u.kind == StageKind::Report);
     let limits = Limits {
-        gpus: devices.len().max(1),
+        // On a cluster every job has its GPU: as many may be in flight as units at once.
+        gpus: match options.launcher {
+            Launcher::Slurm(_) => options.limits.jobs,
+            Launcher::Local => devices.len().max(1),
+        },
         ..options.limits
     };
     let mut scheduler = Scheduler::new(pipeline, &plan, limits, |u| u.kind == StageKind::Report);
@@ -328,6 +342,7 @@ struct Executor<'a> {
     index: Index,
     force: bool,
     interrupt: &'a Interrupt,
+    launcher: &'a Launcher,
     /// Each unit's status once it ended: what its dependents read.
     statuses: Mutex<Vec<Option<StageStatus>>>,
     /// Compile unit index to the sha256 of its cubin.
@@ -573,7 +588,15 @@ impl Executor<'_> {
             }
         }
         let command = self.command(&invocation, stage_cfg, &dest, device);
-        let outcome = match exec::run(&command, self.interrupt) {
+        let gpu = match crate::schedule::class(self.pipeline, unit) {
+            Class::SharedGpu => Some(false),
+            Class::Alone => Some(true),
+            Class::Free | Class::Cpu => None,
+        };
+        let outcome = match self
+            .launcher
+            .run(&command, &unit.label(), gpu, self.interrupt)
+        {
             Ok(outcome) => outcome,
             Err(e) => {
                 record.status = StageStatus::Failed;

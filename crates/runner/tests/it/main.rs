@@ -24,4 +24,5 @@ mod reference;
 mod remote;
 mod schedule;
 mod skipped;
+mod slurm;
 mod targets;

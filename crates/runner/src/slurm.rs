@@ -1,0 +1,185 @@
+//! GPU units as Slurm jobs: `runner pipeline.yaml --slurm "SBATCH OPTIONS"`.
+//!
+//! The runner stays on the login node: it plans, compiles, schedules and judges as always, but a
+//! GPU unit's process runs as a batch job (`sbatch`), with the options given (partition, GPUs,
+//! account, time) and `--exclusive` for the units that run alone (bench, baseline, profile). The
+//! job's script runs the unit's argv in its working directory with its environment, writes
+//! stdout and stderr where a local run would, and its exit status beside them: the run
+//! directory must be on a file system the compute nodes share. The job is followed with
+//! `squeue` until it leaves the queue; `sacct` says how a job that wrote no exit status ended
+//! (time limit, cancelled, node failure). An interrupt or the stage's timeout cancels it
+//! (`scancel`). Slurm places the jobs (and sets `CUDA_VISIBLE_DEVICES`); the runner only bounds
+//! how many are in flight (`-j`). Another engine (Kubernetes Jobs) would be another
+//! [`Launcher`]: submit a unit's command, follow it, read how it ended.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::exec::{self, Ending, ExecError, Outcome};
+use crate::interrupt::Interrupt;
+use crate::remote::quote;
+
+/// Where GPU units run: here, or as jobs of a cluster.
+#[derive(Debug, Clone, Default)]
+pub enum Launcher {
+    #[default]
+    Local,
+    /// Slurm, with these `sbatch` options for every GPU job.
+    Slurm(Vec<String>),
+}
+
+impl Launcher {
+    /// Runs a unit's command here, or on the cluster when `gpu` and the launcher is one.
+    pub fn run(
+        &self,
+        command: &exec::Command,
+        name: &str,
+        gpu: Option<bool>,
+        interrupt: &Interrupt,
+    ) -> Result<Outcome, ExecError> {
+        match (self, gpu) {
+            (Launcher::Slurm(options), Some(alone)) => {
+                slurm(command, name, options, alone, interrupt)
+            }
+            _ => exec::run(command, interrupt),
+        }
+    }
+}
+
+/// Submits `command` as a job and waits for it to leave the queue.
+fn slurm(
+    command: &exec::Command,
+    name: &str,
+    options: &[String],
+    alone: bool,
+    interrupt: &Interrupt,
+) -> Result<Outcome, ExecError> {
+    let started = Instant::now();
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let out = command.stdout.as_deref().map(absolute);
+    let err = command.stderr.as_deref().map(absolute);
+    // The job's files go beside the unit's stdout.
+    let dir = out
+        .as_deref()
+        .and_then(Path::parent)
+        .map_or_else(|| absolute(&command.cwd), Path::to_path_buf);
+    let script = dir.join("slurm-job.sh");
+    let status = dir.join("slurm-job.exit");
+    let _ = std::fs::remove_file(&status);
+    let mut text = format!(
+        "#!/bin/sh\n# The job of {name}, written by the runner.\ncd {} || exit 97\n",
+        quote(&absolute(&command.cwd).to_string_lossy())
+    );
+    for (key, value) in &command.env {
+        text.push_str(&format!(
+            "export {}={}\n",
+            key.to_string_lossy(),
+            quote(&value.to_string_lossy())
+        ));
+    }
+    let argv: Vec<String> = command
+        .argv
+        .iter()
+        .map(|w| quote(&w.to_string_lossy()))
+        .collect();
+    let redirect = |p: &Option<std::path::PathBuf>| {
+        p.as_deref()
+            .map_or_else(|| "/dev/null".to_string(), |p| quote(&p.to_string_lossy()))
+    };
+    text.push_str(&format!(
+        "{} > {} 2> {} < /dev/null\necho $? > {}\n",
+        argv.join(" "),
+        redirect(&out),
+        redirect(&err),
+        quote(&status.to_string_lossy())
+    ));
+    std::fs::write(&script, text).map_err(|source| ExecError::Output {
+        path: script.clone(),
+        source,
+    })?;
+
+    let minutes = command.timeout.as_secs().div_ceil(60).max(1);
+    let mut submit: Vec<OsString> = vec![
+        "sbatch".into(),
+        "--parsable".into(),
+        format!("--job-name=exhibit-{name}")
+            .replace(' ', "-")
+            .into(),
+        format!("--output={}", dir.join("slurm-job.out").display()).into(),
+        format!("--time={minutes}").into(),
+    ];
+    if alone {
+        submit.push("--exclusive".into());
+    }
+    submit.extend(options.iter().map(OsString::from));
+    submit.push(script.into_os_string());
+    let spawn_error = |what: &str| ExecError::Spawn {
+        program: "sbatch".into(),
+        source: std::io::Error::other(what.to_string()),
+    };
+    let (code, stdout, stderr) = exec::probe(&submit, &dir, Duration::from_secs(120), interrupt)
+        .map_err(|why| spawn_error(&why))?;
+    let id = stdout
+        .trim()
+        .split(';')
+        .next()
+        .filter(|id| code == 0 && !id.is_empty() && id.chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            spawn_error(&format!(
+                "sbatch exited {code}: {}",
+                stderr.lines().last().unwrap_or("no job id")
+            ))
+        })?;
+
+    // Until the job leaves the queue; cancelled at an interrupt or past the stage's timeout.
+    let query = |argv: &[&str]| {
+        let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+        exec::probe(&argv, &dir, Duration::from_secs(60), &Interrupt::new())
+    };
+    let deadline = started + command.timeout + command.grace + Duration::from_secs(60);
+    let mut stopped = None;
+    loop {
+        let queued = query(&["squeue", "-h", "-j", &id, "-o", "%T"])
+            .is_ok_and(|(code, out, _)| code == 0 && !out.trim().is_empty());
+        if !queued {
+            break;
+        }
+        if stopped.is_none() && (interrupt.is_set() || Instant::now() >= deadline) {
+            let _ = query(&["scancel", &id]);
+            stopped = Some(if interrupt.is_set() {
+                Ending::Interrupted
+            } else {
+                Ending::TimedOut
+            });
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let written = std::fs::read_to_string(&status)
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    let ending = match (stopped, written) {
+        (Some(ending), _) => ending,
+        (None, Some(code)) => Ending::Exited(code),
+        (None, None) => {
+            // No status: the job was ended from outside; sacct says how.
+            let state = query(&["sacct", "-n", "-P", "-X", "-o", "State", "-j", &id])
+                .map(|(_, out, _)| out.trim().to_string())
+                .unwrap_or_default();
+            if state.starts_with("TIMEOUT") {
+                Ending::TimedOut
+            } else if state.starts_with("CANCELLED") {
+                Ending::Interrupted
+            } else {
+                Ending::Signaled(9)
+            }
+        }
+    };
+    Ok(Outcome {
+        ending,
+        duration: started.elapsed(),
+        raw_code: written,
+        leftovers: Vec::new(),
+    })
+}

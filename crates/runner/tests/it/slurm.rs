@@ -1,0 +1,161 @@
+//! `--slurm`: GPU units run as batch jobs. Stand-ins for sbatch, squeue, sacct and scancel
+//! (hand-written) talk to a queue directory; a thread of this test plays the cluster, running
+//! each submitted job script outside the runner's process tree, as slurmd would.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::util::{BIN, Project, code, pipeline, stage, stderr};
+
+const SBATCH: &str = r#"#!/bin/sh
+q="$(cd "$(dirname "$0")" && pwd)/queue"
+mkdir -p "$q"
+printf '%s\n' "$*" >> "$q/../sbatch.log"
+for script; do :; done
+id=$(( $(ls "$q" | wc -l) + 1000 ))
+printf '%s\n' "$script" > "$q/$id.job"
+echo "$id"
+"#;
+
+const SQUEUE: &str = r#"#!/bin/sh
+q="$(cd "$(dirname "$0")" && pwd)/queue"
+id=""; while [ $# -gt 0 ]; do [ "$1" = "-j" ] && id="$2"; shift; done
+if [ -e "$q/$id.job" ]; then echo PENDING; elif [ -e "$q/$id.running" ]; then echo RUNNING; fi
+"#;
+
+const SACCT: &str = "#!/bin/sh\necho COMPLETED\n";
+
+const SCANCEL: &str = r#"#!/bin/sh
+q="$(cd "$(dirname "$0")" && pwd)/queue"
+touch "$q/$1.cancel"
+"#;
+
+/// Runs queued job scripts until `stop`, each on its own thread; returns the jobs it ran.
+fn cluster(queue: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let mut ran = 0;
+        let mut running = Vec::new();
+        while !stop.load(Ordering::SeqCst) {
+            for entry in std::fs::read_dir(&queue).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.extension().is_some_and(|e| e == "job") {
+                    let script = std::fs::read_to_string(&path).unwrap_or_default();
+                    let running_mark = path.with_extension("running");
+                    std::fs::rename(&path, &running_mark).expect("mark running");
+                    ran += 1;
+                    running.push(std::thread::spawn(move || {
+                        let _ = std::process::Command::new("sh")
+                            .arg(script.trim())
+                            .env_remove("EXHIBIT_STAGE_TOKEN")
+                            .status();
+                        let _ = std::fs::remove_file(&running_mark);
+                    }));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for job in running {
+            let _ = job.join();
+        }
+        ran
+    })
+}
+
+/// A stand-in harness (hand-written): logs its mode and what Slurm gave it, writes no JSON.
+const HARNESS: &str = r#"#!/bin/sh
+if [ "$1" = "--probe" ]; then echo "harness: no GPU (stand-in)" >&2; exit 4; fi
+mode=unknown
+while [ $# -gt 0 ]; do [ "$1" = "--mode" ] && mode="$2"; shift; done
+echo "harness $mode ran in $(pwd)"
+echo "$mode" >> "$(dirname "$0")/modes.log"
+"#;
+
+fn run_with(project: &Project, args: &[&str]) -> std::process::Output {
+    let path = format!(
+        "{}:{}",
+        project.root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::process::Command::new(BIN)
+        .args(args)
+        .current_dir(&project.root)
+        .env("PATH", path)
+        .env("XDG_CACHE_HOME", project.root.join("cache"))
+        .output()
+        .expect("start the runner")
+}
+
+#[test]
+fn gpu_units_run_as_slurm_jobs_and_alone_ones_exclusive() {
+    let project = Project::new();
+    for (name, script) in [
+        ("sbatch", SBATCH),
+        ("squeue", SQUEUE),
+        ("sacct", SACCT),
+        ("scancel", SCANCEL),
+        ("harness", HARNESS),
+    ] {
+        project.tool(name, script);
+    }
+    let gpu = "needs: { gpu: true, tools: [harness] }";
+    project.pipeline(
+        &pipeline(&format!(
+            "  check:\n    timeout: 30s\n    {gpu}\n    cases: [seed]\n  bench:\n    timeout: 30s\n    {gpu}\n    cases: [seed]\n"
+        ))
+        .replace(
+            "    cuobjdump: bin/cuobjdump\n",
+            "    cuobjdump: bin/cuobjdump\n    harness: bin/harness\n",
+        ),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let queue = project.root.join("bin/queue");
+    std::fs::create_dir_all(&queue).expect("the queue");
+    let cluster = cluster(queue, Arc::clone(&stop));
+    let out = run_with(&project, &["pipeline.yaml", "--slurm", "--partition=debug"]);
+    stop.store(true, Ordering::SeqCst);
+    let jobs = cluster.join().expect("the cluster");
+    let err = stderr(&out);
+    assert!(
+        err.contains("gpu: on the Slurm compute nodes (--slurm)"),
+        "{err}"
+    );
+    // Compile and SASS ran here; the check and the bench, GPU stages on a machine without a GPU,
+    // ran as jobs.
+    assert_eq!(jobs, 2, "{err}");
+    let submitted = std::fs::read_to_string(project.root.join("bin/sbatch.log")).unwrap();
+    let lines: Vec<&str> = submitted.lines().collect();
+    assert_eq!(lines.len(), 2, "{submitted}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains("--partition=debug") && l.contains("--time=1"))
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.contains("--exclusive")).count(),
+        1,
+        "{submitted}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("--exclusive") && l.contains("exhibit-bench"))
+    );
+    let modes = std::fs::read_to_string(project.root.join("bin/modes.log")).unwrap();
+    assert_eq!(modes.lines().count(), 2, "{modes}");
+    // The job wrote the unit's stdout where a local run would, and its exit status.
+    let manifest = project.manifest();
+    let check = stage(&manifest, "check");
+    assert_eq!(check["exit_code"], 0, "{check:#}");
+    let run = project.runs().pop().expect("a run");
+    let unit: &Path = Path::new(check["logs"][0]["path"].as_str().expect("a log"));
+    let dir = run.join(unit.parent().expect("the unit dir"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("slurm-job.exit"))
+            .unwrap()
+            .trim(),
+        "0"
+    );
+    assert!(code(&out) <= 3, "{err}");
+}
