@@ -69,10 +69,15 @@ pub struct Ssh<'a> {
     /// Ends the master connection when recorded.
     master_stop: Interrupt,
     master: Option<std::thread::JoinHandle<()>>,
+    /// The only writer of the FIFO the master's remote command reads: when the runner ends, by
+    /// any means, SIGKILL included, the kernel closes it, the remote `cat` reads its end, and
+    /// the master connection ends with it.
+    lifeline: Option<std::fs::File>,
 }
 
 impl Drop for Ssh<'_> {
     fn drop(&mut self) {
+        self.lifeline = None;
         self.master_stop.record(signal_hook::consts::SIGTERM);
         if let Some(master) = self.master.take() {
             let _ = master.join();
@@ -101,12 +106,33 @@ impl<'a> Ssh<'a> {
             interrupt,
             master_stop: Interrupt::new(),
             master: None,
+            lifeline: None,
         };
-        // The master connection: `ssh -N` under exec, on a thread, until the session ends.
-        let mut argv = ssh.options("yes");
-        argv.extend(["-N".into(), ssh.host.clone().into()]);
+        // The master connection, under exec, on a thread, until the session ends: its remote
+        // command reads the lifeline until the runner closes it.
         let scratch = ssh.control.path();
+        let fifo = scratch.join("lifeline");
+        nix::unistd::mkfifo(
+            &fifo,
+            nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
+        )
+        .map_err(|e| RemoteError::Local(format!("create {}: {e}", fifo.display())))?;
+        // Read and write: opening it does not wait for the reader.
+        ssh.lifeline = Some(
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&fifo)
+                .map_err(|e| RemoteError::Local(format!("open {}: {e}", fifo.display())))?,
+        );
+        let mut argv = ssh.options("yes");
+        argv.extend([
+            ssh.host.clone().into(),
+            "--".into(),
+            "cat > /dev/null".into(),
+        ]);
         let mut command = exec::Command::new(argv, scratch, Duration::from_secs(7 * 24 * 3600));
+        command.stdin = Some(fifo);
         command.stderr = Some(scratch.join("master.err"));
         let stop = ssh.master_stop.clone();
         let master = std::thread::spawn(move || {

@@ -8,12 +8,21 @@ use std::time::{Duration, Instant};
 
 use crate::util::{BIN, Project, code, stderr};
 
-/// The stand-in ssh (hand-written): options, the host, `--`, then the remote command.
+/// The stand-in ssh (hand-written): options, the host, `--`, then the remote command. A master
+/// (`ControlMaster=yes`) marks its control path as a real one's socket would appear.
 const SSH: &str = r#"#!/bin/sh
 host=""
+master=""
+path=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    -o|-p|-i|-l|-F) shift 2 ;;
+    -o)
+      case "$2" in
+        ControlMaster=yes) master=1 ;;
+        ControlPath=*) path="${2#ControlPath=}" ;;
+      esac
+      shift 2 ;;
+    -p|-i|-l|-F) shift 2 ;;
     --) shift; break ;;
     -*) shift ;;
     *) host=$1; shift ;;
@@ -23,6 +32,7 @@ if [ -e "$REMOTE_HOME/down" ]; then
   echo "ssh: connect to host $host port 22: Connection refused" >&2
   exit 255
 fi
+[ -n "$master" ] && [ -n "$path" ] && : > "$path"
 printf '%s\n' "$1" >> "$REMOTE_HOME.ssh.log"
 cd "$REMOTE_HOME" && exec env -i HOME="$REMOTE_HOME" PATH="/usr/bin:/bin" sh -c "$1"
 "#;
@@ -162,7 +172,7 @@ fn a_remote_run_comes_back_with_its_run_directory_and_report() {
             .to_string_lossy()
             .starts_with("runner-")
     );
-    let uploads = |log: &str| log.lines().filter(|l| l.contains("cat > ")).count();
+    let uploads = |log: &str| log.lines().filter(|l| l.contains(".part")).count();
     assert_eq!(uploads(&remote.ssh_log()), 1);
     // A second run: no upload, and the remote's cache serves the unchanged units.
     let again = remote.run(&["pipeline.yaml", "--host", "gpu-box"]);
@@ -390,6 +400,24 @@ fn ssh_loopback_run_and_attach_through_a_real_sshd() {
     let log = std::fs::read_to_string(keys.path().join("sshd.log")).unwrap_or_default();
     let logins = log.matches("Accepted publickey").count();
     assert_eq!(logins, 3, "{log}");
+    // No ssh of any session outlives it, not even the master of the client killed by SIGKILL:
+    // its remote command read the runner's lifeline to its end.
+    let config = sshd.config.to_string_lossy().into_owned();
+    let end = Instant::now() + Duration::from_secs(10);
+    let alive = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.starts_with("ssh ") && c.contains(&config))
+            .collect::<Vec<_>>()
+    };
+    while !alive().is_empty() {
+        assert!(Instant::now() < end, "still running: {:?}", alive());
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // The work directory on the loopback "remote" is this user's: remove it.
     let record: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(sessions.join(format!("{session}.json"))).expect("a record"),
