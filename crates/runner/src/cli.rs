@@ -441,8 +441,7 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
     if let Some(remote_host) = &args.host {
         return run_remote(&pipeline, &path, remote_host, &args.forwarded());
     }
-    let interrupt = Interrupt::from_signals()
-        .map_err(|e| Error::Io(format!("install signal handlers: {e}")))?;
+    let interrupt = signals()?;
     crate::leftovers::become_subreaper();
     let terminal = Terminal::new();
     let env = Env {
@@ -743,8 +742,7 @@ fn run_remote(
     remote_host: &str,
     args: &[String],
 ) -> Result<Outcome, Error> {
-    let interrupt = Interrupt::from_signals()
-        .map_err(|e| Error::Io(format!("install signal handlers: {e}")))?;
+    let interrupt = signals()?;
     let ssh = remote::Ssh::new(remote_host, &interrupt)?;
     let say = |line: &str| eprintln!("{line}");
     let session = remote::start(&ssh, &pipeline.root, path, args, &say)?;
@@ -754,8 +752,7 @@ fn run_remote(
 /// `runner attach SESSION`.
 fn attach(root: &std::path::Path, id: &str) -> Result<Outcome, Error> {
     let session = remote::load(root, id).map_err(|e| Error::Usage(e.to_string()))?;
-    let interrupt = Interrupt::from_signals()
-        .map_err(|e| Error::Io(format!("install signal handlers: {e}")))?;
+    let interrupt = signals()?;
     let ssh = remote::Ssh::new(&session.host, &interrupt)?;
     finish_remote(&ssh, root, &session, &interrupt)
 }
@@ -820,4 +817,9 @@ fn ask(question: &str) -> bool {
     eprint!("{question}");
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP, counted from now on.
+fn signals() -> Result<Interrupt, Error> {
+    Interrupt::from_signals().map_err(|e| Error::Io(format!("install signal handlers: {e}")))
 }
