@@ -7,10 +7,13 @@ forced through torch.nn.attention.sdpa_kernel), the forward pass is timed two wa
 
   events  one call per sample between two CUDA events, in a Python loop (includes host dispatch
           when the kernel is shorter than the dispatch);
-  graph   a CUDA graph of GRAPH_CALLS calls, one replay per sample, time divided by GRAPH_CALLS.
+  graph   a CUDA graph of back-to-back calls lasting about GRAPH_REPLAY_TARGET_US (1 to
+          MAX_GRAPH_CALLS calls, from the warm-up's time per call, as the harness does), one
+          replay per sample, time divided by the calls.
 
 Each way warms up first, then samples until the relative standard error of the mean is under
-0.5 % (after at least MIN_SAMPLES) or the time cap is reached. torch is imported once for all
+0.5 % (after at least MIN_SAMPLES) or the time cap is reached; each result's details say which
+(`stop`), with the warm-up's time per call and the calls per sample. torch is imported once for all
 the problems. The output is one exhibit.harness/1 document (producer "sdpa", kernel
 "sdpa:<backend>", mode "bench", one result per problem, backend and timing, each naming its
 shape, dtype and causal flag; a backend that cannot run a problem is a result with `skipped` set
@@ -34,7 +37,8 @@ SCHEMA = "exhibit.harness/1"
 BACKENDS = ("default", "flash", "cudnn", "efficient")
 MIN_SAMPLES = 20
 MAX_SAMPLES = 5000
-GRAPH_CALLS = 20
+GRAPH_REPLAY_TARGET_US = 500.0
+MAX_GRAPH_CALLS = 100
 WARMUP_CALLS = 10
 TARGET_REL_SEM = 0.005
 SHAPE_DIMS = 4
@@ -63,6 +67,7 @@ class Timed:
     skipped: str | None = None
     clock_before: int | None = None
     clock_after: int | None = None
+    details: dict = dataclasses.field(default_factory=dict)
 
 
 def parse_dims(p, flag, text):
@@ -197,7 +202,8 @@ def summarize(samples_us, flops, bytes_moved):
 
 
 def sample(torch, run_once, per_sample_calls, time_cap):
-    """Times run_once() per sample with CUDA events until stable or time_cap seconds."""
+    """Times run_once() per sample with CUDA events until stable or time_cap seconds: the
+    samples (us per call) and why sampling stopped (`converged`, `time_cap`, `max_samples`)."""
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     samples = []
@@ -212,9 +218,25 @@ def sample(torch, run_once, per_sample_calls, time_cap):
         if n >= MIN_SAMPLES:
             mean = statistics.fmean(samples)
             sem = statistics.stdev(samples) / math.sqrt(n)
-            if sem / mean < TARGET_REL_SEM or time.monotonic() - t0 > time_cap:
-                break
-    return samples
+            if sem / mean < TARGET_REL_SEM:
+                return samples, "converged"
+            if time.monotonic() - t0 > time_cap:
+                return samples, "time_cap"
+    return samples, "max_samples"
+
+
+def warm_up(torch, call):
+    """WARMUP_CALLS untimed calls, then as many timed back to back: the mean us per call."""
+    for _ in range(WARMUP_CALLS):
+        call()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(WARMUP_CALLS):
+        call()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000.0 / WARMUP_CALLS
 
 
 def bench_backend(torch, name, qkv, causal, time_cap):
@@ -228,17 +250,19 @@ def bench_backend(torch, name, qkv, causal, time_cap):
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                for _ in range(WARMUP_CALLS):
-                    call()
-                torch.cuda.synchronize()
+                call_us = warm_up(torch, call)
         except RuntimeError as e:
             why = [str(w.message) for w in caught] + [str(e)]
             reason = "backend unavailable: " + " ".join(" ".join(why).split())[:600]
             return [Timed("events", skipped=reason), Timed("graph", skipped=reason)]
 
         clk0 = sm_clock_mhz(torch)
-        events = sample(torch, call, 1, time_cap)
-        out = [Timed("events", events, None, clk0, sm_clock_mhz(torch))]
+        events, stop = sample(torch, call, 1, time_cap)
+        details = {"warmup_mean_us": call_us, "launches_per_sample": 1, "stop": stop}
+        out = [Timed("events", events, None, clk0, sm_clock_mhz(torch), details)]
+        # Enough calls per replay to last about GRAPH_REPLAY_TARGET_US, as the harness does.
+        graph_calls = max(1, min(MAX_GRAPH_CALLS,
+                                 math.ceil(GRAPH_REPLAY_TARGET_US / max(call_us, 0.1))))
 
         try:
             stream = torch.cuda.Stream()
@@ -249,21 +273,23 @@ def bench_backend(torch, name, qkv, causal, time_cap):
             torch.cuda.current_stream().wait_stream(stream)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                for _ in range(GRAPH_CALLS):
+                for _ in range(graph_calls):
                     call()
             for _ in range(3):
                 graph.replay()
             torch.cuda.synchronize()
             clk0 = sm_clock_mhz(torch)
-            replays = sample(torch, graph.replay, GRAPH_CALLS, time_cap)
-            out.append(Timed("graph", replays, None, clk0, sm_clock_mhz(torch)))
+            replays, stop = sample(torch, graph.replay, graph_calls, time_cap)
+            details = {"warmup_mean_us": call_us, "launches_per_sample": graph_calls,
+                       "stop": stop}
+            out.append(Timed("graph", replays, None, clk0, sm_clock_mhz(torch), details))
         except RuntimeError as e:
             reason = "graph capture failed: " + " ".join(str(e).split())[:300]
             out.append(Timed("graph", skipped=reason))
     return out
 
 
-def result(name, problem, bench, skipped, error=None):
+def result(name, problem, bench, skipped, error=None, details=None):
     b, h, s, d = problem.dims
     return {
         "mode": "bench",
@@ -278,6 +304,7 @@ def result(name, problem, bench, skipped, error=None):
         "check": None,
         "stress": None,
         "bench": bench,
+        "details": details or {},
     }
 
 
@@ -304,7 +331,7 @@ def bench_problem(torch, problem, backends, args):
             bench["throttled"] = (
                 t.clock_after < t.clock_before * 0.97
                 if (t.clock_before and t.clock_after) else None)
-            results.append(result(name, problem, bench, None))
+            results.append(result(name, problem, bench, None, details=t.details))
     return results
 
 

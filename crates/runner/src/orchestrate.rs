@@ -590,7 +590,7 @@ impl Executor<'_> {
         let command = self.command(&invocation, stage_cfg, &dest, device);
         let gpu = match crate::schedule::class(self.pipeline, unit) {
             Class::SharedGpu => Some(false),
-            Class::Alone => Some(true),
+            Class::Alone | Class::Machine => Some(true),
             Class::Free | Class::Cpu => None,
         };
         let outcome = match self

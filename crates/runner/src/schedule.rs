@@ -4,9 +4,11 @@
 //! - CPU work (compile, SASS) runs beside anything but a unit that runs alone, up to `jobs`;
 //! - GPU work that tolerates company (the sanitizers, check, stress of the built-in kernel)
 //!   shares the GPU, up to `gpu_jobs` at once;
-//! - timing and profiling (bench, baseline, profile), and a target's program (two instances of
-//!   a user's program may share its build directory), run alone: nothing else runs beside them,
-//!   so their timings and counters stay clean;
+//! - timing and profiling (bench, baseline, profile) run alone on their GPU: no other GPU unit
+//!   runs on it meanwhile, so their timings and counters stay clean. CPU work may run beside
+//!   them (a compile uses one host core; the GPU does not see it);
+//! - a target's program runs alone on the machine: two instances of a user's program, or the
+//!   program and its build, may share its build directory;
 //! - a unit planned as skipped takes no resource.
 //!
 //! With several GPUs (`--gpus`), each GPU has its own share of GPU units and its own "alone":
@@ -33,8 +35,10 @@ pub enum Class {
     Cpu,
     /// Shares the GPU with other units of this class.
     SharedGpu,
-    /// Runs with nothing beside it.
+    /// Has its GPU to itself; CPU units may run beside it.
     Alone,
+    /// Has the machine to itself: nothing runs beside it.
+    Machine,
 }
 
 /// Units sharing one GPU at once unless `--gpu-jobs` says otherwise.
@@ -175,32 +179,28 @@ impl Scheduler {
         };
         let busy = running(Class::Cpu, None)
             + running(Class::SharedGpu, None)
-            + running(Class::Alone, None);
-        // With one GPU, a unit that runs alone has the machine to itself; with several, its GPU.
-        let one_gpu = self.limits.gpus == 1;
-        if one_gpu && running(Class::Alone, None) > 0 {
+            + running(Class::Alone, None)
+            + running(Class::Machine, None);
+        if running(Class::Machine, None) > 0 {
             return (class == Class::Free).then_some(None);
         }
+        // The GPU slots a GPU unit could go to: with one GPU, the one (an alone unit has it).
+        let gpu_free = |g: usize| {
+            running(Class::Alone, Some(g)) == 0
+                && running(Class::SharedGpu, Some(g)) < self.limits.gpu_jobs
+        };
+        let gpu_idle =
+            |g: usize| running(Class::Alone, Some(g)) + running(Class::SharedGpu, Some(g)) == 0;
         match class {
             Class::Free => Some(None),
             Class::Cpu => (busy < self.limits.jobs).then_some(None),
-            Class::SharedGpu if busy < self.limits.jobs => (0..self.limits.gpus)
-                .filter(|&g| {
-                    running(Class::Alone, Some(g)) == 0
-                        && running(Class::SharedGpu, Some(g)) < self.limits.gpu_jobs
-                })
+            _ if busy >= self.limits.jobs => None,
+            Class::SharedGpu => (0..self.limits.gpus)
+                .filter(|&g| gpu_free(g))
                 .min_by_key(|&g| running(Class::SharedGpu, Some(g)))
                 .map(Some),
-            Class::SharedGpu => None,
-            Class::Alone if one_gpu => (busy == 0).then_some(Some(0)),
-            Class::Alone => (busy < self.limits.jobs)
-                .then(|| {
-                    (0..self.limits.gpus).find(|&g| {
-                        running(Class::Alone, Some(g)) + running(Class::SharedGpu, Some(g)) == 0
-                    })
-                })
-                .flatten()
-                .map(Some),
+            Class::Alone => (0..self.limits.gpus).find(|&g| gpu_idle(g)).map(Some),
+            Class::Machine => (busy == 0).then_some(Some(0)),
         }
     }
 }
@@ -212,8 +212,12 @@ pub fn class(pipeline: &Pipeline, unit: &Unit) -> Class {
     }
     match unit.kind {
         StageKind::Compile | StageKind::Sass | StageKind::Report => Class::Cpu,
-        StageKind::Bench | StageKind::Baseline | StageKind::Profile => Class::Alone,
-        _ if pipeline.target.is_some() => Class::Alone,
+        StageKind::Bench | StageKind::Baseline | StageKind::Profile
+            if pipeline.target.is_none() =>
+        {
+            Class::Alone
+        }
+        _ if pipeline.target.is_some() => Class::Machine,
         _ => Class::SharedGpu,
     }
 }

@@ -262,3 +262,56 @@ fn more_gpus_than_the_machine_shows_is_a_usage_error() {
         stderr(&out)
     );
 }
+
+/// A stand-in nvcc (hand-written) that logs its interval; configs with BLOCK_M=128 compile
+/// for 1.5 s.
+const SLOW_NVCC: &str = r#"#!/bin/sh
+if [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 0.0, V0.0.0 (stand-in)"; exit 0; fi
+log() { echo "$1 $2 $(date +%s.%N)" >> "$(dirname "$0")/intervals.log"; }
+out=""; slow=0
+for a in "$@"; do [ "$a" = "-DBLOCK_M=128" ] && slow=1; done
+while [ $# -gt 0 ]; do
+  if [ "$1" = "-o" ]; then out="$2"; shift; fi
+  shift
+done
+log start "nvcc-$$"
+[ "$slow" = 1 ] && sleep 1.5
+printf 'stand-in cubin\n' > "$out"
+log end "nvcc-$$"
+"#;
+
+#[test]
+fn cpu_units_run_beside_a_unit_that_has_the_gpu_to_itself() {
+    let project = project();
+    project.tool("nvcc", SLOW_NVCC);
+    let yaml = std::fs::read_to_string(project.root.join("pipeline.yaml")).expect("pipeline");
+    project.pipeline(&yaml.replace(
+        "    small: { HEAD_DIM: 64, BLOCK_M: 64 }",
+        "    small: { HEAD_DIM: 64, BLOCK_M: 64 }\n    big: { HEAD_DIM: 64, BLOCK_M: 128 }",
+    ));
+    let out = project.run(&["pipeline.yaml", "--jobs", "8", "--only", "compile,bench"]);
+    assert!(code(&out) <= 3, "{}", stderr(&out));
+    let all = intervals(&project);
+    let slow = all
+        .iter()
+        .filter(|i| i.what.starts_with("nvcc") && i.end - i.start > 1.0)
+        .collect::<Vec<_>>();
+    assert_eq!(slow.len(), 1, "{all:#?}");
+    // The small config's bench started once its own compile ended, while the big one compiled.
+    let bench_beside_compile = all
+        .iter()
+        .filter(|b| b.what.starts_with("harness-bench"))
+        .any(|b| overlap(b, slow[0]));
+    assert!(bench_beside_compile, "{all:#?}");
+    // No two benches at once.
+    let benches: Vec<&Interval> = all
+        .iter()
+        .filter(|b| b.what.starts_with("harness-bench"))
+        .collect();
+    assert_eq!(benches.len(), 4, "{all:#?}");
+    for (i, a) in benches.iter().enumerate() {
+        for b in &benches[i + 1..] {
+            assert!(!overlap(a, b), "{} overlapped {}", a.what, b.what);
+        }
+    }
+}
