@@ -11,8 +11,9 @@ forced through torch.nn.attention.sdpa_kernel), the forward pass is timed two wa
           MAX_GRAPH_CALLS calls, from the warm-up's time per call, as the harness does), one
           replay per sample, time divided by the calls.
 
-Each way warms up first, then samples until the relative standard error of the mean is under
-0.5 % (after at least MIN_SAMPLES) or the time cap is reached; each result's details say which
+Each way warms up first, then samples until the median is known to 0.5 % (the half-width of its
+distribution-free 95 % confidence interval, relative to it, as the harness's stop rule; after at
+least MIN_SAMPLES) or the time cap is reached; each result's details say which
 (`stop`), with the warm-up's time per call and the calls per sample. torch is imported once for all
 the problems. The output is one exhibit.harness/1 document (producer "sdpa", kernel
 "sdpa:<backend>", mode "bench", one result per problem, backend and timing, each naming its
@@ -40,7 +41,7 @@ MAX_SAMPLES = 5000
 GRAPH_REPLAY_TARGET_US = 500.0
 MAX_GRAPH_CALLS = 100
 WARMUP_CALLS = 10
-TARGET_REL_SEM = 0.005
+TARGET_NOISE = 0.005
 SHAPE_DIMS = 4
 DTYPES = ("f16", "bf16")
 
@@ -201,9 +202,25 @@ def summarize(samples_us, flops, bytes_moved):
     }
 
 
+def median_ci_relative(samples):
+    """Half the width of a distribution-free 95 % confidence interval of the median, relative to
+    the median (order statistics of rank n/2 -+ 1.96 sqrt(n)/2), as the harness computes it: one
+    slow outlier moves it far less than it moves the mean. None under 8 samples."""
+    n = len(samples)
+    if n < 8:
+        return None
+    s = sorted(samples)
+    half = 1.96 * math.sqrt(n) / 2.0
+    lo = max(0, math.floor(n / 2.0 - half))
+    hi = min(n - 1, math.ceil(n / 2.0 + half))
+    median = statistics.median(s)
+    return (s[hi] - s[lo]) / 2.0 / median if median > 0 else None
+
+
 def sample(torch, run_once, per_sample_calls, time_cap):
-    """Times run_once() per sample with CUDA events until stable or time_cap seconds: the
-    samples (us per call) and why sampling stopped (`converged`, `time_cap`, `max_samples`)."""
+    """Times run_once() per sample with CUDA events until the median is known to TARGET_NOISE
+    or time_cap seconds: the samples (us per call) and why sampling stopped (`converged`,
+    `time_cap`, `sample_cap`)."""
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     samples = []
@@ -215,14 +232,14 @@ def sample(torch, run_once, per_sample_calls, time_cap):
         end.synchronize()
         samples.append(start.elapsed_time(end) * 1000.0 / per_sample_calls)
         n = len(samples)
-        if n >= MIN_SAMPLES:
-            mean = statistics.fmean(samples)
-            sem = statistics.stdev(samples) / math.sqrt(n)
-            if sem / mean < TARGET_REL_SEM:
+        # Sorting costs O(n log n): past 64 samples, the rule is checked every 16th.
+        if n >= MIN_SAMPLES and (n < 64 or n % 16 == 0):
+            noise = median_ci_relative(samples)
+            if noise is not None and noise <= TARGET_NOISE:
                 return samples, "converged"
             if time.monotonic() - t0 > time_cap:
                 return samples, "time_cap"
-    return samples, "max_samples"
+    return samples, "sample_cap"
 
 
 def warm_up(torch, call):

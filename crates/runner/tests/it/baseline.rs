@@ -131,6 +131,19 @@ fn the_script_times_every_problem_in_one_document() {
         assert_eq!(rs.len(), 8, "{problem:?}: {rs:#?}");
         let timed = rs.iter().filter(|r| r["bench"].is_object()).count();
         assert_eq!(timed, 6, "{problem:?}");
+        // The stand-in's events read 0.05 ms for any span: 5 us per warm-up call, so a graph
+        // replay holds 100 calls (about 500 us, as the harness sizes them), and the equal
+        // samples converge at once.
+        for r in rs.iter().filter(|r| r["bench"].is_object()) {
+            let per_sample = if r["bench"]["timing"] == "graph" {
+                100
+            } else {
+                1
+            };
+            assert_eq!(r["details"]["launches_per_sample"], per_sample, "{r:#}");
+            assert_eq!(r["details"]["stop"], "converged", "{r:#}");
+            assert_eq!(r["details"]["warmup_mean_us"], 5.0, "{r:#}");
+        }
         assert!(rs.iter().any(|r| {
             r["skipped"]
                 .as_str()
