@@ -11,10 +11,11 @@ forced through torch.nn.attention.sdpa_kernel), the forward pass is timed two wa
           MAX_GRAPH_CALLS calls, from the warm-up's time per call, as the harness does), one
           replay per sample, time divided by the calls.
 
-Each way warms up first, then samples until the median is known to 0.5 % (the half-width of its
-distribution-free 95 % confidence interval, relative to it, as the harness's stop rule; after at
-least MIN_SAMPLES) or the time cap is reached; each result's details say which
-(`stop`), with the warm-up's time per call and the calls per sample. torch is imported once for all
+Each backend warms up for 200 ms (--warmup-ms), then each way samples until the median is
+known to 0.5 % (the half-width of its distribution-free 95 % confidence interval, relative to
+it) after at least MIN_SAMPLES, or until the time cap: the harness's rule, so that both sides of
+a comparison are measured alike. Each result's details say why sampling stopped (`stop`), with
+the warm-up's time per call and the calls per sample. torch is imported once for all
 the problems. The output is one exhibit.harness/1 document (producer "sdpa", kernel
 "sdpa:<backend>", mode "bench", one result per problem, backend and timing, each naming its
 shape, dtype and causal flag; a backend that cannot run a problem is a result with `skipped` set
@@ -36,11 +37,12 @@ import warnings
 
 SCHEMA = "exhibit.harness/1"
 BACKENDS = ("default", "flash", "cudnn", "efficient")
-MIN_SAMPLES = 20
+# As the harness: enough samples that p99 rests on at least two above it.
+MIN_SAMPLES = 200
 MAX_SAMPLES = 5000
 GRAPH_REPLAY_TARGET_US = 500.0
 MAX_GRAPH_CALLS = 100
-WARMUP_CALLS = 10
+WARMUP_BATCH = 10
 TARGET_NOISE = 0.005
 SHAPE_DIMS = 4
 DTYPES = ("f16", "bf16")
@@ -106,6 +108,8 @@ def parse_args(argv):
     p.add_argument("--json", action="store_true", help="print the exhibit.harness/1 document")
     p.add_argument("--time-cap", type=float, default=2.0,
                    help="seconds of sampling per backend and timing (default 2)")
+    p.add_argument("--warmup-ms", type=float, default=200.0,
+                   help="warm-up per backend before sampling, milliseconds (default 200)")
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
     single = args.shape is not None or args.dtype is not None or args.causal
@@ -232,8 +236,8 @@ def sample(torch, run_once, per_sample_calls, time_cap):
         end.synchronize()
         samples.append(start.elapsed_time(end) * 1000.0 / per_sample_calls)
         n = len(samples)
-        # Sorting costs O(n log n): past 64 samples, the rule is checked every 16th.
-        if n >= MIN_SAMPLES and (n < 64 or n % 16 == 0):
+        # Sorting costs O(n log n): the rule is checked every 16th sample.
+        if n >= MIN_SAMPLES and (n - MIN_SAMPLES) % 16 == 0:
             noise = median_ci_relative(samples)
             if noise is not None and noise <= TARGET_NOISE:
                 return samples, "converged"
@@ -242,21 +246,26 @@ def sample(torch, run_once, per_sample_calls, time_cap):
     return samples, "sample_cap"
 
 
-def warm_up(torch, call):
-    """WARMUP_CALLS untimed calls, then as many timed back to back: the mean us per call."""
-    for _ in range(WARMUP_CALLS):
-        call()
+def warm_up(torch, call, warmup_ms):
+    """Calls in timed batches of WARMUP_BATCH until warmup_ms have passed (at least one batch),
+    as the harness warms up, so that clocks settle: the mean us per call over every batch."""
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(WARMUP_CALLS):
-        call()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1000.0 / WARMUP_CALLS
+    t0 = time.monotonic()
+    calls, ms = 0, 0.0
+    while True:
+        start.record()
+        for _ in range(WARMUP_BATCH):
+            call()
+        end.record()
+        end.synchronize()
+        calls += WARMUP_BATCH
+        ms += start.elapsed_time(end)
+        if (time.monotonic() - t0) * 1e3 >= warmup_ms:
+            return ms * 1000.0 / calls
 
 
-def bench_backend(torch, name, qkv, causal, time_cap):
+def bench_backend(torch, name, qkv, causal, args):
     """Times one backend on (q, k, v) with events and with graph replay: a list of Timed."""
     F = torch.nn.functional
     q, k, v = qkv
@@ -267,14 +276,14 @@ def bench_backend(torch, name, qkv, causal, time_cap):
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                call_us = warm_up(torch, call)
+                call_us = warm_up(torch, call, args.warmup_ms)
         except RuntimeError as e:
             why = [str(w.message) for w in caught] + [str(e)]
             reason = "backend unavailable: " + " ".join(" ".join(why).split())[:600]
             return [Timed("events", skipped=reason), Timed("graph", skipped=reason)]
 
         clk0 = sm_clock_mhz(torch)
-        events, stop = sample(torch, call, 1, time_cap)
+        events, stop = sample(torch, call, 1, args.time_cap)
         details = {"warmup_mean_us": call_us, "launches_per_sample": 1, "stop": stop}
         out = [Timed("events", events, None, clk0, sm_clock_mhz(torch), details)]
         # Enough calls per replay to last about GRAPH_REPLAY_TARGET_US, as the harness does.
@@ -296,7 +305,7 @@ def bench_backend(torch, name, qkv, causal, time_cap):
                 graph.replay()
             torch.cuda.synchronize()
             clk0 = sm_clock_mhz(torch)
-            replays, stop = sample(torch, graph.replay, graph_calls, time_cap)
+            replays, stop = sample(torch, graph.replay, graph_calls, args.time_cap)
             details = {"warmup_mean_us": call_us, "launches_per_sample": graph_calls,
                        "stop": stop}
             out.append(Timed("graph", replays, None, clk0, sm_clock_mhz(torch), details))
@@ -337,7 +346,7 @@ def bench_problem(torch, problem, backends, args):
                for _ in range(3))
     results = []
     for name in backends:
-        for t in bench_backend(torch, name, (q, k, v), problem.causal, args.time_cap):
+        for t in bench_backend(torch, name, (q, k, v), problem.causal, args):
             if t.samples is None:
                 results.append(result(name, problem, None, t.skipped))
                 continue
