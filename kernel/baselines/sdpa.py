@@ -3,7 +3,9 @@
 
 For each problem (--problem B,H,S,D:dtype[:causal], repeated; or one as --shape B,H,S,D --dtype
 [--causal]) and each requested backend (the default dispatch, and flash, cudnn and efficient
-forced through torch.nn.attention.sdpa_kernel), the forward pass is timed two ways:
+forced through torch.nn.attention.sdpa_kernel), the forward pass is timed one or both ways
+(--timing both, the default; events; graph; or auto, the harness's choice by the time per call,
+both ways within a factor of 2 of its threshold):
 
   events  one call per sample between two CUDA events, in a Python loop (includes host dispatch
           when the kernel is shorter than the dispatch);
@@ -42,6 +44,8 @@ BACKENDS = ("default", "flash", "cudnn", "efficient")
 MIN_SAMPLES = 200
 MAX_SAMPLES = 5000
 GRAPH_REPLAY_TARGET_US = 500.0
+# The harness's `--timing auto` threshold: graph replay under this many us per call.
+LAUNCH_BOUND_US = 50.0
 MAX_GRAPH_CALLS = 100
 WARMUP_BATCH = 10
 TARGET_NOISE = 0.005
@@ -106,6 +110,9 @@ def parse_args(argv):
     p.add_argument("--dtype", choices=DTYPES)
     p.add_argument("--causal", action="store_true")
     p.add_argument("--backend", default="all", choices=("all",) + BACKENDS)
+    p.add_argument("--timing", default="both", choices=("both", "auto", "events", "graph"),
+                   help="the ways to time (default both); auto: as the harness's --timing auto, "
+                        "with both taken within a factor of 2 of its threshold")
     p.add_argument("--json", action="store_true", help="print the exhibit.harness/1 document")
     p.add_argument("--time-cap", type=float, default=2.0,
                    help="seconds of sampling per backend and timing (default 2)")
@@ -268,8 +275,25 @@ def warm_up(torch, call, warmup_ms):
             return start.elapsed_time(end) * 1000.0 / WARMUP_BATCH
 
 
+def ways(timing, call_us):
+    """The timing ways to take for --timing `timing`, given the warm-up's us per call. `auto`
+    follows the harness's rule (graph under LAUNCH_BOUND_US, events above) with a factor of 2
+    either side where both are taken, so that a kernel timed by the harness finds its like here
+    unless the two differ by more than that around the threshold."""
+    if timing == "both":
+        return ("events", "graph")
+    if timing != "auto":
+        return (timing,)
+    taken = []
+    if call_us >= LAUNCH_BOUND_US / 2:
+        taken.append("events")
+    if call_us < LAUNCH_BOUND_US * 2:
+        taken.append("graph")
+    return tuple(taken)
+
+
 def bench_backend(torch, name, qkv, causal, warmup_ms, args):
-    """Times one backend on (q, k, v) with events and with graph replay: a list of Timed."""
+    """Times one backend on (q, k, v) the ways --timing asks for: a list of Timed."""
     F = torch.nn.functional
     q, k, v = qkv
     with backend_context(torch, name):
@@ -283,39 +307,42 @@ def bench_backend(torch, name, qkv, causal, warmup_ms, args):
         except RuntimeError as e:
             why = [str(w.message) for w in caught] + [str(e)]
             reason = "backend unavailable: " + " ".join(" ".join(why).split())[:600]
-            return [Timed("events", skipped=reason), Timed("graph", skipped=reason)]
+            asked = ("events", "graph") if args.timing in ("both", "auto") else (args.timing,)
+            return [Timed(way, skipped=reason) for way in asked]
+        return [time_way(torch, way, call, call_us, args.time_cap)
+                for way in ways(args.timing, call_us)]
 
+
+def time_way(torch, way, call, call_us, time_cap):
+    """One backend timed one way (`events` or `graph`), after its warm-up: a Timed."""
+    if way == "events":
         clk0 = sm_clock_mhz(torch)
-        events, stop = sample(torch, call, 1, args.time_cap)
+        events, stop = sample(torch, call, 1, time_cap)
         details = {"warmup_mean_us": call_us, "launches_per_sample": 1, "stop": stop}
-        out = [Timed("events", events, None, clk0, sm_clock_mhz(torch), details)]
-        # Enough calls per replay to last about GRAPH_REPLAY_TARGET_US, as the harness does.
-        graph_calls = max(1, min(MAX_GRAPH_CALLS,
-                                 math.ceil(GRAPH_REPLAY_TARGET_US / max(call_us, 0.1))))
-
-        try:
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                for _ in range(3):
-                    call()
-            torch.cuda.current_stream().wait_stream(stream)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                for _ in range(graph_calls):
-                    call()
+        return Timed("events", events, None, clk0, sm_clock_mhz(torch), details)
+    # Enough calls per replay to last about GRAPH_REPLAY_TARGET_US, as the harness does.
+    graph_calls = max(1, min(MAX_GRAPH_CALLS,
+                             math.ceil(GRAPH_REPLAY_TARGET_US / max(call_us, 0.1))))
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
             for _ in range(3):
-                graph.replay()
-            torch.cuda.synchronize()
-            clk0 = sm_clock_mhz(torch)
-            replays, stop = sample(torch, graph.replay, graph_calls, args.time_cap)
-            details = {"warmup_mean_us": call_us, "launches_per_sample": graph_calls,
-                       "stop": stop}
-            out.append(Timed("graph", replays, None, clk0, sm_clock_mhz(torch), details))
-        except RuntimeError as e:
-            reason = "graph capture failed: " + " ".join(str(e).split())[:300]
-            out.append(Timed("graph", skipped=reason))
-    return out
+                call()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(graph_calls):
+                call()
+        for _ in range(3):
+            graph.replay()
+        torch.cuda.synchronize()
+    except RuntimeError as e:
+        return Timed("graph", skipped="graph capture failed: " + " ".join(str(e).split())[:300])
+    clk0 = sm_clock_mhz(torch)
+    replays, stop = sample(torch, graph.replay, graph_calls, time_cap)
+    details = {"warmup_mean_us": call_us, "launches_per_sample": graph_calls, "stop": stop}
+    return Timed("graph", replays, None, clk0, sm_clock_mhz(torch), details)
 
 
 def result(name, problem, bench, skipped, error=None, details=None):

@@ -21,13 +21,57 @@ fn standin_torch() -> PathBuf {
 
 /// Runs the repository's `sdpa.py` on the real python3 with `python_path` first on its path.
 fn sdpa(python_path: &Path, args: &[&str]) -> Output {
+    sdpa_timed(python_path, args, 0.05)
+}
+
+/// As [`sdpa`], with the stand-in's events reading `elapsed_ms` for any span (a warm-up batch
+/// of 10 calls: `elapsed_ms` * 100 us per call).
+fn sdpa_timed(python_path: &Path, args: &[&str], elapsed_ms: f64) -> Output {
     Command::new("python3")
         .arg(repo().join("kernel/baselines/sdpa.py"))
         .args(args)
         .env("PYTHONPATH", python_path)
         .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("TORCH_STANDIN_ELAPSED_MS", elapsed_ms.to_string())
         .output()
         .expect("start python3")
+}
+
+/// `--timing auto` takes the ways the harness's `--timing auto` would (graph replay under 50 us
+/// per call, events above), and both within a factor of 2 of that threshold.
+#[test]
+fn auto_timing_takes_the_ways_the_harness_would() {
+    for (per_call_us, expected) in [
+        (5.0, vec!["graph"]),
+        (30.0, vec!["events", "graph"]),
+        (90.0, vec!["events", "graph"]),
+        (500.0, vec!["events"]),
+    ] {
+        let out = sdpa_timed(
+            &standin_torch(),
+            &[
+                "--problem",
+                "2,8,512,64:f16",
+                "--backend",
+                "default",
+                "--timing",
+                "auto",
+                "--warmup-ms",
+                "0",
+                "--json",
+            ],
+            per_call_us / 100.0,
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        let ways: Vec<&str> = doc["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["bench"]["timing"].as_str().expect("a timing"))
+            .collect();
+        assert_eq!(ways, expected, "{per_call_us} us per call");
+    }
 }
 
 #[test]
