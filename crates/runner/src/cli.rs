@@ -167,6 +167,10 @@ pub struct RunArgs {
     /// come back here.
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
+    /// With --host: where work directories and runner binaries go on the remote, absolute or
+    /// relative to its home (default ~/.cache/exhibit), e.g. a scratch file system.
+    #[arg(long, value_name = "DIR", requires = "host")]
+    pub remote_dir: Option<String>,
     /// Run GPU units as Slurm jobs, with these sbatch options (e.g. "--partition=gpu
     /// --gres=gpu:1"); units that run alone add --exclusive. The run directory must be on a
     /// file system the compute nodes share.
@@ -439,7 +443,8 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         .ok_or_else(|| Error::Usage("name a pipeline file, e.g. `runner pipeline.yaml`".into()))?;
     let pipeline = Pipeline::load(&path)?;
     if let Some(remote_host) = &args.host {
-        return run_remote(&pipeline, &path, remote_host, &args.forwarded());
+        let base = remote::base(args.remote_dir.as_deref())?;
+        return run_remote(&pipeline, &path, remote_host, &base, &args.forwarded());
     }
     let interrupt = signals()?;
     crate::leftovers::become_subreaper();
@@ -740,12 +745,13 @@ fn run_remote(
     pipeline: &Pipeline,
     path: &std::path::Path,
     remote_host: &str,
+    base: &str,
     args: &[String],
 ) -> Result<Outcome, Error> {
     let interrupt = signals()?;
     let ssh = remote::Ssh::new(remote_host, &interrupt)?;
     let say = |line: &str| eprintln!("{line}");
-    let session = remote::start(&ssh, &pipeline.root, path, args, &say)?;
+    let session = remote::start(&ssh, &pipeline.root, path, args, base, &say)?;
     finish_remote(&ssh, &pipeline.root, &session, &interrupt)
 }
 
@@ -784,8 +790,10 @@ fn finish_remote(
     }
     let Some(dir) = remote::collect(ssh, root, session)? else {
         return Err(Error::Io(format!(
-            "{}: the remote run ended before it created its run directory; its log is ~/{}/.exhibit-remote/{}.log there",
-            session.host, session.dir, session.id
+            "{}: the remote run ended before it created its run directory; its log is {}/.exhibit-remote/{}.log there",
+            session.host,
+            remote::shown(&session.dir),
+            session.id
         )));
     };
     // The report, rendered here from the evidence that came back, as a local run's.

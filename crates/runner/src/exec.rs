@@ -57,6 +57,28 @@ pub enum Ending {
     Interrupted,
 }
 
+/// The child is killed when the runner dies, however it dies (SIGKILL included): no tool, and
+/// no ssh that could reconnect on its own, outlives it. (The signal follows the thread that
+/// spawned the child; every child here is waited for by that thread.)
+#[allow(unsafe_code)] // `pre_exec` is unsafe; the closure does only what is allowed after fork.
+fn die_with_the_runner(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: prctl, getppid and _exit are async-signal-safe; nothing else runs between fork
+    // and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                .map_err(std::io::Error::from)?;
+            // The runner died before the signal was armed.
+            if std::os::unix::process::parent_id() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
 /// The result of [`run`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
@@ -115,6 +137,7 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
         .env(leftovers::TOKEN_VARIABLE, &token)
         .before_spawn(|cmd| {
             cmd.process_group(0);
+            die_with_the_runner(cmd);
             Ok(())
         });
     for (key, value) in &command.env {

@@ -2,10 +2,12 @@
 //!
 //! `runner PIPELINE --host user@box`:
 //! 1. syncs the pipeline's directory (without `artifacts/`, `reports/`, `.git/` and `target/`)
-//!    into a work directory on the remote, `~/.cache/exhibit/remote/<hash>`, keyed by the local
-//!    directory and kept between runs, so the remote's own cache serves unchanged units;
-//! 2. uploads this runner binary to `~/.cache/exhibit/bin/runner-<sha>` when the remote lacks
-//!    that version;
+//!    into a work directory on the remote, `<base>/remote/<hash>`, keyed by the local directory
+//!    and kept between runs, so the remote's own cache serves unchanged units. The base is
+//!    `~/.cache/exhibit` unless `--remote-dir` names another (a scratch file system where home
+//!    directories are small); a failure to write there says how much room its file system has;
+//! 2. uploads this runner binary to `<base>/bin/runner-<sha>` when the remote lacks that
+//!    version;
 //! 3. starts the run there in its own session (`setsid`), its output in
 //!    `.exhibit-remote/<session>.log`, its exit status in `<session>.exit`: the run goes on
 //!    whatever happens to the connection;
@@ -41,7 +43,7 @@ pub const SESSIONS: &str = "artifacts/.remote";
 pub struct Session {
     pub id: String,
     pub host: String,
-    /// The work directory on the remote, relative to its home.
+    /// The work directory on the remote: absolute, or relative to the home directory.
     pub dir: String,
     /// The pipeline file, relative to the work directory.
     pub pipeline: String,
@@ -242,6 +244,53 @@ impl<'a> Ssh<'a> {
     }
 }
 
+impl Ssh<'_> {
+    /// `error` with how much room the remote's file system under `base` has, when it says so:
+    /// a full disk or quota reads as what it is.
+    fn with_room(&self, error: RemoteError, base: &str) -> RemoteError {
+        let RemoteError::Host { host, message } = error else {
+            return error;
+        };
+        // The nearest existing directory at or above the base.
+        let probe = format!(
+            "d={}; while [ ! -d \"$d\" ] && [ \"$d\" != . ] && [ \"$d\" != / ]; do d=$(dirname \"$d\"); done; \
+             df -Pk \"$d\" | tail -n 1",
+            quote(base)
+        );
+        let room = self
+            .run(&probe, None, None, Duration::from_secs(60))
+            .ok()
+            .filter(|a| a.code == 0)
+            .and_then(|a| {
+                let line = String::from_utf8_lossy(&a.stdout).into_owned();
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                // Filesystem 1024-blocks Used Available Capacity Mounted-on
+                let available: u64 = fields.get(3)?.parse().ok()?;
+                let mount = fields.get(5)?.to_string();
+                Some((available, mount))
+            });
+        let message = match room {
+            Some((available, mount)) => format!(
+                "{message} ({} free on {mount}, the file system holding {}; --remote-dir puts \
+                 the work elsewhere)",
+                human_kib(available),
+                shown(base)
+            ),
+            None => message,
+        };
+        RemoteError::Host { host, message }
+    }
+}
+
+/// A size given in KiB, for people.
+fn human_kib(kib: u64) -> String {
+    match kib {
+        k if k >= 1 << 20 => format!("{:.1} GiB", k as f64 / f64::from(1u32 << 20)),
+        k if k >= 1 << 10 => format!("{:.1} MiB", k as f64 / 1024.0),
+        k => format!("{k} KiB"),
+    }
+}
+
 /// Quotes `word` for a POSIX shell.
 pub fn quote(word: &str) -> String {
     if !word.is_empty()
@@ -254,19 +303,49 @@ pub fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
+/// Where Exhibit keeps work directories and runner binaries on a remote unless told otherwise,
+/// relative to the home directory.
+pub const DEFAULT_BASE: &str = ".cache/exhibit";
+
+/// A remote path as people read it: `~/` before one relative to the home directory.
+pub fn shown(path: &str) -> String {
+    if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("~/{path}")
+    }
+}
+
+/// The base directory `--remote-dir` names, as the remote shell will find it from the home
+/// directory: `~/x` and `x` are relative to home, `/x` is absolute.
+pub fn base(dir: Option<&str>) -> Result<String, RemoteError> {
+    let Some(dir) = dir else {
+        return Ok(DEFAULT_BASE.to_string());
+    };
+    let trimmed = dir.strip_prefix("~/").unwrap_or(dir).trim_end_matches('/');
+    if trimmed.is_empty() || trimmed == "~" || trimmed.chars().any(char::is_control) {
+        return Err(RemoteError::Local(format!(
+            "--remote-dir {dir:?}: expected a directory on the remote, absolute or relative to its home"
+        )));
+    }
+    Ok(trimmed.to_string())
+}
+
 /// Starts a remote run of `pipeline` (a file under `root`) with `args` (the run's own options)
-/// and returns its session, recorded under `root`.
+/// and returns its session, recorded under `root`. `base` is where the remote's work
+/// directories and runner binaries go (see [`base`]).
 pub fn start(
     ssh: &Ssh<'_>,
     root: &Path,
     pipeline: &Path,
     args: &[String],
+    base: &str,
     say: &dyn Fn(&str),
 ) -> Result<Session, RemoteError> {
     ssh.must("connect", "true", None, None)?;
     let absolute = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let key = crate::hash::bytes(absolute.to_string_lossy().as_bytes());
-    let dir = format!(".cache/exhibit/remote/{}", &key[..16]);
+    let dir = format!("{base}/remote/{}", &key[..16]);
     let scratch = ssh.control.path();
 
     // The inputs: the pipeline's directory, without what runs write.
@@ -291,23 +370,25 @@ pub fn start(
     local(&tar, ssh.interrupt, "pack the pipeline's directory")?;
     let size = std::fs::metadata(&tarball).map_or(0, |m| m.len());
     say(&format!(
-        "remote {}: syncing {} KiB of inputs into ~/{dir}",
+        "remote {}: syncing {} KiB of inputs into {}",
         ssh.host,
-        size / 1024
+        size / 1024,
+        shown(&dir)
     ));
     ssh.must(
         "unpack the inputs",
         &format!("mkdir -p {d} && tar -xzf - -C {d}", d = quote(&dir)),
         Some(&tarball),
         None,
-    )?;
+    )
+    .map_err(|e| ssh.with_room(e, base))?;
 
     // This runner, unless the remote has the same build.
     let exe = std::env::current_exe()
         .map_err(|e| RemoteError::Local(format!("locate the runner executable: {e}")))?;
     let sha = crate::hash::file(&exe)
         .map_err(|e| RemoteError::Local(format!("hash {}: {e}", exe.display())))?;
-    let bin = format!(".cache/exhibit/bin/runner-{}", &sha[..16]);
+    let bin = format!("{base}/bin/runner-{}", &sha[..16]);
     if ssh
         .run(
             &format!("test -x {}", quote(&bin)),
@@ -319,18 +400,21 @@ pub fn start(
         != 0
     {
         say(&format!(
-            "remote {}: uploading the runner to ~/{bin}",
-            ssh.host
+            "remote {}: uploading the runner to {}",
+            ssh.host,
+            shown(&bin)
         ));
         ssh.must(
             "upload the runner",
             &format!(
-                "mkdir -p .cache/exhibit/bin && cat > {b}.part && chmod +x {b}.part && mv {b}.part {b}",
+                "mkdir -p {d} && cat > {b}.part && chmod +x {b}.part && mv {b}.part {b}",
+                d = quote(&format!("{base}/bin")),
                 b = quote(&bin)
             ),
             Some(&exe),
             None,
-        )?;
+        )
+        .map_err(|e| ssh.with_room(e, base))?;
     }
 
     let relative = pipeline
@@ -339,10 +423,15 @@ pub fn start(
         .to_string_lossy()
         .into_owned();
     let id = session_id();
+    // The run starts in its work directory: a relative binary is found from home.
+    let exe_path = if bin.starts_with('/') {
+        quote(&bin)
+    } else {
+        format!("\"$HOME\"/{}", quote(&bin))
+    };
     let mut run = format!(
-        "{HOST_VARIABLE}={} \"$HOME\"/{} run {}",
+        "{HOST_VARIABLE}={} {exe_path} run {}",
         quote(&ssh.host),
-        quote(&bin),
         quote(&relative)
     );
     for arg in args {
@@ -419,7 +508,11 @@ pub fn follow(
                 pause(ssh.interrupt, Duration::from_secs(1));
             }
             Ok(answer) if answer.code == 3 => {
-                return Err(ssh.error(format!("no session {} in ~/{}", session.id, session.dir)));
+                return Err(ssh.error(format!(
+                    "no session {} in {}",
+                    session.id,
+                    shown(&session.dir)
+                )));
             }
             Ok(_) | Err(RemoteError::Host { .. }) => {
                 failures += 1;

@@ -25,4 +25,5 @@ mod remote;
 mod schedule;
 mod skipped;
 mod slurm;
+mod sshd;
 mod targets;
