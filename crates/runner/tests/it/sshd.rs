@@ -60,11 +60,11 @@ struct Sshd {
     child: Child,
     dir: tempfile::TempDir,
     config: PathBuf,
+    port: u16,
 }
 
 impl Sshd {
     fn start() -> Sshd {
-        let program = sshd_program();
         let dir = tempfile::tempdir().expect("a key directory");
         let d = dir.path();
         let keygen = |name: &str| {
@@ -92,15 +92,7 @@ impl Sshd {
             ),
         )
         .expect("sshd_config");
-        // Its privilege-separation directory, which a package install creates at boot.
-        std::fs::create_dir_all("/run/sshd").ok();
-        let log = std::fs::File::create(d.join("sshd.log")).expect("sshd.log");
-        let child = Command::new(program)
-            .args(["-D", "-e", "-f"])
-            .arg(&sshd_config)
-            .stderr(log)
-            .spawn()
-            .expect("start sshd");
+        let child = Sshd::listen(d, port);
         let user = id(&["-un"]);
         let config = d.join("ssh_config");
         std::fs::write(
@@ -112,14 +104,80 @@ impl Sshd {
             ),
         )
         .expect("ssh_config");
-        // Until it accepts connections.
+        Sshd {
+            child,
+            dir,
+            config,
+            port,
+        }
+    }
+
+    /// Starts the listener with the configuration in `d`, and waits until it accepts.
+    fn listen(d: &Path, port: u16) -> Child {
+        // Its privilege-separation directory, which a package install creates at boot.
+        std::fs::create_dir_all("/run/sshd").ok();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(d.join("sshd.log"))
+            .expect("sshd.log");
+        let child = Command::new(sshd_program())
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stderr(log)
+            .spawn()
+            .expect("start sshd");
         let end = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             let log = std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default();
             assert!(Instant::now() < end, "sshd did not start: {log}");
             std::thread::sleep(Duration::from_millis(50));
         }
-        Sshd { child, dir, config }
+        child
+    }
+
+    /// Drops every connection: the listener and its session processes are killed, as when the
+    /// remote machine's network goes; after `outage` it listens again on the same port.
+    fn outage(&mut self, outage: Duration) {
+        let parents: Vec<(i32, i32)> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                // pid (comm) state ppid ...: the fields after the last ')'.
+                let ppid = stat
+                    .rsplit_once(')')?
+                    .1
+                    .split_whitespace()
+                    .nth(1)?
+                    .parse()
+                    .ok()?;
+                Some((pid, ppid))
+            })
+            .collect();
+        let mut tree = vec![self.child.id() as i32];
+        let mut i = 0;
+        while i < tree.len() {
+            let parent = tree[i];
+            tree.extend(
+                parents
+                    .iter()
+                    .filter(|(_, pp)| *pp == parent)
+                    .map(|(p, _)| *p),
+            );
+            i += 1;
+        }
+        for pid in &tree {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = self.child.wait();
+        std::thread::sleep(outage);
+        self.child = Sshd::listen(self.dir.path(), self.port);
     }
 
     fn log(&self) -> String {
@@ -281,6 +339,52 @@ fn a_run_and_an_attach_through_a_real_sshd() {
     // The first run's work directory is under this user's home: remove it.
     let home = std::env::var("HOME").expect("HOME");
     let _ = std::fs::remove_dir_all(Path::new(&home).join(first_dir));
+}
+
+/// Every connection dropped mid-run for 3 s: the run goes on there, the client retries with
+/// backoff, logs in again and collects the finished run.
+#[test]
+fn a_dropped_connection_through_a_real_sshd_costs_nothing() {
+    let mut sshd = Sshd::start();
+    let project = Project::new();
+    project.tool("nvcc", &slow_nvcc());
+    let base = RemoteBase::new();
+    let child = sshd
+        .runner(
+            &project,
+            &[
+                "pipeline.yaml",
+                "--host",
+                "loopback",
+                "--remote-dir",
+                &base.arg(),
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let end = Instant::now() + Duration::from_secs(60);
+    while newest_session(&project).is_none() {
+        assert!(Instant::now() < end, "no session");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    sshd.outage(Duration::from_secs(3));
+    let out = child.wait_with_output().expect("the client");
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}\n{}", sshd.log());
+    assert!(
+        err.contains("remote loopback: connection lost; the run goes on there; retrying in"),
+        "{err}"
+    );
+    let (report, _) = report_of(&out);
+    assert!(project.root.join(report).is_file());
+    // The first login, then at least one after the outage.
+    assert!(
+        sshd.log().matches("Accepted publickey").count() >= 2,
+        "{}",
+        sshd.log()
+    );
 }
 
 /// A remote whose disk is full: the error names the step, the remote's message and the room
