@@ -204,6 +204,16 @@ impl Sshd {
         c
     }
 
+    /// `runner pipeline.yaml --host loopback --remote-dir DIR` in `project`, to its end.
+    fn run_under(&self, project: &Project, dir: &str) -> std::process::Output {
+        self.runner(
+            project,
+            &["pipeline.yaml", "--host", "loopback", "--remote-dir", dir],
+        )
+        .output()
+        .expect("run")
+    }
+
     /// The ssh client processes of this server's sessions still running.
     fn clients(&self) -> Vec<String> {
         let config = self.config.to_string_lossy().into_owned();
@@ -394,19 +404,7 @@ fn a_full_remote_disk_is_a_clear_error() {
     let sshd = Sshd::start();
     let project = Project::new();
     let full = Tmpfs::mount(256);
-    let out = sshd
-        .runner(
-            &project,
-            &[
-                "pipeline.yaml",
-                "--host",
-                "loopback",
-                "--remote-dir",
-                &full.path(),
-            ],
-        )
-        .output()
-        .expect("run");
+    let out = sshd.run_under(&project, &full.path());
     let err = stderr(&out);
     // Infrastructure: exit 3.
     assert_eq!(code(&out), 3, "{err}");
@@ -454,19 +452,7 @@ fn a_tool_missing_on_the_remote_is_named() {
         .expect("check");
     assert_eq!(code(&local), 0, "{}", stderr(&local));
     let base = RemoteBase::new();
-    let out = sshd
-        .runner(
-            &project,
-            &[
-                "pipeline.yaml",
-                "--host",
-                "loopback",
-                "--remote-dir",
-                &base.arg(),
-            ],
-        )
-        .output()
-        .expect("run");
+    let out = sshd.run_under(&project, &base.arg());
     let err = stderr(&out);
     assert_eq!(code(&out), 3, "{err}");
     let why = "cuobjdump not found at target/cuobjdump (toolchain.tools.cuobjdump)";
