@@ -186,6 +186,9 @@ pub struct Matrix {
 pub struct Config {
     /// Compiled instead of `kernel.source`, when set.
     pub source: Option<PathBuf>,
+    /// The archs of `matrix.arch` this config is built for, when not all of them (a source that
+    /// needs sm_90a's wgmma, or a path kept for other archs).
+    pub arch: Option<Vec<String>>,
     pub defines: BTreeMap<String, Define>,
     /// Environment variables for the target's build and program under this config.
     pub env: BTreeMap<String, String>,
@@ -356,6 +359,15 @@ impl Pipeline {
     }
 
     /// The source a config of the built-in kernel compiles: its own, or `kernel.source`.
+    /// The archs `config` is built for: its own `arch` list, or every arch of the matrix.
+    pub fn archs_of(&self, config: &str) -> &[String] {
+        self.matrix
+            .configs
+            .get(config)
+            .and_then(|c| c.arch.as_deref())
+            .unwrap_or(&self.matrix.arch)
+    }
+
     pub fn source_of(&self, config: &str) -> Option<&Path> {
         self.matrix
             .configs
@@ -504,6 +516,25 @@ impl Pipeline {
                     format!("matrix.configs.{name}"),
                     "config names use letters, digits, `_`, `-` and `.` only".into(),
                 ));
+            }
+            if let Some(archs) = &config.arch {
+                if archs.is_empty() {
+                    return Err(err(
+                        format!("matrix.configs.{name}.arch"),
+                        "list at least one arch of matrix.arch".into(),
+                    ));
+                }
+                for (i, arch) in archs.iter().enumerate() {
+                    if !self.matrix.arch.contains(arch) || archs[..i].contains(arch) {
+                        return Err(err(
+                            format!("matrix.configs.{name}.arch[{i}]"),
+                            format!(
+                                "`{arch}`: expected one of matrix.arch ({}), each once",
+                                self.matrix.arch.join(", ")
+                            ),
+                        ));
+                    }
+                }
             }
             if let Some(source) = &config.source
                 && !self.resolve(source).is_file()
@@ -1582,7 +1613,7 @@ impl<'de> Deserialize<'de> for Config {
             type Value = Config;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str(
-                    "a map of -D defines such as {HEAD_DIM: 64}, or {source: FILE, defines: {...}, env: {...}}",
+                    "a map of -D defines such as {HEAD_DIM: 64}, or {source: FILE, arch: [ARCH], defines: {...}, env: {...}}",
                 )
             }
             fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Config, A::Error> {
@@ -1592,6 +1623,10 @@ impl<'de> Deserialize<'de> for Config {
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
                         "source" => config.source = Some(map.next_value()?),
+                        "arch" => {
+                            nested = true;
+                            config.arch = Some(map.next_value()?);
+                        }
                         "defines" => {
                             nested = true;
                             let defines: UniqueMap<String, Define> = map.next_value()?;
@@ -1615,7 +1650,7 @@ impl<'de> Deserialize<'de> for Config {
                     }
                     if nested && bare {
                         return Err(de::Error::custom(
-                            "write defines either all under `defines:` (beside `env:`) or all bare, not both",
+                            "write defines either all under `defines:` (beside `arch:` and `env:`) or all bare, not both",
                         ));
                     }
                 }

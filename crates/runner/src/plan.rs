@@ -90,7 +90,6 @@ pub fn plan(
         .keys()
         .filter(|c| selection.configs.is_empty() || selection.configs.contains(c))
         .collect();
-    let gpu_arches = gpu_arches(pipeline, preflight);
 
     let mut units: Vec<Unit> = Vec::new();
     let mut compile_units: Vec<(String, String, usize)> = Vec::new();
@@ -126,7 +125,7 @@ pub fn plan(
         match stage.kind {
             StageKind::Compile => {
                 for config in stage_configs {
-                    for arch in &pipeline.matrix.arch {
+                    for arch in pipeline.archs_of(config) {
                         compile_units.push((config.to_string(), arch.clone(), units.len()));
                         units.push(unit(Some(config), Some(arch), None));
                     }
@@ -134,7 +133,7 @@ pub fn plan(
             }
             StageKind::Sass => {
                 for config in stage_configs {
-                    for arch in &pipeline.matrix.arch {
+                    for arch in pipeline.archs_of(config) {
                         let mut u = unit(Some(config), Some(arch), None);
                         attach_compile(&mut u, &compile_units, &units, pipeline);
                         units.push(u);
@@ -158,7 +157,7 @@ pub fn plan(
             _ if pipeline.target.is_some() => {
                 // A target's program decides what it runs: one unit per config and GPU arch.
                 for config in stage_configs {
-                    for arch in &gpu_arches {
+                    for arch in &gpu_arches(pipeline, preflight, config) {
                         let mut u = unit(Some(config), Some(arch), None);
                         if !compile_units.is_empty() {
                             attach_compile(&mut u, &compile_units, &units, pipeline);
@@ -169,7 +168,7 @@ pub fn plan(
             }
             _ => {
                 for config in stage_configs {
-                    for arch in &gpu_arches {
+                    for arch in &gpu_arches(pipeline, preflight, config) {
                         for case in pipeline.case_instances(stage, Some(config)) {
                             let mut u = unit(Some(config), Some(arch), Some(case));
                             attach_compile(&mut u, &compile_units, &units, pipeline);
@@ -199,12 +198,11 @@ pub fn runs(pipeline: &Pipeline, stages: &[String], stage: &config::Stage) -> bo
     }
 }
 
-/// The archs GPU stages run for: those the GPUs here match; when the GPU's arch is unknown or
-/// there is no GPU, the first arch of the matrix (the others are compile-only).
-fn gpu_arches(pipeline: &Pipeline, preflight: &Preflight) -> Vec<String> {
-    let matching: Vec<String> = pipeline
-        .matrix
-        .arch
+/// The archs GPU stages run `config` for: those of its archs the GPUs here match; when the GPU's
+/// arch is unknown or there is no GPU, its first arch (the others are compile-only).
+fn gpu_arches(pipeline: &Pipeline, preflight: &Preflight, config: &str) -> Vec<String> {
+    let archs = pipeline.archs_of(config);
+    let matching: Vec<String> = archs
         .iter()
         .filter(|a| {
             preflight
@@ -218,7 +216,7 @@ fn gpu_arches(pipeline: &Pipeline, preflight: &Preflight) -> Vec<String> {
         return matching;
     }
     if preflight.gpu_archs.is_empty() || preflight.gpu_unavailable.is_some() {
-        return pipeline.matrix.arch.iter().take(1).cloned().collect();
+        return archs.iter().take(1).cloned().collect();
     }
     // A GPU whose arch the matrix does not list: GPU stages would load a cubin it cannot run.
     Vec::new()

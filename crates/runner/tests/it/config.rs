@@ -167,3 +167,68 @@ fn a_case_that_runs_on_no_config_is_refused() {
         stderr(&out)
     );
 }
+
+/// A config's `arch:` list narrows the matrix: a wgmma source is built for sm_90a only, the
+/// other config for every arch.
+#[test]
+fn a_config_is_built_only_for_its_own_archs() {
+    let project = Project::new();
+    std::fs::write(
+        project.root.join("kernel/hopper.cu"),
+        "// stand-in source\n",
+    )
+    .expect("source");
+    let yaml = pipeline("")
+        .replace("  arch: [sm_90]", "  arch: [sm_90, sm_90a]")
+        .replace(
+            "    small: { HEAD_DIM: 64, BLOCK_M: 64 }",
+            "    small: { HEAD_DIM: 64, BLOCK_M: 64 }\n    hopper: { source: kernel/hopper.cu, arch: [sm_90a], defines: { HEAD_DIM: 64 } }",
+        );
+    project.pipeline(&yaml);
+    let out = project.run(&["pipeline.yaml", "--only", "compile,sass"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let mut built: Vec<(String, String, String)> = manifest["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .filter(|s| s["name"] != "report")
+        .map(|s| {
+            (
+                s["name"].as_str().expect("name").to_string(),
+                s["config"].as_str().expect("config").to_string(),
+                s["arch"].as_str().expect("arch").to_string(),
+            )
+        })
+        .collect();
+    built.sort();
+    let expected: Vec<(String, String, String)> = [
+        ("compile", "hopper", "sm_90a"),
+        ("compile", "small", "sm_90"),
+        ("compile", "small", "sm_90a"),
+        ("sass", "hopper", "sm_90a"),
+        ("sass", "small", "sm_90"),
+        ("sass", "small", "sm_90a"),
+    ]
+    .iter()
+    .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+    .collect();
+    assert_eq!(built, expected);
+    // The hopper config's compile names its own source and arch.
+    let compile = manifest["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|s| s["name"] == "compile" && s["config"] == "hopper")
+        .expect("hopper's compile");
+    let argv: Vec<&str> = compile["command"]
+        .as_array()
+        .expect("argv")
+        .iter()
+        .map(|a| a.as_str().expect("a word"))
+        .collect();
+    assert!(
+        argv.contains(&"-arch=sm_90a") && argv.contains(&"kernel/hopper.cu"),
+        "{argv:?}"
+    );
+}
