@@ -328,7 +328,9 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
     fence_proxy_async();
     // Tile `it` is visible to every thread and to wgmma; every warpgroup is done with tile it-1,
     // whose stage the prefetch below overwrites.
+#if !defined(FAULT_WG_NO_KV_BARRIER)
     __syncthreads();
+#endif
     {
       const int pf = it + STAGES - 1;
       if (pf < n_tiles) {
@@ -360,9 +362,7 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
       Wgmma<T, BLOCK_N>::ss(acc_s, da, db, kk > 0 ? 1 : 0);
     }
     wgmma_commit();
-#if !defined(FAULT_WGMMA_NO_WAIT)
     wgmma_wait<0>();
-#endif
     fence_regs(acc_s);
 
     // Mask: keys past the end, and keys after the row when causal.

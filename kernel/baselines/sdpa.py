@@ -109,7 +109,8 @@ def parse_args(argv):
     p.add_argument("--shape", help="B,H,S,D: one problem, with --dtype and --causal")
     p.add_argument("--dtype", choices=DTYPES)
     p.add_argument("--causal", action="store_true")
-    p.add_argument("--backend", default="all", choices=("all",) + BACKENDS)
+    p.add_argument("--backend", default="all", metavar="all|" + ",".join(BACKENDS),
+                   help="the backends to time: all (default), or a comma-separated list")
     p.add_argument("--timing", default="both", choices=("both", "auto", "events", "graph"),
                    help="the ways to time (default both); auto: as the harness's --timing auto, "
                         "with both taken within a factor of 2 of its threshold")
@@ -122,6 +123,14 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
     args.cold_gpu = True
+    if args.backend == "all":
+        args.backends = BACKENDS
+    else:
+        args.backends = tuple(args.backend.split(","))
+        unknown = [b for b in args.backends if b not in BACKENDS]
+        if unknown or len(set(args.backends)) != len(args.backends):
+            p.error(f"--backend {args.backend!r}: expected all, or some of "
+                    f"{', '.join(BACKENDS)}, each once")
     single = args.shape is not None or args.dtype is not None or args.causal
     if args.problem and single:
         p.error("give --problem, or --shape with --dtype (and --causal), not both")
@@ -398,7 +407,7 @@ def bench_problem(torch, problem, backends, args):
 def main(argv):
     args = parse_args(argv)
     torch = load_torch()
-    backends = BACKENDS if args.backend == "all" else (args.backend,)
+    backends = args.backends
     try:
         dev = device_info(torch)
     except RuntimeError as e:

@@ -301,8 +301,81 @@ fn draft(
             }
         }
     }
+    if let Some(blind) = blind_tools(ctx, config) {
+        d.explanation.push(' ');
+        d.explanation.push_str(&blind);
+    }
     d
 }
+
+/// What the sanitizers said about this config when all of them that ran were clean: they did
+/// not see the defect the check did. With HGMMA in the config's SASS, says why they can be blind:
+/// wgmma reads its shared-memory operands through descriptors and the asynchronous proxy, which
+/// no sanitizer follows.
+fn blind_tools(ctx: &Ctx, config: Option<&str>) -> Option<String> {
+    let j = ctx.joined;
+    let mut clean: Vec<String> = Vec::new();
+    for (kind, name) in SANITIZERS {
+        let logs: Vec<_> = j
+            .sources
+            .iter()
+            .filter(|s| {
+                s.kind == kind
+                    && s.config == config
+                    && matches!(
+                        s.log.format,
+                        parsers::Format::ComputeSanitizer | parsers::Format::ComputeSanitizerXml
+                    )
+            })
+            .collect();
+        if logs.is_empty() {
+            continue;
+        }
+        let all_clean = logs.iter().all(|s| {
+            s.log.complete
+                && s.log.reported_errors == Some(0)
+                && s.log.unprinted_errors == 0
+                && s.log.findings.is_empty()
+        });
+        if !all_clean {
+            return None;
+        }
+        clean.push(name.to_string());
+    }
+    if clean.is_empty() {
+        return None;
+    }
+    let hgmma: u64 = j
+        .kernels
+        .iter()
+        .filter(|k| k.config.as_deref() == config)
+        .filter_map(|k| k.sass.map(|s| s.hgmma))
+        .sum();
+    let list = crate::text::join_words(&clean);
+    let were = if clean.len() == 1 { "it was" } else { "they were" };
+    Some(if hgmma > 0 {
+        format!(
+            "{list} ran on this config and reported no error: {were} blind to this defect, which \
+             the CPU-reference check caught. Its SASS has {hgmma} HGMMA (wgmma): wgmma reads its shared-memory \
+             operands through descriptors and the asynchronous proxy, which no sanitizer follows, \
+             so a wrong descriptor (start, stride, swizzle, transpose) or a missing \
+             wgmma.wait_group or fence.proxy.async shows only in the results."
+        )
+    } else {
+        format!(
+            "{list} ran on this config and reported no error: {were} blind to this defect, which \
+             the CPU-reference check caught."
+        )
+    })
+}
+
+/// The sanitizer kinds, in report order, with their names.
+const SANITIZERS: [(crate::StageKind, &str); 4] = [
+    (crate::StageKind::Memcheck, "memcheck"),
+    (crate::StageKind::Racecheck, "racecheck"),
+    (crate::StageKind::Initcheck, "initcheck"),
+    (crate::StageKind::Synccheck, "synccheck"),
+];
 
 /// A tile size that separates the shapes: every failing shape's sequence length is not a
 /// multiple of it, and some passing shape's is. The config's BLOCK_N (or BLOCK_M) when the
