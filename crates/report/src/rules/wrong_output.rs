@@ -235,12 +235,18 @@ fn draft(
                 } else {
                     "Checks fail although the error is within tolerance".to_string()
                 };
+                let rel_l2 = failing
+                    .iter()
+                    .filter_map(|r| r.result.check.as_ref().map(|c| c.rel_l2_err))
+                    .filter(|x| x.is_finite())
+                    .fold(0.0f64, f64::max);
                 d.explanation = format!(
-                    "{n_fail} failed although the error is within tolerance (max abs error {} \
-                     against a tolerance of {}): the check gates on more than the error, and \
-                     each shape's evidence says what it failed on.{}",
-                    sig3(max_err),
+                    "{n_fail} failed although the error is within tolerance (relative L2 error \
+                     {} against a tolerance of {}; max abs error {}): the check gates on more \
+                     than the error, and each shape's evidence says what it failed on.{}",
+                    sig3(rel_l2),
                     sig3(tol),
+                    sig3(max_err),
                     if second_launch {
                         " A second launch on the same inputs did not reproduce the first output: \
                          what the kernel computes depends on more than its inputs (memory it \
@@ -352,7 +358,11 @@ fn blind_tools(ctx: &Ctx, config: Option<&str>) -> Option<String> {
         .filter_map(|k| k.sass.map(|s| s.hgmma))
         .sum();
     let list = crate::text::join_words(&clean);
-    let were = if clean.len() == 1 { "it was" } else { "they were" };
+    let were = if clean.len() == 1 {
+        "it was"
+    } else {
+        "they were"
+    };
     Some(if hgmma > 0 {
         format!(
             "{list} ran on this config and reported no error: {were} blind to this defect, which \

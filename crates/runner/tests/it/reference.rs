@@ -267,3 +267,56 @@ fn report_with(run: &Path, args: &[&str]) -> String {
     );
     String::from_utf8(out.stdout).expect("UTF-8")
 }
+
+/// The Hopper path's runs on an H100 (`docs/measurements/2026-11-23-h100-hopper/runs/`): the
+/// pipeline with both paths is clean and counts HGMMA on the wgmma configs; the faults run names
+/// both planted wgmma faults, says which tools were blind to the descriptor fault, and finds
+/// nothing on the clean wgmma kernel.
+#[test]
+fn the_hopper_runs_are_clean_and_name_both_wgmma_faults() {
+    let runs = repo().join("docs/measurements/2026-11-23-h100-hopper/runs");
+    let pipeline = runs.join("20261123T065405Z-9d0fc649");
+    let json: Value = serde_json::from_str(&report(&pipeline, "json")).unwrap();
+    assert_eq!(json["verdict"]["kind"], "clean", "{}", json["verdict"]);
+    let md = report(&pipeline, "md");
+    for config in ["wg_d64_m192_n128_s2", "wg_d128_m128_n128_s2"] {
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {config} | sm_90a | `attention_fwd_bf16`")))
+            .unwrap_or_else(|| panic!("no resource row for {config}"));
+        // The HGMMA column is the second last but one: HMMA 0, HGMMA > 0.
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let hgmma: u64 = cells[cells.len() - 3].parse().expect("an HGMMA count");
+        assert!(hgmma > 0 && cells[cells.len() - 4] == "0", "{row}");
+    }
+
+    let faults = runs.join("20261123T065354Z-2917abdd");
+    let json: Value = serde_json::from_str(&report(&faults, "json")).unwrap();
+    assert_eq!(json["verdict"]["kind"], "failing", "{}", json["verdict"]);
+    let causes = root_causes(&json);
+    let on = |config: &str, rule: &str| {
+        causes
+            .iter()
+            .any(|(r, configs)| r == rule && configs.iter().any(|c| c == config))
+    };
+    assert!(on("wgmma_k_desc_stride", "wrong-output"), "{causes:?}");
+    assert!(
+        on("wgmma_no_kv_barrier", "repeated-launch-failure"),
+        "{causes:?}"
+    );
+    assert!(
+        !causes
+            .iter()
+            .any(|(_, c)| c.iter().any(|c| c == "wg_clean")),
+        "{causes:?}"
+    );
+    let md = report(&faults, "md");
+    assert!(
+        md.contains(
+            "memcheck, racecheck, initcheck and synccheck ran on this config and reported no \
+             error: they were blind to this defect, which the CPU-reference check caught. Its \
+             SASS has 24 HGMMA (wgmma)"
+        ),
+        "{md}"
+    );
+}
