@@ -42,6 +42,14 @@
 #ifndef STAGES
 #define STAGES 2
 #endif
+// 1: S of the next tile is computed while the softmax of this one runs (needs STAGES >= 4);
+// 0: each tile's loads, GEMMs and softmax one after another. Measured on an H100 (2026-11-23,
+// B=4 H=16 S=4096 bf16, attn_check): 1 is correct but slower, 1110 us against 1004 us at
+// HEAD_DIM 64 with BLOCK_M=128 BLOCK_N=128, 1768 against 1501 us at HEAD_DIM 128; kept as an
+// experiment, off by default.
+#ifndef PIPELINE
+#define PIPELINE 0
+#endif
 
 #define ATTN_ABI_VERSION 1
 #define ATTN_WARPGROUPS (BLOCK_M / 64)
@@ -55,7 +63,7 @@
 static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "HEAD_DIM must be 64 or 128");
 static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "BLOCK_M: 1 to 3 warpgroups");
 static_assert(BLOCK_N == 64 || BLOCK_N == 96 || BLOCK_N == 128, "BLOCK_N: 64, 96 or 128");
-static_assert(STAGES >= 2 && STAGES <= 4, "STAGES: 2 to 4");
+static_assert(STAGES >= 2 && STAGES <= 6, "STAGES: 2 to 6");
 static_assert(ATTN_SMEM_BYTES <= 227 * 1024, "shared memory above the sm_90 per-block limit");
 
 namespace attn {
@@ -267,6 +275,147 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const char* base, int ro
   }
 }
 
+// One warpgroup's share of a block: its 64 query rows' softmax state and O accumulator, and the
+// three steps of a key/value tile (S = Q K^T, the online softmax, O += P V).
+template <typename T>
+struct Warpgroup {
+  float acc_o[HEAD_DIM / 2];
+  float row_max[2];
+  float row_sum[2];
+  uint32_t q_tile;       // this warpgroup's rows of the Q tile
+  int row0;              // absolute index of this thread's first accumulator row
+  int tq;                // accumulator column pair
+  float scale_log2;
+
+  __device__ __forceinline__ void init(uint32_t s_q, int wg, int first_row, int lane, float scale) {
+#pragma unroll
+    for (int i = 0; i < HEAD_DIM / 2; ++i) acc_o[i] = 0.0f;
+    row_max[0] = row_max[1] = kNegInf;
+    row_sum[0] = row_sum[1] = 0.0f;
+    q_tile = s_q + wg * 64 * 128;
+    row0 = first_row;
+    tq = lane & 3;
+    scale_log2 = scale * kLog2e;
+  }
+
+  // Issues S = Q K^T for the tile at `k_tile` (not waited for). The first k-step overwrites
+  // the accumulators (scale-d 0): zeroing them first would be an ordinary instruction writing
+  // wgmma accumulators while an earlier wgmma is in flight, which makes ptxas serialize every
+  // wgmma (its warning C7515).
+  __device__ __forceinline__ void issue_s(float (&acc_s)[BLOCK_N / 2], uint32_t k_tile) {
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
+      const uint32_t col = (kk >> 2), within = (kk & 3) * 32;
+      const uint64_t da = descriptor(q_tile + col * BLOCK_M * 128 + within, 16, 1024);
+#if defined(FAULT_K_DESC_STRIDE)
+      // Planted: the K descriptor's stride byte offset says 8-row groups are 512 bytes apart.
+      const uint64_t db = descriptor(k_tile + col * BLOCK_N * 128 + within, 16, 512);
+#else
+      const uint64_t db = descriptor(k_tile + col * BLOCK_N * 128 + within, 16, 1024);
+#endif
+      Wgmma<T, BLOCK_N>::ss(acc_s, da, db, kk > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+  }
+
+  // Masks S of key tile `j` (when `masked`), updates the running max and sum, rescales O and
+  // packs P into wgmma A fragments. The S wgmma must have been waited for, and every earlier
+  // P V wgmma too (O is rescaled here).
+  __device__ __forceinline__ void softmax(float (&acc_s)[BLOCK_N / 2],
+                                          uint32_t (&p_frag)[BLOCK_N / 16][4], int j, bool masked,
+                                          int seq_len, int causal) {
+    // The softmax works on a copy: writing the accumulators of a wgmma group in place while the
+    // next group runs would make ptxas serialize every wgmma (C7515).
+    float sv[BLOCK_N / 2];
+#pragma unroll
+    for (int i = 0; i < BLOCK_N / 2; ++i) sv[i] = acc_s[i];
+    fence_regs(acc_o);
+    if (masked) {
+#pragma unroll
+      for (int i = 0; i < BLOCK_N / 2; ++i) {
+        const int key = j * BLOCK_N + (i >> 2) * 8 + 2 * tq + (i & 1);
+        const int row = row0 + ((i >> 1) & 1) * 8;
+        if (key >= seq_len || (causal && key > row)) sv[i] = kNegInf;
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = row_max[h];
+#pragma unroll
+      for (int nt = 0; nt < BLOCK_N / 8; ++nt) {
+        mx = fmaxf(mx, fmaxf(sv[nt * 4 + 2 * h], sv[nt * 4 + 2 * h + 1]));
+      }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      // A row with every key masked so far keeps -inf; use 0 so that exp2 sees -inf, not NaN.
+      const float offset = (mx == kNegInf) ? 0.0f : mx * scale_log2;
+      const float alpha = fast_exp2(row_max[h] * scale_log2 - offset);
+      row_max[h] = mx;
+      row_sum[h] *= alpha;
+#pragma unroll
+      for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
+        acc_o[dt * 4 + 2 * h] *= alpha;
+        acc_o[dt * 4 + 2 * h + 1] *= alpha;
+      }
+      float sum = 0.0f;
+#pragma unroll
+      for (int nt = 0; nt < BLOCK_N / 8; ++nt) {
+        const float p0 = fast_exp2(fmaf(sv[nt * 4 + 2 * h], scale_log2, -offset));
+        const float p1 = fast_exp2(fmaf(sv[nt * 4 + 2 * h + 1], scale_log2, -offset));
+        sum += p0 + p1;
+        sv[nt * 4 + 2 * h] = p0;
+        sv[nt * 4 + 2 * h + 1] = p1;
+      }
+      row_sum[h] += sum;
+    }
+    // The accumulator layout is wgmma's A-fragment layout: n-tiles 2ks and 2ks+1 give P's
+    // registers for keys 16ks .. 16ks+15.
+#pragma unroll
+    for (int ks = 0; ks < BLOCK_N / 16; ++ks) {
+      const int a = (2 * ks) * 4, b = (2 * ks + 1) * 4;
+      p_frag[ks][0] = Pack<T>::of(sv[a], sv[a + 1]);
+      p_frag[ks][1] = Pack<T>::of(sv[a + 2], sv[a + 3]);
+      p_frag[ks][2] = Pack<T>::of(sv[b], sv[b + 1]);
+      p_frag[ks][3] = Pack<T>::of(sv[b + 2], sv[b + 3]);
+    }
+  }
+
+  // Issues O += P V for the tile at `v_tile` (V transposed: MN-major), not waited for.
+  __device__ __forceinline__ void issue_pv(const uint32_t (&p_frag)[BLOCK_N / 16][4],
+                                           uint32_t v_tile) {
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < BLOCK_N / 16; ++ks) {
+      const uint64_t dv = descriptor(v_tile + ks * 16 * 128, BLOCK_N * 128, 1024);
+      Wgmma<T, HEAD_DIM>::rs(acc_o, p_frag[ks], dv, 1);
+    }
+    wgmma_commit();
+  }
+
+  // Normalises and writes this thread's rows of O.
+  __device__ __forceinline__ void store(T* ob, int seq_len) {
+    fence_regs(acc_o);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float l = row_sum[h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv = l > 0.0f ? __frcp_rn(l) : 0.0f;
+      const int grow = row0 + h * 8;
+      if (grow < seq_len) {
+#pragma unroll
+        for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
+          const uint32_t packed =
+              Pack<T>::of(acc_o[dt * 4 + 2 * h] * inv, acc_o[dt * 4 + 2 * h + 1] * inv);
+          *reinterpret_cast<uint32_t*>(ob + static_cast<size_t>(grow) * HEAD_DIM + dt * 8 +
+                                       2 * tq) = packed;
+        }
+      }
+    }
+  }
+};
+
 template <typename T>
 __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, const T* __restrict__ k,
                                                    const T* __restrict__ v, T* __restrict__ o,
@@ -293,34 +442,70 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
 
   const int kv_end = causal ? min(seq_len, m0 + BLOCK_M) : seq_len;
   const int n_tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+  // Tiles at or after first_masked need the mask: the causal diagonal, and the ragged last tile.
   int first_masked = n_tiles;
   if (causal) first_masked = min(first_masked, m0 / BLOCK_N);
   if (seq_len % BLOCK_N != 0) first_masked = min(first_masked, seq_len / BLOCK_N);
 
-  // Prologue: Q and the first STAGES-1 key/value tiles (last tile first).
-  load_tile<BLOCK_M>(s_q, qb, m0, seq_len, qb);
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < n_tiles) {
-      const int j = n_tiles - 1 - s;
-      load_tile<BLOCK_N>(s_k + s * ATTN_KV_STAGE_BYTES, kb, j * BLOCK_N, seq_len, qb);
-      load_tile<BLOCK_N>(s_v + s * ATTN_KV_STAGE_BYTES, vb, j * BLOCK_N, seq_len, qb);
+  // Tile `it` of the visiting order (key tile n_tiles-1-it) goes to stage it % STAGES.
+  auto load_kv = [&](int it) {
+    if (it < n_tiles) {
+      const int j = n_tiles - 1 - it;
+      const int stage = it % STAGES;
+      load_tile<BLOCK_N>(s_k + stage * ATTN_KV_STAGE_BYTES, kb, j * BLOCK_N, seq_len, qb);
+      load_tile<BLOCK_N>(s_v + stage * ATTN_KV_STAGE_BYTES, vb, j * BLOCK_N, seq_len, qb);
     }
     cp_async_commit();
-  }
+  };
 
-  const float scale_log2 = softmax_scale * kLog2e;
-  const int g = lane >> 2;
-  const int tq = lane & 3;
-  // First row (inside the block) of this thread's two accumulator rows.
-  const int row_in_block = wg * 64 + (warp & 3) * 16 + g;
+  Warpgroup<T> w;
+  w.init(s_q, wg, m0 + wg * 64 + (warp & 3) * 16 + (lane >> 2), lane, softmax_scale);
+  float acc_s[BLOCK_N / 2];
+  uint32_t p_frag[BLOCK_N / 16][4];
 
-  float acc_o[HEAD_DIM / 2];
+  // Prologue: Q with the first key/value tile, then the next LOOKAHEAD - 1 tiles.
+  load_tile<BLOCK_M>(s_q, qb, m0, seq_len, qb);
+#if PIPELINE
+  // Pipelined: while the softmax of tile it runs, the tensor cores compute S of tile it+1;
+  // P V of tile it runs while the next iteration waits for its barrier and issues S of it+2.
+  // Tile it+LOOKAHEAD is prefetched at iteration it, into the stage of tile it-2, whose P V
+  // every warpgroup has retired by then (it waited for it in iteration it-1).
+  constexpr int LOOKAHEAD = STAGES - 2;
+  static_assert(STAGES >= 4, "the pipelined loop needs 4 stages or more");
 #pragma unroll
-  for (int i = 0; i < HEAD_DIM / 2; ++i) acc_o[i] = 0.0f;
-  float row_max[2] = {kNegInf, kNegInf};
-  float row_sum[2] = {0.0f, 0.0f};
-
+  for (int s = 0; s < LOOKAHEAD; ++s) load_kv(s);
+  cp_async_wait<LOOKAHEAD - 1>();
+  fence_proxy_async();
+  __syncthreads();
+  float acc_s2[BLOCK_N / 2];
+  w.issue_s(acc_s, s_k);
+  wgmma_wait<0>();
+  auto step = [&](int it, float (&cur)[BLOCK_N / 2], float (&nxt)[BLOCK_N / 2]) {
+    // Tiles up to it+1 have landed here; everyone passed iteration it-1.
+    cp_async_wait<LOOKAHEAD - 2>();
+    fence_proxy_async();
+#if !defined(FAULT_WG_NO_KV_BARRIER)
+    __syncthreads();
+#endif
+    load_kv(it + LOOKAHEAD);
+    if (it + 1 < n_tiles) {
+      w.issue_s(nxt, s_k + ((it + 1) % STAGES) * ATTN_KV_STAGE_BYTES);
+      wgmma_wait<1>();  // P V of tile it-1 retired; S of it+1 may still run
+    } else {
+      wgmma_wait<0>();
+    }
+    const int j = n_tiles - 1 - it;
+    w.softmax(cur, p_frag, j, j >= first_masked, seq_len, causal);
+    w.issue_pv(p_frag, s_v + (it % STAGES) * ATTN_KV_STAGE_BYTES);
+  };
+  for (int it = 0; it < n_tiles; it += 2) {
+    step(it, acc_s, acc_s2);
+    if (it + 1 < n_tiles) step(it + 1, acc_s2, acc_s);
+  }
+  wgmma_wait<0>();
+#else
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) load_kv(s);
   for (int it = 0; it < n_tiles; ++it) {
     const int j = n_tiles - 1 - it;
     const int stage = it % STAGES;
@@ -331,122 +516,16 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
 #if !defined(FAULT_WG_NO_KV_BARRIER)
     __syncthreads();
 #endif
-    {
-      const int pf = it + STAGES - 1;
-      if (pf < n_tiles) {
-        const int pj = n_tiles - 1 - pf;
-        const int ps = pf % STAGES;
-        load_tile<BLOCK_N>(s_k + ps * ATTN_KV_STAGE_BYTES, kb, pj * BLOCK_N, seq_len, qb);
-        load_tile<BLOCK_N>(s_v + ps * ATTN_KV_STAGE_BYTES, vb, pj * BLOCK_N, seq_len, qb);
-      }
-      cp_async_commit();
-    }
-
-    // S = Q K^T: this warpgroup's 64 rows against the tile's BLOCK_N keys.
-    const uint32_t k_tile = s_k + stage * ATTN_KV_STAGE_BYTES;
-    const uint32_t v_tile = s_v + stage * ATTN_KV_STAGE_BYTES;
-    float acc_s[BLOCK_N / 2];
-#pragma unroll
-    for (int i = 0; i < BLOCK_N / 2; ++i) acc_s[i] = 0.0f;
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
-      const uint32_t col = (kk >> 2), within = (kk & 3) * 32;
-      const uint64_t da = descriptor(s_q + (col * BLOCK_M + wg * 64) * 128 + within, 16, 1024);
-#if defined(FAULT_K_DESC_STRIDE)
-      // Planted: the K descriptor's stride byte offset says 8-row groups are 512 bytes apart.
-      const uint64_t db = descriptor(k_tile + col * BLOCK_N * 128 + within, 16, 512);
-#else
-      const uint64_t db = descriptor(k_tile + col * BLOCK_N * 128 + within, 16, 1024);
+    load_kv(it + STAGES - 1);
+    w.issue_s(acc_s, s_k + stage * ATTN_KV_STAGE_BYTES);
+    wgmma_wait<0>();
+    w.softmax(acc_s, p_frag, j, j >= first_masked, seq_len, causal);
+    w.issue_pv(p_frag, s_v + stage * ATTN_KV_STAGE_BYTES);
+    wgmma_wait<0>();
+  }
 #endif
-      Wgmma<T, BLOCK_N>::ss(acc_s, da, db, kk > 0 ? 1 : 0);
-    }
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(acc_s);
-
-    // Mask: keys past the end, and keys after the row when causal.
-    if (j >= first_masked) {
-#pragma unroll
-      for (int i = 0; i < BLOCK_N / 2; ++i) {
-        const int key = j * BLOCK_N + (i >> 2) * 8 + 2 * tq + (i & 1);
-        const int row = m0 + row_in_block + ((i >> 1) & 1) * 8;
-        if (key >= seq_len || (causal && key > row)) acc_s[i] = kNegInf;
-      }
-    }
-
-    // Online softmax, as in attention.cu.
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mx = row_max[h];
-#pragma unroll
-      for (int nt = 0; nt < BLOCK_N / 8; ++nt) {
-        mx = fmaxf(mx, fmaxf(acc_s[nt * 4 + 2 * h], acc_s[nt * 4 + 2 * h + 1]));
-      }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float offset = (mx == kNegInf) ? 0.0f : mx * scale_log2;
-      const float alpha = fast_exp2(row_max[h] * scale_log2 - offset);
-      row_max[h] = mx;
-      row_sum[h] *= alpha;
-#pragma unroll
-      for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
-        acc_o[dt * 4 + 2 * h] *= alpha;
-        acc_o[dt * 4 + 2 * h + 1] *= alpha;
-      }
-      float sum = 0.0f;
-#pragma unroll
-      for (int nt = 0; nt < BLOCK_N / 8; ++nt) {
-        const float p0 = fast_exp2(fmaf(acc_s[nt * 4 + 2 * h], scale_log2, -offset));
-        const float p1 = fast_exp2(fmaf(acc_s[nt * 4 + 2 * h + 1], scale_log2, -offset));
-        sum += p0 + p1;
-        acc_s[nt * 4 + 2 * h] = p0;
-        acc_s[nt * 4 + 2 * h + 1] = p1;
-      }
-      row_sum[h] += sum;
-    }
-
-    // O += P V: P from registers (the accumulator layout is wgmma's A-fragment layout), V from
-    // shared memory, transposed (MN-major).
-    uint32_t p_frag[BLOCK_N / 16][4];
-#pragma unroll
-    for (int ks = 0; ks < BLOCK_N / 16; ++ks) {
-      const int a = (2 * ks) * 4, b = (2 * ks + 1) * 4;
-      p_frag[ks][0] = Pack<T>::of(acc_s[a], acc_s[a + 1]);
-      p_frag[ks][1] = Pack<T>::of(acc_s[a + 2], acc_s[a + 3]);
-      p_frag[ks][2] = Pack<T>::of(acc_s[b], acc_s[b + 1]);
-      p_frag[ks][3] = Pack<T>::of(acc_s[b + 2], acc_s[b + 3]);
-    }
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < BLOCK_N / 16; ++ks) {
-      const uint64_t dv = descriptor(v_tile + ks * 16 * 128, BLOCK_N * 128, 1024);
-      Wgmma<T, HEAD_DIM>::rs(acc_o, p_frag[ks], dv, 1);
-    }
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(acc_o);
-  }
   cp_async_wait<0>();
-
-  // Epilogue: normalise, convert, write this thread's pairs.
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = row_sum[h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const float inv = l > 0.0f ? __frcp_rn(l) : 0.0f;
-    const int grow = m0 + row_in_block + h * 8;
-    if (grow < seq_len) {
-#pragma unroll
-      for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
-        const uint32_t packed =
-            Pack<T>::of(acc_o[dt * 4 + 2 * h] * inv, acc_o[dt * 4 + 2 * h + 1] * inv);
-        *reinterpret_cast<uint32_t*>(ob + static_cast<size_t>(grow) * HEAD_DIM + dt * 8 +
-                                     2 * tq) = packed;
-      }
-    }
-  }
+  w.store(ob, seq_len);
 }
 
 }  // namespace attn
