@@ -275,11 +275,11 @@ fn report_with(run: &Path, args: &[&str]) -> String {
 #[test]
 fn the_hopper_runs_are_clean_and_name_both_wgmma_faults() {
     let runs = repo().join("docs/measurements/2026-11-23-h100-hopper/runs");
-    let pipeline = runs.join("20261123T065405Z-9d0fc649");
+    let pipeline = runs.join("20261123T071144Z-4c37cfb2");
     let json: Value = serde_json::from_str(&report(&pipeline, "json")).unwrap();
     assert_eq!(json["verdict"]["kind"], "clean", "{}", json["verdict"]);
     let md = report(&pipeline, "md");
-    for config in ["wg_d64_m192_n128_s2", "wg_d128_m128_n128_s2"] {
+    for config in ["wg_d64_m192_n128_s2", "wg_d128_m192_n64_s2"] {
         let row = md
             .lines()
             .find(|l| l.starts_with(&format!("| {config} | sm_90a | `attention_fwd_bf16`")))
@@ -290,7 +290,7 @@ fn the_hopper_runs_are_clean_and_name_both_wgmma_faults() {
         assert!(hgmma > 0 && cells[cells.len() - 4] == "0", "{row}");
     }
 
-    let faults = runs.join("20261123T065354Z-2917abdd");
+    let faults = runs.join("20261123T071029Z-fae7d895");
     let json: Value = serde_json::from_str(&report(&faults, "json")).unwrap();
     assert_eq!(json["verdict"]["kind"], "failing", "{}", json["verdict"]);
     let causes = root_causes(&json);
