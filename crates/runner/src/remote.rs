@@ -584,7 +584,9 @@ pub fn stop(ssh: &Ssh<'_>, session: &Session) -> Result<(), RemoteError> {
     ssh.must(
         "stop the run",
         &format!(
-            "cd {}/.exhibit-remote && kill -INT -- -$(cat {}.pid)",
+            // `kill -INT -PGID`: dash (Debian's sh) takes no `--` here, and bash, zsh and
+            // busybox read a negative number after the signal as a process group.
+            "cd {}/.exhibit-remote && kill -INT -$(cat {}.pid)",
             quote(&session.dir),
             session.id
         ),

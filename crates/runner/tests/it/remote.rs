@@ -254,3 +254,76 @@ fn an_unreachable_host_is_a_clear_error() {
         "error: gpu-box: connect failed (exit 255): ssh: connect to host gpu-box port 22: Connection refused\n"
     );
 }
+
+/// Ctrl-C on a terminal while following asks whether to stop the remote run; "y" stops it. The
+/// runner runs under `script`, which gives it a pseudo-terminal: ^C written there is turned into
+/// SIGINT by the terminal, as a user's would be, and the answer is read from it.
+#[test]
+fn ctrl_c_on_a_terminal_asks_and_stops_the_remote_run() {
+    use std::io::{Read, Write};
+    let remote = Remote::new();
+    remote.project.tool("nvcc", &slow_nvcc());
+    let line = format!("exec '{BIN}' pipeline.yaml --host gpu-box");
+    // The environment `Remote::command` gives the runner: the stand-in ssh and its remote home.
+    let envs: Vec<(std::ffi::OsString, std::ffi::OsString)> = remote
+        .command(&[])
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+        .collect();
+    let mut child = Command::new("script")
+        .args(["-qfec", &line, "/dev/null"])
+        .current_dir(&remote.project.root)
+        .envs(envs)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start script (util-linux)");
+    // The terminal's output, collected as it comes.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let seen = seen.clone();
+        let mut out = child.stdout.take().expect("stdout");
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock()
+                    .expect("lock")
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    let wait_for = |text: &str| {
+        let end = Instant::now() + Duration::from_secs(30);
+        while !seen.lock().expect("lock").contains(text) {
+            assert!(
+                Instant::now() < end,
+                "no {text:?} in {}",
+                seen.lock().expect("lock")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let session = remote.session(Duration::from_secs(30));
+    wait_for("picks it up");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(b"\x03").expect("^C");
+    wait_for("stop the remote run too? [y/N]");
+    stdin.write_all(b"y\n").expect("the answer");
+    let status = child.wait().expect("script");
+    reader.join().expect("the reader");
+    let text = seen.lock().expect("lock").clone();
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(
+        text.contains(&format!(
+            "stopping it; `runner attach {session}` collects what it wrote"
+        )),
+        "{text}"
+    );
+    // The remote run got the SIGINT and ended as an interrupted run does.
+    let exit = remote.wait_remote(&format!("{session}.exit"), Duration::from_secs(60));
+    assert_eq!(std::fs::read_to_string(exit).expect("exit").trim(), "130");
+}
