@@ -50,15 +50,25 @@
 #ifndef PIPELINE
 #define PIPELINE 0
 #endif
+// 1: a producer warpgroup copies Q, K and V (cp.async) into a ring whose stages are handed over
+// with mbarriers; the consumer warpgroups never wait for each other. 0: every thread copies, and
+// all meet at a block-wide barrier every tile.
+#ifndef PRODUCER
+#define PRODUCER 0
+#endif
 
 #define ATTN_ABI_VERSION 1
 #define ATTN_WARPGROUPS (BLOCK_M / 64)
-#define ATTN_THREADS (ATTN_WARPGROUPS * 128)
+// With PRODUCER, one more warpgroup that only loads.
+#define ATTN_THREADS ((ATTN_WARPGROUPS + PRODUCER) * 128)
+// The threads that copy K and V tiles.
+#define ATTN_LOADERS (PRODUCER ? 128 : ATTN_THREADS)
 #define ATTN_COL_BLOCKS (HEAD_DIM / 64)
 #define ATTN_Q_BYTES (BLOCK_M * HEAD_DIM * 2)
 #define ATTN_KV_STAGE_BYTES (BLOCK_N * HEAD_DIM * 2)
-// 1024 bytes of slack: the tiles are aligned to 1024 inside the dynamic shared memory.
-#define ATTN_SMEM_BYTES (1024 + ATTN_Q_BYTES + 2 * STAGES * ATTN_KV_STAGE_BYTES)
+// 1024 bytes of slack: the tiles are aligned to 1024 inside the dynamic shared memory; then the
+// mbarriers (full and empty per stage, and Q's).
+#define ATTN_SMEM_BYTES (1024 + ATTN_Q_BYTES + 2 * STAGES * ATTN_KV_STAGE_BYTES + (2 * STAGES + 1) * 8)
 
 static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "HEAD_DIM must be 64 or 128");
 static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 192, "BLOCK_M: 1 to 3 warpgroups");
@@ -261,11 +271,11 @@ template <> struct Wgmma<__nv_bfloat16, 128> {
 // an in-bounds address given to cp.async with a source size of 0).
 template <int ROWS>
 __device__ __forceinline__ void load_tile(uint32_t dst, const char* base, int row0, int limit,
-                                          const char* safe) {
+                                          const char* safe, int loader) {
   constexpr int kChunks = ROWS * HEAD_DIM / 8;
   constexpr int kRowChunks = HEAD_DIM / 8;
 #pragma unroll
-  for (int i = threadIdx.x; i < kChunks; i += ATTN_THREADS) {
+  for (int i = loader; i < kChunks; i += ATTN_LOADERS) {
     const int row = i / kRowChunks;
     const int chunk = i % kRowChunks;
     const bool valid = row0 + row < limit;
@@ -273,6 +283,27 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const char* base, int ro
         valid ? base + (static_cast<size_t>(row0 + row) * HEAD_DIM + chunk * 8) * 2 : safe;
     cp_async_16(dst + tile_offset(ROWS, row, chunk), src, valid);
   }
+}
+
+__device__ __forceinline__ void mbarrier_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// Arrives on `bar` once this thread's earlier cp.async copies have landed.
+__device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(bar)
+               : "memory");
+}
+// Waits until the phase of `bar` with this parity has completed.
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
 }
 
 // One warpgroup's share of a block: its 64 query rows' softmax state and O accumulator, and the
@@ -452,8 +483,8 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
     if (it < n_tiles) {
       const int j = n_tiles - 1 - it;
       const int stage = it % STAGES;
-      load_tile<BLOCK_N>(s_k + stage * ATTN_KV_STAGE_BYTES, kb, j * BLOCK_N, seq_len, qb);
-      load_tile<BLOCK_N>(s_v + stage * ATTN_KV_STAGE_BYTES, vb, j * BLOCK_N, seq_len, qb);
+      load_tile<BLOCK_N>(s_k + stage * ATTN_KV_STAGE_BYTES, kb, j * BLOCK_N, seq_len, qb, tid);
+      load_tile<BLOCK_N>(s_v + stage * ATTN_KV_STAGE_BYTES, vb, j * BLOCK_N, seq_len, qb, tid);
     }
     cp_async_commit();
   };
@@ -463,8 +494,56 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
   float acc_s[BLOCK_N / 2];
   uint32_t p_frag[BLOCK_N / 16][4];
 
+#if PRODUCER
+  // Stage s is full when the producer's 128 threads' copies landed (full[s]), empty when every
+  // consumer warpgroup's P V of it retired (empty[s]); Q has its own barrier.
+  const uint32_t s_bar = s_v + STAGES * ATTN_KV_STAGE_BYTES;
+  auto full = [&](int stage) { return s_bar + stage * 8; };
+  auto empty = [&](int stage) { return s_bar + (STAGES + stage) * 8; };
+  const uint32_t q_full = s_bar + 2 * STAGES * 8;
+  if (tid == 0) {
+    for (int st = 0; st < STAGES; ++st) {
+      mbarrier_init(full(st), 128);
+      mbarrier_init(empty(st), ATTN_WARPGROUPS);
+    }
+    mbarrier_init(q_full, 128);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (wg == ATTN_WARPGROUPS) {
+    // The producer: Q, then tile after tile as stages come free.
+    const int loader = tid - ATTN_WARPGROUPS * 128;
+    load_tile<BLOCK_M>(s_q, qb, m0, seq_len, qb, loader);
+    cp_async_arrive(q_full);
+    for (int it = 0; it < n_tiles; ++it) {
+      const int stage = it % STAGES;
+      if (it >= STAGES) mbarrier_wait(empty(stage), ((it / STAGES) - 1) & 1);
+      const int j = n_tiles - 1 - it;
+      load_tile<BLOCK_N>(s_k + stage * ATTN_KV_STAGE_BYTES, kb, j * BLOCK_N, seq_len, qb, loader);
+      load_tile<BLOCK_N>(s_v + stage * ATTN_KV_STAGE_BYTES, vb, j * BLOCK_N, seq_len, qb, loader);
+      cp_async_arrive(full(stage));
+    }
+    cp_async_wait<0>();
+    return;
+  }
+  mbarrier_wait(q_full, 0);
+  for (int it = 0; it < n_tiles; ++it) {
+    const int j = n_tiles - 1 - it;
+    const int stage = it % STAGES;
+    mbarrier_wait(full(stage), (it / STAGES) & 1);
+    // The copies landed through the generic proxy; wgmma reads through the async one.
+    fence_proxy_async();
+    w.issue_s(acc_s, s_k + stage * ATTN_KV_STAGE_BYTES);
+    wgmma_wait<0>();
+    w.softmax(acc_s, p_frag, j, j >= first_masked, seq_len, causal);
+    w.issue_pv(p_frag, s_v + stage * ATTN_KV_STAGE_BYTES);
+    wgmma_wait<0>();
+    // This warpgroup is done with the stage.
+    if ((tid & 127) == 0) mbarrier_arrive(empty(stage));
+  }
+#else
   // Prologue: Q with the first key/value tile, then the next LOOKAHEAD - 1 tiles.
-  load_tile<BLOCK_M>(s_q, qb, m0, seq_len, qb);
+  load_tile<BLOCK_M>(s_q, qb, m0, seq_len, qb, tid);
 #if PIPELINE
   // Pipelined: while the softmax of tile it runs, the tensor cores compute S of tile it+1;
   // P V of tile it runs while the next iteration waits for its barrier and issues S of it+2.
@@ -525,6 +604,7 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
   }
 #endif
   cp_async_wait<0>();
+#endif
   w.store(ob, seq_len);
 }
 
