@@ -538,25 +538,25 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
     }
     cp_async_wait<0>();
   } else {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(ATTN_CONSUMER_REGS));
-  mbarrier_wait(q_full, 0);
-  for (int it = 0; it < n_tiles; ++it) {
-    const int j = n_tiles - 1 - it;
-    const int stage = it % STAGES;
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(ATTN_CONSUMER_REGS));
+    mbarrier_wait(q_full, 0);
+    for (int it = 0; it < n_tiles; ++it) {
+      const int j = n_tiles - 1 - it;
+      const int stage = it % STAGES;
 #if !defined(FAULT_NO_FULL_WAIT)
-    mbarrier_wait(full(stage), (it / STAGES) & 1);
+      mbarrier_wait(full(stage), (it / STAGES) & 1);
 #endif
-    // The copies landed through the generic proxy; wgmma reads through the async one.
-    fence_proxy_async();
-    w.issue_s(acc_s, s_k + stage * ATTN_KV_STAGE_BYTES);
-    wgmma_wait<0>();
-    w.softmax(acc_s, p_frag, j, j >= first_masked, seq_len, causal);
-    w.issue_pv(p_frag, s_v + stage * ATTN_KV_STAGE_BYTES);
-    wgmma_wait<0>();
-    // This warpgroup is done with the stage.
-    if ((tid & 127) == 0) mbarrier_arrive(empty(stage));
-  }
-  w.store(ob, seq_len);
+      // The copies landed through the generic proxy; wgmma reads through the async one.
+      fence_proxy_async();
+      w.issue_s(acc_s, s_k + stage * ATTN_KV_STAGE_BYTES);
+      wgmma_wait<0>();
+      w.softmax(acc_s, p_frag, j, j >= first_masked, seq_len, causal);
+      w.issue_pv(p_frag, s_v + stage * ATTN_KV_STAGE_BYTES);
+      wgmma_wait<0>();
+      // This warpgroup is done with the stage.
+      if ((tid & 127) == 0) mbarrier_arrive(empty(stage));
+    }
+    w.store(ob, seq_len);
   }
 #else
   // Prologue: Q with the first key/value tile, then the next LOOKAHEAD - 1 tiles.
