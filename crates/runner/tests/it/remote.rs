@@ -1,6 +1,8 @@
-//! `--host` and `attach` through a stand-in ssh that runs each remote command in a fake remote
-//! home on this machine, with a fresh environment as sshd gives, and that refuses connections
-//! while `<remote home>/down` exists.
+//! `--host` and `attach` through a stand-in ssh that hands each remote command to a stand-in
+//! remote host: a daemon the test starts, which runs it in a fake remote home on this machine with
+//! a fresh environment, as sshd would. The remote processes are then no descendants of the
+//! runner (which would end them as leftovers of its own children, as it must), as on a real
+//! remote. The stand-in ssh refuses connections while `<remote home>/down` exists.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -34,21 +36,65 @@ if [ -e "$REMOTE_HOME/down" ]; then
 fi
 [ -n "$master" ] && [ -n "$path" ] && : > "$path"
 printf '%s\n' "$1" >> "$REMOTE_HOME.ssh.log"
-cd "$REMOTE_HOME" && exec env -i HOME="$REMOTE_HOME" PATH="/usr/bin:/bin" sh -c "$1"
+if [ -n "$master" ]; then
+  cd "$REMOTE_HOME" && exec env -i HOME="$REMOTE_HOME" PATH="/usr/bin:/bin" sh -c "$1"
+fi
+# Any other command goes to the remote host's daemon, as sshd would run it: not a descendant
+# of this client, so nothing the runner does to its own children touches it.
+spool="$REMOTE_HOME.spool"
+id="$$.$(date +%s%N)"
+cat > "$spool/$id.in"
+printf '%s' "$1" > "$spool/$id.tmp" && mv "$spool/$id.tmp" "$spool/$id.cmd"
+while [ ! -e "$spool/$id.rc" ]; do sleep 0.02; done
+cat "$spool/$id.out"
+cat "$spool/$id.err" >&2
+exit "$(cat "$spool/$id.rc")"
+"#;
+
+/// The stand-in remote host (hand-written): runs each command the stand-in ssh spools, in the
+/// remote home with a fresh environment, until `stop` appears.
+const HOST: &str = r#"#!/bin/sh
+spool="$1"; home="$2"
+while [ ! -e "$spool/stop" ]; do
+  for f in "$spool"/*.cmd; do
+    [ -e "$f" ] || continue
+    id="${f%.cmd}"
+    mv "$f" "$id.run"
+    ( cd "$home" && env -i HOME="$home" PATH="/usr/bin:/bin" sh -c "$(cat "$id.run")" \
+        < "$id.in" > "$id.out" 2> "$id.err"; echo $? > "$id.rtmp"; mv "$id.rtmp" "$id.rc" ) &
+  done
+  sleep 0.02
+done
 "#;
 
 struct Remote {
     project: Project,
     home: PathBuf,
+    /// The remote host's daemon, leading its own process group.
+    host: Child,
 }
 
 impl Remote {
     fn new() -> Remote {
+        use std::os::unix::process::CommandExt;
         let project = Project::new();
         project.tool("ssh", SSH);
+        project.tool("remote-host", HOST);
         let home = project.root.join("remote-home");
         std::fs::create_dir_all(&home).expect("a remote home");
-        Remote { project, home }
+        let spool = home.with_extension("spool");
+        std::fs::create_dir_all(&spool).expect("a spool");
+        let host = Command::new(project.root.join("bin/remote-host"))
+            .arg(&spool)
+            .arg(&home)
+            .process_group(0)
+            .spawn()
+            .expect("start the remote host");
+        Remote {
+            project,
+            home,
+            host,
+        }
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -106,6 +152,16 @@ impl Remote {
             assert!(Instant::now() < end, "{name} did not appear on the remote");
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        // The daemon and whatever it still runs (a remote run the test left going).
+        let _ = std::fs::write(self.home.with_extension("spool").join("stop"), "");
+        let group = nix::unistd::Pid::from_raw(self.host.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.host.wait();
     }
 }
 
