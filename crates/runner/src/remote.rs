@@ -483,8 +483,14 @@ pub fn follow(
             });
         }
         // The exit status is read before the log: a log read after it is complete.
+        // The exit status when there is one; else whether the run is still alive: `gone` when
+        // its process ended without writing a status (killed, the machine restarted). The
+        // status is read again after the liveness check, which it may have raced.
         let script = format!(
-            "cd {}/.exhibit-remote || exit 3; if [ -f {id}.exit ]; then echo \"exit $(cat {id}.exit)\" >&2; fi; \
+            "cd {}/.exhibit-remote || exit 3; \
+             if [ -f {id}.exit ]; then echo \"exit $(cat {id}.exit)\" >&2; \
+             elif [ -f {id}.pid ] && ! kill -0 \"$(cat {id}.pid)\" 2>/dev/null; then \
+             if [ -f {id}.exit ]; then echo \"exit $(cat {id}.exit)\" >&2; else echo gone >&2; fi; fi; \
              tail -c +{} {id}.log 2>/dev/null || true",
             quote(&session.dir),
             offset + 1,
@@ -504,6 +510,14 @@ pub fn follow(
                     .and_then(|c| c.trim().parse().ok())
                 {
                     return Ok(code);
+                }
+                if answer.stderr.lines().any(|l| l.trim() == "gone") {
+                    return Err(ssh.error(format!(
+                        "the remote run ended without an exit status (killed, or the machine \
+                         restarted); its log is {}/.exhibit-remote/{}.log there",
+                        shown(&session.dir),
+                        session.id
+                    )));
                 }
                 pause(ssh.interrupt, Duration::from_secs(1));
             }

@@ -383,3 +383,43 @@ fn ctrl_c_on_a_terminal_asks_and_stops_the_remote_run() {
     let exit = remote.wait_remote(&format!("{session}.exit"), Duration::from_secs(60));
     assert_eq!(std::fs::read_to_string(exit).expect("exit").trim(), "130");
 }
+
+/// A remote run killed without a chance to write its exit status (the OOM killer, a reboot):
+/// the client says so instead of following it forever.
+#[test]
+fn a_remote_run_that_vanished_is_an_error_not_a_wait() {
+    let remote = Remote::new();
+    remote.project.tool("nvcc", &slow_nvcc());
+    let child = remote.spawn(&["pipeline.yaml", "--host", "gpu-box"]);
+    let session = remote.session(Duration::from_secs(30));
+    let pid_file = remote.wait_remote(&format!("{session}.pid"), Duration::from_secs(30));
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .expect("the pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    // The run's whole session, as the kernel's OOM killer or a restart would end it.
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    // Bounded: before the fix the client followed the vanished run forever.
+    let mut child = child;
+    let end = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("the client").is_none() {
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("the client still follows a run that vanished");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("the client");
+    let err = stderr(&out);
+    assert_eq!(code(&out), 3, "{err}");
+    assert!(
+        err.lines().last().unwrap_or_default().starts_with(
+            "error: gpu-box: the remote run ended without an exit status (killed, or the machine restarted)"
+        ),
+        "{err}"
+    );
+}
