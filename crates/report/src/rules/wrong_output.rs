@@ -3,15 +3,16 @@
 //! rows; failures only where the sequence length is not a multiple of the tile point at the tail
 //! tile; elements never written point at rows no block stores.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
 
 use super::{Ctx, is_harness_kind};
+use crate::StageKind;
 use crate::check_failure::{second_launch_differs, within_tolerance_failure};
 use crate::diagnosis::{Confidence, Draft, Level};
-use crate::join::ResultRef;
-use crate::text::{kernel_base, md_text, sig3};
+use crate::join::{ResultRef, Source, is_sanitizer, kind_name};
+use crate::text::{join_words, kernel_base, md_text, sig3};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Category {
@@ -320,72 +321,55 @@ fn draft(
 /// no sanitizer follows.
 fn blind_tools(ctx: &Ctx, config: Option<&str>) -> Option<String> {
     let j = ctx.joined;
-    let mut clean: Vec<String> = Vec::new();
-    for (kind, name) in SANITIZERS {
-        let logs: Vec<_> = j
-            .sources
-            .iter()
-            .filter(|s| {
-                s.kind == kind
-                    && s.config == config
-                    && matches!(
-                        s.log.format,
-                        parsers::Format::ComputeSanitizer | parsers::Format::ComputeSanitizerXml
-                    )
-            })
-            .collect();
-        if logs.is_empty() {
-            continue;
-        }
-        let all_clean = logs.iter().all(|s| {
-            s.log.complete
-                && s.log.reported_errors == Some(0)
-                && s.log.unprinted_errors == 0
-                && s.log.findings.is_empty()
-        });
-        if !all_clean {
-            return None;
-        }
-        clean.push(name.to_string());
-    }
-    if clean.is_empty() {
+    let logs: Vec<_> = j
+        .sources
+        .iter()
+        .filter(|s| {
+            is_sanitizer(s.kind)
+                && s.config == config
+                && matches!(
+                    s.log.format,
+                    parsers::Format::ComputeSanitizer | parsers::Format::ComputeSanitizerXml
+                )
+        })
+        .collect();
+    let clean = |s: &&Source| {
+        s.log.complete
+            && s.log.reported_errors == Some(0)
+            && s.log.unprinted_errors == 0
+            && s.log.findings.is_empty()
+    };
+    if logs.is_empty() || !logs.iter().all(clean) {
         return None;
     }
+    let kinds: BTreeSet<StageKind> = logs.iter().map(|s| s.kind).collect();
+    let names: Vec<String> = kinds.iter().map(|&k| kind_name(k).to_string()).collect();
+    let were = if names.len() == 1 {
+        "it was"
+    } else {
+        "they were"
+    };
+    let mut said = format!(
+        "{} ran on this config and reported no error: {were} blind to this defect, which the \
+         CPU-reference check caught.",
+        join_words(&names)
+    );
     let hgmma: u64 = j
         .kernels
         .iter()
         .filter(|k| k.config.as_deref() == config)
         .filter_map(|k| k.sass.map(|s| s.hgmma))
         .sum();
-    let list = crate::text::join_words(&clean);
-    let were = if clean.len() == 1 {
-        "it was"
-    } else {
-        "they were"
-    };
-    Some(if hgmma > 0 {
-        format!(
-            "{list} ran on this config and reported no error: {were} blind to this defect, which \
-             the CPU-reference check caught. Its SASS has {hgmma} HGMMA (wgmma): wgmma reads its shared-memory \
-             operands through descriptors and the asynchronous proxy, which no sanitizer follows, \
-             so a wrong descriptor (start, stride, swizzle, transpose) or a missing \
-             wgmma.wait_group or fence.proxy.async shows only in the results."
-        )
-    } else {
-        format!(
-            "{list} ran on this config and reported no error: {were} blind to this defect, which \
-             the CPU-reference check caught."
-        )
-    })
+    if hgmma > 0 {
+        said.push_str(&format!(
+            " Its SASS has {hgmma} HGMMA (wgmma): wgmma reads its shared-memory operands through \
+             descriptors and the asynchronous proxy, which no sanitizer follows, so a wrong \
+             descriptor (start, stride, swizzle, transpose) or a missing wgmma.wait_group or \
+             fence.proxy.async shows only in the results."
+        ));
+    }
+    Some(said)
 }
-
-/// The sanitizer kinds, in report order, with their names.
-const SANITIZERS: [(crate::StageKind, &str); 4] = [
-    (crate::StageKind::Memcheck, "memcheck"),
-    (crate::StageKind::Racecheck, "racecheck"),
-    (crate::StageKind::Initcheck, "initcheck"),
-    (crate::StageKind::Synccheck, "synccheck"),
-];
 
 /// A tile size that separates the shapes: every failing shape's sequence length is not a
 /// multiple of it, and some passing shape's is. The config's BLOCK_N (or BLOCK_M) when the
