@@ -8,7 +8,7 @@ statement; this writes them instead of a hand:
 for f16 and bf16 inputs. Usage: gen_wgmma.py > /tmp/w.inc, then paste.
 """
 
-NS = (64, 96, 128)
+NS = (64, 96, 128, 176, 192)
 TYPES = (("__half", "f16"), ("__nv_bfloat16", "bf16"))
 
 
