@@ -190,6 +190,9 @@ pub struct SassCounts {
     pub ldgsts: u64,
     /// `LDSM` (ldmatrix).
     pub ldsm: u64,
+    /// TMA copies: `UTMALDG` and `UTMASTG` (tensor), `UBLKCP` (bulk).
+    #[serde(default)]
+    pub tma: u64,
 }
 
 /// One kernel's resource usage (ptxas) and/or instruction inventory (SASS).

@@ -194,6 +194,11 @@ fn sass_inventories() {
         .map(|k| k.arch.clone().unwrap())
         .collect();
     assert_eq!(archs, ["sm_80", "sm_90"]);
+
+    // Hopper: one TMA tile load (UTMALDG) and one wgmma (HGMMA), no mma.sync or cp.async.
+    let log = parse_fixture("sass/nvcc13.0_tma_wgmma_cuobjdump.log");
+    let s = kernel(&log, "tma_tile", "sm_90a").sass.clone().unwrap();
+    assert_eq!((s.tma, s.hgmma, s.hmma, s.ldgsts), (1, 1, 0, 0), "{s:?}");
 }
 
 #[test]

@@ -740,3 +740,69 @@ pub fn at_location(location: Option<&SourceLocation>) -> String {
         .map(|l| format!(" at {}", md_text(&l.to_string())))
         .unwrap_or_default()
 }
+
+/// What the sanitizers said about this config when every one that ran was clean: they did not
+/// see the defect that `caught_by` did. With wgmma or TMA in the config's SASS, says why they can
+/// be blind: both move shared-memory data through the asynchronous proxy, which no sanitizer
+/// follows.
+pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Option<String> {
+    use crate::join::{Source, is_sanitizer, kind_name};
+    let j = ctx.joined;
+    let logs: Vec<_> = j
+        .sources
+        .iter()
+        .filter(|s| {
+            is_sanitizer(s.kind)
+                && s.config == config
+                && matches!(
+                    s.log.format,
+                    parsers::Format::ComputeSanitizer | parsers::Format::ComputeSanitizerXml
+                )
+        })
+        .collect();
+    let clean = |s: &&Source| {
+        s.log.complete
+            && s.log.reported_errors == Some(0)
+            && s.log.unprinted_errors == 0
+            && s.log.findings.is_empty()
+    };
+    if logs.is_empty() || !logs.iter().all(clean) {
+        return None;
+    }
+    let kinds: std::collections::BTreeSet<crate::StageKind> = logs.iter().map(|s| s.kind).collect();
+    let names: Vec<String> = kinds.iter().map(|&k| kind_name(k).to_string()).collect();
+    let were = if names.len() == 1 {
+        "it was"
+    } else {
+        "they were"
+    };
+    let mut said = format!(
+        "{} ran on this config and reported no error: {were} blind to this defect, which \
+         {caught_by} caught.",
+        crate::text::join_words(&names)
+    );
+    let sass: Vec<_> = j
+        .kernels
+        .iter()
+        .filter(|k| k.config.as_deref() == config)
+        .filter_map(|k| k.sass)
+        .collect();
+    let hgmma: u64 = sass.iter().map(|s| s.hgmma).sum();
+    let tma: u64 = sass.iter().map(|s| s.tma).sum();
+    if hgmma > 0 && tma > 0 {
+        said.push_str(&format!(
+            " Its SASS has {hgmma} HGMMA (wgmma) and {tma} TMA copies (UTMALDG): TMA writes shared \
+             memory and wgmma reads it through the asynchronous proxy, which no sanitizer \
+             follows, so a wrong tensor map or descriptor (box, stride, swizzle), a missing \
+             mbarrier wait or a missing wgmma.wait_group shows only in the results."
+        ));
+    } else if hgmma > 0 {
+        said.push_str(&format!(
+            " Its SASS has {hgmma} HGMMA (wgmma): wgmma reads its shared-memory operands through \
+             descriptors and the asynchronous proxy, which no sanitizer follows, so a wrong \
+             descriptor (start, stride, swizzle, transpose) or a missing wgmma.wait_group or \
+             fence.proxy.async shows only in the results."
+        ));
+    }
+    Some(said)
+}

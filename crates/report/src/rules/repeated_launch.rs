@@ -165,11 +165,39 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
             "error"
         });
 
-        // Every launch from the first mismatch on differs: state that accumulates. Only some
-        // differ: scattered non-determinism, the signature of a race.
+        // Single-launch checks of the same config, and those of this very problem (shape, dtype,
+        // mask): a failed one means launch 1 was already wrong.
+        let checks: Vec<_> = j
+            .results
+            .iter()
+            .filter(|c| c.config == r.config && kernel_base(&c.result.kernel) == kernel)
+            .filter(|c| c.result.check.is_some())
+            .collect();
+        let same_problem = |c: &&&crate::join::ResultRef| {
+            c.result.shape == r.result.shape
+                && c.result.dtype == r.result.dtype
+                && c.result.causal == r.result.causal
+        };
+        // Wrong against the reference, not merely a failed check (a check also fails when a
+        // second launch differs within tolerance).
+        let wrong = |k: &parsers::harness::Check| {
+            !k.passed && (k.max_abs_err > k.tolerance || k.nan_count > 0 || k.unwritten > 0)
+        };
+        let first_launch_wrong = checks
+            .iter()
+            .filter(same_problem)
+            .any(|c| c.result.check.as_ref().is_some_and(wrong));
+        let first_launch_right = checks
+            .iter()
+            .filter(same_problem)
+            .any(|c| c.result.check.as_ref().is_some_and(|k| k.passed));
+
+        // Every launch from the first mismatch on differs, after correct ones: state that
+        // accumulates. Only some differ, or launch 1 was already wrong: output that depends on
+        // timing, the signature of a race.
         let launches = stress.launches;
         let progressive = n > 1 && launches >= n && mismatched > launches - n;
-        let scattered = kind == "mismatch" && !progressive;
+        let scattered = kind == "mismatch" && (!progressive || first_launch_wrong);
 
         let mut d = Draft::new("repeated-launch-failure", Level::Error, "");
         d.config = r.config.clone();
@@ -206,12 +234,6 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         let mut signals = 1;
 
         // Single-launch evidence for the same config: a passing check and a clean memcheck.
-        let checks: Vec<_> = j
-            .results
-            .iter()
-            .filter(|c| c.config == r.config && kernel_base(&c.result.kernel) == kernel)
-            .filter(|c| c.result.check.is_some())
-            .collect();
         let checks_pass = !checks.is_empty()
             && checks
                 .iter()
@@ -266,17 +288,53 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
                 mismatched
             );
             d.key = "nondeterministic".into();
-            d.explanation = format!(
-                "Identical inputs, {launches} launches: {} differ bitwise from launch 1, the first \
-                 at launch {n}, and not every launch after it. Scattered differences are what a \
-                 race (shared memory or global atomics in varying order) or a read of \
-                 uninitialised memory produce.",
-                plural(mismatched, "launch", "launches")
-            );
-            d.fix =
-                "Run racecheck and initcheck on this config; order shared-memory accesses with \
-                     barriers and make reductions deterministic (fixed order, no float atomics)."
+            d.explanation = if first_launch_wrong {
+                if let Some(c) = checks
+                    .iter()
+                    .find(|c| same_problem(c) && c.result.check.as_ref().is_some_and(wrong))
+                {
+                    signals += 1;
+                    d.evidence.push(
+                        ctx.result_evidence(
+                            c,
+                            "check: a single launch of this problem already fails against the CPU \
+                         reference"
+                                .to_string(),
+                        ),
+                    );
+                }
+                format!(
+                    "Identical inputs, {launches} launches: {} differ bitwise from launch 1, the \
+                     first at launch {n}, and a single launch of this problem already fails the \
+                     check, so this is not a fault that needs repeated launches. Output that is \
+                     wrong and changes from launch to launch depends on timing: a race (on shared \
+                     memory, or with asynchronous copies that a barrier wait should order) or a \
+                     read of memory nothing wrote.",
+                    plural(mismatched, "launch", "launches")
+                )
+            } else {
+                format!(
+                    "Identical inputs, {launches} launches: {} differ bitwise from launch 1, the \
+                     first at launch {n}, and not every launch after it. Scattered differences \
+                     are what a race (shared memory or global atomics in varying order) or a read \
+                     of uninitialised memory produce.",
+                    plural(mismatched, "launch", "launches")
+                )
+            };
+            if let Some(blind) = super::blind_sanitizers(ctx, config, "the stress mode") {
+                d.explanation.push(' ');
+                d.explanation.push_str(&blind);
+                d.fix = "Order shared-memory accesses with barriers, wait on the barrier of every \
+                         asynchronous copy (cp.async, TMA) before reading its data, and make \
+                         reductions deterministic (fixed order, no float atomics)."
                     .to_string();
+            } else {
+                d.fix = "Run racecheck and initcheck on this config; order shared-memory \
+                         accesses with barriers (and wait on the barrier of every asynchronous \
+                         copy before reading its data), and make reductions deterministic (fixed \
+                         order, no float atomics)."
+                    .to_string();
+            }
         } else {
             d.title = format!(
                 "Fails only after repeated launches (first failure at launch {n} of {launches})"
@@ -288,12 +346,21 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
                 (false, true) => " A single launch is clean under memcheck.",
                 (false, false) => "",
             };
+            // Launch 1 is known right only from a passing check of this problem; the stress
+            // mode itself compares launches with each other.
+            let before = match (first_launch_right, n) {
+                (true, 2) => format!("Launch 1 ran correctly, then launch 2 {what}."),
+                (true, _) => format!(
+                    "Launches 1 to {} ran correctly, then launch {n} {what}.",
+                    n.saturating_sub(1)
+                ),
+                (false, _) => format!("Launch {n} was the first that {what}."),
+            };
             d.explanation = format!(
-                "Launches 1 to {} ran correctly, then launch {n} {what}.{single} A fault that needs \
-                 several launches is state that survives a launch: a global counter, workspace or \
-                 index that is not reset, or memory reused without reinitialisation, walking a \
-                 little further each time until it leaves its buffer.{}",
-                n.saturating_sub(1),
+                "{before}{single} A fault that needs several launches is state that survives a \
+                 launch: a global counter, workspace or index that is not reset, or memory reused \
+                 without reinitialisation, walking a little further each time until it leaves \
+                 its buffer.{}",
                 if memcheck_found {
                     " memcheck's out-of-bounds finding for this config is the access it ends in."
                 } else {

@@ -3,16 +3,15 @@
 //! rows; failures only where the sequence length is not a multiple of the tile point at the tail
 //! tile; elements never written point at rows no block stores.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde_json::json;
 
 use super::{Ctx, is_harness_kind};
-use crate::StageKind;
 use crate::check_failure::{second_launch_differs, within_tolerance_failure};
 use crate::diagnosis::{Confidence, Draft, Level};
-use crate::join::{ResultRef, Source, is_sanitizer, kind_name};
-use crate::text::{join_words, kernel_base, md_text, sig3};
+use crate::join::ResultRef;
+use crate::text::{kernel_base, md_text, sig3};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Category {
@@ -308,67 +307,11 @@ fn draft(
             }
         }
     }
-    if let Some(blind) = blind_tools(ctx, config) {
+    if let Some(blind) = super::blind_sanitizers(ctx, config, "the CPU-reference check") {
         d.explanation.push(' ');
         d.explanation.push_str(&blind);
     }
     d
-}
-
-/// What the sanitizers said about this config when all of them that ran were clean: they did
-/// not see the defect the check did. With HGMMA in the config's SASS, says why they can be blind:
-/// wgmma reads its shared-memory operands through descriptors and the asynchronous proxy, which
-/// no sanitizer follows.
-fn blind_tools(ctx: &Ctx, config: Option<&str>) -> Option<String> {
-    let j = ctx.joined;
-    let logs: Vec<_> = j
-        .sources
-        .iter()
-        .filter(|s| {
-            is_sanitizer(s.kind)
-                && s.config == config
-                && matches!(
-                    s.log.format,
-                    parsers::Format::ComputeSanitizer | parsers::Format::ComputeSanitizerXml
-                )
-        })
-        .collect();
-    let clean = |s: &&Source| {
-        s.log.complete
-            && s.log.reported_errors == Some(0)
-            && s.log.unprinted_errors == 0
-            && s.log.findings.is_empty()
-    };
-    if logs.is_empty() || !logs.iter().all(clean) {
-        return None;
-    }
-    let kinds: BTreeSet<StageKind> = logs.iter().map(|s| s.kind).collect();
-    let names: Vec<String> = kinds.iter().map(|&k| kind_name(k).to_string()).collect();
-    let were = if names.len() == 1 {
-        "it was"
-    } else {
-        "they were"
-    };
-    let mut said = format!(
-        "{} ran on this config and reported no error: {were} blind to this defect, which the \
-         CPU-reference check caught.",
-        join_words(&names)
-    );
-    let hgmma: u64 = j
-        .kernels
-        .iter()
-        .filter(|k| k.config.as_deref() == config)
-        .filter_map(|k| k.sass.map(|s| s.hgmma))
-        .sum();
-    if hgmma > 0 {
-        said.push_str(&format!(
-            " Its SASS has {hgmma} HGMMA (wgmma): wgmma reads its shared-memory operands through \
-             descriptors and the asynchronous proxy, which no sanitizer follows, so a wrong \
-             descriptor (start, stride, swizzle, transpose) or a missing wgmma.wait_group or \
-             fence.proxy.async shows only in the results."
-        ));
-    }
-    Some(said)
 }
 
 /// A tile size that separates the shapes: every failing shape's sequence length is not a

@@ -388,6 +388,35 @@ fn a_failure_after_several_launches_is_told_apart_from_a_single_launch_fault() {
         "{}",
         d.title
     );
+    // Every launch from the second on differs, but a single launch of the same problem is
+    // already wrong: output that depends on timing, not state that survives a launch (a missing
+    // wait on an asynchronous copy looks like this).
+    let ev = harness_run(vec![
+        checked(512, false, check(false, 0.5, 0)),
+        stressed(Some(2), Some("mismatch"), 199, None),
+    ]);
+    let stress = analyze(&ev)
+        .diagnoses
+        .into_iter()
+        .find(|d| d.rule == "repeated-launch-failure")
+        .expect("a stress diagnosis");
+    assert!(
+        stress.title.starts_with("Non-deterministic output"),
+        "{}",
+        stress.title
+    );
+    assert!(
+        stress
+            .explanation
+            .contains("a single launch of this problem already fails the check"),
+        "{}",
+        stress.explanation
+    );
+    assert!(
+        !stress.explanation.contains("ran correctly"),
+        "{}",
+        stress.explanation
+    );
 }
 
 #[test]
