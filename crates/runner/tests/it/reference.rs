@@ -320,3 +320,67 @@ fn the_hopper_runs_are_clean_and_name_both_wgmma_faults() {
         "{md}"
     );
 }
+
+/// The default Hopper path (TMA producer, overlapped and turn-taking consumers) on an H100
+/// (`docs/measurements/2026-11-23-h100-tma/runs/`): the pipeline is clean, counts HGMMA and TMA
+/// copies on both wgmma configs, and its bench names them the fastest of the kernel's configs
+/// at S=4096; the faults run names each planted wgmma and TMA fault, says that the sanitizers
+/// were blind to the TMA ones, and finds nothing on either clean wgmma kernel.
+#[test]
+fn the_tma_runs_are_clean_and_name_every_planted_hopper_fault() {
+    let runs = repo().join("docs/measurements/2026-11-23-h100-tma/runs");
+    let pipeline = runs.join("20261123T083448Z-0f3ce43a");
+    let json: Value = serde_json::from_str(&report(&pipeline, "json")).unwrap();
+    assert_eq!(json["verdict"]["kind"], "clean", "{}", json["verdict"]);
+    let md = report(&pipeline, "md");
+    for config in ["wg_d64_m192_n128_s4", "wg_d128_m128_n128_s2"] {
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {config} | sm_90a | `attention_fwd_bf16`")))
+            .unwrap_or_else(|| panic!("no resource row for {config}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let hgmma: u64 = cells[cells.len() - 3].parse().expect("an HGMMA count");
+        assert!(hgmma > 0 && cells[cells.len() - 4] == "0", "{row}");
+    }
+    for case in [
+        "| B=4 H=16 S=4096 D=64 bf16 | **`wg_d64_m192_n128_s4`** (best)",
+        "| B=4 H=16 S=4096 D=64 bf16 causal | **`wg_d64_m192_n128_s4`** (best)",
+        "| B=4 H=16 S=4096 D=128 bf16 | **`wg_d128_m128_n128_s2`** (best)",
+        "| B=4 H=16 S=4096 D=128 bf16 causal | **`wg_d128_m128_n128_s2`** (best)",
+    ] {
+        assert!(md.contains(case), "no `{case}` in the bench table:\n{md}");
+    }
+
+    let faults = runs.join("20261123T083424Z-2ae37b56");
+    let json: Value = serde_json::from_str(&report(&faults, "json")).unwrap();
+    assert_eq!(json["verdict"]["kind"], "failing", "{}", json["verdict"]);
+    let causes = root_causes(&json);
+    let on = |config: &str, rule: &str| {
+        causes
+            .iter()
+            .any(|(r, configs)| r == rule && configs.iter().any(|c| c == config))
+    };
+    for (config, rule) in [
+        ("wgmma_k_desc_stride", "wrong-output"),
+        ("wgmma_no_kv_barrier", "repeated-launch-failure"),
+        ("wgmma_no_full_wait", "wrong-output"),
+        ("wgmma_no_full_wait", "launch-failure"),
+        ("wgmma_tma_box", "wrong-output"),
+    ] {
+        assert!(on(config, rule), "no {rule} on {config}: {causes:?}");
+    }
+    for clean in ["wg_clean", "wg_tma_clean"] {
+        assert!(
+            !causes.iter().any(|(_, c)| c.iter().any(|c| c == clean)),
+            "{clean}: {causes:?}"
+        );
+    }
+    let md = report(&faults, "md");
+    assert!(
+        md.contains("and 20 TMA copies (UTMALDG): TMA writes shared memory and wgmma reads it"),
+        "{md}"
+    );
+    // Launch to launch differences after a single launch that is already wrong are timing, not
+    // state that survives a launch.
+    assert!(!md.contains("Fails only after repeated launches"), "{md}");
+}
