@@ -7,7 +7,7 @@
 //   nvcc -cubin -O3 -lineinfo -arch=sm_90 -Xptxas -v \
 //        -DBLOCK_M=128 -DBLOCK_N=48 -DSTAGES=2 -DWARPS=4 -DHEAD_DIM=128 -o k.cubin attention.cu
 //
-// Kernel ABI (see attention_launch_info below):
+// Kernel ABI (the entry points are written once, in attention_abi.cuh, included at the end):
 //   grid (ceil(seq_len / BLOCK_M), batch * heads), WARPS * 32 threads,
 //   ATTN_SMEM_BYTES of dynamic shared memory (above 48 KB the launcher raises the limit).
 //
@@ -564,38 +564,5 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
 
 }  // namespace attn
 
-extern "C" __global__ void __launch_bounds__(ATTN_THREADS, MIN_BLOCKS)
-    attention_fwd_f16(const void* q, const void* k, const void* v, void* o, int batch, int heads,
-                      int seq_len, float softmax_scale, int causal) {
-  (void)batch;
-  (void)heads;
-  attn::attention_fwd_impl<__half>(static_cast<const __half*>(q), static_cast<const __half*>(k),
-                                   static_cast<const __half*>(v), static_cast<__half*>(o), seq_len,
-                                   softmax_scale, causal);
-}
-
-extern "C" __global__ void __launch_bounds__(ATTN_THREADS, MIN_BLOCKS)
-    attention_fwd_bf16(const void* q, const void* k, const void* v, void* o, int batch, int heads,
-                       int seq_len, float softmax_scale, int causal) {
-  (void)batch;
-  (void)heads;
-  attn::attention_fwd_impl<__nv_bfloat16>(
-      static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
-      static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(o), seq_len, softmax_scale,
-      causal);
-}
-
-// Writes the launch geometry this cubin was built for:
-// {abi_version, BLOCK_M, BLOCK_N, STAGES, threads_per_block, dynamic_smem_bytes, HEAD_DIM, 0}.
-extern "C" __global__ void attention_launch_info(int* out) {
-  if (threadIdx.x == 0 && blockIdx.x == 0) {
-    out[0] = ATTN_ABI_VERSION;
-    out[1] = BLOCK_M;
-    out[2] = BLOCK_N;
-    out[3] = STAGES;
-    out[4] = ATTN_THREADS;
-    out[5] = ATTN_SMEM_BYTES;
-    out[6] = HEAD_DIM;
-    out[7] = 0;
-  }
-}
+#define ATTN_MIN_BLOCKS MIN_BLOCKS
+#include "attention_abi.cuh"

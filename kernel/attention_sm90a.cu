@@ -4,7 +4,7 @@
 // arch): O = softmax(Q K^T * softmax_scale [+ causal mask]) V for [batch, heads, seq_len,
 // HEAD_DIM] fp16 or bf16 tensors, fp32 accumulation, online softmax; grid (ceil(seq_len /
 // BLOCK_M), batch * heads), ATTN_THREADS threads, ATTN_SMEM_BYTES of dynamic shared memory, and
-// attention_launch_info reporting them.
+// attention_launch_info reporting them; the entry points come from attention_abi.cuh.
 //
 // Build (wgmma and TMA need the sm_90a target):
 //   nvcc -cubin -O3 -lineinfo -arch=sm_90a -Xptxas -v \
@@ -957,38 +957,5 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
 
 }  // namespace attn
 
-extern "C" __global__ void __launch_bounds__(ATTN_THREADS, 1)
-    attention_fwd_f16(const void* q, const void* k, const void* v, void* o, int batch, int heads,
-                      int seq_len, float softmax_scale, int causal) {
-  (void)batch;
-  (void)heads;
-  attn::attention_fwd_impl<__half>(static_cast<const __half*>(q), static_cast<const __half*>(k),
-                                   static_cast<const __half*>(v), static_cast<__half*>(o), seq_len,
-                                   softmax_scale, causal);
-}
-
-extern "C" __global__ void __launch_bounds__(ATTN_THREADS, 1)
-    attention_fwd_bf16(const void* q, const void* k, const void* v, void* o, int batch, int heads,
-                       int seq_len, float softmax_scale, int causal) {
-  (void)batch;
-  (void)heads;
-  attn::attention_fwd_impl<__nv_bfloat16>(
-      static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
-      static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(o), seq_len, softmax_scale,
-      causal);
-}
-
-// Writes the launch geometry this cubin was built for:
-// {abi_version, BLOCK_M, BLOCK_N, STAGES, threads_per_block, dynamic_smem_bytes, HEAD_DIM, 0}.
-extern "C" __global__ void attention_launch_info(int* out) {
-  if (threadIdx.x == 0 && blockIdx.x == 0) {
-    out[0] = ATTN_ABI_VERSION;
-    out[1] = BLOCK_M;
-    out[2] = BLOCK_N;
-    out[3] = STAGES;
-    out[4] = ATTN_THREADS;
-    out[5] = ATTN_SMEM_BYTES;
-    out[6] = HEAD_DIM;
-    out[7] = 0;
-  }
-}
+#define ATTN_MIN_BLOCKS 1
+#include "attention_abi.cuh"

@@ -10,9 +10,10 @@ fn the_kernel_compiles_for_real_with_nvcc() {
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
-    let kernel = std::fs::read_to_string(repo.join("kernel/attention.cu")).unwrap();
     std::fs::create_dir_all(dir.path().join("kernel")).unwrap();
-    std::fs::write(dir.path().join("kernel/attention.cu"), kernel).unwrap();
+    for file in ["kernel/attention.cu", "kernel/attention_abi.cuh"] {
+        std::fs::copy(repo.join(file), dir.path().join(file)).unwrap();
+    }
     let pipeline = r#"kernel:
   source: kernel/attention.cu
   entry_points: { f16: attention_fwd_f16, bf16: attention_fwd_bf16 }
