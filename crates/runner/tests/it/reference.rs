@@ -268,6 +268,20 @@ fn report_with(run: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("UTF-8")
 }
 
+/// Each config's resource row in the report: HGMMA (wgmma) counted, and no HMMA (mma.sync).
+fn assert_wgmma_only(md: &str, configs: &[&str]) {
+    for config in configs {
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {config} | sm_90a | `attention_fwd_bf16`")))
+            .unwrap_or_else(|| panic!("no resource row for {config}"));
+        // The HGMMA column is the second last but one: HMMA 0, HGMMA > 0.
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let hgmma: u64 = cells[cells.len() - 3].parse().expect("an HGMMA count");
+        assert!(hgmma > 0 && cells[cells.len() - 4] == "0", "{row}");
+    }
+}
+
 /// The Hopper path's runs on an H100 (`docs/measurements/2026-11-23-h100-hopper/runs/`): the
 /// pipeline with both paths is clean and counts HGMMA on the wgmma configs; the faults run names
 /// both planted wgmma faults, says which tools were blind to the descriptor fault, and finds
@@ -279,16 +293,7 @@ fn the_hopper_runs_are_clean_and_name_both_wgmma_faults() {
     let json: Value = serde_json::from_str(&report(&pipeline, "json")).unwrap();
     assert_eq!(json["verdict"]["kind"], "clean", "{}", json["verdict"]);
     let md = report(&pipeline, "md");
-    for config in ["wg_d64_m192_n128_s2", "wg_d128_m192_n64_s2"] {
-        let row = md
-            .lines()
-            .find(|l| l.starts_with(&format!("| {config} | sm_90a | `attention_fwd_bf16`")))
-            .unwrap_or_else(|| panic!("no resource row for {config}"));
-        // The HGMMA column is the second last but one: HMMA 0, HGMMA > 0.
-        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        let hgmma: u64 = cells[cells.len() - 3].parse().expect("an HGMMA count");
-        assert!(hgmma > 0 && cells[cells.len() - 4] == "0", "{row}");
-    }
+    assert_wgmma_only(&md, &["wg_d64_m192_n128_s2", "wg_d128_m192_n64_s2"]);
 
     let faults = runs.join("20261123T071029Z-fae7d895");
     let json: Value = serde_json::from_str(&report(&faults, "json")).unwrap();
@@ -333,15 +338,7 @@ fn the_tma_runs_are_clean_and_name_every_planted_hopper_fault() {
     let json: Value = serde_json::from_str(&report(&pipeline, "json")).unwrap();
     assert_eq!(json["verdict"]["kind"], "clean", "{}", json["verdict"]);
     let md = report(&pipeline, "md");
-    for config in ["wg_d64_m192_n128_s4", "wg_d128_m128_n128_s2"] {
-        let row = md
-            .lines()
-            .find(|l| l.starts_with(&format!("| {config} | sm_90a | `attention_fwd_bf16`")))
-            .unwrap_or_else(|| panic!("no resource row for {config}"));
-        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        let hgmma: u64 = cells[cells.len() - 3].parse().expect("an HGMMA count");
-        assert!(hgmma > 0 && cells[cells.len() - 4] == "0", "{row}");
-    }
+    assert_wgmma_only(&md, &["wg_d64_m192_n128_s4", "wg_d128_m128_n128_s2"]);
     for case in [
         "| B=4 H=16 S=4096 D=64 bf16 | **`wg_d64_m192_n128_s4`** (best)",
         "| B=4 H=16 S=4096 D=64 bf16 causal | **`wg_d64_m192_n128_s4`** (best)",
