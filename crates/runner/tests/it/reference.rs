@@ -58,6 +58,20 @@ fn root_causes(json: &Value) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// The root causes of a run whose verdict must be failing.
+fn failing_root_causes(run: &Path) -> Vec<(String, Vec<String>)> {
+    let json: Value = serde_json::from_str(&report(run, "json")).unwrap();
+    assert_eq!(json["verdict"]["kind"], "failing", "{}", json["verdict"]);
+    root_causes(&json)
+}
+
+/// Whether `rule` is a root cause on `config`.
+fn diagnosed(causes: &[(String, Vec<String>)], config: &str, rule: &str) -> bool {
+    causes
+        .iter()
+        .any(|(r, configs)| r == rule && configs.iter().any(|c| c == config))
+}
+
 #[test]
 fn the_reference_run_of_the_kernel_is_clean_with_every_stage_run() {
     let run = reference_run("pipeline.yaml");
@@ -99,11 +113,6 @@ fn the_reference_run_of_the_faults_names_each_planted_root_cause() {
     let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
     assert_eq!(json["verdict"]["kind"], "failing", "{}", json["verdict"]);
     let causes = root_causes(&json);
-    let diagnosed = |config: &str, rule: &str| {
-        causes
-            .iter()
-            .any(|(r, configs)| r == rule && configs.iter().any(|c| c == config))
-    };
     for (config, rule) in [
         ("wmma_local_q", "wmma-local-memory"),
         ("missing_kv_barrier", "shared-memory-race"),
@@ -112,7 +121,10 @@ fn the_reference_run_of_the_faults_names_each_planted_root_cause() {
         ("nan_masked_rows", "wrong-output"),
         ("tail_off_by_one", "wrong-output"),
     ] {
-        assert!(diagnosed(config, rule), "{config}: no {rule} in {causes:?}");
+        assert!(
+            diagnosed(&causes, config, rule),
+            "{config}: no {rule} in {causes:?}"
+        );
     }
     assert!(
         !causes
@@ -296,14 +308,8 @@ fn the_hopper_runs_are_clean_and_name_both_wgmma_faults() {
     assert_wgmma_only(&md, &["wg_d64_m192_n128_s2", "wg_d128_m192_n64_s2"]);
 
     let faults = runs.join("20261123T071029Z-fae7d895");
-    let json: Value = serde_json::from_str(&report(&faults, "json")).unwrap();
-    assert_eq!(json["verdict"]["kind"], "failing", "{}", json["verdict"]);
-    let causes = root_causes(&json);
-    let on = |config: &str, rule: &str| {
-        causes
-            .iter()
-            .any(|(r, configs)| r == rule && configs.iter().any(|c| c == config))
-    };
+    let causes = failing_root_causes(&faults);
+    let on = |config: &str, rule: &str| diagnosed(&causes, config, rule);
     assert!(on("wgmma_k_desc_stride", "wrong-output"), "{causes:?}");
     assert!(
         on("wgmma_no_kv_barrier", "repeated-launch-failure"),
@@ -349,14 +355,8 @@ fn the_tma_runs_are_clean_and_name_every_planted_hopper_fault() {
     }
 
     let faults = runs.join("20261123T083424Z-2ae37b56");
-    let json: Value = serde_json::from_str(&report(&faults, "json")).unwrap();
-    assert_eq!(json["verdict"]["kind"], "failing", "{}", json["verdict"]);
-    let causes = root_causes(&json);
-    let on = |config: &str, rule: &str| {
-        causes
-            .iter()
-            .any(|(r, configs)| r == rule && configs.iter().any(|c| c == config))
-    };
+    let causes = failing_root_causes(&faults);
+    let on = |config: &str, rule: &str| diagnosed(&causes, config, rule);
     for (config, rule) in [
         ("wgmma_k_desc_stride", "wrong-output"),
         ("wgmma_no_kv_barrier", "repeated-launch-failure"),
