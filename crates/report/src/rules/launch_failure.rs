@@ -165,15 +165,62 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
                 .to_string();
         } else {
             d.title = format!("Launch fails on the first launch: {error}");
+            let case = crate::tables::Case::of(r.result).label();
             d.explanation = format!(
-                "A single launch of `{kernel}` returned {error}. No sanitizer finding for this \
-                 config names a site, so the fault is device-side but unlocated (the sanitizer \
-                 stages did not run, or did not cover this shape)."
+                "A single launch of `{kernel}` at {case} returned {error}. No sanitizer finding \
+                 for this config names a site, so the fault is device-side but unlocated \
+                 ({}).",
+                sanitizer_coverage(ctx, config, &r.result.shape)
             );
-            d.fix =
-                "Run memcheck on this config and shape to get the faulting file:line.".to_string();
+            d.fix = format!("Run memcheck on this config at {case} to get the faulting file:line.");
         }
         out.push(d);
     }
     out
+}
+
+/// Where the sanitizers ran on `config`, against the shape that failed: none, other shapes
+/// only, or this one too.
+fn sanitizer_coverage(ctx: &Ctx, config: Option<&str>, failed: &parsers::harness::Shape) -> String {
+    let j = ctx.joined;
+    let mut shapes: Vec<parsers::harness::Shape> = Vec::new();
+    let mut tools: Vec<String> = Vec::new();
+    for (i, s) in j.sources.iter().enumerate() {
+        if !crate::join::is_sanitizer(s.kind) || s.config != config {
+            continue;
+        }
+        let tool = crate::join::kind_name(s.kind).to_string();
+        if !tools.contains(&tool) {
+            tools.push(tool);
+        }
+        if let Some((shape, _)) = super::stage_shape(ctx, i)
+            && !shapes.contains(&shape)
+        {
+            shapes.push(shape);
+        }
+    }
+    if tools.is_empty() {
+        return "no sanitizer stage ran on this config".to_string();
+    }
+    let tools = crate::text::join_words(&tools);
+    if shapes.contains(failed) {
+        return format!("{tools} ran on this config at this shape too");
+    }
+    let shapes: Vec<String> = shapes
+        .iter()
+        .map(|s| {
+            format!(
+                "B={} H={} S={} D={}",
+                s.batch, s.heads, s.seq_len, s.head_dim
+            )
+        })
+        .collect();
+    if shapes.is_empty() {
+        format!("{tools} ran on this config, at shapes the run does not record")
+    } else {
+        format!(
+            "{tools} ran on this config only at {}",
+            crate::text::join_words(&shapes)
+        )
+    }
 }

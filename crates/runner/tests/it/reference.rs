@@ -377,6 +377,16 @@ fn the_tma_runs_are_clean_and_name_every_planted_hopper_fault() {
         md.contains("and 20 TMA copies (UTMALDG): TMA writes shared memory and wgmma reads it"),
         "{md}"
     );
+    // The launch that failed at S=2048: the sanitizers had run only at the smaller shapes.
+    assert!(
+        md.contains(
+            "at B=4 H=16 S=2048 D=64 bf16 returned CUDA_ERROR_LAUNCH_FAILED: unspecified launch \
+             failure (at cuStreamSynchronize). No sanitizer finding for this config names a site, \
+             so the fault is device-side but unlocated (memcheck, racecheck, initcheck and \
+             synccheck ran on this config only at B=2 H=8 S=512 D=64 and B=1 H=2 S=200 D=64)"
+        ),
+        "{md}"
+    );
     // Launch to launch differences after a single launch that is already wrong are timing, not
     // state that survives a launch.
     assert!(!md.contains("Fails only after repeated launches"), "{md}");
