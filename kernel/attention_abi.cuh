@@ -5,7 +5,8 @@
 // HEAD_DIM.
 //
 //   attention_fwd_f16 / attention_fwd_bf16(q, k, v, o, batch, heads, seq_len, softmax_scale,
-//       causal): [batch, heads, seq_len, HEAD_DIM] tensors; grid (ceil(seq_len / BLOCK_M),
+//       causal): contiguous [batch, heads, seq_len, HEAD_DIM] tensors, each 16-byte aligned (the
+//       copies, cp.async and TMA, move 16-byte chunks); grid (ceil(seq_len / BLOCK_M),
 //       batch * heads), ATTN_THREADS threads, ATTN_SMEM_BYTES of dynamic shared memory.
 //   attention_launch_info(out): writes {abi_version, BLOCK_M, BLOCK_N, STAGES, threads_per_block,
 //       dynamic_smem_bytes, HEAD_DIM, 0}, the launch geometry the harness reads.
