@@ -93,8 +93,7 @@ static_assert(ATTN_SMEM_BYTES <= 227 * 1024, "shared memory above the sm_90 per-
 
 namespace attn {
 
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kNegInf = -__builtin_inff();
+#include "attention_common.cuh"
 
 // Shared-memory tiles are rows of HEAD_DIM elements split in 16-byte chunks; chunk c of row r is
 // stored at chunk slot c ^ (r & 7). Eight consecutive rows at one logical chunk then fall in eight
@@ -108,26 +107,6 @@ __device__ __forceinline__ uint32_t swizzled_offset(int row, int chunk) {
 // it, so xors compose. Used as (row, c + 2k) = (row, c ^ 2k) for c in {0, 1}.
 __device__ __forceinline__ uint32_t xor_chunk(uint32_t off, int x) {
   return off ^ static_cast<uint32_t>(x * 16);
-}
-
-__device__ __forceinline__ uint32_t smem_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool valid) {
-  // With src-size 0 nothing is read and the 16 destination bytes are zero-filled.
-  const int src_size = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_size)
-               : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
@@ -177,12 +156,6 @@ struct Elem<__nv_bfloat16> {
     return *reinterpret_cast<uint32_t*>(&h);
   }
 };
-
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // Thread `tid` copies chunk (tid % ATTN_CHUNKS) of rows (tid / ATTN_CHUNKS) + i * kLoadRowStep.
 // kLoadRowStep is a multiple of 8, so a thread's swizzle term (row & 7) is the same on every pass

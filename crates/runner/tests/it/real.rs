@@ -11,7 +11,11 @@ fn the_kernel_compiles_for_real_with_nvcc() {
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("kernel")).unwrap();
-    for file in ["kernel/attention.cu", "kernel/attention_abi.cuh"] {
+    for file in [
+        "kernel/attention.cu",
+        "kernel/attention_abi.cuh",
+        "kernel/attention_common.cuh",
+    ] {
         std::fs::copy(repo.join(file), dir.path().join(file)).unwrap();
     }
     let pipeline = r#"kernel:
