@@ -729,9 +729,10 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
   uint32_t p_frag[BLOCK_N / 16][4];
 
 #if PRODUCER
-  // K and V have a barrier pair each per stage: full when the producer's 128 threads' copies
-  // landed, empty when every consumer warpgroup is done with it (K after its S wgmma, V after
-  // its P V wgmma), so the producer refills K while V is still read. Q has its own barrier.
+  // K and V have a barrier pair each per stage: full when the producer's copies landed (TMA's
+  // byte count, or the 128 threads' cp.async), empty when every consumer warpgroup is done with
+  // it (K after its S wgmma, V after its P V wgmma), so the producer refills K while V is still
+  // read. Q has its own barrier.
   const uint32_t s_bar = s_v + STAGES * ATTN_KV_STAGE_BYTES;
   auto full_k = [&](int stage) { return s_bar + stage * 8; };
   auto full_v = [&](int stage) { return s_bar + (STAGES + stage) * 8; };
@@ -804,21 +805,17 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
     mbarrier_wait(q_full, 0);
     // Q landed through cp.async (the generic proxy); wgmma reads through the async one.
     fence_proxy_async();
-    // Waits until the K (or V) tile of visit `it` has landed. cp.async copies land through the
-    // generic proxy and wgmma reads through the async one, hence the fence; TMA writes through
-    // the async proxy itself.
-    auto wait_k = [&](int it) {
+    // Waits until the K (or V) tile of visit `it` has landed: `full` is full_k or full_v.
+    // cp.async copies land through the generic proxy and wgmma reads through the async one,
+    // hence the fence; TMA writes through the async proxy itself.
+    auto wait_full = [&](auto full, int it) {
 #if !defined(FAULT_NO_FULL_WAIT)
-      mbarrier_wait(full_k(it % STAGES), (it / STAGES) & 1);
+      mbarrier_wait(full(it % STAGES), (it / STAGES) & 1);
 #endif
       if (!TMA) fence_proxy_async();
     };
-    auto wait_v = [&](int it) {
-#if !defined(FAULT_NO_FULL_WAIT)
-      mbarrier_wait(full_v(it % STAGES), (it / STAGES) & 1);
-#endif
-      if (!TMA) fence_proxy_async();
-    };
+    auto wait_k = [&](int it) { wait_full(full_k, it); };
+    auto wait_v = [&](int it) { wait_full(full_v, it); };
     // This warpgroup is done with the K (or V) tile of visit `it`.
     auto release_k = [&](int it) {
       if ((tid & 127) == 0) mbarrier_arrive(empty_k(it % STAGES));
@@ -878,7 +875,8 @@ __device__ __forceinline__ void attention_fwd_impl(const T* __restrict__ q, cons
       release_v(it - 1);
       w.pack(sv, p_frag);
     };
-    // Visits 0 .. n_tiles - first_masked - 1 are the masked tiles (the last ones), then none.
+    // Visits 0 .. n_tiles - first_masked - 1 are the masked tiles (the last key tiles); the rest
+    // need no mask.
     int it = 1;
     for (; it < n_tiles - first_masked; ++it) step(it, Flag<true>{});
     for (; it < n_tiles; ++it) step(it, Flag<false>{});
