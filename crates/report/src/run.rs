@@ -28,6 +28,10 @@ pub struct Run {
     /// clock; absent in manifests written before it existed and in unfinished runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_ms: Option<u64>,
+    /// The inputs reached through a symbolic link, by path, with the link's target. Their
+    /// content (the target's) is what `inputs` and the cache keys hash.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub links: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,6 +150,14 @@ pub struct Stage {
     /// The GPU the unit ran on (its `CUDA_VISIBLE_DEVICES`), when the run spread over GPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// The sha256 of every file the unit left in its directory, by path relative to the run
+    /// directory, recorded when it ran. The cache serves the unit only while each still matches.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub outputs: BTreeMap<String, String>,
+    /// The logs cut at the runner's output limit (their first and last halves kept, a line
+    /// between them), by path relative to the run directory, with the size the stream wrote.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cut: BTreeMap<String, u64>,
 }
 
 impl Stage {

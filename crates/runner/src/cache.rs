@@ -5,7 +5,12 @@
 //! kernel sources, or the cubin it consumes), the versions of the tools it needs, the GPU and
 //! driver for GPU stages, and the harness executable. [`Index::load`] reads the manifests of the
 //! runs under `artifacts/`; a unit whose hash matches a passed or findings result there is
-//! served by copying that unit's directory, and records where it came from in `cached_from`.
+//! served by copying the files that unit left (its `outputs`), and records where it came from in
+//! `cached_from`.
+//!
+//! The invariant: a cached result is served only when every input it read is byte-identical,
+//! and every file it left is still there, unchanged. A served unit's files are checked against
+//! the hashes recorded when it ran; one missing or changed file and the unit runs again.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -18,7 +23,7 @@ use crate::rundir;
 /// Earlier results by input hash, newest run first.
 #[derive(Debug, Default)]
 pub struct Index {
-    entries: HashMap<String, Hit>,
+    entries: HashMap<String, Vec<Hit>>,
 }
 
 /// An earlier result a unit can reuse.
@@ -29,7 +34,9 @@ pub struct Hit {
     /// The run that first produced them (for `cached_from`).
     pub origin: String,
     pub stage: Stage,
-    /// The unit's directory in that run.
+    /// That run's directory.
+    pub run_dir: PathBuf,
+    /// The unit's directory in that run, relative to `run_dir`.
     pub dir: PathBuf,
 }
 
@@ -107,25 +114,59 @@ impl Index {
             let Some(unit_dir) = unit_dir_of(stage) else {
                 continue;
             };
-            let unit_dir = dir.join(unit_dir);
-            let complete = stage.logs.iter().all(|log| dir.join(&log.path).is_file());
-            if !complete {
+            // A unit that recorded no files cannot be checked, and is never served.
+            if stage.outputs.is_empty() {
                 continue;
             }
-            self.entries.insert(
-                hash.clone(),
+            // Newest first.
+            self.entries.entry(hash.clone()).or_default().insert(
+                0,
                 Hit {
                     run_id: run.id.clone(),
                     origin: stage.cached_from.clone().unwrap_or_else(|| run.id.clone()),
                     stage: stage.clone(),
+                    run_dir: dir.to_path_buf(),
                     dir: unit_dir,
                 },
             );
         }
     }
 
+    /// The newest earlier result with this input hash whose files are all still there,
+    /// byte-identical to what it recorded.
     pub fn get(&self, hash: &str) -> Option<&Hit> {
-        self.entries.get(hash)
+        self.entries.get(hash)?.iter().find(|hit| hit.intact())
+    }
+}
+
+impl Hit {
+    /// Whether every file the unit left is a regular file inside its unit directory, with the
+    /// recorded sha256, and every log it lists is one of them.
+    fn intact(&self) -> bool {
+        let files_match = self.stage.outputs.iter().all(|(path, sha)| {
+            let Some(relative) = self.inside(path) else {
+                return false;
+            };
+            let file = self.run_dir.join(self.dir.join(relative));
+            std::fs::symlink_metadata(&file).is_ok_and(|m| m.file_type().is_file())
+                && crate::hash::file(&file).is_ok_and(|actual| actual == *sha)
+        });
+        files_match
+            && self
+                .stage
+                .logs
+                .iter()
+                .all(|log| self.stage.outputs.contains_key(&log.path))
+    }
+
+    /// A recorded path, relative to the unit directory; `None` when it is not plainly inside it
+    /// (absolute, `..`, another unit's).
+    fn inside<'p>(&self, path: &'p str) -> Option<&'p Path> {
+        let relative = Path::new(path).strip_prefix(&self.dir).ok()?;
+        relative
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+            .then_some(relative)
     }
 }
 
@@ -140,26 +181,35 @@ fn unit_dir_of(stage: &Stage) -> Option<PathBuf> {
         .then_some(parent)
 }
 
-/// Copies an earlier unit's files into `dest` (hard links where the file system allows).
-pub fn restore(hit: &Hit, dest: &Path) -> std::io::Result<()> {
+/// Copies the files an earlier unit left (its logs, a build's products) into `dest`, the same
+/// unit's directory in this run, whose path relative to this run's directory is `relative`
+/// (hard links where the file system allows). Returns their hashes under their new paths.
+pub fn restore(
+    hit: &Hit,
+    dest: &Path,
+    relative: &Path,
+) -> std::io::Result<BTreeMap<String, String>> {
     std::fs::create_dir_all(dest)?;
-    // The whole unit directory: its logs, and a build's products below it.
-    for entry in walkdir::WalkDir::new(&hit.dir).follow_links(false) {
-        let entry = entry.map_err(std::io::Error::other)?;
-        let Ok(relative) = entry.path().strip_prefix(&hit.dir) else {
-            continue;
-        };
-        let to = dest.join(relative);
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&to)?;
-        } else if entry.file_type().is_file() {
-            if to.exists() {
-                std::fs::remove_file(&to)?;
-            }
-            if std::fs::hard_link(entry.path(), &to).is_err() {
-                std::fs::copy(entry.path(), &to)?;
-            }
+    let mut outputs = BTreeMap::new();
+    for (path, sha) in &hit.stage.outputs {
+        let inside = hit
+            .inside(path)
+            .ok_or_else(|| std::io::Error::other(format!("{path} is outside its unit")))?;
+        let from = hit.run_dir.join(hit.dir.join(inside));
+        let to = dest.join(inside);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
         }
+        if std::fs::symlink_metadata(&to).is_ok() {
+            std::fs::remove_file(&to)?;
+        }
+        if std::fs::hard_link(&from, &to).is_err() {
+            std::fs::copy(&from, &to)?;
+        }
+        outputs.insert(
+            crate::orchestrate::slash(&relative.join(inside)),
+            sha.clone(),
+        );
     }
-    Ok(())
+    Ok(outputs)
 }

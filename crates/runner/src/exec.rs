@@ -89,6 +89,8 @@ pub struct Outcome {
     /// Processes still running once the child had ended, which were then ended: their
     /// command lines.
     pub leftovers: Vec<String>,
+    /// The output files cut at the output limit, with the size the streams had written.
+    pub cut: Vec<(PathBuf, u64)>,
 }
 
 /// Why a child could not be run at all.
@@ -173,11 +175,14 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
         if let Some(pid) = pid {
             leftovers::unregister(pid);
         }
+        let leftovers = leftovers::sweep(&token, group, command.grace);
         Outcome {
             ending,
             duration: started.elapsed(),
             raw_code: status.code().or(status.signal()),
-            leftovers: leftovers::sweep(&token, group, command.grace),
+            leftovers,
+            // Nothing writes to the files any more.
+            cut: cut_outputs(command),
         }
     };
     let wait_error = |source| ExecError::Wait {
@@ -260,6 +265,69 @@ fn signal_group(group: Pid, signal: Signal) {
 
 fn group_alive(group: Pid) -> bool {
     !matches!(killpg(group, None), Err(Errno::ESRCH))
+}
+
+/// The most of one output stream a log keeps: its first and last halves of this, with a line
+/// between them saying how much was left out. The environment's `EXHIBIT_OUTPUT_LIMIT` (bytes)
+/// overrides it. Whatever a program prints, the runner's memory for a unit stays bounded by this.
+pub const OUTPUT_LIMIT: u64 = 128 << 20;
+
+/// Room for the line that replaces the middle of a cut log.
+const CUT_LINE_ROOM: u64 = 4096;
+
+/// Cuts the output files of a command that ended to the output limit; returns those it cut, with
+/// the size they had.
+pub fn cut_outputs(command: &Command) -> Vec<(PathBuf, u64)> {
+    let limit = output_limit();
+    [&command.stdout, &command.stderr]
+        .into_iter()
+        .flatten()
+        .filter_map(|path| Some((path.clone(), cut(path, limit).ok().flatten()?)))
+        .collect()
+}
+
+fn output_limit() -> u64 {
+    std::env::var("EXHIBIT_OUTPUT_LIMIT")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&n: &u64| n >= 2)
+        .unwrap_or(OUTPUT_LIMIT)
+}
+
+/// Cuts the file at `path` to its first and last `limit / 2` bytes, with a line between them,
+/// when it holds more than `limit` (and the room for that line); returns the size it had. The
+/// tail is moved in place, a block at a time, so memory stays small however large the file.
+pub fn cut(path: &Path, limit: u64) -> std::io::Result<Option<u64>> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() || metadata.len() <= limit + CUT_LINE_ROOM {
+        return Ok(None);
+    }
+    let size = metadata.len();
+    let half = limit / 2;
+    let line = format!(
+        "\n[exhibit: {} bytes left out here: this stream wrote {size} bytes, more than the output \
+         limit of {limit}; its first and last {half} bytes are kept]\n",
+        size - 2 * half
+    );
+    file.write_all_at(line.as_bytes(), half)?;
+    let mut to = half + line.len() as u64;
+    let mut from = size - half;
+    let mut block = vec![0u8; 1 << 20];
+    while from < size {
+        let n = usize::try_from((size - from).min(block.len() as u64)).unwrap_or(block.len());
+        let chunk = block.get_mut(..n).unwrap_or_default();
+        file.read_exact_at(chunk, from)?;
+        file.write_all_at(chunk, to)?;
+        from += n as u64;
+        to += n as u64;
+    }
+    file.set_len(to)?;
+    Ok(Some(size))
 }
 
 fn create(path: &Path) -> Result<std::fs::File, ExecError> {

@@ -150,6 +150,10 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         }
     }
     let pipeline_hash = inputs.get(&pipeline_name).cloned().unwrap_or_default();
+    let links: BTreeMap<String, String> = inputs
+        .keys()
+        .filter_map(|input| crate::target::link_of(&pipeline.root, Path::new(input)))
+        .collect();
 
     let mut preflight = preflight::check(pipeline, &cx.env, &cx.harness, &say, &cx.interrupt);
     if let Launcher::Slurm(_) = options.launcher {
@@ -179,6 +183,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         inputs,
         stages: Vec::new(),
         wall_ms: None,
+        links,
     };
     dir.write_manifest(&run)?;
 
@@ -396,8 +401,51 @@ impl Executor<'_> {
     }
 
     /// Runs (or skips, or restores) one unit and returns its record, plus the `flags:` input
-    /// entry of a compile unit.
+    /// entry of a compile unit. A unit that ran records the hash of every file it left, which
+    /// the cache checks before serving it; a target's build then has an identity (the content of
+    /// its products), which its dependents' cache keys hold.
     fn unit(
+        &self,
+        index: usize,
+        unit: &Unit,
+        device: Option<&str>,
+    ) -> Result<(Stage, FlagInput), RunError> {
+        let (mut record, flags) = self.attempt(index, unit, device)?;
+        let succeeded = matches!(record.status, StageStatus::Passed | StageStatus::Findings);
+        if succeeded && record.cached_from.is_none() {
+            let dir = self.pipeline.resolve(&self.dir.relative.join(&unit.dir));
+            record.outputs =
+                crate::target::file_hashes(&self.pipeline.resolve(&self.dir.relative), &dir);
+        }
+        if succeeded && unit.kind == StageKind::Compile && self.pipeline.target.is_some() {
+            self.set_cubin_sha(index, self.build_identity(unit, &record));
+        }
+        Ok((record, flags))
+    }
+
+    /// What a target's build made, as one hash: the files it left in its unit directory (build
+    /// directory included) and those in its declared product directories, by content. Its
+    /// dependents' cache keys hold it, so a build that changed (a define, a source) never serves
+    /// their earlier results, whether the build ran or was served.
+    fn build_identity(&self, unit: &Unit, record: &Stage) -> String {
+        let unit_dir = slash(&self.dir.relative.join(&unit.dir));
+        let mut lines = Vec::new();
+        for (path, sha) in &record.outputs {
+            let path = path.strip_prefix(&unit_dir).unwrap_or(path);
+            lines.push(format!("{path}\t{sha}"));
+        }
+        if let Some(build) = self.pipeline.target.as_ref().and_then(|t| t.build.as_ref()) {
+            for dir in &build.products {
+                let dir = self.pipeline.resolve(dir);
+                for (path, sha) in crate::target::file_hashes(&dir, &dir) {
+                    lines.push(format!("product:{path}\t{sha}"));
+                }
+            }
+        }
+        hash::bytes(lines.join("\n").as_bytes())
+    }
+
+    fn attempt(
         &self,
         index: usize,
         unit: &Unit,
@@ -421,6 +469,8 @@ impl Executor<'_> {
             launch_search: None,
             leftovers: Vec::new(),
             device: device.map(str::to_string),
+            outputs: Default::default(),
+            cut: Default::default(),
         };
         let Some(stage_cfg) = stage_cfg else {
             record.status = StageStatus::Failed;
@@ -518,7 +568,8 @@ impl Executor<'_> {
             && let Some(hit) = self.index.get(&input_hash)
         {
             let dest = self.pipeline.resolve(&unit_dir);
-            if cache::restore(hit, &dest).is_ok() {
+            if let Ok(outputs) = cache::restore(hit, &dest, &unit.dir) {
+                record.outputs = outputs;
                 record.status = hit.stage.status;
                 record.reason = hit.stage.reason.clone();
                 record.exit_code = hit.stage.exit_code;
@@ -607,6 +658,11 @@ impl Executor<'_> {
         };
         record.duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
         record.leftovers.extend(outcome.leftovers.iter().cloned());
+        let run_dir = self.pipeline.resolve(&self.dir.relative);
+        for (path, size) in &outcome.cut {
+            let path = path.strip_prefix(&run_dir).unwrap_or(path);
+            record.cut.insert(slash(path), *size);
+        }
         if let Ending::Exited(code) = outcome.ending {
             record.exit_code = Some(code);
         }
@@ -645,9 +701,6 @@ impl Executor<'_> {
             .collect();
         if is_compile && gathered.cubin_present {
             self.remember_cubin(index, &dest.join(&cubin_name));
-        }
-        if is_compile && self.pipeline.target.is_some() {
-            self.set_cubin_sha(index, input_hash);
         }
         Ok((record, flags))
     }
@@ -775,8 +828,13 @@ impl Executor<'_> {
                 key.command
                     .push(format!("{name}={}", value.replace(&run, "<run>")));
             }
-            if let Some(sha) = unit.compile.and_then(|c| self.cubin_sha(c)) {
-                key.files.insert("<build>".into(), sha.clone());
+            if let Some(compile) = unit.compile {
+                // A build with no identity (it cannot happen: a dependent runs only after its
+                // build succeeded) matches no earlier run.
+                let identity = self
+                    .cubin_sha(compile)
+                    .unwrap_or_else(|| format!("unknown in {run}"));
+                key.files.insert("<build>".into(), identity);
             }
             if unit.kind == StageKind::Sass {
                 for dir in self.product_dirs(unit) {
@@ -819,6 +877,9 @@ impl Executor<'_> {
             && let Some(sha) = unit.compile.and_then(|c| self.cubin_sha(c))
         {
             key.files.insert("<cubin>".into(), sha.clone());
+        }
+        if let Some(file) = &stage.suppressions {
+            key.files.insert(slash(file), self.input_sha(file));
         }
         if unit.kind == StageKind::Baseline {
             for word in &stage.command {
@@ -919,6 +980,8 @@ fn write_report(
         launch_search: None,
         leftovers: Vec::new(),
         device: None,
+        outputs: Default::default(),
+        cut: Default::default(),
     };
     if let Some(Blocked::Skip(reason) | Blocked::Fail(reason)) = &unit.blocked {
         record.status = StageStatus::Skipped;

@@ -181,5 +181,6 @@ fn slurm(
         duration: started.elapsed(),
         raw_code: written,
         leftovers: Vec::new(),
+        cut: crate::exec::cut_outputs(command),
     })
 }

@@ -30,10 +30,11 @@ pub struct StepCx<'a> {
 }
 
 impl StepCx<'_> {
-    /// Runs one step; what it left running is added to the unit's leftovers.
+    /// Runs one step; what it left running is added to the unit's leftovers, and the logs cut
+    /// at the output limit to its `cut`.
     fn run(
         &self,
-        leftovers: &mut Vec<String>,
+        record: &mut report::Stage,
         argv: Vec<std::ffi::OsString>,
         cwd: &Path,
         env: &std::collections::BTreeMap<String, String>,
@@ -49,7 +50,12 @@ impl StepCx<'_> {
         command.stdout = Some(stdout);
         command.stderr = Some(stderr);
         let outcome = exec::run(&command, self.interrupt)?;
-        leftovers.extend(outcome.leftovers.iter().cloned());
+        record.leftovers.extend(outcome.leftovers.iter().cloned());
+        let run_dir = self.root.join(self.run_dir);
+        for (path, size) in &outcome.cut {
+            let path = path.strip_prefix(&run_dir).unwrap_or(path);
+            record.cut.insert(slash(path), *size);
+        }
         Ok(outcome)
     }
 
@@ -94,7 +100,7 @@ pub fn sass(
             .strip_prefix(&run_dir)
             .map_or_else(|_| slash(product), |p| format!("<run>/{}", slash(p)));
         let outcome = cx.run(
-            &mut record.leftovers,
+            record,
             argv,
             cx.root,
             &invocation.env,
@@ -212,7 +218,7 @@ impl Search<'_> {
             let display = line.display.clone();
             last_command.clone_from(&display);
             let outcome = cx.run(
-                &mut record.leftovers,
+                record,
                 argv,
                 &cwd,
                 &line.env,
@@ -370,7 +376,7 @@ impl Search<'_> {
         argv.extend(program);
         let log = format!("memcheck-{launches}.log");
         let _ = cx.run(
-            &mut record.leftovers,
+            record,
             argv,
             cwd,
             &line.env,

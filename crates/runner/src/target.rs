@@ -112,11 +112,12 @@ const SKIPPED_DIRS: &[&str] = &[
     "node_modules",
 ];
 
-/// Every file under `root` in name order, not following links, passing over the directories in
-/// [`SKIPPED_DIRS`] (and, with `hidden`, those whose name starts with a dot).
-fn files_under(root: &Path, hidden: bool) -> impl Iterator<Item = walkdir::DirEntry> {
+/// Every file under `root` in name order, passing over the directories in [`SKIPPED_DIRS`] (and,
+/// with `hidden`, those whose name starts with a dot). With `follow`, symbolic links are followed
+/// (a link to a file is that file; loops are passed over); without, they are left out.
+fn files_under(root: &Path, hidden: bool, follow: bool) -> impl Iterator<Item = walkdir::DirEntry> {
     WalkDir::new(root)
-        .follow_links(false)
+        .follow_links(follow)
         .sort_by_file_name()
         .into_iter()
         .filter_entry(move |e| {
@@ -131,7 +132,8 @@ fn files_under(root: &Path, hidden: bool) -> impl Iterator<Item = walkdir::DirEn
 }
 
 /// Every file under the target's `sources` (default: the pipeline's directory), relative to
-/// the pipeline root, sorted: the build's inputs, hashed for the cache.
+/// the pipeline root, sorted: the build's inputs, hashed for the cache. Files reached through a
+/// symbolic link are included ([`link_of`] names the link).
 pub fn source_files(pipeline: &Pipeline, target: &Target) -> Vec<PathBuf> {
     let roots: Vec<PathBuf> = if target.sources.is_empty() {
         vec![PathBuf::new()]
@@ -140,7 +142,7 @@ pub fn source_files(pipeline: &Pipeline, target: &Target) -> Vec<PathBuf> {
     };
     let mut files = Vec::new();
     for root in roots {
-        for entry in files_under(&pipeline.resolve(&root), true) {
+        for entry in files_under(&pipeline.resolve(&root), true, true) {
             if let Ok(relative) = entry.path().strip_prefix(&pipeline.root) {
                 files.push(relative.to_path_buf());
             }
@@ -158,7 +160,7 @@ pub fn headers_near(pipeline: &Pipeline, dir: &Path) -> Vec<PathBuf> {
     const EXTENSIONS: &[&str] = &[
         "cu", "cuh", "h", "hpp", "hh", "c", "cc", "cpp", "cxx", "inc", "inl",
     ];
-    let mut files: Vec<PathBuf> = files_under(&pipeline.resolve(dir), true)
+    let mut files: Vec<PathBuf> = files_under(&pipeline.resolve(dir), true, true)
         .filter(|e| {
             e.path()
                 .extension()
@@ -174,6 +176,41 @@ pub fn headers_near(pipeline: &Pipeline, dir: &Path) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
+}
+
+/// The first component of `relative` (below `root`) that is a symbolic link, with the link's
+/// target as written: how an input was reached, for the manifest.
+pub fn link_of(root: &Path, relative: &Path) -> Option<(String, String)> {
+    let mut prefix = PathBuf::new();
+    for component in relative.components() {
+        prefix.push(component);
+        let path = root.join(&prefix);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            let target = std::fs::read_link(&path).ok()?;
+            return Some((
+                crate::orchestrate::slash(&prefix),
+                target.to_string_lossy().into_owned(),
+            ));
+        }
+    }
+    None
+}
+
+/// The sha256 of every regular file under `dir` (links not followed), by path relative to
+/// `base` with forward slashes: what a unit left in its directory.
+pub fn file_hashes(base: &Path, dir: &Path) -> BTreeMap<String, String> {
+    WalkDir::new(dir)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| {
+            let relative = e.path().strip_prefix(base).ok()?;
+            let sha = crate::hash::file(e.path()).ok()?;
+            Some((crate::orchestrate::slash(relative), sha))
+        })
+        .collect()
 }
 
 /// What a build product is, by its first bytes.
@@ -192,7 +229,7 @@ pub enum ProductKind {
 pub fn products(dirs: &[PathBuf]) -> Vec<(PathBuf, ProductKind)> {
     let mut found = Vec::new();
     for dir in dirs {
-        for entry in files_under(dir, false) {
+        for entry in files_under(dir, false, false) {
             if let Some(kind) = product_kind(entry.path()) {
                 found.push((entry.path().to_path_buf(), kind));
             }

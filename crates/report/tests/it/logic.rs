@@ -201,6 +201,8 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
         launch_search: None,
         leftovers: Vec::new(),
         device: None,
+        outputs: Default::default(),
+        cut: Default::default(),
     });
     for (i, (kind, r)) in results.into_iter().enumerate() {
         let path = format!("{}/cfg/{i}.json", report::join::kind_name(kind));
@@ -244,6 +246,8 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
             launch_search: None,
             leftovers: Vec::new(),
             device: None,
+            outputs: Default::default(),
+            cut: Default::default(),
         });
     }
     ev

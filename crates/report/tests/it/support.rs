@@ -171,6 +171,8 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             launch_search: None,
             leftovers: Vec::new(),
             device: None,
+            outputs: Default::default(),
+            cut: Default::default(),
         });
         logs.insert(path, parsed);
     }
@@ -208,6 +210,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             .collect(),
         stages,
         wall_ms: None,
+        links: BTreeMap::new(),
     };
     Evidence {
         run,

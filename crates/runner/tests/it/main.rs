@@ -7,6 +7,7 @@ mod util;
 
 mod baseline;
 mod cache;
+mod cache_inputs;
 mod cli;
 mod commands;
 mod config;
