@@ -448,6 +448,15 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
     }
     let interrupt = signals()?;
     crate::leftovers::become_subreaper();
+    let orphans = crate::leftovers::sweep_orphans(pipeline.grace);
+    if !orphans.is_empty() {
+        eprintln!(
+            "ended {} process{} that a killed run left running: {}",
+            orphans.len(),
+            if orphans.len() == 1 { "" } else { "es" },
+            orphans.join("; ")
+        );
+    }
     let terminal = Terminal::new();
     let env = Env {
         reuse_facts: !args.force,

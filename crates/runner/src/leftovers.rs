@@ -10,6 +10,11 @@
 //!
 //! Each process found gets SIGTERM, then SIGKILL after the grace period, and the runner reaps
 //! the ones it adopted. The caller records what was found as the stage's leftovers.
+//!
+//! A runner killed with SIGKILL sweeps nothing, and its stages' descendants are re-parented to
+//! init. The token names the runner that started the stage (its pid and start time), so the next
+//! run finds them ([`sweep_orphans`]): a process whose token names a runner no longer running is
+//! ended.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -33,12 +38,64 @@ pub fn become_subreaper() {
     let _ = nix::sys::prctl::set_child_subreaper(true);
 }
 
-/// A unique token for one child.
+/// A unique token for one child: `RUNNER_PID.RUNNER_START.N`, the runner's pid and its start
+/// time (clock ticks since boot, as `/proc/PID/stat` gives it), so that a pid reused by another
+/// process is never taken for the runner.
 pub fn new_token() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("{}.{n}", std::process::id())
+    let me = std::process::id();
+    let start = start_time(me as i32).unwrap_or(0);
+    format!("{me}.{start}.{n}")
+}
+
+/// Ends the processes that runners killed without a chance to sweep (SIGKILL, the OOM killer)
+/// left behind: those whose token names a runner that no longer runs. Returns their command
+/// lines, sorted.
+pub fn sweep_orphans(grace: Duration) -> Vec<String> {
+    let me = std::process::id() as i32;
+    let found: BTreeMap<i32, String> = processes()
+        .into_iter()
+        .filter(|p| p.pid != me && !p.zombie)
+        .filter(|p| token_of(p.pid).is_some_and(|t| runner_gone(&t)))
+        .map(|p| (p.pid, command_line(p.pid)))
+        .collect();
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let pids: Vec<Pid> = found.keys().map(|&p| Pid::from_raw(p)).collect();
+    signal_all(&pids, None, Signal::SIGTERM);
+    let grace_end = Instant::now() + grace;
+    while Instant::now() < grace_end && pids.iter().any(|&p| running(p)) {
+        reap_adopted();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal_all(&pids, None, Signal::SIGKILL);
+    reap_adopted();
+    found.into_values().collect()
+}
+
+/// Whether the runner a token names has ended: its pid is gone, or belongs to a process that
+/// started at another time. A token that does not read as one names no runner, and is left alone.
+fn runner_gone(token: &str) -> bool {
+    let mut parts = token.split('.');
+    let (Some(pid), Some(start), Some(_), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let (Ok(pid), Ok(start)) = (pid.parse::<i32>(), start.parse::<u64>()) else {
+        return false;
+    };
+    start_time(pid) != Some(start)
+}
+
+/// When process `pid` started (field 22 of `/proc/PID/stat`), if it runs.
+fn start_time(pid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = text.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// Runs `spawn` and registers the child it returns as live, with no sweep in between.

@@ -225,3 +225,47 @@ fn a_second_signal_is_forwarded_and_the_runner_still_waits_for_its_stage() {
     // SIGKILL came only after the 2 s grace period.
     assert!(started.elapsed() >= Duration::from_secs(2));
 }
+
+/// A runner killed with SIGKILL sweeps nothing: its stage's shell dies with it, but a process that
+/// shell started lives on. The next run ends it, and says so.
+#[test]
+fn what_a_killed_runner_left_running_is_ended_by_the_next_run() {
+    let project = Project::new();
+    project.tool(
+        "nvcc",
+        r#"#!/bin/sh
+# Stand-in for nvcc in tests (hand-written): starts a sleep under its shell, then waits.
+if [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 0.0, V0.0.0 (stand-in)"; exit 0; fi
+here="$(cd "$(dirname "$0")" && pwd)"
+sh -c 'echo $$ > "$0/grandchild.pid"; exec "$0/leftover-sleep" 1000' "$here" &
+wait
+"#,
+    );
+    std::os::unix::fs::symlink("/bin/sleep", project.root.join("bin/leftover-sleep"))
+        .expect("link sleep");
+    let mut runner = start(&project);
+    let pid = project.wait_for("bin/grandchild.pid", Duration::from_secs(30));
+    let pid: i32 = pid.trim().parse().expect("a pid");
+    signal(&runner, Signal::SIGKILL);
+    let _ = runner.wait();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        crate::util::alive(pid),
+        "the grandchild should outlive a SIGKILLed runner"
+    );
+
+    // The next run (a different pipeline that needs no compile) ends it.
+    project.tool("nvcc", crate::util::NVCC);
+    let out = project.run(&["pipeline.yaml"]);
+    let end = Instant::now() + Duration::from_secs(5);
+    while crate::util::alive(pid) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!crate::util::alive(pid), "{}", crate::util::stderr(&out));
+    assert!(
+        crate::util::stderr(&out).contains("ended 1 process that a killed run left running"),
+        "{}",
+        crate::util::stderr(&out)
+    );
+    assert!(survivors(&project.root).is_empty());
+}
