@@ -193,6 +193,11 @@ pub struct SassCounts {
     /// TMA copies: `UTMALDG` and `UTMASTG` (tensor), `UBLKCP` (bulk).
     #[serde(default)]
     pub tma: u64,
+    /// Shared-memory loads and stores: `LDS` and `STS` (`LDSM`, `LDGSTS` and atomics apart).
+    #[serde(default)]
+    pub lds: u64,
+    #[serde(default)]
+    pub sts: u64,
 }
 
 /// One kernel's resource usage (ptxas) and/or instruction inventory (SASS).

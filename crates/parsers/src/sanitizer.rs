@@ -29,6 +29,91 @@ pub(crate) struct SanitizerParser {
     saw_summary: bool,
     sides: SideCache,
     last: Option<LastSite>,
+    /// What every record of a finding adds beyond its first: the spread of its accesses.
+    spreads: Vec<Spread>,
+}
+
+/// The spread of one finding's records: how far past (or before) its allocation each access
+/// landed, and which threads and blocks made them. The first record alone says little (records
+/// come in no particular order); the spread tells a tail overshoot from an index one step too
+/// far or a pointer gone wild.
+#[derive(Default, Clone)]
+struct Spread {
+    after: Option<(u64, u64)>,
+    before: Option<(u64, u64)>,
+    /// Distinct `(thread, block)` pairs and distinct blocks, up to [`Spread::MAX`] each.
+    threads: std::collections::BTreeSet<([u32; 3], [u32; 3])>,
+    blocks: std::collections::BTreeSet<[u32; 3]>,
+    /// More distinct threads than were kept.
+    more: bool,
+}
+
+impl Spread {
+    const MAX: usize = 4096;
+
+    fn add(&mut self, after: Option<u64>, before: Option<u64>, example: &str) {
+        let widen = |range: &mut Option<(u64, u64)>, n: u64| {
+            *range = Some(match *range {
+                Some((lo, hi)) => (lo.min(n), hi.max(n)),
+                None => (n, n),
+            });
+        };
+        if let Some(n) = after {
+            widen(&mut self.after, n);
+        }
+        if let Some(n) = before {
+            widen(&mut self.before, n);
+        }
+        if let Some((thread, block)) = thread_and_block(example) {
+            if self.threads.len() < Spread::MAX {
+                self.threads.insert((thread, block));
+                self.blocks.insert(block);
+            } else {
+                self.more = true;
+            }
+        }
+    }
+
+    /// Writes the spread into a finding's details (only what was seen).
+    fn write(&self, f: &mut Finding) {
+        if let Some((lo, hi)) = self.after {
+            f.details.insert("bytes_after_min".into(), json!(lo));
+            f.details.insert("bytes_after_max".into(), json!(hi));
+        }
+        if let Some((lo, hi)) = self.before {
+            f.details.insert("bytes_before_min".into(), json!(lo));
+            f.details.insert("bytes_before_max".into(), json!(hi));
+        }
+        if !self.threads.is_empty() {
+            f.details
+                .insert("distinct_threads".into(), json!(self.threads.len()));
+            f.details
+                .insert("distinct_blocks".into(), json!(self.blocks.len()));
+            if self.more {
+                f.details
+                    .insert("distinct_threads_more".into(), json!(true));
+            }
+            let blocks: Vec<String> = self
+                .blocks
+                .iter()
+                .take(8)
+                .map(|b| format!("({},{},{})", b[0], b[1], b[2]))
+                .collect();
+            f.details.insert("blocks".into(), json!(blocks));
+        }
+    }
+}
+
+/// `thread (x,y,z) in block (x,y,z)` as two triples.
+fn thread_and_block(example: &str) -> Option<([u32; 3], [u32; 3])> {
+    let triple = |text: &str| -> Option<[u32; 3]> {
+        let inner = text.trim().strip_prefix('(')?.split(')').next()?;
+        let mut parts = inner.split(',').map(|p| p.trim().parse::<u32>().ok());
+        Some([parts.next()??, parts.next()??, parts.next()??])
+    };
+    let rest = example.trim().strip_prefix("thread")?;
+    let (thread, block) = rest.split_once(" in block")?;
+    Some((triple(thread)?, triple(block)?))
 }
 
 /// The discriminator fragments ("|read@race.cu:12") of the last few race sides seen, so that
@@ -235,6 +320,7 @@ impl SanitizerParser {
             saw_summary: false,
             sides: SideCache::default(),
             last: None,
+            spreads: Vec::new(),
         }
     }
 
@@ -752,6 +838,20 @@ impl SanitizerParser {
                 discriminator: site.discriminator.to_string(),
             });
         }
+        let detail = |key: &str| {
+            self.rec
+                .details
+                .iter()
+                .find(|(k, _)| *k == key)
+                .and_then(|(_, v)| v.as_u64())
+        };
+        let (after, before) = (detail("bytes_after"), detail("bytes_before"));
+        if self.spreads.len() <= i {
+            self.spreads.resize(i + 1, Spread::default());
+        }
+        if let Some(spread) = self.spreads.get_mut(i) {
+            spread.add(after, before, &self.rec.example);
+        }
         let r = &self.rec;
         let hazards = r.hazards;
         let leaked = r.leaked;
@@ -821,6 +921,9 @@ impl SanitizerParser {
         };
         self.log.complete = self.saw_summary;
         self.log.findings = std::mem::take(&mut self.sites).into_findings();
+        for (f, spread) in self.log.findings.iter_mut().zip(&self.spreads) {
+            spread.write(f);
+        }
         cross_check(&mut self.log);
         self.log
     }

@@ -135,6 +135,8 @@ impl SassParser {
             "BAR" => counts.bar += 1,
             "LDGSTS" => counts.ldgsts += 1,
             "LDSM" => counts.ldsm += 1,
+            "LDS" => counts.lds += 1,
+            "STS" => counts.sts += 1,
             "UTMALDG" | "UTMASTG" | "UBLKCP" => counts.tma += 1,
             _ => {}
         }
