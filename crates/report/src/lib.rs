@@ -62,7 +62,7 @@ pub use analysis::{
     Analysis, CoverageRow, NotRun, Verdict, VerdictKind, analyze, stage_status_word,
 };
 pub use diagnosis::{Confidence, Diagnosis, EvidenceItem, Helper, Level, SourceLocation};
-pub use diff::{Diff, DiffOptions, DiffVerdict, diff};
+pub use diff::{Diff, DiffOptions, DiffVerdict, NotRetested, diff};
 pub use evidence::Evidence;
 pub use explain::{Explanation, explain, render_explanation};
 pub use run::*;

@@ -27,3 +27,4 @@ mod skipped;
 mod slurm;
 mod sshd;
 mod targets;
+mod trust;
