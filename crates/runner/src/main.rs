@@ -51,7 +51,7 @@ fn main() -> ExitCode {
     };
     let result = cli::execute(cli, host).map_err(anyhow::Error::from);
     if let Err(e) = &result {
-        eprintln!("error: {}", message(e));
+        eprintln!("error: {}", report::text::strip_controls(&message(e)));
     }
     ExitCode::from(exit_code(&result))
 }
