@@ -3,13 +3,19 @@
 //! from different GPUs or drivers are not compared unless asked, and a timing both runs took
 //! from the same measurement (a unit served from the cache) is not compared at all.
 //!
+//! A root cause (or tool finding) of `a` that `b` does not have is fixed only when `b` re-ran
+//! every stage that found it, on the same config, arch and case, to a verdict (passed, or
+//! findings of something else); otherwise it is not re-tested: `b` skipped that stage, it
+//! failed, timed out, was inconclusive or interrupted, or `b` has no such stage.
+//!
 //! The verdict is the first rule that holds:
 //! 1. incomplete: a log either run lists is missing or unreadable;
 //! 2. regression: a new root cause at warning or error level, a new error-level tool finding,
 //!    or a kernel timing judged slower (beyond twice the noise, see [`crate::noise`]);
-//! 3. ambiguous: a kernel timing moved by more than the noise but less than twice it, or was
+//! 3. incomplete: a root cause or tool finding of `a` was not re-tested in `b`;
+//! 4. ambiguous: a kernel timing moved by more than the noise but less than twice it, or was
 //!    measured throttled or with too few samples: re-run to decide;
-//! 4. no regression.
+//! 5. no regression.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,7 +28,7 @@ use crate::noise::{Judgement, NoiseOptions, judge};
 use crate::resources::{KernelResources, kernel_resources};
 use crate::tables::Case;
 use crate::text::{fixed, kernel_base, relative_path, scrub, short_hash};
-use crate::{Evidence, Run};
+use crate::{Evidence, Run, Stage, StageStatus};
 
 /// What `runner diff` may be told.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -39,13 +45,20 @@ pub struct Diff {
     pub b: RunSummary,
     /// Root causes in `b` whose fingerprint `a` does not have.
     pub new: Vec<Diagnosis>,
-    /// Root causes in `a` whose fingerprint `b` does not have.
+    /// Root causes in `a` whose fingerprint `b` does not have, where `b` re-ran every stage
+    /// that found them to a verdict.
     pub fixed: Vec<Diagnosis>,
+    /// Root causes in `a` whose fingerprint `b` does not have, but whose stages `b` did not
+    /// re-run to a verdict: not known to be fixed.
+    pub not_retested: Vec<NotRetested<Diagnosis>>,
     /// Root causes in both (as `b` has them).
     pub unchanged: Vec<Diagnosis>,
     /// Tool findings (sanitizer and compiler sites) by config and fingerprint.
     pub new_findings: Vec<FindingChange>,
     pub fixed_findings: Vec<FindingChange>,
+    /// Tool findings of `a` that `b` does not have, where `b` did not re-run their stage to a
+    /// verdict.
+    pub not_retested_findings: Vec<NotRetested<FindingChange>>,
     pub resources: Vec<ResourceChange>,
     pub perf: Vec<PerfChange>,
     /// Why timings were not compared, when they were not.
@@ -93,6 +106,16 @@ impl Diff {
                 .iter()
                 .any(|d| d.rule == "perf-regression")
     }
+}
+
+/// A root cause or finding of run `a` that run `b` lacks without having looked for it again.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NotRetested<T> {
+    #[serde(flatten)]
+    pub item: T,
+    /// What `b` did with the stages that found it, e.g. `check on plain, sm_90: skipped in B
+    /// (disabled in the pipeline)`.
+    pub why: Vec<String>,
 }
 
 /// A run's identity as the diff shows it.
@@ -169,12 +192,23 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
         .filter(|d| !fps_a.contains(d.fingerprint.as_str()))
         .cloned()
         .collect();
-    let fixed = aa
+    let mut fixed = Vec::new();
+    let mut not_retested = Vec::new();
+    for d in aa
         .diagnoses
         .iter()
         .filter(|d| !fps_b.contains(d.fingerprint.as_str()))
-        .cloned()
-        .collect();
+    {
+        let why = untested(&diagnosis_stages(d, &a.run), &b.run);
+        if why.is_empty() {
+            fixed.push(d.clone());
+        } else {
+            not_retested.push(NotRetested {
+                item: d.clone(),
+                why,
+            });
+        }
+    }
     let unchanged = ba
         .diagnoses
         .iter()
@@ -187,13 +221,21 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
     let new_findings = finds_b
         .iter()
         .filter(|(k, _)| !finds_a.contains_key(*k))
-        .map(|(_, v)| v.clone())
+        .map(|(_, (v, _))| v.clone())
         .collect();
-    let fixed_findings = finds_a
-        .iter()
-        .filter(|(k, _)| !finds_b.contains_key(*k))
-        .map(|(_, v)| v.clone())
-        .collect();
+    let mut fixed_findings = Vec::new();
+    let mut not_retested_findings = Vec::new();
+    for (_, (change, stages)) in finds_a.iter().filter(|(k, _)| !finds_b.contains_key(*k)) {
+        let why = untested(stages, &b.run);
+        if why.is_empty() {
+            fixed_findings.push(change.clone());
+        } else {
+            not_retested_findings.push(NotRetested {
+                item: change.clone(),
+                why,
+            });
+        }
+    }
 
     let resources = resource_changes(&kernel_resources(&aa.joined), &kernel_resources(&ba.joined));
     let timing_refused = refuse_timing(&a.run, &b.run, opts);
@@ -216,9 +258,11 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
         b: summary(&b.run, &ba),
         new,
         fixed,
+        not_retested,
         unchanged,
         new_findings,
         fixed_findings,
+        not_retested_findings,
         resources,
         perf,
         timing_refused,
@@ -231,6 +275,8 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
         DiffVerdict::Incomplete
     } else if diff.regressed() {
         DiffVerdict::Regression
+    } else if !diff.not_retested.is_empty() || !diff.not_retested_findings.is_empty() {
+        DiffVerdict::Incomplete
     } else if diff.kernel_timings(Judgement::Ambiguous) > 0 {
         DiffVerdict::Ambiguous
     } else {
@@ -291,8 +337,88 @@ fn refuse_timing(a: &Run, b: &Run, opts: &DiffOptions) -> Option<String> {
     })
 }
 
-fn findings(a: &Analysis) -> BTreeMap<(Option<String>, String), FindingChange> {
-    let mut out = BTreeMap::new();
+/// The stages of `run` that found a root cause: those whose logs its evidence quotes, and for
+/// evidence that names no log (a program's exit status), the stages of that name and config.
+fn diagnosis_stages<'a>(d: &Diagnosis, run: &'a Run) -> Vec<&'a Stage> {
+    let mut out: Vec<&Stage> = Vec::new();
+    for e in &d.evidence {
+        let found = run.stages.iter().filter(|s| {
+            if e.log.is_empty() {
+                s.name == e.stage && s.config == e.config
+            } else {
+                s.logs.iter().any(|l| l.path == e.log)
+            }
+        });
+        for s in found {
+            if !out.iter().any(|o| std::ptr::eq(*o, s)) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// Why `b` did not re-test what `stages` (of the other run) found: for each stage, unless `b`
+/// ran the same stage on the same config, arch and case to a verdict. Empty when all were
+/// re-tested; never empty when no stage is known to have found it.
+fn untested(stages: &[&Stage], b: &Run) -> Vec<String> {
+    if stages.is_empty() {
+        return vec!["no stage of A is known to have found it".to_string()];
+    }
+    let mut why = Vec::new();
+    for s in stages {
+        let unit = s.unit();
+        let case = unit.case.as_ref().map(|c| c.name.as_str());
+        let same: Vec<&Stage> = b
+            .stages
+            .iter()
+            .filter(|t| {
+                t.name == s.name
+                    && t.kind == s.kind
+                    && t.config == s.config
+                    && t.arch == s.arch
+                    && t.unit().case.as_ref().map(|c| c.name.as_str()) == case
+            })
+            .collect();
+        let place = [s.config.as_deref(), s.arch.as_deref(), case]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(", ");
+        let on = if place.is_empty() {
+            s.name.clone()
+        } else {
+            format!("{} on {place}", s.name)
+        };
+        if same.is_empty() {
+            why.push(format!("{on}: not run in B"));
+        }
+        for t in same {
+            let state = match t.status {
+                StageStatus::Passed | StageStatus::Findings => continue,
+                StageStatus::Failed => "failed",
+                StageStatus::TimedOut => "timed out",
+                StageStatus::Skipped => "skipped",
+                StageStatus::Inconclusive => "inconclusive",
+                StageStatus::Interrupted => "interrupted",
+            };
+            let reason = t
+                .reason
+                .as_deref()
+                .map(|r| format!(" ({})", r.chars().take(200).collect::<String>()))
+                .unwrap_or_default();
+            why.push(format!("{on}: {state} in B{reason}"));
+        }
+    }
+    why.dedup();
+    why
+}
+
+type FindingKey = (Option<String>, String);
+
+/// Each finding of a run by config and fingerprint, with the stages that reported it.
+fn findings<'a>(a: &'a Analysis) -> BTreeMap<FindingKey, (FindingChange, Vec<&'a Stage>)> {
+    let mut out: BTreeMap<FindingKey, (FindingChange, Vec<&Stage>)> = BTreeMap::new();
     for f in &a.joined.findings {
         let finding = f.finding;
         if crate::rules::is_harness_kind(finding.kind)
@@ -317,17 +443,27 @@ fn findings(a: &Analysis) -> BTreeMap<(Option<String>, String), FindingChange> {
             }
         });
         let key = (f.config.clone(), finding.fingerprint.clone());
-        let entry = out.entry(key).or_insert_with(|| FindingChange {
-            config: f.config.clone(),
-            fingerprint: finding.fingerprint.clone(),
-            kind,
-            severity: severity.to_string(),
-            kernel: finding.kernel.as_deref().map(kernel_base),
-            location,
-            count: 0,
-            message: scrub(&finding.message, &a.joined.repo_files),
+        let (entry, stages) = out.entry(key).or_insert_with(|| {
+            (
+                FindingChange {
+                    config: f.config.clone(),
+                    fingerprint: finding.fingerprint.clone(),
+                    kind,
+                    severity: severity.to_string(),
+                    kernel: finding.kernel.as_deref().map(kernel_base),
+                    location,
+                    count: 0,
+                    message: scrub(&finding.message, &a.joined.repo_files),
+                },
+                Vec::new(),
+            )
         });
         entry.count = entry.count.saturating_add(finding.count);
+        if let Some(stage) = a.joined.sources.get(f.source).and_then(|s| s.stage)
+            && !stages.iter().any(|s| std::ptr::eq(*s, stage))
+        {
+            stages.push(stage);
+        }
     }
     out
 }

@@ -49,7 +49,7 @@ pub fn explain(logs: &[(String, ParsedLog)]) -> Explanation {
 
 /// Renders an explanation: Markdown (also fine on a terminal), JSON, SARIF or JUnit.
 pub fn render_explanation(e: &Explanation, format: OutputFormat) -> String {
-    match format {
+    crate::text::without_controls(match format {
         OutputFormat::Markdown => markdown(e),
         OutputFormat::Json => {
             let value = crate::render::json::round(serde_json::json!({
@@ -65,7 +65,7 @@ pub fn render_explanation(e: &Explanation, format: OutputFormat) -> String {
         }
         OutputFormat::Sarif => crate::render::sarif::render_diagnoses(&e.diagnoses, None),
         OutputFormat::Junit => crate::render::junit::render_parts(&e.logs, &e.diagnoses, None),
-    }
+    })
 }
 
 fn markdown(e: &Explanation) -> String {

@@ -62,7 +62,7 @@ pub use analysis::{
     Analysis, CoverageRow, NotRun, Verdict, VerdictKind, analyze, stage_status_word,
 };
 pub use diagnosis::{Confidence, Diagnosis, EvidenceItem, Helper, Level, SourceLocation};
-pub use diff::{Diff, DiffOptions, DiffVerdict, diff};
+pub use diff::{Diff, DiffOptions, DiffVerdict, NotRetested, diff};
 pub use evidence::Evidence;
 pub use explain::{Explanation, explain, render_explanation};
 pub use run::*;
@@ -76,6 +76,12 @@ pub enum OutputFormat {
     Junit,
 }
 
+/// Rendered text without terminal escape sequences or control characters: every renderer's
+/// output passes through here (JSON formats strip each string before they are escaped).
+fn safe(text: String) -> String {
+    text::without_controls(text)
+}
+
 /// Renders the report of a run.
 pub fn render(evidence: &Evidence, format: OutputFormat) -> String {
     let analysis = analyze(evidence);
@@ -85,23 +91,23 @@ pub fn render(evidence: &Evidence, format: OutputFormat) -> String {
 /// The short Markdown form of a run's report, for a pull-request comment or a CI job summary.
 pub fn render_summary(evidence: &Evidence) -> String {
     let analysis = analyze(evidence);
-    render::markdown::render_summary(&analysis, &evidence.run)
+    safe(render::markdown::render_summary(&analysis, &evidence.run))
 }
 
 /// Renders an analysis already made (to render several formats from one analysis).
 pub fn render_analysis(analysis: &Analysis, run: &Run, format: OutputFormat) -> String {
-    match format {
+    safe(match format {
         OutputFormat::Markdown => render::markdown::render(analysis, run),
         OutputFormat::Json => render::json::render(analysis, Some(run)),
         OutputFormat::Sarif => render::sarif::render(analysis, Some(run)),
         OutputFormat::Junit => render::junit::render(analysis, Some(run)),
-    }
+    })
 }
 
 /// The bench chart the Markdown report links to, or `None` when the run holds no timings.
 /// The runner writes it next to the report as [`bench_svg_file_name`].
 pub fn render_bench_svg(evidence: &Evidence) -> Option<String> {
-    render::svg::bench_svg(&analyze(evidence))
+    render::svg::bench_svg(&analyze(evidence)).map(safe)
 }
 
 /// The file name the Markdown report links the bench chart under: `<run-id>.bench.svg`, in the
@@ -112,7 +118,7 @@ pub fn bench_svg_file_name(run: &Run) -> String {
 
 /// Renders a diff of two runs as Markdown or JSON (SARIF and JUnit render the new root causes).
 pub fn render_diff(diff: &Diff, format: OutputFormat) -> String {
-    match format {
+    safe(match format {
         OutputFormat::Markdown => render::diff_markdown::render(diff),
         OutputFormat::Json => {
             let value = render::json::round(serde_json::json!({
@@ -134,5 +140,5 @@ pub fn render_diff(diff: &Diff, format: OutputFormat) -> String {
             all.extend(diff.perf_diagnoses.iter().cloned());
             render::junit::render_parts(&[], &all, None)
         }
-    }
+    })
 }

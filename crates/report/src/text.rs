@@ -1,9 +1,100 @@
 //! Text hygiene shared by every renderer: scrubbing volatile values out of quoted log lines,
 //! repository-relative paths, kernel-name normalisation, rounding and escaping.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
+
+/// Text from a program or a tool made safe for a terminal or a document: terminal escape
+/// sequences are removed whole (CSI `ESC [ ... m`, OSC `ESC ] ... BEL` or `ESC \`, the other
+/// string sequences, two-character `ESC x`, and their C1 forms), and so is every other control
+/// character but `\n` and `\t` (C0, DEL, C1). Every renderer passes its output through this,
+/// and so does the runner before it writes to the terminal. Text without controls is returned
+/// as it is.
+pub fn strip_controls(s: &str) -> Cow<'_, str> {
+    let stripped = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.chars().any(stripped) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let kind = match c {
+            '\u{1b}' => match chars.peek() {
+                Some('[') => Some('['),
+                Some(']' | 'P' | 'X' | '^' | '_') => Some(']'),
+                Some(_) => Some('x'),
+                None => None,
+            },
+            '\u{9b}' => Some('C'),
+            '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => Some('S'),
+            c if stripped(c) => None,
+            c => {
+                out.push(c);
+                continue;
+            }
+        };
+        match kind {
+            // CSI: parameter and intermediate bytes, then one final byte.
+            Some('[' | 'C') => {
+                if kind == Some('[') {
+                    chars.next();
+                }
+                while let Some(&n) = chars.peek() {
+                    if !(' '..='~').contains(&n) {
+                        break;
+                    }
+                    chars.next();
+                    if ('@'..='~').contains(&n) {
+                        break;
+                    }
+                }
+            }
+            // OSC and the other string sequences: up to BEL or ST (`ESC \`, U+009C), never
+            // past the end of the line.
+            Some(']' | 'S') => {
+                if kind == Some(']') {
+                    chars.next();
+                }
+                while let Some(&n) = chars.peek() {
+                    if n == '\n' {
+                        break;
+                    }
+                    chars.next();
+                    if n == '\u{7}' || n == '\u{9c}' {
+                        break;
+                    }
+                    if n == '\u{1b}' {
+                        if chars.peek() == Some(&'\\') {
+                            chars.next();
+                        }
+                        break;
+                    }
+                }
+            }
+            // `ESC x`: intermediate bytes, then one final byte.
+            Some(_) => {
+                while chars.peek().is_some_and(|n| (' '..='/').contains(n)) {
+                    chars.next();
+                }
+                if chars.peek().is_some_and(|n| ('0'..='~').contains(n)) {
+                    chars.next();
+                }
+            }
+            None => {}
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`strip_controls`] of an owned string, reusing it when it has no controls.
+pub fn without_controls(s: String) -> String {
+    match strip_controls(&s) {
+        Cow::Borrowed(_) => s,
+        Cow::Owned(t) => t,
+    }
+}
 
 /// Removes what changes from one run to the next, or from one machine to the next, from a line
 /// quoted out of a raw log: device and host addresses, process ids, timestamps and absolute
@@ -321,10 +412,11 @@ pub fn html_text(s: &str) -> String {
     xml_escape(&s.replace('`', ""))
 }
 
-/// Escapes text for XML attribute values and character data.
+/// Escapes text for XML attribute values and character data, without terminal escape
+/// sequences ([`strip_controls`]).
 pub fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    for c in strip_controls(s).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -378,6 +470,28 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strip_controls_removes_escape_sequences_and_controls() {
+        assert!(matches!(strip_controls("plain\ttext\n"), Cow::Borrowed(_)));
+        assert_eq!(
+            strip_controls("\u{1b}[31mred\u{1b}[0m \u{1b}]0;title\u{7}after"),
+            "red after"
+        );
+        assert_eq!(
+            strip_controls("a\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\b"),
+            "alinkb"
+        );
+        assert_eq!(strip_controls("\u{1b}(Bx\u{1b}7y\u{1b}"), "xy");
+        assert_eq!(strip_controls("\u{9b}2Jz\u{9d}0;t\u{9c}w\u{85}v"), "zwv");
+        assert_eq!(strip_controls("bell\u{7}\rback\u{8}\u{7f}"), "bellback");
+        // An unterminated title ends at the line's end, never swallowing the next line.
+        assert_eq!(strip_controls("\u{1b}]0;title\nnext"), "\nnext");
+        assert_eq!(
+            strip_controls("CUDA error: \u{fffd} an illegal memory access"),
+            "CUDA error: \u{fffd} an illegal memory access"
+        );
+    }
 
     // Hand-written lines in the shape of compute-sanitizer's and ncu's, not tool output: they
     // pin what the scrubber does to each kind of volatile value.

@@ -470,7 +470,16 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         interrupt,
     };
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let min_free_bytes = match std::env::var("EXHIBIT_MIN_FREE_BYTES") {
+        Ok(text) => text.trim().parse().map_err(|_| {
+            Error::Usage(format!(
+                "EXHIBIT_MIN_FREE_BYTES: `{text}` is not a number of bytes"
+            ))
+        })?,
+        Err(_) => crate::rundir::MIN_FREE_BYTES,
+    };
     let options = Options {
+        min_free_bytes,
         force: args.force,
         selection: Selection {
             stages: args.only,
@@ -589,7 +598,10 @@ fn report(
     };
     print(&terminated(text))?;
     for (log, why) in &evidence.missing {
-        eprintln!("runner: {}: {log}: {why}", run_dir.display());
+        eprintln!(
+            "{}",
+            report::text::strip_controls(&format!("runner: {}: {log}: {why}", run_dir.display()))
+        );
     }
     // Evidence that could not be read is an infrastructure problem, whatever the report says.
     Ok(if evidence.missing.is_empty() {
@@ -732,7 +744,9 @@ impl From<LogFormat> for parsers::Format {
     }
 }
 
+/// Writes to stdout, without terminal escape sequences or control characters.
 fn print(text: &str) -> Result<(), Error> {
+    let text = report::text::strip_controls(text);
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())

@@ -15,7 +15,8 @@ mod code {
     pub const FINDINGS: u8 = 1;
     /// A bad pipeline file or command line.
     pub const USAGE: u8 = 2;
-    /// The run could not do its job: a tool failed, timed out or gave no verdict.
+    /// The run could not do its job: a tool failed, timed out or gave no verdict; or a diff is
+    /// incomplete (a log is missing, or B did not re-test a root cause or finding of A).
     pub const INFRASTRUCTURE: u8 = 3;
     /// Interrupted by signal N (Ctrl-C, SIGTERM, SIGHUP): 128 + N, as a shell reports a command
     /// a signal ended (130 for Ctrl-C), once the stage's processes ended and the manifest was
@@ -50,7 +51,7 @@ fn main() -> ExitCode {
     };
     let result = cli::execute(cli, host).map_err(anyhow::Error::from);
     if let Err(e) = &result {
-        eprintln!("error: {}", message(e));
+        eprintln!("error: {}", report::text::strip_controls(&message(e)));
     }
     ExitCode::from(exit_code(&result))
 }

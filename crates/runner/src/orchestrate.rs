@@ -44,6 +44,9 @@ pub struct Options {
     pub gpus: Gpus,
     /// Where GPU units run: here, or as jobs of a cluster.
     pub launcher: Launcher,
+    /// Less free space than this on the run directory's file system after a unit makes the
+    /// unit inconclusive ([`rundir::MIN_FREE_BYTES`] unless `EXHIBIT_MIN_FREE_BYTES` says).
+    pub min_free_bytes: u64,
 }
 
 /// `--gpus`: the GPUs a run uses.
@@ -66,6 +69,7 @@ impl Default for Options {
             limits: Limits::SEQUENTIAL,
             gpus: Gpus::Default,
             launcher: Launcher::Local,
+            min_free_bytes: rundir::MIN_FREE_BYTES,
         }
     }
 }
@@ -169,6 +173,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
 
     let id = rundir::run_id(started, &pipeline_hash);
     let dir = RunDir::create(&pipeline.root, &id)?;
+    let _reserve = Reserve(&dir);
     say(&format!("run {id}: {}", slash(&dir.relative)));
     let mut run = Run {
         schema: "exhibit.run/1".to_string(),
@@ -247,13 +252,20 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
                 break;
             };
             scheduler.ended(i);
-            let (stage, flags) = match result {
+            let (mut stage, flags) = match result {
                 Ok(ended) => ended,
                 Err(e) => {
                     failure.get_or_insert(e);
                     continue;
                 }
             };
+            // A unit that ran is judged on what it could write.
+            if stage.status != StageStatus::Skipped
+                && stage.cached_from.is_none()
+                && let Some(why) = storage_problem(&dir, &stage, options.min_free_bytes)
+            {
+                not_kept(&mut stage, &why);
+            }
             if let Some((key, sha)) = flags {
                 run.inputs.insert(key, sha);
             }
@@ -320,6 +332,60 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         headline,
         verdict,
     })
+}
+
+/// Removes the run directory's space reserve when the run ends, however it ends.
+struct Reserve<'a>(&'a RunDir);
+
+impl Drop for Reserve<'_> {
+    fn drop(&mut self) {
+        self.0.release_reserve();
+    }
+}
+
+/// Why a unit's logs may not hold what its processes wrote: a log that reached the file size
+/// limit (`ulimit -f`: writes past it fail), or a run directory whose file system was (nearly)
+/// full when the unit ended (writes may have failed with ENOSPC, which a program can ignore).
+fn storage_problem(dir: &RunDir, stage: &Stage, min_free: u64) -> Option<String> {
+    if let Some(limit) = rundir::file_size_limit()
+        && let Some(log) = stage
+            .logs
+            .iter()
+            .find(|l| std::fs::metadata(dir.path.join(&l.path)).is_ok_and(|m| m.len() >= limit))
+    {
+        return Some(format!(
+            "writing {} stopped at the file size limit ({} bytes): the log is cut short",
+            log.path, limit
+        ));
+    }
+    match dir.free_bytes() {
+        Ok(free) if free < min_free => Some(format!(
+            "the run directory's file system had {} free after the unit (less than {}):              writes may have failed, its logs may be cut short",
+            report::text::bytes(free),
+            report::text::bytes(min_free)
+        )),
+        Ok(_) => None,
+        Err(e) => Some(format!(
+            "the free space of the run directory could not be read after the unit: {e}"
+        )),
+    }
+}
+
+/// Records that a unit's evidence may be incomplete: a unit that passed is inconclusive (a
+/// clean log that was cut short proves nothing); what it found stands, with the reason added.
+fn not_kept(stage: &mut Stage, why: &str) {
+    if stage.status == StageStatus::Passed {
+        stage.status = StageStatus::Inconclusive;
+        stage.reason = Some(match stage.reason.take() {
+            Some(r) => format!("{why} ({r})"),
+            None => why.to_string(),
+        });
+    } else {
+        stage.reason = Some(match stage.reason.take() {
+            Some(r) => format!("{r}; {why}"),
+            None => why.to_string(),
+        });
+    }
 }
 
 /// The overall verdict: interrupted, else findings, else incomplete, else clean.

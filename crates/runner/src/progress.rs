@@ -55,7 +55,9 @@ struct State {
 }
 
 impl State {
+    /// Prints a line without the terminal escape sequences a program's text may carry.
     fn print(&self, line: &str) {
+        let line = report::text::strip_controls(line);
         match &self.bar {
             Some(b) => b.println(line),
             None => eprintln!("{line}"),
@@ -71,11 +73,11 @@ impl State {
             } else {
                 names
             };
-            b.set_message(format!(
+            b.set_message(report::text::without_controls(format!(
                 "{} running, {} done: {names}",
                 self.running.len(),
                 self.ended
-            ));
+            )));
         }
     }
 

@@ -194,7 +194,7 @@ impl<'a> Ssh<'a> {
         command.stderr = Some(err.clone());
         let outcome = exec::run(&command, self.interrupt)
             .map_err(|e| RemoteError::Local(format!("failed to {e}")))?;
-        let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+        let stderr = crate::rundir::read_lossy(&err).unwrap_or_default();
         let code = match outcome.ending {
             Ending::Exited(code) => code,
             Ending::TimedOut => {
@@ -664,7 +664,7 @@ fn local(command: &exec::Command, interrupt: &Interrupt, what: &str) -> Result<(
             let err = command
                 .stderr
                 .as_ref()
-                .and_then(|p| std::fs::read_to_string(p).ok())
+                .and_then(|p| crate::rundir::read_lossy(p).ok())
                 .unwrap_or_default();
             Err(RemoteError::Local(format!(
                 "{what}: {:?}{}",

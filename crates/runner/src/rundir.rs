@@ -36,6 +36,16 @@ pub const REPORTS: &str = "reports";
 /// The manifest's file name inside a run directory.
 pub const MANIFEST: &str = "manifest.json";
 
+/// A file in a run directory that holds [`RESERVE_BYTES`] of its file system while the run
+/// runs: when a program filled the disk, removing it lets the manifest still be written, with
+/// the reason its units are inconclusive. Removed when the run ends.
+pub const RESERVE: &str = ".space-reserve";
+pub const RESERVE_BYTES: usize = 2 << 20;
+
+/// After a unit, less free space than this on the run directory's file system makes the unit
+/// inconclusive: its logs may have been cut short. `EXHIBIT_MIN_FREE_BYTES` overrides it.
+pub const MIN_FREE_BYTES: u64 = 1 << 20;
+
 /// `20261122T101500Z-3fa9c2d1`: the UTC start time and a short hash of what makes the run
 /// unique (the pipeline's hash, the process, the clock's nanoseconds).
 pub fn run_id(started: DateTime<Utc>, pipeline_hash: &str) -> String {
@@ -61,11 +71,30 @@ impl RunDir {
             path: path.clone(),
             source,
         })?;
+        // Best effort: on a disk too full for it, the run goes on without. Under a file size
+        // limit (`ulimit -f`), a quarter of it: a write past the limit would end the runner.
+        let size = file_size_limit().map_or(RESERVE_BYTES, |limit| {
+            RESERVE_BYTES.min(usize::try_from(limit / 4).unwrap_or(RESERVE_BYTES))
+        });
+        let _ = std::fs::write(path.join(RESERVE), vec![0u8; size]);
         Ok(RunDir {
             id: id.to_string(),
             relative,
             path,
         })
+    }
+
+    /// Gives back the space [`RESERVE`] holds; true when there was a reserve to give.
+    pub fn release_reserve(&self) -> bool {
+        std::fs::remove_file(self.path.join(RESERVE)).is_ok()
+    }
+
+    /// Bytes an unprivileged writer may still write on the run directory's file system.
+    // The counts are narrower than u64 on 32-bit targets.
+    #[allow(clippy::useless_conversion)]
+    pub fn free_bytes(&self) -> std::io::Result<u64> {
+        let stat = nix::sys::statvfs::statvfs(&self.path).map_err(std::io::Error::from)?;
+        Ok(u64::from(stat.blocks_available()).saturating_mul(u64::from(stat.fragment_size())))
     }
 
     /// Creates a unit's directory and returns it.
@@ -86,7 +115,14 @@ impl RunDir {
             source: std::io::Error::other(e),
         })?;
         json.push(b'\n');
-        write_atomic(&path, &json)
+        // On a full disk, the reserve's space is what records why.
+        write_atomic(&path, &json).or_else(|e| {
+            if self.release_reserve() {
+                write_atomic(&path, &json)
+            } else {
+                Err(e)
+            }
+        })
     }
 }
 
@@ -122,6 +158,24 @@ pub fn open_log(path: &Path) -> std::io::Result<Box<dyn std::io::BufRead>> {
         Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(file)))
     } else {
         Box::new(std::io::BufReader::new(file))
+    })
+}
+
+/// The file size limit (`ulimit -f`) in bytes, when there is one: a process that writes past
+/// it gets SIGXFSZ, or, ignoring that, the error EFBIG.
+pub fn file_size_limit() -> Option<u64> {
+    use nix::sys::resource::{RLIM_INFINITY, Resource, getrlimit};
+    let (soft, _) = getrlimit(Resource::RLIMIT_FSIZE).ok()?;
+    (soft != RLIM_INFINITY).then_some(soft)
+}
+
+/// Reads what a program or tool wrote, decoding it lossily: one byte that is not UTF-8 becomes
+/// U+FFFD and never loses the rest of the text.
+pub fn read_lossy(path: &Path) -> std::io::Result<String> {
+    let bytes = std::fs::read(path)?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     })
 }
 

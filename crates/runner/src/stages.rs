@@ -888,7 +888,7 @@ pub fn gather(dir: &Path, invocation: &Invocation, cubin: Option<&str>) -> Gathe
     }
     for name in [&invocation.stdout, &invocation.stderr] {
         if !invocation.detect.contains(name)
-            && let Ok(text) = std::fs::read_to_string(dir.join(name))
+            && let Ok(text) = crate::rundir::read_lossy(&dir.join(name))
         {
             gathered.program_output.push_str(&text);
         }

@@ -107,7 +107,7 @@ pub fn sass(
             dest.join(&name),
             dest.join("stderr.log"),
         );
-        let text = std::fs::read_to_string(dest.join(&name)).unwrap_or_default();
+        let text = crate::rundir::read_lossy(&dest.join(&name)).unwrap_or_default();
         let kernels = text.matches("Function : ").count();
         match outcome {
             Ok(o) => duration += o.duration,
@@ -149,7 +149,7 @@ pub fn sass(
         .logs
         .iter()
         .filter(|l| l.format == Some(Format::Sass))
-        .filter_map(|l| std::fs::read_to_string(cx.root.join(cx.run_dir).join(&l.path)).ok())
+        .filter_map(|l| crate::rundir::read_lossy(&cx.root.join(cx.run_dir).join(&l.path)).ok())
         .map(|text| parsers::parse(Format::Sass, &text))
         .collect();
     let traps: u64 = parsed
@@ -229,7 +229,7 @@ impl Search<'_> {
             let out = dest.join(stages::PROGRAM_OUT);
             let results = format!("launches-{n}.json");
             let had_results = std::fs::rename(&out, dest.join(&results)).is_ok();
-            let read = |name: &str| std::fs::read_to_string(dest.join(name)).unwrap_or_default();
+            let read = |name: &str| crate::rundir::read_lossy(&dest.join(name)).unwrap_or_default();
             let (passed, ending) = match &outcome {
                 Ok(o) => {
                     duration += o.duration;

@@ -63,6 +63,49 @@ pub fn render(d: &Diff) -> String {
 
     section(&mut out, "New root causes", &d.new);
     section(&mut out, "Fixed root causes", &d.fixed);
+    if !d.not_retested.is_empty() || !d.not_retested_findings.is_empty() {
+        let _ = writeln!(out, "## Not re-tested\n");
+        let _ = writeln!(
+            out,
+            "In A, not in B, but B did not re-run the stage that found {} to a verdict: not known to be fixed.\n",
+            if d.not_retested.len() + d.not_retested_findings.len() == 1 {
+                "it"
+            } else {
+                "them"
+            }
+        );
+        for n in &d.not_retested {
+            let _ = writeln!(
+                out,
+                "- **{}** ({}, {}): {}",
+                n.item.title,
+                n.item.level.as_str(),
+                md_code(&n.item.fingerprint),
+                md_text(&n.why.join("; "))
+            );
+        }
+        for n in &d.not_retested_findings {
+            let _ = writeln!(
+                out,
+                "- tool finding {}{}{} ({}, {}): {}",
+                md_text(&n.item.kind),
+                n.item
+                    .location
+                    .as_deref()
+                    .map(|l| format!(" at {}", md_code(l)))
+                    .unwrap_or_default(),
+                n.item
+                    .config
+                    .as_deref()
+                    .map(|c| format!(" in {}", md_text(c)))
+                    .unwrap_or_default(),
+                plural(n.item.count, "record", "records"),
+                md_text(&n.item.severity),
+                md_text(&n.why.join("; "))
+            );
+        }
+        let _ = writeln!(out);
+    }
     section(&mut out, "Unchanged root causes", &d.unchanged);
 
     if !d.new_findings.is_empty() || !d.fixed_findings.is_empty() {
@@ -222,8 +265,20 @@ fn verdict_line(d: &Diff) -> String {
             if d.missing.len() == 1 { "it" } else { "they" }
         ));
     }
-    if d.new.is_empty() && d.fixed.is_empty() {
+    if d.new.is_empty() && d.fixed.is_empty() && d.not_retested.is_empty() {
         parts.push("no change in root causes".to_string());
+    }
+    let untested = d.not_retested.len() + d.not_retested_findings.len();
+    if untested > 0 {
+        parts.push(format!(
+            "{} of A not re-tested in B (the stage that found {} did not run to a verdict)",
+            plural(
+                untested as u64,
+                "root cause or finding",
+                "root causes or findings"
+            ),
+            if untested == 1 { "it" } else { "them" }
+        ));
     }
     for (n, one, many) in [
         (d.new.len(), "new root cause", "new root causes"),

@@ -7,7 +7,7 @@ use crate::Run;
 use crate::analysis::Analysis;
 use crate::resources::{kernel_resources, ncu_summaries};
 use crate::tables::{bench_rows, check_rows, stress_rows};
-use crate::text::round_json;
+use crate::text::{round_json, without_controls};
 
 /// The schema name of the JSON report.
 pub const SCHEMA: &str = "exhibit.report/1";
@@ -50,12 +50,33 @@ pub fn document(a: &Analysis, run: Option<&Run>) -> Value {
     round(value)
 }
 
-/// Rounds every float in a JSON value to six significant digits.
+/// Rounds every float in a JSON value to six significant digits, and strips terminal escape
+/// sequences and control characters from every string ([`strip`]).
 pub fn round(value: Value) -> Value {
     match value {
         Value::Number(n) if n.is_f64() => n.as_f64().map(round_json).unwrap_or(Value::Null),
         Value::Array(items) => Value::Array(items.into_iter().map(round).collect()),
-        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, round(v))).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (without_controls(k), round(v)))
+                .collect(),
+        ),
+        Value::String(s) => Value::String(without_controls(s)),
+        other => other,
+    }
+}
+
+/// Strips terminal escape sequences and control characters ([`without_controls`]) from every
+/// string and key of a JSON value.
+pub fn strip(value: Value) -> Value {
+    match value {
+        Value::Array(items) => Value::Array(items.into_iter().map(strip).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (without_controls(k), strip(v)))
+                .collect(),
+        ),
+        Value::String(s) => Value::String(without_controls(s)),
         other => other,
     }
 }

@@ -123,7 +123,11 @@ pub fn render_parts(
                             .first()
                             .map(|d| d.title.clone())
                             .unwrap_or_else(|| {
-                                format!("{}: {}", stage_status_word(row.status), row.figure)
+                                format!(
+                                    "{}: {}",
+                                    stage_status_word(row.status),
+                                    row.reason.as_deref().unwrap_or(&row.figure)
+                                )
                             });
                     let _ = writeln!(
                         out,
@@ -152,7 +156,7 @@ pub fn render_parts(
                         body.push('\n');
                     }
                     if body.is_empty() {
-                        body = row.figure.clone();
+                        body = row.reason.clone().unwrap_or_else(|| row.figure.clone());
                     }
                     let _ = writeln!(out, "{}", xml_escape(body.trim_end()));
                     let _ = writeln!(out, "      </failure>");

@@ -19,7 +19,8 @@ pub fn render(a: &Analysis, run: Option<&Run>) -> String {
 
 /// Renders a SARIF log of any diagnoses (a run's, or those `explain` found).
 pub fn render_diagnoses(diagnoses: &[Diagnosis], run: Option<&Run>) -> String {
-    let mut text = serde_json::to_string_pretty(&document(diagnoses, run))
+    let document = crate::render::json::strip(document(diagnoses, run));
+    let mut text = serde_json::to_string_pretty(&document)
         .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     text.push('\n');
     text

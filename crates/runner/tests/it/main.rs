@@ -28,3 +28,4 @@ mod skipped;
 mod slurm;
 mod sshd;
 mod targets;
+mod trust;

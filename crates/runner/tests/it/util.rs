@@ -99,6 +99,17 @@ impl Project {
             .expect("start the runner")
     }
 
+    /// [`Project::run`] with extra environment variables.
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(&self.root)
+            .env("XDG_CACHE_HOME", &self.cache)
+            .envs(env.iter().copied())
+            .output()
+            .expect("start the runner")
+    }
+
     /// The run directories, oldest first (by their manifest's modification time: run ids of
     /// the same second do not sort by time).
     pub fn runs(&self) -> Vec<PathBuf> {

@@ -1,0 +1,352 @@
+//! What a verdict may claim: `diff` calls a root cause fixed only when the newer run re-ran
+//! the stage that found it, program text reaches reports and terminals as data, and a unit
+//! whose evidence could not be kept is never passed. The programs and tools are shell scripts
+//! standing in for real ones (their output is hand-written and says so, except the captured
+//! sanitizer log they print).
+
+use serde_json::Value;
+
+use crate::util::{Project, code, root_relative, stage, stderr};
+
+/// A stand-in program steered by the file `mode`: `fail` prints a CUDA error and exits 1,
+/// `hang` sleeps past its stage's timeout, anything else passes.
+const PROGRAM: &str = r#"#!/bin/sh
+# Stand-in program for tests; its output is hand-written.
+mode=$(cat mode 2>/dev/null)
+case "$mode" in
+  fail) echo "CUDA error: an illegal memory access was encountered" >&2; exit 1 ;;
+  hang) sleep 30 ;;
+esac
+echo "all launches passed"
+"#;
+
+/// A stand-in compute-sanitizer steered by `mode`: `fail` prints a captured memcheck log with
+/// an out-of-bounds read, `hang` sleeps, anything else prints a clean summary.
+fn sanitizer() -> String {
+    format!(
+        r#"#!/bin/sh
+# Stand-in for compute-sanitizer in tests: prints a captured log or a hand-written clean one.
+if [ "$1" = "--version" ]; then echo "Compute Sanitizer 0.0 (stand-in)"; exit 0; fi
+mode=$(cat mode 2>/dev/null)
+case "$mode" in
+  fail) cat '{}/../parsers/fixtures/compute-sanitizer/memcheck_oob_read.log'; exit 86 ;;
+  hang) sleep 30 ;;
+esac
+echo "========= COMPUTE-SANITIZER"
+echo "========= ERROR SUMMARY: 0 errors"
+"#,
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn pipeline(stages: &str) -> String {
+    format!(
+        r#"target:
+  build:
+    command: [sh, build.sh, "{{build_dir}}"]
+  program:
+    command: [bin/prog]
+toolchain:
+  cuda: 13.0.88
+  provision: false
+  wheels:
+    nvidia-cuda-nvcc: 13.0.88
+  tools:
+    nvcc: bin/nvcc
+    cuobjdump: bin/cuobjdump
+    compute-sanitizer: bin/compute-sanitizer
+matrix:
+  arch: [sm_90]
+  configs:
+    plain: {{}}
+grace: 1s
+stages:
+  build:
+    timeout: 30s
+{stages}
+  report:
+    timeout: 30s
+"#
+    )
+}
+
+fn project(stages: &str) -> Project {
+    let project = Project::new();
+    project.tool("prog", PROGRAM);
+    project.tool("compute-sanitizer", &sanitizer());
+    project.write("build.sh", "echo built > \"$1/app\"\n");
+    project.pipeline(&pipeline(stages));
+    project
+}
+
+const CHECKS: &str = "  check:\n    needs: { gpu: false }\n    timeout: 3s\n  memcheck:\n    needs: { gpu: false, tools: [compute-sanitizer] }\n    timeout: 3s";
+
+/// The newest run, relative to the project.
+fn newest(project: &Project) -> String {
+    root_relative(&project.runs().pop().expect("a run"), &project.root)
+}
+
+fn diff_json(project: &Project, a: &str, b: &str) -> (i32, Value) {
+    let out = project.run(&["diff", a, b, "--format", "json"]);
+    let json = serde_json::from_slice(&out.stdout).expect("the diff is JSON");
+    (code(&out), json)
+}
+
+#[test]
+fn diff_does_not_call_a_root_cause_fixed_when_b_never_re_ran_its_stage() {
+    let project = project(CHECKS);
+    project.write("mode", "fail\n");
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let a = newest(&project);
+
+    // B: compile-only. The check and memcheck never ran.
+    project.write("mode", "pass\n");
+    let out = project.run(&["pipeline.yaml", "--only", "build", "--force"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let b = newest(&project);
+    let out = project.run(&["diff", &a, &b]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(code(&out), 3, "{text}");
+    assert!(!text.contains("No regression"), "{text}");
+    assert!(!text.contains("Fixed root causes"), "{text}");
+    assert!(text.contains("## Not re-tested"), "{text}");
+    assert!(text.contains("not run in B"), "{text}");
+    let (status, json) = diff_json(&project, &a, &b);
+    assert_eq!(status, 3);
+    assert_eq!(json["diff"]["verdict"], "incomplete", "{json:#}");
+    assert_eq!(json["diff"]["fixed"].as_array().map(Vec::len), Some(0));
+    assert!(
+        json["diff"]["not_retested"]
+            .as_array()
+            .is_some_and(|l| !l.is_empty()),
+        "{json:#}"
+    );
+    // Tool findings follow the same rule: memcheck's records are not fixed either.
+    assert_eq!(
+        json["diff"]["fixed_findings"].as_array().map(Vec::len),
+        Some(0),
+        "{json:#}"
+    );
+    assert!(
+        json["diff"]["not_retested_findings"]
+            .as_array()
+            .is_some_and(|l| !l.is_empty()),
+        "{json:#}"
+    );
+
+    // C: the check and memcheck ran but were killed at their timeout.
+    project.write("mode", "hang\n");
+    let out = project.run(&["pipeline.yaml", "--force"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert_eq!(stage(&project.manifest(), "check")["status"], "timed_out");
+    let c = newest(&project);
+    let out = project.run(&["diff", &a, &c]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(code(&out), 3, "{text}");
+    assert!(text.contains("timed out in B"), "{text}");
+    assert!(!text.contains("No regression"), "{text}");
+
+    // D: both re-ran on the same config and arch and passed: now it is fixed.
+    project.write("mode", "pass\n");
+    let out = project.run(&["pipeline.yaml", "--force"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let d = newest(&project);
+    let out = project.run(&["diff", &a, &d]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(code(&out), 0, "{text}");
+    assert!(text.contains("✅ No regression"), "{text}");
+    assert!(text.contains("## Fixed root causes"), "{text}");
+    assert!(!text.contains("Not re-tested"), "{text}");
+    let (_, json) = diff_json(&project, &a, &d);
+    assert!(
+        json["diff"]["fixed_findings"]
+            .as_array()
+            .is_some_and(|l| !l.is_empty()),
+        "{json:#}"
+    );
+}
+
+/// A program whose stderr carries a colour, a window title, a byte that is not UTF-8 and a
+/// CUDA error (in colour), and which fails.
+const NOISY: &str = r#"#!/bin/sh
+# Stand-in program for tests; its output is hand-written.
+printf 'starting \033[31mred\033[0m \033]0;title\007 byte \377 here\n' >&2
+printf '\033[1;31mCUDA error: an illegal memory access was encountered\033[0m\n' >&2
+exit 1
+"#;
+
+/// No escape character, BEL or other control but newline and tab, raw or JSON-escaped.
+fn assert_plain(what: &str, text: &str) {
+    let bad = text
+        .chars()
+        .find(|c| c.is_control() && *c != '\n' && *c != '\t');
+    assert!(bad.is_none(), "{what} holds {bad:?}: {text}");
+    assert!(
+        !text.contains("\\u001b") && !text.contains("\\u0007"),
+        "{what} holds an escaped control: {text}"
+    );
+}
+
+#[test]
+fn program_text_reaches_reports_and_the_terminal_as_plain_text() {
+    let project = project("  check:\n    needs: { gpu: false }\n    timeout: 30s");
+    project.tool("prog", NOISY);
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let error = "CUDA error: an illegal memory access was encountered";
+    // The terminal: the unit's line names the error, with no escape sequence.
+    let terminal = stderr(&out);
+    assert!(terminal.contains(error), "{terminal}");
+    assert_plain("the runner's stderr", &terminal);
+    assert_plain("the runner's stdout", &String::from_utf8_lossy(&out.stdout));
+    // The manifest keeps what the program said (its reason is data, escaped as JSON).
+    let manifest = project.manifest();
+    let check = stage(&manifest, "check");
+    assert!(
+        check["reason"].as_str().is_some_and(|r| r.contains(error)),
+        "{check:#}"
+    );
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    assert!(report.contains(error), "{report}");
+    assert_plain("the report", &report);
+    let run = newest(&project);
+    let summary = project.run(&["report", &run, "--summary"]);
+    let text = String::from_utf8_lossy(&summary.stdout);
+    assert!(text.contains(error), "{text}");
+    assert_plain("the summary", &text);
+    for format in ["json", "sarif", "junit"] {
+        let out = project.run(&["report", &run, "--format", format]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(error), "{format}: {text}");
+        assert_plain(format, &text);
+    }
+}
+
+/// A stage's status and reason in the newest run, and the report's text.
+fn status_and_report(project: &Project, name: &str) -> (String, String, String) {
+    let manifest = project.manifest();
+    let check = stage(&manifest, name);
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    (
+        check["status"].as_str().unwrap_or("").to_string(),
+        check["reason"].as_str().unwrap_or("").to_string(),
+        report,
+    )
+}
+
+#[test]
+fn a_unit_that_ends_on_a_nearly_full_file_system_is_inconclusive() {
+    let project = project("  check:\n    needs: { gpu: false }\n    timeout: 30s");
+    // A threshold no file system meets: every unit ends on a "nearly full" one.
+    let huge = u64::MAX.to_string();
+    let out = project.run_env(&["pipeline.yaml"], &[("EXHIBIT_MIN_FREE_BYTES", &huge)]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    // The first unit to end, the build, is inconclusive; the check that needs it is skipped.
+    let (status, reason, report) = status_and_report(&project, "build");
+    assert_eq!(status, "inconclusive");
+    assert!(reason.contains("file system had"), "{reason}");
+    assert_eq!(status_and_report(&project, "check").0, "skipped");
+    assert!(reason.contains("its logs may be cut short"), "{reason}");
+    assert!(!report.contains("✅ Clean"), "{report}");
+    assert!(report.contains("its logs may be cut short"), "{report}");
+    // The space reserve is given back when the run ends.
+    let run = project.runs().pop().expect("a run");
+    assert!(!run.join(".space-reserve").exists());
+    // With the default threshold the same unit passes.
+    let out = project.run(&["pipeline.yaml", "--force"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(status_and_report(&project, "check").0, "passed");
+    // A threshold that is not a number is refused.
+    let out = project.run_env(&["pipeline.yaml"], &[("EXHIBIT_MIN_FREE_BYTES", "lots")]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("EXHIBIT_MIN_FREE_BYTES"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A program that writes 2 MB, ignoring the file size limit's signal and the write error
+/// (EFBIG) it then gets, and exits 0.
+const OVERFLOW: &str = r#"#!/bin/sh
+# Stand-in program for tests; its output is hand-written.
+trap '' XFSZ
+yes "all launches passed" 2>/dev/null | head -c 2000000 2>/dev/null
+exit 0
+"#;
+
+#[test]
+fn a_log_cut_short_by_a_failed_write_is_inconclusive() {
+    let project = project("  check:\n    needs: { gpu: false }\n    timeout: 30s");
+    project.tool("prog", OVERFLOW);
+    // The runner (and so the program) under a file size limit of 512 blocks (256 KiB in
+    // dash's 512-byte blocks, 512 KiB in bash's): the program's writes past it fail.
+    let out = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -f 512 && exec \"$0\" \"$@\"",
+            crate::util::BIN,
+        ])
+        .arg("pipeline.yaml")
+        .current_dir(&project.root)
+        .env("XDG_CACHE_HOME", &project.cache)
+        .output()
+        .expect("start the runner");
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let (status, reason, report) = status_and_report(&project, "check");
+    assert_eq!(status, "inconclusive", "{reason}");
+    assert!(
+        reason.contains("stopped at the file size limit"),
+        "{reason}"
+    );
+    assert!(!report.contains("✅ Clean"), "{report}");
+    assert!(report.contains("the log is cut short"), "{report}");
+}
+
+/// Unmounts a tmpfs when the test ends, also when it fails.
+struct Mounted(std::path::PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A program that fills the disk through its own log, ignores the error and exits 0.
+const FILL: &str = r#"#!/bin/sh
+# Stand-in program for tests; its output is hand-written.
+head -c 16000000 /dev/zero 2>/dev/null
+exit 0
+"#;
+
+#[test]
+#[ignore = "needs root to mount a 4 MiB tmpfs: run as root with --ignored"]
+fn a_program_that_fills_the_disk_and_exits_0_is_inconclusive() {
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    assert!(root, "this test mounts a tmpfs and needs root");
+    let project = project("  check:\n    needs: { gpu: false }\n    timeout: 30s");
+    project.tool("prog", FILL);
+    let artifacts = project.root.join("artifacts");
+    std::fs::create_dir_all(&artifacts).expect("create artifacts/");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+        .arg(&artifacts)
+        .status()
+        .expect("start mount");
+    assert!(
+        mounted.success(),
+        "mount a tmpfs on {}",
+        artifacts.display()
+    );
+    let _unmount = Mounted(artifacts);
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let (status, reason, report) = status_and_report(&project, "check");
+    assert_eq!(status, "inconclusive", "{reason}");
+    assert!(reason.contains("file system had 0 B free"), "{reason}");
+    assert!(!report.contains("✅ Clean"), "{report}");
+}
