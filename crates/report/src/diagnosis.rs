@@ -232,12 +232,13 @@ impl Draft {
 }
 
 /// The most evidence items a merged diagnosis keeps.
-const MAX_EVIDENCE: usize = 8;
+const MAX_EVIDENCE: usize = 12;
 
 /// Merges drafts of the same root cause across configs, then ranks: errors before warnings
 /// before notes, then by confidence, then by the amount of evidence; ties break by rule,
 /// kernel, location and config so the order is deterministic.
-pub fn finish(drafts: Vec<Draft>) -> Vec<Diagnosis> {
+pub fn finish(mut drafts: Vec<Draft>) -> Vec<Diagnosis> {
+    one_cause_per_fault(&mut drafts);
     let drafts = attach_symptoms(drafts);
     let mut groups: BTreeMap<(String, String, String), Vec<Draft>> = BTreeMap::new();
     for draft in drafts.into_iter().filter(|d| !d.silent) {
@@ -304,41 +305,151 @@ pub fn finish(drafts: Vec<Draft>) -> Vec<Diagnosis> {
     out
 }
 
+/// The rules whose drafts name a site a tool located in the source, or a refused launch: a
+/// fault of its own. Everything else that fails in a config (a wrong output, a failed program,
+/// a stage's exit status, a tool's unexplained error) is what such a fault looks like from
+/// outside.
+const SITED: &[&str] = &[
+    "compile-error",
+    "launch-rejected",
+    "wmma-local-memory",
+    "shared-memory-race",
+    "out-of-bounds",
+    "misaligned-access",
+    "divergent-barrier",
+    "uninitialized-read",
+];
+
+/// When several symptoms of one config name no site, the one that says most about the fault
+/// leads: the earlier in this list.
+const SYMPTOMS: &[&str] = &[
+    "launch-failure",
+    "wrong-output",
+    "repeated-launch-failure",
+    "check-failed",
+    "host-api-error",
+    "sanitizer-error",
+];
+
+/// One fault, one root cause. Within one config (one build of the code), every error that
+/// names no site of its own becomes evidence under the config's sited root cause (the first by
+/// rule order), or, without one, under the symptom that says most; drafts of two rules at one
+/// line (an out-of-bounds read and the uninitialised value it reads) are one fault. Sites at
+/// different places stay apart: two root causes only where the evidence shows two.
+fn one_cause_per_fault(drafts: &mut [Draft]) {
+    let open = |d: &Draft| d.level == Level::Error && !d.silent && d.attach_to.is_none();
+    let configs: std::collections::BTreeSet<String> = drafts
+        .iter()
+        .filter(|d| open(d))
+        .filter_map(|d| d.config.clone())
+        .collect();
+    for config in configs {
+        let members: Vec<usize> = (0..drafts.len())
+            .filter(|&i| {
+                drafts
+                    .get(i)
+                    .is_some_and(|d| open(d) && d.config.as_deref() == Some(config.as_str()))
+            })
+            .collect();
+        let sited = |i: &usize| {
+            drafts.get(*i).is_some_and(|d| {
+                SITED.contains(&d.rule) && (d.location.is_some() || d.rule == "launch-rejected")
+            })
+        };
+        let order = |i: &usize| {
+            drafts.get(*i).map_or(usize::MAX, |d| {
+                SITED.iter().position(|r| *r == d.rule).unwrap_or_else(|| {
+                    SITED.len()
+                        + SYMPTOMS
+                            .iter()
+                            .position(|r| *r == d.rule)
+                            .unwrap_or(SYMPTOMS.len())
+                })
+            })
+        };
+        let mut sites: Vec<usize> = members.iter().copied().filter(sited).collect();
+        sites.sort_by_key(order);
+        // Two rules at one line: one fault.
+        let mut kept: Vec<usize> = Vec::new();
+        let mut moves: Vec<(usize, usize)> = Vec::new();
+        for i in sites {
+            let place = drafts.get(i).and_then(|d| d.location.clone());
+            let same = kept.iter().copied().find(|&k| {
+                place.is_some() && drafts.get(k).and_then(|d| d.location.clone()) == place
+            });
+            match same {
+                Some(k) => moves.push((i, k)),
+                None => kept.push(i),
+            }
+        }
+        let lead = kept
+            .first()
+            .copied()
+            .or_else(|| members.iter().copied().min_by_key(order));
+        if let Some(lead) = lead {
+            for &i in &members {
+                if i != lead && !kept.contains(&i) && !moves.iter().any(|(from, _)| *from == i) {
+                    moves.push((i, lead));
+                }
+            }
+        }
+        for (from, to) in moves {
+            if let Some(d) = drafts.get_mut(from) {
+                d.attach_to = Some(to);
+            }
+        }
+    }
+}
+
 /// Moves each symptom's evidence into the root cause it was attached to, and says so in the
 /// root cause's explanation. A symptom whose target is missing stands alone.
 fn attach_symptoms(mut drafts: Vec<Draft>) -> Vec<Draft> {
-    let mut moves: Vec<(usize, usize)> = Vec::new();
-    for (i, d) in drafts.iter().enumerate() {
-        if let Some(target) = d.attach_to
-            && target < drafts.len()
-            && target != i
-            && drafts.get(target).is_some_and(|t| t.attach_to.is_none())
-        {
-            moves.push((i, target));
+    // Where each symptom ends up: a symptom of a symptom joins the root cause at the chain's end.
+    let end_of = |mut i: usize| {
+        for _ in 0..drafts.len() {
+            match drafts.get(i).and_then(|d| d.attach_to) {
+                Some(next) if next != i && next < drafts.len() => i = next,
+                _ => break,
+            }
         }
-    }
+        i
+    };
+    let moves: Vec<(usize, usize)> = (0..drafts.len())
+        .filter(|&i| drafts.get(i).is_some_and(|d| d.attach_to.is_some()))
+        .map(|i| (i, end_of(i)))
+        .filter(|(i, end)| i != end)
+        .collect();
+    let mut stages: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for (from, to) in &moves {
         let Some(symptom) = drafts.get_mut(*from) else {
             continue;
         };
         symptom.silent = true;
-        let title = symptom.title.clone();
         let evidence = std::mem::take(&mut symptom.evidence);
         if let Some(target) = drafts.get_mut(*to) {
-            let seen = format!(" Seen downstream: {}.", title.trim_end_matches('.'));
-            if !target.explanation.contains(&seen) {
-                target.explanation.push_str(&seen);
-            }
             for item in evidence {
-                // The same log cited without raw lines (a harness result) is already there.
+                let named = stages.entry(*to).or_default();
+                if !item.stage.is_empty() && !named.contains(&item.stage) {
+                    named.push(item.stage.clone());
+                }
+                // Each stage once: the same stage's log is already there.
                 let known = target.evidence.iter().any(|e| {
-                    e.log == item.log
-                        && (e.summary == item.summary
-                            || e.excerpt.is_empty() && item.excerpt.is_empty())
+                    e.log == item.log || (e.stage == item.stage && e.config == item.config)
                 });
                 if !known && target.evidence.len() < MAX_EVIDENCE {
                     target.evidence.push(item);
                 }
+            }
+        }
+    }
+    for (to, named) in stages {
+        if let Some(target) = drafts.get_mut(to) {
+            let own: Vec<String> = named.into_iter().map(|s| md_code(&s)).collect();
+            if !own.is_empty() {
+                target.explanation.push_str(&format!(
+                    " The failures of {} in this config follow from it and are listed under it.",
+                    crate::text::join_words(&own)
+                ));
             }
         }
     }

@@ -17,6 +17,7 @@ mod check_failed;
 mod compile_error;
 mod host_api;
 mod launch_failure;
+mod launch_rejected;
 mod local_memory;
 mod misaligned;
 mod occupancy;
@@ -95,6 +96,16 @@ pub const RULES: &[Rule] = &[
         description: "memcheck's misaligned address for the access size.",
         module: "crates/report/src/rules/misaligned.rs",
         run: Some(misaligned::run),
+    },
+    Rule {
+        id: "launch-rejected",
+        name: "Launch rejected",
+        description: "A launch the runtime refused before the kernel ran (invalid argument, \
+                      invalid configuration, too many resources) with no device-side record of \
+                      it: one root cause for every stage that failed on it, with the limits the \
+                      build's numbers make likely.",
+        module: "crates/report/src/rules/launch_rejected.rs",
+        run: Some(launch_rejected::run),
     },
     Rule {
         id: "repeated-launch-failure",
@@ -552,6 +563,7 @@ impl Ctx<'_, '_> {
 /// launches, repeated-launch failures) attach to them.
 pub const ROOT_CAUSES: &[&str] = &[
     "compile-error",
+    "launch-rejected",
     "wmma-local-memory",
     "shared-memory-race",
     "out-of-bounds",

@@ -151,6 +151,20 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 (None, Some(inlined)) => format!(" {inlined}"),
                 (None, None) => String::new(),
             };
+            // "line 17", or "`common.cuh:17`" when the two sites are in different files.
+            let spot = |l: &Option<SourceLocation>| match l {
+                Some(loc) if !same_file => md_code(&format!(
+                    "{}:{}",
+                    loc.file.rsplit('/').next().unwrap_or(&loc.file),
+                    loc.line.map(|n| n.to_string()).unwrap_or_default()
+                )),
+                Some(loc) => format!(
+                    "line {}",
+                    loc.line.map(|n| n.to_string()).unwrap_or_default()
+                ),
+                None => "an unnamed site".to_string(),
+            };
+            let (ws, os) = (spot(&write), spot(&other));
             match (write_line, other_line) {
                 (Some(w), Some(o)) if warp && w != o => {
                     // Lanes of one warp: racecheck's warp-level programming hazard. Program order
@@ -163,10 +177,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         )
                     } else {
                         format!(
-                            "Shared-memory race within a warp: missing `__syncwarp()` between line \
-                             {} and line {}",
-                            w.min(o),
-                            w.max(o)
+                            "Shared-memory race within a warp: missing `__syncwarp()` between \
+                             the write at {ws} and the {other_word} at {os}"
                         )
                     };
                     d.location = other.clone();
@@ -182,8 +194,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         line(&write)
                     );
                     d.fix = format!(
-                        "Add `__syncwarp()` between the write at line {w} and the {other_word} at \
-                         line {o} (in a loop, between one step's writes and the next step's \
+                        "Add `__syncwarp()` between the write at {ws} and the {other_word} at \
+                         {os} (in a loop, between one step's writes and the next step's \
                          reads), where every lane of the warp reaches it: outside lane-dependent \
                          branches, or with a mask naming exactly the lanes that call it. The \
                          racing threads are lanes of one warp, so `__syncthreads()` is not the \
@@ -211,12 +223,19 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                          the tile and wait on the stage you are about to overwrite)."
                     );
                 }
-                (Some(w), Some(o)) if w != o => {
-                    d.title = format!(
-                        "Shared-memory race: missing barrier between line {} and line {}",
-                        w.min(o),
-                        w.max(o)
-                    );
+                (Some(w), Some(o)) if w != o || !same_file => {
+                    d.title = if same_file {
+                        format!(
+                            "Shared-memory race: missing barrier between line {} and line {}",
+                            w.min(o),
+                            w.max(o)
+                        )
+                    } else {
+                        format!(
+                            "Shared-memory race: missing barrier between the write at {ws} and \
+                             the {other_word} at {os}"
+                        )
+                    };
                     d.location = other.clone();
                     d.explanation = format!(
                         "racecheck reports {hazards_text}{kernel_text}: threads {other_word} at {} \
@@ -226,8 +245,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         line(&write)
                     );
                     d.fix = format!(
-                        "Add `__syncthreads()` between the write at line {w} and the {other_word} at \
-                         line {o}{}.",
+                        "Add `__syncthreads()` between the write at {ws} and the {other_word} at \
+                         {os}{}.",
                         if cp_async {
                             " (after cp.async writes: `cp.async.wait_group` / \
                              `__pipeline_wait_prior` first, then the barrier)"
@@ -274,6 +293,95 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             }
             out.push(d);
         }
+    }
+    merge_sites_of_one_barrier(out)
+}
+
+/// Drafts of one kernel and config whose races share the write site (racecheck reports each
+/// read site as its own record) are one missing barrier: one draft, naming every other site.
+fn merge_sites_of_one_barrier(drafts: Vec<Draft>) -> Vec<Draft> {
+    let mut out: Vec<Draft> = Vec::new();
+    for d in drafts {
+        let write = d.key.split('|').next().unwrap_or("").to_string();
+        let scope = d.figures.get("scope").cloned();
+        let same = out.iter_mut().find(|o| {
+            !write.is_empty()
+                && o.config == d.config
+                && o.kernel == d.kernel
+                && o.key.split('|').next() == Some(write.as_str())
+                && o.figures.get("scope") == scope.as_ref()
+        });
+        let Some(first) = same else {
+            out.push(d);
+            continue;
+        };
+        let other = d.key.split('|').nth(1).unwrap_or("").to_string();
+        let sites = first
+            .figures
+            .entry("other_sites".into())
+            .or_insert_with(|| json!([first.key.split('|').nth(1).unwrap_or("")]));
+        if let Some(list) = sites.as_array_mut()
+            && !list.iter().any(|v| v.as_str() == Some(other.as_str()))
+        {
+            list.push(json!(other));
+        }
+        let hazards = |x: &Draft| {
+            x.figures
+                .get("hazards")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0)
+        };
+        let total = hazards(first) + hazards(&d);
+        first.figures.insert("hazards".into(), json!(total));
+        for item in d.evidence {
+            if !first.evidence.iter().any(|e| e.excerpt == item.excerpt) {
+                first.evidence.push(item);
+            }
+        }
+        first.explains.extend(d.explains);
+        for h in d.helpers {
+            if !first.helpers.contains(&h) {
+                first.helpers.push(h);
+            }
+        }
+        let others: Vec<String> = first
+            .figures
+            .get("other_sites")
+            .and_then(|v| v.as_array())
+            .map(|l| {
+                l.iter()
+                    .filter_map(|v| v.as_str())
+                    .map(|site| md_code(site.rsplit('/').next().unwrap_or(site)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let write_name = md_code(write.rsplit('/').next().unwrap_or(&write));
+        let n = others.len();
+        let joined = crate::text::join_words(&others);
+        first.title = format!(
+            "Shared-memory race: missing {} between the write at {write_name} and {n} sites that \
+             read it",
+            if scope.is_some() {
+                "`__syncwarp()`"
+            } else {
+                "barrier"
+            }
+        );
+        first.explanation = format!(
+            "racecheck reports {} in total between the write at {write_name} and {n} other \
+             sites ({joined}), each its own record: they share the write, so one missing \
+             barrier explains them all. Threads there may see the old or a half-written value.",
+            crate::text::plural(total, "hazard", "hazards")
+        );
+        first.fix = format!(
+            "Add {} after the write at {write_name} and before the first of {joined}: one \
+             barrier orders every one of them.",
+            if scope.is_some() {
+                "`__syncwarp()`"
+            } else {
+                "`__syncthreads()`"
+            }
+        );
     }
     out
 }

@@ -1,0 +1,349 @@
+//! `launch-rejected`: the runtime refused a launch before the kernel ran. The evidence is an
+//! API error at a launch call (`cudaLaunchKernel` returned `cudaErrorInvalidValue`, "invalid
+//! configuration argument", "too many resources requested for launch"), or the program's own
+//! error line saying so, while no tool saw the kernel run (no device-side record in the config,
+//! no profiled launch). One root cause per config, whatever the number of stages that failed
+//! on it: the causes the error allows are ranked with the numbers the build gives (ptxas's
+//! registers and static shared memory, shared-memory instructions in the SASS) against the
+//! arch's limits.
+
+use parsers::FindingKind;
+use serde_json::json;
+
+use super::Ctx;
+use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
+use crate::text::{bytes, md_code, md_text};
+
+/// The calls that launch a kernel, in the runtime and the driver API.
+const LAUNCH_CALLS: &[&str] = &[
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cudaLaunchKernelEx",
+    "cudaLaunchCooperativeKernel",
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cuLaunchCooperativeKernel",
+];
+
+/// What the runtime said, by class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// `cudaErrorInvalidValue` at a launch: a limit of the launch configuration (block size,
+    /// dynamic shared memory) broken.
+    InvalidValue,
+    /// `cudaErrorInvalidConfiguration`: the grid or block dimensions.
+    InvalidConfiguration,
+    /// `cudaErrorLaunchOutOfResources`: registers (or shared memory) for the block.
+    OutOfResources,
+}
+
+impl Refusal {
+    fn of_error(name: &str) -> Option<Refusal> {
+        match name {
+            "cudaErrorInvalidValue" | "CUDA_ERROR_INVALID_VALUE" => Some(Refusal::InvalidValue),
+            "cudaErrorInvalidConfiguration" => Some(Refusal::InvalidConfiguration),
+            "cudaErrorLaunchOutOfResources" | "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" => {
+                Some(Refusal::OutOfResources)
+            }
+            _ => None,
+        }
+    }
+
+    /// The class a program's error line names, when it names a launch's refusal.
+    fn of_text(text: &str) -> Option<Refusal> {
+        let t = text.to_ascii_lowercase();
+        if t.contains("too many resources requested for launch")
+            || t.contains("launchoutofresources")
+            || t.contains("launch_out_of_resources")
+        {
+            Some(Refusal::OutOfResources)
+        } else if t.contains("invalid configuration argument")
+            || t.contains("cudaerrorinvalidconfiguration")
+        {
+            Some(Refusal::InvalidConfiguration)
+        } else if (t.contains("invalid argument") || t.contains("cudaerrorinvalidvalue"))
+            && (t.contains("getlasterror") || t.contains("launch") || t.contains("peekatlasterror"))
+        {
+            Some(Refusal::InvalidValue)
+        } else {
+            None
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Refusal::InvalidValue => "invalid argument (`cudaErrorInvalidValue`)",
+            Refusal::InvalidConfiguration => {
+                "invalid configuration argument (`cudaErrorInvalidConfiguration`)"
+            }
+            Refusal::OutOfResources => {
+                "too many resources requested for launch (`cudaErrorLaunchOutOfResources`)"
+            }
+        }
+    }
+}
+
+/// Whether a finding is device-side evidence that a kernel of the config ran.
+fn ran_on_device(kind: FindingKind) -> bool {
+    matches!(
+        kind,
+        FindingKind::InvalidAccess
+            | FindingKind::MisalignedAccess
+            | FindingKind::Race
+            | FindingKind::UninitializedRead
+            | FindingKind::BarrierError
+            | FindingKind::Trap
+            | FindingKind::DeviceException
+    )
+}
+
+/// One draft per config with a refused launch and no sign that a kernel of it ran.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out = Vec::new();
+    for config in j.config_names() {
+        let config = config.as_deref();
+        let in_config = |c: &Option<String>| c.as_deref() == config;
+        if j.findings
+            .iter()
+            .any(|f| in_config(&f.config) && ran_on_device(f.finding.kind))
+        {
+            continue;
+        }
+        // The sanitizers' records of the refused call.
+        let mut refusal = None;
+        let mut explains = Vec::new();
+        let mut evidence = Vec::new();
+        for (i, f) in j.findings.iter().enumerate() {
+            if !in_config(&f.config) || f.finding.kind != FindingKind::HostApiError {
+                continue;
+            }
+            let detail = |k: &str| f.finding.details.get(k).and_then(|v| v.as_str());
+            let at_launch = detail("api_call").is_some_and(|c| LAUNCH_CALLS.contains(&c));
+            let class = detail("error_name").and_then(Refusal::of_error);
+            match class {
+                Some(class) if at_launch => {
+                    refusal.get_or_insert(class);
+                    explains.push(i);
+                    if !evidence.iter().any(|e: &crate::EvidenceItem| {
+                        Some(&e.stage)
+                            == ctx.joined.source(f.source).map(|s| s.stage_name()).as_ref()
+                    }) {
+                        evidence.push(ctx.finding_evidence(f));
+                    }
+                }
+                // The same error read back by the next call (`cudaGetLastError`): part of it.
+                Some(_) => explains.push(i),
+                None => {}
+            }
+        }
+        // The program's own words, stage by stage.
+        let mut program_line = None;
+        for stage in j.stages() {
+            if !in_config(&stage.config) {
+                continue;
+            }
+            let reason = stage
+                .launch_search
+                .as_ref()
+                .and_then(|s| s.failure.as_deref())
+                .or(stage.reason.as_deref())
+                .unwrap_or("");
+            if let Some(class) = Refusal::of_text(reason) {
+                refusal.get_or_insert(class);
+                program_line.get_or_insert_with(|| reason.to_string());
+            }
+        }
+        let Some(refusal) = refusal else {
+            continue;
+        };
+        // Refused at every launch: no profiled kernel in the config.
+        if j.metrics.iter().any(|m| in_config(&m.config)) {
+            continue;
+        }
+        let kernels: Vec<&crate::join::KernelView> =
+            j.kernels.iter().filter(|k| in_config(&k.config)).collect();
+        let mut d = Draft::new("launch-rejected", Level::Error, String::new());
+        d.config = config.map(str::to_string);
+        d.explains = explains;
+        d.evidence = evidence;
+        if let Some(line) = &program_line {
+            let scrubbed = crate::text::scrub(line, &j.repo_files);
+            d.call_site = call_site(&scrubbed, &j.repo_files);
+            if d.evidence.len() < 2 {
+                d.evidence.push(ctx.source_evidence(
+                    None,
+                    config,
+                    format!("the program: {}", md_text(&scrubbed)),
+                ));
+            }
+        }
+        let named = match kernels.as_slice() {
+            [one] => {
+                d.kernel = Some(one.name.clone());
+                md_code(&one.name)
+            }
+            [] => "the kernel".to_string(),
+            many => format!(
+                "one of {}",
+                crate::text::join_words(&many.iter().map(|k| md_code(&k.name)).collect::<Vec<_>>())
+            ),
+        };
+        let causes = ranked_causes(ctx, refusal, &kernels, config);
+        d.title = format!(
+            "The launch of {named} was rejected: {}",
+            refusal.words().split(" (").next().unwrap_or("")
+        );
+        d.location = ctx.kernel_file(config).filter(|_| kernels.len() == 1);
+        d.confidence = if d.evidence.iter().any(|e| !e.excerpt.is_empty()) {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        };
+        let at = d
+            .call_site
+            .as_ref()
+            .map(|c| format!(" (the program checks it at {})", md_code(&c.to_string())))
+            .unwrap_or_default();
+        d.explanation = format!(
+            "The runtime refused the launch of {named} with {}{at}, so the kernel never ran: no \
+             tool recorded it on the device{}. Every later failure in this config follows from \
+             it. A launch is refused when its configuration breaks a limit of the device; the \
+             ones this error allows, most likely first from what the build shows: {}",
+            refusal.words(),
+            if j.sources
+                .iter()
+                .any(|s| { s.config == config && s.kind == crate::StageKind::Profile })
+            {
+                ", and Nsight Compute profiled no launch"
+            } else {
+                ""
+            },
+            causes
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("({}) {}", i + 1, c.because))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        d.fix = causes.first().map(|c| c.fix.clone()).unwrap_or_default();
+        d.figures
+            .insert("refusal".into(), json!(format!("{refusal:?}")));
+        d.key = format!("{refusal:?}");
+        out.push(d);
+    }
+    out
+}
+
+/// A cause the refusal allows, in words, with its fix.
+struct Cause {
+    because: String,
+    fix: String,
+}
+
+/// The causes `refusal` allows, most likely first: what the build shows moves a cause up.
+fn ranked_causes(
+    ctx: &Ctx,
+    refusal: Refusal,
+    kernels: &[&crate::join::KernelView],
+    config: Option<&str>,
+) -> Vec<Cause> {
+    let arch = kernels
+        .iter()
+        .find_map(|k| k.arch.clone())
+        .or_else(|| {
+            config
+                .and_then(|c| ctx.joined.configs.get(c))
+                .and_then(|p| p.arch.clone())
+        })
+        .unwrap_or_else(|| "sm_90".to_string());
+    let limits = crate::occupancy::limits(&arch).unwrap_or(crate::occupancy::SM_90);
+    let max_threads = limits.max_threads_per_block;
+    let opt_in = limits.max_shared_per_block;
+    // Shared memory the kernel touches that ptxas did not count as static: a dynamic tile,
+    // sized at launch.
+    let dynamic = kernels.iter().find_map(|k| {
+        let sass = k.sass?;
+        let touched = sass.lds + sass.sts + sass.ldsm;
+        let stat = k.resources.and_then(|r| r.shared_bytes).unwrap_or(0);
+        (touched > 0 && stat == 0).then_some((touched, k.name.clone()))
+    });
+    let registers = kernels.iter().filter_map(|k| k.registers()).max();
+    let smem = Cause {
+        because: format!(
+            "dynamic shared memory above the 48 KiB a kernel gets by default, without \
+             `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)` \
+             before the launch (or above the {} an {arch} block may opt in to){};",
+            bytes(opt_in * 1024),
+            match &dynamic {
+                Some((touched, name)) => format!(
+                    ": {} accesses shared memory ({touched} LDS/STS/LDSM in its SASS) and ptxas \
+                     reports no static shared memory, so its shared tile is dynamic, sized at \
+                     the launch",
+                    md_code(name)
+                ),
+                None => String::new(),
+            }
+        ),
+        fix: "Before the launch, raise the kernel's limit to the bytes it is launched with: \
+              `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)` \
+              (once per kernel; check its return code), or shrink the tile below 48 KiB."
+            .to_string(),
+    };
+    let threads = Cause {
+        because: format!(
+            "more than {max_threads} threads per block (`blockDim.x * blockDim.y * \
+             blockDim.z`), or `blockDim.z` above 64;"
+        ),
+        fix: format!(
+            "Launch at most {max_threads} threads per block: split the work over more blocks, \
+             or loop inside the block."
+        ),
+    };
+    let grid = Cause {
+        because: "a grid dimension past its limit (`gridDim.y` or `gridDim.z` above 65535, \
+                  `gridDim.x` above 2^31 - 1) or zero;"
+            .to_string(),
+        fix: "Keep `gridDim.y` and `gridDim.z` within 65535 (fold the rest into `gridDim.x`) \
+              and never launch an empty grid."
+            .to_string(),
+    };
+    let regs = Cause {
+        because: match registers {
+            Some(r) => format!(
+                "registers: ptxas gives the kernel {r} per thread, so a block of more than {} \
+                 threads asks for more than the {} registers a block may have;",
+                limits.max_registers_per_block / r.max(1),
+                limits.max_registers_per_block
+            ),
+            None => "registers per thread times threads per block above what a block may have;"
+                .to_string(),
+        },
+        fix: "Launch fewer threads per block, or cap the registers (`__launch_bounds__(threads)` \
+              on the kernel, `-maxrregcount`)."
+            .to_string(),
+    };
+    match refusal {
+        Refusal::OutOfResources => vec![regs, smem],
+        Refusal::InvalidConfiguration => vec![threads, grid, smem],
+        Refusal::InvalidValue if dynamic.is_some() => vec![smem, threads, grid],
+        Refusal::InvalidValue => vec![threads, smem, grid],
+    }
+}
+
+/// The `file:line` a program's error line names, when the file is one of the run's inputs (the
+/// line of the check after the launch, `src/kernel.cu:34: CUDA error: ...`).
+fn call_site(line: &str, repo_files: &[String]) -> Option<SourceLocation> {
+    line.split_whitespace().find_map(|word| {
+        let word = word.trim_end_matches(':');
+        let (file, line) = word.rsplit_once(':')?;
+        let line: u32 = line.parse().ok()?;
+        let file = repo_files
+            .iter()
+            .find(|f| f.as_str() == file || f.ends_with(&format!("/{file}")))?;
+        Some(SourceLocation {
+            file: file.clone(),
+            line: Some(line),
+        })
+    })
+}
