@@ -324,12 +324,18 @@ const SITED: &[&str] = &[
 /// leads: the earlier in this list.
 const SYMPTOMS: &[&str] = &[
     "launch-failure",
-    "wrong-output",
     "repeated-launch-failure",
+    "wrong-output",
     "check-failed",
     "host-api-error",
     "sanitizer-error",
 ];
+
+/// Whether a draft is only a stage's exit status or a tool's generic complaint: evidence, never
+/// worth a sentence of its own under the root cause.
+fn bare_symptom(d: &Draft) -> bool {
+    d.figures.contains_key("program_exit") || d.rule == "sanitizer-error"
+}
 
 /// One fault, one root cause. Within one config (one build of the code), every error that
 /// names no site of its own becomes evidence under the config's sited root cause (the first by
@@ -358,6 +364,9 @@ fn one_cause_per_fault(drafts: &mut [Draft]) {
         };
         let order = |i: &usize| {
             drafts.get(*i).map_or(usize::MAX, |d| {
+                if bare_symptom(d) {
+                    return SITED.len() + SYMPTOMS.len() + 1;
+                }
                 SITED.iter().position(|r| *r == d.rule).unwrap_or_else(|| {
                     SITED.len()
                         + SYMPTOMS
@@ -374,8 +383,14 @@ fn one_cause_per_fault(drafts: &mut [Draft]) {
         let mut moves: Vec<(usize, usize)> = Vec::new();
         for i in sites {
             let place = drafts.get(i).and_then(|d| d.location.clone());
+            let rule = drafts.get(i).map(|d| d.rule);
+            // Another rule's draft at this line (the same rule's drafts merge across kernels
+            // and configs in `finish`).
             let same = kept.iter().copied().find(|&k| {
-                place.is_some() && drafts.get(k).and_then(|d| d.location.clone()) == place
+                place.is_some()
+                    && drafts
+                        .get(k)
+                        .is_some_and(|d| d.location == place && Some(d.rule) != rule)
             });
             match same {
                 Some(k) => moves.push((i, k)),
@@ -419,12 +434,31 @@ fn attach_symptoms(mut drafts: Vec<Draft>) -> Vec<Draft> {
         .map(|i| (i, end_of(i)))
         .filter(|(i, end)| i != end)
         .collect();
+    // The stages each root cause cites itself, before symptoms join it.
+    let own_stages: BTreeMap<usize, Vec<String>> = moves
+        .iter()
+        .map(|(_, to)| {
+            let stages = drafts
+                .get(*to)
+                .map(|d| d.evidence.iter().map(|e| e.stage.clone()).collect())
+                .unwrap_or_default();
+            (*to, stages)
+        })
+        .collect();
     let mut stages: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    let mut seen: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for (from, to) in &moves {
         let Some(symptom) = drafts.get_mut(*from) else {
             continue;
         };
         symptom.silent = true;
+        if !bare_symptom(symptom) {
+            let titles = seen.entry(*to).or_default();
+            let title = symptom.title.trim_end_matches('.').to_string();
+            if !titles.contains(&title) {
+                titles.push(title);
+            }
+        }
         let evidence = std::mem::take(&mut symptom.evidence);
         if let Some(target) = drafts.get_mut(*to) {
             for item in evidence {
@@ -442,9 +476,23 @@ fn attach_symptoms(mut drafts: Vec<Draft>) -> Vec<Draft> {
             }
         }
     }
+    for (to, titles) in seen {
+        if let Some(target) = drafts.get_mut(to) {
+            for title in titles {
+                let said = format!(" Seen downstream: {title}.");
+                if !target.explanation.contains(&said) && target.title != title {
+                    target.explanation.push_str(&said);
+                }
+            }
+        }
+    }
     for (to, named) in stages {
         if let Some(target) = drafts.get_mut(to) {
-            let own: Vec<String> = named.into_iter().map(|s| md_code(&s)).collect();
+            let own: Vec<String> = named
+                .into_iter()
+                .filter(|s| !own_stages.get(&to).is_some_and(|o| o.contains(s)))
+                .map(|s| md_code(&s))
+                .collect();
             if !own.is_empty() {
                 target.explanation.push_str(&format!(
                     " The failures of {} in this config follow from it and are listed under it.",

@@ -59,6 +59,8 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         d.config = stage.config.clone();
         d.arch = stage.arch.clone();
         d.key = reason.clone();
+        // A stage's exit status: the least telling symptom of a fault.
+        d.figures.insert("program_exit".into(), json!(true));
         d.confidence = Confidence::Medium;
         let mut item = ctx.source_evidence(
             sources.first().copied(),

@@ -176,10 +176,19 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                              read at line {o} and the write at line {w}"
                         )
                     } else {
-                        format!(
-                            "Shared-memory race within a warp: missing `__syncwarp()` between \
-                             the write at {ws} and the {other_word} at {os}"
-                        )
+                        if same_file {
+                            format!(
+                                "Shared-memory race within a warp: missing `__syncwarp()` between \
+                                 line {} and line {}",
+                                w.min(o),
+                                w.max(o)
+                            )
+                        } else {
+                            format!(
+                                "Shared-memory race within a warp: missing `__syncwarp()` between \
+                                 the write at {ws} and the {other_word} at {os}"
+                            )
+                        }
                     };
                     d.location = other.clone();
                     d.explanation = format!(
@@ -367,10 +376,17 @@ fn merge_sites_of_one_barrier(drafts: Vec<Draft>) -> Vec<Draft> {
                 "barrier"
             }
         );
+        let kernel_text = match (&first.kernel, inlined_in(&first.helpers)) {
+            (Some(k), Some(inlined)) => format!(" in {}, {inlined},", md_code(k)),
+            (Some(k), None) => format!(" in {}", md_code(k)),
+            (None, Some(inlined)) => format!(" {inlined},"),
+            (None, None) => String::new(),
+        };
         first.explanation = format!(
-            "racecheck reports {} in total between the write at {write_name} and {n} other \
-             sites ({joined}), each its own record: they share the write, so one missing \
-             barrier explains them all. Threads there may see the old or a half-written value.",
+            "racecheck reports {} in total{kernel_text} between the write at {write_name} and \
+             {n} other sites ({joined}), each its own record: they share the write, so one \
+             missing barrier explains them all. Threads there may see the old or a half-written \
+             value.",
             crate::text::plural(total, "hazard", "hazards")
         );
         first.fix = format!(

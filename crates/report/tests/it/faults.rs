@@ -445,7 +445,7 @@ fn a_race_in_inlined_helpers_names_the_launched_kernel_first() {
     let race = a
         .diagnoses
         .iter()
-        .find(|d| d.rule == "shared-memory-race" && d.title.contains("line 136"))
+        .find(|d| d.rule == "shared-memory-race" && d.explanation.contains("attention.cu:136"))
         .unwrap_or_else(|| panic!("no race at line 136: {:#?}", a.diagnoses));
     assert_eq!(
         race.kernel.as_deref(),
@@ -470,13 +470,17 @@ fn a_race_in_inlined_helpers_names_the_launched_kernel_first() {
         helpers,
         [
             ("cp_async_16", "kernel/attention.cu:120".to_string()),
-            ("ldmatrix_x4", "kernel/attention.cu:136".to_string())
+            ("ldmatrix_x4", "kernel/attention.cu:136".to_string()),
+            // The second read site of the same missing barrier: one root cause.
+            ("ldmatrix_x4_trans", "kernel/attention.cu:142".to_string())
         ]
     );
     assert!(
         race.explanation.starts_with(
-            "racecheck reports 270624 hazards in `attention_fwd_f16`, in the inlined helpers \
-             `cp_async_16` (`kernel/attention.cu:120`) and `ldmatrix_x4` (`kernel/attention.cu:136`)"
+            "racecheck reports 2246080 hazards in total in `attention_fwd_f16`, in the inlined \
+             helpers `cp_async_16` (`kernel/attention.cu:120`), `ldmatrix_x4` \
+             (`kernel/attention.cu:136`) and `ldmatrix_x4_trans` (`kernel/attention.cu:142`), \
+             between the write at `attention.cu:120` and 2 other sites"
         ),
         "{}",
         race.explanation
@@ -485,8 +489,8 @@ fn a_race_in_inlined_helpers_names_the_launched_kernel_first() {
     assert!(
         md.contains(
             "error · confidence high · `attention_fwd_f16`, in the inlined helpers `cp_async_16` \
-             (`kernel/attention.cu:120`) and `ldmatrix_x4` (`kernel/attention.cu:136`) · config \
-             `missing_kv_barrier`"
+             (`kernel/attention.cu:120`), `ldmatrix_x4` (`kernel/attention.cu:136`) and \
+             `ldmatrix_x4_trans` (`kernel/attention.cu:142`) · config `missing_kv_barrier`"
         ),
         "{md}"
     );
