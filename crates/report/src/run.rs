@@ -256,6 +256,20 @@ pub struct LaunchSearch {
     pub failure: Option<String>,
     /// Every count tried, in order, with how it ended.
     pub attempts: Vec<LaunchAttempt>,
+    /// The same search under memcheck, when the program's own runs stayed clean at every count
+    /// and memcheck still found errors at the limit: a fault the program cannot see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memcheck: Option<MemcheckSearch>,
+}
+
+/// The largest launch count memcheck found clean and the smallest it found errors at, in a
+/// [`LaunchSearch`] whose program ran clean.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemcheckSearch {
+    pub clean_at: Option<u64>,
+    pub fails_at: Option<u64>,
+    /// Every count tried, in order: `passed` when memcheck found no error.
+    pub attempts: Vec<LaunchAttempt>,
 }
 
 /// One run of the program in a [`LaunchSearch`].

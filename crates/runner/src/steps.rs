@@ -197,6 +197,7 @@ impl Search<'_> {
             fails_at: None,
             failure: None,
             attempts: Vec::new(),
+            memcheck: None,
         };
         let mut duration = Duration::ZERO;
         let mut last_command = Vec::new();
@@ -302,6 +303,24 @@ impl Search<'_> {
             None => {
                 record.status = StageStatus::Passed;
                 record.reason = Some(format!("clean at {limit} launches"));
+                if let Some(found) = self.memcheck_search(limit, record, dest, &cwd, cx) {
+                    if let Some(fail) = found.fails_at {
+                        record.status = StageStatus::Findings;
+                        record.reason = Some(format!(
+                            "the program's own runs are clean at every count up to {limit}, but \
+                             memcheck {} and finds errors from {fail} launch{}",
+                            match found.clean_at {
+                                Some(c) => format!(
+                                    "is clean at {c} launch{}",
+                                    if c == 1 { "" } else { "es" }
+                                ),
+                                None => "is never clean".to_string(),
+                            },
+                            if fail == 1 { "" } else { "es" }
+                        ));
+                    }
+                    search.memcheck = Some(found);
+                }
             }
             Some(fail) => {
                 record.status = StageStatus::Findings;
@@ -316,7 +335,7 @@ impl Search<'_> {
                         search.failure.as_deref().unwrap_or("failed")
                     ),
                 });
-                self.memcheck_at(fail, record, dest, &cwd, cx);
+                let _ = self.memcheck_at(fail, record, dest, &cwd, cx);
             }
         }
         if let Some(unit) = &mut record.unit {
@@ -325,8 +344,67 @@ impl Search<'_> {
         record.launch_search = Some(search);
     }
 
-    /// compute-sanitizer's memcheck on the program at the failing count, so the report names
-    /// the line; skipped (and said so) when compute-sanitizer is missing here.
+    /// A fault the program cannot see (its runs stay clean at every count): when the pipeline
+    /// runs memcheck, memcheck at the limit; when that finds errors, the same search under
+    /// memcheck, so the report can say from which launch on state that survives launches goes
+    /// wrong. `None` when memcheck did not run.
+    fn memcheck_search(
+        &self,
+        limit: u64,
+        record: &mut report::Stage,
+        dest: &Path,
+        cwd: &Path,
+        cx: StepCx<'_>,
+    ) -> Option<report::MemcheckSearch> {
+        let wanted = self
+            .pipeline
+            .stages
+            .iter()
+            .any(|s| s.enabled && s.kind == report::StageKind::Memcheck);
+        if !wanted || self.preflight.toolchain.get("compute-sanitizer").is_none() {
+            return None;
+        }
+        let mut found = report::MemcheckSearch {
+            clean_at: None,
+            fails_at: None,
+            attempts: Vec::new(),
+        };
+        let mut next = Some(limit);
+        while let Some(n) = next {
+            if cx.interrupt.is_set() {
+                break;
+            }
+            let errors = self.memcheck_at(n, record, dest, cwd, cx)?;
+            found.attempts.push(LaunchAttempt {
+                launches: n,
+                passed: !errors,
+                ending: if errors {
+                    "memcheck errors".to_string()
+                } else {
+                    "memcheck clean".to_string()
+                },
+            });
+            if errors {
+                found.fails_at = Some(n);
+            } else {
+                found.clean_at = Some(n);
+            }
+            next = match (found.clean_at, found.fails_at) {
+                // Clean at the limit: nothing to look for.
+                (Some(_), None) => None,
+                (clean, Some(fail)) => {
+                    let low = clean.unwrap_or(0);
+                    (fail > low + 1).then(|| low + (fail - low) / 2)
+                }
+                (None, None) => None,
+            };
+        }
+        Some(found)
+    }
+
+    /// compute-sanitizer's memcheck on the program at `launches`, so the report names the line;
+    /// skipped (and said so) when compute-sanitizer is missing here. Whether memcheck found
+    /// errors (its error exit code), or `None` when it did not run.
     fn memcheck_at(
         &self,
         launches: u64,
@@ -334,7 +412,7 @@ impl Search<'_> {
         dest: &Path,
         cwd: &Path,
         cx: StepCx<'_>,
-    ) {
+    ) -> Option<bool> {
         let Some(sanitizer) = self.preflight.toolchain.get("compute-sanitizer") else {
             let note = format!(
                 "; memcheck at {launches} launches not run: {}",
@@ -346,7 +424,7 @@ impl Search<'_> {
                 .reason
                 .get_or_insert_with(String::new)
                 .push_str(&note);
-            return;
+            return None;
         };
         let mut line = stages::program_line(
             self.unit,
@@ -375,7 +453,7 @@ impl Search<'_> {
         argv.extend(["--print-limit".into(), "100".into()]);
         argv.extend(program);
         let log = format!("memcheck-{launches}.log");
-        let _ = cx.run(
+        let outcome = cx.run(
             record,
             argv,
             cwd,
@@ -388,5 +466,7 @@ impl Search<'_> {
             path: cx.log_path(dest, &log),
             format: Some(Format::ComputeSanitizer),
         });
+        let code = outcome.ok().map(|o| o.ending);
+        Some(code == Some(Ending::Exited(SANITIZER_ERROR_EXITCODE)))
     }
 }

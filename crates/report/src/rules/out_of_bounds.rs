@@ -121,11 +121,54 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 // Off by one only when the access starts within one element of the end; the
                 // attention kernel's rows (its tail tile) are its own, known layout.
                 let one_element = past < size.unwrap_or(1).max(1);
-                if near && (builtin || one_element) {
-                    signals += 1;
+                let spread = Spread::of(finding, n);
+                if !builtin
+                    && !triton
+                    && let Some(tail) = spread.tail(size.unwrap_or(1).max(1), m)
+                {
+                    signals += 2;
+                    d.figures
+                        .insert("overshoot_bytes".into(), json!(tail.reach));
+                    d.figures.insert("threads".into(), json!(spread.threads));
                     d.title = format!(
-                        "Out-of-bounds {space_word} {access_word} just past the end of a buffer (off-by-one or unguarded tail)"
+                        "Unguarded last tile: {} {}s up to {} past the end of a {}-byte buffer",
+                        tail.who,
+                        access_word,
+                        bytes(tail.reach),
+                        m
                     );
+                    d.explanation = format!(
+                        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
+                         from {} in {}. Together they start at the first byte past the end of a \
+                         {m}-byte buffer and reach {} beyond it{}. The other blocks stay inside \
+                         it: the last tile runs past the end because the length is not a multiple \
+                         of the tile and the access is not guarded. memcheck stops a thread at its \
+                         first bad access, so the overshoot may reach further than this.",
+                        crate::text::plural(spread.threads, "thread", "threads"),
+                        tail.who,
+                        bytes(tail.reach),
+                        match size.filter(|s| *s > 0) {
+                            Some(s) => format!(" ({} {s}-byte elements)", tail.reach.div_ceil(s)),
+                            None => String::new(),
+                        }
+                    );
+                    d.fix = "Guard the last tile: skip (or mask) the rows or elements past the end \
+                             with the real length (`if (row < rows)`) around the access, or pad the \
+                             buffer to a whole number of tiles; re-run memcheck with a length that \
+                             is not a multiple of the tile."
+                        .to_string();
+                } else if near && (builtin || one_element) {
+                    signals += 1;
+                    d.title = if one_element && spread.threads <= 1 && !builtin && !triton {
+                        format!(
+                            "Off-by-one: a {space_word} {access_word} of the element just past \
+                             the end of a {m}-byte buffer"
+                        )
+                    } else {
+                        format!(
+                            "Out-of-bounds {space_word} {access_word} just past the end of a buffer (off-by-one or unguarded tail)"
+                        )
+                    };
                     // Triton vectorises its loads: the access size is no element size.
                     let index = match size.filter(|s| *s > 0 && m % *s == 0 && !triton) {
                         Some(s) => format!(
@@ -242,6 +285,46 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             }
         }
 
+        // The program's own runs clean at every count, memcheck clean up to some launch count
+        // and wrong from the next: the index moves with each launch.
+        if let Some((clean, fail)) = memcheck_threshold(ctx, f.config.as_deref()) {
+            signals += 1;
+            d.figures.insert("memcheck_clean_at".into(), json!(clean));
+            d.figures.insert("memcheck_fails_at".into(), json!(fail));
+            let buffer = alloc
+                .map(|m| format!(" of a {m}-byte buffer"))
+                .unwrap_or_default();
+            d.title = format!(
+                "State that survives launches: from launch {fail} on, a {space_word} \
+                 {access_word} past the end{buffer}"
+            );
+            let fill = match (size, alloc) {
+                (Some(s), Some(m))
+                    if s > 0 && m % u64::from(s) == 0 && m / u64::from(s) == clean =>
+                {
+                    format!(
+                        " {clean} launches of one {s}-byte {access_word} each fill the \
+                         {m}-byte buffer exactly; the next one lands past its end."
+                    )
+                }
+                _ => String::new(),
+            };
+            d.explanation = format!(
+                "The program's own runs pass at every launch count, but memcheck is clean at \
+                 {clean} launch{} and finds {records} of a {space_word} {access_word}{size_text}\
+                 {at} from launch {fail} on. A single launch is right: something kept between \
+                 launches (a `__device__` counter, a static index, a buffer never reset) moves \
+                 the access one step further each launch.{fill} Outside the sanitizer the write \
+                 lands in memory nothing checks, so the corruption is silent.",
+                if clean == 1 { "" } else { "es" }
+            );
+            d.fix = "Reset the state before each launch (`cudaMemset`, `cudaMemcpyToSymbol` of \
+                     the counter, or a reset kernel), or bound the index by the buffer's size \
+                     (`slot % capacity`, or refuse past the end); re-run the stress stage: \
+                     memcheck should stay clean at every count."
+                .to_string();
+        }
+
         // A corrupted canary in the same config corroborates an out-of-bounds write.
         if finding.access == Some(Access::Write) {
             for r in &j.results {
@@ -273,6 +356,77 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     }
     out.extend(canaries(ctx, &out));
     out
+}
+
+/// The launch counts where memcheck turned from clean to errors in a stress search of this
+/// config whose program itself stayed clean.
+fn memcheck_threshold(ctx: &Ctx, config: Option<&str>) -> Option<(u64, u64)> {
+    ctx.joined.stages().iter().find_map(|stage| {
+        if stage.config.as_deref() != config {
+            return None;
+        }
+        let m = stage.launch_search.as_ref()?.memcheck.as_ref()?;
+        let fail = m.fails_at.filter(|&n| n > 1)?;
+        Some((m.clean_at?, fail))
+    })
+}
+
+/// What all of a finding's records say together (the parser keeps their spread): the range of
+/// "bytes after", how many threads and blocks made them.
+struct Spread {
+    /// Smallest and largest "N bytes after" over the records (memcheck counts from 1).
+    after: (u64, u64),
+    threads: u64,
+    blocks: u64,
+    /// The blocks seen, as memcheck prints them, when few.
+    block_names: Vec<String>,
+}
+
+/// A tail overshoot: who made it and how far past the end it reaches.
+struct Tail {
+    who: String,
+    reach: u64,
+}
+
+impl Spread {
+    fn of(finding: &parsers::Finding, first: u64) -> Spread {
+        let lo = detail_u64(finding, "bytes_after_min").unwrap_or(first);
+        let hi = detail_u64(finding, "bytes_after_max").unwrap_or(first);
+        Spread {
+            after: (lo, hi),
+            threads: detail_u64(finding, "distinct_threads").unwrap_or(1),
+            blocks: detail_u64(finding, "distinct_blocks").unwrap_or(1),
+            block_names: finding
+                .details
+                .get("blocks")
+                .and_then(|v| v.as_array())
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|b| b.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// An unguarded tail: many threads of one or two blocks, starting at the first element past
+    /// the end and reaching further, within a small part of the buffer (a tile, not a stride).
+    fn tail(&self, element: u64, allocation: u64) -> Option<Tail> {
+        let (lo, hi) = self.after;
+        let reach = hi.saturating_sub(1).saturating_add(element);
+        let starts_at_end = lo.saturating_sub(1) < element;
+        let several = self.threads > 1 && reach > element;
+        let few_blocks = self.blocks <= 2;
+        let within_a_tile = reach <= allocation / 2 || reach <= 64 * 1024;
+        (starts_at_end && several && few_blocks && within_a_tile).then(|| Tail {
+            who: match self.block_names.as_slice() {
+                [one] => format!("block {one}"),
+                [a, b] => format!("blocks {a} and {b}"),
+                _ => crate::text::plural(self.blocks, "block", "blocks"),
+            },
+            reach,
+        })
+    }
 }
 
 /// Guard regions overwritten on a single launch with no memcheck finding to name the site: an

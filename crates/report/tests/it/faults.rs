@@ -172,7 +172,7 @@ fn out_of_bounds_write_one_byte_past_the_end_is_an_off_by_one() {
         None,
     );
     let d = &a[0];
-    assert!(d.title.contains("off-by-one"), "{}", d.title);
+    assert!(d.title.starts_with("Off-by-one"), "{}", d.title);
     assert_eq!(d.figures.get("bytes_after"), Some(&serde_json::json!(1)));
     // The launch failure memcheck reports after the fault is its echo, not a second cause.
     assert!(
