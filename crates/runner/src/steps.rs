@@ -392,6 +392,8 @@ impl Search<'_> {
             next = match (found.clean_at, found.fails_at) {
                 // Clean at the limit: nothing to look for.
                 (Some(_), None) => None,
+                // Wrong at the limit: most faults show at the first launch already.
+                (None, Some(fail)) if fail > 1 && found.attempts.len() == 1 => Some(1),
                 (clean, Some(fail)) => {
                     let low = clean.unwrap_or(0);
                     (fail > low + 1).then(|| low + (fail - low) / 2)

@@ -206,7 +206,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .map(|c| format!(" (the program checks it at {})", md_code(&c.to_string())))
             .unwrap_or_default();
         d.explanation = format!(
-            "The runtime refused the launch of {named} with {}{at}, so the kernel never ran: no \
+            "The runtime refused the launch of {named} with {}{at}, so that launch never ran: no \
              tool recorded it on the device{}. Every later failure in this config follows from \
              it. A launch is refused when its configuration breaks a limit of the device; the \
              ones this error allows, most likely first from what the build shows: {}",

@@ -53,7 +53,8 @@ fn each_planted_fault_is_named_from_its_raw_logs() {
         ),
         (
             &["racecheck/missing_kv_barrier/sm_90/seed-f16/racecheck.log"][..],
-            "Shared-memory race: missing barrier between line 120 and line 136",
+            // Both read sites of the one missing barrier (lines 136 and 142) are one root cause.
+            "Shared-memory race: missing barrier between the write at `attention.cu:120` and 2 sites that read it",
         ),
         (
             &["initcheck/uninit_row_sum/sm_90/seed-f16/initcheck.log"][..],
@@ -176,10 +177,10 @@ fn each_failure_class_of_the_captured_programs_is_named() {
         },
         Case {
             log: "memcheck_invalid_config.log",
-            rule: "host-api-error",
+            rule: "launch-rejected",
             location: None,
-            title: "`cudaLaunchKernel` rejected its arguments",
-            fix: "threads per block at most 1024",
+            title: "was rejected: invalid argument",
+            fix: "Launch at most 1024 threads per block",
             never: &["Every CUDA call after the fault"],
         },
         Case {

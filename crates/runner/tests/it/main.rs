@@ -14,6 +14,7 @@ mod config;
 mod damaged;
 mod decide;
 mod explain;
+mod fault_classes;
 mod hostile;
 mod leftovers;
 mod pack;

@@ -357,15 +357,17 @@ fn the_tma_runs_are_clean_and_name_every_planted_hopper_fault() {
     let faults = runs.join("20261123T083424Z-2ae37b56");
     let causes = failing_root_causes(&faults);
     let on = |config: &str, rule: &str| diagnosed(&causes, config, rule);
+    // One root cause per planted fault: the launch failure, the wrong results and the
+    // launch-to-launch differences of `wgmma_no_full_wait` are one fault.
     for (config, rule) in [
         ("wgmma_k_desc_stride", "wrong-output"),
         ("wgmma_no_kv_barrier", "repeated-launch-failure"),
-        ("wgmma_no_full_wait", "wrong-output"),
         ("wgmma_no_full_wait", "launch-failure"),
-        ("wgmma_tma_box", "wrong-output"),
+        ("wgmma_tma_box", "repeated-launch-failure"),
     ] {
         assert!(on(config, rule), "no {rule} on {config}: {causes:?}");
     }
+    assert_eq!(causes.len(), 4, "{causes:?}");
     for clean in ["wg_clean", "wg_tma_clean"] {
         assert!(
             !causes.iter().any(|(_, c)| c.iter().any(|c| c == clean)),
@@ -390,4 +392,113 @@ fn the_tma_runs_are_clean_and_name_every_planted_hopper_fault() {
     // Launch to launch differences after a single launch that is already wrong are timing, not
     // state that survives a launch.
     assert!(!md.contains("Fails only after repeated launches"), "{md}");
+}
+
+/// The error root causes of a run, with the title of each, by config.
+fn titles(run: &Path) -> Vec<(Vec<String>, String)> {
+    let json: Value = serde_json::from_str(&report(run, "json")).unwrap();
+    json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["level"] == "error")
+        .map(|d| {
+            let configs = d["configs"]
+                .as_array()
+                .map(|c| {
+                    c.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (configs, d["title"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+/// `faults.yaml` on an H100 (`docs/measurements/2026-11-24-h100-one-cause/`): exactly one root
+/// cause per planted fault, none on the clean controls.
+#[test]
+fn the_faults_run_gives_one_root_cause_per_planted_fault() {
+    let run =
+        repo().join("docs/measurements/2026-11-24-h100-one-cause/runs/20261124T123011Z-947827a0");
+    let causes = titles(&run);
+    let mut configs: Vec<String> = causes.iter().flat_map(|(c, _)| c.clone()).collect();
+    configs.sort();
+    assert_eq!(
+        configs,
+        [
+            "launch_counter_ring",
+            "missing_kv_barrier",
+            "nan_masked_rows",
+            "tail_off_by_one",
+            "uninit_row_sum",
+            "wgmma_k_desc_stride",
+            "wgmma_no_full_wait",
+            "wgmma_no_kv_barrier",
+            "wgmma_tma_box",
+            "wmma_local_q",
+        ],
+        "{causes:#?}"
+    );
+    // The two read sites of the one missing barrier are one root cause, in two files.
+    assert!(
+        causes.iter().any(|(_, t)| t
+            == "Shared-memory race: missing barrier between the write at `attention_common.cuh:17` and 2 sites that read it"),
+        "{causes:#?}"
+    );
+}
+
+/// `examples/fault-classes/` on an H100: one small program per fault class, each planted fault
+/// one root cause with its mechanism, the clean controls clean.
+#[test]
+fn each_fault_class_is_one_root_cause_with_its_mechanism() {
+    let run = repo().join("examples/fault-classes/reference/artifacts/20261124T122821Z-abcc59df");
+    let causes = titles(&run);
+    let title = |config: &str| {
+        let found: Vec<&String> = causes
+            .iter()
+            .filter(|(c, _)| c.iter().any(|c| c == config))
+            .map(|(_, t)| t)
+            .collect();
+        assert_eq!(found.len(), 1, "{config}: {causes:#?}");
+        found[0].clone()
+    };
+    assert_eq!(causes.len(), 6, "{causes:#?}");
+    assert_eq!(
+        title("smem_launch"),
+        "The launch of `transpose_tile` was rejected: invalid argument"
+    );
+    assert_eq!(
+        title("block_size"),
+        "The launch of `block_sum` was rejected: invalid argument"
+    );
+    assert_eq!(
+        title("tail_tile"),
+        "Unguarded last tile: block (15,0,0) reads up to 3.6 KiB past the end of a 512000-byte buffer"
+    );
+    assert_eq!(
+        title("off_by_one"),
+        "Off-by-one: a global read of the element just past the end of a 4000-byte buffer"
+    );
+    assert_eq!(
+        title("slot_counter"),
+        "State that survives launches: from launch 9 on, a global write past the end of a 32-byte buffer"
+    );
+    assert_eq!(
+        title("race"),
+        "Shared-memory race: missing barrier between the write at `stencil.cuh:8` and 2 sites that read it"
+    );
+    let md = report(&run, "md");
+    // The rejected launch: its likely limit from the build's numbers, and where the program
+    // checked it.
+    assert!(
+        md.contains("`transpose_tile` accesses shared memory (")
+            && md.contains("ptxas reports no static shared memory"),
+        "{md}"
+    );
+    assert!(
+        md.contains("the program checks it at `src/smem_launch.cu:34`"),
+        "{md}"
+    );
 }

@@ -1,0 +1,92 @@
+//! Fault classes through the CLI, with real tool output replayed by stand-ins: what the report
+//! concludes from the runner's own searches.
+
+use crate::util::{Project, code, stage, stderr};
+
+/// A stand-in compute-sanitizer replaying memcheck's real output on
+/// `examples/fault-classes/src/slot_counter.cu` (captured on an H100; see the fixtures'
+/// sidecars): clean up to 8 launches, an out-of-bounds write from the 9th. Without
+/// `EXHIBIT_LAUNCHES` the program runs its default 25 launches.
+fn sanitizer() -> String {
+    let fixtures = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../parsers/fixtures/compute-sanitizer"
+    );
+    format!(
+        r#"#!/bin/sh
+# Stand-in for compute-sanitizer in tests: replays captured memcheck logs.
+if [ "$1" = "--version" ]; then echo "NVIDIA (R) Compute Sanitizer 2025.3.1 (stand-in)"; exit 0; fi
+n=${{EXHIBIT_LAUNCHES:-25}}
+if [ "$n" -ge 9 ]; then
+  cat '{fixtures}/memcheck_slot_counter_9_launches.log'
+  exit 86
+fi
+cat '{fixtures}/memcheck_slot_counter_8_launches.log'
+"#
+    )
+}
+
+#[test]
+fn a_fault_the_program_cannot_see_is_bisected_under_memcheck() {
+    let project = Project::new();
+    project.tool("compute-sanitizer", &sanitizer());
+    // The program passes at every launch count, as slot_counter does without the sanitizer.
+    project.tool(
+        "prog",
+        "#!/bin/sh\n# Stand-in program (hand-written).\necho \"PASS scale_and_log, ${EXHIBIT_LAUNCHES:-25} launches\"\n",
+    );
+    project.write("src/slot_counter.cu", "// stand-in source\n");
+    project.pipeline(
+        r#"target:
+  sources: [src]
+  program:
+    command: [bin/prog]
+toolchain:
+  cuda: 13.0.88
+  provision: false
+  wheels:
+    nvidia-cuda-nvcc: 13.0.88
+  tools:
+    nvcc: bin/nvcc
+    compute-sanitizer: bin/compute-sanitizer
+matrix:
+  arch: [sm_90]
+  configs:
+    slot_counter: {}
+grace: 1s
+stages:
+  memcheck:
+    needs: { gpu: false, tools: [compute-sanitizer] }
+  stress:
+    needs: { gpu: false }
+    launches: 32
+    args: [--launches, "{launches}"]
+  report:
+    timeout: 30s
+"#,
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let stress = stage(&manifest, "stress");
+    assert_eq!(stress["status"], "findings", "{stress:#}");
+    let search = &stress["launch_search"]["memcheck"];
+    assert_eq!(search["clean_at"], 8, "{stress:#}");
+    assert_eq!(search["fails_at"], 9, "{stress:#}");
+    assert!(
+        stress["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("memcheck is clean at 8 launches and finds errors from 9")),
+        "{stress:#}"
+    );
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    assert!(report.contains("Failing: 1 root cause"), "{report}");
+    assert!(
+        report.contains("### 1. State that survives launches: from launch 9 on, a global write past the end of a 32-byte buffer"),
+        "{report}"
+    );
+    assert!(
+        report.contains("8 launches of one 4-byte write each fill the 32-byte buffer exactly"),
+        "{report}"
+    );
+}
