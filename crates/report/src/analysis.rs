@@ -394,7 +394,19 @@ fn row(
         }
         _ => match stage.and_then(|s| s.launch_search.as_ref()) {
             Some(search) => search_figure(search),
-            None => figure(joined, kind, &logs),
+            None => {
+                let sources = sources_of(joined, &logs);
+                let tool_found_nothing = !joined
+                    .findings
+                    .iter()
+                    .any(|f| sources.contains(&f.source) && crate::rules::is_error(f.finding));
+                if status == StageStatus::Findings && is_sanitizer(kind) && tool_found_nothing {
+                    // The stage failed on the program's exit status alone.
+                    "program failed; the tool found nothing".to_string()
+                } else {
+                    figure(joined, kind, &logs)
+                }
+            }
         },
     };
     CoverageRow {
@@ -520,11 +532,18 @@ fn launched(joined: &Joined, logs: &[&str]) -> Option<bool> {
 /// A stage's key figure from its logs.
 /// A launch search in a few words: `clean at 64 launches`, `clean at 8, fails at 9`.
 fn search_figure(search: &crate::LaunchSearch) -> String {
-    match (search.clean_at, search.fails_at) {
+    let own = match (search.clean_at, search.fails_at) {
         (Some(clean), Some(fails)) => format!("clean at {clean}, fails at {fails}"),
         (None, Some(fails)) => format!("fails at {fails}"),
         (Some(clean), None) => format!("clean at {clean} launches"),
         (None, None) => "no launch ran".to_string(),
+    };
+    match search.memcheck.as_ref().map(|m| (m.clean_at, m.fails_at)) {
+        Some((Some(clean), Some(fails))) => {
+            format!("{own}; memcheck clean at {clean}, errors from {fails}")
+        }
+        Some((None, Some(fails))) => format!("{own}; memcheck errors from {fails}"),
+        _ => own,
     }
 }
 

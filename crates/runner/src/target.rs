@@ -293,6 +293,9 @@ pub fn failure_line(stderr: &str, stdout: &str) -> Option<String> {
     let clip = |line: &str| {
         let line = line.trim();
         let line = line.split(" Search for `").next().unwrap_or(line);
+        // A message printed through a repr (Python's exceptions in a list, a JSON string) holds
+        // its line breaks as a literal `\n`: the first line is the error.
+        let line = line.split("\\n").next().unwrap_or(line).trim_end();
         line.chars().take(300).collect::<String>()
     };
     // The program's own words: not a wrapping tool's lines (compute-sanitizer's `=========`,

@@ -90,3 +90,52 @@ stages:
         "{report}"
     );
 }
+
+/// A program that prints its error through a repr (a literal `\n` between lines, as Python's
+/// exception reprs do): the failure reason and the report keep the first line, no escape.
+#[test]
+fn a_repr_printed_error_reads_as_its_first_line() {
+    let project = Project::new();
+    project.tool(
+        "prog",
+        "#!/bin/sh\n# Stand-in program (hand-written).\n\
+         printf '%s\\n' \"FAILED test_attn.py::test_tail - RuntimeError('CUDA error: an illegal memory access was encountered\\\\nCUDA kernel errors might be asynchronously reported')\" >&2\n\
+         exit 1\n",
+    );
+    project.pipeline(
+        r#"target:
+  sources: [bin]
+  program:
+    command: [bin/prog]
+toolchain:
+  cuda: 13.0.88
+  provision: false
+  wheels:
+    nvidia-cuda-nvcc: 13.0.88
+  tools:
+    nvcc: bin/nvcc
+matrix:
+  arch: [sm_90]
+  configs:
+    plain: {}
+grace: 1s
+stages:
+  check:
+    needs: { gpu: false }
+  report:
+    timeout: 30s
+"#,
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let reason = stage(&project.manifest(), "check")["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        reason.ends_with("an illegal memory access was encountered"),
+        "{reason}"
+    );
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    assert!(!report.contains("\\n"), "{report}");
+}
