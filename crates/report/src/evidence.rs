@@ -16,4 +16,32 @@ pub struct Evidence {
     /// the run directory, ...): their stage's evidence is missing, never clean.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub missing: BTreeMap<String, String>,
+    /// Files a build wrote from the user's own text (torch's `load_inline` writes its source
+    /// strings to `cuda.cu` and `main.cpp`), mapped back to the file and lines that hold it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_maps: Vec<SourceMap>,
+}
+
+/// Lines `first..=last` of a generated file (as tools name it: `cuda.cu`) in one config's build
+/// are lines `first + offset ..` of `source`, one of the run's inputs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceMap {
+    pub config: Option<String>,
+    /// The generated file's name, as tools print it.
+    pub generated: String,
+    /// The input that holds the text, relative to the repository.
+    pub source: String,
+    pub first: u32,
+    pub last: u32,
+    pub offset: i64,
+}
+
+impl SourceMap {
+    /// The line of `source` that generated line `line` came from, when this map covers it.
+    pub fn line(&self, line: u32) -> Option<u32> {
+        (self.first..=self.last)
+            .contains(&line)
+            .then(|| u32::try_from(i64::from(line) + self.offset).ok())
+            .flatten()
+    }
 }

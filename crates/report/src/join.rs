@@ -52,6 +52,7 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
         }
     }
     let mut joined = Joined::build(Some(&evidence.run), sources);
+    joined.source_maps.clone_from(&evidence.source_maps);
     joined.missing = evidence
         .missing
         .iter()
@@ -300,6 +301,8 @@ pub struct Joined<'a> {
     pub targets: BTreeSet<String>,
     /// Repository-relative paths of the run's inputs, for making tool paths relative.
     pub repo_files: Vec<String>,
+    /// Generated files mapped back to the user's own (see [`crate::SourceMap`]).
+    pub source_maps: Vec<crate::SourceMap>,
 }
 
 impl<'a> Joined<'a> {
@@ -416,6 +419,7 @@ impl<'a> Joined<'a> {
             configs,
             targets,
             repo_files,
+            source_maps: Vec::new(),
         }
     }
 

@@ -35,7 +35,7 @@
 //! #   "started":"2026-11-22T10:15:00Z","finished":null,"interrupted":false,"git":null,
 //! #   "environment":{"os":"linux","tools":{},"toolchain_source":null,"driver":null,"gpus":[],
 //! #   "gpu_unavailable":null,"counters_permitted":null},"inputs":{},"stages":[]}"#).unwrap() }
-//! let evidence = Evidence { run: run(), logs: Default::default(), missing: Default::default() };
+//! let evidence = Evidence { run: run(), logs: Default::default(), missing: Default::default(), source_maps: Vec::new() };
 //! let markdown = render(&evidence, OutputFormat::Markdown);
 //! assert!(markdown.starts_with("# Exhibit report: r"));
 //! ```
@@ -63,7 +63,7 @@ pub use analysis::{
 };
 pub use diagnosis::{Confidence, Diagnosis, EvidenceItem, Helper, Level, SourceLocation};
 pub use diff::{Diff, DiffOptions, DiffVerdict, NotRetested, diff};
-pub use evidence::Evidence;
+pub use evidence::{Evidence, SourceMap};
 pub use explain::{Explanation, explain, render_explanation};
 pub use run::*;
 

@@ -41,7 +41,13 @@ pub fn from_run(run: Run, run_dir: &Path) -> Evidence {
             }
         }
     }
-    Evidence { run, logs, missing }
+    let source_maps = crate::inline_sources::maps(&run, run_dir);
+    Evidence {
+        run,
+        logs,
+        missing,
+        source_maps,
+    }
 }
 
 /// The path of a log the manifest names, when it is a regular file inside the run directory;

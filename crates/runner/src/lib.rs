@@ -52,6 +52,7 @@ pub mod evidence;
 pub mod exec;
 pub mod facts;
 pub mod hash;
+pub mod inline_sources;
 pub mod interrupt;
 pub mod leftovers;
 pub mod orchestrate;

@@ -489,9 +489,31 @@ impl Ctx<'_, '_> {
     /// The finding's own location, made relative to the repository.
     pub fn finding_location(&self, finding: &Finding) -> Option<SourceLocation> {
         let file = finding.file.as_ref()?;
+        if let Some(mapped) = self.mapped(file, finding.line) {
+            return Some(mapped);
+        }
         Some(SourceLocation {
             file: relative_path(file, &self.joined.repo_files),
             line: finding.line,
+        })
+    }
+
+    /// A place in a file a build generated from the user's text (`cuda.cu` of `load_inline`),
+    /// as the user's own file and line. Only when one map covers it: two configs' maps of the
+    /// same name that disagree settle nothing.
+    fn mapped(&self, file: &str, line: Option<u32>) -> Option<SourceLocation> {
+        let line = line?;
+        let name = file.rsplit('/').next().unwrap_or(file);
+        let mut found = self
+            .joined
+            .source_maps
+            .iter()
+            .filter(|m| m.generated == name)
+            .filter_map(|m| Some((m.source.clone(), m.line(line)?)));
+        let first = found.next()?;
+        found.all(|other| other == first).then(|| SourceLocation {
+            file: first.0,
+            line: Some(first.1),
         })
     }
 

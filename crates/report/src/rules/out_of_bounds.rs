@@ -75,7 +75,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .as_deref()
             .is_some_and(|k| ctx.joined.targets.contains(&crate::text::kernel_base(k)));
         // A Triton kernel carries its Python source line in the device frame.
-        let triton = d.location.as_ref().is_some_and(|l| l.file.ends_with(".py"));
+        // (The tool's own file: a `load_inline` source mapped back to its Python file is CUDA.)
+        let triton = finding.file.as_deref().is_some_and(|f| f.ends_with(".py"));
         match (after, before, alloc) {
             _ if distance >= WILD => {
                 d.figures.insert("distance_bytes".into(), json!(distance));

@@ -216,6 +216,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
         run,
         logs,
         missing: Default::default(),
+        source_maps: Vec::new(),
     }
 }
 

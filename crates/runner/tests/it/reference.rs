@@ -502,3 +502,20 @@ fn each_fault_class_is_one_root_cause_with_its_mechanism() {
         "{md}"
     );
 }
+
+/// A kernel written inline in Python (torch's `load_inline`, on an H100): memcheck names
+/// `cuda.cu:9`, the file `load_inline` wrote from the string; the report names the Python file
+/// and line that hold it, and the line the launch came from.
+#[test]
+fn a_load_inline_kernel_is_located_in_the_users_python_file() {
+    let run = repo().join("examples/fault-classes/reference/artifacts/20261124T123644Z-a027df90");
+    let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
+    let causes = root_causes(&json);
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    let d = &json["diagnoses"][0];
+    assert_eq!(d["configs"], serde_json::json!(["plant"]), "{d:#}");
+    assert_eq!(d["location"]["file"], "py/inline_scale.py", "{d:#}");
+    assert_eq!(d["location"]["line"], 20, "{d:#}");
+    assert_eq!(d["call_site"]["file"], "py/inline_scale.py", "{d:#}");
+    assert_eq!(d["call_site"]["line"], 44, "{d:#}");
+}

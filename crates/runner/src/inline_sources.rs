@@ -1,0 +1,149 @@
+//! Sources a build wrote from the user's own text, mapped back to it. torch's `load_inline`
+//! writes its `cuda_sources` and `cpp_sources` strings to `cuda.cu` and `main.cpp` in the
+//! extension's build directory (inside the run directory, `TORCH_EXTENSIONS_DIR`); tools then
+//! name `cuda.cu:9`, a file the user never wrote. The lines of each such file are looked up in
+//! the run's Python inputs: the string sits there as one block, so the offset most lines agree
+//! on maps the file's lines to the user's.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use report::{Run, SourceMap};
+
+/// The names `load_inline` gives the files it writes.
+const GENERATED: &[&str] = &["cuda.cu", "main.cpp"];
+
+/// The most bytes of one file read here.
+const MAX_BYTES: u64 = 4 << 20;
+
+/// The maps of every generated file in the run's build directories whose text the run's Python
+/// inputs hold. Nothing is mapped where the inputs cannot be found (a run directory moved
+/// without its sources).
+pub fn maps(run: &Run, run_dir: &Path) -> Vec<SourceMap> {
+    let python: Vec<&String> = run.inputs.keys().filter(|k| k.ends_with(".py")).collect();
+    if python.is_empty() {
+        return Vec::new();
+    }
+    let Some(root) = root_of(run_dir, &python) else {
+        return Vec::new();
+    };
+    let sources: Vec<(String, Vec<String>)> = python
+        .iter()
+        .filter_map(|p| Some(((*p).clone(), lines(&root.join(p))?)))
+        .collect();
+    let mut out = Vec::new();
+    for (config, file) in generated_files(run_dir) {
+        let Some(generated) = lines(&file) else {
+            continue;
+        };
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some((source, first, last, offset)) = best_match(&generated, &sources) {
+            out.push(SourceMap {
+                config,
+                generated: name,
+                source,
+                first,
+                last,
+                offset,
+            });
+        }
+    }
+    out
+}
+
+/// The directory the run's inputs are relative to: the nearest ancestor of the run directory
+/// that holds every Python input.
+fn root_of(run_dir: &Path, inputs: &[&String]) -> Option<PathBuf> {
+    run_dir
+        .ancestors()
+        .skip(1)
+        .find(|dir| inputs.iter().all(|p| dir.join(p).is_file()))
+        .map(Path::to_path_buf)
+}
+
+/// `build/<config>/<arch>/jit/torch_extensions/<name>/{cuda.cu,main.cpp}` under the run
+/// directory, with the config.
+fn generated_files(run_dir: &Path) -> Vec<(Option<String>, PathBuf)> {
+    let build = run_dir.join("build");
+    walkdir::WalkDir::new(&build)
+        .max_depth(6)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| GENERATED.iter().any(|g| e.file_name() == *g))
+        .filter(|e| {
+            e.path()
+                .components()
+                .any(|c| c.as_os_str() == "torch_extensions")
+        })
+        .map(|e| {
+            let config = e
+                .path()
+                .strip_prefix(&build)
+                .ok()
+                .and_then(|p| p.components().next())
+                .map(|c| c.as_os_str().to_string_lossy().into_owned());
+            (config, e.into_path())
+        })
+        .collect()
+}
+
+/// A regular file's lines, when it is one and not too large.
+fn lines(path: &Path) -> Option<Vec<String>> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_BYTES {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    Some(
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .collect(),
+    )
+}
+
+/// The source, the generated lines it covers and the offset that most of the generated file's
+/// distinctive lines agree on (at least three of them).
+fn best_match(
+    generated: &[String],
+    sources: &[(String, Vec<String>)],
+) -> Option<(String, u32, u32, i64)> {
+    let mut best: Option<(usize, String, u32, u32, i64)> = None;
+    for (name, text) in sources {
+        let mut at: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, line) in text.iter().enumerate() {
+            if line.len() >= 8 {
+                at.entry(line.as_str()).or_default().push(i);
+            }
+        }
+        // Offset -> the generated lines (0-based) that agree on it.
+        let mut votes: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+        for (g, line) in generated.iter().enumerate() {
+            for &s in at.get(line.as_str()).into_iter().flatten() {
+                let offset = i64::try_from(s).unwrap_or(0) - i64::try_from(g).unwrap_or(0);
+                votes.entry(offset).or_default().push(g);
+            }
+        }
+        if let Some((offset, lines)) = votes.into_iter().max_by_key(|(_, v)| v.len())
+            && lines.len() >= 3
+            && best.as_ref().is_none_or(|b| lines.len() > b.0)
+        {
+            let first = lines.iter().min().copied().unwrap_or(0);
+            let last = lines.iter().max().copied().unwrap_or(0);
+            best = Some((
+                lines.len(),
+                name.clone(),
+                u32::try_from(first + 1).unwrap_or(0),
+                u32::try_from(last + 1).unwrap_or(0),
+                offset,
+            ));
+        }
+    }
+    best.map(|(_, name, first, last, offset)| (name, first, last, offset))
+}
