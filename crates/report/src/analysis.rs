@@ -746,11 +746,34 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                 .iter()
                 .filter(|m| sources.contains(&m.source))
                 .count();
-            format!(
-                "{} of {}",
-                plural(n as u64, "metric", "metrics"),
-                plural(kernels.len() as u64, "kernel", "kernels")
-            )
+            // The kernels the config's build defined that no profiled launch ran.
+            let configs: Vec<Option<&str>> = sources
+                .iter()
+                .filter_map(|&i| joined.source(i))
+                .map(|s| s.config)
+                .collect();
+            let mut idle: Vec<String> = joined
+                .kernels
+                .iter()
+                .filter(|k| k.resources.is_some() && configs.contains(&k.config.as_deref()))
+                .map(|k| k.name.clone())
+                .filter(|name| !kernels.contains(name))
+                .collect();
+            idle.sort();
+            idle.dedup();
+            let mut text = if kernels.is_empty() {
+                "no kernel profiled".to_string()
+            } else {
+                format!(
+                    "profiled {} ({})",
+                    kernels.join(", "),
+                    plural(n as u64, "metric", "metrics")
+                )
+            };
+            if !idle.is_empty() {
+                text.push_str(&format!("; never launched: {}", idle.join(", ")));
+            }
+            text
         }
         StageKind::Report => "rendered".to_string(),
         _ => String::new(),

@@ -735,6 +735,20 @@ fn target_invocation(
             // The stage's args are ncu's here (kernel filter, launch count, sections).
             let program_args = stage.args.len();
             let line_words = line.argv.len().saturating_sub(program_args);
+            // The user's kernels, not the framework's: unless the stage names its own filter,
+            // only the kernels the build defined are profiled.
+            let own_filter = stage.args.iter().any(|a| {
+                a == "-k" || a.starts_with("--kernel-name") || a.starts_with("--kernel-id")
+            });
+            let built = paths
+                .build_dir
+                .as_ref()
+                .map(|d| crate::target::built_kernels(&pipeline.resolve(d)))
+                .unwrap_or_default();
+            if !own_filter && !built.is_empty() {
+                cmd.words(["--kernel-name-base", "mangled", "--kernel-name"]);
+                cmd.word(&crate::target::kernel_filter(&built));
+            }
             cmd.words(stage.args.iter().map(String::as_str));
             push_words(&mut cmd, line_words);
             cmd.finish(

@@ -213,6 +213,51 @@ pub fn file_hashes(base: &Path, dir: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The kernels a target's build defined, by mangled name, as ptxas printed them in the build's
+/// logs (`stdout.log`, `stderr.log` in the build unit's directory, the parent of its build
+/// directory); empty when the build printed no resource usage (no `-Xptxas -v`).
+pub fn built_kernels(build_dir: &Path) -> Vec<String> {
+    let Some(unit_dir) = build_dir.parent() else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = ["stdout.log", "stderr.log"]
+        .iter()
+        .filter_map(|log| {
+            let file = std::fs::File::open(unit_dir.join(log)).ok()?;
+            parsers::parse_reader(
+                parsers::Format::Ptxas,
+                std::io::BufReader::new(file.take(16 << 20)),
+            )
+            .ok()
+        })
+        .flat_map(|parsed| parsed.kernels)
+        .map(|k| k.mangled)
+        .filter(|m| !m.is_empty())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// An ncu `--kernel-name` value matching exactly these mangled names.
+pub fn kernel_filter(names: &[String]) -> String {
+    let escaped: Vec<String> = names
+        .iter()
+        .map(|n| {
+            n.chars()
+                .flat_map(|c| {
+                    let special = "\\.+*?()|[]{}^$".contains(c);
+                    special
+                        .then_some('\\')
+                        .into_iter()
+                        .chain(std::iter::once(c))
+                })
+                .collect()
+        })
+        .collect();
+    format!("regex:^({})$", escaped.join("|"))
+}
+
 /// What a build product is, by its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ProductKind {

@@ -139,3 +139,64 @@ stages:
     let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
     assert!(!report.contains("\\n"), "{report}");
 }
+
+/// The profile stage of a target measures the kernels its build defined (their mangled names
+/// from the build's ptxas output), not the first kernel the process launches (a framework's).
+#[test]
+fn the_profile_stage_measures_the_kernels_the_build_defined() {
+    let project = Project::new();
+    let ptxas = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../parsers/fixtures/ptxas/device_oob.log"
+    );
+    // The build prints a real ptxas capture (two kernels) and writes the program.
+    project.write(
+        "src/build.sh",
+        &format!(
+            "# Stand-in build (hand-written): prints a captured ptxas log.\ncat '{ptxas}' >&2\nprintf '#!/bin/sh\\necho ok\\n' > \"$1/prog\"\nchmod +x \"$1/prog\"\n"
+        ),
+    );
+    // A stand-in ncu that records its arguments.
+    project.tool(
+        "ncu",
+        "#!/bin/sh\n# Stand-in for ncu in tests (hand-written).\nif [ \"$1\" = \"--version\" ]; then echo \"NVIDIA (R) Nsight Compute 0.0 (stand-in)\"; exit 0; fi\necho \"$@\" > \"$(dirname \"$0\")/ncu.args\"\n",
+    );
+    project.pipeline(
+        r#"target:
+  sources: [src]
+  build:
+    command: [sh, src/build.sh, "{build_dir}"]
+  program:
+    command: ["{build_dir}/prog"]
+toolchain:
+  cuda: 13.0.88
+  provision: false
+  wheels:
+    nvidia-cuda-nvcc: 13.0.88
+  tools:
+    nvcc: bin/nvcc
+    ncu: bin/ncu
+matrix:
+  arch: [sm_90]
+  configs:
+    plain: {}
+grace: 1s
+stages:
+  build:
+    timeout: 30s
+  profile:
+    needs: { gpu: false, tools: [ncu] }
+  report:
+    timeout: 30s
+"#,
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
+        .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
+    assert!(
+        args.contains(
+            "--kernel-name-base mangled --kernel-name regex:^(_Z13read_past_endPKfPfii|_Z14write_past_endPfii)$"
+        ),
+        "{args}"
+    );
+}
