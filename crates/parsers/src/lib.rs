@@ -29,6 +29,7 @@ pub mod harness;
 mod lines;
 mod model;
 mod ncu;
+mod ncu_source;
 mod ptxas;
 mod sanitizer;
 mod sanitizer_xml;
@@ -69,6 +70,9 @@ pub fn detect(text: &str) -> Option<Format> {
         let line = line.trim_end_matches('\r');
         if line.starts_with("=========") && line.as_bytes().get(9) != Some(&b'=') {
             return Some(Format::ComputeSanitizer);
+        }
+        if line.starts_with("\"File Path\",") {
+            return Some(Format::NcuSource);
         }
         if line.starts_with("==PROF==")
             || line.starts_with("\"ID\",\"Process ID\"")
@@ -163,6 +167,11 @@ pub fn parse_reader<R: BufRead>(format: Format, reader: R) -> io::Result<ParsedL
         }
         Format::NcuCsv => {
             let mut p = ncu::NcuParser::new();
+            lines::for_each_line(reader, |l| p.line(l))?;
+            p.finish()
+        }
+        Format::NcuSource => {
+            let mut p = ncu_source::SourceParser::new();
             lines::for_each_line(reader, |l| p.line(l))?;
             p.finish()
         }

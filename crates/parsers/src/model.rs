@@ -26,6 +26,9 @@ pub enum Format {
     GoogleBenchmark,
     /// The `exhibit.results/1` JSON a user's check program writes (see [`crate::bench_json`]).
     ProgramResults,
+    /// Nsight Compute's source page (`--page source --csv --print-source cuda,sass`): counters
+    /// per source line and per SASS instruction.
+    NcuSource,
 }
 
 /// Which compute-sanitizer tool produced a log.
@@ -300,6 +303,32 @@ pub struct ParsedLog {
     /// A user program's checks, when the format is `program-results`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<ProgramCheck>,
+    /// Nsight Compute's counters per source line, when the format is `ncu-source`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_lines: Vec<SourceLine>,
+}
+
+/// One source line of a profiled kernel, with the counters Nsight Compute attributes to it (the
+/// sum over its SASS instructions).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SourceLine {
+    pub file: String,
+    /// The function (kernel) as ncu names it.
+    pub function: String,
+    pub line: u32,
+    /// The line's text, trimmed (at most 200 characters).
+    pub text: String,
+    /// Warp-stall samples on the line (all samples).
+    pub stall_samples: u64,
+    /// The stall reason with the most samples on the line, as ncu names its column (`stall_mio`).
+    pub top_stall: Option<String>,
+    pub instructions: u64,
+    /// Shared-memory wavefronts: all, and beyond the ideal (bank conflicts).
+    pub shared_wavefronts: u64,
+    pub shared_excessive: u64,
+    /// Global-memory sectors at L2: all, and beyond the ideal (uncoalesced access).
+    pub global_sectors: u64,
+    pub global_excessive: u64,
 }
 
 impl ParsedLog {
@@ -313,6 +342,7 @@ impl ParsedLog {
             && self.results.is_empty()
             && self.timings.is_empty()
             && self.checks.is_empty()
+            && self.source_lines.is_empty()
             && self.reported_errors.is_none()
             && self.reported_warnings.is_none()
             && self.launch.is_none()
@@ -336,6 +366,7 @@ impl ParsedLog {
             launch: None,
             timings: Vec::new(),
             checks: Vec::new(),
+            source_lines: Vec::new(),
         }
     }
 }

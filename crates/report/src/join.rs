@@ -124,7 +124,7 @@ pub fn infer_kind(log: &ParsedLog) -> StageKind {
             Some(Tool::Synccheck) => StageKind::Synccheck,
             Some(Tool::Memcheck) | None => StageKind::Memcheck,
         },
-        Format::NcuCsv => StageKind::Profile,
+        Format::NcuCsv | Format::NcuSource => StageKind::Profile,
         Format::PytestBenchmark | Format::GoogleBenchmark => StageKind::Bench,
         Format::ProgramResults => StageKind::Check,
         Format::Harness => {

@@ -39,6 +39,7 @@ pub fn folder_format(name: &str) -> Format {
         "compute-sanitizer" => Format::ComputeSanitizer,
         "compute-sanitizer-xml" => Format::ComputeSanitizerXml,
         "ncu-csv" => Format::NcuCsv,
+        "ncu-source" => Format::NcuSource,
         "ptxas" => Format::Ptxas,
         "sass" => Format::Sass,
         "harness" => Format::Harness,

@@ -32,6 +32,11 @@ fn ncu_csv() {
 }
 
 #[test]
+fn ncu_source() {
+    insta::glob!("../../fixtures", "ncu-source/*.log", snapshot);
+}
+
+#[test]
 fn ptxas() {
     insta::glob!("../../fixtures", "ptxas/*.log", snapshot);
 }
@@ -56,6 +61,7 @@ fn every_fixture_has_a_sidecar() {
         "compute-sanitizer",
         "compute-sanitizer-xml",
         "ncu-csv",
+        "ncu-source",
         "ptxas",
         "sass",
         "harness",

@@ -133,7 +133,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
         }
         if let Some(v) = meta.get("tool_version").and_then(|v| v.as_str()) {
             let tool = match s.format {
-                Format::NcuCsv => Some("ncu"),
+                Format::NcuCsv | Format::NcuSource => Some("ncu"),
                 Format::ComputeSanitizer | Format::ComputeSanitizerXml => Some("compute-sanitizer"),
                 Format::Sass => Some("cuobjdump"),
                 Format::Harness if v.starts_with("python3") => Some("python3"),
