@@ -67,36 +67,60 @@ impl Key {
 
 impl Index {
     /// Reads every manifest under `<root>/artifacts/` except the current run's. Manifests that
-    /// do not read are ignored: the cache is an optimisation, never a reason to fail.
+    /// do not read are skipped: the cache is an optimisation, never a reason to fail. What is
+    /// skipped for being unsafe to follow (a symbolic link, a FIFO, a manifest past its size
+    /// bound, a unit whose paths leave its run directory) is said on stderr; a directory with no
+    /// manifest (`artifacts/reference`) is skipped silently.
     pub fn load(root: &Path, current: &str) -> Index {
         let mut index = Index::default();
         let artifacts = root.join(rundir::ARTIFACTS);
         let Ok(entries) = std::fs::read_dir(&artifacts) else {
             return index;
         };
-        let mut runs: Vec<(std::time::SystemTime, PathBuf)> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.file_name().is_some_and(|n| n != current))
-            .map(|p| {
-                let modified = std::fs::metadata(p.join(rundir::MANIFEST))
-                    .and_then(|m| m.modified())
-                    .unwrap_or(std::time::UNIX_EPOCH);
-                (modified, p)
-            })
-            .collect();
+        let shown = |p: &Path| crate::orchestrate::slash(p.strip_prefix(root).unwrap_or(p));
+        let mut runs: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            if dir.file_name().is_some_and(|n| n == current) {
+                continue;
+            }
+            if let Err(why) = rundir::directory(&dir) {
+                if !entry.file_type().is_ok_and(|t| t.is_file()) {
+                    warn(&shown(&dir), &why.to_string());
+                }
+                continue;
+            }
+            let manifest = dir.join(rundir::MANIFEST);
+            match rundir::regular_file(&manifest) {
+                Ok(_) => {}
+                Err(rundir::Refused::Missing) => continue,
+                Err(why) => {
+                    warn(&shown(&manifest), &why.to_string());
+                    continue;
+                }
+            }
+            let modified = std::fs::symlink_metadata(&manifest)
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            runs.push((modified, dir));
+        }
         // Oldest first, so that newer runs' entries replace older ones.
         runs.sort();
         for (_, dir) in runs {
-            let Ok(run) = rundir::read_manifest(&dir) else {
-                continue;
-            };
-            index.add(&dir, &run);
+            match rundir::read_manifest(&dir) {
+                Ok(run) => index.add(&dir, &run, &shown(&dir)),
+                Err(rundir::ReadError::Refused { path, source }) => {
+                    warn(&shown(&path), &source.to_string());
+                }
+                Err(rundir::ReadError::Json { .. }) => {}
+            }
         }
         index
     }
 
-    fn add(&mut self, dir: &Path, run: &Run) {
+    /// Adds the reusable units of `run`, stored in `dir`: each needs its unit directory and
+    /// every log inside `dir` ([`rundir::inside`]), the logs regular files.
+    fn add(&mut self, dir: &Path, run: &Run, shown: &str) {
         for stage in &run.stages {
             if !matches!(stage.status, StageStatus::Passed | StageStatus::Findings) {
                 continue;
@@ -107,11 +131,29 @@ impl Index {
             let Some(unit_dir) = unit_dir_of(stage) else {
                 continue;
             };
-            let unit_dir = dir.join(unit_dir);
-            let complete = stage.logs.iter().all(|log| dir.join(&log.path).is_file());
-            if !complete {
-                continue;
-            }
+            let checked = rundir::inside(dir, &unit_dir.to_string_lossy())
+                .and_then(|unit| rundir::directory(&unit).map(|()| unit))
+                .map_err(|why| (unit_dir.to_string_lossy().into_owned(), why))
+                .and_then(|unit| {
+                    for log in &stage.logs {
+                        rundir::inside(dir, &log.path)
+                            .and_then(|path| rundir::regular_file(&path))
+                            .map_err(|why| (log.path.clone(), why))?;
+                    }
+                    Ok(unit)
+                });
+            let unit_dir = match checked {
+                Ok(unit) => unit,
+                // An incomplete unit (an interrupted run, a deleted log) is simply not reused.
+                Err((_, rundir::Refused::Missing)) => continue,
+                Err((path, why)) => {
+                    warn(
+                        shown,
+                        &format!("stage `{}` lists `{path}`: {why}", stage.name),
+                    );
+                    continue;
+                }
+            };
             self.entries.insert(
                 hash.clone(),
                 Hit {
@@ -140,11 +182,22 @@ fn unit_dir_of(stage: &Stage) -> Option<PathBuf> {
         .then_some(parent)
 }
 
-/// Copies an earlier unit's files into `dest` (hard links where the file system allows).
+/// Says on stderr what the cache skipped, and why.
+fn warn(what: &str, why: &str) {
+    eprintln!("runner: cache: {what}: {why}; not reused");
+}
+
+/// Copies an earlier unit's files into `dest` (hard links where the file system allows): its
+/// regular files and directories, never through a symbolic link (the unit directory was found
+/// inside its run by [`Index::load`]; one replaced by a link since is refused here).
 pub fn restore(hit: &Hit, dest: &Path) -> std::io::Result<()> {
+    rundir::directory(&hit.dir).map_err(std::io::Error::other)?;
     std::fs::create_dir_all(dest)?;
     // The whole unit directory: its logs, and a build's products below it.
-    for entry in walkdir::WalkDir::new(&hit.dir).follow_links(false) {
+    for entry in walkdir::WalkDir::new(&hit.dir)
+        .follow_links(false)
+        .follow_root_links(false)
+    {
         let entry = entry.map_err(std::io::Error::other)?;
         let Ok(relative) = entry.path().strip_prefix(&hit.dir) else {
             continue;

@@ -10,6 +10,7 @@ mod cache;
 mod cli;
 mod commands;
 mod config;
+mod confined;
 mod damaged;
 mod decide;
 mod explain;
