@@ -458,6 +458,7 @@ impl Pipeline {
                 ));
             }
         }
+        self.validate_env()?;
         if self.toolchain.provision && !self.toolchain.wheels.contains_key("nvidia-cuda-nvcc") {
             return Err(err(
                 "toolchain.wheels".into(),
@@ -778,6 +779,54 @@ impl Pipeline {
             key,
             message,
         }
+    }
+
+    /// Every environment map's names are POSIX names (they reach a shell in a Slurm job
+    /// script) and its values hold no NUL (no process environment can).
+    fn validate_env(&self) -> Result<(), ConfigError> {
+        let target = self.target.as_ref();
+        let maps = [
+            (
+                "target.build.env".to_string(),
+                target.and_then(|t| t.build.as_ref()).map(|b| &b.env),
+            ),
+            (
+                "target.program.env".to_string(),
+                target.map(|t| &t.program.env),
+            ),
+        ]
+        .into_iter()
+        .chain(
+            self.matrix
+                .configs
+                .iter()
+                .map(|(name, c)| (format!("matrix.configs.{name}.env"), Some(&c.env))),
+        )
+        .chain(
+            self.stages
+                .iter()
+                .map(|s| (format!("stages.{}.env", s.name), Some(&s.env))),
+        );
+        for (key, env) in maps {
+            for (name, value) in env.into_iter().flatten() {
+                if !is_identifier(name) {
+                    return Err(self.semantic(
+                        key,
+                        format!(
+                            "`{name}` is not an environment variable name; expected letters, \
+                             digits and `_`, not starting with a digit"
+                        ),
+                    ));
+                }
+                if value.contains('\0') {
+                    return Err(self.semantic(
+                        key,
+                        format!("{name}: the value holds a NUL byte, which no environment can"),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn validate_kernel(&self, kernel: &Kernel) -> Result<(), ConfigError> {
