@@ -512,11 +512,8 @@ impl Pipeline {
             ));
         }
         for (name, config) in &self.matrix.configs {
-            if !is_path_component(name) {
-                return Err(err(
-                    format!("matrix.configs.{name}"),
-                    "config names use letters, digits, `_`, `-` and `.` only".into(),
-                ));
+            if let Some(problem) = name_problem("config", name) {
+                return Err(err(format!("matrix.configs.{name}"), problem));
             }
             if let Some(archs) = &config.arch {
                 if archs.is_empty() {
@@ -561,11 +558,8 @@ impl Pipeline {
             }
         }
         for (name, case) in &self.cases {
-            if !is_path_component(name) {
-                return Err(err(
-                    format!("cases.{name}"),
-                    "case names use letters, digits, `_`, `-` and `.` only".into(),
-                ));
+            if let Some(problem) = name_problem("case", name) {
+                return Err(err(format!("cases.{name}"), problem));
             }
             if case.dtypes.is_empty() || case.causal.is_empty() {
                 return Err(err(
@@ -1074,12 +1068,23 @@ fn order_stages(path: &Path, raw: BTreeMap<String, RawStage>) -> Result<Vec<Stag
                 ),
             })?,
         };
-        if !is_path_component(&name) {
+        let reserved = RESERVED_NAMES.contains(&name.as_str())
+            && !(name == "build" && kind == StageKind::Compile);
+        let problem = name_problem("stage", &name).or_else(|| {
+            reserved.then(|| {
+                format!(
+                    "`{name}` is a name the run directory keeps for itself ({}; `build` only \
+                     for a compile stage); name the stage otherwise",
+                    RESERVED_NAMES.join(", ")
+                )
+            })
+        });
+        if let Some(message) = problem {
             return Err(ConfigError::Semantic {
                 path: path.to_path_buf(),
                 at: None,
                 key: format!("stages.{name}"),
-                message: "stage names use letters, digits, `_`, `-` and `.` only".into(),
+                message,
             });
         }
         stages.push(Stage {
@@ -1226,41 +1231,63 @@ fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
     let mut from = 0;
     let mut indent: Option<usize> = None;
     let mut found = None;
-    for segment in key.split('.') {
-        let name = segment.split('[').next().unwrap_or(segment);
-        let (index, column) = lines
-            .iter()
-            .enumerate()
-            .skip(from)
-            .take_while(|(i, line)| {
-                // Stop at the end of the enclosing block.
-                let _ = i;
-                indent.is_none_or(|ind| {
-                    line.trim().is_empty()
-                        || line.trim_start().starts_with('#')
-                        || line.len() - line.trim_start().len() > ind
-                })
-            })
-            .find_map(|(i, line)| {
-                let trimmed = line.trim_start();
-                let col = line.len() - trimmed.len();
-                let rest = trimmed.strip_prefix(name)?;
-                let rest = rest.strip_prefix('"').unwrap_or(rest);
-                (rest.starts_with(':') && indent.is_none_or(|ind| col > ind)).then_some((i, col))
-            })
-            .or_else(|| {
-                // A flow mapping on the previous key's line: `seed: { shape: "..." }`.
-                let line = lines.get(from.checked_sub(1)?)?;
-                let start = indent? + 1;
-                let col = line.get(start..)?.find(&format!("{name}:"))? + start;
-                let boundary = line[..col].trim_end();
-                (boundary.ends_with('{') || boundary.ends_with(',')).then_some((from - 1, col))
-            })?;
+    let segments: Vec<&str> = key.split('.').collect();
+    let mut next = 0;
+    while next < segments.len() {
+        // A name may hold dots (`manifest.json`, `.hidden`): the shortest run of segments that
+        // is a key here, else the rest of them.
+        let (index, column, used) = (next + 1..=segments.len()).find_map(|end| {
+            let joined = segments[next..end].join(".");
+            let name = joined.split('[').next().unwrap_or(&joined);
+            locate_segment(&lines, from, indent, name).map(|(i, c)| (i, c, end))
+        })?;
         found = Some((index + 1, column + 1));
         from = index + 1;
         indent = Some(column);
+        next = used;
     }
     found
+}
+
+/// The line and column of `name:` from line `from` on, inside the block indented past
+/// `indent`, or in a flow mapping on the line before.
+fn locate_segment(
+    lines: &[&str],
+    from: usize,
+    indent: Option<usize>,
+    name: &str,
+) -> Option<(usize, usize)> {
+    if name.is_empty() {
+        return None;
+    }
+    lines
+        .iter()
+        .enumerate()
+        .skip(from)
+        .take_while(|(i, line)| {
+            // Stop at the end of the enclosing block.
+            let _ = i;
+            indent.is_none_or(|ind| {
+                line.trim().is_empty()
+                    || line.trim_start().starts_with('#')
+                    || line.len() - line.trim_start().len() > ind
+            })
+        })
+        .find_map(|(i, line)| {
+            let trimmed = line.trim_start();
+            let col = line.len() - trimmed.len();
+            let rest = trimmed.strip_prefix(name)?;
+            let rest = rest.strip_prefix('"').unwrap_or(rest);
+            (rest.starts_with(':') && indent.is_none_or(|ind| col > ind)).then_some((i, col))
+        })
+        .or_else(|| {
+            // A flow mapping on the previous key's line: `seed: { shape: "..." }`.
+            let line = lines.get(from.checked_sub(1)?)?;
+            let start = indent? + 1;
+            let col = line.get(start..)?.find(&format!("{name}:"))? + start;
+            let boundary = line[..col].trim_end();
+            (boundary.ends_with('{') || boundary.ends_with(',')).then_some((from - 1, col))
+        })
 }
 
 /// A pipeline file is a few kilobytes; anything past this is refused before parsing.
@@ -1435,6 +1462,28 @@ fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The longest config, case or stage name: each becomes a directory of the run, several deep,
+/// under file systems' 255-byte limit per name.
+pub const MAX_NAME: usize = 64;
+
+/// The names of a run directory's own entries, which no stage may take: its unit directories
+/// sit beside them (`build/` holds a target's build when it has no compile stage).
+pub const RESERVED_NAMES: &[&str] = &["manifest.json", "build", "reports", "artifacts"];
+
+/// Why `name` cannot name a config, case or stage (`what`), if it cannot: the run directory
+/// holds it as a directory.
+fn name_problem(what: &str, name: &str) -> Option<String> {
+    if name.chars().count() > MAX_NAME {
+        return Some(format!(
+            "{what} names are at most {MAX_NAME} characters; this one has {}",
+            name.chars().count()
+        ));
+    }
+    (!is_path_component(name) || name.starts_with('.')).then(|| {
+        format!("{what} names use letters, digits, `_`, `-` and `.`, and do not start with `.`")
+    })
 }
 
 fn is_path_component(s: &str) -> bool {
