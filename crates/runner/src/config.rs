@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use report::StageKind;
-use serde::de::{self, Deserializer, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
 /// A validated pipeline.
@@ -313,6 +313,7 @@ impl Pipeline {
     /// relative paths.
     pub fn parse(path: &Path, text: &str) -> Result<Pipeline, ConfigError> {
         check_nesting(path, text)?;
+        check_expansion(path, text)?;
         let raw: RawPipeline =
             yaml_serde::from_str(text).map_err(|e| syntax_error(path, text, &e))?;
         let root = match path.parent() {
@@ -1404,6 +1405,128 @@ fn check_nesting(path: &Path, text: &str) -> Result<(), ConfigError> {
         i += 1;
     }
     Ok(())
+}
+
+/// What a pipeline may expand to through its aliases (`&name` ... `*name`): scalar text plus
+/// [`NODE_BYTES`] per node. A pipeline is a few kilobytes; a file of aliases to aliases (or to one
+/// long string) can expand to gigabytes, so the expansion is counted, without keeping it, before
+/// the pipeline is read.
+pub const MAX_EXPANDED_BYTES: usize = 4 << 20;
+
+/// What each node (scalar, sequence, mapping) counts towards [`MAX_EXPANDED_BYTES`].
+const NODE_BYTES: usize = 16;
+
+/// Walks the document as the deserializer replays it (aliases expanded) and refuses it once
+/// its expansion passes [`MAX_EXPANDED_BYTES`], or the YAML library's own bound on alias
+/// repetitions, with the position where it did. Any other error is left to the typed parse,
+/// which says it in the pipeline's words.
+fn check_expansion(path: &Path, text: &str) -> Result<(), ConfigError> {
+    let mut left = MAX_EXPANDED_BYTES;
+    let walked =
+        Expansion { left: &mut left }.deserialize(yaml_serde::Deserializer::from_str(text));
+    let Err(error) = walked else { return Ok(()) };
+    let exceeded = left == 0 || error.to_string().contains("repetition limit exceeded");
+    if !exceeded {
+        return Ok(());
+    }
+    let message = format!(
+        "the document expands to more than {MAX_EXPANDED_BYTES} bytes through its aliases \
+         (`*name`); a pipeline is a few kilobytes, so it is refused"
+    );
+    Err(match error.location() {
+        Some(at) => ConfigError::Syntax {
+            path: path.to_path_buf(),
+            line: at.line(),
+            column: at.column(),
+            message,
+        },
+        None => ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        },
+    })
+}
+
+/// A [`serde::de::DeserializeSeed`] that visits every node and keeps none, counting each
+/// against `left`; it fails when `left` runs out (and leaves it at 0).
+struct Expansion<'a> {
+    left: &'a mut usize,
+}
+
+impl Expansion<'_> {
+    fn take<E: de::Error>(self, bytes: usize) -> Result<(), E> {
+        match self.left.checked_sub(bytes + NODE_BYTES) {
+            Some(rest) => {
+                *self.left = rest;
+                Ok(())
+            }
+            None => {
+                *self.left = 0;
+                Err(E::custom("expansion limit"))
+            }
+        }
+    }
+
+    fn again(&mut self) -> Expansion<'_> {
+        Expansion {
+            left: &mut *self.left,
+        }
+    }
+}
+
+impl<'de> de::DeserializeSeed<'de> for Expansion<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Expansion<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any YAML")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        self.take(0)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        self.take(0)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        self.take(0)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        self.take(0)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.take(v.len())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.take(0)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        self.take(0)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        self.again().take(0)?;
+        while seq.next_element_seed(self.again())?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: de::MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        self.again().take(0)?;
+        while map.next_key_seed(self.again())?.is_some() {
+            map.next_value_seed(self.again())?;
+        }
+        Ok(())
+    }
+    fn visit_enum<A: de::EnumAccess<'de>>(mut self, data: A) -> Result<(), A::Error> {
+        // A tagged node (`!tag value`): the tag, then the value.
+        let ((), variant) = data.variant_seed(self.again())?;
+        de::VariantAccess::newtype_variant_seed(variant, self)
+    }
 }
 
 /// Why `path` cannot be run as a tool, if it cannot.
