@@ -15,6 +15,7 @@ mod damaged;
 mod decide;
 mod explain;
 mod hostile;
+mod large;
 mod leftovers;
 mod pack;
 mod preflight;
