@@ -386,9 +386,7 @@ fn row(
             .and_then(|s| s.reason.clone())
             .unwrap_or_else(|| "rendered".to_string()),
         StageStatus::Failed | StageStatus::TimedOut | StageStatus::Interrupted
-            if logs
-                .iter()
-                .all(|l| !joined.sources.iter().any(|s| s.path == *l)) =>
+            if logs.iter().all(|l| !joined.has_source_at(l)) =>
         {
             stage_status_word(status).to_string()
         }
@@ -449,9 +447,7 @@ fn tally(joined: &Joined, kind: StageKind, logs: &[&str]) -> Option<Tally> {
     }
     if kind == StageKind::Check {
         let checks: Vec<bool> = joined
-            .results
-            .iter()
-            .filter(|r| sources.contains(&r.source))
+            .results_of(&sources)
             .filter_map(|r| r.result.check.as_ref().map(|c| c.passed))
             .collect();
         if checks.is_empty() {
@@ -501,20 +497,18 @@ pub fn stage_status_word(status: StageStatus) -> &'static str {
 fn launched(joined: &Joined, logs: &[&str]) -> Option<bool> {
     let sources = sources_of(joined, logs);
     let results: Vec<bool> = joined
-        .results
-        .iter()
-        .filter(|r| sources.contains(&r.source) && !crate::join::is_baseline(r.result))
+        .results_of(&sources)
+        .filter(|r| !crate::join::is_baseline(r.result))
         .map(|r| r.result.launched)
         .collect();
     if !results.is_empty() {
         return Some(results.iter().all(|l| *l));
     }
-    let kernel_findings = joined.findings.iter().any(|f| {
-        sources.contains(&f.source)
-            && f.finding
-                .kernel
-                .as_deref()
-                .is_some_and(|k| joined.is_target(k))
+    let kernel_findings = joined.findings_of(&sources).any(|f| {
+        f.finding
+            .kernel
+            .as_deref()
+            .is_some_and(|k| joined.is_target(k))
             && joined
                 .source(f.source)
                 .is_some_and(|s| is_sanitizer(s.kind))
@@ -523,9 +517,8 @@ fn launched(joined: &Joined, logs: &[&str]) -> Option<bool> {
         return Some(true);
     }
     let profiled = joined
-        .metrics
-        .iter()
-        .any(|m| sources.contains(&m.source) && joined.is_target(&m.metric.kernel));
+        .metrics_of(&sources)
+        .any(|m| joined.is_target(&m.metric.kernel));
     profiled.then_some(true)
 }
 
@@ -552,18 +545,8 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
     if sources.is_empty() {
         return "no log".to_string();
     }
-    let findings = || {
-        joined
-            .findings
-            .iter()
-            .filter(|f| sources.contains(&f.source))
-    };
-    let results = || {
-        joined
-            .results
-            .iter()
-            .filter(|r| sources.contains(&r.source))
-    };
+    let findings = || joined.findings_of(&sources);
+    let results = || joined.results_of(&sources);
     match kind {
         StageKind::Compile => {
             let errors = findings()
@@ -573,8 +556,8 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                 return plural(errors as u64, "compile error", "compile errors");
             }
             let kernels: Vec<_> = joined
-                .target_kernels()
-                .filter(|k| k.resources_source.is_some_and(|s| sources.contains(&s)))
+                .kernels_with_resources_from(&sources)
+                .filter(|k| joined.is_target(&k.name))
                 .collect();
             let regs = kernels.iter().filter_map(|k| k.registers()).max();
             let spills: Option<u64> = kernels.iter().filter_map(|k| k.spill_bytes()).max();
@@ -596,8 +579,8 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
         }
         StageKind::Sass => {
             let kernels: Vec<_> = joined
-                .target_kernels()
-                .filter(|k| k.sass_source.is_some_and(|s| sources.contains(&s)))
+                .kernels_with_sass_from(&sources)
+                .filter(|k| joined.is_target(&k.name))
                 .collect();
             let sum = |f: fn(&parsers::SassCounts) -> u64| {
                 kernels
@@ -734,18 +717,12 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
         }
         StageKind::Profile => {
             let mut kernels: Vec<String> = joined
-                .metrics
-                .iter()
-                .filter(|m| sources.contains(&m.source))
+                .metrics_of(&sources)
                 .map(|m| kernel_base(&m.metric.kernel))
                 .collect();
             kernels.sort();
             kernels.dedup();
-            let n = joined
-                .metrics
-                .iter()
-                .filter(|m| sources.contains(&m.source))
-                .count();
+            let n = joined.metrics_of(&sources).count();
             // The kernels the config's build defined that no profiled launch ran.
             let configs: Vec<Option<&str>> = sources
                 .iter()
@@ -791,11 +768,5 @@ fn error_figure<'r>(
 
 /// The indices of the joined sources read from `logs`.
 fn sources_of(joined: &Joined, logs: &[&str]) -> Vec<usize> {
-    joined
-        .sources
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| logs.contains(&s.path))
-        .map(|(i, _)| i)
-        .collect()
+    joined.sources_at(logs)
 }

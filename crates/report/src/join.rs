@@ -1,7 +1,7 @@
 //! The join: every parsed log placed under the stage, config and arch that produced it, and the
 //! kernels, findings, harness results and metrics indexed by kernel, config and arch.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use parsers::harness::HarnessResult;
 use parsers::{Finding, Format, Kernel, Metric, ParsedLog, SassCounts, Tool};
@@ -303,6 +303,28 @@ pub struct Joined<'a> {
     pub repo_files: Vec<String>,
     /// Generated files mapped back to the user's own (see [`crate::SourceMap`]).
     pub source_maps: Vec<crate::SourceMap>,
+    /// Lookups built once, so that the report is linear in stage records.
+    index: Index<'a>,
+}
+
+/// What each source holds and where each log path and kernel is, by index into [`Joined`]'s
+/// lists; every list ascending, so that walking it keeps the order of the full lists.
+#[derive(Debug, Clone, Default)]
+struct Index<'a> {
+    /// Source indices by log path.
+    by_path: HashMap<&'a str, Vec<usize>>,
+    /// Per source: its findings, results and metrics, and the kernel views whose resources or
+    /// SASS counts came from it.
+    findings: Vec<Vec<usize>>,
+    results: Vec<Vec<usize>>,
+    metrics: Vec<Vec<usize>>,
+    resources: Vec<Vec<usize>>,
+    sass: Vec<Vec<usize>>,
+    /// Sources with the harness's launch info, by the (kernel base name, config) of each result
+    /// they hold.
+    launches: HashMap<(String, Option<String>), Vec<usize>>,
+    /// Metric indices by (config, kernel base name).
+    metrics_by_kernel: HashMap<(Option<String>, String), Vec<usize>>,
 }
 
 impl<'a> Joined<'a> {
@@ -408,11 +430,13 @@ impl<'a> Joined<'a> {
                 }
             }
         }
+        let kernels: Vec<KernelView<'a>> = kernels.into_values().collect();
+        let index = Index::build(&sources, &kernels, &findings, &results, &metrics);
         Joined {
             run,
             missing: Vec::new(),
             sources,
-            kernels: kernels.into_values().collect(),
+            kernels,
             findings,
             results,
             metrics,
@@ -420,7 +444,89 @@ impl<'a> Joined<'a> {
             targets,
             repo_files,
             source_maps: Vec::new(),
+            index,
         }
+    }
+
+    /// The indices of the sources read from these log paths, ascending.
+    pub fn sources_at(&self, paths: &[&str]) -> Vec<usize> {
+        let mut found: Vec<usize> = paths
+            .iter()
+            .filter_map(|p| self.index.by_path.get(p))
+            .flatten()
+            .copied()
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
+
+    /// Whether a source was read from this log path.
+    pub fn has_source_at(&self, path: &str) -> bool {
+        self.index.by_path.contains_key(path)
+    }
+
+    /// The findings of these sources (ascending indices), in the order of `findings`.
+    pub fn findings_of<'s>(
+        &'s self,
+        sources: &'s [usize],
+    ) -> impl Iterator<Item = &'s FindingRef<'a>> + 's {
+        picked(sources, &self.index.findings, &self.findings)
+    }
+
+    /// The results of these sources (ascending indices), in the order of `results`.
+    pub fn results_of<'s>(
+        &'s self,
+        sources: &'s [usize],
+    ) -> impl Iterator<Item = &'s ResultRef<'a>> + 's {
+        picked(sources, &self.index.results, &self.results)
+    }
+
+    /// The metrics of these sources (ascending indices), in the order of `metrics`.
+    pub fn metrics_of<'s>(
+        &'s self,
+        sources: &'s [usize],
+    ) -> impl Iterator<Item = &'s MetricRef<'a>> + 's {
+        picked(sources, &self.index.metrics, &self.metrics)
+    }
+
+    /// The kernel views whose ptxas resources came from these sources.
+    pub fn kernels_with_resources_from<'s>(
+        &'s self,
+        sources: &'s [usize],
+    ) -> impl Iterator<Item = &'s KernelView<'a>> + 's {
+        picked(sources, &self.index.resources, &self.kernels)
+    }
+
+    /// The kernel views whose SASS counts came from these sources.
+    pub fn kernels_with_sass_from<'s>(
+        &'s self,
+        sources: &'s [usize],
+    ) -> impl Iterator<Item = &'s KernelView<'a>> + 's {
+        picked(sources, &self.index.sass, &self.kernels)
+    }
+
+    /// The sources holding the harness's launch info and a result of this kernel (base name)
+    /// in this config, ascending.
+    pub fn launch_sources(&self, kernel: &str, config: Option<&str>) -> &[usize] {
+        self.index
+            .launches
+            .get(&(kernel.to_string(), config.map(str::to_string)))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The metrics of one kernel (base name) in one config, in order.
+    pub fn metrics_of_kernel<'s>(
+        &'s self,
+        config: Option<&str>,
+        kernel: &str,
+    ) -> impl Iterator<Item = &'s MetricRef<'a>> + 's {
+        self.index
+            .metrics_by_kernel
+            .get(&(config.map(str::to_string), kernel.to_string()))
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| self.metrics.get(i))
     }
 
     /// The source a reference points at.
@@ -504,19 +610,23 @@ impl<'a> Joined<'a> {
         }
         // A log the manifest lists whose stage concluded, but that is not there to read: that
         // stage's evidence is missing, whatever its recorded status says.
+        let missing: HashMap<&str, &String> = self
+            .missing
+            .iter()
+            .rev()
+            .map(|(path, why)| (path.as_str(), why))
+            .collect();
         for stage in self.stages() {
             if !matches!(stage.status, StageStatus::Passed | StageStatus::Findings) {
                 continue;
             }
             for log in stage.logs.iter().filter(|l| l.format.is_some()) {
-                if self.sources.iter().any(|s| s.path == log.path) {
+                if self.has_source_at(&log.path) {
                     continue;
                 }
-                let why = self
-                    .missing
-                    .iter()
-                    .find(|(path, _)| *path == log.path)
-                    .map_or("not read", |(_, why)| why.as_str());
+                let why = missing
+                    .get(log.path.as_str())
+                    .map_or("not read", |why| why.as_str());
                 out.push(Unconcluded {
                     stage: stage.name.clone(),
                     config: stage.config.clone(),
@@ -557,6 +667,70 @@ impl<'a> Joined<'a> {
             }
         }
         out
+    }
+}
+
+/// The items `per_source` lists for each of `sources`, from `items`.
+fn picked<'s, T>(
+    sources: &'s [usize],
+    per_source: &'s [Vec<usize>],
+    items: &'s [T],
+) -> impl Iterator<Item = &'s T> + 's {
+    sources
+        .iter()
+        .filter_map(|&s| per_source.get(s))
+        .flatten()
+        .filter_map(|&i| items.get(i))
+}
+
+impl<'a> Index<'a> {
+    fn build(
+        sources: &[Source<'a>],
+        kernels: &[KernelView<'a>],
+        findings: &[FindingRef<'a>],
+        results: &[ResultRef<'a>],
+        metrics: &[MetricRef<'a>],
+    ) -> Index<'a> {
+        let per_source = |of: &mut dyn Iterator<Item = Option<usize>>| {
+            let mut lists = vec![Vec::new(); sources.len()];
+            for (i, source) in of.enumerate() {
+                if let Some(list) = source.and_then(|s| lists.get_mut(s)) {
+                    list.push(i);
+                }
+            }
+            lists
+        };
+        let mut index = Index {
+            findings: per_source(&mut findings.iter().map(|f| Some(f.source))),
+            results: per_source(&mut results.iter().map(|r| Some(r.source))),
+            metrics: per_source(&mut metrics.iter().map(|m| Some(m.source))),
+            resources: per_source(&mut kernels.iter().map(|k| k.resources_source)),
+            sass: per_source(&mut kernels.iter().map(|k| k.sass_source)),
+            ..Index::default()
+        };
+        for (i, source) in sources.iter().enumerate() {
+            index.by_path.entry(source.path).or_default().push(i);
+            if source.log.launch.is_some() {
+                for result in &source.log.results {
+                    let key = (
+                        kernel_base(&result.kernel),
+                        result.config.clone().or(source.config.map(str::to_string)),
+                    );
+                    let list = index.launches.entry(key).or_default();
+                    if list.last() != Some(&i) {
+                        list.push(i);
+                    }
+                }
+            }
+        }
+        for (i, metric) in metrics.iter().enumerate() {
+            index
+                .metrics_by_kernel
+                .entry((metric.config.clone(), kernel_base(&metric.metric.kernel)))
+                .or_default()
+                .push(i);
+        }
+        index
     }
 }
 

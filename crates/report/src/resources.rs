@@ -136,18 +136,19 @@ pub fn harness_launch<'a>(
     joined: &Joined<'a>,
     view: &KernelView,
 ) -> Option<&'a parsers::harness::LaunchInfo> {
-    joined.sources.iter().find_map(|source| {
-        let launch = source.log.launch.as_ref()?;
-        let arch_matches = match (source.arch, view.arch.as_deref()) {
-            (Some(a), Some(b)) => a == b,
-            _ => true,
-        };
-        let launched = source.log.results.iter().any(|r| {
-            kernel_base(&r.kernel) == view.name
-                && r.config.as_deref().or(source.config) == view.config.as_deref()
-        });
-        (arch_matches && launched).then_some(launch)
-    })
+    // The first source, in order, with launch info and a result of this kernel and config.
+    joined
+        .launch_sources(&view.name, view.config.as_deref())
+        .iter()
+        .filter_map(|&i| joined.source(i))
+        .find_map(|source| {
+            let launch = source.log.launch.as_ref()?;
+            let arch_matches = match (source.arch, view.arch.as_deref()) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            };
+            arch_matches.then_some(launch)
+        })
 }
 
 /// The Nsight Compute figures of one kernel in one config (its first profiled launch).
@@ -193,9 +194,7 @@ pub fn ncu_summaries(joined: &Joined) -> Vec<NcuSummary> {
 pub fn ncu_summary(joined: &Joined, config: Option<&str>, kernel: &str) -> Option<NcuSummary> {
     let base = kernel_base(kernel);
     let of_kernel: Vec<&parsers::Metric> = joined
-        .metrics
-        .iter()
-        .filter(|m| m.config.as_deref() == config && kernel_base(&m.metric.kernel) == base)
+        .metrics_of_kernel(config, &base)
         .map(|m| m.metric)
         .collect();
     let launch = of_kernel.iter().filter_map(|m| m.launch).min();

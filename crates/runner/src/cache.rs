@@ -74,36 +74,60 @@ impl Key {
 
 impl Index {
     /// Reads every manifest under `<root>/artifacts/` except the current run's. Manifests that
-    /// do not read are ignored: the cache is an optimisation, never a reason to fail.
+    /// do not read are skipped: the cache is an optimisation, never a reason to fail. What is
+    /// skipped for being unsafe to follow (a symbolic link, a FIFO, a manifest past its size
+    /// bound, a unit whose paths leave its run directory) is said on stderr; a directory with no
+    /// manifest (`artifacts/reference`) is skipped silently.
     pub fn load(root: &Path, current: &str) -> Index {
         let mut index = Index::default();
         let artifacts = root.join(rundir::ARTIFACTS);
         let Ok(entries) = std::fs::read_dir(&artifacts) else {
             return index;
         };
-        let mut runs: Vec<(std::time::SystemTime, PathBuf)> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.file_name().is_some_and(|n| n != current))
-            .map(|p| {
-                let modified = std::fs::metadata(p.join(rundir::MANIFEST))
-                    .and_then(|m| m.modified())
-                    .unwrap_or(std::time::UNIX_EPOCH);
-                (modified, p)
-            })
-            .collect();
+        let shown = |p: &Path| crate::orchestrate::slash(p.strip_prefix(root).unwrap_or(p));
+        let mut runs: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            if dir.file_name().is_some_and(|n| n == current) {
+                continue;
+            }
+            if let Err(why) = rundir::directory(&dir) {
+                if !entry.file_type().is_ok_and(|t| t.is_file()) {
+                    warn(&shown(&dir), &why.to_string());
+                }
+                continue;
+            }
+            let manifest = dir.join(rundir::MANIFEST);
+            match rundir::regular_file(&manifest) {
+                Ok(_) => {}
+                Err(rundir::Refused::Missing) => continue,
+                Err(why) => {
+                    warn(&shown(&manifest), &why.to_string());
+                    continue;
+                }
+            }
+            let modified = std::fs::symlink_metadata(&manifest)
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            runs.push((modified, dir));
+        }
         // Oldest first, so that newer runs' entries replace older ones.
         runs.sort();
         for (_, dir) in runs {
-            let Ok(run) = rundir::read_manifest(&dir) else {
-                continue;
-            };
-            index.add(&dir, &run);
+            match rundir::read_manifest(&dir) {
+                Ok(run) => index.add(&dir, &run, &shown(&dir)),
+                Err(rundir::ReadError::Refused { path, source }) => {
+                    warn(&shown(&path), &source.to_string());
+                }
+                Err(rundir::ReadError::Json { .. }) => {}
+            }
         }
         index
     }
 
-    fn add(&mut self, dir: &Path, run: &Run) {
+    /// Adds the reusable units of `run`, stored in `dir`: each needs its unit directory and
+    /// every log inside `dir` ([`rundir::inside`]), the logs regular files.
+    fn add(&mut self, dir: &Path, run: &Run, shown: &str) {
         for stage in &run.stages {
             if !matches!(stage.status, StageStatus::Passed | StageStatus::Findings) {
                 continue;
@@ -114,6 +138,29 @@ impl Index {
             let Some(unit_dir) = unit_dir_of(stage) else {
                 continue;
             };
+            let checked = rundir::inside(dir, &unit_dir.to_string_lossy())
+                .and_then(|unit| rundir::directory(&unit))
+                .map_err(|why| (unit_dir.to_string_lossy().into_owned(), why))
+                .and_then(|()| {
+                    for log in &stage.logs {
+                        rundir::inside(dir, &log.path)
+                            .and_then(|path| rundir::regular_file(&path))
+                            .map_err(|why| (log.path.clone(), why))?;
+                    }
+                    Ok(())
+                });
+            match checked {
+                Ok(()) => {}
+                // An incomplete unit (an interrupted run, a deleted log) is simply not reused.
+                Err((_, rundir::Refused::Missing)) => continue,
+                Err((path, why)) => {
+                    warn(
+                        shown,
+                        &format!("stage `{}` lists `{path}`: {why}", stage.name),
+                    );
+                    continue;
+                }
+            }
             // A unit that recorded no files cannot be checked, and is never served.
             if stage.outputs.is_empty() {
                 continue;
@@ -147,8 +194,12 @@ impl Hit {
             let Some(relative) = self.inside(path) else {
                 return false;
             };
-            let file = self.run_dir.join(self.dir.join(relative));
-            std::fs::symlink_metadata(&file).is_ok_and(|m| m.file_type().is_file())
+            // Every component inside the run directory, none a link, the file a regular one.
+            let Ok(file) = rundir::inside(&self.run_dir, &crate::orchestrate::slash(&self.dir.join(relative)))
+            else {
+                return false;
+            };
+            rundir::regular_file(&file).is_ok()
                 && crate::hash::file(&file).is_ok_and(|actual| actual == *sha)
         });
         files_match
@@ -181,6 +232,11 @@ fn unit_dir_of(stage: &Stage) -> Option<PathBuf> {
         .then_some(parent)
 }
 
+/// Says on stderr what the cache skipped, and why.
+fn warn(what: &str, why: &str) {
+    eprintln!("runner: cache: {what}: {why}; not reused");
+}
+
 /// Copies the files an earlier unit left (its logs, a build's products) into `dest`, the same
 /// unit's directory in this run, whose path relative to this run's directory is `relative`
 /// (hard links where the file system allows). Returns their hashes under their new paths.
@@ -195,7 +251,8 @@ pub fn restore(
         let inside = hit
             .inside(path)
             .ok_or_else(|| std::io::Error::other(format!("{path} is outside its unit")))?;
-        let from = hit.run_dir.join(hit.dir.join(inside));
+        let from = rundir::inside(&hit.run_dir, &crate::orchestrate::slash(&hit.dir.join(inside)))
+            .map_err(std::io::Error::other)?;
         let to = dest.join(inside);
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent)?;

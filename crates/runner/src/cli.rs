@@ -285,8 +285,8 @@ impl Error {
         match self {
             Error::Config(_) | Error::Usage(_) => true,
             Error::Run(RunError::Plan(_) | RunError::Gpus(_)) => true,
-            Error::Read(ReadError::Io { source, .. }) => {
-                source.kind() == std::io::ErrorKind::NotFound
+            Error::Read(ReadError::Refused { source, .. }) => {
+                matches!(source, crate::rundir::Refused::Missing)
             }
             _ => false,
         }
@@ -821,7 +821,10 @@ fn finish_remote(
             session.id
         )));
     };
-    // The report, rendered here from the evidence that came back, as a local run's.
+    // The report, rendered here from the evidence that came back, as a local run's: from a
+    // real directory (not a link the archive held), every file through `rundir`.
+    crate::rundir::directory(&root.join(&dir))
+        .map_err(|why| Error::Io(format!("{}: {why}", dir.display())))?;
     let evidence = crate::evidence::load(&root.join(&dir))?;
     let text = terminated(report::render(&evidence, report::OutputFormat::Markdown));
     let reports = root.join(crate::rundir::REPORTS);

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use report::StageKind;
-use serde::de::{self, Deserializer, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
 /// A validated pipeline.
@@ -313,6 +313,7 @@ impl Pipeline {
     /// relative paths.
     pub fn parse(path: &Path, text: &str) -> Result<Pipeline, ConfigError> {
         check_nesting(path, text)?;
+        check_expansion(path, text)?;
         let raw: RawPipeline =
             yaml_serde::from_str(text).map_err(|e| syntax_error(path, text, &e))?;
         let root = match path.parent() {
@@ -458,6 +459,7 @@ impl Pipeline {
                 ));
             }
         }
+        self.validate_env()?;
         if self.toolchain.provision && !self.toolchain.wheels.contains_key("nvidia-cuda-nvcc") {
             return Err(err(
                 "toolchain.wheels".into(),
@@ -511,11 +513,8 @@ impl Pipeline {
             ));
         }
         for (name, config) in &self.matrix.configs {
-            if !is_path_component(name) {
-                return Err(err(
-                    format!("matrix.configs.{name}"),
-                    "config names use letters, digits, `_`, `-` and `.` only".into(),
-                ));
+            if let Some(problem) = name_problem("config", name) {
+                return Err(err(format!("matrix.configs.{name}"), problem));
             }
             if let Some(archs) = &config.arch {
                 if archs.is_empty() {
@@ -560,11 +559,8 @@ impl Pipeline {
             }
         }
         for (name, case) in &self.cases {
-            if !is_path_component(name) {
-                return Err(err(
-                    format!("cases.{name}"),
-                    "case names use letters, digits, `_`, `-` and `.` only".into(),
-                ));
+            if let Some(problem) = name_problem("case", name) {
+                return Err(err(format!("cases.{name}"), problem));
             }
             if case.dtypes.is_empty() || case.causal.is_empty() {
                 return Err(err(
@@ -778,6 +774,54 @@ impl Pipeline {
             key,
             message,
         }
+    }
+
+    /// Every environment map's names are POSIX names (they reach a shell in a Slurm job
+    /// script) and its values hold no NUL (no process environment can).
+    fn validate_env(&self) -> Result<(), ConfigError> {
+        let target = self.target.as_ref();
+        let maps = [
+            (
+                "target.build.env".to_string(),
+                target.and_then(|t| t.build.as_ref()).map(|b| &b.env),
+            ),
+            (
+                "target.program.env".to_string(),
+                target.map(|t| &t.program.env),
+            ),
+        ]
+        .into_iter()
+        .chain(
+            self.matrix
+                .configs
+                .iter()
+                .map(|(name, c)| (format!("matrix.configs.{name}.env"), Some(&c.env))),
+        )
+        .chain(
+            self.stages
+                .iter()
+                .map(|s| (format!("stages.{}.env", s.name), Some(&s.env))),
+        );
+        for (key, env) in maps {
+            for (name, value) in env.into_iter().flatten() {
+                if !is_identifier(name) {
+                    return Err(self.semantic(
+                        key,
+                        format!(
+                            "`{name}` is not an environment variable name; expected letters, \
+                             digits and `_`, not starting with a digit"
+                        ),
+                    ));
+                }
+                if value.contains('\0') {
+                    return Err(self.semantic(
+                        key,
+                        format!("{name}: the value holds a NUL byte, which no environment can"),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn validate_kernel(&self, kernel: &Kernel) -> Result<(), ConfigError> {
@@ -1025,12 +1069,23 @@ fn order_stages(path: &Path, raw: BTreeMap<String, RawStage>) -> Result<Vec<Stag
                 ),
             })?,
         };
-        if !is_path_component(&name) {
+        let reserved = RESERVED_NAMES.contains(&name.as_str())
+            && !(name == "build" && kind == StageKind::Compile);
+        let problem = name_problem("stage", &name).or_else(|| {
+            reserved.then(|| {
+                format!(
+                    "`{name}` is a name the run directory keeps for itself ({}; `build` only \
+                     for a compile stage); name the stage otherwise",
+                    RESERVED_NAMES.join(", ")
+                )
+            })
+        });
+        if let Some(message) = problem {
             return Err(ConfigError::Semantic {
                 path: path.to_path_buf(),
                 at: None,
                 key: format!("stages.{name}"),
-                message: "stage names use letters, digits, `_`, `-` and `.` only".into(),
+                message,
             });
         }
         stages.push(Stage {
@@ -1177,41 +1232,63 @@ fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
     let mut from = 0;
     let mut indent: Option<usize> = None;
     let mut found = None;
-    for segment in key.split('.') {
-        let name = segment.split('[').next().unwrap_or(segment);
-        let (index, column) = lines
-            .iter()
-            .enumerate()
-            .skip(from)
-            .take_while(|(i, line)| {
-                // Stop at the end of the enclosing block.
-                let _ = i;
-                indent.is_none_or(|ind| {
-                    line.trim().is_empty()
-                        || line.trim_start().starts_with('#')
-                        || line.len() - line.trim_start().len() > ind
-                })
-            })
-            .find_map(|(i, line)| {
-                let trimmed = line.trim_start();
-                let col = line.len() - trimmed.len();
-                let rest = trimmed.strip_prefix(name)?;
-                let rest = rest.strip_prefix('"').unwrap_or(rest);
-                (rest.starts_with(':') && indent.is_none_or(|ind| col > ind)).then_some((i, col))
-            })
-            .or_else(|| {
-                // A flow mapping on the previous key's line: `seed: { shape: "..." }`.
-                let line = lines.get(from.checked_sub(1)?)?;
-                let start = indent? + 1;
-                let col = line.get(start..)?.find(&format!("{name}:"))? + start;
-                let boundary = line[..col].trim_end();
-                (boundary.ends_with('{') || boundary.ends_with(',')).then_some((from - 1, col))
-            })?;
+    let segments: Vec<&str> = key.split('.').collect();
+    let mut next = 0;
+    while next < segments.len() {
+        // A name may hold dots (`manifest.json`, `.hidden`): the shortest run of segments that
+        // is a key here, else the rest of them.
+        let (index, column, used) = (next + 1..=segments.len()).find_map(|end| {
+            let joined = segments[next..end].join(".");
+            let name = joined.split('[').next().unwrap_or(&joined);
+            locate_segment(&lines, from, indent, name).map(|(i, c)| (i, c, end))
+        })?;
         found = Some((index + 1, column + 1));
         from = index + 1;
         indent = Some(column);
+        next = used;
     }
     found
+}
+
+/// The line and column of `name:` from line `from` on, inside the block indented past
+/// `indent`, or in a flow mapping on the line before.
+fn locate_segment(
+    lines: &[&str],
+    from: usize,
+    indent: Option<usize>,
+    name: &str,
+) -> Option<(usize, usize)> {
+    if name.is_empty() {
+        return None;
+    }
+    lines
+        .iter()
+        .enumerate()
+        .skip(from)
+        .take_while(|(i, line)| {
+            // Stop at the end of the enclosing block.
+            let _ = i;
+            indent.is_none_or(|ind| {
+                line.trim().is_empty()
+                    || line.trim_start().starts_with('#')
+                    || line.len() - line.trim_start().len() > ind
+            })
+        })
+        .find_map(|(i, line)| {
+            let trimmed = line.trim_start();
+            let col = line.len() - trimmed.len();
+            let rest = trimmed.strip_prefix(name)?;
+            let rest = rest.strip_prefix('"').unwrap_or(rest);
+            (rest.starts_with(':') && indent.is_none_or(|ind| col > ind)).then_some((i, col))
+        })
+        .or_else(|| {
+            // A flow mapping on the previous key's line: `seed: { shape: "..." }`.
+            let line = lines.get(from.checked_sub(1)?)?;
+            let start = indent? + 1;
+            let col = line.get(start..)?.find(&format!("{name}:"))? + start;
+            let boundary = line[..col].trim_end();
+            (boundary.ends_with('{') || boundary.ends_with(',')).then_some((from - 1, col))
+        })
 }
 
 /// A pipeline file is a few kilobytes; anything past this is refused before parsing.
@@ -1330,6 +1407,128 @@ fn check_nesting(path: &Path, text: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// What a pipeline may expand to through its aliases (`&name` ... `*name`): scalar text plus
+/// [`NODE_BYTES`] per node. A pipeline is a few kilobytes; a file of aliases to aliases (or to one
+/// long string) can expand to gigabytes, so the expansion is counted, without keeping it, before
+/// the pipeline is read.
+pub const MAX_EXPANDED_BYTES: usize = 4 << 20;
+
+/// What each node (scalar, sequence, mapping) counts towards [`MAX_EXPANDED_BYTES`].
+const NODE_BYTES: usize = 16;
+
+/// Walks the document as the deserializer replays it (aliases expanded) and refuses it once
+/// its expansion passes [`MAX_EXPANDED_BYTES`], or the YAML library's own bound on alias
+/// repetitions, with the position where it did. Any other error is left to the typed parse,
+/// which says it in the pipeline's words.
+fn check_expansion(path: &Path, text: &str) -> Result<(), ConfigError> {
+    let mut left = MAX_EXPANDED_BYTES;
+    let walked =
+        Expansion { left: &mut left }.deserialize(yaml_serde::Deserializer::from_str(text));
+    let Err(error) = walked else { return Ok(()) };
+    let exceeded = left == 0 || error.to_string().contains("repetition limit exceeded");
+    if !exceeded {
+        return Ok(());
+    }
+    let message = format!(
+        "the document expands to more than {MAX_EXPANDED_BYTES} bytes through its aliases \
+         (`*name`); a pipeline is a few kilobytes, so it is refused"
+    );
+    Err(match error.location() {
+        Some(at) => ConfigError::Syntax {
+            path: path.to_path_buf(),
+            line: at.line(),
+            column: at.column(),
+            message,
+        },
+        None => ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        },
+    })
+}
+
+/// A [`serde::de::DeserializeSeed`] that visits every node and keeps none, counting each
+/// against `left`; it fails when `left` runs out (and leaves it at 0).
+struct Expansion<'a> {
+    left: &'a mut usize,
+}
+
+impl Expansion<'_> {
+    fn take<E: de::Error>(self, bytes: usize) -> Result<(), E> {
+        match self.left.checked_sub(bytes + NODE_BYTES) {
+            Some(rest) => {
+                *self.left = rest;
+                Ok(())
+            }
+            None => {
+                *self.left = 0;
+                Err(E::custom("expansion limit"))
+            }
+        }
+    }
+
+    fn again(&mut self) -> Expansion<'_> {
+        Expansion {
+            left: &mut *self.left,
+        }
+    }
+}
+
+impl<'de> de::DeserializeSeed<'de> for Expansion<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Expansion<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any YAML")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        self.take(0)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        self.take(0)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        self.take(0)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        self.take(0)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.take(v.len())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.take(0)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        self.take(0)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        self.again().take(0)?;
+        while seq.next_element_seed(self.again())?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: de::MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        self.again().take(0)?;
+        while map.next_key_seed(self.again())?.is_some() {
+            map.next_value_seed(self.again())?;
+        }
+        Ok(())
+    }
+    fn visit_enum<A: de::EnumAccess<'de>>(mut self, data: A) -> Result<(), A::Error> {
+        // A tagged node (`!tag value`): the tag, then the value.
+        let ((), variant) = data.variant_seed(self.again())?;
+        de::VariantAccess::newtype_variant_seed(variant, self)
+    }
+}
+
 /// Why `path` cannot be run as a tool, if it cannot.
 fn not_executable(path: &Path) -> Option<&'static str> {
     use std::os::unix::fs::PermissionsExt;
@@ -1386,6 +1585,28 @@ fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The longest config, case or stage name: each becomes a directory of the run, several deep,
+/// under file systems' 255-byte limit per name.
+pub const MAX_NAME: usize = 64;
+
+/// The names of a run directory's own entries, which no stage may take: its unit directories
+/// sit beside them (`build/` holds a target's build when it has no compile stage).
+pub const RESERVED_NAMES: &[&str] = &["manifest.json", "build", "reports", "artifacts"];
+
+/// Why `name` cannot name a config, case or stage (`what`), if it cannot: the run directory
+/// holds it as a directory.
+fn name_problem(what: &str, name: &str) -> Option<String> {
+    if name.chars().count() > MAX_NAME {
+        return Some(format!(
+            "{what} names are at most {MAX_NAME} characters; this one has {}",
+            name.chars().count()
+        ));
+    }
+    (!is_path_component(name) || name.starts_with('.')).then(|| {
+        format!("{what} names use letters, digits, `_`, `-` and `.`, and do not start with `.`")
+    })
 }
 
 fn is_path_component(s: &str) -> bool {

@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::rundir::{self, ReadError, WriteError};
+use crate::rundir::{self, ReadError, Refused, WriteError};
 
 /// What [`pack`] did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -27,6 +27,14 @@ pub enum PackError {
     Read(#[from] ReadError),
     #[error(transparent)]
     Write(#[from] WriteError),
+    #[error("{manifest}: stage `{stage}` lists `{log}`: {source}; nothing was packed")]
+    Refused {
+        manifest: PathBuf,
+        stage: String,
+        log: String,
+        #[source]
+        source: Refused,
+    },
     #[error("compress {path}: {source}")]
     Compress {
         path: PathBuf,
@@ -35,47 +43,67 @@ pub enum PackError {
     },
 }
 
-/// Compresses every parsed log of the run in `run_dir` of at least `min_bytes`.
+/// Compresses every parsed log of the run in `run_dir` of at least `min_bytes`. Every path the
+/// manifest lists must lie inside the run directory, through no symbolic link, and each log
+/// compressed must be a regular file: otherwise nothing is packed ([`rundir::inside`]).
 pub fn pack(run_dir: &Path, min_bytes: u64) -> Result<Packed, PackError> {
     let mut run = rundir::read_manifest(run_dir)?;
+    let manifest = run_dir.join(rundir::MANIFEST);
+    // (stage, log, its path, its size) of each log to compress, every path checked first.
+    let mut chosen = Vec::new();
+    for (s, stage) in run.stages.iter().enumerate() {
+        for (l, log) in stage.logs.iter().enumerate() {
+            let refused = |source| PackError::Refused {
+                manifest: manifest.clone(),
+                stage: stage.name.clone(),
+                log: log.path.clone(),
+                source,
+            };
+            let path = match rundir::inside(run_dir, &log.path) {
+                Ok(path) => path,
+                Err(Refused::Missing) => continue,
+                Err(e) => return Err(refused(e)),
+            };
+            // Only parsed logs: a cubin stays as it is, for the stages that load it.
+            if log.format.is_none() || log.path.ends_with(".gz") {
+                continue;
+            }
+            let size = match rundir::regular_file(&path) {
+                Ok(size) => size,
+                Err(Refused::Missing) => continue,
+                Err(e) => return Err(refused(e)),
+            };
+            if size >= min_bytes {
+                chosen.push((s, l, path, size));
+            }
+        }
+    }
     let mut packed = Packed::default();
     let mut originals = Vec::new();
-    for log in run
-        .stages
-        .iter_mut()
-        .flat_map(|stage| stage.logs.iter_mut())
-    {
-        // Only parsed logs: a cubin stays as it is, for the stages that load it.
-        if log.format.is_none() || log.path.ends_with(".gz") {
-            continue;
-        }
-        let source = run_dir.join(&log.path);
-        let Ok(meta) = std::fs::metadata(&source) else {
+    for (s, l, source, size) in chosen {
+        let Some(log) = run.stages.get_mut(s).and_then(|st| st.logs.get_mut(l)) else {
             continue;
         };
-        if meta.len() < min_bytes {
-            continue;
-        }
-        let target = run_dir.join(format!("{}.gz", log.path));
-        let size = compress(&source, &target).map_err(|source| PackError::Compress {
+        let target = source.with_file_name(format!(
+            "{}.gz",
+            source.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        let compressed = compress(&source, &target).map_err(|source| PackError::Compress {
             path: target.clone(),
             source,
         })?;
         packed.files += 1;
-        packed.bytes_before += meta.len();
-        packed.bytes_after += size;
+        packed.bytes_before += size;
+        packed.bytes_after += compressed;
         log.path.push_str(".gz");
         originals.push(source);
     }
     if packed.files > 0 {
         let json = serde_json::to_vec_pretty(&run).map_err(|e| WriteError {
-            path: run_dir.join(rundir::MANIFEST),
+            path: manifest.clone(),
             source: std::io::Error::other(e),
         })?;
-        rundir::write_atomic(
-            &run_dir.join(rundir::MANIFEST),
-            &[json, b"\n".to_vec()].concat(),
-        )?;
+        rundir::write_atomic(&manifest, &[json, b"\n".to_vec()].concat())?;
         for original in originals {
             let _ = std::fs::remove_file(original);
         }
@@ -83,17 +111,19 @@ pub fn pack(run_dir: &Path, min_bytes: u64) -> Result<Packed, PackError> {
     Ok(packed)
 }
 
-/// Writes `source` gzip-compressed to `target` (through a temporary file) and returns its size.
+/// Writes `source` gzip-compressed to `target` (through a fresh temporary file) and returns its
+/// size.
 fn compress(source: &Path, target: &Path) -> std::io::Result<u64> {
     let temp = target.with_extension("gz.tmp");
     let result = (|| {
-        let mut input = std::fs::File::open(source)?;
-        let output = std::fs::File::create(&temp)?;
+        let mut input = rundir::open_file(source, None).map_err(std::io::Error::other)?;
+        let _ = std::fs::remove_file(&temp);
+        let output = std::fs::File::create_new(&temp)?;
         let mut encoder = flate2::write::GzEncoder::new(output, flate2::Compression::best());
         std::io::copy(&mut input, &mut encoder)?;
         encoder.finish()?.flush()?;
         std::fs::rename(&temp, target)?;
-        Ok(std::fs::metadata(target)?.len())
+        Ok(std::fs::symlink_metadata(target)?.len())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);

@@ -140,7 +140,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
     let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
+        // A fresh file: never through whatever a stale temporary name points to.
+        let _ = std::fs::remove_file(&temp);
+        let mut file = std::fs::File::create_new(&temp)?;
         file.write_all(bytes)?;
         std::fs::rename(&temp, path)
     })();
@@ -150,15 +152,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     result.map_err(error)
 }
 
-/// Opens a stored log for reading, decompressing it when its name ends in `.gz` (see
-/// [`crate::pack`]).
+/// Opens a log the user named on the command line (`runner parse`, `runner explain`),
+/// decompressing it when its name ends in `.gz` (see [`crate::pack`]). A stored run's logs go
+/// through [`open_stored_log`] instead.
 pub fn open_log(path: &Path) -> std::io::Result<Box<dyn std::io::BufRead>> {
     let file = std::fs::File::open(path)?;
-    Ok(if path.extension().is_some_and(|e| e == "gz") {
+    Ok(decompressed(path, file))
+}
+
+fn decompressed(path: &Path, file: std::fs::File) -> Box<dyn std::io::BufRead> {
+    if path.extension().is_some_and(|e| e == "gz") {
         Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(file)))
     } else {
         Box::new(std::io::BufReader::new(file))
-    })
+    }
 }
 
 /// The file size limit (`ulimit -f`) in bytes, when there is one: a process that writes past
@@ -179,14 +186,18 @@ pub fn read_lossy(path: &Path) -> std::io::Result<String> {
     })
 }
 
-/// Reads a stored run's manifest.
+/// The most a manifest may weigh: a run of thousands of units writes a few megabytes.
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
+/// Reads a stored run's manifest: a regular file of at most [`MAX_MANIFEST_BYTES`], never a
+/// symbolic link, FIFO or device.
 pub fn read_manifest(run_dir: &Path) -> Result<report::Run, ReadError> {
     let path = run_dir.join(MANIFEST);
-    let text = std::fs::read_to_string(&path).map_err(|source| ReadError::Io {
+    let bytes = read_file(&path, MAX_MANIFEST_BYTES).map_err(|source| ReadError::Refused {
         path: path.clone(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|source| ReadError::Json { path, source })
+    serde_json::from_slice(&bytes).map_err(|source| ReadError::Json { path, source })
 }
 
 /// A stored manifest that could not be read.
@@ -194,10 +205,10 @@ pub fn read_manifest(run_dir: &Path) -> Result<report::Run, ReadError> {
 #[non_exhaustive]
 pub enum ReadError {
     #[error("read {path}: {source}")]
-    Io {
+    Refused {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: Refused,
     },
     #[error("read {path}: {source}")]
     Json {
@@ -205,4 +216,166 @@ pub enum ReadError {
         #[source]
         source: serde_json::Error,
     },
+}
+
+// Paths inside a run directory. `report`, `diff`, `pack`, `attach` and the cache reach every file
+// of a stored run through these functions, and only through them: a path a manifest names is
+// resolved under the run directory component by component, a symbolic link anywhere on the way
+// is refused (a run writes none), and only regular files are opened, without blocking.
+
+/// Why a path a manifest names is not followed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refused {
+    #[error("outside the run directory (expected a relative path below it)")]
+    Outside,
+    #[error("`{0}` is a symbolic link; a run directory holds none, so it is not followed")]
+    Link(String),
+    #[error("a symbolic link; a run directory holds none, so it is not followed")]
+    Symlink,
+    #[error("`{0}` is not a directory")]
+    NotADirectory(String),
+    #[error("not a directory")]
+    NotDirectory,
+    #[error("missing")]
+    Missing,
+    #[error("a directory, not a file")]
+    Directory,
+    #[error("not a regular file (a FIFO, socket or device), so it is not opened")]
+    Special,
+    #[error("is {size} bytes; at most {limit} bytes are read")]
+    TooLarge { size: u64, limit: u64 },
+    #[error("unreadable: {0}")]
+    Io(#[source] std::io::Error),
+}
+
+impl Refused {
+    fn from_io(error: std::io::Error) -> Refused {
+        match error.raw_os_error() {
+            Some(libc::ENOENT) => Refused::Missing,
+            Some(libc::ELOOP) => Refused::Symlink,
+            _ => Refused::Io(error),
+        }
+    }
+}
+
+/// `relative` (a path as a manifest writes it) joined under `run_dir`, when every component is
+/// a plain name and none of the directories on the way is a symbolic link or not a directory;
+/// the last component may be missing or anything but a symbolic link (the caller checks what
+/// it needs with [`regular_file`] or [`directory`]).
+pub fn inside(run_dir: &Path, relative: &str) -> Result<PathBuf, Refused> {
+    let relative = Path::new(relative);
+    let mut names = Vec::new();
+    for component in relative.components() {
+        match component {
+            std::path::Component::Normal(name) => names.push(name),
+            std::path::Component::CurDir => {}
+            _ => return Err(Refused::Outside),
+        }
+    }
+    if names.is_empty() {
+        return Err(Refused::Outside);
+    }
+    let mut path = run_dir.to_path_buf();
+    let mut shown = PathBuf::new();
+    let last = names.len() - 1;
+    for (i, name) in names.into_iter().enumerate() {
+        path.push(name);
+        shown.push(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(Refused::Link(shown.display().to_string()));
+            }
+            Ok(meta) if i < last && !meta.is_dir() => {
+                return Err(Refused::NotADirectory(shown.display().to_string()));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && i == last => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Refused::Missing),
+            Err(e) => return Err(Refused::Io(e)),
+        }
+    }
+    Ok(path)
+}
+
+/// The size of `path` when it is a regular file (not through a symbolic link); it is not opened.
+pub fn regular_file(path: &Path) -> Result<u64, Refused> {
+    let meta = std::fs::symlink_metadata(path).map_err(Refused::from_io)?;
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        Err(Refused::Symlink)
+    } else if kind.is_dir() {
+        Err(Refused::Directory)
+    } else if !kind.is_file() {
+        Err(Refused::Special)
+    } else {
+        Ok(meta.len())
+    }
+}
+
+/// Whether `path` is a directory (not through a symbolic link).
+pub fn directory(path: &Path) -> Result<(), Refused> {
+    let meta = std::fs::symlink_metadata(path).map_err(Refused::from_io)?;
+    if meta.file_type().is_symlink() {
+        Err(Refused::Symlink)
+    } else if meta.is_dir() {
+        Ok(())
+    } else {
+        Err(Refused::NotDirectory)
+    }
+}
+
+/// Opens `path` for reading when it is a regular file of at most `limit` bytes: checked before
+/// opening, then opened without following a symbolic link and without blocking (a FIFO swapped
+/// in meanwhile is never waited on) and checked again on the open file.
+pub fn open_file(path: &Path, limit: Option<u64>) -> Result<std::fs::File, Refused> {
+    use std::os::unix::fs::OpenOptionsExt;
+    regular_file(path)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(Refused::from_io)?;
+    let meta = file.metadata().map_err(Refused::Io)?;
+    if !meta.is_file() {
+        return Err(Refused::Special);
+    }
+    if let Some(limit) = limit
+        && meta.len() > limit
+    {
+        return Err(Refused::TooLarge {
+            size: meta.len(),
+            limit,
+        });
+    }
+    Ok(file)
+}
+
+/// Reads a regular file of at most `limit` bytes (see [`open_file`]); a file that grows past the
+/// limit while it is read is refused too.
+pub fn read_file(path: &Path, limit: u64) -> Result<Vec<u8>, Refused> {
+    use std::io::Read;
+    let file = open_file(path, Some(limit))?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(Refused::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(Refused::TooLarge {
+            size: bytes.len() as u64,
+            limit,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Opens the log a manifest names as `relative`, inside `run_dir` (see [`inside`]),
+/// decompressing it when its name ends in `.gz`. Logs are streamed, so they have no size limit.
+pub fn open_stored_log(
+    run_dir: &Path,
+    relative: &str,
+) -> Result<Box<dyn std::io::BufRead>, Refused> {
+    let path = inside(run_dir, relative)?;
+    let file = open_file(&path, None)?;
+    Ok(decompressed(&path, file))
 }

@@ -67,14 +67,17 @@ fn slurm(
     let script = dir.join("slurm-job.sh");
     let status = dir.join("slurm-job.exit");
     let _ = std::fs::remove_file(&status);
+    // Every word is quoted: names and values are data, never shell text (`runner check`
+    // refuses an environment name that is not a POSIX name besides).
     let mut text = format!(
-        "#!/bin/sh\n# The job of {name}, written by the runner.\ncd {} || exit 97\n",
+        "#!/bin/sh\n# The job of {}, written by the runner.\ncd {} || exit 97\n",
+        name.escape_default(),
         quote(&absolute(&command.cwd).to_string_lossy())
     );
     for (key, value) in &command.env {
         text.push_str(&format!(
             "export {}={}\n",
-            key.to_string_lossy(),
+            quote(&key.to_string_lossy()),
             quote(&value.to_string_lossy())
         ));
     }

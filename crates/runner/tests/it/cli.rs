@@ -125,7 +125,7 @@ fn report_of_a_missing_run_is_a_usage_error() {
     // The cause is said once, not once per layer of the error.
     assert_eq!(
         stderr(&out),
-        "error: read artifacts/nothing-here/manifest.json: No such file or directory (os error 2)\n"
+        "error: read artifacts/nothing-here/manifest.json: missing\n"
     );
 }
 

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 /// A copy of the committed clean reference run (`pipeline.yaml` on 4 configs).
-fn clean_run_copy() -> (tempfile::TempDir, PathBuf) {
+pub fn clean_run_copy() -> (tempfile::TempDir, PathBuf) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let reference = repo.join("artifacts/reference");
     let run = std::fs::read_dir(&reference)

@@ -174,3 +174,51 @@ fn a_directory_fifo_or_device_is_named_and_never_read() {
         }
     }
 }
+
+#[test]
+fn aliases_that_expand_past_the_bound_are_refused_with_a_line() {
+    // One 100 KB string, then 10,000 aliases to it: a 140 KB file that expands to 1 GB.
+    let long = "x".repeat(100_000);
+    let aliases = vec!["*long"; 10_000].join(", ");
+    let text = crate::util::pipeline("").replace(
+        "  compile:\n    timeout: 30s\n",
+        &format!("  compile:\n    timeout: 30s\n    args: [&long \"{long}\", {aliases}]\n"),
+    );
+    assert!(text.len() < 200_000);
+    let project = Project::new();
+    project.pipeline(&text);
+    let (err, elapsed) = refused(&project);
+    assert!(
+        err.starts_with("error: pipeline.yaml:")
+            && err.contains("aliases")
+            && err.contains("4194304 bytes"),
+        "{err}"
+    );
+    let line: usize = err
+        .split(':')
+        .nth(2)
+        .and_then(|l| l.parse().ok())
+        .unwrap_or_else(|| panic!("a line: {err}"));
+    assert!((22..=26).contains(&line), "{err}");
+    eprintln!(
+        "{} bytes: {elapsed:?}: {}",
+        text.len(),
+        &err[..err.len().min(200)]
+    );
+
+    // Nested aliases (a billion laughs) are refused the same way.
+    let mut laughs = String::from("    args: &l0 [\"lol\"]\n");
+    for i in 1..=9 {
+        laughs.push_str(&format!(
+            "    x{i}: &l{i} [{}]\n",
+            vec![format!("*l{}", i - 1); 10].join(", ")
+        ));
+    }
+    let text = crate::util::pipeline("").replace(
+        "  compile:\n    timeout: 30s\n",
+        &format!("  compile:\n    timeout: 30s\n{laughs}"),
+    );
+    project.pipeline(&text);
+    let (err, _) = refused(&project);
+    assert!(err.contains("aliases"), "{err}");
+}

@@ -159,3 +159,91 @@ fn gpu_units_run_as_slurm_jobs_and_alone_ones_exclusive() {
     );
     assert!(code(&out) <= 3, "{err}");
 }
+
+/// A target pipeline whose check runs `bin/show` (which writes `$HOSTILE` to `bin/seen`) with
+/// `env` as the program's environment.
+fn env_project(env: &str) -> Project {
+    let project = Project::new();
+    for (name, script) in [
+        ("sbatch", SBATCH),
+        ("squeue", SQUEUE),
+        ("sacct", SACCT),
+        ("scancel", SCANCEL),
+        (
+            "show",
+            "#!/bin/sh\n# Stand-in program (hand-written).\nprintf '%s' \"$HOSTILE\" > \"$(dirname \"$0\")/seen\"\n",
+        ),
+    ] {
+        project.tool(name, script);
+    }
+    project.pipeline(&format!(
+        r#"target:
+  program:
+    command: [bin/show]
+    env:
+{env}
+toolchain:
+  cuda: 13.0.88
+  provision: false
+  wheels:
+    nvidia-cuda-nvcc: 13.0.88
+matrix:
+  arch: [sm_90]
+  configs:
+    plain: {{}}
+grace: 1s
+stages:
+  check:
+    timeout: 30s
+    needs: {{ gpu: true, tools: [] }}
+"#
+    ));
+    project
+}
+
+/// Runs the pipeline with `--slurm` and the test's cluster.
+fn run_on_cluster(project: &Project) -> std::process::Output {
+    let stop = Arc::new(AtomicBool::new(false));
+    let queue = project.root.join("bin/queue");
+    std::fs::create_dir_all(&queue).expect("the queue");
+    let cluster = cluster(queue, Arc::clone(&stop));
+    let out = run_with(project, &["pipeline.yaml", "--slurm", "--partition=debug"]);
+    stop.store(true, Ordering::SeqCst);
+    cluster.join().expect("the cluster");
+    out
+}
+
+#[test]
+fn a_hostile_environment_name_is_refused_before_any_job_script() {
+    let project = env_project("      \"A;touch pwned;B\": v\n      HOSTILE: x");
+    let out = run_on_cluster(&project);
+    let err = stderr(&out);
+    assert!(
+        !project.root.join("pwned").exists(),
+        "the name ran a command"
+    );
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains("pipeline.yaml:4:5: target.program.env: `A;touch pwned;B` is not an environment variable name"),
+        "{err}"
+    );
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+}
+
+#[test]
+fn a_hostile_environment_value_reaches_the_job_as_data() {
+    let value = r#"it's "quoted" $(touch pwned-dollar) `touch pwned-tick`; touch pwned-semi
+next line \ $HOME"#;
+    let yaml = serde_json::to_string(value).expect("a JSON string is a YAML scalar");
+    let project = env_project(&format!("      HOSTILE: {yaml}"));
+    let out = run_on_cluster(&project);
+    let err = stderr(&out);
+    assert!(code(&out) <= 3, "{err}");
+    let seen = std::fs::read_to_string(project.root.join("bin/seen")).expect("the job ran");
+    assert_eq!(seen, value);
+    for marker in ["pwned-dollar", "pwned-tick", "pwned-semi"] {
+        assert!(!project.root.join(marker).exists(), "{marker}");
+        assert!(!project.root.join("bin").join(marker).exists(), "{marker}");
+    }
+}

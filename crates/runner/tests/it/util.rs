@@ -253,3 +253,54 @@ pub fn root_relative(path: &Path, root: &Path) -> String {
 /// Held by the tests that may provision the pinned CUDA from PyPI: two provisionings at once
 /// would install into the same cache directory.
 pub static PROVISIONING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `command` with its output in files, waiting at most `limit`; `None` (after killing it)
+/// when it is still running then: a hang fails the test instead of stalling the suite.
+pub fn run_limited(command: &mut Command, limit: Duration) -> Option<Output> {
+    let out = tempfile::tempfile().expect("a temporary file");
+    let err = tempfile::tempfile().expect("a temporary file");
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(out.try_clone().expect("clone"))
+        .stderr(err.try_clone().expect("clone"))
+        .spawn()
+        .expect("start the runner");
+    let end = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() >= end {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let read = |mut file: std::fs::File| {
+        use std::io::{Read, Seek};
+        let mut bytes = Vec::new();
+        file.seek(std::io::SeekFrom::Start(0)).expect("seek");
+        file.read_to_end(&mut bytes).expect("read");
+        bytes
+    };
+    Some(Output {
+        status,
+        stdout: read(out),
+        stderr: read(err),
+    })
+}
+
+impl Project {
+    /// [`Project::run`] under [`run_limited`]; panics when it hangs past `limit`.
+    pub fn run_within(&self, args: &[&str], limit: Duration) -> Output {
+        run_limited(
+            Command::new(BIN)
+                .args(args)
+                .current_dir(&self.root)
+                .env("XDG_CACHE_HOME", &self.cache),
+            limit,
+        )
+        .unwrap_or_else(|| panic!("`runner {}` still ran after {limit:?}", args.join(" ")))
+    }
+}
