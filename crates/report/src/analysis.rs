@@ -64,6 +64,8 @@ pub enum VerdictKind {
     Clean,
     /// Performance warnings only.
     Warnings,
+    /// No error, and a kernel loses much of its time to a cause Nsight Compute measured.
+    Slow,
     /// At least one error-level diagnosis.
     Failing,
     /// No error found, but some stage could not conclude (or nothing ran): never clean.
@@ -111,6 +113,11 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
     );
     let unconcluded = joined.unconcluded();
     let not_run = not_run(joined.stages());
+    // The measured performance causes, strongest first (diagnoses come ranked).
+    let slow: Vec<&Diagnosis> = diagnoses
+        .iter()
+        .filter(|d| d.rule == "slow-kernel" && d.level == Level::Warning)
+        .collect();
     let ran = coverage
         .iter()
         .any(|c| matches!(c.status, StageStatus::Passed | StageStatus::Findings))
@@ -138,6 +145,8 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
         VerdictKind::Inconclusive
     } else if gpu_planned && !gpu_ran {
         VerdictKind::CompileOnly
+    } else if !slow.is_empty() {
+        VerdictKind::Slow
     } else if warnings > 0 {
         VerdictKind::Warnings
     } else {
@@ -181,6 +190,20 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
             ),
             ran_tools(coverage)
         ),
+        VerdictKind::Slow => {
+            let top = slow
+                .iter()
+                .max_by(|a, b| speedup(a).total_cmp(&speedup(b)))
+                .copied();
+            format!(
+                "Slow: {}, top: {}{}.",
+                plural(slow.len() as u64, "cause", "causes"),
+                top.map(|d| d.title.clone()).unwrap_or_default(),
+                top.and_then(|d| d.kernel.clone())
+                    .map(|k| format!(" in {k}"))
+                    .unwrap_or_default()
+            )
+        }
         VerdictKind::Clean => format!("Clean: no problems found by {}{on}.", ran_tools(coverage)),
         VerdictKind::CompileOnly => format!(
             "Compile-only: {} found no error{on}{}; nothing ran the kernel, so nothing is known \
@@ -219,6 +242,14 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
         not_run,
         line,
     }
+}
+
+/// A performance cause's estimated speedup (percent), 0 when it has none.
+fn speedup(d: &Diagnosis) -> f64 {
+    d.figures
+        .get("estimated_speedup")
+        .and_then(|v| v.as_f64())
+        .unwrap_or(0.0)
 }
 
 fn ran_tools(coverage: &[CoverageRow]) -> String {
@@ -723,10 +754,15 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
             kernels.sort();
             kernels.dedup();
             let n = joined.metrics_of(&sources).count();
-            // The kernels the config's build defined that no profiled launch ran.
+            // The kernels the config's build defined that no profiled launch of its program
+            // ran (a harness unit launches one kernel by choice).
             let configs: Vec<Option<&str>> = sources
                 .iter()
                 .filter_map(|&i| joined.source(i))
+                .filter(|s| {
+                    s.stage
+                        .is_some_and(|st| st.unit().target == crate::TargetKind::Program)
+                })
                 .map(|s| s.config)
                 .collect();
             let mut idle: Vec<String> = joined

@@ -195,8 +195,10 @@ impl Hit {
                 return false;
             };
             // Every component inside the run directory, none a link, the file a regular one.
-            let Ok(file) = rundir::inside(&self.run_dir, &crate::orchestrate::slash(&self.dir.join(relative)))
-            else {
+            let Ok(file) = rundir::inside(
+                &self.run_dir,
+                &crate::orchestrate::slash(&self.dir.join(relative)),
+            ) else {
                 return false;
             };
             rundir::regular_file(&file).is_ok()
@@ -251,8 +253,11 @@ pub fn restore(
         let inside = hit
             .inside(path)
             .ok_or_else(|| std::io::Error::other(format!("{path} is outside its unit")))?;
-        let from = rundir::inside(&hit.run_dir, &crate::orchestrate::slash(&hit.dir.join(inside)))
-            .map_err(std::io::Error::other)?;
+        let from = rundir::inside(
+            &hit.run_dir,
+            &crate::orchestrate::slash(&hit.dir.join(inside)),
+        )
+        .map_err(std::io::Error::other)?;
         let to = dest.join(inside);
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent)?;

@@ -107,6 +107,7 @@ pub fn verdict_icon(kind: VerdictKind) -> &'static str {
     match kind {
         VerdictKind::Clean => "✅",
         VerdictKind::Warnings => "⚠️",
+        VerdictKind::Slow => "🐢",
         VerdictKind::Failing => "❌",
         VerdictKind::Inconclusive => "❔",
         VerdictKind::CompileOnly => "🧱",

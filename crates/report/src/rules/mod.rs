@@ -24,6 +24,7 @@ mod occupancy;
 mod out_of_bounds;
 mod repeated_launch;
 mod shared_race;
+mod slow_kernel;
 mod tensor_cores;
 mod uninitialized;
 mod wmma_local;
@@ -153,6 +154,17 @@ pub const RULES: &[Rule] = &[
                       does, or it loads fragments with ldmatrix), or ncu's tensor pipe near 0.",
         module: "crates/report/src/rules/tensor_cores.rs",
         run: Some(tensor_cores::run),
+    },
+    Rule {
+        id: "slow-kernel",
+        name: "Slow kernel",
+        description: "Nsight Compute's rules that name a cause (bank conflicts, uncoalesced \
+                      access, too few blocks, low theoretical occupancy) with an estimated \
+                      speedup over the whole kernel of 20% or more, at the source line that \
+                      holds the cost (its source page); a launch under 50 µs is too small to \
+                      call slow.",
+        module: "crates/report/src/rules/slow_kernel.rs",
+        run: Some(slow_kernel::run),
     },
     Rule {
         id: "check-failed",
@@ -511,7 +523,7 @@ impl Ctx<'_, '_> {
             .filter(|m| m.generated == name)
             .filter_map(|m| Some((m.source.clone(), m.line(line)?)));
         let first = found.next()?;
-        found.all(|other| other == first).then(|| SourceLocation {
+        found.all(|other| other == first).then_some(SourceLocation {
             file: first.0,
             line: Some(first.1),
         })

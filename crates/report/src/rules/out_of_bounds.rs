@@ -300,9 +300,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                  {access_word} past the end{buffer}"
             );
             let fill = match (size, alloc) {
-                (Some(s), Some(m))
-                    if s > 0 && m % u64::from(s) == 0 && m / u64::from(s) == clean =>
-                {
+                (Some(s), Some(m)) if s > 0 && m % s == 0 && m / s == clean => {
                     format!(
                         " {clean} launches of one {s}-byte {access_word} each fill the \
                          {m}-byte buffer exactly; the next one lands past its end."

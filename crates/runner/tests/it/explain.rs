@@ -259,3 +259,58 @@ fn each_failure_class_of_the_captured_programs_is_named() {
         "{text}"
     );
 }
+
+/// Nsight Compute's exports of one slow kernel per class (`examples/slow-kernels`, captured on
+/// an H100): the details page and the source page name the cause at the line that holds the
+/// cost, top-ranked, and the verdict says slow; the fast version of the same kernels is clean.
+#[test]
+fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../parsers/fixtures");
+    let explain = |class: &str| -> serde_json::Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(["explain", "--format", "json"])
+            .arg(fixtures.join(format!("ncu-csv/slow_{class}_details.log")))
+            .arg(fixtures.join(format!("ncu-source/slow_{class}_source.log")))
+            .output()
+            .expect("run the runner");
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    for (class, title, line) in [
+        (
+            "bank",
+            "Shared-memory bank conflicts: 32-way on average",
+            Some(45u64),
+        ),
+        (
+            "uncoalesced",
+            "Uncoalesced global access: 4.0 of 32 bytes used per sector",
+            Some(38),
+        ),
+        (
+            "local",
+            "Uncoalesced global access: 4.0 of 32 bytes used per sector",
+            Some(56),
+        ),
+        ("few_blocks", "Too few blocks: 4", Some(67)),
+        (
+            "smem_occ",
+            "Occupancy limited by shared memory: 2 blocks per SM",
+            Some(90),
+        ),
+    ] {
+        let json = explain(class);
+        assert_eq!(
+            json["verdict"]["kind"], "slow",
+            "{class}: {}",
+            json["verdict"]
+        );
+        let top = &json["diagnoses"][0];
+        assert_eq!(top["rule"], "slow-kernel", "{class}: {top:#}");
+        assert_eq!(top["title"], title, "{class}");
+        assert_eq!(top["location"]["line"].as_u64(), line, "{class}: {top:#}");
+    }
+    // The local-memory class names the stack frame when ptxas's log comes with the exports.
+    // The fast versions: nothing to say.
+    let json = explain("none");
+    assert_eq!(json["verdict"]["kind"], "clean", "{}", json["verdict"]);
+}

@@ -1,0 +1,405 @@
+//! `slow-kernel`: why a kernel is slow, from Nsight Compute's own rules and its source page.
+//! ncu's rules (OPT with an estimated speedup over the whole kernel, "global") name a cause;
+//! the source page (counters per source line) names where the cost sits: the line with the most
+//! excessive shared wavefronts for bank conflicts, the most excessive global sectors for
+//! uncoalesced access, the most warp-stall samples otherwise. The generic rules that fire on
+//! fast kernels too (under-utilised pipes, issue slots, stall CPI, L2 compression) never make a
+//! cause by themselves, and a kernel of a few microseconds is too small to call slow.
+
+use std::sync::LazyLock;
+
+use parsers::{Finding, FindingKind, SourceLine};
+use regex::Regex;
+use serde_json::json;
+
+use super::Ctx;
+use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
+use crate::text::{kernel_base, md_code, relative_path};
+
+/// The smallest estimated speedup (percent of the kernel's time) that makes a cause.
+const MIN_SPEEDUP: f64 = 20.0;
+
+/// Below this duration (µs) a launch is too small to judge: a tiny problem leaves the GPU
+/// idle whatever the kernel does, and launch overhead weighs as much as the kernel.
+const MIN_DURATION_US: f64 = 50.0;
+
+/// What a cause is called and how it is found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    BankConflicts,
+    Uncoalesced,
+    FewBlocks,
+    Occupancy,
+}
+
+impl Class {
+    /// The class of an ncu rule result, when it names a specific cause.
+    fn of(rule: &str, message: &str) -> Option<Class> {
+        match rule {
+            "SharedMemoryConflicts" | "UncoalescedSharedAccess" => Some(Class::BankConflicts),
+            "UncoalescedGlobalAccess" | "MemoryCacheAccessPattern" => Some(Class::Uncoalesced),
+            "LaunchConfiguration" if message.contains("blocks, which is less than") => {
+                Some(Class::FewBlocks)
+            }
+            "SOLBottleneck" if message.contains("grid is too small") => Some(Class::FewBlocks),
+            "TheoreticalOccupancy" => Some(Class::Occupancy),
+            _ => None,
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Class::BankConflicts => "bank-conflicts",
+            Class::Uncoalesced => "uncoalesced",
+            Class::FewBlocks => "few-blocks",
+            Class::Occupancy => "occupancy",
+        }
+    }
+
+    /// The source line that holds this cause's cost.
+    fn hottest<'l>(self, lines: &[&'l SourceLine]) -> Option<&'l SourceLine> {
+        let by = |f: fn(&SourceLine) -> u64| {
+            lines
+                .iter()
+                .copied()
+                .filter(|l| f(l) > 0)
+                .max_by_key(|l| f(l))
+        };
+        match self {
+            Class::BankConflicts => by(|l| l.shared_excessive),
+            Class::Uncoalesced => by(|l| l.global_excessive),
+            Class::FewBlocks | Class::Occupancy => by(|l| l.stall_samples),
+        }
+    }
+}
+
+static WAY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"([\d.]+)\s*-\s*way bank conflict").expect("a valid regex"));
+static BYTES_USED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"only ([\d.]+) of the 32 bytes transmitted per sector").expect("a valid regex")
+});
+static EXCESSIVE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"([\d,]+) excessive (sectors|wavefronts) \((\d+)% of the total")
+        .expect("a valid regex")
+});
+static ONLY_BLOCKS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"execute only (\d+) blocks").expect("a valid regex"));
+static WARPS_PER_SCHEDULER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"The ([\d.]+) theoretical warps per scheduler").expect("a valid regex")
+});
+
+/// One draft per kernel and cause class, the strongest of ncu's rules of that class leading.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out: Vec<Draft> = Vec::new();
+    for (index, f) in j.findings.iter().enumerate() {
+        let finding = f.finding;
+        if finding.kind != FindingKind::ProfilerRule {
+            continue;
+        }
+        let detail = |k: &str| {
+            finding
+                .details
+                .get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+        };
+        let rule = detail("rule");
+        let global = detail("estimated_speedup_type") == "global";
+        let speedup = finding
+            .details
+            .get("estimated_speedup")
+            .and_then(|v| v.as_f64())
+            .unwrap_or(0.0);
+        let Some(class) = Class::of(rule, &finding.message) else {
+            continue;
+        };
+        if !global || speedup < MIN_SPEEDUP {
+            continue;
+        }
+        let kernel = finding.kernel.as_deref().map(kernel_base);
+        // The strongest rule of a class makes the cause; the others are its evidence.
+        if let Some(d) = out
+            .iter_mut()
+            .find(|d| d.key == class.key() && d.kernel == kernel && d.config == f.config)
+        {
+            d.evidence.push(ctx.finding_evidence(f));
+            d.explains.push(index);
+            continue;
+        }
+        let duration = duration_us(ctx, f.config.as_deref(), kernel.as_deref());
+        let mut d = Draft::new("slow-kernel", Level::Warning, String::new());
+        d.config = f.config.clone();
+        d.kernel = kernel.clone();
+        d.key = class.key().to_string();
+        d.explains.push(index);
+        d.evidence.push(ctx.finding_evidence(f));
+        d.figures.insert("estimated_speedup".into(), json!(speedup));
+        if let Some(us) = duration {
+            d.figures.insert("duration_us".into(), json!(us));
+        }
+        let lines = source_lines(ctx, kernel.as_deref());
+        let hot = class.hottest(&lines);
+        if let Some(line) = hot {
+            d.location = Some(SourceLocation {
+                file: relative_path(&line.file, &j.repo_files),
+                line: Some(line.line),
+            });
+        }
+        describe(
+            ctx,
+            &mut d,
+            class,
+            finding,
+            hot,
+            &lines,
+            f.config.as_deref(),
+        );
+        let named = kernel
+            .as_deref()
+            .map(md_code)
+            .unwrap_or_else(|| "the kernel".into());
+        if duration.is_some_and(|us| us < MIN_DURATION_US) {
+            d.level = Level::Note;
+            d.explanation.push_str(&format!(
+                " The profiled launch of {named} took {:.1} µs: too short a launch to judge \
+                 its speed, whatever a rule estimates; profile a larger one.",
+                duration.unwrap_or_default()
+            ));
+        }
+        d.confidence = match (hot.is_some(), speedup >= 50.0) {
+            (true, true) => Confidence::High,
+            (true, false) | (false, true) => Confidence::Medium,
+            (false, false) => Confidence::Low,
+        };
+        d.explanation.push_str(&format!(
+            " Nsight Compute estimates {named} could run up to {speedup:.0}% faster without it."
+        ));
+        out.push(d);
+    }
+    out
+}
+
+/// The title, mechanism and fix of a cause, in words from ncu's numbers.
+fn describe(
+    ctx: &Ctx,
+    d: &mut Draft,
+    class: Class,
+    finding: &Finding,
+    hot: Option<&SourceLine>,
+    lines: &[&SourceLine],
+    config: Option<&str>,
+) {
+    let message = &finding.message;
+    // " The cost sits at `file:line` (`text`)<extra>.", or nothing without a source page.
+    let at = |extra: String| {
+        hot.map(|l| {
+            format!(
+                " The cost sits at {} ({}){extra}.",
+                md_code(&format!(
+                    "{}:{}",
+                    relative_path(&l.file, &ctx.joined.repo_files),
+                    l.line
+                )),
+                md_code(&l.text)
+            )
+        })
+        .unwrap_or_default()
+    };
+    let share = |part: u64, all: u64| {
+        if all == 0 {
+            0.0
+        } else {
+            part as f64 * 100.0 / all as f64
+        }
+    };
+    match class {
+        Class::BankConflicts => {
+            let way = WAY.captures(message).and_then(|c| c[1].parse::<f64>().ok());
+            d.title = match way {
+                Some(w) => format!("Shared-memory bank conflicts: {w:.0}-way on average"),
+                None => "Shared-memory bank conflicts".to_string(),
+            };
+            let excessive: u64 = lines.iter().map(|l| l.shared_excessive).sum();
+            let total: u64 = lines.iter().map(|l| l.shared_wavefronts).sum();
+            d.explanation = format!(
+                "The lanes of a warp read shared-memory addresses in the same bank{}, so each \
+                 access is replayed once per conflicting lane.{}",
+                way.map(|w| format!(" ({w:.1} lanes per bank on average)"))
+                    .unwrap_or_default(),
+                at(hot
+                    .map(|l| format!(
+                        ": {:.0}% of the kernel's excessive shared wavefronts ({} of the {} \
+                         shared wavefronts there, {} in the kernel)",
+                        share(l.shared_excessive, excessive),
+                        l.shared_excessive,
+                        l.shared_wavefronts,
+                        total
+                    ))
+                    .unwrap_or_default())
+            );
+            d.fix = "Make a warp's 32 lanes hit 32 banks: pad each row of the shared tile by one \
+                     element (`tile[32][33]`), or swizzle the column index (XOR with the row); a \
+                     column read of a 32-wide float tile is 32-way otherwise."
+                .to_string();
+        }
+        Class::Uncoalesced => {
+            let used = BYTES_USED
+                .captures(message)
+                .and_then(|c| c[1].parse::<f64>().ok());
+            let excessive = EXCESSIVE
+                .captures(message)
+                .and_then(|c| c[3].parse::<u64>().ok());
+            d.title = match used {
+                Some(u) => format!("Uncoalesced global access: {u:.1} of 32 bytes used per sector"),
+                None => "Uncoalesced global access".to_string(),
+            };
+            d.explanation = format!(
+                "The lanes of a warp touch addresses far apart, so each memory request moves \
+                 many 32-byte sectors of which it uses little{}{}.{}",
+                used.map(|u| format!(" ({u:.1} bytes of each 32)"))
+                    .unwrap_or_default(),
+                excessive
+                    .map(|p| format!("; {p}% of the sectors moved are excessive"))
+                    .unwrap_or_default(),
+                at(hot
+                    .map(|l| format!(
+                        ": {} excessive sectors of its {}",
+                        l.global_excessive, l.global_sectors
+                    ))
+                    .unwrap_or_default())
+            );
+            let local = kernel_stack(ctx, config, d.kernel.as_deref());
+            if let Some(bytes) = local {
+                d.explanation.push_str(&format!(
+                    " ptxas gives the kernel a {bytes}-byte stack frame: an array indexed at run \
+                     time lives in local memory, and its per-thread layout is what scatters the \
+                     accesses."
+                ));
+                d.fix = "Keep the array in registers (index it only with compile-time \
+                         constants, unroll the loop) or move it to shared memory; the stack frame \
+                         and the LDL/STL in the SASS should go."
+                    .to_string();
+            } else {
+                d.fix = "Make consecutive lanes touch consecutive addresses: index with \
+                         `threadIdx.x` in the fastest-moving dimension, stage a transposed tile \
+                         through shared memory, or change the data layout."
+                    .to_string();
+            }
+        }
+        Class::FewBlocks => {
+            let blocks = ONLY_BLOCKS
+                .captures(message)
+                .and_then(|c| c[1].parse::<u64>().ok());
+            let sms = ctx
+                .joined
+                .run
+                .and_then(|r| r.environment.gpus.first())
+                .and_then(|g| g.sm_count);
+            d.title = match (blocks, sms) {
+                (Some(b), Some(s)) => format!("Too few blocks: {b} for {s} SMs"),
+                (Some(b), None) => format!("Too few blocks: {b}"),
+                _ => "Too few blocks to fill the GPU".to_string(),
+            };
+            d.explanation = format!(
+                "The grid has fewer blocks than the GPU has multiprocessors, so most of them sit \
+                 idle for the whole launch.{}",
+                at(String::new())
+            );
+            d.fix = "Launch at least one block per SM, better several (a grid-stride loop over \
+                     a grid of 2-8x the SM count), or split the work of one block across many."
+                .to_string();
+        }
+        Class::Occupancy => {
+            let warps = WARPS_PER_SCHEDULER
+                .captures(message)
+                .and_then(|c| c[1].parse::<f64>().ok());
+            let limits = [
+                ("Block Limit Shared Mem", "shared memory"),
+                ("Block Limit Registers", "registers"),
+                ("Block Limit Warps", "the block size"),
+                ("Block Limit SM", "the blocks per SM"),
+            ];
+            let limiter = limits
+                .iter()
+                .filter_map(|(m, what)| Some((metric(ctx, config, d.kernel.as_deref(), m)?, *what)))
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            d.title = match limiter {
+                Some((blocks, what)) => {
+                    format!("Occupancy limited by {what}: {blocks:.0} blocks per SM")
+                }
+                None => "Low theoretical occupancy".to_string(),
+            };
+            d.explanation = format!(
+                "Too few warps can be resident to hide latency{}{}.{}",
+                warps
+                    .map(|w| format!(": {w:.1} warps per scheduler of 16"))
+                    .unwrap_or_default(),
+                limiter
+                    .map(|(b, what)| format!(", because {what} allows only {b:.0} blocks per SM"))
+                    .unwrap_or_default(),
+                at(String::new())
+            );
+            d.fix = match limiter.map(|(_, w)| w) {
+                Some("shared memory") => "Use less shared memory per block (a smaller tile, or \
+                                          fewer stages), so more blocks fit on an SM."
+                    .to_string(),
+                Some("registers") => "Cap registers (`__launch_bounds__`, `-maxrregcount`) or \
+                                      restructure to keep fewer values live."
+                    .to_string(),
+                _ => "Launch larger blocks or more of them per SM.".to_string(),
+            };
+        }
+    }
+}
+
+/// A metric's value for a kernel of a config, from any profile log.
+fn metric(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>, name: &str) -> Option<f64> {
+    ctx.joined
+        .metrics
+        .iter()
+        .find(|m| {
+            m.metric.name == name
+                && m.config.as_deref() == config
+                && kernel.is_none_or(|k| kernel_base(&m.metric.kernel) == k)
+        })
+        .map(|m| m.metric.value)
+}
+
+/// A kernel's profiled duration in microseconds, whatever unit ncu printed it in.
+fn duration_us(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option<f64> {
+    let m = ctx.joined.metrics.iter().find(|m| {
+        m.metric.name == "Duration"
+            && m.config.as_deref() == config
+            && kernel.is_none_or(|k| kernel_base(&m.metric.kernel) == k)
+    })?;
+    let scale = match m.metric.unit.as_deref().unwrap_or("") {
+        "ns" | "nsecond" => 1e-3,
+        "us" | "usecond" => 1.0,
+        "ms" | "msecond" => 1e3,
+        "s" | "second" => 1e6,
+        _ => return None,
+    };
+    Some(m.metric.value * scale)
+}
+
+/// The source-page lines of a kernel (any source page log).
+fn source_lines<'j>(ctx: &Ctx<'j, '_>, kernel: Option<&str>) -> Vec<&'j SourceLine> {
+    ctx.joined
+        .sources
+        .iter()
+        .flat_map(|s| &s.log.source_lines)
+        .filter(|l| kernel.is_none_or(|k| kernel_base(&l.function) == k))
+        .collect()
+}
+
+/// ptxas's stack frame for a kernel, when it has one.
+fn kernel_stack(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option<u64> {
+    ctx.joined
+        .kernels
+        .iter()
+        .filter(|k| k.config.as_deref() == config || config.is_none())
+        .filter(|k| kernel.is_none_or(|n| k.name == n))
+        .filter_map(|k| k.resources.and_then(|r| r.stack_frame_bytes))
+        .find(|&b| b > 0)
+}
