@@ -506,8 +506,16 @@ fn attach_symptoms(mut drafts: Vec<Draft>) -> Vec<Draft> {
 
 /// The ranking order of diagnoses: most severe, most certain and best evidenced first.
 pub fn rank(a: &Diagnosis, b: &Diagnosis) -> Ordering {
+    // Measured performance causes rank by the time they cost (ncu's estimated speedup).
+    let gain = |d: &Diagnosis| {
+        d.figures
+            .get("estimated_speedup")
+            .and_then(|v| v.as_f64())
+            .unwrap_or(0.0)
+    };
     b.level
         .cmp(&a.level)
+        .then(gain(b).total_cmp(&gain(a)))
         .then(b.confidence.cmp(&a.confidence))
         .then(b.evidence.len().cmp(&a.evidence.len()))
         .then(crate::rules::rule_order(&a.rule).cmp(&crate::rules::rule_order(&b.rule)))

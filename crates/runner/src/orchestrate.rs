@@ -681,6 +681,24 @@ impl Executor<'_> {
                     );
                     return Ok((record, flags));
                 }
+                StageKind::Profile => {
+                    // The profiling run alone on the GPU, through the launcher (a cluster job
+                    // under --slurm); the exports from its report after.
+                    let command = self.command(&invocation, stage_cfg, &dest, device);
+                    let profiled = self
+                        .launcher
+                        .run(&command, &unit.label(), Some(true), self.interrupt)
+                        .map_err(|e| e.to_string());
+                    steps::profile(
+                        &mut record,
+                        &invocation,
+                        stage_cfg.timeout,
+                        &dest,
+                        profiled,
+                        self.step_cx(stage_cfg, device),
+                    );
+                    return Ok((record, flags));
+                }
                 StageKind::Stress => {
                     let Some(target) = &self.pipeline.target else {
                         return Ok((record, flags));

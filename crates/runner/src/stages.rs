@@ -56,6 +56,22 @@ pub struct Invocation {
     pub unit: report::Unit,
 }
 
+/// The Nsight Compute report a target's profile unit keeps, without its `.ncu-rep` extension.
+pub const PROFILE_REPORT: &str = "profile";
+
+/// The sections a target's profile collects unless its stage names its own: those behind ncu's
+/// rules on throughput, launch, occupancy, memory access, scheduling and stalls, and the source
+/// counters that place them on lines.
+pub const PROFILE_SECTIONS: &[&str] = &[
+    "SpeedOfLight",
+    "LaunchStats",
+    "Occupancy",
+    "MemoryWorkloadAnalysis_Tables",
+    "SchedulerStats",
+    "WarpStateStats",
+    "SourceCounters",
+];
+
 /// Where things are, for building an invocation.
 #[derive(Debug, Clone)]
 pub struct Paths {
@@ -725,13 +741,31 @@ fn target_invocation(
         }
         StageKind::Profile => {
             cmd.tool("ncu", tool_path("ncu")?);
+            // A report kept in the unit directory (for the Nsight Compute GUI), its details and
+            // source pages exported from it as CSV afterwards ([`crate::steps::profile`]).
             cmd.words([
-                "--csv",
                 "--clock-control",
                 "none",
                 "--target-processes",
                 "all",
+                "--import-source",
+                "yes",
+                "-f",
+                "-o",
             ]);
+            let report = paths.unit_dir.join(PROFILE_REPORT);
+            cmd.argv.push(pipeline.resolve(&report).into_os_string());
+            cmd.display.push(report.to_string_lossy().into_owned());
+            // What a diagnosis needs, unless the stage chooses its own sections or set: the
+            // sections behind ncu's rules, with the per-line source counters.
+            let chooses = stage.args.iter().any(|a| {
+                a == "--set" || a == "--section" || a.starts_with("--section=") || a == "--metrics"
+            });
+            if !chooses {
+                for section in PROFILE_SECTIONS {
+                    cmd.words(["--section", section]);
+                }
+            }
             // The stage's args are ncu's here (kernel filter, launch count, sections).
             let program_args = stage.args.len();
             let line_words = line.argv.len().saturating_sub(program_args);
@@ -753,10 +787,13 @@ fn target_invocation(
             push_words(&mut cmd, line_words);
             cmd.finish(
                 "ncu",
-                "ncu.csv",
+                "ncu.log",
                 "stderr.log",
                 vec![
+                    // ncu's own messages (and the program's output) while it profiled.
+                    ("ncu.log".into(), Some(Format::NcuCsv)),
                     ("ncu.csv".into(), Some(Format::NcuCsv)),
+                    ("source.csv".into(), Some(Format::NcuSource)),
                     ("stderr.log".into(), None),
                 ],
             )

@@ -170,6 +170,92 @@ pub fn sass(
     ));
 }
 
+/// A target's profile, once ncu ran the program (`profiled`: how that ended, run by the
+/// orchestrator's launcher, here or as a cluster job) and wrote its report into the unit
+/// directory (kept for the Nsight Compute GUI): its details page and its source page are
+/// exported from the report as CSV (`ncu.csv`, `source.csv`). The unit's status is decided
+/// from the profiling run's ending and all three logs; its reason says what the profiling cost.
+pub fn profile(
+    record: &mut report::Stage,
+    invocation: &Invocation,
+    timeout: Duration,
+    dest: &Path,
+    profiled: Result<exec::Outcome, String>,
+    cx: StepCx<'_>,
+) {
+    let outcome = match profiled {
+        Ok(o) => o,
+        Err(e) => {
+            record.status = StageStatus::Failed;
+            record.reason = Some(format!("failed to {e}"));
+            return;
+        }
+    };
+    record.leftovers.extend(outcome.leftovers.iter().cloned());
+    let run_dir = cx.root.join(cx.run_dir);
+    for (path, size) in &outcome.cut {
+        let path = path.strip_prefix(&run_dir).unwrap_or(path);
+        record.cut.insert(slash(path), *size);
+    }
+    record.duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
+    if let Ending::Exited(code) = outcome.ending {
+        record.exit_code = Some(code);
+    }
+    let report = dest.join(format!("{}.ncu-rep", stages::PROFILE_REPORT));
+    if let Some(ncu) = invocation.argv.first()
+        && report.is_file()
+    {
+        for (page, out, extra) in [
+            ("details", "ncu.csv", &[][..]),
+            ("source", "source.csv", &["--print-source", "cuda,sass"][..]),
+        ] {
+            let mut argv: Vec<std::ffi::OsString> = vec![ncu.clone(), "--import".into()];
+            argv.push(report.clone().into_os_string());
+            argv.extend(["--csv", "--page", page].map(Into::into));
+            argv.extend(extra.iter().map(Into::into));
+            let _ = cx.run(
+                record,
+                argv,
+                cx.root,
+                &invocation.env,
+                dest.join(out),
+                dest.join(format!("{page}.stderr.log")),
+            );
+        }
+    }
+    let gathered = stages::gather(dest, invocation, None);
+    let (status, reason) = stages::decide_target(
+        report::StageKind::Profile,
+        &invocation.tool,
+        timeout,
+        outcome.ending,
+        &gathered,
+    );
+    let cost = format!(
+        "profiling took {:.1} s",
+        outcome.duration.as_secs_f64()
+    );
+    record.status = status;
+    record.reason = Some(match reason {
+        Some(r) => format!("{r}; {cost}"),
+        None => cost,
+    });
+    record.logs = gathered
+        .present
+        .iter()
+        .map(|(name, format)| Log {
+            path: cx.log_path(dest, name),
+            format: *format,
+        })
+        .collect();
+    if report.is_file() {
+        record.logs.push(Log {
+            path: cx.log_path(dest, &format!("{}.ncu-rep", stages::PROFILE_REPORT)),
+            format: None,
+        });
+    }
+}
+
 /// The stress search of a target's program: run it with 1, 2, 4, ... launches up to the
 /// stage's `launches`, then bisect between the largest clean and the smallest failing count,
 /// then run memcheck at the failing count so the report can name the line.

@@ -156,10 +156,27 @@ fn the_profile_stage_measures_the_kernels_the_build_defined() {
             "# Stand-in build (hand-written): prints a captured ptxas log.\ncat '{ptxas}' >&2\nprintf '#!/bin/sh\\necho ok\\n' > \"$1/prog\"\nchmod +x \"$1/prog\"\n"
         ),
     );
-    // A stand-in ncu that records its arguments.
+    // A stand-in ncu that records its arguments, writes a report where `-o` says, and answers
+    // `--import` with the real exports of the bank-conflict capture (examples/slow-kernels).
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../parsers/fixtures");
     project.tool(
         "ncu",
-        "#!/bin/sh\n# Stand-in for ncu in tests (hand-written).\nif [ \"$1\" = \"--version\" ]; then echo \"NVIDIA (R) Nsight Compute 0.0 (stand-in)\"; exit 0; fi\necho \"$@\" > \"$(dirname \"$0\")/ncu.args\"\n",
+        &format!(
+            r#"#!/bin/sh
+# Stand-in for ncu in tests: replays captured exports.
+if [ "$1" = "--version" ]; then echo "NVIDIA (R) Nsight Compute 0.0 (stand-in)"; exit 0; fi
+echo "$@" >> "$(dirname "$0")/ncu.args"
+case " $* " in
+  *" --page details "*) cat '{fixtures}/ncu-csv/slow_bank_details.log'; exit 0 ;;
+  *" --page source "*) cat '{fixtures}/ncu-source/slow_bank_source.log'; exit 0 ;;
+esac
+while [ $# -gt 0 ]; do
+  if [ "$1" = "-o" ]; then : > "$2.ncu-rep"; fi
+  shift
+done
+echo "==PROF== Disconnected from process 1"
+"#
+        ),
     );
     project.pipeline(
         r#"target:
@@ -199,4 +216,29 @@ stages:
         ),
         "{args}"
     );
+    // The sections a diagnosis needs, with source correlation, into a report kept in the run.
+    assert!(
+        args.contains("--import-source yes") && args.contains("--section SourceCounters"),
+        "{args}"
+    );
+    let manifest = project.manifest();
+    let profile = stage(&manifest, "profile");
+    assert_eq!(profile["status"], "passed", "{profile:#}");
+    assert!(
+        profile["reason"].as_str().is_some_and(|r| r.starts_with("profiling took ")),
+        "{profile:#}"
+    );
+    let logs: Vec<&str> = profile["logs"]
+        .as_array()
+        .expect("logs")
+        .iter()
+        .filter_map(|l| l["path"].as_str())
+        .collect();
+    for name in ["ncu.csv", "source.csv", "profile.ncu-rep"] {
+        assert!(logs.iter().any(|l| l.ends_with(name)), "{name}: {logs:?}");
+    }
+    // The replayed capture's cause, at its line, and the verdict.
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    assert!(report.contains("🐢 Slow: 1 cause, top: Shared-memory bank conflicts"), "{report}");
+    assert!(report.contains("slow.cu:45"), "{report}");
 }
