@@ -12,7 +12,7 @@ nvcc_version=$(nvcc --version | tail -n 1)
 ncu_version=$(ncu --version | tail -n 1)
 # class -> kernel it slows down
 for pair in bank:transpose uncoalesced:transpose local:lookup_sum few_blocks:reduce \
-            no_tensor:matmul smem_occ:staged_scale none:transpose; do
+            smem_occ:staged_scale none:transpose; do
   class=${pair%%:*} kernel=${pair#*:}
   nvcc -O3 -lineinfo -arch=sm_90 -Xptxas -v -DSLOW_$class -o "$work/$class" src/slow.cu \
     > "$work/$class.ptxas.log" 2>&1

@@ -754,7 +754,10 @@ fn target_invocation(
                 "-o",
             ]);
             let report = paths.unit_dir.join(PROFILE_REPORT);
-            cmd.argv.push(pipeline.resolve(&report).into_os_string());
+            // Absolute: the program's working directory need not be the pipeline's.
+            let absolute = pipeline.resolve(&report);
+            let absolute = std::path::absolute(&absolute).unwrap_or(absolute);
+            cmd.argv.push(absolute.into_os_string());
             cmd.display.push(report.to_string_lossy().into_owned());
             // What a diagnosis needs, unless the stage chooses its own sections or set: the
             // sections behind ncu's rules, with the per-line source counters.

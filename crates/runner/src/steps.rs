@@ -202,6 +202,8 @@ pub fn profile(
         record.exit_code = Some(code);
     }
     let report = dest.join(format!("{}.ncu-rep", stages::PROFILE_REPORT));
+    // Absolute: the exports run in the pipeline's directory, not the runner's.
+    let report = std::path::absolute(&report).unwrap_or(report);
     if let Some(ncu) = invocation.argv.first()
         && report.is_file()
     {
@@ -231,10 +233,7 @@ pub fn profile(
         outcome.ending,
         &gathered,
     );
-    let cost = format!(
-        "profiling took {:.1} s",
-        outcome.duration.as_secs_f64()
-    );
+    let cost = format!("profiling took {:.1} s", outcome.duration.as_secs_f64());
     record.status = status;
     record.reason = Some(match reason {
         Some(r) => format!("{r}; {cost}"),

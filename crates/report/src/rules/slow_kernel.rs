@@ -138,7 +138,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if let Some(us) = duration {
             d.figures.insert("duration_us".into(), json!(us));
         }
-        let lines = source_lines(ctx, kernel.as_deref());
+        let lines = source_lines(ctx, f.config.as_deref(), kernel.as_deref());
         let hot = class.hottest(&lines);
         if let Some(line) = hot {
             d.location = Some(SourceLocation {
@@ -383,11 +383,16 @@ fn duration_us(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option<
     Some(m.metric.value * scale)
 }
 
-/// The source-page lines of a kernel (any source page log).
-fn source_lines<'j>(ctx: &Ctx<'j, '_>, kernel: Option<&str>) -> Vec<&'j SourceLine> {
+/// The source-page lines of a kernel in a config's profile (any source page, without one).
+fn source_lines<'j>(
+    ctx: &Ctx<'j, '_>,
+    config: Option<&str>,
+    kernel: Option<&str>,
+) -> Vec<&'j SourceLine> {
     ctx.joined
         .sources
         .iter()
+        .filter(|s| config.is_none() || s.config == config)
         .flat_map(|s| &s.log.source_lines)
         .filter(|l| kernel.is_none_or(|k| kernel_base(&l.function) == k))
         .collect()

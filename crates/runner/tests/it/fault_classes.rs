@@ -225,7 +225,9 @@ stages:
     let profile = stage(&manifest, "profile");
     assert_eq!(profile["status"], "passed", "{profile:#}");
     assert!(
-        profile["reason"].as_str().is_some_and(|r| r.starts_with("profiling took ")),
+        profile["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("profiling took ")),
         "{profile:#}"
     );
     let logs: Vec<&str> = profile["logs"]
@@ -239,6 +241,9 @@ stages:
     }
     // The replayed capture's cause, at its line, and the verdict.
     let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
-    assert!(report.contains("🐢 Slow: 1 cause, top: Shared-memory bank conflicts"), "{report}");
+    assert!(
+        report.contains("🐢 Slow: 1 cause, top: Shared-memory bank conflicts"),
+        "{report}"
+    );
     assert!(report.contains("slow.cu:45"), "{report}");
 }
