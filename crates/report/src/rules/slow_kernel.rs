@@ -30,6 +30,9 @@ enum Class {
     Uncoalesced,
     FewBlocks,
     Occupancy,
+    /// Warps stalled on local and global memory in a kernel ptxas gave a stack frame: an array
+    /// indexed at run time (or spills) in local memory.
+    LocalMemory,
 }
 
 impl Class {
@@ -43,6 +46,7 @@ impl Class {
             }
             "SOLBottleneck" if message.contains("grid is too small") => Some(Class::FewBlocks),
             "TheoreticalOccupancy" => Some(Class::Occupancy),
+            "CPIStall" if message.contains("local and global (LG)") => Some(Class::LocalMemory),
             _ => None,
         }
     }
@@ -53,6 +57,7 @@ impl Class {
             Class::Uncoalesced => "uncoalesced",
             Class::FewBlocks => "few-blocks",
             Class::Occupancy => "occupancy",
+            Class::LocalMemory => "local-memory",
         }
     }
 
@@ -68,7 +73,7 @@ impl Class {
         match self {
             Class::BankConflicts => by(|l| l.shared_excessive),
             Class::Uncoalesced => by(|l| l.global_excessive),
-            Class::FewBlocks | Class::Occupancy => by(|l| l.stall_samples),
+            Class::FewBlocks | Class::Occupancy | Class::LocalMemory => by(|l| l.stall_samples),
         }
     }
 }
@@ -115,6 +120,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             continue;
         };
         if !global || speedup < MIN_SPEEDUP {
+            continue;
+        }
+        let stack = kernel_stack(
+            ctx,
+            f.config.as_deref(),
+            finding.kernel.as_deref().map(kernel_base).as_deref(),
+        );
+        // Stalls on local and global memory say local memory only where ptxas gave a stack.
+        if class == Class::LocalMemory && stack.is_none() {
             continue;
         }
         let kernel = finding.kernel.as_deref().map(kernel_base);
@@ -167,7 +181,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 duration.unwrap_or_default()
             ));
         }
-        d.confidence = match (hot.is_some(), speedup >= 50.0) {
+        d.confidence = match (
+            hot.is_some(),
+            speedup >= 50.0 || class == Class::LocalMemory,
+        ) {
             (true, true) => Confidence::High,
             (true, false) | (false, true) => Confidence::Medium,
             (false, false) => Confidence::Low,
@@ -308,6 +325,21 @@ fn describe(
             );
             d.fix = "Launch at least one block per SM, better several (a grid-stride loop over \
                      a grid of 2-8x the SM count), or split the work of one block across many."
+                .to_string();
+        }
+        Class::LocalMemory => {
+            let bytes = kernel_stack(ctx, config, d.kernel.as_deref()).unwrap_or(0);
+            d.title = format!("Local memory: a {bytes}-byte stack frame per thread");
+            d.explanation = format!(
+                "ptxas gives the kernel a {bytes}-byte stack frame without spilling registers: an \
+                 array indexed at run time lives in local memory, which is device memory behind \
+                 the L1 cache, and warps stall on its loads and stores (ncu: {}).{}",
+                md_code(message.split(". ").next().unwrap_or(message)),
+                at(String::new())
+            );
+            d.fix = "Keep the array in registers: index it only with compile-time constants \
+                     (unroll the loops over it), or move a table every thread shares to shared \
+                     memory; the stack frame in ptxas's output should go to 0."
                 .to_string();
         }
         Class::Occupancy => {

@@ -519,3 +519,54 @@ fn a_load_inline_kernel_is_located_in_the_users_python_file() {
     assert_eq!(d["call_site"]["file"], "py/inline_scale.py", "{d:#}");
     assert_eq!(d["call_site"]["line"], 44, "{d:#}");
 }
+
+/// `examples/slow-kernels/` with only a profile stage, on an H100: each config's top-ranked
+/// performance cause is the one its build planted, at its line; the run reads Slow.
+#[test]
+fn each_slow_kernel_config_ranks_its_planted_cause_first() {
+    let run = repo().join("examples/slow-kernels/reference/artifacts/20261124T130401Z-859c998d");
+    let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
+    assert_eq!(json["verdict"]["kind"], "slow", "{}", json["verdict"]);
+    let causes: Vec<&Value> = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["rule"] == "slow-kernel" && d["level"] == "warning")
+        .collect();
+    for (config, title, line) in [
+        ("few_blocks", "Too few blocks: 4 for 132 SMs", 66),
+        (
+            "bank",
+            "Shared-memory bank conflicts: 32-way on average",
+            43,
+        ),
+        (
+            "smem_occ",
+            "Occupancy limited by shared memory: 2 blocks per SM",
+            81,
+        ),
+        (
+            "uncoalesced",
+            "Uncoalesced global access: 4.0 of 32 bytes used per sector",
+            36,
+        ),
+        (
+            "local",
+            "Local memory: a 256-byte stack frame per thread",
+            53,
+        ),
+    ] {
+        // Diagnoses come ranked: the first that names this config is its top cause.
+        let top = causes
+            .iter()
+            .find(|d| {
+                d["configs"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c == config))
+            })
+            .unwrap_or_else(|| panic!("no cause on {config}"));
+        assert_eq!(top["title"], title, "{config}: {top:#}");
+        assert_eq!(top["location"]["file"], "src/slow.cu", "{config}");
+        assert_eq!(top["location"]["line"], line, "{config}");
+    }
+}
