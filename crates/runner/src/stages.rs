@@ -76,7 +76,8 @@ pub const PROFILE_SECTIONS: &[&str] = &[
 /// own: PyTorch's (`at::`, `c10::`, its flash attention), CUB's and Thrust's, and the library
 /// kernels of cuDNN and cuBLAS. Checked with ncu 2025.3.1 on an H100: a `load_inline` program's
 /// kernel is profiled, `torch.randn`'s before it is not.
-pub const FRAMEWORK_KERNELS_EXCLUDED: &str = "regex:^(?!(void )?(at::|c10::|cub::|thrust::|pytorch_flash::)|.*(cudnn|cublas|nvjet|xmma)).*";
+pub const FRAMEWORK_KERNELS_EXCLUDED: &str =
+    "regex:^(?!(void )?(at::|c10::|cub::|thrust::|pytorch_flash::)|.*(cudnn|cublas|nvjet|xmma)).*";
 
 /// Where things are, for building an invocation.
 #[derive(Debug, Clone)]

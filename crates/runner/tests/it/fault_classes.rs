@@ -247,3 +247,47 @@ stages:
     );
     assert!(report.contains("slow.cu:45"), "{report}");
 }
+
+/// A Python program whose kernels are compiled just in time has no build log to name them: its
+/// profile leaves out the framework's own kernels instead of measuring the first one launched.
+#[test]
+fn a_python_programs_profile_leaves_out_the_frameworks_kernels() {
+    let project = Project::new();
+    project.tool(
+        "ncu",
+        "#!/bin/sh\n# Stand-in for ncu in tests (hand-written).\nif [ \"$1\" = \"--version\" ]; then echo \"NVIDIA (R) Nsight Compute 0.0 (stand-in)\"; exit 0; fi\necho \"$@\" >> \"$(dirname \"$0\")/ncu.args\"\n",
+    );
+    project.write("py/run.py", "print('ok')\n");
+    project.pipeline(
+        r#"target:
+  sources: [py]
+  program:
+    command: [python3, py/run.py]
+toolchain:
+  cuda: 13.0.88
+  provision: false
+  wheels:
+    nvidia-cuda-nvcc: 13.0.88
+  tools:
+    nvcc: bin/nvcc
+    ncu: bin/ncu
+matrix:
+  arch: [sm_90]
+  configs:
+    plain: {}
+grace: 1s
+stages:
+  profile:
+    needs: { gpu: false, tools: [ncu] }
+  report:
+    timeout: 30s
+"#,
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
+        .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
+    assert!(
+        args.contains("--kernel-name-base demangled --kernel-name regex:^(?!(void )?(at::|c10::"),
+        "{args}"
+    );
+}

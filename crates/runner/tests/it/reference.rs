@@ -508,7 +508,7 @@ fn each_fault_class_is_one_root_cause_with_its_mechanism() {
 /// and line that hold it, and the line the launch came from.
 #[test]
 fn a_load_inline_kernel_is_located_in_the_users_python_file() {
-    let run = repo().join("examples/fault-classes/reference/artifacts/20261124T123644Z-a027df90");
+    let run = repo().join("examples/fault-classes/reference/artifacts/20261124T130802Z-cbf34f5a");
     let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
     let causes = root_causes(&json);
     assert_eq!(causes.len(), 1, "{causes:?}");
