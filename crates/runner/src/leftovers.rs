@@ -61,19 +61,7 @@ pub fn sweep_orphans(grace: Duration) -> Vec<String> {
         .filter(|p| token_of(p.pid).is_some_and(|t| runner_gone(&t)))
         .map(|p| (p.pid, command_line(p.pid)))
         .collect();
-    if found.is_empty() {
-        return Vec::new();
-    }
-    let pids: Vec<Pid> = found.keys().map(|&p| Pid::from_raw(p)).collect();
-    signal_all(&pids, None, Signal::SIGTERM);
-    let grace_end = Instant::now() + grace;
-    while Instant::now() < grace_end && pids.iter().any(|&p| running(p)) {
-        reap_adopted();
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    signal_all(&pids, None, Signal::SIGKILL);
-    reap_adopted();
-    found.into_values().collect()
+    end_all(found, None, grace)
 }
 
 /// Whether the runner a token names has ended: its pid is gone, or belongs to a process that
@@ -120,7 +108,12 @@ pub fn unregister(pid: i32) {
 /// adopted that belongs to no live stage. Returns a description of each (its command line),
 /// sorted.
 pub fn sweep(token: &str, group: Option<Pid>, grace: Duration) -> Vec<String> {
-    let found = find(token, group);
+    end_all(find(token, group), group, grace)
+}
+
+/// Ends the processes `found` (and `group`): SIGTERM, the grace period, SIGKILL; reaps the ones
+/// the runner adopted. Returns their command lines, sorted.
+fn end_all(found: BTreeMap<i32, String>, group: Option<Pid>, grace: Duration) -> Vec<String> {
     if found.is_empty() {
         return Vec::new();
     }

@@ -26,6 +26,21 @@ cat '{fixtures}/memcheck_slot_counter_8_launches.log'
     )
 }
 
+/// A `target:` pipeline (`target` is the block's body) with one config on sm_90, the stand-in
+/// nvcc and the stand-in `tools` under `bin/`, `stages` and a report.
+fn pipeline(target: &str, tools: &[&str], config: &str, stages: &str) -> String {
+    let tools: String = tools
+        .iter()
+        .map(|t| format!("    {t}: bin/{t}\n"))
+        .collect();
+    format!(
+        "target:\n{target}toolchain:\n  cuda: 13.0.88\n  provision: false\n  wheels:\n    \
+         nvidia-cuda-nvcc: 13.0.88\n  tools:\n    nvcc: bin/nvcc\n{tools}matrix:\n  arch: \
+         [sm_90]\n  configs:\n    {config}: {{}}\ngrace: 1s\nstages:\n{stages}  report:\n    \
+         timeout: 30s\n"
+    )
+}
+
 #[test]
 fn a_fault_the_program_cannot_see_is_bisected_under_memcheck() {
     let project = Project::new();
@@ -36,35 +51,21 @@ fn a_fault_the_program_cannot_see_is_bisected_under_memcheck() {
         "#!/bin/sh\n# Stand-in program (hand-written).\necho \"PASS scale_and_log, ${EXHIBIT_LAUNCHES:-25} launches\"\n",
     );
     project.write("src/slot_counter.cu", "// stand-in source\n");
-    project.pipeline(
-        r#"target:
-  sources: [src]
+    project.pipeline(&pipeline(
+        r#"  sources: [src]
   program:
     command: [bin/prog]
-toolchain:
-  cuda: 13.0.88
-  provision: false
-  wheels:
-    nvidia-cuda-nvcc: 13.0.88
-  tools:
-    nvcc: bin/nvcc
-    compute-sanitizer: bin/compute-sanitizer
-matrix:
-  arch: [sm_90]
-  configs:
-    slot_counter: {}
-grace: 1s
-stages:
-  memcheck:
+"#,
+        &["compute-sanitizer"],
+        "slot_counter",
+        r#"  memcheck:
     needs: { gpu: false, tools: [compute-sanitizer] }
   stress:
     needs: { gpu: false }
     launches: 32
     args: [--launches, "{launches}"]
-  report:
-    timeout: 30s
 "#,
-    );
+    ));
     let out = project.run(&["pipeline.yaml"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let manifest = project.manifest();
@@ -102,30 +103,17 @@ fn a_repr_printed_error_reads_as_its_first_line() {
          printf '%s\\n' \"FAILED test_attn.py::test_tail - RuntimeError('CUDA error: an illegal memory access was encountered\\\\nCUDA kernel errors might be asynchronously reported')\" >&2\n\
          exit 1\n",
     );
-    project.pipeline(
-        r#"target:
-  sources: [bin]
+    project.pipeline(&pipeline(
+        r#"  sources: [bin]
   program:
     command: [bin/prog]
-toolchain:
-  cuda: 13.0.88
-  provision: false
-  wheels:
-    nvidia-cuda-nvcc: 13.0.88
-  tools:
-    nvcc: bin/nvcc
-matrix:
-  arch: [sm_90]
-  configs:
-    plain: {}
-grace: 1s
-stages:
-  check:
-    needs: { gpu: false }
-  report:
-    timeout: 30s
 "#,
-    );
+        &[],
+        "plain",
+        r#"  check:
+    needs: { gpu: false }
+"#,
+    ));
     let out = project.run(&["pipeline.yaml"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let reason = stage(&project.manifest(), "check")["reason"]
@@ -178,35 +166,21 @@ echo "==PROF== Disconnected from process 1"
 "#
         ),
     );
-    project.pipeline(
-        r#"target:
-  sources: [src]
+    project.pipeline(&pipeline(
+        r#"  sources: [src]
   build:
     command: [sh, src/build.sh, "{build_dir}"]
   program:
     command: ["{build_dir}/prog"]
-toolchain:
-  cuda: 13.0.88
-  provision: false
-  wheels:
-    nvidia-cuda-nvcc: 13.0.88
-  tools:
-    nvcc: bin/nvcc
-    ncu: bin/ncu
-matrix:
-  arch: [sm_90]
-  configs:
-    plain: {}
-grace: 1s
-stages:
-  build:
+"#,
+        &["ncu"],
+        "plain",
+        r#"  build:
     timeout: 30s
   profile:
     needs: { gpu: false, tools: [ncu] }
-  report:
-    timeout: 30s
 "#,
-    );
+    ));
     let out = project.run(&["pipeline.yaml"]);
     let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
         .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
@@ -258,31 +232,17 @@ fn a_python_programs_profile_leaves_out_the_frameworks_kernels() {
         "#!/bin/sh\n# Stand-in for ncu in tests (hand-written).\nif [ \"$1\" = \"--version\" ]; then echo \"NVIDIA (R) Nsight Compute 0.0 (stand-in)\"; exit 0; fi\necho \"$@\" >> \"$(dirname \"$0\")/ncu.args\"\n",
     );
     project.write("py/run.py", "print('ok')\n");
-    project.pipeline(
-        r#"target:
-  sources: [py]
+    project.pipeline(&pipeline(
+        r#"  sources: [py]
   program:
     command: [python3, py/run.py]
-toolchain:
-  cuda: 13.0.88
-  provision: false
-  wheels:
-    nvidia-cuda-nvcc: 13.0.88
-  tools:
-    nvcc: bin/nvcc
-    ncu: bin/ncu
-matrix:
-  arch: [sm_90]
-  configs:
-    plain: {}
-grace: 1s
-stages:
-  profile:
-    needs: { gpu: false, tools: [ncu] }
-  report:
-    timeout: 30s
 "#,
-    );
+        &["ncu"],
+        "plain",
+        r#"  profile:
+    needs: { gpu: false, tools: [ncu] }
+"#,
+    ));
     let out = project.run(&["pipeline.yaml"]);
     let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
         .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
