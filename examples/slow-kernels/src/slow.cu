@@ -7,6 +7,8 @@
 //   local      a per-thread array indexed at run time (local memory)
 //   few_blocks a reduction launched with 4 blocks on a 132-SM GPU
 //   smem_occ   a kernel holding 100 KiB of shared memory per block (2 blocks per SM)
+//   regs       a kernel keeping 160 accumulators live per thread (registers limit its blocks)
+//   small_blocks a kernel launched with blocks of 32 threads (32 blocks per SM: half the warps)
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -83,6 +85,36 @@ __global__ void staged_scale(const float* in, float* out, int n) {
   if (i < n) out[i] = 2.f * stage[threadIdx.x];
 }
 
+// Evaluates P polynomials per element with Horner's rule, every accumulator live at once.
+// Slow: 160 accumulators stay in registers across the loop (over 160 registers per thread).
+__global__ void poly(const float* in, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float x = in[i];
+#if defined(SLOW_regs)
+  constexpr int P = 160;
+#else
+  constexpr int P = 4;
+#endif
+  float acc[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) acc[p] = 1.f + p;
+  for (int k = 0; k < 64; ++k) {
+#pragma unroll
+    for (int p = 0; p < P; ++p) acc[p] = acc[p] * x + 0.5f * p;
+  }
+  float s = 0.f;
+#pragma unroll
+  for (int p = 0; p < P; ++p) s += acc[p];
+  out[i] = s;
+}
+
+// y = 2 x + 1, one element per thread, launched with blocks of BLOCK threads.
+__global__ void axpb(const float* in, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 2.f * in[i] + 1.f;
+}
+
 int main() {
   const size_t nn = (size_t)N * N;
   std::vector<float> host(nn);
@@ -118,6 +150,15 @@ int main() {
 #endif
   CHECK(cudaGetLastError());
 
+  poly<<<(int)(nn / 256), 256>>>(in, out, (int)nn);
+  CHECK(cudaGetLastError());
+#if defined(SLOW_small_blocks)
+  constexpr int BLOCK = 32;
+#else
+  constexpr int BLOCK = 256;
+#endif
+  axpb<<<(int)(nn / BLOCK), BLOCK>>>(in, out, (int)nn);
+  CHECK(cudaGetLastError());
   CHECK(cudaFuncSetAttribute(staged_scale, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)STAGE_BYTES));
   staged_scale<<<(int)(nn / 256), 256, STAGE_BYTES>>>(in, out, (int)nn);
   CHECK(cudaGetLastError());
