@@ -350,10 +350,27 @@ fn describe(
                 ("Block Limit Shared Mem", "shared memory"),
                 ("Block Limit Registers", "registers"),
                 ("Block Limit Warps", "the block size"),
-                ("Block Limit SM", "the blocks per SM"),
+                ("Block Limit SM", "the blocks an SM can hold"),
             ];
+            // ncu names the limiter in words ("limited by the number of blocks that can fit on
+            // the SM, and the required amount of shared memory"): the first one it names, with
+            // its block limit; else the smallest block limit.
+            let named = [
+                ("number of blocks that can fit on the SM", "Block Limit SM"),
+                ("number of required registers", "Block Limit Registers"),
+                ("required amount of shared memory", "Block Limit Shared Mem"),
+                ("number of warps within each block", "Block Limit Warps"),
+            ];
+            let said = message.split("is limited by").nth(1).and_then(|tail| {
+                named
+                    .iter()
+                    .filter_map(|(words, m)| tail.find(words).map(|at| (at, *m)))
+                    .min_by_key(|(at, _)| *at)
+                    .map(|(_, m)| m)
+            });
             let limiter = limits
                 .iter()
+                .filter(|(m, _)| said.is_none_or(|s| s == *m))
                 .filter_map(|(m, what)| Some((metric(ctx, config, d.kernel.as_deref(), m)?, *what)))
                 .min_by(|a, b| a.0.total_cmp(&b.0));
             d.title = match limiter {
@@ -378,6 +395,11 @@ fn describe(
                     .to_string(),
                 Some("registers") => "Cap registers (`__launch_bounds__`, `-maxrregcount`) or \
                                       restructure to keep fewer values live."
+                    .to_string(),
+                Some("the blocks an SM can hold") => "Launch larger blocks: an SM holds at most \
+                                                     32 blocks, so small blocks leave most of \
+                                                     its warp slots empty; 128 to 256 threads per \
+                                                     block lift the limit."
                     .to_string(),
                 _ => "Launch larger blocks or more of them per SM.".to_string(),
             };
