@@ -222,9 +222,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             causes
                 .iter()
                 .enumerate()
-                .map(|(i, c)| format!("({}) {}", i + 1, c.because))
+                .map(|(i, c)| format!("({}) {}", i + 1, c.because.trim_end_matches(';')))
                 .collect::<Vec<_>>()
-                .join(" ")
+                .join("; ")
+                + "."
         );
         d.fix = causes.first().map(|c| c.fix.clone()).unwrap_or_default();
         d.figures
@@ -274,7 +275,7 @@ fn ranked_causes(
             "dynamic shared memory above the 48 KiB a kernel gets by default, without \
              `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)` \
              before the launch (or above the {} an {arch} block may opt in to){};",
-            bytes(opt_in * 1024),
+            bytes(opt_in),
             match &dynamic {
                 Some((touched, name)) => format!(
                     ": {} accesses shared memory ({touched} LDS/STS/LDSM in its SASS) and ptxas \
