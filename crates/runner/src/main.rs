@@ -7,7 +7,7 @@ use clap::Parser;
 use runner::cli::{self, Cli, Error, Host, Outcome};
 use runner::preflight::BuiltinHarness;
 
-/// Exit codes, documented in the README. Decided here and nowhere else.
+/// Exit codes, documented in docs/commands.md. Decided here and nowhere else.
 mod code {
     /// Nothing wrong found.
     pub const CLEAN: u8 = 0;
