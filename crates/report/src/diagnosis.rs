@@ -507,9 +507,11 @@ fn attach_symptoms(mut drafts: Vec<Draft>) -> Vec<Draft> {
 /// The ranking order of diagnoses: most severe, most certain and best evidenced first.
 pub fn rank(a: &Diagnosis, b: &Diagnosis) -> Ordering {
     // Measured performance causes rank by the time they cost (ncu's estimated speedup).
+    // What a cause is worth to the whole program when known, else to its kernel.
     let gain = |d: &Diagnosis| {
         d.figures
-            .get("estimated_speedup")
+            .get("program_gain")
+            .or_else(|| d.figures.get("estimated_speedup"))
             .and_then(|v| v.as_f64())
             .unwrap_or(0.0)
     };

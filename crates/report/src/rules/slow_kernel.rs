@@ -19,6 +19,10 @@ use crate::text::{kernel_base, md_code, relative_path};
 /// The smallest estimated speedup (percent of the kernel's time) that makes a cause.
 const MIN_SPEEDUP: f64 = 20.0;
 
+/// The least a cause must be worth to the whole program (its estimated speedup times its
+/// kernel's share of the profiled GPU time, in percent) to be a warning rather than a note.
+const MIN_PROGRAM_GAIN: f64 = 10.0;
+
 /// Below this duration (µs) a launch is too small to judge: a tiny problem leaves the GPU
 /// idle whatever the kernel does, and launch overhead weighs as much as the kernel.
 const MIN_DURATION_US: f64 = 50.0;
@@ -192,9 +196,56 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.explanation.push_str(&format!(
             " Nsight Compute estimates {named} could run up to {speedup:.0}% faster without it."
         ));
+        // Weighed by the kernel's share of the profiled GPU time: a cause in a kernel that is a
+        // small part of the program is a note, however large its own estimate.
+        if let Some(share) = time_share(ctx, f.config.as_deref(), kernel.as_deref()) {
+            let gain = speedup * share;
+            d.figures.insert("time_share".into(), json!(share));
+            d.figures.insert("program_gain".into(), json!(gain));
+            if share < 0.999 {
+                d.explanation.push_str(&format!(
+                    " {named} takes {:.0}% of the GPU time of the profiled launches, so the \
+                     program could gain up to {gain:.0}%.",
+                    share * 100.0
+                ));
+            }
+            if gain < MIN_PROGRAM_GAIN && d.level == Level::Warning {
+                d.level = Level::Note;
+            }
+        }
         out.push(d);
     }
     out
+}
+
+/// A kernel's share of the GPU time of every profiled launch in a config's profile logs (each
+/// launch's Duration), when there is more than its own.
+fn time_share(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option<f64> {
+    let kernel = kernel?;
+    let mut total = 0.0;
+    let mut own = 0.0;
+    let mut seen = std::collections::BTreeSet::new();
+    for m in &ctx.joined.metrics {
+        if m.metric.name != "Duration" || m.config.as_deref() != config {
+            continue;
+        }
+        // One Duration per launch (ncu's launch id), once even if two logs repeat it.
+        if !seen.insert((m.source, m.metric.launch, m.metric.kernel.clone())) {
+            continue;
+        }
+        let scale = match m.metric.unit.as_deref().unwrap_or("") {
+            "ns" | "nsecond" => 1e-3,
+            "us" | "usecond" => 1.0,
+            "ms" | "msecond" => 1e3,
+            "s" | "second" => 1e6,
+            _ => return None,
+        };
+        total += m.metric.value * scale;
+        if kernel_base(&m.metric.kernel) == kernel {
+            own += m.metric.value * scale;
+        }
+    }
+    (total > 0.0 && own > 0.0).then(|| own / total)
 }
 
 /// The title, mechanism and fix of a cause, in words from ncu's numbers.
