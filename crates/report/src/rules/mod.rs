@@ -161,8 +161,9 @@ pub const RULES: &[Rule] = &[
         description: "Nsight Compute's rules that name a cause (bank conflicts, uncoalesced \
                       access, too few blocks, low theoretical occupancy) with an estimated \
                       speedup over the whole kernel of 20% or more, at the source line that \
-                      holds the cost (its source page); a launch under 50 µs is too small to \
-                      call slow.",
+                      holds the cost (its source page), weighed by the kernel's share of the \
+                      profiled GPU time; under 10% of the program, or a launch under 50 µs, is \
+                      a note.",
         module: "crates/report/src/rules/slow_kernel.rs",
         run: Some(slow_kernel::run),
     },
