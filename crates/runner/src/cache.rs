@@ -236,7 +236,11 @@ fn unit_dir_of(stage: &Stage) -> Option<PathBuf> {
 
 /// Says on stderr what the cache skipped, and why.
 fn warn(what: &str, why: &str) {
-    eprintln!("runner: cache: {what}: {why}; not reused");
+    // A stored manifest's paths are data: no control sequence reaches the terminal.
+    eprintln!(
+        "{}",
+        report::text::strip_controls(&format!("runner: cache: {what}: {why}; not reused"))
+    );
 }
 
 /// Copies the files an earlier unit left (its logs, a build's products) into `dest`, the same

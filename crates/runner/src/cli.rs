@@ -451,11 +451,15 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
     crate::leftovers::become_subreaper();
     let orphans = crate::leftovers::sweep_orphans(pipeline.grace);
     if !orphans.is_empty() {
+        // Command lines are a program's text: no control sequence reaches the terminal.
         eprintln!(
-            "ended {} process{} that a killed run left running: {}",
-            orphans.len(),
-            if orphans.len() == 1 { "" } else { "es" },
-            orphans.join("; ")
+            "{}",
+            report::text::strip_controls(&format!(
+                "ended {} process{} that a killed run left running: {}",
+                orphans.len(),
+                if orphans.len() == 1 { "" } else { "es" },
+                orphans.join("; ")
+            ))
         );
     }
     let terminal = Terminal::new();
