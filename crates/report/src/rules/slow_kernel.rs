@@ -196,6 +196,22 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.explanation.push_str(&format!(
             " Nsight Compute estimates {named} could run up to {speedup:.0}% faster without it."
         ));
+        // How far from the GPU's peak the kernel runs: its throughput, in ncu's own terms.
+        let peak = |name: &str| metric(ctx, f.config.as_deref(), kernel.as_deref(), name);
+        if let (Some(memory), Some(compute), Some(dram)) = (
+            peak("Memory Throughput"),
+            peak("Compute (SM) Throughput"),
+            peak("DRAM Throughput"),
+        ) {
+            d.figures
+                .insert("memory_throughput_pct".into(), json!(memory));
+            d.figures
+                .insert("compute_throughput_pct".into(), json!(compute));
+            d.explanation.push_str(&format!(
+                " It ran at {memory:.0}% of the GPU's peak memory throughput (DRAM {dram:.0}%) \
+                 and {compute:.0}% of its compute throughput."
+            ));
+        }
         // Weighed by the kernel's share of the profiled GPU time: a cause in a kernel that is a
         // small part of the program is a note, however large its own estimate.
         if let Some(share) = time_share(ctx, f.config.as_deref(), kernel.as_deref()) {
