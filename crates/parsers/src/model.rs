@@ -306,6 +306,27 @@ pub struct ParsedLog {
     /// Nsight Compute's counters per source line, when the format is `ncu-source`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub source_lines: Vec<SourceLine>,
+    /// The executed instruction mix of each function on the source page (`ncu-source`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instruction_mix: Vec<InstructionMix>,
+}
+
+/// What a profiled function executed, from the SASS rows of Nsight Compute's source page.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstructionMix {
+    /// The function (kernel) as ncu names it.
+    pub function: String,
+    /// Instructions executed (warp level), all of them.
+    pub executed: u64,
+    /// Tensor-core instructions executed (HMMA, HGMMA, IMMA).
+    pub mma: u64,
+    /// Scalar fused multiply-adds executed (FFMA, HFMA2, DFMA).
+    pub fma: u64,
+    /// Half-precision values widened to float (`HADD2.F32` of a half, `F2F.F32.F16`) executed.
+    pub half_to_float: u64,
+    /// The longest run of multiply-adds where each adds to the one before (a dot product
+    /// accumulated in one register chain), in SASS order.
+    pub fma_chain: u32,
 }
 
 /// One source line of a profiled kernel, with the counters Nsight Compute attributes to it (the
@@ -367,6 +388,7 @@ impl ParsedLog {
             timings: Vec::new(),
             checks: Vec::new(),
             source_lines: Vec::new(),
+            instruction_mix: Vec::new(),
         }
     }
 }

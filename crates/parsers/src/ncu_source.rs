@@ -6,13 +6,15 @@
 
 use std::collections::HashMap;
 
-use crate::model::{Format, ParsedLog, SourceLine};
+use crate::model::{Format, InstructionMix, ParsedLog, SourceLine};
 use crate::util::{note_unparsed, parse_u64};
 
 /// The columns read, by their header names.
 struct Columns {
     line: usize,
     text: usize,
+    /// The SASS text (the second "Source" column).
+    sass: usize,
     stalls: Option<usize>,
     instructions: Option<usize>,
     shared: Option<usize>,
@@ -30,6 +32,10 @@ pub(crate) struct SourceParser {
     columns: Option<Columns>,
     /// Index of a (file, function, line) already kept.
     seen: HashMap<(String, String, u32), usize>,
+    /// The instruction mix of the function being read, and the FMA chain it is in.
+    mix: Option<InstructionMix>,
+    chain: u32,
+    last_fma_dest: Option<String>,
 }
 
 impl SourceParser {
@@ -40,6 +46,9 @@ impl SourceParser {
             function: String::new(),
             columns: None,
             seen: HashMap::new(),
+            mix: None,
+            chain: 0,
+            last_fma_dest: None,
         }
     }
 
@@ -59,7 +68,12 @@ impl SourceParser {
                 self.columns = None;
             }
             "Function Name" => {
+                self.end_function();
                 self.function = cells.get(1).cloned().unwrap_or_default();
+                self.mix = Some(InstructionMix {
+                    function: self.function.clone(),
+                    ..InstructionMix::default()
+                });
                 self.columns = None;
             }
             "Line No" => self.columns = Some(columns(&cells)),
@@ -72,8 +86,16 @@ impl SourceParser {
             note_unparsed(&mut self.log, raw);
             return;
         };
-        // A SASS instruction's row: counted in its source line's row already.
+        // A SASS instruction's row: its counters are in its source line's row already; its
+        // opcode goes into the function's instruction mix.
         let Some(line) = cells.get(c.line).and_then(|l| l.trim().parse::<u32>().ok()) else {
+            let executed = c
+                .instructions
+                .and_then(|i| cells.get(i))
+                .and_then(|v| parse_u64(v))
+                .unwrap_or(0);
+            let sass = cells.get(c.sass).map(String::as_str).unwrap_or("");
+            self.instruction(sass, executed);
             return;
         };
         let get = |i: Option<usize>| {
@@ -124,7 +146,76 @@ impl SourceParser {
         }
     }
 
+    /// Counts one SASS instruction (`@P0 FFMA R1, R2, R3, R1`) executed `executed` times.
+    fn instruction(&mut self, sass: &str, executed: u64) {
+        let Some(mix) = &mut self.mix else { return };
+        let mut words = sass.split_whitespace();
+        let mut op = words.next().unwrap_or("");
+        if op.starts_with('@') {
+            op = words.next().unwrap_or("");
+        }
+        // "R1, R2, R3, R1" -> ["R1", "R2", "R3", "R1"] (modifiers such as `.reuse` dropped).
+        let rest = words.collect::<Vec<_>>().join(" ");
+        let operands: Vec<String> = rest
+            .trim_end_matches(';')
+            .split(',')
+            .map(|o| {
+                let o = o.trim();
+                o.split('.').next().unwrap_or(o).to_string()
+            })
+            .collect();
+        let base = op.split('.').next().unwrap_or(op);
+        mix.executed += executed;
+        match base {
+            "HMMA" | "HGMMA" | "IMMA" => mix.mma += executed,
+            "FFMA" | "HFMA2" | "DFMA" => {
+                mix.fma += executed;
+                // Accumulating into the previous multiply-add's result: one longer chain.
+                let addend = operands.get(3).map(String::as_str).unwrap_or("");
+                if self.last_fma_dest.as_deref() == Some(addend) && !addend.is_empty() {
+                    self.chain += 1;
+                } else {
+                    self.chain = 1;
+                }
+                mix.fma_chain = mix.fma_chain.max(self.chain);
+                self.last_fma_dest = operands.first().cloned();
+            }
+            "HADD2" if op.contains("F32") => mix.half_to_float += executed,
+            "F2F" if op.contains("F32.F16") => mix.half_to_float += executed,
+            _ => {}
+        }
+        // Conversions and loads between the multiply-adds do not break a chain; other
+        // arithmetic on the accumulator would have to write it, which the next FMA shows.
+    }
+
+    fn end_function(&mut self) {
+        if let Some(mix) = self.mix.take()
+            && mix.executed > 0
+        {
+            // One function listed once per source file its code comes from (its own, an
+            // inlined header's): one mix.
+            match self
+                .log
+                .instruction_mix
+                .iter_mut()
+                .find(|m| m.function == mix.function)
+            {
+                Some(m) => {
+                    m.executed += mix.executed;
+                    m.mma += mix.mma;
+                    m.fma += mix.fma;
+                    m.half_to_float += mix.half_to_float;
+                    m.fma_chain = m.fma_chain.max(mix.fma_chain);
+                }
+                None => self.log.instruction_mix.push(mix),
+            }
+        }
+        self.chain = 0;
+        self.last_fma_dest = None;
+    }
+
     pub(crate) fn finish(mut self) -> ParsedLog {
+        self.end_function();
         self.log.complete = !self.log.source_lines.is_empty();
         self.log
     }
@@ -136,6 +227,12 @@ fn columns(header: &[String]) -> Columns {
         line: find("Line No").unwrap_or(0),
         // The first "Source" column is the CUDA text, the second the SASS.
         text: find("Source").unwrap_or(1),
+        sass: header
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| *h == "Source")
+            .nth(1)
+            .map_or(3, |(i, _)| i),
         stalls: find("Warp Stall Sampling (All Samples)"),
         instructions: find("Instructions Executed"),
         shared: find("L1 Wavefronts Shared"),

@@ -231,7 +231,110 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         out.push(d);
     }
+    no_tensor_cores(ctx, &mut out);
     out
+}
+
+/// The least a chain of multiply-adds must run to read as a dot product (a matrix product's
+/// inner loop, unrolled), not an element-wise formula.
+const MIN_FMA_CHAIN: u32 = 8;
+
+/// Matrix products of half-precision values on the scalar FMA units: the kernel widens halves
+/// to float (`HADD2.F32`), accumulates them in a long chain of multiply-adds and executes no
+/// tensor-core instruction. ncu has no rule for this and estimates no speedup: it is said, with
+/// the kernel's share of the GPU time, and ranked after the causes ncu measured.
+fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
+    let j = ctx.joined;
+    for (source_index, source) in j.sources.iter().enumerate() {
+        for mix in &source.log.instruction_mix {
+            let gemm_like = mix.mma == 0
+                && mix.fma_chain >= MIN_FMA_CHAIN
+                && mix.half_to_float.saturating_mul(2) >= mix.fma
+                && mix.fma > 0;
+            if !gemm_like {
+                continue;
+            }
+            let kernel = kernel_base(&mix.function);
+            let config = source.config;
+            if out.iter().any(|d| {
+                d.key == "no-tensor-cores"
+                    && d.kernel.as_deref() == Some(&kernel)
+                    && d.config.as_deref() == config
+            }) {
+                continue;
+            }
+            let mut d = Draft::new("slow-kernel", Level::Warning, String::new());
+            d.config = config.map(str::to_string);
+            d.kernel = Some(kernel.clone());
+            d.key = "no-tensor-cores".to_string();
+            d.confidence = Confidence::Medium;
+            let lines = source_lines(ctx, config, Some(&kernel));
+            let hot = lines
+                .iter()
+                .copied()
+                .filter(|l| l.instructions > 0 && !l.file.contains("/include/"))
+                .max_by_key(|l| l.instructions);
+            if let Some(line) = hot {
+                d.location = Some(SourceLocation {
+                    file: relative_path(&line.file, &j.repo_files),
+                    line: Some(line.line),
+                });
+            }
+            let named = md_code(&kernel);
+            d.title = "No tensor cores: half-precision products on scalar FMA units".to_string();
+            d.explanation = format!(
+                "{named} multiplies half-precision values as floats: its SASS widens halves to \
+                 float ({} executed `HADD2.F32`) and accumulates products in chains of up to {} \
+                 dependent multiply-adds ({} executed FFMA), the inner loop of a matrix product, \
+                 and executes no tensor-core instruction (0 HMMA or HGMMA). On an sm_80 or \
+                 sm_90 GPU the tensor cores run half-precision products many times faster than \
+                 the FMA units{}.",
+                mix.half_to_float,
+                mix.fma_chain,
+                mix.fma,
+                hot.map(|l| format!(
+                    "; the loop is at {} ({})",
+                    md_code(&format!(
+                        "{}:{}",
+                        relative_path(&l.file, &j.repo_files),
+                        l.line
+                    )),
+                    md_code(&l.text)
+                ))
+                .unwrap_or_default()
+            );
+            d.fix = "Compute the product on tensor cores: tile it through shared memory and use \
+                     WMMA (`nvcuda::wmma`), `mma.sync` or, on sm_90, wgmma; or call cuBLAS or \
+                     CUTLASS for it."
+                .to_string();
+            d.evidence.push(ctx.source_evidence(
+                Some(source_index),
+                config,
+                format!(
+                    "instruction mix of {named}: {} executed, {} FFMA, {} `HADD2.F32`, 0 MMA, a \
+                     chain of {} multiply-adds",
+                    mix.executed, mix.fma, mix.half_to_float, mix.fma_chain
+                ),
+            ));
+            let duration = duration_us(ctx, config, Some(&kernel));
+            if let Some(share) = time_share(ctx, config, Some(&kernel)) {
+                d.figures.insert("time_share".into(), json!(share));
+                if share < 0.999 {
+                    d.explanation.push_str(&format!(
+                        " {named} takes {:.0}% of the GPU time of the profiled launches.",
+                        share * 100.0
+                    ));
+                }
+                if share * 100.0 < MIN_PROGRAM_GAIN {
+                    d.level = Level::Note;
+                }
+            }
+            if duration.is_some_and(|us| us < MIN_DURATION_US) {
+                d.level = Level::Note;
+            }
+            out.push(d);
+        }
+    }
 }
 
 /// A kernel's share of the GPU time of every profiled launch in a config's profile logs (each

@@ -309,7 +309,16 @@ fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
         assert_eq!(top["title"], title, "{class}");
         assert_eq!(top["location"]["line"].as_u64(), line, "{class}: {top:#}");
     }
-    // The local-memory class names the stack frame when ptxas's log comes with the exports.
+    // A half-precision matrix product on scalar FMAs: no ncu rule names it; the instruction
+    // mix on the source page does, at the loop's line.
+    let json = explain("no_tensor");
+    let cause = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .find(|d| d["title"] == "No tensor cores: half-precision products on scalar FMA units")
+        .unwrap_or_else(|| panic!("no tensor-core cause: {json:#}"));
+    assert_eq!(cause["location"]["line"], 76, "{cause:#}");
     // The fast versions: nothing to say.
     let json = explain("none");
     assert_eq!(json["verdict"]["kind"], "clean", "{}", json["verdict"]);
