@@ -232,7 +232,31 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         out.push(d);
     }
     no_tensor_cores(ctx, &mut out);
+    against_baseline(ctx, &mut out);
     out
+}
+
+/// What makes a cause matter: the program's own benchmark against its baseline, in the same
+/// config, when the run has both. The benchmark furthest behind its baseline is named.
+fn against_baseline(ctx: &Ctx, drafts: &mut [Draft]) {
+    let timings = crate::timings::timings(ctx.joined);
+    for d in drafts.iter_mut() {
+        let slowest = timings
+            .rows
+            .iter()
+            .filter(|r| r.bench.config == d.config)
+            .filter_map(|r| Some((r, r.ratio?)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((row, ratio)) = slowest {
+            d.figures.insert("baseline_ratio".into(), json!(ratio));
+            d.explanation.push_str(&format!(
+                " The program's own benchmark {} runs at {ratio:.2}x its baseline's speed \
+                 ({} of each; below 1 it is slower).",
+                md_code(&row.bench.timing.name),
+                row.statistic.unwrap_or("mean")
+            ));
+        }
+    }
 }
 
 /// The least a chain of multiply-adds must run to read as a dot product (a matrix product's

@@ -191,3 +191,76 @@ fn passing_program_checks_are_clean() {
     assert_eq!(a.verdict.kind, VerdictKind::Clean, "{}", a.verdict.line);
     assert!(a.diagnoses.is_empty());
 }
+
+/// A performance cause carries what makes it matter: the program's own benchmark against its
+/// baseline (real pytest-benchmark JSON) beside ncu's exports of a slow kernel (a bank-conflict
+/// capture with its source page, on an H100). The verdict and the summary say Slow, and a
+/// diff against a run without the cause shows it as new.
+#[test]
+fn a_slow_cause_says_how_the_program_compares_with_its_baseline() {
+    let slow = evidence(
+        "slow_vs_baseline",
+        &[
+            program(
+                StageKind::Bench,
+                "pytest-benchmark/fast.json",
+                Format::PytestBenchmark,
+            ),
+            program(
+                StageKind::Baseline,
+                "pytest-benchmark/baseline.json",
+                Format::PytestBenchmark,
+            ),
+            program(
+                StageKind::Profile,
+                "ncu-csv/slow_bank_details.log",
+                Format::NcuCsv,
+            ),
+            program(
+                StageKind::Profile,
+                "ncu-source/slow_bank_source.log",
+                Format::NcuSource,
+            ),
+        ],
+        &[],
+    );
+    let a = analyze(&slow);
+    assert_eq!(a.verdict.kind, VerdictKind::Slow, "{}", a.verdict.line);
+    let cause = a
+        .diagnoses
+        .iter()
+        .find(|d| d.rule == "slow-kernel" && d.level == Level::Warning)
+        .expect("a performance cause");
+    assert!(
+        cause
+            .explanation
+            .contains("x its baseline's speed (median of each"),
+        "{}",
+        cause.explanation
+    );
+    let summary = report::render_summary(&slow);
+    assert!(summary.contains("🐢 Slow: 1 cause"), "{summary}");
+
+    let quiet = evidence(
+        "baseline_only",
+        &[
+            program(
+                StageKind::Bench,
+                "pytest-benchmark/fast.json",
+                Format::PytestBenchmark,
+            ),
+            program(
+                StageKind::Profile,
+                "ncu-csv/slow_none_details.log",
+                Format::NcuCsv,
+            ),
+        ],
+        &[],
+    );
+    let d = report::diff(&quiet, &slow, &report::DiffOptions::default());
+    assert!(
+        d.new.iter().any(|n| n.rule == "slow-kernel"),
+        "{:#?}",
+        d.new
+    );
+}
