@@ -1,6 +1,6 @@
 //! Nsight Compute CSV, details and raw pages.
 
-use parsers::{FindingKind, ParsedLog, Severity};
+use parsers::{FindingKind, Format, ParsedLog, Severity};
 
 use crate::parse_fixture;
 
@@ -101,4 +101,37 @@ fn a_failed_launch_yields_no_metrics_and_no_rule_results() {
         .expect("the failed launch is reported");
     assert_eq!(failed.kind, parsers::FindingKind::ToolError);
     assert_eq!(failed.details["nan_metrics"], 13);
+}
+
+/// The source page of a slow kernel (bank conflicts, captured on an H100): counters per source
+/// line with the line holding the excessive shared wavefronts, and the function's instruction
+/// mix; every prefix of the file (a log cut off anywhere) and a copy with bytes flipped parse
+/// without panicking, and a cut-off file never reports more than the whole one.
+#[test]
+fn the_source_page_reads_per_line_counters_and_survives_damage() {
+    let text = crate::fixture("ncu-source/slow_bank_source.log");
+    let whole = parsers::parse(Format::NcuSource, &text);
+    assert!(whole.complete);
+    let hot = whole
+        .source_lines
+        .iter()
+        .max_by_key(|l| l.shared_excessive)
+        .expect("source lines");
+    assert_eq!(hot.line, 45);
+    assert!(hot.shared_excessive > 16_000_000, "{hot:?}");
+    assert_eq!(whole.instruction_mix.len(), 1);
+    let excessive: u64 = whole.source_lines.iter().map(|l| l.shared_excessive).sum();
+    for cut in (0..text.len()).step_by(997) {
+        let Some(prefix) = text.get(..cut) else {
+            continue;
+        };
+        let part = parsers::parse(Format::NcuSource, prefix);
+        let seen: u64 = part.source_lines.iter().map(|l| l.shared_excessive).sum();
+        assert!(seen <= excessive, "cut at {cut}");
+    }
+    let mut damaged = text.clone().into_bytes();
+    for i in (0..damaged.len()).step_by(89) {
+        damaged[i] = damaged[i].wrapping_add(7);
+    }
+    let _ = parsers::parse(Format::NcuSource, &String::from_utf8_lossy(&damaged));
 }
