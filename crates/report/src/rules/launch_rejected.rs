@@ -157,12 +157,26 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let Some(refusal) = refusal else {
             continue;
         };
-        // Refused at every launch: no profiled kernel in the config.
-        if j.metrics.iter().any(|m| in_config(&m.config)) {
+        // The refused kernel is one the build defined that no profiled launch ran (a framework's
+        // kernels, or another of the program's, may well have run before it).
+        let profiled: std::collections::BTreeSet<String> = j
+            .metrics
+            .iter()
+            .filter(|m| in_config(&m.config))
+            .map(|m| crate::text::kernel_base(&m.metric.kernel))
+            .collect();
+        let defined: Vec<&crate::join::KernelView> =
+            j.kernels.iter().filter(|k| in_config(&k.config)).collect();
+        let kernels: Vec<&crate::join::KernelView> = defined
+            .iter()
+            .copied()
+            .filter(|k| !profiled.contains(&k.name))
+            .collect();
+        // Every kernel the build defined ran under the profiler: the refused launch is none of
+        // them (a library's), or the refusal was not at every launch.
+        if !defined.is_empty() && kernels.is_empty() {
             continue;
         }
-        let kernels: Vec<&crate::join::KernelView> =
-            j.kernels.iter().filter(|k| in_config(&k.config)).collect();
         let mut d = Draft::new("launch-rejected", Level::Error, String::new());
         d.config = config.map(str::to_string);
         d.explains = explains;
@@ -211,9 +225,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
              it. A launch is refused when its configuration breaks a limit of the device; the \
              ones this error allows, most likely first from what the build shows: {}",
             refusal.words(),
-            if j.sources
-                .iter()
-                .any(|s| { s.config == config && s.kind == crate::StageKind::Profile })
+            if profiled.is_empty()
+                && j.sources
+                    .iter()
+                    .any(|s| s.config == config && s.kind == crate::StageKind::Profile)
             {
                 ", and Nsight Compute profiled no launch"
             } else {

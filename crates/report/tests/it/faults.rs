@@ -495,3 +495,43 @@ fn a_race_in_inlined_helpers_names_the_launched_kernel_first() {
         "{md}"
     );
 }
+
+/// A program whose other kernels ran (the profiler measured one) and one launch was refused:
+/// memcheck's record at `cudaLaunchKernel` is one root cause, naming the kernels the build
+/// defined that never ran, not a kernel that did.
+#[test]
+fn a_refused_launch_beside_kernels_that_ran_is_one_root_cause() {
+    let ev = evidence(
+        "refused_beside_others",
+        &[
+            compile("cfg", "ptxas/device_oob.log"),
+            sanitizer(
+                StageKind::Memcheck,
+                "cfg",
+                "compute-sanitizer/memcheck_invalid_config.log",
+            ),
+            crate::support::profile("cfg", "ncu-csv/clean_details.log"),
+        ],
+        &[],
+    );
+    let a = analyze(&ev);
+    let errors: Vec<&report::Diagnosis> = a
+        .diagnoses
+        .iter()
+        .filter(|d| d.level == Level::Error)
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    let d = errors[0];
+    assert_eq!(d.rule, "launch-rejected", "{d:#?}");
+    assert!(
+        d.title
+            .starts_with("The launch of one of `read_past_end` and `write_past_end` was rejected"),
+        "{}",
+        d.title
+    );
+    assert!(
+        !d.explanation.contains("profiled no launch"),
+        "{}",
+        d.explanation
+    );
+}
