@@ -101,6 +101,8 @@ static WARPS_PER_SCHEDULER: LazyLock<Regex> = LazyLock::new(|| {
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out: Vec<Draft> = Vec::new();
+    // ncu's other suggestions: (finding, estimated speedup, rule).
+    let mut minor: Vec<(usize, f64, String)> = Vec::new();
     for (index, f) in j.findings.iter().enumerate() {
         let finding = f.finding;
         if finding.kind != FindingKind::ProfilerRule {
@@ -120,12 +122,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .get("estimated_speedup")
             .and_then(|v| v.as_f64())
             .unwrap_or(0.0);
-        let Some(class) = Class::of(rule, &finding.message) else {
+        let class = Class::of(rule, &finding.message);
+        let Some(class) = class.filter(|_| global && speedup >= MIN_SPEEDUP) else {
+            // ncu's other suggestions with an estimate: listed, collapsed, under one note.
+            if detail("rule_type") == "OPT" && speedup > 0.0 {
+                minor.push((index, speedup, rule.to_string()));
+            }
             continue;
         };
-        if !global || speedup < MIN_SPEEDUP {
-            continue;
-        }
         let stack = kernel_stack(
             ctx,
             f.config.as_deref(),
@@ -233,7 +237,62 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     }
     no_tensor_cores(ctx, &mut out);
     against_baseline(ctx, &mut out);
+    minor_suggestions(ctx, &minor, &mut out);
     out
+}
+
+/// ncu's suggestions that name no cause of their own (or estimate under 20%): one note per
+/// kernel and config listing them with their estimates, for the collapsed part of the report.
+fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Draft>) {
+    let j = ctx.joined;
+    let mut groups: std::collections::BTreeMap<(Option<String>, String), Vec<(usize, f64, &str)>> =
+        std::collections::BTreeMap::new();
+    for (index, speedup, rule) in minor {
+        let Some(f) = j.findings.get(*index) else {
+            continue;
+        };
+        let Some(kernel) = f.finding.kernel.as_deref().map(kernel_base) else {
+            continue;
+        };
+        let group = groups.entry((f.config.clone(), kernel)).or_default();
+        if !group.iter().any(|(_, _, r)| r == rule) {
+            group.push((*index, *speedup, rule.as_str()));
+        }
+    }
+    for ((config, kernel), mut rules) in groups {
+        rules.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut d = Draft::new(
+            "slow-kernel",
+            Level::Note,
+            format!(
+                "Other suggestions from Nsight Compute for {}",
+                md_code(&kernel)
+            ),
+        );
+        // One note per config: the estimates differ from one build to the next.
+        d.key = format!("minor|{}", config.as_deref().unwrap_or(""));
+        d.config = config;
+        d.kernel = Some(kernel.clone());
+        let listed: Vec<String> = rules
+            .iter()
+            .map(|(_, speedup, rule)| format!("{} ({speedup:.0}%)", md_code(rule)))
+            .collect();
+        d.explanation = format!(
+            "ncu's rules that name no cause of their own (under-used pipes, issue slots, stall \
+             cycles, L2 compression, ...) or estimate less than {MIN_SPEEDUP:.0}%, with their \
+             estimated speedups: {}. Each is a hint about how the kernel runs, not a cause.",
+            crate::text::join_words(&listed)
+        );
+        for (index, _, _) in &rules {
+            d.explains.push(*index);
+            if let Some(f) = j.findings.get(*index)
+                && d.evidence.len() < 4
+            {
+                d.evidence.push(ctx.finding_evidence(f));
+            }
+        }
+        out.push(d);
+    }
 }
 
 /// What makes a cause matter: the program's own benchmark against its baseline, in the same

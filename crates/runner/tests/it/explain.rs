@@ -309,6 +309,21 @@ fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
         assert_eq!(top["title"], title, "{class}");
         assert_eq!(top["location"]["line"].as_u64(), line, "{class}: {top:#}");
     }
+    // ncu's generic suggestions stay, collapsed, under one note with their estimates.
+    let json = explain("bank");
+    let minor = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .find(|d| d["title"] == "Other suggestions from Nsight Compute for `transpose`")
+        .unwrap_or_else(|| panic!("no collapsed list: {json:#}"));
+    assert_eq!(minor["level"], "note");
+    assert!(
+        minor["explanation"]
+            .as_str()
+            .is_some_and(|e| e.contains("`HighPipeUtilization` (98%)")),
+        "{minor:#}"
+    );
     // A half-precision matrix product on scalar FMAs: no ncu rule names it; the instruction
     // mix on the source page does, at the loop's line.
     let json = explain("no_tensor");
