@@ -245,7 +245,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 /// kernel and config listing them with their estimates, for the collapsed part of the report.
 fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Draft>) {
     let j = ctx.joined;
-    let mut groups: std::collections::BTreeMap<(Option<String>, String), Vec<(usize, f64, &str)>> =
+    // (config, kernel) -> its suggestions: (finding, estimated speedup, rule).
+    type Suggestions<'r> = Vec<(usize, f64, &'r str)>;
+    let mut groups: std::collections::BTreeMap<(Option<String>, String), Suggestions> =
         std::collections::BTreeMap::new();
     for (index, speedup, rule) in minor {
         let Some(f) = j.findings.get(*index) else {
