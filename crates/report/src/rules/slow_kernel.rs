@@ -437,16 +437,10 @@ fn time_share(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option<f
         if !seen.insert((m.source, m.metric.launch, m.metric.kernel.clone())) {
             continue;
         }
-        let scale = match m.metric.unit.as_deref().unwrap_or("") {
-            "ns" | "nsecond" => 1e-3,
-            "us" | "usecond" => 1.0,
-            "ms" | "msecond" => 1e3,
-            "s" | "second" => 1e6,
-            _ => return None,
-        };
-        total += m.metric.value * scale;
+        let us = microseconds(m.metric)?;
+        total += us;
         if kernel_base(&m.metric.kernel) == kernel {
-            own += m.metric.value * scale;
+            own += us;
         }
     }
     (total > 0.0 && own > 0.0).then(|| own / total)
@@ -682,14 +676,19 @@ fn duration_us(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option<
             && m.config.as_deref() == config
             && kernel.is_none_or(|k| kernel_base(&m.metric.kernel) == k)
     })?;
-    let scale = match m.metric.unit.as_deref().unwrap_or("") {
+    microseconds(m.metric)
+}
+
+/// A duration metric in microseconds, whatever unit ncu printed it in.
+fn microseconds(metric: &parsers::Metric) -> Option<f64> {
+    let scale = match metric.unit.as_deref().unwrap_or("") {
         "ns" | "nsecond" => 1e-3,
         "us" | "usecond" => 1.0,
         "ms" | "msecond" => 1e3,
         "s" | "second" => 1e6,
         _ => return None,
     };
-    Some(m.metric.value * scale)
+    Some(metric.value * scale)
 }
 
 /// The source-page lines of a kernel in a config's profile (any source page, without one).
