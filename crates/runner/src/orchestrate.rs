@@ -741,12 +741,11 @@ impl Executor<'_> {
             }
         };
         record.duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
-        record.leftovers.extend(outcome.leftovers.iter().cloned());
-        let run_dir = self.pipeline.resolve(&self.dir.relative);
-        for (path, size) in &outcome.cut {
-            let path = path.strip_prefix(&run_dir).unwrap_or(path);
-            record.cut.insert(slash(path), *size);
-        }
+        steps::note_outcome(
+            &mut record,
+            &self.pipeline.resolve(&self.dir.relative),
+            &outcome,
+        );
         if let Ending::Exited(code) = outcome.ending {
             record.exit_code = Some(code);
         }

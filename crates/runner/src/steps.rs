@@ -50,12 +50,7 @@ impl StepCx<'_> {
         command.stdout = Some(stdout);
         command.stderr = Some(stderr);
         let outcome = exec::run(&command, self.interrupt)?;
-        record.leftovers.extend(outcome.leftovers.iter().cloned());
-        let run_dir = self.root.join(self.run_dir);
-        for (path, size) in &outcome.cut {
-            let path = path.strip_prefix(&run_dir).unwrap_or(path);
-            record.cut.insert(slash(path), *size);
-        }
+        note_outcome(record, &self.root.join(self.run_dir), &outcome);
         Ok(outcome)
     }
 
@@ -64,6 +59,17 @@ impl StepCx<'_> {
             .strip_prefix(self.root.join(self.run_dir))
             .unwrap_or(dest);
         slash(&unit_dir.join(name))
+    }
+}
+
+/// Records in a unit's stage what one of its processes left: the processes still running when
+/// it ended (its leftovers) and the logs cut at the output limit, by path relative to
+/// `run_dir`.
+pub fn note_outcome(record: &mut report::Stage, run_dir: &Path, outcome: &exec::Outcome) {
+    record.leftovers.extend(outcome.leftovers.iter().cloned());
+    for (path, size) in &outcome.cut {
+        let path = path.strip_prefix(run_dir).unwrap_or(path);
+        record.cut.insert(slash(path), *size);
     }
 }
 
@@ -191,12 +197,7 @@ pub fn profile(
             return;
         }
     };
-    record.leftovers.extend(outcome.leftovers.iter().cloned());
-    let run_dir = cx.root.join(cx.run_dir);
-    for (path, size) in &outcome.cut {
-        let path = path.strip_prefix(&run_dir).unwrap_or(path);
-        record.cut.insert(slash(path), *size);
-    }
+    note_outcome(record, &cx.root.join(cx.run_dir), &outcome);
     record.duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
     if let Ending::Exited(code) = outcome.ending {
         record.exit_code = Some(code);

@@ -141,10 +141,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     d.explanation = format!(
                         "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
                          from {} in {}. Together they start at the first byte past the end of a \
-                         {m}-byte buffer and reach {} beyond it{}. The other blocks stay inside \
-                         it: the last tile runs past the end because the length is not a multiple \
-                         of the tile and the access is not guarded. memcheck stops a thread at its \
-                         first bad access, so the overshoot may reach further than this.",
+                         {m}-byte buffer and reach {} beyond it{}, and no record comes from any \
+                         other block: the block that covers the end of the buffer runs past it \
+                         unguarded, as the last tile does when the length is not a multiple of \
+                         the tile. memcheck stops a thread at its first bad access, so the \
+                         overshoot may reach further than this.",
                         crate::text::plural(spread.threads, "thread", "threads"),
                         tail.who,
                         bytes(tail.reach),

@@ -357,8 +357,18 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
             let hot = lines
                 .iter()
                 .copied()
-                .filter(|l| l.instructions > 0 && !l.file.contains("/include/"))
-                .max_by_key(|l| l.instructions);
+                .filter(|l| l.instructions > 0)
+                // The user's loop, not a header's inlined conversion: a run's input first, then
+                // a CUDA or Python source, as `Ctx::user_location` prefers.
+                .max_by_key(|l| {
+                    let file = relative_path(&l.file, &j.repo_files);
+                    let user = if j.repo_files.contains(&file) {
+                        2
+                    } else {
+                        u8::from([".cu", ".cuh", ".py"].iter().any(|x| file.ends_with(x)))
+                    };
+                    (user, l.instructions)
+                });
             if let Some(line) = hot {
                 d.location = Some(SourceLocation {
                     file: relative_path(&line.file, &j.repo_files),
