@@ -11,9 +11,12 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n
 nvcc_version=$(nvcc --version | tail -n 1)
 ncu_version=$(ncu --version | tail -n 1)
 # class -> kernel it slows down
+# (CLASSES, when set, names the classes to capture: "regs no_tensor".)
 for pair in bank:transpose uncoalesced:transpose local:lookup_sum few_blocks:reduce \
-            smem_occ:staged_scale none:transpose; do
+            smem_occ:staged_scale regs:poly small_blocks:axpb no_tensor:matmul \
+            none:transpose none_poly:poly none_matmul:matmul; do
   class=${pair%%:*} kernel=${pair#*:}
+  case " ${CLASSES:-$class} " in *" $class "*) ;; *) continue ;; esac
   nvcc -O3 -lineinfo -arch=sm_90 -Xptxas -v -DSLOW_$class -o "$work/$class" src/slow.cu \
     > "$work/$class.ptxas.log" 2>&1
   start=$(date +%s.%N)

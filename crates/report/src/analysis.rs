@@ -1,6 +1,8 @@
 //! The analysis of a run: its joined evidence, ranked diagnoses, verdict and coverage receipt.
 //! Every renderer works from this one value.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::Serialize;
 
 use crate::diagnosis::{Diagnosis, Level};
@@ -158,15 +160,40 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
     } else {
         String::new()
     };
+    // "N causes, top: <title> in <kernel>": the performance causes, beside any fault.
+    let slow_line = || {
+        let top = slow
+            .iter()
+            .max_by(|a, b| speedup(a).total_cmp(&speedup(b)))
+            .copied();
+        format!(
+            "{}, top: {}{}",
+            plural(slow.len() as u64, "cause", "causes"),
+            top.map(|d| d.title.clone()).unwrap_or_default(),
+            top.and_then(|d| d.kernel.clone())
+                .map(|k| format!(" in {k}"))
+                .unwrap_or_default()
+        )
+    };
+    // The faults' warnings, without the performance causes said beside them.
+    let fault_warnings = warnings.saturating_sub(slow.len());
     let mut line = match kind {
         VerdictKind::Failing => format!(
-            "Failing: {} ({}{}).",
-            plural((errors + warnings) as u64, "root cause", "root causes"),
+            "Failing: {} ({}{}).{}",
+            plural((errors + fault_warnings) as u64, "root cause", "root causes"),
             plural(errors as u64, "error", "errors"),
-            if warnings > 0 {
-                format!(", {}", plural(warnings as u64, "warning", "warnings"))
+            if fault_warnings > 0 {
+                format!(
+                    ", {}",
+                    plural(fault_warnings as u64, "warning", "warnings")
+                )
             } else {
                 String::new()
+            },
+            if slow.is_empty() {
+                String::new()
+            } else {
+                format!(" Slow as well: {}.", slow_line())
             }
         ),
         VerdictKind::Inconclusive if !ran => {
@@ -190,20 +217,7 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
             ),
             ran_tools(coverage)
         ),
-        VerdictKind::Slow => {
-            let top = slow
-                .iter()
-                .max_by(|a, b| speedup(a).total_cmp(&speedup(b)))
-                .copied();
-            format!(
-                "Slow: {}, top: {}{}.",
-                plural(slow.len() as u64, "cause", "causes"),
-                top.map(|d| d.title.clone()).unwrap_or_default(),
-                top.and_then(|d| d.kernel.clone())
-                    .map(|k| format!(" in {k}"))
-                    .unwrap_or_default()
-            )
-        }
+        VerdictKind::Slow => format!("Slow: {}.", slow_line()),
         VerdictKind::Clean => format!("Clean: no problems found by {}{on}.", ran_tools(coverage)),
         VerdictKind::CompileOnly => format!(
             "Compile-only: {} found no error{on}{}; nothing ran the kernel, so nothing is known \
@@ -747,12 +761,21 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
             )
         }
         StageKind::Profile => {
-            let mut kernels: Vec<String> = joined
-                .metrics_of(&sources)
-                .map(|m| kernel_base(&m.metric.kernel))
-                .collect();
-            kernels.sort();
-            kernels.dedup();
+            // Each profiled kernel with its launches (ncu's launch ids); a source page names
+            // its kernels without them.
+            let mut launches: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+            for m in joined.metrics_of(&sources) {
+                let ids = launches.entry(kernel_base(&m.metric.kernel)).or_default();
+                ids.extend(m.metric.launch);
+            }
+            let mut lines = 0;
+            for s in sources.iter().filter_map(|&i| joined.source(i)) {
+                lines += s.log.source_lines.len();
+                for function in s.log.source_lines.iter().map(|l| &l.function) {
+                    launches.entry(kernel_base(function)).or_default();
+                }
+            }
+            let kernels: Vec<String> = launches.keys().cloned().collect();
             let n = joined.metrics_of(&sources).count();
             // The kernels the config's build defined that no profiled launch of its program
             // ran (a harness unit launches one kernel by choice).
@@ -774,14 +797,24 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                 .collect();
             idle.sort();
             idle.dedup();
+            let named: Vec<String> = launches
+                .iter()
+                .map(|(kernel, ids)| match ids.len() {
+                    0 => kernel.clone(),
+                    k => format!("{kernel} ({})", plural(k as u64, "launch", "launches")),
+                })
+                .collect();
+            let mut counted = Vec::new();
+            if n > 0 {
+                counted.push(plural(n as u64, "metric", "metrics"));
+            }
+            if lines > 0 {
+                counted.push(plural(lines as u64, "source line", "source lines"));
+            }
             let mut text = if kernels.is_empty() {
                 "no kernel profiled".to_string()
             } else {
-                format!(
-                    "profiled {} ({})",
-                    kernels.join(", "),
-                    plural(n as u64, "metric", "metrics")
-                )
+                format!("profiled {}; {}", named.join(", "), counted.join(", "))
             };
             if !idle.is_empty() {
                 text.push_str(&format!("; never launched: {}", idle.join(", ")));

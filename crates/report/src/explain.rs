@@ -97,7 +97,9 @@ fn markdown(e: &Explanation) -> String {
         let _ = writeln!(out, "## {}. {}\n", i + 1, d.title);
         let _ = writeln!(out, "{}\n", crate::render::markdown::diagnosis_meta(d));
         let _ = writeln!(out, "{}\n", d.explanation);
-        let _ = writeln!(out, "**Fix:** {}\n", d.fix);
+        if !d.fix.is_empty() {
+            let _ = writeln!(out, "**Fix:** {}\n", d.fix);
+        }
         for ev in &d.evidence {
             let _ = writeln!(
                 out,

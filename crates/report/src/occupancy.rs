@@ -137,10 +137,11 @@ pub struct Occupancy {
     pub warps_per_sm: u32,
     /// Resident warps over the SM's maximum, 0 to 1.
     pub fraction: f64,
-    /// With the limiter at registers: the most registers per thread that fit one more block.
+    /// With registers binding: the most registers per thread that fit one more block (with
+    /// every other binding limit lifted too; None when one cannot be).
     pub registers_for_next_block: Option<u32>,
-    /// With the limiter at shared memory: the most shared memory per block (bytes, static plus
-    /// dynamic) that fits one more block.
+    /// With shared memory binding: the most shared memory per block (bytes, static plus
+    /// dynamic) that fits one more block, on the same terms.
     pub shared_for_next_block: Option<u64>,
 }
 
@@ -167,25 +168,37 @@ pub fn compute(limits: &ArchLimits, input: OccupancyInput) -> Occupancy {
         .copied()
         .min_by_key(|(n, l)| (*n, *l))
         .unwrap_or((0, Limiter::Blocks));
-    // Report each limit as Nsight Compute does: never above the SM's block limit.
-    let cap = |n: u32| n.min(limits.max_blocks_per_sm);
-    let (by_registers, by_shared, by_threads) =
-        (cap(by_registers), cap(by_shared), cap(by_threads));
-    let warps = blocks * warps_per_block;
-    let registers_for_next_block = (limiter == Limiter::Registers && blocks > 0)
+    // One more block needs every limit that stops at `blocks` lifted: a budget for each of
+    // registers and shared memory that binds, and room in threads and the SM's block count.
+    let room = blocks > 0 && by_threads > blocks && by_blocks > blocks;
+    let registers_bind = by_registers == blocks;
+    let shared_binds = by_shared == blocks;
+    let registers_budget = (room && registers_bind)
         .then(|| {
             (1..input.registers)
                 .rev()
                 .find(|&r| blocks_by_registers(limits, r, warps_per_block) > blocks)
         })
         .flatten();
-    let shared_for_next_block = (limiter == Limiter::SharedMemory && blocks > 0)
+    let shared_budget = (room && shared_binds)
         .then(|| {
             let per_block = limits.shared_per_sm / u64::from(blocks + 1);
             let per_block = per_block / limits.shared_unit * limits.shared_unit;
             per_block.checked_sub(limits.shared_reserved_per_block)
         })
         .flatten();
+    let complete = (!registers_bind || registers_budget.is_some())
+        && (!shared_binds || shared_budget.is_some());
+    let (registers_for_next_block, shared_for_next_block) = if complete {
+        (registers_budget, shared_budget)
+    } else {
+        (None, None)
+    };
+    // Report each limit as Nsight Compute does: never above the SM's block limit.
+    let cap = |n: u32| n.min(limits.max_blocks_per_sm);
+    let (by_registers, by_shared, by_threads) =
+        (cap(by_registers), cap(by_shared), cap(by_threads));
+    let warps = blocks * warps_per_block;
     Occupancy {
         blocks_per_sm: blocks,
         by_registers,

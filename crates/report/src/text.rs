@@ -586,3 +586,21 @@ mod tests {
         );
     }
 }
+
+/// The text with its first character in lower case, to continue a sentence with a title.
+pub fn lowercase_first(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// The text with its first character in upper case, to start a sentence with a clause.
+pub fn uppercase_first(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}

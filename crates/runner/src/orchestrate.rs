@@ -668,6 +668,24 @@ impl Executor<'_> {
                     .unwrap_or(&build_dir),
             )?;
         }
+        if unit.kind == StageKind::Profile {
+            // The profiling run alone on the GPU, through the launcher (a cluster job under
+            // --slurm); the exports from its report after.
+            let command = self.command(&invocation, stage_cfg, &dest, device);
+            let profiled = self
+                .launcher
+                .run(&command, &unit.label(), Some(true), self.interrupt)
+                .map_err(|e| e.to_string());
+            steps::profile(
+                &mut record,
+                &invocation,
+                &dest,
+                profiled,
+                self.decider(),
+                self.step_cx(stage_cfg, device),
+            );
+            return Ok((record, flags));
+        }
         if self.pipeline.target.is_some() {
             match unit.kind {
                 StageKind::Sass => {
@@ -677,24 +695,6 @@ impl Executor<'_> {
                         &invocation,
                         &dirs,
                         &dest,
-                        self.step_cx(stage_cfg, device),
-                    );
-                    return Ok((record, flags));
-                }
-                StageKind::Profile => {
-                    // The profiling run alone on the GPU, through the launcher (a cluster job
-                    // under --slurm); the exports from its report after.
-                    let command = self.command(&invocation, stage_cfg, &dest, device);
-                    let profiled = self
-                        .launcher
-                        .run(&command, &unit.label(), Some(true), self.interrupt)
-                        .map_err(|e| e.to_string());
-                    steps::profile(
-                        &mut record,
-                        &invocation,
-                        stage_cfg.timeout,
-                        &dest,
-                        profiled,
                         self.step_cx(stage_cfg, device),
                     );
                     return Ok((record, flags));
@@ -755,23 +755,13 @@ impl Executor<'_> {
             &invocation,
             is_compile.then_some(cubin_name.as_str()),
         );
-        let (status, reason) = if self.pipeline.target.is_some() {
-            stages::decide_target(
-                unit.kind,
-                &invocation.tool,
-                stage_cfg.timeout,
-                outcome.ending,
-                &gathered,
-            )
-        } else {
-            stages::decide(
-                unit.kind,
-                &invocation.tool,
-                stage_cfg.timeout,
-                outcome.ending,
-                &gathered,
-            )
-        };
+        let (status, reason) = self.decider()(
+            unit.kind,
+            &invocation.tool,
+            stage_cfg.timeout,
+            outcome.ending,
+            &gathered,
+        );
         record.status = status;
         record.reason = reason;
         record.logs = gathered
@@ -786,6 +776,16 @@ impl Executor<'_> {
             self.remember_cubin(index, &dest.join(&cubin_name));
         }
         Ok((record, flags))
+    }
+
+    /// What decides a unit's status from how its process ended and the logs it left: a
+    /// target's program, or the harness and the tools around it.
+    fn decider(&self) -> stages::Decide {
+        if self.pipeline.target.is_some() {
+            stages::decide_target
+        } else {
+            stages::decide
+        }
     }
 
     /// The process of a single-step unit: its argv, working directory, environment and logs.

@@ -72,6 +72,30 @@ pub const PROFILE_SECTIONS: &[&str] = &[
     "SourceCounters",
 ];
 
+/// ncu's words for a profile unit, the built-in kernel's or a target's: a report kept in the
+/// unit directory (for the Nsight Compute GUI), whose details and source pages are exported as
+/// CSV afterwards ([`crate::steps::profile`]), with source correlation and, unless the stage
+/// chooses its own sections or set, the sections behind ncu's rules and the per-line source
+/// counters. A stage's `--metrics` are collected beside them.
+fn profile_report(cmd: &mut Argv, stage: &Stage, pipeline: &Pipeline, paths: &Paths) {
+    cmd.words(["--clock-control", "none", "--import-source", "yes", "-f", "-o"]);
+    let report = paths.unit_dir.join(PROFILE_REPORT);
+    // Absolute: the program's working directory need not be the pipeline's.
+    let absolute = pipeline.resolve(&report);
+    let absolute = std::path::absolute(&absolute).unwrap_or(absolute);
+    cmd.argv.push(absolute.into_os_string());
+    cmd.display.push(report.to_string_lossy().into_owned());
+    let chooses = stage
+        .args
+        .iter()
+        .any(|a| a == "--set" || a == "--section" || a.starts_with("--section="));
+    if !chooses {
+        for section in PROFILE_SECTIONS {
+            cmd.words(["--section", section]);
+        }
+    }
+}
+
 /// An ncu `--kernel-name` (demangled names) matching every kernel but a Python framework's
 /// own: PyTorch's (`at::`, `c10::`, its flash attention), CUB's and Thrust's, and the library
 /// kernels of cuDNN and cuBLAS. Checked with ncu 2025.3.1 on an H100: a `load_inline` program's
@@ -287,15 +311,17 @@ fn build(
         }
         StageKind::Profile => {
             cmd.tool("ncu", tool_path("ncu")?);
-            cmd.words(["--csv", "--clock-control", "none"]);
+            profile_report(&mut cmd, stage, pipeline, paths);
             cmd.words(stage.args.iter().map(String::as_str));
             wrap_once(&mut cmd)?;
             Ok(cmd.finish(
                 "ncu",
-                "ncu.csv",
+                "ncu.log",
                 "stderr.log",
                 vec![
+                    ("ncu.log".into(), Some(Format::NcuCsv)),
                     ("ncu.csv".into(), Some(Format::NcuCsv)),
+                    ("source.csv".into(), Some(Format::NcuSource)),
                     ("harness.json".into(), Some(Format::Harness)),
                     ("stderr.log".into(), None),
                 ],
@@ -748,34 +774,8 @@ fn target_invocation(
         }
         StageKind::Profile => {
             cmd.tool("ncu", tool_path("ncu")?);
-            // A report kept in the unit directory (for the Nsight Compute GUI), its details and
-            // source pages exported from it as CSV afterwards ([`crate::steps::profile`]).
-            cmd.words([
-                "--clock-control",
-                "none",
-                "--target-processes",
-                "all",
-                "--import-source",
-                "yes",
-                "-f",
-                "-o",
-            ]);
-            let report = paths.unit_dir.join(PROFILE_REPORT);
-            // Absolute: the program's working directory need not be the pipeline's.
-            let absolute = pipeline.resolve(&report);
-            let absolute = std::path::absolute(&absolute).unwrap_or(absolute);
-            cmd.argv.push(absolute.into_os_string());
-            cmd.display.push(report.to_string_lossy().into_owned());
-            // What a diagnosis needs, unless the stage chooses its own sections or set: the
-            // sections behind ncu's rules, with the per-line source counters.
-            let chooses = stage.args.iter().any(|a| {
-                a == "--set" || a == "--section" || a.starts_with("--section=") || a == "--metrics"
-            });
-            if !chooses {
-                for section in PROFILE_SECTIONS {
-                    cmd.words(["--section", section]);
-                }
-            }
+            cmd.words(["--target-processes", "all"]);
+            profile_report(&mut cmd, stage, pipeline, paths);
             // The stage's args are ncu's here (kernel filter, launch count, sections).
             let program_args = stage.args.len();
             let line_words = line.argv.len().saturating_sub(program_args);
@@ -965,6 +965,9 @@ pub fn gather(dir: &Path, invocation: &Invocation, cubin: Option<&str>) -> Gathe
 
 /// Turns a target unit's ending and evidence into its status and reason. A program that fails
 /// is a finding (the program is what is under test); a tool that breaks is a failure.
+/// How a unit's status is decided from its process's ending and the logs it left.
+pub type Decide = fn(StageKind, &str, Duration, Ending, &Gathered) -> (StageStatus, Option<String>);
+
 pub fn decide_target(
     kind: StageKind,
     tool: &str,

@@ -176,7 +176,7 @@ pub fn sass(
     ));
 }
 
-/// A target's profile, once ncu ran the program (`profiled`: how that ended, run by the
+/// A profile unit (a target's or the built-in kernel's), once ncu ran the program (`profiled`: how that ended, run by the
 /// orchestrator's launcher, here or as a cluster job) and wrote its report into the unit
 /// directory (kept for the Nsight Compute GUI): its details page and its source page are
 /// exported from the report as CSV (`ncu.csv`, `source.csv`). The unit's status is decided
@@ -184,9 +184,9 @@ pub fn sass(
 pub fn profile(
     record: &mut report::Stage,
     invocation: &Invocation,
-    timeout: Duration,
     dest: &Path,
     profiled: Result<exec::Outcome, String>,
+    decide: stages::Decide,
     cx: StepCx<'_>,
 ) {
     let outcome = match profiled {
@@ -227,10 +227,10 @@ pub fn profile(
         }
     }
     let gathered = stages::gather(dest, invocation, None);
-    let (status, reason) = stages::decide_target(
+    let (status, reason) = decide(
         report::StageKind::Profile,
         &invocation.tool,
-        timeout,
+        cx.timeout,
         outcome.ending,
         &gathered,
     );

@@ -1,4 +1,4 @@
-// Small kernels that are slow for one reason each, selected with -DSLOW=<name>; the default
+// Small kernels that are slow for one reason each, selected with -DSLOW_<name>; the default
 // (no SLOW) is the fast version of every kernel. Each runs on a problem large enough to fill an
 // H100 and checks its result.
 //
@@ -7,11 +7,15 @@
 //   local      a per-thread array indexed at run time (local memory)
 //   few_blocks a reduction launched with 4 blocks on a 132-SM GPU
 //   smem_occ   a kernel holding 100 KiB of shared memory per block (2 blocks per SM)
-//   regs       a kernel keeping 160 accumulators live per thread (registers limit its blocks)
+//   regs       a chain of dependent loads with 160 accumulators live per thread: registers
+//              allow one block per SM, too few warps to hide the loads' latency
+//   no_tensor  a half-precision matrix product with scalar FMAs, no tensor-core instructions
 //   small_blocks a kernel launched with blocks of 32 threads (32 blocks per SM: half the warps)
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+#include <cuda_fp16.h>
+#include <mma.h>
 
 #define CHECK(call)                                                                    \
   do {                                                                                 \
@@ -85,28 +89,63 @@ __global__ void staged_scale(const float* in, float* out, int n) {
   if (i < n) out[i] = 2.f * stage[threadIdx.x];
 }
 
-// Evaluates P polynomials per element with Horner's rule, every accumulator live at once.
-// Slow: 160 accumulators stay in registers across the loop (over 160 registers per thread).
+// Follows a chain of dependent loads per thread (each address waits for the value before it),
+// folding the values into P accumulators that stay live across the chain. Fast: 4 of them.
+// Slow: 160 (over 160 registers per thread), so the register file holds one block of 256
+// threads per SM: 8 warps to hide the latency of loads that wait on each other.
 __global__ void poly(const float* in, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  float x = in[i];
 #if defined(SLOW_regs)
   constexpr int P = 160;
 #else
   constexpr int P = 4;
 #endif
   float acc[P];
+  float x = in[i];
 #pragma unroll
-  for (int p = 0; p < P; ++p) acc[p] = 1.f + p;
-  for (int k = 0; k < 64; ++k) {
+  for (int p = 0; p < P; ++p) acc[p] = x * (1.f + p);
+  const int stride = gridDim.x * blockDim.x;
+  int j = i;
+  for (int k = 0; k < 640 / P; ++k) {
 #pragma unroll
-    for (int p = 0; p < P; ++p) acc[p] = acc[p] * x + 0.5f * p;
+    for (int p = 0; p < P; ++p) {
+      float y = in[j];
+      j += stride + (y < 0.f);  // in[] holds no negative value: the next address waits on y
+      if (j >= n) j -= n;
+      acc[p] = acc[p] * 0.5f + y;
+    }
   }
   float s = 0.f;
 #pragma unroll
   for (int p = 0; p < P; ++p) s += acc[p];
   out[i] = s;
+}
+
+// C = A * B, half inputs, float accumulate. Slow: one output per thread on the FMA units.
+// Fast: one 16x16 tile of C per warp on tensor cores (WMMA).
+__global__ void matmul(const __half* a, const __half* b, float* c, int n) {
+#if defined(SLOW_no_tensor)
+  int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+  float acc = 0.f;
+  for (int k = 0; k < n; ++k) acc += __half2float(a[(size_t)row * n + k]) * __half2float(b[(size_t)k * n + col]);
+  c[(size_t)row * n + col] = acc;
+#else
+  using namespace nvcuda;
+  int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, tiles = n / 16;
+  int tr = warp / tiles, tc = warp % tiles;
+  if (tr >= tiles) return;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+  wmma::fill_fragment(fc, 0.f);
+  for (int k = 0; k < n; k += 16) {
+    wmma::load_matrix_sync(fa, a + (size_t)tr * 16 * n + k, n);
+    wmma::load_matrix_sync(fb, b + (size_t)k * n + tc * 16, n);
+    wmma::mma_sync(fc, fa, fb, fc);
+  }
+  wmma::store_matrix_sync(c + (size_t)tr * 16 * n + tc * 16, fc, n, wmma::mem_row_major);
+#endif
 }
 
 // y = 2 x + 1, one element per thread, launched with blocks of BLOCK threads.
@@ -150,8 +189,25 @@ int main() {
 #endif
   CHECK(cudaGetLastError());
 
-  poly<<<(int)(nn / 256), 256>>>(in, out, (int)nn);
+  poly<<<132 * 4, 256>>>(in, out, (int)nn);
   CHECK(cudaGetLastError());
+
+  const int mm = 1024;
+  std::vector<__half> ha((size_t)mm * mm, __float2half(1.f));
+  __half *a, *b;
+  CHECK(cudaMalloc(&a, ha.size() * sizeof(__half)));
+  CHECK(cudaMalloc(&b, ha.size() * sizeof(__half)));
+  CHECK(cudaMemcpy(a, ha.data(), ha.size() * sizeof(__half), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(b, ha.data(), ha.size() * sizeof(__half), cudaMemcpyHostToDevice));
+#if defined(SLOW_no_tensor)
+  matmul<<<dim3(mm / 16, mm / 16), dim3(16, 16)>>>(a, b, out, mm);
+#else
+  matmul<<<(mm / 16) * (mm / 16) / 8, 256>>>(a, b, out, mm);
+#endif
+  CHECK(cudaGetLastError());
+  float c0 = 0.f;
+  CHECK(cudaMemcpy(&c0, out, sizeof(float), cudaMemcpyDeviceToHost));
+  if (c0 != float(mm)) ++bad;
 #if defined(SLOW_small_blocks)
   constexpr int BLOCK = 32;
 #else

@@ -285,7 +285,9 @@ fn root_causes(out: &mut String, a: &Analysis) {
         let _ = writeln!(out, "### {}. {}\n", i + 1, d.title);
         let _ = writeln!(out, "{}\n", diagnosis_meta(d));
         let _ = writeln!(out, "{}\n", d.explanation);
-        let _ = writeln!(out, "**Fix:** {}\n", d.fix);
+        if !d.fix.is_empty() {
+            let _ = writeln!(out, "**Fix:** {}\n", d.fix);
+        }
         evidence_items(out, d);
     }
 }
@@ -335,11 +337,10 @@ fn notes(out: &mut String, a: &Analysis) {
     for d in notes {
         let _ = writeln!(
             out,
-            "- **{}** ({}). {} {}",
+            "- **{}** ({}). {}",
             d.title,
             diagnosis_meta(d),
-            d.explanation,
-            d.fix
+            format!("{} {}", d.explanation, d.fix).trim_end()
         );
         for e in &d.evidence {
             let _ = writeln!(

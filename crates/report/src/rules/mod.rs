@@ -233,6 +233,7 @@ pub fn diagnose(joined: &Joined) -> Vec<Diagnosis> {
             drafts.append(&mut new);
         }
     }
+    slow_kernel::fold_occupancy_limits(&mut drafts);
     // The host line a launch came from, wherever a rule's findings carry Python frames.
     for d in &mut drafts {
         if d.call_site.is_none() {

@@ -118,36 +118,49 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             };
         } else {
             d.title = format!("Occupancy limited by {}", occ.limiter.as_str());
+            let binds = if occ.by_registers == occ.by_shared {
+                "the register file and shared memory bind together".to_string()
+            } else {
+                format!("{} binds first", occ.limiter.phrase())
+            };
             d.explanation = format!(
-                "With {figures}, {} blocks of `{}` fit on an {arch} SM ({} of {} warps); {} \
-                 binds first (registers allow {} blocks, shared memory {}, threads {}).{caveat}",
+                "With {figures}, {} blocks of `{}` fit on an {arch} SM ({} of {} warps); {binds} \
+                 (registers allow {} blocks, shared memory {}, threads {}).{caveat}",
                 occ.blocks_per_sm,
                 view.name,
                 occ.warps_per_sm,
                 ctx_max_warps(arch),
-                occ.limiter.phrase(),
                 occ.by_registers,
                 occ.by_shared,
                 occ.by_threads
             );
-            d.fix = match (
-                occ.limiter,
-                occ.registers_for_next_block,
-                occ.shared_for_next_block,
-            ) {
-                (Limiter::Registers, Some(r), _) => format!(
+            d.fix = match (occ.registers_for_next_block, occ.shared_for_next_block) {
+                (Some(r), Some(s)) => format!(
+                    "If latency hiding is short: registers and shared memory both stop at {} \
+                     blocks, so one more block needs both lowered: at most {r} registers per \
+                     thread (from {registers}; `__launch_bounds__({threads}, {})`) and {} of \
+                     shared memory per block (from {}). Check with the bench stage whether it \
+                     pays: fewer registers can mean spills.",
+                    occ.blocks_per_sm,
+                    occ.blocks_per_sm + 1,
+                    bytes(s),
+                    bytes(shared)
+                ),
+                (Some(r), None) => format!(
                     "If latency hiding is short: at {r} registers per thread (from {registers}; \
                      `__launch_bounds__({threads}, {})`) one more block fits. Check with the bench \
                      stage whether it pays: fewer registers can mean spills.",
                     occ.blocks_per_sm + 1
                 ),
-                (Limiter::SharedMemory, _, Some(s)) => format!(
+                (None, Some(s)) => format!(
                     "If latency hiding is short: at {} of shared memory per block (from {}) one \
                      more block fits (fewer stages or a smaller BLOCK_N). Check with the bench stage.",
                     bytes(s),
                     bytes(shared)
                 ),
-                _ => "No smaller register or shared-memory budget fits another block.".to_string(),
+                (None, None) => {
+                    "No smaller register or shared-memory budget fits another block.".to_string()
+                }
             };
         }
         out.push(d);

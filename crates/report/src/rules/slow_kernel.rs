@@ -9,6 +9,8 @@
 use std::sync::LazyLock;
 
 use parsers::{Finding, FindingKind, SourceLine};
+
+use crate::join::{FindingRef, MetricRef};
 use regex::Regex;
 use serde_json::json;
 
@@ -97,17 +99,54 @@ static WARPS_PER_SCHEDULER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"The ([\d.]+) theoretical warps per scheduler").expect("a valid regex")
 });
 
-/// One draft per kernel and cause class, the strongest of ncu's rules of that class leading.
+/// Where a cause's figures come from: its config's profile and, within it, the log of the
+/// profiling run (one case) whose rule made the cause, so that a tiny launch's figures never
+/// speak for a large one's.
+#[derive(Clone, Copy)]
+struct Scope<'s> {
+    config: Option<&'s str>,
+    log: Option<usize>,
+}
+
+impl Scope<'_> {
+    fn holds(&self, m: &MetricRef) -> bool {
+        m.config.as_deref() == self.config && self.log.is_none_or(|l| m.source == l)
+    }
+}
+
+/// The scope of an ncu rule's finding: its config and its log.
+fn scope_of<'f>(f: &'f FindingRef<'_>) -> Scope<'f> {
+    Scope {
+        config: f.config.as_deref(),
+        log: Some(f.source),
+    }
+}
+
+/// One draft per kernel and cause class. Of ncu's rules of a class, the one from the longest
+/// profiled launch leads (a bench shape's, not a smoke test's); the others are its evidence.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out: Vec<Draft> = Vec::new();
     // ncu's other suggestions: (finding, estimated speedup, rule).
     let mut minor: Vec<(usize, f64, String)> = Vec::new();
-    for (index, f) in j.findings.iter().enumerate() {
-        let finding = f.finding;
-        if finding.kind != FindingKind::ProfilerRule {
+    let mut rules: Vec<(usize, f64)> = j
+        .findings
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.finding.kind == FindingKind::ProfilerRule)
+        .map(|(index, f)| {
+            let kernel = f.finding.kernel.as_deref().map(kernel_base);
+            let us = duration_us(ctx, scope_of(f), kernel.as_deref());
+            (index, us.unwrap_or(0.0))
+        })
+        .collect();
+    rules.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (index, _) in rules {
+        let Some(f) = j.findings.get(index) else {
             continue;
-        }
+        };
+        let finding = f.finding;
+        let scope = scope_of(f);
         let detail = |k: &str| {
             finding
                 .details
@@ -123,7 +162,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .and_then(|v| v.as_f64())
             .unwrap_or(0.0);
         let class = Class::of(rule, &finding.message);
-        let Some(class) = class.filter(|_| global && speedup >= MIN_SPEEDUP) else {
+        let base = finding.kernel.as_deref().map(kernel_base);
+        // ncu estimates occupancy for its own section ("local"): that is the kernel's time
+        // only when the kernel is latency-bound, its warps waiting rather than any unit busy.
+        let latency = (class == Some(Class::Occupancy) && !global)
+            .then(|| latency_bound(ctx, scope, base.as_deref()))
+            .flatten();
+        let Some(class) =
+            class.filter(|_| (global || latency.is_some()) && speedup >= MIN_SPEEDUP)
+        else {
             // ncu's other suggestions with an estimate: listed, collapsed, under one note.
             if detail("rule_type") == "OPT" && speedup > 0.0 {
                 minor.push((index, speedup, rule.to_string()));
@@ -139,7 +186,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if class == Class::LocalMemory && stack.is_none() {
             continue;
         }
-        let kernel = finding.kernel.as_deref().map(kernel_base);
+        let kernel = base;
         // The strongest rule of a class makes the cause; the others are its evidence.
         if let Some(d) = out
             .iter_mut()
@@ -149,7 +196,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.explains.push(index);
             continue;
         }
-        let duration = duration_us(ctx, f.config.as_deref(), kernel.as_deref());
+        let duration = duration_us(ctx, scope, kernel.as_deref());
         let mut d = Draft::new("slow-kernel", Level::Warning, String::new());
         d.config = f.config.clone();
         d.kernel = kernel.clone();
@@ -168,15 +215,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 line: Some(line.line),
             });
         }
-        describe(
-            ctx,
-            &mut d,
-            class,
-            finding,
-            hot,
-            &lines,
-            f.config.as_deref(),
-        );
+        describe(ctx, &mut d, class, finding, hot, &lines, scope);
         let named = kernel
             .as_deref()
             .map(md_code)
@@ -197,15 +236,26 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             (true, false) | (false, true) => Confidence::Medium,
             (false, false) => Confidence::Low,
         };
-        d.explanation.push_str(&format!(
-            " Nsight Compute estimates {named} could run up to {speedup:.0}% faster without it."
-        ));
+        match latency {
+            Some((memory, compute)) => d.explanation.push_str(&format!(
+                " {named} is latency-bound: it ran at {memory:.0}% of the GPU's peak memory \
+                 throughput and {compute:.0}% of its compute throughput, both under ncu's 60% \
+                 mark, so its warps wait rather than any unit being busy, and its speed follows \
+                 the warps resident. Nsight Compute estimates up to {speedup:.0}% for the \
+                 occupancy it lacks."
+            )),
+            None => d.explanation.push_str(&format!(
+                " Nsight Compute estimates {named} could run up to {speedup:.0}% faster without \
+                 it."
+            )),
+        }
         // How far from the GPU's peak the kernel runs: its throughput, in ncu's own terms.
-        let peak = |name: &str| metric(ctx, f.config.as_deref(), kernel.as_deref(), name);
-        if let (Some(memory), Some(compute), Some(dram)) = (
+        let peak = |name: &str| metric(ctx, scope, kernel.as_deref(), name);
+        if let (Some(memory), Some(compute), Some(dram), None) = (
             peak("Memory Throughput"),
             peak("Compute (SM) Throughput"),
             peak("DRAM Throughput"),
+            latency,
         ) {
             d.figures
                 .insert("memory_throughput_pct".into(), json!(memory));
@@ -218,7 +268,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         // Weighed by the kernel's share of the profiled GPU time: a cause in a kernel that is a
         // small part of the program is a note, however large its own estimate.
-        if let Some(share) = time_share(ctx, f.config.as_deref(), kernel.as_deref()) {
+        if let Some(share) = time_share(ctx, scope, kernel.as_deref()) {
             let gain = speedup * share;
             d.figures.insert("time_share".into(), json!(share));
             d.figures.insert("program_gain".into(), json!(gain));
@@ -239,6 +289,45 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     against_baseline(ctx, &mut out);
     minor_suggestions(ctx, &minor, &mut out);
     out
+}
+
+/// An occupancy cause and the `occupancy-limit` rule's note for the same kernel and config
+/// are one finding: the note's figures from ptxas (registers, shared memory, blocks each
+/// allows) and its budget for one more block join the cause, and the note goes.
+pub fn fold_occupancy_limits(drafts: &mut [Draft]) {
+    let causes: Vec<usize> = (0..drafts.len())
+        .filter(|&i| drafts[i].rule == "slow-kernel" && drafts[i].key == "occupancy")
+        .collect();
+    for cause in causes {
+        let (kernel, config) = (drafts[cause].kernel.clone(), drafts[cause].config.clone());
+        let Some(note) = drafts.iter().position(|d| {
+            d.rule == "occupancy-limit"
+                && d.level == Level::Note
+                && !d.silent
+                && d.kernel == kernel
+                && d.config == config
+        }) else {
+            continue;
+        };
+        let (explanation, fix, evidence) = {
+            let n = &mut drafts[note];
+            n.silent = true;
+            (n.explanation.clone(), n.fix.clone(), n.evidence.clone())
+        };
+        let d = &mut drafts[cause];
+        d.explanation.push_str(&format!(
+            " From ptxas's figures: {}",
+            crate::text::lowercase_first(&explanation)
+        ));
+        // The note hedges ("if latency hiding is short"); the cause has shown it is.
+        if let Some(budget) = fix.strip_prefix("If latency hiding is short: ") {
+            d.fix.push_str(&format!(
+                " {}",
+                crate::text::uppercase_first(budget)
+            ));
+        }
+        d.evidence.extend(evidence);
+    }
 }
 
 /// ncu's suggestions that name no cause of their own (or estimate under 20%): one note per
@@ -275,14 +364,29 @@ fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Dr
         d.key = format!("minor|{}", config.as_deref().unwrap_or(""));
         d.config = config;
         d.kernel = Some(kernel.clone());
+        // ncu's "local" estimates are for the rule's own section, not the kernel's time.
+        let local = |index: usize| {
+            j.findings.get(index).is_some_and(|f| {
+                f.finding
+                    .details
+                    .get("estimated_speedup_type")
+                    .and_then(|v| v.as_str())
+                    == Some("local")
+            })
+        };
         let listed: Vec<String> = rules
             .iter()
-            .map(|(_, speedup, rule)| format!("{} ({speedup:.0}%)", md_code(rule)))
+            .map(|(index, speedup, rule)| {
+                let scope = if local(*index) { " of its section" } else { "" };
+                format!("{} ({speedup:.0}%{scope})", md_code(rule))
+            })
             .collect();
         d.explanation = format!(
             "ncu's rules that name no cause of their own (under-used pipes, issue slots, stall \
-             cycles, L2 compression, ...) or estimate less than {MIN_SPEEDUP:.0}%, with their \
-             estimated speedups: {}. Each is a hint about how the kernel runs, not a cause.",
+             cycles, L2 compression, ...), estimate less than {MIN_SPEEDUP:.0}% of the kernel's \
+             time, or estimate only for their own section where the kernel is not \
+             latency-bound, with their estimated speedups: {}. Each is a hint about how the \
+             kernel runs, not a cause.",
             crate::text::join_words(&listed)
         );
         for (index, _, _) in &rules {
@@ -411,16 +515,66 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
                     mix.executed, mix.fma, mix.half_to_float, mix.fma_chain
                 ),
             ));
-            let duration = duration_us(ctx, config, Some(&kernel));
-            if let Some(share) = time_share(ctx, config, Some(&kernel)) {
+            // What tensor cores would take over: the conversions and multiply-adds, as a share
+            // of the instructions the kernel executes (ncu has no estimate of its own here).
+            let replaced =
+                (mix.fma + mix.half_to_float) as f64 * 100.0 / mix.executed.max(1) as f64;
+            d.explanation.push_str(&format!(
+                " Those conversions and multiply-adds are {replaced:.0}% of the instructions \
+                 {named} executes; one `mma.sync` (m16n8k16) does the multiply-adds of 64 warp-wide \
+                 FFMA."
+            ));
+            let mut estimate = replaced;
+            // The loop's own memory causes (uncoalesced loads, bank conflicts) are how an
+            // untiled product reads its operands: the same fix removes them, so they support
+            // this cause instead of standing beside it.
+            let line = d.location.as_ref().and_then(|l| l.line);
+            let (taken, kept): (Vec<Draft>, Vec<Draft>) = std::mem::take(out)
+                .into_iter()
+                .partition(|o| {
+                    matches!(o.key.as_str(), "uncoalesced" | "bank-conflicts")
+                        && o.kernel == d.kernel
+                        && o.config == d.config
+                        && o.location.as_ref().is_none_or(|l| l.line == line)
+                });
+            *out = kept;
+            for t in taken {
+                let speedup = t
+                    .figures
+                    .get("estimated_speedup")
+                    .and_then(|v| v.as_f64())
+                    .unwrap_or(0.0);
+                estimate = estimate.max(speedup);
+                d.explanation.push_str(&format!(
+                    " The same loop reads its operands straight from global memory ({}; Nsight \
+                     Compute estimates {speedup:.0}%); tiling the product through shared memory \
+                     for the tensor cores removes that too.",
+                    crate::text::lowercase_first(&t.title)
+                ));
+                d.evidence.extend(t.evidence);
+                d.explains.extend(t.explains);
+            }
+            d.figures.insert("estimated_speedup".into(), json!(estimate));
+            // The figures of the profiling run this source page came from.
+            let scope = Scope {
+                config,
+                log: details_beside(ctx, source_index),
+            };
+            let duration = duration_us(ctx, scope, Some(&kernel));
+            if let Some(us) = duration {
+                d.figures.insert("duration_us".into(), json!(us));
+            }
+            if let Some(share) = time_share(ctx, scope, Some(&kernel)) {
+                let gain = estimate * share;
                 d.figures.insert("time_share".into(), json!(share));
+                d.figures.insert("program_gain".into(), json!(gain));
                 if share < 0.999 {
                     d.explanation.push_str(&format!(
                         " {named} takes {:.0}% of the GPU time of the profiled launches.",
                         share * 100.0
                     ));
                 }
-                if share * 100.0 < MIN_PROGRAM_GAIN {
+                if gain < MIN_PROGRAM_GAIN {
                     d.level = Level::Note;
                 }
             }
@@ -432,15 +586,15 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
     }
 }
 
-/// A kernel's share of the GPU time of every profiled launch in a config's profile logs (each
+/// A kernel's share of the GPU time of every profiled launch in its profiling run (each
 /// launch's Duration), when there is more than its own.
-fn time_share(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option<f64> {
+fn time_share(ctx: &Ctx, scope: Scope, kernel: Option<&str>) -> Option<f64> {
     let kernel = kernel?;
     let mut total = 0.0;
     let mut own = 0.0;
     let mut seen = std::collections::BTreeSet::new();
     for m in &ctx.joined.metrics {
-        if m.metric.name != "Duration" || m.config.as_deref() != config {
+        if m.metric.name != "Duration" || !scope.holds(m) {
             continue;
         }
         // One Duration per launch (ncu's launch id), once even if two logs repeat it.
@@ -456,6 +610,18 @@ fn time_share(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option<f
     (total > 0.0 && own > 0.0).then(|| own / total)
 }
 
+/// The profile log with ncu's metrics written by the same profiling run as a source page (the
+/// details page exported beside it).
+fn details_beside(ctx: &Ctx, page: usize) -> Option<usize> {
+    let j = ctx.joined;
+    let dir = |i: usize| j.source(i).map(|s| std::path::Path::new(s.path).parent());
+    let page_dir = dir(page)?;
+    j.metrics
+        .iter()
+        .find(|m| dir(m.source) == Some(page_dir))
+        .map(|m| m.source)
+}
+
 /// The title, mechanism and fix of a cause, in words from ncu's numbers.
 fn describe(
     ctx: &Ctx,
@@ -464,8 +630,9 @@ fn describe(
     finding: &Finding,
     hot: Option<&SourceLine>,
     lines: &[&SourceLine],
-    config: Option<&str>,
+    scope: Scope,
 ) {
+    let config = scope.config;
     let message = &finding.message;
     // " The cost sits at `file:line` (`text`)<extra>.", or nothing without a source page.
     let at = |extra: String| {
@@ -611,31 +778,46 @@ fn describe(
                 ("Block Limit Warps", "the block size"),
                 ("Block Limit SM", "the blocks an SM can hold"),
             ];
-            // ncu names the limiter in words ("limited by the number of blocks that can fit on
-            // the SM, and the required amount of shared memory"): the first one it names, with
-            // its block limit; else the smallest block limit.
+            // ncu names the limiters in words ("limited by the number of blocks that can fit on
+            // the SM, and the required amount of shared memory"): those it names that allow the
+            // fewest blocks bind (else the smallest block limit of all). With small blocks the
+            // SM's block count binds, and the shared memory each block reserves ties with it:
+            // larger blocks lift both, so the block count alone is named.
             let named = [
                 ("number of blocks that can fit on the SM", "Block Limit SM"),
                 ("number of required registers", "Block Limit Registers"),
                 ("required amount of shared memory", "Block Limit Shared Mem"),
                 ("number of warps within each block", "Block Limit Warps"),
             ];
-            let said = message.split("is limited by").nth(1).and_then(|tail| {
-                named
-                    .iter()
-                    .filter_map(|(words, m)| tail.find(words).map(|at| (at, *m)))
-                    .min_by_key(|(at, _)| *at)
-                    .map(|(_, m)| m)
-            });
-            let limiter = limits
+            let tail = message.split("is limited by").nth(1).unwrap_or("");
+            let mut said: Vec<(usize, &str)> = named
                 .iter()
-                .filter(|(m, _)| said.is_none_or(|s| s == *m))
-                .filter_map(|(m, what)| Some((metric(ctx, config, d.kernel.as_deref(), m)?, *what)))
-                .min_by(|a, b| a.0.total_cmp(&b.0));
-            d.title = match limiter {
-                Some((blocks, what)) => {
-                    format!("Occupancy limited by {what}: {blocks:.0} blocks per SM")
-                }
+                .filter_map(|(words, m)| tail.find(words).map(|at| (at, *m)))
+                .collect();
+            said.sort();
+            let value = |m: &str| metric(ctx, scope, d.kernel.as_deref(), m);
+            let what = |m: &str| limits.iter().find(|(l, _)| *l == m).map(|(_, w)| *w);
+            let candidates: Vec<(f64, &str)> = if said.is_empty() {
+                limits.iter().filter_map(|(m, w)| Some((value(m)?, *w))).collect()
+            } else {
+                said.iter()
+                    .filter_map(|(_, m)| Some((value(m)?, what(m)?)))
+                    .collect()
+            };
+            let fewest = candidates.iter().map(|c| c.0).min_by(f64::total_cmp);
+            let mut binding: Vec<&str> = candidates
+                .iter()
+                .filter(|c| Some(c.0) == fewest)
+                .map(|c| c.1)
+                .collect();
+            if binding.contains(&"the blocks an SM can hold") {
+                binding = vec!["the blocks an SM can hold"];
+            }
+            let names = crate::text::join_words(
+                &binding.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
+            );
+            d.title = match fewest {
+                Some(blocks) => format!("Occupancy limited by {names}: {blocks:.0} blocks per SM"),
                 None => "Low theoretical occupancy".to_string(),
             };
             d.explanation = format!(
@@ -643,47 +825,63 @@ fn describe(
                 warps
                     .map(|w| format!(": {w:.1} warps per scheduler of 16"))
                     .unwrap_or_default(),
-                limiter
-                    .map(|(b, what)| format!(", because {what} allows only {b:.0} blocks per SM"))
+                fewest
+                    .map(|b| format!(
+                        ", because {names} {} only {b:.0} blocks per SM",
+                        if binding.len() > 1 { "allow" } else { "allows" }
+                    ))
                     .unwrap_or_default(),
                 at(String::new())
             );
-            d.fix = match limiter.map(|(_, w)| w) {
-                Some("shared memory") => "Use less shared memory per block (a smaller tile, or \
-                                          fewer stages), so more blocks fit on an SM."
-                    .to_string(),
-                Some("registers") => "Cap registers (`__launch_bounds__`, `-maxrregcount`) or \
-                                      restructure to keep fewer values live."
-                    .to_string(),
-                Some("the blocks an SM can hold") => "Launch larger blocks: an SM holds at most \
-                                                     32 blocks, so small blocks leave most of \
-                                                     its warp slots empty; 128 to 256 threads per \
-                                                     block lift the limit."
-                    .to_string(),
-                _ => "Launch larger blocks or more of them per SM.".to_string(),
-            };
+            let fixes: Vec<&str> = binding
+                .iter()
+                .map(|w| match *w {
+                    "shared memory" => "Use less shared memory per block (a smaller tile, or \
+                                        fewer stages), so more blocks fit on an SM.",
+                    "registers" => "Cap registers (`__launch_bounds__`, `-maxrregcount`) or \
+                                    restructure to keep fewer values live.",
+                    "the blocks an SM can hold" => "Launch larger blocks: an SM holds at most \
+                                                    32 blocks, so small blocks leave most of its \
+                                                    warp slots empty; 128 to 256 threads per \
+                                                    block lift the limit.",
+                    _ => "Launch larger blocks or more of them per SM.",
+                })
+                .collect();
+            d.fix = fixes.join(" ");
         }
     }
 }
 
-/// A metric's value for a kernel of a config, from any profile log.
-fn metric(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>, name: &str) -> Option<f64> {
+/// Below this share of the GPU's peak memory and compute throughput ncu calls a kernel
+/// latency-bound (its `SOLBottleneck` rule).
+const LATENCY_BOUND_PCT: f64 = 60.0;
+
+/// A kernel's memory and compute throughput (percent of peak) when both are under ncu's
+/// latency-bound mark.
+fn latency_bound(ctx: &Ctx, scope: Scope, kernel: Option<&str>) -> Option<(f64, f64)> {
+    let memory = metric(ctx, scope, kernel, "Memory Throughput")?;
+    let compute = metric(ctx, scope, kernel, "Compute (SM) Throughput")?;
+    (memory < LATENCY_BOUND_PCT && compute < LATENCY_BOUND_PCT).then_some((memory, compute))
+}
+
+/// A metric's value for a kernel in a scope.
+fn metric(ctx: &Ctx, scope: Scope, kernel: Option<&str>, name: &str) -> Option<f64> {
     ctx.joined
         .metrics
         .iter()
         .find(|m| {
             m.metric.name == name
-                && m.config.as_deref() == config
+                && scope.holds(m)
                 && kernel.is_none_or(|k| kernel_base(&m.metric.kernel) == k)
         })
         .map(|m| m.metric.value)
 }
 
 /// A kernel's profiled duration in microseconds, whatever unit ncu printed it in.
-fn duration_us(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option<f64> {
+fn duration_us(ctx: &Ctx, scope: Scope, kernel: Option<&str>) -> Option<f64> {
     let m = ctx.joined.metrics.iter().find(|m| {
         m.metric.name == "Duration"
-            && m.config.as_deref() == config
+            && scope.holds(m)
             && kernel.is_none_or(|k| kernel_base(&m.metric.kernel) == k)
     })?;
     microseconds(m.metric)

@@ -127,11 +127,12 @@ fn stress_runs_the_harness_with_its_arguments() {
 }
 
 #[test]
-fn profile_wraps_the_harness_in_ncu_without_touching_clocks() {
+fn profile_wraps_the_harness_in_ncu_without_touching_clocks_and_keeps_its_report() {
     assert_eq!(
         command("profile", Some("d64")),
         words(
-            "ncu --csv --clock-control none --section SpeedOfLight \
+            "ncu --clock-control none --import-source yes -f \
+             -o artifacts/RUN/profile/d64/sm_90/seed-f16/profile --section SpeedOfLight \
              runner harness --cubin artifacts/RUN/compile/d64/sm_90/attention.cubin \
              --kernel attention_fwd_f16 --shape 2,8,512,64 --dtype f16 --mode once --config d64 \
              --out artifacts/RUN/profile/d64/sm_90/seed-f16/harness.json"

@@ -321,7 +321,7 @@ fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
     assert!(
         minor["explanation"]
             .as_str()
-            .is_some_and(|e| e.contains("`HighPipeUtilization` (98%)")),
+            .is_some_and(|e| e.contains("`HighPipeUtilization` (98% of its section)")),
         "{minor:#}"
     );
     // A half-precision matrix product on scalar FMAs: no ncu rule names it; the instruction
