@@ -11,6 +11,8 @@ use crate::util::{note_unparsed, parse_u64};
 
 /// The columns read, by their header names.
 struct Columns {
+    /// How many cells a row has.
+    width: usize,
     line: usize,
     text: usize,
     /// The SASS text (the second "Source" column).
@@ -85,6 +87,24 @@ impl SourceParser {
         let Some(c) = &self.columns else {
             note_unparsed(&mut self.log, raw);
             return;
+        };
+        // ncu does not escape the double quotes of a source line's text (inline asm, string
+        // literals): such a row splits into too many cells. Every other cell is a plain quoted
+        // value, so the row is split around the text instead.
+        let resplit;
+        let cells = if cells.len() != c.width {
+            match split_around(raw, c.width, c.text) {
+                Some(fixed) => {
+                    resplit = fixed;
+                    &resplit[..]
+                }
+                None => {
+                    note_unparsed(&mut self.log, raw);
+                    return;
+                }
+            }
+        } else {
+            cells
         };
         // A SASS instruction's row: its counters are in its source line's row already; its
         // opcode goes into the function's instruction mix.
@@ -224,6 +244,7 @@ impl SourceParser {
 fn columns(header: &[String]) -> Columns {
     let find = |name: &str| header.iter().position(|h| h == name);
     Columns {
+        width: header.len(),
         line: find("Line No").unwrap_or(0),
         // The first "Source" column is the CUDA text, the second the SASS.
         text: find("Source").unwrap_or(1),
@@ -246,6 +267,23 @@ fn columns(header: &[String]) -> Columns {
             .map(|(i, h)| (i, h.clone()))
             .collect(),
     }
+}
+
+/// A row of `width` quoted cells whose cell `free` may hold unescaped quotes and commas: the
+/// cells before it split from the left, those after it from the right, the rest is its text.
+fn split_around(line: &str, width: usize, free: usize) -> Option<Vec<String>> {
+    let inner = line.trim_end().strip_prefix('"')?.strip_suffix('"')?;
+    let after = width.checked_sub(free + 1)?;
+    let mut left = inner.splitn(free + 1, "\",\"");
+    let mut cells: Vec<String> = left.by_ref().take(free).map(str::to_string).collect();
+    let rest = left.next()?;
+    let mut right: Vec<&str> = rest.rsplitn(after + 1, "\",\"").collect();
+    if cells.len() != free || right.len() != after + 1 {
+        return None;
+    }
+    right.reverse();
+    cells.extend(right.into_iter().map(str::to_string));
+    Some(cells)
 }
 
 /// One CSV record's cells, or `None` when the line is not a record.

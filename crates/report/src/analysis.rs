@@ -180,13 +180,14 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
     let mut line = match kind {
         VerdictKind::Failing => format!(
             "Failing: {} ({}{}).{}",
-            plural((errors + fault_warnings) as u64, "root cause", "root causes"),
+            plural(
+                (errors + fault_warnings) as u64,
+                "root cause",
+                "root causes"
+            ),
             plural(errors as u64, "error", "errors"),
             if fault_warnings > 0 {
-                format!(
-                    ", {}",
-                    plural(fault_warnings as u64, "warning", "warnings")
-                )
+                format!(", {}", plural(fault_warnings as u64, "warning", "warnings"))
             } else {
                 String::new()
             },

@@ -74,25 +74,51 @@ pub const PROFILE_SECTIONS: &[&str] = &[
 
 /// ncu's words for a profile unit, the built-in kernel's or a target's: a report kept in the
 /// unit directory (for the Nsight Compute GUI), whose details and source pages are exported as
-/// CSV afterwards ([`crate::steps::profile`]), with source correlation and, unless the stage
-/// chooses its own sections or set, the sections behind ncu's rules and the per-line source
-/// counters. A stage's `--metrics` are collected beside them.
+/// CSV afterwards ([`crate::steps::profile`]), with source correlation: unless the stage
+/// chooses a set, the sections behind ncu's rules (or the stage's own sections) and the
+/// per-line source counters. A stage's `--metrics` are collected beside them.
 fn profile_report(cmd: &mut Argv, stage: &Stage, pipeline: &Pipeline, paths: &Paths) {
-    cmd.words(["--clock-control", "none", "--import-source", "yes", "-f", "-o"]);
+    cmd.words([
+        "--clock-control",
+        "none",
+        "--import-source",
+        "yes",
+        "-f",
+        "-o",
+    ]);
     let report = paths.unit_dir.join(PROFILE_REPORT);
     // Absolute: the program's working directory need not be the pipeline's.
     let absolute = pipeline.resolve(&report);
     let absolute = std::path::absolute(&absolute).unwrap_or(absolute);
     cmd.argv.push(absolute.into_os_string());
     cmd.display.push(report.to_string_lossy().into_owned());
-    let chooses = stage
+    let set = stage
         .args
         .iter()
-        .any(|a| a == "--set" || a == "--section" || a.starts_with("--section="));
-    if !chooses {
+        .any(|a| a == "--set" || a.starts_with("--set="));
+    let sections: Vec<&str> = stage
+        .args
+        .iter()
+        .zip(stage.args.iter().skip(1))
+        .filter(|(a, _)| *a == "--section")
+        .map(|(_, name)| name.as_str())
+        .chain(
+            stage
+                .args
+                .iter()
+                .filter_map(|a| a.strip_prefix("--section=")),
+        )
+        .collect();
+    if set {
+        return;
+    }
+    if sections.is_empty() {
         for section in PROFILE_SECTIONS {
             cmd.words(["--section", section]);
         }
+    } else if !sections.contains(&"SourceCounters") {
+        // The stage's own sections, and the per-line counters a diagnosis names lines from.
+        cmd.words(["--section", "SourceCounters"]);
     }
 }
 

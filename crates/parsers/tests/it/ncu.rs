@@ -135,3 +135,30 @@ fn the_source_page_reads_per_line_counters_and_survives_damage() {
     }
     let _ = parsers::parse(Format::NcuSource, &String::from_utf8_lossy(&damaged));
 }
+
+/// ncu writes a source line's text unescaped: an inline `asm` statement with double quotes and
+/// commas (the built-in kernel's `cp.async`, captured on an H100) still reads as one line with
+/// its own counters, not cells shifted into the wrong columns.
+#[test]
+fn a_source_line_with_unescaped_quotes_keeps_its_counters_in_their_columns() {
+    let text = crate::fixture("ncu-source/builtin_asm_quotes_source.log");
+    let log = parsers::parse(Format::NcuSource, &text);
+    let line = log
+        .source_lines
+        .iter()
+        .find(|l| l.line == 17)
+        .unwrap_or_else(|| panic!("line 17: {log:#?}"));
+    assert!(
+        line.text
+            .starts_with("asm volatile(\"cp.async.cg.shared.global"),
+        "{line:?}"
+    );
+    assert!(line.text.ends_with("\"r\"(src_size)"), "{line:?}");
+    assert_eq!(line.stall_samples, 13673);
+    assert_eq!(line.instructions, 22093824);
+    assert_eq!(line.shared_excessive, 0);
+    assert_eq!(line.shared_wavefronts, 34340864);
+    assert_eq!(line.global_excessive, 0);
+    assert_eq!(line.global_sectors, 136127520);
+    assert_eq!(line.top_stall.as_deref(), Some("stall_long_sb"), "{line:?}");
+}

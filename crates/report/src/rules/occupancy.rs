@@ -124,9 +124,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 format!("{} binds first", occ.limiter.phrase())
             };
             d.explanation = format!(
-                "With {figures}, {} blocks of `{}` fit on an {arch} SM ({} of {} warps); {binds} \
+                "With {figures}, {} of `{}` fit on an {arch} SM ({} of {} warps); {binds} \
                  (registers allow {} blocks, shared memory {}, threads {}).{caveat}",
-                occ.blocks_per_sm,
+                crate::text::plural(u64::from(occ.blocks_per_sm), "block", "blocks"),
                 view.name,
                 occ.warps_per_sm,
                 ctx_max_warps(arch),
@@ -136,12 +136,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             );
             d.fix = match (occ.registers_for_next_block, occ.shared_for_next_block) {
                 (Some(r), Some(s)) => format!(
-                    "If latency hiding is short: registers and shared memory both stop at {} \
-                     blocks, so one more block needs both lowered: at most {r} registers per \
+                    "If latency hiding is short: registers and shared memory both stop at {}, \
+                     so one more block needs both lowered: at most {r} registers per \
                      thread (from {registers}; `__launch_bounds__({threads}, {})`) and {} of \
                      shared memory per block (from {}). Check with the bench stage whether it \
                      pays: fewer registers can mean spills.",
-                    occ.blocks_per_sm,
+                    crate::text::plural(u64::from(occ.blocks_per_sm), "block", "blocks"),
                     occ.blocks_per_sm + 1,
                     bytes(s),
                     bytes(shared)

@@ -10,13 +10,19 @@ use std::sync::LazyLock;
 
 use parsers::{Finding, FindingKind, SourceLine};
 
-use crate::join::{FindingRef, MetricRef};
+use crate::join::{FindingRef, MetricRef, Source};
 use regex::Regex;
 use serde_json::json;
 
 use super::Ctx;
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
 use crate::text::{kernel_base, md_code, relative_path};
+
+/// ncu's rules whose estimate comes from counters per instruction (the excessive sectors or
+/// wavefronts the source page lists), rather than from a unit's overall traffic: they lead
+/// their class when present (`MemoryCacheAccessPattern` can estimate 42% for a kernel whose
+/// excessive sectors ncu itself puts at 4%).
+const MEASURED_RULES: &[&str] = &["UncoalescedGlobalAccess", "UncoalescedSharedAccess"];
 
 /// The smallest estimated speedup (percent of the kernel's time) that makes a cause.
 const MIN_SPEEDUP: f64 = 20.0;
@@ -129,7 +135,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let mut out: Vec<Draft> = Vec::new();
     // ncu's other suggestions: (finding, estimated speedup, rule).
     let mut minor: Vec<(usize, f64, String)> = Vec::new();
-    let mut rules: Vec<(usize, f64)> = j
+    // (finding, its launch's duration, whether ncu measured it per instruction, its estimate)
+    let mut rules: Vec<(usize, f64, bool, f64)> = j
         .findings
         .iter()
         .enumerate()
@@ -137,11 +144,46 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         .map(|(index, f)| {
             let kernel = f.finding.kernel.as_deref().map(kernel_base);
             let us = duration_us(ctx, scope_of(f), kernel.as_deref());
-            (index, us.unwrap_or(0.0))
+            let rule = f.finding.details.get("rule").and_then(|v| v.as_str());
+            let speedup = f
+                .finding
+                .details
+                .get("estimated_speedup")
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0);
+            (
+                index,
+                us.unwrap_or(0.0),
+                MEASURED_RULES.contains(&rule.unwrap_or("")),
+                speedup,
+            )
         })
         .collect();
-    rules.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    for (index, _) in rules {
+    // Where ncu measured an access pattern per instruction, its rule speaks for the class in
+    // that profiling run: (log, kernel, class) of each such rule.
+    let measured: Vec<(usize, Option<String>, Class)> = rules
+        .iter()
+        .filter(|r| r.2)
+        .filter_map(|r| {
+            let f = j.findings.get(r.0)?;
+            let rule = f.finding.details.get("rule")?.as_str()?;
+            let class = Class::of(rule, &f.finding.message)?;
+            Some((
+                f.source,
+                f.finding.kernel.as_deref().map(kernel_base),
+                class,
+            ))
+        })
+        .collect();
+    // The lead of a class: the longest launch's rule; within it, the one ncu measured per
+    // instruction (its excessive sectors or wavefronts), else the largest estimate.
+    rules.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then(b.2.cmp(&a.2))
+            .then(b.3.total_cmp(&a.3))
+            .then(a.0.cmp(&b.0))
+    });
+    for (index, ..) in rules {
         let Some(f) = j.findings.get(index) else {
             continue;
         };
@@ -163,14 +205,29 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .unwrap_or(0.0);
         let class = Class::of(rule, &finding.message);
         let base = finding.kernel.as_deref().map(kernel_base);
-        // ncu estimates occupancy for its own section ("local"): that is the kernel's time
-        // only when the kernel is latency-bound, its warps waiting rather than any unit busy.
-        let latency = (class == Some(Class::Occupancy) && !global)
-            .then(|| latency_bound(ctx, scope, base.as_deref()))
-            .flatten();
-        let Some(class) =
-            class.filter(|_| (global || latency.is_some()) && speedup >= MIN_SPEEDUP)
-        else {
+        // Where the kernel stands against the GPU's peaks decides which rules can be its
+        // cause (ncu's own 60% mark): too few resident warps only cost a latency-bound kernel
+        // (for which ncu's occupancy estimate, "local" or not, is the kernel's time), and an
+        // access pattern moving excess bytes costs little in a compute-bound one.
+        let sol = throughput(ctx, scope, base.as_deref());
+        let latency = sol
+            .filter(|&(memory, compute)| memory < LATENCY_BOUND_PCT && compute < LATENCY_BOUND_PCT);
+        let compute_bound =
+            sol.is_some_and(|(memory, compute)| compute >= LATENCY_BOUND_PCT && compute > memory);
+        let shadowed = |class: &Class| {
+            !MEASURED_RULES.contains(&rule)
+                && measured
+                    .iter()
+                    .any(|(log, k, c)| *log == f.source && *k == base && c == class)
+        };
+        let counts = |class: &Class| match class {
+            Class::Occupancy => latency.is_some() || (global && sol.is_none()),
+            Class::BankConflicts | Class::Uncoalesced => {
+                global && !compute_bound && !shadowed(class)
+            }
+            Class::FewBlocks | Class::LocalMemory => global,
+        };
+        let Some(class) = class.filter(|c| counts(c) && speedup >= MIN_SPEEDUP) else {
             // ncu's other suggestions with an estimate: listed, collapsed, under one note.
             if detail("rule_type") == "OPT" && speedup > 0.0 {
                 minor.push((index, speedup, rule.to_string()));
@@ -203,11 +260,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.key = class.key().to_string();
         d.explains.push(index);
         d.evidence.push(ctx.finding_evidence(f));
-        d.figures.insert("estimated_speedup".into(), json!(speedup));
         if let Some(us) = duration {
             d.figures.insert("duration_us".into(), json!(us));
         }
-        let lines = source_lines(ctx, f.config.as_deref(), kernel.as_deref());
+        let lines = source_lines(ctx, scope, kernel.as_deref());
         let hot = class.hottest(&lines);
         if let Some(line) = hot {
             d.location = Some(SourceLocation {
@@ -220,6 +276,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .as_deref()
             .map(md_code)
             .unwrap_or_else(|| "the kernel".into());
+        d.figures.insert("estimated_speedup".into(), json!(speedup));
         if duration.is_some_and(|us| us < MIN_DURATION_US) {
             d.level = Level::Note;
             d.explanation.push_str(&format!(
@@ -236,7 +293,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             (true, false) | (false, true) => Confidence::Medium,
             (false, false) => Confidence::Low,
         };
-        match latency {
+        match latency.filter(|_| class == Class::Occupancy) {
             Some((memory, compute)) => d.explanation.push_str(&format!(
                 " {named} is latency-bound: it ran at {memory:.0}% of the GPU's peak memory \
                  throughput and {compute:.0}% of its compute throughput, both under ncu's 60% \
@@ -321,10 +378,8 @@ pub fn fold_occupancy_limits(drafts: &mut [Draft]) {
         ));
         // The note hedges ("if latency hiding is short"); the cause has shown it is.
         if let Some(budget) = fix.strip_prefix("If latency hiding is short: ") {
-            d.fix.push_str(&format!(
-                " {}",
-                crate::text::uppercase_first(budget)
-            ));
+            d.fix
+                .push_str(&format!(" {}", crate::text::uppercase_first(budget)));
         }
         d.evidence.extend(evidence);
     }
@@ -457,7 +512,12 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
             d.kernel = Some(kernel.clone());
             d.key = "no-tensor-cores".to_string();
             d.confidence = Confidence::Medium;
-            let lines = source_lines(ctx, config, Some(&kernel));
+            // This source page's lines.
+            let page = Scope {
+                config,
+                log: Some(source_index),
+            };
+            let lines = source_lines(ctx, page, Some(&kernel));
             let hot = lines
                 .iter()
                 .copied()
@@ -522,16 +582,15 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
             d.explanation.push_str(&format!(
                 " Those conversions and multiply-adds are {replaced:.0}% of the instructions \
                  {named} executes; one `mma.sync` (m16n8k16) does the multiply-adds of 64 warp-wide \
-                 FFMA."
+                 FFMAs."
             ));
             let mut estimate = replaced;
             // The loop's own memory causes (uncoalesced loads, bank conflicts) are how an
             // untiled product reads its operands: the same fix removes them, so they support
             // this cause instead of standing beside it.
             let line = d.location.as_ref().and_then(|l| l.line);
-            let (taken, kept): (Vec<Draft>, Vec<Draft>) = std::mem::take(out)
-                .into_iter()
-                .partition(|o| {
+            let (taken, kept): (Vec<Draft>, Vec<Draft>) =
+                std::mem::take(out).into_iter().partition(|o| {
                     matches!(o.key.as_str(), "uncoalesced" | "bank-conflicts")
                         && o.kernel == d.kernel
                         && o.config == d.config
@@ -554,7 +613,8 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
                 d.evidence.extend(t.evidence);
                 d.explains.extend(t.explains);
             }
-            d.figures.insert("estimated_speedup".into(), json!(estimate));
+            d.figures
+                .insert("estimated_speedup".into(), json!(estimate));
             // The figures of the profiling run this source page came from.
             let scope = Scope {
                 config,
@@ -634,6 +694,22 @@ fn describe(
 ) {
     let config = scope.config;
     let message = &finding.message;
+    // The first figure a pattern finds in ncu's messages for this kernel in this profiling
+    // run, the lead rule's first (a class's rules each state some of its figures).
+    let figure = |pattern: &Regex, group: usize| -> Option<String> {
+        let kernel = finding.kernel.as_deref().map(kernel_base);
+        std::iter::once(message.as_str())
+            .chain(
+                ctx.joined
+                    .findings
+                    .iter()
+                    .filter(|f| f.finding.kind == FindingKind::ProfilerRule)
+                    .filter(|f| scope.log.is_none_or(|l| f.source == l))
+                    .filter(|f| f.finding.kernel.as_deref().map(kernel_base) == kernel)
+                    .map(|f| f.finding.message.as_str()),
+            )
+            .find_map(|m| pattern.captures(m).map(|c| c[group].to_string()))
+    };
     // " The cost sits at `file:line` (`text`)<extra>.", or nothing without a source page.
     let at = |extra: String| {
         hot.map(|l| {
@@ -658,7 +734,7 @@ fn describe(
     };
     match class {
         Class::BankConflicts => {
-            let way = WAY.captures(message).and_then(|c| c[1].parse::<f64>().ok());
+            let way = figure(&WAY, 1).and_then(|w| w.parse::<f64>().ok());
             d.title = match way {
                 Some(w) => format!("Shared-memory bank conflicts: {w:.0}-way on average"),
                 None => "Shared-memory bank conflicts".to_string(),
@@ -687,12 +763,8 @@ fn describe(
                 .to_string();
         }
         Class::Uncoalesced => {
-            let used = BYTES_USED
-                .captures(message)
-                .and_then(|c| c[1].parse::<f64>().ok());
-            let excessive = EXCESSIVE
-                .captures(message)
-                .and_then(|c| c[3].parse::<u64>().ok());
+            let used = figure(&BYTES_USED, 1).and_then(|u| u.parse::<f64>().ok());
+            let excessive = figure(&EXCESSIVE, 3).and_then(|p| p.parse::<u64>().ok());
             d.title = match used {
                 Some(u) => format!("Uncoalesced global access: {u:.1} of 32 bytes used per sector"),
                 None => "Uncoalesced global access".to_string(),
@@ -798,7 +870,10 @@ fn describe(
             let value = |m: &str| metric(ctx, scope, d.kernel.as_deref(), m);
             let what = |m: &str| limits.iter().find(|(l, _)| *l == m).map(|(_, w)| *w);
             let candidates: Vec<(f64, &str)> = if said.is_empty() {
-                limits.iter().filter_map(|(m, w)| Some((value(m)?, *w))).collect()
+                limits
+                    .iter()
+                    .filter_map(|(m, w)| Some((value(m)?, *w)))
+                    .collect()
             } else {
                 said.iter()
                     .filter_map(|(_, m)| Some((value(m)?, what(m)?)))
@@ -813,11 +888,13 @@ fn describe(
             if binding.contains(&"the blocks an SM can hold") {
                 binding = vec!["the blocks an SM can hold"];
             }
-            let names = crate::text::join_words(
-                &binding.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
-            );
+            let names =
+                crate::text::join_words(&binding.iter().map(|w| w.to_string()).collect::<Vec<_>>());
             d.title = match fewest {
-                Some(blocks) => format!("Occupancy limited by {names}: {blocks:.0} blocks per SM"),
+                Some(blocks) => format!(
+                    "Occupancy limited by {names}: {} per SM",
+                    crate::text::plural(blocks as u64, "block", "blocks")
+                ),
                 None => "Low theoretical occupancy".to_string(),
             };
             d.explanation = format!(
@@ -827,8 +904,13 @@ fn describe(
                     .unwrap_or_default(),
                 fewest
                     .map(|b| format!(
-                        ", because {names} {} only {b:.0} blocks per SM",
-                        if binding.len() > 1 { "allow" } else { "allows" }
+                        ", because {names} {} only {} per SM",
+                        if binding.len() > 1 || names == "registers" {
+                            "allow"
+                        } else {
+                            "allows"
+                        },
+                        crate::text::plural(b as u64, "block", "blocks")
                     ))
                     .unwrap_or_default(),
                 at(String::new())
@@ -836,14 +918,20 @@ fn describe(
             let fixes: Vec<&str> = binding
                 .iter()
                 .map(|w| match *w {
-                    "shared memory" => "Use less shared memory per block (a smaller tile, or \
-                                        fewer stages), so more blocks fit on an SM.",
-                    "registers" => "Cap registers (`__launch_bounds__`, `-maxrregcount`) or \
-                                    restructure to keep fewer values live.",
-                    "the blocks an SM can hold" => "Launch larger blocks: an SM holds at most \
+                    "shared memory" => {
+                        "Use less shared memory per block (a smaller tile, or \
+                                        fewer stages), so more blocks fit on an SM."
+                    }
+                    "registers" => {
+                        "Cap registers (`__launch_bounds__`, `-maxrregcount`) or \
+                                    restructure to keep fewer values live."
+                    }
+                    "the blocks an SM can hold" => {
+                        "Launch larger blocks: an SM holds at most \
                                                     32 blocks, so small blocks leave most of its \
                                                     warp slots empty; 128 to 256 threads per \
-                                                    block lift the limit.",
+                                                    block lift the limit."
+                    }
                     _ => "Launch larger blocks or more of them per SM.",
                 })
                 .collect();
@@ -856,12 +944,12 @@ fn describe(
 /// latency-bound (its `SOLBottleneck` rule).
 const LATENCY_BOUND_PCT: f64 = 60.0;
 
-/// A kernel's memory and compute throughput (percent of peak) when both are under ncu's
-/// latency-bound mark.
-fn latency_bound(ctx: &Ctx, scope: Scope, kernel: Option<&str>) -> Option<(f64, f64)> {
+/// A kernel's memory and compute throughput, in percent of the GPU's peak (ncu's Speed Of
+/// Light).
+fn throughput(ctx: &Ctx, scope: Scope, kernel: Option<&str>) -> Option<(f64, f64)> {
     let memory = metric(ctx, scope, kernel, "Memory Throughput")?;
     let compute = metric(ctx, scope, kernel, "Compute (SM) Throughput")?;
-    (memory < LATENCY_BOUND_PCT && compute < LATENCY_BOUND_PCT).then_some((memory, compute))
+    Some((memory, compute))
 }
 
 /// A metric's value for a kernel in a scope.
@@ -899,16 +987,25 @@ fn microseconds(metric: &parsers::Metric) -> Option<f64> {
     Some(metric.value * scale)
 }
 
-/// The source-page lines of a kernel in a config's profile (any source page, without one).
-fn source_lines<'j>(
-    ctx: &Ctx<'j, '_>,
-    config: Option<&str>,
-    kernel: Option<&str>,
-) -> Vec<&'j SourceLine> {
-    ctx.joined
+/// The source-page lines of a kernel in a scope: the source page its profiling run exported
+/// beside the log (else every source page of the config; any page without a config).
+fn source_lines<'j>(ctx: &Ctx<'j, '_>, scope: Scope, kernel: Option<&str>) -> Vec<&'j SourceLine> {
+    let j = ctx.joined;
+    let dir = |path: &str| std::path::Path::new(path).parent().map(|p| p.to_path_buf());
+    let log_dir = scope
+        .log
+        .and_then(|i| j.source(i))
+        .and_then(|s| dir(s.path));
+    let pages: Vec<&Source> = j
         .sources
         .iter()
-        .filter(|s| config.is_none() || s.config == config)
+        .filter(|s| scope.config.is_none() || s.config == scope.config)
+        .filter(|s| !s.log.source_lines.is_empty())
+        .collect();
+    let beside = log_dir.is_some() && pages.iter().any(|s| dir(s.path) == log_dir);
+    pages
+        .into_iter()
+        .filter(|s| !beside || dir(s.path) == log_dir)
         .flat_map(|s| &s.log.source_lines)
         .filter(|l| kernel.is_none_or(|k| kernel_base(&l.function) == k))
         .collect()

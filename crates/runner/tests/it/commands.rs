@@ -132,7 +132,8 @@ fn profile_wraps_the_harness_in_ncu_without_touching_clocks_and_keeps_its_report
         command("profile", Some("d64")),
         words(
             "ncu --clock-control none --import-source yes -f \
-             -o artifacts/RUN/profile/d64/sm_90/seed-f16/profile --section SpeedOfLight \
+             -o artifacts/RUN/profile/d64/sm_90/seed-f16/profile --section SourceCounters \
+             --section SpeedOfLight \
              runner harness --cubin artifacts/RUN/compile/d64/sm_90/attention.cubin \
              --kernel attention_fwd_f16 --shape 2,8,512,64 --dtype f16 --mode once --config d64 \
              --out artifacts/RUN/profile/d64/sm_90/seed-f16/harness.json"
