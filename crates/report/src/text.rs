@@ -467,6 +467,24 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
     }
 }
 
+/// The text with its first character in lower case, to continue a sentence with a title.
+pub fn lowercase_first(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// The text with its first character in upper case, to start a sentence with a clause.
+pub fn uppercase_first(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -584,23 +602,5 @@ mod tests {
             html_text("Check `k<4>` & more"),
             "Check k&lt;4&gt; &amp; more"
         );
-    }
-}
-
-/// The text with its first character in lower case, to continue a sentence with a title.
-pub fn lowercase_first(s: &str) -> String {
-    let mut chars = s.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
-/// The text with its first character in upper case, to start a sentence with a clause.
-pub fn uppercase_first(s: &str) -> String {
-    let mut chars = s.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
     }
 }
