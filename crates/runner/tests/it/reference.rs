@@ -600,3 +600,53 @@ fn each_slow_kernel_config_ranks_its_planted_cause_first() {
         "{md}"
     );
 }
+
+/// `runner diff` shows a performance cause that went and one that appeared: B is the
+/// slow-kernels reference run with the `regs` config's profile replaced by the `fast` config's
+/// (real exports of the same run), as if `poly` had been fixed.
+#[test]
+fn diff_shows_a_performance_cause_that_went_and_one_that_appeared() {
+    let reference =
+        repo().join("examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a");
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for to in [&a, &b] {
+        copy_tree(&reference, to);
+    }
+    let profile = |run: &Path, config: &str| run.join(format!("profile/{config}/sm_90"));
+    for log in ["ncu.csv", "source.csv.gz"] {
+        std::fs::copy(profile(&b, "fast").join(log), profile(&b, "regs").join(log)).unwrap();
+    }
+    let diff = |from: &Path, to: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_runner"))
+            .arg("diff")
+            .args([from, to])
+            .output()
+            .expect("run the runner")
+    };
+    let title = "**Occupancy limited by registers: 1 block per SM**";
+    let fixed = diff(&a, &b);
+    let text = String::from_utf8_lossy(&fixed.stdout);
+    assert_eq!(fixed.status.code(), Some(0), "{text}");
+    let section = text.split("## Fixed root causes").nth(1).unwrap_or("");
+    let section = section.split("\n## ").next().unwrap_or("");
+    assert!(section.contains(title), "{text}");
+    let appeared = diff(&b, &a);
+    let text = String::from_utf8_lossy(&appeared.stdout);
+    assert_eq!(appeared.status.code(), Some(1), "{text}");
+    let section = text.split("## New root causes").nth(1).unwrap_or("");
+    let section = section.split("\n## ").next().unwrap_or("");
+    assert!(section.contains(title), "{text}");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_tree(&path, &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(&path, to.join(entry.file_name())).unwrap();
+        }
+    }
+}
