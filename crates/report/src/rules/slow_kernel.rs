@@ -460,6 +460,7 @@ fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Dr
 /// config, when the run has both. The benchmark furthest behind its baseline is named.
 fn against_baseline(ctx: &Ctx, drafts: &mut [Draft]) {
     let timings = crate::timings::timings(ctx.joined);
+    let harness = crate::tables::bench_rows(ctx.joined);
     for d in drafts.iter_mut() {
         let slowest = timings
             .rows
@@ -475,8 +476,39 @@ fn against_baseline(ctx: &Ctx, drafts: &mut [Draft]) {
                 md_code(&row.bench.timing.name),
                 row.statistic.unwrap_or("mean")
             ));
+        } else if let Some(line) = against_harness_baseline(&harness, d) {
+            d.explanation.push_str(&line);
         }
     }
+}
+
+/// The built-in kernel's benchmark against the baseline's (SDPA) in the same run: the case
+/// where the cause's config runs furthest behind the fastest baseline timed the same way.
+fn against_harness_baseline(rows: &[crate::tables::BenchRow], d: &mut Draft) -> Option<String> {
+    let config = d.config.as_deref()?;
+    let (kernel, baseline, ratio) = rows
+        .iter()
+        .filter(|r| !r.baseline && r.implementation == config && r.p50_us > 0.0)
+        .filter_map(|k| {
+            let fastest = rows
+                .iter()
+                .filter(|b| b.baseline && b.case == k.case && b.timing == k.timing)
+                .filter(|b| b.cache == k.cache && b.p50_us > 0.0)
+                .min_by(|a, b| a.p50_us.total_cmp(&b.p50_us))?;
+            Some((k, fastest, fastest.p50_us / k.p50_us))
+        })
+        .min_by(|a, b| a.2.total_cmp(&b.2))?;
+    d.figures.insert("baseline_ratio".into(), json!(ratio));
+    Some(format!(
+        " In this run's benchmark, config {} at {} runs at {ratio:.2}x the speed of {} (p50 \
+         {:.1} µs against {:.1} µs, timed the same way; below 1 it is slower), at {:.0} TFLOP/s.",
+        md_code(config),
+        kernel.case.label(),
+        md_code(&baseline.implementation),
+        kernel.p50_us,
+        baseline.p50_us,
+        kernel.tflops
+    ))
 }
 
 /// The least a chain of multiply-adds must run to read as a dot product (a matrix product's

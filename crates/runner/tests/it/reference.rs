@@ -650,3 +650,28 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A performance cause on the built-in kernel says what makes it matter: the run's own
+/// benchmark of that config against SDPA, in the case where it is furthest behind.
+#[test]
+fn a_built_in_performance_cause_carries_its_benchmark_against_sdpa() {
+    let run = repo().join("artifacts/reference/20261122T040342Z-75f379fd");
+    let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
+    let cause = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .find(|d| {
+            d["rule"] == "slow-kernel"
+                && d["config"] == "d128_m128_n32_s2_w4"
+                && d["figures"]["baseline_ratio"].is_number()
+        })
+        .unwrap_or_else(|| panic!("no cause with a baseline ratio: {json:#}"));
+    assert!(
+        cause["explanation"].as_str().is_some_and(|e| e.contains(
+            "config `d128_m128_n32_s2_w4` at B=4 H=16 S=4096 D=128 bf16 runs at 0.51x the \
+             speed of `sdpa:default` (p50 1621.3 µs against 833.0 µs"
+        )),
+        "{cause:#}"
+    );
+}
