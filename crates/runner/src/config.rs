@@ -148,18 +148,21 @@ impl Program {
 }
 
 /// `toolchain:`: the CUDA version to provision when none is installed, and tool overrides.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+/// Optional: without it the tools installed are used and nothing is provisioned.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Toolchain {
     /// The CUDA compiler version the pipeline expects, e.g. `13.0.88`; names the provisioned
-    /// cache directory.
+    /// cache directory. Empty: no version pinned.
+    #[serde(default)]
     pub cuda: String,
-    /// Whether to install the pinned wheels when no CUDA compiler is found.
+    /// Whether to install the pinned wheels when no CUDA compiler is found (the default when
+    /// `toolchain:` is written).
     #[serde(default = "yes")]
     pub provision: bool,
     /// PyPI wheel name to exact version. Every wheel is pinned: an unpinned one pulls the newest
     /// release of its dependencies.
-    #[serde(deserialize_with = "unique")]
+    #[serde(default, deserialize_with = "unique")]
     pub wheels: BTreeMap<String, String>,
     /// Tool name to an explicit path (relative to the pipeline file), bypassing discovery.
     #[serde(default, deserialize_with = "unique")]
@@ -321,15 +324,36 @@ impl Pipeline {
             _ => PathBuf::from("."),
         };
         let locate = |error: ConfigError| located(error, text);
+        let raw_target = raw.target;
         let mut pipeline = Pipeline {
             path: path.to_path_buf(),
             root,
             kernel: raw.kernel,
-            target: raw.target,
+            target: raw_target.clone(),
             toolchain: raw.toolchain,
-            matrix: raw.matrix,
+            matrix: match raw.matrix {
+                Some(matrix) => matrix,
+                // A target needs no matrix: one config, built for the default arch.
+                None if raw_target.is_some() => Matrix {
+                    arch: default_arch(),
+                    configs: BTreeMap::from([("default".to_string(), Config::default())]),
+                },
+                None => {
+                    return Err(located(
+                        ConfigError::Semantic {
+                            path: path.to_path_buf(),
+                            at: None,
+                            key: "matrix".into(),
+                            message: "the built-in kernel needs `matrix:` with its configs (the \
+                                      defines each build gets)"
+                                .into(),
+                        },
+                        text,
+                    ));
+                }
+            },
             cases: raw.cases,
-            stages: order_stages(path, raw.stages).map_err(locate)?,
+            stages: order_stages(path, raw.stages, raw_target.as_ref()).map_err(locate)?,
             grace: raw.grace.map_or(Duration::from_secs(5), |g| g.0),
         };
         pipeline.validate().map_err(locate)?;
@@ -474,7 +498,15 @@ impl Pipeline {
                 ));
             }
         }
-        if !is_version(&self.toolchain.cuda) {
+        if self.toolchain.provision && self.toolchain.cuda.is_empty() {
+            return Err(err(
+                "toolchain.cuda".into(),
+                "provisioning needs the CUDA version to install, such as 13.0.88 (or \
+                 `provision: false` to use what is installed)"
+                    .into(),
+            ));
+        }
+        if !self.toolchain.cuda.is_empty() && !is_version(&self.toolchain.cuda) {
             return Err(err(
                 "toolchain.cuda".into(),
                 format!(
@@ -1028,6 +1060,48 @@ fn default_timeout(kind: StageKind) -> Duration {
     Duration::from_secs(60 * minutes)
 }
 
+/// The needs a stage of a target has when pipeline.yaml does not say: the tools its own
+/// commands start that the preflight knows (the build's, the program's or the baseline's first
+/// word; `python3` for a Python program), and compute-sanitizer or ncu around it.
+pub fn target_needs(kind: StageKind, target: &Target, command: &[String]) -> Needs {
+    // A command's first word when it is a tool the preflight knows (`nvcc`, `python3`, ...).
+    let named = |argv: &[String]| -> Vec<String> {
+        argv.first()
+            .filter(|w| KNOWN_TOOLS.contains(&w.as_str()) && w.as_str() != "harness")
+            .map(|w| vec![w.clone()])
+            .unwrap_or_default()
+    };
+    let program = if target.program.is_python() {
+        vec!["python3".to_string()]
+    } else {
+        named(&target.program.command)
+    };
+    let (gpu, mut tools): (bool, Vec<String>) = match kind {
+        StageKind::Compile => (
+            false,
+            target
+                .build
+                .as_ref()
+                .map(|b| named(&b.command))
+                .unwrap_or_default(),
+        ),
+        StageKind::Sass => (false, vec!["cuobjdump".to_string()]),
+        StageKind::Report => (false, Vec::new()),
+        StageKind::Baseline if !command.is_empty() => (true, named(command)),
+        StageKind::Profile => (true, vec!["ncu".to_string()]),
+        kind if is_sanitizer(kind) => (true, vec!["compute-sanitizer".to_string()]),
+        _ => (true, Vec::new()),
+    };
+    if !matches!(
+        kind,
+        StageKind::Compile | StageKind::Sass | StageKind::Report
+    ) && !(kind == StageKind::Baseline && !command.is_empty())
+    {
+        tools.extend(program);
+    }
+    Needs { gpu, tools }
+}
+
 /// The needs a stage kind has when pipeline.yaml does not say.
 pub fn default_needs(kind: StageKind) -> Needs {
     let (gpu, tools): (bool, &[&str]) = match kind {
@@ -1048,7 +1122,21 @@ pub fn default_needs(kind: StageKind) -> Needs {
     }
 }
 
-fn order_stages(path: &Path, raw: BTreeMap<String, RawStage>) -> Result<Vec<Stage>, ConfigError> {
+fn order_stages(
+    path: &Path,
+    mut raw: BTreeMap<String, RawStage>,
+    target: Option<&Target>,
+) -> Result<Vec<Stage>, ConfigError> {
+    // A report is written unless the pipeline disables it (`report: { enabled: false }`).
+    let reports = |name: &String, stage: &RawStage| {
+        stage
+            .kind
+            .as_deref()
+            .map_or(name == "report", |k| k == "report")
+    };
+    if !raw.iter().any(|(name, stage)| reports(name, stage)) && !raw.contains_key("report") {
+        raw.insert("report".to_string(), RawStage::default());
+    }
     let mut stages = Vec::with_capacity(raw.len());
     for (name, stage) in raw {
         let kind = match stage.kind.as_deref() {
@@ -1092,7 +1180,10 @@ fn order_stages(path: &Path, raw: BTreeMap<String, RawStage>) -> Result<Vec<Stag
             kind,
             enabled: stage.enabled.unwrap_or(true),
             timeout: stage.timeout.map_or_else(|| default_timeout(kind), |t| t.0),
-            needs: stage.needs.unwrap_or_else(|| default_needs(kind)),
+            needs: stage.needs.unwrap_or_else(|| match target {
+                Some(target) => target_needs(kind, target, &stage.command),
+                None => default_needs(kind),
+            }),
             args: stage.args,
             harness_args: stage.harness_args,
             cases: stage.cases,
@@ -1664,8 +1755,10 @@ struct RawPipeline {
     kernel: Option<Kernel>,
     #[serde(default)]
     target: Option<Target>,
+    #[serde(default)]
     toolchain: Toolchain,
-    matrix: Matrix,
+    #[serde(default)]
+    matrix: Option<Matrix>,
     #[serde(default, deserialize_with = "unique")]
     cases: BTreeMap<String, Case>,
     #[serde(deserialize_with = "unique")]
@@ -1674,7 +1767,7 @@ struct RawPipeline {
     grace: Option<HumanDuration>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawStage {
     #[serde(default)]

@@ -173,7 +173,9 @@ pub fn discover(
     interrupt: &Interrupt,
     facts: &mut Facts,
 ) -> Toolchain {
-    let provisioned = cache_dir(env, &pipeline.toolchain.cuda)
+    let provisioned = Some(&pipeline.toolchain.cuda)
+        .filter(|version| !version.is_empty())
+        .and_then(|version| cache_dir(env, version))
         .filter(|dir| stamp_matches(dir, &pipeline.toolchain))
         .and_then(|dir| provisioned_bin(&dir));
     if let Some(bin) = &provisioned {

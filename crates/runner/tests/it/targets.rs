@@ -358,3 +358,66 @@ fn a_bench_without_timings_is_inconclusive() {
     let bench = stage(&project.manifest(), "bench").clone();
     assert_eq!(bench["status"], "inconclusive", "{bench:#}");
 }
+
+/// `runner check` on a target whose stages say no `needs:` lists what each really starts: the
+/// build's command, the program (here `python3`) inside compute-sanitizer or ncu, never the
+/// built-in kernel's harness.
+#[test]
+fn check_states_a_targets_true_needs() {
+    let project = Project::new();
+    project.write("src/app.py", "print('stand-in')\n");
+    project.pipeline(
+        "target:\n  sources: [src]\n  build:\n    command: [nvcc, -o, \"{build_dir}/x\", src/x.cu]\n\
+         \x20 program:\n    command: [python3, src/app.py]\n\
+         stages:\n  build: {}\n  memcheck: {}\n  check: {}\n  profile: {}\n  sass: {}\n  report: {}\n",
+    );
+    let out = project.run(&["check", "pipeline.yaml"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    assert_eq!(code(&out), 0, "{text}");
+    let needs = |stage: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(stage))
+            .and_then(|l| l.split("needs ").nth(1))
+            .unwrap_or_else(|| panic!("no {stage} line: {text}"))
+            .to_string()
+    };
+    assert_eq!(needs("build"), "nvcc");
+    assert_eq!(needs("memcheck"), "gpu, compute-sanitizer, python3");
+    assert_eq!(needs("check"), "gpu, python3");
+    assert_eq!(needs("profile"), "gpu, ncu, python3");
+    assert_eq!(needs("sass"), "cuobjdump");
+    assert!(!text.contains("harness"), "{text}");
+}
+
+/// A first pipeline needs neither `toolchain:` (the tools installed are used) nor `matrix:`
+/// (one config) nor `report:` (a report is written unless disabled).
+#[test]
+fn a_pipeline_without_toolchain_matrix_or_report_runs_and_writes_its_report() {
+    let project = Project::new();
+    project.write("src/app.sh", "echo ok\n");
+    project.pipeline(
+        "target:\n  sources: [src]\n  program:\n    command: [sh, src/app.sh]\n\
+         stages:\n  check: {}\n",
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    let runs = project.runs();
+    let run = runs.last().unwrap_or_else(|| panic!("no run: {text}"));
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    let report = stage(&manifest, "report");
+    assert_eq!(report["status"], "passed", "{manifest:#}");
+    let id = run.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        project.root.join(format!("reports/{id}.md")).is_file(),
+        "{text}"
+    );
+    // Disabled, it is not written.
+    project.pipeline(
+        "target:\n  sources: [src]\n  program:\n    command: [sh, src/app.sh]\n\
+         stages:\n  check: {}\n  report: { enabled: false }\n",
+    );
+    let out = project.run(&["check", "pipeline.yaml"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("report     report     disabled"), "{text}");
+}
