@@ -1092,11 +1092,13 @@ pub fn target_needs(kind: StageKind, target: &Target, command: &[String]) -> Nee
         kind if is_sanitizer(kind) => (true, vec!["compute-sanitizer".to_string()]),
         _ => (true, Vec::new()),
     };
-    if !matches!(
-        kind,
-        StageKind::Compile | StageKind::Sass | StageKind::Report
-    ) && !(kind == StageKind::Baseline && !command.is_empty())
-    {
+    // The stages that run the program (a baseline with its own command runs that instead).
+    let runs_program = match kind {
+        StageKind::Compile | StageKind::Sass | StageKind::Report => false,
+        StageKind::Baseline => command.is_empty(),
+        _ => true,
+    };
+    if runs_program {
         tools.extend(program);
     }
     Needs { gpu, tools }
