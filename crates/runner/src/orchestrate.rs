@@ -723,9 +723,9 @@ impl Executor<'_> {
             }
         }
         let command = self.command(&invocation, stage_cfg, &dest, device);
-        let gpu = match crate::schedule::class(self.pipeline, unit) {
+        let gpu = match crate::schedule::class(unit) {
             Class::SharedGpu => Some(false),
-            Class::Alone | Class::Machine => Some(true),
+            Class::Alone => Some(true),
             Class::Free | Class::Cpu => None,
         };
         let outcome = match self

@@ -2,15 +2,18 @@
 //!
 //! Every unit has a class by the resource it needs:
 //! - CPU work (compile, SASS) runs beside anything but a unit that runs alone, up to `jobs`;
-//! - GPU work that tolerates company (the sanitizers, check, stress of the built-in kernel)
-//!   shares the GPU, up to `gpu_jobs` at once;
+//! - GPU work that tolerates company (the sanitizers, check, stress; the built-in kernel's or
+//!   a target's program alike) shares the GPU, up to `gpu_jobs` at once;
 //! - timing and profiling (bench, baseline, profile) run alone: nothing else runs beside them,
 //!   so their timings and counters stay clean. That includes CPU work: launch-bound timings
 //!   are host timings too (measured on an H100: SDPA's seed-shape p50 timed with events went
 //!   from 42 to 108 us with four compiles beside it, its graph replays from 9.4 to 10.1 us);
-//! - a target's program also runs alone (two instances of a user's program, or the program and
-//!   its build, may share its build directory), and with several GPUs still has the machine;
 //! - a unit planned as skipped takes no resource.
+//!
+//! Two units of a target's program may run at once: each has its own output file
+//! (`EXHIBIT_OUT`) and unit directory, a program runs only once its config's build ended, and
+//! the JIT caches two of them may share (`TORCH_EXTENSIONS_DIR`, `TRITON_CACHE_DIR`) lock or
+//! write atomically.
 //!
 //! With several GPUs (`--gpus`), each GPU has its own share of GPU units and its own "alone":
 //! a bench on GPU 1 waits for nothing on GPU 0, and CPU units may run beside it. A GPU unit
@@ -38,8 +41,6 @@ pub enum Class {
     SharedGpu,
     /// Has its GPU to itself; with one GPU, the machine.
     Alone,
-    /// Has the machine to itself: nothing runs beside it.
-    Machine,
 }
 
 /// Units sharing one GPU at once unless `--gpu-jobs` says otherwise.
@@ -93,7 +94,7 @@ impl Scheduler {
         limits: Limits,
         skip: impl Fn(&Unit) -> bool,
     ) -> Scheduler {
-        let classes: Vec<Class> = plan.units.iter().map(|u| class(pipeline, u)).collect();
+        let classes: Vec<Class> = plan.units.iter().map(class).collect();
         let dependencies = plan
             .units
             .iter()
@@ -180,11 +181,10 @@ impl Scheduler {
         };
         let busy = running(Class::Cpu, None)
             + running(Class::SharedGpu, None)
-            + running(Class::Alone, None)
-            + running(Class::Machine, None);
-        // A target's program has the machine; with one GPU, so has a unit that runs alone.
+            + running(Class::Alone, None);
+        // With one GPU a unit that runs alone has the machine.
         let one_gpu = self.limits.gpus == 1;
-        if running(Class::Machine, None) > 0 || (one_gpu && running(Class::Alone, None) > 0) {
+        if one_gpu && running(Class::Alone, None) > 0 {
             return (class == Class::Free).then_some(None);
         }
         let gpu_free = |g: usize| {
@@ -203,24 +203,18 @@ impl Scheduler {
                 .map(Some),
             Class::Alone if one_gpu => (busy == 0).then_some(Some(0)),
             Class::Alone => (0..self.limits.gpus).find(|&g| gpu_idle(g)).map(Some),
-            Class::Machine => (busy == 0).then_some(Some(0)),
         }
     }
 }
 
 /// The class of a unit.
-pub fn class(pipeline: &Pipeline, unit: &Unit) -> Class {
+pub fn class(unit: &Unit) -> Class {
     if unit.blocked.is_some() {
         return Class::Free;
     }
     match unit.kind {
         StageKind::Compile | StageKind::Sass | StageKind::Report => Class::Cpu,
-        StageKind::Bench | StageKind::Baseline | StageKind::Profile
-            if pipeline.target.is_none() =>
-        {
-            Class::Alone
-        }
-        _ if pipeline.target.is_some() => Class::Machine,
+        StageKind::Bench | StageKind::Baseline | StageKind::Profile => Class::Alone,
         _ => Class::SharedGpu,
     }
 }

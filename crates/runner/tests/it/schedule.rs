@@ -316,3 +316,59 @@ fn a_unit_that_runs_alone_has_the_machine_not_only_the_gpu() {
         }
     }
 }
+
+/// A target's program units share the GPU like the built-in kernel's: memcheck and check of
+/// three configs run side by side (never more than `--gpu-jobs`), while its bench and profile
+/// have the machine.
+#[test]
+fn a_targets_program_units_share_the_gpu_and_its_timings_run_alone() {
+    let project = Project::new();
+    project.tool("compute-sanitizer", &wrapper("compute-sanitizer"));
+    project.tool("ncu", &wrapper("ncu"));
+    project.write(
+        "src/app.sh",
+        &format!("{LOG}\nlog start \"program-$1-$$\"\nsleep 0.4\nlog end \"program-$1-$$\"\n")
+            .replace("$(dirname \"$0\")", "$(dirname \"$0\")/../bin"),
+    );
+    let cpu = "needs: { gpu: false }";
+    project.pipeline(&format!(
+        "target:\n  sources: [src]\n  program:\n    command: [sh, src/app.sh, check]\n\
+         toolchain:\n  provision: false\n  tools:\n    compute-sanitizer: bin/compute-sanitizer\n    ncu: bin/ncu\n\
+         matrix:\n  configs: {{ a: {{}}, b: {{}}, c: {{}} }}\n\
+         stages:\n\
+         \x20 memcheck:\n    timeout: 30s\n    needs: {{ gpu: false, tools: [compute-sanitizer] }}\n\
+         \x20 check:\n    timeout: 30s\n    {cpu}\n\
+         \x20 bench:\n    timeout: 30s\n    {cpu}\n    command: [sh, src/app.sh, bench]\n\
+         \x20 profile:\n    timeout: 30s\n    needs: {{ gpu: false, tools: [ncu] }}\n"
+    ));
+    let out = project.run(&["pipeline.yaml", "--jobs", "8", "--gpu-jobs", "4"]);
+    assert!(code(&out) <= 3, "{}", stderr(&out));
+    let all = intervals(&project);
+    let alone: Vec<&Interval> = all
+        .iter()
+        .filter(|i| i.what.starts_with("program-bench") || i.what.starts_with("ncu"))
+        .collect();
+    assert_eq!(alone.len(), 6, "{all:#?}");
+    for a in &alone {
+        for b in all.iter().filter(|b| b.what != a.what) {
+            assert!(!overlap(a, b), "{} overlapped {}", a.what, b.what);
+        }
+    }
+    let shared: Vec<&Interval> = all
+        .iter()
+        .filter(|i| i.what.starts_with("compute-sanitizer") || i.what.starts_with("program-check"))
+        .collect();
+    assert_eq!(shared.len(), 6, "{all:#?}");
+    let most = shared
+        .iter()
+        .map(|a| {
+            shared
+                .iter()
+                .filter(|b| b.start <= a.start && a.start < b.end)
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(most >= 2, "no two program units ran at once: {shared:#?}");
+    assert!(most <= 4, "more than --gpu-jobs 4 at once: {shared:#?}");
+}
