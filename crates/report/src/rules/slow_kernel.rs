@@ -793,6 +793,28 @@ fn describe(
                      element (`tile[32][33]`), or swizzle the column index (XOR with the row); a \
                      column read of a 32-wide float tile is 32-way otherwise."
                 .to_string();
+            if let Some((what, calls)) = hot.and_then(|l| wmma_fragment(ctx, l, lines)) {
+                d.explanation.push_str(&format!(
+                    " That line is the toolkit's WMMA {what}, inlined into the kernel from its \
+                     `wmma::{}` calls{}: a fragment moves 16 rows of the shared tile at once, and \
+                     with a leading dimension (`ldm`) that is a multiple of 128 bytes every row \
+                     starts in the same bank.",
+                    if what.starts_with("store") {
+                        "store_matrix_sync"
+                    } else {
+                        "load_matrix_sync"
+                    },
+                    if calls.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", crate::text::join_words(&calls))
+                    }
+                ));
+                d.fix = "Pad the shared tile's rows by 16 bytes (8 halves, 4 floats): \
+                         `__half tile[ROWS][COLS + 8]`, passed as `ldm = COLS + 8`, so the rows \
+                         of a fragment start in different banks."
+                    .to_string();
+            }
         }
         Class::Uncoalesced => {
             let used = figure(&BYTES_USED, 1).and_then(|u| u.parse::<f64>().ok());
@@ -970,6 +992,50 @@ fn describe(
             d.fix = fixes.join(" ");
         }
     }
+}
+
+/// When a hot line is the toolkit's WMMA fragment load or store (`__hmma_m16n16k16_ld_b` in
+/// `crt/mma.hpp`, inlined): what it moves, and the kernel's own lines that call it, as
+/// `file:line` (at most six).
+fn wmma_fragment(
+    ctx: &Ctx,
+    hot: &SourceLine,
+    lines: &[&SourceLine],
+) -> Option<(&'static str, Vec<String>)> {
+    let repo = &ctx.joined.repo_files;
+    if repo.contains(&relative_path(&hot.file, repo)) {
+        return None;
+    }
+    let text = &hot.text;
+    let what = if !text.contains("__hmma_") {
+        return None;
+    } else if text.contains("_ld_a") {
+        "load of a `matrix_a` fragment"
+    } else if text.contains("_ld_b") {
+        "load of a `matrix_b` fragment"
+    } else if text.contains("_ld_c") {
+        "load of an accumulator fragment"
+    } else if text.contains("_st_c") {
+        "store of an accumulator fragment"
+    } else {
+        return None;
+    };
+    let call = if what.starts_with("store") {
+        "store_matrix_sync"
+    } else {
+        "load_matrix_sync"
+    };
+    let mut calls: Vec<String> = lines
+        .iter()
+        .filter(|l| l.function == hot.function && l.text.contains(call))
+        .map(|l| (relative_path(&l.file, repo), l.line))
+        .filter(|(file, _)| repo.contains(file))
+        .map(|(file, line)| md_code(&format!("{file}:{line}")))
+        .collect();
+    calls.sort();
+    calls.dedup();
+    calls.truncate(6);
+    Some((what, calls))
 }
 
 /// Below this share of the GPU's peak memory and compute throughput ncu calls a kernel
