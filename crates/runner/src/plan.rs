@@ -135,7 +135,11 @@ pub fn plan(
                 for config in stage_configs {
                     for arch in pipeline.archs_of(config) {
                         let mut u = unit(Some(config), Some(arch), None);
-                        attach_compile(&mut u, &compile_units, &units, pipeline);
+                        // A target's SASS needs no build of its own: the program's JIT caches
+                        // land in the config's build directory too.
+                        if pipeline.target.is_none() || !compile_units.is_empty() {
+                            attach_compile(&mut u, &compile_units, &units, pipeline);
+                        }
                         units.push(u);
                     }
                 }

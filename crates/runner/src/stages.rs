@@ -761,7 +761,9 @@ fn target_invocation(
         }
         StageKind::Sass => {
             cmd.tool("cuobjdump", tool_path("cuobjdump")?);
-            cmd.word("-sass");
+            // The SASS and, for the kernels no ptxas log covers (JIT builds), their registers,
+            // stack frame and shared memory.
+            cmd.words(["-sass", "-res-usage"]);
             cmd.words(stage.args.iter().map(String::as_str));
             cmd.finish("cuobjdump", "products.log", "stderr.log", Vec::new())
         }

@@ -229,3 +229,36 @@ fn cuobjdump_and_nvdisasm_count_the_same_instructions() {
         .unwrap();
     assert!(s.hmma > 0 && s.ldsm > 0 && s.ldgsts > 0, "{s:?}");
 }
+
+/// `cuobjdump -sass -res-usage` on a fat binary (sm_80 and sm_90, captured with nvcc 13.0):
+/// each kernel's registers, stack frame and static shared memory join its SASS counts, and read
+/// as ptxas's figures for the same build do: from sm_90 on the driver's 1 KiB per block is taken
+/// off cuobjdump's SHARED.
+#[test]
+fn resource_usage_joins_the_sass_and_reads_as_ptxas_does() {
+    let text = crate::fixture("sass/cuda_cpp_fatbin_res_usage.log");
+    let log = parsers::parse(Format::Sass, &text);
+    assert!(log.complete);
+    let kernel = |name: &str, arch: &str| {
+        log.kernels
+            .iter()
+            .find(|k| k.mangled == name && k.arch.as_deref() == Some(arch))
+            .unwrap_or_else(|| panic!("{name} {arch}: {:#?}", log.kernels))
+    };
+    // (kernel, arch, ptxas's registers, ptxas's bytes smem)
+    for (name, arch, registers, shared) in [
+        ("_Z17stencil_1d_kernelPKfPfi", "sm_80", 18, 1048),
+        ("_Z16transpose_kernelPKfPfii", "sm_80", 30, 4224),
+        ("_Z16block_sum_kernelPKfPfi", "sm_80", 12, 1024),
+        ("_Z17stencil_1d_kernelPKfPfi", "sm_90", 22, 1048),
+        ("_Z16transpose_kernelPKfPfii", "sm_90", 30, 4224),
+        ("_Z16block_sum_kernelPKfPfi", "sm_90", 14, 1024),
+    ] {
+        let k = kernel(name, arch);
+        assert_eq!(k.registers, Some(registers), "{k:?}");
+        assert_eq!(k.shared_bytes, Some(shared), "{k:?}");
+        assert_eq!(k.stack_frame_bytes, Some(0), "{k:?}");
+        assert!(k.sass.as_ref().is_some_and(|s| s.total > 0), "{k:?}");
+    }
+    assert_eq!(log.kernels.len(), 6, "{:#?}", log.kernels);
+}

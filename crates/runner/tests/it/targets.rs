@@ -421,3 +421,54 @@ fn a_pipeline_without_toolchain_matrix_or_report_runs_and_writes_its_report() {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(text.contains("report     report     disabled"), "{text}");
 }
+
+/// A target with no build whose program compiles its kernels just in time (here it drops an
+/// ELF image into `$TRITON_CACHE_DIR`, as Triton does): the SASS stage runs after the program,
+/// finds the image in the config's build directory, and the report lists each kernel's SASS,
+/// registers and shared memory from `cuobjdump -sass -res-usage` (a stand-in printing a real
+/// listing: `crates/parsers/fixtures/sass/cuda_cpp_fatbin_res_usage.log`).
+#[test]
+fn a_jit_kernels_sass_and_registers_are_inventoried_without_a_build() {
+    let project = Project::new();
+    project.tool(
+        "cuobjdump",
+        &format!(
+            "#!/bin/sh\n# Stand-in for cuobjdump in tests: prints a captured listing.\n\
+             if [ \"$1\" = \"--version\" ]; then echo \"Cuda compilation tools, release 0.0, V0.0.0 (stand-in)\"; exit 0; fi\n\
+             echo \"$@\" >> \"$(dirname \"$0\")/cuobjdump.calls\"\n\
+             cat '{}/../parsers/fixtures/sass/cuda_cpp_fatbin_res_usage.log'\n",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+    );
+    project.write(
+        "src/jit.sh",
+        "mkdir -p \"$TRITON_CACHE_DIR/abc\"\nprintf '\\177ELF stand-in image' > \"$TRITON_CACHE_DIR/abc/kernel.cubin\"\n",
+    );
+    project.pipeline(
+        "target:\n  sources: [src]\n  program:\n    command: [sh, src/jit.sh]\n\
+         toolchain:\n  provision: false\n  tools:\n    cuobjdump: bin/cuobjdump\n\
+         stages:\n  check:\n    needs: { gpu: false }\n  sass: {}\n",
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    let manifest = project.manifest();
+    assert_eq!(
+        stage(&manifest, "sass")["status"],
+        "passed",
+        "{text}\n{manifest:#}"
+    );
+    let calls = std::fs::read_to_string(project.root.join("bin/cuobjdump.calls")).unwrap();
+    assert!(calls.contains("-sass -res-usage"), "{calls}");
+    assert!(calls.contains("jit/triton/abc/kernel.cubin"), "{calls}");
+    let run = project.runs().pop().expect("a run");
+    let report = project.run(&["report", run.to_str().unwrap(), "--format", "json"]);
+    let json: Value = serde_json::from_slice(&report.stdout).expect("JSON");
+    let kernels = json["kernels"].as_array().cloned().unwrap_or_default();
+    let transpose = kernels
+        .iter()
+        .find(|k| k["kernel"] == "transpose_kernel" && k["arch"] == "sm_90")
+        .unwrap_or_else(|| panic!("{:#}", json["kernels"]));
+    assert_eq!(transpose["registers"], 30, "{transpose:#}");
+    assert_eq!(transpose["static_shared_bytes"], 4224, "{transpose:#}");
+    assert_eq!(transpose["config"], "default", "{transpose:#}");
+}
