@@ -61,11 +61,11 @@ impl SassParser {
             self.instruction(rest, line);
             return;
         }
-        if let Some(name) = self.resources_of.take() {
-            if text.starts_with("REG:") {
-                self.resource_line(name, text);
-                return;
-            }
+        if let Some(name) = self.resources_of.take()
+            && text.starts_with("REG:")
+        {
+            self.resource_line(name, text);
+            return;
         }
         if let Some(name) = text.strip_prefix("Function : ") {
             self.start(name.trim());
