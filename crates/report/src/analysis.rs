@@ -798,6 +798,15 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                 .collect();
             idle.sort();
             idle.dedup();
+            // The kernels ncu measured that the program does not own (a framework's).
+            let config = sources
+                .iter()
+                .filter_map(|&i| joined.source(i))
+                .find_map(|s| s.config);
+            let (launches, foreign): (BTreeMap<_, _>, BTreeMap<_, _>) = launches
+                .into_iter()
+                .partition(|(kernel, _)| joined.is_own(config, kernel));
+            let kernels: Vec<String> = launches.keys().cloned().collect();
             let named: Vec<String> = launches
                 .iter()
                 .map(|(kernel, ids)| match ids.len() {
@@ -819,6 +828,13 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
             };
             if !idle.is_empty() {
                 text.push_str(&format!("; never launched: {}", idle.join(", ")));
+            }
+            if !foreign.is_empty() {
+                let names: Vec<String> = foreign.into_keys().collect();
+                text.push_str(&format!(
+                    "; also measured, not the program's own: {}",
+                    names.join(", ")
+                ));
             }
             text
         }

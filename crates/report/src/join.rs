@@ -539,6 +539,24 @@ impl<'a> Joined<'a> {
         self.targets.is_empty() || self.targets.contains(&kernel_base(kernel))
     }
 
+    /// Whether `kernel` is one the program's own build or JIT caches hold in `config`: the
+    /// kernels ptxas or the SASS inventory listed there. A kernel ncu measured outside that
+    /// inventory (a framework's own, launched by the same process) is not; with no inventory
+    /// for the config, every kernel is.
+    pub fn is_own(&self, config: Option<&str>, kernel: &str) -> bool {
+        let mut inventory = self
+            .kernels
+            .iter()
+            .filter(|k| k.config.as_deref() == config)
+            .filter(|k| k.resources.is_some() || k.sass.is_some())
+            .peekable();
+        if inventory.peek().is_none() {
+            return true;
+        }
+        let base = kernel_base(kernel);
+        inventory.any(|k| k.name == base)
+    }
+
     /// The kernels that are launched (or all, when nobody says which are).
     pub fn target_kernels(&self) -> impl Iterator<Item = &KernelView<'a>> {
         self.kernels.iter().filter(|k| self.is_target(&k.name))
@@ -640,14 +658,37 @@ impl<'a> Joined<'a> {
                 .stage
                 .is_none_or(|s| matches!(s.status, StageStatus::Passed | StageStatus::Findings));
             if is_sanitizer(source.kind) && !source.log.complete && concluded_stage {
+                let sanitizer_log = matches!(
+                    source.log.format,
+                    Format::ComputeSanitizer | Format::ComputeSanitizerXml
+                );
+                // The program's own results beside the sanitizer's log: what did not read.
+                let reason = if sanitizer_log {
+                    format!(
+                        "{} has no summary line (the tool stopped early or the log was cut)",
+                        source.path
+                    )
+                } else {
+                    format!(
+                        "{} does not read as {}{}",
+                        source.path,
+                        serde_json::to_value(source.log.format)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default(),
+                        source
+                            .log
+                            .unparsed_examples
+                            .first()
+                            .map(|e| format!(": {e}"))
+                            .unwrap_or_default()
+                    )
+                };
                 out.push(Unconcluded {
                     stage: source.stage_name(),
                     config: source.config.map(str::to_string),
                     what: "incomplete".to_string(),
-                    reason: Some(format!(
-                        "{} has no summary line (the tool stopped early or the log was cut)",
-                        source.path
-                    )),
+                    reason: Some(reason),
                 });
             } else if source.stage.is_none() && source.log.holds_nothing() {
                 // A loose log (`explain`) with nothing of its format in it.

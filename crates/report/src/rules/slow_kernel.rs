@@ -189,6 +189,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         };
         let finding = f.finding;
         let scope = scope_of(f);
+        // A kernel the process launched that the program does not own (a framework's, measured
+        // because it ran beside the program's own) is no cause of the program's.
+        if let Some(kernel) = finding.kernel.as_deref()
+            && !j.is_own(f.config.as_deref(), kernel)
+        {
+            continue;
+        }
         let detail = |k: &str| {
             finding
                 .details
@@ -532,6 +539,9 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
             }
             let kernel = kernel_base(&mix.function);
             let config = source.config;
+            if !j.is_own(config, &kernel) {
+                continue;
+            }
             if out.iter().any(|d| {
                 d.key == "no-tensor-cores"
                     && d.kernel.as_deref() == Some(&kernel)

@@ -135,9 +135,9 @@ fn the_profile_stage_measures_the_kernels_the_build_defined() {
     let project = Project::new();
     let ptxas = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../parsers/fixtures/ptxas/device_oob.log"
+        "/../parsers/fixtures/ptxas/slow_bank.log"
     );
-    // The build prints a real ptxas capture (two kernels) and writes the program.
+    // The build prints a real ptxas capture (slow.cu's seven kernels) and writes the program.
     project.write(
         "src/build.sh",
         &format!(
@@ -184,10 +184,24 @@ echo "==PROF== Disconnected from process 1"
     let out = project.run(&["pipeline.yaml"]);
     let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
         .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
-    assert!(
-        args.contains(
-            "--kernel-name-base mangled --kernel-name regex:^(_Z13read_past_endPKfPfii|_Z14write_past_endPfii)$"
-        ),
+    let filter = args
+        .split("--kernel-name-base mangled --kernel-name regex:^(")
+        .nth(1)
+        .and_then(|rest| rest.split(")$").next())
+        .unwrap_or_else(|| panic!("no kernel filter: {args}"));
+    let mut names: Vec<&str> = filter.split('|').collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "_Z10lookup_sumPKiPKfPfi",
+            "_Z12staged_scalePKfPfi",
+            "_Z4axpbPKfPfi",
+            "_Z4polyPKfPfi",
+            "_Z6matmulPK6__halfS1_Pfi",
+            "_Z6reducePKfPfi",
+            "_Z9transposePKfPf"
+        ],
         "{args}"
     );
     // The sections a diagnosis needs, with source correlation, into a report kept in the run.
