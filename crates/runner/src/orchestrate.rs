@@ -920,8 +920,18 @@ impl Executor<'_> {
                 key.files.insert("<build>".into(), identity);
             }
             if unit.kind == StageKind::Sass {
+                // The build's products; not the programs' JIT caches (`<build>/jit`): those
+                // follow from the sources and environment already in the key, and are absent
+                // when the program units were served from the cache.
+                let jit = self.build_dir(unit).map(|d| {
+                    let d = self.pipeline.resolve(&d.join("jit"));
+                    std::path::absolute(&d).unwrap_or(d)
+                });
                 for dir in self.product_dirs(unit) {
                     for (product, _) in crate::target::products(&[dir]) {
+                        if jit.as_ref().is_some_and(|j| product.starts_with(j)) {
+                            continue;
+                        }
                         let name = product
                             .strip_prefix(&self.pipeline.root)
                             .map_or_else(|_| slash(&product), slash);

@@ -705,3 +705,42 @@ fn a_built_in_performance_cause_carries_its_benchmark_against_sdpa() {
         "{cause:#}"
     );
 }
+
+/// `examples/triton/`: a Triton script with no build, run on an H100. Its kernel, compiled just
+/// in time, is inventoried (SASS, registers) by the SASS stage after the program; ncu measured
+/// PyTorch's reference softmax too, which is named apart and never taken for the program's.
+#[test]
+fn the_triton_examples_jit_kernel_is_inventoried_and_the_frameworks_is_not_its_own() {
+    let run = example_run("triton");
+    let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
+    assert_eq!(json["verdict"]["kind"], "clean", "{}", json["verdict"]);
+    let kernels = json["kernels"].as_array().expect("kernels");
+    let softmax = kernels
+        .iter()
+        .find(|k| k["kernel"] == "softmax_kernel")
+        .unwrap_or_else(|| panic!("{kernels:#?}"));
+    assert_eq!(softmax["registers"], 29, "{softmax:#}");
+    assert_eq!(softmax["arch"], "sm_90a", "{softmax:#}");
+    assert!(
+        !kernels.iter().any(|k| k["kernel"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("softmax_warp"))),
+        "{kernels:#?}"
+    );
+    assert!(
+        !json["diagnoses"]
+            .as_array()
+            .expect("diagnoses")
+            .iter()
+            .any(|d| d["kernel"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("softmax_warp"))),
+        "{:#}",
+        json["diagnoses"]
+    );
+    let md = report(&run, "md");
+    assert!(
+        md.contains("profiled softmax_kernel (1 launch); 100 metrics, 12 source lines; also measured, not the program's own: softmax_warp_forward"),
+        "{md}"
+    );
+}

@@ -471,4 +471,20 @@ fn a_jit_kernels_sass_and_registers_are_inventoried_without_a_build() {
     assert_eq!(transpose["registers"], 30, "{transpose:#}");
     assert_eq!(transpose["static_shared_bytes"], 4224, "{transpose:#}");
     assert_eq!(transpose["config"], "default", "{transpose:#}");
+    // Run again unchanged: the program is served from the cache, so its JIT cache is not
+    // written in this run; the SASS stage is served from the cache with it, not left with
+    // nothing to list.
+    let out = project.run(&["pipeline.yaml"]);
+    let manifest = project.manifest();
+    for name in ["check", "sass"] {
+        let unit = stage(&manifest, name);
+        assert_eq!(
+            unit["status"],
+            "passed",
+            "{name}: {}
+{unit:#}",
+            stderr(&out)
+        );
+        assert!(unit["cached_from"].is_string(), "{name}: {unit:#}");
+    }
 }
