@@ -395,7 +395,23 @@ impl<'a> Joined<'a> {
                     config: config.clone(),
                 });
             }
-            for kernel in &source.log.kernels {
+            // A shared build's kernels are also those of the configs it serves.
+            let served: Vec<Option<String>> = std::iter::once(config.clone())
+                .chain(
+                    source
+                        .stage
+                        .map(|s| s.unit().serves.clone())
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(Some),
+                )
+                .collect();
+            for (kernel, config) in source
+                .log
+                .kernels
+                .iter()
+                .flat_map(|k| served.iter().map(move |c| (k, c.clone())))
+            {
                 let arch = kernel
                     .arch
                     .clone()

@@ -208,6 +208,9 @@ pub struct Unit {
     /// `-maxrregcount` given to the compiler.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_registers: Option<u32>,
+    /// A target's build that other configs share (theirs would be the same): those configs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serves: Vec<String>,
 }
 
 /// What runs in a unit.

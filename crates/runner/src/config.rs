@@ -193,8 +193,12 @@ pub struct Config {
     /// needs sm_90a's wgmma, or a path kept for other archs).
     pub arch: Option<Vec<String>>,
     pub defines: BTreeMap<String, Define>,
-    /// Environment variables for the target's build and program under this config.
+    /// Environment variables for the target's program under this config (every stage that
+    /// runs it).
     pub env: BTreeMap<String, String>,
+    /// Environment variables for the target's build under this config. Configs whose builds
+    /// see the same defines and `build_env` share one build.
+    pub build_env: BTreeMap<String, String>,
 }
 
 /// A `-D` value: an integer or a plain word.
@@ -1929,7 +1933,7 @@ impl<'de> Deserialize<'de> for Config {
             type Value = Config;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str(
-                    "a map of -D defines such as {HEAD_DIM: 64}, or {source: FILE, arch: [ARCH], defines: {...}, env: {...}}",
+                    "a map of -D defines such as {HEAD_DIM: 64}, or {source: FILE, arch: [ARCH], defines: {...}, env: {...}, build_env: {...}}",
                 )
             }
             fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Config, A::Error> {
@@ -1953,6 +1957,11 @@ impl<'de> Deserialize<'de> for Config {
                             let env: UniqueMap<String, String> = map.next_value()?;
                             config.env.extend(env.0);
                         }
+                        "build_env" => {
+                            nested = true;
+                            let env: UniqueMap<String, String> = map.next_value()?;
+                            config.build_env.extend(env.0);
+                        }
                         _ => {
                             bare = true;
                             let value = map.next_value::<Define>()?;
@@ -1966,7 +1975,7 @@ impl<'de> Deserialize<'de> for Config {
                     }
                     if nested && bare {
                         return Err(de::Error::custom(
-                            "write defines either all under `defines:` (beside `arch:` and `env:`) or all bare, not both",
+                            "write defines either all under `defines:` (beside `arch:`, `env:` and `build_env:`) or all bare, not both",
                         ));
                     }
                 }

@@ -38,6 +38,9 @@ pub struct Unit {
     pub blocked: Option<Blocked>,
     /// Its directory, relative to the run directory.
     pub dir: PathBuf,
+    /// For a target's build: the other configs whose build would be the same (same arch,
+    /// defines and environment), which use this one's products instead of building again.
+    pub serves: Vec<String>,
 }
 
 /// Why a unit does not run.
@@ -117,6 +120,7 @@ pub fn plan(
                 compile: None,
                 blocked: blocked.clone(),
                 dir,
+                serves: Vec::new(),
             }
         };
         let stage_configs = configs
@@ -126,6 +130,21 @@ pub fn plan(
             StageKind::Compile => {
                 for config in stage_configs {
                     for arch in pipeline.archs_of(config) {
+                        // A target's build that another config already makes the same way
+                        // (same arch, defines and environment: the build command is the
+                        // pipeline's) runs once, its products shared.
+                        let same = pipeline.target.as_ref().and_then(|_| {
+                            compile_units.iter().find(|(other, other_arch, _)| {
+                                other_arch == arch && same_build(pipeline, other, config)
+                            })
+                        });
+                        if let Some(&(_, _, index)) = same {
+                            if let Some(u) = units.get_mut(index) {
+                                u.serves.push(config.to_string());
+                            }
+                            compile_units.push((config.to_string(), arch.clone(), index));
+                            continue;
+                        }
                         compile_units.push((config.to_string(), arch.clone(), units.len()));
                         units.push(unit(Some(config), Some(arch), None));
                     }
@@ -184,6 +203,19 @@ pub fn plan(
         }
     }
     Ok(Plan { units })
+}
+
+/// Whether two configs of a target build alike: the same defines and build environment (the
+/// build command and its own environment are the pipeline's, the same for every config; a
+/// config's `env` is its program's).
+fn same_build(pipeline: &Pipeline, a: &str, b: &str) -> bool {
+    let configs = &pipeline.matrix.configs;
+    match (configs.get(a), configs.get(b)) {
+        (Some(a), Some(b)) => {
+            a.defines == b.defines && a.build_env == b.build_env && a.arch == b.arch
+        }
+        _ => false,
+    }
 }
 
 /// The directory, under the stage's, of a unit that runs every case of its stage.

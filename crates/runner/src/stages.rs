@@ -566,6 +566,7 @@ fn builtin_unit(unit: &Unit, stage: &Stage, pipeline: &Pipeline) -> report::Unit
         }),
         launches: flag("--launches").and_then(|n| n.parse().ok()),
         max_registers: flag("-maxrregcount").and_then(|n| n.parse().ok()),
+        serves: Vec::new(),
     }
 }
 
@@ -692,12 +693,15 @@ pub fn program_line(
         .as_deref()
         .and_then(|c| pipeline.matrix.configs.get(c));
     let mut extra: BTreeMap<String, String> = BTreeMap::new();
-    if let Some(config) = config {
-        extra.extend(config.env.clone());
-    }
     if unit.kind == StageKind::Compile {
+        if let Some(config) = config {
+            extra.extend(config.build_env.clone());
+        }
         extra.extend(target.build.iter().flat_map(|b| b.env.clone()));
     } else {
+        if let Some(config) = config {
+            extra.extend(config.env.clone());
+        }
         extra.extend(target.program.env.clone());
     }
     extra.extend(stage.env.clone());
@@ -881,6 +885,7 @@ fn target_invocation(
         env: line.env_display,
         arch: unit.arch.clone(),
         launches,
+        serves: unit.serves.clone(),
         ..report::Unit::default()
     };
     Ok(invocation)

@@ -488,3 +488,62 @@ fn a_jit_kernels_sass_and_registers_are_inventoried_without_a_build() {
         assert!(unit["cached_from"].is_string(), "{name}: {unit:#}");
     }
 }
+
+/// Configs whose builds would be the same (same defines and `build_env`; a config's `env` is
+/// its program's) build once: the configs that differ only in their program's environment
+/// share one build, and their programs run the products of it.
+#[test]
+fn configs_that_differ_only_in_the_programs_environment_share_one_build() {
+    let project = Project::new();
+    project.write(
+        "src/build.sh",
+        "echo \"$1\" >> calls.log\nmkdir -p \"$1\"\nprintf '#!/bin/sh\\necho \"mode $MODE from $0\"\\n' > \"$1/prog\"\nchmod +x \"$1/prog\"\n",
+    );
+    project.pipeline(
+        "target:\n  sources: [src]\n  build:\n    command: [sh, src/build.sh, \"{build_dir}\", \"{defines}\"]\n\
+         \x20 program:\n    command: [\"{build_dir}/prog\"]\n\
+         matrix:\n  configs:\n    fast: { env: { MODE: fast } }\n    exact: { env: { MODE: exact } }\n\
+         \x20   debug: { defines: { DEBUG: 1 } }\n\
+         stages:\n  build: {}\n  check:\n    needs: { gpu: false }\n",
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert!(code(&out) <= 1, "{}", stderr(&out));
+    let calls = std::fs::read_to_string(project.root.join("calls.log")).unwrap();
+    assert_eq!(calls.lines().count(), 2, "{calls}");
+    let manifest = project.manifest();
+    let builds = stages(&manifest, "build");
+    assert_eq!(builds.len(), 2, "{manifest:#}");
+    let shared = builds
+        .iter()
+        .find(|b| {
+            b["unit"]["serves"]
+                .as_array()
+                .is_some_and(|s| !s.is_empty())
+        })
+        .unwrap_or_else(|| panic!("no shared build: {builds:#?}"));
+    let (owner, served) = (
+        shared["config"].as_str().unwrap_or_default(),
+        shared["unit"]["serves"][0].as_str().unwrap_or_default(),
+    );
+    let mut pair = [owner, served];
+    pair.sort();
+    assert_eq!(pair, ["exact", "fast"], "{shared:#}");
+    // Each config's check ran the shared build's program with its own environment.
+    for config in ["fast", "exact"] {
+        let check = stages(&manifest, "check")
+            .into_iter()
+            .find(|s| s["config"] == config)
+            .unwrap_or_else(|| panic!("no check for {config}"));
+        assert_eq!(check["status"], "passed", "{check:#}");
+        let stdout = std::fs::read_to_string(
+            manifest_dir(&project).join(check["logs"][0]["path"].as_str().unwrap_or_default()),
+        )
+        .unwrap_or_default();
+        assert!(stdout.contains(&format!("mode {config} from")), "{stdout}");
+        assert!(stdout.contains(&format!("build/{owner}/")), "{stdout}");
+    }
+}
+
+fn manifest_dir(project: &Project) -> std::path::PathBuf {
+    project.runs().pop().expect("a run")
+}
