@@ -694,16 +694,16 @@ impl Pipeline {
                     }
                 }
             }
-            if (!launches || !builtin) && !stage.cases.is_empty() {
+            // A target's program takes cases in the stages that run it: each case one unit,
+            // its values as placeholders and `EXHIBIT_*` variables.
+            let runs_program = !matches!(
+                stage.kind,
+                StageKind::Compile | StageKind::Sass | StageKind::Report | StageKind::Baseline
+            );
+            if !stage.cases.is_empty() && !(if builtin { launches } else { runs_program }) {
                 return Err(err(
                     key("cases"),
-                    if builtin {
-                        format!("a {} stage runs no cases", kind_name(stage.kind))
-                    } else {
-                        "a target's program decides what it runs: give it `args` or `command` \
-                         instead of cases"
-                            .into()
-                    },
+                    format!("a {} stage runs no cases", kind_name(stage.kind)),
                 ));
             }
             if stage.print_limit.is_some() && !is_sanitizer(stage.kind) {
@@ -957,8 +957,17 @@ impl Pipeline {
 /// The placeholders a target's build command may hold.
 pub const BUILD_PLACEHOLDERS: &[&str] = &["{build_dir}", "{arch}", "{defines}", "{config}"];
 /// The placeholders a target's program command may hold.
-pub const PROGRAM_PLACEHOLDERS: &[&str] =
-    &["{build_dir}", "{arch}", "{config}", "{launches}", "{out}"];
+pub const PROGRAM_PLACEHOLDERS: &[&str] = &[
+    "{build_dir}",
+    "{arch}",
+    "{config}",
+    "{launches}",
+    "{out}",
+    "{case}",
+    "{shape}",
+    "{dtype}",
+    "{causal}",
+];
 
 /// Refuses a `{word}` that is not one of `known`.
 fn check_placeholders(argv: &[String], known: &[&str]) -> Result<(), String> {

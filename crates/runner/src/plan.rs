@@ -178,14 +178,27 @@ pub fn plan(
             }
             StageKind::Report => units.push(unit(None, None, None)),
             _ if pipeline.target.is_some() => {
-                // A target's program decides what it runs: one unit per config and GPU arch.
+                // A target's program: one unit per config and GPU arch, and per case when the
+                // stage names cases (their values reach the program as placeholders and
+                // environment).
                 for config in stage_configs {
                     for arch in &gpu_arches(pipeline, preflight, config) {
-                        let mut u = unit(Some(config), Some(arch), None);
-                        if !compile_units.is_empty() {
-                            attach_compile(&mut u, &compile_units, &units, pipeline);
+                        let cases: Vec<Option<CaseInstance>> = if stage.cases.is_empty() {
+                            vec![None]
+                        } else {
+                            pipeline
+                                .case_instances(stage, Some(config))
+                                .into_iter()
+                                .map(Some)
+                                .collect()
+                        };
+                        for case in cases {
+                            let mut u = unit(Some(config), Some(arch), case);
+                            if !compile_units.is_empty() {
+                                attach_compile(&mut u, &compile_units, &units, pipeline);
+                            }
+                            units.push(u);
                         }
-                        units.push(u);
                     }
                 }
             }

@@ -645,6 +645,7 @@ pub fn target_vars(
         config: config.to_string(),
         defines: target::define_words(pipeline.matrix.configs.get(config)),
         launches,
+        case: unit.case.clone(),
         out: config::launches_kernel(unit.kind)
             .then(|| place(&paths.unit_dir.join(PROGRAM_OUT)))
             .or_else(|| {
@@ -884,6 +885,7 @@ fn target_invocation(
         ),
         env: line.env_display,
         arch: unit.arch.clone(),
+        case: unit.case.as_ref().map(report_case),
         launches,
         serves: unit.serves.clone(),
         ..report::Unit::default()

@@ -26,6 +26,35 @@ pub struct Vars {
     pub launches: Option<u64>,
     /// `{out}`: where the program may write its results or timings, absolute.
     pub out: Option<PathBuf>,
+    /// The unit's case, when its stage names cases: `{case}`, `{shape}` (`B,H,S,D`), `{dtype}`,
+    /// `{causal}` (`true` or `false`).
+    pub case: Option<crate::config::CaseInstance>,
+}
+
+impl Vars {
+    /// The case's placeholders and their values (empty without a case).
+    fn case_values(&self) -> [(&'static str, String); 4] {
+        let case = self.case.as_ref();
+        [
+            ("case", case.map(|c| c.case.clone()).unwrap_or_default()),
+            (
+                "shape",
+                case.map(|c| {
+                    let s = c.shape;
+                    format!("{},{},{},{}", s.batch, s.heads, s.seq_len, s.head_dim)
+                })
+                .unwrap_or_default(),
+            ),
+            (
+                "dtype",
+                case.map(|c| c.dtype.to_string()).unwrap_or_default(),
+            ),
+            (
+                "causal",
+                case.map(|c| c.causal.to_string()).unwrap_or_default(),
+            ),
+        ]
+    }
 }
 
 impl Vars {
@@ -44,14 +73,17 @@ impl Vars {
                 .as_ref()
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            out.push(
-                word.replace("{build_dir}", &self.build_dir.to_string_lossy())
-                    .replace("{arch}", &self.arch)
-                    .replace("{config}", &self.config)
-                    .replace("{defines}", &self.defines.join(" "))
-                    .replace("{launches}", &launches)
-                    .replace("{out}", &out_path),
-            );
+            let mut word = word
+                .replace("{build_dir}", &self.build_dir.to_string_lossy())
+                .replace("{arch}", &self.arch)
+                .replace("{config}", &self.config)
+                .replace("{defines}", &self.defines.join(" "))
+                .replace("{launches}", &launches)
+                .replace("{out}", &out_path);
+            for (name, value) in self.case_values() {
+                word = word.replace(&format!("{{{name}}}"), &value);
+            }
+            out.push(word);
         }
         out
     }
@@ -70,6 +102,11 @@ impl Vars {
         }
         if let Some(out) = &self.out {
             env.insert("EXHIBIT_OUT".into(), out.to_string_lossy().into_owned());
+        }
+        if self.case.is_some() {
+            for (name, value) in self.case_values() {
+                env.insert(format!("EXHIBIT_{}", name.to_uppercase()), value);
+            }
         }
         // JIT compilers leave their cubins inside the build directory, where the SASS stage
         // finds them: Triton's cache and torch's extension builds.

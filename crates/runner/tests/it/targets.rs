@@ -547,3 +547,59 @@ fn configs_that_differ_only_in_the_programs_environment_share_one_build() {
 fn manifest_dir(project: &Project) -> std::path::PathBuf {
     project.runs().pop().expect("a run")
 }
+
+/// A `cases:` dimension is open to every target: a stage that names cases runs the program once
+/// per case, its values given as placeholders (`{case}`, `{shape}`, `{dtype}`, `{causal}`) and
+/// as `EXHIBIT_CASE`, `EXHIBIT_SHAPE`, `EXHIBIT_DTYPE`, `EXHIBIT_CAUSAL`.
+#[test]
+fn a_targets_stage_runs_once_per_case_with_the_cases_values() {
+    let project = Project::new();
+    project.write(
+        "src/app.sh",
+        "echo \"args $*\"\necho \"env $EXHIBIT_CASE $EXHIBIT_SHAPE $EXHIBIT_DTYPE $EXHIBIT_CAUSAL\"\n",
+    );
+    project.pipeline(
+        "target:\n  sources: [src]\n  program:\n    command: [sh, src/app.sh]\n\
+         cases:\n  small: { shape: \"1,2,128,64\", dtypes: [f16], causal: [false] }\n\
+         \x20 long: { shape: \"4,16,4096,64\", dtypes: [bf16], causal: [true] }\n\
+         stages:\n  check:\n    needs: { gpu: false }\n    cases: [small, long]\n\
+         \x20   args: [--shape, \"{shape}\", --dtype, \"{dtype}\", --causal, \"{causal}\", --case, \"{case}\"]\n",
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert!(code(&out) <= 1, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let checks = stages(&manifest, "check");
+    assert_eq!(checks.len(), 2, "{manifest:#}");
+    let run = project.runs().pop().expect("a run");
+    for (label, args, env) in [
+        (
+            "small-f16",
+            "args --shape 1,2,128,64 --dtype f16 --causal false --case small",
+            "env small 1,2,128,64 f16 false",
+        ),
+        (
+            "long-bf16-causal",
+            "args --shape 4,16,4096,64 --dtype bf16 --causal true --case long",
+            "env long 4,16,4096,64 bf16 true",
+        ),
+    ] {
+        let stdout =
+            std::fs::read_to_string(run.join(format!("check/default/sm_90/{label}/stdout.log")))
+                .unwrap_or_else(|e| panic!("{label}: {e}: {manifest:#}"));
+        assert!(stdout.contains(args), "{stdout}");
+        assert!(stdout.contains(env), "{stdout}");
+    }
+    // A stage that runs no program takes no cases.
+    project.pipeline(
+        "target:\n  sources: [src]\n  program:\n    command: [sh, src/app.sh]\n\
+         cases:\n  small: { shape: \"1,2,128,64\" }\n\
+         stages:\n  sass:\n    cases: [small]\n",
+    );
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("a sass stage runs no cases"),
+        "{}",
+        stderr(&out)
+    );
+}
