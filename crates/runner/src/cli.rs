@@ -9,15 +9,15 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Serialize;
 
-use crate::config::{self, ConfigError, Pipeline};
-use crate::interrupt::Interrupt;
-use crate::orchestrate::{self, Context, Options, RunError, Verdict};
-use crate::plan::Selection;
-use crate::preflight::BuiltinHarness;
-use crate::progress::{self, Terminal};
-use crate::remote;
-use crate::rundir::ReadError;
-use crate::toolchain::Env;
+use crate::evidence::rundir::ReadError;
+use crate::execution::orchestrate::{self, Context, Options, RunError, Verdict};
+use crate::pipeline::config::{self, ConfigError, Pipeline};
+use crate::planning::plan::Selection;
+use crate::process::interrupt::Interrupt;
+use crate::process::progress::{self, Terminal};
+use crate::process::remote;
+use crate::setup::preflight::BuiltinHarness;
+use crate::setup::toolchain::Env;
 
 /// Runs pipeline.yaml: compile, inspect, sanitize, stress, bench and profile a CUDA kernel,
 /// then report.
@@ -286,7 +286,7 @@ impl Error {
             Error::Config(_) | Error::Usage(_) => true,
             Error::Run(RunError::Plan(_) | RunError::Gpus(_)) => true,
             Error::Read(ReadError::Refused { source, .. }) => {
-                matches!(source, crate::rundir::Refused::Missing)
+                matches!(source, crate::evidence::rundir::Refused::Missing)
             }
             _ => false,
         }
@@ -354,8 +354,8 @@ fn diff(
     format: ReportFormat,
     allow_different_gpu: bool,
 ) -> Result<Outcome, Error> {
-    let a = crate::evidence::load(run_a)?;
-    let b = crate::evidence::load(run_b)?;
+    let a = crate::evidence::stored::load(run_a)?;
+    let b = crate::evidence::stored::load(run_b)?;
     let options = report::DiffOptions {
         allow_different_gpu,
         ..report::DiffOptions::default()
@@ -370,8 +370,8 @@ fn diff(
 }
 
 fn pack(run_dir: &std::path::Path, min_bytes: u64) -> Result<Outcome, Error> {
-    let packed = crate::pack::pack(run_dir, min_bytes).map_err(|e| match e {
-        crate::pack::PackError::Read(e) => Error::Read(e),
+    let packed = crate::evidence::pack::pack(run_dir, min_bytes).map_err(|e| match e {
+        crate::evidence::pack::PackError::Read(e) => Error::Read(e),
         e => Error::Io(e.to_string()),
     })?;
     println!(
@@ -414,7 +414,7 @@ fn read_logs(
     let mut parsed = Vec::new();
     for path in files {
         let failed = |e: std::io::Error| Error::Usage(format!("read {}: {e}", path.display()));
-        let mut reader = crate::rundir::open_log(path).map_err(failed)?;
+        let mut reader = crate::evidence::rundir::open_log(path).map_err(failed)?;
         let mut head = Vec::new();
         reader
             .by_ref()
@@ -448,8 +448,8 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         return run_remote(&pipeline, &path, remote_host, &base, &args.forwarded());
     }
     let interrupt = signals()?;
-    crate::leftovers::become_subreaper();
-    let orphans = crate::leftovers::sweep_orphans(pipeline.grace);
+    crate::process::leftovers::become_subreaper();
+    let orphans = crate::process::leftovers::sweep_orphans(pipeline.grace);
     if !orphans.is_empty() {
         // Command lines are a program's text: no control sequence reaches the terminal.
         eprintln!(
@@ -481,7 +481,7 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
                 "EXHIBIT_MIN_FREE_BYTES: `{text}` is not a number of bytes"
             ))
         })?,
-        Err(_) => crate::rundir::MIN_FREE_BYTES,
+        Err(_) => crate::evidence::rundir::MIN_FREE_BYTES,
     };
     let options = Options {
         min_free_bytes,
@@ -490,17 +490,19 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
             stages: args.only,
             configs: args.configs,
         },
-        limits: crate::schedule::Limits {
+        limits: crate::planning::schedule::Limits {
             jobs: args.jobs.map_or(cores, usize::from),
-            gpu_jobs: args.gpu_jobs.map_or(crate::schedule::GPU_JOBS, usize::from),
+            gpu_jobs: args
+                .gpu_jobs
+                .map_or(crate::planning::schedule::GPU_JOBS, usize::from),
             gpus: 1,
         },
         gpus: args.gpus.unwrap_or_default(),
         launcher: match &args.slurm {
-            Some(options) => crate::slurm::Launcher::Slurm(
+            Some(options) => crate::process::slurm::Launcher::Slurm(
                 options.split_whitespace().map(str::to_string).collect(),
             ),
-            None => crate::slurm::Launcher::Local,
+            None => crate::process::slurm::Launcher::Local,
         },
     };
     let finished = orchestrate::run(&pipeline, &options, &cx)?;
@@ -513,9 +515,9 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
     let counts: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
     let root = |p: &std::path::Path| {
         if pipeline.root == std::path::Path::new(".") {
-            crate::orchestrate::slash(p)
+            crate::evidence::rundir::slash(p)
         } else {
-            crate::orchestrate::slash(&pipeline.root.join(p))
+            crate::evidence::rundir::slash(&pipeline.root.join(p))
         }
     };
     // Progress went to stderr; the result (the verdict and where to read it) goes to stdout.
@@ -595,7 +597,7 @@ fn report(
             "--summary is a Markdown form: drop --format or give --format md".into(),
         ));
     }
-    let evidence = crate::evidence::load(run_dir)?;
+    let evidence = crate::evidence::stored::load(run_dir)?;
     let text = if summary {
         report::render_summary(&evidence)
     } else {
@@ -827,29 +829,33 @@ fn finish_remote(
     };
     // The report, rendered here from the evidence that came back, as a local run's: from a
     // real directory (not a link the archive held), every file through `rundir`.
-    crate::rundir::directory(&root.join(&dir))
+    crate::evidence::rundir::directory(&root.join(&dir))
         .map_err(|why| Error::Io(format!("{}: {why}", dir.display())))?;
-    let evidence = crate::evidence::load(&root.join(&dir))?;
+    let evidence = crate::evidence::stored::load(&root.join(&dir))?;
     let text = terminated(report::render(&evidence, report::OutputFormat::Markdown));
-    let reports = root.join(crate::rundir::REPORTS);
+    let reports = root.join(crate::evidence::rundir::REPORTS);
     let name = reports.join(format!("{}.md", evidence.run.id));
     for path in [&name, &reports.join("latest.md")] {
-        crate::rundir::write_atomic(path, text.as_bytes()).map_err(|e| Error::Io(e.to_string()))?;
+        crate::evidence::rundir::write_atomic(path, text.as_bytes())
+            .map_err(|e| Error::Io(e.to_string()))?;
     }
     let analysis = report::analyze(&evidence);
-    let shown = |p: &std::path::Path| crate::orchestrate::slash(p.strip_prefix(root).unwrap_or(p));
+    let shown =
+        |p: &std::path::Path| crate::evidence::rundir::slash(p.strip_prefix(root).unwrap_or(p));
     eprintln!("artifacts: {}", shown(&root.join(&dir)));
     print(&format!(
         "verdict: {}\nreport: {}\n",
         analysis.verdict.line,
         shown(&name)
     ))?;
-    Ok(match crate::orchestrate::verdict(&evidence.run) {
-        Verdict::Clean => Outcome::Clean,
-        Verdict::Findings => Outcome::Findings,
-        Verdict::Incomplete => Outcome::Incomplete,
-        Verdict::Interrupted => Outcome::Interrupted(signal_hook::consts::SIGINT),
-    })
+    Ok(
+        match crate::execution::orchestrate::verdict(&evidence.run) {
+            Verdict::Clean => Outcome::Clean,
+            Verdict::Findings => Outcome::Findings,
+            Verdict::Incomplete => Outcome::Incomplete,
+            Verdict::Interrupted => Outcome::Interrupted(signal_hook::consts::SIGINT),
+        },
+    )
 }
 
 /// Asks a yes/no question on the terminal.

@@ -2,17 +2,28 @@
 //! compute-sanitizer, stress, bench and profile it, and keep every raw log in a reproducible run
 //! directory with a manifest and a report.
 //!
-//! Brief overview: [`config::Pipeline`] is the typed pipeline file. [`preflight::check`] finds
-//! out what this machine can run, with [`toolchain`] discovering (or provisioning) the CUDA
-//! tools and [`facts`] keeping what they answered for the next run. [`plan::plan`] expands the stages over the matrix into units, each planned to run or
-//! skipped with a reason. [`orchestrate::run`] executes them: [`stages`] builds each command and
-//! judges its ending, [`exec`] runs it in its own process group with a deadline, [`cache`]
-//! serves units whose inputs match an earlier run, and [`rundir`] writes
-//! `artifacts/<run-id>/manifest.json` (a [`report::Run`]) crash-safely. [`progress`] draws the
-//! terminal; [`pack`] compresses a stored run's large logs for committing; [`cli`] holds the
-//! subcommands. [`interrupt`] turns Ctrl-C into a flag the execution loop polls, [`hash`] names
-//! inputs by sha256 for the cache, and [`evidence`] reads a stored run back as a
-//! [`report::Evidence`] for `runner report`.
+//! The source is grouped by the phases of a run; a group uses only the groups above it:
+//!
+//! - [`pipeline`]: [`pipeline::config::Pipeline`] is the typed pipeline file, validated with
+//!   the line of any error.
+//! - [`evidence`]: [`evidence::rundir`] writes `artifacts/<run-id>/manifest.json` (a
+//!   [`report::Run`]) crash-safely, [`evidence::cache`] serves units whose inputs match an
+//!   earlier run, [`evidence::pack`] compresses a stored run's large logs, and
+//!   [`evidence::stored`] reads a stored run back as a [`report::Evidence`] for `runner report`.
+//! - [`process`]: [`process::exec`] runs a process in its own group with a deadline,
+//!   [`process::interrupt`] turns Ctrl-C into a flag, and [`process::remote`] and
+//!   [`process::slurm`] run elsewhere.
+//! - [`setup`]: [`setup::preflight::check`] finds out what this machine can run, with
+//!   [`setup::toolchain`] discovering (or provisioning) the CUDA tools and [`setup::facts`]
+//!   keeping what they answered for the next run.
+//! - [`planning`]: [`planning::plan::plan`] expands the stages over the matrix into units, each
+//!   planned to run or skipped with a reason; [`planning::schedule`] decides which may run at
+//!   once.
+//! - [`execution`]: [`execution::orchestrate::run`] executes the units: [`execution::stages`]
+//!   builds each command and judges its ending, and [`execution::steps`] runs the units of
+//!   several processes.
+//!
+//! [`cli`] holds the subcommands.
 //!
 //! This is the only crate of the workspace that starts processes. Parsing belongs to `parsers`
 //! and diagnosis to `report`: the runner calls them and never inspects tool output itself beyond
@@ -20,7 +31,7 @@
 //!
 //! ```
 //! use std::path::Path;
-//! use runner::config::Pipeline;
+//! use runner::pipeline::config::Pipeline;
 //!
 //! let yaml = r#"
 //! kernel:
@@ -45,26 +56,10 @@
 //! assert!(Pipeline::parse(path, "stages: 3").is_err());
 //! ```
 
-pub mod cache;
 pub mod cli;
-pub mod config;
 pub mod evidence;
-pub mod exec;
-pub mod facts;
-pub mod hash;
-pub mod inline_sources;
-pub mod interrupt;
-pub mod leftovers;
-pub mod orchestrate;
-pub mod pack;
-pub mod plan;
-pub mod preflight;
-pub mod progress;
-pub mod remote;
-pub mod rundir;
-pub mod schedule;
-pub mod slurm;
-pub mod stages;
-pub mod steps;
-pub mod target;
-pub mod toolchain;
+pub mod execution;
+pub mod pipeline;
+pub mod planning;
+pub mod process;
+pub mod setup;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use runner::cli::{self, Cli, Error, Host, Outcome};
-use runner::preflight::BuiltinHarness;
+use runner::setup::preflight::BuiltinHarness;
 
 /// Exit codes, documented in docs/commands.md. Decided here and nowhere else.
 mod code {

@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use runner::config::Pipeline;
-use runner::plan::{self, Selection};
-use runner::preflight::Preflight;
-use runner::stages::{self, Paths};
-use runner::toolchain::{Source, Tool, Toolchain};
+use runner::execution::stages::{self, Paths};
+use runner::pipeline::config::Pipeline;
+use runner::planning::plan::{self, Selection};
+use runner::setup::preflight::Preflight;
+use runner::setup::toolchain::{Source, Tool, Toolchain};
 
 const PIPELINE: &str = r#"kernel:
   source: kernel/attention.cu

@@ -1,5 +1,5 @@
 //! How a unit's ending and evidence become its status: tool failure, application failure and
-//! findings are never conflated. Driven through `runner::stages::decide` with evidence built the
+//! findings are never conflated. Driven through `runner::execution::stages::decide` with evidence built the
 //! way `gather` builds it, for the GPU stages no test here can run for real.
 
 use std::time::Duration;
@@ -7,8 +7,8 @@ use std::time::Duration;
 use parsers::harness::{Check, HarnessOutput, HarnessResult, Mode, Shape};
 use parsers::{Format, ParsedLog};
 use report::{StageKind, StageStatus};
-use runner::exec::Ending;
-use runner::stages::{Gathered, decide};
+use runner::execution::stages::{Gathered, decide};
+use runner::process::exec::Ending;
 
 fn check(
     kind: StageKind,

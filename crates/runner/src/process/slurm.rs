@@ -16,9 +16,9 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::exec::{self, Ending, ExecError, Outcome};
-use crate::interrupt::Interrupt;
-use crate::remote::quote;
+use crate::process::exec::{self, Ending, ExecError, Outcome};
+use crate::process::interrupt::Interrupt;
+use crate::process::remote::quote;
 
 /// Where GPU units run: here, or as jobs of a cluster.
 #[derive(Debug, Clone, Default)]
@@ -184,6 +184,6 @@ fn slurm(
         duration: started.elapsed(),
         raw_code: written,
         leftovers: Vec::new(),
-        cut: crate::exec::cut_outputs(command),
+        cut: crate::process::exec::cut_outputs(command),
     })
 }

@@ -7,14 +7,14 @@ use std::time::Duration;
 use parsers::Format;
 use report::{LaunchAttempt, LaunchSearch, Log, StageStatus};
 
-use crate::config::{Pipeline, Stage, Target};
-use crate::exec::{self, Ending};
-use crate::interrupt::Interrupt;
-use crate::orchestrate::slash;
-use crate::plan::Unit;
-use crate::preflight::Preflight;
-use crate::stages::{self, Invocation, Paths, SANITIZER_ERROR_EXITCODE};
-use crate::target;
+use crate::evidence::rundir::slash;
+use crate::execution::stages::{self, Invocation, Paths, SANITIZER_ERROR_EXITCODE};
+use crate::execution::target;
+use crate::pipeline::config::{Pipeline, Stage, Target};
+use crate::planning::plan::Unit;
+use crate::process::exec::{self, Ending};
+use crate::process::interrupt::Interrupt;
+use crate::setup::preflight::Preflight;
 
 /// What every step of a unit shares.
 #[derive(Clone, Copy)]
@@ -46,7 +46,7 @@ impl StepCx<'_> {
         command.env = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
         command
             .env
-            .extend(crate::orchestrate::device_env(self.device));
+            .extend(crate::process::exec::device_env(self.device));
         command.stdout = Some(stdout);
         command.stderr = Some(stderr);
         let outcome = exec::run(&command, self.interrupt)?;
@@ -113,7 +113,7 @@ pub fn sass(
             dest.join(&name),
             dest.join("stderr.log"),
         );
-        let text = crate::rundir::read_lossy(&dest.join(&name)).unwrap_or_default();
+        let text = crate::evidence::rundir::read_lossy(&dest.join(&name)).unwrap_or_default();
         let kernels = text.matches("Function : ").count();
         match outcome {
             Ok(o) => duration += o.duration,
@@ -155,7 +155,9 @@ pub fn sass(
         .logs
         .iter()
         .filter(|l| l.format == Some(Format::Sass))
-        .filter_map(|l| crate::rundir::read_lossy(&cx.root.join(cx.run_dir).join(&l.path)).ok())
+        .filter_map(|l| {
+            crate::evidence::rundir::read_lossy(&cx.root.join(cx.run_dir).join(&l.path)).ok()
+        })
         .map(|text| parsers::parse(Format::Sass, &text))
         .collect();
     let traps: u64 = parsed
@@ -316,7 +318,9 @@ impl Search<'_> {
             let out = dest.join(stages::PROGRAM_OUT);
             let results = format!("launches-{n}.json");
             let had_results = std::fs::rename(&out, dest.join(&results)).is_ok();
-            let read = |name: &str| crate::rundir::read_lossy(&dest.join(name)).unwrap_or_default();
+            let read = |name: &str| {
+                crate::evidence::rundir::read_lossy(&dest.join(name)).unwrap_or_default()
+            };
             let (passed, ending) = match &outcome {
                 Ok(o) => {
                     duration += o.duration;

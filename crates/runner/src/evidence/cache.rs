@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use report::{Run, Stage, StageStatus};
 use serde_json::json;
 
-use crate::rundir;
+use crate::evidence::rundir;
 
 /// Earlier results by input hash, newest run first.
 #[derive(Debug, Default)]
@@ -68,7 +68,7 @@ impl Key {
             "tools": self.tools,
             "gpu": self.gpu,
         });
-        crate::hash::bytes(value.to_string().as_bytes())
+        crate::evidence::hash::bytes(value.to_string().as_bytes())
     }
 }
 
@@ -84,7 +84,7 @@ impl Index {
         let Ok(entries) = std::fs::read_dir(&artifacts) else {
             return index;
         };
-        let shown = |p: &Path| crate::orchestrate::slash(p.strip_prefix(root).unwrap_or(p));
+        let shown = |p: &Path| crate::evidence::rundir::slash(p.strip_prefix(root).unwrap_or(p));
         let mut runs: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
         for entry in entries.flatten() {
             let dir = entry.path();
@@ -197,12 +197,12 @@ impl Hit {
             // Every component inside the run directory, none a link, the file a regular one.
             let Ok(file) = rundir::inside(
                 &self.run_dir,
-                &crate::orchestrate::slash(&self.dir.join(relative)),
+                &crate::evidence::rundir::slash(&self.dir.join(relative)),
             ) else {
                 return false;
             };
             rundir::regular_file(&file).is_ok()
-                && crate::hash::file(&file).is_ok_and(|actual| actual == *sha)
+                && crate::evidence::hash::file(&file).is_ok_and(|actual| actual == *sha)
         });
         files_match
             && self
@@ -259,7 +259,7 @@ pub fn restore(
             .ok_or_else(|| std::io::Error::other(format!("{path} is outside its unit")))?;
         let from = rundir::inside(
             &hit.run_dir,
-            &crate::orchestrate::slash(&hit.dir.join(inside)),
+            &crate::evidence::rundir::slash(&hit.dir.join(inside)),
         )
         .map_err(std::io::Error::other)?;
         let to = dest.join(inside);
@@ -273,7 +273,7 @@ pub fn restore(
             std::fs::copy(&from, &to)?;
         }
         outputs.insert(
-            crate::orchestrate::slash(&relative.join(inside)),
+            crate::evidence::rundir::slash(&relative.join(inside)),
             sha.clone(),
         );
     }

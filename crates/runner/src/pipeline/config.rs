@@ -1073,6 +1073,20 @@ fn default_timeout(kind: StageKind) -> Duration {
     Duration::from_secs(60 * minutes)
 }
 
+/// Whether a run of `stages` (`--only`; empty: all) plans `stage`: a stage it names, or the
+/// compile stage when a stage it names needs the cubin.
+pub fn runs(pipeline: &Pipeline, stages: &[String], stage: &Stage) -> bool {
+    let selected = |name: &str| stages.is_empty() || stages.iter().any(|s| s == name);
+    if stage.kind == StageKind::Compile {
+        pipeline
+            .stages
+            .iter()
+            .any(|s| selected(&s.name) && (s.kind == StageKind::Compile || needs_cubin(s.kind)))
+    } else {
+        selected(&stage.name)
+    }
+}
+
 /// The needs a stage of a target has when pipeline.yaml does not say: the tools its own
 /// commands start that the preflight knows (the build's, the program's or the baseline's first
 /// word; `python3` for a Python program), and compute-sanitizer or ncu around it.

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 use report::StageKind;
 
-use crate::config::{self, CaseInstance, Pipeline};
-use crate::preflight::{self, Preflight};
+use crate::pipeline::config::{self, CaseInstance, Pipeline};
+use crate::setup::preflight::{self, Preflight};
 
 /// The units of one run, in execution order.
 #[derive(Debug, Clone)]
@@ -97,7 +97,7 @@ pub fn plan(
     let mut units: Vec<Unit> = Vec::new();
     let mut compile_units: Vec<(String, String, usize)> = Vec::new();
     for (index, stage) in pipeline.stages.iter().enumerate() {
-        if !runs(pipeline, &selection.stages, stage) {
+        if !config::runs(pipeline, &selection.stages, stage) {
             continue;
         }
         let blocked = stage_blocked(stage, preflight, pipeline.target.is_some());
@@ -233,19 +233,6 @@ fn same_build(pipeline: &Pipeline, a: &str, b: &str) -> bool {
 
 /// The directory, under the stage's, of a unit that runs every case of its stage.
 pub const ALL_CASES: &str = "all";
-
-/// Whether a run of `stages` (`--only`; empty: all) plans `stage`: a stage it names, or the
-/// compile stage when a stage it names needs the cubin.
-pub fn runs(pipeline: &Pipeline, stages: &[String], stage: &config::Stage) -> bool {
-    let selected = |name: &str| stages.is_empty() || stages.iter().any(|s| s == name);
-    if stage.kind == StageKind::Compile {
-        pipeline.stages.iter().any(|s| {
-            selected(&s.name) && (s.kind == StageKind::Compile || config::needs_cubin(s.kind))
-        })
-    } else {
-        selected(&stage.name)
-    }
-}
 
 /// The archs GPU stages run `config` for: those of its archs the GPUs here match; when the GPU's
 /// arch is unknown or there is no GPU, its first arch (the others are compile-only).

@@ -8,7 +8,7 @@ use std::path::Path;
 use parsers::ParsedLog;
 use report::{Evidence, Run};
 
-use crate::rundir::{self, ReadError};
+use crate::evidence::rundir::{self, ReadError};
 
 /// Reads `<run_dir>/manifest.json` and parses the logs it lists.
 pub fn load(run_dir: &Path) -> Result<Evidence, ReadError> {
@@ -42,7 +42,7 @@ pub fn from_run(run: Run, run_dir: &Path) -> Evidence {
             }
         }
     }
-    let source_maps = crate::inline_sources::maps(&run, run_dir);
+    let source_maps = crate::evidence::inline_sources::maps(&run, run_dir);
     Evidence {
         run,
         logs,

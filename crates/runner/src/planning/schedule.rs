@@ -23,13 +23,13 @@
 //! every program unit before it, whose JIT caches it reads). Units start in plan order: a unit
 //! that must wait for its resource holds back every unit after it, so a unit that runs alone
 //! is never starved and the order stays close to the sequential one. The scheduler decides;
-//! [`crate::orchestrate`] runs the units and records them in plan order whatever the order
+//! [`crate::execution::orchestrate`] runs the units and records them in plan order whatever the order
 //! they end in, so the manifest is deterministic.
 
 use report::StageKind;
 
-use crate::config::Pipeline;
-use crate::plan::{Plan, Unit};
+use crate::pipeline::config::Pipeline;
+use crate::planning::plan::{Plan, Unit};
 
 /// The resource a unit needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,8 @@
 //! One pipeline run, from preflight to report.
 //!
 //! [`run`] checks the machine, plans the units, creates `artifacts/<run-id>/`, and executes the
-//! units, several at once where [`crate::schedule`] allows: each is skipped with its reason,
-//! served from the cache, or run under [`crate::exec`] and judged by [`crate::stages::decide`].
+//! units, several at once where [`crate::planning::schedule`] allows: each is skipped with its reason,
+//! served from the cache, or run under [`crate::process::exec`] and judged by [`crate::execution::stages::decide`].
 //! Each unit runs on its own thread; this thread starts them, reports progress and records them
 //! in plan order. The manifest is rewritten after every unit. An interrupt stops the units in
 //! flight (their process groups are killed) and the run ends with its manifest marked
@@ -17,20 +17,20 @@ use std::time::{Duration, Instant};
 use chrono::{SecondsFormat, Utc};
 use report::{Git, Log, OutputFormat, Run, Stage, StageKind, StageStatus};
 
-use crate::cache::{self, Index, Key};
-use crate::config::{self, Pipeline};
-use crate::exec::{self, Ending};
-use crate::hash;
-use crate::interrupt::Interrupt;
-use crate::plan::{self, Blocked, Plan, Selection, Unit};
-use crate::preflight::{self, BuiltinHarness, Preflight};
-use crate::progress::{Event, Progress};
-use crate::rundir::{self, RunDir, WriteError};
-use crate::schedule::{Class, Limits, Scheduler};
-use crate::slurm::Launcher;
-use crate::stages::{self, Paths};
-use crate::steps;
-use crate::toolchain::Env;
+use crate::evidence::cache::{self, Index, Key};
+use crate::evidence::hash;
+use crate::evidence::rundir::{self, RunDir, WriteError, slash};
+use crate::execution::stages::{self, Paths};
+use crate::execution::steps;
+use crate::pipeline::config::{self, Pipeline};
+use crate::planning::plan::{self, Blocked, Plan, Selection, Unit};
+use crate::planning::schedule::{Class, Limits, Scheduler};
+use crate::process::exec::{self, Ending, device_env};
+use crate::process::interrupt::Interrupt;
+use crate::process::progress::{Event, Progress};
+use crate::process::slurm::Launcher;
+use crate::setup::preflight::{self, BuiltinHarness, Preflight};
+use crate::setup::toolchain::Env;
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -149,14 +149,14 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         hash_input(&mut inputs, source)?;
     }
     if let Some(target) = &pipeline.target {
-        for file in crate::target::source_files(pipeline, target) {
+        for file in crate::execution::target::source_files(pipeline, target) {
             hash_input(&mut inputs, &file)?;
         }
     }
     let pipeline_hash = inputs.get(&pipeline_name).cloned().unwrap_or_default();
     let links: BTreeMap<String, String> = inputs
         .keys()
-        .filter_map(|input| crate::target::link_of(&pipeline.root, Path::new(input)))
+        .filter_map(|input| crate::execution::target::link_of(&pipeline.root, Path::new(input)))
         .collect();
 
     let mut preflight = preflight::check(pipeline, &cx.env, &cx.harness, &say, &cx.interrupt);
@@ -480,8 +480,10 @@ impl Executor<'_> {
         let succeeded = matches!(record.status, StageStatus::Passed | StageStatus::Findings);
         if succeeded && record.cached_from.is_none() {
             let dir = self.pipeline.resolve(&self.dir.relative.join(&unit.dir));
-            record.outputs =
-                crate::target::file_hashes(&self.pipeline.resolve(&self.dir.relative), &dir);
+            record.outputs = crate::execution::target::file_hashes(
+                &self.pipeline.resolve(&self.dir.relative),
+                &dir,
+            );
         }
         if succeeded && unit.kind == StageKind::Compile && self.pipeline.target.is_some() {
             self.set_cubin_sha(index, self.build_identity(unit, &record));
@@ -503,7 +505,7 @@ impl Executor<'_> {
         if let Some(build) = self.pipeline.target.as_ref().and_then(|t| t.build.as_ref()) {
             for dir in &build.products {
                 let dir = self.pipeline.resolve(dir);
-                for (path, sha) in crate::target::file_hashes(&dir, &dir) {
+                for (path, sha) in crate::execution::target::file_hashes(&dir, &dir) {
                     lines.push(format!("product:{path}\t{sha}"));
                 }
             }
@@ -585,7 +587,7 @@ impl Executor<'_> {
                     });
                     record.reason = Some(format!(
                         "no cubin{what}: compile {}",
-                        status.map_or("did not run", crate::progress::status_word)
+                        status.map_or("did not run", crate::process::progress::status_word)
                     ));
                     record.command = self.planned(unit, stage_cfg);
                     return Ok((record, None));
@@ -723,7 +725,7 @@ impl Executor<'_> {
             }
         }
         let command = self.command(&invocation, stage_cfg, &dest, device);
-        let gpu = match crate::schedule::class(unit) {
+        let gpu = match crate::planning::schedule::class(unit) {
             Class::SharedGpu => Some(false),
             Class::Alone => Some(true),
             Class::Free | Class::Cpu => None,
@@ -854,7 +856,7 @@ impl Executor<'_> {
                 "the build for {} {} {}",
                 unit.config.as_deref().unwrap_or_default(),
                 unit.arch.as_deref().unwrap_or_default(),
-                status.map_or("did not run", crate::progress::status_word)
+                status.map_or("did not run", crate::process::progress::status_word)
             )),
         }
     }
@@ -904,7 +906,7 @@ impl Executor<'_> {
         if let Some(target) = &self.pipeline.target {
             // Every file of the target's tree: a changed header or script never serves stale
             // evidence. The environment counts as much as the argv.
-            for file in crate::target::source_files(self.pipeline, target) {
+            for file in crate::execution::target::source_files(self.pipeline, target) {
                 key.files.insert(slash(&file), self.input_sha(&file));
             }
             for (name, value) in &invocation.unit.env {
@@ -928,7 +930,7 @@ impl Executor<'_> {
                     std::path::absolute(&d).unwrap_or(d)
                 });
                 for dir in self.product_dirs(unit) {
-                    for (product, _) in crate::target::products(&[dir]) {
+                    for (product, _) in crate::execution::target::products(&[dir]) {
                         if jit.as_ref().is_some_and(|j| product.starts_with(j)) {
                             continue;
                         }
@@ -960,7 +962,7 @@ impl Executor<'_> {
                 .filter_map(|f| f.parent().map(Path::to_path_buf))
                 .collect();
             for dir in dirs {
-                files.extend(crate::target::headers_near(self.pipeline, &dir));
+                files.extend(crate::execution::target::headers_near(self.pipeline, &dir));
             }
             for file in files {
                 key.files.insert(slash(&file), self.input_sha(&file));
@@ -1083,7 +1085,7 @@ fn write_report(
     }
     let mut with_report = run.clone();
     with_report.stages.push(record.clone());
-    let evidence = crate::evidence::from_run(with_report, &dir.path);
+    let evidence = crate::evidence::stored::from_run(with_report, &dir.path);
     let text = report::render(&evidence, OutputFormat::Markdown);
     let headline = report::analyze(&evidence).verdict.line;
     let relative = Path::new(rundir::REPORTS).join(format!("{}.md", run.id));
@@ -1143,23 +1145,6 @@ fn git_status(root: &Path, interrupt: &Interrupt) -> Option<Git> {
         commit,
         dirty: !status.trim().is_empty(),
     })
-}
-
-/// A relative path with forward slashes, as the manifest records paths.
-pub fn slash(path: &Path) -> String {
-    path.components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
-/// The environment that puts a unit on its GPU: `CUDA_VISIBLE_DEVICES`, when the run spreads
-/// over GPUs. It is not part of a unit's cache key: GPUs of one run are one model.
-pub fn device_env(device: Option<&str>) -> Vec<(OsString, OsString)> {
-    device
-        .map(|d| (OsString::from("CUDA_VISIBLE_DEVICES"), OsString::from(d)))
-        .into_iter()
-        .collect()
 }
 
 /// The `CUDA_VISIBLE_DEVICES` value of each GPU slot: empty when the run leaves the choice to

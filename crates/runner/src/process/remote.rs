@@ -28,8 +28,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::exec::{self, Ending};
-use crate::interrupt::Interrupt;
+use crate::process::exec::{self, Ending};
+use crate::process::interrupt::Interrupt;
 
 /// The environment variable that tells a remote runner the name the user gave its machine, for
 /// its manifest.
@@ -194,7 +194,7 @@ impl<'a> Ssh<'a> {
         command.stderr = Some(err.clone());
         let outcome = exec::run(&command, self.interrupt)
             .map_err(|e| RemoteError::Local(format!("failed to {e}")))?;
-        let stderr = crate::rundir::read_lossy(&err).unwrap_or_default();
+        let stderr = crate::evidence::rundir::read_lossy(&err).unwrap_or_default();
         let code = match outcome.ending {
             Ending::Exited(code) => code,
             Ending::TimedOut => {
@@ -344,7 +344,7 @@ pub fn start(
 ) -> Result<Session, RemoteError> {
     ssh.must("connect", "true", None, None)?;
     let absolute = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
-    let key = crate::hash::bytes(absolute.to_string_lossy().as_bytes());
+    let key = crate::evidence::hash::bytes(absolute.to_string_lossy().as_bytes());
     let dir = format!("{base}/remote/{}", &key[..16]);
     let scratch = ssh.control.path();
 
@@ -386,7 +386,7 @@ pub fn start(
     // This runner, unless the remote has the same build.
     let exe = std::env::current_exe()
         .map_err(|e| RemoteError::Local(format!("locate the runner executable: {e}")))?;
-    let sha = crate::hash::file(&exe)
+    let sha = crate::evidence::hash::file(&exe)
         .map_err(|e| RemoteError::Local(format!("hash {}: {e}", exe.display())))?;
     let bin = format!("{base}/bin/runner-{}", &sha[..16]);
     if ssh
@@ -635,7 +635,7 @@ pub fn load(root: &Path, id: &str) -> Result<Session, RemoteError> {
 fn save(root: &Path, session: &Session) -> Result<(), RemoteError> {
     let path = root.join(SESSIONS).join(format!("{}.json", session.id));
     let text = serde_json::to_string_pretty(session).unwrap_or_default();
-    crate::rundir::write_atomic(&path, text.as_bytes())
+    crate::evidence::rundir::write_atomic(&path, text.as_bytes())
         .map_err(|e| RemoteError::Local(format!("record the session: {e}")))
 }
 
@@ -651,7 +651,7 @@ fn run_id(line: &str) -> Option<String> {
 
 fn session_id() -> String {
     let now = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-    let salt = crate::hash::bytes(
+    let salt = crate::evidence::hash::bytes(
         format!("{now}{}{:?}", std::process::id(), std::time::Instant::now()).as_bytes(),
     );
     format!("{now}-{}", &salt[..8])
@@ -664,7 +664,7 @@ fn local(command: &exec::Command, interrupt: &Interrupt, what: &str) -> Result<(
             let err = command
                 .stderr
                 .as_ref()
-                .and_then(|p| crate::rundir::read_lossy(p).ok())
+                .and_then(|p| crate::evidence::rundir::read_lossy(p).ok())
                 .unwrap_or_default();
             Err(RemoteError::Local(format!(
                 "{what}: {:?}{}",

@@ -7,7 +7,7 @@
 //! group, then SIGKILL after a grace period. compute-sanitizer and ncu run the harness as a
 //! grandchild, and `kill()` on the child alone would leave it running: signalling the group
 //! reaches it. Once the child has exited, whatever it left behind, in its group or outside it
-//! ([`crate::leftovers`]), is ended the same way and named in the outcome, so no stage outlives
+//! ([`crate::process::leftovers`]), is ended the same way and named in the outcome, so no stage outlives
 //! its record.
 //!
 //! An interrupt forwards the signal received to the group; a second one is forwarded too, and a
@@ -22,8 +22,8 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use crate::interrupt::Interrupt;
-use crate::leftovers;
+use crate::process::interrupt::Interrupt;
+use crate::process::leftovers;
 
 /// What to run and where its output goes.
 #[derive(Debug, Clone)]
@@ -408,4 +408,13 @@ fn tempfile_dir() -> Option<PathBuf> {
     let dir = std::env::temp_dir().join(format!("exhibit-probe-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).ok()?;
     Some(dir)
+}
+
+/// The environment that puts a unit on its GPU: `CUDA_VISIBLE_DEVICES`, when the run spreads
+/// over GPUs. It is not part of a unit's cache key: GPUs of one run are one model.
+pub fn device_env(device: Option<&str>) -> Vec<(OsString, OsString)> {
+    device
+        .map(|d| (OsString::from("CUDA_VISIBLE_DEVICES"), OsString::from(d)))
+        .into_iter()
+        .collect()
 }

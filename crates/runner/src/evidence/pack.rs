@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::rundir::{self, ReadError, Refused, WriteError};
+use crate::evidence::rundir::{self, ReadError, Refused, WriteError};
 
 /// What [`pack`] did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

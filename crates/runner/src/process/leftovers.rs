@@ -27,7 +27,7 @@ use nix::unistd::Pid;
 /// The environment variable that marks a stage's processes.
 pub const TOKEN_VARIABLE: &str = "EXHIBIT_STAGE_TOKEN";
 
-/// The children [`crate::exec`] is running now, with their tokens: never reaped here, and their
+/// The children [`crate::process::exec`] is running now, with their tokens: never reaped here, and their
 /// descendants not taken for another stage's leftovers.
 static LIVE: Mutex<BTreeMap<i32, String>> = Mutex::new(BTreeMap::new());
 

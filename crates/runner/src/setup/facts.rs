@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use report::Gpu;
 use serde::{Deserialize, Serialize};
 
-use crate::rundir::{self, WriteError};
+use crate::evidence::rundir::{self, WriteError};
 
-/// The cache file's name, in [`crate::toolchain::cache_home`].
+/// The cache file's name, in [`crate::setup::toolchain::cache_home`].
 pub const FILE: &str = "preflight.json";
 
 const SCHEMA: &str = "exhibit.preflight/1";

@@ -12,10 +12,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::config;
-use crate::exec;
-use crate::facts::Facts;
-use crate::interrupt::Interrupt;
+use crate::pipeline::config;
+use crate::process::exec;
+use crate::process::interrupt::Interrupt;
+use crate::setup::facts::Facts;
 
 /// The tools found, with where they came from and their version lines.
 #[derive(Debug, Clone, Default)]
@@ -57,7 +57,7 @@ pub struct Env {
     pub xdg_cache_home: Option<PathBuf>,
     pub home: Option<PathBuf>,
     /// Whether the preflight may reuse what earlier runs learned (`--force` says no); see
-    /// [`crate::facts`].
+    /// [`crate::setup::facts`].
     pub reuse_facts: bool,
     /// The stages the run was asked for (`--only`); empty: all. The preflight checks only the
     /// tools of the stages that will run (it imports torch only for those).

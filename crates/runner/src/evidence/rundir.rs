@@ -54,7 +54,7 @@ pub fn run_id(started: DateTime<Utc>, pipeline_hash: &str) -> String {
         std::process::id(),
         started.timestamp_nanos_opt().unwrap_or_default()
     );
-    let hash = crate::hash::bytes(salt.as_bytes());
+    let hash = crate::evidence::hash::bytes(salt.as_bytes());
     format!(
         "{}-{}",
         started.format("%Y%m%dT%H%M%SZ"),
@@ -153,7 +153,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 }
 
 /// Opens a log the user named on the command line (`runner parse`, `runner explain`),
-/// decompressing it when its name ends in `.gz` (see [`crate::pack`]). A stored run's logs go
+/// decompressing it when its name ends in `.gz` (see [`crate::evidence::pack`]). A stored run's logs go
 /// through [`open_stored_log`] instead.
 pub fn open_log(path: &Path) -> std::io::Result<Box<dyn std::io::BufRead>> {
     let file = std::fs::File::open(path)?;
@@ -378,4 +378,12 @@ pub fn open_stored_log(
     let path = inside(run_dir, relative)?;
     let file = open_file(&path, None)?;
     Ok(decompressed(&path, file))
+}
+
+/// A relative path with forward slashes, as the manifest records paths.
+pub fn slash(path: &Path) -> String {
+    path.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
 }

@@ -15,11 +15,11 @@ use parsers::harness::HarnessOutput;
 use parsers::{Format, ParsedLog, Severity};
 use report::{StageKind, StageStatus, TargetKind, Wrapper};
 
-use crate::config::{self, Pipeline, Stage, Target};
-use crate::exec::Ending;
-use crate::plan::Unit;
-use crate::preflight::Preflight;
-use crate::target;
+use crate::execution::target;
+use crate::pipeline::config::{self, Pipeline, Stage, Target};
+use crate::planning::plan::Unit;
+use crate::process::exec::Ending;
+use crate::setup::preflight::Preflight;
 
 /// The exit code compute-sanitizer is told to use when it reports errors.
 pub const SANITIZER_ERROR_EXITCODE: i32 = 86;
@@ -74,7 +74,7 @@ pub const PROFILE_SECTIONS: &[&str] = &[
 
 /// ncu's words for a profile unit, the built-in kernel's or a target's: a report kept in the
 /// unit directory (for the Nsight Compute GUI), whose details and source pages are exported as
-/// CSV afterwards ([`crate::steps::profile`]), with source correlation: unless the stage
+/// CSV afterwards ([`crate::execution::steps::profile`]), with source correlation: unless the stage
 /// chooses a set, the sections behind ncu's rules (or the stage's own sections) and the
 /// per-line source counters. A stage's `--metrics` are collected beside them.
 fn profile_report(cmd: &mut Argv, stage: &Stage, pipeline: &Pipeline, paths: &Paths) {
@@ -547,7 +547,7 @@ fn builtin_unit(unit: &Unit, stage: &Stage, pipeline: &Pipeline) -> report::Unit
         source: (unit.kind == StageKind::Compile)
             .then(|| unit.config.as_deref().and_then(|c| pipeline.source_of(c)))
             .flatten()
-            .map(crate::orchestrate::slash),
+            .map(crate::evidence::rundir::slash),
         arch: unit.arch.clone(),
         case: unit.case.as_ref().map(report_case),
         cases: unit.cases.iter().map(report_case).collect(),
@@ -820,11 +820,11 @@ fn target_invocation(
             let built = paths
                 .build_dir
                 .as_ref()
-                .map(|d| crate::target::built_kernels(&pipeline.resolve(d)))
+                .map(|d| crate::execution::target::built_kernels(&pipeline.resolve(d)))
                 .unwrap_or_default();
             if !own_filter && !built.is_empty() {
                 cmd.words(["--kernel-name-base", "mangled", "--kernel-name"]);
-                cmd.word(&crate::target::kernel_filter(&built));
+                cmd.word(&crate::execution::target::kernel_filter(&built));
             } else if !own_filter && target.program.is_python() {
                 // Kernels compiled just in time (load_inline, Triton) have no build log to name
                 // them: leave out the framework's own (PyTorch's, CUB's, cuDNN's, cuBLAS's), so
@@ -990,7 +990,7 @@ pub fn gather(dir: &Path, invocation: &Invocation, cubin: Option<&str>) -> Gathe
     }
     for name in [&invocation.stdout, &invocation.stderr] {
         if !invocation.detect.contains(name)
-            && let Ok(text) = crate::rundir::read_lossy(&dir.join(name))
+            && let Ok(text) = crate::evidence::rundir::read_lossy(&dir.join(name))
         {
             gathered.program_output.push_str(&text);
         }
@@ -1011,7 +1011,7 @@ pub fn decide_target(
     evidence: &Gathered,
 ) -> (StageStatus, Option<String>) {
     let how = || {
-        crate::target::failure_line(&evidence.program_output, "")
+        crate::execution::target::failure_line(&evidence.program_output, "")
             .map(|l| format!(": {l}"))
             .unwrap_or_default()
     };

@@ -1,7 +1,7 @@
 //! A user's own project as the GPU stages' target: the words and environment its build and
 //! program get, the files that are its inputs, and the products its build leaves.
 //!
-//! The built-in harness is one target kind (its argv is built in [`crate::stages`]); a
+//! The built-in harness is one target kind (its argv is built in [`crate::execution::stages`]); a
 //! `target:` in pipeline.yaml is the other. What wraps a target (nothing, compute-sanitizer, ncu)
 //! is decided by the stage kind, the same for both.
 
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use walkdir::WalkDir;
 
-use crate::config::{Config, Pipeline, Target};
+use crate::pipeline::config::{Config, Pipeline, Target};
 
 /// The values a target's placeholders and `EXHIBIT_*` variables stand for in one unit.
 #[derive(Debug, Clone, Default)]
@@ -28,7 +28,7 @@ pub struct Vars {
     pub out: Option<PathBuf>,
     /// The unit's case, when its stage names cases: `{case}`, `{shape}` (`B,H,S,D`), `{dtype}`,
     /// `{causal}` (`true` or `false`).
-    pub case: Option<crate::config::CaseInstance>,
+    pub case: Option<crate::pipeline::config::CaseInstance>,
 }
 
 impl Vars {
@@ -225,7 +225,7 @@ pub fn link_of(root: &Path, relative: &Path) -> Option<(String, String)> {
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
             let target = std::fs::read_link(&path).ok()?;
             return Some((
-                crate::orchestrate::slash(&prefix),
+                crate::evidence::rundir::slash(&prefix),
                 target.to_string_lossy().into_owned(),
             ));
         }
@@ -244,8 +244,8 @@ pub fn file_hashes(base: &Path, dir: &Path) -> BTreeMap<String, String> {
         .filter(|e| e.file_type().is_file())
         .filter_map(|e| {
             let relative = e.path().strip_prefix(base).ok()?;
-            let sha = crate::hash::file(e.path()).ok()?;
-            Some((crate::orchestrate::slash(relative), sha))
+            let sha = crate::evidence::hash::file(e.path()).ok()?;
+            Some((crate::evidence::rundir::slash(relative), sha))
         })
         .collect()
 }

@@ -5,7 +5,7 @@
 //! the CUDA driver library the harness loads, checks whether ncu may read the performance
 //! counters and, when a stage that will run needs it, whether `torch` imports. The result feeds
 //! the plan, which skips what cannot run with a reason that says why. What the tools answered is
-//! kept in the user's cache and reused while nothing it depends on changed ([`crate::facts`]):
+//! kept in the user's cache and reused while nothing it depends on changed ([`crate::setup::facts`]):
 //! an unchanged re-run starts no tool to learn what it already knows.
 
 use std::collections::BTreeMap;
@@ -15,12 +15,11 @@ use std::time::Duration;
 
 use report::{Environment, Gpu};
 
-use crate::config::{self, Pipeline};
-use crate::exec;
-use crate::facts::{self, Facts, GpuFacts, GpuKey, Torch};
-use crate::interrupt::Interrupt;
-use crate::plan;
-use crate::toolchain::{self, Env, Toolchain};
+use crate::pipeline::config::{self, Pipeline};
+use crate::process::exec;
+use crate::process::interrupt::Interrupt;
+use crate::setup::facts::{self, Facts, GpuFacts, GpuKey, Torch};
+use crate::setup::toolchain::{self, Env, Toolchain};
 
 /// The machine, as the stages will see it.
 #[derive(Debug, Clone)]
@@ -51,7 +50,7 @@ pub enum BuiltinHarness {
 /// Runs every check. `say` prints a line on the terminal as it happens.
 ///
 /// What the tools said on an earlier run is reused while nothing it depends on changed
-/// ([`crate::facts`]), unless `env.reuse_facts` is false (`--force`).
+/// ([`crate::setup::facts`]), unless `env.reuse_facts` is false (`--force`).
 pub fn check(
     pipeline: &Pipeline,
     env: &Env,
@@ -178,7 +177,7 @@ pub fn check(
         counters_permitted,
         preflight_cached: facts.reused().to_vec(),
         // Set by `runner --host` on the runner it starts there.
-        host: std::env::var(crate::remote::HOST_VARIABLE)
+        host: std::env::var(crate::process::remote::HOST_VARIABLE)
             .ok()
             .filter(|h| !h.is_empty()),
     };
@@ -377,7 +376,7 @@ fn wanted_tools(pipeline: &Pipeline, stages: &[String]) -> BTreeMap<String, bool
     for stage in pipeline
         .stages
         .iter()
-        .filter(|s| s.enabled && plan::runs(pipeline, stages, s))
+        .filter(|s| s.enabled && config::runs(pipeline, stages, s))
     {
         for tool in &stage.needs.tools {
             let gpu_only = wanted.get(tool).copied().unwrap_or(true) && stage.needs.gpu;

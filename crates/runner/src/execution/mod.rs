@@ -1,0 +1,9 @@
+//! Running the units: the loop that starts them as the schedule allows ([`orchestrate`]), each
+//! unit's command (the program alone or inside compute-sanitizer or ncu) and how its ending is
+//! judged ([`stages`]), the units of several processes ([`steps`]), and a `target:` as data
+//! ([`target`]).
+
+pub mod orchestrate;
+pub mod stages;
+pub mod steps;
+pub mod target;

@@ -1,0 +1,3 @@
+//! The pipeline file: `pipeline.yaml` parsed into typed data and validated, with the line of any error.
+
+pub mod config;
