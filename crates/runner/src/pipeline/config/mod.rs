@@ -1,0 +1,842 @@
+//! The typed form of `pipeline.yaml`.
+//!
+//! [`Pipeline::load`] reads the file, deserializes it with `yaml_serde` (every struct refuses
+//! unknown keys, so a typo is an error with its line and column, never silently ignored) and then
+//! checks what serde cannot: that stages name known cases, configs and tools, that shapes agree
+//! with the configs they run on, and that the kernel sources exist. All relative paths in the
+//! file are relative to the directory holding it, which is also where `artifacts/` and
+//! `reports/` go.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use report::StageKind;
+use serde::de::{self, DeserializeSeed, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
+
+mod cases;
+mod matrix;
+mod stage;
+mod syntax;
+mod target;
+mod toolchain;
+
+pub use cases::*;
+pub use matrix::*;
+pub use stage::*;
+pub use syntax::*;
+pub use target::*;
+pub use toolchain::*;
+
+/// A validated pipeline.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    /// The file as given on the command line.
+    pub path: PathBuf,
+    /// The directory holding the file: relative paths resolve against it.
+    pub root: PathBuf,
+    /// The built-in kernel: one translation unit the built-in harness launches.
+    pub kernel: Option<Kernel>,
+    /// The user's own project: their build and their program. A pipeline names `kernel` or
+    /// `target`.
+    pub target: Option<Target>,
+    pub toolchain: Toolchain,
+    pub matrix: Matrix,
+    pub cases: BTreeMap<String, Case>,
+    /// Enabled and disabled stages, in execution order.
+    pub stages: Vec<Stage>,
+    /// How long a stage gets between SIGTERM and SIGKILL.
+    pub grace: Duration,
+}
+
+/// A configuration error, worded as a fragment that reads after "failed to ...".
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("read {path}: {error}")]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The file is not one a pipeline can be: a directory, a device, or too large.
+    #[error("{path}: {message}")]
+    NotAPipeline { path: PathBuf, message: String },
+    /// The YAML is malformed, has an unknown key or a value of the wrong type.
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The YAML is malformed and the parser gave no position.
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    /// The file parsed but its contents do not hold together.
+    #[error("{path}{}: {key}: {message}", at.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default())]
+    Semantic {
+        path: PathBuf,
+        /// Line and column of the key, when it could be found in the text.
+        at: Option<(usize, usize)>,
+        key: String,
+        message: String,
+    },
+}
+
+/// `kernel:`: what to compile and which entry points to launch.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kernel {
+    /// The translation unit compiled once per config and arch.
+    pub source: PathBuf,
+    /// Further files the kernel depends on (headers): hashed as inputs, never compiled alone.
+    #[serde(default)]
+    pub includes: Vec<PathBuf>,
+    /// Entry point per dtype.
+    #[serde(deserialize_with = "unique")]
+    pub entry_points: BTreeMap<Dtype, String>,
+}
+
+impl Pipeline {
+    /// Reads, parses and validates a pipeline file.
+    pub fn load(path: &Path) -> Result<Pipeline, ConfigError> {
+        Pipeline::parse(path, &read(path)?)
+    }
+
+    /// [`Pipeline::load`], then what `runner check` adds about this machine: every tool
+    /// override names an executable file. (A run reports a missing override as its stages'
+    /// failure instead, so that a pipeline shared between machines still runs what it can.)
+    pub fn load_and_check_tools(path: &Path) -> Result<Pipeline, ConfigError> {
+        let text = read(path)?;
+        let pipeline = Pipeline::parse(path, &text)?;
+        for (tool, override_path) in &pipeline.toolchain.tools {
+            if let Some(problem) = not_executable(&pipeline.resolve(override_path)) {
+                return Err(located(
+                    pipeline.semantic(
+                        format!("toolchain.tools.{tool}"),
+                        format!("`{}` {problem}", override_path.display()),
+                    ),
+                    &text,
+                ));
+            }
+        }
+        Ok(pipeline)
+    }
+
+    /// Parses and validates pipeline text; `path` names the file in errors and anchors
+    /// relative paths.
+    pub fn parse(path: &Path, text: &str) -> Result<Pipeline, ConfigError> {
+        check_nesting(path, text)?;
+        check_expansion(path, text)?;
+        let raw: RawPipeline =
+            yaml_serde::from_str(text).map_err(|e| syntax_error(path, text, &e))?;
+        let root = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let locate = |error: ConfigError| located(error, text);
+        let raw_target = raw.target;
+        let mut pipeline = Pipeline {
+            path: path.to_path_buf(),
+            root,
+            kernel: raw.kernel,
+            target: raw_target.clone(),
+            toolchain: raw.toolchain,
+            matrix: match raw.matrix {
+                Some(matrix) => matrix,
+                // A target needs no matrix: one config, built for the default arch.
+                None if raw_target.is_some() => Matrix {
+                    arch: default_arch(),
+                    configs: BTreeMap::from([("default".to_string(), Config::default())]),
+                },
+                None => {
+                    return Err(located(
+                        ConfigError::Semantic {
+                            path: path.to_path_buf(),
+                            at: None,
+                            key: "matrix".into(),
+                            message: "the built-in kernel needs `matrix:` with its configs (the \
+                                      defines each build gets)"
+                                .into(),
+                        },
+                        text,
+                    ));
+                }
+            },
+            cases: raw.cases,
+            stages: order_stages(path, raw.stages, raw_target.as_ref()).map_err(locate)?,
+            grace: raw.grace.map_or(Duration::from_secs(5), |g| g.0),
+        };
+        pipeline.validate().map_err(locate)?;
+        if pipeline.target.is_some() {
+            // JIT-compiled kernels appear only once the program ran: a target's SASS inventory
+            // comes after the stages that run it.
+            pipeline.stages.sort_by_key(|s| match s.kind {
+                StageKind::Sass => (1, s.kind),
+                StageKind::Report => (2, s.kind),
+                kind => (0, kind),
+            });
+        }
+        Ok(pipeline)
+    }
+
+    /// The stage called `name`, if any.
+    pub fn stage(&self, name: &str) -> Option<&Stage> {
+        self.stages.iter().find(|s| s.name == name)
+    }
+
+    /// Resolves a path from the file against [`Pipeline::root`].
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.root.join(path)
+        }
+    }
+
+    /// The source a config of the built-in kernel compiles: its own, or `kernel.source`.
+    /// The archs `config` is built for: its own `arch` list, or every arch of the matrix.
+    pub fn archs_of(&self, config: &str) -> &[String] {
+        self.matrix
+            .configs
+            .get(config)
+            .and_then(|c| c.arch.as_deref())
+            .unwrap_or(&self.matrix.arch)
+    }
+
+    pub fn source_of(&self, config: &str) -> Option<&Path> {
+        self.matrix
+            .configs
+            .get(config)
+            .and_then(|c| c.source.as_deref())
+            .or(self.kernel.as_ref().map(|k| k.source.as_path()))
+    }
+
+    /// Every source file the built-in kernel's builds depend on: `kernel.source`,
+    /// `kernel.includes` and the configs' own sources, each once. A target's sources are
+    /// walked instead (`target::source_files`).
+    pub fn sources(&self) -> Vec<&Path> {
+        let Some(kernel) = &self.kernel else {
+            return Vec::new();
+        };
+        let mut sources: Vec<&Path> = vec![kernel.source.as_path()];
+        sources.extend(kernel.includes.iter().map(PathBuf::as_path));
+        for config in self.matrix.configs.values() {
+            if let Some(source) = &config.source {
+                sources.push(source);
+            }
+        }
+        let mut seen = BTreeSet::new();
+        sources.retain(|s| seen.insert(*s));
+        sources
+    }
+
+    /// The `HEAD_DIM` define of a config, when it has a numeric one.
+    pub fn head_dim(&self, config: &str) -> Option<u32> {
+        self.matrix
+            .configs
+            .get(config)
+            .and_then(|c| c.defines.get("HEAD_DIM"))
+            .and_then(|v| v.0.parse().ok())
+    }
+
+    /// Every (case, dtype, causal) a stage runs for `config`, or for any config when `None`.
+    pub fn case_instances(&self, stage: &Stage, config: Option<&str>) -> Vec<CaseInstance> {
+        let mut out = Vec::new();
+        for name in &stage.cases {
+            let Some(case) = self.cases.get(name) else {
+                continue;
+            };
+            if let Some(config) = config
+                && let Some(d) = self.head_dim(config)
+                && d != case.shape.head_dim
+            {
+                continue;
+            }
+            for &dtype in &case.dtypes {
+                for &causal in &case.causal {
+                    out.push(CaseInstance {
+                        case: name.clone(),
+                        shape: case.shape,
+                        dtype,
+                        causal,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let err = |key: String, message: String| ConfigError::Semantic {
+            path: self.path.clone(),
+            at: None,
+            key,
+            message,
+        };
+        match (&self.kernel, &self.target) {
+            (Some(kernel), None) => self.validate_kernel(kernel)?,
+            (None, Some(target)) => self.validate_target(target)?,
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    "target".into(),
+                    "name either `kernel:` (the built-in harness) or `target:` (your own \
+                     program), not both"
+                        .into(),
+                ));
+            }
+            (None, None) => {
+                return Err(err(
+                    "kernel".into(),
+                    "name what to run: `kernel:` (a kernel for the built-in harness) or \
+                     `target:` (your own build and program)"
+                        .into(),
+                ));
+            }
+        }
+        self.validate_env()?;
+        if self.toolchain.provision && !self.toolchain.wheels.contains_key("nvidia-cuda-nvcc") {
+            return Err(err(
+                "toolchain.wheels".into(),
+                "provisioning needs a pinned `nvidia-cuda-nvcc` wheel".into(),
+            ));
+        }
+        for (wheel, version) in &self.toolchain.wheels {
+            if !is_version(version) {
+                return Err(err(
+                    format!("toolchain.wheels.{wheel}"),
+                    format!("`{version}` is not an exact version such as 13.0.88"),
+                ));
+            }
+        }
+        if self.toolchain.provision && self.toolchain.cuda.is_empty() {
+            return Err(err(
+                "toolchain.cuda".into(),
+                "provisioning needs the CUDA version to install, such as 13.0.88 (or \
+                 `provision: false` to use what is installed)"
+                    .into(),
+            ));
+        }
+        if !self.toolchain.cuda.is_empty() && !is_version(&self.toolchain.cuda) {
+            return Err(err(
+                "toolchain.cuda".into(),
+                format!(
+                    "`{}` is not an exact version such as 13.0.88",
+                    self.toolchain.cuda
+                ),
+            ));
+        }
+        for tool in self.toolchain.tools.keys() {
+            if !KNOWN_TOOLS.contains(&tool.as_str()) || tool == "torch" {
+                return Err(err(
+                    format!("toolchain.tools.{tool}"),
+                    format!("unknown tool; expected one of {}", tool_list()),
+                ));
+            }
+        }
+        if self.matrix.arch.is_empty() {
+            return Err(err("matrix.arch".into(), "list at least one arch".into()));
+        }
+        let mut seen = BTreeSet::new();
+        for (i, arch) in self.matrix.arch.iter().enumerate() {
+            if !is_arch(arch) {
+                return Err(err(
+                    format!("matrix.arch[{i}]"),
+                    format!("`{arch}` is not an arch such as sm_90 or sm_90a"),
+                ));
+            }
+            if !seen.insert(arch) {
+                return Err(err(format!("matrix.arch[{i}]"), format!("`{arch}` twice")));
+            }
+        }
+        if self.matrix.configs.is_empty() {
+            return Err(err(
+                "matrix.configs".into(),
+                "define at least one config".into(),
+            ));
+        }
+        for (name, config) in &self.matrix.configs {
+            if let Some(problem) = name_problem("config", name) {
+                return Err(err(format!("matrix.configs.{name}"), problem));
+            }
+            if let Some(archs) = &config.arch {
+                if archs.is_empty() {
+                    return Err(err(
+                        format!("matrix.configs.{name}.arch"),
+                        "list at least one arch of matrix.arch".into(),
+                    ));
+                }
+                for (i, arch) in archs.iter().enumerate() {
+                    if !self.matrix.arch.contains(arch) || archs[..i].contains(arch) {
+                        return Err(err(
+                            format!("matrix.configs.{name}.arch[{i}]"),
+                            format!(
+                                "`{arch}`: expected one of matrix.arch ({}), each once",
+                                self.matrix.arch.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+            if let Some(source) = &config.source
+                && !self.resolve(source).is_file()
+            {
+                return Err(err(
+                    format!("matrix.configs.{name}.source"),
+                    format!("`{}` does not exist", source.display()),
+                ));
+            }
+            for (define, value) in &config.defines {
+                if !is_identifier(define) {
+                    return Err(err(
+                        format!("matrix.configs.{name}.{define}"),
+                        "not a C identifier".into(),
+                    ));
+                }
+                if !is_define_value(&value.0) {
+                    return Err(err(
+                        format!("matrix.configs.{name}.{define}"),
+                        format!("`{}` is not an integer or a plain word", value.0),
+                    ));
+                }
+            }
+        }
+        for (name, case) in &self.cases {
+            if let Some(problem) = name_problem("case", name) {
+                return Err(err(format!("cases.{name}"), problem));
+            }
+            if case.dtypes.is_empty() || case.causal.is_empty() {
+                return Err(err(
+                    format!("cases.{name}"),
+                    "`dtypes` and `causal` must not be empty".into(),
+                ));
+            }
+            if let Some(problem) = case.shape.too_large() {
+                return Err(err(format!("cases.{name}.shape"), problem));
+            }
+            for dtype in &case.dtypes {
+                if let Some(kernel) = &self.kernel
+                    && !kernel.entry_points.contains_key(dtype)
+                {
+                    return Err(err(
+                        format!("cases.{name}.dtypes"),
+                        format!("no entry point for {dtype} in kernel.entry_points"),
+                    ));
+                }
+            }
+        }
+        let has_compile = self.stages.iter().any(|s| s.kind == StageKind::Compile);
+        for stage in &self.stages {
+            let key = |field: &str| format!("stages.{}.{field}", stage.name);
+            if stage.timeout.is_zero() {
+                return Err(err(key("timeout"), "must be longer than zero".into()));
+            }
+            for tool in &stage.needs.tools {
+                if !KNOWN_TOOLS.contains(&tool.as_str()) {
+                    return Err(err(
+                        key("needs.tools"),
+                        format!("unknown tool `{tool}`; expected one of {}", tool_list()),
+                    ));
+                }
+            }
+            for (i, config) in stage.configs.iter().enumerate() {
+                if !self.matrix.configs.contains_key(config) {
+                    return Err(err(
+                        format!("stages.{}.configs[{i}]", stage.name),
+                        format!("no config `{config}` in matrix.configs"),
+                    ));
+                }
+            }
+            for (i, case) in stage.cases.iter().enumerate() {
+                if !self.cases.contains_key(case) {
+                    let known: Vec<&str> = self.cases.keys().map(String::as_str).collect();
+                    return Err(err(
+                        format!("stages.{}.cases[{i}]", stage.name),
+                        format!(
+                            "no case `{case}` in cases (defined: {})",
+                            if known.is_empty() {
+                                "none".to_string()
+                            } else {
+                                known.join(", ")
+                            }
+                        ),
+                    ));
+                }
+            }
+            let launches = launches_kernel(stage.kind) || stage.kind == StageKind::Baseline;
+            let builtin = self.kernel.is_some();
+            if builtin && launches && stage.enabled && stage.cases.is_empty() {
+                return Err(err(
+                    key("cases"),
+                    "this stage launches the kernel: name the cases it runs".into(),
+                ));
+            }
+            if builtin && launches && stage.enabled {
+                let configs: Vec<&String> = self
+                    .matrix
+                    .configs
+                    .keys()
+                    .filter(|c| stage.configs.is_empty() || stage.configs.contains(c))
+                    .collect();
+                for (i, case) in stage.cases.iter().enumerate() {
+                    let runs = configs.iter().any(|c| {
+                        self.case_instances(stage, Some(c))
+                            .iter()
+                            .any(|instance| instance.case == *case)
+                    });
+                    if !runs && stage.kind != StageKind::Baseline {
+                        let dims: BTreeSet<u32> =
+                            configs.iter().filter_map(|c| self.head_dim(c)).collect();
+                        return Err(err(
+                            format!("stages.{}.cases[{i}]", stage.name),
+                            format!(
+                                "case `{case}` runs on no config: its head dimension is not the \
+                                 HEAD_DIM of any config of this stage ({})",
+                                dims.iter()
+                                    .map(u32::to_string)
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+            // A target's program takes cases in the stages that run it: each case one unit,
+            // its values as placeholders and `EXHIBIT_*` variables.
+            let runs_program = !matches!(
+                stage.kind,
+                StageKind::Compile | StageKind::Sass | StageKind::Report | StageKind::Baseline
+            );
+            if !stage.cases.is_empty() && !(if builtin { launches } else { runs_program }) {
+                return Err(err(
+                    key("cases"),
+                    format!("a {} stage runs no cases", kind_name(stage.kind)),
+                ));
+            }
+            if stage.print_limit.is_some() && !is_sanitizer(stage.kind) {
+                return Err(err(
+                    key("print_limit"),
+                    "only compute-sanitizer stages take a print limit".into(),
+                ));
+            }
+            if let Some(file) = &stage.suppressions {
+                if !is_sanitizer(stage.kind) {
+                    return Err(err(
+                        key("suppressions"),
+                        "only compute-sanitizer stages take a suppressions file".into(),
+                    ));
+                }
+                if !self.resolve(file).is_file() {
+                    return Err(err(
+                        key("suppressions"),
+                        format!("`{}` is not a file", file.display()),
+                    ));
+                }
+            }
+            if !stage.harness_args.is_empty() && (!wraps_harness(stage.kind) || !builtin) {
+                return Err(err(
+                    key("harness_args"),
+                    "only sanitizer and profile stages of the built-in kernel wrap the harness"
+                        .into(),
+                ));
+            }
+            if stage.launches.is_some() && (builtin || stage.kind != StageKind::Stress) {
+                return Err(err(
+                    key("launches"),
+                    "only a target's stress stage takes `launches` (the built-in harness takes \
+                     `args: [--launches, N]`)"
+                        .into(),
+                ));
+            }
+            if stage.launches == Some(0) {
+                return Err(err(key("launches"), "must be at least 1".into()));
+            }
+            if !stage.env.is_empty() && builtin {
+                return Err(err(
+                    key("env"),
+                    "only the stages of a target take `env`".into(),
+                ));
+            }
+            match stage.kind {
+                StageKind::Baseline if stage.command.is_empty() => {
+                    return Err(err(
+                        key("command"),
+                        "a baseline stage needs its command, e.g. [python3, kernel/baselines/sdpa.py]"
+                            .into(),
+                    ));
+                }
+                StageKind::Baseline => {}
+                kind if !builtin && launches_kernel(kind) => {}
+                _ if !stage.command.is_empty() => {
+                    return Err(err(
+                        key("command"),
+                        if builtin {
+                            "only baseline stages take a command"
+                        } else {
+                            "only the stages that run the program take a command"
+                        }
+                        .into(),
+                    ));
+                }
+                _ => {}
+            }
+            if builtin && needs_cubin(stage.kind) && stage.enabled && !has_compile {
+                return Err(err(
+                    format!("stages.{}", stage.name),
+                    "needs the cubin of a compile stage, and there is none".into(),
+                ));
+            }
+            if !builtin
+                && stage.kind == StageKind::Compile
+                && self.target.as_ref().is_some_and(|t| t.build.is_none())
+            {
+                return Err(err(
+                    format!("stages.{}", stage.name),
+                    "a build stage needs `target.build`".into(),
+                ));
+            }
+        }
+        if self
+            .stages
+            .iter()
+            .filter(|s| s.kind == StageKind::Compile)
+            .count()
+            > 1
+        {
+            return Err(err("stages".into(), "more than one compile stage".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Pipeline {
+    fn semantic(&self, key: String, message: String) -> ConfigError {
+        ConfigError::Semantic {
+            path: self.path.clone(),
+            at: None,
+            key,
+            message,
+        }
+    }
+
+    /// Every environment map's names are POSIX names (they reach a shell in a Slurm job
+    /// script) and its values hold no NUL (no process environment can).
+    fn validate_env(&self) -> Result<(), ConfigError> {
+        let target = self.target.as_ref();
+        let maps = [
+            (
+                "target.build.env".to_string(),
+                target.and_then(|t| t.build.as_ref()).map(|b| &b.env),
+            ),
+            (
+                "target.program.env".to_string(),
+                target.map(|t| &t.program.env),
+            ),
+        ]
+        .into_iter()
+        .chain(
+            self.matrix
+                .configs
+                .iter()
+                .map(|(name, c)| (format!("matrix.configs.{name}.env"), Some(&c.env))),
+        )
+        .chain(
+            self.stages
+                .iter()
+                .map(|s| (format!("stages.{}.env", s.name), Some(&s.env))),
+        );
+        for (key, env) in maps {
+            for (name, value) in env.into_iter().flatten() {
+                if !is_identifier(name) {
+                    return Err(self.semantic(
+                        key,
+                        format!(
+                            "`{name}` is not an environment variable name; expected letters, \
+                             digits and `_`, not starting with a digit"
+                        ),
+                    ));
+                }
+                if value.contains('\0') {
+                    return Err(self.semantic(
+                        key,
+                        format!("{name}: the value holds a NUL byte, which no environment can"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_kernel(&self, kernel: &Kernel) -> Result<(), ConfigError> {
+        if let Some(problem) = not_a_file(&self.resolve(&kernel.source)) {
+            return Err(self.semantic(
+                "kernel.source".into(),
+                format!("`{}` {problem}", kernel.source.display()),
+            ));
+        }
+        for (i, include) in kernel.includes.iter().enumerate() {
+            if let Some(problem) = not_a_file(&self.resolve(include)) {
+                return Err(self.semantic(
+                    format!("kernel.includes[{i}]"),
+                    format!("`{}` {problem}", include.display()),
+                ));
+            }
+        }
+        if kernel.entry_points.is_empty() {
+            return Err(self.semantic(
+                "kernel.entry_points".into(),
+                "name at least one entry point (f16 or bf16)".into(),
+            ));
+        }
+        for (dtype, name) in &kernel.entry_points {
+            if !is_identifier(name) {
+                return Err(self.semantic(
+                    format!("kernel.entry_points.{dtype}"),
+                    format!("`{name}` is not a C identifier"),
+                ));
+            }
+        }
+        for (name, config) in &self.matrix.configs {
+            if !config.env.is_empty() {
+                return Err(self.semantic(
+                    format!("matrix.configs.{name}.env"),
+                    "only a target's configs take `env` (the built-in kernel takes defines)".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_target(&self, target: &Target) -> Result<(), ConfigError> {
+        for (i, source) in target.sources.iter().enumerate() {
+            if !self.resolve(source).exists() {
+                return Err(self.semantic(
+                    format!("target.sources[{i}]"),
+                    format!("`{}` does not exist", source.display()),
+                ));
+            }
+        }
+        if let Some(build) = &target.build {
+            if build.command.is_empty() {
+                return Err(self.semantic(
+                    "target.build.command".into(),
+                    "give the build's argv, e.g. [cmake, --build, \"{build_dir}\"]".into(),
+                ));
+            }
+            check_placeholders(&build.command, BUILD_PLACEHOLDERS)
+                .map_err(|m| self.semantic("target.build.command".into(), m))?;
+        }
+        if target.program.command.is_empty() {
+            return Err(self.semantic(
+                "target.program.command".into(),
+                "give the program's argv, e.g. [python3, tests/oracle.py]".into(),
+            ));
+        }
+        check_placeholders(&target.program.command, PROGRAM_PLACEHOLDERS)
+            .map_err(|m| self.semantic("target.program.command".into(), m))?;
+        if let Some(cwd) = &target.program.cwd
+            && !self.resolve(cwd).is_dir()
+        {
+            return Err(self.semantic(
+                "target.program.cwd".into(),
+                format!("`{}` is not a directory", cwd.display()),
+            ));
+        }
+        for (name, config) in &self.matrix.configs {
+            if config.source.is_some() {
+                return Err(self.semantic(
+                    format!("matrix.configs.{name}.source"),
+                    "a target's build decides what it compiles: give the config `defines` \
+                     (they reach the build as `{defines}`) or `env`"
+                        .into(),
+                ));
+            }
+        }
+        for stage in &self.stages {
+            check_placeholders(&stage.command, PROGRAM_PLACEHOLDERS)
+                .and_then(|()| check_placeholders(&stage.args, PROGRAM_PLACEHOLDERS))
+                .map_err(|m| self.semantic(format!("stages.{}.command", stage.name), m))?;
+        }
+        Ok(())
+    }
+}
+
+/// Why `path` cannot be run as a tool, if it cannot.
+fn not_executable(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(path) {
+        Err(_) => Some("does not exist"),
+        Ok(m) if m.is_dir() => Some("is a directory, not an executable"),
+        Ok(m) if !m.is_file() => Some("is not a regular file"),
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => Some("is not executable"),
+        Ok(_) => None,
+    }
+}
+
+/// Why `path` is not a file to read, if it is not.
+fn not_a_file(path: &Path) -> Option<&'static str> {
+    match std::fs::metadata(path) {
+        Err(_) => Some("does not exist"),
+        Ok(m) if m.is_dir() => Some("is a directory; expected a file"),
+        Ok(m) if !m.is_file() => Some("is not a regular file"),
+        Ok(_) => None,
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The longest config, case or stage name: each becomes a directory of the run, several deep,
+/// under file systems' 255-byte limit per name.
+pub const MAX_NAME: usize = 64;
+
+/// The names of a run directory's own entries, which no stage may take: its unit directories
+/// sit beside them (`build/` holds a target's build when it has no compile stage).
+pub const RESERVED_NAMES: &[&str] = &["manifest.json", "build", "reports", "artifacts"];
+
+/// Why `name` cannot name a config, case or stage (`what`), if it cannot: the run directory
+/// holds it as a directory.
+fn name_problem(what: &str, name: &str) -> Option<String> {
+    if name.chars().count() > MAX_NAME {
+        return Some(format!(
+            "{what} names are at most {MAX_NAME} characters; this one has {}",
+            name.chars().count()
+        ));
+    }
+    (!is_path_component(name) || name.starts_with('.')).then(|| {
+        format!("{what} names use letters, digits, `_`, `-` and `.`, and do not start with `.`")
+    })
+}
+
+fn is_path_component(s: &str) -> bool {
+    !s.is_empty()
+        && s != "."
+        && s != ".."
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPipeline {
+    #[serde(default)]
+    kernel: Option<Kernel>,
+    #[serde(default)]
+    target: Option<Target>,
+    #[serde(default)]
+    toolchain: Toolchain,
+    #[serde(default)]
+    matrix: Option<Matrix>,
+    #[serde(default, deserialize_with = "unique")]
+    cases: BTreeMap<String, Case>,
+    #[serde(deserialize_with = "unique")]
+    stages: BTreeMap<String, RawStage>,
+    #[serde(default)]
+    grace: Option<HumanDuration>,
+}

@@ -1,0 +1,284 @@
+//! `stages:`: each stage's kind, timeout, needs and arguments, their defaults, and the kinds' vocabulary.
+
+use super::*;
+
+/// One entry of `stages:`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stage {
+    /// The key in `stages:`.
+    pub name: String,
+    pub kind: StageKind,
+    pub enabled: bool,
+    pub timeout: Duration,
+    pub needs: Needs,
+    /// Extra arguments for the stage's tool (nvcc, cuobjdump, compute-sanitizer, ncu, the
+    /// harness for check/stress/bench, the baseline command).
+    pub args: Vec<String>,
+    /// Extra arguments for the harness when a tool wraps it (sanitizers, profile).
+    pub harness_args: Vec<String>,
+    /// Case names; required by stages that launch the kernel.
+    pub cases: Vec<String>,
+    /// Restricts the stage to these configs; empty means all.
+    pub configs: Vec<String>,
+    /// compute-sanitizer's `--print-limit`.
+    pub print_limit: Option<u32>,
+    /// The baseline's command line (argv), before the shape arguments.
+    pub command: Vec<String>,
+    /// Whether an earlier run's result with the same inputs may be reused.
+    pub cache: bool,
+    /// A stress stage on a target's program: the most launches to try.
+    pub launches: Option<u64>,
+    /// compute-sanitizer's `--suppressions` file, relative to the pipeline file.
+    pub suppressions: Option<PathBuf>,
+    /// Extra environment variables for the stage's process.
+    pub env: BTreeMap<String, String>,
+}
+
+/// What a stage needs from the machine.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Needs {
+    #[serde(default)]
+    pub gpu: bool,
+    #[serde(default)]
+    pub tools: Vec<String>,
+}
+
+/// Whether a stage kind launches the kernel through the harness.
+pub fn launches_kernel(kind: StageKind) -> bool {
+    is_sanitizer(kind)
+        || matches!(
+            kind,
+            StageKind::Check | StageKind::Stress | StageKind::Bench | StageKind::Profile
+        )
+}
+
+/// Whether a stage kind consumes the compile stage's cubin.
+pub fn needs_cubin(kind: StageKind) -> bool {
+    kind == StageKind::Sass || launches_kernel(kind)
+}
+
+/// Whether a stage kind is one of compute-sanitizer's tools.
+pub fn is_sanitizer(kind: StageKind) -> bool {
+    matches!(
+        kind,
+        StageKind::Memcheck | StageKind::Racecheck | StageKind::Initcheck | StageKind::Synccheck
+    )
+}
+
+/// Whether a stage kind runs the harness under another tool.
+pub fn wraps_harness(kind: StageKind) -> bool {
+    is_sanitizer(kind) || kind == StageKind::Profile
+}
+
+/// The pipeline.yaml spelling of a stage kind.
+pub fn kind_name(kind: StageKind) -> &'static str {
+    report::join::kind_name(kind)
+}
+
+pub(crate) const ALL_KINDS: &[StageKind] = &[
+    StageKind::Compile,
+    StageKind::Sass,
+    StageKind::Memcheck,
+    StageKind::Racecheck,
+    StageKind::Initcheck,
+    StageKind::Synccheck,
+    StageKind::Check,
+    StageKind::Stress,
+    StageKind::Bench,
+    StageKind::Baseline,
+    StageKind::Profile,
+    StageKind::Report,
+];
+
+pub(crate) fn kind_from_name(name: &str) -> Option<StageKind> {
+    ALL_KINDS.iter().copied().find(|k| kind_name(*k) == name)
+}
+
+pub(crate) fn default_timeout(kind: StageKind) -> Duration {
+    let minutes = match kind {
+        StageKind::Sass | StageKind::Report => 1,
+        StageKind::Compile | StageKind::Check => 5,
+        _ => 10,
+    };
+    Duration::from_secs(60 * minutes)
+}
+
+/// Whether a run of `stages` (`--only`; empty: all) plans `stage`: a stage it names, or the
+/// compile stage when a stage it names needs the cubin.
+pub fn runs(pipeline: &Pipeline, stages: &[String], stage: &Stage) -> bool {
+    let selected = |name: &str| stages.is_empty() || stages.iter().any(|s| s == name);
+    if stage.kind == StageKind::Compile {
+        pipeline
+            .stages
+            .iter()
+            .any(|s| selected(&s.name) && (s.kind == StageKind::Compile || needs_cubin(s.kind)))
+    } else {
+        selected(&stage.name)
+    }
+}
+
+/// The needs a stage kind has when pipeline.yaml does not say.
+pub fn default_needs(kind: StageKind) -> Needs {
+    let (gpu, tools): (bool, &[&str]) = match kind {
+        StageKind::Compile => (false, &["nvcc"]),
+        StageKind::Sass => (false, &["cuobjdump"]),
+        StageKind::Memcheck
+        | StageKind::Racecheck
+        | StageKind::Initcheck
+        | StageKind::Synccheck => (true, &["compute-sanitizer", "harness"]),
+        StageKind::Check | StageKind::Stress | StageKind::Bench => (true, &["harness"]),
+        StageKind::Baseline => (true, &["python3", "torch"]),
+        StageKind::Profile => (true, &["ncu", "harness"]),
+        StageKind::Report => (false, &[]),
+    };
+    Needs {
+        gpu,
+        tools: tools.iter().map(|t| (*t).to_string()).collect(),
+    }
+}
+
+pub(crate) fn order_stages(
+    path: &Path,
+    mut raw: BTreeMap<String, RawStage>,
+    target: Option<&Target>,
+) -> Result<Vec<Stage>, ConfigError> {
+    // A report is written unless the pipeline disables it (`report: { enabled: false }`).
+    let reports = |name: &String, stage: &RawStage| {
+        stage
+            .kind
+            .as_deref()
+            .map_or(name == "report", |k| k == "report")
+    };
+    if !raw.iter().any(|(name, stage)| reports(name, stage)) && !raw.contains_key("report") {
+        raw.insert("report".to_string(), RawStage::default());
+    }
+    let mut stages = Vec::with_capacity(raw.len());
+    for (name, stage) in raw {
+        let kind = match stage.kind.as_deref() {
+            Some(k) => kind_from_name(k).ok_or_else(|| ConfigError::Semantic {
+                path: path.to_path_buf(),
+                at: None,
+                key: format!("stages.{name}.kind"),
+                message: format!("unknown stage kind `{k}`; expected one of {}", kind_list()),
+            })?,
+            None if name == "build" => StageKind::Compile,
+            None => kind_from_name(&name).ok_or_else(|| ConfigError::Semantic {
+                path: path.to_path_buf(),
+                at: None,
+                key: format!("stages.{name}"),
+                message: format!(
+                    "`{name}` is not a stage kind, so give it a `kind:` (one of {})",
+                    kind_list()
+                ),
+            })?,
+        };
+        let reserved = RESERVED_NAMES.contains(&name.as_str())
+            && !(name == "build" && kind == StageKind::Compile);
+        let problem = name_problem("stage", &name).or_else(|| {
+            reserved.then(|| {
+                format!(
+                    "`{name}` is a name the run directory keeps for itself ({}; `build` only \
+                     for a compile stage); name the stage otherwise",
+                    RESERVED_NAMES.join(", ")
+                )
+            })
+        });
+        if let Some(message) = problem {
+            return Err(ConfigError::Semantic {
+                path: path.to_path_buf(),
+                at: None,
+                key: format!("stages.{name}"),
+                message,
+            });
+        }
+        stages.push(Stage {
+            kind,
+            enabled: stage.enabled.unwrap_or(true),
+            timeout: stage.timeout.map_or_else(|| default_timeout(kind), |t| t.0),
+            needs: stage.needs.unwrap_or_else(|| match target {
+                Some(target) => target_needs(kind, target, &stage.command),
+                None => default_needs(kind),
+            }),
+            args: stage.args,
+            harness_args: stage.harness_args,
+            cases: stage.cases,
+            configs: stage.configs,
+            print_limit: stage.print_limit,
+            command: stage.command,
+            cache: stage.cache.unwrap_or(true),
+            launches: stage.launches,
+            suppressions: stage.suppressions,
+            env: stage.env,
+            name,
+        });
+    }
+    stages.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+    Ok(stages)
+}
+
+pub(crate) fn kind_list() -> String {
+    ALL_KINDS
+        .iter()
+        .map(|k| kind_name(*k))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawStage {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    timeout: Option<HumanDuration>,
+    #[serde(default)]
+    needs: Option<Needs>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    harness_args: Vec<String>,
+    #[serde(default)]
+    cases: Vec<String>,
+    #[serde(default)]
+    configs: Vec<String>,
+    #[serde(default)]
+    print_limit: Option<u32>,
+    #[serde(default)]
+    command: Vec<String>,
+    #[serde(default)]
+    cache: Option<bool>,
+    #[serde(default)]
+    launches: Option<u64>,
+    #[serde(default)]
+    suppressions: Option<PathBuf>,
+    #[serde(default, deserialize_with = "unique")]
+    env: BTreeMap<String, String>,
+}
+
+/// A duration written for people: `90s`, `10m`, `1h 30m`.
+pub(crate) struct HumanDuration(pub(crate) Duration);
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = HumanDuration;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a duration such as `90s` or `10m`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<HumanDuration, E> {
+                humantime::parse_duration(v.trim())
+                    .map(HumanDuration)
+                    .map_err(|e| {
+                        E::custom(format!(
+                            "invalid duration `{v}` ({e}): expected e.g. `90s` or `10m`"
+                        ))
+                    })
+            }
+        }
+        deserializer.deserialize_str(V)
+    }
+}

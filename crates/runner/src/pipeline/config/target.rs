@@ -1,0 +1,147 @@
+//! `target:`: the user's build and program, the placeholders their argv may hold, and the needs a target's stage has by default.
+
+use super::*;
+
+/// `target:`: a project of the user's own. Its build runs once per config and arch; its program
+/// is what the GPU stages run, alone or inside compute-sanitizer or ncu.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// Files and directories whose contents are the build's inputs: every file under them is
+    /// hashed, so a changed header never serves stale evidence. Default: the pipeline's
+    /// directory.
+    #[serde(default)]
+    pub sources: Vec<PathBuf>,
+    /// How to build it; a target without a build runs its program as it is.
+    #[serde(default)]
+    pub build: Option<TargetBuild>,
+    pub program: Program,
+}
+
+/// `target.build:`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetBuild {
+    /// The build's argv, e.g. `[cmake, --build, "{build_dir}"]` or `[python3, build.py]`.
+    pub command: Vec<String>,
+    /// Extra environment variables for the build.
+    #[serde(default, deserialize_with = "unique")]
+    pub env: BTreeMap<String, String>,
+    /// Directories, besides `{build_dir}`, walked for the build's products after it ran.
+    #[serde(default)]
+    pub products: Vec<PathBuf>,
+}
+
+/// `target.program:`: what the GPU stages run.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Program {
+    /// The argv, e.g. `[python3, tests/oracle.py]` or `["{build_dir}/test_attn"]`.
+    pub command: Vec<String>,
+    /// Its working directory, relative to the pipeline file. Default: the pipeline's directory.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    #[serde(default, deserialize_with = "unique")]
+    pub env: BTreeMap<String, String>,
+    /// Whether it is a Python program (its allocator is then told not to cache under the
+    /// sanitizers). Default: when the command starts with python, python3 or pytest.
+    #[serde(default)]
+    pub python: Option<bool>,
+}
+
+impl Program {
+    /// Whether the program runs under Python.
+    pub fn is_python(&self) -> bool {
+        self.python.unwrap_or_else(|| {
+            self.command.first().is_some_and(|word| {
+                let name = Path::new(word)
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                name.starts_with("python") || name.starts_with("pytest")
+            })
+        })
+    }
+}
+
+/// The placeholders a target's build command may hold.
+pub const BUILD_PLACEHOLDERS: &[&str] = &["{build_dir}", "{arch}", "{defines}", "{config}"];
+/// The placeholders a target's program command may hold.
+pub const PROGRAM_PLACEHOLDERS: &[&str] = &[
+    "{build_dir}",
+    "{arch}",
+    "{config}",
+    "{launches}",
+    "{out}",
+    "{case}",
+    "{shape}",
+    "{dtype}",
+    "{causal}",
+];
+
+/// Refuses a `{word}` that is not one of `known`.
+pub(crate) fn check_placeholders(argv: &[String], known: &[&str]) -> Result<(), String> {
+    for word in argv {
+        let mut rest = word.as_str();
+        while let Some(start) = rest.find('{') {
+            let tail = rest.get(start..).unwrap_or("");
+            let Some(end) = tail.find('}') else { break };
+            let placeholder = tail.get(..=end).unwrap_or("");
+            let is_word = placeholder
+                .trim_matches(['{', '}'])
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_');
+            if is_word && !known.contains(&placeholder) {
+                return Err(format!(
+                    "unknown placeholder `{placeholder}` in `{word}`; expected one of {}",
+                    known.join(", ")
+                ));
+            }
+            rest = tail.get(end + 1..).unwrap_or("");
+        }
+    }
+    Ok(())
+}
+
+/// The needs a stage of a target has when pipeline.yaml does not say: the tools its own
+/// commands start that the preflight knows (the build's, the program's or the baseline's first
+/// word; `python3` for a Python program), and compute-sanitizer or ncu around it.
+pub fn target_needs(kind: StageKind, target: &Target, command: &[String]) -> Needs {
+    // A command's first word when it is a tool the preflight knows (`nvcc`, `python3`, ...).
+    let named = |argv: &[String]| -> Vec<String> {
+        argv.first()
+            .filter(|w| KNOWN_TOOLS.contains(&w.as_str()) && w.as_str() != "harness")
+            .map(|w| vec![w.clone()])
+            .unwrap_or_default()
+    };
+    let program = if target.program.is_python() {
+        vec!["python3".to_string()]
+    } else {
+        named(&target.program.command)
+    };
+    let (gpu, mut tools): (bool, Vec<String>) = match kind {
+        StageKind::Compile => (
+            false,
+            target
+                .build
+                .as_ref()
+                .map(|b| named(&b.command))
+                .unwrap_or_default(),
+        ),
+        StageKind::Sass => (false, vec!["cuobjdump".to_string()]),
+        StageKind::Report => (false, Vec::new()),
+        StageKind::Baseline if !command.is_empty() => (true, named(command)),
+        StageKind::Profile => (true, vec!["ncu".to_string()]),
+        kind if is_sanitizer(kind) => (true, vec!["compute-sanitizer".to_string()]),
+        _ => (true, Vec::new()),
+    };
+    // The stages that run the program (a baseline with its own command runs that instead).
+    let runs_program = match kind {
+        StageKind::Compile | StageKind::Sass | StageKind::Report => false,
+        StageKind::Baseline => command.is_empty(),
+        _ => true,
+    };
+    if runs_program {
+        tools.extend(program);
+    }
+    Needs { gpu, tools }
+}
