@@ -402,7 +402,17 @@ fn evidence(out: &mut String, a: &Analysis) {
             .filter(|r| r.stage == stage && r.config.as_deref() == config)
             .collect();
         if rows.is_empty() {
-            return String::new();
+            // A config whose build another config's build served.
+            let owner = config.and_then(|c| {
+                a.joined.stages().iter().find_map(|s| {
+                    (s.name == stage && s.unit().serves.iter().any(|x| x == c))
+                        .then(|| s.config.clone())
+                        .flatten()
+                })
+            });
+            return owner
+                .map(|o| format!("↗ the build of {}", md_code(&o)))
+                .unwrap_or_default();
         }
         let worst = rows
             .iter()

@@ -542,6 +542,12 @@ fn configs_that_differ_only_in_the_programs_environment_share_one_build() {
         assert!(stdout.contains(&format!("mode {config} from")), "{stdout}");
         assert!(stdout.contains(&format!("build/{owner}/")), "{stdout}");
     }
+    // The report's table says whose build the other config ran.
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).unwrap();
+    assert!(
+        report.contains(&format!("↗ the build of `{owner}`")),
+        "{report}"
+    );
 }
 
 fn manifest_dir(project: &Project) -> std::path::PathBuf {
