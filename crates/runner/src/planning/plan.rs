@@ -177,37 +177,27 @@ pub fn plan(
                 }
             }
             StageKind::Report => units.push(unit(None, None, None)),
-            _ if pipeline.target.is_some() => {
-                // A target's program: one unit per config and GPU arch, and per case when the
-                // stage names cases (their values reach the program as placeholders and
-                // environment).
+            _ => {
+                // The program (the built-in kernel's harness or a target's own): one unit per
+                // config, GPU arch and case; a target's stage without cases runs its program
+                // once per config and arch.
                 for config in stage_configs {
                     for arch in &gpu_arches(pipeline, preflight, config) {
-                        let cases: Vec<Option<CaseInstance>> = if stage.cases.is_empty() {
-                            vec![None]
-                        } else {
-                            pipeline
-                                .case_instances(stage, Some(config))
-                                .into_iter()
-                                .map(Some)
-                                .collect()
-                        };
+                        let cases: Vec<Option<CaseInstance>> =
+                            if stage.cases.is_empty() && pipeline.target.is_some() {
+                                vec![None]
+                            } else {
+                                pipeline
+                                    .case_instances(stage, Some(config))
+                                    .into_iter()
+                                    .map(Some)
+                                    .collect()
+                            };
                         for case in cases {
                             let mut u = unit(Some(config), Some(arch), case);
-                            if !compile_units.is_empty() {
+                            if pipeline.target.is_none() || !compile_units.is_empty() {
                                 attach_compile(&mut u, &compile_units, &units, pipeline);
                             }
-                            units.push(u);
-                        }
-                    }
-                }
-            }
-            _ => {
-                for config in stage_configs {
-                    for arch in &gpu_arches(pipeline, preflight, config) {
-                        for case in pipeline.case_instances(stage, Some(config)) {
-                            let mut u = unit(Some(config), Some(arch), Some(case));
-                            attach_compile(&mut u, &compile_units, &units, pipeline);
                             units.push(u);
                         }
                     }
