@@ -198,17 +198,18 @@ fn passing_program_checks_are_clean() {
 /// diff against a run without the cause shows it as new.
 #[test]
 fn a_slow_cause_says_how_the_program_compares_with_its_baseline() {
+    // The program's benchmark slower than its baseline (the two captures, roles swapped).
     let slow = evidence(
         "slow_vs_baseline",
         &[
             program(
                 StageKind::Bench,
-                "pytest-benchmark/fast.json",
+                "pytest-benchmark/baseline.json",
                 Format::PytestBenchmark,
             ),
             program(
                 StageKind::Baseline,
-                "pytest-benchmark/baseline.json",
+                "pytest-benchmark/fast.json",
                 Format::PytestBenchmark,
             ),
             program(
@@ -240,6 +241,38 @@ fn a_slow_cause_says_how_the_program_compares_with_its_baseline() {
     );
     let summary = report::render_summary(&slow);
     assert!(summary.contains("🐢 Slow: 1 cause"), "{summary}");
+    // A program at least as fast as its baseline is not slow, whatever ncu still sees: the
+    // cause stays, as a note that says so.
+    let ahead = evidence(
+        "fast_vs_baseline",
+        &[
+            program(
+                StageKind::Bench,
+                "pytest-benchmark/fast.json",
+                Format::PytestBenchmark,
+            ),
+            program(
+                StageKind::Baseline,
+                "pytest-benchmark/baseline.json",
+                Format::PytestBenchmark,
+            ),
+            program(
+                StageKind::Profile,
+                "ncu-csv/slow_bank_details.log",
+                Format::NcuCsv,
+            ),
+        ],
+        &[],
+    );
+    let a = analyze(&ahead);
+    assert_ne!(a.verdict.kind, VerdictKind::Slow, "{}", a.verdict.line);
+    assert!(
+        a.diagnoses.iter().any(|d| d.rule == "slow-kernel"
+            && d.level == Level::Note
+            && d.explanation.contains("what ncu estimates is headroom")),
+        "{:#?}",
+        a.diagnoses
+    );
 
     let quiet = evidence(
         "baseline_only",

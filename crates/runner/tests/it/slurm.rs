@@ -43,7 +43,10 @@ fn cluster(queue: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usi
                 if path.extension().is_some_and(|e| e == "job") {
                     let script = std::fs::read_to_string(&path).unwrap_or_default();
                     let running_mark = path.with_extension("running");
-                    std::fs::rename(&path, &running_mark).expect("mark running");
+                    // Marked running before it stops being pending: `squeue` must never see a
+                    // job that is neither (it would read as ended before it ran).
+                    std::fs::write(&running_mark, &script).expect("mark running");
+                    std::fs::remove_file(&path).expect("leave the queue");
                     ran += 1;
                     running.push(std::thread::spawn(move || {
                         let _ = std::process::Command::new("sh")
