@@ -162,7 +162,7 @@ pub struct Stage {
 
 impl Stage {
     /// The unit's typed record: the one the runner wrote, or for an older manifest the one its
-    /// command line implies ([`crate::legacy`]).
+    /// command line implies (`legacy.rs`).
     pub fn unit(&self) -> std::borrow::Cow<'_, Unit> {
         match &self.unit {
             Some(unit) => std::borrow::Cow::Borrowed(unit),

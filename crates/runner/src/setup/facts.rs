@@ -118,7 +118,7 @@ pub struct GpuKey {
     pub driver: Driver,
     pub nvidia_smi: Option<Identity>,
     pub harness: Option<Identity>,
-    /// [`GPU_VARIABLES`] that are set.
+    /// `GPU_VARIABLES` that are set.
     pub env: BTreeMap<String, String>,
 }
 

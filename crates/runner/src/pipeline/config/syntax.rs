@@ -300,7 +300,7 @@ pub(crate) fn check_nesting(path: &Path, text: &str) -> Result<(), ConfigError> 
 }
 
 /// What a pipeline may expand to through its aliases (`&name` ... `*name`): scalar text plus
-/// [`NODE_BYTES`] per node. A pipeline is a few kilobytes; a file of aliases to aliases (or to one
+/// `NODE_BYTES` per node. A pipeline is a few kilobytes; a file of aliases to aliases (or to one
 /// long string) can expand to gigabytes, so the expansion is counted, without keeping it, before
 /// the pipeline is read.
 pub const MAX_EXPANDED_BYTES: usize = 4 << 20;
