@@ -776,6 +776,14 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                     launches.entry(kernel_base(function)).or_default();
                 }
             }
+            // The kernels ncu measured that the program does not own (a framework's).
+            let config = sources
+                .iter()
+                .filter_map(|&i| joined.source(i))
+                .find_map(|s| s.config);
+            let (launches, foreign): (BTreeMap<_, _>, BTreeMap<_, _>) = launches
+                .into_iter()
+                .partition(|(kernel, _)| joined.is_own(config, kernel));
             let kernels: Vec<String> = launches.keys().cloned().collect();
             let n = joined.metrics_of(&sources).count();
             // The kernels the config's build defined that no profiled launch of its program
@@ -798,15 +806,6 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                 .collect();
             idle.sort();
             idle.dedup();
-            // The kernels ncu measured that the program does not own (a framework's).
-            let config = sources
-                .iter()
-                .filter_map(|&i| joined.source(i))
-                .find_map(|s| s.config);
-            let (launches, foreign): (BTreeMap<_, _>, BTreeMap<_, _>) = launches
-                .into_iter()
-                .partition(|(kernel, _)| joined.is_own(config, kernel));
-            let kernels: Vec<String> = launches.keys().cloned().collect();
             let named: Vec<String> = launches
                 .iter()
                 .map(|(kernel, ids)| match ids.len() {

@@ -503,13 +503,21 @@ fn against_baseline(ctx: &Ctx, drafts: &mut [Draft]) {
     }
 }
 
-/// The problem the profiling run behind a cause ran (`4,16,4096,64 bf16`), when its unit says.
-fn profiled_case(ctx: &Ctx, d: &Draft) -> Option<String> {
-    d.explains
+/// The problem the profiling run behind a cause ran: the harness result its unit kept beside
+/// ncu's log, when it kept one.
+fn profiled_case(ctx: &Ctx, d: &Draft) -> Option<crate::tables::Case> {
+    let j = ctx.joined;
+    let dir = |i: usize| j.source(i).map(|s| std::path::Path::new(s.path).parent());
+    let logs: Vec<_> = d
+        .explains
         .iter()
-        .filter_map(|&i| ctx.joined.findings.get(i))
-        .filter_map(|f| ctx.joined.source(f.source)?.stage)
-        .find_map(|stage| stage.unit().case.as_ref().map(|c| c.label.clone()))
+        .filter_map(|&i| j.findings.get(i))
+        .filter_map(|f| dir(f.source))
+        .collect();
+    j.results
+        .iter()
+        .find(|r| dir(r.source).is_some_and(|d| logs.contains(&d)))
+        .map(|r| crate::tables::Case::of(r.result))
 }
 
 /// The built-in kernel's benchmark against the baseline's (SDPA) in the same run: the profiled
@@ -518,27 +526,17 @@ fn profiled_case(ctx: &Ctx, d: &Draft) -> Option<String> {
 fn against_harness_baseline(
     rows: &[crate::tables::BenchRow],
     d: &mut Draft,
-    profiled: Option<String>,
+    profiled: Option<crate::tables::Case>,
 ) -> Option<String> {
     let config = d.config.as_deref()?;
-    let label = |c: &crate::tables::Case| {
-        format!(
-            "{},{},{},{} {}{}",
-            c.batch,
-            c.heads,
-            c.seq_len,
-            c.head_dim,
-            c.dtype,
-            if c.causal { " causal" } else { "" }
-        )
-    };
-    let same = rows
-        .iter()
-        .any(|r| !r.baseline && r.implementation == config && Some(label(&r.case)) == profiled);
+    let profiled = profiled.filter(|p| {
+        rows.iter()
+            .any(|r| !r.baseline && r.implementation == config && r.case == *p)
+    });
     let (kernel, baseline, ratio) = rows
         .iter()
         .filter(|r| !r.baseline && r.implementation == config && r.p50_us > 0.0)
-        .filter(|r| !same || Some(label(&r.case)) == profiled)
+        .filter(|r| profiled.as_ref().is_none_or(|p| r.case == *p))
         .filter_map(|k| {
             let fastest = rows
                 .iter()
