@@ -181,16 +181,22 @@ struct Args {
     /// The compiled kernel.
     #[arg(long, value_name = "FILE", required_unless_present = "probe")]
     cubin: Option<PathBuf>,
-    /// Entry point to launch [default: attention_fwd_<dtype>].
+    /// Entry point to launch [default: the `--entry-point` of the dtype, else
+    /// attention_fwd_<dtype>].
     #[arg(long, value_name = "NAME")]
     kernel: Option<String>,
+    /// The entry point of one dtype, e.g. `bf16=attention_fwd_bf16` (repeatable): the one of
+    /// `--dtype` is launched, so one command line serves every case.
+    #[arg(long = "entry-point", value_name = "DTYPE=NAME")]
+    entry_points: Vec<String>,
     /// Problem shape B,H,S,D.
     #[arg(long, value_name = "B,H,S,D", required_unless_present = "probe")]
     shape: Option<String>,
     #[arg(long, value_enum, required_unless_present = "probe")]
     dtype: Option<Dtype>,
-    /// Causal mask (query i sees keys 0..=i).
-    #[arg(long)]
+    /// Causal mask (query i sees keys 0..=i); `--causal false` is the dense problem.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true",
+          default_value_t = false, action = clap::ArgAction::Set)]
     causal: bool,
     #[arg(long, value_enum, required_unless_present = "probe")]
     mode: Option<Mode>,
@@ -269,8 +275,25 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, clap::
     };
     let shape = Shape::parse(&shape).map_err(|e| invalid(format!("--shape: {e}")))?;
     let sync = SyncPolicy::parse(&args.sync).map_err(|e| invalid(format!("--sync: {e}")))?;
+    let mut chosen = None;
+    for entry in &args.entry_points {
+        let Some((name, symbol)) = entry.split_once('=') else {
+            return Err(invalid(format!(
+                "--entry-point: `{entry}` is not DTYPE=NAME"
+            )));
+        };
+        let of = Dtype::from_str(name, true).map_err(|_| {
+            invalid(format!(
+                "--entry-point: `{name}` is not a dtype (f16, bf16)"
+            ))
+        })?;
+        if of == dtype {
+            chosen = Some(symbol.to_string());
+        }
+    }
     let kernel = args
         .kernel
+        .or(chosen)
         .unwrap_or_else(|| dtype.default_kernel().to_string());
     if kernel.is_empty() || kernel.contains('\0') {
         return Err(invalid(format!(

@@ -297,3 +297,27 @@ fn help_exits_0_and_lists_the_exit_codes() {
     assert!(stdout(&out).contains("4 no CUDA driver"));
     assert!(stdout(&out).contains("--guard-bytes"));
 }
+
+/// One command line serves every case of a pipeline: the dtype picks its entry point, and the
+/// mask is a value (`{causal}` expands to `true` or `false`).
+#[test]
+fn the_dtype_picks_its_entry_point_and_the_mask_takes_a_value() {
+    let mut list = BASE.to_vec();
+    list.extend([
+        "--entry-point",
+        "f16=fwd_half",
+        "--entry-point",
+        "bf16=fwd_brain",
+        "--causal",
+        "false",
+    ]);
+    let o = run_options(&list);
+    assert_eq!((o.kernel.as_str(), o.causal), ("fwd_brain", false));
+    let mut masked = BASE.to_vec();
+    masked.extend(["--causal", "true"]);
+    assert!(run_options(&masked).causal);
+    let mut bad = BASE.to_vec();
+    bad.extend(["--entry-point", "fp8=x"]);
+    let e = parse(args(&bad)).expect_err("fp8 is no dtype");
+    assert!(e.to_string().contains("`fp8` is not a dtype"), "{e}");
+}

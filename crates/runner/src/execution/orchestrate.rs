@@ -149,7 +149,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         hash_input(&mut inputs, source)?;
     }
     if let Some(target) = &pipeline.target {
-        for file in crate::execution::target::source_files(pipeline, target) {
+        for file in crate::pipeline::files::source_files(pipeline, target) {
             hash_input(&mut inputs, &file)?;
         }
     }
@@ -207,7 +207,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         interrupt: &cx.interrupt,
         launcher: &options.launcher,
         statuses: Mutex::new(vec![None; plan.units.len()]),
-        cubins: Mutex::new(HashMap::new()),
+        builds: Mutex::new(HashMap::new()),
         harness_hash: OnceLock::new(),
     };
     let report_unit = plan.units.iter().find(|u| u.kind == StageKind::Report);
@@ -219,7 +219,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         },
         ..options.limits
     };
-    let mut scheduler = Scheduler::new(pipeline, &plan, limits, |u| u.kind == StageKind::Report);
+    let mut scheduler = Scheduler::new(&plan, limits, |u| u.kind == StageKind::Report);
     // Each unit's record, in plan order, once it ended.
     let mut records: Vec<Option<Stage>> = vec![None; plan.units.len()];
     let failure = std::thread::scope(|scope| -> Result<(), RunError> {
@@ -416,8 +416,8 @@ struct Executor<'a> {
     launcher: &'a Launcher,
     /// Each unit's status once it ended: what its dependents read.
     statuses: Mutex<Vec<Option<StageStatus>>>,
-    /// Compile unit index to the sha256 of its cubin.
-    cubins: Mutex<HashMap<usize, String>>,
+    /// Build unit index to its identity ([`Executor::build_identity`]).
+    builds: Mutex<HashMap<usize, String>>,
     harness_hash: OnceLock<String>,
 }
 
@@ -437,30 +437,23 @@ impl Executor<'_> {
         }
     }
 
-    /// The sha256 of compile unit `i`'s cubin (or a target's build), once known.
-    fn cubin_sha(&self, i: usize) -> Option<String> {
-        let cubins = self.cubins.lock().unwrap_or_else(|e| e.into_inner());
-        cubins.get(&i).cloned()
+    /// The identity of build unit `i`, once it ended well.
+    fn build_sha(&self, i: usize) -> Option<String> {
+        let builds = self.builds.lock().unwrap_or_else(|e| e.into_inner());
+        builds.get(&i).cloned()
     }
 
-    fn set_cubin_sha(&self, i: usize, sha: String) {
-        let mut cubins = self.cubins.lock().unwrap_or_else(|e| e.into_inner());
-        cubins.insert(i, sha);
+    fn set_build_sha(&self, i: usize, sha: String) {
+        let mut builds = self.builds.lock().unwrap_or_else(|e| e.into_inner());
+        builds.insert(i, sha);
     }
 
     /// The command a unit that does not run would have run (empty when it cannot be built), so
     /// its record still names the kernel, case and mode. Its cubin is the one its compile unit
     /// writes, whether or not that exists.
     fn planned(&self, unit: &Unit, stage_cfg: &config::Stage) -> Vec<String> {
-        let cubin = unit.compile.and_then(|c| self.plan.units.get(c)).map(|u| {
-            self.dir
-                .relative
-                .join(&u.dir)
-                .join(stages::cubin_name(self.pipeline, unit.config.as_deref()))
-        });
         let paths = Paths {
             unit_dir: self.dir.relative.join(&unit.dir),
-            cubin,
             build_dir: self.build_dir(unit),
         };
         stages::planned(unit, stage_cfg, self.pipeline, self.preflight, &paths).unwrap_or_default()
@@ -476,7 +469,7 @@ impl Executor<'_> {
         unit: &Unit,
         device: Option<&str>,
     ) -> Result<(Stage, FlagInput), RunError> {
-        let (mut record, flags) = self.attempt(index, unit, device)?;
+        let (mut record, flags) = self.attempt(unit, device)?;
         let succeeded = matches!(record.status, StageStatus::Passed | StageStatus::Findings);
         if succeeded && record.cached_from.is_none() {
             let dir = self.pipeline.resolve(&self.dir.relative.join(&unit.dir));
@@ -485,8 +478,8 @@ impl Executor<'_> {
                 &dir,
             );
         }
-        if succeeded && unit.kind == StageKind::Compile && self.pipeline.target.is_some() {
-            self.set_cubin_sha(index, self.build_identity(unit, &record));
+        if succeeded && unit.kind == StageKind::Compile {
+            self.set_build_sha(index, self.build_identity(unit, &record));
         }
         Ok((record, flags))
     }
@@ -513,12 +506,7 @@ impl Executor<'_> {
         hash::bytes(lines.join("\n").as_bytes())
     }
 
-    fn attempt(
-        &self,
-        index: usize,
-        unit: &Unit,
-        device: Option<&str>,
-    ) -> Result<(Stage, FlagInput), RunError> {
+    fn attempt(&self, unit: &Unit, device: Option<&str>) -> Result<(Stage, FlagInput), RunError> {
         let stage_cfg = self.pipeline.stages.get(unit.stage);
         let mut record = Stage {
             name: unit.name.clone(),
@@ -560,40 +548,6 @@ impl Executor<'_> {
             }
             None => {}
         }
-        let cubin_name = stages::cubin_name(self.pipeline, unit.config.as_deref());
-        let mut cubin = None;
-        if let Some(compile) = unit.compile
-            && self.pipeline.target.is_none()
-        {
-            let compile_unit = self.plan.units.get(compile);
-            let status = self.status(compile);
-            let path = compile_unit.map(|u| self.dir.relative.join(&u.dir).join(&cubin_name));
-            match (status, path) {
-                (Some(StageStatus::Passed | StageStatus::Findings), Some(path))
-                    if self.pipeline.resolve(&path).is_file() =>
-                {
-                    cubin = Some(path);
-                }
-                (status, _) => {
-                    let what = compile_unit.map_or_else(String::new, |u| {
-                        format!(
-                            " for {}",
-                            [u.config.clone(), u.arch.clone()]
-                                .into_iter()
-                                .flatten()
-                                .collect::<Vec<_>>()
-                                .join(" ")
-                        )
-                    });
-                    record.reason = Some(format!(
-                        "no cubin{what}: compile {}",
-                        status.map_or("did not run", crate::process::progress::status_word)
-                    ));
-                    record.command = self.planned(unit, stage_cfg);
-                    return Ok((record, None));
-                }
-            }
-        }
         let unit_dir = self.dir.relative.join(&unit.dir);
         if let Some(reason) = self.build_blocker(unit) {
             record.reason = Some(reason);
@@ -602,7 +556,6 @@ impl Executor<'_> {
         }
         let paths = Paths {
             unit_dir: unit_dir.clone(),
-            cubin: cubin.clone(),
             build_dir: self.build_dir(unit),
         };
         let invocation =
@@ -626,7 +579,7 @@ impl Executor<'_> {
                 hash::bytes(invocation.display.join("\0").as_bytes()),
             )
         });
-        let key = self.key(unit, stage_cfg, &invocation, cubin.as_deref());
+        let key = self.key(unit, stage_cfg, &invocation);
         let input_hash = key.hash();
         record.input_hash = Some(input_hash.clone());
         let log_path = |name: &str| slash(&unit.dir.join(name));
@@ -655,9 +608,6 @@ impl Executor<'_> {
                         })
                     })
                     .collect();
-                if unit.kind == StageKind::Compile {
-                    self.remember_cubin(index, &dest.join(&cubin_name));
-                }
                 return Ok((record, flags));
             }
         }
@@ -683,46 +633,36 @@ impl Executor<'_> {
                 &invocation,
                 &dest,
                 profiled,
-                self.decider(),
+                &self.exits(unit),
                 self.step_cx(stage_cfg, device),
             );
             return Ok((record, flags));
         }
-        if self.pipeline.target.is_some() {
-            match unit.kind {
-                StageKind::Sass => {
-                    let dirs = self.product_dirs(unit);
-                    steps::sass(
-                        &mut record,
-                        &invocation,
-                        &dirs,
-                        &dest,
-                        self.step_cx(stage_cfg, device),
-                    );
-                    return Ok((record, flags));
-                }
-                StageKind::Stress => {
-                    let Some(target) = &self.pipeline.target else {
-                        return Ok((record, flags));
-                    };
-                    let paths = Paths {
-                        unit_dir: unit_dir.clone(),
-                        cubin: None,
-                        build_dir: self.build_dir(unit),
-                    };
-                    let search = steps::Search {
-                        unit,
-                        stage: stage_cfg,
-                        pipeline: self.pipeline,
-                        target,
-                        preflight: self.preflight,
-                        paths: &paths,
-                    };
-                    search.run(&mut record, &dest, self.step_cx(stage_cfg, device));
-                    return Ok((record, flags));
-                }
-                _ => {}
+        match (unit.kind, &self.pipeline.target) {
+            (StageKind::Sass, _) => {
+                let dirs = self.product_dirs(unit);
+                steps::sass(
+                    &mut record,
+                    &invocation,
+                    &dirs,
+                    &dest,
+                    self.step_cx(stage_cfg, device),
+                );
+                return Ok((record, flags));
             }
+            (StageKind::Stress, Some(target)) if stage_cfg.launches.is_some() => {
+                let search = steps::Search {
+                    unit,
+                    stage: stage_cfg,
+                    pipeline: self.pipeline,
+                    target,
+                    preflight: self.preflight,
+                    paths: &paths,
+                };
+                search.run(&mut record, &dest, self.step_cx(stage_cfg, device));
+                return Ok((record, flags));
+            }
+            _ => {}
         }
         let command = self.command(&invocation, stage_cfg, &dest, device);
         let gpu = match crate::planning::schedule::class(unit) {
@@ -751,18 +691,14 @@ impl Executor<'_> {
         if let Ending::Exited(code) = outcome.ending {
             record.exit_code = Some(code);
         }
-        let is_compile = unit.kind == StageKind::Compile;
-        let gathered = stages::gather(
-            &dest,
-            &invocation,
-            is_compile.then_some(cubin_name.as_str()),
-        );
-        let (status, reason) = self.decider()(
+        let gathered = stages::gather(&dest, &invocation);
+        let (status, reason) = stages::decide(
             unit.kind,
             &invocation.tool,
             stage_cfg.timeout,
             outcome.ending,
             &gathered,
+            &self.exits(unit),
         );
         record.status = status;
         record.reason = reason;
@@ -774,19 +710,15 @@ impl Executor<'_> {
                 format: *format,
             })
             .collect();
-        if is_compile && gathered.cubin_present {
-            self.remember_cubin(index, &dest.join(&cubin_name));
-        }
         Ok((record, flags))
     }
 
-    /// What decides a unit's status from how its process ended and the logs it left: a
-    /// target's program, or the harness and the tools around it.
-    fn decider(&self) -> stages::Decide {
-        if self.pipeline.target.is_some() {
-            stages::decide_target
-        } else {
-            stages::decide
+    /// What the exit statuses of a unit's process mean besides a finding: the program's own
+    /// (`target.program.exit_codes`) when the unit runs it.
+    fn exits(&self, unit: &Unit) -> config::ExitCodes {
+        match &self.pipeline.target {
+            Some(target) if config::launches_kernel(unit.kind) => target.program.exit_codes.clone(),
+            _ => config::ExitCodes::default(),
         }
     }
 
@@ -856,7 +788,10 @@ impl Executor<'_> {
                 "the build for {} {} {}",
                 unit.config.as_deref().unwrap_or_default(),
                 unit.arch.as_deref().unwrap_or_default(),
-                status.map_or("did not run", crate::process::progress::status_word)
+                status.map_or_else(
+                    || "did not run".to_string(),
+                    |s| crate::process::progress::status_word(s).replace('_', " ")
+                )
             )),
         }
     }
@@ -879,19 +814,7 @@ impl Executor<'_> {
         dirs
     }
 
-    fn remember_cubin(&self, index: usize, path: &Path) {
-        if let Ok(sha) = hash::file(path) {
-            self.set_cubin_sha(index, sha);
-        }
-    }
-
-    fn key(
-        &self,
-        unit: &Unit,
-        stage: &config::Stage,
-        invocation: &stages::Invocation,
-        cubin: Option<&Path>,
-    ) -> Key {
+    fn key(&self, unit: &Unit, stage: &config::Stage, invocation: &stages::Invocation) -> Key {
         let run = slash(&self.dir.relative);
         let mut key = Key {
             kind: config::kind_name(unit.kind).to_string(),
@@ -904,10 +827,19 @@ impl Executor<'_> {
             ..Key::default()
         };
         if let Some(target) = &self.pipeline.target {
-            // Every file of the target's tree: a changed header or script never serves stale
-            // evidence. The environment counts as much as the argv.
-            for file in crate::execution::target::source_files(self.pipeline, target) {
-                key.files.insert(slash(&file), self.input_sha(&file));
+            // Every file of the target's tree, for the units that may read it (the build, a
+            // program that reads more than its build's products): a changed header or script
+            // never serves stale evidence. SASS keys on the products themselves. The
+            // environment counts as much as the argv.
+            let reads_sources = match unit.kind {
+                StageKind::Compile => true,
+                StageKind::Sass => false,
+                _ => !target.program.reads_only_build,
+            };
+            if reads_sources {
+                for file in crate::pipeline::files::source_files(self.pipeline, target) {
+                    key.files.insert(slash(&file), self.input_sha(&file));
+                }
             }
             for (name, value) in &invocation.unit.env {
                 key.command
@@ -917,7 +849,7 @@ impl Executor<'_> {
                 // A build with no identity (it cannot happen: a dependent runs only after its
                 // build succeeded) matches no earlier run.
                 let identity = self
-                    .cubin_sha(compile)
+                    .build_sha(compile)
                     .unwrap_or_else(|| format!("unknown in {run}"));
                 key.files.insert("<build>".into(), identity);
             }
@@ -942,36 +874,6 @@ impl Executor<'_> {
                     }
                 }
             }
-        } else if unit.kind == StageKind::Compile
-            && let Some(kernel) = &self.pipeline.kernel
-        {
-            // The kernel source and includes count even for a config with its own source: fault
-            // variants include the kernel.
-            let mut files: Vec<PathBuf> = vec![kernel.source.clone()];
-            files.extend(kernel.includes.iter().cloned());
-            files.extend(
-                unit.config
-                    .as_deref()
-                    .and_then(|c| self.pipeline.source_of(c))
-                    .map(Path::to_path_buf),
-            );
-            // Every source and header beside the translation units, listed or not: a changed
-            // header never serves stale evidence.
-            let dirs: std::collections::BTreeSet<PathBuf> = files
-                .iter()
-                .filter_map(|f| f.parent().map(Path::to_path_buf))
-                .collect();
-            for dir in dirs {
-                files.extend(crate::execution::target::headers_near(self.pipeline, &dir));
-            }
-            for file in files {
-                key.files.insert(slash(&file), self.input_sha(&file));
-            }
-        }
-        if cubin.is_some()
-            && let Some(sha) = unit.compile.and_then(|c| self.cubin_sha(c))
-        {
-            key.files.insert("<cubin>".into(), sha.clone());
         }
         if let Some(file) = &stage.suppressions {
             key.files.insert(slash(file), self.input_sha(file));

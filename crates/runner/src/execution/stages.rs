@@ -1,8 +1,9 @@
 //! What each stage kind runs, which logs it leaves, and how its ending becomes a status.
 //!
-//! [`invocation`] builds a unit's argv: nvcc per config and arch; cuobjdump on the cubin;
+//! [`invocation`] builds a unit's argv from the pipeline's target (the built-in kernel's is
+//! written by `config::builtin`): its build per config and arch; cuobjdump on its products;
 //! compute-sanitizer (always with `--error-exitcode`, so findings and tool failures stay apart)
-//! and ncu around the harness; the harness itself for check, stress and bench; the baseline
+//! and ncu around its program; the program itself for check, stress and bench; the baseline
 //! command. [`gather`] reads back what the unit wrote and parses it with `parsers`, and
 //! [`decide`] turns the process ending plus that evidence into a [`StageStatus`] with a reason.
 
@@ -16,21 +17,13 @@ use parsers::{Format, ParsedLog, Severity};
 use report::{StageKind, StageStatus, TargetKind, Wrapper};
 
 use crate::execution::target;
-use crate::pipeline::config::{self, Pipeline, Stage, Target};
+use crate::pipeline::config::{self, ExitCodes, Pipeline, Stage, Target};
 use crate::planning::plan::Unit;
 use crate::process::exec::Ending;
 use crate::setup::preflight::Preflight;
 
 /// The exit code compute-sanitizer is told to use when it reports errors.
 pub const SANITIZER_ERROR_EXITCODE: i32 = 86;
-
-/// The harness's exit codes (see the harness CLI contract).
-pub mod harness_exit {
-    pub const MISBEHAVED: i32 = 1;
-    pub const USAGE: i32 = 2;
-    pub const INFRASTRUCTURE: i32 = 3;
-    pub const NO_GPU: i32 = 4;
-}
 
 /// A process to start for a unit, and the files it leaves in the unit's directory.
 #[derive(Debug, Clone)]
@@ -134,23 +127,9 @@ pub const FRAMEWORK_KERNELS_EXCLUDED: &str =
 pub struct Paths {
     /// The unit's directory, relative to the pipeline root (the children's working directory).
     pub unit_dir: PathBuf,
-    /// The cubin the unit consumes, relative to the pipeline root.
-    pub cubin: Option<PathBuf>,
     /// A target's build directory for the unit's config and arch, relative to the pipeline
     /// root.
     pub build_dir: Option<PathBuf>,
-}
-
-/// The cubin a compile unit of `config` writes, inside its directory.
-pub fn cubin_name(pipeline: &Pipeline, config: Option<&str>) -> String {
-    let source = match config {
-        Some(c) => pipeline.source_of(c),
-        None => pipeline.kernel.as_ref().map(|k| k.source.as_path()),
-    };
-    let stem = source
-        .and_then(Path::file_stem)
-        .map_or_else(|| "kernel".into(), |s| s.to_string_lossy().into_owned());
-    format!("{stem}.cubin")
 }
 
 /// Builds the command line of a unit; `Err` says why it cannot be built.
@@ -208,261 +187,11 @@ fn build(
     paths: &Paths,
     build: Build,
 ) -> Result<Invocation, String> {
-    let mut cmd = Argv::default();
-    let file = |name: &str| paths.unit_dir.join(name);
-    let tool_path = |name: &str| tool_path(preflight, name, build);
-    let cubin = || {
-        paths
-            .cubin
-            .clone()
-            .ok_or_else(|| "no cubin to work on".to_string())
-    };
-    // The harness's single launch that compute-sanitizer and ncu wrap, with the stage's own
-    // harness arguments after it.
-    let wrap_once = |cmd: &mut Argv| -> Result<(), String> {
-        harness(
-            cmd,
-            unit,
-            pipeline,
-            preflight,
-            build,
-            &Launch {
-                cubin: &cubin()?,
-                mode: "once",
-                out: &file("harness.json"),
-                wrapped: true,
-            },
-        )?;
-        cmd.words(stage.harness_args.iter().map(String::as_str));
-        Ok(())
-    };
-    if let Some(target) = &pipeline.target {
-        return target_invocation(unit, stage, pipeline, target, preflight, paths, build);
-    }
-    let arch = unit.arch.as_deref().unwrap_or("sm_90");
-    let mut invocation = match unit.kind {
-        StageKind::Compile => {
-            cmd.tool("nvcc", tool_path("nvcc")?);
-            cmd.words(["-cubin", "-O3", "-lineinfo"]);
-            cmd.word(&format!("-arch={arch}"));
-            cmd.words(["-Xptxas", "-v"]);
-            let config = unit.config.as_deref().unwrap_or_default();
-            let defines = pipeline.matrix.configs.get(config).map(|c| &c.defines);
-            for (name, value) in defines.into_iter().flatten() {
-                cmd.word(&format!("-D{name}={}", value.0));
-            }
-            cmd.words(stage.args.iter().map(String::as_str));
-            cmd.word("-o");
-            let cubin = cubin_name(pipeline, Some(config));
-            cmd.path(&file(&cubin));
-            cmd.path(
-                pipeline
-                    .source_of(config)
-                    .ok_or("the built-in kernel has no source")?,
-            );
-            Ok(cmd.finish(
-                "nvcc",
-                "stdout.log",
-                "ptxas.log",
-                vec![
-                    (cubin, None),
-                    ("ptxas.log".into(), Some(Format::Ptxas)),
-                    ("stdout.log".into(), None),
-                ],
-            ))
-        }
-        StageKind::Sass => {
-            cmd.tool("cuobjdump", tool_path("cuobjdump")?);
-            cmd.word("-sass");
-            cmd.words(stage.args.iter().map(String::as_str));
-            cmd.path(&cubin()?);
-            Ok(cmd.finish(
-                "cuobjdump",
-                "sass.log",
-                "stderr.log",
-                vec![
-                    ("sass.log".into(), Some(Format::Sass)),
-                    ("stderr.log".into(), None),
-                ],
-            ))
-        }
-        kind if config::is_sanitizer(kind) => {
-            let tool = config::kind_name(kind);
-            cmd.tool("compute-sanitizer", tool_path("compute-sanitizer")?);
-            cmd.words(["--tool", tool, "--error-exitcode"]);
-            cmd.word(&SANITIZER_ERROR_EXITCODE.to_string());
-            if let Some(limit) = stage.print_limit {
-                cmd.words(["--print-limit", &limit.to_string()]);
-            }
-            cmd.words(stage.args.iter().map(String::as_str));
-            wrap_once(&mut cmd)?;
-            let log = format!("{tool}.log");
-            Ok(cmd.finish(
-                "compute-sanitizer",
-                &log,
-                "stderr.log",
-                vec![
-                    (log.clone(), Some(Format::ComputeSanitizer)),
-                    ("harness.json".into(), Some(Format::Harness)),
-                    ("stderr.log".into(), None),
-                ],
-            ))
-        }
-        StageKind::Check | StageKind::Stress | StageKind::Bench => {
-            let mode = config::kind_name(unit.kind);
-            harness(
-                &mut cmd,
-                unit,
-                pipeline,
-                preflight,
-                build,
-                &Launch {
-                    cubin: &cubin()?,
-                    mode,
-                    out: &file("harness.json"),
-                    wrapped: false,
-                },
-            )?;
-            cmd.words(stage.args.iter().map(String::as_str));
-            Ok(cmd.finish(
-                "harness",
-                "stdout.log",
-                "stderr.log",
-                vec![
-                    ("harness.json".into(), Some(Format::Harness)),
-                    ("stdout.log".into(), None),
-                    ("stderr.log".into(), None),
-                ],
-            ))
-        }
-        StageKind::Profile => {
-            cmd.tool("ncu", tool_path("ncu")?);
-            profile_report(&mut cmd, stage, pipeline, paths);
-            cmd.words(stage.args.iter().map(String::as_str));
-            wrap_once(&mut cmd)?;
-            Ok(cmd.finish(
-                "ncu",
-                "ncu.log",
-                "stderr.log",
-                vec![
-                    ("ncu.log".into(), Some(Format::NcuCsv)),
-                    ("ncu.csv".into(), Some(Format::NcuCsv)),
-                    ("source.csv".into(), Some(Format::NcuSource)),
-                    ("harness.json".into(), Some(Format::Harness)),
-                    ("stderr.log".into(), None),
-                ],
-            ))
-        }
-        StageKind::Baseline => {
-            if unit.cases.is_empty() {
-                return Err("a baseline unit without cases".to_string());
-            }
-            let (program, rest) = stage
-                .command
-                .split_first()
-                .ok_or("the baseline has no command")?;
-            match preflight.toolchain.get(program) {
-                Some(tool) => cmd.tool(program, tool.path.clone()),
-                None => cmd.tool(program, PathBuf::from(program)),
-            }
-            cmd.words(rest.iter().map(String::as_str));
-            // Every case in one process: `--problem B,H,S,D:dtype[:causal]` each.
-            for case in &unit.cases {
-                cmd.words(["--problem", &problem(case)]);
-            }
-            cmd.word("--json");
-            cmd.words(stage.args.iter().map(String::as_str));
-            Ok(cmd.finish(
-                "baseline",
-                "baseline.json",
-                "stderr.log",
-                vec![
-                    ("baseline.json".into(), Some(Format::Harness)),
-                    ("stderr.log".into(), None),
-                ],
-            ))
-        }
-        StageKind::Report => Err("the report stage runs no process".to_string()),
-        _ => Err("unknown stage kind".to_string()),
-    }?;
-    invocation.unit = builtin_unit(unit, stage, pipeline);
-    Ok(invocation)
-}
-
-/// A case as the baseline command takes it: `B,H,S,D:dtype`, with `:causal` when masked.
-pub fn problem(case: &config::CaseInstance) -> String {
-    format!(
-        "{}:{}{}",
-        case.shape,
-        case.dtype,
-        if case.causal { ":causal" } else { "" }
-    )
-}
-
-/// How the harness is launched for a unit.
-struct Launch<'a> {
-    cubin: &'a Path,
-    /// `once`, `check`, `stress` or `bench`.
-    mode: &'a str,
-    /// Where the harness writes its JSON.
-    out: &'a Path,
-    /// Whether compute-sanitizer or ncu runs it (their log is its stdout).
-    wrapped: bool,
-}
-
-fn harness(
-    cmd: &mut Argv,
-    unit: &Unit,
-    pipeline: &Pipeline,
-    preflight: &Preflight,
-    build: Build,
-    launch: &Launch<'_>,
-) -> Result<(), String> {
-    let Launch {
-        cubin,
-        mode,
-        out,
-        wrapped,
-    } = *launch;
-    let case = unit.case.as_ref().ok_or("a kernel launch without a case")?;
-    // A plan names the built-in harness when this machine cannot start one.
-    let builtin = [PathBuf::from("runner"), PathBuf::from("harness")];
-    let prefix = match (&preflight.harness, build) {
-        (Ok(prefix), _) => prefix.as_slice(),
-        (Err(_), Build::Plan) => builtin.as_slice(),
-        (Err(reason), Build::Run) => return Err(reason.clone()),
-    };
-    let (program, rest) = prefix.split_first().ok_or("empty harness command")?;
-    cmd.tool_inline("runner", program.clone());
-    for word in rest {
-        cmd.word(&word.to_string_lossy());
-    }
-    let kernel = pipeline
-        .kernel
+    let target = pipeline
+        .target
         .as_ref()
-        .ok_or("no built-in kernel")?
-        .entry_points
-        .get(&case.dtype)
-        .ok_or_else(|| format!("no entry point for {}", case.dtype))?;
-    cmd.word("--cubin");
-    cmd.path(cubin);
-    cmd.words(["--kernel", kernel, "--shape", &case.shape.to_string()]);
-    cmd.words(["--dtype", &case.dtype.to_string()]);
-    if case.causal {
-        cmd.word("--causal");
-    }
-    cmd.words(["--mode", mode]);
-    if let Some(config) = &unit.config {
-        cmd.words(["--config", config]);
-    }
-    // Under compute-sanitizer and ncu stdout is the tool's log: the JSON goes only to the file,
-    // and the harness prints its one-line summary there instead.
-    if !wrapped {
-        cmd.word("--json");
-    }
-    cmd.word("--out");
-    cmd.path(out);
-    Ok(())
+        .ok_or("the pipeline has no target")?;
+    target_invocation(unit, stage, pipeline, target, preflight, paths, build)
 }
 
 #[derive(Default)]
@@ -514,60 +243,18 @@ impl Argv {
     }
 }
 
-/// The typed record of a built-in kernel's unit.
-fn builtin_unit(unit: &Unit, stage: &Stage, pipeline: &Pipeline) -> report::Unit {
-    let config = unit
-        .config
-        .as_deref()
-        .and_then(|c| pipeline.matrix.configs.get(c));
-    let flag = |name: &str| {
-        let mut args = stage.args.iter();
-        while let Some(arg) = args.next() {
-            if arg == name {
-                return args.next().cloned();
-            }
-            if let Some(value) = arg.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
-                return Some(value.to_string());
-            }
+/// The number after `name` (`name N` or `name=N`) in a command line.
+fn flag(words: &[String], name: &str) -> Option<u64> {
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        if word == name {
+            return words.next().and_then(|n| n.parse().ok());
         }
-        None
-    };
-    let launches_harness = config::launches_kernel(unit.kind);
-    report::Unit {
-        target: if launches_harness {
-            TargetKind::Harness
-        } else if unit.kind == StageKind::Baseline {
-            TargetKind::Baseline
-        } else {
-            TargetKind::Tool
-        },
-        wrapper: wrapper_of(unit.kind),
-        defines: defines_of(config),
-        env: BTreeMap::new(),
-        source: (unit.kind == StageKind::Compile)
-            .then(|| unit.config.as_deref().and_then(|c| pipeline.source_of(c)))
-            .flatten()
-            .map(crate::evidence::rundir::slash),
-        arch: unit.arch.clone(),
-        case: unit.case.as_ref().map(report_case),
-        cases: unit.cases.iter().map(report_case).collect(),
-        kernel: unit.case.as_ref().and_then(|c| {
-            pipeline
-                .kernel
-                .as_ref()
-                .and_then(|k| k.entry_points.get(&c.dtype).cloned())
-        }),
-        mode: launches_harness.then(|| {
-            if config::wraps_harness(unit.kind) {
-                "once".to_string()
-            } else {
-                config::kind_name(unit.kind).to_string()
-            }
-        }),
-        launches: flag("--launches").and_then(|n| n.parse().ok()),
-        max_registers: flag("-maxrregcount").and_then(|n| n.parse().ok()),
-        serves: Vec::new(),
+        if let Some(value) = word.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+            return value.parse().ok();
+        }
     }
+    None
 }
 
 /// A case as the unit record names it.
@@ -605,16 +292,27 @@ fn wrapper_of(kind: StageKind) -> Option<Wrapper> {
     Some(Wrapper::ComputeSanitizer { check })
 }
 
-/// A program's argv as run: a first word that names a tool (nvcc, python3) runs the tool this
-/// machine resolved; the other words are as given.
-pub fn resolve_program(preflight: &Preflight, argv: &[String]) -> Vec<OsString> {
-    argv.iter()
-        .enumerate()
-        .map(|(i, word)| match preflight.toolchain.get(word.as_str()) {
-            Some(tool) if i == 0 => tool.path.clone().into_os_string(),
-            _ => word.into(),
-        })
-        .collect()
+/// A program's argv as run: a first word that names a tool (nvcc, python3, the built-in
+/// harness) runs the tool this machine resolved; the other words are as given. `Err` says why
+/// the named tool cannot run here.
+pub fn resolve_program(preflight: &Preflight, argv: &[String]) -> Result<Vec<OsString>, String> {
+    let Some((first, rest)) = argv.split_first() else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<OsString> = match preflight.toolchain.get(first.as_str()) {
+        Some(tool) => vec![tool.path.clone().into_os_string()],
+        // The built-in harness is this executable's `harness` subcommand unless the pipeline
+        // names one of its own.
+        None if first == "harness" => preflight
+            .harness
+            .clone()?
+            .into_iter()
+            .map(PathBuf::into_os_string)
+            .collect(),
+        None => vec![first.into()],
+    };
+    out.extend(rest.iter().map(OsString::from));
+    Ok(out)
 }
 
 /// The file a target's program may write its results or timings to (`{out}`, `EXHIBIT_OUT`).
@@ -644,6 +342,12 @@ pub fn target_vars(
         arch: unit.arch.clone().unwrap_or_default(),
         config: config.to_string(),
         defines: target::define_words(pipeline.matrix.configs.get(config)),
+        source: pipeline
+            .matrix
+            .configs
+            .get(config)
+            .and_then(|c| c.source.as_deref())
+            .map(place),
         launches,
         case: unit.case.clone(),
         out: config::launches_kernel(unit.kind)
@@ -684,7 +388,8 @@ pub fn program_line(
         target.program.command.clone()
     };
     let mut words = words;
-    if unit.kind != StageKind::Compile {
+    // A wrapper (compute-sanitizer, ncu) takes the stage's args for itself.
+    if unit.kind != StageKind::Compile && !config::wraps_harness(unit.kind) {
         words.extend(stage.args.iter().cloned());
     }
     let run = target_vars(unit, pipeline, paths, launches, true);
@@ -736,26 +441,35 @@ fn target_invocation(
     build: Build,
 ) -> Result<Invocation, String> {
     let tool_path = |name: &str| tool_path(preflight, name, build);
-    let launches = (unit.kind == StageKind::Stress).then(|| stage.launches.unwrap_or(1));
+    // A stress stage with `launches:` searches over `{launches}`; one without runs once.
+    let launches = (unit.kind == StageKind::Stress)
+        .then_some(stage.launches)
+        .flatten();
     let line = program_line(unit, stage, pipeline, target, paths, launches);
     let mut cmd = Argv::default();
-    // The first `words` words of the program line (all of them unless a wrapper took the
-    // stage's args for itself).
-    let push_words = |cmd: &mut Argv, words: usize| {
-        let words = words.min(line.argv.len());
-        cmd.argv.extend(resolve_program(
-            preflight,
-            line.argv.get(..words).unwrap_or(&[]),
-        ));
-        cmd.display.extend(line.display.iter().take(words).cloned());
+    // The program line as run (its first word resolved), and as recorded.
+    let push_program = |cmd: &mut Argv| -> Result<(), String> {
+        let argv = match resolve_program(preflight, &line.argv) {
+            Ok(argv) => argv,
+            Err(_) if build == Build::Plan => line.argv.iter().map(OsString::from).collect(),
+            Err(reason) => return Err(reason),
+        };
+        cmd.argv.extend(argv);
+        cmd.display.extend(line.display.iter().cloned());
+        Ok(())
     };
-    let push_program = |cmd: &mut Argv| push_words(cmd, line.argv.len());
     let kind = unit.kind;
     let mut invocation = match kind {
         StageKind::Compile => {
-            push_program(&mut cmd);
+            push_program(&mut cmd)?;
+            // Named by its command's first word in messages: `nvcc exited with status 2`.
+            let tool = line
+                .display
+                .first()
+                .and_then(|w| Path::new(w).file_name())
+                .map_or_else(|| "build".to_string(), |n| n.to_string_lossy().into_owned());
             cmd.finish(
-                "build",
+                &tool,
                 "stdout.log",
                 "stderr.log",
                 vec![
@@ -791,7 +505,7 @@ fn target_invocation(
                 cmd.path(file);
             }
             cmd.words(stage.args.iter().map(String::as_str));
-            push_program(&mut cmd);
+            push_program(&mut cmd)?;
             let log = format!("{tool}.log");
             let mut inv = cmd.finish(
                 "compute-sanitizer",
@@ -809,9 +523,6 @@ fn target_invocation(
             cmd.tool("ncu", tool_path("ncu")?);
             cmd.words(["--target-processes", "all"]);
             profile_report(&mut cmd, stage, pipeline, paths);
-            // The stage's args are ncu's here (kernel filter, launch count, sections).
-            let program_args = stage.args.len();
-            let line_words = line.argv.len().saturating_sub(program_args);
             // The user's kernels, not the framework's: unless the stage names its own filter,
             // only the kernels the build defined are profiled.
             let own_filter = stage.args.iter().any(|a| {
@@ -832,8 +543,9 @@ fn target_invocation(
                 cmd.words(["--kernel-name-base", "demangled", "--kernel-name"]);
                 cmd.word(FRAMEWORK_KERNELS_EXCLUDED);
             }
+            // The stage's args are ncu's (kernel filter, launch count, sections).
             cmd.words(stage.args.iter().map(String::as_str));
-            push_words(&mut cmd, line_words);
+            push_program(&mut cmd)?;
             cmd.finish(
                 "ncu",
                 "ncu.log",
@@ -848,7 +560,7 @@ fn target_invocation(
             )
         }
         StageKind::Check | StageKind::Stress | StageKind::Bench | StageKind::Baseline => {
-            push_program(&mut cmd);
+            push_program(&mut cmd)?;
             let mut inv = cmd.finish(
                 "program",
                 "stdout.log",
@@ -870,25 +582,49 @@ fn target_invocation(
     } else {
         target.program.cwd.clone()
     };
+    let config = unit
+        .config
+        .as_deref()
+        .and_then(|c| pipeline.matrix.configs.get(c));
+    // The built-in kernel's program is the harness: the record names the entry point its case
+    // launches and the harness's mode.
+    let builtin = pipeline
+        .kernel
+        .as_ref()
+        .filter(|_| config::launches_kernel(kind));
     invocation.unit = report::Unit {
         target: match kind {
             StageKind::Compile => TargetKind::Build,
             StageKind::Sass => TargetKind::Tool,
             StageKind::Baseline => TargetKind::Baseline,
+            _ if builtin.is_some() => TargetKind::Harness,
             _ => TargetKind::Program,
         },
         wrapper: wrapper_of(kind),
-        defines: defines_of(
-            unit.config
-                .as_deref()
-                .and_then(|c| pipeline.matrix.configs.get(c)),
-        ),
+        defines: defines_of(config),
         env: line.env_display,
+        source: (kind == StageKind::Compile)
+            .then(|| config.and_then(|c| c.source.as_deref()))
+            .flatten()
+            .map(crate::evidence::rundir::slash),
         arch: unit.arch.clone(),
         case: unit.case.as_ref().map(report_case),
-        launches,
+        cases: unit.cases.iter().map(report_case).collect(),
+        kernel: builtin.and_then(|k| {
+            unit.case
+                .as_ref()
+                .and_then(|c| k.entry_points.get(&c.dtype).cloned())
+        }),
+        mode: builtin.map(|_| {
+            if config::wraps_harness(kind) {
+                "once".to_string()
+            } else {
+                config::kind_name(kind).to_string()
+            }
+        }),
+        launches: launches.or_else(|| flag(&line.display, "--launches")),
+        max_registers: flag(&line.display, "-maxrregcount").and_then(|n| u32::try_from(n).ok()),
         serves: unit.serves.clone(),
-        ..report::Unit::default()
     };
     Ok(invocation)
 }
@@ -912,8 +648,6 @@ pub struct Gathered {
     pub stdout_first: Option<String>,
     /// Whether ncu said it may not read the counters.
     pub counters_denied: bool,
-    /// Whether a compile unit's cubin exists.
-    pub cubin_present: bool,
     /// A target program's stdout and stderr, for saying how it failed.
     pub program_output: String,
     /// Whether the program wrote results or timings in a known format.
@@ -921,11 +655,10 @@ pub struct Gathered {
 }
 
 /// Reads a unit's files and parses those with a format.
-pub fn gather(dir: &Path, invocation: &Invocation, cubin: Option<&str>) -> Gathered {
+pub fn gather(dir: &Path, invocation: &Invocation) -> Gathered {
     let mut gathered = Gathered {
         stdout_empty: std::fs::metadata(dir.join(&invocation.stdout))
             .map_or(true, |m| m.len() == 0),
-        cubin_present: cubin.is_some_and(|c| dir.join(c).is_file()),
         ..Gathered::default()
     };
     for (name, format) in &invocation.logs {
@@ -981,6 +714,11 @@ pub fn gather(dir: &Path, invocation: &Invocation, cubin: Option<&str>) -> Gathe
             Some(entry) => entry.1 = entry.1.or(format),
             None => gathered.present.push((name.clone(), format)),
         }
+        if format == Some(Format::Harness)
+            && let Ok(doc) = serde_json::from_str::<HarnessOutput>(text.trim())
+        {
+            gathered.harness = Some(doc);
+        }
         if let Some(format) = format {
             gathered.program_results = true;
             gathered
@@ -998,17 +736,16 @@ pub fn gather(dir: &Path, invocation: &Invocation, cubin: Option<&str>) -> Gathe
     gathered
 }
 
-/// Turns a target unit's ending and evidence into its status and reason. A program that fails
-/// is a finding (the program is what is under test); a tool that breaks is a failure.
-/// How a unit's status is decided from its process's ending and the logs it left.
-pub type Decide = fn(StageKind, &str, Duration, Ending, &Gathered) -> (StageStatus, Option<String>);
-
-pub fn decide_target(
+/// Turns a unit's ending and evidence into its status and reason. A program that fails is a
+/// finding (the program is what is under test) unless its exit status says it did not test
+/// (`exits`); a tool that breaks is a failure.
+pub fn decide(
     kind: StageKind,
     tool: &str,
     timeout: Duration,
     ending: Ending,
     evidence: &Gathered,
+    exits: &ExitCodes,
 ) -> (StageStatus, Option<String>) {
     let how = || {
         crate::execution::target::failure_line(&evidence.program_output, "")
@@ -1016,8 +753,23 @@ pub fn decide_target(
             .unwrap_or_default()
     };
     let code = match ending {
-        Ending::Exited(code) => code,
-        Ending::Signaled(signal) if kind != StageKind::Compile => {
+        Ending::TimedOut => {
+            return (
+                StageStatus::TimedOut,
+                Some(format!(
+                    "{tool} still running after {}: its process group was killed",
+                    humantime::format_duration(timeout)
+                )),
+            );
+        }
+        Ending::Interrupted => return (StageStatus::Interrupted, Some("interrupted".into())),
+        Ending::Signaled(signal) if kind == StageKind::Compile => {
+            return (
+                StageStatus::Failed,
+                Some(format!("{tool} killed by {}", signal_name(signal))),
+            );
+        }
+        Ending::Signaled(signal) => {
             return (
                 StageStatus::Findings,
                 Some(format!(
@@ -1027,15 +779,44 @@ pub fn decide_target(
                 )),
             );
         }
-        other => return decide(kind, tool, timeout, other, evidence),
+        Ending::Exited(code) => code,
     };
+    let stderr = || {
+        evidence
+            .stderr_last
+            .as_deref()
+            .map(|l| format!(": {l}"))
+            .unwrap_or_default()
+    };
+    // The program said it did not test: it could not here, or it broke before it did.
+    if kind != StageKind::Compile && code != SANITIZER_ERROR_EXITCODE {
+        if exits.skipped.contains(&code) {
+            return (
+                StageStatus::Skipped,
+                Some(
+                    evidence.stderr_last.clone().unwrap_or_else(|| {
+                        format!("the program could not test here (exit {code})")
+                    }),
+                ),
+            );
+        }
+        if exits.broken.contains(&code) {
+            return (
+                StageStatus::Failed,
+                Some(format!("the program exited with status {code}{}", stderr())),
+            );
+        }
+    }
     let findings = findings(evidence);
     let results_failed = evidence
         .parsed
         .iter()
         .filter(|(_, p)| matches!(p.format, Format::ProgramResults | Format::Harness))
         .flat_map(|(_, p)| &p.findings)
-        .find(|f| f.severity == Severity::Error);
+        .find(|f| f.severity == Severity::Error)
+        .map(|f| f.message.clone());
+    // What its results say went wrong: the harness's own words first.
+    let result_failure = || result_problem(evidence).or_else(|| results_failed.clone());
     match kind {
         StageKind::Compile if code != 0 => {
             match find_kind(evidence, parsers::FindingKind::CompileError) {
@@ -1045,7 +826,7 @@ pub fn decide_target(
                 ),
                 None => (
                     StageStatus::Failed,
-                    Some(format!("the build exited with status {code}{}", how())),
+                    Some(format!("{tool} exited with status {code}{}", how())),
                 ),
             }
         }
@@ -1062,6 +843,12 @@ pub fn decide_target(
                 return (
                     StageStatus::Findings,
                     Some(format!("compute-sanitizer reported {errors} errors")),
+                );
+            }
+            if !complete && code == 0 {
+                return (
+                    StageStatus::Inconclusive,
+                    Some("compute-sanitizer's summary line is missing".into()),
                 );
             }
             if !complete {
@@ -1083,8 +870,11 @@ pub fn decide_target(
                     )),
                 );
             }
-            if let Some(f) = results_failed {
-                return (StageStatus::Findings, Some(f.message.clone()));
+            if let Some(blocker) = launch_blocker(evidence) {
+                return (StageStatus::Inconclusive, Some(blocker));
+            }
+            if let Some(failure) = result_failure() {
+                return (StageStatus::Findings, Some(failure));
             }
             (StageStatus::Passed, None)
         }
@@ -1092,11 +882,16 @@ pub fn decide_target(
             if code != 0 {
                 return (
                     StageStatus::Findings,
-                    Some(format!("the program exited with status {code}{}", how())),
+                    Some(result_failure().unwrap_or_else(|| {
+                        format!("the program exited with status {code}{}", how())
+                    })),
                 );
             }
-            if let Some(f) = results_failed {
-                return (StageStatus::Findings, Some(f.message.clone()));
+            if let Some(blocker) = launch_blocker(evidence) {
+                return (StageStatus::Inconclusive, Some(blocker));
+            }
+            if let Some(failure) = result_failure() {
+                return (StageStatus::Findings, Some(failure));
             }
             let timings = evidence
                 .parsed
@@ -1124,6 +919,15 @@ pub fn decide_target(
                     Some(format!("the baseline exited with status {code}{}", how())),
                 );
             }
+            if let Some(doc) = &evidence.harness
+                && !doc.results.is_empty()
+                && doc.results.iter().all(|r| r.skipped.is_some())
+            {
+                return (
+                    StageStatus::Skipped,
+                    doc.results.iter().find_map(|r| r.skipped.clone()),
+                );
+            }
             if !evidence.program_results {
                 return (
                     StageStatus::Inconclusive,
@@ -1148,11 +952,12 @@ pub fn decide_target(
             if code != 0 {
                 (
                     StageStatus::Findings,
-                    Some(format!(
-                        "the program failed under ncu (exit {code}){}",
-                        how()
-                    )),
+                    Some(result_failure().unwrap_or_else(|| {
+                        format!("the program failed under ncu (exit {code}){}", how())
+                    })),
                 )
+            } else if let Some(blocker) = launch_blocker(evidence) {
+                (StageStatus::Inconclusive, Some(blocker))
             } else if metrics == 0 {
                 (
                     StageStatus::Inconclusive,
@@ -1162,226 +967,11 @@ pub fn decide_target(
                 (StageStatus::Passed, None)
             }
         }
-        _ => decide(kind, tool, timeout, ending, evidence),
-    }
-}
-
-/// Turns a unit's ending and evidence into its status and reason.
-pub fn decide(
-    kind: StageKind,
-    tool: &str,
-    timeout: Duration,
-    ending: Ending,
-    evidence: &Gathered,
-) -> (StageStatus, Option<String>) {
-    let code = match ending {
-        Ending::TimedOut => {
-            return (
-                StageStatus::TimedOut,
-                Some(format!(
-                    "{tool} still running after {}: its process group was killed",
-                    humantime::format_duration(timeout)
-                )),
-            );
-        }
-        Ending::Interrupted => return (StageStatus::Interrupted, Some("interrupted".into())),
-        Ending::Signaled(signal) => {
-            return (
-                StageStatus::Failed,
-                Some(format!("{tool} killed by {}", signal_name(signal))),
-            );
-        }
-        Ending::Exited(code) => code,
-    };
-    let stderr = || {
-        evidence
-            .stderr_last
-            .as_deref()
-            .map(|l| format!(": {l}"))
-            .unwrap_or_default()
-    };
-    let exited = || {
-        (
+        _ if code != 0 => (
             StageStatus::Failed,
             Some(format!("{tool} exited with status {code}{}", stderr())),
-        )
-    };
-    let findings = findings(evidence);
-    match kind {
-        StageKind::Compile => {
-            if code != 0 {
-                return match find_kind(evidence, parsers::FindingKind::CompileError) {
-                    Some(message) => (
-                        StageStatus::Findings,
-                        Some(format!("compile error: {message}")),
-                    ),
-                    None => exited(),
-                };
-            }
-            if !evidence.cubin_present {
-                return (
-                    StageStatus::Failed,
-                    Some(format!("{tool} exited 0 but wrote no cubin")),
-                );
-            }
-            verdict_from_findings(&findings)
-        }
-        StageKind::Sass => {
-            if code != 0 {
-                return exited();
-            }
-            if evidence.stdout_empty {
-                return (StageStatus::Failed, Some(format!("{tool} printed no SASS")));
-            }
-            let functions = evidence
-                .parsed
-                .iter()
-                .filter(|(_, p)| p.format == Format::Sass)
-                .map(|(_, p)| p.kernels.len())
-                .sum::<usize>();
-            if functions == 0 {
-                return (
-                    StageStatus::Inconclusive,
-                    Some(format!(
-                        "{tool} printed no SASS function (no `Function :` section): nothing to \
-                         inspect{}",
-                        evidence
-                            .stdout_first
-                            .as_deref()
-                            .map(|l| format!("; its output begins `{l}`"))
-                            .unwrap_or_default()
-                    )),
-                );
-            }
-            verdict_from_findings(&findings)
-        }
-        kind if config::is_sanitizer(kind) => match code {
-            SANITIZER_ERROR_EXITCODE => {
-                let errors = evidence
-                    .parsed
-                    .iter()
-                    .filter(|(_, p)| p.format == Format::ComputeSanitizer)
-                    .find_map(|(_, p)| p.reported_errors);
-                let count = errors.map_or_else(String::new, |n| format!(" {n}"));
-                (
-                    StageStatus::Findings,
-                    Some(format!(
-                        "compute-sanitizer reported{count} errors (exit {code})"
-                    )),
-                )
-            }
-            0 => {
-                if let Some(blocker) = launch_blocker(evidence) {
-                    return (StageStatus::Inconclusive, Some(blocker));
-                }
-                let complete = evidence
-                    .parsed
-                    .iter()
-                    .filter(|(_, p)| p.format == Format::ComputeSanitizer)
-                    .all(|(_, p)| p.complete);
-                if !findings.is_empty() {
-                    return verdict_from_findings(&findings);
-                }
-                if !complete {
-                    return (
-                        StageStatus::Inconclusive,
-                        Some("compute-sanitizer's summary line is missing".into()),
-                    );
-                }
-                (StageStatus::Passed, None)
-            }
-            harness_exit::MISBEHAVED => (
-                StageStatus::Findings,
-                Some(format!("the harness reported a kernel failure{}", stderr())),
-            ),
-            harness_exit::NO_GPU => skipped_by_harness(evidence),
-            _ => exited(),
-        },
-        StageKind::Check | StageKind::Stress | StageKind::Bench => match code {
-            0 => {
-                if let Some(blocker) = launch_blocker(evidence) {
-                    return (StageStatus::Inconclusive, Some(blocker));
-                }
-                if let Some(problem) = result_problem(evidence) {
-                    return (StageStatus::Findings, Some(problem));
-                }
-                verdict_from_findings(&findings)
-            }
-            harness_exit::MISBEHAVED => (
-                StageStatus::Findings,
-                Some(result_problem(evidence).unwrap_or_else(|| {
-                    format!("the harness reported a kernel failure{}", stderr())
-                })),
-            ),
-            harness_exit::NO_GPU => skipped_by_harness(evidence),
-            _ => exited(),
-        },
-        StageKind::Baseline => match code {
-            0 => match &evidence.harness {
-                None => (
-                    StageStatus::Failed,
-                    Some(format!(
-                        "{tool} printed no harness JSON{}",
-                        evidence
-                            .harness_error
-                            .as_deref()
-                            .map(|e| format!(" ({e})"))
-                            .unwrap_or_default()
-                    )),
-                ),
-                Some(doc)
-                    if !doc.results.is_empty()
-                        && doc.results.iter().all(|r| r.skipped.is_some()) =>
-                {
-                    (
-                        StageStatus::Skipped,
-                        doc.results.iter().find_map(|r| r.skipped.clone()),
-                    )
-                }
-                Some(doc) if doc.results.is_empty() => (
-                    StageStatus::Inconclusive,
-                    Some(format!("{tool} printed no results")),
-                ),
-                Some(_) => (StageStatus::Passed, None),
-            },
-            harness_exit::NO_GPU => skipped_by_harness(evidence),
-            _ => exited(),
-        },
-        StageKind::Profile => {
-            if evidence.counters_denied {
-                return (
-                    StageStatus::Skipped,
-                    Some("ncu cannot read performance counters (ERR_NVGPUCTRPERM)".into()),
-                );
-            }
-            match code {
-                0 => {
-                    let metrics = evidence
-                        .parsed
-                        .iter()
-                        .filter(|(_, p)| p.format == Format::NcuCsv)
-                        .map(|(_, p)| p.metrics.len())
-                        .sum::<usize>();
-                    if let Some(blocker) = launch_blocker(evidence) {
-                        (StageStatus::Inconclusive, Some(blocker))
-                    } else if metrics == 0 {
-                        (
-                            StageStatus::Inconclusive,
-                            Some("ncu reported no metrics".into()),
-                        )
-                    } else {
-                        (StageStatus::Passed, None)
-                    }
-                }
-                harness_exit::MISBEHAVED => (
-                    StageStatus::Findings,
-                    Some(format!("the harness reported a kernel failure{}", stderr())),
-                ),
-                harness_exit::NO_GPU => skipped_by_harness(evidence),
-                _ => exited(),
-            }
-        }
-        _ => exited(),
+        ),
+        _ => verdict_from_findings(&findings),
     }
 }
 
@@ -1429,18 +1019,10 @@ fn find_kind(evidence: &Gathered, kind: parsers::FindingKind) -> Option<String> 
         .map(|f| f.message.clone())
 }
 
-/// Why the evidence cannot show the kernel ran: no harness JSON, or a result that never
-/// launched.
+/// Why the evidence cannot show the kernel ran: results (exhibit.harness/1) that say a launch
+/// never happened.
 fn launch_blocker(evidence: &Gathered) -> Option<String> {
-    let Some(doc) = &evidence.harness else {
-        return Some(match &evidence.harness_error {
-            Some(e) => format!("the harness JSON does not read: {e}"),
-            None => "the harness wrote no results: the kernel may never have launched".into(),
-        });
-    };
-    if doc.results.is_empty() {
-        return Some("the harness wrote no results: the kernel may never have launched".into());
-    }
+    let doc = evidence.harness.as_ref()?;
     doc.results.iter().find(|r| !r.launched).map(|r| {
         format!(
             "the kernel never launched{}",
@@ -1488,18 +1070,6 @@ fn result_problem(evidence: &Gathered) -> Option<String> {
         }
         None
     })
-}
-
-fn skipped_by_harness(evidence: &Gathered) -> (StageStatus, Option<String>) {
-    (
-        StageStatus::Skipped,
-        Some(
-            evidence
-                .stderr_last
-                .clone()
-                .unwrap_or_else(|| "no CUDA driver or GPU".to_string()),
-        ),
-    )
 }
 
 fn last_line(text: &str) -> Option<String> {

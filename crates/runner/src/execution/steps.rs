@@ -10,7 +10,7 @@ use report::{LaunchAttempt, LaunchSearch, Log, StageStatus};
 use crate::evidence::rundir::slash;
 use crate::execution::stages::{self, Invocation, Paths, SANITIZER_ERROR_EXITCODE};
 use crate::execution::target;
-use crate::pipeline::config::{Pipeline, Stage, Target};
+use crate::pipeline::config::{ExitCodes, Pipeline, Stage, Target};
 use crate::planning::plan::Unit;
 use crate::process::exec::{self, Ending};
 use crate::process::interrupt::Interrupt;
@@ -88,6 +88,8 @@ pub fn sass(
     let run_dir = std::path::absolute(&run_dir).unwrap_or(run_dir);
     let mut listing = String::new();
     let mut with_code = 0usize;
+    // The first words of a listing with no function in it, for saying what the tool printed.
+    let mut silent: Option<String> = None;
     let mut duration = Duration::ZERO;
     for (product, _) in &products {
         if cx.interrupt.is_set() {
@@ -123,6 +125,13 @@ pub fn sass(
             }
         }
         if kernels == 0 {
+            if silent.is_none() {
+                silent = text
+                    .lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .map(|l| l.chars().take(120).collect::<String>());
+            }
             let _ = std::fs::remove_file(dest.join(&name));
             listing.push_str(&format!("{shown}: no device code\n"));
             continue;
@@ -145,10 +154,16 @@ pub fn sass(
     }
     if with_code == 0 {
         record.status = StageStatus::Inconclusive;
-        record.reason = Some(format!(
-            "no build product holds device code ({} files looked at)",
-            products.len()
-        ));
+        let n = products.len();
+        let files = if n == 1 { "file" } else { "files" };
+        record.reason = Some(match &silent {
+            Some(first) => format!(
+                "{} printed no SASS function (no `Function :` section) for {n} {files}: nothing \
+                 to inspect; its output begins `{first}`",
+                invocation.tool
+            ),
+            None => format!("no build product holds device code ({n} {files} looked at)"),
+        });
         return;
     }
     let parsed: Vec<parsers::ParsedLog> = record
@@ -188,7 +203,7 @@ pub fn profile(
     invocation: &Invocation,
     dest: &Path,
     profiled: Result<exec::Outcome, String>,
-    decide: stages::Decide,
+    exits: &ExitCodes,
     cx: StepCx<'_>,
 ) {
     let outcome = match profiled {
@@ -228,13 +243,14 @@ pub fn profile(
             );
         }
     }
-    let gathered = stages::gather(dest, invocation, None);
-    let (status, reason) = decide(
+    let gathered = stages::gather(dest, invocation);
+    let (status, reason) = stages::decide(
         report::StageKind::Profile,
         &invocation.tool,
         cx.timeout,
         outcome.ending,
         &gathered,
+        exits,
     );
     let cost = format!("profiling took {:.1} s", outcome.duration.as_secs_f64());
     record.status = status;
@@ -303,7 +319,15 @@ impl Search<'_> {
             );
             let stdout = format!("launches-{n}.stdout.log");
             let stderr = format!("launches-{n}.stderr.log");
-            let argv = stages::resolve_program(self.preflight, &line.argv);
+            let argv = match stages::resolve_program(self.preflight, &line.argv) {
+                Ok(argv) => argv,
+                Err(reason) => {
+                    record.status = StageStatus::Failed;
+                    record.reason = Some(reason);
+                    record.command = line.display;
+                    return;
+                }
+            };
             let display = line.display.clone();
             last_command.clone_from(&display);
             let outcome = cx.run(
@@ -530,7 +554,7 @@ impl Search<'_> {
             line.env
                 .insert("PYTORCH_NO_CUDA_MEMORY_CACHING".into(), "1".into());
         }
-        let program = stages::resolve_program(self.preflight, &line.argv);
+        let program = stages::resolve_program(self.preflight, &line.argv).ok()?;
         let mut argv: Vec<std::ffi::OsString> = vec![sanitizer.path.clone().into_os_string()];
         for word in [
             "--tool",

@@ -1,9 +1,8 @@
 //! A user's own project as the GPU stages' target: the words and environment its build and
 //! program get, the files that are its inputs, and the products its build leaves.
 //!
-//! The built-in harness is one target kind (its argv is built in [`crate::execution::stages`]); a
-//! `target:` in pipeline.yaml is the other. What wraps a target (nothing, compute-sanitizer, ncu)
-//! is decided by the stage kind, the same for both.
+//! The built-in kernel is a target too (`config::builtin` writes it). What wraps a target's
+//! program (nothing, compute-sanitizer, ncu) is decided by the stage kind.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -11,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use walkdir::WalkDir;
 
-use crate::pipeline::config::{Config, Pipeline, Target};
+use crate::pipeline::config::Config;
 
 /// The values a target's placeholders and `EXHIBIT_*` variables stand for in one unit.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +21,8 @@ pub struct Vars {
     pub config: String,
     /// `{defines}`: one `-DNAME=VALUE` word per define of the config.
     pub defines: Vec<String>,
+    /// `{source}`: the config's `source:` (a build's translation unit), absolute.
+    pub source: Option<PathBuf>,
     /// `{launches}`, for a stress unit.
     pub launches: Option<u64>,
     /// `{out}`: where the program may write its results or timings, absolute.
@@ -79,6 +80,14 @@ impl Vars {
                 .replace("{config}", &self.config)
                 .replace("{defines}", &self.defines.join(" "))
                 .replace("{launches}", &launches)
+                .replace(
+                    "{source}",
+                    &self
+                        .source
+                        .as_ref()
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                )
                 .replace("{out}", &out_path);
             for (name, value) in self.case_values() {
                 word = word.replace(&format!("{{{name}}}"), &value);
@@ -135,84 +144,6 @@ pub fn define_words(config: Option<&Config>) -> Vec<String> {
         .flat_map(|c| &c.defines)
         .map(|(name, value)| format!("-D{name}={}", value.0))
         .collect()
-}
-
-/// Directory names never walked as sources or products: version control, caches, the runner's
-/// own output.
-const SKIPPED_DIRS: &[&str] = &[
-    ".git",
-    "artifacts",
-    "reports",
-    "target",
-    "__pycache__",
-    ".pytest_cache",
-    "node_modules",
-];
-
-/// Every file under `root` in name order, passing over the directories in [`SKIPPED_DIRS`] (and,
-/// with `hidden`, those whose name starts with a dot). With `follow`, symbolic links are followed
-/// (a link to a file is that file; loops are passed over); without, they are left out.
-fn files_under(root: &Path, hidden: bool, follow: bool) -> impl Iterator<Item = walkdir::DirEntry> {
-    WalkDir::new(root)
-        .follow_links(follow)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(move |e| {
-            e.depth() == 0
-                || !(e.file_type().is_dir()
-                    && e.file_name().to_str().is_some_and(|n| {
-                        SKIPPED_DIRS.contains(&n) || (hidden && n.starts_with('.'))
-                    }))
-        })
-        .flatten()
-        .filter(|e| e.file_type().is_file())
-}
-
-/// Every file under the target's `sources` (default: the pipeline's directory), relative to
-/// the pipeline root, sorted: the build's inputs, hashed for the cache. Files reached through a
-/// symbolic link are included ([`link_of`] names the link).
-pub fn source_files(pipeline: &Pipeline, target: &Target) -> Vec<PathBuf> {
-    let roots: Vec<PathBuf> = if target.sources.is_empty() {
-        vec![PathBuf::new()]
-    } else {
-        target.sources.clone()
-    };
-    let mut files = Vec::new();
-    for root in roots {
-        for entry in files_under(&pipeline.resolve(&root), true, true) {
-            if let Ok(relative) = entry.path().strip_prefix(&pipeline.root) {
-                files.push(relative.to_path_buf());
-            }
-        }
-    }
-    files.sort();
-    files.dedup();
-    files
-}
-
-/// The C, C++ and CUDA sources and headers under `dir` (relative to the pipeline root), sorted:
-/// what a translation unit there may include. The built-in kernel's compile hashes these, so a
-/// header nobody listed in `kernel.includes` still invalidates the cache.
-pub fn headers_near(pipeline: &Pipeline, dir: &Path) -> Vec<PathBuf> {
-    const EXTENSIONS: &[&str] = &[
-        "cu", "cuh", "h", "hpp", "hh", "c", "cc", "cpp", "cxx", "inc", "inl",
-    ];
-    let mut files: Vec<PathBuf> = files_under(&pipeline.resolve(dir), true, true)
-        .filter(|e| {
-            e.path()
-                .extension()
-                .and_then(|x| x.to_str())
-                .is_some_and(|x| EXTENSIONS.contains(&x))
-        })
-        .filter_map(|e| {
-            e.path()
-                .strip_prefix(&pipeline.root)
-                .ok()
-                .map(Path::to_path_buf)
-        })
-        .collect();
-    files.sort();
-    files
 }
 
 /// The first component of `relative` (below `root`) that is a symbolic link, with the link's
@@ -311,7 +242,7 @@ pub enum ProductKind {
 pub fn products(dirs: &[PathBuf]) -> Vec<(PathBuf, ProductKind)> {
     let mut found = Vec::new();
     for dir in dirs {
-        for entry in files_under(dir, false, false) {
+        for entry in crate::pipeline::files::files_under(dir, false, false) {
             if let Some(kind) = product_kind(entry.path()) {
                 found.push((entry.path().to_path_buf(), kind));
             }

@@ -38,7 +38,7 @@ pub struct Unit {
     pub blocked: Option<Blocked>,
     /// Its directory, relative to the run directory.
     pub dir: PathBuf,
-    /// For a target's build: the other configs whose build would be the same (same arch,
+    /// For a build: the other configs whose build would be the same (same arch,
     /// defines and environment), which use this one's products instead of building again.
     pub serves: Vec<String>,
 }
@@ -100,7 +100,7 @@ pub fn plan(
         if !config::runs(pipeline, &selection.stages, stage) {
             continue;
         }
-        let blocked = stage_blocked(stage, preflight, pipeline.target.is_some());
+        let blocked = stage_blocked(stage, preflight);
         let unit = |config: Option<&str>, arch: Option<&str>, case: Option<CaseInstance>| {
             let mut dir = PathBuf::from(&stage.name);
             for part in [config, arch].into_iter().flatten() {
@@ -133,10 +133,8 @@ pub fn plan(
                         // A target's build that another config already makes the same way
                         // (same arch, defines and environment: the build command is the
                         // pipeline's) runs once, its products shared.
-                        let same = pipeline.target.as_ref().and_then(|_| {
-                            compile_units.iter().find(|(other, other_arch, _)| {
-                                other_arch == arch && same_build(pipeline, other, config)
-                            })
+                        let same = compile_units.iter().find(|(other, other_arch, _)| {
+                            other_arch == arch && same_build(pipeline, other, config)
                         });
                         if let Some(&(_, _, index)) = same {
                             if let Some(u) = units.get_mut(index) {
@@ -156,25 +154,22 @@ pub fn plan(
                         let mut u = unit(Some(config), Some(arch), None);
                         // A target's SASS needs no build of its own: the program's JIT caches
                         // land in the config's build directory too.
-                        if pipeline.target.is_none() || !compile_units.is_empty() {
+                        if !compile_units.is_empty() {
                             attach_compile(&mut u, &compile_units, &units, pipeline);
                         }
                         units.push(u);
                     }
                 }
             }
-            StageKind::Baseline if pipeline.target.is_some() => {
-                units.push(unit(None, None, None));
-            }
             StageKind::Baseline => {
-                // One process for every case: the baseline imports torch once.
-                let cases = pipeline.case_instances(stage, None);
-                if !cases.is_empty() {
-                    let mut u = unit(None, None, None);
+                // One process for every case (the built-in kernel's baseline command takes
+                // them all): the baseline imports torch once.
+                let mut u = unit(None, None, None);
+                u.cases = pipeline.case_instances(stage, None);
+                if !u.cases.is_empty() {
                     u.dir.push(ALL_CASES);
-                    u.cases = cases;
-                    units.push(u);
                 }
+                units.push(u);
             }
             StageKind::Report => units.push(unit(None, None, None)),
             _ => {
@@ -183,19 +178,18 @@ pub fn plan(
                 // once per config and arch.
                 for config in stage_configs {
                     for arch in &gpu_arches(pipeline, preflight, config) {
-                        let cases: Vec<Option<CaseInstance>> =
-                            if stage.cases.is_empty() && pipeline.target.is_some() {
-                                vec![None]
-                            } else {
-                                pipeline
-                                    .case_instances(stage, Some(config))
-                                    .into_iter()
-                                    .map(Some)
-                                    .collect()
-                            };
+                        let cases: Vec<Option<CaseInstance>> = if stage.cases.is_empty() {
+                            vec![None]
+                        } else {
+                            pipeline
+                                .case_instances(stage, Some(config))
+                                .into_iter()
+                                .map(Some)
+                                .collect()
+                        };
                         for case in cases {
                             let mut u = unit(Some(config), Some(arch), case);
-                            if pipeline.target.is_none() || !compile_units.is_empty() {
+                            if !compile_units.is_empty() {
                                 attach_compile(&mut u, &compile_units, &units, pipeline);
                             }
                             units.push(u);
@@ -215,7 +209,10 @@ fn same_build(pipeline: &Pipeline, a: &str, b: &str) -> bool {
     let configs = &pipeline.matrix.configs;
     match (configs.get(a), configs.get(b)) {
         (Some(a), Some(b)) => {
-            a.defines == b.defines && a.build_env == b.build_env && a.arch == b.arch
+            a.defines == b.defines
+                && a.build_env == b.build_env
+                && a.arch == b.arch
+                && a.source == b.source
         }
         _ => false,
     }
@@ -248,19 +245,18 @@ fn gpu_arches(pipeline: &Pipeline, preflight: &Preflight, config: &str) -> Vec<S
     Vec::new()
 }
 
-fn stage_blocked(stage: &config::Stage, preflight: &Preflight, target: bool) -> Option<Blocked> {
+fn stage_blocked(stage: &config::Stage, preflight: &Preflight) -> Option<Blocked> {
     if !stage.enabled {
         return Some(Blocked::Skip("disabled in the pipeline".to_string()));
     }
     let reason = preflight::unmet(stage, preflight)?;
     // A target that needs Python or torch is skipped, with the reason, where they are missing:
     // a laptop without torch still gets everything else.
-    let python = target
-        && stage
-            .needs
-            .tools
-            .iter()
-            .any(|t| t == "torch" || t == "python3");
+    let python = stage
+        .needs
+        .tools
+        .iter()
+        .any(|t| t == "torch" || t == "python3");
     Some(if stage.needs.gpu || python {
         Blocked::Skip(reason)
     } else {

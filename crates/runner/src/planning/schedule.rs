@@ -28,7 +28,6 @@
 
 use report::StageKind;
 
-use crate::pipeline::config::Pipeline;
 use crate::planning::plan::{Plan, Unit};
 
 /// The resource a unit needs.
@@ -88,18 +87,13 @@ pub struct Scheduler {
 impl Scheduler {
     /// A scheduler for every unit of `plan` except those `skip` names (run elsewhere, e.g. the
     /// report).
-    pub fn new(
-        pipeline: &Pipeline,
-        plan: &Plan,
-        limits: Limits,
-        skip: impl Fn(&Unit) -> bool,
-    ) -> Scheduler {
+    pub fn new(plan: &Plan, limits: Limits, skip: impl Fn(&Unit) -> bool) -> Scheduler {
         let classes: Vec<Class> = plan.units.iter().map(class).collect();
         let dependencies = plan
             .units
             .iter()
             .enumerate()
-            .map(|(i, u)| dependencies(pipeline, plan, i, u))
+            .map(|(i, u)| dependencies(plan, i, u))
             .collect();
         let states = plan
             .units
@@ -220,9 +214,9 @@ pub fn class(unit: &Unit) -> Class {
 }
 
 /// The units that must end before unit `i` starts.
-fn dependencies(pipeline: &Pipeline, plan: &Plan, i: usize, unit: &Unit) -> Vec<usize> {
+fn dependencies(plan: &Plan, i: usize, unit: &Unit) -> Vec<usize> {
     let mut deps: Vec<usize> = unit.compile.into_iter().collect();
-    if pipeline.target.is_some() && unit.kind == StageKind::Sass {
+    if unit.kind == StageKind::Sass {
         deps.extend(
             plan.units
                 .iter()

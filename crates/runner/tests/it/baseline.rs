@@ -332,7 +332,7 @@ fn the_pipeline_runs_the_baseline_once_for_every_case() {
         .iter()
         .map(|l| l["path"].as_str().unwrap())
         .collect();
-    assert!(logs.contains(&"baseline/all/baseline.json"), "{logs:?}");
+    assert!(logs.contains(&"baseline/all/stdout.log"), "{logs:?}");
 
     // The report pairs the one document's results with each case.
     let run = project.runs().pop().unwrap();

@@ -33,8 +33,8 @@ fn an_unchanged_pipeline_is_served_from_the_cache() {
     }
     // The run directory is self-contained: the cached logs and cubin are in it.
     let run = project.runs().pop().unwrap();
-    assert!(run.join("compile/small/sm_90/attention.cubin").is_file());
-    assert!(run.join("sass/small/sm_90/sass.log").is_file());
+    assert!(run.join("compile/small/sm_90/build/kernel.cubin").is_file());
+    assert!(run.join("sass/small/sm_90/kernel.cubin.sass").is_file());
     assert!(stderr(&second).contains(&format!("cached from {first_id}")));
 }
 

@@ -28,7 +28,8 @@ fn a_clean_run_writes_the_run_directory_manifest_and_report() {
     assert!(command.contains(&"-DHEAD_DIM=64"));
     assert!(command.contains(&"-arch=sm_90"));
     assert!(
-        command.contains(&format!("artifacts/{id}/compile/small/sm_90/attention.cubin").as_str())
+        command
+            .contains(&format!("artifacts/{id}/compile/small/sm_90/build/kernel.cubin").as_str())
     );
     assert_eq!(*command.last().unwrap(), "kernel/attention.cu");
     let text = serde_json::to_string(&manifest).unwrap();
@@ -41,7 +42,7 @@ fn a_clean_run_writes_the_run_directory_manifest_and_report() {
         .runs()
         .pop()
         .unwrap()
-        .join("compile/small/sm_90/ptxas.log");
+        .join("compile/small/sm_90/stderr.log");
     assert_eq!(
         std::fs::read_to_string(ptxas).unwrap(),
         "stand-in compiler message (hand-written for tests)\n"

@@ -85,10 +85,9 @@ fn command(stage: &str, config: Option<&str>) -> Vec<String> {
     assert_eq!(unit.blocked, None);
     let paths = Paths {
         unit_dir: Path::new("artifacts/RUN").join(&unit.dir),
-        cubin: Some(PathBuf::from(
-            "artifacts/RUN/compile/d64/sm_90/attention.cubin",
-        )),
-        build_dir: None,
+        build_dir: unit
+            .compile
+            .map(|_| PathBuf::from("artifacts/RUN/compile/d64/sm_90/build")),
     };
     let stage_cfg = pipeline.stage(stage).unwrap();
     stages::invocation(unit, stage_cfg, &pipeline, &preflight, &paths)
@@ -105,10 +104,12 @@ fn memcheck_wraps_the_built_in_harness_with_a_distinct_error_exit_code() {
     assert_eq!(
         command("memcheck", Some("d64")),
         words(
-            "compute-sanitizer --tool memcheck --error-exitcode 86 --print-limit 100 \
-             runner harness --cubin artifacts/RUN/compile/d64/sm_90/attention.cubin \
-             --kernel attention_fwd_f16 --shape 2,8,512,64 --dtype f16 --mode once --config d64 \
-             --out artifacts/RUN/memcheck/d64/sm_90/seed-f16/harness.json --guard-bytes 0"
+            "compute-sanitizer --tool memcheck --target-processes all --error-exitcode 86 --print-limit 100 \
+             harness --cubin artifacts/RUN/compile/d64/sm_90/build/kernel.cubin \
+             --entry-point f16=attention_fwd_f16 --entry-point bf16=attention_fwd_bf16 \
+             --shape 2,8,512,64 --dtype f16 --causal false --config d64 \
+             --out artifacts/RUN/memcheck/d64/sm_90/seed-f16/results.json --mode once \
+             --guard-bytes 0"
         )
     );
 }
@@ -118,9 +119,10 @@ fn stress_runs_the_harness_with_its_arguments() {
     assert_eq!(
         command("stress", Some("d64")),
         words(
-            "runner harness --cubin artifacts/RUN/compile/d64/sm_90/attention.cubin \
-             --kernel attention_fwd_bf16 --shape 1,2,200,64 --dtype bf16 --causal --mode stress \
-             --config d64 --json --out artifacts/RUN/stress/d64/sm_90/tail-bf16-causal/harness.json \
+            "harness --cubin artifacts/RUN/compile/d64/sm_90/build/kernel.cubin \
+             --entry-point f16=attention_fwd_f16 --entry-point bf16=attention_fwd_bf16 \
+             --shape 1,2,200,64 --dtype bf16 --causal true --config d64 \
+             --out artifacts/RUN/stress/d64/sm_90/tail-bf16-causal/results.json --mode stress \
              --launches 200"
         )
     );
@@ -131,12 +133,13 @@ fn profile_wraps_the_harness_in_ncu_without_touching_clocks_and_keeps_its_report
     assert_eq!(
         command("profile", Some("d64")),
         words(
-            "ncu --clock-control none --import-source yes -f \
+            "ncu --target-processes all --clock-control none --import-source yes -f \
              -o artifacts/RUN/profile/d64/sm_90/seed-f16/profile --section SourceCounters \
              --section SpeedOfLight \
-             runner harness --cubin artifacts/RUN/compile/d64/sm_90/attention.cubin \
-             --kernel attention_fwd_f16 --shape 2,8,512,64 --dtype f16 --mode once --config d64 \
-             --out artifacts/RUN/profile/d64/sm_90/seed-f16/harness.json"
+             harness --cubin artifacts/RUN/compile/d64/sm_90/build/kernel.cubin \
+             --entry-point f16=attention_fwd_f16 --entry-point bf16=attention_fwd_bf16 \
+             --shape 2,8,512,64 --dtype f16 --causal false --config d64 \
+             --out artifacts/RUN/profile/d64/sm_90/seed-f16/results.json --mode once"
         )
     );
 }

@@ -64,7 +64,7 @@ fn pack_refuses_a_log_path_outside_the_run_directory() {
         let mut manifest = read_manifest(&run);
         let sass = log_paths(&mut manifest)
             .into_iter()
-            .find(|p| p.as_str().is_some_and(|p| p.ends_with("sass.log")))
+            .find(|p| p.as_str().is_some_and(|p| p.ends_with(".cubin.sass")))
             .expect("the sass log");
         *sass = Value::from(hostile);
         write_manifest(&run, &manifest);
@@ -103,7 +103,7 @@ fn a_symlinked_directory_inside_the_run_is_never_followed() {
     let err = stderr(&out);
     assert_eq!(code(&out), 3, "{err}");
     assert!(
-        err.contains("sass/small/sm_90/sass.log") && err.contains("symbolic link"),
+        err.contains("sass/small/sm_90/kernel.cubin.sass") && err.contains("symbolic link"),
         "{err}"
     );
     let md = String::from_utf8_lossy(&out.stdout);
@@ -117,7 +117,7 @@ fn a_symlinked_directory_inside_the_run_is_never_followed() {
     assert_ne!(code(&out), 0, "{err}");
     assert!(err.contains("symbolic link"), "{err}");
     assert!(
-        moved.join("sass.log").is_file(),
+        moved.join("kernel.cubin.sass").is_file(),
         "the outside log was packed"
     );
     assert!(

@@ -1,6 +1,7 @@
 //! How a unit's ending and evidence become its status: tool failure, application failure and
-//! findings are never conflated. Driven through `runner::execution::stages::decide` with evidence built the
-//! way `gather` builds it, for the GPU stages no test here can run for real.
+//! findings are never conflated. Driven through `runner::execution::stages::decide` with evidence
+//! built the way `gather` builds it, for the GPU stages no test here can run for real, and the
+//! built-in harness's exit codes (2 usage, 3 infrastructure, 4 no GPU).
 
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use parsers::harness::{Check, HarnessOutput, HarnessResult, Mode, Shape};
 use parsers::{Format, ParsedLog};
 use report::{StageKind, StageStatus};
 use runner::execution::stages::{Gathered, decide};
+use runner::pipeline::config::ExitCodes;
 use runner::process::exec::Ending;
 
 fn check(
@@ -16,7 +18,14 @@ fn check(
     evidence: &Gathered,
     expect: (StageStatus, Option<&str>),
 ) {
-    let (status, reason) = decide(kind, "tool", Duration::from_secs(60), ending, evidence);
+    let (status, reason) = decide(
+        kind,
+        "tool",
+        Duration::from_secs(60),
+        ending,
+        evidence,
+        &ExitCodes::harness(),
+    );
     assert_eq!(
         (status, reason.as_deref()),
         expect,
@@ -84,7 +93,7 @@ fn sanitizer_outcomes() {
         &clean,
         (
             StageStatus::Findings,
-            Some("compute-sanitizer reported 0 errors (exit 86)"),
+            Some("compute-sanitizer reported 0 errors"),
         ),
     );
     check(
@@ -107,14 +116,13 @@ fn sanitizer_outcomes() {
             ),
         ),
     );
-    let no_results = Gathered::default();
     check(
         StageKind::Synccheck,
         Ending::Exited(0),
-        &no_results,
+        &Gathered::default(),
         (
             StageStatus::Inconclusive,
-            Some("the harness wrote no results: the kernel may never have launched"),
+            Some("compute-sanitizer's summary line is missing"),
         ),
     );
     let no_gpu = Gathered {
@@ -140,14 +148,17 @@ fn sanitizer_outcomes() {
         &broken,
         (
             StageStatus::Failed,
-            Some("tool exited with status 255: ========= Error: stand-in tool failure"),
+            Some("compute-sanitizer exited with status 255 without its summary"),
         ),
     );
     check(
         StageKind::Memcheck,
         Ending::Signaled(9),
         &clean,
-        (StageStatus::Failed, Some("tool killed by SIGKILL")),
+        (
+            StageStatus::Findings,
+            Some("the program was killed by SIGKILL"),
+        ),
     );
     check(
         StageKind::Memcheck,
@@ -237,48 +248,49 @@ fn harness_outcomes() {
         ..Gathered::default()
     };
     check(
-        StageKind::Bench,
+        StageKind::Check,
         Ending::Exited(0),
         &ok,
         (StageStatus::Passed, None),
     );
+    // A bench whose results hold no timing measured nothing.
+    check(
+        StageKind::Bench,
+        Ending::Exited(0),
+        &ok,
+        (
+            StageStatus::Inconclusive,
+            Some(
+                "the program printed no timings in a known format (exhibit.harness/1, \
+                 pytest-benchmark or Google Benchmark JSON, on stdout or in {out})",
+            ),
+        ),
+    );
+    // The harness's usage error is its own failure, not the kernel's.
     check(
         StageKind::Stress,
         Ending::Exited(2),
         &ok,
-        (StageStatus::Failed, Some("tool exited with status 2")),
+        (
+            StageStatus::Failed,
+            Some("the program exited with status 2"),
+        ),
     );
 }
 
 #[test]
 fn compile_and_profile_outcomes() {
-    let cubin = Gathered {
-        cubin_present: true,
-        ..Gathered::default()
-    };
-    check(
-        StageKind::Compile,
-        Ending::Exited(0),
-        &cubin,
-        (StageStatus::Passed, None),
-    );
     check(
         StageKind::Compile,
         Ending::Exited(0),
         &Gathered::default(),
-        (
-            StageStatus::Failed,
-            Some("tool exited 0 but wrote no cubin"),
-        ),
+        (StageStatus::Passed, None),
     );
     check(
-        StageKind::Sass,
-        Ending::Exited(0),
-        &Gathered {
-            stdout_empty: true,
-            ..Gathered::default()
-        },
-        (StageStatus::Failed, Some("tool printed no SASS")),
+        StageKind::Compile,
+        Ending::Signaled(9),
+        &Gathered::default(),
+        (StageStatus::Failed, Some("tool killed by SIGKILL")),
     );
     let denied = Gathered {
         counters_denied: true,
@@ -302,6 +314,9 @@ fn compile_and_profile_outcomes() {
         StageKind::Profile,
         Ending::Exited(0),
         &no_metrics,
-        (StageStatus::Inconclusive, Some("ncu reported no metrics")),
+        (
+            StageStatus::Inconclusive,
+            Some("ncu reported no metrics (does the kernel filter match?)"),
+        ),
     );
 }

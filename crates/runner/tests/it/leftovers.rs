@@ -29,7 +29,7 @@ enum Ending {
 /// - one in a new session with an empty environment (`env -i`).
 fn nvcc(ending: Ending) -> String {
     let end = match ending {
-        Ending::Pass => "printf 'stand-in cubin\\n' > \"$out\"\nexit 0",
+        Ending::Pass => "printf '\\177ELF stand-in cubin\\n' > \"$out\"\nexit 0",
         Ending::Fail => "echo 'stand-in failure' >&2\nexit 1",
         Ending::Hang => "exec sleep 1000",
         Ending::Stubborn => {

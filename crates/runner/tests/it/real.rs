@@ -56,9 +56,9 @@ stages:
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(stage(&manifest, "compile")["status"], "passed");
-    let ptxas = std::fs::read_to_string(run.join("compile/d64/sm_90/ptxas.log")).unwrap();
+    let ptxas = std::fs::read_to_string(run.join("compile/d64/sm_90/stderr.log")).unwrap();
     assert!(ptxas.contains("attention_fwd_f16"), "{ptxas}");
-    let sass = std::fs::read_to_string(run.join("sass/d64/sm_90/sass.log")).unwrap();
+    let sass = std::fs::read_to_string(run.join("sass/d64/sm_90/kernel.cubin.sass")).unwrap();
     assert!(
         sass.contains("HMMA"),
         "no tensor-core instruction in the SASS"

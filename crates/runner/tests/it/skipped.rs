@@ -37,13 +37,13 @@ fn a_skipped_gpu_unit_records_the_command_it_would_have_run() {
     // The tool this machine lacks is named, not resolved.
     assert_eq!(command.first(), Some(&"compute-sanitizer"), "{command:?}");
     assert_eq!(after("--tool"), Some("memcheck"));
-    assert_eq!(after("--kernel"), Some("attention_fwd_f16"));
+    assert_eq!(after("--entry-point"), Some("f16=attention_fwd_f16"));
     assert_eq!(after("--shape"), Some("2,8,512,64"));
     assert_eq!(after("--dtype"), Some("f16"));
     assert_eq!(after("--mode"), Some("once"));
     assert_eq!(after("--config"), Some("small"));
     // The cubin its compile unit wrote, repository-relative like every recorded path.
-    let cubin = format!("artifacts/{id}/compile/small/sm_90/attention.cubin");
+    let cubin = format!("artifacts/{id}/compile/small/sm_90/build/kernel.cubin");
     assert_eq!(after("--cubin"), Some(cubin.as_str()));
     let text = serde_json::to_string(&manifest).unwrap();
     assert!(

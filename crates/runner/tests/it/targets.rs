@@ -198,7 +198,7 @@ fn a_build_without_device_code_leaves_the_sass_stage_inconclusive() {
     assert_eq!(sass["status"], "inconclusive", "{sass:#}");
     let reason = sass["reason"].as_str().expect("a reason");
     assert!(
-        reason.contains("no build product holds device code (1 files"),
+        reason.contains("no build product holds device code (1 file looked at)"),
         "{reason}"
     );
 }

@@ -23,7 +23,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 echo "call" >> "$(dirname "$0")/nvcc.calls"
-printf 'stand-in cubin\n' > "$out"
+# An ELF header, so the SASS stage takes it for a build product.
+printf '\177ELF stand-in cubin\n' > "$out"
 echo "stand-in compiler message (hand-written for tests)" >&2
 "#;
 

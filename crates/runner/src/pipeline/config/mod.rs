@@ -16,6 +16,7 @@ use report::StageKind;
 use serde::de::{self, DeserializeSeed, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
+mod builtin;
 mod cases;
 mod matrix;
 mod stage;
@@ -23,6 +24,7 @@ mod syntax;
 mod target;
 mod toolchain;
 
+pub use builtin::{CUBIN, problem};
 pub use cases::*;
 pub use matrix::*;
 pub use stage::*;
@@ -171,15 +173,15 @@ impl Pipeline {
             grace: raw.grace.map_or(Duration::from_secs(5), |g| g.0),
         };
         pipeline.validate().map_err(locate)?;
-        if pipeline.target.is_some() {
-            // JIT-compiled kernels appear only once the program ran: a target's SASS inventory
-            // comes after the stages that run it.
-            pipeline.stages.sort_by_key(|s| match s.kind {
-                StageKind::Sass => (1, s.kind),
-                StageKind::Report => (2, s.kind),
-                kind => (0, kind),
-            });
-        }
+        // From here on the built-in kernel is a target like any other.
+        builtin::as_target(&mut pipeline);
+        // JIT-compiled kernels appear only once the program ran: a target's SASS inventory
+        // comes after the stages that run it.
+        pipeline.stages.sort_by_key(|s| match s.kind {
+            StageKind::Sass => (1, s.kind),
+            StageKind::Report => (2, s.kind),
+            kind => (0, kind),
+        });
         Ok(pipeline)
     }
 
@@ -217,7 +219,7 @@ impl Pipeline {
 
     /// Every source file the built-in kernel's builds depend on: `kernel.source`,
     /// `kernel.includes` and the configs' own sources, each once. A target's sources are
-    /// walked instead (`target::source_files`).
+    /// walked instead (`files::source_files`).
     pub fn sources(&self) -> Vec<&Path> {
         let Some(kernel) = &self.kernel else {
             return Vec::new();
@@ -745,12 +747,17 @@ impl Pipeline {
                 format!("`{}` is not a directory", cwd.display()),
             ));
         }
+        let takes_source = target
+            .build
+            .as_ref()
+            .is_some_and(|b| b.command.iter().any(|w| w.contains("{source}")));
         for (name, config) in &self.matrix.configs {
-            if config.source.is_some() {
+            if config.source.is_some() && !takes_source {
                 return Err(self.semantic(
                     format!("matrix.configs.{name}.source"),
-                    "a target's build decides what it compiles: give the config `defines` \
-                     (they reach the build as `{defines}`) or `env`"
+                    "the target's build command does not name `{source}`: give the config \
+                     `defines` (they reach the build as `{defines}`) or `env`, or put \
+                     `{source}` in target.build.command"
                         .into(),
                 ));
             }

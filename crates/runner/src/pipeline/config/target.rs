@@ -47,6 +47,40 @@ pub struct Program {
     /// sanitizers). Default: when the command starts with python, python3 or pytest.
     #[serde(default)]
     pub python: Option<bool>,
+    /// Exit statuses that mean something other than "the program found a problem".
+    #[serde(default)]
+    pub exit_codes: ExitCodes,
+    /// Whether the program reads nothing of the sources but its build's products (the built-in
+    /// harness reads its cubin): its units' cache keys then hold the build's identity, not the
+    /// sources, so a change that leaves the build alike serves them from the cache. Not
+    /// written in pipeline.yaml: a user's program may read any of its files.
+    #[serde(skip)]
+    pub reads_only_build: bool,
+}
+
+/// `target.program.exit_codes:`: the exit statuses by which a program says it did not test.
+/// Any other non-zero status is the program's finding.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExitCodes {
+    /// It could not test here (no GPU, an optional dependency missing): the unit is skipped,
+    /// with the program's last line of stderr as the reason.
+    #[serde(default)]
+    pub skipped: Vec<i32>,
+    /// It broke before testing (a usage error, its own infrastructure): the unit failed, and
+    /// no finding is drawn from it.
+    #[serde(default)]
+    pub broken: Vec<i32>,
+}
+
+impl ExitCodes {
+    /// The built-in harness's: 2 usage, 3 infrastructure error, 4 no CUDA driver or GPU.
+    pub fn harness() -> ExitCodes {
+        ExitCodes {
+            skipped: vec![4],
+            broken: vec![2, 3],
+        }
+    }
 }
 
 impl Program {
@@ -64,7 +98,8 @@ impl Program {
 }
 
 /// The placeholders a target's build command may hold.
-pub const BUILD_PLACEHOLDERS: &[&str] = &["{build_dir}", "{arch}", "{defines}", "{config}"];
+pub const BUILD_PLACEHOLDERS: &[&str] =
+    &["{build_dir}", "{arch}", "{defines}", "{config}", "{source}"];
 /// The placeholders a target's program command may hold.
 pub const PROGRAM_PLACEHOLDERS: &[&str] = &[
     "{build_dir}",
@@ -109,7 +144,7 @@ pub fn target_needs(kind: StageKind, target: &Target, command: &[String]) -> Nee
     // A command's first word when it is a tool the preflight knows (`nvcc`, `python3`, ...).
     let named = |argv: &[String]| -> Vec<String> {
         argv.first()
-            .filter(|w| KNOWN_TOOLS.contains(&w.as_str()) && w.as_str() != "harness")
+            .filter(|w| KNOWN_TOOLS.contains(&w.as_str()))
             .map(|w| vec![w.clone()])
             .unwrap_or_default()
     };
