@@ -155,7 +155,8 @@ pub struct RunArgs {
     /// baseline and profile always run alone.
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
-    /// Units sharing one GPU at once (sanitizers, check, stress); default 4.
+    /// Units sharing one GPU at once (sanitizers, check, stress); default: one per two units
+    /// at once, at most one per 8 GiB of GPU memory.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub gpu_jobs: Option<u16>,
     /// Spread GPU units over GPUs: `all`, or the first N (by `CUDA_VISIBLE_DEVICES` when set);
@@ -492,9 +493,8 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         },
         limits: crate::planning::schedule::Limits {
             jobs: args.jobs.map_or(cores, usize::from),
-            gpu_jobs: args
-                .gpu_jobs
-                .map_or(crate::planning::schedule::GPU_JOBS, usize::from),
+            // 0: decided from the cores and the GPU's memory once the preflight knows it.
+            gpu_jobs: args.gpu_jobs.map_or(0, usize::from),
             gpus: 1,
         },
         gpus: args.gpus.unwrap_or_default(),

@@ -217,6 +217,13 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
             Launcher::Slurm(_) => options.limits.jobs,
             Launcher::Local => devices.len().max(1),
         },
+        gpu_jobs: match options.limits.gpu_jobs {
+            0 => crate::planning::schedule::gpu_jobs_for(
+                options.limits.jobs,
+                &preflight.environment.gpus,
+            ),
+            n => n,
+        },
         ..options.limits
     };
     let mut scheduler = Scheduler::new(&plan, limits, |u| u.kind == StageKind::Report);
@@ -239,17 +246,25 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
                     let device = slot.and_then(|g| devices.get(g)).map(String::as_str);
                     scope.spawn(move || {
                         let clock = Instant::now();
-                        let result = executor.unit(i, unit, device);
-                        // The receiver outlives every sender: this cannot fail.
-                        let _ = done.send((i, result, clock.elapsed()));
+                        // The receiver outlives every sender: sending cannot fail.
+                        let release = || {
+                            let _ = done.send(Message::Released(i));
+                        };
+                        let result = executor.unit(i, unit, device, &release);
+                        let _ = done.send(Message::Ended(i, result, clock.elapsed()));
                     });
                 }
             }
             if !scheduler.busy() {
                 break;
             }
-            let Ok((i, result, elapsed)) = ended.recv() else {
-                break;
+            let (i, result, elapsed) = match ended.recv() {
+                Ok(Message::Ended(i, result, elapsed)) => (i, result, elapsed),
+                Ok(Message::Released(i)) => {
+                    scheduler.released(i);
+                    continue;
+                }
+                Err(_) => break,
             };
             scheduler.ended(i);
             let (mut stage, flags) = match result {
@@ -332,6 +347,14 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         headline,
         verdict,
     })
+}
+
+/// What a unit's thread tells the run loop.
+enum Message {
+    /// Unit `i` is done with the GPU; what it does next needs only the CPU.
+    Released(usize),
+    /// Unit `i` ended, with its record (or the error that stops the run) and its wall time.
+    Ended(usize, Result<(Stage, FlagInput), RunError>, Duration),
 }
 
 /// Removes the run directory's space reserve when the run ends, however it ends.
@@ -468,8 +491,9 @@ impl Executor<'_> {
         index: usize,
         unit: &Unit,
         device: Option<&str>,
+        release: &dyn Fn(),
     ) -> Result<(Stage, FlagInput), RunError> {
-        let (mut record, flags) = self.attempt(unit, device)?;
+        let (mut record, flags) = self.attempt(unit, device, release)?;
         let succeeded = matches!(record.status, StageStatus::Passed | StageStatus::Findings);
         if succeeded && record.cached_from.is_none() {
             let dir = self.pipeline.resolve(&self.dir.relative.join(&unit.dir));
@@ -506,7 +530,12 @@ impl Executor<'_> {
         hash::bytes(lines.join("\n").as_bytes())
     }
 
-    fn attempt(&self, unit: &Unit, device: Option<&str>) -> Result<(Stage, FlagInput), RunError> {
+    fn attempt(
+        &self,
+        unit: &Unit,
+        device: Option<&str>,
+        release: &dyn Fn(),
+    ) -> Result<(Stage, FlagInput), RunError> {
         let stage_cfg = self.pipeline.stages.get(unit.stage);
         let mut record = Stage {
             name: unit.name.clone(),
@@ -628,6 +657,8 @@ impl Executor<'_> {
                 .launcher
                 .run(&command, &unit.label(), Some(true), self.interrupt)
                 .map_err(|e| e.to_string());
+            // Exporting the report's pages needs no GPU: other units may have it meanwhile.
+            release();
             steps::profile(
                 &mut record,
                 &invocation,

@@ -42,15 +42,32 @@ pub enum Class {
     Alone,
 }
 
-/// Units sharing one GPU at once unless `--gpu-jobs` says otherwise.
+/// Units sharing one GPU when its memory is unknown and `--gpu-jobs` does not say.
 pub const GPU_JOBS: usize = 4;
+
+/// The GPU memory one sharing unit is given room for: a CUDA context, a sanitizer's shadow
+/// memory, a framework's tensors and caching allocator.
+const GPU_MIB_PER_UNIT: u64 = 8 * 1024;
+
+/// Units sharing one GPU when `--gpu-jobs` does not say: one per two units the machine runs at
+/// once (each drives a program and a tool around it), at most one per 8 GiB of the smallest
+/// GPU's memory; [`GPU_JOBS`] when no GPU's memory is known.
+pub fn gpu_jobs_for(jobs: usize, gpus: &[report::Gpu]) -> usize {
+    let by_cores = (jobs / 2).max(1);
+    match gpus.iter().filter_map(|g| g.memory_mib).min() {
+        Some(mib) => by_cores
+            .min(usize::try_from(mib / GPU_MIB_PER_UNIT).unwrap_or(usize::MAX))
+            .max(1),
+        None => by_cores.min(GPU_JOBS),
+    }
+}
 
 /// How many units may run at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Units at once, of any class.
     pub jobs: usize,
-    /// Units sharing one GPU at once.
+    /// Units sharing one GPU at once; 0: as [`gpu_jobs_for`] decides once the GPUs are known.
     pub gpu_jobs: usize,
     /// GPUs to spread GPU units over.
     pub gpus: usize,
@@ -153,6 +170,20 @@ impl Scheduler {
         }
         if let Some(gpu) = self.placed.get_mut(i) {
             *gpu = None;
+        }
+    }
+
+    /// Records that running unit `i` is done with the GPU (a profile unit exporting its report):
+    /// from now on it holds a CPU slot only.
+    pub fn released(&mut self, i: usize) {
+        if self.states.get(i) == Some(&State::Running)
+            && let Some(class) = self.classes.get_mut(i)
+            && matches!(*class, Class::SharedGpu | Class::Alone)
+        {
+            *class = Class::Cpu;
+            if let Some(gpu) = self.placed.get_mut(i) {
+                *gpu = None;
+            }
         }
     }
 

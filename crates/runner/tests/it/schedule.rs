@@ -374,3 +374,29 @@ fn a_targets_program_units_share_the_gpu_and_its_timings_run_alone() {
     assert!(most >= 2, "no two program units ran at once: {shared:#?}");
     assert!(most <= 4, "more than --gpu-jobs 4 at once: {shared:#?}");
 }
+
+/// Without `--gpu-jobs`, the GPU is shared by one unit per two at once, as its memory allows.
+#[test]
+fn the_gpu_is_shared_as_the_cores_and_its_memory_allow() {
+    use runner::planning::schedule::{GPU_JOBS, gpu_jobs_for};
+    let gpu = |mib: Option<u64>| report::Gpu {
+        name: "stand-in".into(),
+        uuid: None,
+        sm_count: None,
+        compute_capability: None,
+        sm_clock_mhz: None,
+        mem_clock_mhz: None,
+        ecc: None,
+        mig: None,
+        memory_mib: mib,
+    };
+    // 16 cores and an 80 GB H100: 8 at once.
+    assert_eq!(gpu_jobs_for(16, &[gpu(Some(81_559))]), 8);
+    // An 8 GiB laptop GPU holds one, whatever the cores.
+    assert_eq!(gpu_jobs_for(16, &[gpu(Some(8_192))]), 1);
+    // The smallest of several GPUs decides.
+    assert_eq!(gpu_jobs_for(32, &[gpu(Some(143_771)), gpu(Some(24_576))]), 3);
+    // Memory unknown: the cores, at most the default.
+    assert_eq!(gpu_jobs_for(64, &[gpu(None)]), GPU_JOBS);
+    assert_eq!(gpu_jobs_for(2, &[]), 1);
+}
