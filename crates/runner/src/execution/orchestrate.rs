@@ -168,6 +168,10 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
     for line in preflight.summary() {
         say(&format!("preflight: {line}"));
     }
+    say(&format!(
+        "preflight: took {:.1} s",
+        clock.elapsed().as_secs_f64()
+    ));
     let plan = plan::plan(pipeline, &preflight, &options.selection)?;
     let devices = devices(options.gpus, &preflight)?;
 

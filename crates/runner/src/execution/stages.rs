@@ -546,7 +546,7 @@ fn target_invocation(
             // The stage's args are ncu's (kernel filter, launch count, sections).
             cmd.words(stage.args.iter().map(String::as_str));
             push_program(&mut cmd)?;
-            cmd.finish(
+            let mut inv = cmd.finish(
                 "ncu",
                 "ncu.log",
                 "stderr.log",
@@ -557,7 +557,10 @@ fn target_invocation(
                     ("source.csv".into(), Some(Format::NcuSource)),
                     ("stderr.log".into(), None),
                 ],
-            )
+            );
+            // What the program wrote under ncu: the problem it ran, for the report.
+            inv.detect.push(PROGRAM_OUT.into());
+            inv
         }
         StageKind::Check | StageKind::Stress | StageKind::Bench | StageKind::Baseline => {
             push_program(&mut cmd)?;
