@@ -230,6 +230,17 @@ impl Facts {
         }
     }
 
+    /// Whether the version of the tool at `path` is stored for the binary there now.
+    pub fn knows_version(&self, path: &Path) -> bool {
+        let key = path.to_string_lossy().into_owned();
+        Identity::of(path).is_some_and(|identity| {
+            self.stored
+                .versions
+                .get(&key)
+                .is_some_and(|entry| entry.binary == identity)
+        })
+    }
+
     /// The version line of the tool `name` at `path`: the stored one while the binary is the
     /// one it was read from, else `ask`'s answer (stored when it is one).
     pub fn version(

@@ -182,30 +182,20 @@ pub fn discover(
         link_libraries(bin);
     }
     let mut toolchain = Toolchain::default();
+    // Where each tool is (a lookup: ptxas is looked for beside the nvcc found).
+    let mut found: Vec<(&str, PathBuf)> = Vec::new();
     for &name in EXECUTABLES {
         match find(name, pipeline, env, provisioned.as_deref(), &toolchain) {
             Ok(Some((path, source))) => {
-                let version = match facts
-                    .version(name, &path, || version_of(&path, &pipeline.root, interrupt))
-                {
-                    Ok(version) => version,
-                    Err(why) => {
-                        // A tool that hangs on `--version` would hang every stage it runs.
-                        toolchain.missing.insert(
-                            name.to_string(),
-                            format!("`{name} --version` {why}: a tool that hangs there would hang its stages"),
-                        );
-                        continue;
-                    }
-                };
                 toolchain.tools.insert(
                     name.to_string(),
                     Tool {
-                        path,
+                        path: path.clone(),
                         source,
-                        version,
+                        version: None,
                     },
                 );
+                found.push((name, path));
             }
             Ok(None) => {
                 toolchain
@@ -214,6 +204,54 @@ pub fn discover(
             }
             Err(reason) => {
                 toolchain.missing.insert(name.to_string(), reason);
+            }
+        }
+    }
+    // The versions no earlier run stored, asked all at once: ncu and compute-sanitizer take
+    // a second or more each.
+    let asked: BTreeMap<&str, Result<Option<String>, String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = found
+            .iter()
+            .filter(|(_, path)| !facts.knows_version(path))
+            .map(|(name, path)| {
+                (
+                    *name,
+                    scope.spawn(|| version_of(path, &pipeline.root, interrupt)),
+                )
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(name, handle)| {
+                let answer = handle
+                    .join()
+                    .unwrap_or_else(|_| Err("panicked while asked its version".to_string()));
+                (name, answer)
+            })
+            .collect()
+    });
+    let mut asked = asked;
+    for (name, path) in &found {
+        let answer = asked.remove(name);
+        let version = facts.version(name, path, || match answer {
+            Some(answer) => answer,
+            None => version_of(path, &pipeline.root, interrupt),
+        });
+        match version {
+            Ok(version) => {
+                if let Some(tool) = toolchain.tools.get_mut(*name) {
+                    tool.version = version;
+                }
+            }
+            Err(why) => {
+                // A tool that hangs on `--version` would hang every stage it runs.
+                toolchain.tools.remove(*name);
+                toolchain.missing.insert(
+                    name.to_string(),
+                    format!(
+                        "`{name} --version` {why}: a tool that hangs there would hang its stages"
+                    ),
+                );
             }
         }
     }

@@ -395,7 +395,10 @@ fn the_gpu_is_shared_as_the_cores_and_its_memory_allow() {
     // An 8 GiB laptop GPU holds one, whatever the cores.
     assert_eq!(gpu_jobs_for(16, &[gpu(Some(8_192))]), 1);
     // The smallest of several GPUs decides.
-    assert_eq!(gpu_jobs_for(32, &[gpu(Some(143_771)), gpu(Some(24_576))]), 3);
+    assert_eq!(
+        gpu_jobs_for(32, &[gpu(Some(143_771)), gpu(Some(24_576))]),
+        3
+    );
     // Memory unknown: the cores, at most the default.
     assert_eq!(gpu_jobs_for(64, &[gpu(None)]), GPU_JOBS);
     assert_eq!(gpu_jobs_for(2, &[]), 1);

@@ -14,7 +14,9 @@ q="$(cd "$(dirname "$0")" && pwd)/queue"
 mkdir -p "$q"
 printf '%s\n' "$*" >> "$q/../sbatch.log"
 for script; do :; done
-id=$(( $(ls "$q" | wc -l) + 1000 ))
+# A job id of its own even when two submissions race: mkdir is atomic.
+id=1000
+while ! mkdir "$q/../id.$id" 2>/dev/null; do id=$((id + 1)); done
 printf '%s\n' "$script" > "$q/$id.job"
 echo "$id"
 "#;
