@@ -255,7 +255,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
                             let _ = done.send(Message::Released(i));
                         };
                         let result = executor.unit(i, unit, device, &release);
-                        let _ = done.send(Message::Ended(i, result, clock.elapsed()));
+                        let _ = done.send(Message::Ended(i, Box::new(result), clock.elapsed()));
                     });
                 }
             }
@@ -271,7 +271,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
                 Err(_) => break,
             };
             scheduler.ended(i);
-            let (mut stage, flags) = match result {
+            let (mut stage, flags) = match *result {
                 Ok(ended) => ended,
                 Err(e) => {
                     failure.get_or_insert(e);
@@ -358,7 +358,7 @@ enum Message {
     /// Unit `i` is done with the GPU; what it does next needs only the CPU.
     Released(usize),
     /// Unit `i` ended, with its record (or the error that stops the run) and its wall time.
-    Ended(usize, Result<(Stage, FlagInput), RunError>, Duration),
+    Ended(usize, Box<Result<(Stage, FlagInput), RunError>>, Duration),
 }
 
 /// Removes the run directory's space reserve when the run ends, however it ends.
