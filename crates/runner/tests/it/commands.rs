@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use runner::execution::stages::{self, Paths};
-use runner::pipeline::config::Pipeline;
+use runner::pipeline::config::{ExitCodes, Pipeline};
 use runner::planning::plan::{self, Selection};
 use runner::setup::preflight::Preflight;
 use runner::setup::toolchain::{Source, Tool, Toolchain};
@@ -85,9 +85,8 @@ fn command(stage: &str, config: Option<&str>) -> Vec<String> {
     assert_eq!(unit.blocked, None);
     let paths = Paths {
         unit_dir: Path::new("artifacts/RUN").join(&unit.dir),
-        build_dir: unit
-            .compile
-            .map(|_| PathBuf::from("artifacts/RUN/compile/d64/sm_90/build")),
+        build_dir: (unit.compile.is_some() || unit.kind == report::StageKind::Compile)
+            .then(|| PathBuf::from("artifacts/RUN/compile/d64/sm_90/build")),
     };
     let stage_cfg = pipeline.stage(stage).unwrap();
     stages::invocation(unit, stage_cfg, &pipeline, &preflight, &paths)
@@ -165,4 +164,31 @@ fn cases_run_only_on_configs_of_their_head_dim() {
     let memcheck: Vec<_> = plan.units.iter().filter(|u| u.name == "memcheck").collect();
     assert_eq!(memcheck.len(), 1);
     assert_eq!(memcheck[0].config.as_deref(), Some("d64"));
+}
+
+/// `kernel:` is a target like any other: its build is nvcc per config and arch, its program the
+/// built-in harness with the case as arguments, and each stage says the harness's mode.
+#[test]
+fn the_built_in_kernel_is_a_target_like_any_other() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("kernel")).unwrap();
+    std::fs::write(dir.path().join("kernel/attention.cu"), "// stand-in\n").unwrap();
+    let pipeline = Pipeline::parse(&dir.path().join("pipeline.yaml"), PIPELINE).unwrap();
+    let target = pipeline.target.as_ref().expect("the kernel's target");
+    assert_eq!(
+        target.build.as_ref().expect("its build").command,
+        words(
+            "nvcc -cubin -O3 -lineinfo -arch={arch} -Xptxas -v {defines} \
+             -o {build_dir}/kernel.cubin {source}"
+        )
+    );
+    assert_eq!(target.program.command.first().map(String::as_str), Some("harness"));
+    assert_eq!(target.program.exit_codes, ExitCodes::harness());
+    assert_eq!(
+        command("compile", Some("d64")),
+        words(
+            "nvcc -cubin -O3 -lineinfo -arch=sm_90 -Xptxas -v -DBLOCK_M=64 -DHEAD_DIM=64 \
+             -o artifacts/RUN/compile/d64/sm_90/build/kernel.cubin kernel/attention.cu"
+        )
+    );
 }
