@@ -182,7 +182,10 @@ fn the_built_in_kernel_is_a_target_like_any_other() {
              -o {build_dir}/kernel.cubin {source}"
         )
     );
-    assert_eq!(target.program.command.first().map(String::as_str), Some("harness"));
+    assert_eq!(
+        target.program.command.first().map(String::as_str),
+        Some("harness")
+    );
     assert_eq!(target.program.exit_codes, ExitCodes::harness());
     assert_eq!(
         command("compile", Some("d64")),

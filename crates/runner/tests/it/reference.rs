@@ -744,3 +744,52 @@ fn the_triton_examples_jit_kernel_is_inventoried_and_the_frameworks_is_not_its_o
         "{md}"
     );
 }
+
+/// The built-in pipeline through the one path (its kernel a target, run on an H100 on
+/// 2026-11-24, `docs/measurements/2026-11-24-h100-one-path/`): the diagnosis it had as a
+/// second path. The profiled problem comes from what the harness wrote under ncu, so the
+/// wgmma D=64 build's occupancy, on a problem where it is as fast as SDPA, stays a note.
+#[test]
+fn the_built_in_pipeline_through_the_one_path_keeps_its_diagnosis() {
+    let run =
+        repo().join("docs/measurements/2026-11-24-h100-one-path/runs/20261124T185757Z-a106e7db");
+    let md = report(&run, "md");
+    assert!(
+        md.contains(
+            "**Verdict:** 🐢 Slow: 1 cause, top: Occupancy limited by registers and shared \
+             memory: 2 blocks per SM in attention_fwd_bf16."
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "config `d128_m128_n48_s2_w4` at B=4 H=16 S=4096 D=128 bf16 runs at 0.63x the speed \
+             of `sdpa:default`"
+        ),
+        "{md}"
+    );
+    let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
+    let wgmma = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .find(|d| d["rule"] == "slow-kernel" && d["config"] == "wg_d64_m192_n128_s4")
+        .unwrap_or_else(|| panic!("{json:#}"));
+    assert_eq!(wgmma["level"], "note", "{wgmma:#}");
+    // Every unit ran through the target path: the build is nvcc's, the program the harness.
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    let units: Vec<&Value> = manifest["stages"].as_array().unwrap().iter().collect();
+    assert!(
+        units
+            .iter()
+            .filter(|s| s["kind"] == "compile")
+            .all(|s| s["unit"]["target"] == "build" && s["command"][0] == "nvcc")
+    );
+    assert!(
+        units
+            .iter()
+            .filter(|s| s["kind"] == "memcheck")
+            .all(|s| s["unit"]["target"] == "harness" && s["unit"]["mode"] == "once")
+    );
+}
