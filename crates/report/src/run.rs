@@ -246,7 +246,7 @@ pub struct Case {
     pub label: String,
 }
 
-/// The smallest failing launch count of a program, found by doubling then bisection.
+/// The smallest failing launch count of a program, found by a search over launch counts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchSearch {
     /// The largest count tried when nothing failed.

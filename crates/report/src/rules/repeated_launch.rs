@@ -108,8 +108,8 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
         d.confidence = Confidence::from_signals(signals);
         d.explanation = format!(
             "The same program, run with more launches, is clean up to {clean} and fails from \
-             {fails} on (doubling, then bisection, assuming a failure once seen persists at \
-             higher counts). State that survives a launch (a device-side counter, a workspace \
+             {fails} on (a search over launch counts, which assumes a failure once seen \
+             persists at higher counts). State that survives a launch (a device-side counter, a workspace \
              slot or index that is never reset or wrapped) walks one step per launch until it \
              leaves its buffer.{}",
             match (first, &d.location) {

@@ -274,9 +274,10 @@ pub fn profile(
     }
 }
 
-/// The stress search of a target's program: run it with 1, 2, 4, ... launches up to the
-/// stage's `launches`, then bisect between the largest clean and the smallest failing count,
-/// then run memcheck at the failing count so the report can name the line.
+/// The stress search of a target's program: run it at the stage's `launches`; when it fails
+/// there, at one launch, then bisect between the largest clean and the smallest failing count
+/// ([`target::next_launch_count`]); then run memcheck at the failing count so the report can
+/// name the line.
 pub struct Search<'a> {
     pub unit: &'a Unit,
     pub stage: &'a Stage,

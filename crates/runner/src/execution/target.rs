@@ -327,16 +327,15 @@ pub fn failure_line(stderr: &str, stdout: &str) -> Option<String> {
         .or_else(|| stdout.lines().rev().find(own).map(clip))
 }
 
-/// The next count a launch search tries: doubling until the first failure (or the limit), then
-/// bisection between the largest clean and the smallest failing count. `None` when done.
+/// The next count a launch search tries: the limit first (a program clean there needs no other
+/// run); failing there, one launch (most faults show at the first); then bisection between the
+/// largest clean and the smallest failing count. `None` when done. It assumes a failure once
+/// seen persists at higher counts.
 pub fn next_launch_count(clean: Option<u64>, failing: Option<u64>, limit: u64) -> Option<u64> {
     match (clean, failing) {
-        (None, None) => Some(1),
-        (Some(clean), None) if clean >= limit => None,
-        (Some(clean), None) => Some(clean.saturating_mul(2).min(limit)),
-        (clean, Some(fail)) => {
-            let low = clean.unwrap_or(0);
-            (fail > low + 1).then(|| low + (fail - low) / 2)
-        }
+        (None, None) => Some(limit.max(1)),
+        (Some(_), None) => None,
+        (None, Some(fail)) => (fail > 1).then_some(1),
+        (Some(clean), Some(fail)) => (fail > clean + 1).then(|| clean + (fail - clean) / 2),
     }
 }
