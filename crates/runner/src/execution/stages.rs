@@ -793,6 +793,16 @@ pub fn decide(
     };
     // The program said it did not test: it could not here, or it broke before it did.
     if kind != StageKind::Compile && code != SANITIZER_ERROR_EXITCODE {
+        // A program that never started is a broken pipeline, not evidence about a kernel.
+        if code != 0
+            && let Some(line) =
+                crate::execution::target::could_not_start(&evidence.program_output, code)
+        {
+            return (
+                StageStatus::Failed,
+                Some(format!("the program could not start: {line}")),
+            );
+        }
         if exits.skipped.contains(&code) {
             return (
                 StageStatus::Skipped,

@@ -327,6 +327,61 @@ pub fn failure_line(stderr: &str, stdout: &str) -> Option<String> {
         .or_else(|| stdout.lines().rev().find(own).map(clip))
 }
 
+/// The line of a program's output that says it never got to run what it was to test: the
+/// command or a file it names was not found or may not be executed (a shell's 126 and 127), a
+/// shared library did not load, its Python module, or one it imports, is not there or does not
+/// import, or pytest stopped before running a test (collection errors, usage errors, no tests).
+/// `None` when nothing says so: the program ran, and its failure is evidence.
+pub fn could_not_start(output: &str, code: i32) -> Option<String> {
+    const MARKERS: &[&str] = &[
+        "No module named",
+        "ModuleNotFoundError",
+        "ImportError",
+        "can't open file",
+        "cannot open shared object file",
+        "error while loading shared libraries",
+        ": command not found",
+        ": not found",
+        "Permission denied",
+        "No such file or directory",
+        "ERROR collecting",
+        "no tests ran",
+        "error: unrecognized arguments",
+        "usage error",
+    ];
+    let own = |line: &&str| {
+        let t = line.trim();
+        !t.is_empty() && !t.starts_with("==") && !t.starts_with('"')
+    };
+    let found = output
+        .lines()
+        .filter(own)
+        .find(|line| MARKERS.iter().any(|m| line.contains(m)))
+        .map(|line| line.trim().chars().take(300).collect::<String>());
+    match found {
+        // A program that ran and then failed to open a file of its own said so too: only an
+        // exit status that is the shell's, Python's or pytest's "did not start" counts, or a
+        // line that only a start-up failure prints.
+        Some(line)
+            if matches!(code, 2..=5 | 126 | 127)
+                || [
+                    "No module named",
+                    "ModuleNotFoundError",
+                    "ImportError",
+                    "can't open file",
+                    "cannot open shared object file",
+                    "error while loading shared libraries",
+                    "ERROR collecting",
+                ]
+                .iter()
+                .any(|m| line.contains(m)) =>
+        {
+            Some(line)
+        }
+        _ => None,
+    }
+}
+
 /// The next count a launch search tries: the limit first (a program clean there needs no other
 /// run); failing there, one launch (most faults show at the first); then bisection between the
 /// largest clean and the smallest failing count. `None` when done. It assumes a failure once

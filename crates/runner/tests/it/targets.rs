@@ -609,3 +609,51 @@ fn a_targets_stage_runs_once_per_case_with_the_cases_values() {
         stderr(&out)
     );
 }
+
+/// A program that never got to test (its module is not installed, its command is not found) is
+/// a broken pipeline: the unit failed, naming why, the run exits 3, and the report has no root
+/// cause.
+#[test]
+fn a_program_that_cannot_start_is_a_broken_pipeline_not_a_root_cause() {
+    for (program, why) in [
+        (
+            "  program:\n    command: [python3, -m, exhibit_no_such_module]",
+            "No module named exhibit_no_such_module",
+        ),
+        (
+            "  program:\n    command: [sh, -c, exhibit-no-such-command]",
+            "exhibit-no-such-command: not found",
+        ),
+    ] {
+        let project = project(
+            program,
+            "  check:\n    needs: { gpu: false }\n    timeout: 30s",
+        );
+        let out = project.run(&["pipeline.yaml"]);
+        assert_eq!(code(&out), 3, "{}", stderr(&out));
+        let manifest = project.manifest();
+        let check = stage(&manifest, "check");
+        assert_eq!(check["status"], "failed", "{check:#}");
+        let reason = check["reason"].as_str().expect("a reason");
+        assert!(
+            reason.starts_with("the program could not start: ") && reason.contains(why),
+            "{reason}"
+        );
+        let run = project.runs().pop().expect("a run");
+        let report = std::process::Command::new(BIN)
+            .args(["report", "--format", "json"])
+            .arg(&run)
+            .output()
+            .expect("render");
+        let json: Value = serde_json::from_slice(&report.stdout).expect("json");
+        assert!(
+            json["diagnoses"]
+                .as_array()
+                .expect("diagnoses")
+                .iter()
+                .all(|d| d["level"] != "error"),
+            "{json:#}"
+        );
+        assert_ne!(json["verdict"]["kind"], "failing", "{}", json["verdict"]);
+    }
+}
