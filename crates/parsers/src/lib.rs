@@ -26,6 +26,7 @@ use std::io::{self, BufRead};
 pub mod bench_json;
 mod demangle;
 pub mod harness;
+mod junit;
 mod lines;
 mod model;
 mod ncu;
@@ -59,10 +60,16 @@ pub fn detect(text: &str) -> Option<Format> {
     if trimmed.starts_with('{') && head.contains(harness::SCHEMA.trim_end_matches("/1")) {
         return Some(Format::Harness);
     }
-    if trimmed.starts_with("<?xml") || head.contains("<ComputeSanitizerOutput") {
-        return head
-            .contains("<ComputeSanitizerOutput")
-            .then_some(Format::ComputeSanitizerXml);
+    if trimmed.starts_with("<?xml")
+        || trimmed.starts_with("<testsuite")
+        || head.contains("<ComputeSanitizerOutput")
+    {
+        if head.contains("<ComputeSanitizerOutput") {
+            return Some(Format::ComputeSanitizerXml);
+        }
+        // JUnit XML: pytest, GoogleTest, Catch2 and ctest open with one of these.
+        return (head.contains("<testsuites") || head.contains("<testsuite"))
+            .then_some(Format::JUnit);
     }
     let mut ptxas = false;
     let mut sass = false;
@@ -176,6 +183,7 @@ pub fn parse_reader<R: BufRead>(format: Format, reader: R) -> io::Result<ParsedL
             p.finish()
         }
         Format::ComputeSanitizerXml => sanitizer_xml::parse(reader),
+        Format::JUnit => junit::parse(reader),
         Format::Harness => harness::parse_document(&read_json(reader)?),
         Format::PytestBenchmark => bench_json::parse_pytest(&read_json(reader)?),
         Format::GoogleBenchmark => bench_json::parse_google(&read_json(reader)?),

@@ -29,6 +29,9 @@ pub enum Format {
     /// Nsight Compute's source page (`--page source --csv --print-source cuda,sass`): counters
     /// per source line and per SASS instruction.
     NcuSource,
+    /// JUnit XML from a test framework (pytest, GoogleTest, Catch2, ctest).
+    #[serde(rename = "junit")]
+    JUnit,
 }
 
 /// Which compute-sanitizer tool produced a log.
@@ -259,6 +262,39 @@ pub struct Timing {
     pub max_us: Option<f64>,
 }
 
+/// How a test case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestOutcome {
+    Passed,
+    /// An assertion of the test did not hold.
+    Failed,
+    /// The test, or its setup, raised before an assertion could decide.
+    Error,
+    Skipped,
+}
+
+/// One test case of a JUnit document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestCase {
+    /// The test's id as its framework names it: pytest's node id
+    /// (`tests/test_x.py::test_y[200]`), GoogleTest's `Suite.Name`, Catch2's test name.
+    pub id: String,
+    /// The `classname` it was filed under.
+    pub suite: Option<String>,
+    pub outcome: TestOutcome,
+    /// Seconds, as the framework measured.
+    pub time_s: Option<f64>,
+    /// The failure's, error's or skip's message, on one line.
+    pub message: Option<String>,
+    /// Where it failed (a failing assertion, the innermost frame of the test's own file), else
+    /// where the framework says the test is defined.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// GoogleTest's `value_param`: the parameter of a parametrized test.
+    pub param: Option<String>,
+}
+
 /// One check a user's program reported (`exhibit.results/1`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProgramCheck {
@@ -303,6 +339,12 @@ pub struct ParsedLog {
     /// A user program's checks, when the format is `program-results`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<ProgramCheck>,
+    /// The test cases of a JUnit document, when the format is `junit`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<TestCase>,
+    /// The framework that wrote them (`pytest`, `GoogleTest`, `Catch2`), told from their shape.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tests_framework: String,
     /// Nsight Compute's counters per source line, when the format is `ncu-source`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub source_lines: Vec<SourceLine>,
@@ -387,6 +429,8 @@ impl ParsedLog {
             launch: None,
             timings: Vec::new(),
             checks: Vec::new(),
+            tests: Vec::new(),
+            tests_framework: String::new(),
             source_lines: Vec::new(),
             instruction_mix: Vec::new(),
         }

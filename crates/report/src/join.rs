@@ -126,7 +126,7 @@ pub fn infer_kind(log: &ParsedLog) -> StageKind {
         },
         Format::NcuCsv | Format::NcuSource => StageKind::Profile,
         Format::PytestBenchmark | Format::GoogleBenchmark => StageKind::Bench,
-        Format::ProgramResults => StageKind::Check,
+        Format::ProgramResults | Format::JUnit => StageKind::Check,
         Format::Harness => {
             if !log.results.is_empty() && log.results.iter().all(is_baseline) {
                 return StageKind::Baseline;

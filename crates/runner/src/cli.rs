@@ -243,6 +243,7 @@ pub enum LogFormat {
     PytestBenchmark,
     GoogleBenchmark,
     ProgramResults,
+    Junit,
 }
 
 /// How a command ended, when it did not fail outright.
@@ -748,6 +749,7 @@ impl From<LogFormat> for parsers::Format {
             LogFormat::PytestBenchmark => parsers::Format::PytestBenchmark,
             LogFormat::GoogleBenchmark => parsers::Format::GoogleBenchmark,
             LogFormat::ProgramResults => parsers::Format::ProgramResults,
+            LogFormat::Junit => parsers::Format::JUnit,
         }
     }
 }

@@ -4,6 +4,7 @@
 mod bench_json;
 mod compiler;
 mod harness;
+mod junit;
 mod malformed;
 mod ncu;
 mod sanitizer;
@@ -38,6 +39,7 @@ pub fn folder_format(name: &str) -> Format {
     match name.split('/').next().unwrap_or("") {
         "compute-sanitizer" => Format::ComputeSanitizer,
         "compute-sanitizer-xml" => Format::ComputeSanitizerXml,
+        "junit" => Format::JUnit,
         "ncu-csv" => Format::NcuCsv,
         "ncu-source" => Format::NcuSource,
         "ptxas" => Format::Ptxas,

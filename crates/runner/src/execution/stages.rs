@@ -711,6 +711,7 @@ pub fn gather(dir: &Path, invocation: &Invocation) -> Gathered {
                     | Format::PytestBenchmark
                     | Format::GoogleBenchmark
                     | Format::ProgramResults
+                    | Format::JUnit
             )
         });
         match gathered.present.iter_mut().find(|(n, _)| n == name) {
@@ -824,7 +825,12 @@ pub fn decide(
     let results_failed = evidence
         .parsed
         .iter()
-        .filter(|(_, p)| matches!(p.format, Format::ProgramResults | Format::Harness))
+        .filter(|(_, p)| {
+            matches!(
+                p.format,
+                Format::ProgramResults | Format::Harness | Format::JUnit
+            )
+        })
         .flat_map(|(_, p)| &p.findings)
         .find(|f| f.severity == Severity::Error)
         .map(|f| f.message.clone());

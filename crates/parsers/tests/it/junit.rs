@@ -1,0 +1,152 @@
+//! JUnit XML as pytest, GoogleTest, ctest and Catch2 wrote it (real captures of the programs in
+//! `fixtures/programs/junit/`, one failing test each; their sidecars give the commands), and one
+//! hand-made file cut short.
+
+use parsers::{FindingKind, ParsedLog, Severity, TestCase, TestOutcome};
+
+use crate::{fixture, parse_fixture};
+
+fn test<'a>(log: &'a ParsedLog, id: &str) -> &'a TestCase {
+    log.tests
+        .iter()
+        .find(|t| t.id == id)
+        .unwrap_or_else(|| panic!("no test {id} in {:#?}", log.tests))
+}
+
+fn count(log: &ParsedLog, outcome: TestOutcome) -> usize {
+    log.tests.iter().filter(|t| t.outcome == outcome).count()
+}
+
+#[test]
+fn pytest_names_the_failing_test_by_its_node_id_at_its_assertion() {
+    let log = parse_fixture("junit/pytest.xml");
+    assert!(log.complete);
+    assert_eq!(log.tests_framework, "pytest");
+    // The document's own counts: tests="9" failures="1" errors="1" skipped="2".
+    let xml = fixture("junit/pytest.xml");
+    assert!(xml.contains(r#"errors="1" failures="1" skipped="2" tests="9""#));
+    assert_eq!(log.tests.len(), 9);
+    assert_eq!(count(&log, TestOutcome::Failed), 1);
+    assert_eq!(count(&log, TestOutcome::Error), 1);
+    assert_eq!(count(&log, TestOutcome::Skipped), 2);
+    assert_eq!(count(&log, TestOutcome::Passed), 5);
+    let tail = test(&log, "tests/test_softmax.py::test_tail_tile[200]");
+    assert_eq!(tail.outcome, TestOutcome::Failed);
+    // The traceback ends in `tests/test_softmax.py:27: AssertionError`.
+    assert!(xml.contains("tests/test_softmax.py:27: AssertionError"));
+    assert_eq!(
+        (tail.file.as_deref(), tail.line),
+        (Some("tests/test_softmax.py"), Some(27))
+    );
+    assert_eq!(
+        tail.message.as_deref(),
+        Some(
+            "AssertionError: max abs error 2.851e-03 at n=200 (tail of 8); assert \
+             0.002851047785080253 < 1e-06"
+        )
+    );
+    let setup = test(&log, "tests/test_softmax.py::test_uses_device");
+    assert_eq!(setup.outcome, TestOutcome::Error);
+    assert!(
+        setup
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("CUDA error: an illegal memory access")),
+        "{setup:?}"
+    );
+    // One finding per failed or errored test, at its location.
+    assert_eq!(log.findings.len(), 2, "{:#?}", log.findings);
+    let f = &log.findings[0];
+    assert_eq!(
+        (f.kind, f.severity, f.file.as_deref(), f.line),
+        (
+            FindingKind::CheckFailed,
+            Severity::Error,
+            Some("tests/test_softmax.py"),
+            Some(27)
+        )
+    );
+    assert_eq!(f.details["test"], "tests/test_softmax.py::test_tail_tile[200]");
+    assert_eq!(f.details["program"], "pytest");
+}
+
+#[test]
+fn googletest_gives_the_failing_assertion_and_the_parameter() {
+    let log = parse_fixture("junit/gtest.xml");
+    assert!(log.complete);
+    assert_eq!(log.tests_framework, "GoogleTest");
+    assert_eq!(log.tests.len(), 5);
+    assert_eq!(count(&log, TestOutcome::Skipped), 1);
+    assert_eq!(count(&log, TestOutcome::Passed), 3);
+    let tail = test(&log, "Shapes/TailTile.MatchesReference/2");
+    assert_eq!(tail.outcome, TestOutcome::Failed);
+    assert_eq!(tail.param.as_deref(), Some("200"));
+    // The assertion's line (39), not the test's definition (33).
+    assert!(fixture("junit/gtest.xml").contains("softmax_test.cc:39&#x0A;Expected"));
+    assert!(
+        tail.file
+            .as_deref()
+            .is_some_and(|f| f.ends_with("/softmax_test.cc"))
+    );
+    assert_eq!(tail.line, Some(39));
+    assert_eq!(
+        tail.message.as_deref(),
+        Some(
+            "Expected: (err) < (1e-6), actual: 0.0028510477850802532 vs 1e-06; max abs error at \
+             n=200 (tail of 8)"
+        )
+    );
+    assert_eq!(log.findings.len(), 1);
+}
+
+#[test]
+fn ctest_reads_the_failure_from_the_programs_own_output() {
+    let log = parse_fixture("junit/ctest.xml");
+    assert!(log.complete);
+    assert_eq!(log.tests_framework, "ctest");
+    let only = test(&log, "softmax_test");
+    assert_eq!(only.outcome, TestOutcome::Failed);
+    assert_eq!(only.line, Some(39));
+    assert!(
+        only.message.as_deref().is_some_and(|m| m.starts_with(
+            "Shapes/TailTile.MatchesReference/2: Expected: (err) < (1e-6), actual: \
+             0.0028510477850802532 vs 1e-06"
+        )),
+        "{only:?}"
+    );
+}
+
+#[test]
+fn catch2_keeps_the_expansion_and_the_info_lines() {
+    let log = parse_fixture("junit/catch2.xml");
+    assert!(log.complete);
+    assert_eq!(log.tests_framework, "Catch2");
+    assert_eq!(log.tests.len(), 3);
+    let tail = test(&log, "tail tile matches the reference");
+    assert_eq!(tail.outcome, TestOutcome::Failed);
+    assert_eq!(
+        (tail.file.as_deref(), tail.line),
+        (Some("softmax_test.cpp"), Some(38))
+    );
+    assert_eq!(
+        tail.message.as_deref(),
+        Some(
+            "CHECK( err < 1e-6 ); with expansion: 0.00285104778508025 < 0.000001; n = 200, tail \
+             of 8"
+        )
+    );
+    let skipped = test(&log, "wgmma path");
+    assert_eq!(skipped.outcome, TestOutcome::Skipped);
+    assert_eq!(skipped.message.as_deref(), Some("needs sm_90a"));
+}
+
+#[test]
+fn a_document_cut_short_keeps_what_it_read_and_says_it_is_incomplete() {
+    let log = parse_fixture("junit/truncated.xml");
+    assert!(!log.complete);
+    assert_eq!(log.tests.len(), 2, "{:#?}", log.tests);
+    assert_eq!(
+        test(&log, "tests/test_softmax.py::test_tail_tile[200]").outcome,
+        TestOutcome::Failed
+    );
+}
