@@ -17,8 +17,8 @@
 use std::io::BufRead;
 use std::sync::LazyLock;
 
-use quick_xml::{Reader, XmlVersion};
 use quick_xml::events::{BytesStart, Event};
+use quick_xml::{Reader, XmlVersion};
 use regex::Regex;
 use serde_json::json;
 
@@ -34,8 +34,10 @@ const MAX_TEXT: usize = 64 * 1024;
 
 /// A source location in a failure's text: `path/file.ext:LINE`.
 static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[\s(])((?:[A-Za-z]:)?[\w./\\-]*\.(?:py|cu|cuh|cc|cpp|cxx|c|h|hh|hpp|hxx|inl)):(\d+)")
-        .unwrap_or_else(|e| panic!("static regex: {e}"))
+    Regex::new(
+        r"(?:^|[\s(])((?:[A-Za-z]:)?[\w./\\-]*\.(?:py|cu|cuh|cc|cpp|cxx|c|h|hh|hpp|hxx|inl)):(\d+)",
+    )
+    .unwrap_or_else(|e| panic!("static regex: {e}"))
 });
 
 /// One test case while it is read.
@@ -163,7 +165,10 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
 /// `&#10;`, `&#x0A;`: a character reference.
 fn char_ref(name: &str) -> Option<char> {
     let number = name.strip_prefix('#')?;
-    let code = match number.strip_prefix('x').or_else(|| number.strip_prefix('X')) {
+    let code = match number
+        .strip_prefix('x')
+        .or_else(|| number.strip_prefix('X'))
+    {
         Some(hex) => u32::from_str_radix(hex, 16).ok()?,
         None => number.parse().ok()?,
     };
@@ -230,11 +235,7 @@ fn finish(case: Open, log: &mut ParsedLog) {
     if log.tests_framework.is_empty() {
         log.tests_framework = framework(&case).to_string();
     }
-    let text = format!(
-        "{}\n{}",
-        case.message.as_deref().unwrap_or(""),
-        case.text
-    );
+    let text = format!("{}\n{}", case.message.as_deref().unwrap_or(""), case.text);
     let failed = matches!(outcome, TestOutcome::Failed | TestOutcome::Error);
     // Where it failed: the failure's own location (the innermost frame of the test's file for
     // a traceback), else the test's definition.
@@ -358,7 +359,12 @@ fn test_id(case: &Open, own_file: Option<&str>) -> String {
 fn failure_location(text: &str, own_file: Option<&str>) -> Option<(String, Option<u32>)> {
     let found: Vec<(String, Option<u32>)> = LOCATION
         .captures_iter(text)
-        .filter_map(|c| Some((c.get(1)?.as_str().to_string(), c.get(2)?.as_str().parse().ok())))
+        .filter_map(|c| {
+            Some((
+                c.get(1)?.as_str().to_string(),
+                c.get(2)?.as_str().parse().ok(),
+            ))
+        })
         .collect();
     if let Some(own) = own_file
         && let Some(hit) = found.iter().rev().find(|(f, _)| f.ends_with(own))
@@ -400,7 +406,10 @@ fn gtest_console_failure(output: &str) -> Option<((String, Option<u32>), String)
         l.trim_end().ends_with(": Failure")
     })?;
     let location = LOCATION.captures(start).and_then(|c| {
-        Some((c.get(1)?.as_str().to_string(), c.get(2)?.as_str().parse().ok()))
+        Some((
+            c.get(1)?.as_str().to_string(),
+            c.get(2)?.as_str().parse().ok(),
+        ))
     })?;
     let said: Vec<&str> = lines
         .take_while(|l| !l.starts_with('['))

@@ -515,7 +515,16 @@ fn program_tally(joined: &Joined, sources: &[usize]) -> Option<Tally> {
     let checks: Vec<bool> = sources
         .iter()
         .filter_map(|&i| joined.source(i))
-        .flat_map(|s| s.log.checks.iter().map(|c| c.passed))
+        .flat_map(|s| {
+            // A test framework's cases (JUnit XML), those that ran.
+            let tests = s
+                .log
+                .tests
+                .iter()
+                .filter(|t| t.outcome != parsers::TestOutcome::Skipped)
+                .map(|t| t.outcome == parsers::TestOutcome::Passed);
+            s.log.checks.iter().map(|c| c.passed).chain(tests)
+        })
         .collect();
     if checks.is_empty() {
         return None;
@@ -525,6 +534,40 @@ fn program_tally(joined: &Joined, sources: &[usize]) -> Option<Tally> {
         of: Some(checks.len() as u64),
         unit: "passed",
     })
+}
+
+/// What a test framework's cases add to a check's count: those skipped, and the slowest few
+/// that ran (`; 2 skipped; slowest: test_a 1.20 s, test_b 0.41 s`).
+fn tests_note(joined: &Joined, sources: &[usize]) -> String {
+    let tests: Vec<&parsers::TestCase> = sources
+        .iter()
+        .filter_map(|&i| joined.source(i))
+        .flat_map(|s| &s.log.tests)
+        .collect();
+    let mut note = String::new();
+    let skipped = tests
+        .iter()
+        .filter(|t| t.outcome == parsers::TestOutcome::Skipped)
+        .count();
+    if skipped > 0 {
+        note.push_str(&format!("; {skipped} skipped"));
+    }
+    let mut timed: Vec<(&str, f64)> = tests
+        .iter()
+        .filter(|t| t.outcome != parsers::TestOutcome::Skipped)
+        .filter_map(|t| Some((t.id.as_str(), t.time_s?)))
+        .filter(|(_, s)| *s >= 0.005)
+        .collect();
+    timed.sort_by(|a, b| b.1.total_cmp(&a.1));
+    if !timed.is_empty() {
+        let slowest: Vec<String> = timed
+            .iter()
+            .take(3)
+            .map(|(id, s)| format!("{} {s:.2} s", crate::text::md_code(id)))
+            .collect();
+        note.push_str(&format!("; slowest: {}", slowest.join(", ")));
+    }
+    note
 }
 
 /// The word for a stage status.
@@ -707,7 +750,7 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
             let checks: Vec<_> = results().filter_map(|r| r.result.check.as_ref()).collect();
             if checks.is_empty() {
                 if let Some(t) = program_tally(joined, &sources) {
-                    return t.to_string();
+                    return format!("{t}{}", tests_note(joined, &sources));
                 }
                 return error_figure(results().map(|r| r.result))
                     .unwrap_or_else(|| "no check result".to_string());

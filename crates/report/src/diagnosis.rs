@@ -318,6 +318,9 @@ const SITED: &[&str] = &[
     "misaligned-access",
     "divergent-barrier",
     "uninitialized-read",
+    // A test framework's failing test at its line: a site of its own only where no tool located
+    // a fault in the config (then it is that fault's symptom).
+    "check-failed",
 ];
 
 /// When several symptoms of one config name no site, the one that says most about the fault
@@ -357,11 +360,15 @@ fn one_cause_per_fault(drafts: &mut [Draft]) {
                     .is_some_and(|d| open(d) && d.config.as_deref() == Some(config.as_str()))
             })
             .collect();
-        let sited = |i: &usize| {
+        let located = |i: &usize, tests: bool| {
             drafts.get(*i).is_some_and(|d| {
-                SITED.contains(&d.rule) && (d.location.is_some() || d.rule == "launch-rejected")
+                SITED.contains(&d.rule)
+                    && (d.rule == "check-failed") == tests
+                    && (d.location.is_some() || d.rule == "launch-rejected")
             })
         };
+        let tool_sited = members.iter().any(|i| located(i, false));
+        let sited = |i: &usize| located(i, false) || (!tool_sited && located(i, true));
         let order = |i: &usize| {
             drafts.get(*i).map_or(usize::MAX, |d| {
                 if bare_symptom(d) {

@@ -66,7 +66,10 @@ fn pytest_names_the_failing_test_by_its_node_id_at_its_assertion() {
             Some(27)
         )
     );
-    assert_eq!(f.details["test"], "tests/test_softmax.py::test_tail_tile[200]");
+    assert_eq!(
+        f.details["test"],
+        "tests/test_softmax.py::test_tail_tile[200]"
+    );
     assert_eq!(f.details["program"], "pytest");
 }
 

@@ -22,6 +22,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let benchmark = j
             .source(f.source)
             .is_some_and(|s| s.log.format == Format::GoogleBenchmark);
+        // A test framework's failing test case (JUnit XML).
+        let test_case = j
+            .source(f.source)
+            .is_some_and(|s| s.log.format == Format::JUnit);
         let test = detail("test")
             .or_else(|| detail("benchmark"))
             .unwrap_or("?")
@@ -31,16 +35,23 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .map(|m| md_text(&scrub(m, &j.repo_files)));
         let program = detail("program");
         let name = md_code(&test);
+        let errored = detail("outcome") == Some("errored");
         let mut d = Draft::new(
             "check-failed",
             Level::Error,
-            match (&said, benchmark) {
-                (Some(m), false) => format!("Check {name} failed: {m}"),
-                (None, false) => format!("Check {name} failed"),
-                (Some(m), true) => format!("Benchmark {name} stopped with an error: {m}"),
-                (None, true) => format!("Benchmark {name} stopped with an error"),
+            match (&said, benchmark, test_case) {
+                (Some(m), _, true) if errored => format!("Test {name} errored: {m}"),
+                (Some(m), _, true) => format!("Test {name} failed: {m}"),
+                (None, _, true) => format!("Test {name} failed"),
+                (Some(m), false, _) => format!("Check {name} failed: {m}"),
+                (None, false, _) => format!("Check {name} failed"),
+                (Some(m), true, _) => format!("Benchmark {name} stopped with an error: {m}"),
+                (None, true, _) => format!("Benchmark {name} stopped with an error"),
             },
         );
+        if test_case {
+            d.location = ctx.user_location(finding);
+        }
         d.config = f.config.clone();
         // A failed check in a config whose fault a tool located is that fault's symptom.
         d.attach_to = ctx.root_cause_of_config(f.config.as_deref());
@@ -53,7 +64,40 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.figures.insert("max_abs_err".into(), err.clone());
         }
         let by = program.map(md_code).unwrap_or_else(|| "The program".into());
-        (d.explanation, d.fix) = if benchmark {
+        (d.explanation, d.fix) = if test_case {
+            let at = d
+                .location
+                .as_ref()
+                .map(|l| format!(" at {}", md_code(&l.to_string())))
+                .unwrap_or_default();
+            let param = detail("param")
+                .map(|p| format!(" (parameter {})", md_code(p)))
+                .unwrap_or_default();
+            (
+                format!(
+                    "{} reported that {name}{param} {}{at}{}. Exhibit did not re-run it: the \
+                     test's own verdict is the evidence.",
+                    program.unwrap_or("The test suite"),
+                    if errored {
+                        "raised before its assertions could decide"
+                    } else {
+                        "failed its assertion"
+                    },
+                    said.as_deref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
+                ),
+                format!(
+                    "Run {name} alone{}; a test that fails only some shapes often points at a \
+                     tail tile or a mask the kernel mishandles.",
+                    if d.location.is_some() {
+                        " and start from the line where it failed"
+                    } else {
+                        ""
+                    }
+                ),
+            )
+        } else if benchmark {
             (
                 format!(
                     "The benchmark {name} stopped itself with SkipWithError{}: it measured \

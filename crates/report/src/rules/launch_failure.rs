@@ -40,7 +40,14 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
                 && super::is_error(f.finding)
                 && f.finding.kind != parsers::FindingKind::CheckFailed
         });
-        if tool_errors {
+        // A test framework's report names the failing tests, each a finding of its own.
+        let failed_tests = j.findings.iter().any(|f| {
+            sources.contains(&f.source)
+                && f.finding.kind == parsers::FindingKind::CheckFailed
+                && j.source(f.source)
+                    .is_some_and(|s| s.log.format == parsers::Format::JUnit)
+        });
+        if tool_errors || failed_tests {
             continue;
         }
         let reason = crate::text::scrub(

@@ -657,3 +657,77 @@ fn a_program_that_cannot_start_is_a_broken_pipeline_not_a_root_cause() {
         assert_ne!(json["verdict"]["kind"], "failing", "{}", json["verdict"]);
     }
 }
+
+/// A test suite that writes JUnit XML to `{out}` (here the real pytest capture in
+/// `crates/parsers/fixtures/junit/pytest.xml`, written by a stand-in): each failing test is a
+/// root cause named by its id, with its message and its line; the passing ones are counted.
+#[test]
+fn a_failing_test_in_a_junit_report_is_a_root_cause_named_by_its_id() {
+    let junit = repo().join("crates/parsers/fixtures/junit/pytest.xml");
+    let project = project(
+        "  program:\n    command: [bin/suite, \"{out}\"]",
+        "  check:\n    needs: { gpu: false }\n    timeout: 30s",
+    );
+    project.tool(
+        "suite",
+        &format!(
+            "#!/bin/sh\n# Stand-in for `pytest --junitxml={{out}}`: writes a real capture.\ncp '{}' \"$1\"\necho '1 failed, 5 passed, 1 skipped, 1 xfailed, 1 error in 0.04s'\nexit 1\n",
+            junit.display()
+        ),
+    );
+    project.write("tests/test_softmax.py", "# stand-in for the suite's file\n");
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let run = project.runs().pop().expect("a run");
+    let report = std::process::Command::new(BIN)
+        .args(["report", "--format", "json"])
+        .arg(&run)
+        .output()
+        .expect("render");
+    let json: Value = serde_json::from_slice(&report.stdout).expect("json");
+    let errors: Vec<&Value> = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["level"] == "error")
+        .collect();
+    let titles: Vec<&str> = errors.iter().filter_map(|d| d["title"].as_str()).collect();
+    assert_eq!(errors.len(), 2, "{titles:#?}");
+    // Titles are Markdown: the message's `<` is escaped.
+    assert!(
+        titles.contains(
+            &"Test `tests/test_softmax.py::test_tail_tile[200]` failed: AssertionError: max abs \
+              error 2.851e-03 at n=200 (tail of 8); assert 0.002851047785080253 \\< 1e-06"
+        ),
+        "{titles:#?}"
+    );
+    let tail = errors
+        .iter()
+        .find(|d| {
+            d["title"]
+                .as_str()
+                .is_some_and(|t| t.contains("test_tail_tile"))
+        })
+        .expect("the failing test");
+    assert_eq!(
+        tail["location"]["file"], "tests/test_softmax.py",
+        "{tail:#}"
+    );
+    assert_eq!(tail["location"]["line"], 27, "{tail:#}");
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.starts_with("Test `tests/test_softmax.py::test_uses_device` errored")),
+        "{titles:#?}"
+    );
+    let md = String::from_utf8_lossy(
+        &std::process::Command::new(BIN)
+            .arg("report")
+            .arg(&run)
+            .output()
+            .expect("render")
+            .stdout,
+    )
+    .into_owned();
+    assert!(md.contains("5/7 passed; 2 skipped"), "{md}");
+}
