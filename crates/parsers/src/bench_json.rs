@@ -98,6 +98,7 @@ struct PytestStats {
     mean: Option<f64>,
     stddev: Option<f64>,
     median: Option<f64>,
+    iqr: Option<f64>,
     rounds: Option<u64>,
     iterations: Option<u64>,
 }
@@ -161,6 +162,7 @@ pub(crate) fn parse_pytest(text: &str) -> ParsedLog {
             mean_us: us(b.stats.mean),
             stdev_us: us(b.stats.stddev),
             max_us: us(b.stats.max),
+            iqr_us: us(b.stats.iqr),
         });
     }
     log
@@ -441,6 +443,7 @@ impl Folded {
             mean_us: self.mean.or(single),
             stdev_us: self.stddev,
             max_us: None,
+            iqr_us: None,
         }
     }
 }

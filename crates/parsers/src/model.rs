@@ -260,6 +260,9 @@ pub struct Timing {
     pub mean_us: Option<f64>,
     pub stdev_us: Option<f64>,
     pub max_us: Option<f64>,
+    /// The interquartile range, when the format gives one (pytest-benchmark's `iqr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iqr_us: Option<f64>,
 }
 
 /// How a test case ended.

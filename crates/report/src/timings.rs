@@ -141,19 +141,20 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
     let _ = writeln!(out, "## Timings\n");
     let _ = writeln!(
         out,
-        "The programs' own benchmarks, in µs (Google Benchmark: `real_time`). Ratio = baseline / \
-         program on the median when both give one, else the mean (above 1: the program is \
-         faster)."
+        "The programs' own benchmarks, in µs, each with the format it came from and that \
+         format's statistics: pytest-benchmark's rounds and interquartile range, Google \
+         Benchmark's repetitions of `real_time`. Ratio = baseline / program on the median when \
+         both give one, else the mean (above 1: the program is faster)."
     );
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "| Benchmark |{} Samples | Median µs | Mean µs | Stdev µs | Baseline µs | Ratio |",
+        "| Benchmark |{} Source | Samples | Median µs | Mean µs | Spread µs | Baseline µs | Ratio |",
         if configs { " Config |" } else { "" }
     );
     let _ = writeln!(
         out,
-        "|---|{}--:|--:|--:|--:|--:|--:|",
+        "|---|{}---|--:|--:|--:|--:|--:|--:|",
         if configs { "---|" } else { "" }
     );
     let num = |x: Option<f64>| x.map(sig3).unwrap_or_else(|| "—".to_string());
@@ -164,10 +165,22 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
         } else {
             String::new()
         };
+        let (source, unit) = match b.format {
+            parsers::Format::PytestBenchmark => ("pytest-benchmark", "rounds"),
+            parsers::Format::GoogleBenchmark => ("Google Benchmark (`real_time`)", "reps"),
+            parsers::Format::Harness => ("exhibit.harness/1", "samples"),
+            _ => ("the program", "samples"),
+        };
         let samples = match (b.samples, b.iterations) {
-            (Some(s), Some(i)) => format!("{s} × {i} it"),
-            (Some(s), None) => s.to_string(),
+            (Some(s), Some(i)) => format!("{s} {unit} × {i} it"),
+            (Some(s), None) => format!("{s} {unit}"),
             _ => "—".to_string(),
+        };
+        // The spread in the format's own terms: pytest-benchmark's IQR, else the stdev.
+        let spread = match (b.iqr_us, b.stdev_us) {
+            (Some(iqr), _) => format!("IQR {}", sig3(iqr)),
+            (None, Some(sd)) => format!("σ {}", sig3(sd)),
+            (None, None) => "—".to_string(),
         };
         let baseline = r.baseline.as_ref().map(|base| match r.statistic {
             Some("mean") => base.timing.mean_us,
@@ -181,11 +194,10 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
         };
         let _ = writeln!(
             out,
-            "| {} |{config} {samples} | {} | {} | {} | {} | {ratio} |",
+            "| {} |{config} {source} | {samples} | {} | {} | {spread} | {} | {ratio} |",
             md_cell(&md_code(&b.name)),
             num(b.median_us),
             num(b.mean_us),
-            num(b.stdev_us),
             num(baseline.flatten()),
         );
     }
