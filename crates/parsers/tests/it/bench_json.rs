@@ -412,13 +412,13 @@ fn foreign_json_and_garbage_never_panic() {
 
 #[test]
 fn every_new_fixture_has_a_sidecar_and_snapshot() {
-    for dir in ["pytest-benchmark", "google-benchmark", "program-results"] {
+    for dir in ["pytest-benchmark", "google-benchmark", "program-results", "junit"] {
         for entry in std::fs::read_dir(fixtures().join(dir)).unwrap().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.ends_with(".meta.json") {
                 continue;
             }
-            let stem = name.trim_end_matches(".json");
+            let stem = name.trim_end_matches(".json").trim_end_matches(".xml");
             let meta: Value = serde_json::from_str(&fixture(&format!("{dir}/{stem}.meta.json")))
                 .unwrap_or_else(|e| panic!("{dir}/{name} has no sidecar: {e}"));
             assert!(meta.get("command").is_some(), "{dir}/{name}");
