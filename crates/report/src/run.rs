@@ -158,6 +158,20 @@ pub struct Stage {
     /// between them), by path relative to the run directory, with the size the stream wrote.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cut: BTreeMap<String, u64>,
+    /// A stage split by test (`split: tests`): each test the program holds, run alone under the
+    /// stage's tool, with the log of its run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub split: Vec<TestRun>,
+}
+
+/// One test of a stage split by test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestRun {
+    /// The test's id as its framework takes it on the command line (a pytest node id).
+    pub id: String,
+    /// The tool's log of its run, relative to the run directory.
+    pub log: String,
+    pub status: StageStatus,
 }
 
 impl Stage {

@@ -412,7 +412,12 @@ fn foreign_json_and_garbage_never_panic() {
 
 #[test]
 fn every_new_fixture_has_a_sidecar_and_snapshot() {
-    for dir in ["pytest-benchmark", "google-benchmark", "program-results", "junit"] {
+    for dir in [
+        "pytest-benchmark",
+        "google-benchmark",
+        "program-results",
+        "junit",
+    ] {
         for entry in std::fs::read_dir(fixtures().join(dir)).unwrap().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.ends_with(".meta.json") {

@@ -171,8 +171,9 @@ pub const RULES: &[Rule] = &[
         id: "check-failed",
         name: "Failed program check",
         description: "A user's program reported a check as failed (exhibit.results/1 \
-                      `passed: false`) or a Google Benchmark benchmark stopped with an error: \
-                      the test is named with the program's message.",
+                      `passed: false`), a test framework a failing test (JUnit XML: pytest, \
+                      GoogleTest, Catch2, ctest), or a Google Benchmark benchmark stopped with an \
+                      error: the test is named with its message and, for a test, its line.",
         module: "crates/report/src/rules/check_failed.rs",
         run: Some(check_failed::run),
     },
@@ -234,6 +235,18 @@ pub fn diagnose(joined: &Joined) -> Vec<Diagnosis> {
         }
     }
     slow_kernel::fold_occupancy_limits(&mut drafts);
+    // The test a finding came from, where its stage ran each test alone.
+    let ctx = Ctx { joined, prior: &[] };
+    for d in &mut drafts {
+        if !d.figures.contains_key("test")
+            && let Some(test) = d
+                .explains
+                .iter()
+                .find_map(|&i| joined.findings.get(i).and_then(|f| ctx.test_of(f.source)))
+        {
+            d.figures.insert("test".into(), json!(test));
+        }
+    }
     // The host line a launch came from, wherever a rule's findings carry Python frames.
     for d in &mut drafts {
         if d.call_site.is_none() {
@@ -357,6 +370,17 @@ impl Ctx<'_, '_> {
         d
     }
 
+    /// The test whose run left log `source`, when its stage ran each test alone
+    /// (`split: tests`).
+    pub fn test_of(&self, source: usize) -> Option<&str> {
+        let s = self.joined.source(source)?;
+        s.stage?
+            .split
+            .iter()
+            .find(|t| t.log == s.path)
+            .map(|t| t.id.as_str())
+    }
+
     /// The evidence item quoting a finding's raw lines.
     pub fn finding_evidence(&self, f: &FindingRef) -> EvidenceItem {
         let source = self.joined.source(f.source);
@@ -374,6 +398,9 @@ impl Ctx<'_, '_> {
             summary.push_str(&format!(" (inlined helper {})", md_code(&h.name)));
         }
         summary.push_str(&at_location(self.finding_location(finding).as_ref()));
+        if let Some(test) = self.test_of(f.source) {
+            summary.push_str(&format!(", in test {}", md_code(test)));
+        }
         EvidenceItem {
             stage: source.map(|s| s.stage_name()).unwrap_or_default(),
             config: f.config.clone(),

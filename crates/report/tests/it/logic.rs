@@ -203,6 +203,7 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
         device: None,
         outputs: Default::default(),
         cut: Default::default(),
+        split: Vec::new(),
     });
     for (i, (kind, r)) in results.into_iter().enumerate() {
         let path = format!("{}/cfg/{i}.json", report::join::kind_name(kind));
@@ -248,6 +249,7 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
             device: None,
             outputs: Default::default(),
             cut: Default::default(),
+            split: Vec::new(),
         });
     }
     ev

@@ -173,6 +173,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             device: None,
             outputs: Default::default(),
             cut: Default::default(),
+            split: Vec::new(),
         });
         logs.insert(path, parsed);
     }

@@ -4,6 +4,7 @@
 //! ([`target`]).
 
 pub mod orchestrate;
+pub mod split;
 pub mod stages;
 pub mod steps;
 pub mod target;

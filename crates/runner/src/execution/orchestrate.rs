@@ -560,6 +560,7 @@ impl Executor<'_> {
             device: device.map(str::to_string),
             outputs: Default::default(),
             cut: Default::default(),
+            split: Vec::new(),
         };
         let Some(stage_cfg) = stage_cfg else {
             record.status = StageStatus::Failed;
@@ -683,6 +684,33 @@ impl Executor<'_> {
                     &dest,
                     self.step_cx(stage_cfg, device),
                 );
+                return Ok((record, flags));
+            }
+            (kind, Some(target))
+                if config::is_sanitizer(kind) && stage_cfg.split == Some(config::Split::Tests) =>
+            {
+                let line =
+                    stages::program_line(unit, stage_cfg, self.pipeline, target, &paths, None);
+                let program = match stages::resolve_program(self.preflight, &line.argv) {
+                    Ok(program) => program,
+                    Err(reason) => {
+                        record.status = StageStatus::Failed;
+                        record.reason = Some(reason);
+                        return Ok((record, flags));
+                    }
+                };
+                let cwd = invocation
+                    .cwd
+                    .as_ref()
+                    .map_or_else(|| self.pipeline.root.clone(), |c| self.pipeline.resolve(c));
+                let split = crate::execution::split::Split {
+                    kind,
+                    invocation: &invocation,
+                    program: &program,
+                    cwd: &cwd,
+                    exits: &self.exits(unit),
+                };
+                split.run(&mut record, &dest, self.step_cx(stage_cfg, device));
                 return Ok((record, flags));
             }
             (StageKind::Stress, Some(target)) if stage_cfg.launches.is_some() => {
@@ -1014,6 +1042,7 @@ fn write_report(
         device: None,
         outputs: Default::default(),
         cut: Default::default(),
+        split: Vec::new(),
     };
     if let Some(Blocked::Skip(reason) | Blocked::Fail(reason)) = &unit.blocked {
         record.status = StageStatus::Skipped;

@@ -32,7 +32,7 @@ pub struct StepCx<'a> {
 impl StepCx<'_> {
     /// Runs one step; what it left running is added to the unit's leftovers, and the logs cut
     /// at the output limit to its `cut`.
-    fn run(
+    pub(crate) fn run(
         &self,
         record: &mut report::Stage,
         argv: Vec<std::ffi::OsString>,
@@ -54,7 +54,7 @@ impl StepCx<'_> {
         Ok(outcome)
     }
 
-    fn log_path(&self, dest: &Path, name: &str) -> String {
+    pub(crate) fn log_path(&self, dest: &Path, name: &str) -> String {
         let unit_dir = dest
             .strip_prefix(self.root.join(self.run_dir))
             .unwrap_or(dest);

@@ -731,3 +731,81 @@ fn a_failing_test_in_a_junit_report_is_a_root_cause_named_by_its_id() {
     .into_owned();
     assert!(md.contains("5/7 passed; 2 skipped"), "{md}");
 }
+
+/// `split: tests`: memcheck runs each test of a pytest program alone, so its error is named
+/// with the test that triggered it. The stand-ins: a pytest that lists three tests, and a
+/// compute-sanitizer that prints a real memcheck capture (`memcheck_oob_read.log`) for one of
+/// them.
+#[test]
+fn a_split_sanitizer_stage_names_the_test_an_error_came_from() {
+    let capture = repo().join("crates/parsers/fixtures/compute-sanitizer/memcheck_oob_read.log");
+    let project = project(
+        "  program:\n    command: [bin/pytest, tests]",
+        "  memcheck:\n    needs: { gpu: false }\n    timeout: 30s\n    split: tests",
+    );
+    project.tool(
+        "pytest",
+        "#!/bin/sh\n# Stand-in for pytest (hand-written): lists three tests.\nif [ \"$2\" = \"--collect-only\" ]; then\n  printf 'tests/test_k.py::test_small\\ntests/test_k.py::test_oob\\ntests/test_k.py::test_tail[200]\\n\\n3 tests collected in 0.01s\\n'\n  exit 0\nfi\necho \"ran $*\"\n",
+    );
+    project.tool(
+        "compute-sanitizer",
+        &format!(
+            "#!/bin/sh\n# Stand-in for compute-sanitizer (hand-written): a real capture for test_oob.\nif [ \"$1\" = \"--version\" ]; then echo 'Compute Sanitizer 0.0 (stand-in)'; exit 0; fi\nfor last; do :; done\necho \"stand-in argv: $*\" >&2\ncase \"$last\" in\n  *test_oob) cat '{}'; exit 86 ;;\n  *) echo '========= COMPUTE-SANITIZER'; echo '========= ERROR SUMMARY: 0 errors' ;;\nesac\n",
+            capture.display()
+        ),
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let memcheck = stage(&manifest, "memcheck");
+    assert_eq!(memcheck["status"], "findings", "{memcheck:#}");
+    assert_eq!(
+        memcheck["reason"],
+        "memcheck found errors in 1 of 3 tests run alone: tests/test_k.py::test_oob"
+    );
+    let split = memcheck["split"].as_array().expect("split");
+    let ids: Vec<&str> = split.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "tests/test_k.py::test_small",
+            "tests/test_k.py::test_oob",
+            "tests/test_k.py::test_tail[200]"
+        ]
+    );
+    // Each run got its id, and not the directory the id already names.
+    let run = project.runs().pop().expect("a run");
+    let argv = std::fs::read_to_string(run.join("memcheck/plain/sm_90/stderr-1.log")).unwrap();
+    assert!(
+        argv.trim_end()
+            .ends_with("bin/pytest tests/test_k.py::test_oob"),
+        "{argv}"
+    );
+    let report = std::process::Command::new(BIN)
+        .args(["report", "--format", "json"])
+        .arg(&run)
+        .output()
+        .expect("render");
+    let json: Value = serde_json::from_slice(&report.stdout).expect("json");
+    let oob = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .find(|d| d["level"] == "error")
+        .unwrap_or_else(|| panic!("{json:#}"));
+    assert_eq!(
+        oob["figures"]["test"], "tests/test_k.py::test_oob",
+        "{oob:#}"
+    );
+    assert_eq!(oob["location"]["line"], 11, "{oob:#}");
+    let md = String::from_utf8_lossy(
+        &std::process::Command::new(BIN)
+            .arg("report")
+            .arg(&run)
+            .output()
+            .expect("render")
+            .stdout,
+    )
+    .into_owned();
+    assert!(md.contains(", in test `tests/test_k.py::test_oob`"), "{md}");
+}

@@ -524,6 +524,27 @@ impl Pipeline {
                     "only compute-sanitizer stages take a print limit".into(),
                 ));
             }
+            if stage.split.is_some() {
+                if !is_sanitizer(stage.kind) {
+                    return Err(err(
+                        key("split"),
+                        "only compute-sanitizer stages split their run by test".into(),
+                    ));
+                }
+                let command = if stage.command.is_empty() {
+                    self.target.as_ref().map(|t| t.program.command.as_slice())
+                } else {
+                    Some(stage.command.as_slice())
+                };
+                if builtin || !command.is_some_and(is_pytest) {
+                    return Err(err(
+                        key("split"),
+                        "`split: tests` needs a pytest program (`pytest ...` or `python3 -m \
+                         pytest ...`): it lists the tests with `--collect-only -q`"
+                            .into(),
+                    ));
+                }
+            }
             if let Some(file) = &stage.suppressions {
                 if !is_sanitizer(stage.kind) {
                     return Err(err(

@@ -22,6 +22,9 @@ pub struct Stage {
     pub configs: Vec<String>,
     /// compute-sanitizer's `--print-limit`.
     pub print_limit: Option<u32>,
+    /// `split: tests`: a sanitizer stage runs each test of a pytest program alone under its
+    /// tool, so an error is attributed to the test that triggered it.
+    pub split: Option<Split>,
     /// The baseline's command line (argv), before the shape arguments.
     pub command: Vec<String>,
     /// Whether an earlier run's result with the same inputs may be reused.
@@ -32,6 +35,14 @@ pub struct Stage {
     pub suppressions: Option<PathBuf>,
     /// Extra environment variables for the stage's process.
     pub env: BTreeMap<String, String>,
+}
+
+/// How a stage divides its program's run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    /// One run per test the program holds.
+    Tests,
 }
 
 /// What a stage needs from the machine.
@@ -205,6 +216,7 @@ pub(crate) fn order_stages(
             cases: stage.cases,
             configs: stage.configs,
             print_limit: stage.print_limit,
+            split: stage.split,
             command: stage.command,
             cache: stage.cache.unwrap_or(true),
             launches: stage.launches,
@@ -246,6 +258,8 @@ pub(crate) struct RawStage {
     configs: Vec<String>,
     #[serde(default)]
     print_limit: Option<u32>,
+    #[serde(default)]
+    split: Option<Split>,
     #[serde(default)]
     command: Vec<String>,
     #[serde(default)]

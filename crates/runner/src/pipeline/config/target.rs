@@ -97,6 +97,23 @@ impl Program {
     }
 }
 
+/// Whether an argv runs pytest: `pytest ...`, `py.test ...` or `python3 -m pytest ...`.
+pub fn is_pytest(argv: &[String]) -> bool {
+    let name = |w: &String| {
+        Path::new(w)
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
+    match argv.first().map(name).as_deref() {
+        Some("pytest" | "py.test") => true,
+        Some(first) if first.starts_with("python") => {
+            argv.get(1).map(String::as_str) == Some("-m")
+                && argv.get(2).map(String::as_str) == Some("pytest")
+        }
+        _ => false,
+    }
+}
+
 /// The placeholders a target's build command may hold.
 pub const BUILD_PLACEHOLDERS: &[&str] =
     &["{build_dir}", "{arch}", "{defines}", "{config}", "{source}"];

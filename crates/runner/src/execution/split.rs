@@ -1,0 +1,193 @@
+//! `split: tests`: a compute-sanitizer stage that runs each test of a pytest program alone under
+//! its tool, so that an error is the test's that triggered it (as PyTorch's own
+//! `run_cuda_memcheck.py` does). The tests are listed with `--collect-only -q`, then each runs as
+//! the program with its node id added, one after another; each run is judged as a unit would be
+//! (`stages::decide`), and the stage takes the worst.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use parsers::Format;
+use report::{Log, StageKind, StageStatus, TestRun};
+
+use crate::execution::stages::{self, Invocation, PROGRAM_OUT};
+use crate::execution::steps::StepCx;
+use crate::pipeline::config::{self, ExitCodes};
+
+/// The words pytest lists its tests with, after the program's own.
+const COLLECT: &[&str] = &["--collect-only", "-q"];
+
+/// One split stage's run.
+pub struct Split<'a> {
+    pub kind: StageKind,
+    /// The unit's invocation: the tool, its options and the program.
+    pub invocation: &'a Invocation,
+    /// The program's argv alone, as run (its first word resolved).
+    pub program: &'a [OsString],
+    pub cwd: &'a Path,
+    pub exits: &'a ExitCodes,
+}
+
+impl Split<'_> {
+    pub fn run(&self, record: &mut report::Stage, dest: &Path, cx: StepCx<'_>) {
+        let inv = self.invocation;
+        let mut argv = self.program.to_vec();
+        argv.extend(COLLECT.iter().map(OsString::from));
+        let collected = cx.run(
+            record,
+            argv,
+            self.cwd,
+            &inv.env,
+            dest.join("collect.log"),
+            dest.join("collect.stderr.log"),
+        );
+        for name in ["collect.log", "collect.stderr.log"] {
+            record.logs.push(Log {
+                path: cx.log_path(dest, name),
+                format: None,
+            });
+        }
+        let _ = std::fs::remove_file(dest.join(PROGRAM_OUT));
+        let listing =
+            crate::evidence::rundir::read_lossy(&dest.join("collect.log")).unwrap_or_default();
+        let ids = test_ids(&listing);
+        let mut display = inv.display.clone();
+        display.push("<each test>".into());
+        record.command = display;
+        if ids.is_empty() {
+            let why = match collected {
+                Err(e) => format!("failed to {e}"),
+                Ok(_) => crate::execution::target::failure_line(&listing, "")
+                    .unwrap_or_else(|| "it printed no test id".into()),
+            };
+            record.status = StageStatus::Failed;
+            record.reason = Some(format!(
+                "the program's tests could not be listed (`--collect-only -q`): {why}"
+            ));
+            return;
+        }
+        let tool = config::kind_name(self.kind);
+        let mut duration = std::time::Duration::ZERO;
+        for (k, id) in ids.iter().enumerate() {
+            if cx.interrupt.is_set() {
+                record.status = StageStatus::Interrupted;
+                record.reason = Some("interrupted".into());
+                return;
+            }
+            let log = format!("{tool}-{k}.log");
+            let err = format!("stderr-{k}.log");
+            let out = format!("results-{k}.json");
+            // The tool and its options, then the program without the paths the id already
+            // names (`tests`, `tests/test_x.py`), then the id.
+            let tool_words = inv.argv.len().saturating_sub(self.program.len());
+            let mut argv: Vec<OsString> = inv.argv.iter().take(tool_words).cloned().collect();
+            argv.extend(self.program.iter().enumerate().filter_map(|(i, w)| {
+                let word = w.to_string_lossy();
+                let covered = i > 0
+                    && !word.starts_with('-')
+                    && !word.is_empty()
+                    && id.starts_with(word.trim_end_matches('/'));
+                (!covered).then(|| w.clone())
+            }));
+            argv.push(id.into());
+            let outcome = cx.run(
+                record,
+                argv,
+                self.cwd,
+                &inv.env,
+                dest.join(&log),
+                dest.join(&err),
+            );
+            let _ = std::fs::rename(dest.join(PROGRAM_OUT), dest.join(&out));
+            let one = Invocation {
+                stdout: log.clone(),
+                stderr: err.clone(),
+                logs: vec![
+                    (log.clone(), Some(Format::ComputeSanitizer)),
+                    (err.clone(), None),
+                ],
+                detect: vec![out],
+                ..inv.clone()
+            };
+            let gathered = stages::gather(dest, &one);
+            let status = match outcome {
+                Ok(o) => {
+                    duration += o.duration;
+                    stages::decide(
+                        self.kind, &inv.tool, cx.timeout, o.ending, &gathered, self.exits,
+                    )
+                    .0
+                }
+                Err(_) => StageStatus::Failed,
+            };
+            for (name, format) in &gathered.present {
+                record.logs.push(Log {
+                    path: cx.log_path(dest, name),
+                    format: *format,
+                });
+            }
+            record.split.push(TestRun {
+                id: id.clone(),
+                log: cx.log_path(dest, &log),
+                status,
+            });
+        }
+        record.duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        let worst = record
+            .split
+            .iter()
+            .map(|t| t.status)
+            .max_by_key(|s| severity(*s))
+            .unwrap_or(StageStatus::Passed);
+        let with = |status: StageStatus| -> Vec<&str> {
+            record
+                .split
+                .iter()
+                .filter(|t| t.status == status)
+                .map(|t| t.id.as_str())
+                .collect()
+        };
+        let n = record.split.len();
+        let reason = match worst {
+            StageStatus::Passed => format!("{n} tests, each run alone: {tool} found nothing"),
+            status => {
+                let hit = with(status);
+                format!(
+                    "{} in {} of {n} tests run alone: {}",
+                    match status {
+                        StageStatus::Findings => format!("{tool} found errors"),
+                        other => crate::process::progress::status_word(other).replace('_', " "),
+                    },
+                    hit.len(),
+                    hit.iter().take(5).copied().collect::<Vec<_>>().join(", ")
+                )
+            }
+        };
+        record.status = worst;
+        record.reason = Some(reason);
+    }
+}
+
+/// How bad a test's status is, for the stage's: findings first.
+fn severity(status: StageStatus) -> u8 {
+    match status {
+        StageStatus::Findings => 6,
+        StageStatus::Failed => 5,
+        StageStatus::TimedOut => 4,
+        StageStatus::Interrupted => 3,
+        StageStatus::Inconclusive => 2,
+        StageStatus::Passed => 1,
+        StageStatus::Skipped => 0,
+    }
+}
+
+/// The node ids `pytest --collect-only -q` printed: one per line, `path::name[params]`, before
+/// its summary.
+pub fn test_ids(listing: &str) -> Vec<String> {
+    listing
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.starts_with(' ') && l.contains("::") && !l.starts_with("ERROR"))
+        .map(str::to_string)
+        .collect()
+}
