@@ -68,6 +68,8 @@ impl Split<'_> {
         }
         let tool = config::kind_name(self.kind);
         let mut duration = std::time::Duration::ZERO;
+        // The tests whose run the tool reported errors in.
+        let mut with_errors: Vec<String> = Vec::new();
         for (k, id) in ids.iter().enumerate() {
             if cx.interrupt.is_set() {
                 record.status = StageStatus::Interrupted;
@@ -126,6 +128,15 @@ impl Split<'_> {
                     format: *format,
                 });
             }
+            let errors: u64 = gathered
+                .parsed
+                .iter()
+                .filter(|(_, p)| p.format == Format::ComputeSanitizer)
+                .filter_map(|(_, p)| p.reported_errors)
+                .sum();
+            if errors > 0 {
+                with_errors.push(id.clone());
+            }
             record.split.push(TestRun {
                 id: id.clone(),
                 log: cx.log_path(dest, &log),
@@ -148,24 +159,55 @@ impl Split<'_> {
                 .collect()
         };
         let n = record.split.len();
-        let reason = match worst {
-            StageStatus::Passed => format!("{n} tests, each run alone: {tool} found nothing"),
-            status => {
-                let hit = with(status);
-                format!(
-                    "{} in {} of {n} tests run alone: {}",
-                    match status {
-                        StageStatus::Findings => format!("{tool} found errors"),
-                        other => crate::process::progress::status_word(other).replace('_', " "),
-                    },
-                    hit.len(),
-                    hit.iter().take(5).copied().collect::<Vec<_>>().join(", ")
-                )
+        let list = |ids: &[&str]| {
+            let mut shown = ids.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+            if ids.len() > 5 {
+                shown.push_str(&format!(" and {} more", ids.len() - 5));
             }
+            shown
+        };
+        let mut parts = Vec::new();
+        if !with_errors.is_empty() {
+            let ids: Vec<&str> = with_errors.iter().map(String::as_str).collect();
+            parts.push(format!(
+                "{tool} found errors in {} of {n} tests run alone: {}",
+                ids.len(),
+                list(&ids)
+            ));
+        }
+        // The other tests that did not pass: the program failed, the tool broke or hung.
+        for status in [
+            StageStatus::Findings,
+            StageStatus::Failed,
+            StageStatus::TimedOut,
+            StageStatus::Inconclusive,
+        ] {
+            let ids: Vec<&str> = with(status)
+                .into_iter()
+                .filter(|id| !with_errors.iter().any(|e| e == id))
+                .collect();
+            if ids.is_empty() {
+                continue;
+            }
+            let what = match status {
+                StageStatus::Findings => format!("failed without a {tool} error"),
+                other => crate::process::progress::status_word(other).replace('_', " "),
+            };
+            parts.push(format!("{} {what}: {}", plural(ids.len()), list(&ids)));
+        }
+        let reason = if parts.is_empty() {
+            format!("{n} tests, each run alone: {tool} found nothing")
+        } else {
+            parts.join("; ")
         };
         record.status = worst;
         record.reason = Some(reason);
     }
+}
+
+/// `1 test`, `3 tests`.
+fn plural(n: usize) -> String {
+    format!("{n} test{}", if n == 1 { "" } else { "s" })
 }
 
 /// How bad a test's status is, for the stage's: findings first.
