@@ -12,7 +12,8 @@
 //!   starts with the failing assertion's `path:line`.
 //! - Catch2: the failure's text ends in `at file:line`.
 //! - ctest: one test case per registered test, its message a bare `Failed`; the program's own
-//!   output in `<system-out>` (GoogleTest's `path:line: Failure` lines are read from there).
+//!   output in `<system-out>`: a GoogleTest binary's first `path:line: Failure` is read from
+//!   there, and the test is named by the GoogleTest test that was running.
 
 use std::io::BufRead;
 use std::sync::LazyLock;
@@ -240,7 +241,10 @@ fn finish(case: Open, log: &mut ParsedLog) {
     // Where it failed: the failure's own location (the innermost frame of the test's file for
     // a traceback), else the test's definition.
     // pytest names a test function `test*` and files it under its module's dotted path.
-    let pytest = case.file.is_none() && case.name.starts_with("test") && !case.name.contains(' ');
+    let pytest = case.file.is_none()
+        && case.name.starts_with("test")
+        && !case.name.contains(' ')
+        && case.classname != case.name;
     let own_file = pytest.then(|| module_file(&case.classname)).flatten();
     let mut location = failed
         .then(|| failure_location(&text, own_file.as_deref()))
@@ -257,18 +261,21 @@ fn finish(case: Open, log: &mut ParsedLog) {
             .or_else(|| (!case.text.trim().is_empty()).then(|| case.text.clone()))
             .map(|m| summary(&m))
     };
-    // ctest: a bare "Failed"; the program's own output says what failed.
+    // ctest: a bare "Failed"; the program's own output says which GoogleTest test failed, where
+    // and how: that test is the one to name.
+    let mut id_override = None;
     if failed
         && case.message.as_deref().is_none_or(|m| m.trim() == "Failed")
-        && let Some((found, said)) = gtest_console_failure(&case.system_out)
+        && let Some((found, test, said)) = gtest_console_failure(&case.system_out)
     {
         location = location.or(Some(found));
         message = Some(said);
+        id_override = test;
     }
     if location.is_none() && (failed || case.file.is_some()) {
         location = case.file.clone().map(|f| (f, case.line));
     }
-    let id = test_id(&case, own_file.as_deref());
+    let id = id_override.unwrap_or_else(|| test_id(&case, own_file.as_deref()));
     log.tests.push(TestCase {
         id,
         suite: (!case.classname.is_empty()).then(|| case.classname.clone()),
@@ -394,9 +401,9 @@ fn summary(message: &str) -> String {
     crate::util::scrub_addresses(&joined.chars().take(400).collect::<String>())
 }
 
-/// GoogleTest's console output, as ctest keeps it: the test that ran when the first
-/// `path:line: Failure` was printed, and the lines after it up to the next test's marker.
-fn gtest_console_failure(output: &str) -> Option<((String, Option<u32>), String)> {
+/// GoogleTest's console output, as ctest keeps it: where the first `path:line: Failure` was,
+/// the test that was running then, and the lines after it up to the next test's marker.
+fn gtest_console_failure(output: &str) -> Option<((String, Option<u32>), Option<String>, String)> {
     let mut lines = output.lines();
     let mut test = None;
     let start = lines.by_ref().find(|l| {
@@ -416,14 +423,7 @@ fn gtest_console_failure(output: &str) -> Option<((String, Option<u32>), String)
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    let said = summary(&said.join("\n"));
-    Some((
-        location,
-        match test {
-            Some(test) => format!("{test}: {said}"),
-            None => said,
-        },
-    ))
+    Some((location, test, summary(&said.join("\n"))))
 }
 
 /// One finding per failed or errored test: its id, message and location.

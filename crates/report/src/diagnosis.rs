@@ -367,8 +367,21 @@ fn one_cause_per_fault(drafts: &mut [Draft]) {
                     && (d.location.is_some() || d.rule == "launch-rejected")
             })
         };
-        let tool_sited = members.iter().any(|i| located(i, false));
-        let sited = |i: &usize| located(i, false) || (!tool_sited && located(i, true));
+        let tool_sites: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|i| located(i, false))
+            .collect();
+        // A failing test is a fault of its own unless a tool located one it may be the symptom
+        // of: where each tool site was found in a test run alone, only a site in this test.
+        let test_of = |i: usize| drafts.get(i).and_then(|d| d.figures.get("test"));
+        let own_fault = |i: &usize| {
+            located(i, true)
+                && tool_sites
+                    .iter()
+                    .all(|&t| test_of(t).is_some_and(|tool_test| Some(tool_test) != test_of(*i)))
+        };
+        let sited = |i: &usize| located(i, false) || own_fault(i);
         let order = |i: &usize| {
             drafts.get(*i).map_or(usize::MAX, |d| {
                 if bare_symptom(d) {

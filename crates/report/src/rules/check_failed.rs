@@ -49,12 +49,22 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 (None, true, _) => format!("Benchmark {name} stopped with an error"),
             },
         );
-        if test_case {
-            d.location = ctx.user_location(finding);
-        }
         d.config = f.config.clone();
         // A failed check in a config whose fault a tool located is that fault's symptom.
         d.attach_to = ctx.root_cause_of_config(f.config.as_deref());
+        if test_case {
+            d.location = ctx.user_location(finding);
+            // Not when the tool located it in another test, run alone.
+            if let Some(root) = d.attach_to.and_then(|r| ctx.prior.get(r))
+                && let Some(tool_test) = root
+                    .explains
+                    .iter()
+                    .find_map(|&i| j.findings.get(i).and_then(|f| ctx.test_of(f.source)))
+                && tool_test != test
+            {
+                d.attach_to = None;
+            }
+        }
         d.key = finding.fingerprint.clone();
         d.confidence = Confidence::High;
         d.evidence.push(ctx.finding_evidence(f));

@@ -1,6 +1,6 @@
 //! `split: tests`: a compute-sanitizer stage that runs each test of a pytest program alone under
 //! its tool, so that an error is the test's that triggered it (as PyTorch's own
-//! `run_cuda_memcheck.py` does). The tests are listed with `--collect-only -q`, then each runs as
+//! `run_cuda_memcheck.py` does). The tests are listed with `--collect-only`, then each runs as
 //! the program with its node id added, one after another; each run is judged as a unit would be
 //! (`stages::decide`), and the stage takes the worst.
 
@@ -14,8 +14,9 @@ use crate::execution::stages::{self, Invocation, PROGRAM_OUT};
 use crate::execution::steps::StepCx;
 use crate::pipeline::config::{self, ExitCodes};
 
-/// The words pytest lists its tests with, after the program's own.
-const COLLECT: &[&str] = &["--collect-only", "-q"];
+/// The words pytest lists its tests with, after the program's own: one node id per line (the
+/// verbosity set, not lowered: a program's own `-q` and another would print counts per file).
+const COLLECT: &[&str] = &["--collect-only", "--verbosity=-1"];
 
 /// One split stage's run.
 pub struct Split<'a> {
@@ -62,7 +63,7 @@ impl Split<'_> {
             };
             record.status = StageStatus::Failed;
             record.reason = Some(format!(
-                "the program's tests could not be listed (`--collect-only -q`): {why}"
+                "the program's tests could not be listed (`--collect-only --verbosity=-1`): {why}"
             ));
             return;
         }
@@ -223,8 +224,8 @@ fn severity(status: StageStatus) -> u8 {
     }
 }
 
-/// The node ids `pytest --collect-only -q` printed: one per line, `path::name[params]`, before
-/// its summary.
+/// The node ids `pytest --collect-only --verbosity=-1` printed: one per line,
+/// `path::name[params]`, before its summary.
 pub fn test_ids(listing: &str) -> Vec<String> {
     listing
         .lines()

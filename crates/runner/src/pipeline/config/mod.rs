@@ -540,7 +540,7 @@ impl Pipeline {
                     return Err(err(
                         key("split"),
                         "`split: tests` needs a pytest program (`pytest ...` or `python3 -m \
-                         pytest ...`): it lists the tests with `--collect-only -q`"
+                         pytest ...`): it lists the tests with `--collect-only`"
                             .into(),
                     ));
                 }
