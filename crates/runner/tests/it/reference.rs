@@ -793,3 +793,67 @@ fn the_built_in_pipeline_through_the_one_path_keeps_its_diagnosis() {
             .all(|s| s["unit"]["target"] == "harness" && s["unit"]["mode"] == "once")
     );
 }
+
+/// `examples/pytest-triton/`, run on an H100: the check stage read the suite's JUnit XML, and
+/// memcheck ran each of its 5 tests alone. The unguarded Triton load is named with the test that
+/// made it, and the failing row-sum test, a fault of another test, is a root cause of its own,
+/// at its assertion.
+#[test]
+fn the_pytest_examples_failing_test_and_its_memcheck_error_are_two_faults_each_with_its_test() {
+    let run = example_run("pytest-triton");
+    let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
+    let errors: Vec<&Value> = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["level"] == "error")
+        .collect();
+    assert_eq!(errors.len(), 2, "{json:#}");
+    let oob = errors
+        .iter()
+        .find(|d| d["rule"] == "out-of-bounds")
+        .unwrap_or_else(|| panic!("{json:#}"));
+    assert_eq!(oob["figures"]["test"], "tests/test_kernels.py::test_scale[1000]");
+    assert_eq!(oob["location"]["file"], "kernels.py");
+    assert_eq!(oob["location"]["line"], 13);
+    let test = errors
+        .iter()
+        .find(|d| d["rule"] == "check-failed")
+        .unwrap_or_else(|| panic!("{json:#}"));
+    assert_eq!(test["figures"]["test"], "tests/test_kernels.py::test_rowsum[200]");
+    assert_eq!(test["location"]["file"], "tests/test_kernels.py");
+    assert_eq!(test["location"]["line"], 20);
+    let md = report(&run, "md");
+    assert!(
+        md.contains("in `scale_kernel` at kernels.py:13, in test `tests/test_kernels.py::test_scale[1000]`"),
+        "{md}"
+    );
+    assert!(md.contains("| check | ❌ 3/4 passed; 1 skipped"), "{md}");
+}
+
+/// `examples/gtest-cuda/`, run on an H100: ctest's JUnit names one case for the binary; the
+/// report names the GoogleTest test that failed in it, with its assertion and line, and memcheck
+/// (through ctest) locates the unguarded tile load.
+#[test]
+fn the_gtest_examples_failing_test_is_named_from_ctests_junit() {
+    let run = example_run("gtest-cuda");
+    let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
+    let oob = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .find(|d| d["level"] == "error")
+        .unwrap_or_else(|| panic!("{json:#}"));
+    assert_eq!(oob["rule"], "out-of-bounds", "{oob:#}");
+    assert_eq!(oob["location"]["file"], "kernels.cuh");
+    assert_eq!(oob["location"]["line"], 11);
+    let md = report(&run, "md");
+    assert!(
+        md.contains(
+            "test Widths/RowSum.MatchesHost/1 failed: Expected: (worst) \\< (1e-3), actual: \
+             7.7907691637519747 vs 0.001; max abs error with 200 columns (8 in the last block) at \
+             test_kernels.cu:59"
+        ),
+        "{md}"
+    );
+}
