@@ -813,19 +813,27 @@ fn the_pytest_examples_failing_test_and_its_memcheck_error_are_two_faults_each_w
         .iter()
         .find(|d| d["rule"] == "out-of-bounds")
         .unwrap_or_else(|| panic!("{json:#}"));
-    assert_eq!(oob["figures"]["test"], "tests/test_kernels.py::test_scale[1000]");
+    assert_eq!(
+        oob["figures"]["test"],
+        "tests/test_kernels.py::test_scale[1000]"
+    );
     assert_eq!(oob["location"]["file"], "kernels.py");
     assert_eq!(oob["location"]["line"], 13);
     let test = errors
         .iter()
         .find(|d| d["rule"] == "check-failed")
         .unwrap_or_else(|| panic!("{json:#}"));
-    assert_eq!(test["figures"]["test"], "tests/test_kernels.py::test_rowsum[200]");
+    assert_eq!(
+        test["figures"]["test"],
+        "tests/test_kernels.py::test_rowsum[200]"
+    );
     assert_eq!(test["location"]["file"], "tests/test_kernels.py");
     assert_eq!(test["location"]["line"], 20);
     let md = report(&run, "md");
     assert!(
-        md.contains("in `scale_kernel` at kernels.py:13, in test `tests/test_kernels.py::test_scale[1000]`"),
+        md.contains(
+            "in `scale_kernel` at kernels.py:13, in test `tests/test_kernels.py::test_scale[1000]`"
+        ),
         "{md}"
     );
     assert!(md.contains("| check | ❌ 3/4 passed; 1 skipped"), "{md}");
