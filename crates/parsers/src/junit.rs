@@ -266,11 +266,11 @@ fn finish(case: Open, log: &mut ParsedLog) {
     let mut id_override = None;
     if failed
         && case.message.as_deref().is_none_or(|m| m.trim() == "Failed")
-        && let Some((found, test, said)) = gtest_console_failure(&case.system_out)
+        && let Some(failure) = gtest_console_failure(&case.system_out)
     {
-        location = location.or(Some(found));
-        message = Some(said);
-        id_override = test;
+        location = location.or(Some(failure.at));
+        message = Some(failure.said);
+        id_override = failure.test;
     }
     if location.is_none() && (failed || case.file.is_some()) {
         location = case.file.clone().map(|f| (f, case.line));
@@ -401,9 +401,19 @@ fn summary(message: &str) -> String {
     crate::util::scrub_addresses(&joined.chars().take(400).collect::<String>())
 }
 
+/// A failure read from a GoogleTest binary's console output.
+struct ConsoleFailure {
+    /// The `path:line` of its `Failure` line.
+    at: (String, Option<u32>),
+    /// The test that was running (its `[ RUN      ]` line).
+    test: Option<String>,
+    /// What it printed after the `Failure` line, on one line.
+    said: String,
+}
+
 /// GoogleTest's console output, as ctest keeps it: where the first `path:line: Failure` was,
 /// the test that was running then, and the lines after it up to the next test's marker.
-fn gtest_console_failure(output: &str) -> Option<((String, Option<u32>), Option<String>, String)> {
+fn gtest_console_failure(output: &str) -> Option<ConsoleFailure> {
     let mut lines = output.lines();
     let mut test = None;
     let start = lines.by_ref().find(|l| {
@@ -423,7 +433,11 @@ fn gtest_console_failure(output: &str) -> Option<((String, Option<u32>), Option<
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    Some((location, test, summary(&said.join("\n"))))
+    Some(ConsoleFailure {
+        at: location,
+        test,
+        said: summary(&said.join("\n")),
+    })
 }
 
 /// One finding per failed or errored test: its id, message and location.

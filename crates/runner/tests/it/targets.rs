@@ -809,3 +809,60 @@ fn a_split_sanitizer_stage_names_the_test_an_error_came_from() {
     .into_owned();
     assert!(md.contains(", in test `tests/test_k.py::test_oob`"), "{md}");
 }
+
+/// The same through GoogleTest, ctest and Catch2's JUnit (the real captures in
+/// `crates/parsers/fixtures/junit/`, written to `{out}` by a stand-in program that fails as
+/// each framework exits): the failing test is the root cause, named as its framework names it.
+#[test]
+fn gtest_ctest_and_catch2_failures_are_named_by_their_test() {
+    for (fixture, code_out, title) in [
+        (
+            "gtest.xml",
+            1,
+            "Test `Shapes/TailTile.MatchesReference/2` failed: Expected: (err) \\< (1e-6), actual: \
+             0.0028510477850802532 vs 1e-06; max abs error at n=200 (tail of 8)",
+        ),
+        (
+            "ctest.xml",
+            8,
+            "Test `Shapes/TailTile.MatchesReference/2` failed: Expected: (err) \\< (1e-6), actual: \
+             0.0028510477850802532 vs 1e-06; max abs error at n=200 (tail of 8)",
+        ),
+        (
+            "catch2.xml",
+            42,
+            "Test `tail tile matches the reference` failed: CHECK( err \\< 1e-6 ); with expansion: \
+             0.00285104778508025 \\< 0.000001; n = 200, tail of 8",
+        ),
+    ] {
+        let junit = repo().join("crates/parsers/fixtures/junit").join(fixture);
+        let project = project(
+            "  program:\n    command: [bin/suite, \"{out}\"]",
+            "  check:\n    needs: { gpu: false }\n    timeout: 30s",
+        );
+        project.tool(
+            "suite",
+            &format!(
+                "#!/bin/sh\n# Stand-in for a test binary (hand-written): writes a real capture.\ncp '{}' \"$1\"\nexit {code_out}\n",
+                junit.display()
+            ),
+        );
+        let out = project.run(&["pipeline.yaml"]);
+        assert_eq!(code(&out), 1, "{fixture}: {}", stderr(&out));
+        let run = project.runs().pop().expect("a run");
+        let report = std::process::Command::new(BIN)
+            .args(["report", "--format", "json"])
+            .arg(&run)
+            .output()
+            .expect("render");
+        let json: Value = serde_json::from_slice(&report.stdout).expect("json");
+        let titles: Vec<&str> = json["diagnoses"]
+            .as_array()
+            .expect("diagnoses")
+            .iter()
+            .filter(|d| d["level"] == "error")
+            .filter_map(|d| d["title"].as_str())
+            .collect();
+        assert_eq!(titles, [title], "{fixture}");
+    }
+}
