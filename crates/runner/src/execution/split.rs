@@ -1,7 +1,8 @@
-//! `split: tests`: a compute-sanitizer stage that runs each test of a pytest program alone under
-//! its tool, so that an error is the test's that triggered it (as PyTorch's own
-//! `run_cuda_memcheck.py` does). The tests are listed with `--collect-only`, then each runs as
-//! the program with its node id added, one after another; each run is judged as a unit would be
+//! `split: tests`: a compute-sanitizer stage that runs each test of its program alone under its
+//! tool, so that an error is the test's that triggered it (as PyTorch's own
+//! `run_cuda_memcheck.py` does). A pytest program's tests are listed with `--collect-only` and
+//! each runs with its node id added; a GoogleTest binary's with `--gtest_list_tests`, each run
+//! with `--gtest_filter=ID`. They run one after another; each run is judged as a unit would be
 //! (`stages::decide`), and the stage takes the worst.
 
 use std::ffi::OsString;
@@ -14,13 +15,47 @@ use crate::execution::stages::{self, Invocation, PROGRAM_OUT};
 use crate::execution::steps::StepCx;
 use crate::pipeline::config::{self, ExitCodes};
 
-/// The words pytest lists its tests with, after the program's own: one node id per line (the
-/// verbosity set, not lowered: a program's own `-q` and another would print counts per file).
-const COLLECT: &[&str] = &["--collect-only", "--verbosity=-1"];
+/// How a program's tests are listed and picked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framework {
+    /// `--collect-only --verbosity=-1` lists node ids; a run takes one as its last word (the
+    /// verbosity set, not lowered: a program's own `-q` and another would print counts per
+    /// file).
+    Pytest,
+    /// `--gtest_list_tests` lists suites and tests; a run takes `--gtest_filter=Suite.Test`.
+    GoogleTest,
+}
+
+impl Framework {
+    /// The framework of a program's argv (as written in pipeline.yaml): pytest's, else a
+    /// GoogleTest binary's.
+    pub fn of(argv: &[String]) -> Framework {
+        if config::is_pytest(argv) {
+            Framework::Pytest
+        } else {
+            Framework::GoogleTest
+        }
+    }
+
+    fn list_words(self) -> &'static [&'static str] {
+        match self {
+            Framework::Pytest => &["--collect-only", "--verbosity=-1"],
+            Framework::GoogleTest => &["--gtest_list_tests"],
+        }
+    }
+
+    fn ids(self, listing: &str) -> Vec<String> {
+        match self {
+            Framework::Pytest => test_ids(listing),
+            Framework::GoogleTest => gtest_ids(listing),
+        }
+    }
+}
 
 /// One split stage's run.
 pub struct Split<'a> {
     pub kind: StageKind,
+    pub framework: Framework,
     /// The unit's invocation: the tool, its options and the program.
     pub invocation: &'a Invocation,
     /// The program's argv alone, as run (its first word resolved).
@@ -33,7 +68,7 @@ impl Split<'_> {
     pub fn run(&self, record: &mut report::Stage, dest: &Path, cx: StepCx<'_>) {
         let inv = self.invocation;
         let mut argv = self.program.to_vec();
-        argv.extend(COLLECT.iter().map(OsString::from));
+        argv.extend(self.framework.list_words().iter().map(OsString::from));
         let collected = cx.run(
             record,
             argv,
@@ -51,7 +86,7 @@ impl Split<'_> {
         let _ = std::fs::remove_file(dest.join(PROGRAM_OUT));
         let listing =
             crate::evidence::rundir::read_lossy(&dest.join("collect.log")).unwrap_or_default();
-        let ids = test_ids(&listing);
+        let ids = self.framework.ids(&listing);
         let mut display = inv.display.clone();
         display.push("<each test>".into());
         record.command = display;
@@ -63,7 +98,8 @@ impl Split<'_> {
             };
             record.status = StageStatus::Failed;
             record.reason = Some(format!(
-                "the program's tests could not be listed (`--collect-only --verbosity=-1`): {why}"
+                "the program's tests could not be listed (`{}`): {why}",
+                self.framework.list_words().join(" ")
             ));
             return;
         }
@@ -86,13 +122,17 @@ impl Split<'_> {
             let mut argv: Vec<OsString> = inv.argv.iter().take(tool_words).cloned().collect();
             argv.extend(self.program.iter().enumerate().filter_map(|(i, w)| {
                 let word = w.to_string_lossy();
-                let covered = i > 0
+                let covered = self.framework == Framework::Pytest
+                    && i > 0
                     && !word.starts_with('-')
                     && !word.is_empty()
                     && id.starts_with(word.trim_end_matches('/'));
                 (!covered).then(|| w.clone())
             }));
-            argv.push(id.into());
+            argv.push(match self.framework {
+                Framework::Pytest => id.into(),
+                Framework::GoogleTest => format!("--gtest_filter={id}").into(),
+            });
             let outcome = cx.run(
                 record,
                 argv,
@@ -233,4 +273,23 @@ pub fn test_ids(listing: &str) -> Vec<String> {
         .filter(|l| !l.starts_with(' ') && l.contains("::") && !l.starts_with("ERROR"))
         .map(str::to_string)
         .collect()
+}
+
+/// The tests `--gtest_list_tests` printed: a suite per unindented line ending in `.`, its tests
+/// indented under it, a parameter's value after `#`.
+pub fn gtest_ids(listing: &str) -> Vec<String> {
+    let mut suite: Option<&str> = None;
+    let mut ids = Vec::new();
+    for line in listing.lines() {
+        let text = line.split('#').next().unwrap_or("").trim_end();
+        if text.is_empty() {
+            continue;
+        }
+        if !line.starts_with(' ') {
+            suite = text.strip_suffix('.');
+        } else if let Some(suite) = suite {
+            ids.push(format!("{suite}.{}", text.trim()));
+        }
+    }
+    ids
 }

@@ -866,3 +866,55 @@ fn gtest_ctest_and_catch2_failures_are_named_by_their_test() {
         assert_eq!(titles, [title], "{fixture}");
     }
 }
+
+/// `split: tests` on a GoogleTest binary: `--gtest_list_tests` (a real listing,
+/// `tests/it/fixtures/gtest_list_tests.txt`) names the tests, each runs with
+/// `--gtest_filter=Suite.Test`, and the error is named with its test.
+#[test]
+fn a_googletest_binary_splits_by_its_listed_tests() {
+    let listing =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/gtest_list_tests.txt");
+    let capture = repo().join("crates/parsers/fixtures/compute-sanitizer/memcheck_oob_read.log");
+    let project = project(
+        "  program:\n    command: [bin/softmax_test]",
+        "  memcheck:\n    needs: { gpu: false }\n    timeout: 30s\n    split: tests",
+    );
+    project.tool(
+        "softmax_test",
+        &format!(
+            "#!/bin/sh\n# Stand-in for a GoogleTest binary (hand-written): a real listing.\nif [ \"$1\" = \"--gtest_list_tests\" ]; then cat '{}'; exit 0; fi\necho \"ran $*\"\n",
+            listing.display()
+        ),
+    );
+    project.tool(
+        "compute-sanitizer",
+        &format!(
+            "#!/bin/sh\n# Stand-in for compute-sanitizer (hand-written): a real capture for one test.\nif [ \"$1\" = \"--version\" ]; then echo 'Compute Sanitizer 0.0 (stand-in)'; exit 0; fi\nfor last; do :; done\ncase \"$last\" in\n  --gtest_filter=Shapes/TailTile.MatchesReference/2) cat '{}'; exit 86 ;;\n  *) echo '========= COMPUTE-SANITIZER'; echo '========= ERROR SUMMARY: 0 errors' ;;\nesac\n",
+            capture.display()
+        ),
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let memcheck = stage(&manifest, "memcheck");
+    let ids: Vec<&str> = memcheck["split"]
+        .as_array()
+        .expect("split")
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "Softmax.RowsSumToOne",
+            "Softmax.WgmmaPath",
+            "Shapes/TailTile.MatchesReference/0",
+            "Shapes/TailTile.MatchesReference/1",
+            "Shapes/TailTile.MatchesReference/2"
+        ]
+    );
+    assert_eq!(
+        memcheck["reason"],
+        "memcheck found errors in 1 of 5 tests run alone: Shapes/TailTile.MatchesReference/2"
+    );
+}

@@ -536,11 +536,18 @@ impl Pipeline {
                 } else {
                     Some(stage.command.as_slice())
                 };
-                if builtin || !command.is_some_and(is_pytest) {
+                // A Python program that is not pytest has no tests to list.
+                let python = |argv: &[String]| {
+                    argv.first()
+                        .and_then(|w| Path::new(w).file_name())
+                        .is_some_and(|n| n.to_string_lossy().starts_with("python"))
+                };
+                if builtin || !command.is_some_and(|c| is_pytest(c) || !python(c)) {
                     return Err(err(
                         key("split"),
                         "`split: tests` needs a pytest program (`pytest ...` or `python3 -m \
-                         pytest ...`): it lists the tests with `--collect-only`"
+                         pytest ...`, listed with `--collect-only`) or a GoogleTest binary \
+                         (listed with `--gtest_list_tests`)"
                             .into(),
                     ));
                 }
