@@ -840,27 +840,38 @@ fn the_pytest_examples_failing_test_and_its_memcheck_error_are_two_faults_each_w
 }
 
 /// `examples/gtest-cuda/`, run on an H100: ctest's JUnit names one case for the binary; the
-/// report names the GoogleTest test that failed in it, with its assertion and line, and memcheck
-/// (through ctest) locates the unguarded tile load.
+/// report names the GoogleTest test that failed in it, with its assertion and line. memcheck ran
+/// each GoogleTest test alone (`split: tests`): the unguarded tile load is named with its test,
+/// and the failing row-sum test, another test's fault, is a root cause of its own.
 #[test]
 fn the_gtest_examples_failing_test_is_named_from_ctests_junit() {
     let run = example_run("gtest-cuda");
     let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
-    let oob = json["diagnoses"]
+    let errors: Vec<&Value> = json["diagnoses"]
         .as_array()
         .expect("diagnoses")
         .iter()
-        .find(|d| d["level"] == "error")
+        .filter(|d| d["level"] == "error")
+        .collect();
+    assert_eq!(errors.len(), 2, "{json:#}");
+    let oob = errors
+        .iter()
+        .find(|d| d["rule"] == "out-of-bounds")
         .unwrap_or_else(|| panic!("{json:#}"));
-    assert_eq!(oob["rule"], "out-of-bounds", "{oob:#}");
     assert_eq!(oob["location"]["file"], "kernels.cuh");
     assert_eq!(oob["location"]["line"], 11);
+    assert_eq!(oob["figures"]["test"], "Lengths/Scale.MatchesHost/1");
+    let test = errors
+        .iter()
+        .find(|d| d["rule"] == "check-failed")
+        .unwrap_or_else(|| panic!("{json:#}"));
+    assert_eq!(test["figures"]["test"], "Widths/RowSum.MatchesHost/1");
+    assert_eq!(test["location"]["line"], 59);
     let md = report(&run, "md");
     assert!(
         md.contains(
-            "test Widths/RowSum.MatchesHost/1 failed: Expected: (worst) \\< (1e-3), actual: \
-             7.7907691637519747 vs 0.001; max abs error with 200 columns (8 in the last block) at \
-             test_kernels.cu:59"
+            "Test `Widths/RowSum.MatchesHost/1` failed: Expected: (worst) \\< (1e-3), actual: \
+             7.7907691637519747 vs 0.001; max abs error with 200 columns (8 in the last block)"
         ),
         "{md}"
     );
