@@ -32,8 +32,9 @@
 //!               "message": "row 999 differs", "max_abs_err": 0.03125}]}
 //! ```
 //!
-//! `schema`, `program`, and each result's `name` and `passed` are required; `message` and
-//! `max_abs_err` are optional. Fields may be added, never renamed or removed; readers ignore
+//! `schema`, `program`, and each result's `name` and `passed` are required; `message`,
+//! `max_abs_err`, and `file` and `line` (where the failing check is in the program's source) are
+//! optional. Fields may be added, never renamed or removed; readers ignore
 //! fields they do not know. Each result becomes a [`ProgramCheck`]; a failed one is also a
 //! [`FindingKind::CheckFailed`] finding naming the test and its message. An empty `results`
 //! list is a complete document holding nothing (the caller decides that it is inconclusive).
@@ -283,7 +284,11 @@ pub(crate) fn parse_results(text: &str) -> ParsedLog {
                 message.push_str(&format!(": {}", crate::util::scrub_addresses(m.trim())));
             }
             let (index, _) = sites.add(Record {
-                site: site(&key),
+                site: Site {
+                    file: entry.file.as_deref(),
+                    line: entry.line,
+                    ..site(&key)
+                },
                 severity: Severity::Error,
                 access: None,
                 message: &message,

@@ -306,6 +306,11 @@ pub struct ProgramCheck {
     pub message: Option<String>,
     /// The largest absolute difference from the program's reference, when it gave one.
     pub max_abs_err: Option<f64>,
+    /// Where the check that failed is in the program's source (`__FILE__`, `__LINE__`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
 }
 
 /// Everything a parser found in one input.

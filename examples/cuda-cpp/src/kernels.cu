@@ -110,7 +110,11 @@ __global__ void __launch_bounds__(kStencilThreads)
   if (threadIdx.x < kStencilRadius) {
     // The first R threads also load the halos: R elements either side of the block.
     const int left = i - kStencilRadius;
+#if PLANT_HALO
+    const int right = i + kStencilThreads + 1;  // planted: the right halo shifted by one
+#else
     const int right = i + kStencilThreads;
+#endif
     s[threadIdx.x] = left >= 0 && left < n ? in[left] : 0.0f;
     s[l + kStencilThreads] = right < n ? in[right] : 0.0f;
   }

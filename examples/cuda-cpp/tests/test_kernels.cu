@@ -7,7 +7,8 @@
 //                 synchronizing and checking the output after every launch.
 //   --out PATH    write the results as JSON (exhibit.results/1; default $EXHIBIT_OUT):
 //                 {"schema": "exhibit.results/1", "program": "test_kernels",
-//                  "results": [{"name": ..., "passed": ..., "message": ..., "max_abs_err": ...}]}
+//                  "results": [{"name": ..., "passed": ..., "message": ..., "max_abs_err": ...,
+//                               "file": ..., "line": ...}]}  (file and line: the failing check)
 //                 The file is rewritten after every test, so a run that dies still leaves one.
 //
 // Prints one line per test. Exit status: 0 when every test passed, 1 when one failed or a
@@ -31,6 +32,8 @@ struct Result {
   bool passed = false;
   std::string message;
   double max_abs_err = NAN;  // NaN: not measured
+  const char* file = nullptr;  // where the check that failed is
+  int line = 0;
 };
 
 std::vector<Result> g_results;
@@ -74,6 +77,8 @@ void write_results() {
                  r.passed ? "true" : "false");
     if (!r.message.empty()) std::fprintf(f, ", \"message\": %s", json_string(r.message).c_str());
     if (std::isfinite(r.max_abs_err)) std::fprintf(f, ", \"max_abs_err\": %.9g", r.max_abs_err);
+    if (!r.passed && r.file != nullptr)
+      std::fprintf(f, ", \"file\": %s, \"line\": %d", json_string(r.file).c_str(), r.line);
     std::fprintf(f, "}");
   }
   std::fprintf(f, "\n]}\n");
@@ -129,9 +134,12 @@ struct DeviceBuffer {
 // Runs `launch` g_launches times. Before each launch the output is poisoned with NaN (all bits
 // set), so an element the kernel fails to write is caught; after each launch the program
 // synchronizes, copies the output back and compares every element with `expected`.
+// RUN_TEST(...): run_test, with the caller's place as the failing check's.
+#define RUN_TEST(...) run_test(__FILE__, __LINE__, __VA_ARGS__)
+
 template <class Launch>
-void run_test(const std::string& name, Launch launch, const DeviceBuffer& out,
-              const std::vector<float>& expected, double tolerance) {
+void run_test(const char* file, int line, const std::string& name, Launch launch,
+              const DeviceBuffer& out, const std::vector<float>& expected, double tolerance) {
   std::vector<float> got(out.count);
   double max_err = 0.0;
   for (long k = 1; k <= g_launches; ++k) {
@@ -151,6 +159,8 @@ void run_test(const std::string& name, Launch launch, const DeviceBuffer& out,
         r.name = name;
         r.message = buf;
         r.max_abs_err = diff;
+        r.file = file;
+        r.line = line;
         record(r);
         return;
       }
@@ -188,7 +198,7 @@ void test_reduce_sum(int n) {
   double sum = 0.0;
   for (float x : host) sum += x;
   DeviceBuffer in(name, host), partials(name, kReduceMaxBlocks), out(name, 1);
-  run_test(name, [&] { return reduce_sum(in.ptr, partials.ptr, out.ptr, n, 0); }, out,
+  RUN_TEST(name, [&] { return reduce_sum(in.ptr, partials.ptr, out.ptr, n, 0); }, out,
            {float(sum)}, 0.0);
 }
 
@@ -199,7 +209,7 @@ void test_transpose(int rows, int cols) {
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) expected[size_t(c) * rows + r] = host[size_t(r) * cols + c];
   DeviceBuffer in(name, host), out(name, host.size());
-  run_test(name, [&] { return transpose(in.ptr, out.ptr, rows, cols, 0); }, out, expected, 0.0);
+  RUN_TEST(name, [&] { return transpose(in.ptr, out.ptr, rows, cols, 0); }, out, expected, 0.0);
 }
 
 const float kWeights[2 * kStencilRadius + 1] = {0.05f, 0.1f, 0.2f, 0.3f, 0.2f, 0.1f, 0.05f};
@@ -217,7 +227,7 @@ void test_stencil(int n) {
     expected[i] = float(acc);
   }
   DeviceBuffer in(name, host), out(name, n);
-  run_test(name, [&] { return stencil_1d(in.ptr, out.ptr, n, 0); }, out, expected, 1e-5);
+  RUN_TEST(name, [&] { return stencil_1d(in.ptr, out.ptr, n, 0); }, out, expected, 1e-5);
 }
 
 [[noreturn]] void usage(const char* why) {

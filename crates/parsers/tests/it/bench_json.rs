@@ -262,6 +262,8 @@ fn a_results_document_built_from_the_schema_types_reads_back() {
             passed: false,
             message: None,
             max_abs_err: Some(2.5),
+            file: Some("tests/check_gemm.cu".into()),
+            line: Some(88),
         }],
     };
     let text = serde_json::to_string(&doc).unwrap();
@@ -270,6 +272,11 @@ fn a_results_document_built_from_the_schema_types_reads_back() {
     assert!(log.complete);
     assert_eq!(log.checks, doc.results);
     assert_eq!(log.findings.len(), 1);
+    // The failing check's place in the program's source is the finding's.
+    assert_eq!(
+        (log.findings[0].file.as_deref(), log.findings[0].line),
+        (Some("tests/check_gemm.cu"), Some(88))
+    );
     // Another schema version is read but never complete.
     let other = text.replace(RESULTS_SCHEMA, "exhibit.results/2");
     let log = parsers::parse(Format::ProgramResults, &other);

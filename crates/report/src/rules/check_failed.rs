@@ -52,8 +52,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.config = f.config.clone();
         // A failed check in a config whose fault a tool located is that fault's symptom.
         d.attach_to = ctx.root_cause_of_config(f.config.as_deref());
-        if test_case {
+        if finding.file.is_some() {
             d.location = ctx.user_location(finding);
+        }
+        if test_case {
             // Not when the tool located it in another test, run alone.
             if let Some(root) = d.attach_to.and_then(|r| ctx.prior.get(r))
                 && let Some(tool_test) = root
@@ -124,8 +126,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             (
                 format!(
                     "{by} compared its output for {name} with its reference and reported a \
-                     failure{}{}. Exhibit did not re-check it: the program's own verdict is the \
+                     failure{}{}{}. Exhibit did not re-check it: the program's own verdict is the \
                      evidence.",
+                    d.location
+                        .as_ref()
+                        .map(|l| format!(" at {}", md_code(&l.to_string())))
+                        .unwrap_or_default(),
                     finding
                         .details
                         .get("max_abs_err")
