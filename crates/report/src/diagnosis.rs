@@ -405,12 +405,13 @@ fn one_cause_per_fault(drafts: &mut [Draft]) {
             let place = drafts.get(i).and_then(|d| d.location.clone());
             let rule = drafts.get(i).map(|d| d.rule);
             // Another rule's draft at this line (the same rule's drafts merge across kernels
-            // and configs in `finish`).
+            // and configs in `finish`); failing checks at one line (one assertion failing for
+            // several shapes) are one fault too.
             let same = kept.iter().copied().find(|&k| {
                 place.is_some()
-                    && drafts
-                        .get(k)
-                        .is_some_and(|d| d.location == place && Some(d.rule) != rule)
+                    && drafts.get(k).is_some_and(|d| {
+                        d.location == place && (Some(d.rule) != rule || d.rule == "check-failed")
+                    })
             });
             match same {
                 Some(k) => moves.push((i, k)),

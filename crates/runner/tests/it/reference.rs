@@ -234,7 +234,7 @@ fn the_torch_extension_example_names_both_seed_failures() {
 }
 
 #[test]
-fn the_cuda_cpp_example_names_the_race_and_the_out_of_bounds_write() {
+fn the_cuda_cpp_example_names_the_race_the_failing_check_and_the_out_of_bounds_write() {
     let json: Value =
         serde_json::from_str(&report(&example_run("cuda-cpp"), "json")).expect("JSON");
     let errors: Vec<(String, String, String)> = json["diagnoses"]
@@ -259,11 +259,22 @@ fn the_cuda_cpp_example_names_the_race_and_the_out_of_bounds_write() {
                 r#""src/kernels.cu":78"#.to_string()
             ),
             (
+                "check-failed".to_string(),
+                r#"["halo"]"#.to_string(),
+                r#""tests/test_kernels.cu":230"#.to_string()
+            ),
+            (
                 "out-of-bounds".to_string(),
                 r#"["oob"]"#.to_string(),
-                r#""src/kernels.cu":127"#.to_string()
+                r#""src/kernels.cu":131"#.to_string()
             ),
         ]
+    );
+    // The halo plant fails the stencil test on three lengths at one line: one fault.
+    let md = report(&example_run("cuda-cpp"), "md");
+    assert!(
+        md.contains("**Verdict:** ❌ Failing: 3 root causes"),
+        "{md}"
     );
 }
 

@@ -81,7 +81,11 @@ fn the_examples_validate() {
             .expect("start the runner");
         assert_eq!(code(&out), 0, "{example}: {}", stderr(&out));
         let text = String::from_utf8_lossy(&out.stdout);
-        let configs = if example.ends_with("cuda-cpp") { "4 configs" } else { "3 configs" };
+        let configs = if example.ends_with("cuda-cpp") {
+            "4 configs"
+        } else {
+            "3 configs"
+        };
         assert!(text.contains(configs), "{example}: {text}");
     }
 }
