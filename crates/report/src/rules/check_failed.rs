@@ -13,7 +13,21 @@ use crate::text::{md_code, md_text, scrub};
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out = Vec::new();
-    for (index, f) in j.findings.iter().enumerate() {
+    // The check stage's own report of a test first: it leads the draft the others (the same
+    // test run under a sanitizer, ncu or the stress search) merge into.
+    let mut order: Vec<usize> = (0..j.findings.len()).collect();
+    order.sort_by_key(|&i| {
+        let from_check = j
+            .findings
+            .get(i)
+            .and_then(|f| j.source(f.source))
+            .is_some_and(|s| s.kind == crate::StageKind::Check);
+        (!from_check, i)
+    });
+    for index in order {
+        let Some(f) = j.findings.get(index) else {
+            continue;
+        };
         let finding = f.finding;
         if finding.kind != FindingKind::CheckFailed || ctx.explained(index) {
             continue;
