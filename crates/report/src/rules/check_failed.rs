@@ -21,7 +21,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .findings
             .get(i)
             .and_then(|f| j.source(f.source))
-            .is_some_and(|s| s.kind == crate::StageKind::Check);
+            .and_then(|s| s.stage)
+            .is_some_and(|st| st.kind == crate::StageKind::Check);
         (!from_check, i)
     });
     for index in order {
@@ -30,6 +31,16 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         };
         let finding = f.finding;
         if finding.kind != FindingKind::CheckFailed || ctx.explained(index) {
+            continue;
+        }
+        // The same test of the same config, reported by another of its runs (under a
+        // sanitizer, ncu, a stress search): more evidence for the draft it has already.
+        if let Some(d) = out
+            .iter_mut()
+            .find(|d: &&mut Draft| d.config == f.config && d.key == finding.fingerprint)
+        {
+            d.evidence.push(ctx.finding_evidence(f));
+            d.explains.push(index);
             continue;
         }
         let detail = |key: &str| finding.details.get(key).and_then(|v| v.as_str());
