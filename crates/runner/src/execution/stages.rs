@@ -179,21 +179,6 @@ enum Build {
     Plan,
 }
 
-fn build(
-    unit: &Unit,
-    stage: &Stage,
-    pipeline: &Pipeline,
-    preflight: &Preflight,
-    paths: &Paths,
-    build: Build,
-) -> Result<Invocation, String> {
-    let target = pipeline
-        .target
-        .as_ref()
-        .ok_or("the pipeline has no target")?;
-    target_invocation(unit, stage, pipeline, target, preflight, paths, build)
-}
-
 #[derive(Default)]
 struct Argv {
     argv: Vec<OsString>,
@@ -428,18 +413,22 @@ pub fn program_line(
     }
 }
 
-/// A target's units: its build, its program alone or inside compute-sanitizer or ncu, and its
-/// baseline. The SASS of its products and the stress search run several processes and are
-/// driven by the orchestrator; this builds their first step's record.
-fn target_invocation(
+/// A target's units (the built-in kernel's too): its build, its program alone or inside
+/// compute-sanitizer or ncu, and its baseline. The SASS of its products, a stress search and a
+/// stage split by test run several processes and are driven by the orchestrator; this builds
+/// their first step's record.
+fn build(
     unit: &Unit,
     stage: &Stage,
     pipeline: &Pipeline,
-    target: &Target,
     preflight: &Preflight,
     paths: &Paths,
     build: Build,
 ) -> Result<Invocation, String> {
+    let target: &Target = pipeline
+        .target
+        .as_ref()
+        .ok_or("the pipeline has no target")?;
     let tool_path = |name: &str| tool_path(preflight, name, build);
     // A stress stage with `launches:` searches over `{launches}`; one without runs once.
     let launches = (unit.kind == StageKind::Stress)
