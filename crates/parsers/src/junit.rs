@@ -54,6 +54,8 @@ struct Open {
     text: String,
     system_out: String,
     param: Option<String>,
+    /// GoogleTest's `result` attribute (`completed`, `skipped`), which only it writes.
+    result: Option<String>,
 }
 
 /// Parses a JUnit XML document from a reader.
@@ -131,16 +133,7 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
                 text.push_str(&t.into_inner());
             }
             Event::GeneralRef(r) => {
-                let name = r.into_inner();
-                let c = match name.as_ref() {
-                    "quot" => Some('"'),
-                    "amp" => Some('&'),
-                    "lt" => Some('<'),
-                    "gt" => Some('>'),
-                    "apos" => Some('\''),
-                    other => char_ref(other),
-                };
-                if let Some(c) = c
+                if let Some(c) = crate::util::xml_entity(&r.into_inner())
                     && text.len() < MAX_TEXT
                 {
                     text.push(c);
@@ -161,19 +154,6 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
     }
     log.findings = findings(&log.tests, &log.tests_framework);
     log
-}
-
-/// `&#10;`, `&#x0A;`: a character reference.
-fn char_ref(name: &str) -> Option<char> {
-    let number = name.strip_prefix('#')?;
-    let code = match number
-        .strip_prefix('x')
-        .or_else(|| number.strip_prefix('X'))
-    {
-        Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-        None => number.parse().ok()?,
-    };
-    char::from_u32(code)
 }
 
 /// Reads the attributes of an element that opens or describes a test case.
@@ -199,6 +179,7 @@ fn element(name: &str, e: &BytesStart<'_>, open: &mut Option<Open>) {
                 line: get("line").and_then(|l| l.parse().ok()),
                 time_s: get("time").and_then(|t| t.parse().ok()),
                 param: get("value_param"),
+                result: get("result"),
                 ..Open::default()
             };
             // GoogleTest marks a test that did not run (`status="notrun"`) or was skipped.
@@ -241,10 +222,7 @@ fn finish(case: Open, log: &mut ParsedLog) {
     // Where it failed: the failure's own location (the innermost frame of the test's file for
     // a traceback), else the test's definition.
     // pytest names a test function `test*` and files it under its module's dotted path.
-    let pytest = case.file.is_none()
-        && case.name.starts_with("test")
-        && !case.name.contains(' ')
-        && case.classname != case.name;
+    let pytest = framework(&case) == "pytest";
     let own_file = pytest.then(|| module_file(&case.classname)).flatten();
     let mut location = failed
         .then(|| failure_location(&text, own_file.as_deref()))
@@ -290,7 +268,7 @@ fn finish(case: Open, log: &mut ParsedLog) {
 
 /// The framework that wrote a document, told from a test case's shape.
 fn framework(case: &Open) -> &'static str {
-    if case.file.is_some() && case.line.is_some() {
+    if case.result.is_some() {
         "GoogleTest"
     } else if case.classname.ends_with(".global") {
         "Catch2"

@@ -128,16 +128,7 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
             }
             Event::Text(t) if text.len() < MAX_TEXT => text.push_str(&t.xml10_content()),
             Event::GeneralRef(r) => {
-                let name = r.into_inner();
-                let c = match name.as_ref() {
-                    "quot" => Some('"'),
-                    "amp" => Some('&'),
-                    "lt" => Some('<'),
-                    "gt" => Some('>'),
-                    "apos" => Some('\''),
-                    other => char_ref(other),
-                };
-                if let Some(c) = c
+                if let Some(c) = crate::util::xml_entity(&r.into_inner())
                     && text.len() < MAX_TEXT
                 {
                     text.push(c);
@@ -160,15 +151,6 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
     };
     log.findings = sites.into_findings();
     log
-}
-
-fn char_ref(name: &str) -> Option<char> {
-    let n = name.strip_prefix('#')?;
-    let code = match n.strip_prefix('x') {
-        Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-        None => n.parse().ok()?,
-    };
-    char::from_u32(code)
 }
 
 /// Stores the text of an element that just closed, by its path under `<record>`.

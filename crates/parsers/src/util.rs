@@ -81,6 +81,29 @@ pub(crate) fn clip(s: &str, max: usize) -> String {
     format!("{}…", s.get(..end).unwrap_or(""))
 }
 
+/// The character an XML entity reference (`&quot;`, `&#10;`, `&#x0A;`) stands for, by its name;
+/// `None` for an entity XML does not predefine.
+pub(crate) fn xml_entity(name: &str) -> Option<char> {
+    match name {
+        "quot" => Some('"'),
+        "amp" => Some('&'),
+        "lt" => Some('<'),
+        "gt" => Some('>'),
+        "apos" => Some('\''),
+        other => {
+            let number = other.strip_prefix('#')?;
+            let code = match number
+                .strip_prefix('x')
+                .or_else(|| number.strip_prefix('X'))
+            {
+                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+                None => number.parse().ok()?,
+            };
+            char::from_u32(code)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

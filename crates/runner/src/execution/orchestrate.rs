@@ -705,13 +705,7 @@ impl Executor<'_> {
                     .map_or_else(|| self.pipeline.root.clone(), |c| self.pipeline.resolve(c));
                 let split = crate::execution::split::Split {
                     kind,
-                    framework: crate::execution::split::Framework::of(
-                        if stage_cfg.command.is_empty() {
-                            &target.program.command
-                        } else {
-                            &stage_cfg.command
-                        },
-                    ),
+                    framework: crate::execution::split::Framework::of(target.command_of(stage_cfg)),
                     invocation: &invocation,
                     program: &program,
                     cwd: &cwd,

@@ -266,7 +266,7 @@ fn severity(status: StageStatus) -> u8 {
 
 /// The node ids `pytest --collect-only --verbosity=-1` printed: one per line,
 /// `path::name[params]`, before its summary.
-pub fn test_ids(listing: &str) -> Vec<String> {
+fn test_ids(listing: &str) -> Vec<String> {
     listing
         .lines()
         .map(str::trim_end)
@@ -277,7 +277,7 @@ pub fn test_ids(listing: &str) -> Vec<String> {
 
 /// The tests `--gtest_list_tests` printed: a suite per unindented line ending in `.`, its tests
 /// indented under it, a parameter's value after `#`.
-pub fn gtest_ids(listing: &str) -> Vec<String> {
+fn gtest_ids(listing: &str) -> Vec<String> {
     let mut suite: Option<&str> = None;
     let mut ids = Vec::new();
     for line in listing.lines() {

@@ -367,10 +367,8 @@ pub fn program_line(
             .as_ref()
             .map(|b| b.command.clone())
             .unwrap_or_default()
-    } else if !stage.command.is_empty() {
-        stage.command.clone()
     } else {
-        target.program.command.clone()
+        target.command_of(stage).to_vec()
     };
     let mut words = words;
     // A wrapper (compute-sanitizer, ncu) takes the stage's args for itself.

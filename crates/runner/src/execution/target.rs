@@ -333,53 +333,37 @@ pub fn failure_line(stderr: &str, stdout: &str) -> Option<String> {
 /// import, or pytest stopped before running a test (collection errors, usage errors, no tests).
 /// `None` when nothing says so: the program ran, and its failure is evidence.
 pub fn could_not_start(output: &str, code: i32) -> Option<String> {
-    const MARKERS: &[&str] = &[
+    // Lines only a start-up failure prints.
+    const ALWAYS: &[&str] = &[
         "No module named",
         "ModuleNotFoundError",
         "ImportError",
         "can't open file",
         "cannot open shared object file",
         "error while loading shared libraries",
+        "ERROR collecting",
+    ];
+    // Lines a program that ran may print too (it failed to open a file of its own): they count
+    // only with an exit status that is the shell's, Python's or pytest's "did not start".
+    const WITH_STATUS: &[&str] = &[
         ": command not found",
         ": not found",
         "Permission denied",
         "No such file or directory",
-        "ERROR collecting",
         "no tests ran",
         "error: unrecognized arguments",
         "usage error",
     ];
-    let own = |line: &&str| {
-        let t = line.trim();
-        !t.is_empty() && !t.starts_with("==") && !t.starts_with('"')
-    };
-    let found = output
+    let start_status = matches!(code, 2..=5 | 126 | 127);
+    output
         .lines()
-        .filter(own)
-        .find(|line| MARKERS.iter().any(|m| line.contains(m)))
-        .map(|line| line.trim().chars().take(300).collect::<String>());
-    match found {
-        // A program that ran and then failed to open a file of its own said so too: only an
-        // exit status that is the shell's, Python's or pytest's "did not start" counts, or a
-        // line that only a start-up failure prints.
-        Some(line)
-            if matches!(code, 2..=5 | 126 | 127)
-                || [
-                    "No module named",
-                    "ModuleNotFoundError",
-                    "ImportError",
-                    "can't open file",
-                    "cannot open shared object file",
-                    "error while loading shared libraries",
-                    "ERROR collecting",
-                ]
-                .iter()
-                .any(|m| line.contains(m)) =>
-        {
-            Some(line)
-        }
-        _ => None,
-    }
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && !t.starts_with("==") && !t.starts_with('"'))
+        .find(|line| {
+            ALWAYS.iter().any(|m| line.contains(m))
+                || (start_status && WITH_STATUS.iter().any(|m| line.contains(m)))
+        })
+        .map(|line| line.chars().take(300).collect())
 }
 
 /// The next count a launch search tries: the limit first (a program clean there needs no other

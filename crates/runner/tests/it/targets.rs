@@ -71,6 +71,28 @@ fn project(target: &str, stages_yaml: &str) -> Project {
     project
 }
 
+/// `runner report RUN [--format F]`'s output, as text.
+fn rendered(run: &Path, format: &str) -> String {
+    let out = std::process::Command::new(BIN)
+        .args(["report", "--format", format])
+        .arg(run)
+        .output()
+        .expect("render");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The error-level diagnoses of a stored run's JSON report.
+fn error_diagnoses(run: &Path) -> Vec<Value> {
+    let json: Value = serde_json::from_str(&rendered(run, "json")).expect("json");
+    json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["level"] == "error")
+        .cloned()
+        .collect()
+}
+
 #[test]
 fn the_examples_validate() {
     for example in ["examples/cuda-cpp", "examples/torch-extension"] {
@@ -645,20 +667,9 @@ fn a_program_that_cannot_start_is_a_broken_pipeline_not_a_root_cause() {
             "{reason}"
         );
         let run = project.runs().pop().expect("a run");
-        let report = std::process::Command::new(BIN)
-            .args(["report", "--format", "json"])
-            .arg(&run)
-            .output()
-            .expect("render");
-        let json: Value = serde_json::from_slice(&report.stdout).expect("json");
-        assert!(
-            json["diagnoses"]
-                .as_array()
-                .expect("diagnoses")
-                .iter()
-                .all(|d| d["level"] != "error"),
-            "{json:#}"
-        );
+        let errors = error_diagnoses(&run);
+        assert!(errors.is_empty(), "{errors:#?}");
+        let json: Value = serde_json::from_str(&rendered(&run, "json")).expect("json");
         assert_ne!(json["verdict"]["kind"], "failing", "{}", json["verdict"]);
     }
 }
@@ -684,18 +695,7 @@ fn a_failing_test_in_a_junit_report_is_a_root_cause_named_by_its_id() {
     let out = project.run(&["pipeline.yaml"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let run = project.runs().pop().expect("a run");
-    let report = std::process::Command::new(BIN)
-        .args(["report", "--format", "json"])
-        .arg(&run)
-        .output()
-        .expect("render");
-    let json: Value = serde_json::from_slice(&report.stdout).expect("json");
-    let errors: Vec<&Value> = json["diagnoses"]
-        .as_array()
-        .expect("diagnoses")
-        .iter()
-        .filter(|d| d["level"] == "error")
-        .collect();
+    let errors = error_diagnoses(&run);
     let titles: Vec<&str> = errors.iter().filter_map(|d| d["title"].as_str()).collect();
     assert_eq!(errors.len(), 2, "{titles:#?}");
     // Titles are Markdown: the message's `<` is escaped.
@@ -725,15 +725,7 @@ fn a_failing_test_in_a_junit_report_is_a_root_cause_named_by_its_id() {
             .any(|t| t.starts_with("Test `tests/test_softmax.py::test_uses_device` errored")),
         "{titles:#?}"
     );
-    let md = String::from_utf8_lossy(
-        &std::process::Command::new(BIN)
-            .arg("report")
-            .arg(&run)
-            .output()
-            .expect("render")
-            .stdout,
-    )
-    .into_owned();
+    let md = rendered(&run, "md");
     assert!(md.contains("5/7 passed; 2 skipped"), "{md}");
 }
 
@@ -786,32 +778,14 @@ fn a_split_sanitizer_stage_names_the_test_an_error_came_from() {
             .ends_with("bin/pytest tests/test_k.py::test_oob"),
         "{argv}"
     );
-    let report = std::process::Command::new(BIN)
-        .args(["report", "--format", "json"])
-        .arg(&run)
-        .output()
-        .expect("render");
-    let json: Value = serde_json::from_slice(&report.stdout).expect("json");
-    let oob = json["diagnoses"]
-        .as_array()
-        .expect("diagnoses")
-        .iter()
-        .find(|d| d["level"] == "error")
-        .unwrap_or_else(|| panic!("{json:#}"));
+    let errors = error_diagnoses(&run);
+    let oob = errors.first().unwrap_or_else(|| panic!("{errors:#?}"));
     assert_eq!(
         oob["figures"]["test"], "tests/test_k.py::test_oob",
         "{oob:#}"
     );
     assert_eq!(oob["location"]["line"], 11, "{oob:#}");
-    let md = String::from_utf8_lossy(
-        &std::process::Command::new(BIN)
-            .arg("report")
-            .arg(&run)
-            .output()
-            .expect("render")
-            .stdout,
-    )
-    .into_owned();
+    let md = rendered(&run, "md");
     assert!(md.contains(", in test `tests/test_k.py::test_oob`"), "{md}");
 }
 
@@ -855,19 +829,8 @@ fn gtest_ctest_and_catch2_failures_are_named_by_their_test() {
         let out = project.run(&["pipeline.yaml"]);
         assert_eq!(code(&out), 1, "{fixture}: {}", stderr(&out));
         let run = project.runs().pop().expect("a run");
-        let report = std::process::Command::new(BIN)
-            .args(["report", "--format", "json"])
-            .arg(&run)
-            .output()
-            .expect("render");
-        let json: Value = serde_json::from_slice(&report.stdout).expect("json");
-        let titles: Vec<&str> = json["diagnoses"]
-            .as_array()
-            .expect("diagnoses")
-            .iter()
-            .filter(|d| d["level"] == "error")
-            .filter_map(|d| d["title"].as_str())
-            .collect();
+        let errors = error_diagnoses(&run);
+        let titles: Vec<&str> = errors.iter().filter_map(|d| d["title"].as_str()).collect();
         assert_eq!(titles, [title], "{fixture}");
     }
 }

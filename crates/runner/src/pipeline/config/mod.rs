@@ -531,11 +531,7 @@ impl Pipeline {
                         "only compute-sanitizer stages split their run by test".into(),
                     ));
                 }
-                let command = if stage.command.is_empty() {
-                    self.target.as_ref().map(|t| t.program.command.as_slice())
-                } else {
-                    Some(stage.command.as_slice())
-                };
+                let command = self.target.as_ref().map(|t| t.command_of(stage));
                 // A Python program that is not pytest has no tests to list.
                 let python = |argv: &[String]| {
                     argv.first()

@@ -83,6 +83,17 @@ impl ExitCodes {
     }
 }
 
+impl Target {
+    /// What a stage that runs the program starts: its own `command`, else the program's.
+    pub fn command_of<'a>(&'a self, stage: &'a Stage) -> &'a [String] {
+        if stage.command.is_empty() {
+            &self.program.command
+        } else {
+            &stage.command
+        }
+    }
+}
+
 impl Program {
     /// Whether the program runs under Python.
     pub fn is_python(&self) -> bool {
