@@ -561,6 +561,30 @@ fn perf_changes(a: &Analysis, b: &Analysis, opts: &NoiseOptions) -> (Vec<PerfCha
                 (baseline, bench.clone(), cached_from),
             );
         }
+        // A program's own benchmarks (pytest-benchmark, Google Benchmark): by config and name.
+        for source in &an.joined.sources {
+            let baseline = match source.kind {
+                crate::StageKind::Bench => false,
+                crate::StageKind::Baseline => true,
+                _ => continue,
+            };
+            let cached_from = source.stage.and_then(|s| s.cached_from.clone());
+            for t in &source.log.timings {
+                let Some(bench) = program_bench(t) else {
+                    continue;
+                };
+                let implementation = source.config.unwrap_or("program").to_string();
+                out.insert(
+                    (
+                        Case::none(),
+                        implementation,
+                        bench.cache.clone(),
+                        t.name.clone(),
+                    ),
+                    (baseline, bench, cached_from.clone()),
+                );
+            }
+        }
         out
     };
     let ta = timings(a);
@@ -600,6 +624,28 @@ fn perf_changes(a: &Analysis, b: &Analysis, opts: &NoiseOptions) -> (Vec<PerfCha
         });
     }
     (out, same_measurement)
+}
+
+/// A program's timing in the harness's terms, for the noise judgement: its median (else mean),
+/// its spread from its standard deviation, its samples (its repetitions or rounds).
+fn program_bench(t: &parsers::Timing) -> Option<parsers::harness::Bench> {
+    let p50 = t.median_us.or(t.mean_us)?;
+    Some(parsers::harness::Bench {
+        cache: crate::timings::format_name(t.format).to_string(),
+        timing: t.name.clone(),
+        samples: t.samples.unwrap_or(1),
+        min_us: t.min_us.unwrap_or(f64::NAN),
+        p50_us: p50,
+        p90_us: f64::NAN,
+        p99_us: f64::NAN,
+        mean_us: t.mean_us.unwrap_or(f64::NAN),
+        stdev_us: t.stdev_us.unwrap_or(f64::NAN),
+        tflops: f64::NAN,
+        gbps: f64::NAN,
+        sm_clock_mhz_before: None,
+        sm_clock_mhz_after: None,
+        throttled: None,
+    })
 }
 
 fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {

@@ -22,6 +22,8 @@
 //!   [`VerdictKind`]: clean, warnings, failing, inconclusive).
 //! - `runner explain FILE...`: [`explain`] on the parsed logs, [`render_explanation`], and
 //!   [`Explanation::is_clean`] for the exit code.
+//! - `runner bisect GOOD BAD`: [`bisect::choose_cause`] or [`bisect::choose_slower`] for what
+//!   makes a commit bad, [`bisect::judge`] for each step, [`render_bisect`] for the answer.
 //! - `runner diff RUN_A RUN_B`: [`diff()`] with [`DiffOptions`], [`render_diff`], and
 //!   [`Diff::has_regression`] for the exit code.
 //!
@@ -41,6 +43,7 @@
 //! ```
 
 mod analysis;
+pub mod bisect;
 pub mod check_failure;
 mod diagnosis;
 pub mod diff;
@@ -114,6 +117,19 @@ pub fn render_bench_svg(evidence: &Evidence) -> Option<String> {
 /// report's own directory.
 pub fn bench_svg_file_name(run: &Run) -> String {
     format!("{}.bench.svg", run.id)
+}
+
+/// Renders a bisection as Markdown (or its short form, for a pull-request comment) or JSON.
+pub fn render_bisect(bisection: &bisect::Bisection, format: OutputFormat, summary: bool) -> String {
+    safe(match format {
+        OutputFormat::Json => {
+            let mut text = serde_json::to_string_pretty(bisection).unwrap_or_default();
+            text.push('\n');
+            text
+        }
+        _ if summary => render::bisect_markdown::summary(bisection),
+        _ => render::bisect_markdown::render(bisection),
+    })
 }
 
 /// Renders a diff of two runs as Markdown or JSON (SARIF and JUnit render the new root causes).

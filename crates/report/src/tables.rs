@@ -36,8 +36,23 @@ impl Case {
         }
     }
 
-    /// `B=2 H=8 S=512 D=64 f16` with ` causal` when masked.
+    /// No case: a program's own benchmark, named by itself.
+    pub fn none() -> Case {
+        Case {
+            batch: 0,
+            heads: 0,
+            seq_len: 0,
+            head_dim: 0,
+            dtype: String::new(),
+            causal: false,
+        }
+    }
+
+    /// `B=2 H=8 S=512 D=64 f16` with ` causal` when masked; empty for [`Case::none`].
     pub fn label(&self) -> String {
+        if *self == Case::none() {
+            return String::new();
+        }
         format!(
             "B={} H={} S={} D={} {}{}",
             self.batch,

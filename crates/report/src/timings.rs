@@ -165,11 +165,11 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
         } else {
             String::new()
         };
-        let (source, unit) = match b.format {
-            parsers::Format::PytestBenchmark => ("pytest-benchmark", "rounds"),
-            parsers::Format::GoogleBenchmark => ("Google Benchmark (`real_time`)", "reps"),
-            parsers::Format::Harness => ("exhibit.harness/1", "samples"),
-            _ => ("the program", "samples"),
+        let source = format_name(b.format);
+        let unit = match b.format {
+            parsers::Format::PytestBenchmark => "rounds",
+            parsers::Format::GoogleBenchmark => "reps",
+            _ => "samples",
         };
         let samples = match (b.samples, b.iterations) {
             (Some(s), Some(i)) => format!("{s} {unit} × {i} it"),
@@ -214,5 +214,15 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
             );
         }
         let _ = writeln!(out);
+    }
+}
+
+/// The name a timing's format is shown under.
+pub fn format_name(format: parsers::Format) -> &'static str {
+    match format {
+        parsers::Format::PytestBenchmark => "pytest-benchmark",
+        parsers::Format::GoogleBenchmark => "Google Benchmark (`real_time`)",
+        parsers::Format::Harness => "exhibit.harness/1",
+        _ => "the program",
     }
 }

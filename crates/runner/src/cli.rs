@@ -94,6 +94,10 @@ pub enum Command {
         #[arg(long = "as", value_enum, value_name = "LOG_FORMAT")]
         log_format: Option<LogFormat>,
     },
+    /// Find the first commit after GOOD up to BAD at which the evidence changed as it did
+    /// between them: a root cause BAD has (or, with --slower, a slower timing). Each commit runs
+    /// in a worktree of its own; the user's working tree is never touched.
+    Bisect(BisectArgs),
     /// Compare two stored runs: new and fixed findings, resource and timing changes (exit 1 on a
     /// regression).
     Diff {
@@ -141,6 +145,13 @@ pub struct RunArgs {
     /// The pipeline file, e.g. pipeline.yaml.
     #[arg(required = true)]
     pub pipeline: Option<PathBuf>,
+    #[command(flatten)]
+    pub options: RunOptions,
+}
+
+/// How to run a pipeline: `runner PIPELINE`'s options, which `runner bisect` takes too.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunOptions {
     /// Run every stage even when an earlier run had the same inputs, and ask every tool its
     /// version and the GPU again instead of reusing what an earlier run learned.
     #[arg(long)]
@@ -179,7 +190,7 @@ pub struct RunArgs {
     pub slurm: Option<String>,
 }
 
-impl RunArgs {
+impl RunOptions {
     /// The options a remote runner is given: these, without `--host`.
     fn forwarded(&self) -> Vec<String> {
         let mut args = Vec::new();
@@ -220,6 +231,34 @@ fn parse_gpus(text: &str) -> Result<orchestrate::Gpus, String> {
             )),
         },
     }
+}
+
+/// `runner bisect`'s arguments.
+#[derive(Debug, Clone, Args)]
+pub struct BisectArgs {
+    /// A commit without it (any revision git understands: a hash, a tag, `HEAD~30`).
+    pub good: String,
+    /// A commit with it.
+    pub bad: String,
+    /// The pipeline file, in the repository.
+    #[arg(default_value = "pipeline.yaml")]
+    pub pipeline: PathBuf,
+    /// Look for this root cause of BAD's run, numbered from 1 as its report numbers them
+    /// (default: BAD's only one, or the first one GOOD has not).
+    #[arg(long, value_name = "N", conflicts_with = "slower", value_parser = clap::value_parser!(u16).range(1..))]
+    pub cause: Option<u16>,
+    /// Look for the commit that made a timing slower: a config's name, or part of a timing's
+    /// label as `runner diff` shows it (`d64`, `B=2 H=8 S=512`).
+    #[arg(long, value_name = "BENCH")]
+    pub slower: Option<String>,
+    /// The answer's format on stdout (Markdown or JSON; both are kept beside the runs).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
+    pub format: ReportFormat,
+    /// The short form, for a pull-request comment; Markdown only.
+    #[arg(long)]
+    pub summary: bool,
+    #[command(flatten)]
+    pub options: RunOptions,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -279,6 +318,8 @@ pub enum Error {
     Remote(#[from] remote::RemoteError),
     #[error("{0}")]
     Io(String),
+    #[error(transparent)]
+    Bisect(#[from] crate::bisect::BisectError),
 }
 
 impl Error {
@@ -286,6 +327,7 @@ impl Error {
     pub fn is_usage(&self) -> bool {
         match self {
             Error::Config(_) | Error::Usage(_) => true,
+            Error::Bisect(crate::bisect::BisectError::Usage(_)) => true,
             Error::Run(RunError::Plan(_) | RunError::Gpus(_)) => true,
             Error::Read(ReadError::Refused { source, .. }) => {
                 matches!(source, crate::evidence::rundir::Refused::Missing)
@@ -306,6 +348,7 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
         Some(Command::Run(args)) => run(args, host),
         None => run(cli.run, host),
         Some(Command::Check { pipeline }) => check(&pipeline),
+        Some(Command::Bisect(args)) => bisect(args, host),
         Some(Command::Attach { session, root }) => attach(&root, &session),
         Some(Command::Report {
             run_dir,
@@ -445,68 +488,29 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         .clone()
         .ok_or_else(|| Error::Usage("name a pipeline file, e.g. `runner pipeline.yaml`".into()))?;
     let pipeline = Pipeline::load(&path)?;
-    if let Some(remote_host) = &args.host {
-        let base = remote::base(args.remote_dir.as_deref())?;
-        return run_remote(&pipeline, &path, remote_host, &base, &args.forwarded());
+    let opts = &args.options;
+    if let Some(remote_host) = &opts.host {
+        let base = remote::base(opts.remote_dir.as_deref())?;
+        return run_remote(&pipeline, &path, remote_host, &base, &opts.forwarded());
     }
     let interrupt = signals()?;
-    crate::process::leftovers::become_subreaper();
-    let orphans = crate::process::leftovers::sweep_orphans(pipeline.grace);
-    if !orphans.is_empty() {
-        // Command lines are a program's text: no control sequence reaches the terminal.
-        eprintln!(
-            "{}",
-            report::text::strip_controls(&format!(
-                "ended {} process{} that a killed run left running: {}",
-                orphans.len(),
-                if orphans.len() == 1 { "" } else { "es" },
-                orphans.join("; ")
-            ))
-        );
-    }
+    prepare(&pipeline);
     let terminal = Terminal::new();
-    let env = Env {
-        reuse_facts: !args.force,
-        stages: args.only.clone(),
-        ..Env::from_process()
-    };
     let cx = Context {
-        env,
+        env: Env {
+            reuse_facts: !opts.force,
+            stages: opts.only.clone(),
+            ..Env::from_process()
+        },
         harness: host.harness,
         progress: &terminal,
         interrupt,
     };
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let min_free_bytes = match std::env::var("EXHIBIT_MIN_FREE_BYTES") {
-        Ok(text) => text.trim().parse().map_err(|_| {
-            Error::Usage(format!(
-                "EXHIBIT_MIN_FREE_BYTES: `{text}` is not a number of bytes"
-            ))
-        })?,
-        Err(_) => crate::evidence::rundir::MIN_FREE_BYTES,
+    let selection = Selection {
+        stages: opts.only.clone(),
+        configs: opts.configs.clone(),
     };
-    let options = Options {
-        min_free_bytes,
-        force: args.force,
-        selection: Selection {
-            stages: args.only,
-            configs: args.configs,
-        },
-        limits: crate::planning::schedule::Limits {
-            jobs: args.jobs.map_or(cores, usize::from),
-            // 0: decided from the cores and the GPU's memory once the preflight knows it.
-            gpu_jobs: args.gpu_jobs.map_or(0, usize::from),
-            gpus: 1,
-        },
-        gpus: args.gpus.unwrap_or_default(),
-        launcher: match &args.slurm {
-            Some(options) => crate::process::slurm::Launcher::Slurm(
-                options.split_whitespace().map(str::to_string).collect(),
-            ),
-            None => crate::process::slurm::Launcher::Local,
-        },
-    };
-    let finished = orchestrate::run(&pipeline, &options, &cx)?;
+    let finished = orchestrate::run(&pipeline, &run_options(opts, selection, opts.force)?, &cx)?;
     let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
     for stage in &finished.run.stages {
         *counts
@@ -542,6 +546,223 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         Verdict::Interrupted => {
             Outcome::Interrupted(cx.interrupt.first().unwrap_or(signal_hook::consts::SIGINT))
         }
+    })
+}
+
+/// `runner bisect GOOD BAD [PIPELINE]`.
+fn bisect(args: BisectArgs, host: Host) -> Result<Outcome, Error> {
+    if !matches!(args.format, ReportFormat::Md | ReportFormat::Json) {
+        return Err(Error::Usage(
+            "runner bisect writes Markdown or JSON: --format md or --format json".into(),
+        ));
+    }
+    if args.summary && args.format != ReportFormat::Md {
+        return Err(Error::Usage(
+            "--summary is a Markdown form: drop --format or give --format md".into(),
+        ));
+    }
+    let interrupt = signals()?;
+    let terminal = Terminal::new();
+    let say = |line: &str| eprintln!("{}", report::text::strip_controls(line));
+    let request = crate::bisect::Request {
+        good: args.good.clone(),
+        bad: args.bad.clone(),
+        pipeline: args.pipeline.clone(),
+        cause: args.cause.map(usize::from),
+        slower: args.slower.clone(),
+        selection: Selection {
+            stages: args.options.only.clone(),
+            configs: args.options.configs.clone(),
+        },
+    };
+    let here = Here {
+        options: &args.options,
+        harness: host.harness,
+        terminal: &terminal,
+        interrupt: interrupt.clone(),
+    };
+    let remote;
+    let launch: &dyn crate::bisect::Launch = match &args.options.host {
+        Some(name) => {
+            remote = Remote {
+                host: name.clone(),
+                base: remote::base(args.options.remote_dir.as_deref())?,
+                options: &args.options,
+                interrupt: interrupt.clone(),
+            };
+            &remote
+        }
+        None => &here,
+    };
+    let finished = crate::bisect::bisect(&request, launch, &interrupt, &say)?;
+    let b = &finished.bisection;
+    eprintln!(
+        "bisect: {} pipeline run{}; kept in {}",
+        b.runs,
+        plural(b.runs),
+        crate::evidence::rundir::slash(&finished.dir)
+    );
+    print(&terminated(report::render_bisect(
+        b,
+        args.format.into(),
+        args.summary,
+    )))?;
+    Ok(if finished.interrupted {
+        Outcome::Interrupted(interrupt.first().unwrap_or(signal_hook::consts::SIGINT))
+    } else if b.answered() {
+        Outcome::Clean
+    } else {
+        Outcome::Incomplete
+    })
+}
+
+/// A bisection's runs, here (or under `--slurm`).
+struct Here<'a> {
+    options: &'a RunOptions,
+    harness: BuiltinHarness,
+    terminal: &'a Terminal,
+    interrupt: Interrupt,
+}
+
+impl crate::bisect::Launch for Here<'_> {
+    fn launch(
+        &self,
+        path: &Path,
+        selection: &Selection,
+        force: bool,
+    ) -> Result<crate::bisect::Launched, String> {
+        let pipeline =
+            Pipeline::load(path).map_err(|e| format!("the pipeline does not load: {e}"))?;
+        prepare(&pipeline);
+        let cx = Context {
+            env: Env {
+                reuse_facts: !force,
+                stages: selection.stages.clone(),
+                ..Env::from_process()
+            },
+            harness: self.harness.clone(),
+            progress: self.terminal,
+            interrupt: self.interrupt.clone(),
+        };
+        let options = run_options(self.options, selection.clone(), force || self.options.force)
+            .map_err(|e| e.to_string())?;
+        let finished = orchestrate::run(&pipeline, &options, &cx).map_err(|e| e.to_string())?;
+        Ok(crate::bisect::Launched {
+            dir: pipeline.root.join(&finished.dir),
+            interrupted: finished.verdict == Verdict::Interrupted,
+        })
+    }
+}
+
+/// A bisection's runs on a `--host`.
+struct Remote<'a> {
+    host: String,
+    base: String,
+    options: &'a RunOptions,
+    interrupt: Interrupt,
+}
+
+impl crate::bisect::Launch for Remote<'_> {
+    fn launch(
+        &self,
+        path: &Path,
+        selection: &Selection,
+        force: bool,
+    ) -> Result<crate::bisect::Launched, String> {
+        let pipeline =
+            Pipeline::load(path).map_err(|e| format!("the pipeline does not load: {e}"))?;
+        let options = RunOptions {
+            force: force || self.options.force,
+            only: selection.stages.clone(),
+            configs: selection.configs.clone(),
+            host: None,
+            ..self.options.clone()
+        };
+        let ssh = remote::Ssh::new(&self.host, &self.interrupt).map_err(|e| e.to_string())?;
+        let say = |line: &str| eprintln!("{line}");
+        let session = remote::start(
+            &ssh,
+            &pipeline.root,
+            path,
+            &options.forwarded(),
+            &self.base,
+            &say,
+        )
+        .map_err(|e| e.to_string())?;
+        let interrupted = match remote::follow(&ssh, &session, &mut remote::to_stderr, &say) {
+            Ok(_) => false,
+            Err(remote::RemoteError::Detached { .. }) => {
+                // A bisection interrupted stops its remote run too, and keeps what it wrote.
+                let quiet = Interrupt::new();
+                let stopper = remote::Ssh::new(&self.host, &quiet).map_err(|e| e.to_string())?;
+                remote::stop(&stopper, &session).map_err(|e| e.to_string())?;
+                let _ = remote::follow(&stopper, &session, &mut |_| {}, &say);
+                true
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let quiet = Interrupt::new();
+        let collector = remote::Ssh::new(&self.host, &quiet).map_err(|e| e.to_string())?;
+        match remote::collect(&collector, &pipeline.root, &session).map_err(|e| e.to_string())? {
+            Some(dir) => Ok(crate::bisect::Launched {
+                dir: pipeline.root.join(dir),
+                interrupted,
+            }),
+            None => Err(format!(
+                "{}: the remote run ended before it created its run directory",
+                self.host
+            )),
+        }
+    }
+}
+
+/// What a run here needs before it starts: the runner adopts orphans, and ends what a killed run
+/// left running.
+fn prepare(pipeline: &Pipeline) {
+    crate::process::leftovers::become_subreaper();
+    let orphans = crate::process::leftovers::sweep_orphans(pipeline.grace);
+    if !orphans.is_empty() {
+        // Command lines are a program's text: no control sequence reaches the terminal.
+        eprintln!(
+            "{}",
+            report::text::strip_controls(&format!(
+                "ended {} process{} that a killed run left running: {}",
+                orphans.len(),
+                if orphans.len() == 1 { "" } else { "s" },
+                orphans.join("; ")
+            ))
+        );
+    }
+}
+
+/// The orchestrator's options from the command line's.
+fn run_options(opts: &RunOptions, selection: Selection, force: bool) -> Result<Options, Error> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let min_free_bytes = match std::env::var("EXHIBIT_MIN_FREE_BYTES") {
+        Ok(text) => text.trim().parse().map_err(|_| {
+            Error::Usage(format!(
+                "EXHIBIT_MIN_FREE_BYTES: `{text}` is not a number of bytes"
+            ))
+        })?,
+        Err(_) => crate::evidence::rundir::MIN_FREE_BYTES,
+    };
+    Ok(Options {
+        min_free_bytes,
+        force,
+        selection,
+        limits: crate::planning::schedule::Limits {
+            jobs: opts.jobs.map_or(cores, usize::from),
+            // 0: decided from the cores and the GPU's memory once the preflight knows it.
+            gpu_jobs: opts.gpu_jobs.map_or(0, usize::from),
+            gpus: 1,
+        },
+        gpus: opts.gpus.unwrap_or_default(),
+        launcher: match &opts.slurm {
+            Some(options) => crate::process::slurm::Launcher::Slurm(
+                options.split_whitespace().map(str::to_string).collect(),
+            ),
+            None => crate::process::slurm::Launcher::Local,
+        },
     })
 }
 

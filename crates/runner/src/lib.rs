@@ -23,6 +23,7 @@
 //!   builds each command and judges its ending, and [`execution::steps`] runs the units of
 //!   several processes.
 //!
+//! [`bisect`] finds the commit that changed the evidence, running the pipeline at each step;
 //! [`cli`] holds the subcommands.
 //!
 //! This is the only crate of the workspace that starts processes. Parsing belongs to `parsers`
@@ -56,6 +57,7 @@
 //! assert!(Pipeline::parse(path, "stages: 3").is_err());
 //! ```
 
+pub mod bisect;
 pub mod cli;
 pub mod evidence;
 pub mod execution;

@@ -220,7 +220,10 @@ pub fn render(d: &Diff) -> String {
             let _ = writeln!(
                 out,
                 "| {} | {}{} | {} {} | {}{} | {}{} | {}% | {}% | {}{} |",
-                md_text(&p.case.label()),
+                match p.case.label() {
+                    label if label.is_empty() => "—".to_string(),
+                    label => md_text(&label),
+                },
                 md_cell(&md_code(&p.implementation)),
                 if p.baseline { " (baseline)" } else { "" },
                 md_text(&p.timing),

@@ -40,12 +40,17 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
                 && super::is_error(f.finding)
                 && f.finding.kind != parsers::FindingKind::CheckFailed
         });
-        // A test framework's report names the failing tests, each a finding of its own.
+        // A test framework's report (or the program's own `exhibit.results/1`) names the
+        // failing tests, each a finding of its own.
         let failed_tests = j.findings.iter().any(|f| {
             sources.contains(&f.source)
                 && f.finding.kind == parsers::FindingKind::CheckFailed
-                && j.source(f.source)
-                    .is_some_and(|s| s.log.format == parsers::Format::JUnit)
+                && j.source(f.source).is_some_and(|s| {
+                    matches!(
+                        s.log.format,
+                        parsers::Format::JUnit | parsers::Format::ProgramResults
+                    )
+                })
         });
         if tool_errors || failed_tests {
             continue;

@@ -296,7 +296,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
                 reason: stage.reason.as_deref(),
                 cached_from: stage.cached_from.as_deref(),
             });
-            executor.set_status(i, stage.status);
+            executor.set_status(i, &stage);
             // Skipped units change nothing on disk: they are recorded with the next unit that
             // does.
             let wrote = stage.status != StageStatus::Skipped || stage.cached_from.is_some();
@@ -442,7 +442,8 @@ struct Executor<'a> {
     interrupt: &'a Interrupt,
     launcher: &'a Launcher,
     /// Each unit's status once it ended: what its dependents read.
-    statuses: Mutex<Vec<Option<StageStatus>>>,
+    /// Each ended unit's status and exit code.
+    statuses: Mutex<Vec<Option<Ended>>>,
     /// Build unit index to its identity ([`Executor::build_identity`]).
     builds: Mutex<HashMap<usize, String>>,
     harness_hash: OnceLock<String>,
@@ -450,17 +451,20 @@ struct Executor<'a> {
 
 type FlagInput = Option<(String, String)>;
 
+/// How a unit ended: its status and its process's exit code.
+type Ended = (StageStatus, Option<i32>);
+
 impl Executor<'_> {
-    /// The status of unit `i`, once it ended.
-    fn status(&self, i: usize) -> Option<StageStatus> {
+    /// The status and exit code of unit `i`, once it ended.
+    fn ending(&self, i: usize) -> Option<Ended> {
         let statuses = self.statuses.lock().unwrap_or_else(|e| e.into_inner());
         statuses.get(i).copied().flatten()
     }
 
-    fn set_status(&self, i: usize, status: StageStatus) {
+    fn set_status(&self, i: usize, stage: &Stage) {
         let mut statuses = self.statuses.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(slot) = statuses.get_mut(i) {
-            *slot = Some(status);
+            *slot = Some((stage.status, stage.exit_code));
         }
     }
 
@@ -845,8 +849,15 @@ impl Executor<'_> {
     fn build_blocker(&self, unit: &Unit) -> Option<String> {
         self.pipeline.target.as_ref()?;
         let compile = unit.compile?;
-        let status = self.status(compile);
+        let (status, exit) = self.ending(compile).unzip();
         match status {
+            // A build that found errors and exited non-zero left nothing to run.
+            Some(StageStatus::Findings) if exit.flatten().is_some_and(|c| c != 0) => Some(format!(
+                "the build for {} {} failed (exit {})",
+                unit.config.as_deref().unwrap_or_default(),
+                unit.arch.as_deref().unwrap_or_default(),
+                exit.flatten().unwrap_or_default()
+            )),
             Some(StageStatus::Passed | StageStatus::Findings) => None,
             status => Some(format!(
                 "the build for {} {} {}",

@@ -6,6 +6,7 @@
 mod util;
 
 mod baseline;
+mod bisect;
 mod cache;
 mod cache_inputs;
 mod cli;

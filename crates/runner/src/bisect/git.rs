@@ -1,0 +1,228 @@
+//! The git a bisection needs: revisions resolved, the commits between them, what each changed,
+//! a signature of the pipeline's inputs at each, and one worktree of its own that is checked
+//! out at each step. The user's working tree, index and branches are never touched.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use report::bisect::Commit;
+
+use super::BisectError;
+use crate::process::exec;
+use crate::process::interrupt::Interrupt;
+
+/// A repository, from any directory in its working tree.
+pub struct Git<'a> {
+    /// Its working tree's top directory.
+    pub top: PathBuf,
+    /// Its `.git` directory (shared by every worktree): where the bisection's lock lives.
+    pub common: PathBuf,
+    interrupt: &'a Interrupt,
+}
+
+const QUICK: Duration = Duration::from_secs(120);
+/// A worktree of a large repository takes a while to check out.
+const CHECKOUT: Duration = Duration::from_secs(900);
+
+impl<'a> Git<'a> {
+    pub fn open(dir: &Path, interrupt: &'a Interrupt) -> Result<Git<'a>, BisectError> {
+        let out = git(
+            dir,
+            &["rev-parse", "--show-toplevel", "--git-common-dir"],
+            QUICK,
+            interrupt,
+        )
+        .map_err(|e| match e {
+            BisectError::Git(why) => BisectError::Usage(format!(
+                "{}: not in a git repository ({why})",
+                dir.display()
+            )),
+            e => e,
+        })?;
+        let mut lines = out.lines();
+        let (Some(top), Some(common)) = (lines.next(), lines.next()) else {
+            return Err(BisectError::Git(format!(
+                "git rev-parse in {}: expected the top directory and the git directory, got `{}`",
+                dir.display(),
+                out.trim()
+            )));
+        };
+        let top = PathBuf::from(top);
+        let common = dir.join(common);
+        Ok(Git {
+            top,
+            common,
+            interrupt,
+        })
+    }
+
+    /// A quick query: not cut short by an interrupt, which still needs its answers (the
+    /// commits an interrupted bisection names).
+    fn run(&self, args: &[&str]) -> Result<String, BisectError> {
+        git(&self.top, args, QUICK, &Interrupt::new())
+    }
+
+    /// The full hash of a revision that names a commit.
+    pub fn resolve(&self, revision: &str) -> Result<String, BisectError> {
+        let spec = format!("{revision}^{{commit}}");
+        self.run(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &spec,
+        ])
+        .map(|out| out.trim().to_string())
+        .map_err(|_| {
+            BisectError::Usage(format!(
+                "`{revision}` does not name a commit in {}",
+                self.top.display()
+            ))
+        })
+    }
+
+    pub fn is_ancestor(&self, ancestor: &str, of: &str) -> Result<bool, BisectError> {
+        let argv = argv(&["merge-base", "--is-ancestor", ancestor, of]);
+        match exec::probe(&argv, &self.top, QUICK, &Interrupt::new()) {
+            Ok((0, _, _)) => Ok(true),
+            Ok((1, _, _)) => Ok(false),
+            Ok((code, _, err)) => Err(BisectError::Git(format!(
+                "git merge-base --is-ancestor exited with {code}: {}",
+                err.trim()
+            ))),
+            Err(why) if self.interrupt.is_set() => Err(BisectError::Interrupted(why)),
+            Err(why) => Err(BisectError::Git(format!("git merge-base: {why}"))),
+        }
+    }
+
+    /// The commits after `good` up to `bad`, oldest first: those that descend from `good` and
+    /// lead to `bad`, in topological order.
+    pub fn between(&self, good: &str, bad: &str) -> Result<Vec<String>, BisectError> {
+        let range = format!("{good}..{bad}");
+        let out = self.run(&[
+            "rev-list",
+            "--reverse",
+            "--topo-order",
+            "--ancestry-path",
+            &range,
+        ])?;
+        Ok(out.lines().map(str::to_string).collect())
+    }
+
+    /// A commit's hash, short hash, subject, author date and the files it changed.
+    pub fn commit(&self, hash: &str) -> Result<Commit, BisectError> {
+        let out = self.run(&["show", "-s", "--format=%H%n%h%n%aI%n%s", hash])?;
+        let mut lines = out.lines();
+        let mut field = || lines.next().unwrap_or_default().to_string();
+        let (full, short, date, subject) = (field(), field(), field(), field());
+        let files = self.run(&[
+            "diff-tree",
+            "--no-commit-id",
+            "--name-only",
+            "-r",
+            "--root",
+            "-m",
+            "--first-parent",
+            hash,
+        ])?;
+        let mut files: Vec<String> = files.lines().map(str::to_string).collect();
+        files.dedup();
+        Ok(Commit {
+            hash: full,
+            short,
+            subject,
+            date,
+            files,
+        })
+    }
+
+    /// What the pipeline's inputs are at a commit: every file under `specs` (paths relative
+    /// to the top directory), with its mode and blob, hashed. Two commits with one signature
+    /// give a pipeline the same inputs.
+    pub fn signature(&self, commit: &str, specs: &[String]) -> Result<String, BisectError> {
+        if specs.is_empty() {
+            return Ok(commit.to_string());
+        }
+        let mut args = vec!["ls-tree", "-r", "--full-tree", commit, "--"];
+        args.extend(specs.iter().map(String::as_str));
+        let listing = self.run(&args)?;
+        Ok(crate::evidence::hash::bytes(listing.as_bytes()))
+    }
+
+    /// Adds a detached worktree at `dir`, checked out at `commit`.
+    pub fn add_worktree(&self, dir: &Path, commit: &str) -> Result<(), BisectError> {
+        let dir = dir.to_string_lossy();
+        git(
+            &self.top,
+            &["worktree", "add", "--detach", "--force", &dir, commit],
+            CHECKOUT,
+            self.interrupt,
+        )
+        .map(drop)
+    }
+
+    /// Checks the worktree out at `commit`, removing what the last step left that git does not
+    /// track (the run directories under `keep` excepted: the cache serves the next step from
+    /// them).
+    pub fn checkout(&self, tree: &Path, commit: &str, keep: &[&str]) -> Result<(), BisectError> {
+        git(
+            tree,
+            &["checkout", "--quiet", "--detach", "--force", commit],
+            CHECKOUT,
+            self.interrupt,
+        )?;
+        let mut args = vec!["clean", "-ffdxq"];
+        for k in keep {
+            args.extend(["-e", k]);
+        }
+        git(tree, &args, CHECKOUT, self.interrupt).map(drop)
+    }
+
+    /// Removes the worktree and git's record of it; best effort, and never interrupted (it is
+    /// what an interrupt runs).
+    pub fn remove_worktree(&self, dir: &Path) {
+        let quiet = Interrupt::new();
+        let shown = dir.to_string_lossy();
+        if git(
+            &self.top,
+            &["worktree", "remove", "--force", "--force", &shown],
+            QUICK,
+            &quiet,
+        )
+        .is_err()
+        {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        let _ = git(&self.top, &["worktree", "prune"], QUICK, &quiet);
+    }
+}
+
+fn argv(args: &[&str]) -> Vec<OsString> {
+    std::iter::once("git")
+        .chain(args.iter().copied())
+        .map(OsString::from)
+        .collect()
+}
+
+/// Runs git in `cwd`: its stdout, or what went wrong.
+fn git(
+    cwd: &Path,
+    args: &[&str],
+    timeout: Duration,
+    interrupt: &Interrupt,
+) -> Result<String, BisectError> {
+    match exec::probe(&argv(args), cwd, timeout, interrupt) {
+        Ok((0, out, _)) => Ok(out),
+        Ok((code, _, err)) => Err(BisectError::Git(format!(
+            "git {} exited with {code}: {}",
+            args.first().copied().unwrap_or_default(),
+            err.trim()
+        ))),
+        Err(why) if interrupt.is_set() => Err(BisectError::Interrupted(why)),
+        Err(why) => Err(BisectError::Git(format!(
+            "git {}: {why}",
+            args.first().copied().unwrap_or_default()
+        ))),
+    }
+}

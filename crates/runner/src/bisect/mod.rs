@@ -1,0 +1,671 @@
+//! `runner bisect GOOD BAD [PIPELINE]`: the first commit at which the evidence changes as it did
+//! between GOOD and BAD.
+//!
+//! One worktree of the bisection's own, in a temporary directory, is checked out at each commit
+//! in turn and the pipeline run there ([`Launch`]: here, on a `--host` or under `--slurm`, as a
+//! pipeline run would). BAD runs first, whole; what makes a commit bad comes from its evidence
+//! ([`report::bisect`]): a root cause BAD has (GOOD's run tells which one when BAD has several),
+//! or with `--slower BENCH` a timing slower than GOOD's. Each step then runs only the stages that
+//! decide it, on the config where it was found, and the cache in the worktree's `artifacts/`
+//! serves every unit whose inputs did not change. Commits that leave the pipeline's inputs
+//! unchanged are never run ([`search`]). GOOD runs only when the answer rests on it.
+//!
+//! What it keeps: `artifacts/bisect-<id>/` beside the pipeline, with every run directory
+//! (`runs/<run-id>`) and the answer as `bisect.md` and `bisect.json`. The worktree goes when the
+//! bisection ends, interrupted or not; a second bisection of the same repository is refused
+//! while one runs ([`lock`]).
+
+mod git;
+mod lock;
+pub mod search;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use report::bisect::{self as judge, Answer, Bisection, Choice, Judged, Sought, Step, StepVerdict};
+use report::{DiffOptions, Evidence};
+
+use crate::evidence::rundir;
+use crate::planning::plan::Selection;
+use crate::process::interrupt::Interrupt;
+use git::Git;
+use search::{Mark, Next, Search};
+
+/// Why a bisection could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BisectError {
+    /// The command line names what is not there (a revision, a pipeline outside the repository).
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Git(String),
+    #[error("{0}")]
+    Locked(String),
+    #[error("interrupted: {0}")]
+    Interrupted(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// What to bisect.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub good: String,
+    pub bad: String,
+    pub pipeline: PathBuf,
+    /// `--cause N`: the root cause of BAD's report to look for.
+    pub cause: Option<usize>,
+    /// `--slower BENCH`: a timing regression instead.
+    pub slower: Option<String>,
+    /// The user's `--only` and `--config`, for the runs of GOOD and BAD.
+    pub selection: Selection,
+}
+
+/// Runs a pipeline file where the user asked (here, a host, a cluster).
+pub trait Launch {
+    /// Runs `pipeline` with `selection` (every unit again with `force`); the run directory,
+    /// or why there is none (the file does not load at this commit, the run could not start).
+    fn launch(
+        &self,
+        pipeline: &Path,
+        selection: &Selection,
+        force: bool,
+    ) -> Result<Launched, String>;
+}
+
+/// A run a [`Launch`] made.
+pub struct Launched {
+    /// Its run directory.
+    pub dir: PathBuf,
+    pub interrupted: bool,
+}
+
+/// A bisection made (or cut short).
+pub struct Finished {
+    pub bisection: Bisection,
+    /// `artifacts/bisect-<id>`, absolute.
+    pub dir: PathBuf,
+    pub interrupted: bool,
+}
+
+/// A step's run, read back.
+struct Ran {
+    evidence: Evidence,
+    /// Relative to the pipeline's directory.
+    kept: String,
+    units: usize,
+    cached: usize,
+}
+
+struct Session<'a> {
+    git: Git<'a>,
+    tree: PathBuf,
+    /// The pipeline file, relative to the repository's top.
+    pipeline: PathBuf,
+    /// Where runs are kept, and the same relative to the pipeline's directory.
+    out: PathBuf,
+    out_shown: String,
+    launch: &'a dyn Launch,
+    say: &'a dyn Fn(&str),
+    steps: Vec<Step>,
+    runs: usize,
+    interrupted: bool,
+}
+
+/// Runs the bisection.
+pub fn bisect(
+    request: &Request,
+    launch: &dyn Launch,
+    interrupt: &Interrupt,
+    say: &dyn Fn(&str),
+) -> Result<Finished, BisectError> {
+    let clock = Instant::now();
+    let pipeline = std::path::absolute(&request.pipeline)
+        .and_then(std::fs::canonicalize)
+        .map_err(|e| BisectError::Usage(format!("{}: {e}", request.pipeline.display())))?;
+    let root = pipeline.parent().map(Path::to_path_buf).unwrap_or_default();
+    let git = Git::open(&root, interrupt)?;
+    let top = std::fs::canonicalize(&git.top).unwrap_or_else(|_| git.top.clone());
+    let relative = pipeline
+        .strip_prefix(&top)
+        .map_err(|_| {
+            BisectError::Usage(format!(
+                "{}: not inside the repository at {}",
+                request.pipeline.display(),
+                top.display()
+            ))
+        })?
+        .to_path_buf();
+    let good = git.resolve(&request.good)?;
+    let bad = git.resolve(&request.bad)?;
+    if good == bad {
+        return Err(BisectError::Usage(format!(
+            "GOOD `{}` and BAD `{}` are the same commit",
+            request.good, request.bad
+        )));
+    }
+    if !git.is_ancestor(&good, &bad)? {
+        return Err(BisectError::Usage(format!(
+            "GOOD `{}` is not an ancestor of BAD `{}`: the search needs GOOD before BAD",
+            request.good, request.bad
+        )));
+    }
+    let candidates = git.between(&good, &bad)?;
+    if candidates.is_empty() {
+        return Err(BisectError::Usage(format!(
+            "no commit leads from GOOD `{}` to BAD `{}`",
+            request.good, request.bad
+        )));
+    }
+    let _lock = lock::Lock::acquire(&git.common)?;
+
+    let id = format!(
+        "bisect-{}",
+        rundir::run_id(chrono::Utc::now(), &format!("{good}..{bad}"))
+    );
+    let out = root.join(rundir::ARTIFACTS).join(&id);
+    std::fs::create_dir_all(out.join("runs"))
+        .map_err(|e| BisectError::Io(format!("create {}: {e}", out.display())))?;
+    let temp = tempfile::Builder::new()
+        .prefix("exhibit-bisect-")
+        .tempdir()
+        .map_err(|e| BisectError::Io(format!("create a temporary directory: {e}")))?;
+    let tree = temp.path().join("tree");
+    say(&format!(
+        "bisect: {} commits after GOOD {} up to BAD {}; worktree {}",
+        candidates.len(),
+        short(&good),
+        short(&bad),
+        tree.display()
+    ));
+    git.add_worktree(&tree, &bad)?;
+    let mut session = Session {
+        git,
+        tree: tree.clone(),
+        pipeline: relative,
+        out: out.clone(),
+        out_shown: rundir::slash(&Path::new(rundir::ARTIFACTS).join(&id)),
+        launch,
+        say,
+        steps: Vec::new(),
+        runs: 0,
+        interrupted: false,
+    };
+    let result = session.search(request, &good, &bad, &candidates);
+    session.git.remove_worktree(&tree);
+    drop(temp);
+    let (answer, sought, notes, distinct) = result?;
+    let commit = |hash: &str| session.git.commit(hash);
+    let bisection = Bisection {
+        schema: "exhibit.bisect/1".to_string(),
+        pipeline: rundir::slash(&session.pipeline),
+        good: commit(&good)?,
+        bad: commit(&bad)?,
+        commits: candidates.len(),
+        distinct_inputs: distinct,
+        sought,
+        answer,
+        steps: std::mem::take(&mut session.steps),
+        runs: session.runs,
+        seconds: clock.elapsed().as_secs_f64(),
+        notes,
+    };
+    for (name, format) in [
+        ("bisect.md", report::OutputFormat::Markdown),
+        ("bisect.json", report::OutputFormat::Json),
+    ] {
+        let text = report::render_bisect(&bisection, format, false);
+        rundir::write_atomic(&out.join(name), text.as_bytes())
+            .map_err(|e| BisectError::Io(e.to_string()))?;
+    }
+    Ok(Finished {
+        bisection,
+        dir: out,
+        interrupted: session.interrupted,
+    })
+}
+
+type Searched = (Answer, Option<Sought>, Vec<String>, usize);
+
+/// A run at one commit.
+enum Outcome {
+    Ran(Box<Ran>, f64),
+    /// No run directory, and why (the pipeline does not load there, the run could not start).
+    NoRun(String, f64),
+    Interrupted,
+}
+
+impl Session<'_> {
+    fn search(
+        &mut self,
+        request: &Request,
+        good: &str,
+        bad: &str,
+        candidates: &[String],
+    ) -> Result<Searched, BisectError> {
+        let options = DiffOptions::default();
+        let mut notes = Vec::new();
+        let unanswered = |why: String| Answer::Unanswered { why };
+
+        // BAD, whole: what it has is what the search looks for.
+        let bad_run = match self.run(bad, &request.selection, false)? {
+            Outcome::Ran(ran, seconds) => {
+                self.record(
+                    bad,
+                    "bad",
+                    StepVerdict::Bad,
+                    "what the search looks for".into(),
+                    Some(&ran),
+                    seconds,
+                    Vec::new(),
+                )?;
+                ran
+            }
+            Outcome::NoRun(why, seconds) => {
+                self.record(
+                    bad,
+                    "bad",
+                    StepVerdict::Skip,
+                    why.clone(),
+                    None,
+                    seconds,
+                    Vec::new(),
+                )?;
+                return Ok((
+                    unanswered(format!("BAD could not be run: {why}")),
+                    None,
+                    notes,
+                    0,
+                ));
+            }
+            Outcome::Interrupted => return Ok((Answer::Interrupted, None, notes, 0)),
+        };
+        let needs_good = request.slower.is_some()
+            || judge::choose_cause(&bad_run.evidence, None, request.cause) == Choice::NeedsGood;
+        let mut good_run: Option<Box<Ran>> = None;
+        if needs_good {
+            let why = if request.slower.is_some() {
+                "the timings the others are compared with"
+            } else {
+                "its root causes tell which of BAD's are new"
+            };
+            match self.run(good, &request.selection, false)? {
+                Outcome::Ran(ran, seconds) => {
+                    self.record(
+                        good,
+                        "good",
+                        StepVerdict::Good,
+                        why.into(),
+                        Some(&ran),
+                        seconds,
+                        Vec::new(),
+                    )?;
+                    good_run = Some(ran);
+                }
+                Outcome::NoRun(why, seconds) => {
+                    self.record(
+                        good,
+                        "good",
+                        StepVerdict::Skip,
+                        why.clone(),
+                        None,
+                        seconds,
+                        Vec::new(),
+                    )?;
+                    return Ok((
+                        unanswered(format!("GOOD could not be run: {why}")),
+                        None,
+                        notes,
+                        0,
+                    ));
+                }
+                Outcome::Interrupted => return Ok((Answer::Interrupted, None, notes, 0)),
+            }
+        }
+        let good_evidence = good_run.as_ref().map(|g| &g.evidence);
+        let sought = match (&request.slower, good_evidence) {
+            (Some(bench), Some(g)) => {
+                match judge::choose_slower(bench, g, &bad_run.evidence, &options) {
+                    Ok(sought) => sought,
+                    Err(why) => return Ok((unanswered(why), None, notes, 0)),
+                }
+            }
+            _ => match judge::choose_cause(&bad_run.evidence, good_evidence, request.cause) {
+                Choice::Sought(sought, more) => {
+                    notes.extend(more);
+                    *sought
+                }
+                Choice::Refused(why) => return Ok((unanswered(why), None, notes, 0)),
+                Choice::NeedsGood => {
+                    return Ok((
+                        unanswered("GOOD's run is needed and was not made".into()),
+                        None,
+                        notes,
+                        0,
+                    ));
+                }
+            },
+        };
+        (self.say)(&report::text::strip_controls(&format!(
+            "bisect: looking for {}",
+            sought.line()
+        )));
+
+        // The inputs' signature at every commit: the files of BAD's run's inputs and the
+        // directories that hold them (a file added beside them counts too).
+        let specs = self.input_specs(&bad_run.evidence);
+        let mut signatures = Vec::with_capacity(candidates.len());
+        for commit in candidates {
+            signatures.push(self.git.signature(commit, &specs)?);
+        }
+        let good_signature = self.git.signature(good, &specs)?;
+        let mut search = Search::new(&signatures, &good_signature);
+        let distinct = search.groups.len();
+        let selection = Selection {
+            stages: sought.stages().to_vec(),
+            configs: sought.configs(),
+        };
+        let reference = good_run.as_deref();
+        let mut good_checked = good_run.is_some();
+        loop {
+            let next = search.next();
+            if let Next::Test(group) = next {
+                let commit = &candidates[search.groups[group].first];
+                match self.judged(
+                    commit,
+                    "candidate",
+                    &selection,
+                    &sought,
+                    reference,
+                    &options,
+                )? {
+                    Some(verdict) => search.mark(group, mark(verdict)),
+                    None => return Ok((Answer::Interrupted, Some(sought), notes, distinct)),
+                }
+                continue;
+            }
+            if search.rests_on_good() && !good_checked {
+                // The answer rests on GOOD being good: a run must show it.
+                good_checked = true;
+                match self.judged(good, "good", &selection, &sought, reference, &options)? {
+                    None => return Ok((Answer::Interrupted, Some(sought), notes, distinct)),
+                    Some(StepVerdict::Bad) => {
+                        return Ok((
+                            unanswered("GOOD has it too: it did not appear between GOOD and BAD".into()),
+                            Some(sought),
+                            notes,
+                            distinct,
+                        ));
+                    }
+                    Some(StepVerdict::Good) => search.good_judged(Mark::Good),
+                    Some(_) => notes.push(
+                        "GOOD's own run reached no verdict: the answer takes GOOD as good, as given".into(),
+                    ),
+                }
+                continue;
+            }
+            let first = |group: usize| &candidates[search.groups[group].first];
+            let last_good = match search.last_good() {
+                Some(g) => self.git.commit(first(g))?,
+                None => self.git.commit(good)?,
+            };
+            let answer = match next {
+                Next::Found(group) => Answer::Found {
+                    first_bad: self.git.commit(first(group))?,
+                    last_good,
+                },
+                Next::OneOf(groups) => Answer::OneOf {
+                    commits: groups
+                        .iter()
+                        .map(|&g| self.git.commit(first(g)))
+                        .collect::<Result<_, _>>()?,
+                    last_good,
+                },
+                Next::Test(_) => continue,
+            };
+            return Ok((answer, Some(sought), notes, distinct));
+        }
+    }
+
+    /// Runs a step and judges it; an ambiguous timing is measured once more, then skipped if it
+    /// stays so. `None`: interrupted.
+    fn judged(
+        &mut self,
+        commit: &str,
+        role: &str,
+        selection: &Selection,
+        sought: &Sought,
+        good: Option<&Ran>,
+        options: &DiffOptions,
+    ) -> Result<Option<StepVerdict>, BisectError> {
+        let mut force = false;
+        loop {
+            let (judged, ran, seconds) = match self.run(commit, selection, force)? {
+                Outcome::Interrupted => return Ok(None),
+                Outcome::NoRun(why, seconds) => (
+                    Judged {
+                        verdict: StepVerdict::Skip,
+                        why,
+                        timings: Vec::new(),
+                    },
+                    None,
+                    seconds,
+                ),
+                Outcome::Ran(ran, seconds) => {
+                    let judged =
+                        judge::judge(sought, good.map(|g| &g.evidence), &ran.evidence, options);
+                    (judged, Some(ran), seconds)
+                }
+            };
+            let again = judged.verdict == StepVerdict::Ambiguous && !force;
+            let verdict = match judged.verdict {
+                StepVerdict::Ambiguous if again => StepVerdict::Ambiguous,
+                StepVerdict::Ambiguous => StepVerdict::Skip,
+                v => v,
+            };
+            let why = if judged.verdict == StepVerdict::Ambiguous && !again {
+                format!("ambiguous twice: {}", judged.why)
+            } else {
+                judged.why
+            };
+            self.record(
+                commit,
+                role,
+                verdict,
+                why,
+                ran.as_deref(),
+                seconds,
+                judged.timings,
+            )?;
+            if !again {
+                return Ok(Some(verdict));
+            }
+            force = true;
+        }
+    }
+
+    /// Checks the worktree out at `commit` and runs the pipeline there; the run directory is
+    /// copied to the bisection's own at once, so that an interrupt loses nothing.
+    fn run(
+        &mut self,
+        commit: &str,
+        selection: &Selection,
+        force: bool,
+    ) -> Result<Outcome, BisectError> {
+        let clock = Instant::now();
+        (self.say)(&format!("bisect: {} ...", short(commit)));
+        match self
+            .git
+            .checkout(&self.tree, commit, &[rundir::ARTIFACTS, rundir::REPORTS])
+        {
+            Ok(()) => {}
+            Err(BisectError::Interrupted(_)) => {
+                self.interrupted = true;
+                return Ok(Outcome::Interrupted);
+            }
+            Err(e) => return Err(e),
+        }
+        let pipeline = self.tree.join(&self.pipeline);
+        let launched = match self.launch.launch(&pipeline, selection, force) {
+            Ok(launched) => launched,
+            Err(why) => return Ok(Outcome::NoRun(why, clock.elapsed().as_secs_f64())),
+        };
+        self.runs += 1;
+        let name = launched
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let kept = self.out.join("runs").join(&name);
+        copy_dir(&launched.dir, &kept)?;
+        if launched.interrupted {
+            self.interrupted = true;
+            return Ok(Outcome::Interrupted);
+        }
+        let evidence = match crate::evidence::stored::load(&kept) {
+            Ok(evidence) => evidence,
+            Err(e) => {
+                return Ok(Outcome::NoRun(
+                    format!("its run directory does not read: {e}"),
+                    clock.elapsed().as_secs_f64(),
+                ));
+            }
+        };
+        let units = evidence
+            .run
+            .stages
+            .iter()
+            .filter(|s| s.status != report::StageStatus::Skipped)
+            .count();
+        let cached = evidence
+            .run
+            .stages
+            .iter()
+            .filter(|s| s.cached_from.is_some())
+            .count();
+        Ok(Outcome::Ran(
+            Box::new(Ran {
+                evidence,
+                kept: format!("{}/runs/{name}", self.out_shown),
+                units,
+                cached,
+            }),
+            clock.elapsed().as_secs_f64(),
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        commit: &str,
+        role: &str,
+        verdict: StepVerdict,
+        why: String,
+        ran: Option<&Ran>,
+        seconds: f64,
+        timings: Vec<judge::Timing>,
+    ) -> Result<(), BisectError> {
+        let commit = self.git.commit(commit)?;
+        (self.say)(&report::text::strip_controls(&format!(
+            "bisect: {} {}: {} ({why})",
+            commit.short,
+            commit.subject,
+            verdict.word()
+        )));
+        self.steps.push(Step {
+            commit,
+            role: role.to_string(),
+            verdict,
+            why,
+            run: ran.map(|r| r.kept.clone()),
+            units: ran.map_or(0, |r| r.units),
+            cached: ran.map_or(0, |r| r.cached),
+            seconds,
+            timings,
+        });
+        Ok(())
+    }
+
+    /// The paths (relative to the repository's top) whose content makes up the pipeline's
+    /// inputs: the pipeline file, and the directory of every other input of BAD's run.
+    fn input_specs(&self, bad: &Evidence) -> Vec<String> {
+        let root = self.pipeline.parent().unwrap_or(Path::new(""));
+        let mut specs: Vec<String> = Vec::new();
+        for input in bad.run.inputs.keys() {
+            let path = root.join(input);
+            let spec = if path == self.pipeline {
+                Some(path)
+            } else {
+                path.parent().map(Path::to_path_buf)
+            };
+            let Some(spec) = spec.and_then(|s| normal(&s)) else {
+                // Outside the repository: no commit can be told equal to another.
+                return Vec::new();
+            };
+            let spec = if spec.is_empty() {
+                ".".to_string()
+            } else {
+                spec
+            };
+            if !specs.contains(&spec) {
+                specs.push(spec);
+            }
+        }
+        specs
+    }
+}
+
+fn mark(verdict: StepVerdict) -> Mark {
+    match verdict {
+        StepVerdict::Good => Mark::Good,
+        StepVerdict::Bad => Mark::Bad,
+        StepVerdict::Skip | StepVerdict::Ambiguous => Mark::Skip,
+    }
+}
+
+/// `a/./b/../c` as `a/c`; `None` when it leaves the top.
+fn normal(path: &Path) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                parts.pop()?;
+            }
+            _ => return None,
+        }
+    }
+    Some(parts.join("/"))
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..10).unwrap_or(hash)
+}
+
+/// Copies a run directory: its directories and regular files (a run directory holds nothing
+/// else that `rundir` would read).
+fn copy_dir(from: &Path, to: &Path) -> Result<(), BisectError> {
+    let failed = |path: &Path, e: &dyn std::fmt::Display| {
+        BisectError::Io(format!(
+            "keep the run {}: {}: {e}",
+            from.display(),
+            path.display()
+        ))
+    };
+    for entry in walkdir::WalkDir::new(from).follow_links(false) {
+        let entry = entry.map_err(|e| failed(from, &e))?;
+        let Ok(relative) = entry.path().strip_prefix(from) else {
+            continue;
+        };
+        let target = to.join(relative);
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            std::fs::create_dir_all(&target).map_err(|e| failed(&target, &e))?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target).map_err(|e| failed(&target, &e))?;
+        }
+    }
+    Ok(())
+}

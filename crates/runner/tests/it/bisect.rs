@@ -1,0 +1,448 @@
+//! `runner bisect` on generated git histories, through the CLI. The build, test and benchmark
+//! programs are shell scripts standing in for a compiler and a test binary (their output is
+//! hand-written and says so): a line `PLANT` in the source makes the test fail at that line,
+//! `SYNTAX` makes the build fail, `SLOW` makes the benchmark 50% slower.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::{BIN, code, stderr};
+
+const PIPELINE: &str = r#"target:
+  sources: [src]
+  build:
+    command: [sh, tools/build.sh, "{build_dir}"]
+  program:
+    command: [sh, tools/check.sh, "{build_dir}", "{out}"]
+grace: 1s
+stages:
+  build: {}
+  check:
+    needs: { gpu: false }
+    timeout: 60s
+  bench:
+    needs: { gpu: false }
+    timeout: 60s
+    command: [sh, tools/bench.sh, "{build_dir}", "{out}"]
+"#;
+
+const BUILD: &str = r#"#!/bin/sh
+# Stand-in compiler for tests; its output is hand-written.
+if grep -q SYNTAX src/kernel.cu; then
+  echo "src/kernel.cu(3): error: expected a \";\"" >&2
+  exit 1
+fi
+mkdir -p "$1" && cp src/kernel.cu "$1/kernel.cu"
+"#;
+
+const CHECK: &str = r#"#!/bin/sh
+# Stand-in test program for tests; its output is hand-written.
+[ -n "$EXHIBIT_TEST_SLEEP" ] && sleep "$EXHIBIT_TEST_SLEEP"
+line=$(grep -n PLANT "$1/kernel.cu" | head -1 | cut -d: -f1)
+if [ -n "$line" ]; then
+  printf '{"schema":"exhibit.results/1","program":"check","results":[{"name":"scale n=1000","passed":false,"message":"max abs error 3.5 at element 999 of 1000","file":"src/kernel.cu","line":%s}]}\n' "$line" > "$2"
+  exit 1
+fi
+printf '{"schema":"exhibit.results/1","program":"check","results":[{"name":"scale n=1000","passed":true}]}\n' > "$2"
+"#;
+
+const BENCH: &str = r#"#!/bin/sh
+# Stand-in benchmark for tests; its output is hand-written in Google Benchmark's JSON form.
+t=100.0
+grep -q SLOW "$1/kernel.cu" && t=150.0
+row() {
+  printf '{"name":"BM_scale/1000_%s","family_index":0,"per_family_instance_index":0,"run_name":"BM_scale/1000","run_type":"aggregate","repetitions":12,"threads":1,"aggregate_name":"%s","aggregate_unit":"time","iterations":12,"real_time":%s,"cpu_time":%s,"time_unit":"us"}' "$1" "$1" "$2" "$2"
+}
+{
+  printf '{"context":{"date":"2026-11-24T00:00:00+00:00","host_name":"stand-in","executable":"bench","num_cpus":2,"library_version":"1.9.5","json_schema_version":1},"benchmarks":['
+  row mean "$t"; printf ','; row median "$t"; printf ','; row stddev 0.4
+  printf ']}\n'
+} > "$2"
+"#;
+
+/// A repository with a history the tests write commit by commit.
+struct Repo {
+    _dir: tempfile::TempDir,
+    _cache: tempfile::TempDir,
+    root: PathBuf,
+    cache: PathBuf,
+    /// The kernel's lines now.
+    kernel: Vec<String>,
+    commits: Vec<String>,
+}
+
+impl Repo {
+    fn new() -> Repo {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let cache = tempfile::tempdir().expect("a temporary directory");
+        let mut repo = Repo {
+            root: dir.path().to_path_buf(),
+            cache: cache.path().to_path_buf(),
+            _dir: dir,
+            _cache: cache,
+            kernel: (1..=8).map(|i| format!("// kernel line {i}")).collect(),
+            commits: Vec::new(),
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.write("pipeline.yaml", PIPELINE);
+        repo.write("tools/build.sh", BUILD);
+        repo.write("tools/check.sh", CHECK);
+        repo.write("tools/bench.sh", BENCH);
+        repo.write(".gitignore", "artifacts/\nreports/\n");
+        repo.write("README.md", "# scale\n");
+        repo.commit_kernel("Initial kernel and pipeline");
+        repo
+    }
+
+    fn write(&self, relative: &str, text: &str) {
+        let path = self.root.join(relative);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&self.root)
+            .env("GIT_AUTHOR_NAME", "Test Author")
+            .env("GIT_AUTHOR_EMAIL", "author@example.com")
+            .env("GIT_COMMITTER_NAME", "Test Author")
+            .env("GIT_COMMITTER_EMAIL", "author@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-11-01T12:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-11-01T12:00:00Z")
+            .output()
+            .expect("run git");
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Writes the kernel and commits everything; returns the commit.
+    fn commit_kernel(&mut self, message: &str) -> String {
+        let text = self.kernel.join("\n") + "\n";
+        self.write("src/kernel.cu", &text);
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", message]);
+        let head = self.git(&["rev-parse", "HEAD"]);
+        self.commits.push(head.clone());
+        head
+    }
+
+    fn commit_readme(&mut self, n: usize) -> String {
+        self.write(
+            "README.md",
+            &format!("# scale\n\nRevision {n} of the notes.\n"),
+        );
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", &format!("Notes {n}")]);
+        let head = self.git(&["rev-parse", "HEAD"]);
+        self.commits.push(head.clone());
+        head
+    }
+
+    fn bisect(&self, args: &[&str]) -> Output {
+        self.bisect_env(args, &[])
+    }
+
+    fn bisect_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        Command::new(BIN)
+            .arg("bisect")
+            .args(args)
+            .current_dir(&self.root)
+            .env("XDG_CACHE_HOME", &self.cache)
+            .envs(env.iter().copied())
+            .output()
+            .expect("start the runner")
+    }
+
+    /// The bisection's JSON answer, as kept beside its runs.
+    fn kept(&self) -> Value {
+        let dir = self.bisections().pop().expect("a bisection directory");
+        let text = std::fs::read_to_string(dir.join("bisect.json")).expect("bisect.json");
+        serde_json::from_str(&text).expect("JSON")
+    }
+
+    fn bisections(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(self.root.join("artifacts"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with("bisect-"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        dirs.sort();
+        dirs
+    }
+
+    fn worktrees(&self) -> usize {
+        self.git(&["worktree", "list", "--porcelain"])
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .count()
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!("{}\n{}", String::from_utf8_lossy(&out.stdout), stderr(out))
+}
+
+fn steps(answer: &Value) -> &Vec<Value> {
+    answer["steps"].as_array().expect("steps")
+}
+
+/// 30 commits after GOOD: every third touches only the README, one plants the fault, and
+/// later ones move its line.
+fn thirty_commits(plant_at: usize) -> (Repo, String) {
+    let mut repo = Repo::new();
+    let mut planted = String::new();
+    for i in 1..=30 {
+        if i == plant_at {
+            repo.kernel
+                .insert(4, "    out[i] = in[i + 1];  // PLANT".to_string());
+            planted = repo.commit_kernel("Read the neighbour (plants the fault)");
+        } else if i % 3 == 0 {
+            repo.commit_readme(i);
+        } else if i % 7 == 0 {
+            repo.kernel.insert(0, format!("// header comment {i}"));
+            repo.commit_kernel(&format!("Header comment {i}"));
+        } else {
+            repo.kernel.push(format!("// tweak {i}"));
+            repo.commit_kernel(&format!("Tweak {i}"));
+        }
+    }
+    (repo, planted)
+}
+
+#[test]
+fn names_the_commit_that_plants_a_fault_in_at_most_six_runs() {
+    let (repo, planted) = thirty_commits(17);
+    let good = repo.commits[0].clone();
+    let head_before = repo.git(&["rev-parse", "HEAD"]);
+    let out = repo.bisect(&[&good, "HEAD"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let answer = repo.kept();
+    assert_eq!(answer["answer"]["kind"], "found", "{answer:#}");
+    assert_eq!(
+        answer["answer"]["first_bad"]["hash"],
+        planted.as_str(),
+        "{all}"
+    );
+    assert_eq!(
+        answer["answer"]["first_bad"]["files"],
+        serde_json::json!(["src/kernel.cu"])
+    );
+    let runs = answer["runs"].as_u64().expect("runs");
+    assert!(runs <= 6, "{runs} runs: {all}");
+    assert_eq!(answer["commits"], 30);
+    // README-only commits fold into their predecessor: 20 distinct states of the inputs.
+    assert_eq!(answer["distinct_inputs"], 20, "{answer:#}");
+    assert_eq!(answer["sought"]["kind"], "cause");
+    assert_eq!(answer["sought"]["rule"], "check-failed", "{answer:#}");
+    // The first step is BAD, whole; the others run only the check stage on its config.
+    let steps = steps(&answer);
+    assert_eq!(steps[0]["role"], "bad");
+    for step in &steps[1..] {
+        let run = repo
+            .root
+            .join(step["run"].as_str().expect("a run directory"));
+        let manifest: Value = serde_json::from_str(
+            &std::fs::read_to_string(run.join("manifest.json")).expect("manifest"),
+        )
+        .expect("JSON");
+        let names: Vec<&str> = manifest["stages"]
+            .as_array()
+            .expect("stages")
+            .iter()
+            .filter(|s| s["status"] != "skipped")
+            .map(|s| s["name"].as_str().unwrap_or_default())
+            .collect();
+        assert!(!names.contains(&"bench"), "{names:?}");
+        assert!(names.contains(&"check"), "{names:?}");
+    }
+    // A line moved by a later commit is still the same root cause: every bad step says so.
+    assert!(
+        steps
+            .iter()
+            .filter(|s| s["verdict"] == "bad")
+            .all(|s| s["why"].as_str().is_some_and(|w| w.contains("has it")) || s["role"] == "bad"),
+        "{answer:#}"
+    );
+    // The Markdown on stdout names it; the user's tree, branch and worktrees are untouched.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Read the neighbour (plants the fault)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("## The evidence that flipped"), "{stdout}");
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), head_before);
+    assert_eq!(repo.git(&["symbolic-ref", "--short", "HEAD"]), "main");
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    assert_eq!(repo.worktrees(), 1, "the bisection's worktree is gone");
+}
+
+#[test]
+fn an_unbuildable_commit_is_skipped_and_the_answer_says_which_two() {
+    let mut repo = Repo::new();
+    for i in 1..=5 {
+        repo.kernel.push(format!("// tweak {i}"));
+        repo.commit_kernel(&format!("Tweak {i}"));
+    }
+    // Commit 6 does not build; commit 7 fixes that and plants the fault.
+    repo.kernel.push("SYNTAX".to_string());
+    let broken = repo.commit_kernel("Half-done refactor (does not build)");
+    repo.kernel.pop();
+    repo.kernel
+        .insert(3, "    out[i] = in[i + 1];  // PLANT".to_string());
+    let planted = repo.commit_kernel("Finish the refactor (plants the fault)");
+    for i in 8..=10 {
+        repo.kernel.push(format!("// tweak {i}"));
+        repo.commit_kernel(&format!("Tweak {i}"));
+    }
+    let good = repo.commits[0].clone();
+    let out = repo.bisect(&[&good, "HEAD", "pipeline.yaml"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let answer = repo.kept();
+    assert_eq!(answer["answer"]["kind"], "one_of", "{answer:#}");
+    let named: Vec<&str> = answer["answer"]["commits"]
+        .as_array()
+        .expect("commits")
+        .iter()
+        .map(|c| c["hash"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(named, vec![broken.as_str(), planted.as_str()], "{all}");
+    let skipped = steps(&answer)
+        .iter()
+        .find(|s| s["verdict"] == "skip")
+        .expect("a skipped step");
+    assert!(
+        skipped["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("does not build")),
+        "{skipped:#}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("the first bad commit is one of"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn slower_finds_the_commit_that_made_a_timing_slower() {
+    let mut repo = Repo::new();
+    let mut slowed = String::new();
+    for i in 1..=12 {
+        if i == 8 {
+            repo.kernel
+                .push("// SLOW: a second pass over the input".to_string());
+            slowed = repo.commit_kernel("Second pass (slower)");
+        } else {
+            repo.kernel.push(format!("// tweak {i}"));
+            repo.commit_kernel(&format!("Tweak {i}"));
+        }
+    }
+    let good = repo.commits[0].clone();
+    // Without --slower there is nothing to look for: BAD has no root cause.
+    let out = repo.bisect(&[&good, "HEAD"]);
+    assert_eq!(code(&out), 3, "{}", text(&out));
+    assert!(text(&out).contains("has no root cause"), "{}", text(&out));
+
+    let out = repo.bisect(&["--slower", "BM_scale", &good, "HEAD"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let answer = repo.kept();
+    assert_eq!(
+        answer["answer"]["first_bad"]["hash"],
+        slowed.as_str(),
+        "{all}"
+    );
+    assert_eq!(answer["sought"]["kind"], "slower");
+    let timing = &answer["sought"]["timings"][0];
+    assert_eq!(timing["before_p50_us"], 100.0, "{answer:#}");
+    assert_eq!(timing["after_p50_us"], 150.0, "{answer:#}");
+    // GOOD and BAD ran whole, the steps only the bench stage.
+    assert!(
+        answer["runs"].as_u64().is_some_and(|n| n <= 2 + 4),
+        "{answer:#}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("µs in GOOD"), "{stdout}");
+}
+
+#[test]
+fn a_second_bisection_is_refused_and_an_interrupt_cleans_up() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let (repo, _) = thirty_commits(11);
+    let good = repo.commits[0].clone();
+    let first = Command::new(BIN)
+        .args(["bisect", &good, "HEAD"])
+        .current_dir(&repo.root)
+        .env("XDG_CACHE_HOME", &repo.cache)
+        .env("EXHIBIT_TEST_SLEEP", "29.75")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the runner");
+    // Wait until BAD's test is running (sleeping) in the bisection's worktree.
+    let sleeping = || {
+        Command::new("pgrep")
+            .args(["-f", "sleep 29.75"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while sleeping().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!sleeping().is_empty(), "BAD's test runs");
+    assert_eq!(repo.worktrees(), 2, "the first bisection has its worktree");
+    let second = repo.bisect(&[&good, "HEAD"]);
+    assert_eq!(code(&second), 3, "{}", text(&second));
+    assert!(
+        stderr(&second).contains("another `runner bisect` is running in this repository"),
+        "{}",
+        text(&second)
+    );
+    kill(Pid::from_raw(first.id() as i32), Signal::SIGINT).expect("interrupt");
+    let out = first.wait_with_output().expect("wait");
+    assert_eq!(code(&out), 130, "{}", text(&out));
+    assert_eq!(
+        repo.worktrees(),
+        1,
+        "the worktree is removed: {}",
+        text(&out)
+    );
+    // No process of it is left: the stand-in test's sleep ended with it.
+    assert_eq!(sleeping(), "", "processes left behind");
+    let answer = repo.kept();
+    assert_eq!(answer["answer"]["kind"], "interrupted", "{answer:#}");
+}
+
+#[test]
+fn revisions_that_are_not_a_range_are_usage_errors() {
+    let mut repo = Repo::new();
+    repo.kernel.push("// tweak".to_string());
+    repo.commit_kernel("Tweak");
+    let first = repo.commits[0].clone();
+    for (args, says) in [
+        (vec!["HEAD", &first as &str], "is not an ancestor of BAD"),
+        (vec!["HEAD", "HEAD"], "are the same commit"),
+        (vec!["no-such-branch", "HEAD"], "does not name a commit"),
+        (vec![&first as &str, "HEAD", "missing.yaml"], "missing.yaml"),
+    ] {
+        let out = repo.bisect(&args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", text(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", text(&out));
+    }
+    assert!(repo.bisections().is_empty());
+}
