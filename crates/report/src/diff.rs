@@ -631,7 +631,12 @@ fn perf_changes(a: &Analysis, b: &Analysis, opts: &NoiseOptions) -> (Vec<PerfCha
 fn program_bench(t: &parsers::Timing) -> Option<parsers::harness::Bench> {
     let p50 = t.median_us.or(t.mean_us)?;
     Some(parsers::harness::Bench {
-        cache: crate::timings::format_name(t.format).to_string(),
+        cache: match t.format {
+            parsers::Format::PytestBenchmark => "pytest-benchmark",
+            parsers::Format::GoogleBenchmark => "Google Benchmark real_time",
+            _ => "the program's",
+        }
+        .to_string(),
         timing: t.name.clone(),
         samples: t.samples.unwrap_or(1),
         min_us: t.min_us.unwrap_or(f64::NAN),

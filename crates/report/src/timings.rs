@@ -165,7 +165,12 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
         } else {
             String::new()
         };
-        let source = format_name(b.format);
+        let source = match b.format {
+            parsers::Format::PytestBenchmark => "pytest-benchmark",
+            parsers::Format::GoogleBenchmark => "Google Benchmark (`real_time`)",
+            parsers::Format::Harness => "exhibit.harness/1",
+            _ => "the program",
+        };
         let unit = match b.format {
             parsers::Format::PytestBenchmark => "rounds",
             parsers::Format::GoogleBenchmark => "reps",
@@ -214,15 +219,5 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
             );
         }
         let _ = writeln!(out);
-    }
-}
-
-/// The name a timing's format is shown under.
-pub fn format_name(format: parsers::Format) -> &'static str {
-    match format {
-        parsers::Format::PytestBenchmark => "pytest-benchmark",
-        parsers::Format::GoogleBenchmark => "Google Benchmark (`real_time`)",
-        parsers::Format::Harness => "exhibit.harness/1",
-        _ => "the program",
     }
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::bisect::{Answer, Bisection, Commit, Sought, Step, StepVerdict};
-use crate::text::{fixed, md_cell, md_code, md_text, sig3};
+use crate::text::{fixed, md_cell, md_code, md_text};
 
 pub fn render(b: &Bisection) -> String {
     let mut out = String::new();
@@ -134,18 +134,6 @@ fn flipped(out: &mut String, b: &Bisection) {
                     verdict_word(s),
                     s.why
                 );
-                for t in &s.timings {
-                    let _ = writeln!(
-                        out,
-                        "  - {}: {} µs in GOOD, {} µs here ({:+.1}%, noise {}%): {}",
-                        md_code(&t.label),
-                        sig3(t.before_p50_us),
-                        sig3(t.after_p50_us),
-                        t.change * 100.0,
-                        fixed(t.noise * 100.0, 1),
-                        t.judgement.as_str()
-                    );
-                }
             }
             None if !fallback.is_empty() => {
                 let _ = writeln!(out, "- {}: {fallback}", md_code(&c.short));

@@ -157,9 +157,20 @@ impl Repo {
             .expect("start the runner")
     }
 
-    /// The bisection's JSON answer, as kept beside its runs.
+    /// The newest bisection's JSON answer, as kept beside its runs.
     fn kept(&self) -> Value {
-        let dir = self.bisections().pop().expect("a bisection directory");
+        let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = self
+            .bisections()
+            .into_iter()
+            .map(|d| {
+                let modified = std::fs::metadata(d.join("bisect.json"))
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::UNIX_EPOCH);
+                (modified, d)
+            })
+            .collect();
+        dirs.sort();
+        let (_, dir) = dirs.pop().expect("a bisection directory");
         let text = std::fs::read_to_string(dir.join("bisect.json")).expect("bisect.json");
         serde_json::from_str(&text).expect("JSON")
     }
@@ -374,7 +385,7 @@ fn slower_finds_the_commit_that_made_a_timing_slower() {
         "{answer:#}"
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("µs in GOOD"), "{stdout}");
+    assert!(stdout.contains("100.000 -> 150.000 µs (+50.0%"), "{stdout}");
 }
 
 #[test]
