@@ -596,11 +596,16 @@ fn bisect(args: BisectArgs, host: Host) -> Result<Outcome, Error> {
     };
     let finished = crate::bisect::bisect(&request, launch, &interrupt, &say)?;
     let b = &finished.bisection;
+    let here = std::env::current_dir().unwrap_or_default();
     eprintln!(
         "bisect: {} pipeline run{}; kept in {}",
         b.runs,
         plural(b.runs),
-        crate::evidence::rundir::slash(&finished.dir)
+        finished
+            .dir
+            .strip_prefix(&here)
+            .unwrap_or(&finished.dir)
+            .display()
     );
     print(&terminated(report::render_bisect(
         b,

@@ -91,16 +91,18 @@ fn head(out: &mut String, b: &Bisection) {
     if let Some(sought) = &b.sought {
         let _ = writeln!(out, "Looked for: {}.\n", sought.line());
     }
+    let states = match b.distinct_inputs {
+        0 => String::new(),
+        n => format!(", {n} distinct state{} of the pipeline's inputs", plural(n)),
+    };
     let _ = writeln!(
         out,
-        "Between GOOD {} and BAD {} (`{}`): {} commit{}, {} distinct state{} of the pipeline's inputs; {} pipeline run{}, {}.\n",
+        "Between GOOD {} and BAD {} (`{}`): {} commit{}{states}; {} pipeline run{}, {}.\n",
         md_code(&b.good.short),
         md_code(&b.bad.short),
         md_text(&b.pipeline),
         b.commits,
         plural(b.commits),
-        b.distinct_inputs,
-        plural(b.distinct_inputs),
         b.runs,
         plural(b.runs),
         duration(b.seconds)

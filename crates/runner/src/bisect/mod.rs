@@ -255,7 +255,7 @@ impl Session<'_> {
                     bad,
                     "bad",
                     StepVerdict::Bad,
-                    "what the search looks for".into(),
+                    "BAD, run whole: what it has is what the search looks for".into(),
                     Some(&ran),
                     seconds,
                     Vec::new(),
