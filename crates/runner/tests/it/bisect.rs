@@ -63,19 +63,50 @@ row() {
 } > "$2"
 "#;
 
-/// A repository with a history the tests write commit by commit.
-struct Repo {
+/// A repository with a history the tests write commit by commit (`sshd.rs` and `slurm.rs`
+/// bisect one too).
+pub struct Repo {
     _dir: tempfile::TempDir,
     _cache: tempfile::TempDir,
-    root: PathBuf,
-    cache: PathBuf,
+    pub root: PathBuf,
+    pub cache: PathBuf,
     /// The kernel's lines now.
     kernel: Vec<String>,
-    commits: Vec<String>,
+    pub commits: Vec<String>,
+}
+
+/// A history of `n` commits after the first, of which commit `plant_at` plants the fault (the
+/// others append a comment to the kernel); the check stage needs a GPU when `gpu`. Returns the
+/// repository and the planting commit.
+pub fn planted(n: usize, plant_at: usize, gpu: bool) -> (Repo, String) {
+    let mut repo = Repo::new();
+    if gpu {
+        repo.write(
+            "pipeline.yaml",
+            &PIPELINE.replace(
+                "  check:\n    needs: { gpu: false }",
+                "  check:\n    needs: { gpu: true, tools: [] }",
+            ),
+        );
+        repo.git(&["commit", "-q", "-am", "The check runs on a GPU"]);
+        repo.commits[0] = repo.git(&["rev-parse", "HEAD"]);
+    }
+    let mut planting = String::new();
+    for i in 1..=n {
+        if i == plant_at {
+            repo.kernel
+                .insert(2, "    out[i] = in[i + 1];  // PLANT".to_string());
+            planting = repo.commit_kernel("Read the neighbour (plants the fault)");
+        } else {
+            repo.kernel.push(format!("// tweak {i}"));
+            repo.commit_kernel(&format!("Tweak {i}"));
+        }
+    }
+    (repo, planting)
 }
 
 impl Repo {
-    fn new() -> Repo {
+    pub fn new() -> Repo {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let cache = tempfile::tempdir().expect("a temporary directory");
         let mut repo = Repo {
@@ -97,13 +128,13 @@ impl Repo {
         repo
     }
 
-    fn write(&self, relative: &str, text: &str) {
+    pub fn write(&self, relative: &str, text: &str) {
         let path = self.root.join(relative);
         std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
         std::fs::write(path, text).expect("write");
     }
 
-    fn git(&self, args: &[&str]) -> String {
+    pub fn git(&self, args: &[&str]) -> String {
         let out = Command::new("git")
             .args(args)
             .current_dir(&self.root)
@@ -158,7 +189,7 @@ impl Repo {
     }
 
     /// The newest bisection's JSON answer, as kept beside its runs.
-    fn kept(&self) -> Value {
+    pub fn kept(&self) -> Value {
         let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = self
             .bisections()
             .into_iter()

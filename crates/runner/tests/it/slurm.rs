@@ -252,3 +252,62 @@ next line \ $HOME"#;
         assert!(!project.root.join("bin").join(marker).exists(), "{marker}");
     }
 }
+
+/// `runner bisect --slurm`: every step's GPU unit is a job of the cluster, as in a pipeline run.
+#[test]
+fn a_bisection_runs_its_gpu_units_as_slurm_jobs() {
+    let (repo, planting) = crate::bisect::planted(8, 5, true);
+    let tools = tempfile::tempdir().expect("a directory for the stand-ins");
+    for (name, script) in [
+        ("sbatch", SBATCH),
+        ("squeue", SQUEUE),
+        ("sacct", SACCT),
+        ("scancel", SCANCEL),
+    ] {
+        use std::os::unix::fs::PermissionsExt;
+        let path = tools.path().join(name);
+        std::fs::write(&path, script).expect("a stand-in");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let queue = tools.path().join("queue");
+    std::fs::create_dir_all(&queue).expect("the queue");
+    let stop = Arc::new(AtomicBool::new(false));
+    let cluster = cluster(queue, Arc::clone(&stop));
+    let path = format!(
+        "{}:{}",
+        tools.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let good = repo.commits[0].clone();
+    let out = std::process::Command::new(BIN)
+        .args(["bisect", &good, "HEAD", "--slurm", "--partition=debug"])
+        .current_dir(&repo.root)
+        .env("PATH", path)
+        .env("XDG_CACHE_HOME", &repo.cache)
+        .output()
+        .expect("start the runner");
+    stop.store(true, Ordering::SeqCst);
+    let jobs = cluster.join().expect("the cluster");
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    let answer = repo.kept();
+    assert_eq!(
+        answer["answer"]["first_bad"]["hash"],
+        planting.as_str(),
+        "{err}"
+    );
+    // One check job per pipeline run (BAD's whole run adds its bench), each submitted with the
+    // run's sbatch options.
+    let runs = answer["runs"].as_u64().expect("runs");
+    let submitted = std::fs::read_to_string(tools.path().join("sbatch.log")).expect("sbatch.log");
+    assert_eq!(submitted.lines().count(), jobs, "{submitted}");
+    let checks = submitted
+        .lines()
+        .filter(|l| l.contains("exhibit-check"))
+        .count();
+    assert_eq!(checks as u64, runs, "{submitted}");
+    assert!(
+        submitted.lines().all(|l| l.contains("--partition=debug")),
+        "{submitted}"
+    );
+}

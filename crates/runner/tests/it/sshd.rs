@@ -186,21 +186,30 @@ impl Sshd {
 
     /// A runner command in `project` whose ssh is the system's, configured for this server.
     fn runner(&self, project: &Project, args: &[&str]) -> Command {
-        let wrapper = project.root.join("bin/ssh-loopback");
+        let mut c = self.runner_in(&project.root, &project.root.join("bin"), args);
+        c.env("XDG_CACHE_HOME", project.root.join("local-cache"));
+        c
+    }
+
+    /// A runner command in `dir`, its ssh wrapper written to `bin`.
+    fn runner_in(&self, dir: &Path, bin: &Path, args: &[&str]) -> Command {
+        use std::os::unix::fs::PermissionsExt;
+        let wrapper = bin.join("ssh-loopback");
         if !wrapper.exists() {
-            project.tool(
-                "ssh-loopback",
-                &format!(
+            std::fs::create_dir_all(bin).expect("a bin directory");
+            std::fs::write(
+                &wrapper,
+                format!(
                     "#!/bin/sh\nexec ssh -F '{}' \"$@\"\n",
                     self.config.display()
                 ),
-            );
+            )
+            .expect("the ssh wrapper");
+            std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+                .expect("chmod");
         }
         let mut c = Command::new(BIN);
-        c.args(args)
-            .current_dir(&project.root)
-            .env("EXHIBIT_SSH", wrapper)
-            .env("XDG_CACHE_HOME", project.root.join("local-cache"));
+        c.args(args).current_dir(dir).env("EXHIBIT_SSH", wrapper);
         c
     }
 
@@ -519,4 +528,49 @@ impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(self.0.path()).status();
     }
+}
+
+/// `runner bisect --host`: each step runs on the host (synced from the bisection's worktree) and
+/// comes back; the answer is the planting commit, and no ssh outlives the bisection.
+#[test]
+fn a_bisection_runs_each_step_on_the_host() {
+    let sshd = Sshd::start();
+    let (repo, planting) = crate::bisect::planted(6, 4, false);
+    let base = RemoteBase::new();
+    let bin = tempfile::tempdir().expect("a bin directory");
+    let good = repo.commits[0].clone();
+    let out = sshd
+        .runner_in(
+            &repo.root,
+            bin.path(),
+            &[
+                "bisect",
+                &good,
+                "HEAD",
+                "--host",
+                "loopback",
+                "--remote-dir",
+                &base.arg(),
+            ],
+        )
+        .env("XDG_CACHE_HOME", &repo.cache)
+        .output()
+        .expect("run");
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}\n{}", sshd.log());
+    assert!(err.contains("remote loopback: syncing"), "{err}");
+    let answer = repo.kept();
+    assert_eq!(
+        answer["answer"]["first_bad"]["hash"],
+        planting.as_str(),
+        "{err}"
+    );
+    // Every step's run came back and was kept.
+    for step in answer["steps"].as_array().expect("steps") {
+        let run = repo
+            .root
+            .join(step["run"].as_str().expect("a run directory"));
+        assert!(run.join("manifest.json").is_file(), "{step:#}");
+    }
+    assert!(sshd.clients().is_empty(), "{:?}", sshd.clients());
 }
