@@ -4,8 +4,8 @@
 //! The runner checks out each commit and runs the pipeline; this module only reads evidence.
 //! A commit is bad when its run has what BAD's run has and GOOD's has not:
 //!
-//! - a root cause ([`Sought::Cause`]), found again by its fingerprint, or by its rule, kernel
-//!   and file when an unrelated change moved its line;
+//! - a root cause ([`Sought::Cause`]), found again by its fingerprint, or by its rule, kernel,
+//!   file and title (its line numbers aside) when an unrelated change moved its line;
 //! - or a slower timing ([`Sought::Slower`]): `diff` against GOOD's run judges it slower
 //!   beyond twice the measured noise.
 //!
@@ -261,23 +261,45 @@ fn decisive_stages(run: &Evidence, d: &Diagnosis) -> Vec<String> {
     stages
 }
 
-/// Two diagnoses of one root cause: the same fingerprint, or the same rule, kernel and file
-/// (an unrelated change above it moves its line, and the fingerprint with it).
+/// Two diagnoses of one root cause: the same fingerprint, or the same rule, kernel, file and
+/// title once line numbers are left out (an unrelated change above it moves its line, and the
+/// fingerprint with it).
 pub fn same_cause(a: &Diagnosis, b: &Diagnosis) -> bool {
-    if a.fingerprint == b.fingerprint {
-        return true;
-    }
-    let file = |d: &Diagnosis| d.location.as_ref().map(|l| l.file.clone());
-    a.rule == b.rule && a.kernel == b.kernel && file(a).is_some() && file(a) == file(b)
+    a.fingerprint == b.fingerprint
+        || (place(a).is_some() && place(a) == place(b) && shape(&a.title) == shape(&b.title))
 }
 
-fn is_sought(c: &Cause, d: &Diagnosis) -> bool {
-    let file = c.location.as_ref().map(|l| &l.file);
-    d.fingerprint == c.fingerprint
-        || (d.rule == c.rule
-            && d.kernel == c.kernel
-            && file.is_some()
-            && d.location.as_ref().map(|l| &l.file) == file)
+/// Rule, kernel and file: where a root cause is, its line aside.
+fn place(d: &Diagnosis) -> Option<(&str, Option<&str>, &str)> {
+    let file = d.location.as_ref()?.file.as_str();
+    Some((d.rule.as_str(), d.kernel.as_deref(), file))
+}
+
+/// A title without the line numbers it quotes (`k.cu:12` reads `k.cu:`).
+fn shape(title: &str) -> String {
+    let mut out = String::with_capacity(title.len());
+    let mut after_colon = false;
+    for c in title.chars() {
+        if after_colon && c.is_ascii_digit() {
+            continue;
+        }
+        after_colon = c == ':';
+        out.push(c);
+    }
+    out
+}
+
+/// The step's root cause that is the one sought: the same fingerprint, or the same place and
+/// title (its line aside).
+fn find_sought(c: &Cause, causes: &[Diagnosis]) -> Option<usize> {
+    if let Some(i) = causes.iter().position(|d| d.fingerprint == c.fingerprint) {
+        return Some(i);
+    }
+    let file = c.location.as_ref()?.file.as_str();
+    causes.iter().position(|d| {
+        place(d) == Some((c.rule.as_str(), c.kernel.as_deref(), file))
+            && shape(&d.title) == shape(&c.title)
+    })
 }
 
 /// The timings BENCH names, compared from GOOD's run to BAD's: they must be slower in BAD.
@@ -410,7 +432,7 @@ pub fn judge(
     match sought {
         Sought::Cause(c) => {
             let causes = root_causes(step);
-            match causes.iter().position(|d| is_sought(c, d)) {
+            match find_sought(c, &causes) {
                 Some(i) => Judged::new(
                     StepVerdict::Bad,
                     format!(

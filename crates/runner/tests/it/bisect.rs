@@ -39,26 +39,40 @@ mkdir -p "$1" && cp src/kernel.cu "$1/kernel.cu"
 "#;
 
 const CHECK: &str = r#"#!/bin/sh
-# Stand-in test program for tests; its output is hand-written.
+# Stand-in test program for tests; its output is hand-written. PLANT fails `scale`, OLDBUG fails
+# `rowsum`, each at the marker's line.
 [ -n "$EXHIBIT_TEST_SLEEP" ] && sleep "$EXHIBIT_TEST_SLEEP"
-line=$(grep -n PLANT "$1/kernel.cu" | head -1 | cut -d: -f1)
-if [ -n "$line" ]; then
-  printf '{"schema":"exhibit.results/1","program":"check","results":[{"name":"scale n=1000","passed":false,"message":"max abs error 3.5 at element 999 of 1000","file":"src/kernel.cu","line":%s}]}\n' "$line" > "$2"
-  exit 1
-fi
-printf '{"schema":"exhibit.results/1","program":"check","results":[{"name":"scale n=1000","passed":true}]}\n' > "$2"
+result() {
+  line=$(grep -n "$2" "$3" | head -1 | cut -d: -f1)
+  if [ -n "$line" ]; then
+    printf '{"name":"%s","passed":false,"message":"max abs error 3.5 at element 999 of 1000","file":"src/kernel.cu","line":%s}' "$1" "$line"
+    failed=1
+  else
+    printf '{"name":"%s","passed":true}' "$1"
+  fi
+}
+failed=0
+{
+  printf '{"schema":"exhibit.results/1","program":"check","results":['
+  result "scale n=1000" PLANT "$1/kernel.cu"; printf ','; result "rowsum n=200" OLDBUG "$1/kernel.cu"
+  printf ']}\n'
+} > "$2"
+grep -q -e PLANT -e OLDBUG "$1/kernel.cu" && exit 1
+exit 0
 "#;
 
 const BENCH: &str = r#"#!/bin/sh
 # Stand-in benchmark for tests; its output is hand-written in Google Benchmark's JSON form.
-t=100.0
+t=100.0; sd=0.4
+grep -q SLIGHT "$1/kernel.cu" && t=107.0
 grep -q SLOW "$1/kernel.cu" && t=150.0
+grep -q NOISY "$1/kernel.cu" && sd=5.0
 row() {
   printf '{"name":"BM_scale/1000_%s","family_index":0,"per_family_instance_index":0,"run_name":"BM_scale/1000","run_type":"aggregate","repetitions":12,"threads":1,"aggregate_name":"%s","aggregate_unit":"time","iterations":12,"real_time":%s,"cpu_time":%s,"time_unit":"us"}' "$1" "$1" "$2" "$2"
 }
 {
   printf '{"context":{"date":"2026-11-24T00:00:00+00:00","host_name":"stand-in","executable":"bench","num_cpus":2,"library_version":"1.9.5","json_schema_version":1},"benchmarks":['
-  row mean "$t"; printf ','; row median "$t"; printf ','; row stddev 0.4
+  row mean "$t"; printf ','; row median "$t"; printf ','; row stddev "$sd"
   printf ']}\n'
 } > "$2"
 "#;
@@ -487,4 +501,119 @@ fn revisions_that_are_not_a_range_are_usage_errors() {
         assert!(stderr(&out).contains(says), "{args:?}: {}", text(&out));
     }
     assert!(repo.bisections().is_empty());
+}
+
+#[test]
+fn with_two_root_causes_good_tells_which_is_new_and_cause_picks_one() {
+    let mut repo = Repo::new();
+    // GOOD already has one fault (OLDBUG); commit 4 plants a second.
+    repo.kernel
+        .insert(1, "    acc += row[j + 1];  // OLDBUG".to_string());
+    repo.commit_kernel("Row sums");
+    let good = repo.commits[1].clone();
+    let mut planting = String::new();
+    for i in 1..=7 {
+        if i == 4 {
+            repo.kernel
+                .insert(5, "    out[i] = in[i + 1];  // PLANT".to_string());
+            planting = repo.commit_kernel("Read the neighbour (plants the fault)");
+        } else {
+            repo.kernel.push(format!("// tweak {i}"));
+            repo.commit_kernel(&format!("Tweak {i}"));
+        }
+    }
+    let out = repo.bisect(&[&good, "HEAD", "--summary"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let answer = repo.kept();
+    assert_eq!(
+        answer["answer"]["first_bad"]["hash"],
+        planting.as_str(),
+        "{all}"
+    );
+    assert!(
+        answer["sought"]["title"]
+            .as_str()
+            .is_some_and(|t| t.contains("scale n=1000")),
+        "{answer:#}"
+    );
+    // GOOD ran whole, second, to tell the new root cause from the old one.
+    assert_eq!(steps(&answer)[1]["role"], "good", "{answer:#}");
+    // The summary: the answer and one line per step, no evidence section.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("# Exhibit bisect: first bad commit"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| Commit | Verdict | Why |"), "{stdout}");
+    assert!(!stdout.contains("## Steps"), "{stdout}");
+
+    // Root cause 2 of BAD's report is the old one: GOOD has it too, so there is no answer.
+    let numbers: Vec<String> = (1..=2).map(|n| n.to_string()).collect();
+    let old = numbers
+        .iter()
+        .find(|n| {
+            let out = repo.bisect(&[&good, "HEAD", "--cause", n, "--format", "json"]);
+            let json: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+            json["sought"]["title"]
+                .as_str()
+                .is_some_and(|t| t.contains("rowsum n=200"))
+        })
+        .expect("one of BAD's two root causes is rowsum's");
+    let out = repo.bisect(&[&good, "HEAD", "--cause", old]);
+    assert_eq!(code(&out), 3, "{}", text(&out));
+    assert!(text(&out).contains("GOOD has it too"), "{}", text(&out));
+    let out = repo.bisect(&[&good, "HEAD", "--cause", "3"]);
+    assert_eq!(code(&out), 3, "{}", text(&out));
+    assert!(
+        text(&out).contains("BAD's run has 2 root causes"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn an_ambiguous_timing_is_measured_again_then_skipped() {
+    let mut repo = Repo::new();
+    // The noise is 5%: a 7% change is ambiguous (between 1x and 2x the noise).
+    repo.kernel.push("// NOISY timings".to_string());
+    repo.commit_kernel("Noisy timer");
+    let good = repo.commits[1].clone();
+    let mut slowed = String::new();
+    for i in 1..=6 {
+        match i {
+            3 => {
+                repo.kernel.push("// SLIGHT: one more load".to_string());
+                repo.commit_kernel("One more load (a little slower)");
+            }
+            4 => {
+                repo.kernel.push("// SLOW: a second pass".to_string());
+                slowed = repo.commit_kernel("Second pass (slower)");
+            }
+            _ => {
+                repo.kernel.push(format!("// tweak {i}"));
+                repo.commit_kernel(&format!("Tweak {i}"));
+            }
+        }
+    }
+    let slight = repo.commits[repo.commits.len() - 4].clone();
+    let out = repo.bisect(&["--slower", "BM_scale", &good, "HEAD"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let answer = repo.kept();
+    assert_eq!(answer["answer"]["kind"], "one_of", "{answer:#}");
+    let named: Vec<&str> = answer["answer"]["commits"]
+        .as_array()
+        .expect("commits")
+        .iter()
+        .map(|c| c["hash"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(named, vec![slight.as_str(), slowed.as_str()], "{all}");
+    // The slight commit ran twice: ambiguous, then measured again and skipped.
+    let at_slight: Vec<&str> = steps(&answer)
+        .iter()
+        .filter(|s| s["commit"]["hash"] == slight.as_str())
+        .map(|s| s["verdict"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(at_slight, vec!["ambiguous", "skip"], "{answer:#}");
 }
