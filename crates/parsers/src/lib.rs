@@ -11,7 +11,8 @@
 //! One module per format: `ptxas` (nvcc `-Xptxas -v`), `sass` (cuobjdump and nvdisasm),
 //! `sanitizer` (compute-sanitizer text), `sanitizer_xml` (`--xml --save`), `ncu` (Nsight Compute
 //! CSV), [`harness`] (the `exhibit.harness/1` JSON) and [`bench_json`] (what users' own programs
-//! print: pytest-benchmark and Google Benchmark JSON timings, `exhibit.results/1` checks). `site`
+//! print: pytest-benchmark and Google Benchmark JSON timings, `exhibit.results/1` checks) and
+//! [`nvbench`] (nvbench's `--json` timings). `site`
 //! folds records into findings and computes fingerprints.
 //!
 //! ```
@@ -31,6 +32,7 @@ mod lines;
 mod model;
 mod ncu;
 mod ncu_source;
+pub mod nvbench;
 mod ptxas;
 mod sanitizer;
 mod sanitizer_xml;
@@ -122,7 +124,8 @@ pub fn detect(text: &str) -> Option<Format> {
 
 /// The JSON of users' programs, recognised by its keys: `exhibit.results/1`'s schema string,
 /// pytest-benchmark's `machine_info` with `benchmarks` and `stats`, Google Benchmark's `context`
-/// with `benchmarks` and `real_time` or `time_unit`. Lines before the document (a program's
+/// with `benchmarks` and `real_time` or `time_unit`, nvbench's `meta` with `benchmarks` and its
+/// name or its `nv/cold/` summary tags. Lines before the document (a program's
 /// banner) are allowed, as the parsers allow them.
 fn detect_bench_json(head: &str) -> Option<Format> {
     let json = head.trim_start_matches('\u{feff}').trim_start();
@@ -139,6 +142,8 @@ fn detect_bench_json(head: &str) -> Option<Format> {
         Some(Format::PytestBenchmark)
     } else if key("context") && key("benchmarks") && (key("real_time") || key("time_unit")) {
         Some(Format::GoogleBenchmark)
+    } else if key("meta") && key("benchmarks") && (key("nvbench") || head.contains("\"nv/cold/")) {
+        Some(Format::Nvbench)
     } else {
         None
     }
@@ -187,6 +192,7 @@ pub fn parse_reader<R: BufRead>(format: Format, reader: R) -> io::Result<ParsedL
         Format::Harness => harness::parse_document(&read_json(reader)?),
         Format::PytestBenchmark => bench_json::parse_pytest(&read_json(reader)?),
         Format::GoogleBenchmark => bench_json::parse_google(&read_json(reader)?),
+        Format::Nvbench => nvbench::parse(&read_json(reader)?),
         Format::ProgramResults => bench_json::parse_results(&read_json(reader)?),
     })
 }

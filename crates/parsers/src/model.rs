@@ -24,6 +24,8 @@ pub enum Format {
     /// Google Benchmark's JSON (`--benchmark_format=json` on stdout, or the
     /// `--benchmark_out=FILE --benchmark_out_format=json` file).
     GoogleBenchmark,
+    /// nvbench's JSON (`--json FILE`; see [`crate::nvbench`]).
+    Nvbench,
     /// The `exhibit.results/1` JSON a user's check program writes (see [`crate::bench_json`]).
     ProgramResults,
     /// Nsight Compute's source page (`--page source --csv --print-source cuda,sass`): counters

@@ -168,6 +168,7 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
         let source = match b.format {
             parsers::Format::PytestBenchmark => "pytest-benchmark",
             parsers::Format::GoogleBenchmark => "Google Benchmark (`real_time`)",
+            parsers::Format::Nvbench => "nvbench (cold GPU time)",
             parsers::Format::Harness => "exhibit.harness/1",
             _ => "the program",
         };
@@ -181,11 +182,17 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
             (Some(s), None) => format!("{s} {unit}"),
             _ => "—".to_string(),
         };
-        // The spread in the format's own terms: pytest-benchmark's IQR, else the stdev.
-        let spread = match (b.iqr_us, b.stdev_us) {
-            (Some(iqr), _) => format!("IQR {}", sig3(iqr)),
-            (None, Some(sd)) => format!("σ {}", sig3(sd)),
-            (None, None) => "—".to_string(),
+        // The spread in the format's own terms: nvbench's noise (the relative stdev),
+        // pytest-benchmark's IQR, else the stdev.
+        let noise = match (b.format, b.stdev_us, b.mean_us) {
+            (parsers::Format::Nvbench, Some(sd), Some(mean)) if mean > 0.0 => Some(sd / mean),
+            _ => None,
+        };
+        let spread = match (noise, b.iqr_us, b.stdev_us) {
+            (Some(noise), _, _) => format!("noise {}%", fixed(noise * 100.0, 2)),
+            (None, Some(iqr), _) => format!("IQR {}", sig3(iqr)),
+            (None, None, Some(sd)) => format!("σ {}", sig3(sd)),
+            (None, None, None) => "—".to_string(),
         };
         let baseline = r.baseline.as_ref().map(|base| match r.statistic {
             Some("mean") => base.timing.mean_us,

@@ -281,6 +281,7 @@ pub enum LogFormat {
     Harness,
     PytestBenchmark,
     GoogleBenchmark,
+    Nvbench,
     ProgramResults,
     Junit,
 }
@@ -974,6 +975,7 @@ impl From<LogFormat> for parsers::Format {
             LogFormat::Harness => parsers::Format::Harness,
             LogFormat::PytestBenchmark => parsers::Format::PytestBenchmark,
             LogFormat::GoogleBenchmark => parsers::Format::GoogleBenchmark,
+            LogFormat::Nvbench => parsers::Format::Nvbench,
             LogFormat::ProgramResults => parsers::Format::ProgramResults,
             LogFormat::Junit => parsers::Format::JUnit,
         }

@@ -289,6 +289,7 @@ fn the_streaming_reader_agrees_with_parse() {
     for (name, format) in [
         ("pytest-benchmark/fast.json", Format::PytestBenchmark),
         ("google-benchmark/repetitions.json", Format::GoogleBenchmark),
+        ("nvbench/scale.json", Format::Nvbench),
         ("program-results/one_failed.json", Format::ProgramResults),
     ] {
         let text = fixture(name);
@@ -315,6 +316,8 @@ fn detection_keeps_each_format_apart() {
     for (name, format) in [
         ("pytest-benchmark/truncated.json", Format::PytestBenchmark),
         ("google-benchmark/truncated.json", Format::GoogleBenchmark),
+        ("nvbench/truncated.json", Format::Nvbench),
+        ("nvbench/scale.json", Format::Nvbench),
         ("program-results/truncated.json", Format::ProgramResults),
         ("harness/bench_attention.json", Format::Harness),
         ("harness/sdpa_b2h8s512d64.json", Format::Harness),
@@ -367,6 +370,7 @@ fn truncated_documents_are_never_complete() {
     for (name, format) in [
         ("pytest-benchmark/truncated.json", Format::PytestBenchmark),
         ("google-benchmark/truncated.json", Format::GoogleBenchmark),
+        ("nvbench/truncated.json", Format::Nvbench),
         ("program-results/truncated.json", Format::ProgramResults),
     ] {
         let text = fixture(name);
@@ -375,7 +379,7 @@ fn truncated_documents_are_never_complete() {
         assert!(log.timings.is_empty() && log.checks.is_empty() && log.findings.is_empty());
         let lines = text.lines().filter(|l| !l.trim().is_empty()).count() as u64;
         assert_eq!(log.unparsed_lines, lines, "{name}");
-        assert!(log.unparsed_examples[0].starts_with("not a "), "{name}");
+        assert!(log.unparsed_examples[0].starts_with("not a"), "{name}");
     }
 }
 
@@ -397,10 +401,14 @@ fn foreign_json_and_garbage_never_panic() {
         fixture("compute-sanitizer/memcheck_oob_read.log"),
         fixture("pytest-benchmark/fast.json"),
         fixture("google-benchmark/basic.json"),
+        fixture("nvbench/one_state.json"),
+        "{\"meta\": {}, \"benchmarks\": [{\"name\": \"b\", \"states\": [{\"name\": \"s\", \"summaries\": [{\"tag\": \"nv/cold/time/gpu/mean\", \"data\": [{\"name\": \"value\", \"value\": \"1e400\"}]}]}]}]}"
+            .to_string(),
     ];
     for format in [
         Format::PytestBenchmark,
         Format::GoogleBenchmark,
+        Format::Nvbench,
         Format::ProgramResults,
     ] {
         for text in &inputs {
@@ -447,4 +455,39 @@ fn every_new_fixture_has_a_sidecar_and_snapshot() {
             });
         }
     }
+}
+
+#[test]
+fn nvbench_states_are_timings_of_cold_gpu_time_with_nvbench_noise() {
+    let log = parsers::parse(Format::Nvbench, &fixture("nvbench/scale.json"));
+    assert!(log.complete, "{:?}", log.unparsed_examples);
+    let names: Vec<&str> = log.timings.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "bench_scale Elements=2^16",
+            "bench_scale Elements=2^20",
+            "bench_scale Elements=2^24",
+            "bench_scale_strided T=F32 Stride=1",
+            "bench_scale_strided T=F32 Stride=33",
+            "bench_scale_strided T=F64 Stride=1",
+            "bench_scale_strided T=F64 Stride=33",
+        ]
+    );
+    let by = |name: &str| log.timings.iter().find(|t| t.name == name).expect(name);
+    // nvbench's own log line for this state: "Cold: 0.418346ms GPU ... 1196x".
+    let strided = by("bench_scale_strided T=F32 Stride=33");
+    assert_eq!(strided.format, Format::Nvbench);
+    assert_eq!(strided.samples, Some(1196));
+    assert!(
+        (strided.mean_us.unwrap() - 418.346).abs() < 0.001,
+        "{strided:?}"
+    );
+    assert!(strided.median_us.is_some() && strided.iqr_us.is_some());
+    // Its noise, as nvbench's table prints it: the relative stdev, 0.13%.
+    let noise = strided.stdev_us.unwrap() / strided.mean_us.unwrap();
+    assert!((noise - 0.0012638).abs() < 1e-6, "{noise}");
+    // The stride costs 6x.
+    let coalesced = by("bench_scale_strided T=F32 Stride=1");
+    assert!(strided.mean_us.unwrap() > 6.0 * coalesced.mean_us.unwrap());
 }

@@ -47,6 +47,7 @@ pub fn folder_format(name: &str) -> Format {
         "harness" => Format::Harness,
         "pytest-benchmark" => Format::PytestBenchmark,
         "google-benchmark" => Format::GoogleBenchmark,
+        "nvbench" => Format::Nvbench,
         "program-results" => Format::ProgramResults,
         other => panic!("no format for fixture folder {other}"),
     }

@@ -139,6 +139,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
                 Format::Harness if v.starts_with("python3") => Some("python3"),
                 Format::PytestBenchmark => Some("pytest-benchmark"),
                 Format::GoogleBenchmark => Some("google-benchmark"),
+                Format::Nvbench => Some("nvbench"),
                 Format::Harness | Format::Ptxas | Format::ProgramResults | Format::JUnit => None,
             };
             if let Some(tool) = tool {

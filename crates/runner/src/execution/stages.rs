@@ -697,6 +697,7 @@ pub fn gather(dir: &Path, invocation: &Invocation) -> Gathered {
                 Format::Harness
                     | Format::PytestBenchmark
                     | Format::GoogleBenchmark
+                    | Format::Nvbench
                     | Format::ProgramResults
                     | Format::JUnit
             )

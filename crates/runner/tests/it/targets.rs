@@ -372,6 +372,59 @@ fn bench_and_baseline_read_pytest_benchmark_json_from_out() {
     assert!(report.contains("test_sum_squares"), "{report}");
 }
 
+/// nvbench's JSON in `{out}` (a real capture from the parsers' fixtures) is read as timings of
+/// nvbench's cold GPU time, shown with nvbench's noise; two runs of it compare in `runner diff`.
+#[test]
+fn bench_reads_nvbench_json_from_out() {
+    let fixture = repo().join("crates/parsers/fixtures/nvbench/scale.json");
+    let project = project(
+        "  program:\n    command: [bin/ring]",
+        "  bench:\n    needs: { gpu: false }\n    timeout: 30s\n    command: [sh, emit.sh, scale.json, \"{out}\"]",
+    );
+    project.write(
+        "scale.json",
+        &std::fs::read_to_string(fixture).expect("the fixture"),
+    );
+    project.write("emit.sh", "cp \"$1\" \"$2\"\n");
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let bench = stage(&project.manifest(), "bench").clone();
+    assert_eq!(bench["status"], "passed", "{bench:#}");
+    assert!(
+        bench["logs"]
+            .as_array()
+            .expect("logs")
+            .iter()
+            .any(|l| l["format"] == "nvbench"),
+        "{bench:#}"
+    );
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    let row = report
+        .lines()
+        .find(|l| l.contains("bench_scale_strided T=F32 Stride=33"))
+        .unwrap_or_else(|| panic!("no row for the strided state in\n{report}"));
+    assert!(row.contains("nvbench (cold GPU time)"), "{row}");
+    assert!(row.contains("1196 samples"), "{row}");
+    assert!(row.contains("noise 0.13%"), "{row}");
+    // A second run, forced: the same timings, compared by name and judged the same.
+    let out = project.run(&["pipeline.yaml", "--force"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let runs = project.runs();
+    let [.., a, b] = runs.as_slice() else {
+        panic!("two runs")
+    };
+    let diff = std::process::Command::new(BIN)
+        .args(["diff", "--format", "json"])
+        .arg(a)
+        .arg(b)
+        .output()
+        .expect("diff");
+    let json: Value = serde_json::from_slice(&diff.stdout).expect("JSON");
+    let perf = json["diff"]["perf"].as_array().expect("perf");
+    assert_eq!(perf.len(), 7, "{json:#}");
+    assert!(perf.iter().all(|p| p["judgement"] == "same"), "{json:#}");
+}
+
 /// A bench stage whose program prints no timings in a known format is inconclusive, never
 /// passed.
 #[test]
