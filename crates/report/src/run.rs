@@ -158,8 +158,8 @@ pub struct Stage {
     /// between them), by path relative to the run directory, with the size the stream wrote.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cut: BTreeMap<String, u64>,
-    /// A stage split by test (`split: tests`): each test the program holds, run alone under the
-    /// stage's tool, with the log of its run.
+    /// A stage split by test (`split: tests`): each test the program holds, run in a process of
+    /// its own under the stage's tool, with the log of its run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub split: Vec<TestRun>,
 }

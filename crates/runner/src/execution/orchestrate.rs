@@ -201,20 +201,6 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
     } else {
         Index::load(&pipeline.root, &id)
     };
-    let executor = Executor {
-        pipeline,
-        preflight: &preflight,
-        plan: &plan,
-        dir: &dir,
-        index,
-        force: options.force,
-        interrupt: &cx.interrupt,
-        launcher: &options.launcher,
-        statuses: Mutex::new(vec![None; plan.units.len()]),
-        builds: Mutex::new(HashMap::new()),
-        harness_hash: OnceLock::new(),
-    };
-    let report_unit = plan.units.iter().find(|u| u.kind == StageKind::Report);
     let limits = Limits {
         // On a cluster every job has its GPU: as many may be in flight as units at once.
         gpus: match options.launcher {
@@ -230,6 +216,21 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         },
         ..options.limits
     };
+    let executor = Executor {
+        pipeline,
+        preflight: &preflight,
+        plan: &plan,
+        dir: &dir,
+        index,
+        force: options.force,
+        interrupt: &cx.interrupt,
+        launcher: &options.launcher,
+        statuses: Mutex::new(vec![None; plan.units.len()]),
+        builds: Mutex::new(HashMap::new()),
+        harness_hash: OnceLock::new(),
+        gpu_jobs: limits.gpu_jobs,
+    };
+    let report_unit = plan.units.iter().find(|u| u.kind == StageKind::Report);
     let mut scheduler = Scheduler::new(&plan, limits, |u| u.kind == StageKind::Report);
     // Each unit's record, in plan order, once it ended.
     let mut records: Vec<Option<Stage>> = vec![None; plan.units.len()];
@@ -441,9 +442,10 @@ struct Executor<'a> {
     force: bool,
     interrupt: &'a Interrupt,
     launcher: &'a Launcher,
-    /// Each unit's status once it ended: what its dependents read.
-    /// Each ended unit's status and exit code.
+    /// Each ended unit's status and exit code: what its dependents read.
     statuses: Mutex<Vec<Option<Ended>>>,
+    /// The shares of a GPU a split unit holds: its tests at once.
+    gpu_jobs: usize,
     /// Build unit index to its identity ([`Executor::build_identity`]).
     builds: Mutex<HashMap<usize, String>>,
     harness_hash: OnceLock<String>,
@@ -707,6 +709,20 @@ impl Executor<'_> {
                     .cwd
                     .as_ref()
                     .map_or_else(|| self.pipeline.root.clone(), |c| self.pipeline.resolve(c));
+                let program_in = |unit_dir: &Path| {
+                    let paths = Paths {
+                        unit_dir: unit_dir.to_path_buf(),
+                        build_dir: paths.build_dir.clone(),
+                    };
+                    let line =
+                        stages::program_line(unit, stage_cfg, self.pipeline, target, &paths, None);
+                    stages::resolve_program(self.preflight, &line.argv).map(|argv| {
+                        crate::execution::split::ProgramIn {
+                            argv,
+                            env: line.env,
+                        }
+                    })
+                };
                 let split = crate::execution::split::Split {
                     kind,
                     framework: crate::execution::split::Framework::of(target.command_of(stage_cfg)),
@@ -714,6 +730,8 @@ impl Executor<'_> {
                     program: &program,
                     cwd: &cwd,
                     exits: &self.exits(unit),
+                    program_in: &program_in,
+                    width: self.gpu_jobs,
                 };
                 split.run(&mut record, &dest, self.step_cx(stage_cfg, device));
                 return Ok((record, flags));

@@ -62,9 +62,145 @@ pub struct Split<'a> {
     pub program: &'a [OsString],
     pub cwd: &'a Path,
     pub exits: &'a ExitCodes,
+    /// The program's words and environment when its unit directory (`{out}`'s) is the given
+    /// one, relative to the pipeline root: each test writes its own results.
+    pub program_in: &'a (dyn Fn(&Path) -> Result<ProgramIn, String> + Sync),
+    /// Tests at once: the shares of the GPU the unit holds (`--gpu-jobs`).
+    pub width: usize,
+}
+
+/// A test's program: its words (the first resolved) and its environment.
+pub struct ProgramIn {
+    pub argv: Vec<OsString>,
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+/// One test's run, as its unit records it.
+struct One {
+    run: TestRun,
+    logs: Vec<Log>,
+    errors: u64,
+    duration: std::time::Duration,
+    leftovers: Vec<String>,
+    cut: std::collections::BTreeMap<String, u64>,
 }
 
 impl Split<'_> {
+    /// Test `k` under the tool: the tool and its options, the program in the test's own
+    /// directory (`test-K/`, so that its `{out}` is its own) without the paths the id already
+    /// names (`tests`, `tests/test_x.py`), then the id.
+    fn one(
+        &self,
+        k: usize,
+        id: &str,
+        tool: &str,
+        record: &report::Stage,
+        dest: &Path,
+        cx: StepCx<'_>,
+    ) -> One {
+        let inv = self.invocation;
+        let log = format!("{tool}-{k}.log");
+        let err = format!("stderr-{k}.log");
+        let out = format!("results-{k}.json");
+        let own = format!("test-{k}");
+        let _ = std::fs::create_dir_all(dest.join(&own));
+        let relative = cx.root.join(cx.run_dir);
+        let unit_dir = dest.strip_prefix(&relative).unwrap_or(dest);
+        let program = (self.program_in)(&cx.run_dir.join(unit_dir).join(&own));
+        // A scratch record for what the process leaves (leftovers, cut logs).
+        let mut scratch = report::Stage {
+            leftovers: Vec::new(),
+            cut: Default::default(),
+            logs: Vec::new(),
+            split: Vec::new(),
+            ..record.clone()
+        };
+        let (outcome, status) = match program {
+            Err(why) => {
+                let _ = std::fs::write(dest.join(&err), format!("{why}\n"));
+                (None, StageStatus::Failed)
+            }
+            Ok(program) => {
+                let tool_words = inv.argv.len().saturating_sub(self.program.len());
+                let mut argv: Vec<OsString> = inv.argv.iter().take(tool_words).cloned().collect();
+                argv.extend(program.argv.iter().enumerate().filter_map(|(i, w)| {
+                    let word = w.to_string_lossy();
+                    let covered = self.framework == Framework::Pytest
+                        && i > 0
+                        && !word.starts_with('-')
+                        && !word.is_empty()
+                        && id.starts_with(word.trim_end_matches('/'));
+                    (!covered).then(|| w.clone())
+                }));
+                argv.push(match self.framework {
+                    Framework::Pytest => id.into(),
+                    Framework::GoogleTest => format!("--gtest_filter={id}").into(),
+                });
+                let mut env = inv.env.clone();
+                env.extend(program.env);
+                let outcome = cx.run(
+                    &mut scratch,
+                    argv,
+                    self.cwd,
+                    &env,
+                    dest.join(&log),
+                    dest.join(&err),
+                );
+                (Some(outcome), StageStatus::Failed)
+            }
+        };
+        let _ = std::fs::rename(dest.join(&own).join(PROGRAM_OUT), dest.join(&out));
+        let _ = std::fs::remove_dir(dest.join(&own));
+        let one = Invocation {
+            stdout: log.clone(),
+            stderr: err.clone(),
+            logs: vec![
+                (log.clone(), Some(Format::ComputeSanitizer)),
+                (err.clone(), None),
+            ],
+            detect: vec![out],
+            ..inv.clone()
+        };
+        let gathered = stages::gather(dest, &one);
+        let mut duration = std::time::Duration::ZERO;
+        let status = match outcome {
+            Some(Ok(o)) => {
+                duration = o.duration;
+                stages::decide(
+                    self.kind, &inv.tool, cx.timeout, o.ending, &gathered, self.exits,
+                )
+                .0
+            }
+            Some(Err(_)) | None => status,
+        };
+        let logs = gathered
+            .present
+            .iter()
+            .map(|(name, format)| Log {
+                path: cx.log_path(dest, name),
+                format: *format,
+            })
+            .collect();
+        let errors: u64 = gathered
+            .parsed
+            .iter()
+            .filter(|(_, p)| p.format == Format::ComputeSanitizer)
+            .filter_map(|(_, p)| p.reported_errors)
+            .sum();
+        One {
+            run: TestRun {
+                id: id.to_string(),
+                log: cx.log_path(dest, &log),
+                status,
+            },
+            logs,
+            errors,
+            duration,
+            leftovers: scratch.leftovers,
+            cut: scratch.cut,
+        }
+    }
+
     pub fn run(&self, record: &mut report::Stage, dest: &Path, cx: StepCx<'_>) {
         let inv = self.invocation;
         let mut argv = self.program.to_vec();
@@ -104,85 +240,47 @@ impl Split<'_> {
             return;
         }
         let tool = config::kind_name(self.kind);
+        // Each test in its own process, `width` at once; recorded in the order listed.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let ended: std::sync::Mutex<Vec<Option<One>>> =
+            std::sync::Mutex::new((0..ids.len()).map(|_| None).collect());
+        let width = self.width.clamp(1, ids.len());
+        std::thread::scope(|scope| {
+            for _ in 0..width {
+                scope.spawn(|| {
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        let Some(id) = ids.get(k) else { break };
+                        if cx.interrupt.is_set() {
+                            break;
+                        }
+                        let one = self.one(k, id, tool, record, dest, cx);
+                        let mut ended = ended.lock().unwrap_or_else(|e| e.into_inner());
+                        if let Some(slot) = ended.get_mut(k) {
+                            *slot = Some(one);
+                        }
+                    }
+                });
+            }
+        });
+        if cx.interrupt.is_set() {
+            record.status = StageStatus::Interrupted;
+            record.reason = Some("interrupted".into());
+            return;
+        }
         let mut duration = std::time::Duration::ZERO;
         // The tests whose run the tool reported errors in.
         let mut with_errors: Vec<String> = Vec::new();
-        for (k, id) in ids.iter().enumerate() {
-            if cx.interrupt.is_set() {
-                record.status = StageStatus::Interrupted;
-                record.reason = Some("interrupted".into());
-                return;
+        let ended = ended.into_inner().unwrap_or_else(|e| e.into_inner());
+        for one in ended.into_iter().flatten() {
+            duration += one.duration;
+            record.leftovers.extend(one.leftovers);
+            record.cut.extend(one.cut);
+            record.logs.extend(one.logs);
+            if one.errors > 0 {
+                with_errors.push(one.run.id.clone());
             }
-            let log = format!("{tool}-{k}.log");
-            let err = format!("stderr-{k}.log");
-            let out = format!("results-{k}.json");
-            // The tool and its options, then the program without the paths the id already
-            // names (`tests`, `tests/test_x.py`), then the id.
-            let tool_words = inv.argv.len().saturating_sub(self.program.len());
-            let mut argv: Vec<OsString> = inv.argv.iter().take(tool_words).cloned().collect();
-            argv.extend(self.program.iter().enumerate().filter_map(|(i, w)| {
-                let word = w.to_string_lossy();
-                let covered = self.framework == Framework::Pytest
-                    && i > 0
-                    && !word.starts_with('-')
-                    && !word.is_empty()
-                    && id.starts_with(word.trim_end_matches('/'));
-                (!covered).then(|| w.clone())
-            }));
-            argv.push(match self.framework {
-                Framework::Pytest => id.into(),
-                Framework::GoogleTest => format!("--gtest_filter={id}").into(),
-            });
-            let outcome = cx.run(
-                record,
-                argv,
-                self.cwd,
-                &inv.env,
-                dest.join(&log),
-                dest.join(&err),
-            );
-            let _ = std::fs::rename(dest.join(PROGRAM_OUT), dest.join(&out));
-            let one = Invocation {
-                stdout: log.clone(),
-                stderr: err.clone(),
-                logs: vec![
-                    (log.clone(), Some(Format::ComputeSanitizer)),
-                    (err.clone(), None),
-                ],
-                detect: vec![out],
-                ..inv.clone()
-            };
-            let gathered = stages::gather(dest, &one);
-            let status = match outcome {
-                Ok(o) => {
-                    duration += o.duration;
-                    stages::decide(
-                        self.kind, &inv.tool, cx.timeout, o.ending, &gathered, self.exits,
-                    )
-                    .0
-                }
-                Err(_) => StageStatus::Failed,
-            };
-            for (name, format) in &gathered.present {
-                record.logs.push(Log {
-                    path: cx.log_path(dest, name),
-                    format: *format,
-                });
-            }
-            let errors: u64 = gathered
-                .parsed
-                .iter()
-                .filter(|(_, p)| p.format == Format::ComputeSanitizer)
-                .filter_map(|(_, p)| p.reported_errors)
-                .sum();
-            if errors > 0 {
-                with_errors.push(id.clone());
-            }
-            record.split.push(TestRun {
-                id: id.clone(),
-                log: cx.log_path(dest, &log),
-                status,
-            });
+            record.split.push(one.run);
         }
         record.duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
         let worst = record
@@ -211,7 +309,7 @@ impl Split<'_> {
         if !with_errors.is_empty() {
             let ids: Vec<&str> = with_errors.iter().map(String::as_str).collect();
             parts.push(format!(
-                "{tool} found errors in {} of {n} tests run alone: {}",
+                "{tool} found errors in {} of {n} tests, each run in a process of its own: {}",
                 ids.len(),
                 list(&ids)
             ));
@@ -237,7 +335,7 @@ impl Split<'_> {
             parts.push(format!("{} {what}: {}", plural(ids.len()), list(&ids)));
         }
         let reason = if parts.is_empty() {
-            format!("{n} tests, each run alone: {tool} found nothing")
+            format!("{n} tests, each in a process of its own: {tool} found nothing")
         } else {
             parts.join("; ")
         };

@@ -41,6 +41,9 @@ pub struct Unit {
     /// For a build: the other configs whose build would be the same (same arch,
     /// defines and environment), which use this one's products instead of building again.
     pub serves: Vec<String>,
+    /// `split: tests`: the unit runs its program's tests one per process, several at once, and
+    /// holds every shared slot of its GPU while it does.
+    pub split: bool,
 }
 
 /// Why a unit does not run.
@@ -121,6 +124,7 @@ pub fn plan(
                 blocked: blocked.clone(),
                 dir,
                 serves: Vec::new(),
+                split: stage.split.is_some() && config::is_sanitizer(stage.kind),
             }
         };
         let stage_configs = configs

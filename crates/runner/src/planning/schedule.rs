@@ -3,7 +3,8 @@
 //! Every unit has a class by the resource it needs:
 //! - CPU work (compile, SASS) runs beside anything but a unit that runs alone, up to `jobs`;
 //! - GPU work that tolerates company (the sanitizers, check, stress; the built-in kernel's or
-//!   a target's program alike) shares the GPU, up to `gpu_jobs` at once;
+//!   a target's program alike) shares the GPU, up to `gpu_jobs` at once; a sanitizer unit with
+//!   `split: tests` runs up to `gpu_jobs` of its tests at once and holds that many shares;
 //! - timing and profiling (bench, baseline, profile) run alone: nothing else runs beside them,
 //!   so their timings and counters stay clean. That includes CPU work: launch-bound timings
 //!   are host timings too (measured on an H100: SDPA's seed-shape p50 timed with events went
@@ -97,6 +98,8 @@ enum State {
 #[derive(Debug)]
 pub struct Scheduler {
     classes: Vec<Class>,
+    /// The GPU shares each unit holds while it runs: 1, or `gpu_jobs` for a split unit.
+    shares: Vec<usize>,
     /// The unit indices in the order they are offered a start.
     order: Vec<usize>,
     dependencies: Vec<Vec<usize>>,
@@ -130,8 +133,14 @@ impl Scheduler {
                 }
             })
             .collect();
+        let gpu_jobs = limits.gpu_jobs.max(1);
         Scheduler {
             placed: vec![None; classes.len()],
+            shares: plan
+                .units
+                .iter()
+                .map(|u| if u.split { gpu_jobs } else { 1 })
+                .collect(),
             classes,
             order,
             dependencies,
@@ -161,7 +170,7 @@ impl Scheduler {
                 // ahead.
                 continue;
             }
-            let Some(placement) = self.place(self.classes[i]) else {
+            let Some(placement) = self.place(self.classes[i], self.shares[i]) else {
                 // Waiting for its resource: nothing after it overtakes it.
                 break;
             };
@@ -201,9 +210,9 @@ impl Scheduler {
         self.states.contains(&State::Running)
     }
 
-    /// Where a unit of `class` may start now: `Some(None)` off the GPU, `Some(Some(g))` on GPU
-    /// slot `g`, `None` not now.
-    fn place(&self, class: Class) -> Option<Option<usize>> {
+    /// Where a unit of `class` holding `shares` of a GPU may start now: `Some(None)` off the
+    /// GPU, `Some(Some(g))` on GPU slot `g`, `None` not now.
+    fn place(&self, class: Class, shares: usize) -> Option<Option<usize>> {
         let running = |c: Class, gpu: Option<usize>| {
             (0..self.states.len())
                 .filter(|&i| {
@@ -212,6 +221,16 @@ impl Scheduler {
                         && (gpu.is_none() || self.placed[i] == gpu)
                 })
                 .count()
+        };
+        let shared = |gpu: usize| -> usize {
+            (0..self.states.len())
+                .filter(|&i| {
+                    self.states[i] == State::Running
+                        && self.classes[i] == Class::SharedGpu
+                        && self.placed[i] == Some(gpu)
+                })
+                .map(|i| self.shares[i])
+                .sum()
         };
         let busy = running(Class::Cpu, None)
             + running(Class::SharedGpu, None)
@@ -223,7 +242,7 @@ impl Scheduler {
         }
         let gpu_free = |g: usize| {
             running(Class::Alone, Some(g)) == 0
-                && running(Class::SharedGpu, Some(g)) < self.limits.gpu_jobs
+                && shared(g) + shares.min(self.limits.gpu_jobs) <= self.limits.gpu_jobs
         };
         let gpu_idle =
             |g: usize| running(Class::Alone, Some(g)) + running(Class::SharedGpu, Some(g)) == 0;
@@ -233,7 +252,7 @@ impl Scheduler {
             _ if busy >= self.limits.jobs => None,
             Class::SharedGpu => (0..self.limits.gpus)
                 .filter(|&g| gpu_free(g))
-                .min_by_key(|&g| running(Class::SharedGpu, Some(g)))
+                .min_by_key(|&g| shared(g))
                 .map(Some),
             Class::Alone if one_gpu => (busy == 0).then_some(Some(0)),
             Class::Alone => (0..self.limits.gpus).find(|&g| gpu_idle(g)).map(Some),
@@ -282,4 +301,53 @@ fn dependencies(plan: &Plan, i: usize, unit: &Unit) -> Vec<usize> {
         );
     }
     deps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(kind: StageKind, split: bool) -> Unit {
+        Unit {
+            stage: 0,
+            name: format!("{kind:?}"),
+            kind,
+            config: None,
+            arch: None,
+            case: None,
+            cases: Vec::new(),
+            compile: None,
+            blocked: None,
+            dir: "u".into(),
+            serves: Vec::new(),
+            split,
+        }
+    }
+
+    #[test]
+    fn a_split_unit_holds_every_share_of_its_gpu() {
+        let plan = Plan {
+            units: vec![
+                unit(StageKind::Check, false),
+                unit(StageKind::Memcheck, true),
+                unit(StageKind::Racecheck, false),
+            ],
+        };
+        let limits = Limits {
+            jobs: 8,
+            gpu_jobs: 4,
+            gpus: 1,
+        };
+        let mut s = Scheduler::new(&plan, limits, |_| false);
+        // Racecheck starts first (priority), then the check; the split memcheck waits for both.
+        let first: Vec<usize> = s.start().into_iter().map(|(i, _)| i).collect();
+        assert_eq!(first, vec![2, 0]);
+        s.ended(2);
+        assert!(s.start().is_empty(), "the split unit waits for the check");
+        s.ended(0);
+        let next: Vec<usize> = s.start().into_iter().map(|(i, _)| i).collect();
+        assert_eq!(next, vec![1]);
+        s.ended(1);
+        assert!(!s.busy());
+    }
 }

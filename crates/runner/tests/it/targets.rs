@@ -782,6 +782,52 @@ fn a_failing_test_in_a_junit_report_is_a_root_cause_named_by_its_id() {
     assert!(md.contains("5/7 passed; 2 skipped"), "{md}");
 }
 
+/// `split: tests` runs several tests at once (up to `--gpu-jobs`), each with its own `{out}`:
+/// the stand-in pytest notes how many of its runs overlap, and writes its id to `EXHIBIT_OUT`.
+#[test]
+fn split_tests_run_several_at_once_each_with_its_own_out() {
+    let project = project(
+        "  program:\n    command: [bin/pytest, tests]",
+        "  memcheck:\n    needs: { gpu: false }\n    timeout: 30s\n    split: tests",
+    );
+    project.tool(
+        "pytest",
+        "#!/bin/sh\n# Stand-in for pytest (hand-written): lists four tests; a run notes how many runs are in flight.\nif [ \"$2\" = \"--collect-only\" ]; then\n  printf 'tests/test_k.py::test_a\\ntests/test_k.py::test_b\\ntests/test_k.py::test_c\\ntests/test_k.py::test_d\\n'\n  exit 0\nfi\nfor id; do :; done\nd=\"$(dirname \"$0\")/running\"; mkdir -p \"$d\"\nmark=\"$d/$$\"; touch \"$mark\"\nsleep 0.5\nls \"$d\" | wc -l >> \"$(dirname \"$0\")/seen\"\nsleep 0.5\nrm -f \"$mark\"\nprintf '{\"schema\":\"exhibit.results/1\",\"program\":\"p\",\"results\":[{\"name\":\"%s\",\"passed\":true}]}\\n' \"$id\" > \"$EXHIBIT_OUT\"\n",
+    );
+    project.tool(
+        "compute-sanitizer",
+        "#!/bin/sh\n# Stand-in for compute-sanitizer (hand-written): runs the program after its own options.\nif [ \"$1\" = \"--version\" ]; then echo 'Compute Sanitizer 0.0 (stand-in)'; exit 0; fi\nwhile [ $# -gt 0 ]; do case \"$1\" in --tool|--target-processes|--error-exitcode|--print-limit) shift 2 ;; --*) shift ;; *) break ;; esac; done\necho '========= COMPUTE-SANITIZER'\n\"$@\"\necho '========= ERROR SUMMARY: 0 errors'\n",
+    );
+    let out = project.run(&["pipeline.yaml", "--gpu-jobs", "3"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let seen = std::fs::read_to_string(project.root.join("bin/seen")).expect("seen");
+    let most = seen
+        .lines()
+        .filter_map(|l| l.trim().parse::<u32>().ok())
+        .max()
+        .unwrap_or(0);
+    assert!((2..=3).contains(&most), "runs in flight: {seen}");
+    let run = project.runs().pop().expect("a run");
+    for (k, id) in ["test_a", "test_b", "test_c", "test_d"].iter().enumerate() {
+        let results =
+            std::fs::read_to_string(run.join(format!("memcheck/plain/sm_90/results-{k}.json")))
+                .expect("each test's own results");
+        assert!(results.contains(id), "{k}: {results}");
+    }
+    let memcheck = stage(&project.manifest(), "memcheck").clone();
+    let ids: Vec<&str> = memcheck["split"]
+        .as_array()
+        .expect("split")
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 4, "{memcheck:#}");
+    assert!(
+        ids[0].ends_with("test_a") && ids[3].ends_with("test_d"),
+        "{ids:?}"
+    );
+}
+
 /// `split: tests`: memcheck runs each test of a pytest program alone, so its error is named
 /// with the test that triggered it. The stand-ins: a pytest that lists three tests, and a
 /// compute-sanitizer that prints a real memcheck capture (`memcheck_oob_read.log`) for one of
@@ -811,7 +857,7 @@ fn a_split_sanitizer_stage_names_the_test_an_error_came_from() {
     assert_eq!(memcheck["status"], "findings", "{memcheck:#}");
     assert_eq!(
         memcheck["reason"],
-        "memcheck found errors in 1 of 3 tests run alone: tests/test_k.py::test_oob"
+        "memcheck found errors in 1 of 3 tests, each run in a process of its own: tests/test_k.py::test_oob"
     );
     let split = memcheck["split"].as_array().expect("split");
     let ids: Vec<&str> = split.iter().filter_map(|t| t["id"].as_str()).collect();
@@ -936,6 +982,6 @@ fn a_googletest_binary_splits_by_its_listed_tests() {
     );
     assert_eq!(
         memcheck["reason"],
-        "memcheck found errors in 1 of 5 tests run alone: Shapes/TailTile.MatchesReference/2"
+        "memcheck found errors in 1 of 5 tests, each run in a process of its own: Shapes/TailTile.MatchesReference/2"
     );
 }
