@@ -240,25 +240,30 @@ pub fn choose_cause(bad: &Evidence, good: Option<&Evidence>, pick: Option<usize>
     Choice::Sought(cause(*number, first), notes)
 }
 
-/// The stages whose evidence a root cause rests on, with the ones of the builds left out (a
-/// step's selection brings its builds).
+/// The stages whose evidence a root cause rests on. The builds are left out (a step's
+/// selection brings them) unless the cause rests on a build alone (a compile error, ptxas's
+/// spills): then the build decides.
 fn decisive_stages(run: &Evidence, d: &Diagnosis) -> Vec<String> {
-    let mut stages: Vec<String> = Vec::new();
-    for item in &d.evidence {
-        let kind = run
-            .run
+    let kind = |name: &str| {
+        run.run
             .stages
             .iter()
-            .find(|s| s.name == item.stage)
-            .map(|s| s.kind);
-        if matches!(kind, Some(StageKind::Compile) | Some(StageKind::Report)) {
-            continue;
-        }
-        if !stages.contains(&item.stage) {
-            stages.push(item.stage.clone());
+            .find(|s| s.name == name)
+            .map(|s| s.kind)
+    };
+    let mut stages: Vec<String> = Vec::new();
+    let mut builds: Vec<String> = Vec::new();
+    for item in &d.evidence {
+        let into = match kind(&item.stage) {
+            Some(StageKind::Report) => continue,
+            Some(StageKind::Compile) => &mut builds,
+            _ => &mut stages,
+        };
+        if !into.contains(&item.stage) {
+            into.push(item.stage.clone());
         }
     }
-    stages
+    if stages.is_empty() { builds } else { stages }
 }
 
 /// Two diagnoses of one root cause: the same fingerprint, or the same rule, kernel, file and

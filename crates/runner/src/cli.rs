@@ -595,7 +595,16 @@ fn bisect(args: BisectArgs, host: Host) -> Result<Outcome, Error> {
         }
         None => &here,
     };
-    let finished = crate::bisect::bisect(&request, launch, &interrupt, &say)?;
+    let finished = match crate::bisect::bisect(&request, launch, &interrupt, &say) {
+        Ok(finished) => finished,
+        // Interrupted before its first step: nothing ran, nothing is left.
+        Err(crate::bisect::BisectError::Interrupted(_)) => {
+            return Ok(Outcome::Interrupted(
+                interrupt.first().unwrap_or(signal_hook::consts::SIGINT),
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let b = &finished.bisection;
     let here = std::env::current_dir().unwrap_or_default();
     eprintln!(

@@ -179,7 +179,11 @@ pub fn bisect(
         short(&bad),
         tree.display()
     ));
-    git.add_worktree(&tree, &bad)?;
+    if let Err(e) = git.add_worktree(&tree, &bad) {
+        // Whatever part of it git made goes too.
+        git.remove_worktree(&tree);
+        return Err(e);
+    }
     let mut session = Session {
         git,
         tree: tree.clone(),

@@ -617,3 +617,30 @@ fn an_ambiguous_timing_is_measured_again_then_skipped() {
         .collect();
     assert_eq!(at_slight, vec!["ambiguous", "skip"], "{answer:#}");
 }
+
+#[test]
+fn a_compile_error_is_looked_for_in_the_build_alone() {
+    let mut repo = Repo::new();
+    let mut broke = String::new();
+    for i in 1..=8 {
+        if i == 5 {
+            repo.kernel.push("SYNTAX: a stray token".to_string());
+            broke = repo.commit_kernel("Stray token (does not compile)");
+        } else {
+            repo.kernel.push(format!("// tweak {i}"));
+            repo.commit_kernel(&format!("Tweak {i}"));
+        }
+    }
+    let good = repo.commits[0].clone();
+    let out = repo.bisect(&[&good, "HEAD"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let answer = repo.kept();
+    assert_eq!(answer["sought"]["rule"], "compile-error", "{answer:#}");
+    assert_eq!(answer["sought"]["stages"], serde_json::json!(["build"]));
+    assert_eq!(
+        answer["answer"]["first_bad"]["hash"],
+        broke.as_str(),
+        "{all}"
+    );
+}
