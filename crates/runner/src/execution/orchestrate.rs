@@ -731,7 +731,7 @@ impl Executor<'_> {
                     cwd: &cwd,
                     exits: &self.exits(unit),
                     program_in: &program_in,
-                    width: self.gpu_jobs,
+                    width: crate::planning::schedule::shares(unit, self.gpu_jobs),
                 };
                 split.run(&mut record, &dest, self.step_cx(stage_cfg, device));
                 return Ok((record, flags));
@@ -744,6 +744,7 @@ impl Executor<'_> {
                     target,
                     preflight: self.preflight,
                     paths: &paths,
+                    width: crate::planning::schedule::shares(unit, self.gpu_jobs),
                 };
                 search.run(&mut record, &dest, self.step_cx(stage_cfg, device));
                 return Ok((record, flags));

@@ -275,9 +275,9 @@ pub fn profile(
 }
 
 /// The stress search of a target's program: run it at the stage's `launches`; when it fails
-/// there, at one launch, then bisect between the largest clean and the smallest failing count
-/// ([`target::next_launch_count`]); then run memcheck at the failing count so the report can
-/// name the line.
+/// there, at one launch and at counts spread over the range, then between the largest clean and
+/// the smallest failing count, `width` counts at once ([`target::next_launch_counts`]); then
+/// run memcheck at the failing count so the report can name the line.
 pub struct Search<'a> {
     pub unit: &'a Unit,
     pub stage: &'a Stage,
@@ -285,9 +285,132 @@ pub struct Search<'a> {
     pub target: &'a Target,
     pub preflight: &'a Preflight,
     pub paths: &'a Paths,
+    /// Launch counts probed at once: the GPU shares the unit holds.
+    pub width: usize,
+}
+
+/// One run of the program at a launch count.
+struct Probe {
+    launches: u64,
+    /// Its ending in words, its wall time and whether it passed; or why it did not run.
+    outcome: Result<(String, Duration, bool), String>,
+    display: Vec<String>,
+    failure_line: Option<String>,
+    logs: Vec<Log>,
+    leftovers: Vec<String>,
+    cut: std::collections::BTreeMap<String, u64>,
 }
 
 impl Search<'_> {
+    /// The program at `n` launches, its `{out}` in a directory of its own (`launches-N/`), kept
+    /// as `launches-N.json`.
+    fn probe(
+        &self,
+        n: u64,
+        record: &report::Stage,
+        dest: &Path,
+        cwd: &Path,
+        cx: StepCx<'_>,
+    ) -> Probe {
+        let own = format!("launches-{n}");
+        let _ = std::fs::create_dir_all(dest.join(&own));
+        let paths = Paths {
+            unit_dir: self.paths.unit_dir.join(&own),
+            build_dir: self.paths.build_dir.clone(),
+        };
+        let line = stages::program_line(
+            self.unit,
+            self.stage,
+            self.pipeline,
+            self.target,
+            &paths,
+            Some(n),
+        );
+        let stdout = format!("launches-{n}.stdout.log");
+        let stderr = format!("launches-{n}.stderr.log");
+        let mut probe = Probe {
+            launches: n,
+            outcome: Err(String::new()),
+            display: line.display.clone(),
+            failure_line: None,
+            logs: Vec::new(),
+            leftovers: Vec::new(),
+            cut: Default::default(),
+        };
+        let argv = match stages::resolve_program(self.preflight, &line.argv) {
+            Ok(argv) => argv,
+            Err(reason) => {
+                let _ = std::fs::remove_dir(dest.join(&own));
+                probe.outcome = Err(reason);
+                return probe;
+            }
+        };
+        let mut scratch = report::Stage {
+            leftovers: Vec::new(),
+            cut: Default::default(),
+            logs: Vec::new(),
+            ..record.clone()
+        };
+        let outcome = cx.run(
+            &mut scratch,
+            argv,
+            cwd,
+            &line.env,
+            dest.join(&stdout),
+            dest.join(&stderr),
+        );
+        probe.leftovers = scratch.leftovers;
+        probe.cut = scratch.cut;
+        let results = format!("launches-{n}.json");
+        let had_results = std::fs::rename(
+            dest.join(&own).join(stages::PROGRAM_OUT),
+            dest.join(&results),
+        )
+        .is_ok();
+        let _ = std::fs::remove_dir(dest.join(&own));
+        let read =
+            |name: &str| crate::evidence::rundir::read_lossy(&dest.join(name)).unwrap_or_default();
+        for name in [&stdout, &stderr] {
+            probe.logs.push(Log {
+                path: cx.log_path(dest, name),
+                format: None,
+            });
+        }
+        if had_results {
+            probe.logs.push(Log {
+                path: cx.log_path(dest, &results),
+                format: parsers::detect(&read(&results)),
+            });
+        }
+        probe.outcome = match &outcome {
+            Ok(o) => {
+                let failed_checks = had_results && {
+                    let text = read(&results);
+                    parsers::detect(&text).is_some_and(|f| {
+                        parsers::parse(f, &text)
+                            .findings
+                            .iter()
+                            .any(|f| f.severity == parsers::Severity::Error)
+                    })
+                };
+                let (passed, ending) = match o.ending {
+                    Ending::Exited(0) if !failed_checks => (true, "exit 0".to_string()),
+                    Ending::Exited(0) => (false, "exit 0 with failed checks".to_string()),
+                    Ending::Exited(code) => (false, format!("exit {code}")),
+                    Ending::Signaled(sig) => (false, stages::signal_name(sig)),
+                    Ending::TimedOut => (false, "timed out".to_string()),
+                    Ending::Interrupted => (false, "interrupted".to_string()),
+                };
+                Ok((ending, o.duration, passed))
+            }
+            Err(e) => Err(format!("failed to {e}")),
+        };
+        if !matches!(probe.outcome, Ok((_, _, true))) {
+            probe.failure_line = target::failure_line(&read(&stderr), &read(&stdout));
+        }
+        probe
+    }
+
     pub fn run(&self, record: &mut report::Stage, dest: &Path, cx: StepCx<'_>) {
         let limit = self.stage.launches.unwrap_or(1);
         let cwd = self
@@ -306,104 +429,67 @@ impl Search<'_> {
         };
         let mut duration = Duration::ZERO;
         let mut last_command = Vec::new();
-        while let Some(n) = target::next_launch_count(search.clean_at, search.fails_at, limit) {
-            if cx.interrupt.is_set() {
+        loop {
+            let counts =
+                target::next_launch_counts(search.clean_at, search.fails_at, limit, self.width);
+            if counts.is_empty() || cx.interrupt.is_set() {
                 break;
             }
-            let line = stages::program_line(
-                self.unit,
-                self.stage,
-                self.pipeline,
-                self.target,
-                self.paths,
-                Some(n),
-            );
-            let stdout = format!("launches-{n}.stdout.log");
-            let stderr = format!("launches-{n}.stderr.log");
-            let argv = match stages::resolve_program(self.preflight, &line.argv) {
-                Ok(argv) => argv,
-                Err(reason) => {
-                    record.status = StageStatus::Failed;
-                    record.reason = Some(reason);
-                    record.command = line.display;
-                    return;
-                }
-            };
-            let display = line.display.clone();
-            last_command.clone_from(&display);
-            let outcome = cx.run(
-                record,
-                argv,
-                &cwd,
-                &line.env,
-                dest.join(&stdout),
-                dest.join(&stderr),
-            );
-            // Each attempt's results file is kept under its own name.
-            let out = dest.join(stages::PROGRAM_OUT);
-            let results = format!("launches-{n}.json");
-            let had_results = std::fs::rename(&out, dest.join(&results)).is_ok();
-            let read = |name: &str| {
-                crate::evidence::rundir::read_lossy(&dest.join(name)).unwrap_or_default()
-            };
-            let (passed, ending) = match &outcome {
-                Ok(o) => {
-                    duration += o.duration;
-                    let failed_checks = had_results && {
-                        let text = read(&results);
-                        parsers::detect(&text).is_some_and(|f| {
-                            parsers::parse(f, &text)
-                                .findings
-                                .iter()
-                                .any(|f| f.severity == parsers::Severity::Error)
-                        })
-                    };
-                    match o.ending {
-                        Ending::Exited(0) if !failed_checks => (true, "exit 0".to_string()),
-                        Ending::Exited(0) => (false, "exit 0 with failed checks".to_string()),
-                        Ending::Exited(code) => (false, format!("exit {code}")),
-                        Ending::Signaled(sig) => (false, stages::signal_name(sig)),
-                        Ending::TimedOut => (false, "timed out".to_string()),
-                        Ending::Interrupted => (false, "interrupted".to_string()),
-                    }
-                }
-                Err(e) => (false, format!("failed to {e}")),
-            };
-            for name in [&stdout, &stderr] {
-                record.logs.push(Log {
-                    path: cx.log_path(dest, name),
-                    format: None,
-                });
-            }
-            if had_results {
-                record.logs.push(Log {
-                    path: cx.log_path(dest, &results),
-                    format: parsers::detect(&read(&results)),
-                });
-            }
-            if matches!(&outcome, Ok(o) if o.ending == Ending::Interrupted) {
-                break;
-            }
-            if outcome.is_err() && search.attempts.is_empty() {
-                record.status = StageStatus::Failed;
-                record.reason = Some(ending);
-                record.command = display;
-                return;
-            }
-            search.attempts.push(LaunchAttempt {
-                launches: n,
-                passed,
-                ending: ending.clone(),
+            // The counts of a round at once, each in its own directory (its own `{out}`).
+            let template: &report::Stage = record;
+            let cwd: &Path = &cwd;
+            let probes: Vec<Probe> = std::thread::scope(|scope| {
+                let running: Vec<_> = counts
+                    .iter()
+                    .map(|&n| scope.spawn(move || self.probe(n, template, dest, cwd, cx)))
+                    .collect();
+                running.into_iter().filter_map(|h| h.join().ok()).collect()
             });
-            if passed {
-                search.clean_at = Some(n);
-            } else {
-                search.fails_at = Some(n);
-                let how = target::failure_line(&read(&stderr), &read(&stdout));
-                search.failure = Some(match how {
-                    Some(line) => format!("{ending}: {line}"),
-                    None => ending,
+            let mut interrupted = false;
+            for probe in probes {
+                let n = probe.launches;
+                record.leftovers.extend(probe.leftovers);
+                record.cut.extend(probe.cut);
+                record.logs.extend(probe.logs);
+                let (passed, ending) = match probe.outcome {
+                    Err(reason) => {
+                        if search.attempts.is_empty() {
+                            record.status = StageStatus::Failed;
+                            record.reason = Some(reason);
+                            record.command = probe.display;
+                            return;
+                        }
+                        (false, reason)
+                    }
+                    Ok((ending, took, passed)) => {
+                        duration += took;
+                        interrupted |= ending == "interrupted";
+                        (passed, ending)
+                    }
+                };
+                last_command.clone_from(&probe.display);
+                search.attempts.push(LaunchAttempt {
+                    launches: n,
+                    passed,
+                    ending: ending.clone(),
                 });
+                if !passed && search.fails_at.is_none_or(|f| n < f) {
+                    search.fails_at = Some(n);
+                    search.failure = Some(match probe.failure_line {
+                        Some(line) => format!("{ending}: {line}"),
+                        None => ending,
+                    });
+                }
+            }
+            // The largest clean count below the smallest failing one.
+            search.clean_at = search
+                .attempts
+                .iter()
+                .filter(|a| a.passed && search.fails_at.is_none_or(|f| a.launches < f))
+                .map(|a| a.launches)
+                .max();
+            if interrupted {
+                break;
             }
         }
         record.duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);

@@ -366,15 +366,118 @@ pub fn could_not_start(output: &str, code: i32) -> Option<String> {
         .map(|line| line.chars().take(300).collect())
 }
 
-/// The next count a launch search tries: the limit first (a program clean there needs no other
-/// run); failing there, one launch (most faults show at the first); then bisection between the
-/// largest clean and the smallest failing count. `None` when done. It assumes a failure once
-/// seen persists at higher counts.
-pub fn next_launch_count(clean: Option<u64>, failing: Option<u64>, limit: u64) -> Option<u64> {
+/// The counts a launch search tries next, `width` at most at once: the limit first (a program
+/// clean there needs no other run); failing there, one launch (most faults show at the first)
+/// and, beside it, counts spread over the rest of the range; then counts spread between the
+/// largest clean and the smallest failing count (bisection, with one). Empty when done. It
+/// assumes a failure once seen persists at higher counts.
+pub fn next_launch_counts(
+    clean: Option<u64>,
+    failing: Option<u64>,
+    limit: u64,
+    width: usize,
+) -> Vec<u64> {
+    let width = width.max(1) as u64;
     match (clean, failing) {
-        (None, None) => Some(limit.max(1)),
-        (Some(_), None) => None,
-        (None, Some(fail)) => (fail > 1).then_some(1),
-        (Some(clean), Some(fail)) => (fail > clean + 1).then(|| clean + (fail - clean) / 2),
+        (None, None) => vec![limit.max(1)],
+        (Some(_), None) => Vec::new(),
+        (None, Some(1)) => Vec::new(),
+        (None, Some(fail)) => {
+            let mut counts = vec![1];
+            counts.extend(spread(1, fail, width - 1));
+            counts
+        }
+        (Some(clean), Some(fail)) => spread(clean, fail, width),
+    }
+}
+
+/// Up to `n` counts strictly between `low` and `high`, evenly spread (one: the middle).
+fn spread(low: u64, high: u64, n: u64) -> Vec<u64> {
+    let gap = high.saturating_sub(low);
+    if gap <= 1 || n == 0 {
+        return Vec::new();
+    }
+    let n = n.min(gap - 1);
+    let mut counts: Vec<u64> = (1..=n).map(|i| low + gap * i / (n + 1)).collect();
+    counts.retain(|&c| c > low && c < high);
+    counts.dedup();
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_launch_counts;
+
+    /// Runs the search against a program that fails from `first_fail` launches on: the largest
+    /// clean and the smallest failing count it ends with, and the rounds it took.
+    fn search(limit: u64, first_fail: u64, width: usize) -> (Option<u64>, Option<u64>, usize) {
+        let (mut clean, mut fail) = (None, None);
+        let mut tried: Vec<(u64, bool)> = Vec::new();
+        let mut rounds = 0;
+        loop {
+            let counts = next_launch_counts(clean, fail, limit, width);
+            if counts.is_empty() {
+                return (clean, fail, rounds);
+            }
+            rounds += 1;
+            tried.extend(counts.iter().map(|&n| (n, n < first_fail)));
+            fail = tried.iter().filter(|t| !t.1).map(|t| t.0).min();
+            clean = tried
+                .iter()
+                .filter(|t| t.1 && fail.is_none_or(|f| t.0 < f))
+                .map(|t| t.0)
+                .max();
+        }
+    }
+
+    #[test]
+    fn one_at_a_time_is_the_limit_then_one_then_bisection() {
+        assert_eq!(next_launch_counts(None, None, 64, 1), vec![64]);
+        assert_eq!(next_launch_counts(None, Some(64), 64, 1), vec![1]);
+        assert_eq!(next_launch_counts(Some(1), Some(64), 64, 1), vec![32]);
+        assert!(next_launch_counts(Some(8), Some(9), 64, 1).is_empty());
+        assert!(next_launch_counts(Some(64), None, 64, 1).is_empty());
+        assert!(next_launch_counts(None, Some(1), 64, 1).is_empty());
+    }
+
+    #[test]
+    fn several_at_once_spread_over_the_range() {
+        assert_eq!(
+            next_launch_counts(None, Some(64), 64, 4),
+            vec![1, 16, 32, 48]
+        );
+        assert_eq!(
+            next_launch_counts(Some(1), Some(16), 64, 4),
+            vec![4, 7, 10, 13]
+        );
+        assert_eq!(next_launch_counts(Some(5), Some(9), 64, 4), vec![6, 7, 8]);
+    }
+
+    #[test]
+    fn every_width_finds_the_first_failing_count_and_more_width_takes_fewer_rounds() {
+        for first_fail in 1..=65 {
+            let mut last = usize::MAX;
+            for width in [1, 2, 4, 8] {
+                let (clean, fail, rounds) = search(64, first_fail, width);
+                if first_fail > 64 {
+                    assert_eq!((clean, fail, rounds), (Some(64), None, 1));
+                    continue;
+                }
+                assert_eq!(fail, Some(first_fail), "width {width}");
+                assert_eq!(
+                    clean,
+                    (first_fail > 1).then(|| first_fail - 1),
+                    "width {width}"
+                );
+                assert!(
+                    rounds <= last,
+                    "{first_fail} width {width}: {rounds} > {last}"
+                );
+                last = rounds;
+            }
+            // One at a time: the limit, one, then bisection (at most 2 + 6 rounds for 64).
+            assert!(search(64, first_fail, 1).2 <= 8);
+            assert!(search(64, first_fail, 4).2 <= 5, "{first_fail}");
+        }
     }
 }

@@ -41,9 +41,19 @@ pub struct Unit {
     /// For a build: the other configs whose build would be the same (same arch,
     /// defines and environment), which use this one's products instead of building again.
     pub serves: Vec<String>,
-    /// `split: tests`: the unit runs its program's tests one per process, several at once, and
-    /// holds every shared slot of its GPU while it does.
-    pub split: bool,
+    /// Whether the unit runs several processes at once (see [`crate::planning::schedule::shares`]).
+    pub parallel: Parallel,
+}
+
+/// The processes a unit runs at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parallel {
+    /// One at a time.
+    One,
+    /// `split: tests`: its program's tests, one per process.
+    Tests,
+    /// A stress search (`launches:`): its program at several launch counts.
+    Launches,
 }
 
 /// Why a unit does not run.
@@ -124,7 +134,16 @@ pub fn plan(
                 blocked: blocked.clone(),
                 dir,
                 serves: Vec::new(),
-                split: stage.split.is_some() && config::is_sanitizer(stage.kind),
+                parallel: if stage.split.is_some() && config::is_sanitizer(stage.kind) {
+                    Parallel::Tests
+                } else if stage.kind == StageKind::Stress
+                    && stage.launches.is_some()
+                    && pipeline.target.is_some()
+                {
+                    Parallel::Launches
+                } else {
+                    Parallel::One
+                },
             }
         };
         let stage_configs = configs

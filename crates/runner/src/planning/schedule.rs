@@ -3,8 +3,8 @@
 //! Every unit has a class by the resource it needs:
 //! - CPU work (compile, SASS) runs beside anything but a unit that runs alone, up to `jobs`;
 //! - GPU work that tolerates company (the sanitizers, check, stress; the built-in kernel's or
-//!   a target's program alike) shares the GPU, up to `gpu_jobs` at once; a sanitizer unit with
-//!   `split: tests` runs up to `gpu_jobs` of its tests at once and holds that many shares;
+//!   a target's program alike) shares the GPU, up to `gpu_jobs` shares at once; a unit that
+//!   runs several processes at once holds a share for each ([`shares`]);
 //! - timing and profiling (bench, baseline, profile) run alone: nothing else runs beside them,
 //!   so their timings and counters stay clean. That includes CPU work: launch-bound timings
 //!   are host timings too (measured on an H100: SDPA's seed-shape p50 timed with events went
@@ -32,7 +32,7 @@
 
 use report::StageKind;
 
-use crate::planning::plan::{Plan, Unit};
+use crate::planning::plan::{Parallel, Plan, Unit};
 
 /// The resource a unit needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +98,7 @@ enum State {
 #[derive(Debug)]
 pub struct Scheduler {
     classes: Vec<Class>,
-    /// The GPU shares each unit holds while it runs: 1, or `gpu_jobs` for a split unit.
+    /// The GPU shares each unit holds while it runs ([`shares`]).
     shares: Vec<usize>,
     /// The unit indices in the order they are offered a start.
     order: Vec<usize>,
@@ -136,11 +136,7 @@ impl Scheduler {
         let gpu_jobs = limits.gpu_jobs.max(1);
         Scheduler {
             placed: vec![None; classes.len()],
-            shares: plan
-                .units
-                .iter()
-                .map(|u| if u.split { gpu_jobs } else { 1 })
-                .collect(),
+            shares: plan.units.iter().map(|u| shares(u, gpu_jobs)).collect(),
             classes,
             order,
             dependencies,
@@ -275,6 +271,18 @@ pub fn priority(unit: &Unit, class: Class) -> u8 {
     }
 }
 
+/// The shares of a GPU a unit holds, and so the processes it runs at once: every share for a
+/// split unit (its tests), half of them for a stress search (the launch counts it probes at
+/// once: the other units keep the rest), one otherwise.
+pub fn shares(unit: &Unit, gpu_jobs: usize) -> usize {
+    let gpu_jobs = gpu_jobs.max(1);
+    match unit.parallel {
+        Parallel::One => 1,
+        Parallel::Tests => gpu_jobs,
+        Parallel::Launches => (gpu_jobs / 2).max(1),
+    }
+}
+
 /// The class of a unit.
 pub fn class(unit: &Unit) -> Class {
     if unit.blocked.is_some() {
@@ -308,6 +316,11 @@ mod tests {
     use super::*;
 
     fn unit(kind: StageKind, split: bool) -> Unit {
+        let parallel = if split {
+            Parallel::Tests
+        } else {
+            Parallel::One
+        };
         Unit {
             stage: 0,
             name: format!("{kind:?}"),
@@ -320,7 +333,7 @@ mod tests {
             blocked: None,
             dir: "u".into(),
             serves: Vec::new(),
-            split,
+            parallel,
         }
     }
 

@@ -154,6 +154,37 @@ fn stress_finds_the_smallest_failing_launch_count_then_runs_memcheck_there() {
     );
 }
 
+/// With GPU shares to spare (`--gpu-jobs 8`: the search holds 4), the search probes four
+/// counts at once: three rounds instead of seven, the same answer.
+#[test]
+fn a_stress_search_probes_several_counts_at_once() {
+    let project = project(
+        "  program:\n    command: [bin/ring]",
+        "  stress:\n    needs: { gpu: false }\n    timeout: 30s\n    launches: 32",
+    );
+    let out = project.run(&["pipeline.yaml", "--gpu-jobs", "8"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let search = &stage(&manifest, "stress")["launch_search"];
+    assert_eq!(search["clean_at"], 8, "{search:#}");
+    assert_eq!(search["fails_at"], 9, "{search:#}");
+    let tried: Vec<u64> = search["attempts"]
+        .as_array()
+        .expect("attempts")
+        .iter()
+        .map(|a| a["launches"].as_u64().expect("a count"))
+        .collect();
+    assert_eq!(tried, [32, 1, 8, 16, 24, 9, 11, 12, 14]);
+    let run = project.runs().pop().expect("a run");
+    for n in tried {
+        assert!(
+            run.join(format!("stress/plain/sm_90/launches-{n}.stderr.log"))
+                .is_file(),
+            "{n}"
+        );
+    }
+}
+
 #[test]
 fn a_python_program_under_a_sanitizer_runs_without_the_caching_allocator() {
     let project = project(
