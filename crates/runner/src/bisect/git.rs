@@ -179,6 +179,93 @@ impl<'a> Git<'a> {
         git(tree, &args, CHECKOUT, self.interrupt).map(drop)
     }
 
+    /// Fills the worktree's submodules at `commit` from the repository's own copies of them
+    /// (`.git/modules/<name>`, as `git submodule update` left them), read-only: each gitlink's
+    /// commit is extracted with `git archive`, nothing of the user's submodules changes and
+    /// nothing is fetched. Returns the submodules it could not fill (not initialised in the
+    /// repository, or their commit not there), with why.
+    pub fn fill_submodules(&self, tree: &Path, commit: &str) -> Result<Vec<String>, BisectError> {
+        let listing = self.run(&["ls-tree", "-r", "--full-tree", commit])?;
+        let links: Vec<(String, String)> = listing
+            .lines()
+            .filter_map(|line| {
+                let (meta, path) = line.split_once('\t')?;
+                let mut words = meta.split_whitespace();
+                let (mode, _, sha) = (words.next()?, words.next()?, words.next()?);
+                (mode == "160000").then(|| (path.to_string(), sha.to_string()))
+            })
+            .collect();
+        if links.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Each submodule's name by its path, from the commit's `.gitmodules`.
+        let modules = self
+            .run(&["show", &format!("{commit}:.gitmodules")])
+            .unwrap_or_default();
+        let name_of = |path: &str| -> String {
+            let mut name = None;
+            for line in modules.lines().map(str::trim) {
+                if let Some(section) = line
+                    .strip_prefix("[submodule \"")
+                    .and_then(|l| l.strip_suffix("\"]"))
+                {
+                    name = Some(section.to_string());
+                } else if let Some(value) = line.strip_prefix("path") {
+                    let value = value.trim_start().trim_start_matches('=').trim();
+                    if value == path {
+                        return name.clone().unwrap_or_else(|| path.to_string());
+                    }
+                }
+            }
+            path.to_string()
+        };
+        let mut missing = Vec::new();
+        for (path, sha) in links {
+            let module = self.common.join("modules").join(name_of(&path));
+            if !module.is_dir() {
+                missing.push(format!("{path} (not initialised in the repository)"));
+                continue;
+            }
+            // What an earlier step extracted goes: a file the new commit lacks must not stay.
+            let into = tree.join(&path);
+            let _ = std::fs::remove_dir_all(&into);
+            let _ = std::fs::create_dir_all(&into);
+            let archive = tempfile::NamedTempFile::new()
+                .map_err(|e| BisectError::Io(format!("a temporary file: {e}")))?;
+            let git_dir = format!("--git-dir={}", module.display());
+            let mut command = exec::Command::new(
+                argv(&[&git_dir, "archive", "--format=tar", &sha]),
+                &self.top,
+                CHECKOUT,
+            );
+            command.stdout = Some(archive.path().to_path_buf());
+            command.stderr = Some(archive.path().with_extension("err"));
+            let archived = exec::run(&command, self.interrupt);
+            let _ = std::fs::remove_file(archive.path().with_extension("err"));
+            if !matches!(archived, Ok(ref o) if o.ending == exec::Ending::Exited(0)) {
+                missing.push(format!(
+                    "{path} (its commit {sha} is not in {})",
+                    module.display()
+                ));
+                continue;
+            }
+            let tar: Vec<OsString> = vec![
+                "tar".into(),
+                "-xf".into(),
+                archive.path().into(),
+                "-C".into(),
+                into.into(),
+            ];
+            if !matches!(
+                exec::probe(&tar, &self.top, CHECKOUT, self.interrupt),
+                Ok((0, _, _))
+            ) {
+                missing.push(format!("{path} (its files did not extract)"));
+            }
+        }
+        Ok(missing)
+    }
+
     /// Removes the worktree and git's record of it; best effort, and never interrupted (it is
     /// what an interrupt runs).
     pub fn remove_worktree(&self, dir: &Path) {

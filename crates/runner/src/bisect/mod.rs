@@ -499,11 +499,16 @@ impl Session<'_> {
     ) -> Result<Outcome, BisectError> {
         let clock = Instant::now();
         (self.say)(&format!("bisect: {} ...", short(commit)));
-        match self
+        let checked_out = self
             .git
             .checkout(&self.tree, commit, &[rundir::ARTIFACTS, rundir::REPORTS])
-        {
-            Ok(()) => {}
+            .and_then(|()| self.git.fill_submodules(&self.tree, commit));
+        match checked_out {
+            Ok(missing) => {
+                for what in missing {
+                    (self.say)(&format!("bisect: {}: submodule {what}", short(commit)));
+                }
+            }
             Err(BisectError::Interrupted(_)) => {
                 self.interrupted = true;
                 return Ok(Outcome::Interrupted);

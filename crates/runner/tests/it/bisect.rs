@@ -644,3 +644,77 @@ fn a_compile_error_is_looked_for_in_the_build_alone() {
         "{all}"
     );
 }
+
+#[test]
+fn submodules_are_filled_from_the_repositorys_own_copies() {
+    let mut repo = Repo::new();
+    // A library in a submodule, which the build needs.
+    let lib = tempfile::tempdir().expect("a directory for the submodule's repository");
+    let git_in = |dir: &std::path::Path, args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "Test Author")
+            .env("GIT_AUTHOR_EMAIL", "author@example.com")
+            .env("GIT_COMMITTER_NAME", "Test Author")
+            .env("GIT_COMMITTER_EMAIL", "author@example.com")
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    };
+    git_in(lib.path(), &["init", "-q", "-b", "main"]);
+    std::fs::write(lib.path().join("lib.h"), "// the library\n").expect("write");
+    git_in(lib.path(), &["add", "-A"]);
+    git_in(lib.path(), &["commit", "-q", "-m", "Library"]);
+    let url = lib.path().display().to_string();
+    repo.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        &url,
+        "vendor/lib",
+    ]);
+    repo.write(
+        "tools/build.sh",
+        &BUILD.replace(
+            "mkdir -p \"$1\"",
+            "test -f vendor/lib/lib.h || { echo 'vendor/lib/lib.h: No such file' >&2; exit 1; }\nmkdir -p \"$1\"",
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "Vendor the library"]);
+    let good = repo.git(&["rev-parse", "HEAD"]);
+    let mut planting = String::new();
+    for i in 1..=6 {
+        if i == 4 {
+            repo.kernel
+                .insert(2, "    out[i] = in[i + 1];  // PLANT".to_string());
+            planting = repo.commit_kernel("Read the neighbour (plants the fault)");
+        } else {
+            repo.kernel.push(format!("// tweak {i}"));
+            repo.commit_kernel(&format!("Tweak {i}"));
+        }
+    }
+    let submodule_head = repo.git(&["-C", "vendor/lib", "rev-parse", "HEAD"]);
+    let out = repo.bisect(&[&good, "HEAD"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let answer = repo.kept();
+    assert_eq!(
+        answer["answer"]["first_bad"]["hash"],
+        planting.as_str(),
+        "{all}"
+    );
+    assert!(
+        steps(&answer).iter().all(|s| s["verdict"] != "skip"),
+        "every step built: {answer:#}"
+    );
+    // The user's submodule is as it was.
+    assert_eq!(
+        repo.git(&["-C", "vendor/lib", "rev-parse", "HEAD"]),
+        submodule_head
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
