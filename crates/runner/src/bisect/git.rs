@@ -82,6 +82,12 @@ impl<'a> Git<'a> {
         })
     }
 
+    /// Whether the user's working tree has uncommitted changes to tracked files.
+    pub fn dirty(&self) -> bool {
+        self.run(&["status", "--porcelain", "--untracked-files=no"])
+            .is_ok_and(|out| !out.trim().is_empty())
+    }
+
     pub fn is_ancestor(&self, ancestor: &str, of: &str) -> Result<bool, BisectError> {
         let argv = argv(&["merge-base", "--is-ancestor", ancestor, of]);
         match exec::probe(&argv, &self.top, QUICK, &Interrupt::new()) {

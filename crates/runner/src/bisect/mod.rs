@@ -199,7 +199,16 @@ pub fn bisect(
     let result = session.search(request, &good, &bad, &candidates);
     session.git.remove_worktree(&tree);
     drop(temp);
-    let (answer, sought, notes, distinct) = result?;
+    let (answer, sought, mut notes, distinct) = result?;
+    if session.git.dirty() {
+        notes.insert(
+            0,
+            format!(
+                "the working tree has uncommitted changes: BAD is the commit `{}` names, without them",
+                request.bad
+            ),
+        );
+    }
     let commit = |hash: &str| session.git.commit(hash);
     let bisection = Bisection {
         schema: "exhibit.bisect/1".to_string(),

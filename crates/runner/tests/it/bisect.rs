@@ -362,10 +362,18 @@ fn an_unbuildable_commit_is_skipped_and_the_answer_says_which_two() {
         repo.commit_kernel(&format!("Tweak {i}"));
     }
     let good = repo.commits[0].clone();
+    // An uncommitted change: the answer says BAD is the commit, without it.
+    repo.write("README.md", "# scale, edited\n");
     let out = repo.bisect(&[&good, "HEAD", "pipeline.yaml"]);
     let all = text(&out);
     assert_eq!(code(&out), 0, "{all}");
     let answer = repo.kept();
+    assert!(
+        answer["notes"][0]
+            .as_str()
+            .is_some_and(|n| n.contains("uncommitted changes")),
+        "{answer:#}"
+    );
     assert_eq!(answer["answer"]["kind"], "one_of", "{answer:#}");
     let named: Vec<&str> = answer["answer"]["commits"]
         .as_array()
