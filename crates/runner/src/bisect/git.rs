@@ -82,6 +82,14 @@ impl<'a> Git<'a> {
         })
     }
 
+    /// A file's content at a commit, if it is there.
+    pub fn blob(&self, commit: &str, path: &Path) -> Option<Vec<u8>> {
+        let spec = format!("{commit}:{}", crate::evidence::rundir::slash(path));
+        self.run(&["cat-file", "blob", &spec])
+            .ok()
+            .map(String::into_bytes)
+    }
+
     /// Whether the user's working tree has uncommitted changes to tracked files.
     pub fn dirty(&self) -> bool {
         self.run(&["status", "--porcelain", "--untracked-files=no"])

@@ -101,8 +101,10 @@ struct Ran {
 struct Session<'a> {
     git: Git<'a>,
     tree: PathBuf,
-    /// The pipeline file, relative to the repository's top.
+    /// The pipeline file, relative to the repository's top, and its text as the working tree
+    /// has it: written into the worktree at every step, so that every commit is tested alike.
     pipeline: PathBuf,
+    pipeline_text: Vec<u8>,
     /// Where runs are kept, and the same relative to the pipeline's directory.
     out: PathBuf,
     out_shown: String,
@@ -159,6 +161,11 @@ pub fn bisect(
         )));
     }
     let _lock = lock::Lock::acquire(&git.common)?;
+    let pipeline_text = std::fs::read(&pipeline)
+        .map_err(|e| BisectError::Usage(format!("{}: {e}", request.pipeline.display())))?;
+    let differs = git
+        .blob(&bad, &relative)
+        .is_none_or(|committed| committed != pipeline_text);
 
     let id = format!(
         "bisect-{}",
@@ -188,6 +195,7 @@ pub fn bisect(
         git,
         tree: tree.clone(),
         pipeline: relative,
+        pipeline_text,
         out: out.clone(),
         out_shown: rundir::slash(&Path::new(rundir::ARTIFACTS).join(&id)),
         launch,
@@ -200,6 +208,15 @@ pub fn bisect(
     session.git.remove_worktree(&tree);
     drop(temp);
     let (answer, sought, mut notes, distinct) = result?;
+    if differs {
+        notes.insert(
+            0,
+            format!(
+                "every step ran `{}` as the working tree has it, which differs from BAD's",
+                rundir::slash(&session.pipeline)
+            ),
+        );
+    }
     if session.git.dirty() {
         notes.insert(
             0,
@@ -525,6 +542,11 @@ impl Session<'_> {
             Err(e) => return Err(e),
         }
         let pipeline = self.tree.join(&self.pipeline);
+        if let Some(dir) = pipeline.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        std::fs::write(&pipeline, &self.pipeline_text)
+            .map_err(|e| BisectError::Io(format!("write {}: {e}", pipeline.display())))?;
         let launched = match self.launch.launch(&pipeline, selection, force) {
             Ok(launched) => launched,
             Err(why) => return Ok(Outcome::NoRun(why, clock.elapsed().as_secs_f64())),
@@ -606,17 +628,18 @@ impl Session<'_> {
     }
 
     /// The paths (relative to the repository's top) whose content makes up the pipeline's
-    /// inputs: the pipeline file, and the directory of every other input of BAD's run.
+    /// inputs at a commit: the directory of every input of BAD's run but the pipeline file
+    /// (every step runs the working tree's).
     fn input_specs(&self, bad: &Evidence) -> Vec<String> {
         let root = self.pipeline.parent().unwrap_or(Path::new(""));
         let mut specs: Vec<String> = Vec::new();
         for input in bad.run.inputs.keys() {
             let path = root.join(input);
-            let spec = if path == self.pipeline {
-                Some(path)
-            } else {
-                path.parent().map(Path::to_path_buf)
-            };
+            if path == self.pipeline {
+                // The same at every step: the working tree's.
+                continue;
+            }
+            let spec = path.parent().map(Path::to_path_buf);
             let Some(spec) = spec.and_then(|s| normal(&s)) else {
                 // Outside the repository: no commit can be told equal to another.
                 return Vec::new();

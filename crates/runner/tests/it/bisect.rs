@@ -726,3 +726,43 @@ fn submodules_are_filled_from_the_repositorys_own_copies() {
     );
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
+
+#[test]
+fn every_step_runs_the_working_trees_pipeline_file() {
+    let (repo, planted) = planted(8, 3, false);
+    let good = repo.commits[0].clone();
+    // Edited, not committed: no bench stage, and the check under another name.
+    repo.write(
+        "pipeline.yaml",
+        &PIPELINE
+            .replace("  check:\n", "  unit_tests:\n    kind: check\n")
+            .replace(
+                "  bench:\n    needs: { gpu: false }\n    timeout: 60s\n    command: [sh, tools/bench.sh, \"{build_dir}\", \"{out}\"]\n",
+                "",
+            ),
+    );
+    let out = repo.bisect(&[&good, "HEAD"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let answer = repo.kept();
+    assert_eq!(
+        answer["answer"]["first_bad"]["hash"],
+        planted.as_str(),
+        "{all}"
+    );
+    assert_eq!(
+        answer["sought"]["stages"],
+        serde_json::json!(["unit_tests"])
+    );
+    assert!(
+        answer["notes"].as_array().expect("notes").iter().any(|n| n
+            .as_str()
+            .is_some_and(|n| n.contains("as the working tree has it"))),
+        "{answer:#}"
+    );
+    let bad = repo
+        .root
+        .join(steps(&answer)[0]["run"].as_str().expect("BAD's run"));
+    let manifest = std::fs::read_to_string(bad.join("manifest.json")).expect("manifest");
+    assert!(!manifest.contains("\"bench\""), "BAD ran the edited file");
+}
