@@ -207,7 +207,22 @@ pub fn bisect(
     let result = session.search(request, &good, &bad, &candidates);
     session.git.remove_worktree(&tree);
     drop(temp);
-    let (answer, sought, mut notes, distinct) = result?;
+    // A search cut short by a failure keeps what its steps showed: the answer says why.
+    let (answer, sought, mut notes, distinct) = match result {
+        Ok(searched) => searched,
+        Err(BisectError::Interrupted(_)) => {
+            session.interrupted = true;
+            (Answer::Interrupted, None, Vec::new(), 0)
+        }
+        Err(e) => (
+            Answer::Unanswered {
+                why: format!("the search failed: {e}"),
+            },
+            None,
+            Vec::new(),
+            0,
+        ),
+    };
     if differs {
         notes.insert(
             0,
