@@ -143,17 +143,25 @@ pub struct Judged {
     /// For `--slower`: the timings compared.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timings: Vec<Timing>,
+    /// For a bad step: the raw lines its root cause rests on (a few, scrubbed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub excerpt: Vec<String>,
 }
 
 impl Judged {
-    fn new(verdict: StepVerdict, why: String) -> Judged {
+    /// A verdict and its reason, with no timings or excerpt.
+    pub fn new(verdict: StepVerdict, why: String) -> Judged {
         Judged {
             verdict,
             why,
             timings: Vec::new(),
+            excerpt: Vec::new(),
         }
     }
 }
+
+/// Raw lines quoted in a step's answer, at most.
+const EXCERPT_LINES: usize = 4;
 
 /// The root causes of a run, numbered as its report numbers them (from 1).
 pub fn root_causes(evidence: &Evidence) -> Vec<Diagnosis> {
@@ -438,19 +446,27 @@ pub fn judge(
         Sought::Cause(c) => {
             let causes = root_causes(step);
             match find_sought(c, &causes) {
-                Some(i) => Judged::new(
-                    StepVerdict::Bad,
-                    format!(
-                        "has it (its root cause {}: {}{})",
-                        i + 1,
-                        causes[i].title,
-                        causes[i]
-                            .location
-                            .as_ref()
-                            .map(|l| format!(" at {}", md_code(&l.to_string())))
-                            .unwrap_or_default()
-                    ),
-                ),
+                Some(i) => Judged {
+                    excerpt: causes[i]
+                        .evidence
+                        .iter()
+                        .find(|e| !e.excerpt.is_empty())
+                        .map(|e| e.excerpt.iter().take(EXCERPT_LINES).cloned().collect())
+                        .unwrap_or_default(),
+                    ..Judged::new(
+                        StepVerdict::Bad,
+                        format!(
+                            "has it (its root cause {}: {}{})",
+                            i + 1,
+                            causes[i].title,
+                            causes[i]
+                                .location
+                                .as_ref()
+                                .map(|l| format!(" at {}", md_code(&l.to_string())))
+                                .unwrap_or_default()
+                        ),
+                    )
+                },
                 None => Judged::new(
                     StepVerdict::Good,
                     format!(
@@ -507,6 +523,7 @@ pub fn judge(
                     .collect::<Vec<_>>()
                     .join("; "),
                 timings,
+                excerpt: Vec::new(),
             }
         }
     }
@@ -638,6 +655,9 @@ pub struct Step {
     pub seconds: f64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timings: Vec<Timing>,
+    /// For a bad step: the raw lines its root cause rests on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub excerpt: Vec<String>,
 }
 
 /// A bisection's report.

@@ -306,14 +306,7 @@ fn evidence_items(out: &mut String, d: &Diagnosis) {
             from.push(md_code(&e.log));
         }
         let _ = writeln!(out, "- {}: {}", from.join(" · "), e.summary);
-        if !e.excerpt.is_empty() {
-            let fence = code_fence(&e.excerpt);
-            let _ = writeln!(out, "\n  {fence}text");
-            for line in &e.excerpt {
-                let _ = writeln!(out, "  {line}");
-            }
-            let _ = writeln!(out, "  {fence}\n");
-        }
+        excerpt_block(out, &e.excerpt);
     }
     let _ = writeln!(out);
 }
@@ -1091,4 +1084,18 @@ fn next_steps(out: &mut String, a: &Analysis) {
         let _ = writeln!(out, "Nothing to fix: every stage that ran is clean.");
     }
     let _ = writeln!(out);
+}
+
+/// Raw lines quoted under a list item: an indented code block, fenced longer than any run of
+/// backticks in them; nothing when there are none.
+pub(crate) fn excerpt_block(out: &mut String, lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    let fence = code_fence(lines);
+    let _ = writeln!(out, "\n  {fence}text");
+    for line in lines {
+        let _ = writeln!(out, "  {line}");
+    }
+    let _ = writeln!(out, "  {fence}\n");
 }

@@ -299,11 +299,12 @@ impl Session<'_> {
                 self.record(
                     bad,
                     "bad",
-                    StepVerdict::Bad,
-                    "BAD, run whole: what it has is what the search looks for".into(),
+                    Judged::new(
+                        StepVerdict::Bad,
+                        "BAD, run whole: what it has is what the search looks for".into(),
+                    ),
                     Some(&ran),
                     seconds,
-                    Vec::new(),
                 )?;
                 ran
             }
@@ -311,11 +312,9 @@ impl Session<'_> {
                 self.record(
                     bad,
                     "bad",
-                    StepVerdict::Skip,
-                    why.clone(),
+                    Judged::new(StepVerdict::Skip, why.clone()),
                     None,
                     seconds,
-                    Vec::new(),
                 )?;
                 return Ok((
                     unanswered(format!("BAD could not be run: {why}")),
@@ -340,11 +339,9 @@ impl Session<'_> {
                     self.record(
                         good,
                         "good",
-                        StepVerdict::Good,
-                        why.into(),
+                        Judged::new(StepVerdict::Good, why.into()),
                         Some(&ran),
                         seconds,
-                        Vec::new(),
                     )?;
                     good_run = Some(ran);
                 }
@@ -352,11 +349,9 @@ impl Session<'_> {
                     self.record(
                         good,
                         "good",
-                        StepVerdict::Skip,
-                        why.clone(),
+                        Judged::new(StepVerdict::Skip, why.clone()),
                         None,
                         seconds,
-                        Vec::new(),
                     )?;
                     return Ok((
                         unanswered(format!("GOOD could not be run: {why}")),
@@ -488,15 +483,9 @@ impl Session<'_> {
         loop {
             let (judged, ran, seconds) = match self.run(commit, selection, force)? {
                 Outcome::Interrupted => return Ok(None),
-                Outcome::NoRun(why, seconds) => (
-                    Judged {
-                        verdict: StepVerdict::Skip,
-                        why,
-                        timings: Vec::new(),
-                    },
-                    None,
-                    seconds,
-                ),
+                Outcome::NoRun(why, seconds) => {
+                    (Judged::new(StepVerdict::Skip, why), None, seconds)
+                }
                 Outcome::Ran(ran, seconds) => {
                     let judged =
                         judge::judge(sought, good.map(|g| &g.evidence), &ran.evidence, options);
@@ -517,11 +506,13 @@ impl Session<'_> {
             self.record(
                 commit,
                 role,
-                verdict,
-                why,
+                Judged {
+                    verdict,
+                    why,
+                    ..judged
+                },
                 ran.as_deref(),
                 seconds,
-                judged.timings,
             )?;
             if !again {
                 return Ok(Some(verdict));
@@ -615,29 +606,29 @@ impl Session<'_> {
         &mut self,
         commit: &str,
         role: &str,
-        verdict: StepVerdict,
-        why: String,
+        judged: Judged,
         ran: Option<&Ran>,
         seconds: f64,
-        timings: Vec<judge::Timing>,
     ) -> Result<(), BisectError> {
         let commit = self.git.commit(commit)?;
         (self.say)(&report::text::strip_controls(&format!(
-            "bisect: {} {}: {} ({why})",
+            "bisect: {} {}: {} ({})",
             commit.short,
             commit.subject,
-            verdict.word()
+            judged.verdict.word(),
+            judged.why
         )));
         self.steps.push(Step {
             commit,
             role: role.to_string(),
-            verdict,
-            why,
+            verdict: judged.verdict,
+            why: judged.why,
             run: ran.map(|r| r.kept.clone()),
             units: ran.map_or(0, |r| r.units),
             cached: ran.map_or(0, |r| r.cached),
             seconds,
-            timings,
+            timings: judged.timings,
+            excerpt: judged.excerpt,
         });
         Ok(())
     }

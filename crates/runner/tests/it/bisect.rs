@@ -337,6 +337,16 @@ fn names_the_commit_that_plants_a_fault_in_at_most_six_runs() {
         "{stdout}"
     );
     assert!(stdout.contains("## The evidence that flipped"), "{stdout}");
+    // The first bad commit's evidence quotes the raw lines its root cause rests on.
+    let flipped = stdout
+        .split("## The evidence that flipped")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap_or_default();
+    assert!(
+        flipped.contains("```text") && flipped.contains("max abs error 3.5"),
+        "{flipped}"
+    );
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), head_before);
     assert_eq!(repo.git(&["symbolic-ref", "--short", "HEAD"]), "main");
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
