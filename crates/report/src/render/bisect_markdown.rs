@@ -144,7 +144,9 @@ fn flipped(out: &mut String, b: &Bisection) {
             None => {}
         }
     }
-    let _ = writeln!(out);
+    if !out.ends_with("\n\n") {
+        let _ = writeln!(out);
+    }
 }
 
 fn steps(out: &mut String, b: &Bisection) {
