@@ -375,9 +375,15 @@ pub fn start(
         size / 1024,
         shown(&dir)
     ));
+    // What an earlier sync left and the pipeline's directory no longer has goes first (a
+    // deleted source must not be built there): everything but the runs and the sessions.
     ssh.must(
         "unpack the inputs",
-        &format!("mkdir -p {d} && tar -xzf - -C {d}", d = quote(&dir)),
+        &format!(
+            "mkdir -p {d} && find {d} -mindepth 1 -maxdepth 1 ! -name artifacts ! -name reports \
+             ! -name .exhibit-remote -exec rm -rf {{}} + && tar -xzf - -C {d}",
+            d = quote(&dir)
+        ),
         Some(&tarball),
         None,
     )

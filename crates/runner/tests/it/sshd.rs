@@ -574,3 +574,47 @@ fn a_bisection_runs_each_step_on_the_host() {
     }
     assert!(sshd.clients().is_empty(), "{:?}", sshd.clients());
 }
+
+/// A file deleted here is gone there at the next sync (a deleted source must not be built on
+/// the host); the runs kept there stay, for the cache.
+#[test]
+fn a_file_deleted_here_is_gone_from_the_host_at_the_next_sync() {
+    let sshd = Sshd::start();
+    let project = Project::new();
+    project.write("kernel/extra.cuh", "// a header the next commit deletes\n");
+    let base = RemoteBase::new();
+    let run = |project: &Project| {
+        sshd.runner(
+            project,
+            &[
+                "pipeline.yaml",
+                "--host",
+                "loopback",
+                "--remote-dir",
+                &base.arg(),
+            ],
+        )
+        .output()
+        .expect("run")
+    };
+    let out = run(&project);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let dir = PathBuf::from(
+        session_record(&project, None)["dir"]
+            .as_str()
+            .expect("the session's directory"),
+    );
+    assert!(dir.join("kernel/extra.cuh").is_file(), "{}", dir.display());
+    std::fs::remove_file(project.root.join("kernel/extra.cuh")).expect("delete");
+    let out = run(&project);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        !dir.join("kernel/extra.cuh").exists(),
+        "the deleted file stayed there"
+    );
+    assert!(dir.join("kernel/attention.cu").is_file());
+    let runs = std::fs::read_dir(dir.join("artifacts"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert!(runs >= 2, "the host's runs stay: {runs}");
+}
