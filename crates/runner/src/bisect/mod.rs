@@ -8,7 +8,8 @@
 //! or with `--slower BENCH` a timing slower than GOOD's. Each step then runs only the stages that
 //! decide it, on the config where it was found, and the cache in the worktree's `artifacts/`
 //! serves every unit whose inputs did not change. Commits that leave the pipeline's inputs
-//! unchanged are never run ([`search`]). GOOD runs only when the answer rests on it.
+//! unchanged are never run ([`search`]). GOOD is the search's first commit, run when the search
+//! narrows to it.
 //!
 //! What it keeps: `artifacts/bisect-<id>/` beside the pipeline, with every run directory
 //! (`runs/<run-id>`) and the answer as `bisect.md` and `bisect.json`. The worktree goes when the
@@ -392,79 +393,79 @@ impl Session<'_> {
             sought.line()
         )));
 
-        // The inputs' signature at every commit: the files of BAD's run's inputs and the
-        // directories that hold them (a file added beside them counts too).
+        // GOOD, then every commit up to BAD, each with its inputs' signature: the files in the
+        // directories that hold BAD's run's inputs.
         let specs = self.input_specs(&bad_run.evidence);
-        let mut signatures = Vec::with_capacity(candidates.len());
-        for commit in candidates {
+        let commits: Vec<&str> = std::iter::once(good)
+            .chain(candidates.iter().map(String::as_str))
+            .collect();
+        let mut signatures = Vec::with_capacity(commits.len());
+        for commit in &commits {
             signatures.push(self.git.signature(commit, &specs)?);
         }
-        let good_signature = self.git.signature(good, &specs)?;
-        let mut search = Search::new(&signatures, &good_signature);
-        let distinct = search.groups.len();
+        let mut search = Search::new(&signatures);
+        // The groups after GOOD's: the distinct states of the inputs the commits hold.
+        let distinct = search.groups.len().saturating_sub(1);
+        if good_run.is_some() {
+            search.mark(0, Mark::Good);
+        }
         let selection = Selection {
             stages: sought.stages().to_vec(),
             configs: sought.configs(),
         };
         let reference = good_run.as_deref();
-        let mut good_checked = good_run.is_some();
         loop {
             let next = search.next();
-            if let Next::Test(group) = next {
-                let commit = &candidates[search.groups[group].first];
-                match self.judged(
-                    commit,
-                    "candidate",
-                    &selection,
-                    &sought,
-                    reference,
-                    &options,
-                )? {
-                    Some(verdict) => search.mark(group, mark(verdict)),
-                    None => return Ok((Answer::Interrupted, Some(sought), notes, distinct)),
-                }
-                continue;
-            }
-            if search.rests_on_good() && !good_checked {
-                // The answer rests on GOOD being good: a run must show it.
-                good_checked = true;
-                match self.judged(good, "good", &selection, &sought, reference, &options)? {
-                    None => return Ok((Answer::Interrupted, Some(sought), notes, distinct)),
-                    Some(StepVerdict::Bad) => {
-                        return Ok((
-                            unanswered("GOOD has it too: it did not appear between GOOD and BAD".into()),
-                            Some(sought),
-                            notes,
-                            distinct,
-                        ));
+            let first = |group: usize| commits[search.groups[group].first];
+            match next {
+                Next::Test(group) => {
+                    let role = if group == 0 { "good" } else { "candidate" };
+                    let commit = first(group);
+                    match self.judged(commit, role, &selection, &sought, reference, &options)? {
+                        Some(verdict) => search.mark(group, mark(verdict)),
+                        None => {
+                            return Ok((Answer::Interrupted, Some(sought), notes, distinct));
+                        }
                     }
-                    Some(StepVerdict::Good) => search.good_judged(Mark::Good),
-                    Some(_) => notes.push(
-                        "GOOD's own run reached no verdict: the answer takes GOOD as good, as given".into(),
-                    ),
                 }
-                continue;
+                Next::Found(0) => {
+                    return Ok((
+                        unanswered(
+                            "GOOD has it too: it did not appear between GOOD and BAD".into(),
+                        ),
+                        Some(sought),
+                        notes,
+                        distinct,
+                    ));
+                }
+                Next::OneOf(groups) if groups.first() == Some(&0) => {
+                    // GOOD's own run reached no verdict: it is taken as good, as the user gave it.
+                    notes.push(
+                        "GOOD's own run reached no verdict: the answer takes GOOD as good, as given"
+                            .into(),
+                    );
+                    search.mark(0, Mark::Good);
+                }
+                Next::Found(group) => {
+                    let at = search.groups[group].first;
+                    let answer = Answer::Found {
+                        first_bad: self.git.commit(commits[at])?,
+                        last_good: self.git.commit(commits[at - 1])?,
+                    };
+                    return Ok((answer, Some(sought), notes, distinct));
+                }
+                Next::OneOf(groups) => {
+                    let at = search.groups[groups[0]].first;
+                    let answer = Answer::OneOf {
+                        commits: groups
+                            .iter()
+                            .map(|&g| self.git.commit(first(g)))
+                            .collect::<Result<_, _>>()?,
+                        last_good: self.git.commit(commits[at - 1])?,
+                    };
+                    return Ok((answer, Some(sought), notes, distinct));
+                }
             }
-            let first = |group: usize| &candidates[search.groups[group].first];
-            let last_good = match search.last_good() {
-                Some(g) => self.git.commit(first(g))?,
-                None => self.git.commit(good)?,
-            };
-            let answer = match next {
-                Next::Found(group) => Answer::Found {
-                    first_bad: self.git.commit(first(group))?,
-                    last_good,
-                },
-                Next::OneOf(groups) => Answer::OneOf {
-                    commits: groups
-                        .iter()
-                        .map(|&g| self.git.commit(first(g)))
-                        .collect::<Result<_, _>>()?,
-                    last_good,
-                },
-                Next::Test(_) => continue,
-            };
-            return Ok((answer, Some(sought), notes, distinct));
         }
     }
 

@@ -1,7 +1,13 @@
-//! The search over the commits after GOOD up to BAD, as `git bisect` does it, over *groups*:
-//! runs of consecutive commits that leave the pipeline's inputs unchanged. A commit that touches
-//! only a README is in its predecessor's group and is never run; a group with the inputs of a
-//! group already judged takes its verdict (a revert back to GOOD's sources is good).
+//! The search for the first bad commit, as `git bisect` does it, over *groups*: runs of
+//! consecutive commits that leave the pipeline's inputs unchanged. A commit that touches only a
+//! README is in its predecessor's group and is never run; a group with the inputs of a group
+//! already judged takes its verdict (a revert back to GOOD's sources is good).
+//!
+//! GOOD is the first commit of the search, not an assumption: unless its run already showed it
+//! good, it is tested like the others when the search narrows to it, so the answer always rests
+//! on a run on each side. That costs nothing in the worst case: with n commits after GOOD, the
+//! first bad one is one of n + 1 (GOOD included), ceil(log2(n + 1)) tests, where taking GOOD on
+//! trust and checking it at the end takes ceil(log2(n)) + 1 when the answer is GOOD's child.
 //!
 //! Pure: signatures in, the next group to test or the answer out.
 
@@ -15,10 +21,10 @@ pub enum Mark {
     Skip,
 }
 
-/// Consecutive candidates with one signature of the inputs.
+/// Consecutive commits with one signature of the inputs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Group {
-    /// The index of its first commit among the candidates: the commit that made the change.
+    /// The index of its first commit: the commit that made the change.
     pub first: usize,
     pub len: usize,
     pub signature: String,
@@ -29,7 +35,7 @@ pub struct Group {
 pub enum Next {
     /// Test this group.
     Test(usize),
-    /// The first bad group.
+    /// The first bad group (0: GOOD's own).
     Found(usize),
     /// The first bad group is one of these (all but the last were skipped).
     OneOf(Vec<usize>),
@@ -39,15 +45,12 @@ pub enum Next {
 pub struct Search {
     pub groups: Vec<Group>,
     marks: Vec<Mark>,
-    /// Marked good only because its inputs are GOOD's, which no run has checked yet.
-    assumed: Vec<bool>,
-    good_signature: String,
 }
 
 impl Search {
-    /// `signatures` are the candidates' in order, BAD's last; BAD is bad (its run showed it) and
-    /// GOOD, before the first, is taken as good until a run says otherwise.
-    pub fn new(signatures: &[String], good_signature: &str) -> Search {
+    /// `signatures` are the commits' in order, GOOD's first and BAD's last; BAD is bad (its run
+    /// showed it).
+    pub fn new(signatures: &[String]) -> Search {
         let mut groups: Vec<Group> = Vec::new();
         for (i, signature) in signatures.iter().enumerate() {
             match groups.last_mut() {
@@ -61,16 +64,8 @@ impl Search {
         }
         let mut search = Search {
             marks: vec![Mark::Unknown; groups.len()],
-            assumed: vec![false; groups.len()],
             groups,
-            good_signature: good_signature.to_string(),
         };
-        for i in 0..search.groups.len() {
-            if search.groups[i].signature == good_signature {
-                search.marks[i] = Mark::Good;
-                search.assumed[i] = true;
-            }
-        }
         if let Some(last) = search.groups.len().checked_sub(1) {
             search.mark(last, Mark::Bad);
         }
@@ -81,44 +76,27 @@ impl Search {
         self.marks.get(group).copied().unwrap_or(Mark::Unknown)
     }
 
-    /// Records a group's verdict, and gives it to every group with the same inputs.
+    /// Records a group's verdict, and gives it to every unjudged group with the same inputs.
     pub fn mark(&mut self, group: usize, mark: Mark) {
         let Some(signature) = self.groups.get(group).map(|g| g.signature.clone()) else {
             return;
         };
         for (i, g) in self.groups.iter().enumerate() {
-            if g.signature == signature {
+            if i == group || (g.signature == signature && self.marks[i] == Mark::Unknown) {
                 self.marks[i] = mark;
-                self.assumed[i] = false;
             }
         }
     }
 
-    /// GOOD's run showed it bad or good: the groups with its inputs follow.
-    pub fn good_judged(&mut self, mark: Mark) {
-        for i in 0..self.groups.len() {
-            if self.groups[i].signature == self.good_signature {
-                self.marks[i] = mark;
-                self.assumed[i] = false;
-            }
-        }
-    }
-
-    /// The first bad group, and the last good one before it (`None`: GOOD).
-    fn bounds(&self) -> (Option<usize>, usize) {
+    /// The next group to test (the unknown one nearest the middle of the range left), or the
+    /// answer.
+    pub fn next(&self) -> Next {
         let hi = self
             .marks
             .iter()
             .position(|m| *m == Mark::Bad)
             .unwrap_or(self.groups.len().saturating_sub(1));
         let lo = self.marks[..hi].iter().rposition(|m| *m == Mark::Good);
-        (lo, hi)
-    }
-
-    /// The next group to test (the unknown one nearest the middle of the range left), or the
-    /// answer.
-    pub fn next(&self) -> Next {
-        let (lo, hi) = self.bounds();
         let start = lo.map_or(0, |l| l + 1);
         let unknown: Vec<usize> = (start..hi)
             .filter(|&i| self.marks[i] == Mark::Unknown)
@@ -133,7 +111,7 @@ impl Search {
             skipped.push(hi);
             return Next::OneOf(skipped);
         }
-        // The middle of the open range (lo, hi), GOOD being -1.
+        // The middle of the open range (lo, hi); with no good group yet, of [0, hi).
         let middle = (lo.map_or(-1, |l| l as i64) + hi as i64) as f64 / 2.0;
         let best = unknown
             .iter()
@@ -141,24 +119,10 @@ impl Search {
             .min_by(|&a, &b| {
                 let da = (a as f64 - middle).abs();
                 let db = (b as f64 - middle).abs();
-                da.total_cmp(&db).then(a.cmp(&b))
+                da.total_cmp(&db).then(b.cmp(&a))
             })
             .unwrap_or(start);
         Next::Test(best)
-    }
-
-    /// Whether the answer rests on GOOD being good without a run that showed it: the last good
-    /// group before the answer is GOOD itself or only has GOOD's inputs.
-    pub fn rests_on_good(&self) -> bool {
-        match self.bounds().0 {
-            None => true,
-            Some(lo) => self.assumed[lo],
-        }
-    }
-
-    /// The last good group before the first bad one (`None`: GOOD).
-    pub fn last_good(&self) -> Option<usize> {
-        self.bounds().0
     }
 }
 
@@ -170,10 +134,10 @@ mod tests {
         (0..n).map(|i| format!("s{i}")).collect()
     }
 
-    /// Runs the search against a history whose first bad candidate is `first_bad`, where
+    /// Runs the search over commits whose first bad one is `first_bad` (0: GOOD itself), where
     /// `skip` cannot be judged; returns the answer and the groups tested.
     fn search(signatures: &[String], first_bad: usize, skip: &[usize]) -> (Next, Vec<usize>) {
-        let mut s = Search::new(signatures, "GOOD");
+        let mut s = Search::new(signatures);
         let mut tested = Vec::new();
         loop {
             match s.next() {
@@ -196,23 +160,27 @@ mod tests {
     }
 
     #[test]
-    fn thirty_distinct_commits_take_at_most_five_tests() {
-        let signatures = sigs(30);
-        for first_bad in 0..30 {
+    fn thirty_commits_after_good_take_at_most_five_tests_good_included() {
+        // GOOD and 30 commits: the first bad one is one of 31.
+        let signatures = sigs(31);
+        for first_bad in 0..31 {
             let (answer, tested) = search(&signatures, first_bad, &[]);
             assert_eq!(answer, Next::Found(first_bad), "first bad {first_bad}");
             assert!(tested.len() <= 5, "{first_bad}: {tested:?}");
+            // GOOD is run only when the search narrows to it.
+            assert_eq!(
+                tested.contains(&0),
+                first_bad <= 1,
+                "{first_bad}: {tested:?}"
+            );
         }
     }
 
     #[test]
     fn commits_that_leave_the_inputs_alone_are_never_tested() {
-        // 30 commits, only 4 of which change the inputs: s0 (1 commit), then README commits.
-        let mut signatures = Vec::new();
-        for i in 0..30 {
-            signatures.push(format!("s{}", i / 8));
-        }
-        let s = Search::new(&signatures, "GOOD");
+        // GOOD, then 30 commits of which only 3 change the inputs (at 8, 16 and 24).
+        let signatures: Vec<String> = (0..31).map(|i| format!("s{}", i / 8)).collect();
+        let s = Search::new(&signatures);
         assert_eq!(s.groups.len(), 4);
         let (answer, tested) = search(&signatures, 16, &[]);
         assert_eq!(answer, Next::Found(2));
@@ -222,7 +190,7 @@ mod tests {
 
     #[test]
     fn a_skipped_neighbour_makes_the_answer_one_of_two() {
-        let signatures = sigs(10);
+        let signatures = sigs(11);
         let (answer, _) = search(&signatures, 6, &[5]);
         assert_eq!(answer, Next::OneOf(vec![5, 6]));
         // A skipped commit elsewhere costs a test but not the answer.
@@ -231,28 +199,24 @@ mod tests {
     }
 
     #[test]
-    fn inputs_equal_to_goods_are_good_until_good_is_judged() {
-        // A revert: candidate 3 has GOOD's inputs again.
-        let signatures: Vec<String> = ["a", "b", "c", "GOOD", "d", "e"]
+    fn a_revert_to_goods_inputs_takes_goods_verdict() {
+        // Commit 3 reverts to GOOD's inputs: once GOOD is judged, so is it.
+        let signatures: Vec<String> = ["g", "a", "b", "g", "c", "d"]
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let mut s = Search::new(&signatures, "GOOD");
+        let mut s = Search::new(&signatures);
+        s.mark(0, Mark::Good);
         assert_eq!(s.mark_of(3), Mark::Good);
-        s.good_judged(Mark::Bad);
-        assert_eq!(s.mark_of(3), Mark::Bad);
+        // A verdict of its own is not overwritten by a later one of the same inputs.
+        s.mark(3, Mark::Bad);
+        assert_eq!(s.mark_of(0), Mark::Good);
     }
 
     #[test]
-    fn an_answer_next_to_good_rests_on_good() {
-        let signatures = sigs(8);
-        let mut s = Search::new(&signatures, "GOOD");
-        while let Next::Test(g) = s.next() {
-            s.mark(g, Mark::Bad);
-        }
-        assert_eq!(s.next(), Next::Found(0));
-        assert!(s.rests_on_good());
-        let (answer, _) = search(&signatures, 4, &[]);
-        assert_eq!(answer, Next::Found(4));
+    fn goods_own_fault_is_found_at_group_zero() {
+        let (answer, tested) = search(&sigs(9), 0, &[]);
+        assert_eq!(answer, Next::Found(0));
+        assert!(tested.contains(&0));
     }
 }

@@ -776,3 +776,35 @@ fn every_step_runs_the_working_trees_pipeline_file() {
     let manifest = std::fs::read_to_string(bad.join("manifest.json")).expect("manifest");
     assert!(!manifest.contains("\"bench\""), "BAD ran the edited file");
 }
+
+#[test]
+fn a_fault_planted_right_after_good_costs_no_more_runs() {
+    // 30 commits after GOOD, every one changing the inputs, the first planting the fault: the
+    // search tests GOOD itself, within the same budget.
+    let (repo, planted) = planted(30, 1, false);
+    let good = repo.commits[0].clone();
+    let out = repo.bisect(&[&good, "HEAD"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let answer = repo.kept();
+    assert_eq!(
+        answer["answer"]["first_bad"]["hash"],
+        planted.as_str(),
+        "{all}"
+    );
+    assert_eq!(
+        answer["answer"]["last_good"]["hash"],
+        good.as_str(),
+        "{all}"
+    );
+    assert!(
+        answer["runs"].as_u64().is_some_and(|n| n <= 6),
+        "{answer:#}"
+    );
+    assert!(
+        steps(&answer)
+            .iter()
+            .any(|s| s["role"] == "good" && s["verdict"] == "good"),
+        "GOOD's own run showed it good: {answer:#}"
+    );
+}
