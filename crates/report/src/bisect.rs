@@ -620,8 +620,8 @@ pub struct Commit {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Answer {
-    /// The first bad commit, and the last good one before it (GOOD itself when the first
-    /// candidate is bad).
+    /// The first bad commit, and the good commit tested before it: the first of the commits
+    /// just before it with the same inputs (GOOD itself when the first candidate is bad).
     Found {
         first_bad: Commit,
         last_good: Commit,

@@ -124,7 +124,10 @@ fn flipped(out: &mut String, b: &Bisection) {
     let step = |c: &Commit| b.steps.iter().rev().find(|s| s.commit.hash == c.hash);
     let _ = writeln!(out, "## The evidence that flipped\n");
     for (c, fallback) in [
-        (last_good, "GOOD, taken as good (no run needed it)"),
+        (
+            last_good,
+            "good by the same inputs as a commit whose run showed it good",
+        ),
         (first_bad, ""),
     ] {
         match step(c) {

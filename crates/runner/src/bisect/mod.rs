@@ -447,21 +447,19 @@ impl Session<'_> {
                     search.mark(0, Mark::Good);
                 }
                 Next::Found(group) => {
-                    let at = search.groups[group].first;
                     let answer = Answer::Found {
-                        first_bad: self.git.commit(commits[at])?,
-                        last_good: self.git.commit(commits[at - 1])?,
+                        first_bad: self.git.commit(first(group))?,
+                        last_good: self.git.commit(first(group - 1))?,
                     };
                     return Ok((answer, Some(sought), notes, distinct));
                 }
                 Next::OneOf(groups) => {
-                    let at = search.groups[groups[0]].first;
                     let answer = Answer::OneOf {
                         commits: groups
                             .iter()
                             .map(|&g| self.git.commit(first(g)))
                             .collect::<Result<_, _>>()?,
-                        last_good: self.git.commit(commits[at - 1])?,
+                        last_good: self.git.commit(first(groups[0] - 1))?,
                     };
                     return Ok((answer, Some(sought), notes, distinct));
                 }

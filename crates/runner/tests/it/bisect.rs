@@ -277,7 +277,7 @@ fn thirty_commits(plant_at: usize) -> (Repo, String) {
 
 #[test]
 fn names_the_commit_that_plants_a_fault_in_at_most_six_runs() {
-    let (repo, planted) = thirty_commits(17);
+    let (repo, planted) = thirty_commits(19);
     let good = repo.commits[0].clone();
     let head_before = repo.git(&["rev-parse", "HEAD"]);
     let out = repo.bisect(&[&good, "HEAD"]);
@@ -347,6 +347,8 @@ fn names_the_commit_that_plants_a_fault_in_at_most_six_runs() {
         flipped.contains("```text") && flipped.contains("max abs error 3.5"),
         "{flipped}"
     );
+    // The good side is a commit whose own run showed it good.
+    assert!(flipped.contains("(✅ good)"), "{flipped}");
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), head_before);
     assert_eq!(repo.git(&["symbolic-ref", "--short", "HEAD"]), "main");
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
