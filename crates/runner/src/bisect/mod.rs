@@ -112,6 +112,10 @@ struct Session<'a> {
     launch: &'a dyn Launch,
     say: &'a dyn Fn(&str),
     steps: Vec<Step>,
+    /// What the answer notes, in the order found.
+    notes: Vec<String>,
+    /// The distinct states of the pipeline's inputs after GOOD's, once counted.
+    distinct: usize,
     runs: usize,
     interrupted: bool,
 }
@@ -202,6 +206,8 @@ pub fn bisect(
         launch,
         say,
         steps: Vec::new(),
+        notes: Vec::new(),
+        distinct: 0,
         runs: 0,
         interrupted: false,
     };
@@ -209,21 +215,20 @@ pub fn bisect(
     session.git.remove_worktree(&tree);
     drop(temp);
     // A search cut short by a failure keeps what its steps showed: the answer says why.
-    let (answer, sought, mut notes, distinct) = match result {
+    let (answer, sought) = match result {
         Ok(searched) => searched,
         Err(BisectError::Interrupted(_)) => {
             session.interrupted = true;
-            (Answer::Interrupted, None, Vec::new(), 0)
+            (Answer::Interrupted, None)
         }
         Err(e) => (
             Answer::Unanswered {
                 why: format!("the search failed: {e}"),
             },
             None,
-            Vec::new(),
-            0,
         ),
     };
+    let mut notes = std::mem::take(&mut session.notes);
     if differs {
         notes.insert(
             0,
@@ -249,7 +254,7 @@ pub fn bisect(
         good: commit(&good)?,
         bad: commit(&bad)?,
         commits: candidates.len(),
-        distinct_inputs: distinct,
+        distinct_inputs: session.distinct,
         sought,
         answer,
         steps: std::mem::take(&mut session.steps),
@@ -272,8 +277,6 @@ pub fn bisect(
     })
 }
 
-type Searched = (Answer, Option<Sought>, Vec<String>, usize);
-
 /// A run at one commit.
 enum Outcome {
     Ran(Box<Ran>, f64),
@@ -283,110 +286,61 @@ enum Outcome {
 }
 
 impl Session<'_> {
+    /// The search's answer, and what it looked for once it knew.
     fn search(
         &mut self,
         request: &Request,
         good: &str,
         bad: &str,
         candidates: &[String],
-    ) -> Result<Searched, BisectError> {
+    ) -> Result<(Answer, Option<Sought>), BisectError> {
         let options = DiffOptions::default();
-        let mut notes = Vec::new();
         let unanswered = |why: String| Answer::Unanswered { why };
 
         // BAD, whole: what it has is what the search looks for.
-        let bad_run = match self.run(bad, &request.selection, false)? {
-            Outcome::Ran(ran, seconds) => {
-                self.record(
-                    bad,
-                    "bad",
-                    Judged::new(
-                        StepVerdict::Bad,
-                        "BAD, run whole: what it has is what the search looks for".into(),
-                    ),
-                    Some(&ran),
-                    seconds,
-                )?;
-                ran
-            }
-            Outcome::NoRun(why, seconds) => {
-                self.record(
-                    bad,
-                    "bad",
-                    Judged::new(StepVerdict::Skip, why.clone()),
-                    None,
-                    seconds,
-                )?;
-                return Ok((
-                    unanswered(format!("BAD could not be run: {why}")),
-                    None,
-                    notes,
-                    0,
-                ));
-            }
-            Outcome::Interrupted => return Ok((Answer::Interrupted, None, notes, 0)),
+        let bad_run = match self.run_end(
+            bad,
+            "bad",
+            StepVerdict::Bad,
+            "BAD, run whole: what it has is what the search looks for",
+            &request.selection,
+        )? {
+            Ok(ran) => ran,
+            Err(answer) => return Ok((answer, None)),
         };
         let needs_good = request.slower.is_some()
             || judge::choose_cause(&bad_run.evidence, None, request.cause) == Choice::NeedsGood;
-        let mut good_run: Option<Box<Ran>> = None;
-        if needs_good {
+        let good_run = if needs_good {
             let why = if request.slower.is_some() {
                 "the timings the others are compared with"
             } else {
                 "its root causes tell which of BAD's are new"
             };
-            match self.run(good, &request.selection, false)? {
-                Outcome::Ran(ran, seconds) => {
-                    self.record(
-                        good,
-                        "good",
-                        Judged::new(StepVerdict::Good, why.into()),
-                        Some(&ran),
-                        seconds,
-                    )?;
-                    good_run = Some(ran);
-                }
-                Outcome::NoRun(why, seconds) => {
-                    self.record(
-                        good,
-                        "good",
-                        Judged::new(StepVerdict::Skip, why.clone()),
-                        None,
-                        seconds,
-                    )?;
-                    return Ok((
-                        unanswered(format!("GOOD could not be run: {why}")),
-                        None,
-                        notes,
-                        0,
-                    ));
-                }
-                Outcome::Interrupted => return Ok((Answer::Interrupted, None, notes, 0)),
+            match self.run_end(good, "good", StepVerdict::Good, why, &request.selection)? {
+                Ok(ran) => Some(ran),
+                Err(answer) => return Ok((answer, None)),
             }
-        }
+        } else {
+            None
+        };
         let good_evidence = good_run.as_ref().map(|g| &g.evidence);
-        let sought = match (&request.slower, good_evidence) {
-            (Some(bench), Some(g)) => {
-                match judge::choose_slower(bench, g, &bad_run.evidence, &options) {
-                    Ok(sought) => sought,
-                    Err(why) => return Ok((unanswered(why), None, notes, 0)),
-                }
-            }
-            _ => match judge::choose_cause(&bad_run.evidence, good_evidence, request.cause) {
-                Choice::Sought(sought, more) => {
-                    notes.extend(more);
-                    *sought
-                }
-                Choice::Refused(why) => return Ok((unanswered(why), None, notes, 0)),
-                Choice::NeedsGood => {
-                    return Ok((
-                        unanswered("GOOD's run is needed and was not made".into()),
-                        None,
-                        notes,
-                        0,
-                    ));
-                }
+        let chosen = match &request.slower {
+            Some(bench) => match good_evidence {
+                Some(g) => judge::choose_slower(bench, g, &bad_run.evidence, &options),
+                None => Err("GOOD's run is needed and was not made".to_string()),
             },
+            None => match judge::choose_cause(&bad_run.evidence, good_evidence, request.cause) {
+                Choice::Sought(sought, more) => {
+                    self.notes.extend(more);
+                    Ok(*sought)
+                }
+                Choice::Refused(why) => Err(why),
+                Choice::NeedsGood => Err("GOOD's run is needed and was not made".to_string()),
+            },
+        };
+        let sought = match chosen {
+            Ok(sought) => sought,
+            Err(why) => return Ok((unanswered(why), None)),
         };
         (self.say)(&report::text::strip_controls(&format!(
             "bisect: looking for {}",
@@ -405,7 +359,7 @@ impl Session<'_> {
         }
         let mut search = Search::new(&signatures);
         // The groups after GOOD's: the distinct states of the inputs the commits hold.
-        let distinct = search.groups.len().saturating_sub(1);
+        self.distinct = search.groups.len().saturating_sub(1);
         if good_run.is_some() {
             search.mark(0, Mark::Good);
         }
@@ -423,24 +377,16 @@ impl Session<'_> {
                     let commit = first(group);
                     match self.judged(commit, role, &selection, &sought, reference, &options)? {
                         Some(verdict) => search.mark(group, mark(verdict)),
-                        None => {
-                            return Ok((Answer::Interrupted, Some(sought), notes, distinct));
-                        }
+                        None => return Ok((Answer::Interrupted, Some(sought))),
                     }
                 }
                 Next::Found(0) => {
-                    return Ok((
-                        unanswered(
-                            "GOOD has it too: it did not appear between GOOD and BAD".into(),
-                        ),
-                        Some(sought),
-                        notes,
-                        distinct,
-                    ));
+                    let why = "GOOD has it too: it did not appear between GOOD and BAD";
+                    return Ok((unanswered(why.into()), Some(sought)));
                 }
                 Next::OneOf(groups) if groups.first() == Some(&0) => {
                     // GOOD's own run reached no verdict: it is taken as good, as the user gave it.
-                    notes.push(
+                    self.notes.push(
                         "GOOD's own run reached no verdict: the answer takes GOOD as good, as given"
                             .into(),
                     );
@@ -451,7 +397,7 @@ impl Session<'_> {
                         first_bad: self.git.commit(first(group))?,
                         last_good: self.git.commit(first(group - 1))?,
                     };
-                    return Ok((answer, Some(sought), notes, distinct));
+                    return Ok((answer, Some(sought)));
                 }
                 Next::OneOf(groups) => {
                     let answer = Answer::OneOf {
@@ -461,9 +407,41 @@ impl Session<'_> {
                             .collect::<Result<_, _>>()?,
                         last_good: self.git.commit(first(groups[0] - 1))?,
                     };
-                    return Ok((answer, Some(sought), notes, distinct));
+                    return Ok((answer, Some(sought)));
                 }
             }
+        }
+    }
+
+    /// BAD or GOOD run whole (`role`), recorded with `verdict` and `why` when it ran: its run,
+    /// or the answer when it could not run or was interrupted.
+    fn run_end(
+        &mut self,
+        commit: &str,
+        role: &str,
+        verdict: StepVerdict,
+        why: &str,
+        selection: &Selection,
+    ) -> Result<Result<Box<Ran>, Answer>, BisectError> {
+        match self.run(commit, selection, false)? {
+            Outcome::Ran(ran, seconds) => {
+                self.record(
+                    commit,
+                    role,
+                    Judged::new(verdict, why.into()),
+                    Some(&ran),
+                    seconds,
+                )?;
+                Ok(Ok(ran))
+            }
+            Outcome::NoRun(why, seconds) => {
+                let judged = Judged::new(StepVerdict::Skip, why.clone());
+                self.record(commit, role, judged, None, seconds)?;
+                Ok(Err(Answer::Unanswered {
+                    why: format!("{} could not be run: {why}", role.to_uppercase()),
+                }))
+            }
+            Outcome::Interrupted => Ok(Err(Answer::Interrupted)),
         }
     }
 

@@ -105,17 +105,7 @@ pub fn planted(n: usize, plant_at: usize, gpu: bool) -> (Repo, String) {
         repo.git(&["commit", "-q", "-am", "The check runs on a GPU"]);
         repo.commits[0] = repo.git(&["rev-parse", "HEAD"]);
     }
-    let mut planting = String::new();
-    for i in 1..=n {
-        if i == plant_at {
-            repo.kernel
-                .insert(2, "    out[i] = in[i + 1];  // PLANT".to_string());
-            planting = repo.commit_kernel("Read the neighbour (plants the fault)");
-        } else {
-            repo.kernel.push(format!("// tweak {i}"));
-            repo.commit_kernel(&format!("Tweak {i}"));
-        }
-    }
+    let planting = repo.tweaks_and_plant(n, plant_at);
     (repo, planting)
 }
 
@@ -173,6 +163,33 @@ impl Repo {
         let head = self.git(&["rev-parse", "HEAD"]);
         self.commits.push(head.clone());
         head
+    }
+
+    /// Commits the fault: a read one past the end, marked `PLANT`, at the kernel's line `line`.
+    fn plant(&mut self, line: usize) -> String {
+        self.kernel
+            .insert(line, "    out[i] = in[i + 1];  // PLANT".to_string());
+        self.commit_kernel("Read the neighbour (plants the fault)")
+    }
+
+    /// Commits a harmless change to the kernel: a comment appended.
+    fn tweak(&mut self, i: usize) -> String {
+        self.kernel.push(format!("// tweak {i}"));
+        self.commit_kernel(&format!("Tweak {i}"))
+    }
+
+    /// `n` more commits, commit `plant_at` planting the fault, the others tweaks: the planting
+    /// commit.
+    fn tweaks_and_plant(&mut self, n: usize, plant_at: usize) -> String {
+        let mut planting = String::new();
+        for i in 1..=n {
+            if i == plant_at {
+                planting = self.plant(2);
+            } else {
+                self.tweak(i);
+            }
+        }
+        planting
     }
 
     fn commit_readme(&mut self, n: usize) -> String {
@@ -248,6 +265,17 @@ fn text(out: &Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&out.stdout), stderr(out))
 }
 
+/// `runner bisect ARGS` in `repo`, which must exit 0 naming `first_bad` as the first bad
+/// commit: the answer kept beside its runs, and the runner's output.
+fn answered(repo: &Repo, args: &[&str], first_bad: &str) -> (Value, Output) {
+    let out = repo.bisect(args);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let answer = repo.kept();
+    assert_eq!(answer["answer"]["first_bad"]["hash"], first_bad, "{all}");
+    (answer, out)
+}
+
 fn steps(answer: &Value) -> &Vec<Value> {
     answer["steps"].as_array().expect("steps")
 }
@@ -259,17 +287,14 @@ fn thirty_commits(plant_at: usize) -> (Repo, String) {
     let mut planted = String::new();
     for i in 1..=30 {
         if i == plant_at {
-            repo.kernel
-                .insert(4, "    out[i] = in[i + 1];  // PLANT".to_string());
-            planted = repo.commit_kernel("Read the neighbour (plants the fault)");
+            planted = repo.plant(4);
         } else if i % 3 == 0 {
             repo.commit_readme(i);
         } else if i % 7 == 0 {
             repo.kernel.insert(0, format!("// header comment {i}"));
             repo.commit_kernel(&format!("Header comment {i}"));
         } else {
-            repo.kernel.push(format!("// tweak {i}"));
-            repo.commit_kernel(&format!("Tweak {i}"));
+            repo.tweak(i);
         }
     }
     (repo, planted)
@@ -280,16 +305,9 @@ fn names_the_commit_that_plants_a_fault_in_at_most_six_runs() {
     let (repo, planted) = thirty_commits(19);
     let good = repo.commits[0].clone();
     let head_before = repo.git(&["rev-parse", "HEAD"]);
-    let out = repo.bisect(&[&good, "HEAD"]);
-    let all = text(&out);
-    assert_eq!(code(&out), 0, "{all}");
-    let answer = repo.kept();
+    let (answer, out) = answered(&repo, &[&good, "HEAD"], &planted);
     assert_eq!(answer["answer"]["kind"], "found", "{answer:#}");
-    assert_eq!(
-        answer["answer"]["first_bad"]["hash"],
-        planted.as_str(),
-        "{all}"
-    );
+    let all = text(&out);
     assert_eq!(
         answer["answer"]["first_bad"]["files"],
         serde_json::json!(["src/kernel.cu"])
@@ -359,8 +377,7 @@ fn names_the_commit_that_plants_a_fault_in_at_most_six_runs() {
 fn an_unbuildable_commit_is_skipped_and_the_answer_says_which_two() {
     let mut repo = Repo::new();
     for i in 1..=5 {
-        repo.kernel.push(format!("// tweak {i}"));
-        repo.commit_kernel(&format!("Tweak {i}"));
+        repo.tweak(i);
     }
     // Commit 6 does not build; commit 7 fixes that and plants the fault.
     repo.kernel.push("SYNTAX".to_string());
@@ -370,8 +387,7 @@ fn an_unbuildable_commit_is_skipped_and_the_answer_says_which_two() {
         .insert(3, "    out[i] = in[i + 1];  // PLANT".to_string());
     let planted = repo.commit_kernel("Finish the refactor (plants the fault)");
     for i in 8..=10 {
-        repo.kernel.push(format!("// tweak {i}"));
-        repo.commit_kernel(&format!("Tweak {i}"));
+        repo.tweak(i);
     }
     let good = repo.commits[0].clone();
     // An uncommitted change: the answer says BAD is the commit, without it.
@@ -421,8 +437,7 @@ fn slower_finds_the_commit_that_made_a_timing_slower() {
                 .push("// SLOW: a second pass over the input".to_string());
             slowed = repo.commit_kernel("Second pass (slower)");
         } else {
-            repo.kernel.push(format!("// tweak {i}"));
-            repo.commit_kernel(&format!("Tweak {i}"));
+            repo.tweak(i);
         }
     }
     let good = repo.commits[0].clone();
@@ -431,15 +446,7 @@ fn slower_finds_the_commit_that_made_a_timing_slower() {
     assert_eq!(code(&out), 3, "{}", text(&out));
     assert!(text(&out).contains("has no root cause"), "{}", text(&out));
 
-    let out = repo.bisect(&["--slower", "BM_scale", &good, "HEAD"]);
-    let all = text(&out);
-    assert_eq!(code(&out), 0, "{all}");
-    let answer = repo.kept();
-    assert_eq!(
-        answer["answer"]["first_bad"]["hash"],
-        slowed.as_str(),
-        "{all}"
-    );
+    let (answer, out) = answered(&repo, &["--slower", "BM_scale", &good, "HEAD"], &slowed);
     assert_eq!(answer["sought"]["kind"], "slower");
     let timing = &answer["sought"]["timings"][0];
     assert_eq!(timing["before_p50_us"], 100.0, "{answer:#}");
@@ -534,23 +541,12 @@ fn with_two_root_causes_good_tells_which_is_new_and_cause_picks_one() {
     let mut planting = String::new();
     for i in 1..=7 {
         if i == 4 {
-            repo.kernel
-                .insert(5, "    out[i] = in[i + 1];  // PLANT".to_string());
-            planting = repo.commit_kernel("Read the neighbour (plants the fault)");
+            planting = repo.plant(5);
         } else {
-            repo.kernel.push(format!("// tweak {i}"));
-            repo.commit_kernel(&format!("Tweak {i}"));
+            repo.tweak(i);
         }
     }
-    let out = repo.bisect(&[&good, "HEAD", "--summary"]);
-    let all = text(&out);
-    assert_eq!(code(&out), 0, "{all}");
-    let answer = repo.kept();
-    assert_eq!(
-        answer["answer"]["first_bad"]["hash"],
-        planting.as_str(),
-        "{all}"
-    );
+    let (answer, out) = answered(&repo, &[&good, "HEAD", "--summary"], &planting);
     assert!(
         answer["sought"]["title"]
             .as_str()
@@ -611,8 +607,7 @@ fn an_ambiguous_timing_is_measured_again_then_skipped() {
                 slowed = repo.commit_kernel("Second pass (slower)");
             }
             _ => {
-                repo.kernel.push(format!("// tweak {i}"));
-                repo.commit_kernel(&format!("Tweak {i}"));
+                repo.tweak(i);
             }
         }
     }
@@ -647,8 +642,7 @@ fn a_compile_error_is_looked_for_in_the_build_alone() {
             repo.kernel.push("SYNTAX: a stray token".to_string());
             broke = repo.commit_kernel("Stray token (does not compile)");
         } else {
-            repo.kernel.push(format!("// tweak {i}"));
-            repo.commit_kernel(&format!("Tweak {i}"));
+            repo.tweak(i);
         }
     }
     let good = repo.commits[0].clone();
@@ -706,27 +700,9 @@ fn submodules_are_filled_from_the_repositorys_own_copies() {
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "Vendor the library"]);
     let good = repo.git(&["rev-parse", "HEAD"]);
-    let mut planting = String::new();
-    for i in 1..=6 {
-        if i == 4 {
-            repo.kernel
-                .insert(2, "    out[i] = in[i + 1];  // PLANT".to_string());
-            planting = repo.commit_kernel("Read the neighbour (plants the fault)");
-        } else {
-            repo.kernel.push(format!("// tweak {i}"));
-            repo.commit_kernel(&format!("Tweak {i}"));
-        }
-    }
+    let planting = repo.tweaks_and_plant(6, 4);
     let submodule_head = repo.git(&["-C", "vendor/lib", "rev-parse", "HEAD"]);
-    let out = repo.bisect(&[&good, "HEAD"]);
-    let all = text(&out);
-    assert_eq!(code(&out), 0, "{all}");
-    let answer = repo.kept();
-    assert_eq!(
-        answer["answer"]["first_bad"]["hash"],
-        planting.as_str(),
-        "{all}"
-    );
+    let (answer, _) = answered(&repo, &[&good, "HEAD"], &planting);
     assert!(
         steps(&answer).iter().all(|s| s["verdict"] != "skip"),
         "every step built: {answer:#}"
@@ -753,15 +729,7 @@ fn every_step_runs_the_working_trees_pipeline_file() {
                 "",
             ),
     );
-    let out = repo.bisect(&[&good, "HEAD"]);
-    let all = text(&out);
-    assert_eq!(code(&out), 0, "{all}");
-    let answer = repo.kept();
-    assert_eq!(
-        answer["answer"]["first_bad"]["hash"],
-        planted.as_str(),
-        "{all}"
-    );
+    let (answer, _) = answered(&repo, &[&good, "HEAD"], &planted);
     assert_eq!(
         answer["sought"]["stages"],
         serde_json::json!(["unit_tests"])
@@ -785,15 +753,8 @@ fn a_fault_planted_right_after_good_costs_no_more_runs() {
     // search tests GOOD itself, within the same budget.
     let (repo, planted) = planted(30, 1, false);
     let good = repo.commits[0].clone();
-    let out = repo.bisect(&[&good, "HEAD"]);
+    let (answer, out) = answered(&repo, &[&good, "HEAD"], &planted);
     let all = text(&out);
-    assert_eq!(code(&out), 0, "{all}");
-    let answer = repo.kept();
-    assert_eq!(
-        answer["answer"]["first_bad"]["hash"],
-        planted.as_str(),
-        "{all}"
-    );
     assert_eq!(
         answer["answer"]["last_good"]["hash"],
         good.as_str(),
