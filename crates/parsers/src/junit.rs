@@ -28,8 +28,6 @@ use crate::site::{Record, Site, Sites};
 
 /// Elements nested deeper than this are passed over.
 const MAX_DEPTH: usize = 64;
-/// XML errors after which the document is dropped.
-const MAX_ERRORS: usize = 100;
 /// The most text kept of one element (a traceback, a program's output).
 const MAX_TEXT: usize = 64 * 1024;
 
@@ -66,23 +64,14 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
     let mut path: Vec<String> = Vec::new();
     let mut open: Option<Open> = None;
     let mut text = String::new();
-    let mut errors = 0usize;
+    let mut errors = crate::util::XmlErrors::default();
     let mut closed_root = false;
     loop {
         buf.clear();
         let event = match xml.read_event_into(&mut buf) {
             Ok(e) => e,
-            Err(e) => {
-                log.unparsed_lines += 1;
-                if log.unparsed_examples.len() < crate::MAX_UNPARSED_EXAMPLES {
-                    log.unparsed_examples.push(format!("xml error: {e}"));
-                }
-                errors += 1;
-                if errors >= MAX_ERRORS {
-                    break;
-                }
-                continue;
-            }
+            Err(e) if errors.note(&mut log, &e) => continue,
+            Err(_) => break,
         };
         match event {
             Event::Start(e) => {
@@ -147,7 +136,7 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
     if let Some(case) = open.take() {
         finish(case, &mut log);
     }
-    log.complete = closed_root && errors == 0;
+    log.complete = closed_root && errors.none();
     if !closed_root && log.tests.is_empty() && log.unparsed_examples.is_empty() {
         log.unparsed_examples
             .push("no <testsuites> or <testsuite> element: not a JUnit document".into());

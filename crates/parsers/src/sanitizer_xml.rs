@@ -19,8 +19,6 @@ use crate::util::{parse_u32, parse_u64, scrub_addresses};
 
 /// Deepest element nesting followed; deeper elements are skipped.
 const MAX_DEPTH: usize = 64;
-/// XML errors tolerated before the rest of a document is given up.
-const MAX_ERRORS: usize = 64;
 /// Longest text kept for one element.
 const MAX_TEXT: usize = 16 * 1024;
 
@@ -68,23 +66,15 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
     let mut rec = XRec::default();
     let mut in_record = false;
     let mut tools = [false; 4];
-    let mut errors = 0usize;
+    let mut errors = crate::util::XmlErrors::default();
     loop {
         buf.clear();
         let event = match xml.read_event_into(&mut buf) {
             Ok(e) => e,
-            Err(e) => {
-                // The reader resumes after most errors; a document that keeps failing is dropped.
-                log.unparsed_lines += 1;
-                if log.unparsed_examples.len() < crate::MAX_UNPARSED_EXAMPLES {
-                    log.unparsed_examples.push(format!("xml error: {e}"));
-                }
-                errors += 1;
-                if errors >= MAX_ERRORS {
-                    log.complete = false;
-                    break;
-                }
-                continue;
+            Err(e) if errors.note(&mut log, &e) => continue,
+            Err(_) => {
+                log.complete = false;
+                break;
             }
         };
         match event {
@@ -105,7 +95,7 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
             }
             // `<ComputeSanitizerOutput/>`: a run with nothing to report.
             Event::Empty(e) if path.is_empty() && e.name().0 == "ComputeSanitizerOutput" => {
-                log.complete = errors == 0;
+                log.complete = errors.none();
             }
             Event::End(_) => {
                 if skipped_depth > 0 {
@@ -119,7 +109,7 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
                     in_record = false;
                     finish_record(&rec, &mut sites, &mut tools, &mut log);
                 } else if name == "ComputeSanitizerOutput" {
-                    log.complete = errors == 0;
+                    log.complete = errors.none();
                 } else if in_record {
                     assign(&mut rec, &path, text.trim());
                 }

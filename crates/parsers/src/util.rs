@@ -69,6 +69,28 @@ pub(crate) fn note_unparsed(log: &mut ParsedLog, line: &str) {
     }
 }
 
+/// XML errors after which the rest of a document is given up.
+const MAX_XML_ERRORS: usize = 64;
+
+/// The XML read errors of one document, each counted as an unparsed line: the reader resumes
+/// after most, and a document that keeps failing is given up.
+#[derive(Default)]
+pub(crate) struct XmlErrors(usize);
+
+impl XmlErrors {
+    /// Notes `error` in `log`; false once the document should be given up.
+    pub(crate) fn note(&mut self, log: &mut ParsedLog, error: &dyn std::fmt::Display) -> bool {
+        note_unparsed(log, &format!("xml error: {error}"));
+        self.0 += 1;
+        self.0 < MAX_XML_ERRORS
+    }
+
+    /// Whether the document read without one.
+    pub(crate) fn none(&self) -> bool {
+        self.0 == 0
+    }
+}
+
 /// Shortens a line for display in `unparsed_examples`.
 pub(crate) fn clip(s: &str, max: usize) -> String {
     if s.len() <= max {

@@ -80,24 +80,16 @@ struct One {
     run: TestRun,
     logs: Vec<Log>,
     errors: u64,
-    duration: std::time::Duration,
-    leftovers: Vec<String>,
-    cut: std::collections::BTreeMap<String, u64>,
+    /// Its process's ending, noted in the unit's record once every test ended; none when it
+    /// could not start.
+    ended: Option<crate::process::exec::Outcome>,
 }
 
 impl Split<'_> {
     /// Test `k` under the tool: the tool and its options, the program in the test's own
     /// directory (`test-K/`, so that its `{out}` is its own) without the paths the id already
     /// names (`tests`, `tests/test_x.py`), then the id.
-    fn one(
-        &self,
-        k: usize,
-        id: &str,
-        tool: &str,
-        record: &report::Stage,
-        dest: &Path,
-        cx: StepCx<'_>,
-    ) -> One {
+    fn one(&self, k: usize, id: &str, tool: &str, dest: &Path, cx: StepCx<'_>) -> One {
         let inv = self.invocation;
         let log = format!("{tool}-{k}.log");
         let err = format!("stderr-{k}.log");
@@ -107,18 +99,10 @@ impl Split<'_> {
         let relative = cx.root.join(cx.run_dir);
         let unit_dir = dest.strip_prefix(&relative).unwrap_or(dest);
         let program = (self.program_in)(&cx.run_dir.join(unit_dir).join(&own));
-        // A scratch record for what the process leaves (leftovers, cut logs).
-        let mut scratch = report::Stage {
-            leftovers: Vec::new(),
-            cut: Default::default(),
-            logs: Vec::new(),
-            split: Vec::new(),
-            ..record.clone()
-        };
-        let (outcome, status) = match program {
+        let ended = match program {
             Err(why) => {
                 let _ = std::fs::write(dest.join(&err), format!("{why}\n"));
-                (None, StageStatus::Failed)
+                None
             }
             Ok(program) => {
                 let tool_words = inv.argv.len().saturating_sub(self.program.len());
@@ -138,15 +122,8 @@ impl Split<'_> {
                 });
                 let mut env = inv.env.clone();
                 env.extend(program.env);
-                let outcome = cx.run(
-                    &mut scratch,
-                    argv,
-                    self.cwd,
-                    &env,
-                    dest.join(&log),
-                    dest.join(&err),
-                );
-                (Some(outcome), StageStatus::Failed)
+                cx.spawn(argv, self.cwd, &env, dest.join(&log), dest.join(&err))
+                    .ok()
             }
         };
         let _ = std::fs::rename(dest.join(&own).join(PROGRAM_OUT), dest.join(&out));
@@ -162,25 +139,16 @@ impl Split<'_> {
             ..inv.clone()
         };
         let gathered = stages::gather(dest, &one);
-        let mut duration = std::time::Duration::ZERO;
-        let status = match outcome {
-            Some(Ok(o)) => {
-                duration = o.duration;
+        let status = match &ended {
+            Some(o) => {
                 stages::decide(
                     self.kind, &inv.tool, cx.timeout, o.ending, &gathered, self.exits,
                 )
                 .0
             }
-            Some(Err(_)) | None => status,
+            None => StageStatus::Failed,
         };
-        let logs = gathered
-            .present
-            .iter()
-            .map(|(name, format)| Log {
-                path: cx.log_path(dest, name),
-                format: *format,
-            })
-            .collect();
+        let logs = cx.logs(dest, &gathered.present);
         let errors: u64 = gathered
             .parsed
             .iter()
@@ -195,9 +163,7 @@ impl Split<'_> {
             },
             logs,
             errors,
-            duration,
-            leftovers: scratch.leftovers,
-            cut: scratch.cut,
+            ended,
         }
     }
 
@@ -254,7 +220,7 @@ impl Split<'_> {
                         if cx.interrupt.is_set() {
                             break;
                         }
-                        let one = self.one(k, id, tool, record, dest, cx);
+                        let one = self.one(k, id, tool, dest, cx);
                         let mut ended = ended.lock().unwrap_or_else(|e| e.into_inner());
                         if let Some(slot) = ended.get_mut(k) {
                             *slot = Some(one);
@@ -273,9 +239,10 @@ impl Split<'_> {
         let mut with_errors: Vec<String> = Vec::new();
         let ended = ended.into_inner().unwrap_or_else(|e| e.into_inner());
         for one in ended.into_iter().flatten() {
-            duration += one.duration;
-            record.leftovers.extend(one.leftovers);
-            record.cut.extend(one.cut);
+            if let Some(ended) = &one.ended {
+                duration += ended.duration;
+                cx.note(record, ended);
+            }
             record.logs.extend(one.logs);
             if one.errors > 0 {
                 with_errors.push(one.run.id.clone());

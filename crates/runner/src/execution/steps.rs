@@ -41,6 +41,21 @@ impl StepCx<'_> {
         stdout: PathBuf,
         stderr: PathBuf,
     ) -> Result<exec::Outcome, exec::ExecError> {
+        let outcome = self.spawn(argv, cwd, env, stdout, stderr)?;
+        self.note(record, &outcome);
+        Ok(outcome)
+    }
+
+    /// Runs one step of several running at once: the caller notes its outcome in the unit's
+    /// record ([`StepCx::note`]) once they all ended.
+    pub(crate) fn spawn(
+        &self,
+        argv: Vec<std::ffi::OsString>,
+        cwd: &Path,
+        env: &std::collections::BTreeMap<String, String>,
+        stdout: PathBuf,
+        stderr: PathBuf,
+    ) -> Result<exec::Outcome, exec::ExecError> {
         let mut command = exec::Command::new(argv, cwd, self.timeout);
         command.grace = self.grace;
         command.env = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
@@ -49,9 +64,23 @@ impl StepCx<'_> {
             .extend(crate::process::exec::device_env(self.device));
         command.stdout = Some(stdout);
         command.stderr = Some(stderr);
-        let outcome = exec::run(&command, self.interrupt)?;
-        note_outcome(record, &self.root.join(self.run_dir), &outcome);
-        Ok(outcome)
+        exec::run(&command, self.interrupt)
+    }
+
+    /// Records what a step left ([`note_outcome`]) in the unit's record.
+    pub(crate) fn note(&self, record: &mut report::Stage, outcome: &exec::Outcome) {
+        note_outcome(record, &self.root.join(self.run_dir), outcome);
+    }
+
+    /// The records of the logs a step left in `dest` (their names and formats).
+    pub(crate) fn logs(&self, dest: &Path, present: &[(String, Option<Format>)]) -> Vec<Log> {
+        present
+            .iter()
+            .map(|(name, format)| Log {
+                path: self.log_path(dest, name),
+                format: *format,
+            })
+            .collect()
     }
 
     pub(crate) fn log_path(&self, dest: &Path, name: &str) -> String {
@@ -258,14 +287,7 @@ pub fn profile(
         Some(r) => format!("{r}; {cost}"),
         None => cost,
     });
-    record.logs = gathered
-        .present
-        .iter()
-        .map(|(name, format)| Log {
-            path: cx.log_path(dest, name),
-            format: *format,
-        })
-        .collect();
+    record.logs = cx.logs(dest, &gathered.present);
     if report.is_file() {
         record.logs.push(Log {
             path: cx.log_path(dest, &format!("{}.ncu-rep", stages::PROFILE_REPORT)),
@@ -292,26 +314,21 @@ pub struct Search<'a> {
 /// One run of the program at a launch count.
 struct Probe {
     launches: u64,
-    /// Its ending in words, its wall time and whether it passed; or why it did not run.
-    outcome: Result<(String, Duration, bool), String>,
+    /// Its process's ending (noted in the unit's record once the round ended), or why it did
+    /// not run.
+    ended: Result<exec::Outcome, String>,
+    /// Whether it passed, and its ending in words.
+    passed: bool,
+    ending: String,
     display: Vec<String>,
     failure_line: Option<String>,
     logs: Vec<Log>,
-    leftovers: Vec<String>,
-    cut: std::collections::BTreeMap<String, u64>,
 }
 
 impl Search<'_> {
     /// The program at `n` launches, its `{out}` in a directory of its own (`launches-N/`), kept
     /// as `launches-N.json`.
-    fn probe(
-        &self,
-        n: u64,
-        record: &report::Stage,
-        dest: &Path,
-        cwd: &Path,
-        cx: StepCx<'_>,
-    ) -> Probe {
+    fn probe(&self, n: u64, dest: &Path, cwd: &Path, cx: StepCx<'_>) -> Probe {
         let own = format!("launches-{n}");
         let _ = std::fs::create_dir_all(dest.join(&own));
         let paths = Paths {
@@ -330,37 +347,25 @@ impl Search<'_> {
         let stderr = format!("launches-{n}.stderr.log");
         let mut probe = Probe {
             launches: n,
-            outcome: Err(String::new()),
+            ended: Err(String::new()),
+            passed: false,
+            ending: String::new(),
             display: line.display.clone(),
             failure_line: None,
             logs: Vec::new(),
-            leftovers: Vec::new(),
-            cut: Default::default(),
         };
         let argv = match stages::resolve_program(self.preflight, &line.argv) {
             Ok(argv) => argv,
             Err(reason) => {
                 let _ = std::fs::remove_dir(dest.join(&own));
-                probe.outcome = Err(reason);
+                probe.ending.clone_from(&reason);
+                probe.ended = Err(reason);
                 return probe;
             }
         };
-        let mut scratch = report::Stage {
-            leftovers: Vec::new(),
-            cut: Default::default(),
-            logs: Vec::new(),
-            ..record.clone()
-        };
-        let outcome = cx.run(
-            &mut scratch,
-            argv,
-            cwd,
-            &line.env,
-            dest.join(&stdout),
-            dest.join(&stderr),
-        );
-        probe.leftovers = scratch.leftovers;
-        probe.cut = scratch.cut;
+        let ended = cx
+            .spawn(argv, cwd, &line.env, dest.join(&stdout), dest.join(&stderr))
+            .map_err(|e| format!("failed to {e}"));
         let results = format!("launches-{n}.json");
         let had_results = std::fs::rename(
             dest.join(&own).join(stages::PROGRAM_OUT),
@@ -382,7 +387,7 @@ impl Search<'_> {
                 format: parsers::detect(&read(&results)),
             });
         }
-        probe.outcome = match &outcome {
+        (probe.passed, probe.ending) = match &ended {
             Ok(o) => {
                 let failed_checks = had_results && {
                     let text = read(&results);
@@ -393,19 +398,19 @@ impl Search<'_> {
                             .any(|f| f.severity == parsers::Severity::Error)
                     })
                 };
-                let (passed, ending) = match o.ending {
+                match o.ending {
                     Ending::Exited(0) if !failed_checks => (true, "exit 0".to_string()),
                     Ending::Exited(0) => (false, "exit 0 with failed checks".to_string()),
                     Ending::Exited(code) => (false, format!("exit {code}")),
                     Ending::Signaled(sig) => (false, stages::signal_name(sig)),
                     Ending::TimedOut => (false, "timed out".to_string()),
                     Ending::Interrupted => (false, "interrupted".to_string()),
-                };
-                Ok((ending, o.duration, passed))
+                }
             }
-            Err(e) => Err(format!("failed to {e}")),
+            Err(why) => (false, why.clone()),
         };
-        if !matches!(probe.outcome, Ok((_, _, true))) {
+        probe.ended = ended;
+        if !probe.passed {
             probe.failure_line = target::failure_line(&read(&stderr), &read(&stdout));
         }
         probe
@@ -436,37 +441,33 @@ impl Search<'_> {
                 break;
             }
             // The counts of a round at once, each in its own directory (its own `{out}`).
-            let template: &report::Stage = record;
             let cwd: &Path = &cwd;
             let probes: Vec<Probe> = std::thread::scope(|scope| {
                 let running: Vec<_> = counts
                     .iter()
-                    .map(|&n| scope.spawn(move || self.probe(n, template, dest, cwd, cx)))
+                    .map(|&n| scope.spawn(move || self.probe(n, dest, cwd, cx)))
                     .collect();
                 running.into_iter().filter_map(|h| h.join().ok()).collect()
             });
             let mut interrupted = false;
             for probe in probes {
                 let n = probe.launches;
-                record.leftovers.extend(probe.leftovers);
-                record.cut.extend(probe.cut);
                 record.logs.extend(probe.logs);
-                let (passed, ending) = match probe.outcome {
-                    Err(reason) => {
-                        if search.attempts.is_empty() {
-                            record.status = StageStatus::Failed;
-                            record.reason = Some(reason);
-                            record.command = probe.display;
-                            return;
-                        }
-                        (false, reason)
+                match &probe.ended {
+                    Err(reason) if search.attempts.is_empty() => {
+                        record.status = StageStatus::Failed;
+                        record.reason = Some(reason.clone());
+                        record.command = probe.display;
+                        return;
                     }
-                    Ok((ending, took, passed)) => {
-                        duration += took;
-                        interrupted |= ending == "interrupted";
-                        (passed, ending)
+                    Err(_) => {}
+                    Ok(ended) => {
+                        duration += ended.duration;
+                        interrupted |= ended.ending == Ending::Interrupted;
+                        cx.note(record, ended);
                     }
-                };
+                }
+                let (passed, ending) = (probe.passed, probe.ending);
                 last_command.clone_from(&probe.display);
                 search.attempts.push(LaunchAttempt {
                     launches: n,

@@ -158,6 +158,11 @@ impl Repo {
     fn commit_kernel(&mut self, message: &str) -> String {
         let text = self.kernel.join("\n") + "\n";
         self.write("src/kernel.cu", &text);
+        self.commit_all(message)
+    }
+
+    /// Commits everything; returns the commit.
+    fn commit_all(&mut self, message: &str) -> String {
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "-m", message]);
         let head = self.git(&["rev-parse", "HEAD"]);
@@ -197,24 +202,16 @@ impl Repo {
             "README.md",
             &format!("# scale\n\nRevision {n} of the notes.\n"),
         );
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "-m", &format!("Notes {n}")]);
-        let head = self.git(&["rev-parse", "HEAD"]);
-        self.commits.push(head.clone());
-        head
+        self.commit_all(&format!("Notes {n}"))
     }
 
+    /// `runner bisect ARGS` in the repository, with its own user cache.
     fn bisect(&self, args: &[&str]) -> Output {
-        self.bisect_env(args, &[])
-    }
-
-    fn bisect_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         Command::new(BIN)
             .arg("bisect")
             .args(args)
             .current_dir(&self.root)
             .env("XDG_CACHE_HOME", &self.cache)
-            .envs(env.iter().copied())
             .output()
             .expect("start the runner")
     }
@@ -697,9 +694,7 @@ fn submodules_are_filled_from_the_repositorys_own_copies() {
             "test -f vendor/lib/lib.h || { echo 'vendor/lib/lib.h: No such file' >&2; exit 1; }\nmkdir -p \"$1\"",
         ),
     );
-    repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-q", "-m", "Vendor the library"]);
-    let good = repo.git(&["rev-parse", "HEAD"]);
+    let good = repo.commit_all("Vendor the library");
     let planting = repo.tweaks_and_plant(6, 4);
     let submodule_head = repo.git(&["-C", "vendor/lib", "rev-parse", "HEAD"]);
     let (answer, _) = answered(&repo, &[&good, "HEAD"], &planting);

@@ -37,6 +37,25 @@ fn report(run: &Path, format: &str) -> String {
     report_with(run, &["--format", format])
 }
 
+/// The error-level diagnoses of a JSON report.
+fn errors(json: &Value) -> Vec<&Value> {
+    json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["level"] == "error")
+        .collect()
+}
+
+/// The one of `diagnoses` with `rule`.
+fn with_rule<'a>(diagnoses: &[&'a Value], rule: &str) -> &'a Value {
+    diagnoses
+        .iter()
+        .find(|d| d["rule"] == rule)
+        .copied()
+        .unwrap_or_else(|| panic!("no {rule} among {diagnoses:#?}"))
+}
+
 /// Rule -> configs it was diagnosed on, for root causes (errors).
 fn root_causes(json: &Value) -> Vec<(String, Vec<String>)> {
     json["diagnoses"]
@@ -815,27 +834,16 @@ fn the_built_in_pipeline_through_the_one_path_keeps_its_diagnosis() {
 fn the_pytest_examples_failing_test_and_its_memcheck_error_are_two_faults_each_with_its_test() {
     let run = example_run("pytest-triton");
     let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
-    let errors: Vec<&Value> = json["diagnoses"]
-        .as_array()
-        .expect("diagnoses")
-        .iter()
-        .filter(|d| d["level"] == "error")
-        .collect();
+    let errors = errors(&json);
     assert_eq!(errors.len(), 2, "{json:#}");
-    let oob = errors
-        .iter()
-        .find(|d| d["rule"] == "out-of-bounds")
-        .unwrap_or_else(|| panic!("{json:#}"));
+    let oob = with_rule(&errors, "out-of-bounds");
     assert_eq!(
         oob["figures"]["test"],
         "tests/test_kernels.py::test_scale[1000]"
     );
     assert_eq!(oob["location"]["file"], "kernels.py");
     assert_eq!(oob["location"]["line"], 13);
-    let test = errors
-        .iter()
-        .find(|d| d["rule"] == "check-failed")
-        .unwrap_or_else(|| panic!("{json:#}"));
+    let test = with_rule(&errors, "check-failed");
     assert_eq!(
         test["figures"]["test"],
         "tests/test_kernels.py::test_rowsum[200]"
@@ -860,24 +868,13 @@ fn the_pytest_examples_failing_test_and_its_memcheck_error_are_two_faults_each_w
 fn the_gtest_examples_failing_test_is_named_from_ctests_junit() {
     let run = example_run("gtest-cuda");
     let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
-    let errors: Vec<&Value> = json["diagnoses"]
-        .as_array()
-        .expect("diagnoses")
-        .iter()
-        .filter(|d| d["level"] == "error")
-        .collect();
+    let errors = errors(&json);
     assert_eq!(errors.len(), 2, "{json:#}");
-    let oob = errors
-        .iter()
-        .find(|d| d["rule"] == "out-of-bounds")
-        .unwrap_or_else(|| panic!("{json:#}"));
+    let oob = with_rule(&errors, "out-of-bounds");
     assert_eq!(oob["location"]["file"], "kernels.cuh");
     assert_eq!(oob["location"]["line"], 11);
     assert_eq!(oob["figures"]["test"], "Lengths/Scale.MatchesHost/1");
-    let test = errors
-        .iter()
-        .find(|d| d["rule"] == "check-failed")
-        .unwrap_or_else(|| panic!("{json:#}"));
+    let test = with_rule(&errors, "check-failed");
     assert_eq!(test["figures"]["test"], "Widths/RowSum.MatchesHost/1");
     assert_eq!(test["location"]["line"], 59);
     let md = report(&run, "md");

@@ -368,6 +368,15 @@ fn the_cuda_cpp_example_builds_with_the_pinned_compiler() {
     }
 }
 
+/// Whether a stage's record lists a log read as `format`.
+fn has_log_of(stage: &Value, format: &str) -> bool {
+    stage["logs"]
+        .as_array()
+        .expect("logs")
+        .iter()
+        .any(|l| l["format"] == format)
+}
+
 /// A program's own benchmark output (real pytest-benchmark JSON from the parsers' fixtures,
 /// written to `{out}` by a stand-in script) is read as timings and paired with the baseline's
 /// of the same name.
@@ -389,14 +398,7 @@ fn bench_and_baseline_read_pytest_benchmark_json_from_out() {
     for name in ["bench", "baseline"] {
         let s = stage(&manifest, name);
         assert_eq!(s["status"], "passed", "{s:#}");
-        assert!(
-            s["logs"]
-                .as_array()
-                .expect("logs")
-                .iter()
-                .any(|l| l["format"] == "pytest-benchmark"),
-            "{s:#}"
-        );
+        assert!(has_log_of(s, "pytest-benchmark"), "{s:#}");
     }
     let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
     assert!(report.contains("## Timings"), "{report}");
@@ -421,14 +423,7 @@ fn bench_reads_nvbench_json_from_out() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let bench = stage(&project.manifest(), "bench").clone();
     assert_eq!(bench["status"], "passed", "{bench:#}");
-    assert!(
-        bench["logs"]
-            .as_array()
-            .expect("logs")
-            .iter()
-            .any(|l| l["format"] == "nvbench"),
-        "{bench:#}"
-    );
+    assert!(has_log_of(&bench, "nvbench"), "{bench:#}");
     let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
     let row = report
         .lines()
