@@ -199,6 +199,11 @@ impl<'a> Git<'a> {
     /// nothing is fetched. Returns the submodules it could not fill (not initialised in the
     /// repository, or their commit not there), with why.
     pub fn fill_submodules(&self, tree: &Path, commit: &str) -> Result<Vec<String>, BisectError> {
+        // Without `.gitmodules` there is nothing to fill: no listing of the whole tree.
+        let Some(modules) = self.blob(commit, Path::new(".gitmodules")) else {
+            return Ok(Vec::new());
+        };
+        let modules = String::from_utf8_lossy(&modules).into_owned();
         let listing = self.run(&["ls-tree", "-r", "--full-tree", commit])?;
         let links: Vec<(String, String)> = listing
             .lines()
@@ -213,9 +218,6 @@ impl<'a> Git<'a> {
             return Ok(Vec::new());
         }
         // Each submodule's name by its path, from the commit's `.gitmodules`.
-        let modules = self
-            .run(&["show", &format!("{commit}:.gitmodules")])
-            .unwrap_or_default();
         let name_of = |path: &str| -> String {
             let mut name = None;
             for line in modules.lines().map(str::trim) {
