@@ -278,41 +278,50 @@ fn decisive_stages(run: &Evidence, d: &Diagnosis) -> Vec<String> {
 /// title once line numbers are left out (an unrelated change above it moves its line, and the
 /// fingerprint with it).
 pub fn same_cause(a: &Diagnosis, b: &Diagnosis) -> bool {
-    a.fingerprint == b.fingerprint
-        || (place(a).is_some() && place(a) == place(b) && shape(&a.title) == shape(&b.title))
+    a.fingerprint == b.fingerprint || moved(a).is_some_and(|m| moved(b) == Some(m))
 }
 
-/// Rule, kernel and file: where a root cause is, its line aside.
-fn place(d: &Diagnosis) -> Option<(&str, Option<&str>, &str)> {
-    let file = d.location.as_ref()?.file.as_str();
-    Some((d.rule.as_str(), d.kernel.as_deref(), file))
+/// The step's root cause that is the one sought, by [`same_cause`]'s rule.
+fn find_sought(c: &Cause, causes: &[Diagnosis]) -> Option<usize> {
+    causes
+        .iter()
+        .position(|d| d.fingerprint == c.fingerprint)
+        .or_else(|| {
+            let sought = identity(&c.rule, c.kernel.as_deref(), c.location.as_ref(), &c.title)?;
+            causes.iter().position(|d| moved(d) == Some(sought.clone()))
+        })
 }
 
-/// A title without the line numbers it quotes (`k.cu:12` reads `k.cu:`).
-fn shape(title: &str) -> String {
-    let mut out = String::with_capacity(title.len());
+/// What names a root cause wherever its line is: rule, kernel, file and title, the line
+/// numbers the title quotes left out (`k.cu:12` reads `k.cu:`).
+type Identity = (String, Option<String>, String, String);
+
+/// A root cause's [`Identity`]; none without a file.
+fn identity(
+    rule: &str,
+    kernel: Option<&str>,
+    location: Option<&SourceLocation>,
+    title: &str,
+) -> Option<Identity> {
+    let mut shape = String::with_capacity(title.len());
     let mut after_colon = false;
     for c in title.chars() {
         if after_colon && c.is_ascii_digit() {
             continue;
         }
         after_colon = c == ':';
-        out.push(c);
+        shape.push(c);
     }
-    out
+    Some((
+        rule.to_string(),
+        kernel.map(str::to_string),
+        location?.file.clone(),
+        shape,
+    ))
 }
 
-/// The step's root cause that is the one sought: the same fingerprint, or the same place and
-/// title (its line aside).
-fn find_sought(c: &Cause, causes: &[Diagnosis]) -> Option<usize> {
-    if let Some(i) = causes.iter().position(|d| d.fingerprint == c.fingerprint) {
-        return Some(i);
-    }
-    let file = c.location.as_ref()?.file.as_str();
-    causes.iter().position(|d| {
-        place(d) == Some((c.rule.as_str(), c.kernel.as_deref(), file))
-            && shape(&d.title) == shape(&c.title)
-    })
+fn moved(d: &Diagnosis) -> Option<Identity> {
+    identity(&d.rule, d.kernel.as_deref(), d.location.as_ref(), &d.title)
 }
 
 /// The timings BENCH names, compared from GOOD's run to BAD's: they must be slower in BAD.
