@@ -273,6 +273,16 @@ fn answered(repo: &Repo, args: &[&str], first_bad: &str) -> (Value, Output) {
     (answer, out)
 }
 
+/// The commits a "one of" answer names, by hash.
+fn one_of(answer: &Value) -> Vec<&str> {
+    answer["answer"]["commits"]
+        .as_array()
+        .expect("commits")
+        .iter()
+        .map(|c| c["hash"].as_str().unwrap_or_default())
+        .collect()
+}
+
 fn steps(answer: &Value) -> &Vec<Value> {
     answer["steps"].as_array().expect("steps")
 }
@@ -400,12 +410,7 @@ fn an_unbuildable_commit_is_skipped_and_the_answer_says_which_two() {
         "{answer:#}"
     );
     assert_eq!(answer["answer"]["kind"], "one_of", "{answer:#}");
-    let named: Vec<&str> = answer["answer"]["commits"]
-        .as_array()
-        .expect("commits")
-        .iter()
-        .map(|c| c["hash"].as_str().unwrap_or_default())
-        .collect();
+    let named = one_of(&answer);
     assert_eq!(named, vec![broken.as_str(), planted.as_str()], "{all}");
     let skipped = steps(&answer)
         .iter()
@@ -614,12 +619,7 @@ fn an_ambiguous_timing_is_measured_again_then_skipped() {
     assert_eq!(code(&out), 0, "{all}");
     let answer = repo.kept();
     assert_eq!(answer["answer"]["kind"], "one_of", "{answer:#}");
-    let named: Vec<&str> = answer["answer"]["commits"]
-        .as_array()
-        .expect("commits")
-        .iter()
-        .map(|c| c["hash"].as_str().unwrap_or_default())
-        .collect();
+    let named = one_of(&answer);
     assert_eq!(named, vec![slight.as_str(), slowed.as_str()], "{all}");
     // The slight commit ran twice: ambiguous, then measured again and skipped.
     let at_slight: Vec<&str> = steps(&answer)
