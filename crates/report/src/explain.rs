@@ -8,7 +8,7 @@ use parsers::ParsedLog;
 use serde::Serialize;
 
 use crate::analysis::{Analysis, CoverageRow, Verdict, VerdictKind};
-use crate::diagnosis::{Diagnosis, Level};
+use crate::diagnosis::Diagnosis;
 use crate::join::join_logs;
 use crate::render::markdown::verdict_icon;
 use crate::{OutputFormat, stage_status_word};
@@ -28,11 +28,6 @@ impl Explanation {
     /// when clean, 1 otherwise.
     pub fn is_clean(&self) -> bool {
         self.verdict.kind == VerdictKind::Clean
-    }
-
-    /// Whether any diagnosis is an error or warning.
-    pub fn has_problems(&self) -> bool {
-        self.diagnoses.iter().any(|d| d.level > Level::Note)
     }
 }
 

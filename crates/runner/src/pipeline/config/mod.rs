@@ -199,7 +199,6 @@ impl Pipeline {
         }
     }
 
-    /// The source a config of the built-in kernel compiles: its own, or `kernel.source`.
     /// The archs `config` is built for: its own `arch` list, or every arch of the matrix.
     pub fn archs_of(&self, config: &str) -> &[String] {
         self.matrix
@@ -207,14 +206,6 @@ impl Pipeline {
             .get(config)
             .and_then(|c| c.arch.as_deref())
             .unwrap_or(&self.matrix.arch)
-    }
-
-    pub fn source_of(&self, config: &str) -> Option<&Path> {
-        self.matrix
-            .configs
-            .get(config)
-            .and_then(|c| c.source.as_deref())
-            .or(self.kernel.as_ref().map(|k| k.source.as_path()))
     }
 
     /// Every source file the built-in kernel's builds depend on: `kernel.source`,
