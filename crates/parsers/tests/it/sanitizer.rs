@@ -143,11 +143,7 @@ fn trap_records_are_one_finding_and_the_unprinted_rest_is_counted() {
 #[test]
 fn trap_records_printed_in_full_fold_to_one_finding() {
     // Captured with --print-limit 100000: every trapping thread is printed.
-    let name = "compute-sanitizer/memcheck_wmma_local_full.log";
-    if !crate::fixtures().join(name).exists() {
-        return;
-    }
-    let log = parse_fixture(name);
+    let log = parse_fixture("compute-sanitizer/memcheck_wmma_local_full.log");
     let trap = only(&log, FindingKind::Trap);
     assert_eq!(trap.count, 8192);
     assert_eq!(log.unprinted_errors, 0);
