@@ -190,7 +190,7 @@ pub fn choose_cause(bad: &Evidence, good: Option<&Evidence>, pick: Option<usize>
     let cause = |number: usize, d: &Diagnosis| {
         Box::new(Sought::Cause(Cause {
             number,
-            rule: d.rule.clone(),
+            rule: d.rule.to_string(),
             title: d.title.clone(),
             kernel: d.kernel.clone(),
             location: d.location.clone(),
@@ -321,7 +321,7 @@ fn identity(
 }
 
 fn moved(d: &Diagnosis) -> Option<Identity> {
-    identity(&d.rule, d.kernel.as_deref(), d.location.as_ref(), &d.title)
+    identity(d.rule.as_str(), d.kernel.as_deref(), d.location.as_ref(), &d.title)
 }
 
 /// The timings BENCH names, compared from GOOD's run to BAD's: they must be slower in BAD.

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::rules::RuleId;
 use crate::analysis::{Analysis, VerdictKind, analyze};
 use crate::diagnosis::{Confidence, Diagnosis, EvidenceItem, Level};
 use crate::noise::{Judgement, NoiseOptions, judge};
@@ -658,8 +659,8 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
     let mut out = Vec::new();
     for p in perf.iter().filter(|p| !p.baseline) {
         let (rule, level, word) = match p.judgement {
-            Judgement::Slower => ("perf-regression", Level::Warning, "slower"),
-            Judgement::Faster => ("perf-improvement", Level::Note, "faster"),
+            Judgement::Slower => (RuleId::PerfRegression, Level::Warning, "slower"),
+            Judgement::Faster => (RuleId::PerfImprovement, Level::Note, "faster"),
             _ => continue,
         };
         // A baseline that moved the same way on the same case says the machine moved.
@@ -683,7 +684,7 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
             p.timing
         );
         out.push(Diagnosis {
-            rule: rule.to_string(),
+            rule,
             title,
             level,
             confidence: if machine { Confidence::Low } else { Confidence::High },
@@ -717,7 +718,7 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
                     ""
                 }
             ),
-            fix: if rule == "perf-regression" {
+            fix: if rule == RuleId::PerfRegression {
                 format!(
                     "Compare the two runs' per-config resources (registers, spills, occupancy, \
                      HMMA counts) for {}; re-run the bench stage to confirm.",
@@ -726,7 +727,7 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
             } else {
                 "Nothing to fix; keep the change.".to_string()
             },
-            fingerprint: short_hash(&[rule, &key, &b.pipeline]),
+            fingerprint: short_hash(&[rule.as_str(), &key, &b.pipeline]),
             kernels: Vec::new(),
             figures: [
                 ("change".to_string(), crate::text::round_json(p.change)),
@@ -739,6 +740,6 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
             .collect(),
         });
     }
-    out.sort_by(crate::diagnosis::rank);
+    out.sort_by(crate::fold::rank);
     out
 }

@@ -49,6 +49,7 @@ mod diagnosis;
 pub mod diff;
 mod evidence;
 mod explain;
+mod fold;
 pub mod join;
 mod legacy;
 pub mod noise;

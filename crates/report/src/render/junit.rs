@@ -204,7 +204,7 @@ fn diagnosis_suite(out: &mut String, diagnoses: &[Diagnosis]) {
             out,
             r#"    <testcase name="{}" classname="exhibit.{}" time="0.000""#,
             xml_escape(&d.title),
-            xml_escape(&d.rule)
+            xml_escape(d.rule.as_str())
         );
         if d.level > Level::Note {
             let _ = writeln!(out, ">");
@@ -212,7 +212,7 @@ fn diagnosis_suite(out: &mut String, diagnoses: &[Diagnosis]) {
                 out,
                 r#"      <failure message="{}" type="{}">{}</failure>"#,
                 xml_escape(&d.title),
-                xml_escape(&d.rule),
+                xml_escape(d.rule.as_str()),
                 xml_escape(&format!("{}\nFix: {}", d.explanation, d.fix))
             );
             let _ = writeln!(out, "    </testcase>");

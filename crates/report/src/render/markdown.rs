@@ -267,7 +267,7 @@ pub(crate) fn diagnosis_meta(d: &Diagnosis) -> String {
     if let Some(call) = &d.call_site {
         meta.push(format!("launched from {}", md_code(&call.to_string())));
     }
-    meta.push(format!("rule {}", md_code(&d.rule)));
+    meta.push(format!("rule {}", md_code(d.rule.as_str())));
     meta.join(" · ")
 }
 

@@ -33,7 +33,7 @@ pub fn document(diagnoses: &[Diagnosis], run: Option<&Run>) -> Value {
         .map(|r| {
             json!({
                 "id": r.id,
-                "name": pascal(r.id),
+                "name": pascal(r.id.as_str()),
                 "shortDescription": { "text": r.name },
                 "fullDescription": { "text": r.description },
                 "help": { "text": format!("{} Rule source: {}.", r.description, r.module) },
@@ -107,7 +107,7 @@ fn result(d: &Diagnosis) -> Value {
     }
     json!({
         "ruleId": d.rule,
-        "ruleIndex": crate::rules::rule_order(&d.rule),
+        "ruleIndex": d.rule as usize,
         "level": level,
         "message": { "text": text },
         "locations": locations,

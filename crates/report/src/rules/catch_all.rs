@@ -4,8 +4,8 @@
 
 use parsers::{FindingKind, Severity};
 
-use super::Ctx;
-use crate::diagnosis::{Confidence, Draft, Level};
+use super::{Ctx, RuleId};
+use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::kind_name;
 use crate::text::{md_text, scrub};
 
@@ -49,15 +49,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .message
                 .contains("application returned an error code")
             || finding.kind == FindingKind::ToolError;
-        let root = ctx.root_cause_of_config(f.config.as_deref());
-        if exit_record && root.is_some() {
+        if exit_record && ctx.has_fault(f.config.as_deref(), None) {
             let mut d = Draft::new(
-                "sanitizer-error",
+                RuleId::SanitizerError,
                 Level::Error,
                 "The program exited with an error",
             );
             d.config = f.config.clone();
-            d.attach_to = root;
+            d.symptom_of = Some(Scope::Config);
+            d.bare = true;
             d.explains.push(index);
             d.evidence.push(ctx.finding_evidence(f));
             out.push(d);
@@ -82,7 +82,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             FindingKind::AllocationError => format!("Allocation error: {message}"),
             _ => format!("{tool}: {message}"),
         };
-        let mut d = Draft::new("sanitizer-error", level, title);
+        let mut d = Draft::new(RuleId::SanitizerError, level, title);
         d.config = f.config.clone();
         (d.kernel, d.helpers) = ctx.kernel_site(f);
         d.location = ctx.place(f);

@@ -5,8 +5,8 @@
 use parsers::{FindingKind, Format};
 use serde_json::json;
 
-use super::Ctx;
-use crate::diagnosis::{Confidence, Draft, Level};
+use super::{Ctx, RuleId};
+use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::text::{md_code, md_text, scrub};
 
 /// One draft per failed check or benchmark error (the same test in several configs merges).
@@ -62,7 +62,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let name = md_code(&test);
         let errored = detail("outcome") == Some("errored");
         let mut d = Draft::new(
-            "check-failed",
+            RuleId::CheckFailed,
             Level::Error,
             match (&said, benchmark, test_case) {
                 (Some(m), _, true) if errored => format!("Test {name} errored: {m}"),
@@ -75,22 +75,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             },
         );
         d.config = f.config.clone();
-        // A failed check in a config whose fault a tool located is that fault's symptom.
-        d.attach_to = ctx.root_cause_of_config(f.config.as_deref());
+        // A failed check in a config whose fault a tool located is that fault's symptom; a
+        // failing test, not where the tool located it in another test, run alone.
+        d.symptom_of = Some(if test_case {
+            Scope::Test(test.clone())
+        } else {
+            Scope::Config
+        });
         if finding.file.is_some() {
             d.location = ctx.user_location(finding);
-        }
-        if test_case {
-            // Not when the tool located it in another test, run alone.
-            if let Some(root) = d.attach_to.and_then(|r| ctx.prior.get(r))
-                && let Some(tool_test) = root
-                    .explains
-                    .iter()
-                    .find_map(|&i| j.findings.get(i).and_then(|f| ctx.test_of(f.source)))
-                && tool_test != test
-            {
-                d.attach_to = None;
-            }
         }
         d.key = finding.fingerprint.clone();
         d.confidence = Confidence::High;

@@ -2,7 +2,7 @@
 
 use parsers::FindingKind;
 
-use super::Ctx;
+use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
 
 /// One draft per distinct compile error, pointing at its file:line.
@@ -12,7 +12,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if f.finding.kind != FindingKind::CompileError {
             continue;
         }
-        let mut draft = Draft::new("compile-error", Level::Error, "Compile error");
+        let mut draft = Draft::new(RuleId::CompileError, Level::Error, "Compile error");
         draft.confidence = Confidence::High;
         draft.config = f.config.clone();
         draft.kernel = f.finding.kernel.clone();

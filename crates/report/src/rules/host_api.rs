@@ -7,8 +7,8 @@
 use parsers::{Finding, FindingKind};
 use serde_json::json;
 
-use super::{Ctx, ROOT_CAUSES};
-use crate::diagnosis::{Confidence, Draft, Level};
+use super::{Ctx, RuleId};
+use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::FindingRef;
 use crate::text::plural;
 
@@ -81,7 +81,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .collect();
             let name = error_name(sticky[0].1);
             let mut d = Draft::new(
-                "host-api-error",
+                RuleId::HostApiError,
                 Level::Error,
                 format!(
                     "Every CUDA call after the fault fails with {name}: {} (a sticky error: later \
@@ -105,12 +105,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                      because of it."
                 .to_string();
             // A symptom of the fault this log located.
-            d.attach_to = ctx.prior.iter().position(|p| {
-                ROOT_CAUSES.contains(&p.rule)
-                    && p.level == Level::Error
-                    && p.attach_to.is_none()
-                    && p.evidence.iter().any(|e| e.log == source.path)
-            });
+            d.symptom_of = Some(Scope::Log(source.path.to_string()));
             out.push(d);
         }
 
@@ -137,7 +132,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .map(|(_, f)| f.finding.count)
                 .sum::<u64>();
             let mut d = Draft::new(
-                "host-api-error",
+                RuleId::HostApiError,
                 Level::Error,
                 format!(
                     "Device memory allocation failed: `{call}` returned {}",
@@ -200,7 +195,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 detail(first.finding, "error_message").unwrap_or("invalid argument"),
             );
             let mut d = Draft::new(
-                "host-api-error",
+                RuleId::HostApiError,
                 Level::Error,
                 format!("`{call}` rejected its arguments: {name} ({said})"),
             );

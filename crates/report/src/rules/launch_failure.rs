@@ -3,8 +3,8 @@
 
 use serde_json::json;
 
-use super::{Ctx, is_harness_kind};
-use crate::diagnosis::{Confidence, Draft, Level};
+use super::{Ctx, RuleId, is_harness_kind};
+use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::text::{kernel_base, md_code, md_text};
 
 /// One draft per config, kernel and error text.
@@ -60,19 +60,18 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
             &j.repo_files,
         );
         let config = stage.config.as_deref();
-        let root = ctx.root_cause_of_config(config);
         let said = md_text(&reason);
         let mut d = Draft::new(
-            "launch-failure",
+            RuleId::LaunchFailure,
             Level::Error,
             format!("The program fails: {said}"),
         );
-        d.attach_to = root;
         d.config = stage.config.clone();
         d.arch = stage.arch.clone();
         d.key = reason.clone();
-        // A stage's exit status: the least telling symptom of a fault.
-        d.figures.insert("program_exit".into(), json!(true));
+        // A stage's exit status: the least telling symptom of a fault (the fold attaches it to
+        // the config's fault).
+        d.bare = true;
         d.confidence = Confidence::Medium;
         let mut item = ctx.source_evidence(
             sources.first().copied(),
@@ -93,10 +92,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         );
         d.fix = "Run the sanitizer stages on this config: their file:line is where to look."
             .to_string();
-        if out
-            .iter()
-            .any(|o| o.config == d.config && o.key == d.key && o.attach_to == d.attach_to)
-        {
+        if out.iter().any(|o| o.config == d.config && o.key == d.key) {
             continue;
         }
         out.push(d);
@@ -123,8 +119,8 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
         }
         let kernel = kernel_base(&r.result.kernel);
         let config = r.config.as_deref();
-        let root = ctx.root_cause_for(config, &kernel, false);
-        if root.is_none() && ctx.has_error_for(config, Some(&kernel)) {
+        let fault = ctx.has_fault(config, Some(&kernel));
+        if !fault && ctx.has_error_for(config, Some(&kernel)) {
             continue;
         }
         let error = crate::text::scrub(&error, &j.repo_files);
@@ -134,8 +130,11 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
         {
             continue;
         }
-        let mut d = Draft::new("launch-failure", Level::Error, "");
-        d.attach_to = root;
+        let mut d = Draft::new(RuleId::LaunchFailure, Level::Error, "");
+        d.symptom_of = Some(Scope::Kernel {
+            kernel: kernel.clone(),
+            single_launch: false,
+        });
         d.config = r.config.clone();
         d.kernel = Some(kernel.clone());
         d.location = ctx.kernel_file(config);

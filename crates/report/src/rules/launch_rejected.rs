@@ -10,7 +10,7 @@
 use parsers::FindingKind;
 use serde_json::json;
 
-use super::Ctx;
+use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
 use crate::text::{bytes, md_code, md_text};
 
@@ -177,7 +177,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if !defined.is_empty() && kernels.is_empty() {
             continue;
         }
-        let mut d = Draft::new("launch-rejected", Level::Error, String::new());
+        let mut d = Draft::new(RuleId::LaunchRejected, Level::Error, String::new());
         d.config = config.map(str::to_string);
         d.explains = explains;
         d.evidence = evidence;

@@ -4,7 +4,7 @@
 use parsers::FindingKind;
 use serde_json::json;
 
-use super::Ctx;
+use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::text::kernel_base;
 
@@ -15,7 +15,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     for view in j.target_kernels() {
         let Some(k) = view.resources else { continue };
         let config = view.config.as_deref();
-        if ctx.drafted("wmma-local-memory", config, &view.name) {
+        if ctx.drafted(RuleId::WmmaLocalMemory, config, &view.name) {
             // The local array of that root cause is the stack frame; one diagnosis says it.
             continue;
         }
@@ -42,7 +42,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             })
             .map(|(i, _)| i)
             .collect();
-        let mut d = Draft::new("register-spills", Level::Warning, "");
+        let mut d = Draft::new(RuleId::RegisterSpills, Level::Warning, "");
         d.config = view.config.clone();
         d.kernel = Some(view.name.clone());
         d.arch = view.arch.clone();

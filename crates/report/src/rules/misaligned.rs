@@ -2,7 +2,7 @@
 
 use parsers::{Access, FindingKind, MemorySpace};
 
-use super::{Ctx, at_location};
+use super::{Ctx, RuleId, at_location};
 use crate::diagnosis::Draft;
 use crate::text::plural;
 
@@ -26,7 +26,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             None => "access",
         };
         let mut d = ctx.site_draft(
-            "misaligned-access",
+            RuleId::MisalignedAccess,
             format!("Misaligned {space}{access}"),
             index,
             f,

@@ -1,13 +1,14 @@
 //! The diagnosis rules. Each rule is a small module with one function from the joined evidence
-//! (and the drafts of the rules before it) to zero or more drafts. A rule never fires without
-//! evidence, and every draft carries the raw lines it rests on.
+//! to zero or more drafts. A rule never fires without evidence, every draft carries the raw
+//! lines it rests on, and a rule never decides another draft's fate: what a draft is (a fault,
+//! a symptom, a performance cause) is its rule's [`Role`] in [`RULES`], and [`crate::fold`]
+//! alone turns drafts into one root cause per fault.
 
 use parsers::{Finding, FindingKind, Severity};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::diagnosis::{
-    Confidence, Diagnosis, Draft, EvidenceItem, Helper, SourceLocation, finish,
-};
+use crate::diagnosis::{Confidence, Diagnosis, Draft, EvidenceItem, Helper, SourceLocation};
 use crate::join::{FindingRef, Joined, ResultRef};
 use crate::text::{kernel_base, md_code, md_text, relative_path, scrub};
 
@@ -30,9 +31,107 @@ mod uninitialized;
 mod wmma_local;
 mod wrong_output;
 
-/// A diagnosis rule: its id, what it looks for, where it lives and its function.
+/// Every rule's id, as reports, SARIF and fingerprints spell it (`wmma-local-memory`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleId {
+    CompileError,
+    WmmaLocalMemory,
+    SharedMemoryRace,
+    OutOfBounds,
+    UninitializedRead,
+    DivergentBarrier,
+    MisalignedAccess,
+    LaunchRejected,
+    RepeatedLaunchFailure,
+    WrongOutput,
+    LaunchFailure,
+    RegisterSpills,
+    OccupancyLimit,
+    TensorCoresIdle,
+    SlowKernel,
+    CheckFailed,
+    HostApiError,
+    SanitizerError,
+    PerfRegression,
+    PerfImprovement,
+}
+
+impl RuleId {
+    /// The id as reports spell it.
+    pub fn as_str(self) -> &'static str {
+        self.rule().name_id
+    }
+
+    /// The rule's row in [`RULES`].
+    pub fn rule(self) -> &'static Rule {
+        // The table lists every id once, in declaration order (a unit test checks it).
+        &RULES[self as usize]
+    }
+
+    /// What the rule's drafts are, for the fold.
+    pub fn role(self) -> Role {
+        self.rule().role
+    }
+
+    /// The id spelled `text`, if a rule has it.
+    pub fn parse(text: &str) -> Option<RuleId> {
+        RULES.iter().find(|r| r.name_id == text).map(|r| r.id)
+    }
+}
+
+impl std::fmt::Display for RuleId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for RuleId {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for RuleId {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// What a rule's drafts are to the fold ([`crate::fold`]), which reads only this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A fault a tool located in the source, or a launch the runtime refused: a root cause of
+    /// its own, which the symptoms of its config attach to. Where one config shows several at
+    /// different sites, the lowest `rank` (what stops the program first) leads.
+    SitedFault { rank: u8 },
+    /// A failing test at its line: a fault of its own unless a tool located one in its config
+    /// (then it is that fault's symptom), except where the tool found it in another test, run
+    /// alone.
+    FailingTest,
+    /// What a fault looks like from outside (a failed launch, a wrong output). It attaches to
+    /// the fault that explains it; among a config's symptoms with no fault, the lowest `rank`
+    /// leads.
+    Symptom { rank: u8 },
+    /// Costs time, never correctness: stands beside the faults.
+    Performance,
+    /// Whatever a tool reported that no other rule explains: stands alone only where no fault
+    /// of its config does.
+    CatchAll,
+    /// A comparison of two runs (`runner diff`), never drafted from one run's evidence.
+    Comparison,
+}
+
+/// A draft's absorption of another rule's note about the same kernel and config: the richer
+/// draft takes the note's figures and evidence (see [`Rule::absorbs`]).
+pub type Absorb = fn(&mut Draft, &Draft);
+
+/// A diagnosis rule: its id, role, what it looks for, where it lives and its function.
 pub struct Rule {
-    pub id: &'static str,
+    pub id: RuleId,
+    /// The id as reports spell it.
+    name_id: &'static str,
+    pub role: Role,
     /// A short name for the rule (SARIF's `shortDescription`).
     pub name: &'static str,
     /// What evidence makes it fire.
@@ -40,66 +139,93 @@ pub struct Rule {
     /// The module it lives in, relative to the repository.
     pub module: &'static str,
     run: Option<fn(&Ctx) -> Vec<Draft>>,
+    /// Another rule's note this rule's drafts with a matching [`Draft::absorbs`] take over, and
+    /// how they take in its text.
+    pub absorbs: Option<(RuleId, Absorb)>,
 }
 
-/// Every rule, in the order they run. Later rules see the drafts of earlier ones, so a symptom
-/// that a root cause already explains is not reported twice. `perf-regression` and
+/// Every rule, in the order they run and rank, one row per [`RuleId`] in its order. Later rules
+/// may ask which findings earlier ones explain ([`Ctx::explained`]), so a finding that a richer
+/// rule took is not drafted twice. `perf-regression` and
 /// `perf-improvement` run in [`crate::diff()`], where two runs are compared.
 pub const RULES: &[Rule] = &[
     Rule {
-        id: "compile-error",
+        id: RuleId::CompileError,
+        name_id: "compile-error",
+        role: Role::SitedFault { rank: 0 },
         name: "Compile error",
         description: "nvcc or ptxas refused the kernel; the error's file:line is the place to look.",
         module: "crates/report/src/rules/compile_error.rs",
         run: Some(compile_error::run),
+        absorbs: None,
     },
     Rule {
-        id: "wmma-local-memory",
+        id: RuleId::WmmaLocalMemory,
+        name_id: "wmma-local-memory",
+        role: Role::SitedFault { rank: 2 },
         name: "Tensor-core fragment on local memory",
         description: "The compiler's 'cannot perform wmma load or store on local memory' warning, \
                       corroborated by memcheck's trap (sm_90) or invalid `__local__` access (sm_89) \
                       and BPT.TRAP or LDL/STL in the kernel's SASS.",
         module: "crates/report/src/rules/wmma_local.rs",
         run: Some(wmma_local::run),
+        absorbs: None,
     },
     Rule {
-        id: "shared-memory-race",
+        id: RuleId::SharedMemoryRace,
+        name_id: "shared-memory-race",
+        role: Role::SitedFault { rank: 3 },
         name: "Shared-memory race",
         description: "racecheck's write and read sites: a barrier is missing between them.",
         module: "crates/report/src/rules/shared_race.rs",
         run: Some(shared_race::run),
+        absorbs: None,
     },
     Rule {
-        id: "out-of-bounds",
+        id: RuleId::OutOfBounds,
+        name_id: "out-of-bounds",
+        role: Role::SitedFault { rank: 4 },
         name: "Out-of-bounds access",
         description: "memcheck's invalid global/shared/local access; a few bytes past the end of an \
                       allocation points at an off-by-one or a missing tail guard.",
         module: "crates/report/src/rules/out_of_bounds.rs",
         run: Some(out_of_bounds::run),
+        absorbs: None,
     },
     Rule {
-        id: "uninitialized-read",
+        id: RuleId::UninitializedRead,
+        name_id: "uninitialized-read",
+        role: Role::SitedFault { rank: 7 },
         name: "Uninitialised read",
         description: "initcheck's read of global memory nothing wrote.",
         module: "crates/report/src/rules/uninitialized.rs",
         run: Some(uninitialized::run),
+        absorbs: None,
     },
     Rule {
-        id: "divergent-barrier",
+        id: RuleId::DivergentBarrier,
+        name_id: "divergent-barrier",
+        role: Role::SitedFault { rank: 6 },
         name: "Divergent barrier",
         description: "synccheck's barrier reached by only part of a block or warp.",
         module: "crates/report/src/rules/barrier.rs",
         run: Some(barrier::run),
+        absorbs: None,
     },
     Rule {
-        id: "misaligned-access",
+        id: RuleId::MisalignedAccess,
+        name_id: "misaligned-access",
+        role: Role::SitedFault { rank: 5 },
         name: "Misaligned access",
         description: "memcheck's misaligned address for the access size.",
         module: "crates/report/src/rules/misaligned.rs",
         run: Some(misaligned::run),
+        absorbs: None,
     },
     Rule {
-        id: "launch-rejected",
+        id: RuleId::LaunchRejected,
+        name_id: "launch-rejected",
+        role: Role::SitedFault { rank: 1 },
         name: "Launch rejected",
         description: "A launch the runtime refused before the kernel ran (invalid argument, \
                       invalid configuration, too many resources) with no device-side record of \
@@ -107,56 +233,77 @@ pub const RULES: &[Rule] = &[
                       build's numbers make likely.",
         module: "crates/report/src/rules/launch_rejected.rs",
         run: Some(launch_rejected::run),
+        absorbs: None,
     },
     Rule {
-        id: "repeated-launch-failure",
+        id: RuleId::RepeatedLaunchFailure,
+        name_id: "repeated-launch-failure",
+        role: Role::Symptom { rank: 1 },
         name: "Failure after repeated launches",
         description: "stress: the first failing launch is after the first (error, output mismatch \
                       or corrupted canary), told apart from a fault on the first launch.",
         module: "crates/report/src/rules/repeated_launch.rs",
         run: Some(repeated_launch::run),
+        absorbs: None,
     },
     Rule {
-        id: "wrong-output",
+        id: RuleId::WrongOutput,
+        name_id: "wrong-output",
+        role: Role::Symptom { rank: 2 },
         name: "Wrong or NaN output",
         description: "check: NaN, unwritten or wrong elements against the CPU reference, with the \
                       pattern of failing shapes (masked rows, tail tiles).",
         module: "crates/report/src/rules/wrong_output.rs",
         run: Some(wrong_output::run),
+        absorbs: None,
     },
     Rule {
-        id: "launch-failure",
+        id: RuleId::LaunchFailure,
+        name_id: "launch-failure",
+        role: Role::Symptom { rank: 0 },
         name: "Launch failure",
         description: "The harness could not launch the kernel or a launch returned an error that \
                       no other diagnosis explains.",
         module: "crates/report/src/rules/launch_failure.rs",
         run: Some(launch_failure::run),
+        absorbs: None,
     },
     Rule {
-        id: "register-spills",
+        id: RuleId::RegisterSpills,
+        name_id: "register-spills",
+        role: Role::Performance,
         name: "Register spills and local memory",
         description: "ptxas spill stores/loads or a stack frame, with LDL/STL in the SASS.",
         module: "crates/report/src/rules/local_memory.rs",
         run: Some(local_memory::run),
+        absorbs: None,
     },
     Rule {
-        id: "occupancy-limit",
+        id: RuleId::OccupancyLimit,
+        name_id: "occupancy-limit",
+        role: Role::Performance,
         name: "Occupancy limited by registers or shared memory",
         description: "Blocks per SM computed from ptxas's registers and shared memory against the \
                       arch's limits (sm_90: 65536 registers, 228 KiB shared memory per SM).",
         module: "crates/report/src/rules/occupancy.rs",
         run: Some(occupancy::run),
+        absorbs: None,
     },
     Rule {
-        id: "tensor-cores-idle",
+        id: RuleId::TensorCoresIdle,
+        name_id: "tensor-cores-idle",
+        role: Role::Performance,
         name: "Tensor cores idle",
         description: "No HMMA/HGMMA in a kernel that is meant to use them (another config of it \
                       does, or it loads fragments with ldmatrix), or ncu's tensor pipe near 0.",
         module: "crates/report/src/rules/tensor_cores.rs",
         run: Some(tensor_cores::run),
+        absorbs: None,
     },
     Rule {
-        id: "slow-kernel",
+        id: RuleId::SlowKernel,
+        name_id: "slow-kernel",
+        role: Role::Performance,
         name: "Slow kernel",
         description: "Nsight Compute's rules that name a cause (bank conflicts, uncoalesced \
                       access, too few blocks, low theoretical occupancy) with an estimated \
@@ -166,9 +313,12 @@ pub const RULES: &[Rule] = &[
                       a note.",
         module: "crates/report/src/rules/slow_kernel.rs",
         run: Some(slow_kernel::run),
+        absorbs: Some((RuleId::OccupancyLimit, slow_kernel::absorb_occupancy_limit)),
     },
     Rule {
-        id: "check-failed",
+        id: RuleId::CheckFailed,
+        name_id: "check-failed",
+        role: Role::FailingTest,
         name: "Failed program check",
         description: "A user's program reported a check as failed (exhibit.results/1 \
                       `passed: false`), a test framework a failing test (JUnit XML: pytest, \
@@ -176,52 +326,56 @@ pub const RULES: &[Rule] = &[
                       error: the test is named with its message and, for a test, its line.",
         module: "crates/report/src/rules/check_failed.rs",
         run: Some(check_failed::run),
+        absorbs: None,
     },
     Rule {
-        id: "host-api-error",
+        id: RuleId::HostApiError,
+        name_id: "host-api-error",
+        role: Role::Symptom { rank: 4 },
         name: "CUDA API error",
         description: "memcheck's failed CUDA calls by class: a device memory allocation that \
                       failed, and the sticky errors every call returns after a kernel fault.",
         module: "crates/report/src/rules/host_api.rs",
         run: Some(host_api::run),
+        absorbs: None,
     },
     Rule {
-        id: "sanitizer-error",
+        id: RuleId::SanitizerError,
+        name_id: "sanitizer-error",
+        role: Role::CatchAll,
         name: "Unexplained tool error",
         description: "Any error or warning a tool reported that no rule above explains: never \
                       dropped silently.",
         module: "crates/report/src/rules/catch_all.rs",
         run: Some(catch_all::run),
+        absorbs: None,
     },
     Rule {
-        id: "perf-regression",
+        id: RuleId::PerfRegression,
+        name_id: "perf-regression",
+        role: Role::Comparison,
         name: "Performance regression",
         description: "A kernel's p50 slower than the other run's by more than both runs' \
                       measured noise.",
         module: "crates/report/src/diff.rs",
         run: None,
+        absorbs: None,
     },
     Rule {
-        id: "perf-improvement",
+        id: RuleId::PerfImprovement,
+        name_id: "perf-improvement",
+        role: Role::Comparison,
         name: "Performance improvement",
         description: "A kernel's p50 faster than the other run's by more than both runs' \
                       measured noise.",
         module: "crates/report/src/diff.rs",
         run: None,
+        absorbs: None,
     },
 ];
 
-/// The position of a rule in [`RULES`] (unknown rules last).
-pub fn rule_order(id: &str) -> usize {
-    RULES.iter().position(|r| r.id == id).unwrap_or(RULES.len())
-}
-
-/// The rule with this id.
-pub fn rule(id: &str) -> Option<&'static Rule> {
-    RULES.iter().find(|r| r.id == id)
-}
-
-/// Runs every rule over the joined evidence, merges what several configs share and ranks.
+/// Runs every rule over the joined evidence, then folds the drafts into one diagnosis per
+/// root cause ([`crate::fold`]).
 pub fn diagnose(joined: &Joined) -> Vec<Diagnosis> {
     let mut drafts: Vec<Draft> = Vec::new();
     for rule in RULES {
@@ -234,7 +388,6 @@ pub fn diagnose(joined: &Joined) -> Vec<Diagnosis> {
             drafts.append(&mut new);
         }
     }
-    slow_kernel::fold_occupancy_limits(&mut drafts);
     // The test a finding came from, where its stage ran each test alone.
     let ctx = Ctx { joined, prior: &[] };
     for d in &mut drafts {
@@ -257,7 +410,18 @@ pub fn diagnose(joined: &Joined) -> Vec<Diagnosis> {
                 .find_map(|f| python_call_site(f.finding, &joined.repo_files));
         }
     }
-    finish(drafts)
+    let repeated_logs = joined
+        .sources
+        .iter()
+        .filter(|s| {
+            s.stage.is_some_and(|stage| {
+                let unit = stage.unit();
+                unit.mode.as_deref() == Some("stress") || unit.launches.is_some_and(|n| n > 1)
+            })
+        })
+        .map(|s| s.path.to_string())
+        .collect();
+    crate::fold::fold(drafts, &crate::fold::Facts { repeated_logs })
 }
 
 /// What a rule sees: the joined evidence and the drafts of the rules before it.
@@ -286,7 +450,7 @@ impl Ctx<'_, '_> {
     }
 
     /// Whether an earlier rule with id `rule` drafted for this config and kernel.
-    pub fn drafted(&self, rule: &str, config: Option<&str>, kernel: &str) -> bool {
+    pub fn drafted(&self, rule: RuleId, config: Option<&str>, kernel: &str) -> bool {
         self.prior.iter().any(|d| {
             d.rule == rule
                 && d.config.as_deref() == config
@@ -296,52 +460,17 @@ impl Ctx<'_, '_> {
         })
     }
 
-    /// The earlier draft that names a tool-located root cause (a sanitizer or compiler finding)
-    /// for this config and kernel, for a symptom to attach to. With `single_launch`, only a root
-    /// cause found on a single launch qualifies: a fault that needs several launches to show is
-    /// not explained by one that a stress-mode sanitizer run found.
-    pub fn root_cause_for(
-        &self,
-        config: Option<&str>,
-        kernel: &str,
-        single_launch: bool,
-    ) -> Option<usize> {
-        self.prior.iter().position(|d| {
-            ROOT_CAUSES.contains(&d.rule)
-                && d.level == crate::Level::Error
-                && !d.silent
-                && d.attach_to.is_none()
+    /// Whether an earlier rule located a fault ([`Role::SitedFault`]) in this config, and in
+    /// this kernel when given: what decides whether a symptom is drafted as one (the fold
+    /// attaches it).
+    pub fn has_fault(&self, config: Option<&str>, kernel: Option<&str>) -> bool {
+        self.prior.iter().any(|d| {
+            crate::fold::is_fault(d)
                 && d.config.as_deref() == config
-                && d.kernel
-                    .as_deref()
-                    .is_none_or(|k| kernel_base(k) == kernel_base(kernel))
-                && (!single_launch || self.found_on_one_launch(d))
-        })
-    }
-
-    /// The earlier draft naming a tool-located root cause in this config, any kernel: what a
-    /// program-level symptom (a failed check, the process's exit status) attaches to.
-    pub fn root_cause_of_config(&self, config: Option<&str>) -> Option<usize> {
-        self.prior.iter().position(|d| {
-            ROOT_CAUSES.contains(&d.rule)
-                && d.level == crate::Level::Error
-                && !d.silent
-                && d.attach_to.is_none()
-                && d.config.as_deref() == config
-        })
-    }
-
-    /// Whether every sanitizer log a draft cites ran the kernel once (not in stress mode).
-    fn found_on_one_launch(&self, d: &Draft) -> bool {
-        d.evidence.iter().all(|e| {
-            let Some(source) = self.joined.sources.iter().find(|s| s.path == e.log) else {
-                return true;
-            };
-            let repeated = source.stage.is_some_and(|stage| {
-                let unit = stage.unit();
-                unit.mode.as_deref() == Some("stress") || unit.launches.is_some_and(|n| n > 1)
-            });
-            !repeated
+                && match (kernel, &d.kernel) {
+                    (Some(k), Some(dk)) => kernel_base(k) == kernel_base(dk),
+                    _ => true,
+                }
         })
     }
 
@@ -350,7 +479,7 @@ impl Ctx<'_, '_> {
     /// high when the place is known.
     pub fn site_draft(
         &self,
-        rule: &'static str,
+        rule: RuleId,
         title: impl Into<String>,
         index: usize,
         f: &FindingRef,
@@ -621,19 +750,6 @@ impl Ctx<'_, '_> {
         })
     }
 }
-
-/// Rules whose diagnoses are root causes a tool located; symptoms (wrong output, failed
-/// launches, repeated-launch failures) attach to them.
-pub const ROOT_CAUSES: &[&str] = &[
-    "compile-error",
-    "launch-rejected",
-    "wmma-local-memory",
-    "shared-memory-race",
-    "out-of-bounds",
-    "uninitialized-read",
-    "divergent-barrier",
-    "misaligned-access",
-];
 
 /// The most raw lines an evidence item quotes.
 pub const MAX_EXCERPT: usize = 12;

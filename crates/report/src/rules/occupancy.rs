@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use super::Ctx;
+use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::occupancy::Limiter;
 use crate::resources::resources_of;
@@ -34,7 +34,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         } else {
             Level::Note
         };
-        let mut d = Draft::new("occupancy-limit", level, "");
+        let mut d = Draft::new(RuleId::OccupancyLimit, level, "");
         d.config = view.config.clone();
         d.kernel = Some(view.name.clone());
         d.arch = view.arch.clone();

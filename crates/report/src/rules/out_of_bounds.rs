@@ -5,7 +5,7 @@
 use parsers::{Access, FindingKind, MemorySpace};
 use serde_json::json;
 
-use super::{Ctx, detail_u64};
+use super::{Ctx, RuleId, detail_u64};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::text::{bytes, kernel_base, md_text};
 
@@ -32,7 +32,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         };
         let size = finding.size.map(u64::from);
         let mut d = Draft::new(
-            "out-of-bounds",
+            RuleId::OutOfBounds,
             Level::Error,
             format!("Out-of-bounds {space_word} {access_word}"),
         );
@@ -466,7 +466,7 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
             continue;
         }
         let mut d = Draft::new(
-            "out-of-bounds",
+            RuleId::OutOfBounds,
             Level::Error,
             "Out-of-bounds write caught by the harness's guard regions",
         );

@@ -6,8 +6,8 @@
 use parsers::FindingKind;
 use serde_json::json;
 
-use super::{Ctx, is_harness_kind};
-use crate::diagnosis::{Confidence, Draft, Level};
+use super::{Ctx, RuleId, is_harness_kind};
+use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::is_sanitizer;
 use crate::text::{kernel_base, md_text, plural};
 
@@ -57,7 +57,7 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
             .map(kernel_base);
         let failure = md_text(search.failure.as_deref().unwrap_or("failed"));
         let mut d = Draft::new(
-            "repeated-launch-failure",
+            RuleId::RepeatedLaunchFailure,
             Level::Error,
             format!(
                 "Fails only after repeated launches: clean at {}, fails at {fails}",
@@ -125,9 +125,10 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
                  arguments; keep the stress stage at a count above the failing one as a \
                  regression test."
             .to_string();
-        if let Some(kernel) = &kernel {
-            d.attach_to = ctx.root_cause_for(config, kernel, false);
-        }
+        d.symptom_of = kernel.clone().map(|kernel| Scope::Kernel {
+            kernel,
+            single_launch: false,
+        });
         out.push(d);
     }
     out
@@ -199,7 +200,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         let progressive = n > 1 && launches >= n && mismatched > launches - n;
         let scattered = kind == "mismatch" && (!progressive || first_launch_wrong);
 
-        let mut d = Draft::new("repeated-launch-failure", Level::Error, "");
+        let mut d = Draft::new(RuleId::RepeatedLaunchFailure, Level::Error, "");
         d.config = r.config.clone();
         d.kernel = Some(kernel.clone());
         d.explains = harness_findings;
@@ -377,7 +378,10 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         d.level = Level::Error;
         // A root cause a sanitizer found on one launch (a race, an uninitialised read) explains
         // what repeated launches show; a fault that needs several launches stands on its own.
-        d.attach_to = ctx.root_cause_for(config, &kernel, true);
+        d.symptom_of = Some(Scope::Kernel {
+            kernel: kernel.clone(),
+            single_launch: true,
+        });
         out.push(d);
     }
     out

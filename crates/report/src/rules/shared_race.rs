@@ -9,7 +9,7 @@ use parsers::{Access, FindingKind, Severity};
 use regex::Regex;
 use serde_json::json;
 
-use super::{Ctx, detail_u64};
+use super::{Ctx, RuleId, detail_u64};
 use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, inlined_in};
 use crate::text::{kernel_base, md_code, md_text};
 
@@ -96,7 +96,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             };
 
             let mut d = Draft::new(
-                "shared-memory-race",
+                RuleId::SharedMemoryRace,
                 Level::Error,
                 if warp {
                     "Shared-memory race within a warp: missing `__syncwarp()`"

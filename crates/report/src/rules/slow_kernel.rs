@@ -14,7 +14,7 @@ use crate::join::{FindingRef, MetricRef, Source};
 use regex::Regex;
 use serde_json::json;
 
-use super::Ctx;
+use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
 use crate::text::{kernel_base, md_code, relative_path};
 
@@ -263,10 +263,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             continue;
         }
         let duration = duration_us(ctx, scope, kernel.as_deref());
-        let mut d = Draft::new("slow-kernel", Level::Warning, String::new());
+        let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, String::new());
         d.config = f.config.clone();
         d.kernel = kernel.clone();
         d.key = class.key().to_string();
+        // An occupancy cause takes over `occupancy-limit`'s note for its kernel.
+        d.absorbs = class == Class::Occupancy;
         d.explains.push(index);
         d.evidence.push(ctx.finding_evidence(f));
         if let Some(us) = duration {
@@ -357,41 +359,22 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     out
 }
 
-/// An occupancy cause and the `occupancy-limit` rule's note for the same kernel and config
-/// are one finding: the note's figures from ptxas (registers, shared memory, blocks each
-/// allows) and its budget for one more block join the cause, and the note goes.
-pub fn fold_occupancy_limits(drafts: &mut [Draft]) {
-    let causes: Vec<usize> = (0..drafts.len())
-        .filter(|&i| drafts[i].rule == "slow-kernel" && drafts[i].key == "occupancy")
-        .collect();
-    for cause in causes {
-        let (kernel, config) = (drafts[cause].kernel.clone(), drafts[cause].config.clone());
-        let Some(note) = drafts.iter().position(|d| {
-            d.rule == "occupancy-limit"
-                && d.level == Level::Note
-                && !d.silent
-                && d.kernel == kernel
-                && d.config == config
-        }) else {
-            continue;
-        };
-        let (explanation, fix, evidence) = {
-            let n = &mut drafts[note];
-            n.silent = true;
-            (n.explanation.clone(), n.fix.clone(), n.evidence.clone())
-        };
-        let d = &mut drafts[cause];
-        d.explanation.push_str(&format!(
-            " From ptxas's figures: {}",
-            crate::text::lowercase_first(&explanation)
-        ));
-        // The note hedges ("if latency hiding is short"); the cause has shown it is.
-        if let Some(budget) = fix.strip_prefix("If latency hiding is short: ") {
-            d.fix
-                .push_str(&format!(" {}", crate::text::uppercase_first(budget)));
-        }
-        d.evidence.extend(evidence);
+/// An occupancy cause takes in the `occupancy-limit` rule's note for the same kernel and
+/// config (the fold pairs them, see [`super::Rule::absorbs`]): the note's figures from ptxas
+/// (registers, shared memory, blocks each allows) and its budget for one more block join the
+/// cause.
+pub fn absorb_occupancy_limit(cause: &mut Draft, note: &Draft) {
+    cause.explanation.push_str(&format!(
+        " From ptxas's figures: {}",
+        crate::text::lowercase_first(&note.explanation)
+    ));
+    // The note hedges ("if latency hiding is short"); the cause has shown it is.
+    if let Some(budget) = note.fix.strip_prefix("If latency hiding is short: ") {
+        cause
+            .fix
+            .push_str(&format!(" {}", crate::text::uppercase_first(budget)));
     }
+    cause.evidence.extend(note.evidence.iter().cloned());
 }
 
 /// ncu's suggestions that name no cause of their own (or estimate under 20%): one note per
@@ -417,7 +400,7 @@ fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Dr
     for ((config, kernel), mut rules) in groups {
         rules.sort_by(|a, b| b.1.total_cmp(&a.1));
         let mut d = Draft::new(
-            "slow-kernel",
+            RuleId::SlowKernel,
             Level::Note,
             format!(
                 "Other suggestions from Nsight Compute for {}",
@@ -590,7 +573,7 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
             }) {
                 continue;
             }
-            let mut d = Draft::new("slow-kernel", Level::Warning, String::new());
+            let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, String::new());
             d.config = config.map(str::to_string);
             d.kernel = Some(kernel.clone());
             d.key = "no-tensor-cores".to_string();

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::Ctx;
+use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::resources::ncu_summary;
 use crate::text::fixed;
@@ -18,7 +18,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let mut out = Vec::new();
     for view in j.target_kernels() {
         let config = view.config.as_deref();
-        if ctx.drafted("wmma-local-memory", config, &view.name) {
+        if ctx.drafted(RuleId::WmmaLocalMemory, config, &view.name) {
             continue;
         }
         let tensor = view.tensor_instructions();
@@ -48,7 +48,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if !(no_mma && intended || idle_with_mma) {
             continue;
         }
-        let mut d = Draft::new("tensor-cores-idle", Level::Warning, "");
+        let mut d = Draft::new(RuleId::TensorCoresIdle, Level::Warning, "");
         d.config = view.config.clone();
         d.kernel = Some(view.name.clone());
         d.arch = view.arch.clone();

@@ -2,7 +2,7 @@
 
 use parsers::FindingKind;
 
-use super::{Ctx, at_location};
+use super::{Ctx, RuleId, at_location};
 use crate::diagnosis::Draft;
 use crate::text::plural;
 
@@ -15,7 +15,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             continue;
         }
         let mut d = ctx.site_draft(
-            "uninitialized-read",
+            RuleId::UninitializedRead,
             "Read of uninitialised global memory",
             index,
             f,

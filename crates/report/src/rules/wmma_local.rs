@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use parsers::{FindingKind, MemorySpace};
 use serde_json::json;
 
-use super::Ctx;
+use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::join::{FindingRef, is_sanitizer};
 use crate::text::{join_words, kernel_base, plural};
@@ -121,7 +121,7 @@ fn draft(
 ) -> Draft {
     let j = ctx.joined;
     let mut d = Draft::new(
-        "wmma-local-memory",
+        RuleId::WmmaLocalMemory,
         Level::Error,
         "Tensor-core fragment loaded from thread-local memory",
     );

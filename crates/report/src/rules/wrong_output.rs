@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::{Ctx, is_harness_kind};
+use super::{Ctx, RuleId, is_harness_kind};
 use crate::check_failure::{second_launch_differs, within_tolerance_failure};
-use crate::diagnosis::{Confidence, Draft, Level};
+use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::ResultRef;
 use crate::text::{kernel_base, md_text, sig3};
 
@@ -85,7 +85,7 @@ fn draft(
     all: &[&ResultRef],
 ) -> Draft {
     let j = ctx.joined;
-    let mut d = Draft::new("wrong-output", Level::Error, "");
+    let mut d = Draft::new(RuleId::WrongOutput, Level::Error, "");
     d.config = config.map(str::to_string);
     d.kernel = Some(kernel.to_string());
     d.location = ctx.kernel_file(config);
@@ -134,7 +134,10 @@ fn draft(
     }
     d.confidence = Confidence::from_signals(signals);
     // Wrong output is the symptom of a root cause a tool located, when there is one.
-    d.attach_to = ctx.root_cause_for(config, kernel, false);
+    d.symptom_of = Some(Scope::Kernel {
+        kernel: kernel.to_string(),
+        single_launch: false,
+    });
 
     match cat {
         Category::Unwritten => {
