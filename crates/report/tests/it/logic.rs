@@ -734,18 +734,80 @@ fn extreme_and_malformed_values_render_without_panicking() {
             format: Some(Format::Ptxas),
         });
     }
-    for format in [
+    let [md, json, sarif, junit] = [
         OutputFormat::Markdown,
         OutputFormat::Json,
         OutputFormat::Sarif,
         OutputFormat::Junit,
+    ]
+    .map(|format| render(&ev, format));
+    for (format, text) in [
+        ("md", &md),
+        ("json", &json),
+        ("sarif", &sarif),
+        ("junit", &junit),
     ] {
-        let text = render(&ev, format);
-        assert!(!text.is_empty());
+        // The error text's escape and NUL never reach a report, raw or JSON-escaped.
+        assert!(!text.contains(['\u{1b}', '\0']), "{format}: {text}");
+        assert!(!text.contains("\\u001b"), "{format}: {text}");
+        // A count at u64::MAX is printed whole, not wrapped or cut.
+        assert!(text.contains("18446744073709551615"), "{format}: {text}");
     }
-    let _ = render_bench_svg(&ev);
+    // The error itself is kept, less its control characters.
+    assert!(md.contains("mismatch ([31m error)"), "{md}");
+    // Non-finite timings read n/a; a `|` in a config or kernel name does not split its cell.
+    assert!(
+        md.contains(
+            "| B=1 H=2 S=0 D=64 f16 causal | `c\\|fg<&>` | events warm | n/a | n/a | n/a | n/a% | — |"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| cfg | sm_90 | ``k<`\\|&>`` | 4294967295 | 18446744073709551615 / 18446744073709551615 |"
+        ),
+        "{md}"
+    );
+    // JSON stays JSON: non-finite timings are null, names are kept as given.
+    let json: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(json["bench"][0]["implementation"], "c|fg<&>");
+    assert!(
+        json["bench"][0]["p50_us"].is_null(),
+        "{:#}",
+        json["bench"][0]
+    );
+    // SARIF stays JSON, with one result per root cause of the Markdown report.
+    let sarif: serde_json::Value = serde_json::from_str(&sarif).expect("SARIF");
+    let causes = md.lines().filter(|l| l.starts_with("### ")).count();
+    assert!(causes > 0, "{md}");
+    assert_eq!(
+        sarif["runs"][0]["results"].as_array().map(Vec::len),
+        Some(causes),
+        "{sarif:#}"
+    );
+    // JUnit stays well-formed XML: it reads back whole, one failed case per failing stage.
+    let cases = parsers::parse(Format::JUnit, &junit);
+    assert!(cases.complete, "{junit}");
+    assert_eq!(cases.tests.len(), 3, "{junit}");
+    assert!(
+        cases
+            .tests
+            .iter()
+            .all(|t| t.outcome == parsers::TestOutcome::Failed),
+        "{junit}"
+    );
+    // The chart escapes the name for SVG and reads the NaN timing as n/a.
+    let svg = render_bench_svg(&ev).expect("a chart of the bench results");
+    assert!(svg.contains("c|fg&lt;&amp;&gt; (events warm)"), "{svg}");
+    assert!(svg.contains("n/a TFLOP/s · p50 n/a µs"), "{svg}");
+    // A run diffed with itself: nothing regressed.
     let d = diff(&ev, &ev, &DiffOptions::default());
-    assert!(!render_diff(&d, OutputFormat::Markdown).is_empty());
+    assert_eq!(d.verdict, DiffVerdict::NoRegression);
+    assert!(
+        diff_verdict(&d).starts_with("**Verdict:** ✅ No regression"),
+        "{}",
+        diff_verdict(&d)
+    );
 }
 
 #[test]
