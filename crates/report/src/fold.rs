@@ -93,7 +93,11 @@ fn absorb(nodes: &mut [Node]) {
 
 /// Step 2: a symptom that names its fault's scope joins the first fault there.
 fn attach_scoped(nodes: &mut [Node], facts: &Facts) {
-    let one_launch = |d: &Draft| d.evidence.iter().all(|e| !facts.repeated_logs.contains(&e.log));
+    let one_launch = |d: &Draft| {
+        d.evidence
+            .iter()
+            .all(|e| !facts.repeated_logs.contains(&e.log))
+    };
     for i in 0..nodes.len() {
         let Some(scope) = nodes[i].draft.symptom_of.clone() else {
             continue;
@@ -410,4 +414,323 @@ pub fn rank(a: &Diagnosis, b: &Diagnosis) -> Ordering {
         .then(a.location.cmp(&b.location))
         .then(a.config.cmp(&b.config))
         .then(a.fingerprint.cmp(&b.fingerprint))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fold, case by case: drafts built with a small builder, the root causes they fold to.
+
+    use super::*;
+    use crate::diagnosis::{Confidence, EvidenceItem, SourceLocation};
+
+    /// A draft under construction.
+    struct B(Draft);
+
+    fn draft(rule: RuleId, title: &str) -> B {
+        let level = match rule.role() {
+            Role::Performance | Role::Comparison => Level::Warning,
+            _ => Level::Error,
+        };
+        let mut d = Draft::new(rule, level, title);
+        d.confidence = Confidence::High;
+        d.config = Some("release".into());
+        d.kernel = Some("attn".into());
+        B(d).log(&format!("{rule}.log"))
+    }
+
+    impl B {
+        fn config(mut self, config: &str) -> B {
+            self.0.config = Some(config.into());
+            self
+        }
+        fn kernel(mut self, kernel: &str) -> B {
+            self.0.kernel = Some(kernel.into());
+            self
+        }
+        fn at(mut self, file: &str, line: u32) -> B {
+            self.0.location = Some(SourceLocation {
+                file: file.into(),
+                line: Some(line),
+            });
+            self
+        }
+        fn level(mut self, level: Level) -> B {
+            self.0.level = level;
+            self
+        }
+        fn of(mut self, scope: Scope) -> B {
+            self.0.symptom_of = Some(scope);
+            self
+        }
+        fn bare(mut self) -> B {
+            self.0.bare = true;
+            self
+        }
+        fn test(mut self, test: &str) -> B {
+            self.0.figures.insert("test".into(), test.into());
+            self
+        }
+        fn absorbs(mut self) -> B {
+            self.0.absorbs = true;
+            self
+        }
+        /// Its evidence: one item from this log, in a stage named after the log.
+        fn log(mut self, log: &str) -> B {
+            self.0.evidence = vec![EvidenceItem {
+                stage: log.trim_end_matches(".log").into(),
+                config: self.0.config.clone(),
+                log: log.into(),
+                summary: self.0.title.clone(),
+                excerpt: Vec::new(),
+            }];
+            self
+        }
+    }
+
+    fn kernel_scope(single_launch: bool) -> Scope {
+        Scope::Kernel {
+            kernel: "attn".into(),
+            single_launch,
+        }
+    }
+
+    /// Folds the drafts (`repeated` names the logs of repeated launches) and returns each
+    /// diagnosis as `rule@place`, in rank order.
+    fn check(drafts: Vec<B>, repeated: &[&str], expect: &[&str]) -> Vec<Diagnosis> {
+        let facts = Facts {
+            repeated_logs: repeated.iter().map(|s| s.to_string()).collect(),
+        };
+        let out = fold(drafts.into_iter().map(|b| b.0).collect(), &facts);
+        let got: Vec<String> = out
+            .iter()
+            .map(|d| {
+                let place = d.location.as_ref().map(|l| l.to_string());
+                format!("{}@{}", d.rule, place.as_deref().unwrap_or("-"))
+            })
+            .collect();
+        assert_eq!(got, expect);
+        out
+    }
+
+    use RuleId::*;
+
+    #[test]
+    fn a_symptom_joins_the_fault_of_its_kernel_and_says_so() {
+        let out = check(
+            vec![
+                draft(OutOfBounds, "Out-of-bounds write").at("a.cu", 10),
+                draft(WrongOutput, "Wrong output").of(kernel_scope(false)),
+            ],
+            &[],
+            &["out-of-bounds@a.cu:10"],
+        );
+        assert!(
+            out[0]
+                .explanation
+                .contains("Seen downstream: Wrong output.")
+        );
+        assert!(
+            out[0]
+                .explanation
+                .contains("The failures of `wrong-output` in this config follow from it")
+        );
+        assert_eq!(out[0].evidence.len(), 2);
+    }
+
+    #[test]
+    fn symptoms_of_another_config_stay_apart() {
+        check(
+            vec![
+                draft(OutOfBounds, "Out-of-bounds write").at("a.cu", 10),
+                draft(WrongOutput, "Wrong output")
+                    .config("debug")
+                    .of(kernel_scope(false)),
+            ],
+            &[],
+            &["out-of-bounds@a.cu:10", "wrong-output@-"],
+        );
+    }
+
+    #[test]
+    fn a_fault_seen_only_under_repeated_launches_explains_no_single_launch_symptom() {
+        // Without a config, only the scope decides (no per-config fold).
+        let mut fault = draft(SharedMemoryRace, "Race").at("a.cu", 5);
+        fault.0.config = None;
+        let mut symptom = draft(RepeatedLaunchFailure, "Fails after 3 launches");
+        symptom.0.config = None;
+        let stands = check(
+            vec![fault, symptom.of(kernel_scope(true))],
+            &["shared-memory-race.log"],
+            &["shared-memory-race@a.cu:5", "repeated-launch-failure@-"],
+        );
+        assert_eq!(stands.len(), 2);
+        let mut fault = draft(SharedMemoryRace, "Race").at("a.cu", 5);
+        fault.0.config = None;
+        let mut symptom = draft(RepeatedLaunchFailure, "Fails after 3 launches");
+        symptom.0.config = None;
+        check(
+            vec![fault, symptom.of(kernel_scope(true))],
+            &[],
+            &["shared-memory-race@a.cu:5"],
+        );
+    }
+
+    #[test]
+    fn two_rules_at_one_line_are_one_fault_led_by_rank() {
+        check(
+            vec![
+                draft(UninitializedRead, "Uninitialised read").at("a.cu", 10),
+                draft(OutOfBounds, "Out-of-bounds read").at("a.cu", 10),
+            ],
+            &[],
+            &["out-of-bounds@a.cu:10"],
+        );
+    }
+
+    #[test]
+    fn faults_at_two_lines_stay_two_and_symptoms_join_the_leading_one() {
+        let out = check(
+            vec![
+                draft(SharedMemoryRace, "Race").at("a.cu", 30),
+                draft(OutOfBounds, "Out-of-bounds write").at("a.cu", 10),
+                draft(LaunchFailure, "The program fails: exit 1").bare(),
+            ],
+            &[],
+            // The race leads (its rank), so it ranks first with the symptom's evidence.
+            &["shared-memory-race@a.cu:30", "out-of-bounds@a.cu:10"],
+        );
+        // A bare symptom is evidence, never a sentence.
+        assert!(!out[0].explanation.contains("Seen downstream"));
+        assert!(out[0].evidence.iter().any(|e| e.log == "launch-failure.log"));
+        assert_eq!(out[1].evidence.len(), 1);
+    }
+
+    #[test]
+    fn without_a_fault_the_most_telling_symptom_leads() {
+        check(
+            vec![
+                draft(SanitizerError, "memcheck: process exited").bare(),
+                draft(WrongOutput, "Wrong output"),
+                draft(LaunchFailure, "Launch failed: illegal address"),
+            ],
+            &[],
+            &["launch-failure@-"],
+        );
+    }
+
+    #[test]
+    fn a_failing_test_the_tool_did_not_see_is_its_own_fault() {
+        check(
+            vec![
+                draft(OutOfBounds, "Out-of-bounds write")
+                    .at("a.cu", 10)
+                    .test("test_a"),
+                draft(CheckFailed, "Test test_b failed")
+                    .at("test_b.py", 3)
+                    .test("test_b")
+                    .of(Scope::Test("test_b".into())),
+            ],
+            &[],
+            &["out-of-bounds@a.cu:10", "check-failed@test_b.py:3"],
+        );
+        check(
+            vec![
+                draft(OutOfBounds, "Out-of-bounds write")
+                    .at("a.cu", 10)
+                    .test("test_a"),
+                draft(CheckFailed, "Test test_a failed")
+                    .at("test_a.py", 3)
+                    .test("test_a")
+                    .of(Scope::Test("test_a".into())),
+            ],
+            &[],
+            &["out-of-bounds@a.cu:10"],
+        );
+    }
+
+    #[test]
+    fn performance_causes_stand_beside_faults() {
+        check(
+            vec![
+                draft(OutOfBounds, "Out-of-bounds write").at("a.cu", 10),
+                draft(SlowKernel, "Bank conflicts").at("a.cu", 40),
+            ],
+            &[],
+            &["out-of-bounds@a.cu:10", "slow-kernel@a.cu:40"],
+        );
+    }
+
+    #[test]
+    fn a_richer_cause_absorbs_its_rules_note_for_the_same_kernel() {
+        let mut note = draft(OccupancyLimit, "2 blocks per SM").level(Level::Note);
+        note.0.explanation = "Registers allow 2 blocks.".into();
+        let other = draft(OccupancyLimit, "1 block per SM")
+            .kernel("other")
+            .level(Level::Note);
+        let out = check(
+            vec![note, other, draft(SlowKernel, "Low occupancy").absorbs()],
+            &[],
+            &["slow-kernel@-", "occupancy-limit@-"],
+        );
+        assert!(
+            out[0]
+                .explanation
+                .contains("From ptxas's figures: registers allow 2 blocks.")
+        );
+        assert_eq!(out[1].kernel.as_deref(), Some("other"));
+    }
+
+    #[test]
+    fn one_fault_across_configs_and_kernels_is_one_root_cause() {
+        let out = check(
+            vec![
+                draft(OutOfBounds, "Out-of-bounds write").at("a.cu", 10),
+                draft(OutOfBounds, "Out-of-bounds write")
+                    .at("a.cu", 10)
+                    .config("debug")
+                    .kernel("attn<64>"),
+            ],
+            &[],
+            &["out-of-bounds@a.cu:10"],
+        );
+        assert_eq!(out[0].configs, ["debug", "release"]);
+        assert_eq!(out[0].kernels, ["attn", "attn<64>"]);
+    }
+
+    #[test]
+    fn a_sticky_api_error_joins_the_fault_its_log_located() {
+        check(
+            vec![
+                draft(OutOfBounds, "Out-of-bounds write")
+                    .at("a.cu", 10)
+                    .config("a")
+                    .log("memcheck.log"),
+                draft(HostApiError, "Every call fails")
+                    .config("b")
+                    .log("memcheck.log")
+                    .of(Scope::Log("memcheck.log".into())),
+            ],
+            &[],
+            &["out-of-bounds@a.cu:10"],
+        );
+    }
+
+    #[test]
+    fn errors_rank_before_warnings_and_notes() {
+        check(
+            vec![
+                draft(RegisterSpills, "Spills").level(Level::Note),
+                draft(TensorCoresIdle, "No HMMA"),
+                draft(CompileError, "Compile error")
+                    .config("other")
+                    .at("a.cu", 1),
+            ],
+            &[],
+            &[
+                "compile-error@a.cu:1",
+                "tensor-cores-idle@-",
+                "register-spills@-",
+            ],
+        );
+    }
 }

@@ -997,3 +997,31 @@ pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Opt
     }
     Some(said)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_lists_every_rule_once_in_the_order_of_its_ids() {
+        for (i, rule) in RULES.iter().enumerate() {
+            assert_eq!(rule.id as usize, i, "{} is out of order", rule.name_id);
+            assert_eq!(RuleId::parse(rule.name_id), Some(rule.id));
+            let json = serde_json::to_string(&rule.id).unwrap();
+            assert_eq!(json, format!("\"{}\"", rule.name_id));
+        }
+        assert_eq!(RULES.len(), RuleId::PerfImprovement as usize + 1);
+    }
+
+    #[test]
+    fn only_rules_that_run_on_one_run_have_a_function() {
+        for rule in RULES {
+            assert_eq!(
+                rule.run.is_none(),
+                rule.role == Role::Comparison,
+                "{}",
+                rule.name_id
+            );
+        }
+    }
+}
