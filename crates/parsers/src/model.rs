@@ -406,9 +406,21 @@ pub struct SourceLine {
 
 impl ParsedLog {
     /// Whether the parser read nothing of its format: no finding, kernel, metric, result,
-    /// timing, check or summary count. A log that holds nothing says nothing about a kernel,
-    /// least of all that it is clean.
+    /// timing, check, test case, source line, instruction mix or summary count. A log that
+    /// holds nothing says nothing about a kernel, least of all that it is clean.
     pub fn holds_nothing(&self) -> bool {
+        self.tests.is_empty() && self.holds_nothing_but_tests()
+    }
+
+    /// Whether the log's only evidence is test cases (JUnit XML) and every one was skipped:
+    /// nothing ran, so the log says nothing of a kernel either.
+    pub fn every_test_skipped(&self) -> bool {
+        !self.tests.is_empty()
+            && self.tests.iter().all(|t| t.outcome == TestOutcome::Skipped)
+            && self.holds_nothing_but_tests()
+    }
+
+    fn holds_nothing_but_tests(&self) -> bool {
         self.findings.is_empty()
             && self.kernels.is_empty()
             && self.metrics.is_empty()
@@ -416,6 +428,7 @@ impl ParsedLog {
             && self.timings.is_empty()
             && self.checks.is_empty()
             && self.source_lines.is_empty()
+            && self.instruction_mix.is_empty()
             && self.reported_errors.is_none()
             && self.reported_warnings.is_none()
             && self.launch.is_none()

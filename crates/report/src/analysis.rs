@@ -404,6 +404,9 @@ fn coverage(joined: &Joined) -> Vec<CoverageRow> {
                 // file): no evidence either way.
                 r.figure = "nothing of this format in it".to_string();
                 StageStatus::Inconclusive
+            } else if source.log.every_test_skipped() {
+                r.figure = "every test skipped".to_string();
+                StageStatus::Inconclusive
             } else if findings {
                 StageStatus::Findings
             } else {

@@ -4,13 +4,14 @@
 
 use std::fmt::Write;
 
-use parsers::ParsedLog;
+use parsers::{ParsedLog, TestOutcome};
 use serde::Serialize;
 
 use crate::analysis::{Analysis, CoverageRow, Verdict, VerdictKind};
 use crate::diagnosis::Diagnosis;
 use crate::join::join_logs;
 use crate::render::markdown::verdict_icon;
+use crate::text::plural;
 use crate::{OutputFormat, stage_status_word};
 
 /// What `explain` found in a set of logs.
@@ -32,11 +33,35 @@ impl Explanation {
 }
 
 /// Diagnoses loose logs, each given with the name it is reported under (its path as the user
-/// typed it).
+/// typed it). A clean verdict over JUnit test cases says how many passed.
 pub fn explain(logs: &[(String, ParsedLog)]) -> Explanation {
     let analysis = Analysis::from_joined(join_logs(logs));
+    let mut verdict = analysis.verdict;
+    if verdict.kind == VerdictKind::Clean {
+        // A test framework's cases (JUnit XML): the count that passed is what clean rests on.
+        let tests = || logs.iter().flat_map(|(_, log)| &log.tests);
+        let count = |outcome: TestOutcome| tests().filter(|t| t.outcome == outcome).count() as u64;
+        let passed = count(TestOutcome::Passed);
+        if passed > 0 {
+            let skipped = count(TestOutcome::Skipped);
+            let rest = verdict
+                .line
+                .strip_prefix("Clean: ")
+                .unwrap_or(&verdict.line)
+                .to_string();
+            verdict.line = format!(
+                "Clean: {}{}; {rest}",
+                plural(passed, "test passed", "tests passed"),
+                if skipped > 0 {
+                    format!(", {skipped} skipped")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
     Explanation {
-        verdict: analysis.verdict,
+        verdict,
         diagnoses: analysis.diagnoses,
         logs: analysis.coverage,
     }

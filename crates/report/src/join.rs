@@ -721,6 +721,14 @@ impl<'a> Joined<'a> {
                             .unwrap_or_default()
                     )),
                 });
+            } else if source.stage.is_none() && source.log.every_test_skipped() {
+                // A loose JUnit file whose every test was skipped: nothing ran.
+                out.push(Unconcluded {
+                    stage: source.stage_name(),
+                    config: None,
+                    what: "not run".to_string(),
+                    reason: Some(format!("every test in {} was skipped", source.path)),
+                });
             }
         }
         out

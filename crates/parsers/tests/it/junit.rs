@@ -2,7 +2,7 @@
 //! `fixtures/programs/junit/`, one failing test each; their sidecars give the commands), and one
 //! hand-made file cut short.
 
-use parsers::{FindingKind, ParsedLog, Severity, TestCase, TestOutcome};
+use parsers::{FindingKind, Format, ParsedLog, Severity, TestCase, TestOutcome};
 
 use crate::{fixture, parse_fixture};
 
@@ -155,4 +155,33 @@ fn a_document_cut_short_keeps_what_it_read_and_says_it_is_incomplete() {
         test(&log, "tests/test_softmax.py::test_tail_tile[200]").outcome,
         TestOutcome::Failed
     );
+}
+
+/// pytest's JUnit XML of a run whose tests all passed (the passing cases of `junit/pytest.xml`,
+/// in the same shape).
+const ALL_PASSED: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0" failures="0" skipped="0" tests="4" time="0.031" timestamp="2026-11-24T19:15:19.155500+00:00" hostname="vm"><testcase classname="tests.test_softmax" name="test_rows_sum_to_one[1]" time="0.000" /><testcase classname="tests.test_softmax" name="test_rows_sum_to_one[7]" time="0.000" /><testcase classname="tests.test_softmax" name="test_rows_sum_to_one[64]" time="0.000" /><testcase classname="tests.test_softmax" name="test_tail_tile[64]" time="0.000" /></testsuite></testsuites>"#;
+
+/// Test cases are what a JUnit file holds: one whose tests all passed has no finding, yet does
+/// not hold nothing; one whose tests were all skipped ran none of them.
+#[test]
+fn test_cases_are_what_a_junit_file_holds() {
+    let log = parsers::parse(Format::JUnit, ALL_PASSED);
+    assert!(log.complete);
+    assert!(log.findings.is_empty(), "{:#?}", log.findings);
+    assert_eq!(count(&log, TestOutcome::Passed), 4);
+    assert!(!log.holds_nothing());
+    assert!(!log.every_test_skipped());
+
+    let skipped = ALL_PASSED.replace(
+        r#"time="0.000" />"#,
+        r#"time="0.000"><skipped type="pytest.skip" message="needs sm_100" /></testcase>"#,
+    );
+    let log = parsers::parse(Format::JUnit, &skipped);
+    assert_eq!(count(&log, TestOutcome::Skipped), 4);
+    assert!(!log.holds_nothing());
+    assert!(log.every_test_skipped());
+
+    let mut none = log.clone();
+    none.tests.clear();
+    assert!(none.holds_nothing());
 }

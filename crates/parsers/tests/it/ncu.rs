@@ -136,6 +136,21 @@ fn the_source_page_reads_per_line_counters_and_survives_damage() {
     let _ = parsers::parse(Format::NcuSource, &String::from_utf8_lossy(&damaged));
 }
 
+/// A source page's instruction mix is evidence of its own (the slow-kernel rule reads it): a
+/// page that kept only the mix does not hold nothing.
+#[test]
+fn a_source_page_with_only_an_instruction_mix_holds_something() {
+    let mut log = parsers::parse(
+        Format::NcuSource,
+        &crate::fixture("ncu-source/slow_no_tensor_source.log"),
+    );
+    log.source_lines.clear();
+    assert_eq!(log.instruction_mix.len(), 1);
+    assert!(!log.holds_nothing());
+    log.instruction_mix.clear();
+    assert!(log.holds_nothing());
+}
+
 /// ncu writes a source line's text unescaped: an inline `asm` statement with double quotes and
 /// commas (the built-in kernel's `cp.async`, captured on an H100) still reads as one line with
 /// its own counters, not cells shifted into the wrong columns.

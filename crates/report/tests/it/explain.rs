@@ -137,3 +137,21 @@ fn explain_markdown_snapshot() {
         render_explanation(&e, OutputFormat::Markdown)
     );
 }
+
+/// A source page's instruction mix is evidence of its own: a page that kept only the mix (its
+/// source-line rows dropped) is read, never "nothing of this format in it", and the mix still
+/// names the slow kernel's cause.
+#[test]
+fn explain_of_an_instruction_mix_alone_reads_it() {
+    let mut log = parsers::parse(
+        parsers::Format::NcuSource,
+        &read("ncu-source/slow_no_tensor_source.log"),
+    );
+    log.source_lines.clear();
+    assert!(!log.instruction_mix.is_empty());
+    let e = explain(&[("mix.log".to_string(), log)]);
+    let row = &e.logs[0];
+    assert_ne!(row.figure, "nothing of this format in it", "{e:#?}");
+    assert_eq!(row.status, report::StageStatus::Findings, "{e:#?}");
+    assert_eq!(e.verdict.kind, report::VerdictKind::Slow, "{e:#?}");
+}

@@ -128,6 +128,75 @@ fn a_foreign_file_read_as_any_format_is_never_clean() {
     }
 }
 
+/// pytest's JUnit XML of a run whose tests all passed: its four passing cases of
+/// `crates/parsers/fixtures/junit/pytest.xml`, in the same shape.
+const PYTEST_ALL_PASSED: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0" failures="0" skipped="0" tests="4" time="0.031" timestamp="2026-11-24T19:15:19.155500+00:00" hostname="vm"><testcase classname="tests.test_softmax" name="test_rows_sum_to_one[1]" time="0.000" /><testcase classname="tests.test_softmax" name="test_rows_sum_to_one[7]" time="0.000" /><testcase classname="tests.test_softmax" name="test_rows_sum_to_one[64]" time="0.000" /><testcase classname="tests.test_softmax" name="test_tail_tile[64]" time="0.000" /></testsuite></testsuites>
+"#;
+
+/// The committed pytest-triton run's memcheck stage: pytest's JUnit XML, one test per file.
+fn pytest_triton_memcheck(file: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/pytest-triton/reference/artifacts");
+    std::fs::read_dir(&dir)
+        .expect("examples/pytest-triton/reference/artifacts exists")
+        .flatten()
+        .map(|e| e.path().join("memcheck/default/sm_90").join(file))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("{file} in a reference run under {}", dir.display()))
+}
+
+fn explain_file(file: &Path, format: &str) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["explain", "--format", format])
+        .arg(file)
+        .output()
+        .expect("run the runner");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// A JUnit file whose tests all passed explains as clean, with the count (exit 0); one whose
+/// every test was skipped ran nothing, and is not clean.
+#[test]
+fn a_junit_file_whose_tests_all_passed_is_clean_with_the_count() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("pytest.xml");
+    std::fs::write(&file, PYTEST_ALL_PASSED).expect("write");
+    let (code, text) = explain_file(&file, "md");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("**Verdict:** ✅ Clean: 4 tests passed;"),
+        "{text}"
+    );
+    assert!(text.contains("| check | passed | 4/4 passed |"), "{text}");
+    let (code, text) = explain_file(&file, "json");
+    assert_eq!(code, Some(0), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(json["clean"], true, "{json:#}");
+    assert!(
+        json["verdict"]["line"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("Clean: 4 tests passed;")),
+        "{json:#}"
+    );
+
+    // pytest's own file of one passed test, as the reference run kept it.
+    let (code, text) = explain_file(&pytest_triton_memcheck("results-0.json"), "md");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("Clean: 1 test passed;"), "{text}");
+
+    // Its one test skipped (`needs sm_100`): nothing ran.
+    let (code, text) = explain_file(&pytest_triton_memcheck("results-4.json"), "md");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("**Verdict:** ❔ Inconclusive"), "{text}");
+    assert!(
+        text.contains("| check | inconclusive | every test skipped |"),
+        "{text}"
+    );
+}
+
 /// `runner explain` on real captures of programs written for each failure class (see
 /// `crates/parsers/fixtures/programs/issue12/`): the root cause, where it points, and advice
 /// that fits the class.
