@@ -197,8 +197,8 @@ pub fn choose_cause(bad: &Evidence, good: Option<&Evidence>, pick: Option<usize>
             fingerprint: d.fingerprint.clone(),
             config: d.config.clone(),
             stages: decisive_stages(bad, d),
-            explanation: d.explanation.clone(),
-            fix: d.fix.clone(),
+            explanation: d.explanation(),
+            fix: d.fix(),
         }))
     };
     if causes.is_empty() {
@@ -321,7 +321,12 @@ fn identity(
 }
 
 fn moved(d: &Diagnosis) -> Option<Identity> {
-    identity(d.rule.as_str(), d.kernel.as_deref(), d.location.as_ref(), &d.title)
+    identity(
+        d.rule.as_str(),
+        d.kernel.as_deref(),
+        d.location.as_ref(),
+        &d.title,
+    )
 }
 
 /// The timings BENCH names, compared from GOOD's run to BAD's: they must be slower in BAD.

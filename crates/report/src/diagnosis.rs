@@ -8,9 +8,12 @@ use serde::{Deserialize, Serialize};
 use crate::rules::RuleId;
 use crate::text::md_code;
 
-/// One diagnosed root cause. Its `title`, `explanation` and `fix` (and its evidence's
-/// `summary`) are inline Markdown: identifiers in code spans, text quoted from a tool escaped
-/// ([`crate::text::md_text`]), so every renderer can show them as they are.
+/// One diagnosed root cause, shaped like a compiler diagnostic: a primary message (`title`),
+/// labelled spans (the user's line first, then the sites that support it), notes (the
+/// mechanism, what follows from it), help (the fix) and the evidence. Its text (title, span
+/// labels, notes, help, the evidence's `summary`) is inline Markdown: identifiers in code
+/// spans, text quoted from a tool escaped ([`crate::text::md_text`]); each emitter renders it
+/// for its format ([`crate::text::plain_text`] where Markdown does not belong).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
     /// The rule's id, e.g. `wmma-local-memory` (see [`crate::rules::RULES`]).
@@ -31,9 +34,16 @@ pub struct Diagnosis {
     /// first frame in the user's own Python code (`oracle.py:49`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_site: Option<SourceLocation>,
+    /// Labelled places in the source: the primary span (the user's line, as `location`) first,
+    /// then supporting sites (the other side of a race, an inlined helper, the host line of the
+    /// launch).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<Span>,
     pub evidence: Vec<EvidenceItem>,
-    pub explanation: String,
-    pub fix: String,
+    /// The mechanism, then what follows from it: each a few sentences.
+    pub notes: Vec<String>,
+    /// What to change.
+    pub help: Vec<String>,
     /// Stable across runs: rule, location (or kernel, without one) and the rule's own key;
     /// never counts, addresses or config lists.
     pub fingerprint: String,
@@ -47,6 +57,44 @@ pub struct Diagnosis {
     /// Figures for machine-readable output, e.g. `hazards`, `blocks_per_sm`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub figures: BTreeMap<String, serde_json::Value>,
+}
+
+impl Diagnosis {
+    /// The notes as one paragraph.
+    pub fn explanation(&self) -> String {
+        self.notes.join(" ")
+    }
+
+    /// The help as one paragraph.
+    pub fn fix(&self) -> String {
+        self.help.join(" ")
+    }
+
+    /// The supporting spans: every span but the primary one.
+    pub fn secondary_spans(&self) -> impl Iterator<Item = &Span> {
+        self.spans.iter().filter(|s| !s.primary)
+    }
+}
+
+/// A labelled place in the source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    pub location: SourceLocation,
+    /// What is at this place, in a few words (inline Markdown).
+    pub label: String,
+    /// The place the diagnosis is about (one per diagnosis), rather than one that supports it.
+    pub primary: bool,
+}
+
+impl Span {
+    /// A supporting place, labelled.
+    pub fn secondary(location: SourceLocation, label: impl Into<String>) -> Span {
+        Span {
+            location,
+            label: label.into(),
+            primary: false,
+        }
+    }
 }
 
 /// A device function inlined into a kernel, and where in it the tool located an access.
@@ -180,9 +228,17 @@ pub struct Draft {
     pub call_site: Option<SourceLocation>,
     /// See [`Diagnosis::helpers`].
     pub helpers: Vec<Helper>,
+    /// Supporting places beside `location` (the other side of a race), labelled.
+    pub spans: Vec<Span>,
     pub evidence: Vec<EvidenceItem>,
+    /// The rule's account of the mechanism: its first note.
     pub explanation: String,
+    /// The rule's fix: its first help.
     pub fix: String,
+    /// Further notes after the explanation (what the fold and absorbed notes add).
+    pub notes: Vec<String>,
+    /// Further help after the fix.
+    pub help: Vec<String>,
     /// Distinguishes root causes of one rule at one kernel and location. Drafts with the same
     /// rule, kernel, location and key are one root cause seen in several configs.
     pub key: String,
@@ -229,9 +285,12 @@ impl Draft {
             location: None,
             call_site: None,
             helpers: Vec::new(),
+            spans: Vec::new(),
             evidence: Vec::new(),
             explanation: String::new(),
             fix: String::new(),
+            notes: Vec::new(),
+            help: Vec::new(),
             key: String::new(),
             figures: BTreeMap::new(),
             explains: Vec::new(),

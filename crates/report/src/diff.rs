@@ -22,11 +22,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::rules::RuleId;
 use crate::analysis::{Analysis, VerdictKind, analyze};
 use crate::diagnosis::{Confidence, Diagnosis, EvidenceItem, Level};
 use crate::noise::{Judgement, NoiseOptions, judge};
 use crate::resources::{KernelResources, kernel_resources};
+use crate::rules::RuleId;
 use crate::tables::Case;
 use crate::text::{fixed, kernel_base, relative_path, scrub, short_hash};
 use crate::{Evidence, Run, Stage, StageStatus};
@@ -708,7 +708,8 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
                 ),
                 excerpt: Vec::new(),
             }],
-            explanation: format!(
+            spans: Vec::new(),
+            notes: vec![format!(
                 "The p50 moved by {:+.1}%, more than twice the measured noise ({}%).{}",
                 p.change * 100.0,
                 fixed(p.noise * 100.0, 1),
@@ -717,8 +718,8 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
                 } else {
                     ""
                 }
-            ),
-            fix: if rule == RuleId::PerfRegression {
+            )],
+            help: vec![if rule == RuleId::PerfRegression {
                 format!(
                     "Compare the two runs' per-config resources (registers, spills, occupancy, \
                      HMMA counts) for {}; re-run the bench stage to confirm.",
@@ -726,7 +727,7 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
                 )
             } else {
                 "Nothing to fix; keep the change.".to_string()
-            },
+            }],
             fingerprint: short_hash(&[rule.as_str(), &key, &b.pipeline]),
             kernels: Vec::new(),
             figures: [

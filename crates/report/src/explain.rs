@@ -116,9 +116,9 @@ fn markdown(e: &Explanation) -> String {
     for (i, d) in e.diagnoses.iter().enumerate() {
         let _ = writeln!(out, "## {}. {}\n", i + 1, d.title);
         let _ = writeln!(out, "{}\n", crate::render::markdown::diagnosis_meta(d));
-        let _ = writeln!(out, "{}\n", d.explanation);
-        if !d.fix.is_empty() {
-            let _ = writeln!(out, "**Fix:** {}\n", d.fix);
+        let _ = writeln!(out, "{}\n", d.explanation());
+        if !d.fix().is_empty() {
+            let _ = writeln!(out, "**Fix:** {}\n", d.fix());
         }
         for ev in &d.evidence {
             let _ = writeln!(

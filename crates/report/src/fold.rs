@@ -20,7 +20,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::diagnosis::{Diagnosis, Draft, Helper, Level, Scope};
+use crate::diagnosis::{Diagnosis, Draft, Helper, Level, Scope, SourceLocation, Span};
 use crate::rules::{Role, RuleId};
 use crate::text::{kernel_base, md_code, short_hash};
 
@@ -290,9 +290,9 @@ fn attach_symptoms(nodes: &mut [Node]) {
     for (to, titles) in seen {
         let target = &mut nodes[to].draft;
         for title in titles {
-            let said = format!(" Seen downstream: {title}.");
-            if !target.explanation.contains(&said) && target.title != title {
-                target.explanation.push_str(&said);
+            let said = format!("Seen downstream: {title}.");
+            if !target.notes.contains(&said) && target.title != title {
+                target.notes.push(said);
             }
         }
     }
@@ -304,8 +304,8 @@ fn attach_symptoms(nodes: &mut [Node]) {
             .map(|s| md_code(&s))
             .collect();
         if !own.is_empty() {
-            target.explanation.push_str(&format!(
-                " The failures of {} in this config follow from it and are listed under it.",
+            target.notes.push(format!(
+                "The failures of {} in this config follow from it and are listed under it.",
                 crate::text::join_words(&own)
             ));
         }
@@ -369,6 +369,15 @@ fn merge(nodes: Vec<Node>) -> Vec<Diagnosis> {
             }
         }
         let fingerprint = short_hash(&[rule.as_str(), &place, &key]);
+        let spans = spans_of(&first, &helpers, call_site.as_ref());
+        let notes = std::iter::once(first.explanation)
+            .chain(first.notes)
+            .filter(|n| !n.is_empty())
+            .collect();
+        let help = std::iter::once(first.fix)
+            .chain(first.help)
+            .filter(|h| !h.is_empty())
+            .collect();
         out.push(Diagnosis {
             rule,
             title: first.title,
@@ -380,9 +389,10 @@ fn merge(nodes: Vec<Node>) -> Vec<Diagnosis> {
             arch: first.arch,
             location: first.location,
             call_site,
+            spans,
             evidence,
-            explanation: first.explanation,
-            fix: first.fix,
+            notes,
+            help,
             fingerprint,
             kernels,
             helpers,
@@ -391,6 +401,31 @@ fn merge(nodes: Vec<Node>) -> Vec<Diagnosis> {
     }
     out.sort_by(rank);
     out
+}
+
+/// A diagnosis's labelled spans: its place (primary, labelled with what the rule found), the
+/// rule's supporting sites, the inlined helpers where the tool located the access, and the host
+/// line of the launch; each place once.
+fn spans_of(d: &Draft, helpers: &[Helper], call_site: Option<&SourceLocation>) -> Vec<Span> {
+    let mut spans: Vec<Span> = Vec::new();
+    if let Some(location) = &d.location {
+        spans.push(Span {
+            location: location.clone(),
+            label: d.rule.rule().name.to_lowercase(),
+            primary: true,
+        });
+    }
+    let helpers = helpers.iter().filter_map(|h| {
+        let label = format!("in the inlined helper {}", md_code(&h.name));
+        Some(Span::secondary(h.location.clone()?, label))
+    });
+    let launch = call_site.map(|l| Span::secondary(l.clone(), "the launch, in the host code"));
+    for span in d.spans.iter().cloned().chain(helpers).chain(launch) {
+        if !spans.iter().any(|s| s.location == span.location) {
+            spans.push(span);
+        }
+    }
+    spans
 }
 
 /// The ranking order of diagnoses: most severe, most certain and best evidenced first.
@@ -526,12 +561,12 @@ mod tests {
         );
         assert!(
             out[0]
-                .explanation
+                .explanation()
                 .contains("Seen downstream: Wrong output.")
         );
         assert!(
             out[0]
-                .explanation
+                .explanation()
                 .contains("The failures of `wrong-output` in this config follow from it")
         );
         assert_eq!(out[0].evidence.len(), 2);
@@ -600,8 +635,13 @@ mod tests {
             &["shared-memory-race@a.cu:30", "out-of-bounds@a.cu:10"],
         );
         // A bare symptom is evidence, never a sentence.
-        assert!(!out[0].explanation.contains("Seen downstream"));
-        assert!(out[0].evidence.iter().any(|e| e.log == "launch-failure.log"));
+        assert!(!out[0].explanation().contains("Seen downstream"));
+        assert!(
+            out[0]
+                .evidence
+                .iter()
+                .any(|e| e.log == "launch-failure.log")
+        );
         assert_eq!(out[1].evidence.len(), 1);
     }
 
@@ -674,7 +714,7 @@ mod tests {
         );
         assert!(
             out[0]
-                .explanation
+                .explanation()
                 .contains("From ptxas's figures: registers allow 2 blocks.")
         );
         assert_eq!(out[1].kernel.as_deref(), Some("other"));

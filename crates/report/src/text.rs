@@ -368,6 +368,65 @@ fn md_plain(s: &str) -> String {
     out
 }
 
+/// Inline Markdown as this crate writes it ([`md_text`], [`md_code`]) back as plain text: code
+/// spans without their fences, escapes without their backslash, autolinks without brackets.
+pub fn plain_text(md: &str) -> String {
+    let chars: Vec<char> = md.chars().collect();
+    let mut out = String::with_capacity(md.len());
+    let mut i = 0;
+    while let Some(&c) = chars.get(i) {
+        match c {
+            '\\' if chars.get(i + 1).is_some_and(|n| n.is_ascii_punctuation()) => {
+                out.extend(chars.get(i + 1));
+                i += 2;
+            }
+            '`' => {
+                // A code span: its fence, its text (unpadded), the same fence.
+                let fence = chars[i..].iter().take_while(|&&x| x == '`').count();
+                let body_start = i + fence;
+                let close = (body_start..chars.len()).find(|&j| {
+                    chars[j..].iter().take_while(|&&x| x == '`').count() == fence
+                        && chars.get(j.wrapping_sub(1)) != Some(&'`')
+                });
+                match close {
+                    Some(end) => {
+                        let body: String = chars[body_start..end].iter().collect();
+                        let unpadded = body
+                            .strip_prefix(' ')
+                            .and_then(|b| b.strip_suffix(' '))
+                            .filter(|b| !b.trim().is_empty())
+                            .unwrap_or(&body);
+                        out.push_str(unpadded);
+                        i = end + fence;
+                    }
+                    None => {
+                        out.extend(&chars[i..body_start]);
+                        i = body_start;
+                    }
+                }
+            }
+            '<' if chars[i..].iter().collect::<String>().starts_with("<http") => {
+                let end = chars[i..].iter().position(|&x| x == '>').map(|p| i + p);
+                match end {
+                    Some(end) => {
+                        out.extend(&chars[i + 1..end]);
+                        i = end + 1;
+                    }
+                    None => {
+                        out.push(c);
+                        i += 1;
+                    }
+                }
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Text as a Markdown code span, fenced with more backticks than it holds in a row (and padded
 /// with a space where it starts or ends with one), so any text shows verbatim. Line breaks
 /// become spaces; in a table cell, pass the result through [`md_cell`].
@@ -577,6 +636,27 @@ mod tests {
         assert_eq!(sig3(0.000123), "1.2e-4");
         assert_eq!(round_json(123.456789), serde_json::json!(123.457));
         assert_eq!(bytes(24576), "24.0 KiB");
+    }
+
+    #[test]
+    fn plain_text_undoes_the_markdown_this_crate_writes() {
+        for text in [
+            "Invalid __local__ read of size 16 at *p[3] & <x>",
+            "a `quoted` word, a back\\slash, 50% | 1_000 ~ $5",
+            "see https://docs.nvidia.com/cuda/ for more",
+        ] {
+            assert_eq!(plain_text(&md_text(text)), text);
+        }
+        assert_eq!(plain_text(&md_code("Q_reg[i]")), "Q_reg[i]");
+        assert_eq!(plain_text(&md_code("a `b` c")), "a `b` c");
+        assert_eq!(
+            plain_text(&format!(
+                "Use {} at {}.",
+                md_code("__syncthreads()"),
+                md_text("a.cu:20")
+            )),
+            "Use __syncthreads() at a.cu:20."
+        );
     }
 
     #[test]

@@ -144,8 +144,8 @@ pub fn render_parts(
                             "[{}] {}\n{}\nFix: {}\n",
                             d.level.as_str(),
                             d.title,
-                            d.explanation,
-                            d.fix
+                            d.explanation(),
+                            d.fix()
                         ));
                         for e in d.evidence.iter().filter(|e| row.logs.contains(&e.log)) {
                             for line in &e.excerpt {
@@ -213,7 +213,7 @@ fn diagnosis_suite(out: &mut String, diagnoses: &[Diagnosis]) {
                 r#"      <failure message="{}" type="{}">{}</failure>"#,
                 xml_escape(&d.title),
                 xml_escape(d.rule.as_str()),
-                xml_escape(&format!("{}\nFix: {}", d.explanation, d.fix))
+                xml_escape(&format!("{}\nFix: {}", d.explanation(), d.fix()))
             );
             let _ = writeln!(out, "    </testcase>");
         } else {

@@ -284,9 +284,9 @@ fn root_causes(out: &mut String, a: &Analysis) {
     for (i, d) in causes.iter().enumerate() {
         let _ = writeln!(out, "### {}. {}\n", i + 1, d.title);
         let _ = writeln!(out, "{}\n", diagnosis_meta(d));
-        let _ = writeln!(out, "{}\n", d.explanation);
-        if !d.fix.is_empty() {
-            let _ = writeln!(out, "**Fix:** {}\n", d.fix);
+        let _ = writeln!(out, "{}\n", d.explanation());
+        if !d.fix().is_empty() {
+            let _ = writeln!(out, "**Fix:** {}\n", d.fix());
         }
         evidence_items(out, d);
     }
@@ -333,7 +333,7 @@ fn notes(out: &mut String, a: &Analysis) {
             "- **{}** ({}). {}",
             d.title,
             diagnosis_meta(d),
-            format!("{} {}", d.explanation, d.fix).trim_end()
+            format!("{} {}", d.explanation(), d.fix()).trim_end()
         );
         for e in &d.evidence {
             let _ = writeln!(
@@ -1018,11 +1018,12 @@ fn next_steps(out: &mut String, a: &Analysis) {
         let _ = writeln!(out, "{n}. {text}");
     };
     for d in a.diagnoses.iter().filter(|d| d.level > Level::Note) {
-        let first = d
-            .fix
+        // The first sentence of the first help: the step to take.
+        let help = d.help.first().map(String::as_str).unwrap_or("");
+        let first = help
             .split(". ")
             .next()
-            .unwrap_or(&d.fix)
+            .unwrap_or(help)
             .trim_end_matches('.');
         step(
             out,

@@ -8,6 +8,7 @@ use crate::Run;
 use crate::analysis::Analysis;
 use crate::diagnosis::{Diagnosis, Level};
 use crate::rules::RULES;
+use crate::text::plain_text;
 
 /// The `partialFingerprints` key Exhibit's fingerprints go under.
 pub const FINGERPRINT_KEY: &str = "exhibitFingerprint/v1";
@@ -80,7 +81,17 @@ fn result(d: &Diagnosis) -> Value {
         Level::Warning => "warning",
         Level::Note => "note",
     };
-    let mut text = format!("{}. {} Fix: {}", d.title, d.explanation, d.fix);
+    // SARIF viewers show `message.text` as plain text: the primary message, the notes, the
+    // help.
+    let mut text = format!("{}.", plain_text(&d.title));
+    for note in &d.notes {
+        text.push(' ');
+        text.push_str(&plain_text(note));
+    }
+    for help in &d.help {
+        text.push_str(" Fix: ");
+        text.push_str(&plain_text(help));
+    }
     if let Some(e) = d.evidence.iter().find(|e| !e.excerpt.is_empty()) {
         text.push_str(&format!(
             "\nEvidence ({}): {}",
@@ -105,7 +116,35 @@ fn result(d: &Diagnosis) -> Value {
         }
         locations.push(location);
     }
-    json!({
+    // The supporting spans, each with its label as plain text.
+    let related: Vec<Value> = d
+        .secondary_spans()
+        .filter(|s| !s.location.file.starts_with('<'))
+        .enumerate()
+        .map(|(id, s)| {
+            let mut physical = json!({
+                "artifactLocation": { "uri": s.location.file, "uriBaseId": "%SRCROOT%" }
+            });
+            if let (Some(line), Some(obj)) = (s.location.line, physical.as_object_mut()) {
+                obj.insert("region".to_string(), json!({ "startLine": line.max(1) }));
+            }
+            json!({
+                "id": id,
+                "physicalLocation": physical,
+                "message": { "text": plain_text(&s.label) },
+            })
+        })
+        .collect();
+    if let (Some(label), Some(obj)) = (
+        d.spans
+            .iter()
+            .find(|s| s.primary)
+            .map(|s| plain_text(&s.label)),
+        locations.first_mut().and_then(Value::as_object_mut),
+    ) {
+        obj.insert("message".to_string(), json!({ "text": label }));
+    }
+    let mut result = json!({
         "ruleId": d.rule,
         "ruleIndex": d.rule as usize,
         "level": level,
@@ -117,7 +156,11 @@ fn result(d: &Diagnosis) -> Value {
             "configs": d.configs,
             "kernels": d.kernels,
         },
-    })
+    });
+    if let (false, Some(obj)) = (related.is_empty(), result.as_object_mut()) {
+        obj.insert("relatedLocations".to_string(), Value::Array(related));
+    }
+    result
 }
 
 /// `wmma-local-memory` as `WmmaLocalMemory`.

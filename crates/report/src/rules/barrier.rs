@@ -4,7 +4,7 @@
 
 use parsers::{Finding, FindingKind};
 
-use super::{Ctx, at_location, RuleId};
+use super::{Ctx, RuleId, at_location};
 use crate::diagnosis::Draft;
 use crate::text::plural;
 
@@ -40,7 +40,7 @@ fn divergent(ctx: &Ctx, index: usize, f: &crate::join::FindingRef, message: &str
         "block"
     };
     let mut d = ctx.site_draft(
-            RuleId::DivergentBarrier,
+        RuleId::DivergentBarrier,
         format!("Divergent barrier: not every thread of the {scope} reaches it"),
         index,
         f,
@@ -66,7 +66,7 @@ fn divergent(ctx: &Ctx, index: usize, f: &crate::join::FindingRef, message: &str
 fn syncwarp_mask(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft {
     let finding = f.finding;
     let mut d = ctx.site_draft(
-            RuleId::DivergentBarrier,
+        RuleId::DivergentBarrier,
         "Invalid `__syncwarp(mask)`: the mask does not name exactly the lanes that call it",
         index,
         f,
@@ -97,7 +97,7 @@ fn syncwarp_mask(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft 
 fn invalid_arguments(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft {
     let finding = f.finding;
     let mut d = ctx.site_draft(
-            RuleId::DivergentBarrier,
+        RuleId::DivergentBarrier,
         "Barrier called with invalid arguments",
         index,
         f,

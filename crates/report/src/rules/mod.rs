@@ -496,7 +496,30 @@ impl Ctx<'_, '_> {
         d.evidence.push(self.finding_evidence(f));
         d.explains.push(index);
         d.figures.insert("records".into(), json!(f.finding.count));
+        d.spans = self.related_spans(f.finding);
         d
+    }
+
+    /// The other places a tool named with a finding (the other side of a race), labelled.
+    pub fn related_spans(&self, finding: &Finding) -> Vec<crate::Span> {
+        finding
+            .related
+            .iter()
+            .filter_map(|r| {
+                let location = SourceLocation {
+                    file: relative_path(r.file.as_ref()?, &self.joined.repo_files),
+                    line: r.line,
+                };
+                let function = r.function.as_deref().unwrap_or("");
+                let label = match function.split_whitespace().next() {
+                    Some("Write") => "the other side of the hazard: a write".to_string(),
+                    Some("Read") => "the other side of the hazard: a read".to_string(),
+                    _ if function.is_empty() => "a related site the tool named".to_string(),
+                    _ => format!("a related site, in {}", md_code(&kernel_base(function))),
+                };
+                Some(crate::Span::secondary(location, label))
+            })
+            .collect()
     }
 
     /// The test whose run left log `source`, when its stage ran each test alone

@@ -111,6 +111,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .extend(other_helper.filter(|h| !helpers.contains(h)));
             d.evidence.push(ctx.finding_evidence(f));
             d.explains.push(index);
+            // Both sides of the hazard; the one the diagnosis points at is its primary span.
+            d.spans = [
+                (write.clone(), "the write".to_string()),
+                (other.clone(), format!("the {other_word}")),
+            ]
+            .into_iter()
+            .filter_map(|(loc, label)| Some(crate::Span::secondary(loc?, label)))
+            .collect();
             d.figures
                 .insert("hazards".into(), json!(side_hazards.unwrap_or(hazards)));
             if let Some(t) = &hazard_type {

@@ -364,15 +364,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 /// (registers, shared memory, blocks each allows) and its budget for one more block join the
 /// cause.
 pub fn absorb_occupancy_limit(cause: &mut Draft, note: &Draft) {
-    cause.explanation.push_str(&format!(
-        " From ptxas's figures: {}",
+    cause.notes.push(format!(
+        "From ptxas's figures: {}",
         crate::text::lowercase_first(&note.explanation)
     ));
     // The note hedges ("if latency hiding is short"); the cause has shown it is.
     if let Some(budget) = note.fix.strip_prefix("If latency hiding is short: ") {
-        cause
-            .fix
-            .push_str(&format!(" {}", crate::text::uppercase_first(budget)));
+        cause.help.push(crate::text::uppercase_first(budget));
     }
     cause.evidence.extend(note.evidence.iter().cloned());
 }

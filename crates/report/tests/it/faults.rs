@@ -70,7 +70,7 @@ fn wmma_fragment_on_local_memory_is_named_from_warning_trap_and_sass() {
     let d = &a[0];
     // Warning, trap and BPT.TRAP: three independent signals.
     assert_eq!(d.confidence, Confidence::High);
-    assert!(d.fix.contains("shared memory"));
+    assert!(d.fix().contains("shared memory"));
     // The trap records and the launch failure they cause are one root cause, not several.
     assert_eq!(
         a.iter().filter(|d| d.level == Level::Error).count(),
@@ -387,9 +387,9 @@ fn wmma_fault_variant_is_named_from_its_build_and_its_failing_launches() {
     );
     // The failing launches are this root cause's symptom, not a second one.
     assert!(
-        d.explanation.contains("Seen downstream"),
+        d.explanation().contains("Seen downstream"),
         "{}",
-        d.explanation
+        d.explanation()
     );
     assert_eq!(
         a.iter().filter(|d| d.level == Level::Error).count(),
@@ -445,7 +445,7 @@ fn a_race_in_inlined_helpers_names_the_launched_kernel_first() {
     let race = a
         .diagnoses
         .iter()
-        .find(|d| d.rule == "shared-memory-race" && d.explanation.contains("attention.cu:136"))
+        .find(|d| d.rule == "shared-memory-race" && d.explanation().contains("attention.cu:136"))
         .unwrap_or_else(|| panic!("no race at line 136: {:#?}", a.diagnoses));
     assert_eq!(
         race.kernel.as_deref(),
@@ -476,14 +476,14 @@ fn a_race_in_inlined_helpers_names_the_launched_kernel_first() {
         ]
     );
     assert!(
-        race.explanation.starts_with(
+        race.explanation().starts_with(
             "racecheck reports 2246080 hazards in total in `attention_fwd_f16`, in the inlined \
              helpers `cp_async_16` (`kernel/attention.cu:120`), `ldmatrix_x4` \
              (`kernel/attention.cu:136`) and `ldmatrix_x4_trans` (`kernel/attention.cu:142`), \
              between the write at `attention.cu:120` and 2 other sites"
         ),
         "{}",
-        race.explanation
+        race.explanation()
     );
     let md = markdown(&ev);
     assert!(
@@ -530,8 +530,8 @@ fn a_refused_launch_beside_kernels_that_ran_is_one_root_cause() {
         d.title
     );
     assert!(
-        !d.explanation.contains("profiled no launch"),
+        !d.explanation().contains("profiled no launch"),
         "{}",
-        d.explanation
+        d.explanation()
     );
 }

@@ -352,9 +352,9 @@ fn a_failure_after_several_launches_is_told_apart_from_a_single_launch_fault() {
     assert_eq!(d.rule, "repeated-launch-failure");
     assert!(d.title.contains("launch 7 of 200"), "{}", d.title);
     assert!(
-        d.explanation.contains("single launch passes check"),
+        d.explanation().contains("single launch passes check"),
         "{}",
-        d.explanation
+        d.explanation()
     );
 
     let ev = harness_run(vec![stressed(
@@ -413,15 +413,15 @@ fn a_failure_after_several_launches_is_told_apart_from_a_single_launch_fault() {
     );
     assert!(
         stress
-            .explanation
+            .explanation()
             .contains("a single launch of this problem already fails the check"),
         "{}",
-        stress.explanation
+        stress.explanation()
     );
     assert!(
-        !stress.explanation.contains("ran correctly"),
+        !stress.explanation().contains("ran correctly"),
         "{}",
-        stress.explanation
+        stress.explanation()
     );
 }
 
@@ -845,9 +845,9 @@ fn symptoms_join_the_root_cause_a_sanitizer_found_on_one_launch() {
     );
     let race = &a.diagnoses[0];
     assert!(
-        race.explanation.contains("Seen downstream: NaN outputs"),
+        race.explanation().contains("Seen downstream: NaN outputs"),
         "{}",
-        race.explanation
+        race.explanation()
     );
     assert!(
         race.evidence.iter().any(|e| e.stage == "check"),
@@ -896,7 +896,7 @@ fn a_fault_that_needs_several_launches_is_its_own_root_cause() {
     let a = analyze(&ev);
     let d = &a.diagnoses[0];
     assert_eq!(d.rule, "repeated-launch-failure");
-    assert!(d.fix.contains("Reset per-launch state"), "{}", d.fix);
+    assert!(d.fix().contains("Reset per-launch state"), "{}", d.fix());
     insta::assert_snapshot!(
         "repeated_launch",
         redact(&render(&ev, OutputFormat::Markdown))
@@ -943,10 +943,10 @@ fn a_check_failed_within_tolerance_says_what_failed_it() {
         "Output differs between two launches on the same inputs"
     );
     assert!(
-        d.explanation
+        d.explanation()
             .contains("failed although the error is within tolerance"),
         "{}",
-        d.explanation
+        d.explanation()
     );
     let line = &d.evidence[0].summary;
     assert!(

@@ -42,15 +42,23 @@ fn assert_warp_advice(d: &Diagnosis) {
         "{}",
         d.title
     );
-    assert!(d.fix.starts_with("Add `__syncwarp()` between"), "{}", d.fix);
     assert!(
-        !d.fix.contains("Add `__syncthreads()`"),
-        "a warp-level race is not fixed by __syncthreads(): {}",
-        d.fix
+        d.fix().starts_with("Add `__syncwarp()` between"),
+        "{}",
+        d.fix()
     );
-    assert!(d.explanation.contains("one warp"), "{}", d.explanation);
-    assert!(d.explanation.contains("Volta"), "{}", d.explanation);
-    assert!(!d.fix.contains("cp.async"), "no cp.async here: {}", d.fix);
+    assert!(
+        !d.fix().contains("Add `__syncthreads()`"),
+        "a warp-level race is not fixed by __syncthreads(): {}",
+        d.fix()
+    );
+    assert!(d.explanation().contains("one warp"), "{}", d.explanation());
+    assert!(d.explanation().contains("Volta"), "{}", d.explanation());
+    assert!(
+        !d.fix().contains("cp.async"),
+        "no cp.async here: {}",
+        d.fix()
+    );
     assert_eq!(
         d.figures.get("scope").and_then(|v| v.as_str()),
         Some("warp")
@@ -79,10 +87,10 @@ fn a_warp_level_race_in_hazard_mode_asks_for_syncwarp() {
             d.title
         );
         assert!(
-            d.fix
+            d.fix()
                 .contains("between the write at line 26 and the read at line 29"),
             "{}",
-            d.fix
+            d.fix()
         );
         assert_eq!(at(d), ("warp_race.cu".to_string(), Some(29)));
         assert_eq!(d.kernel.as_deref(), Some("warp_sum"));
@@ -149,10 +157,11 @@ fn a_block_level_race_keeps_the_syncthreads_advice() {
             "{name}"
         );
         assert_eq!(
-            d.fix, "Add `__syncthreads()` between the write at line 20 and the read at line 23.",
+            d.fix(),
+            "Add `__syncthreads()` between the write at line 20 and the read at line 23.",
             "{name}"
         );
-        assert!(!d.explanation.contains("warp"), "{}", d.explanation);
+        assert!(!d.explanation().contains("warp"), "{}", d.explanation());
         assert!(!d.figures.contains_key("scope"), "{name}");
         assert_eq!(at(d), ("block_race.cu".to_string(), Some(23)));
         if name == "racecheck_block_race_hazard.log" {
@@ -187,7 +196,7 @@ fn the_cp_async_sentence_needs_ldgsts_in_the_sass() {
             .into_iter()
             .find(|d| d.rule == "shared-memory-race")
             .expect("a race diagnosis")
-            .fix
+            .fix()
     };
     let with = fix(&with_sass);
     assert!(with.contains("`cp.async.wait_group`"), "{with}");
@@ -215,18 +224,22 @@ fn an_invalid_syncwarp_mask_is_diagnosed_as_a_mask_error() {
     assert_eq!(at(d), ("syncwarp_mask.cu".to_string(), Some(18)));
     assert_eq!(d.kernel.as_deref(), Some("half_sync"));
     assert!(
-        d.explanation.contains("own bit set in the mask"),
+        d.explanation().contains("own bit set in the mask"),
         "{}",
-        d.explanation
+        d.explanation()
     );
     assert!(
-        d.fix.contains("Pass a mask naming exactly the lanes"),
+        d.fix().contains("Pass a mask naming exactly the lanes"),
         "{}",
-        d.fix
+        d.fix()
     );
-    assert!(d.fix.contains("`0xffffffff`"), "{}", d.fix);
-    assert!(d.fix.contains("`__activemask()` only where"), "{}", d.fix);
-    assert!(!d.fix.contains("__syncthreads"), "{}", d.fix);
+    assert!(d.fix().contains("`0xffffffff`"), "{}", d.fix());
+    assert!(
+        d.fix().contains("`__activemask()` only where"),
+        "{}",
+        d.fix()
+    );
+    assert!(!d.fix().contains("__syncthreads"), "{}", d.fix());
     insta::assert_snapshot!("precision_syncwarp_mask", md);
 }
 
@@ -248,7 +261,7 @@ fn a_divergent_barrier_is_still_divergent() {
             "{files:?}"
         );
         assert!(
-            d.fix
+            d.fix()
                 .starts_with("Make every thread of the block reach the barrier")
         );
     }

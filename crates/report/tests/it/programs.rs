@@ -238,10 +238,10 @@ fn a_slow_cause_says_how_the_program_compares_with_its_baseline() {
         .expect("a performance cause");
     assert!(
         cause
-            .explanation
+            .explanation()
             .contains("x its baseline's speed (median of each"),
         "{}",
-        cause.explanation
+        cause.explanation()
     );
     let summary = report::render_summary(&slow);
     assert!(summary.contains("🐢 Slow: 1 cause"), "{summary}");
@@ -273,7 +273,7 @@ fn a_slow_cause_says_how_the_program_compares_with_its_baseline() {
     assert!(
         a.diagnoses.iter().any(|d| d.rule == "slow-kernel"
             && d.level == Level::Note
-            && d.explanation.contains("what ncu estimates is headroom")),
+            && d.explanation().contains("what ncu estimates is headroom")),
         "{:#?}",
         a.diagnoses
     );
