@@ -116,6 +116,9 @@ fn markdown(e: &Explanation) -> String {
     for (i, d) in e.diagnoses.iter().enumerate() {
         let _ = writeln!(out, "## {}. {}\n", i + 1, d.title);
         let _ = writeln!(out, "{}\n", crate::render::markdown::diagnosis_meta(d));
+        if let Some(sites) = crate::render::markdown::sites_line(d) {
+            let _ = writeln!(out, "{sites}\n");
+        }
         let _ = writeln!(out, "{}\n", d.explanation());
         if !d.fix().is_empty() {
             let _ = writeln!(out, "**Fix:** {}\n", d.fix());

@@ -403,15 +403,21 @@ fn merge(nodes: Vec<Node>) -> Vec<Diagnosis> {
     out
 }
 
-/// A diagnosis's labelled spans: its place (primary, labelled with what the rule found), the
+/// A diagnosis's labelled spans: its place (primary, labelled by the rule or with what the rule
+/// finds), the
 /// rule's supporting sites, the inlined helpers where the tool located the access, and the host
 /// line of the launch; each place once.
 fn spans_of(d: &Draft, helpers: &[Helper], call_site: Option<&SourceLocation>) -> Vec<Span> {
     let mut spans: Vec<Span> = Vec::new();
     if let Some(location) = &d.location {
+        // The rule's own label for its place (the read of a race), else what the rule finds.
+        let label = d.spans.iter().find(|s| &s.location == location).map_or_else(
+            || d.rule.rule().name.to_lowercase(),
+            |s| s.label.clone(),
+        );
         spans.push(Span {
             location: location.clone(),
-            label: d.rule.rule().name.to_lowercase(),
+            label,
             primary: true,
         });
     }

@@ -271,6 +271,26 @@ pub(crate) fn diagnosis_meta(d: &Diagnosis) -> String {
     meta.join(" · ")
 }
 
+/// The labelled places of a diagnosis that has supporting ones besides what the summary line
+/// names (its place, its helpers, its launch): "Sites: `a.cu:12` (shared-memory race),
+/// `a.cu:10` (the write)".
+pub(crate) fn sites_line(d: &Diagnosis) -> Option<String> {
+    let named = |s: &&crate::Span| {
+        s.primary
+            || d.call_site.as_ref() == Some(&s.location)
+            || d.helpers.iter().any(|h| h.location.as_ref() == Some(&s.location))
+    };
+    if d.secondary_spans().all(|s| named(&s)) {
+        return None;
+    }
+    let sites: Vec<String> = d
+        .spans
+        .iter()
+        .map(|s| format!("{} ({})", md_code(&s.location.to_string()), s.label))
+        .collect();
+    Some(format!("Sites: {}.", sites.join(", ")))
+}
+
 fn root_causes(out: &mut String, a: &Analysis) {
     let causes: Vec<&Diagnosis> = a
         .diagnoses
@@ -284,6 +304,9 @@ fn root_causes(out: &mut String, a: &Analysis) {
     for (i, d) in causes.iter().enumerate() {
         let _ = writeln!(out, "### {}. {}\n", i + 1, d.title);
         let _ = writeln!(out, "{}\n", diagnosis_meta(d));
+        if let Some(sites) = sites_line(d) {
+            let _ = writeln!(out, "{sites}\n");
+        }
         let _ = writeln!(out, "{}\n", d.explanation());
         if !d.fix().is_empty() {
             let _ = writeln!(out, "**Fix:** {}\n", d.fix());
