@@ -31,6 +31,7 @@ mod junit;
 mod lines;
 mod model;
 mod ncu;
+mod ncu_rule;
 mod ncu_source;
 pub mod nvbench;
 mod ptxas;
@@ -41,6 +42,7 @@ mod site;
 mod util;
 
 pub use model::*;
+pub use ncu_rule::{Excessive, ExcessiveUnit, OccupancyLimiter, ProfilerRule, SpeedupType};
 
 /// How many unparsed lines a log keeps as examples.
 pub(crate) const MAX_UNPARSED_EXAMPLES: usize = 8;

@@ -176,6 +176,11 @@ pub struct Finding {
     /// `api_call`, `max_abs_err`, `first_failing_launch`. Numbers are numbers.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub details: serde_json::Map<String, serde_json::Value>,
+    /// An Nsight Compute rule result's name, type, estimated speedup and the figures its
+    /// message states ([`FindingKind::ProfilerRule`] only). Not serialised: `details` keeps the
+    /// rule's columns for `runner parse --json`.
+    #[serde(default, skip_serializing)]
+    pub profiler_rule: Option<Box<crate::ProfilerRule>>,
 }
 
 /// Per-kernel counts from a SASS listing.

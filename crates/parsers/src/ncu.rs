@@ -10,6 +10,7 @@
 use serde_json::json;
 
 use crate::model::{FindingKind, Format, Metric, ParsedLog, Severity};
+use crate::ncu_rule;
 use crate::site::{Record, Site, Sites};
 use crate::util::{note_unparsed, parse_f64, parse_u64, scrub_addresses};
 
@@ -276,6 +277,13 @@ impl NcuParser {
                 if let Some(s) = speedup {
                     f.details.insert("estimated_speedup".into(), json!(s));
                 }
+                f.profiler_rule = Some(Box::new(ncu_rule::read(
+                    rule,
+                    rule_type,
+                    text,
+                    speedup_type,
+                    speedup,
+                )));
             }
         }
     }

@@ -979,6 +979,7 @@ fn cross_check(log: &mut ParsedLog) {
         examples: Vec::new(),
         related: Vec::new(),
         details,
+        profiler_rule: None,
     });
 }
 

@@ -242,6 +242,7 @@ impl Sites {
             examples: r.example.map(|e| vec![e.to_string()]).unwrap_or_default(),
             related: Vec::new(),
             details: serde_json::Map::new(),
+            profiler_rule: None,
         });
         self.keys.push(OwnedSite {
             kind: r.site.kind,

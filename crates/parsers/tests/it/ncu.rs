@@ -1,6 +1,9 @@
 //! Nsight Compute CSV, details and raw pages.
 
-use parsers::{FindingKind, Format, ParsedLog, Severity};
+use parsers::{
+    Excessive, ExcessiveUnit, FindingKind, Format, OccupancyLimiter, ParsedLog, ProfilerRule,
+    Severity, SpeedupType,
+};
 
 use crate::parse_fixture;
 
@@ -176,4 +179,181 @@ fn a_source_line_with_unescaped_quotes_keeps_its_counters_in_their_columns() {
     assert_eq!(line.global_excessive, 0);
     assert_eq!(line.global_sectors, 136127520);
     assert_eq!(line.top_stall.as_deref(), Some("stall_long_sb"), "{line:?}");
+}
+
+/// The typed payload of the finding for ncu's rule `name` (the first, where kernels repeat it).
+fn rule<'l>(log: &'l ParsedLog, name: &str) -> &'l ProfilerRule {
+    log.findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::ProfilerRule)
+        .filter_map(|f| f.profiler_rule.as_deref())
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no rule {name}"))
+}
+
+#[test]
+fn every_rule_result_carries_its_typed_payload() {
+    for fixture in [
+        "ncu-csv/clean_details.log",
+        "ncu-csv/slow_bank_details.log",
+        "ncu-csv/slow_local_details.log",
+        "ncu-csv/templ_details.log",
+    ] {
+        let log = parse_fixture(fixture);
+        for f in log
+            .findings
+            .iter()
+            .filter(|f| f.kind == FindingKind::ProfilerRule)
+        {
+            let r = f.profiler_rule.as_deref().expect("a typed rule");
+            assert_eq!(f.details["rule"], r.name.as_str(), "{fixture}");
+            assert_eq!(f.details["rule_type"], r.rule_type.as_str(), "{fixture}");
+            assert_eq!(
+                f.details.get("estimated_speedup").and_then(|v| v.as_f64()),
+                r.estimated_speedup,
+                "{fixture}"
+            );
+            assert!(
+                f.message
+                    .starts_with(&format!("{}: {}", r.name, r.headline)),
+                "{fixture}"
+            );
+        }
+    }
+    // The payload stays out of the serialised form (`details` holds the rule's columns).
+    let log = parse_fixture("ncu-csv/slow_bank_details.log");
+    let json = serde_json::to_string(&log).unwrap();
+    assert!(json.contains("\"profiler_rule\"") && !json.contains("\"headline\""));
+}
+
+#[test]
+fn bank_conflict_rules_state_the_ways_and_excessive_wavefronts() {
+    let log = parse_fixture("ncu-csv/slow_bank_details.log");
+    let conflicts = rule(&log, "SharedMemoryConflicts");
+    assert_eq!(conflicts.rule_type, "OPT");
+    assert_eq!(conflicts.estimated_speedup, Some(86.3));
+    assert_eq!(conflicts.speedup_type, Some(SpeedupType::Global));
+    assert_eq!(conflicts.bank_conflict_ways, Some(32.2));
+    let shared = rule(&log, "UncoalescedSharedAccess");
+    assert_eq!(shared.estimated_speedup, Some(91.46));
+    assert_eq!(
+        shared.excessive,
+        Some(Excessive {
+            count: 16_252_928,
+            unit: ExcessiveUnit::Wavefronts,
+            percent: 94
+        })
+    );
+    assert_eq!(shared.bank_conflict_ways, None);
+    let info = rule(&log, "SOLBottleneck");
+    assert_eq!((info.rule_type.as_str(), info.speedup_type), ("INF", None));
+    assert_eq!(info.estimated_speedup, None);
+}
+
+#[test]
+fn uncoalesced_rules_state_bytes_per_sector_and_excessive_sectors() {
+    let log = parse_fixture("ncu-csv/slow_uncoalesced_details.log");
+    let global = rule(&log, "UncoalescedGlobalAccess");
+    assert_eq!(
+        global.excessive,
+        Some(Excessive {
+            count: 14_680_064,
+            unit: ExcessiveUnit::Sectors,
+            percent: 78
+        })
+    );
+    let pattern = rule(&log, "MemoryCacheAccessPattern");
+    assert_eq!(pattern.sector_bytes_used, Some(4.0));
+    assert_eq!(pattern.estimated_speedup, Some(45.97));
+    assert_eq!(
+        pattern.headline,
+        "The memory access pattern for global stores to L1TEX might not be optimal"
+    );
+}
+
+#[test]
+fn few_blocks_rules_state_the_grid() {
+    let log = parse_fixture("ncu-csv/slow_few_blocks_details.log");
+    let launch = rule(&log, "LaunchConfiguration");
+    assert_eq!(launch.grid_blocks, Some(4));
+    assert!(launch.fewer_blocks_than_sms && !launch.grid_too_small);
+    let sol = rule(&log, "SOLBottleneck");
+    assert!(sol.grid_too_small && !sol.fewer_blocks_than_sms);
+    assert_eq!(sol.grid_blocks, None);
+    // A single block is "1 block": not read as a grid of blocks.
+    let log = parse_fixture("ncu-csv/templ_details.log");
+    let single = log
+        .findings
+        .iter()
+        .filter_map(|f| f.profiler_rule.as_deref())
+        .find(|r| r.name == "LaunchConfiguration" && r.estimated_speedup == Some(99.24));
+    if let Some(single) = single {
+        assert_eq!(single.grid_blocks, None);
+        assert!(!single.fewer_blocks_than_sms);
+    }
+}
+
+#[test]
+fn a_stall_on_local_and_global_memory_is_an_lg_throttle() {
+    let log = parse_fixture("ncu-csv/slow_local_details.log");
+    let stalls: Vec<&ProfilerRule> = log
+        .findings
+        .iter()
+        .filter_map(|f| f.profiler_rule.as_deref())
+        .filter(|r| r.name == "CPIStall")
+        .collect();
+    assert!(stalls.iter().any(|r| r.lg_throttle), "{stalls:?}");
+    assert!(
+        stalls
+            .iter()
+            .filter(|r| r.rule_type == "INF")
+            .all(|r| !r.lg_throttle)
+    );
+    let occupancy = rule(&log, "TheoreticalOccupancy");
+    assert_eq!(occupancy.theoretical_warps_per_scheduler, Some(12.0));
+    assert_eq!(occupancy.occupancy_limiters, [OccupancyLimiter::Registers]);
+}
+
+#[test]
+fn occupancy_rules_state_warps_per_scheduler_and_their_limiters() {
+    let cases: [(&str, f64, &[OccupancyLimiter], Option<SpeedupType>); 4] = [
+        (
+            "ncu-csv/slow_smem_occ_details.log",
+            4.0,
+            &[OccupancyLimiter::SharedMemory],
+            Some(SpeedupType::Global),
+        ),
+        (
+            "ncu-csv/slow_small_blocks_details.log",
+            8.0,
+            &[
+                OccupancyLimiter::BlocksPerSm,
+                OccupancyLimiter::SharedMemory,
+            ],
+            Some(SpeedupType::Global),
+        ),
+        (
+            "ncu-csv/slow_regs_details.log",
+            2.0,
+            &[OccupancyLimiter::Registers],
+            Some(SpeedupType::Global),
+        ),
+        (
+            "ncu-csv/slow_regs_compute_bound_details.log",
+            2.0,
+            &[OccupancyLimiter::Registers],
+            Some(SpeedupType::Local),
+        ),
+    ];
+    for (fixture, warps, limiters, speedup_type) in cases {
+        let log = parse_fixture(fixture);
+        let r = rule(&log, "TheoreticalOccupancy");
+        assert_eq!(r.theoretical_warps_per_scheduler, Some(warps), "{fixture}");
+        assert_eq!(r.occupancy_limiters, limiters, "{fixture}");
+        assert_eq!(r.speedup_type, speedup_type, "{fixture}");
+    }
+    assert_eq!(
+        OccupancyLimiter::SharedMemory.block_limit_metric(),
+        "Block Limit Shared Mem"
+    );
 }

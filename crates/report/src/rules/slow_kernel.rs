@@ -6,13 +6,10 @@
 //! fast kernels too (under-utilised pipes, issue slots, stall CPI, L2 compression) never make a
 //! cause by themselves, and a kernel of a few microseconds is too small to call slow.
 
-use std::sync::LazyLock;
-
-use parsers::{Finding, FindingKind, SourceLine};
+use parsers::{Finding, OccupancyLimiter, ProfilerRule, SourceLine, SpeedupType};
+use serde_json::json;
 
 use crate::join::{FindingRef, MetricRef, Source};
-use regex::Regex;
-use serde_json::json;
 
 use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
@@ -49,16 +46,14 @@ enum Class {
 
 impl Class {
     /// The class of an ncu rule result, when it names a specific cause.
-    fn of(rule: &str, message: &str) -> Option<Class> {
-        match rule {
+    fn of(rule: &ProfilerRule) -> Option<Class> {
+        match rule.name.as_str() {
             "SharedMemoryConflicts" | "UncoalescedSharedAccess" => Some(Class::BankConflicts),
             "UncoalescedGlobalAccess" | "MemoryCacheAccessPattern" => Some(Class::Uncoalesced),
-            "LaunchConfiguration" if message.contains("blocks, which is less than") => {
-                Some(Class::FewBlocks)
-            }
-            "SOLBottleneck" if message.contains("grid is too small") => Some(Class::FewBlocks),
+            "LaunchConfiguration" if rule.fewer_blocks_than_sms => Some(Class::FewBlocks),
+            "SOLBottleneck" if rule.grid_too_small => Some(Class::FewBlocks),
             "TheoreticalOccupancy" => Some(Class::Occupancy),
-            "CPIStall" if message.contains("local and global (LG)") => Some(Class::LocalMemory),
+            "CPIStall" if rule.lg_throttle => Some(Class::LocalMemory),
             _ => None,
         }
     }
@@ -90,21 +85,6 @@ impl Class {
     }
 }
 
-static WAY: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"([\d.]+)\s*-\s*way bank conflict").expect("a valid regex"));
-static BYTES_USED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"only ([\d.]+) of the 32 bytes transmitted per sector").expect("a valid regex")
-});
-static EXCESSIVE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"([\d,]+) excessive (sectors|wavefronts) \((\d+)% of the total")
-        .expect("a valid regex")
-});
-static ONLY_BLOCKS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"execute only (\d+) blocks").expect("a valid regex"));
-static WARPS_PER_SCHEDULER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"The ([\d.]+) theoretical warps per scheduler").expect("a valid regex")
-});
-
 /// Where a cause's figures come from: its config's profile and, within it, the log of the
 /// profiling run (one case) whose rule made the cause, so that a tiny launch's figures never
 /// speak for a large one's.
@@ -118,6 +98,12 @@ impl Scope<'_> {
     fn holds(&self, m: &MetricRef) -> bool {
         m.config.as_deref() == self.config && self.log.is_none_or(|l| m.source == l)
     }
+}
+
+/// The typed rule result of an ncu rule's finding (the parser reads its figures; none are read
+/// here from ncu's wording).
+fn profiler_rule<'f>(f: &'f FindingRef<'_>) -> Option<&'f ProfilerRule> {
+    f.finding.profiler_rule.as_deref()
 }
 
 /// The scope of an ncu rule's finding: its config and its log.
@@ -140,23 +126,16 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         .findings
         .iter()
         .enumerate()
-        .filter(|(_, f)| f.finding.kind == FindingKind::ProfilerRule)
-        .map(|(index, f)| {
+        .filter_map(|(index, f)| {
+            let rule = profiler_rule(f)?;
             let kernel = f.finding.kernel.as_deref().map(kernel_base);
             let us = duration_us(ctx, scope_of(f), kernel.as_deref());
-            let rule = f.finding.details.get("rule").and_then(|v| v.as_str());
-            let speedup = f
-                .finding
-                .details
-                .get("estimated_speedup")
-                .and_then(|v| v.as_f64())
-                .unwrap_or(0.0);
-            (
+            Some((
                 index,
                 us.unwrap_or(0.0),
-                MEASURED_RULES.contains(&rule.unwrap_or("")),
-                speedup,
-            )
+                MEASURED_RULES.contains(&rule.name.as_str()),
+                rule.estimated_speedup.unwrap_or(0.0),
+            ))
         })
         .collect();
     // Where ncu measured an access pattern per instruction, its rule speaks for the class in
@@ -166,8 +145,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         .filter(|r| r.2)
         .filter_map(|r| {
             let f = j.findings.get(r.0)?;
-            let rule = f.finding.details.get("rule")?.as_str()?;
-            let class = Class::of(rule, &f.finding.message)?;
+            let class = Class::of(profiler_rule(f)?)?;
             Some((
                 f.source,
                 f.finding.kernel.as_deref().map(kernel_base),
@@ -184,7 +162,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .then(a.0.cmp(&b.0))
     });
     for (index, ..) in rules {
-        let Some(f) = j.findings.get(index) else {
+        let Some((f, ncu)) = j
+            .findings
+            .get(index)
+            .and_then(|f| Some((f, profiler_rule(f)?)))
+        else {
             continue;
         };
         let finding = f.finding;
@@ -196,21 +178,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         {
             continue;
         }
-        let detail = |k: &str| {
-            finding
-                .details
-                .get(k)
-                .and_then(|v| v.as_str())
-                .unwrap_or("")
-        };
-        let rule = detail("rule");
-        let global = detail("estimated_speedup_type") == "global";
-        let speedup = finding
-            .details
-            .get("estimated_speedup")
-            .and_then(|v| v.as_f64())
-            .unwrap_or(0.0);
-        let class = Class::of(rule, &finding.message);
+        let rule = ncu.name.as_str();
+        let global = ncu.speedup_type == Some(SpeedupType::Global);
+        let speedup = ncu.estimated_speedup.unwrap_or(0.0);
+        let class = Class::of(ncu);
         let base = finding.kernel.as_deref().map(kernel_base);
         // Where the kernel stands against the GPU's peaks decides which rules can be its
         // cause (ncu's own 60% mark): too few resident warps only cost a latency-bound kernel
@@ -238,7 +209,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         };
         let Some(class) = class.filter(|c| counts(c) && speedup >= MIN_SPEEDUP) else {
             // ncu's other suggestions with an estimate: listed, collapsed, under one note.
-            if detail("rule_type") == "OPT" && speedup > 0.0 {
+            if ncu.rule_type == "OPT" && speedup > 0.0 {
                 minor.push((index, speedup, rule.to_string()));
             }
             continue;
@@ -282,7 +253,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 line: Some(line.line),
             });
         }
-        describe(ctx, &mut d, class, finding, hot, &lines, scope);
+        describe(ctx, &mut d, class, (finding, ncu), hot, &lines, scope);
         let named = kernel
             .as_deref()
             .map(md_code)
@@ -411,13 +382,11 @@ fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Dr
         d.kernel = Some(kernel.clone());
         // ncu's "local" estimates are for the rule's own section, not the kernel's time.
         let local = |index: usize| {
-            j.findings.get(index).is_some_and(|f| {
-                f.finding
-                    .details
-                    .get("estimated_speedup_type")
-                    .and_then(|v| v.as_str())
-                    == Some("local")
-            })
+            j.findings
+                .get(index)
+                .and_then(profiler_rule)
+                .map(|r| r.speedup_type)
+                == Some(Some(SpeedupType::Local))
         };
         let listed: Vec<String> = rules
             .iter()
@@ -751,28 +720,24 @@ fn describe(
     ctx: &Ctx,
     d: &mut Draft,
     class: Class,
-    finding: &Finding,
+    (finding, rule): (&Finding, &ProfilerRule),
     hot: Option<&SourceLine>,
     lines: &[&SourceLine],
     scope: Scope,
 ) {
     let config = scope.config;
-    let message = &finding.message;
-    // The first figure a pattern finds in ncu's messages for this kernel in this profiling
-    // run, the lead rule's first (a class's rules each state some of its figures).
-    let figure = |pattern: &Regex, group: usize| -> Option<String> {
-        let kernel = finding.kernel.as_deref().map(kernel_base);
-        std::iter::once(message.as_str())
-            .chain(
-                ctx.joined
-                    .findings
-                    .iter()
-                    .filter(|f| f.finding.kind == FindingKind::ProfilerRule)
-                    .filter(|f| scope.log.is_none_or(|l| f.source == l))
-                    .filter(|f| f.finding.kernel.as_deref().map(kernel_base) == kernel)
-                    .map(|f| f.finding.message.as_str()),
-            )
-            .find_map(|m| pattern.captures(m).map(|c| c[group].to_string()))
+    // The first figure ncu's rules state for this kernel in this profiling run, the lead
+    // rule's first (a class's rules each state some of its figures).
+    let kernel = finding.kernel.as_deref().map(kernel_base);
+    let rules = || {
+        std::iter::once(rule).chain(
+            ctx.joined
+                .findings
+                .iter()
+                .filter(|f| scope.log.is_none_or(|l| f.source == l))
+                .filter(|f| f.finding.kernel.as_deref().map(kernel_base) == kernel)
+                .filter_map(profiler_rule),
+        )
     };
     // " The cost sits at `file:line` (`text`)<extra>.", or nothing without a source page.
     let at = |extra: String| {
@@ -798,7 +763,7 @@ fn describe(
     };
     match class {
         Class::BankConflicts => {
-            let way = figure(&WAY, 1).and_then(|w| w.parse::<f64>().ok());
+            let way = rules().find_map(|r| r.bank_conflict_ways);
             d.title = match way {
                 Some(w) => format!("Shared-memory bank conflicts: {w:.0}-way on average"),
                 None => "Shared-memory bank conflicts".to_string(),
@@ -849,8 +814,8 @@ fn describe(
             }
         }
         Class::Uncoalesced => {
-            let used = figure(&BYTES_USED, 1).and_then(|u| u.parse::<f64>().ok());
-            let excessive = figure(&EXCESSIVE, 3).and_then(|p| p.parse::<u64>().ok());
+            let used = rules().find_map(|r| r.sector_bytes_used);
+            let excessive = rules().find_map(|r| r.excessive.map(|e| e.percent));
             d.title = match used {
                 Some(u) => format!("Uncoalesced global access: {u:.1} of 32 bytes used per sector"),
                 None => "Uncoalesced global access".to_string(),
@@ -889,9 +854,7 @@ fn describe(
             }
         }
         Class::FewBlocks => {
-            let blocks = ONLY_BLOCKS
-                .captures(message)
-                .and_then(|c| c[1].parse::<u64>().ok());
+            let blocks = rule.grid_blocks;
             let sms = ctx
                 .joined
                 .run
@@ -918,7 +881,7 @@ fn describe(
                 "ptxas gives the kernel a {bytes}-byte stack frame without spilling registers: an \
                  array indexed at run time lives in local memory, which is device memory behind \
                  the L1 cache, and warps stall on its loads and stores (ncu: {}).{}",
-                md_code(message.split(". ").next().unwrap_or(message)),
+                md_code(&format!("{}: {}", rule.name, rule.headline)),
                 at(String::new())
             );
             d.fix = "Keep the array in registers: index it only with compile-time constants \
@@ -927,42 +890,31 @@ fn describe(
                 .to_string();
         }
         Class::Occupancy => {
-            let warps = WARPS_PER_SCHEDULER
-                .captures(message)
-                .and_then(|c| c[1].parse::<f64>().ok());
+            let warps = rule.theoretical_warps_per_scheduler;
             let limits = [
-                ("Block Limit Shared Mem", "shared memory"),
-                ("Block Limit Registers", "registers"),
-                ("Block Limit Warps", "the block size"),
-                ("Block Limit SM", "the blocks an SM can hold"),
+                (OccupancyLimiter::SharedMemory, "shared memory"),
+                (OccupancyLimiter::Registers, "registers"),
+                (OccupancyLimiter::WarpsPerBlock, "the block size"),
+                (OccupancyLimiter::BlocksPerSm, "the blocks an SM can hold"),
             ];
-            // ncu names the limiters in words ("limited by the number of blocks that can fit on
-            // the SM, and the required amount of shared memory"): those it names that allow the
-            // fewest blocks bind (else the smallest block limit of all). With small blocks the
-            // SM's block count binds, and the shared memory each block reserves ties with it:
-            // larger blocks lift both, so the block count alone is named.
-            let named = [
-                ("number of blocks that can fit on the SM", "Block Limit SM"),
-                ("number of required registers", "Block Limit Registers"),
-                ("required amount of shared memory", "Block Limit Shared Mem"),
-                ("number of warps within each block", "Block Limit Warps"),
-            ];
-            let tail = message.split("is limited by").nth(1).unwrap_or("");
-            let mut said: Vec<(usize, &str)> = named
-                .iter()
-                .filter_map(|(words, m)| tail.find(words).map(|at| (at, *m)))
-                .collect();
-            said.sort();
-            let value = |m: &str| metric(ctx, scope, d.kernel.as_deref(), m);
-            let what = |m: &str| limits.iter().find(|(l, _)| *l == m).map(|(_, w)| *w);
-            let candidates: Vec<(f64, &str)> = if said.is_empty() {
+            // ncu names the limiters ("limited by the number of blocks that can fit on the SM,
+            // and the required amount of shared memory"): those it names that allow the fewest
+            // blocks (its Block Limit metrics) bind, else the smallest block limit of all. With
+            // small blocks the SM's block count binds, and the shared memory each block
+            // reserves ties with it: larger blocks lift both, so the block count alone is named.
+            let value = |l: OccupancyLimiter| {
+                metric(ctx, scope, d.kernel.as_deref(), l.block_limit_metric())
+            };
+            let what = |l: OccupancyLimiter| limits.iter().find(|(m, _)| *m == l).map(|(_, w)| *w);
+            let candidates: Vec<(f64, &str)> = if rule.occupancy_limiters.is_empty() {
                 limits
                     .iter()
-                    .filter_map(|(m, w)| Some((value(m)?, *w)))
+                    .filter_map(|(l, w)| Some((value(*l)?, *w)))
                     .collect()
             } else {
-                said.iter()
-                    .filter_map(|(_, m)| Some((value(m)?, what(m)?)))
+                rule.occupancy_limiters
+                    .iter()
+                    .filter_map(|l| Some((value(*l)?, what(*l)?)))
                     .collect()
             };
             let fewest = candidates.iter().map(|c| c.0).min_by(f64::total_cmp);
