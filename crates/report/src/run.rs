@@ -1,14 +1,22 @@
 //! A run as the runner records it in `artifacts/<run-id>/manifest.json`. The runner writes these
 //! values; `report` reads them. Fields may be added, never renamed or removed.
+//!
+//! The runner writes [`RUN_SCHEMA`] (`exhibit.run/2`), in which every stage records its unit
+//! ([`Stage::unit`]). Manifests of `exhibit.run/1` still read: their stages that lack the
+//! record get the one their command line implies ([`crate::run_v1`]).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// The schema of the manifests the runner writes: every stage records its unit.
+pub const RUN_SCHEMA: &str = "exhibit.run/2";
+
 /// One pipeline run: its header, environment, inputs and every stage it executed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Run {
-    /// Always `exhibit.run/1`.
+    /// [`RUN_SCHEMA`] as the runner writes it now; `exhibit.run/1` in a manifest written before
+    /// every stage recorded its unit.
     pub schema: String,
     /// `<UTC time>-<short hash>`, e.g. `20261122T101500Z-3fa9c2d1`.
     pub id: String,
@@ -26,12 +34,68 @@ pub struct Run {
     pub stages: Vec<Stage>,
     /// Milliseconds from the run's start to its end, as measured by the runner's monotonic
     /// clock; absent in manifests written before it existed and in unfinished runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub wall_ms: Option<u64>,
     /// The inputs reached through a symbolic link, by path, with the link's target. Their
     /// content (the target's) is what `inputs` and the cache keys hash.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub links: BTreeMap<String, String>,
+}
+
+/// A manifest as stored, read field by field as [`Run`] after [`crate::run_v1::upgrade`] gave an
+/// `exhibit.run/1` manifest's stages their unit records. A field added to [`Run`] is added here.
+#[derive(Deserialize)]
+struct StoredRun {
+    schema: String,
+    id: String,
+    pipeline: String,
+    started: String,
+    finished: Option<String>,
+    interrupted: bool,
+    git: Option<Git>,
+    environment: Environment,
+    inputs: BTreeMap<String, String>,
+    stages: Vec<Stage>,
+    #[serde(default)]
+    wall_ms: Option<u64>,
+    #[serde(default)]
+    links: BTreeMap<String, String>,
+}
+
+impl<'de> Deserialize<'de> for Run {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Run, D::Error> {
+        use serde::de::Error;
+        let mut manifest = serde_json::Value::deserialize(deserializer)?;
+        crate::run_v1::upgrade(&mut manifest);
+        let StoredRun {
+            schema,
+            id,
+            pipeline,
+            started,
+            finished,
+            interrupted,
+            git,
+            environment,
+            inputs,
+            stages,
+            wall_ms,
+            links,
+        } = serde_json::from_value(manifest).map_err(D::Error::custom)?;
+        Ok(Run {
+            schema,
+            id,
+            pipeline,
+            started,
+            finished,
+            interrupted,
+            git,
+            environment,
+            inputs,
+            stages,
+            wall_ms,
+            links,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,10 +200,11 @@ pub struct Stage {
     /// Hash of everything the stage's result depends on (sources, flags, tool versions, GPU).
     pub input_hash: Option<String>,
     pub logs: Vec<Log>,
-    /// What the unit ran, as typed data: the report reads this and never re-parses `command`.
-    /// Absent in manifests written before it existed; [`Stage::unit`] derives it for those.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unit: Option<Unit>,
+    /// What the unit ran (or would have run, when it did not), as typed data: the report reads
+    /// this and never re-parses `command`. Every stage of an `exhibit.run/2` manifest records
+    /// it; an `exhibit.run/1` stage without it gets the one its command line implies when the
+    /// manifest is read ([`crate::run_v1`]).
+    pub unit: Unit,
     /// The repeated-launch search of a stress stage on a user's program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_search: Option<LaunchSearch>,
@@ -175,13 +240,12 @@ pub struct TestRun {
 }
 
 impl Stage {
-    /// The unit's typed record: the one the runner wrote, or for an older manifest the one its
-    /// command line implies (`legacy.rs`).
+    /// The unit's typed record, the field [`Stage::unit`](#structfield.unit). It is a `Cow`
+    /// (always borrowed) only for the callers written when this derived the record of an older
+    /// manifest's stage (`ConfigParams::from_unit(&stage.unit(), ..)` in `join.rs`): once they
+    /// read the field, this goes.
     pub fn unit(&self) -> std::borrow::Cow<'_, Unit> {
-        match &self.unit {
-            Some(unit) => std::borrow::Cow::Borrowed(unit),
-            None => std::borrow::Cow::Owned(crate::legacy::unit_of(self)),
-        }
+        std::borrow::Cow::Borrowed(&self.unit)
     }
 }
 

@@ -1,14 +1,58 @@
-//! Manifests written before the typed unit record ([`crate::Unit`]) held only each stage's argv.
-//! This is the one place that reads such an argv back, so that stored runs (the committed
-//! reference runs among them) render as they did; everything else reads [`crate::Stage::unit`].
+//! Manifests of schema `exhibit.run/1`, written before every stage recorded its unit (the runner
+//! recorded [`crate::Unit`] only for the units it ran, and older runners not at all). Reading
+//! one gives each stage without the record the one its argv implies ([`upgrade`]), so that
+//! stored runs (the examples' and measurements' runs) render as they did. This is the one place
+//! that reads a command line back; the runner writes [`crate::RUN_SCHEMA`], whose stages all
+//! record their unit, and everything else reads [`crate::Stage::unit`].
 
 use std::collections::BTreeMap;
 
-use crate::join::is_sanitizer;
-use crate::run::{Case, Stage, StageKind, TargetKind, Unit, Wrapper};
+use serde::Deserialize;
+use serde_json::Value;
 
-/// The unit an older manifest's stage ran, as far as its command line says.
-pub fn unit_of(stage: &Stage) -> Unit {
+use crate::join::is_sanitizer;
+use crate::run::{Case, StageKind, TargetKind, Unit, Wrapper};
+
+/// The schema whose stages may lack their unit record.
+pub const SCHEMA: &str = "exhibit.run/1";
+
+/// Gives every stage of an `exhibit.run/1` manifest that lacks a unit record the one its command
+/// line implies; a manifest of any other schema is left as it is. A stage that does not read
+/// (no kind, a command that is not a list of words) is left for the manifest's reader to refuse.
+pub fn upgrade(manifest: &mut Value) {
+    if manifest.get("schema").and_then(Value::as_str) != Some(SCHEMA) {
+        return;
+    }
+    let Some(stages) = manifest.get_mut("stages").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for stage in stages {
+        if stage.get("unit").is_some_and(|u| !u.is_null()) {
+            continue;
+        }
+        let Ok(argv) = Argv::deserialize(&*stage) else {
+            continue;
+        };
+        if let (Some(fields), Ok(unit)) =
+            (stage.as_object_mut(), serde_json::to_value(unit_of(&argv)))
+        {
+            fields.insert("unit".into(), unit);
+        }
+    }
+}
+
+/// What an `exhibit.run/1` stage says about its unit besides the record.
+#[derive(Deserialize)]
+struct Argv {
+    kind: StageKind,
+    #[serde(default)]
+    arch: Option<String>,
+    #[serde(default)]
+    command: Vec<String>,
+}
+
+/// The unit an `exhibit.run/1` stage ran, as far as its command line says.
+fn unit_of(stage: &Argv) -> Unit {
     let command = &stage.command;
     let mut unit = Unit {
         arch: stage.arch.clone(),
@@ -86,4 +130,62 @@ pub fn unit_of(stage: &Stage) -> Unit {
         });
     }
     unit
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Run, TargetKind, Wrapper};
+
+    /// A manifest of `schema` with one memcheck stage of the built-in harness, without a unit
+    /// record.
+    fn manifest(schema: &str) -> String {
+        serde_json::json!({
+            "schema": schema, "id": "r", "pipeline": "pipeline.yaml",
+            "started": "2026-11-22T10:15:00Z", "finished": null, "interrupted": false,
+            "git": null, "inputs": {},
+            "environment": {"os": "linux", "tools": {}, "toolchain_source": null, "driver": null,
+                "gpus": [], "gpu_unavailable": null, "counters_permitted": null},
+            "stages": [{"name": "memcheck", "kind": "memcheck", "config": "small",
+                "arch": "sm_90", "status": "skipped", "reason": "no GPU",
+                "command": ["compute-sanitizer", "--tool", "memcheck", "runner", "harness",
+                    "--kernel", "attention_fwd_f16", "--shape", "2,8,512,64", "--dtype", "f16",
+                    "--mode", "once"],
+                "exit_code": null, "duration_ms": 0, "cached_from": null, "input_hash": null,
+                "logs": []}]
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn a_run_1_stage_without_a_unit_gets_the_one_its_command_implies() {
+        let run: Run = serde_json::from_str(&manifest(super::SCHEMA)).expect("reads");
+        let unit = run.stages[0].unit();
+        assert_eq!(unit.target, TargetKind::Harness);
+        assert_eq!(
+            unit.wrapper,
+            Some(Wrapper::ComputeSanitizer {
+                check: parsers::Tool::Memcheck
+            })
+        );
+        assert_eq!(unit.kernel.as_deref(), Some("attention_fwd_f16"));
+        assert_eq!(unit.mode.as_deref(), Some("once"));
+        assert_eq!(
+            unit.case.as_ref().map(|c| c.label.as_str()),
+            Some("2,8,512,64 f16")
+        );
+        assert_eq!(unit.arch.as_deref(), Some("sm_90"));
+        // Written back, it is a manifest of the same schema whose stage records its unit.
+        let again: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
+        assert_eq!(again, run);
+    }
+
+    #[test]
+    fn a_run_2_stage_must_record_its_unit() {
+        let error = serde_json::from_str::<Run>(&manifest(crate::RUN_SCHEMA))
+            .expect_err("a stage without its unit");
+        assert!(
+            error.to_string().contains("missing field `unit`"),
+            "{error}"
+        );
+    }
 }

@@ -11,7 +11,7 @@ use report::{
     StageStatus, VerdictKind, analyze, diff, render, render_bench_svg, render_diff,
 };
 
-use crate::support::{compile, evidence, profile, redact, sanitizer};
+use crate::support::{compile, evidence, profile, redact, sanitizer, unit};
 
 #[test]
 fn occupancy_on_sm90_from_ptxas_figures() {
@@ -181,6 +181,10 @@ pub fn harness_run(results: Vec<(StageKind, HarnessResult)>) -> Evidence {
 
 /// Adds the compile stage of `cfg` (BLOCK_N=64) and one harness stage per result to a run.
 fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> Evidence {
+    let command: Vec<String> = "nvcc -cubin -O3 -lineinfo -arch=sm_90 -Xptxas -v -DBLOCK_M=64 -DBLOCK_N=64 -DSTAGES=2 -DWARPS=4 -DHEAD_DIM=64 kernel/attention.cu"
+        .split(' ')
+        .map(str::to_string)
+        .collect();
     ev.run.stages.push(Stage {
         name: "compile".into(),
         kind: StageKind::Compile,
@@ -188,16 +192,13 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
         arch: Some("sm_90".into()),
         status: StageStatus::Passed,
         reason: None,
-        command: "nvcc -cubin -O3 -lineinfo -arch=sm_90 -Xptxas -v -DBLOCK_M=64 -DBLOCK_N=64 -DSTAGES=2 -DWARPS=4 -DHEAD_DIM=64 kernel/attention.cu"
-            .split(' ')
-            .map(str::to_string)
-            .collect(),
+        unit: unit(StageKind::Compile, &command),
+        command,
         exit_code: Some(0),
         duration_ms: 1,
         cached_from: None,
         input_hash: None,
         logs: Vec::new(),
-        unit: None,
         launch_search: None,
         leftovers: Vec::new(),
         device: None,
@@ -222,6 +223,12 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
         log.complete = true;
         log.results.push(r);
         ev.logs.insert(path.clone(), log);
+        let command: Vec<String> = vec![
+            "runner".into(),
+            "harness".into(),
+            "--kernel".into(),
+            "attention_fwd_f16".into(),
+        ];
         ev.run.stages.push(Stage {
             name: report::join::kind_name(kind).into(),
             kind,
@@ -229,12 +236,8 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
             arch: Some("sm_90".into()),
             status,
             reason: None,
-            command: vec![
-                "runner".into(),
-                "harness".into(),
-                "--kernel".into(),
-                "attention_fwd_f16".into(),
-            ],
+            unit: unit(kind, &command),
+            command,
             exit_code: Some(0),
             duration_ms: 1,
             cached_from: None,
@@ -243,7 +246,6 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
                 path,
                 format: Some(Format::Harness),
             }],
-            unit: None,
             launch_search: None,
             leftovers: Vec::new(),
             device: None,

@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use parsers::{Format, ParsedLog};
-use report::{Environment, Evidence, Git, Gpu, Log, Run, Stage, StageKind, StageStatus};
+use report::{
+    Case, Environment, Evidence, Git, Gpu, Log, Run, Stage, StageKind, StageStatus, TargetKind,
+    Unit, Wrapper,
+};
 
 /// The parsers' fixture folder.
 pub fn fixtures() -> PathBuf {
@@ -149,6 +152,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
         gpu_used |= meta.get("gpu").is_some();
         let mut command = command(s.fixture);
         command.extend(s.args.iter().map(|a| a.to_string()));
+        let unit = unit(s.kind, &command);
         stages.push(Stage {
             name: s.name.to_string(),
             kind: s.kind,
@@ -168,7 +172,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
                 path: path.clone(),
                 format: Some(s.format),
             }],
-            unit: None,
+            unit,
             launch_search: None,
             leftovers: Vec::new(),
             device: None,
@@ -184,7 +188,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
         (Vec::new(), None)
     };
     let run = Run {
-        schema: "exhibit.run/1".to_string(),
+        schema: report::RUN_SCHEMA.to_string(),
         id: id.to_string(),
         pipeline: "pipeline.yaml".to_string(),
         started: "2026-11-22T02:45:05Z".to_string(),
@@ -220,6 +224,75 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
         missing: Default::default(),
         source_maps: Vec::new(),
     }
+}
+
+/// The unit record of a fixture's stage on sm_90, with what its captured command (and the step's
+/// extra args) names: the build's defines, source and register cap; the kernel, problem, mode
+/// and launch count a run of the built-in harness was given. Every stage that launches a kernel
+/// ran the built-in harness, as far as these runs say.
+pub fn unit(kind: StageKind, command: &[String]) -> Unit {
+    let mut unit = Unit {
+        target: match kind {
+            StageKind::Compile | StageKind::Sass | StageKind::Report => TargetKind::Tool,
+            StageKind::Baseline => TargetKind::Baseline,
+            _ => TargetKind::Harness,
+        },
+        wrapper: match kind {
+            StageKind::Memcheck => Some(parsers::Tool::Memcheck),
+            StageKind::Racecheck => Some(parsers::Tool::Racecheck),
+            StageKind::Initcheck => Some(parsers::Tool::Initcheck),
+            StageKind::Synccheck => Some(parsers::Tool::Synccheck),
+            _ => None,
+        }
+        .map(|check| Wrapper::ComputeSanitizer { check })
+        .or((kind == StageKind::Profile).then_some(Wrapper::Ncu)),
+        arch: Some("sm_90".to_string()),
+        ..Unit::default()
+    };
+    // `--flag value` or `--flag=value`.
+    let value = |flag: &str| {
+        let mut words = command.iter();
+        let mut found = None;
+        while let Some(word) = words.next() {
+            if word == flag {
+                found = words.next().cloned();
+            } else if let Some(v) = word.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+                found = Some(v.to_string());
+            }
+        }
+        found
+    };
+    unit.kernel = value("--kernel");
+    unit.mode = value("--mode");
+    unit.launches = value("--launches").and_then(|n| n.parse().ok());
+    unit.case = value("--shape").map(|shape| {
+        let mut label = shape;
+        if let Some(dtype) = value("--dtype") {
+            label = format!("{label} {dtype}");
+        }
+        if command.iter().any(|w| w == "--causal") {
+            label.push_str(" causal");
+        }
+        Case {
+            name: String::new(),
+            label,
+        }
+    });
+    if kind == StageKind::Compile {
+        for word in command {
+            if let Some(define) = word.strip_prefix("-D").filter(|d| !d.is_empty()) {
+                let (name, value) = define.split_once('=').unwrap_or((define, "1"));
+                unit.defines.insert(name.to_string(), value.to_string());
+            } else if let Some(arch) = word.strip_prefix("-arch=") {
+                unit.arch = Some(arch.to_string());
+            } else if let Some(n) = word.strip_prefix("-maxrregcount=") {
+                unit.max_registers = n.parse().ok();
+            } else if word.ends_with(".cu") && unit.source.is_none() {
+                unit.source = Some(word.clone());
+            }
+        }
+    }
+    unit
 }
 
 /// The status the runner gives a stage whose tool worked.

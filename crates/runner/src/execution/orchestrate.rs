@@ -180,7 +180,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
     let _reserve = Reserve(&dir);
     say(&format!("run {id}: {}", slash(&dir.relative)));
     let mut run = Run {
-        schema: "exhibit.run/1".to_string(),
+        schema: report::RUN_SCHEMA.to_string(),
         id: id.clone(),
         pipeline: pipeline_name,
         started: started.to_rfc3339_opts(SecondsFormat::Secs, true),
@@ -481,15 +481,21 @@ impl Executor<'_> {
         builds.insert(i, sha);
     }
 
-    /// The command a unit that does not run would have run (empty when it cannot be built), so
-    /// its record still names the kernel, case and mode. Its cubin is the one its compile unit
-    /// writes, whether or not that exists.
-    fn planned(&self, unit: &Unit, stage_cfg: &config::Stage) -> Vec<String> {
+    /// Records in a unit that does not run the command it would have run and what that command
+    /// runs, so its record still names the kernel, case and mode. Its cubin is the one its
+    /// compile unit writes, whether or not that exists. A command that cannot be built leaves
+    /// the command empty and the unit record as the plan says it ([`stages::unit_record`]).
+    fn planned(&self, record: &mut Stage, unit: &Unit, stage_cfg: &config::Stage) {
         let paths = Paths {
             unit_dir: self.dir.relative.join(&unit.dir),
             build_dir: self.build_dir(unit),
         };
-        stages::planned(unit, stage_cfg, self.pipeline, self.preflight, &paths).unwrap_or_default()
+        if let Some(planned) =
+            stages::planned(unit, stage_cfg, self.pipeline, self.preflight, &paths)
+        {
+            record.command = planned.display;
+            record.unit = planned.unit;
+        }
     }
 
     /// Runs (or skips, or restores) one unit and returns its record, plus the `flags:` input
@@ -547,6 +553,7 @@ impl Executor<'_> {
         release: &dyn Fn(),
     ) -> Result<(Stage, FlagInput), RunError> {
         let stage_cfg = self.pipeline.stages.get(unit.stage);
+        // Every record names what its unit runs, whether or not it ran.
         let mut record = Stage {
             name: unit.name.clone(),
             kind: unit.kind,
@@ -560,7 +567,7 @@ impl Executor<'_> {
             cached_from: None,
             input_hash: None,
             logs: Vec::new(),
-            unit: None,
+            unit: stages::unit_record(unit, self.pipeline),
             launch_search: None,
             leftovers: Vec::new(),
             device: device.map(str::to_string),
@@ -577,7 +584,7 @@ impl Executor<'_> {
             Some(Blocked::Skip(reason)) => {
                 record.reason = Some(reason.clone());
                 if stage_cfg.enabled {
-                    record.command = self.planned(unit, stage_cfg);
+                    self.planned(&mut record, unit, stage_cfg);
                 }
                 return Ok((record, None));
             }
@@ -591,7 +598,7 @@ impl Executor<'_> {
         let unit_dir = self.dir.relative.join(&unit.dir);
         if let Some(reason) = self.build_blocker(unit) {
             record.reason = Some(reason);
-            record.command = self.planned(unit, stage_cfg);
+            self.planned(&mut record, unit, stage_cfg);
             return Ok((record, None));
         }
         let paths = Paths {
@@ -612,7 +619,7 @@ impl Executor<'_> {
                 }
             };
         record.command = invocation.display.clone();
-        record.unit = Some(invocation.unit.clone());
+        record.unit = invocation.unit.clone();
         let flags = (unit.kind == StageKind::Compile).then(|| {
             (
                 format!("flags:{}", slash(&unit.dir)),
@@ -1067,7 +1074,7 @@ fn write_report(
         cached_from: None,
         input_hash: None,
         logs: Vec::new(),
-        unit: None,
+        unit: stages::unit_record(unit, pipeline),
         launch_search: None,
         leftovers: Vec::new(),
         device: None,

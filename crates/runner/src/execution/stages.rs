@@ -143,21 +143,76 @@ pub fn invocation(
     build(unit, stage, pipeline, preflight, paths, Build::Run)
 }
 
-/// The command line a skipped unit would have run, as the manifest records commands (tool
-/// names, repository-relative paths), so the record still says which kernel, shape and mode
-/// it was for. Tools this machine lacks (compute-sanitizer, ncu, a harness that cannot start)
-/// are named rather than resolved; `None` when the command cannot be built at all (a unit
-/// without a case, a dtype without an entry point).
+/// The invocation a skipped unit would have run, built only to be recorded: its command as the
+/// manifest records commands (tool names, repository-relative paths) and its unit record, so
+/// the record still says which kernel, shape and mode it was for. Tools this machine lacks
+/// (compute-sanitizer, ncu, a harness that cannot start) are named rather than resolved; `None`
+/// when the command cannot be built at all (a unit without a case, a dtype without an entry
+/// point).
 pub fn planned(
     unit: &Unit,
     stage: &Stage,
     pipeline: &Pipeline,
     preflight: &Preflight,
     paths: &Paths,
-) -> Option<Vec<String>> {
-    build(unit, stage, pipeline, preflight, paths, Build::Plan)
-        .ok()
-        .map(|i| i.display)
+) -> Option<Invocation> {
+    build(unit, stage, pipeline, preflight, paths, Build::Plan).ok()
+}
+
+/// What a planned unit runs, as the manifest records it ([`report::Unit`]), from the plan and
+/// the pipeline alone: every unit's record, whether it ran, was skipped, blocked or failed
+/// before it started. The fields only its process line knows (its environment, a launch count
+/// or register cap given in its arguments) are left for [`invocation`] to fill.
+pub fn unit_record(unit: &Unit, pipeline: &Pipeline) -> report::Unit {
+    let kind = unit.kind;
+    let config = unit
+        .config
+        .as_deref()
+        .and_then(|c| pipeline.matrix.configs.get(c));
+    // The built-in kernel's program is the harness: the record names the entry point its case
+    // launches and the harness's mode.
+    let builtin = pipeline
+        .kernel
+        .as_ref()
+        .filter(|_| config::launches_kernel(kind));
+    // A stress stage with `launches:` searches over `{launches}`; one without runs once.
+    let launches = (kind == StageKind::Stress)
+        .then(|| pipeline.stages.get(unit.stage).and_then(|s| s.launches))
+        .flatten();
+    report::Unit {
+        target: match kind {
+            StageKind::Compile => TargetKind::Build,
+            StageKind::Sass | StageKind::Report => TargetKind::Tool,
+            StageKind::Baseline => TargetKind::Baseline,
+            _ if builtin.is_some() => TargetKind::Harness,
+            _ => TargetKind::Program,
+        },
+        wrapper: wrapper_of(kind),
+        defines: defines_of(config),
+        env: BTreeMap::new(),
+        source: (kind == StageKind::Compile)
+            .then(|| config.and_then(|c| c.source.as_deref()))
+            .flatten()
+            .map(crate::evidence::rundir::slash),
+        arch: unit.arch.clone(),
+        case: unit.case.as_ref().map(report_case),
+        cases: unit.cases.iter().map(report_case).collect(),
+        kernel: builtin.and_then(|k| {
+            unit.case
+                .as_ref()
+                .and_then(|c| k.entry_points.get(&c.dtype).cloned())
+        }),
+        mode: builtin.map(|_| {
+            if config::wraps_harness(kind) {
+                "once".to_string()
+            } else {
+                config::kind_name(kind).to_string()
+            }
+        }),
+        launches,
+        max_registers: None,
+        serves: unit.serves.clone(),
+    }
 }
 
 /// Where a tool is: the path the preflight found, or its name in a command built only to be
@@ -572,50 +627,12 @@ fn build(
     } else {
         target.program.cwd.clone()
     };
-    let config = unit
-        .config
-        .as_deref()
-        .and_then(|c| pipeline.matrix.configs.get(c));
-    // The built-in kernel's program is the harness: the record names the entry point its case
-    // launches and the harness's mode.
-    let builtin = pipeline
-        .kernel
-        .as_ref()
-        .filter(|_| config::launches_kernel(kind));
-    invocation.unit = report::Unit {
-        target: match kind {
-            StageKind::Compile => TargetKind::Build,
-            StageKind::Sass => TargetKind::Tool,
-            StageKind::Baseline => TargetKind::Baseline,
-            _ if builtin.is_some() => TargetKind::Harness,
-            _ => TargetKind::Program,
-        },
-        wrapper: wrapper_of(kind),
-        defines: defines_of(config),
-        env: line.env_display,
-        source: (kind == StageKind::Compile)
-            .then(|| config.and_then(|c| c.source.as_deref()))
-            .flatten()
-            .map(crate::evidence::rundir::slash),
-        arch: unit.arch.clone(),
-        case: unit.case.as_ref().map(report_case),
-        cases: unit.cases.iter().map(report_case).collect(),
-        kernel: builtin.and_then(|k| {
-            unit.case
-                .as_ref()
-                .and_then(|c| k.entry_points.get(&c.dtype).cloned())
-        }),
-        mode: builtin.map(|_| {
-            if config::wraps_harness(kind) {
-                "once".to_string()
-            } else {
-                config::kind_name(kind).to_string()
-            }
-        }),
-        launches: launches.or_else(|| flag(&line.display, "--launches")),
-        max_registers: flag(&line.display, "-maxrregcount").and_then(|n| u32::try_from(n).ok()),
-        serves: unit.serves.clone(),
-    };
+    // The record from the plan, and what the process line adds to it.
+    let mut record = unit_record(unit, pipeline);
+    record.env = line.env_display;
+    record.launches = launches.or_else(|| flag(&line.display, "--launches"));
+    record.max_registers = flag(&line.display, "-maxrregcount").and_then(|n| u32::try_from(n).ok());
+    invocation.unit = record;
     Ok(invocation)
 }
 

@@ -540,9 +540,7 @@ impl Search<'_> {
                 let _ = self.memcheck_at(fail, record, dest, &cwd, cx);
             }
         }
-        if let Some(unit) = &mut record.unit {
-            unit.launches = search.fails_at.or(search.clean_at);
-        }
+        record.unit.launches = search.fails_at.or(search.clean_at);
         record.launch_search = Some(search);
     }
 

@@ -9,7 +9,7 @@ fn a_clean_run_writes_the_run_directory_manifest_and_report() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let manifest = project.manifest();
     let id = manifest["id"].as_str().unwrap();
-    assert_eq!(manifest["schema"], "exhibit.run/1");
+    assert_eq!(manifest["schema"], "exhibit.run/2");
     assert_eq!(manifest["pipeline"], "pipeline.yaml");
     assert_eq!(manifest["interrupted"], false);
     assert!(manifest["inputs"]["kernel/attention.cu"].is_string());

@@ -281,6 +281,60 @@ fn a_failed_build_skips_its_config_with_the_reason() {
     let check = stage(&manifest, "check");
     assert_eq!(check["status"], "skipped");
     assert_eq!(check["reason"], "the build for plain sm_90 failed");
+    // The skipped unit still says what it would have run: the user's program.
+    assert_eq!(check["unit"]["target"], "program", "{check:#}");
+}
+
+/// A unit of a user's program that does not run (skipped: no GPU; failed before it started: its
+/// tool is missing) is recorded with the typed unit it would have run (the program, inside its
+/// wrapper, with its environment), not as the built-in harness; so is every other unit, the
+/// report's included.
+#[test]
+fn a_unit_of_a_program_that_does_not_run_records_the_program_as_its_unit() {
+    let project = Project::new();
+    project.pipeline(
+        &target_pipeline(
+            "  program:\n    command: [python3, oracle.py]",
+            "  check:\n    needs: { gpu: false }\n    timeout: 30s\n  \
+             memcheck:\n    needs: { gpu: true, tools: [compute-sanitizer] }\n    timeout: 30s\n  \
+             racecheck:\n    needs: { gpu: false, tools: [compute-sanitizer] }\n    timeout: 30s",
+        )
+        .replace(
+            "compute-sanitizer: bin/compute-sanitizer",
+            "compute-sanitizer: bin/no-such-compute-sanitizer",
+        ),
+    );
+    project.write("oracle.py", "print('stand-in oracle')\n");
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let manifest = project.manifest();
+    assert_eq!(manifest["schema"], "exhibit.run/2");
+    for (name, status, check) in [
+        ("memcheck", "skipped", "memcheck"),
+        ("racecheck", "failed", "racecheck"),
+    ] {
+        let record = stage(&manifest, name);
+        assert_eq!(record["status"], status, "{record:#}");
+        let unit = &record["unit"];
+        assert_eq!(unit["target"], "program", "{record:#}");
+        assert_eq!(unit["wrapper"]["tool"], "compute_sanitizer");
+        assert_eq!(unit["wrapper"]["check"], check);
+        assert_eq!(unit["arch"], "sm_90");
+        assert!(
+            unit.get("kernel").is_none() && unit.get("mode").is_none(),
+            "{unit:#}"
+        );
+    }
+    // The skipped unit's planned command gives its record the program's environment too.
+    assert_eq!(
+        stage(&manifest, "memcheck")["unit"]["env"]["PYTORCH_NO_CUDA_MEMORY_CACHING"],
+        "1"
+    );
+    assert_eq!(stage(&manifest, "check")["unit"]["target"], "program");
+    assert_eq!(stage(&manifest, "report")["unit"]["target"], "tool");
+    for record in manifest["stages"].as_array().expect("stages") {
+        assert!(record["unit"]["target"].is_string(), "{record:#}");
+    }
 }
 
 #[test]
