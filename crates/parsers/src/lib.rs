@@ -35,6 +35,7 @@ mod ncu_rule;
 mod ncu_source;
 pub mod nvbench;
 mod ptxas;
+mod records;
 mod sanitizer;
 mod sanitizer_xml;
 mod sass;

@@ -147,6 +147,39 @@ pub struct Location {
     pub line: Option<u32>,
 }
 
+/// One other side of a race.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RaceSide {
+    pub access: Option<Access>,
+    pub location: Location,
+    /// The tool's count for this side (`[512 hazards]`), when it printed one.
+    pub hazards: Option<u64>,
+}
+
+/// A thread and its block, as compute-sanitizer prints them: `thread (x,y,z) in block (x,y,z)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ThreadIndex {
+    pub thread: [u32; 3],
+    pub block: [u32; 3],
+}
+
+impl ThreadIndex {
+    /// `thread (x,y,z) in block (x,y,z)`, as compute-sanitizer prints it.
+    pub fn parse(text: &str) -> Option<ThreadIndex> {
+        let triple = |text: &str| -> Option<[u32; 3]> {
+            let inner = text.trim().strip_prefix('(')?.split(')').next()?;
+            let mut parts = inner.split(',').map(|p| p.trim().parse::<u32>().ok());
+            Some([parts.next()??, parts.next()??, parts.next()??])
+        };
+        let rest = text.trim().strip_prefix("thread")?;
+        let (thread, block) = rest.split_once(" in block")?;
+        Some(ThreadIndex {
+            thread: triple(thread)?,
+            block: triple(block)?,
+        })
+    }
+}
+
 /// One distinct problem site, however many times the tool reported it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
@@ -172,6 +205,25 @@ pub struct Finding {
     pub examples: Vec<String>,
     /// The other side of a race, or a second site a tool names.
     pub related: Vec<Location>,
+    /// The other sides of a race, typed: each side's access, place (its function without the
+    /// access word) and the tool's hazard count for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sides: Vec<RaceSide>,
+    /// For a race whose record does not name both sides' accesses: the record's own access and
+    /// the other side's, as the tool's wording ("Read access ... and Write access") or its
+    /// hazard type (RAW, WAR, WAW) gives them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub race_accesses: Option<[Option<Access>; 2]>,
+    /// The example threads (`examples`) as coordinates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadIndex>,
+    /// The first record's device call stack (`Device Frame:` lines), innermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_frames: Vec<Location>,
+    /// The first record's host backtrace (`Host Frame:` lines), innermost first: native frames
+    /// and, for a Python program, its Python frames.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_frames: Vec<Location>,
     /// Kind-specific figures, e.g. `bytes_after`, `allocation_size`, `hazards`, `error_code`,
     /// `api_call`, `max_abs_err`, `first_failing_launch`. Numbers are numbers.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]

@@ -12,7 +12,8 @@
 use serde_json::{Value, json};
 
 use crate::model::{
-    Access, Finding, FindingKind, Format, Location, MemorySpace, ParsedLog, Severity, Tool,
+    Access, Finding, FindingKind, Format, Location, MemorySpace, ParsedLog, RaceSide, Severity,
+    Tool,
 };
 use crate::site::{MAX_EXCERPT, Record, Site, Sites, file_key};
 use crate::util::{note_unparsed, parse_u32, parse_u64, scrub_addresses};
@@ -217,7 +218,7 @@ struct Rec {
     details: Vec<(&'static str, Value)>,
     /// The other sides of a race as (access, location text); parsed into [`Location`]s only
     /// for the first record of a finding.
-    related: Vec<(Option<Access>, String)>,
+    related: Vec<(Option<Access>, String, Option<u64>)>,
     related_len: usize,
     has_related_example: bool,
     hazards: u64,
@@ -269,14 +270,15 @@ impl Rec {
         self.raw_len += 1;
     }
 
-    fn push_related(&mut self, access: Option<Access>, text: &str) {
+    fn push_related(&mut self, access: Option<Access>, text: &str, hazards: Option<u64>) {
         match self.related.get_mut(self.related_len) {
             Some(slot) => {
                 slot.0 = access;
                 slot.1.clear();
                 slot.1.push_str(text);
+                slot.2 = hazards;
             }
-            None => self.related.push((access, text.to_string())),
+            None => self.related.push((access, text.to_string(), hazards)),
         }
         self.related_len += 1;
     }
@@ -325,6 +327,14 @@ impl SanitizerParser {
     }
 
     pub(crate) fn line(&mut self, line: &str) {
+        // A program that prints without a trailing newline (or prints a literal `\n`, or a
+        // banner of `=`) leaves the tool's next line glued to its own: the tool's line starts
+        // at its marker, wherever that is, and what comes before it is the program's.
+        if let Some(at) = glued_marker(line) {
+            self.unparsed(&line[..at]);
+            self.line(&line[at..]);
+            return;
+        }
         let Some(body) = line.strip_prefix(PREFIX) else {
             self.unparsed(line);
             return;
@@ -650,7 +660,7 @@ impl SanitizerParser {
         self.rec.hazards = self.rec.hazards.saturating_add(hazards.unwrap_or(1));
         let fragment = self.sides.fragment(access, loc);
         self.rec.discriminator.push_str(fragment);
-        self.rec.push_related(access, loc);
+        self.rec.push_related(access, loc, hazards);
     }
 
     /// racecheck's `--racecheck-report hazard` (and `all`) form: "Error: Potential RAW hazard
@@ -690,7 +700,7 @@ impl SanitizerParser {
             r.set_location_text(at);
             r.access = access;
         } else {
-            r.push_related(access, at);
+            r.push_related(access, at, None);
         }
         if !r.example.is_empty() && r.example.len() < 160 {
             r.example
@@ -864,17 +874,29 @@ impl SanitizerParser {
                     f.details
                         .insert("python_frames".into(), json!(self.rec.python_frames));
                 }
-                f.related = self
-                    .rec
-                    .related
-                    .iter()
-                    .take(self.rec.related_len)
-                    .map(|(access, text)| {
+                let sides = self.rec.related.iter().take(self.rec.related_len);
+                f.related = sides
+                    .clone()
+                    .map(|(access, text, _)| {
                         let loc = parse_location(text);
                         Location {
                             function: Some(format!("{} {}", access_name(*access), loc.function)),
                             file: loc.file.map(str::to_string),
                             line: loc.line,
+                        }
+                    })
+                    .collect();
+                f.sides = sides
+                    .map(|(access, text, hazards)| {
+                        let loc = parse_location(text);
+                        RaceSide {
+                            access: *access,
+                            location: Location {
+                                function: Some(loc.function.to_string()),
+                                file: loc.file.map(str::to_string),
+                                line: loc.line,
+                            },
+                            hazards: *hazards,
                         }
                     })
                     .collect();
@@ -923,6 +945,9 @@ impl SanitizerParser {
         self.log.findings = std::mem::take(&mut self.sites).into_findings();
         for (f, spread) in self.log.findings.iter_mut().zip(&self.spreads) {
             spread.write(f);
+        }
+        for f in &mut self.log.findings {
+            crate::records::type_payload(f);
         }
         cross_check(&mut self.log);
         self.log
@@ -978,6 +1003,11 @@ fn cross_check(log: &mut ParsedLog) {
         excerpt: log.unparsed_examples.clone(),
         examples: Vec::new(),
         related: Vec::new(),
+        sides: Vec::new(),
+        race_accesses: None,
+        threads: Vec::new(),
+        device_frames: Vec::new(),
+        host_frames: Vec::new(),
         details,
         profiler_rule: None,
     });
@@ -1053,6 +1083,16 @@ fn access_at(text: &str) -> (Option<Access>, &str) {
         Some((a, loc)) => (access_of(a.trim()), loc),
         None => (None, text),
     }
+}
+
+/// Where the tool's marker (`========= ` followed by text) starts inside a line that the
+/// program's own output began: after other text, or after a run of more `=` than the marker
+/// has. `None` for a line that is the tool's from its first byte, or holds no marker.
+fn glued_marker(line: &str) -> Option<usize> {
+    let at = line.find("========= ")?;
+    let rest = line.get(at + PREFIX.len()..)?;
+    let tool_line = rest.trim_start().chars().next().is_some_and(|c| c != '=');
+    (at > 0 && tool_line).then_some(at)
 }
 
 /// Removes a trailing " [512 hazards]" and returns the count.

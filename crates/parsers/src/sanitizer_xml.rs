@@ -140,6 +140,9 @@ pub(crate) fn parse<R: BufRead>(reader: R) -> ParsedLog {
         None
     };
     log.findings = sites.into_findings();
+    for f in &mut log.findings {
+        crate::records::type_payload(f);
+    }
     log
 }
 
@@ -396,6 +399,19 @@ fn finish_record(rec: &XRec, sites: &mut Sites, tools: &mut [bool; 4], log: &mut
                 function: Some(format!("{} {}", access_name(access(&d.direction)), d.func)),
                 file: (!d.path.is_empty()).then(|| d.path.clone()),
                 line: d.line,
+            })
+            .collect();
+        f.sides = rec
+            .destinations
+            .iter()
+            .map(|d| crate::model::RaceSide {
+                access: access(&d.direction),
+                location: Location {
+                    function: Some(d.func.clone()),
+                    file: (!d.path.is_empty()).then(|| d.path.clone()),
+                    line: d.line,
+                },
+                hazards: d.count,
             })
             .collect();
     }

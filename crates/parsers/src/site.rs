@@ -241,6 +241,11 @@ impl Sites {
             excerpt: r.excerpt.iter().take(MAX_EXCERPT).cloned().collect(),
             examples: r.example.map(|e| vec![e.to_string()]).unwrap_or_default(),
             related: Vec::new(),
+            sides: Vec::new(),
+            race_accesses: None,
+            threads: Vec::new(),
+            device_frames: Vec::new(),
+            host_frames: Vec::new(),
             details: serde_json::Map::new(),
             profiler_rule: None,
         });

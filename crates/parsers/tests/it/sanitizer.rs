@@ -735,3 +735,51 @@ fn a_truncated_log_holds_no_finding_the_whole_log_lacks() {
         }
     }
 }
+
+/// A program that prints without a trailing newline puts the tool's next line after its own
+/// text: the record that starts mid-line is read like any other, so the records read add up to
+/// the tool's count, and the program's text stays the program's.
+#[test]
+fn a_record_glued_to_the_programs_output_is_still_read() {
+    let log = parse_fixture("compute-sanitizer/memcheck_glued_tail_write.log");
+    assert!(log.complete);
+    assert_eq!(log.reported_errors, Some(32));
+    let records: u64 = log.findings.iter().map(|f| f.count).sum();
+    assert_eq!(records, 32, "{:#?}", log.findings);
+    let write = log
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::InvalidAccess)
+        .expect("the out-of-bounds write");
+    assert_eq!(write.count, 31);
+    assert_eq!(
+        (write.file.as_deref(), write.line),
+        (Some("tail_write.cu"), Some(15))
+    );
+    // The first record (thread 193, 1 byte after the end) is among them.
+    assert!(
+        write
+            .threads
+            .iter()
+            .any(|t| t.thread == [193, 0, 0] && t.block == [4799, 0, 0]),
+        "{:?}",
+        write.threads
+    );
+    assert!(
+        log.unparsed_examples
+            .iter()
+            .any(|l| l.starts_with("scaling 1228737 elements")),
+        "{:?}",
+        log.unparsed_examples
+    );
+}
+
+/// The summary line glued to a program's last line without a newline still ends the log: clean,
+/// complete, not inconclusive.
+#[test]
+fn a_summary_glued_to_the_programs_last_line_still_completes_the_log() {
+    let log = parse_fixture("compute-sanitizer/memcheck_glued_clean.log");
+    assert!(log.complete, "{log:#?}");
+    assert_eq!(log.reported_errors, Some(0));
+    assert!(log.findings.is_empty(), "{:#?}", log.findings);
+}

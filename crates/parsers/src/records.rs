@@ -1,0 +1,114 @@
+//! The typed payload of a compute-sanitizer finding, read once from the lines its parser kept:
+//! the example threads as coordinates, the device and host call stacks as locations, and for a
+//! race the accesses of both sides and the hazard type where the record's own lines did not
+//! give them. Both sanitizer parsers (text and XML) end with [`type_payload`], so the report
+//! reads typed fields and never the tool's wording.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Value, json};
+
+use crate::model::{Access, Finding, FindingKind, Location, ThreadIndex};
+
+/// Fills a finding's typed payload from its examples, excerpt and details.
+pub(crate) fn type_payload(f: &mut Finding) {
+    if f.threads.is_empty() {
+        f.threads = f
+            .examples
+            .iter()
+            .filter_map(|e| ThreadIndex::parse(e))
+            .collect();
+    }
+    if f.device_frames.is_empty() {
+        f.device_frames = frames(&f.excerpt, "Device Frame:");
+    }
+    if f.host_frames.is_empty() {
+        let mut host = frames(&f.excerpt, "Host Frame:");
+        // The Python frames the parser kept past the excerpt's end.
+        if let Some(Value::Array(python)) = f.details.remove("python_frames") {
+            for frame in python.iter().filter_map(Value::as_str) {
+                let frame = frame_location(frame);
+                if !host.contains(&frame) {
+                    host.push(frame);
+                }
+            }
+        }
+        f.host_frames = host;
+    }
+    if f.kind == FindingKind::Race {
+        race_accesses(f);
+    }
+}
+
+/// The frames printed on lines carrying `marker` (`Device Frame:`), innermost first.
+fn frames(excerpt: &[String], marker: &str) -> Vec<Location> {
+    excerpt
+        .iter()
+        .filter_map(|l| l.split_once(marker).map(|(_, frame)| frame_location(frame)))
+        .collect()
+}
+
+/// A frame as compute-sanitizer prints it: `f+0x60 in file.cu:26`, `<module> in oracle.py:49`,
+/// `cuLaunchKernel [0x2f3a1b] in libcuda.so.1`, or a function alone.
+fn frame_location(frame: &str) -> Location {
+    let loc = crate::sanitizer::parse_location(frame.trim());
+    // A native frame's offset (`cuLaunchKernel [0x2f3a1b]`) is an address, not its name.
+    let function = match loc.function.rsplit_once(" [0x") {
+        Some((name, offset)) if offset.ends_with(']') => name,
+        _ => loc.function,
+    };
+    Location {
+        function: Some(function.trim().to_string())
+            .filter(|f| !f.is_empty() && !f.starts_with("[0x")),
+        file: loc.file.map(str::to_string),
+        line: loc.line,
+    }
+}
+
+fn access(word: &str) -> Option<Access> {
+    if word.eq_ignore_ascii_case("write") {
+        Some(Access::Write)
+    } else if word.eq_ignore_ascii_case("read") {
+        Some(Access::Read)
+    } else {
+        None
+    }
+}
+
+/// The accesses of a race's two sides where its lines did not name them: from the tool's
+/// wording ("Read access ... and Write access"), else from the hazard type (RAW: a write then
+/// a read; WAR: a read then a write; WAW: two writes), which is kept as `hazard_type`.
+fn race_accesses(f: &mut Finding) {
+    static PAIR: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?is)\b(write|read)\s+access\b.*?\band\s+(write|read)\s+access\b")
+            .expect("valid regex")
+    });
+    static TYPE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\b(RAW|WAR|WAW)\b").expect("valid regex"));
+    let hazard_type = match f.details.get("hazard_type").and_then(Value::as_str) {
+        Some(t) => Some(t.to_uppercase()),
+        None => TYPE.captures(&f.message).map(|c| c[1].to_string()),
+    };
+    if let Some(t) = &hazard_type {
+        f.details.insert("hazard_type".into(), json!(t));
+    }
+    let other = f.sides.iter().find_map(|s| s.access);
+    if f.access.is_some() && other.is_some() {
+        return;
+    }
+    let text = std::iter::once(f.message.as_str())
+        .chain(f.excerpt.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let pair = if let Some(c) = PAIR.captures(&text) {
+        Some((access(&c[1]), access(&c[2])))
+    } else {
+        hazard_type.as_deref().map(|t| match t {
+            "RAW" => (Some(Access::Write), Some(Access::Read)),
+            "WAR" => (Some(Access::Read), Some(Access::Write)),
+            _ => (Some(Access::Write), Some(Access::Write)),
+        })
+    };
+    f.race_accesses = pair.map(|(first, second)| [first, second]);
+}
