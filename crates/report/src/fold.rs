@@ -146,7 +146,7 @@ fn precedence(d: &Draft) -> u16 {
         Role::SitedFault { rank } => u16::from(rank),
         Role::FailingTest => 100,
         Role::Symptom { rank } => 200 + u16::from(rank),
-        Role::CatchAll | Role::Performance | Role::Comparison => 300,
+        Role::CatchAll | Role::Performance | Role::Context | Role::Comparison => 300,
     }
 }
 
@@ -169,8 +169,13 @@ fn one_cause_per_fault(nodes: &mut [Node]) {
         let located = |i: usize, tests: bool| {
             let d = &nodes[i].draft;
             match d.rule.role() {
+                // A fault a tool named in a kernel is a fault of its own even where no line
+                // of the user's is known (an access inside a toolkit intrinsic).
                 Role::SitedFault { .. } => {
-                    !tests && (d.location.is_some() || d.rule == RuleId::LaunchRejected)
+                    !tests
+                        && (d.location.is_some()
+                            || d.kernel.is_some()
+                            || d.rule == RuleId::LaunchRejected)
                 }
                 Role::FailingTest => tests && d.location.is_some(),
                 _ => false,
@@ -411,10 +416,11 @@ fn spans_of(d: &Draft, helpers: &[Helper], call_site: Option<&SourceLocation>) -
     let mut spans: Vec<Span> = Vec::new();
     if let Some(location) = &d.location {
         // The rule's own label for its place (the read of a race), else what the rule finds.
-        let label = d.spans.iter().find(|s| &s.location == location).map_or_else(
-            || d.rule.rule().name.to_lowercase(),
-            |s| s.label.clone(),
-        );
+        let label = d
+            .spans
+            .iter()
+            .find(|s| &s.location == location)
+            .map_or_else(|| d.rule.rule().name.to_lowercase(), |s| s.label.clone());
         spans.push(Span {
             location: location.clone(),
             label,
@@ -445,9 +451,15 @@ pub fn rank(a: &Diagnosis, b: &Diagnosis) -> Ordering {
             .and_then(|v| v.as_f64())
             .unwrap_or(0.0)
     };
+    // Among faults, the one that stops the program first leads (a trap before a race).
+    let stops = |d: &Diagnosis| match d.rule.role() {
+        Role::SitedFault { rank } if d.level == Level::Error => rank,
+        _ => u8::MAX,
+    };
     b.level
         .cmp(&a.level)
         .then(gain(b).total_cmp(&gain(a)))
+        .then(stops(a).cmp(&stops(b)))
         .then(b.confidence.cmp(&a.confidence))
         .then(b.evidence.len().cmp(&a.evidence.len()))
         .then(a.rule.cmp(&b.rule))

@@ -278,7 +278,9 @@ pub(crate) fn sites_line(d: &Diagnosis) -> Option<String> {
     let named = |s: &&crate::Span| {
         s.primary
             || d.call_site.as_ref() == Some(&s.location)
-            || d.helpers.iter().any(|h| h.location.as_ref() == Some(&s.location))
+            || d.helpers
+                .iter()
+                .any(|h| h.location.as_ref() == Some(&s.location))
     };
     if d.secondary_spans().all(|s| named(&s)) {
         return None;

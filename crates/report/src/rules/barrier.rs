@@ -128,7 +128,7 @@ fn at_syncwarp(finding: &Finding) -> bool {
         .is_some_and(named)
         || finding.kernel.as_deref().is_some_and(named)
         || finding
-            .excerpt
+            .device_frames
             .iter()
-            .any(|l| l.contains(" at __syncwarp") || l.contains("Frame: __syncwarp"))
+            .any(|f| f.function.as_deref().is_some_and(named))
 }

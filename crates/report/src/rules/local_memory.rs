@@ -15,6 +15,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     for view in j.target_kernels() {
         let Some(k) = view.resources else { continue };
         let config = view.config.as_deref();
+        if ctx.debug_build(config) {
+            // A -G build keeps every local in local memory: its frames are no finding.
+            continue;
+        }
         if ctx.drafted(RuleId::WmmaLocalMemory, config, &view.name) {
             // The local array of that root cause is the stack frame; one diagnosis says it.
             continue;

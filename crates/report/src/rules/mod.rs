@@ -16,6 +16,7 @@ mod barrier;
 mod catch_all;
 mod check_failed;
 mod compile_error;
+mod debug_build;
 mod host_api;
 mod launch_failure;
 mod launch_rejected;
@@ -52,6 +53,7 @@ pub enum RuleId {
     SlowKernel,
     CheckFailed,
     HostApiError,
+    DebugBuild,
     SanitizerError,
     PerfRegression,
     PerfImprovement,
@@ -115,6 +117,9 @@ pub enum Role {
     Symptom { rank: u8 },
     /// Costs time, never correctness: stands beside the faults.
     Performance,
+    /// A fact about the run that qualifies the other diagnoses (a `-G` build): a note beside
+    /// them, never attached.
+    Context,
     /// Whatever a tool reported that no other rule explains: stands alone only where no fault
     /// of its config does.
     CatchAll,
@@ -340,6 +345,18 @@ pub const RULES: &[Rule] = &[
         absorbs: None,
     },
     Rule {
+        id: RuleId::DebugBuild,
+        name_id: "debug-build",
+        role: Role::Context,
+        name: "Debug build",
+        description: "A config built with -G (device debug): one note that its registers, stack \
+                      frames and local memory are the debug build's; the compiler's -G warnings \
+                      are its evidence, and stack frames and local memory are no findings there.",
+        module: "crates/report/src/rules/debug_build.rs",
+        run: Some(debug_build::run),
+        absorbs: None,
+    },
+    Rule {
         id: RuleId::SanitizerError,
         name_id: "sanitizer-error",
         role: Role::CatchAll,
@@ -458,6 +475,26 @@ impl Ctx<'_, '_> {
                     .as_deref()
                     .is_none_or(|k| kernel_base(k) == kernel_base(kernel))
         })
+    }
+
+    /// Whether this config is a `-G` (device debug) build: its compiler said so, or its build
+    /// command carries `-G` or `--device-debug`.
+    pub fn debug_build(&self, config: Option<&str>) -> bool {
+        let j = self.joined;
+        let warned = j
+            .findings
+            .iter()
+            .any(|f| f.config.as_deref() == config && debug_build::is_debug_warning(f.finding));
+        let flagged = j.sources.iter().any(|s| {
+            s.kind == crate::StageKind::Compile
+                && s.config == config
+                && s.stage.is_some_and(|st| {
+                    st.command
+                        .iter()
+                        .any(|a| a == "-G" || a == "--device-debug")
+                })
+        });
+        warned || flagged
     }
 
     /// Whether an earlier rule located a fault ([`Role::SitedFault`]) in this config, and in
@@ -728,8 +765,8 @@ impl Ctx<'_, '_> {
         }
         // The call stack compute-sanitizer prints under the record ("Device Frame: f+0x60 in
         // file.cu:26"): the user's frame is often below a toolkit header's.
-        for line in &finding.excerpt {
-            if let Some((file, line)) = device_frame(line) {
+        for frame in &finding.device_frames {
+            if let (Some(file), Some(line)) = (&frame.file, frame.line) {
                 candidates.push(SourceLocation {
                     file: relative_path(file, &self.joined.repo_files),
                     line: Some(line),
@@ -873,38 +910,15 @@ const FRAMEWORK_FILES: &[&str] = &[
     "runpy.py",
 ];
 
-/// The first Python frame in the user's own code of a finding's host backtrace, innermost
-/// first, as compute-sanitizer prints them (`Host Frame: <module> in oracle.py:49`, with or
-/// without a directory): from the frames the parser kept (`python_frames`), else the record's
-/// raw lines. A frame in one of the run's own files wins; frameworks' frames are passed over.
+/// The first Python frame in the user's own code of a finding's host backtrace (innermost
+/// first, `<module> in oracle.py:49` with or without a directory, as the parser typed them). A
+/// frame in one of the run's own files wins; frameworks' frames are passed over.
 pub fn python_call_site(finding: &Finding, repo_files: &[String]) -> Option<SourceLocation> {
-    let kept: Vec<String> = finding
-        .details
-        .get("python_frames")
-        .and_then(|v| v.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| f.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_else(|| {
-            finding
-                .excerpt
-                .iter()
-                .filter_map(|l| {
-                    l.split_once("Host Frame:")
-                        .map(|(_, f)| f.trim().to_string())
-                })
-                .collect()
-        });
-    let frames: Vec<(String, u32)> = kept
+    let frames: Vec<(&str, u32)> = finding
+        .host_frames
         .iter()
-        .filter_map(|frame| {
-            let (_, place) = frame.rsplit_once(" in ")?;
-            let (file, number) = place.trim().rsplit_once(':')?;
-            let number: u32 = number.trim().parse().ok()?;
-            file.ends_with(".py").then(|| (file.to_string(), number))
-        })
+        .filter_map(|f| Some((f.file.as_deref()?, f.line?)))
+        .filter(|(file, _)| file.ends_with(".py"))
         .collect();
     let own = |file: &str| {
         let relative = relative_path(file, repo_files);
@@ -918,6 +932,7 @@ pub fn python_call_site(finding: &Finding, repo_files: &[String]) -> Option<Sour
         .iter()
         .find(|(file, _)| own(file))
         .or_else(|| frames.iter().find(|(file, _)| !framework(file)))?;
+    let file = *file;
     Some(SourceLocation {
         file: relative_path(file, repo_files),
         line: Some(*line),
@@ -937,14 +952,6 @@ pub fn parse_shape(text: &str) -> Option<parsers::harness::Shape> {
         return None;
     }
     Some(shape)
-}
-
-/// The `file:line` of a "Device Frame: f+0x60 in file.cu:26" line of a sanitizer record.
-pub fn device_frame(line: &str) -> Option<(&str, u32)> {
-    let (_, frame) = line.split_once("Device Frame:")?;
-    let (_, at) = frame.rsplit_once(" in ")?;
-    let (file, line) = at.trim().rsplit_once(':')?;
-    Some((file, line.trim().parse().ok()?))
 }
 
 /// " at file:line" for a draft's location (escaped for the Markdown its text is), or nothing

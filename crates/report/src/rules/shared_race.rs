@@ -3,10 +3,7 @@
 //! (racecheck's warp-level programming hazard, the parser's `"scope": "warp"`) is missing a
 //! `__syncwarp()`; a race between warps of a block is missing a `__syncthreads()`.
 
-use std::sync::LazyLock;
-
 use parsers::{Access, FindingKind, Severity};
-use regex::Regex;
 use serde_json::json;
 
 use super::{Ctx, RuleId, detail_u64};
@@ -31,27 +28,22 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         // One pair per other side the tool named ("... and Write access at X", "and ... at Y").
         let (kernel, helpers) = ctx.kernel_site(f);
         let mut sides: Vec<(Option<Access>, Option<SourceLocation>, Option<Helper>)> = finding
-            .related
+            .sides
             .iter()
-            .filter(|r| r.file.is_some() || r.line.is_some())
+            .filter(|r| r.location.file.is_some() || r.location.line.is_some())
             .map(|r| {
-                let access = r
-                    .function
-                    .as_deref()
-                    .and_then(|f| f.split_whitespace().next())
-                    .and_then(parse_access)
-                    .or(fallback_access);
-                let loc = r.file.as_ref().map(|file| SourceLocation {
+                let access = r.access.or(fallback_access);
+                let loc = r.location.file.as_ref().map(|file| SourceLocation {
                     file: crate::text::relative_path(file, &j.repo_files),
-                    line: r.line,
+                    line: r.location.line,
                 });
-                // The function of the other side ("Read attn::ldmatrix_x4(...)"), when it is a
+                // The function of the other side (`attn::ldmatrix_x4(...)`), when it is a
                 // helper inlined into the kernel rather than the kernel itself.
                 let helper = r
+                    .location
                     .function
                     .as_deref()
-                    .and_then(|f| f.split_once(' '))
-                    .map(|(_, name)| kernel_base(name))
+                    .map(kernel_base)
                     .filter(|name| !helpers.is_empty() && Some(name) != kernel.as_ref())
                     .map(|name| Helper {
                         name,
@@ -60,21 +52,17 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 (access, loc, helper)
             })
             .collect();
+        // The tool's own count per side ("and Write access at ... [512 hazards]"), in order.
+        let per_side: Vec<u64> = finding
+            .sides
+            .iter()
+            .filter(|r| r.location.file.is_some() || r.location.line.is_some())
+            .filter_map(|r| r.hazards)
+            .collect();
         if sides.is_empty() {
             sides.push((fallback_access, None, None));
         }
         let pairs = sides.len();
-        // The tool's own count per side ("and Write access at ... [512 hazards]"), in order.
-        let per_side: Vec<u64> = finding
-            .excerpt
-            .iter()
-            .filter(|l| l.trim_start_matches('=').trim_start().starts_with("and "))
-            .filter_map(|l| {
-                HAZARDS
-                    .captures(l)
-                    .and_then(|c| c[1].replace(',', "").parse().ok())
-            })
-            .collect();
         for (side, (second_access, second, other_helper)) in sides.into_iter().enumerate() {
             let side_hazards = if per_side.len() == pairs {
                 per_side.get(side).copied()
@@ -440,67 +428,21 @@ fn has_cp_async(ctx: &Ctx, f: &crate::join::FindingRef) -> bool {
     }
 }
 
-static HAZARDS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\[(\d[\d,]*) hazards?\]").expect("valid regex"));
-
-fn parse_access(word: &str) -> Option<Access> {
-    if word.eq_ignore_ascii_case("write") {
-        Some(Access::Write)
-    } else if word.eq_ignore_ascii_case("read") {
-        Some(Access::Read)
-    } else {
-        None
-    }
-}
-
-/// The two sides' access kinds: the finding's own access, and the other side's from the
-/// related location (the parser names it "Write f" / "Read f") or the tool's wording.
+/// The two sides' access kinds: the finding's own access and the other side's, or, where the
+/// record does not name both, the pair the parser read from the tool's wording or hazard type.
 fn accesses(finding: &parsers::Finding) -> (Option<Access>, Option<Access>) {
-    static PAIR: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?is)\b(write|read)\s+access\b.*?\band\s+(write|read)\s+access\b")
-            .expect("valid regex")
-    });
-    let parse = |s: &str| {
-        if s.eq_ignore_ascii_case("write") {
-            Some(Access::Write)
-        } else if s.eq_ignore_ascii_case("read") {
-            Some(Access::Read)
-        } else {
-            None
-        }
-    };
-    let other = finding.related.iter().find_map(|r| {
-        r.function
-            .as_deref()
-            .and_then(|f| f.split_whitespace().next())
-            .and_then(parse)
-    });
+    let other = finding.sides.iter().find_map(|s| s.access);
     if finding.access.is_some() && other.is_some() {
         return (finding.access, other);
     }
-    let text = std::iter::once(finding.message.as_str())
-        .chain(finding.excerpt.iter().map(String::as_str))
-        .collect::<Vec<_>>()
-        .join("\n");
-    if let Some(c) = PAIR.captures(&text) {
-        return (parse(&c[1]), parse(&c[2]));
+    match finding.race_accesses {
+        Some([first, second]) => (first, second),
+        None => (finding.access, other),
     }
-    if let Some(t) = hazard_type(finding) {
-        // RAW: a read after a write; WAR: a write after a read; WAW: two writes.
-        return match t.as_str() {
-            "RAW" => (Some(Access::Write), Some(Access::Read)),
-            "WAR" => (Some(Access::Read), Some(Access::Write)),
-            _ => (Some(Access::Write), Some(Access::Write)),
-        };
-    }
-    (finding.access, other)
 }
 
+/// The hazard type (RAW, WAR, WAW) the parser read from the record.
 fn hazard_type(finding: &parsers::Finding) -> Option<String> {
-    static TYPE: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\b(RAW|WAR|WAW)\b").expect("valid regex"));
-    if let Some(t) = finding.details.get("hazard_type").and_then(|v| v.as_str()) {
-        return Some(t.to_uppercase());
-    }
-    TYPE.captures(&finding.message).map(|c| c[1].to_string())
+    let t = finding.details.get("hazard_type")?.as_str()?;
+    Some(t.to_uppercase())
 }

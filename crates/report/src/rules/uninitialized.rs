@@ -35,7 +35,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                  zero them in the kernel instead of reading them back from an output buffer, or \
                  write (memset) the buffer before the launch."
             .to_string();
-        if let Some(first) = first_uninitialised_thread(&finding.examples) {
+        if let Some(first) = first_uninitialised_thread(&finding.threads) {
             // The first block's lower threads run the same code without a record: the buffer
             // was written, but only its first part. With records left unprinted that is likely,
             // not shown.
@@ -72,18 +72,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 
 /// The lowest thread of block (0,0,0) among a finding's examples, when it is not thread 0:
 /// evidence that the threads before it read initialised data.
-fn first_uninitialised_thread(examples: &[String]) -> Option<u64> {
-    let first = examples
+fn first_uninitialised_thread(threads: &[parsers::ThreadIndex]) -> Option<u64> {
+    let first = threads
         .iter()
-        .filter(|e| e.ends_with("in block (0,0,0)"))
-        .filter_map(|e| {
-            let inner = e.strip_prefix("thread (")?.split(')').next()?;
-            let mut xyz = inner.split(',').map(|n| n.trim().parse::<u64>().ok());
-            match (xyz.next()??, xyz.next()??, xyz.next()??) {
-                (x, 0, 0) => Some(x),
-                _ => None,
-            }
-        })
+        .filter(|t| t.block == [0, 0, 0] && t.thread[1] == 0 && t.thread[2] == 0)
+        .map(|t| u64::from(t.thread[0]))
         .min()?;
     (first > 0).then_some(first)
 }

@@ -1,7 +1,10 @@
 //! `wmma-local-memory`: a tensor-core fragment (WMMA or ldmatrix) loaded from or stored to a
 //! thread-local array. The compiler warns; on sm_90 it emits `BPT.TRAP` and memcheck reports a
-//! "Trace/breakpoint trap" per thread, where sm_89 reports "Invalid __local__ read". Both
-//! signatures lead here, and each corroborating signal raises the confidence.
+//! "Trace/breakpoint trap" per thread, where sm_89 reports "Invalid __local__ read". In a `-G`
+//! build the compiler does not warn and nothing is inlined: memcheck's invalid `__local__`
+//! access inside the toolkit's `load_matrix_sync`, `store_matrix_sync` or `ldmatrix` is then
+//! the evidence on its own, in the kernel the host frames name. Every signature leads here, and
+//! each corroborating signal raises the confidence.
 
 use std::collections::BTreeSet;
 
@@ -41,14 +44,27 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                             && f.finding.space == Some(MemorySpace::Local)))
             })
             .collect();
+        // The kernel a fault is in: the one the record names, or, for an access inside a
+        // tensor-core intrinsic (not inlined in a -G build), the one its host frames launched.
+        let fault_kernel = |f: &FindingRef| -> Option<String> {
+            if in_intrinsic(f.finding) {
+                return launched_kernel(ctx, c, f.finding);
+            }
+            f.finding.kernel.as_deref().map(kernel_base)
+        };
         if warnings.is_empty() && faults.is_empty() {
             continue;
         }
 
         let mut kernels: BTreeSet<String> = BTreeSet::new();
-        for (_, f) in warnings.iter().chain(&faults) {
+        for (_, f) in &warnings {
             if let Some(k) = &f.finding.kernel {
                 kernels.insert(kernel_base(k));
+            }
+        }
+        for (_, f) in &faults {
+            if let Some(k) = fault_kernel(f) {
+                kernels.insert(k);
             }
         }
         if !warnings.is_empty() {
@@ -78,14 +94,21 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     .is_none_or(|k| kernel_base(k) == *kernel)
             };
             let w: Vec<Hit> = warnings.iter().filter(of_kernel).copied().collect();
-            let f: Vec<Hit> = faults.iter().filter(of_kernel).copied().collect();
+            let f: Vec<Hit> = faults
+                .iter()
+                .filter(|(_, f)| fault_kernel(f).is_none_or(|k| k == *kernel))
+                .copied()
+                .collect();
+            // A local access inside the tensor-core intrinsic itself is this fault, whatever
+            // else the build shows.
+            let intrinsic = f.iter().any(|(_, f)| in_intrinsic(f.finding));
             let view = j.kernel(c, kernel);
             let tensor = view.and_then(|v| v.tensor_instructions()).unwrap_or(0) > 0
                 || view.and_then(|v| v.sass).is_some_and(|s| s.ldsm > 0);
             let local = view
                 .and_then(|v| v.sass)
                 .is_some_and(|s| s.bpt_trap > 0 || s.ldl.saturating_add(s.stl) > 0);
-            if w.is_empty() && !(local && tensor) {
+            if w.is_empty() && !(local && tensor) && !intrinsic {
                 // A trap or local fault alone is not this root cause; other rules take it.
                 continue;
             }
@@ -181,7 +204,24 @@ fn draft(
         ));
         for (_, f) in faults.iter().take(2) {
             d.evidence.push(ctx.finding_evidence(f));
-            if d.location.is_none() {
+            if in_intrinsic(f.finding) {
+                // The toolkit's header holds the instruction, not the mistake: a label.
+                if let Some(header) = ctx.finding_location(f.finding) {
+                    d.spans.push(crate::Span::secondary(
+                        header,
+                        "the fragment access, inside the toolkit's WMMA header",
+                    ));
+                }
+                said.push(format!(
+                    "the accesses are inside `{}`, the toolkit's fragment {}",
+                    f.finding
+                        .kernel
+                        .as_deref()
+                        .map(kernel_base)
+                        .unwrap_or_default(),
+                    if is_store(f.finding) { "store" } else { "load" }
+                ));
+            } else if d.location.is_none() {
                 d.location = ctx.place(f);
             }
         }
@@ -250,15 +290,29 @@ fn draft(
             .and_then(|(_, f)| ctx.place(f))
             .or_else(|| ctx.kernel_file(config));
     }
+    // An invalid local access inside the fragment intrinsic itself names this fault twice over:
+    // the space and the instruction.
+    let inside = faults.iter().any(|(_, f)| in_intrinsic(f.finding));
+    if inside {
+        signals += 1;
+    }
     d.confidence = Confidence::from_signals(signals);
     d.figures.insert("signals".into(), json!(signals));
+    let how = if warnings.is_empty() && inside {
+        "In a `-G` build the compiler neither warns nor plants a trap: the intrinsic runs as a \
+         call and reads the thread-local address as if it were a fragment's memory, outside \
+         any valid window (`Invalid __local__` access), and the launch fails with an \
+         unspecified launch failure."
+    } else {
+        "The compiler warns and, on sm_90, plants a trap (BPT.TRAP) that fires at run time as \
+         \"Trace/breakpoint trap\"; older archs (and `-G` builds) report \"Invalid `__local__` \
+         read\" instead. Either way the launch fails with an unspecified launch failure."
+    };
     d.explanation = format!(
         "Evidence: {}. A tensor-core fragment load or store (wmma::load_matrix_sync / \
          store_matrix_sync, or ldmatrix) was given a pointer into a thread-local array. Local \
-         memory is private to each thread, so a warp-collective fragment access cannot use it: \
-         the compiler warns and, on sm_90, plants a trap (BPT.TRAP) that fires at run time as \
-         \"Trace/breakpoint trap\"; older archs report \"Invalid `__local__` read\" instead. Either \
-         way the launch fails with an unspecified launch failure.",
+         memory is private to each thread, so a warp-collective fragment access cannot use it. \
+         {how}",
         join_words(&said)
     );
     d.fix = "Stage the tile in shared memory: declare it `__shared__` (or carve it from the \
@@ -268,4 +322,40 @@ fn draft(
              and the LDL/STL in the SASS should be gone."
         .to_string();
     d
+}
+
+/// The tensor-core intrinsics whose pointer must be shared or global memory.
+const INTRINSICS: &[&str] = &["load_matrix_sync", "store_matrix_sync", "ldmatrix"];
+
+/// Whether a finding's access is inside a tensor-core intrinsic (the record's own function, or
+/// its innermost device frame).
+fn in_intrinsic(f: &parsers::Finding) -> bool {
+    let named = |name: &str| {
+        let base = kernel_base(name);
+        INTRINSICS
+            .iter()
+            .any(|i| base == *i || base.starts_with("__ldmatrix"))
+    };
+    f.kernel.as_deref().is_some_and(named)
+        || f.device_frames
+            .first()
+            .and_then(|fr| fr.function.as_deref())
+            .is_some_and(named)
+}
+
+fn is_store(f: &parsers::Finding) -> bool {
+    f.kernel
+        .as_deref()
+        .is_some_and(|k| kernel_base(k) == "store_matrix_sync")
+}
+
+/// The kernel a record's host backtrace launched: the first host frame that names a kernel of
+/// this config's build (the launch stub `void kernel<...>(...)` sits just above
+/// `cudaLaunchKernel`).
+fn launched_kernel(ctx: &Ctx, config: Option<&str>, f: &parsers::Finding) -> Option<String> {
+    f.host_frames
+        .iter()
+        .filter_map(|fr| fr.function.as_deref())
+        .map(kernel_base)
+        .find(|name| ctx.joined.kernel(config, name).is_some())
 }

@@ -294,10 +294,10 @@ fn each_failure_class_of_the_captured_programs_is_named() {
             .map(|l| format!("{}:{}", l["file"].as_str().unwrap_or(""), l["line"]));
         assert_eq!(location.as_deref(), case.location, "{}", case.log);
         let title = first["title"].as_str().unwrap_or_default();
-        let fix = first["fix"].as_str().unwrap_or_default();
+        let fix = crate::util::prose(first, "help");
         assert!(title.contains(case.title), "{}: {title}", case.log);
         assert!(fix.contains(case.fix), "{}: {fix}", case.log);
-        let text = format!("{title} {} {fix}", first["explanation"]);
+        let text = format!("{title} {} {fix}", crate::util::prose(first, "notes"));
         for word in case.never {
             assert!(!text.contains(word), "{}: `{word}` in {text}", case.log);
         }
@@ -406,16 +406,16 @@ fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
         .unwrap_or_else(|| panic!("no collapsed list: {json:#}"));
     assert_eq!(minor["level"], "note");
     assert!(
-        minor["explanation"]
-            .as_str()
+        Some(crate::util::prose(&minor, "notes"))
+            .as_deref()
             .is_some_and(|e| e.contains("`HighPipeUtilization` (98% of its section)")),
         "{minor:#}"
     );
     let no_tensor = explain("no_tensor");
     let cause = &no_tensor["diagnoses"][0];
     assert!(
-        cause["explanation"]
-            .as_str()
+        Some(crate::util::prose(&cause, "notes"))
+            .as_deref()
             .is_some_and(|e| e.contains("uncoalesced global access: 12.0 of 32 bytes")),
         "{cause:#}"
     );

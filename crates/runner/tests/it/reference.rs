@@ -206,7 +206,7 @@ fn the_torch_extension_example_names_both_seed_failures() {
         .find(|d| d["configs"] == serde_json::json!(["launch_ring"]))
         .expect("the launch_ring root cause");
     assert_eq!(ring["location"]["file"], "csrc/attn_fwd.cu");
-    let explanation = ring["explanation"].as_str().expect("text");
+    let explanation = crate::util::prose(ring, "notes");
     assert!(
         explanation.contains("Fails only after repeated launches: clean at 8 launches, fails at 9"),
         "{explanation}"
@@ -236,7 +236,7 @@ fn the_torch_extension_example_names_both_seed_failures() {
         })
         .unwrap_or_else(|| panic!("no bank-conflict cause: {diagnoses:#?}"));
     assert_eq!(bank["level"], "warning", "{bank:#}");
-    let text = bank["explanation"].as_str().unwrap_or_default();
+    let text = crate::util::prose(bank, "notes");
     for said in [
         "the toolkit's WMMA load of a `matrix_b` fragment",
         "`csrc/attn_fwd.cu:167`",
@@ -245,8 +245,8 @@ fn the_torch_extension_example_names_both_seed_failures() {
         assert!(text.contains(said), "`{said}` not in {text}");
     }
     assert!(
-        bank["fix"]
-            .as_str()
+        Some(crate::util::prose(&bank, "help"))
+            .as_deref()
             .is_some_and(|f| f.contains("ldm = COLS + 8")),
         "{bank:#}"
     );
@@ -730,10 +730,12 @@ fn a_built_in_performance_cause_carries_its_benchmark_against_sdpa() {
         })
         .unwrap_or_else(|| panic!("no cause with a baseline ratio: {json:#}"));
     assert!(
-        cause["explanation"].as_str().is_some_and(|e| e.contains(
-            "config `d128_m128_n32_s2_w4` at B=4 H=16 S=4096 D=128 bf16 runs at 0.51x the \
+        Some(crate::util::prose(&cause, "notes"))
+            .as_deref()
+            .is_some_and(|e| e.contains(
+                "config `d128_m128_n32_s2_w4` at B=4 H=16 S=4096 D=128 bf16 runs at 0.51x the \
              speed of `sdpa:default` (p50 1621.3 µs against 833.0 µs"
-        )),
+            )),
         "{cause:#}"
     );
 }

@@ -305,3 +305,17 @@ impl Project {
         .unwrap_or_else(|| panic!("`runner {}` still ran after {limit:?}", args.join(" ")))
     }
 }
+
+/// A diagnosis's `notes` or `help` from the JSON report, as one paragraph.
+pub fn prose(diagnosis: &serde_json::Value, key: &str) -> String {
+    diagnosis[key]
+        .as_array()
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
