@@ -154,8 +154,8 @@ pub fn plan(
                 for config in stage_configs {
                     for arch in pipeline.archs_of(config) {
                         // A target's build that another config already makes the same way
-                        // (same arch, defines and environment: the build command is the
-                        // pipeline's) runs once, its products shared.
+                        // (same arch, defines and environment, and a build command that does
+                        // not name its config) runs once, its products shared.
                         let same = compile_units.iter().find(|(other, other_arch, _)| {
                             other_arch == arch && same_build(pipeline, other, config)
                         });
@@ -229,6 +229,16 @@ pub fn plan(
 /// build command and its own environment are the pipeline's, the same for every config; a
 /// config's `env` is its program's).
 fn same_build(pipeline: &Pipeline, a: &str, b: &str) -> bool {
+    // A build command that names its config (`{config}`) builds something of its own for each.
+    let build = pipeline.target.as_ref().and_then(|t| t.build.as_ref());
+    if build.is_some_and(|b| {
+        b.command
+            .iter()
+            .chain(b.env.values())
+            .any(|word| word.contains("{config}"))
+    }) {
+        return false;
+    }
     let configs = &pipeline.matrix.configs;
     match (configs.get(a), configs.get(b)) {
         (Some(a), Some(b)) => {

@@ -649,6 +649,42 @@ fn a_jit_kernels_sass_and_registers_are_inventoried_without_a_build() {
     }
 }
 
+/// A build command that names its config (`{config}`: a script that picks the program by it)
+/// builds each config on its own, even where two configs have the same defines: two programs
+/// planted with the same `-DPLANT` are two programs.
+#[test]
+fn a_build_that_names_its_config_is_never_shared() {
+    let project = Project::new();
+    project.write(
+        "src/build.sh",
+        "echo \"$2\" >> calls.log\nmkdir -p \"$1\"\nprintf '#!/bin/sh\\necho \"built for %s\"\\n' \"$2\" > \"$1/prog\"\nchmod +x \"$1/prog\"\n",
+    );
+    project.pipeline(
+        "target:\n  sources: [src]\n  build:\n    command: [sh, src/build.sh, \"{build_dir}\", \"{config}\", \"{defines}\"]\n\
+         \x20 program:\n    command: [\"{build_dir}/prog\"]\n\
+         matrix:\n  configs:\n    tail: { defines: { PLANT: 1 } }\n    blur: { defines: { PLANT: 1 } }\n\
+         stages:\n  build: {}\n  check:\n    needs: { gpu: false }\n",
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert!(code(&out) <= 1, "{}", stderr(&out));
+    let calls = std::fs::read_to_string(project.root.join("calls.log")).unwrap();
+    let mut built: Vec<&str> = calls.lines().collect();
+    built.sort();
+    assert_eq!(built, ["blur", "tail"], "{calls}");
+    let manifest = project.manifest();
+    for config in ["tail", "blur"] {
+        let check = stages(&manifest, "check")
+            .into_iter()
+            .find(|s| s["config"] == config)
+            .unwrap_or_else(|| panic!("no check for {config}"));
+        let stdout = std::fs::read_to_string(
+            manifest_dir(&project).join(check["logs"][0]["path"].as_str().unwrap_or_default()),
+        )
+        .unwrap_or_default();
+        assert_eq!(stdout.trim(), format!("built for {config}"), "{check:#}");
+    }
+}
+
 /// Configs whose builds would be the same (same defines and `build_env`; a config's `env` is
 /// its program's) build once: the configs that differ only in their program's environment
 /// share one build, and their programs run the products of it.
