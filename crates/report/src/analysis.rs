@@ -8,8 +8,8 @@ use serde::Serialize;
 use crate::diagnosis::{Diagnosis, Level};
 use crate::join::{Joined, Unconcluded, is_sanitizer, join, kind_name};
 use crate::rules::diagnose;
-use crate::text::{join_words, kernel_base, plural};
-use crate::{Evidence, Stage, StageKind, StageStatus};
+use crate::text::{join_words, plural};
+use crate::{Evidence, KernelId, Stage, StageKind, StageStatus};
 
 /// Joins, diagnoses and judges a run.
 pub fn analyze(evidence: &Evidence) -> Analysis<'_> {
@@ -597,10 +597,7 @@ fn launched(joined: &Joined, logs: &[&str]) -> Option<bool> {
         return Some(results.iter().all(|l| *l));
     }
     let kernel_findings = joined.findings_of(&sources).any(|f| {
-        f.finding
-            .kernel
-            .as_deref()
-            .is_some_and(|k| joined.is_target(k))
+        f.kernel.as_ref().is_some_and(|k| joined.is_target(k))
             && joined
                 .source(f.source)
                 .is_some_and(|s| is_sanitizer(s.kind))
@@ -610,7 +607,7 @@ fn launched(joined: &Joined, logs: &[&str]) -> Option<bool> {
     }
     let profiled = joined
         .metrics_of(&sources)
-        .any(|m| joined.is_target(&m.metric.kernel));
+        .any(|m| joined.is_target(&m.kernel));
     profiled.then_some(true)
 }
 
@@ -810,16 +807,16 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
         StageKind::Profile => {
             // Each profiled kernel with its launches (ncu's launch ids); a source page names
             // its kernels without them.
-            let mut launches: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+            let mut launches: BTreeMap<KernelId, BTreeSet<u64>> = BTreeMap::new();
             for m in joined.metrics_of(&sources) {
-                let ids = launches.entry(kernel_base(&m.metric.kernel)).or_default();
+                let ids = launches.entry(m.kernel.clone()).or_default();
                 ids.extend(m.metric.launch);
             }
             let mut lines = 0;
             for s in sources.iter().filter_map(|&i| joined.source(i)) {
                 lines += s.log.source_lines.len();
                 for function in s.log.source_lines.iter().map(|l| &l.function) {
-                    launches.entry(kernel_base(function)).or_default();
+                    launches.entry(KernelId::of(function)).or_default();
                 }
             }
             // The kernels ncu measured that the program does not own (a framework's).
@@ -830,7 +827,7 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
             let (launches, foreign): (BTreeMap<_, _>, BTreeMap<_, _>) = launches
                 .into_iter()
                 .partition(|(kernel, _)| joined.is_own(config, kernel));
-            let kernels: Vec<String> = launches.keys().cloned().collect();
+            let kernels: Vec<KernelId> = launches.keys().cloned().collect();
             let n = joined.metrics_of(&sources).count();
             // The kernels the config's build defined that no profiled launch of its program
             // ran (a harness unit launches one kernel by choice).
@@ -843,7 +840,7 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                 })
                 .map(|s| s.config)
                 .collect();
-            let mut idle: Vec<String> = joined
+            let mut idle: Vec<KernelId> = joined
                 .kernels
                 .iter()
                 .filter(|k| k.resources.is_some() && configs.contains(&k.config.as_deref()))
@@ -855,7 +852,7 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
             let named: Vec<String> = launches
                 .iter()
                 .map(|(kernel, ids)| match ids.len() {
-                    0 => kernel.clone(),
+                    0 => kernel.to_string(),
                     k => format!("{kernel} ({})", plural(k as u64, "launch", "launches")),
                 })
                 .collect();
@@ -875,7 +872,7 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                 text.push_str(&format!("; never launched: {}", idle.join(", ")));
             }
             if !foreign.is_empty() {
-                let names: Vec<String> = foreign.into_keys().collect();
+                let names: Vec<KernelId> = foreign.into_keys().collect();
                 text.push_str(&format!(
                     "; also measured, not the program's own: {}",
                     names.join(", ")

@@ -100,7 +100,7 @@ impl Span {
 /// A device function inlined into a kernel, and where in it the tool located an access.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Helper {
-    /// Its name as matched across logs ([`crate::text::kernel_base`]).
+    /// Its name as matched across logs (a [`crate::KernelId`]'s).
     pub name: String,
     pub location: Option<SourceLocation>,
 }
@@ -263,7 +263,10 @@ pub enum Scope {
     /// The fault located in this config and kernel; with `single_launch`, only one found on a
     /// single launch (a fault that needs several launches to show is not explained by one a
     /// stress-mode sanitizer run found).
-    Kernel { kernel: String, single_launch: bool },
+    Kernel {
+        kernel: crate::KernelId,
+        single_launch: bool,
+    },
     /// Any fault located in this config.
     Config,
     /// The fault located in this config, unless a tool found it in another test, run alone.

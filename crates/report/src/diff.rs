@@ -28,7 +28,7 @@ use crate::noise::{Judgement, NoiseOptions, judge};
 use crate::resources::{KernelResources, kernel_resources};
 use crate::rules::RuleId;
 use crate::tables::Case;
-use crate::text::{fixed, kernel_base, relative_path, scrub, short_hash};
+use crate::text::{fixed, relative_path, scrub, short_hash};
 use crate::{Evidence, Run, Stage, StageStatus};
 
 /// What `runner diff` may be told.
@@ -451,7 +451,7 @@ fn findings<'a>(a: &'a Analysis) -> BTreeMap<FindingKey, (FindingChange, Vec<&'a
                     fingerprint: finding.fingerprint.clone(),
                     kind,
                     severity: severity.to_string(),
-                    kernel: finding.kernel.as_deref().map(kernel_base),
+                    kernel: f.kernel.clone().map(String::from),
                     location,
                     count: 0,
                     message: scrub(&finding.message, &a.joined.repo_files),
@@ -542,9 +542,7 @@ fn perf_changes(a: &Analysis, b: &Analysis, opts: &NoiseOptions) -> (Vec<PerfCha
             let implementation = if baseline {
                 r.result.kernel.clone()
             } else {
-                r.config
-                    .clone()
-                    .unwrap_or_else(|| kernel_base(&r.result.kernel))
+                r.config.clone().unwrap_or_else(|| r.kernel.to_string())
             };
             let cached_from = an
                 .joined

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnosis::{Diagnosis, Draft, Helper, Level, Scope, SourceLocation, Span};
 use crate::rules::{Role, RuleId};
-use crate::text::{kernel_base, md_code, short_hash};
+use crate::text::{md_code, short_hash};
 
 /// What the fold knows of the run besides the drafts.
 #[derive(Debug, Clone, Default)]
@@ -115,7 +115,7 @@ fn attach_scoped(nodes: &mut [Node], facts: &Facts) {
                         same_config(d)
                             && d.kernel
                                 .as_deref()
-                                .is_none_or(|k| kernel_base(k) == kernel_base(kernel))
+                                .is_none_or(|k| crate::rules::draft_kernel_is(k, kernel))
                             && (!single_launch || one_launch(d))
                     }
                     Scope::Config | Scope::Test(_) => same_config(d),
@@ -542,7 +542,7 @@ mod tests {
 
     fn kernel_scope(single_launch: bool) -> Scope {
         Scope::Kernel {
-            kernel: "attn".into(),
+            kernel: crate::KernelId::of("attn"),
             single_launch,
         }
     }

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use parsers::harness::HarnessResult;
 use parsers::{Finding, Format, Kernel, Metric, ParsedLog, SassCounts, Tool};
 
-use crate::text::{kernel_base, relative_path};
-use crate::{Evidence, Run, Stage, StageKind, StageStatus};
+use crate::text::relative_path;
+use crate::{Evidence, KernelId, Run, Stage, StageKind, StageStatus};
 
 /// Joins a run's evidence. Logs the manifest does not list are joined too, under the stage kind
 /// their format implies.
@@ -226,8 +226,8 @@ impl ConfigParams {
 /// A kernel of one config and arch: its ptxas resources and SASS counts, joined.
 #[derive(Debug, Clone)]
 pub struct KernelView<'a> {
-    /// The name it is matched by ([`crate::text::kernel_base`]).
-    pub name: String,
+    /// The kernel's identity across tools.
+    pub name: KernelId,
     pub config: Option<String>,
     pub arch: Option<String>,
     /// ptxas's figures (registers, shared memory, stack, spills), when compiled here.
@@ -264,6 +264,8 @@ pub struct FindingRef<'a> {
     pub source: usize,
     pub finding: &'a Finding,
     pub config: Option<String>,
+    /// The kernel the record names (a function the access is in, for some records), as an id.
+    pub kernel: Option<KernelId>,
 }
 
 /// A harness or baseline result and the log it came from.
@@ -273,6 +275,8 @@ pub struct ResultRef<'a> {
     pub result: &'a HarnessResult,
     /// The result's own config, else its stage's.
     pub config: Option<String>,
+    /// The kernel it launched, as an id (a baseline's `<producer>:<backend>` as it is).
+    pub kernel: KernelId,
 }
 
 /// A metric and the log it came from.
@@ -281,6 +285,8 @@ pub struct MetricRef<'a> {
     pub source: usize,
     pub metric: &'a Metric,
     pub config: Option<String>,
+    /// The kernel measured, as an id.
+    pub kernel: KernelId,
 }
 
 /// Evidence indexed by kernel, config and arch.
@@ -297,8 +303,8 @@ pub struct Joined<'a> {
     pub metrics: Vec<MetricRef<'a>>,
     /// Each config's compile parameters, keyed by config name.
     pub configs: BTreeMap<String, ConfigParams>,
-    /// The kernels the harness launches (by base name); empty when no stage says.
-    pub targets: BTreeSet<String>,
+    /// The kernels the harness launches; empty when no stage says.
+    pub targets: BTreeSet<KernelId>,
     /// Repository-relative paths of the run's inputs, for making tool paths relative.
     pub repo_files: Vec<String>,
     /// Generated files mapped back to the user's own (see [`crate::SourceMap`]).
@@ -320,11 +326,11 @@ struct Index<'a> {
     metrics: Vec<Vec<usize>>,
     resources: Vec<Vec<usize>>,
     sass: Vec<Vec<usize>>,
-    /// Sources with the harness's launch info, by the (kernel base name, config) of each result
+    /// Sources with the harness's launch info, by the (kernel, config) of each result
     /// they hold.
-    launches: HashMap<(String, Option<String>), Vec<usize>>,
-    /// Metric indices by (config, kernel base name).
-    metrics_by_kernel: HashMap<(Option<String>, String), Vec<usize>>,
+    launches: HashMap<(KernelId, Option<String>), Vec<usize>>,
+    /// Metric indices by (config, kernel).
+    metrics_by_kernel: HashMap<(Option<String>, KernelId), Vec<usize>>,
 }
 
 impl<'a> Joined<'a> {
@@ -352,7 +358,7 @@ impl<'a> Joined<'a> {
                     configs.entry(config.clone()).or_insert(params);
                 }
                 if let Some(kernel) = &stage.unit().kernel {
-                    targets.insert(kernel_base(kernel));
+                    targets.insert(KernelId::of(kernel));
                 }
             }
         }
@@ -360,7 +366,7 @@ impl<'a> Joined<'a> {
         let mut findings = Vec::new();
         let mut results = Vec::new();
         let mut metrics = Vec::new();
-        let mut kernels: BTreeMap<(Option<String>, Option<String>, String), KernelView<'a>> =
+        let mut kernels: BTreeMap<(Option<String>, Option<String>, KernelId), KernelView<'a>> =
             BTreeMap::new();
         for (i, source) in sources.iter().enumerate() {
             let config = source.config.map(str::to_string);
@@ -369,16 +375,19 @@ impl<'a> Joined<'a> {
                     source: i,
                     finding,
                     config: config.clone(),
+                    kernel: finding.kernel.as_deref().map(KernelId::of),
                 });
             }
             for result in &source.log.results {
+                let kernel = KernelId::of(&result.kernel);
                 if !is_baseline(result) {
-                    targets.insert(kernel_base(&result.kernel));
+                    targets.insert(kernel.clone());
                 }
                 results.push(ResultRef {
                     source: i,
                     result,
                     config: result.config.clone().or_else(|| config.clone()),
+                    kernel,
                 });
             }
             // Nsight Compute metrics only: the harness parser also lists bench figures as
@@ -393,6 +402,7 @@ impl<'a> Joined<'a> {
                     source: i,
                     metric,
                     config: config.clone(),
+                    kernel: KernelId::of(&metric.kernel),
                 });
             }
             // A shared build's kernels are also those of the configs it serves.
@@ -422,7 +432,7 @@ impl<'a> Joined<'a> {
                             .and_then(|c| configs.get(c))
                             .and_then(|p| p.arch.clone())
                     });
-                let name = kernel_base(&kernel.name);
+                let name = KernelId::of(&kernel.name);
                 let view = kernels
                     .entry((config.clone(), arch.clone(), name.clone()))
                     .or_insert_with(|| KernelView {
@@ -522,24 +532,24 @@ impl<'a> Joined<'a> {
         picked(sources, &self.index.sass, &self.kernels)
     }
 
-    /// The sources holding the harness's launch info and a result of this kernel (base name)
-    /// in this config, ascending.
-    pub fn launch_sources(&self, kernel: &str, config: Option<&str>) -> &[usize] {
+    /// The sources holding the harness's launch info and a result of this kernel in this
+    /// config, ascending.
+    pub fn launch_sources(&self, kernel: &KernelId, config: Option<&str>) -> &[usize] {
         self.index
             .launches
-            .get(&(kernel.to_string(), config.map(str::to_string)))
+            .get(&(kernel.clone(), config.map(str::to_string)))
             .map_or(&[], Vec::as_slice)
     }
 
-    /// The metrics of one kernel (base name) in one config, in order.
+    /// The metrics of one kernel in one config, in order.
     pub fn metrics_of_kernel<'s>(
         &'s self,
         config: Option<&str>,
-        kernel: &str,
+        kernel: &KernelId,
     ) -> impl Iterator<Item = &'s MetricRef<'a>> + 's {
         self.index
             .metrics_by_kernel
-            .get(&(config.map(str::to_string), kernel.to_string()))
+            .get(&(config.map(str::to_string), kernel.clone()))
             .into_iter()
             .flatten()
             .filter_map(|&i| self.metrics.get(i))
@@ -551,15 +561,15 @@ impl<'a> Joined<'a> {
     }
 
     /// Whether `kernel` is one the harness launches (always true when no stage names one).
-    pub fn is_target(&self, kernel: &str) -> bool {
-        self.targets.is_empty() || self.targets.contains(&kernel_base(kernel))
+    pub fn is_target(&self, kernel: &KernelId) -> bool {
+        self.targets.is_empty() || self.targets.contains(kernel)
     }
 
     /// Whether `kernel` is one the program's own build or JIT caches hold in `config`: the
     /// kernels ptxas or the SASS inventory listed there. A kernel ncu measured outside that
     /// inventory (a framework's own, launched by the same process) is not; with no inventory
     /// for the config, every kernel is.
-    pub fn is_own(&self, config: Option<&str>, kernel: &str) -> bool {
+    pub fn is_own(&self, config: Option<&str>, kernel: &KernelId) -> bool {
         let mut inventory = self
             .kernels
             .iter()
@@ -569,8 +579,7 @@ impl<'a> Joined<'a> {
         if inventory.peek().is_none() {
             return true;
         }
-        let base = kernel_base(kernel);
-        inventory.any(|k| k.name == base)
+        inventory.any(|k| k.name == *kernel)
     }
 
     /// The kernels that are launched (or all, when nobody says which are).
@@ -578,12 +587,11 @@ impl<'a> Joined<'a> {
         self.kernels.iter().filter(|k| self.is_target(&k.name))
     }
 
-    /// The kernel view of a config and kernel name, any arch (the first, by arch name).
-    pub fn kernel(&self, config: Option<&str>, name: &str) -> Option<&KernelView<'a>> {
-        let base = kernel_base(name);
+    /// The kernel view of a config and kernel, any arch (the first, by arch name).
+    pub fn kernel(&self, config: Option<&str>, kernel: &KernelId) -> Option<&KernelView<'a>> {
         self.kernels
             .iter()
-            .find(|k| k.config.as_deref() == config && k.name == base)
+            .find(|k| k.config.as_deref() == config && k.name == *kernel)
     }
 
     /// The config names, in order; a single `None` when the evidence has none.
@@ -775,23 +783,24 @@ impl<'a> Index<'a> {
         };
         for (i, source) in sources.iter().enumerate() {
             index.by_path.entry(source.path).or_default().push(i);
-            if source.log.launch.is_some() {
-                for result in &source.log.results {
-                    let key = (
-                        kernel_base(&result.kernel),
-                        result.config.clone().or(source.config.map(str::to_string)),
-                    );
-                    let list = index.launches.entry(key).or_default();
-                    if list.last() != Some(&i) {
-                        list.push(i);
-                    }
+        }
+        // Results are in source order, each carrying its own config, else its source's.
+        for r in results {
+            if sources
+                .get(r.source)
+                .is_some_and(|s| s.log.launch.is_some())
+            {
+                let key = (r.kernel.clone(), r.config.clone());
+                let list = index.launches.entry(key).or_default();
+                if list.last() != Some(&r.source) {
+                    list.push(r.source);
                 }
             }
         }
         for (i, metric) in metrics.iter().enumerate() {
             index
                 .metrics_by_kernel
-                .entry((metric.config.clone(), kernel_base(&metric.metric.kernel)))
+                .entry((metric.config.clone(), metric.kernel.clone()))
                 .or_default()
                 .push(i);
         }

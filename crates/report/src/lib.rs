@@ -51,6 +51,7 @@ mod evidence;
 mod explain;
 mod fold;
 pub mod join;
+mod kernel_id;
 pub mod noise;
 pub mod occupancy;
 mod render;
@@ -69,6 +70,7 @@ pub use diagnosis::{Confidence, Diagnosis, EvidenceItem, Helper, Level, SourceLo
 pub use diff::{Diff, DiffOptions, DiffVerdict, NotRetested, diff};
 pub use evidence::{Evidence, SourceMap};
 pub use explain::{Explanation, explain, render_explanation};
+pub use kernel_id::KernelId;
 pub use run::*;
 
 /// Output formats for [`render`].

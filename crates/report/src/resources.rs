@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
+use crate::KernelId;
 use crate::join::{Joined, KernelView};
 use crate::occupancy::{self, Occupancy, OccupancyInput};
-use crate::text::kernel_base;
 
 /// One kernel of one config and arch, as the per-config table shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -106,7 +106,7 @@ pub fn resources_of(joined: &Joined, view: &KernelView) -> KernelResources {
     KernelResources {
         config: view.config.clone(),
         arch: view.arch.clone(),
-        kernel: view.name.clone(),
+        kernel: view.name.to_string(),
         registers: k.and_then(|k| k.registers),
         spill_store_bytes: k.and_then(|k| k.spill_store_bytes),
         spill_load_bytes: k.and_then(|k| k.spill_load_bytes),
@@ -177,11 +177,11 @@ pub struct NcuSummary {
 /// The Nsight Compute summary of every profiled kernel the harness launches (all profiled
 /// kernels when no stage names one), by config and kernel.
 pub fn ncu_summaries(joined: &Joined) -> Vec<NcuSummary> {
-    let mut keys: Vec<(Option<String>, String)> = joined
+    let mut keys: Vec<(Option<String>, KernelId)> = joined
         .metrics
         .iter()
-        .filter(|m| joined.is_target(&m.metric.kernel))
-        .map(|m| (m.config.clone(), kernel_base(&m.metric.kernel)))
+        .filter(|m| joined.is_target(&m.kernel))
+        .map(|m| (m.config.clone(), m.kernel.clone()))
         .collect();
     keys.sort();
     keys.dedup();
@@ -191,10 +191,9 @@ pub fn ncu_summaries(joined: &Joined) -> Vec<NcuSummary> {
 }
 
 /// The Nsight Compute summary of one kernel in one config, when it was profiled.
-pub fn ncu_summary(joined: &Joined, config: Option<&str>, kernel: &str) -> Option<NcuSummary> {
-    let base = kernel_base(kernel);
+pub fn ncu_summary(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Option<NcuSummary> {
     let of_kernel: Vec<&parsers::Metric> = joined
-        .metrics_of_kernel(config, &base)
+        .metrics_of_kernel(config, kernel)
         .map(|m| m.metric)
         .collect();
     let launch = of_kernel.iter().filter_map(|m| m.launch).min();
@@ -228,7 +227,7 @@ pub fn ncu_summary(joined: &Joined, config: Option<&str>, kernel: &str) -> Optio
         });
     Some(NcuSummary {
         config: config.map(str::to_string),
-        kernel: base,
+        kernel: kernel.to_string(),
         launch,
         duration_us,
         sm_throughput_pct: pct(&[

@@ -5,7 +5,6 @@ use parsers::harness::{HarnessResult, Shape};
 use serde::Serialize;
 
 use crate::join::{Joined, ResultRef, is_baseline};
-use crate::text::kernel_base;
 
 /// A problem: shape, dtype and mask.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -136,7 +135,7 @@ pub fn check_rows(joined: &Joined) -> Vec<CheckRow> {
             let c = r.result.check.as_ref();
             CheckRow {
                 config: r.config.clone(),
-                kernel: kernel_base(&r.result.kernel),
+                kernel: r.kernel.to_string(),
                 case: Case::of(r.result),
                 launched: r.result.launched,
                 error: r.result.error.clone(),
@@ -164,7 +163,7 @@ pub fn stress_rows(joined: &Joined) -> Vec<StressRow> {
             let s = r.result.stress.as_ref()?;
             Some(StressRow {
                 config: r.config.clone(),
-                kernel: kernel_base(&r.result.kernel),
+                kernel: r.kernel.to_string(),
                 case: Case::of(r.result),
                 launches: s.launches,
                 sync: s.sync.clone(),
@@ -219,9 +218,7 @@ fn bench_row(r: &ResultRef) -> Option<BenchRow> {
     let implementation = if baseline {
         r.result.kernel.clone()
     } else {
-        r.config
-            .clone()
-            .unwrap_or_else(|| kernel_base(&r.result.kernel))
+        r.config.clone().unwrap_or_else(|| r.kernel.to_string())
     };
     Some(BenchRow {
         case: Case::of(r.result),

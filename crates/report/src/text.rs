@@ -1,5 +1,6 @@
 //! Text hygiene shared by every renderer: scrubbing volatile values out of quoted log lines,
-//! repository-relative paths, kernel-name normalisation, rounding and escaping.
+//! repository-relative paths, rounding and escaping (kernel names are matched by
+//! [`crate::KernelId`]).
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -197,50 +198,6 @@ fn normalize(path: &str) -> String {
     } else {
         joined
     }
-}
-
-/// The name a kernel is matched by across tools: the demangled name without return type,
-/// parameter list, namespace qualifiers, whitespace or C-style casts in template arguments.
-/// ptxas's `void ns::k<float, 4>(float*, int)`, compute-sanitizer's
-/// `void ns::k<float, (int)4>(T1 *, int)` and Nsight Compute's `void k<float, 4>(T1 *, int)`
-/// all match as `k<float,4>`.
-pub fn kernel_base(name: &str) -> String {
-    static CAST: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\((?:unsigned |signed )?(?:int|long long|long|short|char|bool|unsigned)\)")
-            .expect("valid regex")
-    });
-    let name = name.trim();
-    let mut depth = 0i32;
-    let mut end = name.len();
-    for (i, c) in name.char_indices() {
-        match c {
-            '<' => depth += 1,
-            '>' => depth -= 1,
-            '(' if depth <= 0 && i > 0 => {
-                end = i;
-                break;
-            }
-            _ => {}
-        }
-    }
-    let head = name.get(..end).unwrap_or(name).trim();
-    // The return type, when present, is separated from the name by a space outside templates;
-    // namespace qualifiers end in `::` outside templates.
-    let mut depth = 0i32;
-    let mut start = 0;
-    let bytes = head.as_bytes();
-    for (i, c) in head.char_indices() {
-        match c {
-            '<' => depth += 1,
-            '>' => depth -= 1,
-            ' ' if depth <= 0 => start = i + 1,
-            ':' if depth <= 0 && bytes.get(i + 1) == Some(&b':') => start = i + 2,
-            _ => {}
-        }
-    }
-    let base = head.get(start..).unwrap_or(head);
-    let base = base.replace("(bool)1", "true").replace("(bool)0", "false");
-    CAST.replace_all(&base, "").replace(' ', "")
 }
 
 /// A number rounded to about three significant digits, without trailing noise.
@@ -607,24 +564,6 @@ mod tests {
                 &files
             ),
             "<toolkit>/include/crt/mma.hpp"
-        );
-    }
-
-    #[test]
-    fn kernel_names_match_without_signature() {
-        assert_eq!(
-            kernel_base("void attention_fwd_f16(const void*, int)"),
-            "attention_fwd_f16"
-        );
-        assert_eq!(kernel_base("attention_fwd_f16"), "attention_fwd_f16");
-        assert_eq!(kernel_base("void k<64, 128>(float*)"), "k<64,128>");
-        assert_eq!(
-            kernel_base("void exhibit::faults::scale_tail<float, 4>(float*, int, float)"),
-            kernel_base("void scale_tail<float, (int)4>(T1 *, int, T1)")
-        );
-        assert_ne!(
-            kernel_base("attention_fwd_f16"),
-            kernel_base("attention_fwd_bf16")
         );
     }
 

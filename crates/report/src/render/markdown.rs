@@ -943,11 +943,7 @@ fn ncu(out: &mut String, a: &Analysis) {
                     .as_deref()
                     .map(|c| format!("{} ", md_code(c)))
                     .unwrap_or_default(),
-                f.finding
-                    .kernel
-                    .as_deref()
-                    .map(|k| md_code(&crate::text::kernel_base(k)))
-                    .unwrap_or_default(),
+                f.kernel.as_deref().map(md_code).unwrap_or_default(),
                 md_text(&scrub(&f.finding.message, &a.joined.repo_files))
             );
         }

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::{Ctx, RuleId, is_harness_kind};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
-use crate::text::{kernel_base, md_code, md_text};
+use crate::text::{md_code, md_text};
 
 /// One draft per config, kernel and error text.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -117,17 +117,16 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
             // Failing only after several launches is repeated-launch-failure's.
             continue;
         }
-        let kernel = kernel_base(&r.result.kernel);
+        let kernel = &r.kernel;
         let config = r.config.as_deref();
-        let fault = ctx.has_fault(config, Some(&kernel));
-        if !fault && ctx.has_error_for(config, Some(&kernel)) {
+        let fault = ctx.has_fault(config, Some(kernel));
+        if !fault && ctx.has_error_for(config, Some(kernel)) {
             continue;
         }
         let error = crate::text::scrub(&error, &j.repo_files);
-        if out
-            .iter()
-            .any(|d| d.config == r.config && d.kernel.as_deref() == Some(&kernel) && d.key == error)
-        {
+        if out.iter().any(|d| {
+            d.config == r.config && d.kernel.as_deref() == Some(kernel.as_str()) && d.key == error
+        }) {
             continue;
         }
         let mut d = Draft::new(RuleId::LaunchFailure, Level::Error, "");
@@ -136,7 +135,7 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
             single_launch: false,
         });
         d.config = r.config.clone();
-        d.kernel = Some(kernel.clone());
+        d.kernel = Some(kernel.to_string());
         d.location = ctx.kernel_file(config);
         d.key = error.clone();
         let error = md_text(&error);

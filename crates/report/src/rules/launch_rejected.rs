@@ -159,11 +159,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         };
         // The refused kernel is one the build defined that no profiled launch ran (a framework's
         // kernels, or another of the program's, may well have run before it).
-        let profiled: std::collections::BTreeSet<String> = j
+        let profiled: std::collections::BTreeSet<&crate::KernelId> = j
             .metrics
             .iter()
             .filter(|m| in_config(&m.config))
-            .map(|m| crate::text::kernel_base(&m.metric.kernel))
+            .map(|m| &m.kernel)
             .collect();
         let defined: Vec<&crate::join::KernelView> =
             j.kernels.iter().filter(|k| in_config(&k.config)).collect();
@@ -194,7 +194,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         let named = match kernels.as_slice() {
             [one] => {
-                d.kernel = Some(one.name.clone());
+                d.kernel = Some(one.name.to_string());
                 md_code(&one.name)
             }
             [] => "the kernel".to_string(),

@@ -6,7 +6,6 @@ use serde_json::json;
 
 use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
-use crate::text::kernel_base;
 
 /// One draft per launched kernel and config with spills or a stack frame used by LDL/STL.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -39,16 +38,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .filter(|(_, f)| {
                 f.config.as_deref() == config
                     && f.finding.kind == FindingKind::RegisterSpill
-                    && f.finding
-                        .kernel
-                        .as_deref()
-                        .is_none_or(|n| kernel_base(n) == view.name)
+                    && f.kernel.as_ref().is_none_or(|n| *n == view.name)
             })
             .map(|(i, _)| i)
             .collect();
         let mut d = Draft::new(RuleId::RegisterSpills, Level::Warning, "");
         d.config = view.config.clone();
-        d.kernel = Some(view.name.clone());
+        d.kernel = Some(view.name.to_string());
         d.arch = view.arch.clone();
         d.location = ctx.kernel_file(config);
         d.key = if spilled { "spills" } else { "local-array" }.to_string();

@@ -8,9 +8,10 @@ use parsers::{Finding, FindingKind, Severity};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::KernelId;
 use crate::diagnosis::{Confidence, Diagnosis, Draft, EvidenceItem, Helper, SourceLocation};
 use crate::join::{FindingRef, Joined, ResultRef};
-use crate::text::{kernel_base, md_code, md_text, relative_path, scrub};
+use crate::text::{md_code, md_text, relative_path, scrub};
 
 mod barrier;
 mod catch_all;
@@ -447,6 +448,12 @@ pub struct Ctx<'j, 'a> {
     pub prior: &'j [Draft],
 }
 
+/// Whether a draft's kernel is this kernel. A draft's kernel is text its rule wrote (mostly an
+/// id's, but a compile error keeps the tool's own spelling), so it is matched by its id.
+pub(crate) fn draft_kernel_is(draft_kernel: &str, kernel: &KernelId) -> bool {
+    KernelId::of(draft_kernel) == *kernel
+}
+
 impl Ctx<'_, '_> {
     /// Whether an earlier rule already explains finding `index`.
     pub fn explained(&self, index: usize) -> bool {
@@ -455,25 +462,25 @@ impl Ctx<'_, '_> {
 
     /// Whether an earlier rule produced an error-level draft for this config (and kernel, when
     /// given).
-    pub fn has_error_for(&self, config: Option<&str>, kernel: Option<&str>) -> bool {
+    pub fn has_error_for(&self, config: Option<&str>, kernel: Option<&KernelId>) -> bool {
         self.prior.iter().any(|d| {
             d.level == crate::Level::Error
                 && d.config.as_deref() == config
                 && match (kernel, &d.kernel) {
-                    (Some(k), Some(dk)) => kernel_base(k) == kernel_base(dk),
+                    (Some(k), Some(dk)) => draft_kernel_is(dk, k),
                     _ => true,
                 }
         })
     }
 
     /// Whether an earlier rule with id `rule` drafted for this config and kernel.
-    pub fn drafted(&self, rule: RuleId, config: Option<&str>, kernel: &str) -> bool {
+    pub fn drafted(&self, rule: RuleId, config: Option<&str>, kernel: &KernelId) -> bool {
         self.prior.iter().any(|d| {
             d.rule == rule
                 && d.config.as_deref() == config
                 && d.kernel
                     .as_deref()
-                    .is_none_or(|k| kernel_base(k) == kernel_base(kernel))
+                    .is_none_or(|k| draft_kernel_is(k, kernel))
         })
     }
 
@@ -500,12 +507,12 @@ impl Ctx<'_, '_> {
     /// Whether an earlier rule located a fault ([`Role::SitedFault`]) in this config, and in
     /// this kernel when given: what decides whether a symptom is drafted as one (the fold
     /// attaches it).
-    pub fn has_fault(&self, config: Option<&str>, kernel: Option<&str>) -> bool {
+    pub fn has_fault(&self, config: Option<&str>, kernel: Option<&KernelId>) -> bool {
         self.prior.iter().any(|d| {
             crate::fold::is_fault(d)
                 && d.config.as_deref() == config
                 && match (kernel, &d.kernel) {
-                    (Some(k), Some(dk)) => kernel_base(k) == kernel_base(dk),
+                    (Some(k), Some(dk)) => draft_kernel_is(dk, k),
                     _ => true,
                 }
         })
@@ -552,7 +559,8 @@ impl Ctx<'_, '_> {
                     Some("Write") => "the other side of the hazard: a write".to_string(),
                     Some("Read") => "the other side of the hazard: a read".to_string(),
                     _ if function.is_empty() => "a related site the tool named".to_string(),
-                    _ => format!("a related site, in {}", md_code(&kernel_base(function))),
+                    // The related site's function: a tool string the join does not index.
+                    _ => format!("a related site, in {}", md_code(&KernelId::of(function))),
                 };
                 Some(crate::Span::secondary(location, label))
             })
@@ -606,17 +614,17 @@ impl Ctx<'_, '_> {
     /// and the kernel is then the one the stage launched.
     pub fn kernel_site(&self, f: &FindingRef) -> (Option<String>, Vec<Helper>) {
         let finding = f.finding;
-        let named = finding.kernel.as_deref().map(kernel_base);
+        let named = f.kernel.as_ref();
         let location = self.finding_location(finding);
-        let helper = |name: String| Helper {
-            name,
+        let helper = |name: KernelId| Helper {
+            name: name.into(),
             location: location.clone(),
         };
-        if let (Some(name), Some(launched)) = (&named, self.launched_kernel(f.source))
+        if let (Some(name), Some(launched)) = (named, self.launched_kernel(f.source))
             && *name != launched
             && self.joined.kernel(f.config.as_deref(), name).is_none()
         {
-            return (Some(launched), vec![helper(name.clone())]);
+            return (Some(launched.into()), vec![helper(name.clone())]);
         }
         // The record's own frame, under the kernel's device frame: a helper in the user's
         // source (a run's input or a `.cu` file; a toolkit header's intrinsic is no helper of
@@ -630,18 +638,21 @@ impl Ctx<'_, '_> {
             .details
             .get("function")
             .and_then(|v| v.as_str())
-            .map(kernel_base)
-            .filter(|func| in_user_source && Some(func) != named.as_ref());
-        (named, function.map(helper).into_iter().collect())
+            .map(KernelId::of)
+            .filter(|func| in_user_source && Some(func) != named);
+        (
+            named.cloned().map(String::from),
+            function.map(helper).into_iter().collect(),
+        )
     }
 
     /// The kernel the stage of a log launched: the one its unit names, else the one its
     /// harness results name.
-    pub fn launched_kernel(&self, source: usize) -> Option<String> {
+    pub fn launched_kernel(&self, source: usize) -> Option<KernelId> {
         let j = self.joined;
         let stage = j.source(source)?.stage?;
         if let Some(kernel) = stage.unit().kernel.as_deref() {
-            return Some(kernel_base(kernel));
+            return Some(KernelId::of(kernel));
         }
         j.results
             .iter()
@@ -651,7 +662,7 @@ impl Ctx<'_, '_> {
                     .and_then(|s| s.stage)
                     .is_some_and(|s| std::ptr::eq(s, stage))
             })
-            .map(|r| kernel_base(&r.result.kernel))
+            .map(|r| r.kernel.clone())
     }
 
     /// An evidence item about a harness result, quoting no raw lines (the JSON is the record).

@@ -36,7 +36,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         };
         let mut d = Draft::new(RuleId::OccupancyLimit, level, "");
         d.config = view.config.clone();
-        d.kernel = Some(view.name.clone());
+        d.kernel = Some(view.name.to_string());
         d.arch = view.arch.clone();
         d.location = ctx.kernel_file(config);
         d.key = occ.limiter.as_str().to_string();

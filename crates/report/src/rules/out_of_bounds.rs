@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{Ctx, RuleId, detail_u64};
 use crate::diagnosis::{Confidence, Draft, Level};
-use crate::text::{bytes, kernel_base, md_text};
+use crate::text::{bytes, md_text};
 
 /// One draft per distinct invalid-access site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -70,10 +70,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         // itself is wrong (null plus an offset, an uninitialised or stale pointer).
         const WILD: u64 = 1 << 30;
         let distance = after.or(before).unwrap_or(0);
-        let builtin = finding
+        let builtin = f
             .kernel
-            .as_deref()
-            .is_some_and(|k| ctx.joined.targets.contains(&crate::text::kernel_base(k)));
+            .as_ref()
+            .is_some_and(|k| ctx.joined.targets.contains(k));
         // A Triton kernel carries its Python source line in the device frame.
         // (The tool's own file: a `load_inline` source mapped back to its Python file is CUDA.)
         let triton = finding.file.as_deref().is_some_and(|f| f.ends_with(".py"));
@@ -456,12 +456,12 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
         if corrupted.is_empty() {
             continue;
         }
-        let kernel = kernel_base(&r.result.kernel);
+        let kernel = &r.kernel;
         let known = drafted
             .iter()
             .chain(out.iter())
-            .any(|d| d.config == r.config && d.kernel.as_deref().is_none_or(|k| k == kernel))
-            || ctx.has_error_for(r.config.as_deref(), Some(&kernel));
+            .any(|d| d.config == r.config && d.kernel.as_deref().is_none_or(|k| *kernel == k))
+            || ctx.has_error_for(r.config.as_deref(), Some(kernel));
         if known {
             continue;
         }
@@ -471,7 +471,7 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
             "Out-of-bounds write caught by the harness's guard regions",
         );
         d.config = r.config.clone();
-        d.kernel = Some(kernel);
+        d.kernel = Some(kernel.to_string());
         d.location = ctx.kernel_file(r.config.as_deref());
         d.key = "canary".into();
         d.confidence = Confidence::Medium;

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{Ctx, RuleId, is_harness_kind};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::is_sanitizer;
-use crate::text::{kernel_base, md_text, plural};
+use crate::text::{md_text, plural};
 
 /// One draft per failing stress result, and per launch search of a target's program.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -52,9 +52,7 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
             .map(|(i, _)| i)
             .collect();
         let first = found.first().and_then(|&i| j.findings.get(i));
-        let kernel = first
-            .and_then(|f| f.finding.kernel.as_deref())
-            .map(kernel_base);
+        let kernel = first.and_then(|f| f.kernel.clone());
         let failure = md_text(search.failure.as_deref().unwrap_or("failed"));
         let mut d = Draft::new(
             RuleId::RepeatedLaunchFailure,
@@ -67,7 +65,7 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
         d.key = "search".into();
         d.config = stage.config.clone();
         d.arch = stage.arch.clone();
-        d.kernel = kernel.clone();
+        d.kernel = kernel.clone().map(String::from);
         d.location = first.and_then(|f| ctx.place(f));
         d.figures.insert("clean_at".into(), json!(clean));
         d.figures.insert("fails_at".into(), json!(fails));
@@ -141,7 +139,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         let Some(stress) = &r.result.stress else {
             continue;
         };
-        let kernel = kernel_base(&r.result.kernel);
+        let kernel = &r.kernel;
         let config = r.config.as_deref();
         let first = stress.first_failure;
         let mismatched = stress.mismatched_launches;
@@ -171,7 +169,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         let checks: Vec<_> = j
             .results
             .iter()
-            .filter(|c| c.config == r.config && kernel_base(&c.result.kernel) == kernel)
+            .filter(|c| c.config == r.config && c.kernel == *kernel)
             .filter(|c| c.result.check.is_some())
             .collect();
         let same_problem = |c: &&&crate::join::ResultRef| {
@@ -202,7 +200,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
 
         let mut d = Draft::new(RuleId::RepeatedLaunchFailure, Level::Error, "");
         d.config = r.config.clone();
-        d.kernel = Some(kernel.clone());
+        d.kernel = Some(kernel.to_string());
         d.explains = harness_findings;
         d.location = ctx.kernel_file(config);
         d.figures.insert("launches".into(), json!(launches));

@@ -7,8 +7,9 @@ use parsers::{Access, FindingKind, Severity};
 use serde_json::json;
 
 use super::{Ctx, RuleId, detail_u64};
+use crate::KernelId;
 use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, inlined_in};
-use crate::text::{kernel_base, md_code, md_text};
+use crate::text::{md_code, md_text};
 
 /// One draft per distinct pair of sites.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -43,10 +44,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     .location
                     .function
                     .as_deref()
-                    .map(kernel_base)
-                    .filter(|name| !helpers.is_empty() && Some(name) != kernel.as_ref())
+                    .map(KernelId::of)
+                    .filter(|name| !helpers.is_empty() && Some(name.as_str()) != kernel.as_deref())
                     .map(|name| Helper {
-                        name,
+                        name: name.into(),
                         location: loc.clone(),
                     });
                 (access, loc, helper)
@@ -413,12 +414,7 @@ fn has_cp_async(ctx: &Ctx, f: &crate::join::FindingRef) -> bool {
     let j = ctx.joined;
     let config = f.config.as_deref();
     let cp_async = |k: &crate::join::KernelView| k.sass.is_some_and(|s| s.ldgsts > 0);
-    match f
-        .finding
-        .kernel
-        .as_deref()
-        .and_then(|k| j.kernel(config, k))
-    {
+    match f.kernel.as_ref().and_then(|k| j.kernel(config, k)) {
         Some(k) if k.sass.is_some() => cp_async(k),
         _ => j
             .kernels

@@ -6,14 +6,15 @@
 //! fast kernels too (under-utilised pipes, issue slots, stall CPI, L2 compression) never make a
 //! cause by themselves, and a kernel of a few microseconds is too small to call slow.
 
-use parsers::{Finding, OccupancyLimiter, ProfilerRule, SourceLine, SpeedupType};
+use parsers::{OccupancyLimiter, ProfilerRule, SourceLine, SpeedupType};
 use serde_json::json;
 
 use crate::join::{FindingRef, MetricRef, Source};
 
 use super::{Ctx, RuleId};
+use crate::KernelId;
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
-use crate::text::{kernel_base, md_code, relative_path};
+use crate::text::{md_code, relative_path};
 
 /// ncu's rules whose estimate comes from counters per instruction (the excessive sectors or
 /// wavefronts the source page lists), rather than from a unit's overall traffic: they lead
@@ -128,8 +129,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         .enumerate()
         .filter_map(|(index, f)| {
             let rule = profiler_rule(f)?;
-            let kernel = f.finding.kernel.as_deref().map(kernel_base);
-            let us = duration_us(ctx, scope_of(f), kernel.as_deref());
+            let us = duration_us(ctx, scope_of(f), f.kernel.as_ref());
             Some((
                 index,
                 us.unwrap_or(0.0),
@@ -140,17 +140,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         .collect();
     // Where ncu measured an access pattern per instruction, its rule speaks for the class in
     // that profiling run: (log, kernel, class) of each such rule.
-    let measured: Vec<(usize, Option<String>, Class)> = rules
+    let measured: Vec<(usize, Option<KernelId>, Class)> = rules
         .iter()
         .filter(|r| r.2)
         .filter_map(|r| {
             let f = j.findings.get(r.0)?;
             let class = Class::of(profiler_rule(f)?)?;
-            Some((
-                f.source,
-                f.finding.kernel.as_deref().map(kernel_base),
-                class,
-            ))
+            Some((f.source, f.kernel.clone(), class))
         })
         .collect();
     // The lead of a class: the longest launch's rule; within it, the one ncu measured per
@@ -169,11 +165,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         else {
             continue;
         };
-        let finding = f.finding;
         let scope = scope_of(f);
         // A kernel the process launched that the program does not own (a framework's, measured
         // because it ran beside the program's own) is no cause of the program's.
-        if let Some(kernel) = finding.kernel.as_deref()
+        if let Some(kernel) = &f.kernel
             && !j.is_own(f.config.as_deref(), kernel)
         {
             continue;
@@ -182,12 +177,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let global = ncu.speedup_type == Some(SpeedupType::Global);
         let speedup = ncu.estimated_speedup.unwrap_or(0.0);
         let class = Class::of(ncu);
-        let base = finding.kernel.as_deref().map(kernel_base);
+        let base = f.kernel.clone();
         // Where the kernel stands against the GPU's peaks decides which rules can be its
         // cause (ncu's own 60% mark): too few resident warps only cost a latency-bound kernel
         // (for which ncu's occupancy estimate, "local" or not, is the kernel's time), and an
         // access pattern moving excess bytes costs little in a compute-bound one.
-        let sol = throughput(ctx, scope, base.as_deref());
+        let sol = throughput(ctx, scope, base.as_ref());
         let latency = sol
             .filter(|&(memory, compute)| memory < LATENCY_BOUND_PCT && compute < LATENCY_BOUND_PCT);
         let compute_bound =
@@ -214,29 +209,24 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             }
             continue;
         };
-        let stack = kernel_stack(
-            ctx,
-            f.config.as_deref(),
-            finding.kernel.as_deref().map(kernel_base).as_deref(),
-        );
+        let stack = kernel_stack(ctx, f.config.as_deref(), base.as_deref());
         // Stalls on local and global memory say local memory only where ptxas gave a stack.
         if class == Class::LocalMemory && stack.is_none() {
             continue;
         }
         let kernel = base;
         // The strongest rule of a class makes the cause; the others are its evidence.
-        if let Some(d) = out
-            .iter_mut()
-            .find(|d| d.key == class.key() && d.kernel == kernel && d.config == f.config)
-        {
+        if let Some(d) = out.iter_mut().find(|d| {
+            d.key == class.key() && d.kernel.as_deref() == kernel.as_deref() && d.config == f.config
+        }) {
             d.evidence.push(ctx.finding_evidence(f));
             d.explains.push(index);
             continue;
         }
-        let duration = duration_us(ctx, scope, kernel.as_deref());
+        let duration = duration_us(ctx, scope, kernel.as_ref());
         let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, String::new());
         d.config = f.config.clone();
-        d.kernel = kernel.clone();
+        d.kernel = kernel.clone().map(String::from);
         d.key = class.key().to_string();
         // An occupancy cause takes over `occupancy-limit`'s note for its kernel.
         d.absorbs = class == Class::Occupancy;
@@ -245,7 +235,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if let Some(us) = duration {
             d.figures.insert("duration_us".into(), json!(us));
         }
-        let lines = source_lines(ctx, scope, kernel.as_deref());
+        let lines = source_lines(ctx, scope, kernel.as_ref());
         let hot = class.hottest(&lines);
         if let Some(line) = hot {
             d.location = Some(SourceLocation {
@@ -253,7 +243,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 line: Some(line.line),
             });
         }
-        describe(ctx, &mut d, class, (finding, ncu), hot, &lines, scope);
+        describe(ctx, &mut d, class, (f, ncu), hot, &lines, scope);
         let named = kernel
             .as_deref()
             .map(md_code)
@@ -289,7 +279,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             )),
         }
         // How far from the GPU's peak the kernel runs: its throughput, in ncu's own terms.
-        let peak = |name: &str| metric(ctx, scope, kernel.as_deref(), name);
+        let peak = |name: &str| metric(ctx, scope, kernel.as_ref(), name);
         if let (Some(memory), Some(compute), Some(dram), None) = (
             peak("Memory Throughput"),
             peak("Compute (SM) Throughput"),
@@ -307,7 +297,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         // Weighed by the kernel's share of the profiled GPU time: a cause in a kernel that is a
         // small part of the program is a note, however large its own estimate.
-        if let Some(share) = time_share(ctx, scope, kernel.as_deref()) {
+        if let Some(share) = time_share(ctx, scope, kernel.as_ref()) {
             let gain = speedup * share;
             d.figures.insert("time_share".into(), json!(share));
             d.figures.insert("program_gain".into(), json!(gain));
@@ -352,13 +342,13 @@ fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Dr
     let j = ctx.joined;
     // (config, kernel) -> its suggestions: (finding, estimated speedup, rule).
     type Suggestions<'r> = Vec<(usize, f64, &'r str)>;
-    let mut groups: std::collections::BTreeMap<(Option<String>, String), Suggestions> =
+    let mut groups: std::collections::BTreeMap<(Option<String>, KernelId), Suggestions> =
         std::collections::BTreeMap::new();
     for (index, speedup, rule) in minor {
         let Some(f) = j.findings.get(*index) else {
             continue;
         };
-        let Some(kernel) = f.finding.kernel.as_deref().map(kernel_base) else {
+        let Some(kernel) = f.kernel.clone() else {
             continue;
         };
         let group = groups.entry((f.config.clone(), kernel)).or_default();
@@ -379,7 +369,7 @@ fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Dr
         // One note per config: the estimates differ from one build to the next.
         d.key = format!("minor|{}", config.as_deref().unwrap_or(""));
         d.config = config;
-        d.kernel = Some(kernel.clone());
+        d.kernel = Some(kernel.to_string());
         // ncu's "local" estimates are for the rule's own section, not the kernel's time.
         let local = |index: usize| {
             j.findings
@@ -528,21 +518,22 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
             if !gemm_like {
                 continue;
             }
-            let kernel = kernel_base(&mix.function);
+            // The source page's function: a tool string the join does not index.
+            let kernel = KernelId::of(&mix.function);
             let config = source.config;
             if !j.is_own(config, &kernel) {
                 continue;
             }
             if out.iter().any(|d| {
                 d.key == "no-tensor-cores"
-                    && d.kernel.as_deref() == Some(&kernel)
+                    && d.kernel.as_deref() == Some(kernel.as_str())
                     && d.config.as_deref() == config
             }) {
                 continue;
             }
             let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, String::new());
             d.config = config.map(str::to_string);
-            d.kernel = Some(kernel.clone());
+            d.kernel = Some(kernel.to_string());
             d.key = "no-tensor-cores".to_string();
             d.confidence = Confidence::Medium;
             // This source page's lines.
@@ -681,7 +672,7 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
 
 /// A kernel's share of the GPU time of every profiled launch in its profiling run (each
 /// launch's Duration), when there is more than its own.
-fn time_share(ctx: &Ctx, scope: Scope, kernel: Option<&str>) -> Option<f64> {
+fn time_share(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>) -> Option<f64> {
     let kernel = kernel?;
     let mut total = 0.0;
     let mut own = 0.0;
@@ -696,7 +687,7 @@ fn time_share(ctx: &Ctx, scope: Scope, kernel: Option<&str>) -> Option<f64> {
         }
         let us = microseconds(m.metric)?;
         total += us;
-        if kernel_base(&m.metric.kernel) == kernel {
+        if m.kernel == *kernel {
             own += us;
         }
     }
@@ -720,7 +711,7 @@ fn describe(
     ctx: &Ctx,
     d: &mut Draft,
     class: Class,
-    (finding, rule): (&Finding, &ProfilerRule),
+    (finding, rule): (&FindingRef, &ProfilerRule),
     hot: Option<&SourceLine>,
     lines: &[&SourceLine],
     scope: Scope,
@@ -728,14 +719,14 @@ fn describe(
     let config = scope.config;
     // The first figure ncu's rules state for this kernel in this profiling run, the lead
     // rule's first (a class's rules each state some of its figures).
-    let kernel = finding.kernel.as_deref().map(kernel_base);
+    let kernel = finding.kernel.as_ref();
     let rules = || {
         std::iter::once(rule).chain(
             ctx.joined
                 .findings
                 .iter()
                 .filter(|f| scope.log.is_none_or(|l| f.source == l))
-                .filter(|f| f.finding.kernel.as_deref().map(kernel_base) == kernel)
+                .filter(|f| f.kernel.as_ref() == kernel)
                 .filter_map(profiler_rule),
         )
     };
@@ -903,7 +894,7 @@ fn describe(
             // small blocks the SM's block count binds, and the shared memory each block
             // reserves ties with it: larger blocks lift both, so the block count alone is named.
             let value = |l: OccupancyLimiter| {
-                metric(ctx, scope, d.kernel.as_deref(), l.block_limit_metric())
+                metric(ctx, scope, finding.kernel.as_ref(), l.block_limit_metric())
             };
             let what = |l: OccupancyLimiter| limits.iter().find(|(m, _)| *m == l).map(|(_, w)| *w);
             let candidates: Vec<(f64, &str)> = if rule.occupancy_limiters.is_empty() {
@@ -1028,31 +1019,25 @@ const LATENCY_BOUND_PCT: f64 = 60.0;
 
 /// A kernel's memory and compute throughput, in percent of the GPU's peak (ncu's Speed Of
 /// Light).
-fn throughput(ctx: &Ctx, scope: Scope, kernel: Option<&str>) -> Option<(f64, f64)> {
+fn throughput(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>) -> Option<(f64, f64)> {
     let memory = metric(ctx, scope, kernel, "Memory Throughput")?;
     let compute = metric(ctx, scope, kernel, "Compute (SM) Throughput")?;
     Some((memory, compute))
 }
 
 /// A metric's value for a kernel in a scope.
-fn metric(ctx: &Ctx, scope: Scope, kernel: Option<&str>, name: &str) -> Option<f64> {
+fn metric(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>, name: &str) -> Option<f64> {
     ctx.joined
         .metrics
         .iter()
-        .find(|m| {
-            m.metric.name == name
-                && scope.holds(m)
-                && kernel.is_none_or(|k| kernel_base(&m.metric.kernel) == k)
-        })
+        .find(|m| m.metric.name == name && scope.holds(m) && kernel.is_none_or(|k| m.kernel == *k))
         .map(|m| m.metric.value)
 }
 
 /// A kernel's profiled duration in microseconds, whatever unit ncu printed it in.
-fn duration_us(ctx: &Ctx, scope: Scope, kernel: Option<&str>) -> Option<f64> {
+fn duration_us(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>) -> Option<f64> {
     let m = ctx.joined.metrics.iter().find(|m| {
-        m.metric.name == "Duration"
-            && scope.holds(m)
-            && kernel.is_none_or(|k| kernel_base(&m.metric.kernel) == k)
+        m.metric.name == "Duration" && scope.holds(m) && kernel.is_none_or(|k| m.kernel == *k)
     })?;
     microseconds(m.metric)
 }
@@ -1071,7 +1056,11 @@ fn microseconds(metric: &parsers::Metric) -> Option<f64> {
 
 /// The source-page lines of a kernel in a scope: the source page its profiling run exported
 /// beside the log (else every source page of the config; any page without a config).
-fn source_lines<'j>(ctx: &Ctx<'j, '_>, scope: Scope, kernel: Option<&str>) -> Vec<&'j SourceLine> {
+fn source_lines<'j>(
+    ctx: &Ctx<'j, '_>,
+    scope: Scope,
+    kernel: Option<&KernelId>,
+) -> Vec<&'j SourceLine> {
     let j = ctx.joined;
     let dir = |path: &str| std::path::Path::new(path).parent().map(|p| p.to_path_buf());
     let log_dir = scope
@@ -1089,7 +1078,8 @@ fn source_lines<'j>(ctx: &Ctx<'j, '_>, scope: Scope, kernel: Option<&str>) -> Ve
         .into_iter()
         .filter(|s| !beside || dir(s.path) == log_dir)
         .flat_map(|s| &s.log.source_lines)
-        .filter(|l| kernel.is_none_or(|k| kernel_base(&l.function) == k))
+        // The source page's functions: tool strings the join does not index.
+        .filter(|l| kernel.is_none_or(|k| KernelId::of(&l.function) == *k))
         .collect()
 }
 

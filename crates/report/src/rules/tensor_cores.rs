@@ -50,7 +50,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         let mut d = Draft::new(RuleId::TensorCoresIdle, Level::Warning, "");
         d.config = view.config.clone();
-        d.kernel = Some(view.name.clone());
+        d.kernel = Some(view.name.to_string());
         d.arch = view.arch.clone();
         d.location = ctx.kernel_file(config);
         let mut signals = 0;

@@ -12,9 +12,10 @@ use parsers::{FindingKind, MemorySpace};
 use serde_json::json;
 
 use super::{Ctx, RuleId};
+use crate::KernelId;
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::join::{FindingRef, is_sanitizer};
-use crate::text::{join_words, kernel_base, plural};
+use crate::text::{join_words, plural};
 
 /// A finding and its index in [`crate::join::Joined::findings`].
 type Hit<'j, 'a> = (usize, &'j FindingRef<'a>);
@@ -46,20 +47,20 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .collect();
         // The kernel a fault is in: the one the record names, or, for an access inside a
         // tensor-core intrinsic (not inlined in a -G build), the one its host frames launched.
-        let fault_kernel = |f: &FindingRef| -> Option<String> {
+        let fault_kernel = |f: &FindingRef| -> Option<KernelId> {
             if in_intrinsic(f.finding) {
                 return launched_kernel(ctx, c, f.finding);
             }
-            f.finding.kernel.as_deref().map(kernel_base)
+            f.kernel.clone()
         };
         if warnings.is_empty() && faults.is_empty() {
             continue;
         }
 
-        let mut kernels: BTreeSet<String> = BTreeSet::new();
+        let mut kernels: BTreeSet<KernelId> = BTreeSet::new();
         for (_, f) in &warnings {
-            if let Some(k) = &f.finding.kernel {
-                kernels.insert(kernel_base(k));
+            if let Some(k) = &f.kernel {
+                kernels.insert(k.clone());
             }
         }
         for (_, f) in &faults {
@@ -87,12 +88,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             continue;
         }
         for kernel in &kernels {
-            let of_kernel = |(_, f): &&Hit| {
-                f.finding
-                    .kernel
-                    .as_deref()
-                    .is_none_or(|k| kernel_base(k) == *kernel)
-            };
+            let of_kernel = |(_, f): &&Hit| f.kernel.as_ref().is_none_or(|k| k == kernel);
             let w: Vec<Hit> = warnings.iter().filter(of_kernel).copied().collect();
             let f: Vec<Hit> = faults
                 .iter()
@@ -138,7 +134,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 fn draft(
     ctx: &Ctx,
     config: Option<&str>,
-    kernel: Option<&str>,
+    kernel: Option<&KernelId>,
     warnings: &[Hit],
     faults: &[Hit],
 ) -> Draft {
@@ -149,7 +145,7 @@ fn draft(
         "Tensor-core fragment loaded from thread-local memory",
     );
     d.config = config.map(str::to_string);
-    d.kernel = kernel.map(str::to_string);
+    d.kernel = kernel.map(KernelId::to_string);
     let view = kernel.and_then(|k| j.kernel(config, k));
     d.arch = view.and_then(|v| v.arch.clone());
 
@@ -214,11 +210,7 @@ fn draft(
                 }
                 said.push(format!(
                     "the accesses are inside `{}`, the toolkit's fragment {}",
-                    f.finding
-                        .kernel
-                        .as_deref()
-                        .map(kernel_base)
-                        .unwrap_or_default(),
+                    f.kernel.as_deref().unwrap_or_default(),
                     if is_store(f.finding) { "store" } else { "load" }
                 ));
             } else if d.location.is_none() {
@@ -236,7 +228,7 @@ fn draft(
         signals += 1;
         let summary = format!(
             "SASS of `{}`: {} BPT.TRAP, {} LDL, {} STL, {} HMMA",
-            kernel.unwrap_or("?"),
+            kernel.map_or("?", KernelId::as_str),
             sass.bpt_trap,
             sass.ldl,
             sass.stl,
@@ -256,8 +248,7 @@ fn draft(
 
     // The launch failure the fault causes, as the harness saw it.
     for r in &j.results {
-        let same = r.config.as_deref() == config
-            && kernel.is_none_or(|k| kernel_base(&r.result.kernel) == k);
+        let same = r.config.as_deref() == config && kernel.is_none_or(|k| r.kernel == *k);
         if same && let Some(err) = &r.result.error {
             d.evidence.push(ctx.result_evidence(
                 r,
@@ -331,7 +322,7 @@ const INTRINSICS: &[&str] = &["load_matrix_sync", "store_matrix_sync", "ldmatrix
 /// its innermost device frame).
 fn in_intrinsic(f: &parsers::Finding) -> bool {
     let named = |name: &str| {
-        let base = kernel_base(name);
+        let base = KernelId::of(name);
         INTRINSICS
             .iter()
             .any(|i| base == *i || base.starts_with("__ldmatrix"))
@@ -346,16 +337,16 @@ fn in_intrinsic(f: &parsers::Finding) -> bool {
 fn is_store(f: &parsers::Finding) -> bool {
     f.kernel
         .as_deref()
-        .is_some_and(|k| kernel_base(k) == "store_matrix_sync")
+        .is_some_and(|k| KernelId::of(k) == "store_matrix_sync")
 }
 
 /// The kernel a record's host backtrace launched: the first host frame that names a kernel of
 /// this config's build (the launch stub `void kernel<...>(...)` sits just above
 /// `cudaLaunchKernel`).
-fn launched_kernel(ctx: &Ctx, config: Option<&str>, f: &parsers::Finding) -> Option<String> {
+fn launched_kernel(ctx: &Ctx, config: Option<&str>, f: &parsers::Finding) -> Option<KernelId> {
     f.host_frames
         .iter()
         .filter_map(|fr| fr.function.as_deref())
-        .map(kernel_base)
+        .map(KernelId::of)
         .find(|name| ctx.joined.kernel(config, name).is_some())
 }

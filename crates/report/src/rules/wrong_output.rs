@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::{Ctx, RuleId, is_harness_kind};
+use crate::KernelId;
 use crate::check_failure::{second_launch_differs, within_tolerance_failure};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::ResultRef;
-use crate::text::{kernel_base, md_text, sig3};
+use crate::text::{md_text, sig3};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Category {
@@ -23,12 +24,12 @@ enum Category {
 /// One draft per config, kernel and kind of wrongness.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
-    let mut groups: BTreeMap<(Option<String>, String), Vec<&ResultRef>> = BTreeMap::new();
+    let mut groups: BTreeMap<(Option<String>, KernelId), Vec<&ResultRef>> = BTreeMap::new();
     for r in &j.results {
         let checked = r.result.mode == parsers::harness::Mode::Check && r.result.check.is_some();
         if checked && r.result.error.is_none() {
             groups
-                .entry((r.config.clone(), kernel_base(&r.result.kernel)))
+                .entry((r.config.clone(), r.kernel.clone()))
                 .or_default()
                 .push(r);
         }
@@ -78,7 +79,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 fn draft(
     ctx: &Ctx,
     config: Option<&str>,
-    kernel: &str,
+    kernel: &KernelId,
     cat: Category,
     failing: &[&ResultRef],
     passing: &[&ResultRef],
@@ -135,7 +136,7 @@ fn draft(
     d.confidence = Confidence::from_signals(signals);
     // Wrong output is the symptom of a root cause a tool located, when there is one.
     d.symptom_of = Some(Scope::Kernel {
-        kernel: kernel.to_string(),
+        kernel: kernel.clone(),
         single_launch: false,
     });
 

@@ -65,7 +65,8 @@ fn occupancy_agrees_with_nsight_compute_on_a_real_profile() {
         .expect("scale_tail resources");
     let occ = row.occupancy.expect("occupancy");
     let ncu =
-        report::resources::ncu_summary(&a.joined, Some("cfg"), &row.kernel).expect("ncu summary");
+        report::resources::ncu_summary(&a.joined, Some("cfg"), &report::KernelId::of(&row.kernel))
+            .expect("ncu summary");
     assert_eq!(row.threads_per_block, Some(129));
     assert_eq!(Some(occ.by_registers), ncu.block_limit_registers);
     assert_eq!(Some(occ.by_shared), ncu.block_limit_shared);

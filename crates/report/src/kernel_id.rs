@@ -1,0 +1,142 @@
+//! A kernel's identity across tools: the one name ptxas, compute-sanitizer, Nsight Compute and
+//! the harness all spell their own way.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// The name a kernel is matched by across tools: the demangled name without return type,
+/// parameter list, namespace qualifiers, whitespace or C-style casts in template arguments.
+/// ptxas's `void ns::k<float, 4>(float*, int)`, compute-sanitizer's
+/// `void ns::k<float, (int)4>(T1 *, int)` and Nsight Compute's `void k<float, 4>(T1 *, int)`
+/// all are `k<float,4>`.
+///
+/// Made only by [`KernelId::of`]. The join ([`crate::join`]) makes one for every finding,
+/// kernel view, result and metric it indexes, so rules compare these instead of normalising the
+/// tools' strings again.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KernelId(String);
+
+impl KernelId {
+    /// The identity of a kernel as any tool spells it.
+    pub fn of(name: &str) -> KernelId {
+        static CAST: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"\((?:unsigned |signed )?(?:int|long long|long|short|char|bool|unsigned)\)")
+                .expect("valid regex")
+        });
+        let name = name.trim();
+        let mut depth = 0i32;
+        let mut end = name.len();
+        for (i, c) in name.char_indices() {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                '(' if depth <= 0 && i > 0 => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let head = name.get(..end).unwrap_or(name).trim();
+        // The return type, when present, is separated from the name by a space outside
+        // templates; namespace qualifiers end in `::` outside templates.
+        let mut depth = 0i32;
+        let mut start = 0;
+        let bytes = head.as_bytes();
+        for (i, c) in head.char_indices() {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                ' ' if depth <= 0 => start = i + 1,
+                ':' if depth <= 0 && bytes.get(i + 1) == Some(&b':') => start = i + 2,
+                _ => {}
+            }
+        }
+        let base = head.get(start..).unwrap_or(head);
+        let base = base.replace("(bool)1", "true").replace("(bool)0", "false");
+        KernelId(CAST.replace_all(&base, "").replace(' ', ""))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for KernelId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Deref for KernelId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for KernelId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Sets and maps keyed by id are looked up by `&str` too (the order and hash are the string's).
+impl Borrow<str> for KernelId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<KernelId> for String {
+    fn from(id: KernelId) -> String {
+        id.0
+    }
+}
+
+impl PartialEq<str> for KernelId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for KernelId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for KernelId {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_names_match_without_signature() {
+        assert_eq!(
+            KernelId::of("void attention_fwd_f16(const void*, int)"),
+            "attention_fwd_f16"
+        );
+        assert_eq!(KernelId::of("attention_fwd_f16"), "attention_fwd_f16");
+        assert_eq!(KernelId::of("void k<64, 128>(float*)"), "k<64,128>");
+        assert_eq!(
+            KernelId::of("void exhibit::faults::scale_tail<float, 4>(float*, int, float)"),
+            KernelId::of("void scale_tail<float, (int)4>(T1 *, int, T1)")
+        );
+        assert_ne!(
+            KernelId::of("attention_fwd_f16"),
+            KernelId::of("attention_fwd_bf16")
+        );
+        assert_eq!(KernelId::of("k<(bool)1>").to_string(), "k<true>");
+    }
+}
