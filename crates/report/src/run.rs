@@ -277,7 +277,7 @@ pub struct Unit {
     /// The entry point the built-in harness launches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
-    /// The harness mode (`once`, `check`, `stress`, `bench`).
+    /// The harness mode (`once`, `check`, `stress`, `bench`); typed by [`Unit::mode`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// How many launches the target was asked for.
@@ -289,6 +289,21 @@ pub struct Unit {
     /// A target's build that other configs share (theirs would be the same): those configs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub serves: Vec<String>,
+}
+
+impl Unit {
+    /// The harness mode, typed: `None` when the unit names none, or one this version does not
+    /// know.
+    pub fn mode(&self) -> Option<parsers::harness::Mode> {
+        use parsers::harness::Mode;
+        match self.mode.as_deref()? {
+            "once" => Some(Mode::Once),
+            "check" => Some(Mode::Check),
+            "stress" => Some(Mode::Stress),
+            "bench" => Some(Mode::Bench),
+            _ => None,
+        }
+    }
 }
 
 /// What runs in a unit.
@@ -316,12 +331,22 @@ pub enum Wrapper {
     Ncu,
 }
 
-/// A named problem, opaque to the report: its name and how people read it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A named problem: its name, how people read it, and what it is. Manifests written before
+/// the problem was recorded typed have only the name and label (their typed fields are `None`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Case {
     pub name: String,
     /// e.g. `2,8,512,64 f16 causal`.
     pub label: String,
+    /// Batch, heads, sequence length and head dimension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<parsers::harness::Shape>,
+    /// The element type, as the harness's `--dtype` takes it (`f16`, `bf16`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// Whether the attention is causally masked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causal: Option<bool>,
 }
 
 /// The smallest failing launch count of a program, found by a search over launch counts.
@@ -368,4 +393,50 @@ pub struct Log {
     pub path: String,
     /// How to parse it; `None` for logs kept only for people (e.g. stderr of a script).
     pub format: Option<parsers::Format>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Case, Unit};
+
+    #[test]
+    fn a_case_without_its_typed_fields_still_loads() {
+        let old: Case =
+            serde_json::from_str(r#"{"name":"seed","label":"2,8,512,64 f16 causal"}"#).unwrap();
+        assert_eq!(old.shape, None);
+        assert_eq!(old.dtype, None);
+        assert_eq!(old.causal, None);
+        // And one without them is written as it was.
+        assert_eq!(
+            serde_json::to_string(&old).unwrap(),
+            r#"{"name":"seed","label":"2,8,512,64 f16 causal"}"#
+        );
+        let new: Case = serde_json::from_str(
+            r#"{"name":"seed","label":"2,8,512,64 f16 causal",
+                "shape":{"batch":2,"heads":8,"seq_len":512,"head_dim":64},
+                "dtype":"f16","causal":true}"#,
+        )
+        .unwrap();
+        assert_eq!(new.shape.map(|s| s.seq_len), Some(512));
+        assert_eq!(new.dtype.as_deref(), Some("f16"));
+        assert_eq!(new.causal, Some(true));
+    }
+
+    #[test]
+    fn the_harness_mode_is_typed() {
+        let unit = |mode: Option<&str>| Unit {
+            mode: mode.map(str::to_string),
+            ..Unit::default()
+        };
+        assert_eq!(
+            unit(Some("stress")).mode(),
+            Some(parsers::harness::Mode::Stress)
+        );
+        assert_eq!(
+            unit(Some("once")).mode(),
+            Some(parsers::harness::Mode::Once)
+        );
+        assert_eq!(unit(Some("warp")).mode(), None);
+        assert_eq!(unit(None).mode(), None);
+    }
 }

@@ -127,6 +127,7 @@ fn unit_of(stage: &Argv) -> Unit {
         unit.case = Some(Case {
             name: String::new(),
             label,
+            ..Case::default()
         });
     }
     unit

@@ -434,7 +434,8 @@ pub fn diagnose(joined: &Joined) -> Vec<Diagnosis> {
         .filter(|s| {
             s.stage.is_some_and(|stage| {
                 let unit = stage.unit();
-                unit.mode.as_deref() == Some("stress") || unit.launches.is_some_and(|n| n > 1)
+                unit.mode() == Some(parsers::harness::Mode::Stress)
+                    || unit.launches.is_some_and(|n| n > 1)
             })
         })
         .map(|s| s.path.to_string())
@@ -863,7 +864,7 @@ pub fn mode_name(mode: parsers::harness::Mode) -> &'static str {
 }
 
 /// The problem shape and element size of the stage that produced a log: from a harness result
-/// in the same stage, else from the stage command's `--shape B,H,S,D` and `--dtype`.
+/// in the same stage, else from the case its unit record names.
 pub fn stage_shape(ctx: &Ctx, source: usize) -> Option<(parsers::harness::Shape, u64)> {
     let j = ctx.joined;
     let src = j.source(source)?;
@@ -878,9 +879,15 @@ pub fn stage_shape(ctx: &Ctx, source: usize) -> Option<(parsers::harness::Shape,
                 return Some((r.result.shape.clone(), elem(&r.result.dtype)));
             }
         }
-        // The case label reads `B,H,S,D dtype [causal]`.
         let unit = stage.unit();
-        let label = unit.case.as_ref().map(|c| c.label.as_str()).unwrap_or("");
+        let case = unit.case.as_ref();
+        if let Some(shape) = case.and_then(|c| c.shape.clone()) {
+            let dtype = case.and_then(|c| c.dtype.as_deref()).unwrap_or("f16");
+            return Some((shape, elem(dtype)));
+        }
+        // A manifest written before the case was recorded typed: its label reads
+        // `B,H,S,D dtype [causal]`.
+        let label = case.map(|c| c.label.as_str()).unwrap_or("");
         let mut words = label.split_whitespace();
         let shape = words.next().and_then(parse_shape);
         let dtype = words.next().unwrap_or("f16").to_string();

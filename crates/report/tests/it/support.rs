@@ -276,6 +276,7 @@ pub fn unit(kind: StageKind, command: &[String]) -> Unit {
         Case {
             name: String::new(),
             label,
+            ..Case::default()
         }
     });
     if kind == StageKind::Compile {

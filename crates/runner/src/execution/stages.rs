@@ -307,6 +307,14 @@ fn report_case(c: &config::CaseInstance) -> report::Case {
             c.dtype,
             if c.causal { " causal" } else { "" }
         ),
+        shape: Some(parsers::harness::Shape {
+            batch: c.shape.batch,
+            heads: c.shape.heads,
+            seq_len: c.shape.seq_len,
+            head_dim: c.shape.head_dim,
+        }),
+        dtype: Some(c.dtype.to_string()),
+        causal: Some(c.causal),
     }
 }
 
