@@ -406,7 +406,7 @@ fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
         .unwrap_or_else(|| panic!("no collapsed list: {json:#}"));
     assert_eq!(minor["level"], "note");
     assert!(
-        Some(crate::util::prose(&minor, "notes"))
+        Some(crate::util::prose(minor, "notes"))
             .as_deref()
             .is_some_and(|e| e.contains("`HighPipeUtilization` (98% of its section)")),
         "{minor:#}"
@@ -414,7 +414,7 @@ fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
     let no_tensor = explain("no_tensor");
     let cause = &no_tensor["diagnoses"][0];
     assert!(
-        Some(crate::util::prose(&cause, "notes"))
+        Some(crate::util::prose(cause, "notes"))
             .as_deref()
             .is_some_and(|e| e.contains("uncoalesced global access: 12.0 of 32 bytes")),
         "{cause:#}"

@@ -245,7 +245,7 @@ fn the_torch_extension_example_names_both_seed_failures() {
         assert!(text.contains(said), "`{said}` not in {text}");
     }
     assert!(
-        Some(crate::util::prose(&bank, "help"))
+        Some(crate::util::prose(bank, "help"))
             .as_deref()
             .is_some_and(|f| f.contains("ldm = COLS + 8")),
         "{bank:#}"
@@ -730,7 +730,7 @@ fn a_built_in_performance_cause_carries_its_benchmark_against_sdpa() {
         })
         .unwrap_or_else(|| panic!("no cause with a baseline ratio: {json:#}"));
     assert!(
-        Some(crate::util::prose(&cause, "notes"))
+        Some(crate::util::prose(cause, "notes"))
             .as_deref()
             .is_some_and(|e| e.contains(
                 "config `d128_m128_n32_s2_w4` at B=4 H=16 S=4096 D=128 bf16 runs at 0.51x the \
