@@ -34,6 +34,7 @@ mod ncu;
 mod ncu_rule;
 mod ncu_source;
 pub mod nvbench;
+pub mod program;
 mod ptxas;
 mod records;
 mod sanitizer;

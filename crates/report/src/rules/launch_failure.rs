@@ -92,12 +92,64 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         );
         d.fix = "Run the sanitizer stages on this config: their file:line is where to look."
             .to_string();
+        // The program's own comparison, failing: its output is wrong, by its own figure.
+        if let Some(m) = parsers::program::mismatch(&reason) {
+            wrong_output(&mut d, &m, &said);
+        }
         if out.iter().any(|o| o.config == d.config && o.key == d.key) {
             continue;
         }
         out.push(d);
     }
     out
+}
+
+/// A failed program whose telling line is its own failing comparison: wrong output, with the
+/// figure and the limit it printed. One root cause whichever stage saw it.
+fn wrong_output(d: &mut Draft, m: &parsers::program::Mismatch, said: &str) {
+    d.rule = RuleId::WrongOutput;
+    d.bare = false;
+    d.symptom_of = Some(crate::diagnosis::Scope::Config);
+    d.key = format!("mismatch|{}", m.measure.to_lowercase());
+    let value = two_digits(m.value);
+    let measure = m.measure.to_lowercase();
+    d.title = match m.limit {
+        Some(limit) => format!(
+            "Wrong output: the program's own check fails, {measure} {value} against a \
+             threshold of {limit}"
+        ),
+        None => format!("Wrong output: the program's own check fails, {measure} {value}"),
+    };
+    d.figures.insert("program_measure".into(), json!(m.measure));
+    d.figures.insert("program_value".into(), json!(m.value));
+    if let Some(limit) = m.limit {
+        d.figures.insert("program_limit".into(), json!(limit));
+    }
+    let over = m
+        .limit
+        .filter(|l| *l > 0.0)
+        .map(|l| format!(", {}x what it allows", two_digits(m.value / l)))
+        .unwrap_or_default();
+    d.explanation = format!(
+        "The program compared its output with its own reference and failed: {said}. The \
+         output differs by {value}{over}, far past rounding: the kernel computes a different \
+         function on these inputs. No tool in this config located a memory fault, so the \
+         difference is in the arithmetic (indexing, masking, scaling, the softmax's running \
+         maximum and sum, accumulation), not a crash."
+    );
+    d.fix = "Compare the kernel's output with the reference element by element on the \
+             smallest failing case: the first wrong row and column say which loop or mask is \
+             off. Keep the comparison as a test."
+        .to_string();
+}
+
+/// `x` to two significant digits, as a headline figure (0.529297 reads 0.53).
+fn two_digits(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return crate::text::sig3(x);
+    }
+    let decimals = (1 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.decimals$}")
 }
 
 fn harness_launches(ctx: &Ctx) -> Vec<Draft> {

@@ -291,7 +291,9 @@ pub fn product_log_name(product: &Path, base: &Path) -> String {
 }
 
 /// A one-line description of how a program failed, from its output: the first line naming a
-/// CUDA error, else the last line of stderr.
+/// CUDA error, else the line that explains the failure ([`parsers::program::telling_line`]: an
+/// exception's last line, the program's own failing comparison, a line saying it failed), else
+/// the last line of stderr, then of stdout that is not a banner.
 pub fn failure_line(stderr: &str, stdout: &str) -> Option<String> {
     const MARKERS: &[&str] = &[
         "CUDA error",
@@ -315,7 +317,10 @@ pub fn failure_line(stderr: &str, stdout: &str) -> Option<String> {
     // ncu's `==PROF==` and CSV rows).
     let own = |line: &&str| {
         let t = line.trim();
-        !t.is_empty() && !t.starts_with("==") && !t.starts_with('"')
+        !t.is_empty()
+            && !t.starts_with("==")
+            && !t.starts_with('"')
+            && !parsers::program::is_banner(t)
     };
     stderr
         .lines()
@@ -323,6 +328,8 @@ pub fn failure_line(stderr: &str, stdout: &str) -> Option<String> {
         .filter(own)
         .find(|line| MARKERS.iter().any(|m| line.contains(m)))
         .map(clip)
+        .or_else(|| parsers::program::telling_line(stderr.lines()).map(clip))
+        .or_else(|| parsers::program::telling_line(stdout.lines()).map(clip))
         .or_else(|| stderr.lines().rev().find(own).map(clip))
         .or_else(|| stdout.lines().rev().find(own).map(clip))
 }

@@ -1,0 +1,123 @@
+//! A program's own words about how it failed: the line that explains a failure, and a numeric
+//! comparison the program reports (`Max absolute diff: 0.529297 (threshold: 0.01)`,
+//! `max_abs_err = 3.1e-2 > atol 1e-3`, `mismatch at 17: 2.5`).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// A comparison the program printed: what it measured, the figure, and its limit when it
+/// printed one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mismatch {
+    /// The measure as the program named it (`Max absolute diff`).
+    pub measure: String,
+    pub value: f64,
+    pub limit: Option<f64>,
+}
+
+const NUMBER: &str = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)";
+
+/// The program's own comparison on this line, if it printed one: an error or difference measure
+/// followed by its figure.
+pub fn mismatch(line: &str) -> Option<Mismatch> {
+    static MEASURE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(&format!(
+            r"(?i)\b((?:max(?:imum)?|mean|avg|average|rel(?:ative)?|abs(?:olute)?|l2|l_2|rms)[ _-]?(?:(?:abs(?:olute)?|rel(?:ative)?)[ _-]?)?(?:diff(?:erence)?|err(?:or)?|deviation)|mismatch(?:es)?|max[ _-]?(?:abs|rel))\b[^0-9a-zA-Z+\-.]{{0,6}}{NUMBER}"
+        ))
+        .expect("valid regex")
+    });
+    static LIMIT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(&format!(
+            r"(?i)\b(?:threshold|tol(?:erance)?|atol|rtol|limit|allowed|expected\s*<=?)\b[^0-9a-zA-Z+\-.]{{0,6}}{NUMBER}"
+        ))
+        .expect("valid regex")
+    });
+    let c = MEASURE.captures(line)?;
+    let value: f64 = c.get(2)?.as_str().parse().ok()?;
+    let limit = LIMIT
+        .captures(line)
+        .and_then(|l| l.get(1)?.as_str().parse().ok());
+    Some(Mismatch {
+        measure: c.get(1)?.as_str().to_string(),
+        value,
+        limit,
+    })
+}
+
+/// Whether a line is decoration (a banner of `=`, `-`, `*`, box-drawing or emoji), never an
+/// explanation.
+pub fn is_banner(line: &str) -> bool {
+    !line.chars().any(char::is_alphanumeric)
+}
+
+/// The line of a failed program's output that says why it failed, as a kernel engineer would
+/// pick it: a Python exception's last line (`RuntimeError: ...`), else the program's own
+/// failing comparison with its figure, else a line that says it failed (`FAILED`, `assert`,
+/// `mismatch`, `error`); never a banner. `None` when no line says so.
+pub fn telling_line<'a>(
+    lines: impl DoubleEndedIterator<Item = &'a str> + Clone,
+) -> Option<&'a str> {
+    static EXCEPTION: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Failure|Interrupt)\b(?::|$)")
+            .expect("valid regex")
+    });
+    static FAILED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:failed|fail|failure|assert(?:ion)?|mismatch(?:es|ed)?|error)\b")
+            .expect("valid regex")
+    });
+    let own = |l: &&str| {
+        let t = l.trim();
+        !t.is_empty() && !is_banner(t) && !t.starts_with("==")
+    };
+    let lines = lines.filter(own);
+    lines
+        .clone()
+        .rev()
+        .find(|l| EXCEPTION.is_match(l.trim()))
+        .or_else(|| lines.clone().find(|l| mismatch(l).is_some()))
+        .or_else(|| lines.clone().rev().find(|l| FAILED.is_match(l)))
+        .map(str::trim)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_programs_own_comparison_is_read_with_its_limit() {
+        let m = mismatch("  Max absolute diff: 0.529297 (threshold: 0.01)").expect("a mismatch");
+        assert_eq!(
+            (m.measure.as_str(), m.value, m.limit),
+            ("Max absolute diff", 0.529297, Some(0.01))
+        );
+        let m = mismatch("max_abs_err = 3.1e-2 > atol 1e-3").expect("a mismatch");
+        assert_eq!((m.value, m.limit), (3.1e-2, Some(1e-3)));
+        let m = mismatch("rel L2 error: 2.7e-4").expect("a mismatch");
+        assert_eq!(m.value, 2.7e-4);
+        assert_eq!(mismatch("Results saved to: out/v3_quick.json"), None);
+        assert_eq!(mismatch("Running V3 kernel..."), None);
+    }
+
+    #[test]
+    fn the_telling_line_is_the_exception_or_the_failing_comparison_never_a_banner() {
+        let out = "====\nCorrectness Test: B=2\n  Max absolute diff: 0.529297 (threshold: 0.01)\n\n❌ FAILED\n====\nResults saved to: x.json\n";
+        assert_eq!(
+            telling_line(out.lines()),
+            Some("Max absolute diff: 0.529297 (threshold: 0.01)")
+        );
+        let trace = "Traceback (most recent call last):\n  File \"o.py\", line 3\ntorch.AcceleratorError: CUDA error: an illegal memory access was encountered\n";
+        assert_eq!(
+            telling_line(trace.lines()),
+            Some("torch.AcceleratorError: CUDA error: an illegal memory access was encountered")
+        );
+        assert_eq!(
+            telling_line("[V3 DEBUG] Grid=(256,1,1)\n================\n".lines()),
+            None
+        );
+        assert_eq!(
+            telling_line("step 1\n❌ FAILED\nbye\n".lines()),
+            Some("❌ FAILED")
+        );
+    }
+}
