@@ -59,6 +59,7 @@ pub mod resources;
 pub mod rules;
 mod run;
 mod run_v1;
+mod source_line;
 pub mod tables;
 pub mod text;
 pub mod timings;

@@ -227,6 +227,10 @@ pub struct Stage {
     /// its own under the stage's tool, with the log of its run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub split: Vec<TestRun>,
+    /// The user's source line at each place the unit's logs name in one of the run's inputs,
+    /// by `file:line` (relative to the pipeline's directory), read when the unit ended.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub site_lines: BTreeMap<String, String>,
 }
 
 /// One test of a stage split by test.

@@ -485,6 +485,17 @@ impl Ctx<'_, '_> {
         })
     }
 
+    /// The user's source line at a place, as the runner kept it when the unit that named the
+    /// place ended (`Stage::site_lines`).
+    pub fn site_line(&self, at: &SourceLocation) -> Option<&str> {
+        let key = format!("{}:{}", at.file, at.line?);
+        self.joined
+            .stages()
+            .iter()
+            .find_map(|s| s.site_lines.get(&key))
+            .map(String::as_str)
+    }
+
     /// Whether this config is a `-G` (device debug) build: its compiler said so, or its build
     /// command carries `-G` or `--device-debug`.
     pub fn debug_build(&self, config: Option<&str>) -> bool {

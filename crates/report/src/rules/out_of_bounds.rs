@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{Ctx, RuleId, detail_u64};
 use crate::diagnosis::{Confidence, Draft, Level};
-use crate::text::{bytes, md_text};
+use crate::text::{bytes, md_code, md_text};
 
 /// One draft per distinct invalid-access site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -272,13 +272,36 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
                      outside any allocation."
                 );
-                d.fix = match space {
-                    MemorySpace::Shared => "Check the shared-memory index against the size the \
-                                            kernel declares (static) or the launch provides \
-                                            (dynamic shared memory)."
+                // The line itself, as the user wrote it: which array it indexes.
+                let line = d.location.as_ref().and_then(|l| ctx.site_line(l));
+                let array = line.and_then(|l| {
+                    crate::source_line::indexed_array(l, finding.access == Some(Access::Write))
+                });
+                if let Some(line) = line {
+                    d.explanation
+                        .push_str(&format!(" The line: {}.", md_code(line)));
+                }
+                d.fix = match (space, &array) {
+                    (MemorySpace::Local, Some(array)) => {
+                        d.title = format!(
+                            "Out-of-bounds {space_word} {access_word} of {}",
+                            md_code(array)
+                        );
+                        d.figures.insert("array".into(), json!(array));
+                        format!(
+                            "Check the index of the thread-local array {} against its declared \
+                             size: an index that counts rows of the whole block or tile, where \
+                             the array holds only this thread's or warp's share, runs past its \
+                             end.",
+                            md_code(array)
+                        )
+                    }
+                    (MemorySpace::Shared, _) => "Check the shared-memory index against the size \
+                                                 the kernel declares (static) or the launch \
+                                                 provides (dynamic shared memory)."
                         .to_string(),
-                    MemorySpace::Local => "Check indices into thread-local arrays against their \
-                                           declared size."
+                    (MemorySpace::Local, None) => "Check indices into thread-local arrays against \
+                                                   their declared size."
                         .to_string(),
                     _ => "Check the index arithmetic at the named line against the buffer's size \
                           and strides."

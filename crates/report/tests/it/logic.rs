@@ -206,6 +206,7 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
         outputs: Default::default(),
         cut: Default::default(),
         split: Vec::new(),
+        site_lines: Default::default(),
     });
     for (i, (kind, r)) in results.into_iter().enumerate() {
         let path = format!("{}/cfg/{i}.json", report::join::kind_name(kind));
@@ -253,6 +254,7 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
             outputs: Default::default(),
             cut: Default::default(),
             split: Vec::new(),
+            site_lines: Default::default(),
         });
     }
     ev

@@ -179,6 +179,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             outputs: Default::default(),
             cut: Default::default(),
             split: Vec::new(),
+            site_lines: Default::default(),
         });
         logs.insert(path, parsed);
     }

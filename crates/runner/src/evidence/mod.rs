@@ -5,4 +5,5 @@ pub mod hash;
 pub mod inline_sources;
 pub mod pack;
 pub mod rundir;
+pub mod site_lines;
 pub mod stored;

@@ -229,6 +229,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         builds: Mutex::new(HashMap::new()),
         harness_hash: OnceLock::new(),
         gpu_jobs: limits.gpu_jobs,
+        inputs: run.inputs.keys().cloned().collect(),
     };
     let report_unit = plan.units.iter().find(|u| u.kind == StageKind::Report);
     let mut scheduler = Scheduler::new(&plan, limits, |u| u.kind == StageKind::Report);
@@ -449,6 +450,9 @@ struct Executor<'a> {
     /// Build unit index to its identity ([`Executor::build_identity`]).
     builds: Mutex<HashMap<usize, String>>,
     harness_hash: OnceLock<String>,
+    /// The run's input files, relative to the pipeline's directory: where the lines at the
+    /// tools' sites are read from.
+    inputs: Vec<String>,
 }
 
 type FlagInput = Option<(String, String)>;
@@ -574,6 +578,7 @@ impl Executor<'_> {
             outputs: Default::default(),
             cut: Default::default(),
             split: Vec::new(),
+            site_lines: Default::default(),
         };
         let Some(stage_cfg) = stage_cfg else {
             record.status = StageStatus::Failed;
@@ -643,6 +648,7 @@ impl Executor<'_> {
                 record.exit_code = hit.stage.exit_code;
                 record.duration_ms = hit.stage.duration_ms;
                 record.cached_from = Some(hit.origin.clone());
+                record.site_lines.clone_from(&hit.stage.site_lines);
                 record.logs = hit
                     .stage
                     .logs
@@ -796,6 +802,11 @@ impl Executor<'_> {
         );
         record.status = status;
         record.reason = reason;
+        record.site_lines = crate::evidence::site_lines::at_sites(
+            &self.pipeline.root,
+            &self.inputs,
+            &gathered.parsed,
+        );
         record.logs = gathered
             .present
             .iter()
@@ -1081,6 +1092,7 @@ fn write_report(
         outputs: Default::default(),
         cut: Default::default(),
         split: Vec::new(),
+        site_lines: Default::default(),
     };
     if let Some(Blocked::Skip(reason) | Blocked::Fail(reason)) = &unit.blocked {
         record.status = StageStatus::Skipped;
