@@ -281,6 +281,15 @@ fn draft(
             .and_then(|(_, f)| ctx.place(f))
             .or_else(|| ctx.kernel_file(config));
     }
+    // A toolkit header (the warning's `mma.hpp`) holds the instruction, not the mistake: it is
+    // a label, and the headline points at the kernel's own file where one is known.
+    if let Some(header) = d.location.take_if(|l| l.file.starts_with('<')) {
+        d.spans.push(crate::Span::secondary(
+            header,
+            "the fragment access, inside the toolkit's WMMA header",
+        ));
+        d.location = ctx.kernel_file(config).filter(|l| !l.file.starts_with('<'));
+    }
     // An invalid local access inside the fragment intrinsic itself names this fault twice over:
     // the space and the instruction.
     let inside = faults.iter().any(|(_, f)| in_intrinsic(f.finding));
