@@ -13,6 +13,7 @@ mod cli;
 mod commands;
 mod config;
 mod confined;
+mod corpus;
 mod damaged;
 mod decide;
 mod explain;

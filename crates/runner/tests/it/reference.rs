@@ -565,6 +565,98 @@ fn each_fault_class_is_one_root_cause_with_its_mechanism() {
     );
 }
 
+/// `examples/real-code-classes/` on an H100: the classes real code showed, in programs of the
+/// project's own. Output without a trailing newline glued to memcheck's first record (every
+/// record read), a tail overshoot smaller than a tile (never "a wrong stride"), a WMMA fragment
+/// on local memory in a release and a `-G` build (one root cause, the toolkit's header only a
+/// label), one fault seen in two template instantiations (one root cause), the clean controls
+/// clean.
+#[test]
+fn the_classes_real_code_showed_are_one_root_cause_each() {
+    let run = example_run("real-code-classes");
+    assert!(
+        run.ends_with("20261125T173509Z-b63af632"),
+        "{}",
+        run.display()
+    );
+    let json: Value = serde_json::from_str(&report(&run, "json")).expect("JSON");
+    let causes = errors(&json);
+    assert_eq!(causes.len(), 3, "{causes:#?}");
+    let tail = with_rule(&causes, "out-of-bounds");
+    let tail = if tail["configs"] == serde_json::json!(["tail_write"]) {
+        tail
+    } else {
+        causes
+            .iter()
+            .find(|d| d["configs"] == serde_json::json!(["tail_write"]))
+            .copied()
+            .expect("the tail_write root cause")
+    };
+    assert_eq!(
+        tail["title"],
+        "Unguarded last tile: block (4799,0,0) writes up to 252 B past the end of a 4914948-byte buffer"
+    );
+    // The overshoot is measured against the buffer: 252 bytes of a 4.9 MB one, a tail.
+    assert_eq!(tail["figures"]["overshoot_bytes"], 252, "{tail:#}");
+    let wmma = with_rule(&causes, "wmma-local-memory");
+    assert_eq!(
+        wmma["configs"],
+        serde_json::json!(["wmma_local", "wmma_local_debug"]),
+        "{wmma:#}"
+    );
+    assert!(
+        wmma["location"].is_null(),
+        "the toolkit's header is no headline: {wmma:#}"
+    );
+    assert!(
+        wmma["spans"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|s| s["location"]["file"]
+                .as_str()
+                .is_some_and(|f| f.ends_with("mma.hpp")))),
+        "{wmma:#}"
+    );
+    let templated = causes
+        .iter()
+        .find(|d| d["configs"] == serde_json::json!(["templated", "templated_wide"]))
+        .unwrap_or_else(|| panic!("one templated root cause for both builds: {causes:#?}"));
+    assert_eq!(templated["location"]["file"], "src/templated.cu");
+    assert_eq!(templated["location"]["line"], 15);
+    assert_eq!(
+        templated["kernels"],
+        serde_json::json!(["blur_rows<128>", "blur_rows<256>"]),
+        "{templated:#}"
+    );
+    // The -G build is one note, not a finding per stack frame.
+    let notes: Vec<&Value> = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["rule"] == "debug-build")
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    assert!(
+        !json["diagnoses"]
+            .as_array()
+            .expect("diagnoses")
+            .iter()
+            .any(|d| d["rule"] == "register-spills"),
+        "{json:#}"
+    );
+    for clean in ["tail_write_clean", "wmma_local_clean", "templated_clean"] {
+        assert!(
+            !json["diagnoses"]
+                .as_array()
+                .expect("diagnoses")
+                .iter()
+                .any(|d| d["configs"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c == clean))),
+            "{clean} is clean: {json:#}"
+        );
+    }
+}
+
 /// A kernel written inline in Python (torch's `load_inline`, on an H100): memcheck names
 /// `cuda.cu:9`, the file `load_inline` wrote from the string; the report names the Python file
 /// and line that hold it, and the line the launch came from.

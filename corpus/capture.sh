@@ -1,0 +1,35 @@
+#!/bin/sh
+# Captures the field corpus on a GPU machine: runs each entry's pipeline.yaml in its upstream
+# checkout (prepared under .corpus-src/<entry>/ as each SOURCE.md says) and the project's own
+# class programs (examples/real-code-classes), all at once, and packs every run directory
+# (manifest, logs, report) into $OUT/<entry>.tgz. Usage: corpus/capture.sh RUNNER ENTRY...
+set -u
+runner=$(realpath "$1")
+shift
+out=${OUT:-/tmp/corpus-out}
+mkdir -p "$out"
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nvcc --version | tail -2
+  compute-sanitizer --version | tail -1
+  ncu --version | tail -1
+  python3 -c 'import torch; print("torch", torch.__version__)'
+  date -u +%FT%TZ
+} > /tmp/environment.txt 2>&1
+one() {
+  name=$1 pipeline=$2
+  dir=$(dirname "$pipeline")
+  (cd "$dir" && timeout 560 "$runner" pipeline.yaml > runner.out 2>&1; echo "runner exit $?" >> runner.out)
+  cp /tmp/environment.txt "$dir/environment.txt"
+  tar -czf "$out/$name.tgz" -C "$dir" --exclude='*.so' --exclude='*.o' --exclude='*.ncu-rep' \
+    --exclude='prog' --exclude='sgemm' artifacts reports runner.out environment.txt
+  echo "== $name"; tail -5 "$dir/runner.out"
+}
+for entry in "$@"; do
+  case $entry in
+    examples/*) one "$(basename "$entry")" "$entry/pipeline.yaml" & ;;
+    *) one "$entry" "$(find ".corpus-src/$entry" -name pipeline.yaml | head -1)" & ;;
+  esac
+done
+wait
+ls -la "$out"

@@ -1,0 +1,168 @@
+//! The field corpus (`corpus/`): real runs of public code nobody on the project wrote, each with
+//! the conclusion an expert draws (`expected.md`, written from the public account before
+//! Exhibit's report was read) and, where Exhibit does not reach it yet, the gaps
+//! (`gaps.md`). Every entry's packed run renders through `runner report`; every expectation
+//! not listed as a gap must hold, and every listed gap must still be one (closing a gap means
+//! taking it off the list).
+//!
+//! An `expect` block holds one expectation a line:
+//! - `verdict: KIND`: the report's verdict kind (`failing`, `clean`, `slow`, ...);
+//! - `root-causes: N`: how many root causes (errors and warnings) it lists;
+//! - `root-cause: RULE` or `root-cause: RULE at FILE:LINE`: one of them is that rule (at a
+//!   place whose file ends with FILE, at LINE);
+//! - `mentions: TEXT`: one of its root causes (title, spans, notes, help) says TEXT.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::util::BIN;
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus")
+}
+
+/// The lines of the first fenced block tagged `tag` in `text`.
+fn block(text: &str, tag: &str) -> Vec<String> {
+    let open = format!("```{tag}");
+    text.split(&open)
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .map(|b| {
+            b.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether the rendered report meets one expectation.
+fn holds(expectation: &str, json: &Value) -> bool {
+    let (key, value) = expectation
+        .split_once(':')
+        .unwrap_or_else(|| panic!("an expectation is `key: value`: {expectation}"));
+    let value = value.trim();
+    let causes: Vec<&Value> = json["diagnoses"]
+        .as_array()
+        .map(|d| d.iter().filter(|d| d["level"] != "note").collect())
+        .unwrap_or_default();
+    match key.trim() {
+        "verdict" => json["verdict"]["kind"] == value,
+        "root-causes" => value.parse::<usize>().ok() == Some(causes.len()),
+        "root-cause" => {
+            let (rule, place) = match value.split_once(" at ") {
+                Some((rule, place)) => (rule, Some(place)),
+                None => (value, None),
+            };
+            causes.iter().any(|d| {
+                d["rule"] == rule
+                    && place.is_none_or(|place| {
+                        let (file, line) = place.rsplit_once(':').expect("FILE:LINE");
+                        d["location"]["file"]
+                            .as_str()
+                            .is_some_and(|f| f.ends_with(file))
+                            && d["location"]["line"].as_u64().map(|l| l.to_string())
+                                == Some(line.to_string())
+                    })
+            })
+        }
+        "mentions" => causes.iter().any(|d| {
+            let text = |key: &str| {
+                d[key]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|v| v.to_string())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .unwrap_or_default()
+            };
+            let said = format!(
+                "{} {} {} {}",
+                d["title"],
+                text("spans"),
+                text("notes"),
+                text("help")
+            );
+            said.contains(value)
+        }),
+        other => panic!("unknown expectation `{other}`"),
+    }
+}
+
+fn render(run: &Path, format: &str) -> String {
+    let out = Command::new(BIN)
+        .args(["report", "--format", format])
+        .arg(run)
+        .output()
+        .expect("run runner report");
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "runner report {}: {}",
+        run.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn every_corpus_entry_renders_to_its_experts_conclusion_but_for_its_listed_gaps() {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(corpus())
+        .expect("corpus/ exists")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("expected.md").is_file())
+        .collect();
+    entries.sort();
+    assert!(!entries.is_empty(), "no corpus entries");
+    let mut wrong: Vec<String> = Vec::new();
+    for entry in &entries {
+        let name = entry.file_name().unwrap_or_default().to_string_lossy();
+        for file in ["SOURCE.md", "pipeline.yaml", "run.tar.xz"] {
+            assert!(entry.join(file).is_file(), "{name}: no {file}");
+        }
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let status = Command::new("tar")
+            .arg("-xJf")
+            .arg(entry.join("run.tar.xz"))
+            .arg("-C")
+            .arg(dir.path())
+            .status()
+            .expect("run tar");
+        assert!(status.success(), "{name}: run.tar.xz does not unpack");
+        let run = dir.path().join("run");
+        let json: Value =
+            serde_json::from_str(&render(&run, "json")).expect("the JSON report parses");
+        // The Markdown report renders too (its text is checked by the JSON's).
+        assert!(render(&run, "md").starts_with("# Exhibit report"), "{name}");
+        let expected = std::fs::read_to_string(entry.join("expected.md")).expect("expected.md");
+        let expectations = block(&expected, "expect");
+        assert!(
+            !expectations.is_empty(),
+            "{name}: expected.md has no expect block"
+        );
+        let gaps = std::fs::read_to_string(entry.join("gaps.md"))
+            .map(|g| block(&g, "gaps"))
+            .unwrap_or_default();
+        for gap in &gaps {
+            assert!(
+                expectations.contains(gap),
+                "{name}: gap `{gap}` is no expectation of expected.md"
+            );
+        }
+        for e in &expectations {
+            let met = holds(e, &json);
+            let gap = gaps.contains(e);
+            if met && gap {
+                wrong.push(format!("{name}: `{e}` now holds: take it off gaps.md"));
+            } else if !met && !gap {
+                wrong.push(format!("{name}: `{e}` does not hold"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
