@@ -92,6 +92,9 @@ pub enum FindingKind {
     RegisterSpill,
     /// Any other compiler warning.
     CompilerWarning,
+    /// The compiler's word that the build is a device-debug (`-G`) one: "'--device-debug (-G)'
+    /// overrides '--generate-line-info (-lineinfo)'" and the conflict it reports between them.
+    DebugBuild,
     /// A compile error with its location.
     CompileError,
     // harness
@@ -145,6 +148,14 @@ pub struct Location {
     pub function: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
+}
+
+/// Which threads a race or a barrier concerns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncScope {
+    Warp,
+    Block,
 }
 
 /// One other side of a race.
@@ -214,6 +225,14 @@ pub struct Finding {
     /// hazard type (RAW, WAR, WAW) gives them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub race_accesses: Option<[Option<Access>; 2]>,
+    /// For a race or a barrier error: whether it concerns the lanes of one warp or the threads
+    /// of a block (racecheck's "(Warp Level Programming)" category, synccheck's wording).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_scope: Option<SyncScope>,
+    /// For a barrier error: the barrier was given invalid arguments (a `__syncwarp` mask that
+    /// names lanes not calling it), rather than reached by only part of its threads.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub invalid_arguments: bool,
     /// The example threads (`examples`) as coordinates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<ThreadIndex>,

@@ -405,6 +405,14 @@ impl PtxasParser {
         raw: &str,
     ) -> usize {
         let message = scrub_addresses(message);
+        let kind = if kind == FindingKind::CompilerWarning
+            && (message.contains("--device-debug (-G)")
+                || message.contains("options --device-debug and"))
+        {
+            FindingKind::DebugBuild
+        } else {
+            kind
+        };
         let discriminator = if matches!(
             kind,
             FindingKind::CompilerWarning | FindingKind::CompileError

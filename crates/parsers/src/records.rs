@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Value, json};
 
-use crate::model::{Access, Finding, FindingKind, Location, ThreadIndex};
+use crate::model::{Access, Finding, FindingKind, Location, SyncScope, ThreadIndex};
 
 /// Fills a finding's typed payload from its examples, excerpt and details.
 pub(crate) fn type_payload(f: &mut Finding) {
@@ -38,6 +38,24 @@ pub(crate) fn type_payload(f: &mut Finding) {
     }
     if f.kind == FindingKind::Race {
         race_accesses(f);
+        let warp = match f.details.get("scope").and_then(Value::as_str) {
+            Some(scope) => scope == "warp",
+            None => f.message.contains("Warp Level Programming"),
+        };
+        f.sync_scope = Some(if warp {
+            SyncScope::Warp
+        } else {
+            SyncScope::Block
+        });
+    }
+    if f.kind == FindingKind::BarrierError {
+        let message = f.message.to_lowercase();
+        f.invalid_arguments = message.contains("invalid argument");
+        f.sync_scope = Some(if message.contains("warp") {
+            SyncScope::Warp
+        } else {
+            SyncScope::Block
+        });
     }
 }
 

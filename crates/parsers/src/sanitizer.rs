@@ -1005,6 +1005,8 @@ fn cross_check(log: &mut ParsedLog) {
         related: Vec::new(),
         sides: Vec::new(),
         race_accesses: None,
+        sync_scope: None,
+        invalid_arguments: false,
         threads: Vec::new(),
         device_frames: Vec::new(),
         host_frames: Vec::new(),

@@ -243,6 +243,8 @@ impl Sites {
             related: Vec::new(),
             sides: Vec::new(),
             race_accesses: None,
+            sync_scope: None,
+            invalid_arguments: false,
             threads: Vec::new(),
             device_frames: Vec::new(),
             host_frames: Vec::new(),

@@ -16,15 +16,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if finding.kind != FindingKind::BarrierError || ctx.explained(index) {
             continue;
         }
-        let message = finding.message.to_lowercase();
-        let d = if message.contains("invalid argument") {
+        let d = if finding.invalid_arguments {
             if at_syncwarp(finding) {
                 syncwarp_mask(ctx, index, f)
             } else {
                 invalid_arguments(ctx, index, f)
             }
         } else {
-            divergent(ctx, index, f, &message)
+            divergent(ctx, index, f)
         };
         out.push(d);
     }
@@ -32,12 +31,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 }
 
 /// A barrier that only some threads of a block or warp reach.
-fn divergent(ctx: &Ctx, index: usize, f: &crate::join::FindingRef, message: &str) -> Draft {
+fn divergent(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft {
     let finding = f.finding;
-    let scope = if message.contains("warp") {
-        "warp"
-    } else {
-        "block"
+    let scope = match finding.sync_scope {
+        Some(parsers::SyncScope::Warp) => "warp",
+        _ => "block",
     };
     let mut d = ctx.site_draft(
         RuleId::DivergentBarrier,

@@ -52,10 +52,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     out
 }
 
-/// The compiler's own words for a `-G` build: `-G` overriding `-lineinfo`, and the conflict it
-/// reports between the two.
+/// The compiler's own words for a `-G` build, as the parser typed them.
 pub fn is_debug_warning(f: &parsers::Finding) -> bool {
-    f.kind == FindingKind::CompilerWarning
-        && (f.message.contains("--device-debug (-G)")
-            || f.message.contains("options --device-debug and"))
+    f.kind == FindingKind::DebugBuild
 }

@@ -399,13 +399,9 @@ fn merge_sites_of_one_barrier(drafts: Vec<Draft>) -> Vec<Draft> {
     out
 }
 
-/// Whether racecheck reported the race between lanes of one warp: the parser's `scope` detail,
-/// else the "(Warp Level Programming)" category in the record's wording.
+/// Whether racecheck reported the race between lanes of one warp (the parser's typed scope).
 fn is_warp_level(finding: &parsers::Finding) -> bool {
-    match finding.details.get("scope").and_then(|v| v.as_str()) {
-        Some(scope) => scope == "warp",
-        None => finding.message.contains("Warp Level Programming"),
-    }
+    finding.sync_scope == Some(parsers::SyncScope::Warp)
 }
 
 /// Whether the kernel copies into shared memory with cp.async (LDGSTS in its SASS): the kernel
