@@ -118,7 +118,12 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
     // The measured performance causes, strongest first (diagnoses come ranked).
     let slow: Vec<&Diagnosis> = diagnoses
         .iter()
-        .filter(|d| d.rule == "slow-kernel" && d.level == Level::Warning)
+        .filter(|d| {
+            matches!(
+                d.rule,
+                crate::rules::RuleId::SlowKernel | crate::rules::RuleId::Bottleneck
+            ) && d.level == Level::Warning
+        })
         .collect();
     let ran = coverage
         .iter()

@@ -14,6 +14,7 @@ use crate::join::{FindingRef, Joined, ResultRef};
 use crate::text::{md_code, md_text, relative_path, scrub};
 
 mod barrier;
+mod bottleneck;
 mod catch_all;
 mod check_failed;
 mod compile_error;
@@ -52,6 +53,7 @@ pub enum RuleId {
     OccupancyLimit,
     TensorCoresIdle,
     SlowKernel,
+    Bottleneck,
     CheckFailed,
     HostApiError,
     DebugBuild,
@@ -320,6 +322,20 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/slow_kernel.rs",
         run: Some(slow_kernel::run),
         absorbs: Some((RuleId::OccupancyLimit, slow_kernel::absorb_occupancy_limit)),
+    },
+    Rule {
+        id: RuleId::Bottleneck,
+        name_id: "bottleneck",
+        role: Role::Performance,
+        name: "Bottleneck far below the peak",
+        description: "A profiled kernel under half the FP32 peak of the GPU the run recorded \
+                      (its FMAs from the source page's instruction mix over its duration) that \
+                      no Nsight Compute rule explains: the stall that dominates its hottest line \
+                      and the Speed Of Light name the unit that holds it back (L1 traffic with \
+                      no reuse, shared-memory loads, barriers, the math pipe) and the fix.",
+        module: "crates/report/src/rules/bottleneck.rs",
+        run: Some(bottleneck::run),
+        absorbs: None,
     },
     Rule {
         id: RuleId::CheckFailed,

@@ -90,9 +90,9 @@ impl Class {
 /// profiling run (one case) whose rule made the cause, so that a tiny launch's figures never
 /// speak for a large one's.
 #[derive(Clone, Copy)]
-struct Scope<'s> {
-    config: Option<&'s str>,
-    log: Option<usize>,
+pub(super) struct Scope<'s> {
+    pub(super) config: Option<&'s str>,
+    pub(super) log: Option<usize>,
 }
 
 impl Scope<'_> {
@@ -1026,7 +1026,12 @@ fn throughput(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>) -> Option<(f64
 }
 
 /// A metric's value for a kernel in a scope.
-fn metric(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>, name: &str) -> Option<f64> {
+pub(super) fn metric(
+    ctx: &Ctx,
+    scope: Scope,
+    kernel: Option<&KernelId>,
+    name: &str,
+) -> Option<f64> {
     ctx.joined
         .metrics
         .iter()
@@ -1035,7 +1040,7 @@ fn metric(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>, name: &str) -> Opt
 }
 
 /// A kernel's profiled duration in microseconds, whatever unit ncu printed it in.
-fn duration_us(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>) -> Option<f64> {
+pub(super) fn duration_us(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>) -> Option<f64> {
     let m = ctx.joined.metrics.iter().find(|m| {
         m.metric.name == "Duration" && scope.holds(m) && kernel.is_none_or(|k| m.kernel == *k)
     })?;
@@ -1056,7 +1061,7 @@ fn microseconds(metric: &parsers::Metric) -> Option<f64> {
 
 /// The source-page lines of a kernel in a scope: the source page its profiling run exported
 /// beside the log (else every source page of the config; any page without a config).
-fn source_lines<'j>(
+pub(super) fn source_lines<'j>(
     ctx: &Ctx<'j, '_>,
     scope: Scope,
     kernel: Option<&KernelId>,

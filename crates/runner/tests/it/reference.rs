@@ -657,6 +657,66 @@ fn the_classes_real_code_showed_are_one_root_cause_each() {
     }
 }
 
+/// `examples/slow-matmul/` on an H100: one fp32 matrix product, slow in two ways no Nsight
+/// Compute rule names with a large gain. The report measures each against the FP32 peak of the
+/// GPU the run recorded and names the unit that holds it back at its hottest line.
+#[test]
+fn a_kernel_far_below_the_peak_gets_its_bottleneck_when_no_ncu_rule_names_one() {
+    let run = example_run("slow-matmul");
+    assert!(
+        run.ends_with("20261125T174343Z-f023eb7b"),
+        "{}",
+        run.display()
+    );
+    let json: Value = serde_json::from_str(&report(&run, "json")).expect("JSON");
+    assert_eq!(json["verdict"]["kind"], "slow", "{:#}", json["verdict"]);
+    let of = |config: &str| -> &Value {
+        json["diagnoses"]
+            .as_array()
+            .expect("diagnoses")
+            .iter()
+            .find(|d| d["rule"] == "bottleneck" && d["configs"] == serde_json::json!([config]))
+            .unwrap_or_else(|| panic!("no bottleneck for {config}: {json:#}"))
+    };
+    let l1 = of("l1_reuse");
+    assert!(
+        l1["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Bound by L1 traffic with no data reuse")),
+        "{l1:#}"
+    );
+    assert_eq!(l1["location"]["line"], 29, "{l1:#}");
+    assert_eq!(l1["figures"]["stall"], "stall_lg", "{l1:#}");
+    let fraction = l1["figures"]["peak_fraction"].as_f64().expect("a fraction");
+    assert!((0.05..0.15).contains(&fraction), "{fraction}");
+    assert!(
+        crate::util::prose(l1, "help").contains("shared memory"),
+        "{l1:#}"
+    );
+    let mio = of("mio");
+    assert!(
+        mio["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Bound by shared-memory loads (MIO queue)")),
+        "{mio:#}"
+    );
+    assert_eq!(mio["location"]["line"], 43, "{mio:#}");
+    assert!(
+        crate::util::prose(mio, "help").contains("outputs per thread"),
+        "{mio:#}"
+    );
+    // The register-tiled control: ncu's own rule names its bank conflicts; no bottleneck of
+    // Exhibit's beside it.
+    assert!(
+        !json["diagnoses"]
+            .as_array()
+            .expect("diagnoses")
+            .iter()
+            .any(|d| d["rule"] == "bottleneck" && d["configs"] == serde_json::json!(["tiled"])),
+        "{json:#}"
+    );
+}
+
 /// A kernel written inline in Python (torch's `load_inline`, on an H100): memcheck names
 /// `cuda.cu:9`, the file `load_inline` wrote from the string; the report names the Python file
 /// and line that hold it, and the line the launch came from.
