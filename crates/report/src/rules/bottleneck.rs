@@ -10,8 +10,10 @@
 //! - warps waiting at barriers (fewer or cheaper barriers);
 //! - warps waiting on the math pipe (tensor cores, or a cheaper instruction).
 //!
-//! It never fires where a slow-kernel cause names the kernel already, nor on a kernel at or
-//! above half the peak, nor where the hottest line's stall is none of these.
+//! It never fires where a slow-kernel cause names the kernel already, on a kernel that uses the
+//! tensor cores or whose FMAs are under a tenth of what it executes (the FP32 peak is not its
+//! limit), on a kernel at or above half the peak, nor where the hottest line's stall is none of
+//! these.
 
 use super::slow_kernel::{Scope, duration_us, metric, source_lines};
 use super::{Ctx, RuleId};
@@ -77,7 +79,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         for mix in &source.log.instruction_mix {
             // The source page's function: a tool string the join does not index.
             let kernel = KernelId::of(&mix.function);
-            if mix.fma == 0 || !j.is_own(config, &kernel) {
+            // Measured against the FP32 peak only where FMAs are the work: a kernel on the
+            // tensor cores, or one whose FMAs are a small part of what it executes, is not.
+            let fma_work =
+                mix.fma > 0 && mix.mma == 0 && mix.fma.saturating_mul(10) >= mix.executed;
+            if !fma_work || !j.is_own(config, &kernel) {
                 continue;
             }
             let named = ctx.prior.iter().any(|d| {
