@@ -88,13 +88,13 @@ mod tests {
         let inputs: Vec<String> = ["kernels/fa.cu", "kernels/detail/cp.hpp", "a/x.cu", "b/x.cu"]
             .map(String::from)
             .to_vec();
-        let root = Path::new("/work/repo");
+        let root = Path::new("/srv/repo");
         assert_eq!(
             input_for(root, &inputs, "fa.cu").as_deref(),
             Some("kernels/fa.cu")
         );
         assert_eq!(
-            input_for(root, &inputs, "/work/repo/kernels/fa.cu").as_deref(),
+            input_for(root, &inputs, "/srv/repo/kernels/fa.cu").as_deref(),
             Some("kernels/fa.cu")
         );
         assert_eq!(
