@@ -121,7 +121,9 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
         .filter(|d| {
             matches!(
                 d.rule,
-                crate::rules::RuleId::SlowKernel | crate::rules::RuleId::Bottleneck
+                crate::rules::RuleId::SlowKernel
+                    | crate::rules::RuleId::Bottleneck
+                    | crate::rules::RuleId::SlowerThanBaseline
             ) && d.level == Level::Warning
         })
         .collect();

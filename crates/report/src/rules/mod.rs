@@ -29,6 +29,7 @@ mod out_of_bounds;
 mod repeated_launch;
 mod shared_race;
 mod slow_kernel;
+mod slower_than_baseline;
 mod tensor_cores;
 mod uninitialized;
 mod wmma_local;
@@ -54,6 +55,7 @@ pub enum RuleId {
     TensorCoresIdle,
     SlowKernel,
     Bottleneck,
+    SlowerThanBaseline,
     CheckFailed,
     HostApiError,
     DebugBuild,
@@ -335,6 +337,18 @@ pub const RULES: &[Rule] = &[
                       no reuse, shared-memory loads, barriers, the math pipe) and the fix.",
         module: "crates/report/src/rules/bottleneck.rs",
         run: Some(bottleneck::run),
+        absorbs: None,
+    },
+    Rule {
+        id: RuleId::SlowerThanBaseline,
+        name_id: "slower-than-baseline",
+        role: Role::Performance,
+        name: "Slower than its baseline",
+        description: "A program's own benchmark slower than its baseline's benchmark of the same \
+                      name beyond both sides' spread, where no kernel cause of its config tells \
+                      the ratio: the verdict is Slow, with or without a profile stage.",
+        module: "crates/report/src/rules/slower_than_baseline.rs",
+        run: Some(slower_than_baseline::run),
         absorbs: None,
     },
     Rule {

@@ -76,6 +76,85 @@ fn bench_timings_pair_with_baselines_of_the_same_name() {
     insta::assert_snapshot!("pytest_vs_baseline", md);
 }
 
+/// A program whose own benchmark is slower than its baseline (the captured baseline
+/// implementation benchmarked as the program, the fast one as its baseline) is never clean: the
+/// verdict is Slow with the ratio, and without a profile stage the help says `profile:` would
+/// say why.
+#[test]
+fn a_program_slower_than_its_baseline_by_its_own_benchmark_reads_slow() {
+    let ev = evidence(
+        "slower_than_baseline",
+        &[
+            program(
+                StageKind::Bench,
+                "pytest-benchmark/baseline.json",
+                Format::PytestBenchmark,
+            ),
+            program(
+                StageKind::Baseline,
+                "pytest-benchmark/fast.json",
+                Format::PytestBenchmark,
+            ),
+        ],
+        &[],
+    );
+    let a = report::analyze(&ev);
+    assert_eq!(
+        a.verdict.kind,
+        report::VerdictKind::Slow,
+        "{:#?}",
+        a.verdict
+    );
+    let slow: Vec<&report::Diagnosis> = a
+        .diagnoses
+        .iter()
+        .filter(|d| d.rule == "slower-than-baseline")
+        .collect();
+    assert_eq!(slow.len(), 1, "{:#?}", a.diagnoses);
+    let d = slow[0];
+    let t = timings(&join(&ev));
+    let slowest = t
+        .rows
+        .iter()
+        .filter_map(|r| r.ratio)
+        .fold(f64::INFINITY, f64::min);
+    let slowdown = d.figures["slowdown"].as_f64().expect("a slowdown");
+    assert!(
+        (slowdown - 1.0 / slowest).abs() < 1e-9,
+        "{slowdown} vs {slowest}"
+    );
+    assert!(
+        d.title
+            .contains("x slower than its baseline by its own benchmark"),
+        "{}",
+        d.title
+    );
+    assert!(d.fix().contains("Add `profile:`"), "{}", d.fix());
+    // The fast program against the slow baseline stays clean.
+    let fine = evidence(
+        "faster_than_baseline",
+        &[
+            program(
+                StageKind::Bench,
+                "pytest-benchmark/fast.json",
+                Format::PytestBenchmark,
+            ),
+            program(
+                StageKind::Baseline,
+                "pytest-benchmark/baseline.json",
+                Format::PytestBenchmark,
+            ),
+        ],
+        &[],
+    );
+    assert!(
+        !report::analyze(&fine)
+            .diagnoses
+            .iter()
+            .any(|d| d.rule == "slower-than-baseline")
+    );
+}
+
 #[test]
 fn baselines_of_other_names_are_listed_apart() {
     let ev = evidence(

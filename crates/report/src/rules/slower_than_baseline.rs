@@ -1,0 +1,112 @@
+//! `slower-than-baseline`: a program whose own benchmark is slower than its baseline's benchmark
+//! of the same name, beyond both sides' measured spread. Never clean: the program says itself
+//! that it is slow. With a kernel cause in the same config (ncu's, or a bottleneck) the ratio is
+//! told there instead; without a profile stage the help says that `profile:` would say why.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::{Ctx, RuleId};
+use crate::StageKind;
+use crate::diagnosis::{Confidence, Draft, EvidenceItem, Level};
+use crate::text::{md_code, sig3};
+use crate::timings::TimingRow;
+
+/// Without a spread from either side, a slowdown counts beyond this ratio (baseline / program).
+const WITHOUT_SPREAD: f64 = 0.8;
+
+/// One warning per config whose slowest benchmark is slower than its baseline beyond noise.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let timings = crate::timings::timings(j);
+    let profiled = j.sources.iter().any(|s| s.kind == StageKind::Profile);
+    // Each config's slowest benchmark beyond noise: (row, how many times slower).
+    let mut slowest: BTreeMap<Option<&str>, (&TimingRow, f64)> = BTreeMap::new();
+    for row in &timings.rows {
+        let Some(ratio) = row.ratio.filter(|r| *r > 0.0) else {
+            continue;
+        };
+        // Slower beyond the larger relative spread of the two sides, counted on both.
+        let limit = match row.spread {
+            Some(spread) => 1.0 / (1.0 + 2.0 * spread),
+            None => WITHOUT_SPREAD,
+        };
+        if ratio >= limit || row.baseline.is_none() {
+            continue;
+        }
+        let config = row.bench.config.as_deref();
+        let slower = 1.0 / ratio;
+        if slowest
+            .get(&config)
+            .is_none_or(|(_, known)| *known < slower)
+        {
+            slowest.insert(config, (row, slower));
+        }
+    }
+    let mut out = Vec::new();
+    for (config, (row, slower)) in slowest {
+        let explained = ctx.prior.iter().any(|d| {
+            matches!(d.rule, RuleId::SlowKernel | RuleId::Bottleneck)
+                && d.level == Level::Warning
+                && d.config.as_deref() == config
+        });
+        if explained {
+            continue;
+        }
+        let Some(base) = row.baseline.as_ref() else {
+            continue;
+        };
+        let name = md_code(&row.bench.timing.name);
+        let statistic = row.statistic.unwrap_or("mean");
+        let value = |t: &parsers::Timing| match statistic {
+            "median" => t.median_us,
+            _ => t.mean_us,
+        };
+        let times = match (value(&row.bench.timing), value(&base.timing)) {
+            (Some(p), Some(b)) => format!(" ({statistic} {} µs against {} µs)", sig3(p), sig3(b)),
+            _ => String::new(),
+        };
+        let spread = row
+            .spread
+            .map(|s| format!(", beyond both sides' spread ({:.0}%)", s * 100.0))
+            .unwrap_or_default();
+        let mut d = Draft::new(
+            RuleId::SlowerThanBaseline,
+            Level::Warning,
+            format!(
+                "{}x slower than its baseline by its own benchmark {name}",
+                sig3(slower)
+            ),
+        );
+        d.config = config.map(str::to_string);
+        d.key = "baseline".into();
+        d.confidence = Confidence::High;
+        d.figures
+            .insert("baseline_ratio".into(), json!(1.0 / slower));
+        d.figures.insert("slowdown".into(), json!(slower));
+        d.explanation = format!(
+            "The program's own benchmark {name} runs {}x slower than the baseline's benchmark \
+             of the same name{times}{spread}.",
+            sig3(slower)
+        );
+        d.fix = if profiled {
+            "Read the profile's causes for this config: the kernel they name is where the time \
+             goes."
+                .to_string()
+        } else {
+            "Add `profile:` to the pipeline: Nsight Compute's Speed Of Light and source page \
+             would say why, at the lines that hold the time."
+                .to_string()
+        };
+        d.evidence.push(EvidenceItem {
+            stage: "bench".into(),
+            config: d.config.clone(),
+            log: row.bench.log.clone(),
+            summary: format!("{name}: {}x the baseline's time{times}", sig3(slower)),
+            excerpt: Vec::new(),
+        });
+        out.push(d);
+    }
+    out
+}
