@@ -11,7 +11,8 @@
 //!    symptom that says most; two faults at one line are one.
 //! 4. **Merge.** Drafts of one rule at one place with one key are one root cause, whichever
 //!    configs, kernels and template instantiations show it.
-//! 5. **Rank.** Errors, then measured gain, confidence, evidence, rule order.
+//! 5. **Rank.** Errors, then measured gain, then among faults the one that stops the program
+//!    first (its rank), then confidence, evidence, rule order.
 //!
 //! Performance causes ([`Role::Performance`]) are never attached: they stand beside faults.
 //! Absences this module keeps: no rule sets another draft's parent; no rule silences a draft;
