@@ -3,9 +3,12 @@
 //! Brief overview: a [`Run`] (what the runner recorded) and the [`parsers::ParsedLog`] of each of
 //! its logs make up the [`Evidence`]. [`join::join`] places every log under the stage, config and
 //! arch that produced it and indexes kernels (ptxas resources and SASS counts), findings, harness
-//! results and Nsight Compute metrics by kernel, config and arch. The [`rules`] turn the joined
-//! evidence into ranked [`Diagnosis`] values, each with the raw lines it rests on, a confidence,
-//! a source location and a fix; [`analyze`] adds the verdict and the coverage receipt. The
+//! results and Nsight Compute metrics by kernel, config and arch (each kernel's identity a
+//! [`KernelId`], made once). The [`rules`] draft from the joined evidence, each rule declaring
+//! its role in [`rules::RULES`]; the fold (`fold.rs`) alone turns the drafts into one ranked
+//! [`Diagnosis`] per root cause, shaped like a compiler diagnostic: a primary message, labelled
+//! [`Span`]s, notes, help and the raw lines it rests on; [`analyze`] adds the verdict and the
+//! coverage receipt. The
 //! renderers turn an analysis into Markdown, JSON, SARIF 2.1.0 or JUnit XML ([`render`]) and an
 //! SVG bench chart ([`render_bench_svg`]). [`explain`] diagnoses loose logs with no run, and
 //! [`diff()`] compares two runs.
