@@ -450,6 +450,9 @@ pub struct InstructionMix {
     pub mma: u64,
     /// Scalar fused multiply-adds executed (FFMA, HFMA2, DFMA).
     pub fma: u64,
+    /// Of them, single-precision ones (FFMA): the work the FP32 peak measures.
+    #[serde(default)]
+    pub ffma: u64,
     /// Half-precision values widened to float (`HADD2.F32` of a half, `F2F.F32.F16`) executed.
     pub half_to_float: u64,
     /// The longest run of multiply-adds where each adds to the one before (a dot product

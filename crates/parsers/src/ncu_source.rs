@@ -190,6 +190,9 @@ impl SourceParser {
             "HMMA" | "HGMMA" | "IMMA" => mix.mma += executed,
             "FFMA" | "HFMA2" | "DFMA" => {
                 mix.fma += executed;
+                if base == "FFMA" {
+                    mix.ffma += executed;
+                }
                 // Accumulating into the previous multiply-add's result: one longer chain.
                 let addend = operands.get(3).map(String::as_str).unwrap_or("");
                 if self.last_fma_dest.as_deref() == Some(addend) && !addend.is_empty() {
@@ -224,6 +227,7 @@ impl SourceParser {
                     m.executed += mix.executed;
                     m.mma += mix.mma;
                     m.fma += mix.fma;
+                    m.ffma += mix.ffma;
                     m.half_to_float += mix.half_to_float;
                     m.fma_chain = m.fma_chain.max(mix.fma_chain);
                 }

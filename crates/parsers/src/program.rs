@@ -63,7 +63,8 @@ pub fn telling_line<'a>(
             .expect("valid regex")
     });
     static FAILED: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:failed|fail|failure|assert(?:ion)?|mismatch(?:es|ed)?|error)\b")
+        // `error` only as a label (`Error: ...`), never a count (`0 errors`).
+        Regex::new(r"(?i)\b(?:failed|fail|failure|assert(?:ion)?|mismatch(?:es|ed)?)\b|\berror\s*:")
             .expect("valid regex")
     });
     let own = |l: &&str| {

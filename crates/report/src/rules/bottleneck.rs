@@ -11,8 +11,8 @@
 //! - warps waiting on the math pipe (tensor cores, or a cheaper instruction).
 //!
 //! It never fires where a slow-kernel cause names the kernel already, on a kernel that uses the
-//! tensor cores or whose FMAs are under a tenth of what it executes (the FP32 peak is not its
-//! limit), on a kernel at or above half the peak, nor where the hottest line's stall is none of
+//! tensor cores, computes in half or double precision, or whose FMAs are under a tenth of what
+//! it executes (the FP32 peak is not its limit), on a kernel at or above half the peak, nor where the hottest line's stall is none of
 //! these.
 
 use super::slow_kernel::{Scope, duration_us, metric, source_lines};
@@ -79,10 +79,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         for mix in &source.log.instruction_mix {
             // The source page's function: a tool string the join does not index.
             let kernel = KernelId::of(&mix.function);
-            // Measured against the FP32 peak only where FMAs are the work: a kernel on the
-            // tensor cores, or one whose FMAs are a small part of what it executes, is not.
-            let fma_work =
-                mix.fma > 0 && mix.mma == 0 && mix.fma.saturating_mul(10) >= mix.executed;
+            // Measured against the FP32 peak only where single-precision FMAs are the work: a
+            // kernel on the tensor cores, one computing mostly in half or double precision
+            // (HFMA2 and DFMA have other peaks; a few HFMA2 are the compiler's register moves),
+            // or one whose FMAs are a small part of what it executes, is not.
+            let fma_work = mix.ffma > 0
+                && mix.mma == 0
+                && mix.ffma.saturating_mul(10) >= mix.fma.saturating_mul(9)
+                && mix.ffma.saturating_mul(10) >= mix.executed;
             if !fma_work || !j.is_own(config, &kernel) {
                 continue;
             }
@@ -118,7 +122,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 continue;
             };
             // Warp-level FMAs: 32 lanes, 2 FLOP each.
-            let achieved = mix.fma as f64 * 32.0 * 2.0 / (us * 1e3);
+            let achieved = mix.ffma as f64 * 32.0 * 2.0 / (us * 1e3);
             let fraction = achieved / peak;
             if !(fraction > 0.0 && fraction < FAR_BELOW) {
                 continue;
