@@ -22,7 +22,7 @@ one() {
   (cd "$dir" && timeout 560 "$runner" pipeline.yaml > runner.out 2>&1; echo "runner exit $?" >> runner.out)
   cp /tmp/environment.txt "$dir/environment.txt"
   tar -czf "$out/$name.tgz" -C "$dir" --exclude='*.so' --exclude='*.o' --exclude='*.ncu-rep' \
-    --exclude='prog' --exclude='sgemm' artifacts reports runner.out environment.txt
+    --exclude='prog' --exclude='sgemm' --exclude='layernorm_forward' artifacts reports runner.out environment.txt
   echo "== $name"; tail -5 "$dir/runner.out"
 }
 for entry in "$@"; do

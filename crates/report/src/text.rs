@@ -241,6 +241,19 @@ pub fn round_json(x: f64) -> serde_json::Value {
     serde_json::json!((x * factor).round() / factor)
 }
 
+/// A count with thousands separators, as the tools print them: `2,457,600,000`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Bytes as a report shows them: `0 B`, `512 B`, `24.0 KiB`, `1.5 GiB`.
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];

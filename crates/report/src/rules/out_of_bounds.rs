@@ -77,7 +77,57 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         // A Triton kernel carries its Python source line in the device frame.
         // (The tool's own file: a `load_inline` source mapped back to its Python file is CUDA.)
         let triton = finding.file.as_deref().is_some_and(|f| f.ends_with(".py"));
+        let wrapped = before.zip(alloc).and_then(|(n, m)| wrapped_index(n, m));
+        // The line itself, as the user wrote it: which array it indexes.
+        let line = d.location.as_ref().and_then(|l| ctx.site_line(l));
+        let array = line.and_then(|l| {
+            crate::source_line::indexed_array(l, finding.access == Some(Access::Write))
+        });
+        let of_array = array
+            .as_deref()
+            .map(|a| format!(" {}", md_code(a)))
+            .unwrap_or_default();
+        let the_line = line
+            .map(|l| format!(" The line: {}.", md_code(l)))
+            .unwrap_or_default();
         match (after, before, alloc) {
+            (_, Some(n), Some(m)) if let Some(element) = wrapped => {
+                signals += 2;
+                d.figures.insert("bytes_before".into(), json!(n));
+                d.figures.insert("allocation_size".into(), json!(m));
+                d.figures.insert("element_bytes".into(), json!(element));
+                d.figures.insert("elements".into(), json!(m / element));
+                d.title = format!(
+                    "32-bit index overflow: a {space_word} {access_word} {} before the start of \
+                     a buffer of {} {element}-byte elements",
+                    bytes(n),
+                    crate::text::thousands(m / element)
+                );
+                d.explanation = format!(
+                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
+                     {} before the start of a {}-byte buffer. With {element}-byte elements the \
+                     buffer holds {} of them, more than a 32-bit signed index reaches \
+                     (2,147,483,647), and the address lies within 2^31 elements before its \
+                     start: where an element offset computed in 32 bits lands once it passes \
+                     2^31 and wraps negative. Not a wild pointer: the base is right, the offset \
+                     arithmetic is too narrow.",
+                    bytes(n),
+                    crate::text::thousands(m),
+                    crate::text::thousands(m / element)
+                );
+                d.fix = if triton {
+                    "Compute the offset in 64 bits: cast the program id before it multiplies a \
+                     stride (`tl.program_id(0).to(tl.int64)`), or the offsets tensor \
+                     (`offs.to(tl.int64)`); Triton's program ids and the integer arguments it is \
+                     given are 32-bit."
+                        .to_string()
+                } else {
+                    "Compute the offset in 64 bits: widen the index before it multiplies a stride \
+                     (`(int64_t)blockIdx.x * stride`, `size_t` loop indices), not an `int` \
+                     product of a row and a row length."
+                        .to_string()
+                };
+            }
             _ if distance >= WILD => {
                 d.figures.insert("distance_bytes".into(), json!(distance));
                 d.title = format!(
@@ -132,7 +182,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         .insert("overshoot_bytes".into(), json!(tail.reach));
                     d.figures.insert("threads".into(), json!(spread.threads));
                     d.title = format!(
-                        "Unguarded last tile: {} {}s up to {} past the end of a {}-byte buffer",
+                        "Unguarded tail: {} {}s{of_array} up to {} past the end of a \
+                         {}-byte buffer",
                         tail.who,
                         access_word,
                         bytes(tail.reach),
@@ -145,7 +196,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                          other block: the block that covers the end of the buffer runs past it \
                          unguarded, as the last tile does when the length is not a multiple of \
                          the tile. memcheck stops a thread at its first bad access, so the \
-                         overshoot may reach further than this.",
+                         overshoot may reach further than this.{the_line}",
                         crate::text::plural(spread.threads, "thread", "threads"),
                         tail.who,
                         bytes(tail.reach),
@@ -272,15 +323,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
                      outside any allocation."
                 );
-                // The line itself, as the user wrote it: which array it indexes.
-                let line = d.location.as_ref().and_then(|l| ctx.site_line(l));
-                let array = line.and_then(|l| {
-                    crate::source_line::indexed_array(l, finding.access == Some(Access::Write))
-                });
-                if let Some(line) = line {
-                    d.explanation
-                        .push_str(&format!(" The line: {}.", md_code(line)));
-                }
+                d.explanation.push_str(&the_line);
                 d.fix = match (space, &array) {
                     (MemorySpace::Local, Some(array)) => {
                         d.title = format!(
@@ -526,6 +569,21 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
 }
 
 /// The fix for an out-of-bounds access in a Triton kernel: its loads and stores need a mask.
+/// The element size under which a 32-bit signed index into a buffer of `allocation` bytes lands
+/// `before` bytes before its start: the buffer holds more than 2^31 such elements (so its
+/// indices overflow 32 bits) and a wrapped index lands at most 2^31 elements before the start.
+/// The smallest such size is taken. Distances under 1 MiB are left to the negative-index
+/// reading (an index of -1, a halo).
+fn wrapped_index(before: u64, allocation: u64) -> Option<u64> {
+    const SIGNED_RANGE: u64 = 1 << 31;
+    if before < 1 << 20 {
+        return None;
+    }
+    [1, 2, 4, 8]
+        .into_iter()
+        .find(|element| allocation / element > SIGNED_RANGE && before <= SIGNED_RANGE * element)
+}
+
 fn triton_fix(location: Option<&crate::diagnosis::SourceLocation>) -> String {
     format!(
         "This is a Triton kernel: give the `tl.load` / `tl.store`{} a `mask=` that excludes \
@@ -536,4 +594,24 @@ fn triton_fix(location: Option<&crate::diagnosis::SourceLocation>) -> String {
             .map(|l| format!(" at line {l}"))
             .unwrap_or_default()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrapped_index;
+
+    #[test]
+    fn a_wrapped_32_bit_index_needs_a_buffer_past_2_31_elements_and_a_distance_within_them() {
+        // Liger-Kernel's RMSNorm before its int64 fix (corpus `liger-rmsnorm-int32`): bf16.
+        assert_eq!(wrapped_index(4_291_583_488, 4_915_200_000), Some(2));
+        // The same distance before a buffer of fewer than 2^31 elements of any size: a wild
+        // pointer, not an overflow.
+        assert_eq!(wrapped_index(4_291_583_488, 2_000_000_000), None);
+        // An index of -1 or a halo: a negative index, whatever the buffer's size.
+        assert_eq!(wrapped_index(4, 4_915_200_000), None);
+        // Farther back than 2^31 elements of the largest size that still overflows: no.
+        assert_eq!(wrapped_index(3 << 31, 3 << 30), None);
+        // Bytes: a 3 GiB byte buffer, 1.5 GiB before its start.
+        assert_eq!(wrapped_index(3 << 29, 3 << 30), Some(1));
+    }
 }

@@ -187,7 +187,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .filter(|&(memory, compute)| memory < LATENCY_BOUND_PCT && compute < LATENCY_BOUND_PCT);
         let compute_bound =
             sol.is_some_and(|(memory, compute)| compute >= LATENCY_BOUND_PCT && compute > memory);
-        let memory_bound = sol.is_none_or(|(memory, _)| memory >= LATENCY_BOUND_PCT);
         let shadowed = |class: &Class| {
             !MEASURED_RULES.contains(&rule)
                 && measured
@@ -199,7 +198,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             // Shared-memory replays lengthen every dependent access; excess global sectors
             // cost time where memory bandwidth is what the kernel waits on.
             Class::BankConflicts => global && !compute_bound && !shadowed(class),
-            Class::Uncoalesced => global && memory_bound && !shadowed(class),
+            Class::Uncoalesced => global && !compute_bound && !shadowed(class),
             Class::FewBlocks | Class::LocalMemory => global,
         };
         let Some(class) = class.filter(|c| counts(c) && speedup >= MIN_SPEEDUP) else {

@@ -308,11 +308,15 @@ pub fn failure_line(stderr: &str, stdout: &str) -> Option<String> {
     let clip = |line: &str| {
         let line = line.trim();
         let line = line.split(" Search for `").next().unwrap_or(line);
-        // A message printed through a repr (Python's exceptions in a list, a JSON string) holds
-        // its line breaks as a literal `\n`: the first line is the error.
-        let line = line.split("\\n").next().unwrap_or(line).trim_end();
         line.chars().take(300).collect::<String>()
     };
+    // A literal `\n` is a line break the program meant: a C `printf("...\\n")` prints one, and
+    // a message printed through a repr (Python's exceptions in a list, a JSON string) holds its
+    // line breaks that way. Each piece is a line of its own.
+    fn split(text: &str) -> Vec<&str> {
+        text.lines().flat_map(|line| line.split("\\n")).collect()
+    }
+    let (stderr, stdout) = (split(stderr), split(stdout));
     // The program's own words: not a wrapping tool's lines (compute-sanitizer's `=========`,
     // ncu's `==PROF==` and CSV rows).
     let own = |line: &&str| {
@@ -323,15 +327,16 @@ pub fn failure_line(stderr: &str, stdout: &str) -> Option<String> {
             && !parsers::program::is_banner(t)
     };
     stderr
-        .lines()
-        .chain(stdout.lines())
+        .iter()
+        .chain(&stdout)
+        .copied()
         .filter(own)
         .find(|line| MARKERS.iter().any(|m| line.contains(m)))
         .map(clip)
-        .or_else(|| parsers::program::telling_line(stderr.lines()).map(clip))
-        .or_else(|| parsers::program::telling_line(stdout.lines()).map(clip))
-        .or_else(|| stderr.lines().rev().find(own).map(clip))
-        .or_else(|| stdout.lines().rev().find(own).map(clip))
+        .or_else(|| parsers::program::telling_line(stderr.iter().copied()).map(clip))
+        .or_else(|| parsers::program::telling_line(stdout.iter().copied()).map(clip))
+        .or_else(|| stderr.iter().copied().rev().find(own).map(clip))
+        .or_else(|| stdout.iter().copied().rev().find(own).map(clip))
 }
 
 /// The line of a program's output that says it never got to run what it was to test: the
@@ -413,7 +418,26 @@ fn spread(low: u64, high: u64, n: u64) -> Vec<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::next_launch_counts;
+    use super::{failure_line, next_launch_counts};
+
+    #[test]
+    fn a_literal_backslash_n_breaks_the_line_the_program_failed_on() {
+        // flash-attention-minimal's check (corpus `fa-minimal-tail`, H100): its C++ prints
+        // `...%d \\n` with a literal backslash-n, so Python's next print shares the line.
+        let stdout = "Max shared memory: 49152, requested shared memory: 28672 \\nseq_len 20: \
+                      max abs diff 2.000167 (atol 0.01)\nattn values sanity check: False\n";
+        assert_eq!(
+            failure_line("", stdout).as_deref(),
+            Some("seq_len 20: max abs diff 2.000167 (atol 0.01)")
+        );
+        // A repr's literal line breaks: the error is the first piece.
+        let stderr = "RuntimeError: CUDA error: an illegal memory access was encountered\\nCUDA \
+                      kernel errors might be asynchronously reported";
+        assert_eq!(
+            failure_line(stderr, "").as_deref(),
+            Some("RuntimeError: CUDA error: an illegal memory access was encountered")
+        );
+    }
 
     /// Runs the search against a program that fails from `first_fail` launches on: the largest
     /// clean and the smallest failing count it ends with, and the rounds it took.

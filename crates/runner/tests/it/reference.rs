@@ -537,7 +537,7 @@ fn each_fault_class_is_one_root_cause_with_its_mechanism() {
     );
     assert_eq!(
         title("tail_tile"),
-        "Unguarded last tile: block (15,0,0) reads up to 3.6 KiB past the end of a 512000-byte buffer"
+        "Unguarded tail: block (15,0,0) reads up to 3.6 KiB past the end of a 512000-byte buffer"
     );
     assert_eq!(
         title("off_by_one"),
@@ -594,7 +594,7 @@ fn the_classes_real_code_showed_are_one_root_cause_each() {
     };
     assert_eq!(
         tail["title"],
-        "Unguarded last tile: block (4799,0,0) writes up to 252 B past the end of a 4914948-byte buffer"
+        "Unguarded tail: block (4799,0,0) writes up to 252 B past the end of a 4914948-byte buffer"
     );
     // The overshoot is measured against the buffer: 252 bytes of a 4.9 MB one, a tail.
     assert_eq!(tail["figures"]["overshoot_bytes"], 252, "{tail:#}");
