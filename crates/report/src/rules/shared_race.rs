@@ -261,6 +261,44 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         }
                     );
                 }
+                (Some(w), Some(o))
+                    if w == o
+                        && same_file
+                        && other_access == Access::Write
+                        && write.as_ref().is_some_and(|at| copies_async(ctx, at)) =>
+                {
+                    // Two writes by the same asynchronous copy instruction: two copies into one
+                    // destination are in flight at once.
+                    d.title = format!(
+                        "cp.async race: two asynchronous copies into the same shared address in \
+                         flight at once at {}",
+                        line(&write)
+                    );
+                    d.location = write.clone();
+                    d.explanation = format!(
+                        "racecheck reports {hazards_text}{kernel_text} between two writes of the \
+                         asynchronous copy at {} (the line: {}): a copy into shared memory while \
+                         an earlier copy into the same bytes has not been waited for. Until \
+                         `cp.async.wait_group` retires the older group the two writes are \
+                         unordered, and a read of that buffer in between sees either. It is what \
+                         a pipeline does when it refills a stage before the copy already filling \
+                         it has completed: a prologue that prefetches S stages followed by a loop \
+                         that loads tile n + 1 instead of n + S issues each tile twice, and the \
+                         `wait_group` count then no longer says which stage is complete.",
+                        line(&write),
+                        write
+                            .as_ref()
+                            .and_then(|at| ctx.site_line(at))
+                            .map(md_code)
+                            .unwrap_or_else(|| "not kept".to_string())
+                    );
+                    d.fix = "Issue each tile's copy once per stage: the loop loads the tile the \
+                             prologue has not (n + STAGES), into the stage the previous \
+                             iteration's compute finished with, after a `__syncthreads()`; and \
+                             read a stage only after `cp.async.wait_group<N>` has retired the \
+                             group that filled it (N = the groups committed after it)."
+                        .to_string();
+                }
                 _ => {
                     d.title = if warp {
                         format!("Shared-memory race within a warp at {}", line(&write))
@@ -418,6 +456,17 @@ fn has_cp_async(ctx: &Ctx, f: &crate::join::FindingRef) -> bool {
             .filter(|k| k.config.as_deref() == config)
             .any(cp_async),
     }
+}
+
+/// Whether the site is an asynchronous copy into shared memory, as the user's line there says
+/// (`cp.async` in inline PTX, a `cp_async` wrapper, `__pipeline_memcpy_async`,
+/// `cuda::memcpy_async`).
+fn copies_async(ctx: &Ctx, at: &SourceLocation) -> bool {
+    ctx.site_line(at).is_some_and(|line| {
+        ["cp.async", "cp_async", "memcpy_async"]
+            .iter()
+            .any(|m| line.contains(m))
+    })
 }
 
 /// The two sides' access kinds: the finding's own access and the other side's, or, where the
