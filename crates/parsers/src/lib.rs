@@ -12,7 +12,8 @@
 //! `sanitizer` (compute-sanitizer text), `sanitizer_xml` (`--xml --save`), `ncu` (Nsight Compute
 //! CSV), [`harness`] (the `exhibit.harness/1` JSON) and [`bench_json`] (what users' own programs
 //! print: pytest-benchmark and Google Benchmark JSON timings, `exhibit.results/1` checks) and
-//! [`nvbench`] (nvbench's `--json` timings). `site`
+//! [`nvbench`] (nvbench's `--json` timings) and [`text_timings`] (timings in a program's plain
+//! text, read with a stage's regular expression: [`text_timings::parse`]). `site`
 //! folds records into findings and computes fingerprints.
 //!
 //! ```
@@ -41,6 +42,7 @@ mod sanitizer;
 mod sanitizer_xml;
 mod sass;
 mod site;
+pub mod text_timings;
 mod util;
 
 pub use model::*;
@@ -198,6 +200,14 @@ pub fn parse_reader<R: BufRead>(format: Format, reader: R) -> io::Result<ParsedL
         Format::GoogleBenchmark => bench_json::parse_google(&read_json(reader)?),
         Format::Nvbench => nvbench::parse(&read_json(reader)?),
         Format::ProgramResults => bench_json::parse_results(&read_json(reader)?),
+        // Text timings are read only with their stage's pattern (`text_timings::parse_reader`).
+        Format::TextTimings => {
+            let mut log = ParsedLog::new(format, None);
+            log.unparsed_examples.push(
+                "text timings are read with their stage's pattern, which was not given".into(),
+            );
+            log
+        }
     })
 }
 

@@ -28,6 +28,9 @@ pub enum Format {
     Nvbench,
     /// The `exhibit.results/1` JSON a user's check program writes (see [`crate::bench_json`]).
     ProgramResults,
+    /// A program's plain-text output, its timings read with a bench or baseline stage's
+    /// `pattern:` (see [`crate::text_timings`]). Never detected: only the pattern reads it.
+    TextTimings,
     /// Nsight Compute's source page (`--page source --csv --print-source cuda,sass`): counters
     /// per source line and per SASS instruction.
     NcuSource,
@@ -329,7 +332,7 @@ pub struct Timing {
     /// The format it was read from.
     pub format: Format,
     /// How many measurements the statistics are over: pytest-benchmark's rounds, Google
-    /// Benchmark's repetitions.
+    /// Benchmark's repetitions, the matches of a text pattern.
     pub samples: Option<u64>,
     /// Iterations timed per sample.
     pub iterations: Option<u64>,
@@ -419,7 +422,8 @@ pub struct ParsedLog {
     /// format is `harness` and the harness wrote one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<crate::harness::LaunchInfo>,
-    /// Benchmark timings, when the format is `pytest-benchmark` or `google-benchmark`.
+    /// Benchmark timings, when the format is `pytest-benchmark`, `google-benchmark`, `nvbench`
+    /// or `text-timings`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timings: Vec<Timing>,
     /// A user program's checks, when the format is `program-results`.

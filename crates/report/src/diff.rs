@@ -634,6 +634,7 @@ fn program_bench(t: &parsers::Timing) -> Option<parsers::harness::Bench> {
             parsers::Format::PytestBenchmark => "pytest-benchmark",
             parsers::Format::GoogleBenchmark => "Google Benchmark real_time",
             parsers::Format::Nvbench => "nvbench cold GPU time",
+            parsers::Format::TextTimings => "text pattern",
             _ => "the program's",
         }
         .to_string(),

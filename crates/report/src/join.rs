@@ -125,7 +125,10 @@ pub fn infer_kind(log: &ParsedLog) -> StageKind {
             Some(Tool::Memcheck) | None => StageKind::Memcheck,
         },
         Format::NcuCsv | Format::NcuSource => StageKind::Profile,
-        Format::PytestBenchmark | Format::GoogleBenchmark | Format::Nvbench => StageKind::Bench,
+        Format::PytestBenchmark
+        | Format::GoogleBenchmark
+        | Format::Nvbench
+        | Format::TextTimings => StageKind::Bench,
         Format::ProgramResults | Format::JUnit => StageKind::Check,
         Format::Harness => {
             if !log.results.is_empty() && log.results.iter().all(is_baseline) {

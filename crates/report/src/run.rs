@@ -293,6 +293,10 @@ pub struct Unit {
     /// A target's build that other configs share (theirs would be the same): those configs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub serves: Vec<String>,
+    /// A bench or baseline stage's `pattern:`: how its timings are read from the program's text
+    /// (its logs of format `text-timings`), kept so that the run renders the same timings again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing_pattern: Option<parsers::text_timings::TimingPattern>,
 }
 
 impl Unit {

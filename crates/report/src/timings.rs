@@ -1,5 +1,6 @@
-//! The timings table for users' programs' own benchmark output (pytest-benchmark and Google
-//! Benchmark JSON, read into `ParsedLog.timings`): each benchmark of a bench stage beside the
+//! The timings table for users' programs' own benchmark output (pytest-benchmark, Google
+//! Benchmark and nvbench JSON, or text read with a stage's `pattern:`, into
+//! `ParsedLog.timings`): each benchmark of a bench stage beside the
 //! baseline stage's benchmark of the same name, with their ratio.
 
 use std::fmt::Write;
@@ -170,11 +171,14 @@ pub(crate) fn markdown(out: &mut String, a: &Analysis) {
             parsers::Format::GoogleBenchmark => "Google Benchmark (`real_time`)",
             parsers::Format::Nvbench => "nvbench (cold GPU time)",
             parsers::Format::Harness => "exhibit.harness/1",
+            parsers::Format::TextTimings => "text (`pattern:`)",
             _ => "the program",
         };
         let unit = match b.format {
             parsers::Format::PytestBenchmark => "rounds",
             parsers::Format::GoogleBenchmark => "reps",
+            parsers::Format::TextTimings if b.samples == Some(1) => "match",
+            parsers::Format::TextTimings => "matches",
             _ => "samples",
         };
         let samples = match (b.samples, b.iterations) {

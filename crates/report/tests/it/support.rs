@@ -143,7 +143,11 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
                 Format::PytestBenchmark => Some("pytest-benchmark"),
                 Format::GoogleBenchmark => Some("google-benchmark"),
                 Format::Nvbench => Some("nvbench"),
-                Format::Harness | Format::Ptxas | Format::ProgramResults | Format::JUnit => None,
+                Format::Harness
+                | Format::Ptxas
+                | Format::ProgramResults
+                | Format::JUnit
+                | Format::TextTimings => None,
             };
             if let Some(tool) = tool {
                 tools.insert(tool.into(), v.to_string());

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use parsers::ParsedLog;
+use parsers::{Format, ParsedLog};
 use report::{Evidence, Run};
 
 use crate::evidence::rundir::{self, ReadError};
@@ -20,17 +20,40 @@ pub fn load(run_dir: &Path) -> Result<Evidence, ReadError> {
 /// one that cannot be read (missing, a directory, a FIFO, a symbolic link anywhere on its path,
 /// a path that leaves the run directory, unreadable) is listed in `missing` with why, and never
 /// opened unless it is a regular file inside the run directory ([`rundir::open_stored_log`]).
-/// Logs compressed by `runner pack` (`.gz`) are read through a decompressor.
+/// Logs compressed by `runner pack` (`.gz`) are read through a decompressor. A program's text
+/// (`text-timings`) is read with the pattern its unit records, so the timings are the ones the
+/// run read.
 pub fn from_run(run: Run, run_dir: &Path) -> Evidence {
     let mut logs: BTreeMap<String, ParsedLog> = BTreeMap::new();
     let mut missing: BTreeMap<String, String> = BTreeMap::new();
     for stage in &run.stages {
         for log in &stage.logs {
             let Some(format) = log.format else { continue };
+            let pattern = match (format, &stage.unit.timing_pattern) {
+                (Format::TextTimings, Some(pattern)) => match pattern.compile() {
+                    Ok(matcher) => Some(matcher),
+                    Err(e) => {
+                        missing.insert(log.path.clone(), format!("its recorded pattern: {e}"));
+                        continue;
+                    }
+                },
+                (Format::TextTimings, None) => {
+                    missing.insert(
+                        log.path.clone(),
+                        "text timings, and the stage records no pattern to read them with".into(),
+                    );
+                    continue;
+                }
+                _ => None,
+            };
             let read = rundir::open_stored_log(run_dir, &log.path)
                 .map_err(|e| e.to_string())
                 .and_then(|reader| {
-                    parsers::parse_reader(format, reader).map_err(|e| format!("unreadable: {e}"))
+                    match &pattern {
+                        Some(matcher) => parsers::text_timings::parse_reader(reader, matcher),
+                        None => parsers::parse_reader(format, reader),
+                    }
+                    .map_err(|e| format!("unreadable: {e}"))
                 });
             match read {
                 Ok(parsed) => {

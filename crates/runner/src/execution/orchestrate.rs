@@ -990,6 +990,13 @@ impl Executor<'_> {
         if let Some(file) = &stage.suppressions {
             key.files.insert(slash(file), self.input_sha(file));
         }
+        // What reads a bench's or baseline's timings from its text decides its status.
+        if let Some(pattern) = &invocation.unit.timing_pattern {
+            key.command.push(format!(
+                "pattern={}",
+                serde_json::to_string(pattern).unwrap_or_default()
+            ));
+        }
         if unit.kind == StageKind::Baseline {
             for word in &stage.command {
                 let path = self.pipeline.resolve(Path::new(word));

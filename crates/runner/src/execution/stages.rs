@@ -179,6 +179,15 @@ pub fn unit_record(unit: &Unit, pipeline: &Pipeline) -> report::Unit {
     let launches = (kind == StageKind::Stress)
         .then(|| pipeline.stages.get(unit.stage).and_then(|s| s.launches))
         .flatten();
+    let timing_pattern = pipeline
+        .stages
+        .get(unit.stage)
+        .filter(|_| matches!(kind, StageKind::Bench | StageKind::Baseline))
+        .and_then(|s| {
+            s.pattern
+                .as_ref()
+                .map(|p| p.recorded(unit.config.as_deref(), pipeline.only_config(), &s.name))
+        });
     report::Unit {
         target: match kind {
             StageKind::Compile => TargetKind::Build,
@@ -212,6 +221,7 @@ pub fn unit_record(unit: &Unit, pipeline: &Pipeline) -> report::Unit {
         launches,
         max_registers: None,
         serves: unit.serves.clone(),
+        timing_pattern,
     }
 }
 
@@ -612,6 +622,33 @@ fn build(
             inv.detect.push(PROGRAM_OUT.into());
             inv
         }
+        StageKind::Bench | StageKind::Baseline if stage.pattern.is_some() => {
+            push_program(&mut cmd)?;
+            // The pattern reads the file the command names as `{out}`, else stdout.
+            let out = target
+                .command_of(stage)
+                .iter()
+                .chain(&stage.args)
+                .any(|w| w.contains("{out}"));
+            let text = Some(Format::TextTimings);
+            let mut inv = cmd.finish(
+                "program",
+                "stdout.log",
+                "stderr.log",
+                vec![
+                    ("stdout.log".into(), if out { None } else { text }),
+                    ("stderr.log".into(), None),
+                ],
+            );
+            if out {
+                inv.logs.push((PROGRAM_OUT.into(), text));
+            } else {
+                // Results (exhibit.results/1, JUnit) the program may still write to
+                // `EXHIBIT_OUT`.
+                inv.detect.push(PROGRAM_OUT.into());
+            }
+            inv
+        }
         StageKind::Check | StageKind::Stress | StageKind::Bench | StageKind::Baseline => {
             push_program(&mut cmd)?;
             let mut inv = cmd.finish(
@@ -667,6 +704,9 @@ pub struct Gathered {
     pub program_output: String,
     /// Whether the program wrote results or timings in a known format.
     pub program_results: bool,
+    /// Why a stage's `pattern:` read no timing (nothing matched, no match gave a time, no file
+    /// to read), when it read none.
+    pub pattern_problem: Option<String>,
 }
 
 /// Reads a unit's files and parses those with a format.
@@ -697,6 +737,13 @@ pub fn gather(dir: &Path, invocation: &Invocation) -> Gathered {
             gathered.counters_denied |= text.contains("ERR_NVGPUCTRPERM");
         }
         let Some(format) = format else { continue };
+        if *format == Format::TextTimings {
+            let parsed = text_timings(&text, invocation.unit.timing_pattern.as_ref());
+            gathered.pattern_problem = pattern_problem(name, &parsed, &invocation.unit);
+            gathered.program_results |= !parsed.timings.is_empty();
+            gathered.parsed.push((name.clone(), parsed));
+            continue;
+        }
         if *format == Format::Harness {
             match serde_json::from_str::<HarnessOutput>(text.trim()) {
                 Ok(doc) => gathered.harness = Some(doc),
@@ -743,6 +790,14 @@ pub fn gather(dir: &Path, invocation: &Invocation) -> Gathered {
                 .push((name.clone(), parsers::parse(format, &text)));
         }
     }
+    // The file a pattern reads, when the program never wrote it.
+    if let Some((name, _)) = invocation.logs.iter().find(|(n, f)| {
+        *f == Some(Format::TextTimings) && !gathered.present.iter().any(|(p, _)| p == n)
+    }) {
+        gathered.pattern_problem = Some(format!(
+            "the program wrote no {name} (`{{out}}`) for the stage's pattern to read timings from"
+        ));
+    }
     for name in [&invocation.stdout, &invocation.stderr] {
         if !invocation.detect.contains(name)
             && let Ok(text) = crate::evidence::rundir::read_lossy(&dir.join(name))
@@ -751,6 +806,54 @@ pub fn gather(dir: &Path, invocation: &Invocation) -> Gathered {
         }
     }
     gathered
+}
+
+/// Reads a program's text with its stage's pattern (`pattern:`, as the unit records it).
+fn text_timings(text: &str, pattern: Option<&parsers::text_timings::TimingPattern>) -> ParsedLog {
+    match pattern.map(parsers::text_timings::TimingPattern::compile) {
+        Some(Ok(matcher)) => parsers::text_timings::parse(text, &matcher),
+        // Checked when the pipeline was read: neither happens for a unit the runner planned.
+        Some(Err(e)) => unread_pattern(&e.to_string()),
+        None => unread_pattern("the unit records no pattern"),
+    }
+}
+
+/// An empty, incomplete text-timings log saying why it was not read.
+fn unread_pattern(why: &str) -> ParsedLog {
+    let mut log = ParsedLog::new(Format::TextTimings, None);
+    log.unparsed_examples.push(why.to_string());
+    log
+}
+
+/// Why a pattern read no timing from `name`, when it read none: what the stage's reason says.
+fn pattern_problem(name: &str, parsed: &ParsedLog, unit: &report::Unit) -> Option<String> {
+    if !parsed.timings.is_empty() {
+        return None;
+    }
+    let pattern = unit
+        .timing_pattern
+        .as_ref()
+        .map(|p| clip(&p.pattern, 120))
+        .unwrap_or_default();
+    Some(match parsed.unparsed_examples.first() {
+        Some(example) if parsed.unparsed_lines > 0 => format!(
+            "the pattern `{pattern}` matched {} time{} in {name} but read no time: {example}",
+            parsed.unparsed_lines,
+            if parsed.unparsed_lines == 1 { "" } else { "s" },
+        ),
+        Some(example) => format!("the timings in {name} were not read: {example}"),
+        None => format!("the pattern `{pattern}` matched no line of {name}"),
+    })
+}
+
+/// `text` cut to `max` characters, with an ellipsis when cut.
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max).collect();
+    out.push('…');
+    out
 }
 
 /// Turns a unit's ending and evidence into its status and reason. A program that fails is a
@@ -925,6 +1028,11 @@ pub fn decide(
             if let Some(failure) = result_failure() {
                 return (StageStatus::Findings, Some(failure));
             }
+            if kind == StageKind::Bench
+                && let Some(problem) = &evidence.pattern_problem
+            {
+                return (StageStatus::Inconclusive, Some(problem.clone()));
+            }
             let timings = evidence
                 .parsed
                 .iter()
@@ -959,6 +1067,9 @@ pub fn decide(
                     StageStatus::Skipped,
                     doc.results.iter().find_map(|r| r.skipped.clone()),
                 );
+            }
+            if let Some(problem) = &evidence.pattern_problem {
+                return (StageStatus::Inconclusive, Some(problem.clone()));
             }
             if !evidence.program_results {
                 return (

@@ -232,3 +232,96 @@ fn a_config_is_built_only_for_its_own_archs() {
         "{argv:?}"
     );
 }
+
+/// A target pipeline with one config (two with `two_configs`) and the given stages.
+fn target_with(stages: &str, two_configs: bool) -> String {
+    format!(
+        "target:\n  program:\n    command: [sh, -c, \"echo 'kernel: 1.5 ms'\"]\n\
+         matrix:\n  arch: [sm_90]\n  configs:\n    plain: {{}}\n{}\
+         stages:\n{stages}",
+        if two_configs { "    tuned: {}\n" } else { "" }
+    )
+}
+
+/// A bench or baseline stage's `pattern:` is checked when the pipeline is read: each mistake
+/// is refused with the file, the line and column of its key, and what was expected.
+#[test]
+fn a_bad_timing_pattern_is_refused_naming_the_file_stage_and_key() {
+    let cases: &[(&str, bool, &str, &str)] = &[
+        (
+            "  bench:\n    pattern: 'kernel: (?P<value>[0-9.]+ ms'\n    unit: ms\n",
+            false,
+            "pattern:",
+            "stages.bench.pattern: not a regular expression: unclosed group",
+        ),
+        (
+            "  bench:\n    pattern: 'kernel: (?P<time>[0-9.]+) ms'\n    unit: ms\n",
+            false,
+            "pattern:",
+            "stages.bench.pattern: the pattern has no `value` group: name the time with \
+             `(?P<value>...)`",
+        ),
+        (
+            "  bench:\n    pattern: 'kernel: (?P<value>[0-9.]+) ms'\n",
+            false,
+            "pattern:",
+            "stages.bench.pattern: the pattern has no `unit` group: give the unit beside it",
+        ),
+        (
+            "  bench:\n    pattern: 'kernel: (?P<value>[0-9.]+) ms'\n    unit: msec\n",
+            false,
+            "unit:",
+            "stages.bench.unit: `msec` is not a time unit; expected s, ms, us (or µs) or ns",
+        ),
+        (
+            "  bench:\n    unit: ms\n",
+            false,
+            "unit:",
+            "stages.bench.unit: `unit:` is the unit of a `pattern:`, and there is none",
+        ),
+        (
+            "  check:\n    pattern: 'kernel: (?P<value>[0-9.]+) ms'\n    unit: ms\n",
+            false,
+            "pattern:",
+            "stages.check.pattern: only bench and baseline stages read timings with a pattern, \
+             not a check stage",
+        ),
+        (
+            "  baseline:\n    command: [sh, -c, \"echo 'sdpa: 1 ms'\"]\n    pattern: 'sdpa: (?P<value>[0-9.]+) ms'\n    unit: ms\n",
+            true,
+            "pattern:",
+            "stages.baseline.pattern: the baseline runs once for every config, so its pattern \
+             names its timing: give `label:`",
+        ),
+    ];
+    for (stages, two_configs, key, expected) in cases {
+        let project = Project::new();
+        let yaml = target_with(stages, *two_configs);
+        project.pipeline(&yaml);
+        let out = project.run(&["check", "pipeline.yaml"]);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{yaml}\n{err}");
+        let line = line_of(&yaml, key);
+        assert!(
+            err.contains(&format!("pipeline.yaml:{line}:5: {expected}")),
+            "{yaml}\n{err}"
+        );
+    }
+    // With `label:`, or with a `label` group, the same baseline is valid.
+    for fix in ["    label: attn\n", ""] {
+        let project = Project::new();
+        let pattern = if fix.is_empty() {
+            "'(?P<label>sdpa): (?P<value>[0-9.]+) ms'"
+        } else {
+            "'sdpa: (?P<value>[0-9.]+) ms'"
+        };
+        project.pipeline(&target_with(
+            &format!(
+                "  baseline:\n    command: [sh, -c, \"echo 'sdpa: 1 ms'\"]\n    pattern: {pattern}\n    unit: ms\n{fix}"
+            ),
+            true,
+        ));
+        let out = project.run(&["check", "pipeline.yaml"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+}

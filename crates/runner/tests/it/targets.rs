@@ -505,6 +505,145 @@ fn bench_reads_nvbench_json_from_out() {
     assert!(perf.iter().all(|p| p["judgement"] == "same"), "{json:#}");
 }
 
+/// SGEMM_CUDA's timing line (its 4096 line is real output of siboehm/SGEMM_CUDA on an H100,
+/// verbatim; the other times are hand-written in its shape), read with the pattern from the
+/// pipeline documentation.
+const SGEMM_PATTERN: &str = r"'Average elapsed time: \((?P<value>[0-9.]+)\) (?P<unit>s), performance: .* size: \((?P<label>\d+)\)'";
+
+/// A bench stage and a baseline stage whose programs (`sh -c 'echo ...'`) print their times as
+/// text are read with their `pattern:`: one timing per size, three samples each, paired with the
+/// baseline's by name; the program is twice as slow, so the run reads Slow. `runner report` on
+/// the run directory reads the same timings again with the pattern the manifest recorded.
+#[test]
+fn timings_read_from_text_with_a_pattern_pair_with_the_baseline_and_read_slow() {
+    let line = |time: &str, size: &str| {
+        format!(
+            "        echo 'Average elapsed time: ({time}) s, performance: (6342.3) GFLOPS. size: ({size}).'\n"
+        )
+    };
+    let bench: String = [
+        line("0.021662", "4096"),
+        line("0.021700", "4096"),
+        line("0.021650", "4096"),
+        line("0.000103", "128"),
+    ]
+    .concat();
+    let baseline: String = [
+        line("0.010800", "4096"),
+        line("0.010850", "4096"),
+        line("0.010810", "4096"),
+    ]
+    .concat();
+    let stages_yaml = format!(
+        "  bench:\n    needs: {{ gpu: false }}\n    timeout: 30s\n    pattern: {SGEMM_PATTERN}\n    command:\n      - sh\n      - -c\n      - |\n{bench}\
+         \x20 baseline:\n    needs: {{ gpu: false }}\n    timeout: 30s\n    pattern: {SGEMM_PATTERN}\n    command:\n      - sh\n      - -c\n      - |\n{baseline}"
+    );
+    let project = project("  program:\n    command: [bin/ring]", &stages_yaml);
+    let out = project.run(&["pipeline.yaml"]);
+    // Slow is a verdict about speed, not a finding: the run exits 0.
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let manifest = project.manifest();
+    for name in ["bench", "baseline"] {
+        let s = stage(&manifest, name);
+        assert_eq!(s["status"], "passed", "{s:#}");
+        assert!(has_log_of(s, "text-timings"), "{s:#}");
+        let recorded = &s["unit"]["timing_pattern"];
+        assert!(
+            recorded["pattern"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("Average elapsed time")),
+            "{s:#}"
+        );
+    }
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    let row = report
+        .lines()
+        .find(|l| l.starts_with("| `4096` |"))
+        .unwrap_or_else(|| panic!("no row for 4096 in\n{report}"));
+    assert!(row.contains("text (`pattern:`)"), "{row}");
+    assert!(row.contains("3 matches"), "{row}");
+    // Medians in µs: 21662 against the baseline's 10810.
+    assert!(row.contains("| 21662 |"), "{row}");
+    assert!(row.contains("| 10810 |"), "{row}");
+    assert!(row.contains("0.50×"), "{row}");
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("| `128` |") && l.contains("1 match |")),
+        "{report}"
+    );
+    let verdict = report
+        .lines()
+        .find(|l| l.starts_with("**Verdict:**"))
+        .unwrap_or_else(|| panic!("no verdict in\n{report}"));
+    assert!(verdict.contains("Slow"), "{verdict}");
+    assert!(
+        report.contains("slower than its baseline by its own benchmark `4096`"),
+        "{report}"
+    );
+    // The run directory alone renders the same timings.
+    let run = project.runs().pop().expect("a run");
+    let again = rendered(&run, "md");
+    let table = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !l.starts_with("## Timings"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("## "))
+            .filter(|l| l.starts_with('|'))
+            .map(str::to_string)
+            .collect()
+    };
+    assert!(!table(&report).is_empty(), "{report}");
+    assert_eq!(table(&again), table(&report), "{again}");
+}
+
+/// A Python driver's `name: 1.234 ms` lines: a bench pattern and a baseline pattern without a
+/// `label` group, in the unit given beside them, name their timings after the one config, so
+/// they pair.
+#[test]
+fn unlabelled_text_timings_in_a_fixed_unit_pair_by_config() {
+    let driver = "[sh, -c, \"echo 'minimal_attn: 1.234 ms'; echo 'sdpa: 0.052 ms'; echo 'minimal_attn: 1.240 ms'; echo 'sdpa: 0.051 ms'\"]";
+    let project = project(
+        "  program:\n    command: [bin/ring]",
+        &format!(
+            "  bench:\n    needs: {{ gpu: false }}\n    timeout: 30s\n    command: {driver}\n    pattern: '^minimal_attn: (?P<value>[0-9.]+) ms$'\n    unit: ms\n\
+             \x20 baseline:\n    needs: {{ gpu: false }}\n    timeout: 30s\n    command: {driver}\n    pattern: '^sdpa: (?P<value>[0-9.]+) ms$'\n    unit: ms"
+        ),
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    assert!(report.contains("**Verdict:** 🐢 Slow"), "{report}");
+    let row = report
+        .lines()
+        .find(|l| l.starts_with("| `plain` |"))
+        .unwrap_or_else(|| panic!("no row for the config in\n{report}"));
+    assert!(row.contains("2 matches") && row.contains("1237"), "{row}");
+    assert!(row.contains("51.5"), "{row}");
+}
+
+/// A pattern that matches nothing makes its stage inconclusive, the reason naming the pattern
+/// and the log: never an empty table in a clean report.
+#[test]
+fn a_pattern_that_matches_nothing_is_inconclusive() {
+    let project = project(
+        "  program:\n    command: [bin/ring]",
+        "  bench:\n    needs: { gpu: false }\n    timeout: 30s\n    command: [sh, -c, \"echo 'kernel took 1.5 ms'\"]\n    pattern: 'elapsed: (?P<value>[0-9.]+)'\n    unit: ms",
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let bench = stage(&project.manifest(), "bench").clone();
+    assert_eq!(bench["status"], "inconclusive", "{bench:#}");
+    let reason = bench["reason"].as_str().expect("a reason");
+    assert_eq!(
+        reason,
+        "the pattern `elapsed: (?P<value>[0-9.]+)` matched no line of stdout.log"
+    );
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    assert!(report.contains("matched no line of stdout.log"), "{report}");
+    assert!(!report.contains("Clean"), "{report}");
+}
+
 /// A bench stage whose program prints no timings in a known format is inconclusive, never
 /// passed.
 #[test]

@@ -577,6 +577,10 @@ impl Pipeline {
                     "only the stages of a target take `env`".into(),
                 ));
             }
+            if let Some(pattern) = &stage.pattern {
+                self.validate_pattern(stage, pattern)
+                    .map_err(|m| err(key("pattern"), m))?;
+            }
             match stage.kind {
                 StageKind::Baseline if stage.command.is_empty() => {
                     return Err(err(
@@ -630,6 +634,46 @@ impl Pipeline {
 }
 
 impl Pipeline {
+    /// What a stage's `pattern:` needs beyond itself (its own checks are `stage.rs`'s): a bench
+    /// or baseline stage that runs a program whose text it can read, and, for a baseline that
+    /// runs once for several configs, a name for the timing it gives, so that it pairs with the
+    /// bench's.
+    fn validate_pattern(&self, stage: &Stage, pattern: &Pattern) -> Result<(), String> {
+        match stage.kind {
+            StageKind::Bench if self.kernel.is_some() => Err(
+                "the built-in harness writes its timings as JSON; `pattern:` reads a target's \
+                 program or a baseline command"
+                    .into(),
+            ),
+            StageKind::Bench => Ok(()),
+            StageKind::Baseline
+                if !pattern.labelled
+                    && pattern.label.is_none()
+                    && self.matrix.configs.len() > 1 =>
+            {
+                Err(
+                    "the baseline runs once for every config, so its pattern names its timing: \
+                     give `label:` (the name of the bench timing it is compared with) or a \
+                     `label` group"
+                        .into(),
+                )
+            }
+            StageKind::Baseline => Ok(()),
+            kind => Err(format!(
+                "only bench and baseline stages read timings with a pattern, not a {} stage",
+                kind_name(kind)
+            )),
+        }
+    }
+
+    /// The matrix's config when it has only one.
+    pub fn only_config(&self) -> Option<&str> {
+        match self.matrix.configs.keys().collect::<Vec<_>>().as_slice() {
+            [one] => Some(one.as_str()),
+            _ => None,
+        }
+    }
+
     fn semantic(&self, key: String, message: String) -> ConfigError {
         ConfigError::Semantic {
             path: self.path.clone(),

@@ -1,5 +1,7 @@
 //! `stages:`: each stage's kind, timeout, needs and arguments, their defaults, and the kinds' vocabulary.
 
+use parsers::text_timings::{TimeUnit, TimingPattern};
+
 use super::*;
 
 /// One entry of `stages:`.
@@ -35,6 +37,94 @@ pub struct Stage {
     pub suppressions: Option<PathBuf>,
     /// Extra environment variables for the stage's process.
     pub env: BTreeMap<String, String>,
+    /// A bench or baseline stage's `pattern:`: its timings read from the program's text.
+    pub pattern: Option<Pattern>,
+}
+
+/// `pattern:`, with the `unit:` and `label:` beside it: a regular expression whose every match
+/// in the program's output (its `{out}` file when its command names `{out}`, else its stdout)
+/// is one sample of a timing (`parsers::text_timings`). Checked when the pipeline is read: it
+/// compiles, has a `value` group, and gives a unit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pattern {
+    /// The regular expression: `value`, and optionally `unit` and `label`, named groups.
+    pub regex: String,
+    /// The unit of a match without a `unit` group.
+    pub unit: Option<TimeUnit>,
+    /// The name of a match without a `label` group; `None`: the unit's config (the matrix's
+    /// only config for a baseline, which runs once for every config).
+    pub label: Option<String>,
+    /// Whether the pattern has a `label` group.
+    pub labelled: bool,
+}
+
+impl Pattern {
+    /// The pattern as a unit records it, its label for unlabelled matches decided: `label:`, else
+    /// `config` (the unit's), else `only_config` (the matrix's one config), else `stage`.
+    pub fn recorded(
+        &self,
+        config: Option<&str>,
+        only_config: Option<&str>,
+        stage: &str,
+    ) -> TimingPattern {
+        TimingPattern {
+            pattern: self.regex.clone(),
+            unit: self.unit,
+            label: self
+                .label
+                .as_deref()
+                .or(config)
+                .or(only_config)
+                .unwrap_or(stage)
+                .to_string(),
+        }
+    }
+}
+
+/// Reads a stage's `pattern:`, `unit:` and `label:`; `Err` is the key at fault and why.
+fn pattern_of(stage: &RawStage) -> Result<Option<Pattern>, (&'static str, String)> {
+    let Some(regex) = &stage.pattern else {
+        if stage.unit.is_some() {
+            return Err((
+                "unit",
+                "`unit:` is the unit of a `pattern:`, and there is none".into(),
+            ));
+        }
+        if stage.label.is_some() {
+            return Err((
+                "label",
+                "`label:` names the timing of a `pattern:`, and there is none".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    let unit = match stage.unit.as_deref() {
+        None => None,
+        Some(text) => Some(TimeUnit::parse(text).ok_or_else(|| {
+            (
+                "unit",
+                format!("`{text}` is not a time unit; expected s, ms, us (or µs) or ns"),
+            )
+        })?),
+    };
+    if let Some(label) = &stage.label
+        && label.trim().is_empty()
+    {
+        return Err(("label", "an empty name".into()));
+    }
+    let matcher = TimingPattern {
+        pattern: regex.clone(),
+        unit,
+        label: String::new(),
+    }
+    .compile()
+    .map_err(|e| ("pattern", e.to_string()))?;
+    Ok(Some(Pattern {
+        regex: regex.clone(),
+        unit,
+        label: stage.label.clone(),
+        labelled: matcher.has_label_group(),
+    }))
 }
 
 /// How a stage divides its program's run.
@@ -203,6 +293,12 @@ pub(crate) fn order_stages(
                 message,
             });
         }
+        let pattern = pattern_of(&stage).map_err(|(field, message)| ConfigError::Semantic {
+            path: path.to_path_buf(),
+            at: None,
+            key: format!("stages.{name}.{field}"),
+            message,
+        })?;
         stages.push(Stage {
             kind,
             enabled: stage.enabled.unwrap_or(true),
@@ -222,6 +318,7 @@ pub(crate) fn order_stages(
             launches: stage.launches,
             suppressions: stage.suppressions,
             env: stage.env,
+            pattern,
             name,
         });
     }
@@ -270,6 +367,12 @@ pub(crate) struct RawStage {
     suppressions: Option<PathBuf>,
     #[serde(default, deserialize_with = "unique")]
     env: BTreeMap<String, String>,
+    #[serde(default)]
+    pattern: Option<String>,
+    #[serde(default)]
+    unit: Option<String>,
+    #[serde(default)]
+    label: Option<String>,
 }
 
 /// A duration written for people: `90s`, `10m`, `1h 30m`.
