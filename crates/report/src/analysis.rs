@@ -338,6 +338,13 @@ pub struct CoverageRow {
     /// tool unknown`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_as: Option<String>,
+    /// What the unit cost, where the report shows it: a profile's wall time (profiling is the
+    /// costly stage), when it ran in this run rather than came from the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_ms: Option<u64>,
+    /// A profile unit's launches, and who chose them (the stage's arguments or the runner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_launches: Option<crate::ProfileLaunches>,
 }
 
 /// A countable key figure: sanitizer errors, or checks passed of checks run.
@@ -483,6 +490,14 @@ fn row(
             StageStatus::Passed | StageStatus::Findings => tally(joined, kind, &logs),
             _ => None,
         },
+        cost_ms: stage
+            .filter(|s| {
+                kind == StageKind::Profile
+                    && s.cached_from.is_none()
+                    && status != StageStatus::Skipped
+            })
+            .map(|s| s.duration_ms),
+        profile_launches: stage.and_then(|s| s.unit.profile_launches),
     }
 }
 

@@ -297,6 +297,27 @@ pub struct Unit {
     /// (its logs of format `text-timings`), kept so that the run renders the same timings again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing_pattern: Option<parsers::text_timings::TimingPattern>,
+    /// A profile unit's choice of the launches ncu measured, and who made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_launches: Option<ProfileLaunches>,
+}
+
+/// Which launches of its target a profile unit measured. Without a choice ncu profiles every
+/// launch with every section, which for a program that loops over its kernels costs minutes; the
+/// runner bounds it unless the stage's ncu arguments choose for themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "chosen_by")]
+pub enum ProfileLaunches {
+    /// The stage's own ncu arguments chose them (a launch count or skip, a kernel name or id, a
+    /// range or NVTX filter).
+    Stage,
+    /// The built-in harness under ncu launches its kernel once (`--mode once`): that launch.
+    HarnessOnce,
+    /// The runner's default for a program: the first `per_kernel` launches of each of its kernel
+    /// functions (ncu's `--kernel-id` invocation numbers), so that where a kernel launched more
+    /// than once the last of them ran after a warm-up, and a kernel launched once is still
+    /// measured at its one launch.
+    FirstOfEachKernel { per_kernel: u32 },
 }
 
 impl Unit {

@@ -449,11 +449,19 @@ fn evidence(out: &mut String, a: &Analysis) {
                 }
             }
         }
-        let shown = if figures.len() > 3 {
+        let mut shown = if figures.len() > 3 {
             format!("{}; …", figures[..3].join("; "))
         } else {
             figures.join("; ")
         };
+        // What profiling cost, summed over the cell's units.
+        if let Some(ms) = rows
+            .iter()
+            .filter_map(|r| r.cost_ms)
+            .reduce(u64::saturating_add)
+        {
+            shown = with_cost(&shown, ms);
+        }
         let count = if rows.len() > 1 {
             format!(" ×{}", rows.len())
         } else {
@@ -494,6 +502,9 @@ fn evidence(out: &mut String, a: &Analysis) {
             let _ = writeln!(out, "| {} |", row.join(" | "));
         }
         let _ = writeln!(out);
+    }
+    for line in profile_launches(a) {
+        let _ = writeln!(out, "{line}\n");
     }
     let legend: Vec<String> = [
         StageStatus::Passed,
@@ -571,7 +582,10 @@ fn evidence(out: &mut String, a: &Analysis) {
                 r.config.as_deref().map(md_text).unwrap_or_default(),
                 r.case.as_deref().map(md_text).unwrap_or_default(),
                 md_text(&status),
-                md_text(&r.figure),
+                md_text(&match r.cost_ms {
+                    Some(ms) => with_cost(&r.figure, ms),
+                    None => r.figure.clone(),
+                }),
                 match r.launched {
                     Some(true) => "yes",
                     Some(false) => "**no**",
@@ -582,6 +596,73 @@ fn evidence(out: &mut String, a: &Analysis) {
         }
         let _ = writeln!(out, "\n</details>\n");
     }
+}
+
+/// A key figure with what its unit cost: `profiled k (1 launch); 30 metrics; 12.3 s`.
+fn with_cost(figure: &str, ms: u64) -> String {
+    if figure.is_empty() {
+        seconds(ms)
+    } else {
+        format!("{figure}; {}", seconds(ms))
+    }
+}
+
+/// For each profile stage whose launches the runner chose, a line saying which launch of each
+/// kernel was profiled, what it cost, and how to choose another.
+fn profile_launches(a: &Analysis) -> Vec<String> {
+    let mut chosen: Vec<(&str, u32, Option<u64>)> = Vec::new();
+    for r in &a.coverage {
+        let Some(crate::ProfileLaunches::FirstOfEachKernel { per_kernel }) = r.profile_launches
+        else {
+            continue;
+        };
+        match chosen
+            .iter_mut()
+            .find(|(stage, n, _)| *stage == r.stage && *n == per_kernel)
+        {
+            Some((_, _, cost)) => {
+                *cost = match (*cost, r.cost_ms) {
+                    (Some(a), Some(b)) => Some(a.saturating_add(b)),
+                    (a, b) => a.or(b),
+                }
+            }
+            None => chosen.push((&r.stage, per_kernel, r.cost_ms)),
+        }
+    }
+    chosen
+        .into_iter()
+        .map(|(stage, n, cost)| {
+            let which = match n {
+                0 | 1 => "the first launch of each kernel".to_string(),
+                n => format!(
+                    "the first {n} launches of each kernel, the {} after a warm-up (a kernel \
+                     launched once: its one launch)",
+                    ordinal(n)
+                ),
+            };
+            let cost = cost
+                .map(|ms| format!(", in {}", seconds(ms)))
+                .unwrap_or_default();
+            format!(
+                "**{}**: the runner profiled {which}{cost}. To profile another launch, give the stage a \
+                 launch selection of its own: `args: [--kernel-name, regex:NAME, --launch-skip, \
+                 N, --launch-count, 1]`.",
+                md_text(stage)
+            )
+        })
+        .collect()
+}
+
+/// `2nd`, `3rd`, `11th`.
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {

@@ -380,3 +380,44 @@ fn a_slow_cause_says_how_the_program_compares_with_its_baseline() {
         d.new
     );
 }
+
+/// A program's profile whose launches the runner chose (the stage named none): the Evidence
+/// section says which launch of each kernel was measured, what profiling cost, and how to choose
+/// another; a stage that chose its own launches gets the cost alone.
+#[test]
+fn a_profile_says_which_launches_the_runner_chose_and_what_they_cost() {
+    let profiled = |launches: report::ProfileLaunches| {
+        let mut ev = evidence(
+            "profile_launches",
+            &[program(
+                StageKind::Profile,
+                "ncu-csv/slow_bank_details.log",
+                Format::NcuCsv,
+            )],
+            &[],
+        );
+        for stage in &mut ev.run.stages {
+            stage.duration_ms = 12_345;
+            stage.unit.profile_launches = Some(launches);
+        }
+        markdown(&ev)
+    };
+    let md = profiled(report::ProfileLaunches::FirstOfEachKernel { per_kernel: 2 });
+    let line = |md: &str, start: &str| {
+        md.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line `{start}` in\n{md}"))
+            .to_string()
+    };
+    assert!(line(&md, "- **profile**: ").ends_with("; 12.3 s"), "{md}");
+    assert_eq!(
+        line(&md, "**profile**: the runner profiled"),
+        "**profile**: the runner profiled the first 2 launches of each kernel, the 2nd after a warm-up (a \
+         kernel launched once: its one launch), in 12.3 s. To profile another launch, give the \
+         stage a launch selection of its own: `args: [--kernel-name, regex:NAME, --launch-skip, \
+         N, --launch-count, 1]`."
+    );
+    let own = profiled(report::ProfileLaunches::Stage);
+    assert!(line(&own, "- **profile**: ").ends_with("; 12.3 s"), "{own}");
+    assert!(!own.contains("To profile another launch"), "{own}");
+}

@@ -16,7 +16,7 @@ use parsers::harness::HarnessOutput;
 use parsers::{Format, ParsedLog, Severity};
 use report::{StageKind, StageStatus, TargetKind, Wrapper};
 
-use crate::execution::target;
+use crate::execution::{profile_launches, target};
 use crate::pipeline::config::{self, ExitCodes, Pipeline, Stage, Target};
 use crate::planning::plan::Unit;
 use crate::process::exec::Ending;
@@ -188,14 +188,13 @@ pub fn unit_record(unit: &Unit, pipeline: &Pipeline) -> report::Unit {
                 .as_ref()
                 .map(|p| p.recorded(unit.config.as_deref(), pipeline.only_config(), &s.name))
         });
+    let target = target_kind(unit, pipeline);
+    let profile_launches = (kind == StageKind::Profile)
+        .then(|| pipeline.stages.get(unit.stage))
+        .flatten()
+        .map(|s| profile_launches::choose(target, &s.args));
     report::Unit {
-        target: match kind {
-            StageKind::Compile => TargetKind::Build,
-            StageKind::Sass | StageKind::Report => TargetKind::Tool,
-            StageKind::Baseline => TargetKind::Baseline,
-            _ if builtin.is_some() => TargetKind::Harness,
-            _ => TargetKind::Program,
-        },
+        target,
         wrapper: wrapper_of(kind),
         defines: defines_of(config),
         env: BTreeMap::new(),
@@ -222,6 +221,18 @@ pub fn unit_record(unit: &Unit, pipeline: &Pipeline) -> report::Unit {
         max_registers: None,
         serves: unit.serves.clone(),
         timing_pattern,
+        profile_launches,
+    }
+}
+
+/// What a unit runs: the build, a tool, the baseline, the built-in harness or the program.
+fn target_kind(unit: &Unit, pipeline: &Pipeline) -> TargetKind {
+    match unit.kind {
+        StageKind::Compile => TargetKind::Build,
+        StageKind::Sass | StageKind::Report => TargetKind::Tool,
+        StageKind::Baseline => TargetKind::Baseline,
+        kind if pipeline.kernel.is_some() && config::launches_kernel(kind) => TargetKind::Harness,
+        _ => TargetKind::Program,
     }
 }
 
@@ -593,15 +604,27 @@ fn build(
                 .as_ref()
                 .map(|d| crate::execution::target::built_kernels(&pipeline.resolve(d)))
                 .unwrap_or_default();
-            if !own_filter && !built.is_empty() {
-                cmd.words(["--kernel-name-base", "mangled", "--kernel-name"]);
-                cmd.word(&crate::execution::target::kernel_filter(&built));
+            let built_filter = crate::execution::target::kernel_filter(&built);
+            let filter = if !own_filter && !built.is_empty() {
+                Some(("mangled", built_filter.as_str()))
             } else if !own_filter && target.program.is_python() {
                 // Kernels compiled just in time (load_inline, Triton) have no build log to name
                 // them: leave out the framework's own (PyTorch's, CUB's, cuDNN's, cuBLAS's), so
                 // the user's are what ncu measures, not the first kernel the process launches.
-                cmd.words(["--kernel-name-base", "demangled", "--kernel-name"]);
-                cmd.word(FRAMEWORK_KERNELS_EXCLUDED);
+                Some(("demangled", FRAMEWORK_KERNELS_EXCLUDED))
+            } else {
+                None
+            };
+            // Which launches: the stage's own choice, or the runner's bounded default (which
+            // carries the name filter inside its `--kernel-id`).
+            let launches = profile_launches::choose(target_kind(unit, pipeline), &stage.args);
+            match profile_launches::words(launches, filter) {
+                Some(words) => cmd.words(words.iter().map(String::as_str)),
+                None => {
+                    if let Some((base, filter)) = filter {
+                        cmd.words(["--kernel-name-base", base, "--kernel-name", filter]);
+                    }
+                }
             }
             // The stage's args are ncu's (kernel filter, launch count, sections).
             cmd.words(stage.args.iter().map(String::as_str));

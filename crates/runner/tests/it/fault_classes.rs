@@ -184,11 +184,15 @@ echo "==PROF== Disconnected from process 1"
     let out = project.run(&["pipeline.yaml"]);
     let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
         .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
+    // A stage without a launch filter of its own gets the runner's bounded default: each kernel
+    // at its first two launches (ncu's invocation numbers), the names inside the kernel id,
+    // since ncu ignores `--kernel-name` beside `--kernel-id`.
     let filter = args
-        .split("--kernel-name-base mangled --kernel-name regex:^(")
+        .split("--kernel-name-base mangled --kernel-id ::regex:^(")
         .nth(1)
-        .and_then(|rest| rest.split(")$").next())
+        .and_then(|rest| rest.split(")$:^[12]$ ").next())
         .unwrap_or_else(|| panic!("no kernel filter: {args}"));
+    assert!(!args.contains("--kernel-name "), "{args}");
     let mut names: Vec<&str> = filter.split('|').collect();
     names.sort();
     assert_eq!(
@@ -212,6 +216,11 @@ echo "==PROF== Disconnected from process 1"
     let manifest = project.manifest();
     let profile = stage(&manifest, "profile");
     assert_eq!(profile["status"], "passed", "{profile:#}");
+    assert_eq!(
+        profile["unit"]["profile_launches"],
+        serde_json::json!({"chosen_by": "first_of_each_kernel", "per_kernel": 2}),
+        "{profile:#}"
+    );
     assert!(
         profile["reason"]
             .as_str()
@@ -234,6 +243,11 @@ echo "==PROF== Disconnected from process 1"
         "{report}"
     );
     assert!(report.contains("slow.cu:45"), "{report}");
+    // Which launches the runner chose, and how to choose another.
+    assert!(
+        report.contains("**profile**: the runner profiled the first 2 launches of each kernel"),
+        "{report}"
+    );
 }
 
 /// A Python program whose kernels are compiled just in time has no build log to name them: its
@@ -260,8 +274,57 @@ fn a_python_programs_profile_leaves_out_the_frameworks_kernels() {
     let out = project.run(&["pipeline.yaml"]);
     let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
         .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
+    // The framework's kernels left out inside the bounded default's kernel id, whose fields
+    // ncu splits at colons: the filter's own are written `\x3a`.
+    assert!(
+        args.contains(
+            r"--kernel-name-base demangled --kernel-id ::regex:^(?!(void )?(at\x3a\x3a|c10\x3a\x3a|"
+        ),
+        "{args}"
+    );
+    assert!(args.contains(":^[12]$ "), "{args}");
+}
+
+/// A profile stage whose ncu arguments choose launches of their own keeps exactly them: the
+/// runner adds its kernel-name filter as before and no launch selection (the corpus's pipelines
+/// count launches this way, and their committed runs must render as they did).
+#[test]
+fn a_profile_stage_with_its_own_launch_selection_keeps_its_arguments() {
+    let project = Project::new();
+    project.tool(
+        "ncu",
+        "#!/bin/sh\n# Stand-in for ncu in tests (hand-written).\nif [ \"$1\" = \"--version\" ]; then echo \"NVIDIA (R) Nsight Compute 0.0 (stand-in)\"; exit 0; fi\necho \"$@\" >> \"$(dirname \"$0\")/ncu.args\"\n",
+    );
+    project.write("py/run.py", "print('ok')\n");
+    project.pipeline(&pipeline(
+        r#"  sources: [py]
+  program:
+    command: [python3, py/run.py]
+"#,
+        &["ncu"],
+        "plain",
+        r#"  profile:
+    needs: { gpu: false, tools: [ncu] }
+    args: [--launch-count=1, --section, SpeedOfLight]
+"#,
+    ));
+    let out = project.run(&["pipeline.yaml"]);
+    let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
+        .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
+    assert!(!args.contains("--kernel-id"), "{args}");
     assert!(
         args.contains("--kernel-name-base demangled --kernel-name regex:^(?!(void )?(at::|c10::"),
         "{args}"
+    );
+    assert!(
+        args.contains("--launch-count=1 --section SpeedOfLight "),
+        "{args}"
+    );
+    let manifest = project.manifest();
+    let profile = stage(&manifest, "profile");
+    assert_eq!(
+        profile["unit"]["profile_launches"],
+        serde_json::json!({"chosen_by": "stage"}),
+        "{profile:#}"
     );
 }
