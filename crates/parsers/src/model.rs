@@ -479,6 +479,11 @@ pub struct SourceLine {
     /// The stall reason with the most samples on the line, as ncu names its column (`stall_mio`).
     pub top_stall: Option<String>,
     pub instructions: u64,
+    /// Thread instructions executed with their predicate on (the lanes that did work), summed
+    /// over the line's warp instructions: divided by `instructions`, the lanes active per
+    /// instruction (32 when no lane is masked off or predicated off).
+    #[serde(default)]
+    pub active_lanes: u64,
     /// Shared-memory wavefronts: all, and beyond the ideal (bank conflicts).
     pub shared_wavefronts: u64,
     pub shared_excessive: u64,

@@ -19,6 +19,7 @@ struct Columns {
     sass: usize,
     stalls: Option<usize>,
     instructions: Option<usize>,
+    active_lanes: Option<usize>,
     shared: Option<usize>,
     shared_excessive: Option<usize>,
     global: Option<usize>,
@@ -141,6 +142,7 @@ impl SourceParser {
             stall_samples: get(c.stalls),
             top_stall,
             instructions: get(c.instructions),
+            active_lanes: get(c.active_lanes),
             shared_wavefronts: get(c.shared),
             shared_excessive: get(c.shared_excessive),
             global_sectors: get(c.global),
@@ -153,6 +155,7 @@ impl SourceParser {
                 if let Some(old) = self.log.source_lines.get_mut(i) {
                     old.stall_samples += row.stall_samples;
                     old.instructions += row.instructions;
+                    old.active_lanes += row.active_lanes;
                     old.shared_wavefronts += row.shared_wavefronts;
                     old.shared_excessive += row.shared_excessive;
                     old.global_sectors += row.global_sectors;
@@ -260,6 +263,7 @@ fn columns(header: &[String]) -> Columns {
             .map_or(3, |(i, _)| i),
         stalls: find("Warp Stall Sampling (All Samples)"),
         instructions: find("Instructions Executed"),
+        active_lanes: find("Predicated-On Thread Instructions Executed"),
         shared: find("L1 Wavefronts Shared"),
         shared_excessive: find("L1 Wavefronts Shared Excessive"),
         global: find("L2 Theoretical Sectors Global"),

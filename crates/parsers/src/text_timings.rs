@@ -207,8 +207,15 @@ impl<'m> Parser<'m> {
         }
     }
 
+    /// One line of output; a literal `\n` in it is a line break the program meant (a C
+    /// `printf("...\\n")` prints one), so each piece is matched as a line of its own.
     fn line(&mut self, line: &str) {
-        let line = line.trim_end_matches('\r');
+        for piece in line.trim_end_matches('\r').split("\\n") {
+            self.piece(piece);
+        }
+    }
+
+    fn piece(&mut self, line: &str) {
         for caps in self.matcher.regex.captures_iter(line) {
             let value = caps.name("value").map_or("", |m| m.as_str()).trim();
             let unit = match caps.name("unit") {
@@ -431,6 +438,24 @@ Average elapsed time: (0.021700) s, performance: (6331.2) GFLOPS. size: (4096).
         );
         assert!(log.timings.is_empty());
         assert_eq!(log.unparsed_lines, 2);
+    }
+
+    #[test]
+    fn a_literal_backslash_n_starts_a_line() {
+        // flash-attention-minimal's extension prints `...%d \\n` with a literal backslash-n
+        // before each launch, so the driver's timing line follows it on the same line (corpus
+        // `fa-minimal-slow`, H100).
+        let m = pattern(
+            r"^minimal seq_len (?P<label>\d+): (?P<value>[0-9.]+) (?P<unit>ms)$",
+            None,
+        );
+        let log = parse(
+            "Max shared memory: 49152, requested shared memory: 28672 \\nMax shared memory: \
+             49152, requested shared memory: 28672 \\nminimal seq_len 64: 0.2169 ms\n",
+            &m,
+        );
+        assert_eq!(log.timings.len(), 1, "{log:?}");
+        assert_eq!(log.timings[0].name, "64");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The analysis of a run: its joined evidence, ranked diagnoses, verdict and coverage receipt.
 //! Every renderer works from this one value.
 
+use crate::rules::RuleId;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
@@ -225,7 +226,13 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
             ),
             ran_tools(coverage)
         ),
-        VerdictKind::Slow => format!("Slow: {}.", slow_line()),
+        VerdictKind::Slow => match crate::rules::slower_than_baseline::verdict_phrase(joined) {
+            // The program's own benchmark says how slow; the causes say why.
+            Some(slower) if slow.iter().any(|d| d.rule != RuleId::SlowerThanBaseline) => {
+                format!("Slow: {slower}; {}.", slow_line())
+            }
+            _ => format!("Slow: {}.", slow_line()),
+        },
         VerdictKind::Clean => format!("Clean: no problems found by {}{on}.", ran_tools(coverage)),
         VerdictKind::CompileOnly => format!(
             "Compile-only: {} found no error{on}{}; nothing ran the kernel, so nothing is known \

@@ -57,8 +57,8 @@ impl KernelId {
             }
         }
         let base = head.get(start..).unwrap_or(head);
-        let base = base.replace("(bool)1", "true").replace("(bool)0", "false");
-        KernelId(CAST.replace_all(&base, "").replace(' ', ""))
+        let base = CAST.replace_all(base, "").replace(' ', "");
+        KernelId(bools_as_digits(&base))
     }
 
     pub fn as_str(&self) -> &str {
@@ -117,6 +117,32 @@ impl PartialEq<String> for KernelId {
     }
 }
 
+/// A `bool` template argument as a digit, the way Nsight Compute prints it (`reduce6<int, 256,
+/// 1>`), where the compiler's demangler says `true` (`reduce6<int, 256, true>`) and a sanitizer
+/// `(bool)1`: one instantiation, one name.
+fn bools_as_digits(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while !rest.is_empty() {
+        let at_argument = out.ends_with(['<', ',']);
+        let word = ["true", "false"].into_iter().find(|w| {
+            at_argument && rest.starts_with(w) && rest[w.len()..].starts_with([',', '>'])
+        });
+        match word {
+            Some(w) => {
+                out.push(if w == "true" { '1' } else { '0' });
+                rest = &rest[w.len()..];
+            }
+            None => {
+                let c = rest.chars().next().unwrap_or_default();
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +163,13 @@ mod tests {
             KernelId::of("attention_fwd_f16"),
             KernelId::of("attention_fwd_bf16")
         );
-        assert_eq!(KernelId::of("k<(bool)1>").to_string(), "k<true>");
+        // A bool argument: `(bool)1` (sanitizers), `true` (the compiler's demangler) and `1`
+        // (Nsight Compute, cuda-samples' reduce6 on an H100) are one instantiation.
+        assert_eq!(KernelId::of("k<(bool)1>").to_string(), "k<1>");
+        assert_eq!(
+            KernelId::of("void reduce6<int, 256, 1>(T1 *, T1 *, unsigned int)"),
+            KernelId::of("void reduce6<int, 256, true>(int*, int*, unsigned int)")
+        );
+        assert_eq!(KernelId::of("k<falsey,true>").to_string(), "k<falsey,1>");
     }
 }

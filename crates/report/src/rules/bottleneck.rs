@@ -87,7 +87,18 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 && mix.mma == 0
                 && mix.ffma.saturating_mul(10) >= mix.fma.saturating_mul(9)
                 && mix.ffma.saturating_mul(10) >= mix.executed;
-            if !fma_work || !j.is_own(config, &kernel) {
+            if !j.is_own(config, &kernel) {
+                continue;
+            }
+            // No floating-point work to speak of: DRAM bandwidth is the limit it could reach.
+            let no_fp_work = mix.mma == 0 && mix.fma.saturating_mul(10) < mix.executed;
+            if no_fp_work {
+                if let Some(d) = memory_bound(ctx, config, &kernel, &out) {
+                    out.push(d);
+                }
+                continue;
+            }
+            if !fma_work {
                 continue;
             }
             let named = ctx.prior.iter().any(|d| {
@@ -228,6 +239,185 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
     }
     out
+}
+
+/// Under this share of the DRAM bandwidth a kernel with no floating-point work to speak of is
+/// far from what it could reach; shorter launches (µs) are too small to judge.
+const MIN_DURATION_US: f64 = 50.0;
+
+/// What holds back a kernel whose limit is DRAM bandwidth, from the Speed Of Light and its
+/// hottest line's stall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MemoryBottleneck {
+    /// The SMs are busy issuing instructions: more instructions per byte than bandwidth allows.
+    Instructions,
+    /// Shared memory (or L1) is the busy unit, not DRAM.
+    OnChip,
+    Barrier,
+    /// Neither unit is busy and warps wait on global loads: too few bytes in flight.
+    Latency,
+}
+
+/// A kernel with no floating-point work to speak of (a reduction, a copy, a scan) measured
+/// against the DRAM bandwidth, its attainable at that intensity: far below it, the unit that
+/// holds it back, at its hottest line.
+fn memory_bound(
+    ctx: &Ctx,
+    config: Option<&str>,
+    kernel: &KernelId,
+    done: &[Draft],
+) -> Option<Draft> {
+    let j = ctx.joined;
+    let named = ctx.prior.iter().chain(done).any(|d| {
+        matches!(d.rule, RuleId::SlowKernel | RuleId::Bottleneck)
+            && d.level == Level::Warning
+            && d.config.as_deref() == config
+            && d.kernel.as_deref() == Some(kernel.as_str())
+    });
+    if named {
+        return None;
+    }
+    let scope = Scope { config, log: None };
+    let us = duration_us(ctx, scope, Some(kernel))?;
+    let dram = metric(ctx, scope, Some(kernel), "DRAM Throughput")?;
+    let sm = metric(ctx, scope, Some(kernel), "Compute (SM) Throughput")?;
+    let memory = metric(ctx, scope, Some(kernel), "Memory Throughput").unwrap_or(dram);
+    if us < MIN_DURATION_US || dram >= FAR_BELOW * 100.0 {
+        return None;
+    }
+    let lines = source_lines(ctx, scope, Some(kernel));
+    let total: u64 = lines.iter().map(|l| l.stall_samples).sum();
+    let hot = lines.iter().copied().max_by_key(|l| l.stall_samples)?;
+    let stall = hot.top_stall.as_deref()?;
+    let reason = stall.trim_start_matches("stall_");
+    const BUSY: f64 = 60.0;
+    let class = if sm >= BUSY && sm >= memory {
+        MemoryBottleneck::Instructions
+    } else if memory >= BUSY && memory - dram >= 20.0 {
+        MemoryBottleneck::OnChip
+    } else if matches!(reason, "barrier" | "membar") {
+        MemoryBottleneck::Barrier
+    } else if matches!(reason, "long_sb" | "long_scoreboard" | "lg" | "lg_throttle") {
+        MemoryBottleneck::Latency
+    } else {
+        return None;
+    };
+    // Lanes doing work per warp instruction, over the kernel's lines.
+    let (issued, lanes) = lines.iter().fold((0u64, 0u64), |(i, a), l| {
+        (i + l.instructions, a + l.active_lanes)
+    });
+    let lanes_per_instruction = (issued > 0 && lanes > 0).then(|| lanes as f64 / issued as f64);
+    let at = SourceLocation {
+        file: relative_path(&hot.file, &j.repo_files),
+        line: Some(hot.line),
+    };
+    let share = if total > 0 {
+        hot.stall_samples as f64 * 100.0 / total as f64
+    } else {
+        0.0
+    };
+    let name = md_code(kernel);
+    let line = md_code(&hot.text);
+    let mut d = Draft::new(RuleId::Bottleneck, Level::Warning, String::new());
+    d.config = config.map(str::to_string);
+    d.kernel = Some(kernel.to_string());
+    d.location = Some(at.clone());
+    d.key = format!("{class:?}");
+    d.confidence = Confidence::Medium;
+    d.figures.insert("dram_pct".into(), json!(dram));
+    d.figures.insert("sm_pct".into(), json!(sm));
+    d.figures.insert("memory_pct".into(), json!(memory));
+    d.figures.insert("stall".into(), json!(stall));
+    if let Some(l) = lanes_per_instruction {
+        d.figures.insert(
+            "lanes_per_instruction".into(),
+            json!((l * 10.0).round() / 10.0),
+        );
+    }
+    let scale = format!(
+        "{name} does no floating-point work to speak of, so the DRAM bandwidth is what it could \
+         reach (attainable at its intensity: 100% of DRAM bandwidth); it ran at {dram:.1}% of it \
+         in {us:.1} µs, with the SMs at {sm:.0}% of their peak issue rate and the busiest memory \
+         unit at {memory:.0}%, and no Nsight Compute rule names a cause. {share:.0}% of its \
+         warp-stall samples are on {line} (`{at}`), most of them `{stall}`."
+    );
+    // The busy line (at least a twentieth of the instructions) with the fewest lanes at work.
+    let thinnest = lines
+        .iter()
+        .filter(|l| l.instructions > 0 && l.active_lanes > 0)
+        .filter(|l| l.instructions.saturating_mul(20) >= issued)
+        .map(|l| (*l, l.active_lanes as f64 / l.instructions as f64))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let lanes_text = match (lanes_per_instruction, thinnest) {
+        (_, Some((l, lanes))) if lanes < 24.0 => {
+            d.figures
+                .insert("fewest_lanes".into(), json!((lanes * 10.0).round() / 10.0));
+            format!(
+                " Divergent warps: {} (`{}:{}`) runs with {lanes:.1} of 32 lanes active on \
+                 average, the rest masked off by the branch around it, and a warp stays on \
+                 such a line until its last active lane is done.",
+                md_code(&l.text),
+                relative_path(&l.file, &j.repo_files),
+                l.line
+            )
+        }
+        (Some(l), _) if l < 24.0 => format!(
+            " Its instructions run with {l:.1} of 32 lanes active on average: the rest are \
+             masked off by divergent branches or predicated off, and still cost an issue slot."
+        ),
+        _ => String::new(),
+    };
+    let (title, why, fix) = match class {
+        MemoryBottleneck::Instructions => (
+            "Instruction-bound",
+            format!(
+                "The SMs are busy issuing instructions, not waiting on memory: index arithmetic, \
+                 tests and branches around each load cost more than moving its bytes.{lanes_text}"
+            ),
+            "Spend fewer instructions per element: no division or modulo in index tests, \
+             contiguous thread indices so a warp's lanes take one path and whole warps finish \
+             together, and several elements per thread combined in registers before any \
+             tree or loop over shared memory.",
+        ),
+        MemoryBottleneck::OnChip => (
+            "Bound by on-chip memory traffic",
+            format!(
+                "Shared memory or L1 is the busy unit ({memory:.0}%) while DRAM is not: each \
+                 element makes several round trips through shared memory.{lanes_text}"
+            ),
+            "Keep values in registers: combine several elements per thread before writing \
+             shared memory, and reduce within a warp with shuffles (`__shfl_down_sync`) \
+             instead of shared-memory steps.",
+        ),
+        MemoryBottleneck::Barrier => (
+            "Stalled at barriers",
+            "Warps wait at barriers for the slowest warp of their block, while fewer and fewer \
+             warps of it have work."
+                .to_string(),
+            "Use fewer barriers per element: more elements per thread before the block \
+             synchronises, and warp shuffles for the last 32 values instead of \
+             `__syncthreads()` steps.",
+        ),
+        MemoryBottleneck::Latency => (
+            "Latency-bound: too few bytes in flight",
+            "Neither the SMs nor the memory system is busy: warps wait on global loads, and \
+             too few loads are in flight to cover DRAM's latency."
+                .to_string(),
+            "Put more bytes in flight: more independent loads per thread (unrolled, vector \
+             loads), and enough resident warps (a grid of several blocks per SM).",
+        ),
+    };
+    d.title = format!("{title} at {dram:.1}% of DRAM bandwidth");
+    d.explanation = format!("{scale} {why}");
+    d.fix = fix.to_string();
+    d.evidence.push(ctx.metric_evidence(
+        config,
+        format!(
+            "{name}: DRAM {dram:.1}%, SM {sm:.0}%, memory {memory:.0}%, {us:.1} µs, hottest \
+             line `{at}`: {stall}"
+        ),
+    ));
+    Some(d)
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ mod out_of_bounds;
 mod repeated_launch;
 mod shared_race;
 mod slow_kernel;
-mod slower_than_baseline;
+pub(crate) mod slower_than_baseline;
 mod tensor_cores;
 mod uninitialized;
 mod wmma_local;

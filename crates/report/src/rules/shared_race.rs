@@ -26,8 +26,41 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let hazard_type = hazard_type(finding);
         let warp = is_warp_level(finding);
         let cp_async = has_cp_async(ctx, f);
+        // A write by an asynchronous copy (cp.async): the finding's own site or a side's, by
+        // the copy primitive's name or the user's line there.
+        // Two copies into the same bytes: the finding's own write and a side's write, both by
+        // the asynchronous copy at one line. (A copy racing only with reads may as well be a
+        // missing barrier after a correct wait: the barrier advice covers it.)
+        let async_copy = first_access != Some(Access::Read)
+            && copies_async(ctx, first.as_ref(), finding.kernel.as_deref())
+            && finding.sides.iter().any(|r| {
+                r.access == Some(Access::Write)
+                    && r.location.line == first.as_ref().and_then(|l| l.line)
+                    && copies_async(ctx, None, r.location.function.as_deref())
+                    || copies_async(ctx, first.as_ref(), None)
+            });
         // One pair per other side the tool named ("... and Write access at X", "and ... at Y").
-        let (kernel, helpers) = ctx.kernel_site(f);
+        let (mut kernel, mut helpers) = ctx.kernel_site(f);
+        // A helper's frame (the toolkit's copy primitive, a device function) named where the
+        // kernel the other side names is one the build compiled: that kernel is the launch.
+        if let Some(named) = f.kernel.as_ref()
+            && j.kernel(f.config.as_deref(), named).is_none()
+            && let Some(launched) = finding
+                .sides
+                .iter()
+                .filter_map(|r| r.location.function.as_deref())
+                .map(KernelId::of)
+                .find(|k| j.kernel(f.config.as_deref(), k).is_some())
+        {
+            kernel = Some(launched.into());
+            let helper = Helper {
+                name: named.clone().into(),
+                location: first.clone(),
+            };
+            if !helpers.contains(&helper) {
+                helpers.push(helper);
+            }
+        }
         let mut sides: Vec<(Option<Access>, Option<SourceLocation>, Option<Helper>)> = finding
             .sides
             .iter()
@@ -262,10 +295,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     );
                 }
                 (Some(w), Some(o))
-                    if w == o
-                        && same_file
-                        && other_access == Access::Write
-                        && write.as_ref().is_some_and(|at| copies_async(ctx, at)) =>
+                    if w == o && same_file && other_access == Access::Write && async_copy =>
                 {
                     // Two writes by the same asynchronous copy instruction: two copies into one
                     // destination are in flight at once.
@@ -277,27 +307,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     d.location = write.clone();
                     d.explanation = format!(
                         "racecheck reports {hazards_text}{kernel_text} between two writes of the \
-                         asynchronous copy at {} (the line: {}): a copy into shared memory while \
-                         an earlier copy into the same bytes has not been waited for. Until \
-                         `cp.async.wait_group` retires the older group the two writes are \
-                         unordered, and a read of that buffer in between sees either. It is what \
-                         a pipeline does when it refills a stage before the copy already filling \
-                         it has completed: a prologue that prefetches S stages followed by a loop \
-                         that loads tile n + 1 instead of n + S issues each tile twice, and the \
-                         `wait_group` count then no longer says which stage is complete.",
+                         asynchronous copy at {}{}: {ASYNC_MECHANISM}",
                         line(&write),
                         write
                             .as_ref()
                             .and_then(|at| ctx.site_line(at))
-                            .map(md_code)
-                            .unwrap_or_else(|| "not kept".to_string())
+                            .map(|l| format!(" (the line: {})", md_code(l)))
+                            .unwrap_or_default()
                     );
-                    d.fix = "Issue each tile's copy once per stage: the loop loads the tile the \
-                             prologue has not (n + STAGES), into the stage the previous \
-                             iteration's compute finished with, after a `__syncthreads()`; and \
-                             read a stage only after `cp.async.wait_group<N>` has retired the \
-                             group that filled it (N = the groups committed after it)."
-                        .to_string();
+                    d.fix = ASYNC_FIX.to_string();
                 }
                 _ => {
                     d.title = if warp {
@@ -335,15 +353,38 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             if pairs > 1 {
                 d.figures.insert("pairs".into(), json!(pairs));
             }
+            if async_copy {
+                d.figures.insert("async_copy".into(), json!(true));
+                // The copy primitive inside the toolkit's header is a label; the headline is
+                // the user's own line on the other side, where there is one.
+                if d.location
+                    .as_ref()
+                    .is_some_and(|l| !is_users(l, &j.repo_files))
+                    && let Some(own) = [&other, &write]
+                        .into_iter()
+                        .flatten()
+                        .find(|l| is_users(l, &j.repo_files))
+                {
+                    d.location = Some(own.clone());
+                }
+            }
             out.push(d);
         }
     }
-    merge_sites_of_one_barrier(out)
+    merge_sites_of_one_barrier(out, &j.repo_files)
+}
+
+/// Whether a place is in one of the run's own input files (not a toolkit or system header).
+fn is_users(at: &SourceLocation, repo_files: &[String]) -> bool {
+    let suffix = format!("/{}", at.file);
+    repo_files
+        .iter()
+        .any(|f| *f == at.file || f.ends_with(&suffix))
 }
 
 /// Drafts of one kernel and config whose races share the write site (racecheck reports each
 /// read site as its own record) are one missing barrier: one draft, naming every other site.
-fn merge_sites_of_one_barrier(drafts: Vec<Draft>) -> Vec<Draft> {
+fn merge_sites_of_one_barrier(drafts: Vec<Draft>, repo_files: &[String]) -> Vec<Draft> {
     let mut out: Vec<Draft> = Vec::new();
     for d in drafts {
         let write = d.key.split('|').next().unwrap_or("").to_string();
@@ -359,6 +400,9 @@ fn merge_sites_of_one_barrier(drafts: Vec<Draft>) -> Vec<Draft> {
             out.push(d);
             continue;
         };
+        if d.figures.contains_key("async_copy") {
+            first.figures.insert("async_copy".into(), json!(true));
+        }
         let other = d.key.split('|').nth(1).unwrap_or("").to_string();
         let sites = first
             .figures
@@ -402,6 +446,57 @@ fn merge_sites_of_one_barrier(drafts: Vec<Draft>) -> Vec<Draft> {
         let write_name = md_code(write.rsplit('/').next().unwrap_or(&write));
         let n = others.len();
         let joined = crate::text::join_words(&others);
+        if first.figures.contains_key("async_copy") {
+            let kernel_text = first
+                .kernel
+                .as_deref()
+                .map(|k| format!(" in {}", md_code(k)))
+                .unwrap_or_default();
+            let own = first
+                .location
+                .as_ref()
+                .filter(|l| is_users(l, repo_files))
+                .or(d.location.as_ref().filter(|l| is_users(l, repo_files)))
+                .cloned();
+            let read_there = own.as_ref().is_some_and(|own| {
+                first
+                    .spans
+                    .iter()
+                    .chain(&d.spans)
+                    .any(|s| s.label == "the read" && s.location == *own)
+            });
+            first.title = match own {
+                Some(own) => format!(
+                    "cp.async race: shared memory {} at {} while an asynchronous copy into it \
+                     is in flight",
+                    if read_there { "read" } else { "used" },
+                    md_code(&format!(
+                        "{}:{}",
+                        own.file.rsplit('/').next().unwrap_or(&own.file),
+                        own.line.unwrap_or(0)
+                    ))
+                ),
+                None => format!(
+                    "cp.async race: shared memory used while an asynchronous copy into it is in \
+                     flight ({write_name})"
+                ),
+            };
+            first.explanation = format!(
+                "racecheck reports {} in total{kernel_text} between the asynchronous copy at \
+                 {write_name} and {n} other sites ({joined}): {ASYNC_MECHANISM}",
+                crate::text::plural(total, "hazard", "hazards")
+            );
+            first.fix = ASYNC_FIX.to_string();
+            if first
+                .location
+                .as_ref()
+                .is_none_or(|l| !is_users(l, repo_files))
+                && let Some(own) = d.location.filter(|l| is_users(l, repo_files))
+            {
+                first.location = Some(own);
+            }
+            continue;
+        }
         first.title = format!(
             "Shared-memory race: missing {} between the write at {write_name} and {n} sites that \
              read it",
@@ -458,15 +553,29 @@ fn has_cp_async(ctx: &Ctx, f: &crate::join::FindingRef) -> bool {
     }
 }
 
-/// Whether the site is an asynchronous copy into shared memory, as the user's line there says
-/// (`cp.async` in inline PTX, a `cp_async` wrapper, `__pipeline_memcpy_async`,
-/// `cuda::memcpy_async`).
-fn copies_async(ctx: &Ctx, at: &SourceLocation) -> bool {
-    ctx.site_line(at).is_some_and(|line| {
-        ["cp.async", "cp_async", "memcpy_async"]
-            .iter()
-            .any(|m| line.contains(m))
-    })
+/// How an asynchronous copy races, whichever the other side is.
+const ASYNC_MECHANISM: &str = "the copy is in flight (issued, not yet retired by \
+    `cp.async.wait_group` or `__pipeline_wait_prior`) while the same bytes are copied into again \
+    or read. A barrier alone does not order an asynchronous copy; only a wait on its group does. \
+    It is what a pipeline does when its wait count does not match the copies in flight, or when \
+    it refills a stage before the copy already filling it completed: a prologue that prefetches \
+    S stages followed by a loop that loads tile n + 1 instead of n + S issues each tile twice, \
+    and `wait_group<S - 1>` then no longer means that the stage read next is complete.";
+
+/// The fix for [`ASYNC_MECHANISM`].
+const ASYNC_FIX: &str = "Issue each tile's copy once: the loop loads the tile the prologue has \
+    not (n + STAGES), into the stage the previous iteration's compute finished with, after a \
+    `__syncthreads()`; and read a stage only after `cp.async.wait_group<N>` (or \
+    `__pipeline_wait_prior(N)`) has retired the group that filled it, N being the groups \
+    committed after it, followed by `__syncthreads()`.";
+
+/// Whether a write is an asynchronous copy into shared memory, as the function racecheck names
+/// there (the toolkit's `cp_async` primitive under `__pipeline_memcpy_async`, a `cp_async`
+/// wrapper) or the user's line there says (`cp.async` in inline PTX, `cuda::memcpy_async`).
+fn copies_async(ctx: &Ctx, at: Option<&SourceLocation>, function: Option<&str>) -> bool {
+    const MARKS: [&str; 3] = ["cp.async", "cp_async", "memcpy_async"];
+    let says = |text: &str| MARKS.iter().any(|m| text.contains(m));
+    function.is_some_and(says) || at.and_then(|at| ctx.site_line(at)).is_some_and(says)
 }
 
 /// The two sides' access kinds: the finding's own access and the other side's, or, where the

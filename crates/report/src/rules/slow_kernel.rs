@@ -22,6 +22,17 @@ use crate::text::{md_code, relative_path};
 /// excessive sectors ncu itself puts at 4%).
 const MEASURED_RULES: &[&str] = &["UncoalescedGlobalAccess", "UncoalescedSharedAccess"];
 
+/// Whether the kernel's source page, where there is one, shows excess global sectors worth a
+/// cause: at least a tenth of the sectors its lines move. Without a source page, ncu's rule
+/// stands on its own.
+fn excess_shown(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>) -> bool {
+    let lines = source_lines(ctx, scope, kernel);
+    let (moved, excess) = lines.iter().fold((0u64, 0u64), |(m, e), l| {
+        (m + l.global_sectors, e + l.global_excessive)
+    });
+    lines.is_empty() || moved == 0 || excess.saturating_mul(10) >= moved
+}
+
 /// The smallest estimated speedup (percent of the kernel's time) that makes a cause.
 const MIN_SPEEDUP: f64 = 20.0;
 
@@ -198,7 +209,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             // Shared-memory replays lengthen every dependent access; excess global sectors
             // cost time where memory bandwidth is what the kernel waits on.
             Class::BankConflicts => global && !compute_bound && !shadowed(class),
-            Class::Uncoalesced => global && !compute_bound && !shadowed(class),
+            // Excess sectors where the source page shows them: ncu's cache-pattern rule alone
+            // estimates large gains for a store of one word per block (cuda-samples'
+            // reductions: "4.0 of 32 bytes", 66%) that moves no traffic to speak of.
+            Class::Uncoalesced => {
+                global
+                    && !compute_bound
+                    && !shadowed(class)
+                    && (MEASURED_RULES.contains(&rule) || excess_shown(ctx, scope, base.as_ref()))
+            }
             Class::FewBlocks | Class::LocalMemory => global,
         };
         let Some(class) = class.filter(|c| counts(c) && speedup >= MIN_SPEEDUP) else {
@@ -418,9 +437,16 @@ fn against_baseline(ctx: &Ctx, drafts: &mut [Draft]) {
             .min_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((row, ratio)) = slowest {
             d.figures.insert("baseline_ratio".into(), json!(ratio));
+            let pace = if ratio > 0.0 && ratio < 1.0 {
+                format!(
+                    "{}x slower than its baseline",
+                    crate::text::sig3(1.0 / ratio)
+                )
+            } else {
+                format!("at {ratio:.2}x its baseline's speed")
+            };
             d.explanation.push_str(&format!(
-                " The program's own benchmark {} runs at {ratio:.2}x its baseline's speed \
-                 ({} of each; below 1 it is slower).",
+                " The program's own benchmark {} runs {pace} ({} of each).",
                 md_code(&row.bench.timing.name),
                 row.statistic.unwrap_or("mean")
             ));

@@ -16,12 +16,24 @@ use crate::timings::TimingRow;
 /// Without a spread from either side, a slowdown counts beyond this ratio (baseline / program).
 const WITHOUT_SPREAD: f64 = 0.8;
 
-/// One warning per config whose slowest benchmark is slower than its baseline beyond noise.
-pub fn run(ctx: &Ctx) -> Vec<Draft> {
-    let j = ctx.joined;
+/// The verdict's words for the program's largest slowdown against its baseline beyond noise:
+/// "24.1x slower than its baseline by its own benchmark `64`". `None` when no benchmark is.
+pub fn verdict_phrase(j: &crate::join::Joined) -> Option<String> {
     let timings = crate::timings::timings(j);
-    let profiled = j.sources.iter().any(|s| s.kind == StageKind::Profile);
-    // Each config's slowest benchmark beyond noise: (row, how many times slower).
+    slowest(&timings)
+        .into_values()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(row, slower)| {
+            format!(
+                "{}x slower than its baseline by its own benchmark {}",
+                sig3(slower),
+                md_code(&row.bench.timing.name)
+            )
+        })
+}
+
+/// Each config's slowest benchmark beyond noise: (row, how many times slower).
+fn slowest(timings: &crate::timings::Timings) -> BTreeMap<Option<&str>, (&TimingRow, f64)> {
     let mut slowest: BTreeMap<Option<&str>, (&TimingRow, f64)> = BTreeMap::new();
     for row in &timings.rows {
         let Some(ratio) = row.ratio.filter(|r| *r > 0.0) else {
@@ -44,6 +56,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             slowest.insert(config, (row, slower));
         }
     }
+    slowest
+}
+
+/// One warning per config whose slowest benchmark is slower than its baseline beyond noise.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let timings = crate::timings::timings(j);
+    let profiled = j.sources.iter().any(|s| s.kind == StageKind::Profile);
+    let slowest = slowest(&timings);
     let mut out = Vec::new();
     for (config, (row, slower)) in slowest {
         let explained = ctx.prior.iter().any(|d| {

@@ -318,12 +318,17 @@ fn a_slow_cause_says_how_the_program_compares_with_its_baseline() {
     assert!(
         cause
             .explanation()
-            .contains("x its baseline's speed (median of each"),
+            .contains("x slower than its baseline (median of each)"),
         "{}",
         cause.explanation()
     );
     let summary = report::render_summary(&slow);
-    assert!(summary.contains("🐢 Slow: 1 cause"), "{summary}");
+    // The verdict says how slow by the program's own benchmark, then why.
+    assert!(
+        summary.contains("🐢 Slow: 1625x slower than its baseline by its own benchmark")
+            && summary.contains("; 1 cause, top: Shared-memory bank conflicts"),
+        "{summary}"
+    );
     // A program at least as fast as its baseline is not slow, whatever ncu still sees: the
     // cause stays, as a note that says so.
     let ahead = evidence(

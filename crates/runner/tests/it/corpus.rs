@@ -11,7 +11,9 @@
 //! - `root-cause: RULE` or `root-cause: RULE at FILE:LINE`: one of them is that rule (at a
 //!   place whose file ends with FILE, at LINE); `slow-kernel` names the family of performance
 //!   causes, met by any of them (`slow-kernel`, `bottleneck`);
-//! - `mentions: TEXT`: one of its root causes (title, spans, notes, help) says TEXT.
+//! - `mentions: TEXT`: one of its root causes (title, spans, notes, help) says TEXT, in any
+//!   case;
+//! - `top-mentions: TEXT`: the first root cause (the one the report ranks first) says TEXT.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -71,29 +73,33 @@ fn holds(expectation: &str, json: &Value) -> bool {
                 })
             })
         }
-        "mentions" => causes.iter().any(|d| {
-            let text = |key: &str| {
-                d[key]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .map(|v| v.to_string())
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    })
-                    .unwrap_or_default()
-            };
-            let said = format!(
-                "{} {} {} {}",
-                d["title"],
-                text("spans"),
-                text("notes"),
-                text("help")
-            );
-            said.contains(value)
-        }),
+        "mentions" => causes.iter().any(|d| says(d, value)),
+        "top-mentions" => causes.first().is_some_and(|d| says(d, value)),
         other => panic!("unknown expectation `{other}`"),
     }
+}
+
+/// Whether a root cause says `value` in its title, spans, notes or help (in any case).
+fn says(d: &Value, value: &str) -> bool {
+    let text = |key: &str| {
+        d[key]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default()
+    };
+    let said = format!(
+        "{} {} {} {}",
+        d["title"],
+        text("spans"),
+        text("notes"),
+        text("help")
+    );
+    said.to_lowercase().contains(&value.to_lowercase())
 }
 
 fn render(run: &Path, format: &str) -> String {

@@ -413,10 +413,12 @@ fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
     );
     let no_tensor = explain("no_tensor");
     let cause = &no_tensor["diagnoses"][0];
+    // ncu's cache-pattern rule says "12.0 of 32 bytes", but the source page counts no excess
+    // sector on any line: no second cause from it.
     assert!(
         Some(crate::util::prose(cause, "notes"))
             .as_deref()
-            .is_some_and(|e| e.contains("uncoalesced global access: 12.0 of 32 bytes")),
+            .is_some_and(|e| !e.contains("uncoalesced global access")),
         "{cause:#}"
     );
     assert_eq!(
@@ -425,15 +427,22 @@ fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
             .map(|l| l.contains("1 cause")),
         Some(true)
     );
-    // The fast versions: nothing to say.
-    for fast in ["none", "none_poly"] {
-        let json = explain(fast);
-        assert_eq!(
-            json["verdict"]["kind"], "clean",
-            "{fast}: {}",
-            json["verdict"]
-        );
-    }
+    // The fast version of the matrix product: nothing to say.
+    let json = explain("none");
+    assert_eq!(
+        json["verdict"]["kind"], "clean",
+        "none: {}",
+        json["verdict"]
+    );
+    // `poly` with 4 accumulators: no ncu rule names a cause, but its loads form dependent
+    // chains (the next address waits on the loaded value), 4 per thread: warps wait on global
+    // loads with DRAM at 37.5% and the SMs at 12%. Far below the bandwidth it could reach.
+    let poly = explain("none_poly");
+    assert_eq!(poly["verdict"]["kind"], "slow", "{}", poly["verdict"]);
+    assert_eq!(
+        poly["diagnoses"][0]["title"],
+        "Latency-bound: too few bytes in flight at 37.5% of DRAM bandwidth"
+    );
     // 168 registers held the compute-bound `poly` of an earlier slow.cu to one block per SM,
     // but ncu measured it at 94% of the SM's throughput: its occupancy costs nothing.
     let out = Command::new(env!("CARGO_BIN_EXE_runner"))

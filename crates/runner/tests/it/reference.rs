@@ -575,13 +575,45 @@ fn each_fault_class_is_one_root_cause_with_its_mechanism() {
 fn the_classes_real_code_showed_are_one_root_cause_each() {
     let run = example_run("real-code-classes");
     assert!(
-        run.ends_with("20261125T173509Z-b63af632"),
+        run.ends_with("20261125T184601Z-6e87700f"),
         "{}",
         run.display()
     );
     let json: Value = serde_json::from_str(&report(&run, "json")).expect("JSON");
     let causes = errors(&json);
-    assert_eq!(causes.len(), 3, "{causes:#?}");
+    assert_eq!(causes.len(), 5, "{causes:#?}");
+    let of_config = |config: &str| {
+        causes
+            .iter()
+            .find(|d| d["configs"] == serde_json::json!([config]))
+            .copied()
+            .unwrap_or_else(|| panic!("no root cause for {config}: {causes:#?}"))
+    };
+    // A 32-bit row offset in a buffer of more than 2^31 bytes: an overflow, not a wild pointer.
+    let overflow = of_config("index_overflow");
+    assert_eq!(overflow["rule"], "out-of-bounds");
+    assert!(
+        overflow["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("32-bit index overflow")),
+        "{overflow:#}"
+    );
+    assert_eq!(overflow["figures"]["element_bytes"], 1, "{overflow:#}");
+    assert_eq!(overflow["location"]["file"], "src/index_overflow.cu");
+    // A pipeline that copies each tile twice: the read of the stage in flight, at the user's
+    // line, in the kernel (the toolkit's copy primitive only a label).
+    let copy = of_config("cp_async_twice");
+    assert_eq!(copy["rule"], "shared-memory-race");
+    assert_eq!(
+        copy["title"],
+        "cp.async race: shared memory read at `cp_async_twice.cu:28` while an asynchronous copy \
+         into it is in flight"
+    );
+    assert_eq!(
+        copy["kernels"],
+        serde_json::json!(["tile_sums"]),
+        "{copy:#}"
+    );
     let tail = with_rule(&causes, "out-of-bounds");
     let tail = if tail["configs"] == serde_json::json!(["tail_write"]) {
         tail
@@ -594,7 +626,8 @@ fn the_classes_real_code_showed_are_one_root_cause_each() {
     };
     assert_eq!(
         tail["title"],
-        "Unguarded tail: block (4799,0,0) writes up to 252 B past the end of a 4914948-byte buffer"
+        "Unguarded tail: block (4799,0,0) writes `out` up to 252 B past the end of a 4914948-byte \
+         buffer"
     );
     // The overshoot is measured against the buffer: 252 bytes of a 4.9 MB one, a tail.
     assert_eq!(tail["figures"]["overshoot_bytes"], 252, "{tail:#}");
@@ -643,7 +676,13 @@ fn the_classes_real_code_showed_are_one_root_cause_each() {
             .any(|d| d["rule"] == "register-spills"),
         "{json:#}"
     );
-    for clean in ["tail_write_clean", "wmma_local_clean", "templated_clean"] {
+    for clean in [
+        "tail_write_clean",
+        "wmma_local_clean",
+        "templated_clean",
+        "index_overflow_clean",
+        "cp_async_twice_clean",
+    ] {
         assert!(
             !json["diagnoses"]
                 .as_array()
