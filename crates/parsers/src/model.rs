@@ -457,6 +457,17 @@ pub struct InstructionMix {
     /// Of them, single-precision ones (FFMA): the work the FP32 peak measures.
     #[serde(default)]
     pub ffma: u64,
+    /// Of them, paired half-precision ones (HFMA2: two FMAs per lane).
+    #[serde(default)]
+    pub hfma2: u64,
+    /// Of them, double-precision ones (DFMA).
+    #[serde(default)]
+    pub dfma: u64,
+    /// Floating-point operations of the warp-level tensor-core instructions whose shape the
+    /// opcode names (`HMMA.16816`: 2 x 16 x 8 x 16 = 4096 per warp); warpgroup `HGMMA` and
+    /// integer `IMMA` are not counted.
+    #[serde(default)]
+    pub hmma_flops: u64,
     /// Half-precision values widened to float (`HADD2.F32` of a half, `F2F.F32.F16`) executed.
     pub half_to_float: u64,
     /// The longest run of multiply-adds where each adds to the one before (a dot product

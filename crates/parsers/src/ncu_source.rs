@@ -190,11 +190,21 @@ impl SourceParser {
         let base = op.split('.').next().unwrap_or(op);
         mix.executed += executed;
         match base {
-            "HMMA" | "HGMMA" | "IMMA" => mix.mma += executed,
+            "HMMA" | "HGMMA" | "IMMA" => {
+                mix.mma += executed;
+                if base == "HMMA" {
+                    let per_warp = hmma_flops(op).unwrap_or(0);
+                    mix.hmma_flops = mix
+                        .hmma_flops
+                        .saturating_add(per_warp.saturating_mul(executed));
+                }
+            }
             "FFMA" | "HFMA2" | "DFMA" => {
                 mix.fma += executed;
-                if base == "FFMA" {
-                    mix.ffma += executed;
+                match base {
+                    "FFMA" => mix.ffma += executed,
+                    "HFMA2" => mix.hfma2 += executed,
+                    _ => mix.dfma += executed,
                 }
                 // Accumulating into the previous multiply-add's result: one longer chain.
                 let addend = operands.get(3).map(String::as_str).unwrap_or("");
@@ -246,6 +256,18 @@ impl SourceParser {
         self.log.complete = !self.log.source_lines.is_empty();
         self.log
     }
+}
+
+/// The floating-point operations of one warp-level `HMMA` by the shape its opcode names
+/// (`HMMA.16816.F32` is m16n8k16: 2 x 16 x 8 x 16); `None` for a shape not named that way.
+fn hmma_flops(op: &str) -> Option<u64> {
+    let shape = op.split('.').nth(1)?;
+    let (m, n, k) = match shape {
+        "16816" => (16, 8, 16),
+        "1688" => (16, 8, 8),
+        _ => return None,
+    };
+    Some(2 * m * n * k)
 }
 
 fn columns(header: &[String]) -> Columns {

@@ -59,6 +59,7 @@ pub mod noise;
 pub mod occupancy;
 mod render;
 pub mod resources;
+pub mod roofline;
 pub mod rules;
 mod run;
 mod run_v1;

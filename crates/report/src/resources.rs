@@ -172,6 +172,9 @@ pub struct NcuSummary {
     pub block_limit_shared: Option<u32>,
     pub block_limit_warps: Option<u32>,
     pub metrics: usize,
+    /// Where the kernel stands against the GPU's peaks (`roofline`), when its instruction mix
+    /// was exported.
+    pub limit: Option<crate::roofline::Position>,
 }
 
 /// The Nsight Compute summary of every profiled kernel the harness launches (all profiled
@@ -273,6 +276,7 @@ pub fn ncu_summary(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> 
         block_limit_warps: find(&["launch__occupancy_limit_warps", "Block Limit Warps"])
             .map(|m| m.value.round() as u32),
         metrics: metrics.len(),
+        limit: crate::roofline::of_kernel(joined, config, kernel),
     })
 }
 

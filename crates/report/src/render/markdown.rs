@@ -976,9 +976,9 @@ fn ncu(out: &mut String, a: &Analysis) {
     let _ = writeln!(out, "## Nsight Compute\n");
     let _ = writeln!(
         out,
-        "| Config | Kernel | Duration µs | SM throughput | Memory throughput | DRAM | Tensor pipe | Achieved occupancy | Theoretical | Registers | Block |"
+        "| Config | Kernel | Duration µs | Against the limit | SM throughput | Memory throughput | DRAM | Tensor pipe | Achieved occupancy | Theoretical | Registers | Block |"
     );
-    let _ = writeln!(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    let _ = writeln!(out, "|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|");
     let pct = |v: Option<f64>| {
         v.map(|v| format!("{}%", fixed(v, 1)))
             .unwrap_or_else(|| "—".into())
@@ -986,13 +986,17 @@ fn ncu(out: &mut String, a: &Analysis) {
     for n in &rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             n.config
                 .as_deref()
                 .map(md_text)
                 .unwrap_or_else(|| "—".into()),
             md_cell(&md_code(&n.kernel)),
             n.duration_us.map(sig3).unwrap_or_else(|| "—".into()),
+            n.limit
+                .as_ref()
+                .map(|p| p.cell())
+                .unwrap_or_else(|| "—".into()),
             pct(n.sm_throughput_pct),
             pct(n.memory_throughput_pct),
             pct(n.dram_throughput_pct),

@@ -181,10 +181,23 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.figures.insert("stall".into(), json!(stall));
             d.figures.insert("l1_tex_pct".into(), json!(l1));
             d.figures.insert("dram_pct".into(), json!(dram));
+            let attainable = crate::roofline::of_kernel(j, config, &kernel)
+                .filter(|p| p.limit == crate::roofline::Limit::Fp32)
+                .map(|p| {
+                    d.figures.insert(
+                        "attainable".into(),
+                        json!((p.attainable * 1000.0).round() / 1000.0),
+                    );
+                    format!(
+                        " (attainable at its intensity: {:.0}%)",
+                        p.attainable * 100.0
+                    )
+                })
+                .unwrap_or_default();
             let scale = format!(
                 "{name} runs {:.0} GFLOP/s of FMAs, {pct:.1}% of the FP32 peak of this GPU \
-                 ({:.0} GFLOP/s: {sms} SMs x {} lanes x 2 at {ghz:.2} GHz), and no Nsight \
-                 Compute rule names a cause. {:.0}% of its warp-stall samples are on {line} \
+                 ({:.0} GFLOP/s: {sms} SMs x {} lanes x 2 at {ghz:.2} GHz){attainable}, and no \
+                 Nsight Compute rule names a cause. {:.0}% of its warp-stall samples are on {line} \
                  (`{at}`), most of them {reason}; L1/TEX runs at {l1:.0}% of its peak, DRAM at \
                  {dram:.0}%.",
                 achieved,

@@ -333,9 +333,40 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         out.push(d);
     }
     no_tensor_cores(ctx, &mut out);
+    against_the_limit(ctx, &mut out);
     against_baseline(ctx, &mut out);
     minor_suggestions(ctx, &minor, &mut out);
     out
+}
+
+/// How far each cause's kernel is from what the GPU can do: its floating-point rate against the
+/// peak of its precision and the roofline at its intensity, or its DRAM bandwidth.
+fn against_the_limit(ctx: &Ctx, drafts: &mut [Draft]) {
+    for d in drafts.iter_mut() {
+        let Some(kernel) = d.kernel.as_deref().map(KernelId::of) else {
+            continue;
+        };
+        let Some(p) = crate::roofline::of_kernel(ctx.joined, d.config.as_deref(), &kernel) else {
+            continue;
+        };
+        d.figures.insert(
+            "of_peak".into(),
+            json!((p.of_peak * 1000.0).round() / 1000.0),
+        );
+        d.figures.insert(
+            "attainable".into(),
+            json!((p.attainable * 1000.0).round() / 1000.0),
+        );
+        // The tensor-core cause says its FP32 rate against both peaks already.
+        if d.figures.contains_key("tensor_peak_gflops") {
+            continue;
+        }
+        d.explanation.push_str(&format!(
+            " Against the limit: {} runs {}.",
+            md_code(&kernel),
+            p.phrase()
+        ));
+    }
 }
 
 /// An occupancy cause takes in the `occupancy-limit` rule's note for the same kernel and
@@ -633,6 +664,26 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
                  {named} executes; one `mma.sync` (m16n8k16) does the multiply-adds of 64 warp-wide \
                  FFMAs."
             ));
+            // The ceiling the tensor cores would give the same products on this device.
+            if let Some(p) = crate::roofline::of_kernel(j, config, &kernel)
+                && p.limit == crate::roofline::Limit::Fp32
+                && let (Some(done), Some(fp32), Some(tensor)) =
+                    (p.gflops, p.peak_gflops, p.tensor_peak_gflops)
+            {
+                d.figures
+                    .insert("tensor_peak_gflops".into(), json!(tensor.round()));
+                d.explanation.push_str(&format!(
+                    " Its FMAs run at {:.0} GFLOP/s, {:.1}% of this GPU's FP32 peak ({:.0} \
+                     GFLOP/s); its FP16 tensor peak is {:.0} GFLOP/s, {:.0}x higher, where the \
+                     same rate would be {:.1}%.",
+                    done,
+                    p.of_peak * 100.0,
+                    fp32,
+                    tensor,
+                    tensor / fp32,
+                    done * 100.0 / tensor
+                ));
+            }
             let mut estimate = replaced;
             // The loop's own memory causes (uncoalesced loads, bank conflicts) are how an
             // untiled product reads its operands: the same fix removes them, so they support

@@ -1,0 +1,295 @@
+//! Where a profiled kernel stands against what the GPU can do: its achieved floating-point rate
+//! per precision (from the source page's instruction mix and the profiled duration) against the
+//! peak of the device the run recorded, and the roofline at its intensity.
+//!
+//! Nsight Compute's "DRAM Throughput" is already a fraction of the peak bandwidth, so the
+//! attainable rate at the kernel's intensity needs no bandwidth figure: with `f` the fraction
+//! of the compute peak achieved and `d` the fraction of the DRAM bandwidth, the intensity is
+//! `f * peak / (d * bandwidth)`, and `min(peak, intensity * bandwidth) / peak = min(1, f / d)`.
+//! A kernel with no floating-point work to speak of is measured against DRAM bandwidth alone.
+
+use serde::Serialize;
+
+use crate::KernelId;
+use crate::join::Joined;
+
+/// What a kernel is measured against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// Single-precision FMAs (FFMA) against the FP32 peak.
+    Fp32,
+    /// Paired half-precision FMAs (HFMA2) against the FP16 (non-tensor) peak.
+    Fp16,
+    /// Double-precision FMAs (DFMA) against the FP64 peak.
+    Fp64,
+    /// Warp-level tensor-core products (HMMA) against the dense FP16 tensor peak.
+    Tensor,
+    /// No floating-point work to speak of: DRAM bandwidth.
+    Dram,
+}
+
+impl Limit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::Fp32 => "FP32",
+            Limit::Fp16 => "FP16",
+            Limit::Fp64 => "FP64",
+            Limit::Tensor => "FP16 tensor",
+            Limit::Dram => "DRAM",
+        }
+    }
+}
+
+/// A kernel's place against its limit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Position {
+    pub limit: Limit,
+    /// Achieved GFLOP/s in the limit's precision (`None` for DRAM).
+    pub gflops: Option<f64>,
+    /// The limit's peak in GFLOP/s on the recorded device (`None` for DRAM).
+    pub peak_gflops: Option<f64>,
+    /// The fraction of the peak achieved (of the DRAM bandwidth, for DRAM).
+    pub of_peak: f64,
+    /// The fraction of the peak attainable at the kernel's intensity: `min(1, of_peak / dram)`.
+    pub attainable: f64,
+    /// The dense FP16 tensor peak of the same device at the same clock, where known: the
+    /// ceiling of half-precision products moved to the tensor cores.
+    pub tensor_peak_gflops: Option<f64>,
+}
+
+impl Position {
+    /// "at 9.5% of the FP32 peak (attainable at its intensity: 85%)", or "at 12.8% of DRAM
+    /// bandwidth".
+    pub fn phrase(&self) -> String {
+        match self.limit {
+            Limit::Dram => format!("at {:.1}% of DRAM bandwidth", self.of_peak * 100.0),
+            limit => format!(
+                "at {:.1}% of the {} peak (attainable at its intensity: {:.0}%)",
+                self.of_peak * 100.0,
+                limit.name(),
+                self.attainable * 100.0
+            ),
+        }
+    }
+
+    /// The short form for a table cell: "FP32 9.5% (attainable 85%)", "DRAM 12.8%".
+    pub fn cell(&self) -> String {
+        match self.limit {
+            Limit::Dram => format!("DRAM {:.1}%", self.of_peak * 100.0),
+            limit => format!(
+                "{} {:.1}% (attainable {:.0}%)",
+                limit.name(),
+                self.of_peak * 100.0,
+                self.attainable * 100.0
+            ),
+        }
+    }
+}
+
+/// Floating-point operations per clock per SM, by compute capability: FP32 (FFMA), FP16
+/// (HFMA2), FP64 (DFMA) and dense FP16 tensor. From NVIDIA's A100 and H100 whitepapers:
+/// A100 (108 SMs at 1.41 GHz) 19.5 TFLOP/s FP32, 78 FP16, 9.7 FP64, 312 FP16 tensor; H100 SXM5
+/// (132 SMs at 1.98 GHz, tensor at 1.83 GHz) 66.9 FP32, 133.8 FP16, 33.5 FP64, 989.4 FP16
+/// tensor.
+fn flops_per_clock(arch: &str, limit: Limit) -> Option<f64> {
+    let cc: u32 = arch
+        .trim_start_matches("sm_")
+        .trim_end_matches('a')
+        .parse()
+        .ok()?;
+    let per_sm = match (cc, limit) {
+        (80, Limit::Fp32) => 128.0,
+        (80, Limit::Fp16) => 512.0,
+        (80, Limit::Fp64) => 64.0,
+        (80, Limit::Tensor) => 2048.0,
+        (90, Limit::Fp32) => 256.0,
+        (90, Limit::Fp16) => 512.0,
+        (90, Limit::Fp64) => 128.0,
+        (90, Limit::Tensor) => 4096.0,
+        // FP32 lanes of the other architectures (x 2 FLOP per FMA).
+        (60 | 70 | 72 | 75, Limit::Fp32) => 128.0,
+        (61 | 62 | 86 | 87 | 89 | 100 | 103 | 120, Limit::Fp32) => 256.0,
+        _ => return None,
+    };
+    Some(per_sm)
+}
+
+/// The peak in GFLOP/s of `sm_count` SMs of `arch` at `ghz` for `limit`.
+pub fn peak_gflops(arch: &str, limit: Limit, sm_count: u32, ghz: f64) -> Option<f64> {
+    Some(flops_per_clock(arch, limit)? * f64::from(sm_count) * ghz)
+}
+
+/// What a kernel executed, as the source page's instruction mix counts it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Work {
+    pub executed: u64,
+    pub ffma: u64,
+    pub hfma2: u64,
+    pub dfma: u64,
+    pub hmma_flops: u64,
+    /// Every tensor-core instruction, shapes known or not.
+    pub mma: u64,
+}
+
+/// The kernel's position: the precision that did the most floating-point work against its
+/// peak, or DRAM bandwidth when floating-point work is under a tenth of what it executed (and
+/// no tensor core ran). `dram_pct` is Nsight Compute's DRAM throughput (percent of peak).
+pub fn position(
+    arch: &str,
+    sm_count: u32,
+    ghz: f64,
+    duration_us: f64,
+    dram_pct: Option<f64>,
+    work: Work,
+) -> Option<Position> {
+    let dram = dram_pct.map(|d| d / 100.0);
+    let fp_instructions = work.ffma + work.hfma2 + work.dfma;
+    if work.mma == 0 && fp_instructions.saturating_mul(10) < work.executed {
+        let of_peak = dram?;
+        return Some(Position {
+            limit: Limit::Dram,
+            gflops: None,
+            peak_gflops: None,
+            of_peak,
+            attainable: 1.0,
+            tensor_peak_gflops: None,
+        });
+    }
+    // Warp-level instructions: 32 lanes, 2 FLOP per FMA, 2 FMAs per HFMA2 lane.
+    let flops = [
+        (Limit::Fp32, work.ffma as f64 * 64.0),
+        (Limit::Fp16, work.hfma2 as f64 * 128.0),
+        (Limit::Fp64, work.dfma as f64 * 64.0),
+        (Limit::Tensor, work.hmma_flops as f64),
+    ];
+    let (limit, done) = flops
+        .into_iter()
+        .filter(|(_, f)| *f > 0.0)
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    if duration_us <= 0.0 {
+        return None;
+    }
+    let gflops = done / (duration_us * 1e3);
+    let peak = peak_gflops(arch, limit, sm_count, ghz)?;
+    let of_peak = gflops / peak;
+    let attainable = match dram {
+        Some(d) if d > 0.0 => (of_peak / d).min(1.0),
+        _ => 1.0,
+    };
+    Some(Position {
+        limit,
+        gflops: Some(gflops),
+        peak_gflops: Some(peak),
+        of_peak,
+        attainable,
+        tensor_peak_gflops: peak_gflops(arch, Limit::Tensor, sm_count, ghz),
+    })
+}
+
+/// A profiled kernel's position in a config, from the joined evidence: its instruction mix,
+/// duration, SM frequency and DRAM throughput, and the arch and SM count of the recorded device.
+pub fn of_kernel(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Option<Position> {
+    let mix = joined
+        .sources
+        .iter()
+        .filter(|s| config.is_none() || s.config == config)
+        .flat_map(|s| &s.log.instruction_mix)
+        .find(|m| KernelId::of(&m.function) == *kernel)?;
+    let metric = |name: &str| {
+        joined
+            .metrics_of_kernel(config, kernel)
+            .find(|m| m.metric.name == name)
+            .map(|m| m.metric)
+    };
+    let duration = metric("Duration")?;
+    let duration_us = crate::resources::to_us(duration.value, duration.unit.as_deref());
+    let ghz = metric("SM Frequency")?.value;
+    let gpu = joined.run.and_then(|r| r.environment.gpus.first());
+    let sm_count = gpu.and_then(|g| g.sm_count)?;
+    let arch = joined
+        .kernel(config, kernel)
+        .and_then(|k| k.arch.clone())
+        .or_else(|| {
+            gpu.and_then(|g| g.compute_capability.as_ref())
+                .map(|cc| format!("sm_{}", cc.replace('.', "")))
+        })?;
+    position(
+        &arch,
+        sm_count,
+        ghz,
+        duration_us,
+        metric("DRAM Throughput").map(|m| m.value),
+        Work {
+            executed: mix.executed,
+            ffma: mix.ffma,
+            hfma2: mix.hfma2,
+            dfma: mix.dfma,
+            hmma_flops: mix.hmma_flops,
+            mma: mix.mma,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peaks_come_from_the_arch_and_the_device() {
+        // A100: 108 SMs at 1.41 GHz.
+        let a100 = |limit| peak_gflops("sm_80", limit, 108, 1.41).expect("sm_80");
+        assert!((a100(Limit::Fp32) - 19_491.84).abs() < 0.01);
+        assert!((a100(Limit::Fp16) - 77_967.36).abs() < 0.01);
+        assert!((a100(Limit::Fp64) - 9_745.92).abs() < 0.01);
+        assert!((a100(Limit::Tensor) - 311_869.44).abs() < 0.01);
+        // H100 SXM5: 132 SMs at 1.98 GHz (FP32, FP64), its tensor figure at 1.83 GHz.
+        let h100 = |limit, ghz| peak_gflops("sm_90", limit, 132, ghz).expect("sm_90");
+        assert!((h100(Limit::Fp32, 1.98) - 66_908.16).abs() < 0.01);
+        assert!((h100(Limit::Fp64, 1.98) - 33_454.08).abs() < 0.01);
+        assert!((h100(Limit::Tensor, 1.83) - 989_429.76).abs() < 0.01);
+        assert_eq!(peak_gflops("sm_90a", Limit::Fp32, 1, 1.0), Some(256.0));
+        assert_eq!(peak_gflops("sm_86", Limit::Tensor, 1, 1.0), None);
+        assert_eq!(peak_gflops("sm_42", Limit::Fp32, 1, 1.0), None);
+    }
+
+    #[test]
+    fn the_roofline_at_the_kernels_intensity() {
+        // siboehm/SGEMM_CUDA kernel 2 on an H100 (corpus `sgemm-k2-coalesced`): 21.69 ms at
+        // 1.98 GHz, DRAM at 11.2% of peak; 4096^3 FFMAs in warp instructions.
+        let work = Work {
+            executed: 3_000_000_000,
+            ffma: 4096u64.pow(3) / 32,
+            ..Work::default()
+        };
+        let p = position("sm_90", 132, 1.98, 21_690.0, Some(11.2), work).expect("a position");
+        assert_eq!(p.limit, Limit::Fp32);
+        assert!((p.of_peak - 0.0947).abs() < 0.001, "{p:?}");
+        // 9.5% of the compute peak while DRAM is at 11.2%: the roofline at this intensity
+        // allows 85% of the peak.
+        assert!((p.attainable - 0.845).abs() < 0.01, "{p:?}");
+        assert_eq!(
+            p.phrase(),
+            "at 9.5% of the FP32 peak (attainable at its intensity: 85%)"
+        );
+        // An integer reduction: no floating-point work, measured against DRAM.
+        let reduce = Work {
+            executed: 1_000_000,
+            ..Work::default()
+        };
+        let p = position("sm_90", 132, 1.98, 163.0, Some(12.8), reduce).expect("a position");
+        assert_eq!(p.limit, Limit::Dram);
+        assert_eq!(p.phrase(), "at 12.8% of DRAM bandwidth");
+        // Tensor-core work leads when it is most of the FLOPs.
+        let tensor = Work {
+            executed: 1000,
+            ffma: 10,
+            hmma_flops: 4096 * 500,
+            mma: 500,
+            ..Work::default()
+        };
+        let p = position("sm_80", 108, 1.41, 1.0, None, tensor).expect("a position");
+        assert_eq!(p.limit, Limit::Tensor);
+        assert_eq!(p.attainable, 1.0);
+    }
+}
