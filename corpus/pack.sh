@@ -9,7 +9,10 @@ here=$(dirname "$(realpath "$0")")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tar -xzf "$capture" -C "$work"
-run=$(find "$work/artifacts" -mindepth 1 -maxdepth 1 -type d | head -1)
+# The run directory: the newest one holding a manifest (a checkout may have an artifacts/ of
+# its own).
+run=$(find "$work/artifacts" -mindepth 2 -maxdepth 2 -name manifest.json | sort | tail -1)
+run=$(dirname "$run")
 mv "$run" "$work/run"
 cp "$work/environment.txt" "$work/run/environment.txt"
 find "$work/run" -depth -type d -name jit -path '*/build/*' -exec rm -rf {} +

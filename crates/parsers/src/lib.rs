@@ -41,6 +41,7 @@ mod records;
 mod sanitizer;
 mod sanitizer_xml;
 mod sass;
+mod sass_lines;
 mod site;
 pub mod text_timings;
 mod util;
@@ -185,6 +186,11 @@ pub fn parse_reader<R: BufRead>(format: Format, reader: R) -> io::Result<ParsedL
         }
         Format::NcuCsv => {
             let mut p = ncu::NcuParser::new();
+            lines::for_each_line(reader, |l| p.line(l))?;
+            p.finish()
+        }
+        Format::SassLines => {
+            let mut p = sass_lines::LinesParser::new();
             lines::for_each_line(reader, |l| p.line(l))?;
             p.finish()
         }

@@ -31,6 +31,9 @@ pub enum Format {
     /// A program's plain-text output, its timings read with a bench or baseline stage's
     /// `pattern:` (see [`crate::text_timings`]). Never detected: only the pattern reads it.
     TextTimings,
+    /// `nvdisasm -g -c` of a cubin: the SASS with its line table, read for the call sites of
+    /// each function (`sass_lines.rs`).
+    SassLines,
     /// Nsight Compute's source page (`--page source --csv --print-source cuda,sass`): counters
     /// per source line and per SASS instruction.
     NcuSource,
@@ -441,6 +444,9 @@ pub struct ParsedLog {
     /// The executed instruction mix of each function on the source page (`ncu-source`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub instruction_mix: Vec<InstructionMix>,
+    /// Calls between device functions with the source line each is made at (`nvdisasm -g`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub call_sites: Vec<CallSite>,
 }
 
 /// What a profiled function executed, from the SASS rows of Nsight Compute's source page.
@@ -473,6 +479,18 @@ pub struct InstructionMix {
     /// The longest run of multiply-adds where each adds to the one before (a dot product
     /// accumulated in one register chain), in SASS order.
     pub fma_chain: u32,
+}
+
+/// A call from one device function to another, at the source line the line table gives the
+/// call instruction (a `-G` build keeps the toolkit's intrinsics as functions of their own).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallSite {
+    /// The calling function, demangled.
+    pub caller: String,
+    /// The called function, demangled.
+    pub callee: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
 }
 
 /// One source line of a profiled kernel, with the counters Nsight Compute attributes to it (the
@@ -528,6 +546,7 @@ impl ParsedLog {
             && self.checks.is_empty()
             && self.source_lines.is_empty()
             && self.instruction_mix.is_empty()
+            && self.call_sites.is_empty()
             && self.reported_errors.is_none()
             && self.reported_warnings.is_none()
             && self.launch.is_none()
@@ -555,6 +574,7 @@ impl ParsedLog {
             tests_framework: String::new(),
             source_lines: Vec::new(),
             instruction_mix: Vec::new(),
+            call_sites: Vec::new(),
         }
     }
 }

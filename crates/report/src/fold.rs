@@ -329,10 +329,43 @@ fn identity(d: &Draft) -> (RuleId, String, String) {
     (d.rule, place, d.key.clone())
 }
 
+/// A fault no tool could place in one build (a release build's trap, where the intrinsic was
+/// inlined away) that another build of the same kernel places (a `-G` build's line table): the
+/// same rule, kernel and key with exactly one place among the other configs is that place, so
+/// the two merge into one root cause.
+fn place_from_another_build(nodes: &mut [Node]) {
+    let mut places: BTreeMap<(RuleId, String, String), BTreeSet<SourceLocation>> = BTreeMap::new();
+    for n in nodes.iter() {
+        if let (Some(kernel), Some(at)) = (&n.draft.kernel, &n.draft.location) {
+            places
+                .entry((n.draft.rule, kernel.clone(), n.draft.key.clone()))
+                .or_default()
+                .insert(at.clone());
+        }
+    }
+    for n in nodes.iter_mut() {
+        if n.draft.location.is_some() {
+            continue;
+        }
+        let Some(kernel) = &n.draft.kernel else {
+            continue;
+        };
+        if let Some(one) = places
+            .get(&(n.draft.rule, kernel.clone(), n.draft.key.clone()))
+            .filter(|p| p.len() == 1)
+            .and_then(|p| p.first())
+        {
+            n.draft.location = Some(one.clone());
+        }
+    }
+}
+
 /// Step 4 and 5: merges the drafts still standing that share an identity, then ranks.
 fn merge(nodes: Vec<Node>) -> Vec<Diagnosis> {
+    let mut nodes: Vec<Node> = nodes.into_iter().filter(|n| !n.silent).collect();
+    place_from_another_build(&mut nodes);
     let mut groups: BTreeMap<(RuleId, String, String), Vec<Draft>> = BTreeMap::new();
-    for node in nodes.into_iter().filter(|n| !n.silent) {
+    for node in nodes {
         groups
             .entry(identity(&node.draft))
             .or_default()
@@ -589,6 +622,39 @@ mod tests {
                 .contains("The failures of `wrong-output` in this config follow from it")
         );
         assert_eq!(out[0].evidence.len(), 2);
+    }
+
+    #[test]
+    fn a_fault_one_build_places_is_placed_in_the_build_that_could_not() {
+        // The release build's trap names no line; the -G build's line table does.
+        check(
+            vec![
+                draft(WmmaLocalMemory, "Fragment on local memory"),
+                draft(WmmaLocalMemory, "Fragment on local memory")
+                    .config("debug")
+                    .at("a.cu", 27),
+            ],
+            &[],
+            &["wmma-local-memory@a.cu:27"],
+        );
+        // Two places elsewhere: which one is not known, so it stays apart.
+        check(
+            vec![
+                draft(WmmaLocalMemory, "Fragment on local memory"),
+                draft(WmmaLocalMemory, "Fragment on local memory")
+                    .config("debug")
+                    .at("a.cu", 27),
+                draft(WmmaLocalMemory, "Fragment on local memory")
+                    .config("debug2")
+                    .at("a.cu", 40),
+            ],
+            &[],
+            &[
+                "wmma-local-memory@-",
+                "wmma-local-memory@a.cu:27",
+                "wmma-local-memory@a.cu:40",
+            ],
+        );
     }
 
     #[test]

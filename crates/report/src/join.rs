@@ -117,7 +117,7 @@ pub fn read_as(source: &Source) -> Option<String> {
 pub fn infer_kind(log: &ParsedLog) -> StageKind {
     match log.format {
         Format::Ptxas => StageKind::Compile,
-        Format::Sass => StageKind::Sass,
+        Format::Sass | Format::SassLines => StageKind::Sass,
         Format::ComputeSanitizer | Format::ComputeSanitizerXml => match log.tool {
             Some(Tool::Racecheck) => StageKind::Racecheck,
             Some(Tool::Initcheck) => StageKind::Initcheck,

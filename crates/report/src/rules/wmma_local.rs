@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::{Ctx, RuleId};
 use crate::KernelId;
-use crate::diagnosis::{Confidence, Draft, Level};
+use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
 use crate::join::{FindingRef, is_sanitizer};
 use crate::text::{join_words, plural};
 
@@ -213,6 +213,25 @@ fn draft(
                     f.kernel.as_deref().unwrap_or_default(),
                     if is_store(f.finding) { "store" } else { "load" }
                 ));
+                // Where the user calls it, from the line table of a build that keeps it a
+                // function of its own (`-G`).
+                let calls = user_calls(ctx, config, f.finding);
+                if let Some(first) = calls.first()
+                    && d.location.is_none()
+                {
+                    d.location = Some(first.clone());
+                    said.push(format!(
+                        "the SASS line table has {} call of it from the program's own code: {}",
+                        if calls.len() == 1 { "one" } else { "each" },
+                        join_words(&calls.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>())
+                    ));
+                    for other in calls.iter().skip(1) {
+                        d.spans.push(crate::Span::secondary(
+                            other.clone(),
+                            "another call of the same fragment operation",
+                        ));
+                    }
+                }
             } else if d.location.is_none() {
                 d.location = ctx.place(f);
             }
@@ -329,6 +348,35 @@ const INTRINSICS: &[&str] = &["load_matrix_sync", "store_matrix_sync", "ldmatrix
 
 /// Whether a finding's access is inside a tensor-core intrinsic (the record's own function, or
 /// its innermost device frame).
+/// The user's calls of the intrinsic a fault is inside: the call sites the SASS line table
+/// (`nvdisasm -g`) gives in this config, of the same function and fragment kind (`matrix_a`,
+/// `matrix_b`, `accumulator`), in the run's own files.
+fn user_calls(ctx: &Ctx, config: Option<&str>, f: &parsers::Finding) -> Vec<SourceLocation> {
+    let j = ctx.joined;
+    let Some(raw) = f.kernel.as_deref() else {
+        return Vec::new();
+    };
+    let id = KernelId::of(raw);
+    const KINDS: [&str; 3] = ["matrix_a", "matrix_b", "accumulator"];
+    let kind = |name: &str| KINDS.iter().find(|k| name.contains(*k)).copied();
+    let mut calls: Vec<SourceLocation> = j
+        .sources
+        .iter()
+        .filter(|s| s.config == config)
+        .flat_map(|s| &s.log.call_sites)
+        .filter(|c| KernelId::of(&c.callee) == id && kind(&c.callee) == kind(raw))
+        .filter_map(|c| {
+            let file = crate::text::relative_path(c.file.as_deref()?, &j.repo_files);
+            let own = j.repo_files.contains(&file)
+                || (!file.starts_with('<') && [".cu", ".cuh"].iter().any(|x| file.ends_with(x)));
+            own.then_some(SourceLocation { file, line: c.line })
+        })
+        .collect();
+    calls.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    calls.dedup();
+    calls
+}
+
 fn in_intrinsic(f: &parsers::Finding) -> bool {
     let named = |name: &str| {
         let base = KernelId::of(name);

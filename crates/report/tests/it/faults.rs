@@ -79,6 +79,48 @@ fn wmma_fragment_on_local_memory_is_named_from_warning_trap_and_sass() {
     );
 }
 
+/// A `-G` build keeps `load_matrix_sync` a function of its own: memcheck's records sit inside
+/// the toolkit's header, and the SASS line table's call into it names the user's line.
+#[test]
+fn a_debug_builds_wmma_fault_is_placed_at_the_users_call_from_the_line_table() {
+    let src = "examples/real-code-classes/src/wmma_local.cu";
+    let ev = evidence(
+        "wmma_local_debug",
+        &[
+            compile("wmma_local_debug", "ptxas/device_wmma_local_debug.log"),
+            crate::support::step(
+                StageKind::Sass,
+                "wmma_local_debug",
+                "sass/wmma_local_debug_nvdisasm_g.log",
+                Format::SassLines,
+            ),
+            sanitizer(
+                StageKind::Memcheck,
+                "wmma_local_debug",
+                "compute-sanitizer/memcheck_wmma_local_debug.log",
+            ),
+        ],
+        &[src],
+    );
+    let a = analyze(&ev);
+    let d = a
+        .diagnoses
+        .iter()
+        .find(|d| d.rule == "wmma-local-memory")
+        .unwrap_or_else(|| panic!("{:#?}", a.diagnoses));
+    let at = d.location.as_ref().expect("the user's line");
+    assert!(at.file.ends_with("src/wmma_local.cu"), "{at:?}");
+    assert_eq!(at.line, Some(27), "{d:#?}");
+    // The toolkit's header stays a label.
+    assert!(
+        d.spans
+            .iter()
+            .any(|s| s.location.file.ends_with("mma.hpp") && !s.primary),
+        "{:#?}",
+        d.spans
+    );
+}
+
 #[test]
 fn wmma_confidence_drops_without_the_sanitizer() {
     let src = source("wmma_local.cu");

@@ -139,6 +139,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
                 Format::NcuCsv | Format::NcuSource => Some("ncu"),
                 Format::ComputeSanitizer | Format::ComputeSanitizerXml => Some("compute-sanitizer"),
                 Format::Sass => Some("cuobjdump"),
+                Format::SassLines => Some("nvdisasm"),
                 Format::Harness if v.starts_with("python3") => Some("python3"),
                 Format::PytestBenchmark => Some("pytest-benchmark"),
                 Format::GoogleBenchmark => Some("google-benchmark"),

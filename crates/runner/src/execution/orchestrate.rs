@@ -696,11 +696,18 @@ impl Executor<'_> {
         match (unit.kind, &self.pipeline.target) {
             (StageKind::Sass, _) => {
                 let dirs = self.product_dirs(unit);
+                // The line table, where nvdisasm is at hand: the call sites of a -G build.
+                let nvdisasm = self
+                    .preflight
+                    .toolchain
+                    .get("nvdisasm")
+                    .map(|t| t.path.as_path());
                 steps::sass(
                     &mut record,
                     &invocation,
                     &dirs,
                     &dest,
+                    nvdisasm,
                     self.step_cx(stage_cfg, device),
                 );
                 return Ok((record, flags));

@@ -102,6 +102,94 @@ pub fn note_outcome(record: &mut report::Stage, run_dir: &Path, outcome: &exec::
     }
 }
 
+/// The line table of a product's device code, for the call sites a `-G` build keeps: its
+/// cubins extracted (`cuobjdump -xelf all`, in a scratch directory removed after) and each
+/// disassembled with `nvdisasm -g -c` into `lines` under `dest`. Returns how many cubins.
+fn line_table(
+    record: &mut report::Stage,
+    invocation: &Invocation,
+    product: &Path,
+    nvdisasm: &Path,
+    dest: &Path,
+    lines: &str,
+    cx: &StepCx<'_>,
+) -> Result<usize, String> {
+    // Absolute: the tools run inside it and are handed paths from it.
+    let scratch = dest.join(format!(".{lines}.cubins"));
+    let scratch = std::path::absolute(&scratch).unwrap_or(scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("create a scratch directory: {e}"))?;
+    let cuobjdump = invocation.argv.first().cloned().unwrap_or_default();
+    let product = std::path::absolute(product).unwrap_or_else(|_| product.to_path_buf());
+    let extract = vec![
+        cuobjdump,
+        "-xelf".into(),
+        "all".into(),
+        product.clone().into_os_string(),
+    ];
+    let is_cubin = product.extension().is_some_and(|x| x == "cubin");
+    let result = (|| {
+        if is_cubin {
+            // A cubin (a JIT cache's) is disassembled as it is.
+            std::fs::copy(&product, scratch.join("product.cubin")).map_err(|e| e.to_string())?;
+        } else {
+            cx.run(
+                record,
+                extract,
+                &scratch,
+                &invocation.env,
+                scratch.join("xelf.log"),
+                scratch.join("xelf.err"),
+            )
+            .map_err(|e| format!("cuobjdump -xelf failed to {e}"))?;
+        }
+        let mut cubins: Vec<PathBuf> = std::fs::read_dir(&scratch)
+            .map_err(|e| e.to_string())?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "cubin"))
+            .collect();
+        cubins.sort();
+        let mut table = Vec::new();
+        for cubin in &cubins {
+            let out = scratch.join("nvdisasm.out");
+            cx.run(
+                record,
+                vec![
+                    nvdisasm.as_os_str().to_owned(),
+                    "-g".into(),
+                    "-c".into(),
+                    cubin.clone().into_os_string(),
+                ],
+                &scratch,
+                &invocation.env,
+                out.clone(),
+                scratch.join("nvdisasm.err"),
+            )
+            .map_err(|e| format!("nvdisasm failed to {e}"))?;
+            let text = std::fs::read(&out).unwrap_or_default();
+            if text.is_empty() {
+                // Say what the disassembler said instead.
+                let said =
+                    std::fs::read_to_string(scratch.join("nvdisasm.err")).unwrap_or_default();
+                let said = said
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("nothing");
+                return Err(format!("nvdisasm printed no listing; it said: {said}"));
+            }
+            table.extend(text);
+        }
+        if cubins.is_empty() {
+            return Err("cuobjdump extracted no cubin".to_string());
+        }
+        std::fs::write(dest.join(lines), &table).map_err(|e| e.to_string())?;
+        Ok(cubins.len())
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
 /// `cuobjdump -sass` on every product of a target's build (executables, shared libraries,
 /// objects, cubins, JIT caches), one log per product that holds device code, listed in
 /// `products.log`. No product with device code makes the unit inconclusive.
@@ -110,6 +198,7 @@ pub fn sass(
     invocation: &Invocation,
     dirs: &[PathBuf],
     dest: &Path,
+    nvdisasm: Option<&Path>,
     cx: StepCx<'_>,
 ) {
     let products = target::products(dirs);
@@ -171,6 +260,21 @@ pub fn sass(
             path: cx.log_path(dest, &name),
             format: Some(Format::Sass),
         });
+        if let Some(nvdisasm) = nvdisasm {
+            let lines = format!("{name}.lines");
+            match line_table(record, invocation, product, nvdisasm, dest, &lines, &cx) {
+                Ok(cubins) => {
+                    listing.push_str(&format!(
+                        "{shown}: line table of {cubins} cubins -> {lines}\n"
+                    ));
+                    record.logs.push(Log {
+                        path: cx.log_path(dest, &lines),
+                        format: Some(Format::SassLines),
+                    });
+                }
+                Err(why) => listing.push_str(&format!("{shown}: no line table: {why}\n")),
+            }
+        }
     }
     let _ = std::fs::write(dest.join(&invocation.stdout), &listing);
     record.logs.push(Log {
