@@ -356,6 +356,12 @@ fn place_from_another_build(nodes: &mut [Node]) {
             .and_then(|p| p.first())
         {
             n.draft.location = Some(one.clone());
+            n.draft.notes.push(format!(
+                "No tool placed it in config {}; the place is the one another build of {} gives \
+                 for the same fault (a release build may keep no line of code it inlined).",
+                md_code(n.draft.config.as_deref().unwrap_or("-")),
+                md_code(kernel)
+            ));
         }
     }
 }
