@@ -661,6 +661,13 @@ fn search_figure(search: &crate::LaunchSearch) -> String {
 fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
     let sources = sources_of(joined, logs);
     if sources.is_empty() {
+        // The baseline's profile is joined on its own.
+        if let Some(baseline) = joined.baseline.as_deref()
+            && !sources_of(baseline, logs).is_empty()
+        {
+            let kernels = crate::resources::ncu_summaries(baseline).len();
+            return format!("the baseline's kernels: {} profiled", kernels);
+        }
         return "no log".to_string();
     }
     let findings = || joined.findings_of(&sources);

@@ -7,17 +7,33 @@ use parsers::harness::HarnessResult;
 use parsers::{Finding, Format, Kernel, Metric, ParsedLog, SassCounts, Tool};
 
 use crate::text::relative_path;
-use crate::{Evidence, KernelId, Run, Stage, StageKind, StageStatus};
+use crate::{Evidence, KernelId, Run, Stage, StageKind, StageStatus, TargetKind};
 
 /// Joins a run's evidence. Logs the manifest does not list are joined too, under the stage kind
 /// their format implies.
 pub fn join(evidence: &Evidence) -> Joined<'_> {
     let mut sources = Vec::new();
+    let mut baseline = Vec::new();
     let mut listed = BTreeSet::new();
     for stage in &evidence.run.stages {
+        // The baseline's profile is evidence about the baseline, never about the program: it
+        // is joined on its own, for setting its kernels beside the program's.
+        let of_baseline =
+            stage.kind == StageKind::Profile && stage.unit().target == TargetKind::Baseline;
         for log in &stage.logs {
             listed.insert(log.path.as_str());
-            if let Some(parsed) = evidence.logs.get(&log.path) {
+            if let Some(parsed) = evidence.logs.get(&log.path)
+                && of_baseline
+            {
+                baseline.push(Source {
+                    path: log.path.as_str(),
+                    stage: Some(stage),
+                    kind: stage.kind,
+                    config: None,
+                    arch: None,
+                    log: parsed,
+                });
+            } else if let Some(parsed) = evidence.logs.get(&log.path) {
                 // A sanitizer log inside another stage (memcheck at a stress search's failing
                 // count) is that sanitizer's evidence.
                 let kind = match parsed.format {
@@ -52,6 +68,9 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
         }
     }
     let mut joined = Joined::build(Some(&evidence.run), sources);
+    if !baseline.is_empty() {
+        joined.baseline = Some(Box::new(Joined::build(Some(&evidence.run), baseline)));
+    }
     joined.source_maps.clone_from(&evidence.source_maps);
     joined.missing = evidence
         .missing
@@ -312,6 +331,8 @@ pub struct Joined<'a> {
     pub repo_files: Vec<String>,
     /// Generated files mapped back to the user's own (see [`crate::SourceMap`]).
     pub source_maps: Vec<crate::SourceMap>,
+    /// The baseline's profile, joined on its own: its kernels are set beside the program's.
+    pub baseline: Option<Box<Joined<'a>>>,
     /// Lookups built once, so that the report is linear in stage records.
     index: Index<'a>,
 }
@@ -473,6 +494,7 @@ impl<'a> Joined<'a> {
             targets,
             repo_files,
             source_maps: Vec::new(),
+            baseline: None,
             index,
         }
     }
@@ -666,7 +688,11 @@ impl<'a> Joined<'a> {
                 continue;
             }
             for log in stage.logs.iter().filter(|l| l.format.is_some()) {
-                if self.has_source_at(&log.path) {
+                let in_baseline = self
+                    .baseline
+                    .as_deref()
+                    .is_some_and(|b| b.has_source_at(&log.path));
+                if self.has_source_at(&log.path) || in_baseline {
                     continue;
                 }
                 let why = missing

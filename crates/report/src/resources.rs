@@ -309,3 +309,48 @@ pub fn to_us(value: f64, unit: Option<&str>) -> f64 {
         _ => value,
     }
 }
+
+/// A profiled kernel as the side-by-side with the baseline shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelFigures {
+    pub summary: NcuSummary,
+    /// Tensor-core instructions it executed (HMMA, HGMMA, IMMA), from its source page's
+    /// instruction mix; `None` when no source page was exported.
+    pub tensor_instructions: Option<u64>,
+}
+
+/// The program's kernels and the baseline's, each the longest launch first (the baseline's
+/// two longest): what its own profile measured of each. `None` without a profile of both.
+pub fn beside_baseline(joined: &Joined) -> Option<(Vec<KernelFigures>, Vec<KernelFigures>)> {
+    let baseline = joined.baseline.as_deref()?;
+    let figures = |j: &Joined, keep: usize| {
+        let mut rows: Vec<KernelFigures> = ncu_summaries(j)
+            .into_iter()
+            .map(|summary| {
+                let kernel = KernelId::of(&summary.kernel);
+                let tensor_instructions = j
+                    .sources
+                    .iter()
+                    .filter(|s| summary.config.is_none() || s.config == summary.config.as_deref())
+                    .flat_map(|s| &s.log.instruction_mix)
+                    .find(|m| KernelId::of(&m.function) == kernel)
+                    .map(|m| m.mma);
+                KernelFigures {
+                    summary,
+                    tensor_instructions,
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.summary
+                .duration_us
+                .unwrap_or(0.0)
+                .total_cmp(&a.summary.duration_us.unwrap_or(0.0))
+        });
+        rows.truncate(keep);
+        rows
+    };
+    let own = figures(joined, 1);
+    let theirs = figures(baseline, 2);
+    (!own.is_empty() && !theirs.is_empty()).then_some((own, theirs))
+}

@@ -26,6 +26,7 @@ pub fn render(analysis: &Analysis, run: &Run) -> String {
     bench(&mut out, analysis, run);
     crate::timings::markdown(&mut out, analysis);
     ncu(&mut out, analysis);
+    beside_baseline(&mut out, analysis);
     environment(&mut out, analysis, run);
     next_steps(&mut out, analysis);
     out
@@ -966,6 +967,82 @@ fn bench(out: &mut String, a: &Analysis, run: &Run) {
     if crate::render::svg::bench_svg(a).is_some() {
         let _ = writeln!(out, "![bench]({})\n", crate::bench_svg_file_name(run));
     }
+}
+
+/// The program's longest kernel beside the baseline's two longest, each as its own profile
+/// measured it.
+fn beside_baseline(out: &mut String, a: &Analysis) {
+    let Some((own, theirs)) = crate::resources::beside_baseline(&a.joined) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "## Beside the baseline
+"
+    );
+    let _ = writeln!(
+        out,
+        "The program's longest profiled kernel and the baseline's two longest, each from its own \
+         profile (the first launches of each kernel its command ran; their problem sizes are \
+         the commands' own).\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Of | Kernel | Duration µs | Against the limit | DRAM | Achieved occupancy | Tensor-core instructions |"
+    );
+    let _ = writeln!(out, "|---|---|--:|---|--:|--:|--:|");
+    let pct = |v: Option<f64>| {
+        v.map(|v| format!("{}%", fixed(v, 1)))
+            .unwrap_or_else(|| "—".into())
+    };
+    let rows = own
+        .iter()
+        .map(|k| ("program", k))
+        .chain(theirs.iter().map(|k| ("baseline", k)));
+    for (of, k) in rows {
+        let n = &k.summary;
+        let _ = writeln!(
+            out,
+            "| {of} | {} | {} | {} | {} | {} | {} |",
+            md_cell(&md_code(&short_name(&n.kernel))),
+            n.duration_us.map(sig3).unwrap_or_else(|| "—".into()),
+            n.limit
+                .as_ref()
+                .map(|p| p.cell())
+                .unwrap_or_else(|| "—".into()),
+            pct(n.dram_throughput_pct),
+            pct(n.achieved_occupancy_pct),
+            opt(k.tensor_instructions)
+        );
+    }
+    let _ = writeln!(out);
+    // What sets them apart where it does not depend on the problem size: the tensor cores.
+    let ours = own.first();
+    let best = theirs.first();
+    if let (Some(ours), Some(best)) = (ours, best)
+        && ours.tensor_instructions == Some(0)
+        && best.tensor_instructions.is_some_and(|n| n > 0)
+    {
+        let _ = writeln!(
+            out,
+            "The baseline's {} runs on the tensor cores ({} tensor-core instructions executed); \
+             the program's {} issues none.\n",
+            md_code(&best.summary.kernel),
+            best.tensor_instructions.unwrap_or(0),
+            md_code(&ours.summary.kernel)
+        );
+    }
+}
+
+/// A kernel name for a table cell: a framework's templates can run to a thousand characters.
+fn short_name(name: &str) -> String {
+    const MAX: usize = 80;
+    if name.chars().count() <= MAX {
+        return name.to_string();
+    }
+    let mut short: String = name.chars().take(MAX).collect();
+    short.push('…');
+    short
 }
 
 fn ncu(out: &mut String, a: &Analysis) {

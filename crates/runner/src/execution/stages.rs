@@ -192,7 +192,14 @@ pub fn unit_record(unit: &Unit, pipeline: &Pipeline) -> report::Unit {
     let profile_launches = (kind == StageKind::Profile)
         .then(|| pipeline.stages.get(unit.stage))
         .flatten()
-        .map(|s| profile_launches::choose(target, &s.args));
+        .map(|s| {
+            let args: &[String] = if unit.profiles_baseline.is_some() {
+                &[]
+            } else {
+                &s.args
+            };
+            profile_launches::choose(target, args)
+        });
     report::Unit {
         target,
         wrapper: wrapper_of(kind),
@@ -227,6 +234,9 @@ pub fn unit_record(unit: &Unit, pipeline: &Pipeline) -> report::Unit {
 
 /// What a unit runs: the build, a tool, the baseline, the built-in harness or the program.
 fn target_kind(unit: &Unit, pipeline: &Pipeline) -> TargetKind {
+    if unit.profiles_baseline.is_some() {
+        return TargetKind::Baseline;
+    }
     match unit.kind {
         StageKind::Compile => TargetKind::Build,
         StageKind::Sass | StageKind::Report => TargetKind::Tool,
@@ -516,7 +526,12 @@ fn build(
     let launches = (unit.kind == StageKind::Stress)
         .then_some(stage.launches)
         .flatten();
-    let line = program_line(unit, stage, pipeline, target, paths, launches);
+    // A profile of the baseline runs the baseline stage's command, with its args and env.
+    let program_stage = unit
+        .profiles_baseline
+        .and_then(|b| pipeline.stages.get(b))
+        .unwrap_or(stage);
+    let line = program_line(unit, program_stage, pipeline, target, paths, launches);
     let mut cmd = Argv::default();
     // The program line as run (its first word resolved), and as recorded.
     let push_program = |cmd: &mut Argv| -> Result<(), String> {
@@ -596,9 +611,15 @@ fn build(
             profile_report(&mut cmd, stage, pipeline, paths);
             // The user's kernels, not the framework's: unless the stage names its own filter,
             // only the kernels the build defined are profiled.
-            let own_filter = stage.args.iter().any(|a| {
-                a == "-k" || a.starts_with("--kernel-name") || a.starts_with("--kernel-id")
-            });
+            // The profile stage's ncu arguments are the program's; the baseline's profile takes
+            // the runner's bounded default over every kernel it launches (the baseline's are
+            // the framework's).
+            let of_baseline = unit.profiles_baseline.is_some();
+            let stage_args: &[String] = if of_baseline { &[] } else { &stage.args };
+            let own_filter = of_baseline
+                || stage_args.iter().any(|a| {
+                    a == "-k" || a.starts_with("--kernel-name") || a.starts_with("--kernel-id")
+                });
             let built = paths
                 .build_dir
                 .as_ref()
@@ -617,7 +638,7 @@ fn build(
             };
             // Which launches: the stage's own choice, or the runner's bounded default (which
             // carries the name filter inside its `--kernel-id`).
-            let launches = profile_launches::choose(target_kind(unit, pipeline), &stage.args);
+            let launches = profile_launches::choose(target_kind(unit, pipeline), stage_args);
             match profile_launches::words(launches, filter) {
                 Some(words) => cmd.words(words.iter().map(String::as_str)),
                 None => {
@@ -627,7 +648,7 @@ fn build(
                 }
             }
             // The stage's args are ncu's (kernel filter, launch count, sections).
-            cmd.words(stage.args.iter().map(String::as_str));
+            cmd.words(stage_args.iter().map(String::as_str));
             push_program(&mut cmd)?;
             let mut inv = cmd.finish(
                 "ncu",

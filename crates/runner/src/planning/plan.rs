@@ -43,6 +43,9 @@ pub struct Unit {
     pub serves: Vec<String>,
     /// Whether the unit runs several processes at once (see [`crate::planning::schedule::shares`]).
     pub parallel: Parallel,
+    /// For a profile unit: the baseline stage (its index) whose command it profiles, beside the
+    /// program's own profile units.
+    pub profiles_baseline: Option<usize>,
 }
 
 /// The processes a unit runs at once.
@@ -144,6 +147,7 @@ pub fn plan(
                 } else {
                     Parallel::One
                 },
+                profiles_baseline: None,
             }
         };
         let stage_configs = configs
@@ -222,8 +226,41 @@ pub fn plan(
             }
         }
     }
+    // The baseline's kernels beside the program's: a target's pipeline that profiles its
+    // program and runs a baseline of its own command profiles that command too, once.
+    if pipeline.kernel.is_none() {
+        let runs = |kind: StageKind| {
+            pipeline
+                .stages
+                .iter()
+                .enumerate()
+                .find(|(_, s)| s.kind == kind && config::runs(pipeline, &selection.stages, s))
+        };
+        if let (Some((profile, stage)), Some((baseline, _))) =
+            (runs(StageKind::Profile), runs(StageKind::Baseline))
+        {
+            units.push(Unit {
+                stage: profile,
+                name: stage.name.clone(),
+                kind: StageKind::Profile,
+                config: None,
+                arch: None,
+                case: None,
+                cases: Vec::new(),
+                compile: None,
+                blocked: stage_blocked(stage, preflight),
+                dir: PathBuf::from(&stage.name).join(BASELINE_DIR),
+                serves: Vec::new(),
+                parallel: Parallel::One,
+                profiles_baseline: Some(baseline),
+            });
+        }
+    }
     Ok(Plan { units })
 }
+
+/// The directory, under the profile stage's, of the unit that profiles the baseline.
+pub const BASELINE_DIR: &str = "of-baseline";
 
 /// Whether two configs of a target build alike: the same defines and build environment (the
 /// build command and its own environment are the pipeline's, the same for every config; a
@@ -335,6 +372,9 @@ impl Unit {
     /// `stage config arch case`, for progress lines.
     pub fn label(&self) -> String {
         let mut parts = vec![self.name.clone()];
+        if self.profiles_baseline.is_some() {
+            parts.push("baseline".to_string());
+        }
         parts.extend(self.config.clone());
         parts.extend(self.arch.clone());
         parts.extend(self.case.as_ref().map(CaseInstance::label));

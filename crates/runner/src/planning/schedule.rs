@@ -334,6 +334,7 @@ mod tests {
             dir: "u".into(),
             serves: Vec::new(),
             parallel,
+            profiles_baseline: None,
         }
     }
 

@@ -328,3 +328,66 @@ fn a_profile_stage_with_its_own_launch_selection_keeps_its_arguments() {
         "{profile:#}"
     );
 }
+
+/// A target's pipeline with a profile and a baseline profiles the baseline's command too, once,
+/// with the runner's bounded default over every kernel it launches (no framework filter: the
+/// baseline's kernels are the framework's), recorded as the baseline's.
+#[test]
+fn a_pipeline_with_a_baseline_profiles_the_baselines_kernels_too() {
+    let project = Project::new();
+    project.tool(
+        "ncu",
+        "#!/bin/sh\n# Stand-in for ncu in tests (hand-written).\nif [ \"$1\" = \"--version\" ]; then echo \"NVIDIA (R) Nsight Compute 0.0 (stand-in)\"; exit 0; fi\necho \"$@\" >> \"$(dirname \"$0\")/ncu.args\"\n",
+    );
+    project.write("py/run.py", "print('ok')\n");
+    project.write("py/sdpa.py", "print('sdpa: 1.0 ms')\n");
+    project.pipeline(&pipeline(
+        r#"  sources: [py]
+  program:
+    command: [python3, py/run.py]
+"#,
+        &["ncu"],
+        "plain",
+        r#"  profile:
+    needs: { gpu: false, tools: [ncu] }
+    args: [--launch-count, "1"]
+  baseline:
+    needs: { gpu: false }
+    command: [python3, py/sdpa.py]
+    pattern: '^sdpa: (?P<value>[0-9.]+) (?P<unit>ms)$'
+    label: attn
+"#,
+    ));
+    let out = project.run(&["pipeline.yaml"]);
+    let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
+        .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
+    let lines: Vec<&str> = args
+        .lines()
+        .filter(|l| !l.starts_with("--import "))
+        .collect();
+    let of_baseline = lines
+        .iter()
+        .find(|l| l.contains("py/sdpa.py"))
+        .unwrap_or_else(|| panic!("the baseline was profiled: {args}"));
+    // The bounded default over every kernel, and none of the program's profile arguments.
+    assert!(
+        of_baseline.contains("--kernel-id :::^[12]$ "),
+        "{of_baseline}"
+    );
+    assert!(!of_baseline.contains("--launch-count"), "{of_baseline}");
+    assert!(!of_baseline.contains("--kernel-name"), "{of_baseline}");
+    // The program's own profile keeps its stage's arguments.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("py/run.py") && l.contains("--launch-count 1")),
+        "{args}"
+    );
+    let manifest = project.manifest();
+    let profiles = crate::util::stages(&manifest, "profile");
+    assert_eq!(profiles.len(), 2, "{profiles:#?}");
+    assert!(
+        profiles.iter().any(|s| s["unit"]["target"] == "baseline"),
+        "{profiles:#?}"
+    );
+}
