@@ -139,26 +139,19 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 continue;
             }
             let lines = source_lines(ctx, scope, Some(&kernel));
-            let total: u64 = lines.iter().map(|l| l.stall_samples).sum();
-            let Some(hot) = lines.iter().copied().max_by_key(|l| l.stall_samples) else {
-                continue;
-            };
-            let Some(stall) = hot.top_stall.as_deref() else {
+            let Some(Hottest {
+                line: hot,
+                stall,
+                share,
+                at,
+            }) = hottest(ctx, &lines)
+            else {
                 continue;
             };
             let l1 = metric(ctx, scope, Some(&kernel), "L1/TEX Cache Throughput").unwrap_or(0.0);
             let dram = metric(ctx, scope, Some(&kernel), "DRAM Throughput").unwrap_or(0.0);
             let Some(class) = classify(stall, l1, dram) else {
                 continue;
-            };
-            let at = SourceLocation {
-                file: relative_path(&hot.file, &j.repo_files),
-                line: Some(hot.line),
-            };
-            let share = if total > 0 {
-                hot.stall_samples as f64 * 100.0 / total as f64
-            } else {
-                0.0
             };
             let pct = fraction * 100.0;
             let name = md_code(&kernel);
@@ -254,6 +247,35 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     out
 }
 
+/// The line of a kernel holding the most warp-stall samples: its place, the stall reason with
+/// most samples there, and its share (percent) of the kernel's samples.
+struct Hottest<'j> {
+    line: &'j parsers::SourceLine,
+    stall: &'j str,
+    share: f64,
+    at: SourceLocation,
+}
+
+fn hottest<'j>(ctx: &Ctx<'j, '_>, lines: &[&'j parsers::SourceLine]) -> Option<Hottest<'j>> {
+    let total: u64 = lines.iter().map(|l| l.stall_samples).sum();
+    let line = lines.iter().copied().max_by_key(|l| l.stall_samples)?;
+    let stall = line.top_stall.as_deref()?;
+    let share = if total > 0 {
+        line.stall_samples as f64 * 100.0 / total as f64
+    } else {
+        0.0
+    };
+    Some(Hottest {
+        line,
+        stall,
+        share,
+        at: SourceLocation {
+            file: relative_path(&line.file, &ctx.joined.repo_files),
+            line: Some(line.line),
+        },
+    })
+}
+
 /// Under this share of the DRAM bandwidth a kernel with no floating-point work to speak of is
 /// far from what it could reach; shorter launches (µs) are too small to judge.
 const MIN_DURATION_US: f64 = 50.0;
@@ -299,9 +321,12 @@ fn memory_bound(
         return None;
     }
     let lines = source_lines(ctx, scope, Some(kernel));
-    let total: u64 = lines.iter().map(|l| l.stall_samples).sum();
-    let hot = lines.iter().copied().max_by_key(|l| l.stall_samples)?;
-    let stall = hot.top_stall.as_deref()?;
+    let Hottest {
+        line: hot,
+        stall,
+        share,
+        at,
+    } = hottest(ctx, &lines)?;
     let reason = stall.trim_start_matches("stall_");
     const BUSY: f64 = 60.0;
     let class = if sm >= BUSY && sm >= memory {
@@ -320,15 +345,6 @@ fn memory_bound(
         (i + l.instructions, a + l.active_lanes)
     });
     let lanes_per_instruction = (issued > 0 && lanes > 0).then(|| lanes as f64 / issued as f64);
-    let at = SourceLocation {
-        file: relative_path(&hot.file, &j.repo_files),
-        line: Some(hot.line),
-    };
-    let share = if total > 0 {
-        hot.stall_samples as f64 * 100.0 / total as f64
-    } else {
-        0.0
-    };
     let name = md_code(kernel);
     let line = md_code(&hot.text);
     let mut d = Draft::new(RuleId::Bottleneck, Level::Warning, String::new());
