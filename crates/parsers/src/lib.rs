@@ -87,7 +87,9 @@ pub fn detect(text: &str) -> Option<Format> {
         if line.starts_with("=========") && line.as_bytes().get(9) != Some(&b'=') {
             return Some(Format::ComputeSanitizer);
         }
-        if line.starts_with("\"File Path\",") {
+        // The source page; a SASS-only one (code without line information) opens with the
+        // kernel's name.
+        if line.starts_with("\"File Path\",") || line.starts_with("\"Kernel Name\",") {
             return Some(Format::NcuSource);
         }
         if line.starts_with("==PROF==")

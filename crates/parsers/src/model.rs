@@ -469,11 +469,11 @@ pub struct InstructionMix {
     /// Of them, double-precision ones (DFMA).
     #[serde(default)]
     pub dfma: u64,
-    /// Floating-point operations of the warp-level tensor-core instructions whose shape the
-    /// opcode names (`HMMA.16816`: 2 x 16 x 8 x 16 = 4096 per warp); warpgroup `HGMMA` and
-    /// integer `IMMA` are not counted.
+    /// Floating-point operations of the tensor-core instructions whose shape the opcode names
+    /// (`HMMA.16816`: 2 x 16 x 8 x 16 = 4096 per warp; `HGMMA.64x128x16`: a warpgroup's 2 x 64 x
+    /// 128 x 16 over its four warps); integer `IMMA` is not counted.
     #[serde(default)]
-    pub hmma_flops: u64,
+    pub tensor_flops: u64,
     /// Half-precision values widened to float (`HADD2.F32` of a half, `F2F.F32.F16`) executed.
     pub half_to_float: u64,
     /// The longest run of multiply-adds where each adds to the one before (a dot product

@@ -26,6 +26,8 @@ struct Columns {
     global_excessive: Option<usize>,
     /// `stall_*` columns of all samples (not the `(Not Issued)` ones), with their names.
     reasons: Vec<(usize, String)>,
+    /// A SASS-only page: no `Line No`, its one `Source` column the instruction.
+    sass_only: bool,
 }
 
 pub(crate) struct SourceParser {
@@ -70,7 +72,12 @@ impl SourceParser {
                 self.file = cells.get(1).cloned().unwrap_or_default();
                 self.columns = None;
             }
-            "Function Name" => {
+            // A SASS-only page (`--print-source sass`, for code without line information)
+            // names each kernel this way, with no file.
+            "Function Name" | "Kernel Name" => {
+                if first == "Kernel Name" {
+                    self.file.clear();
+                }
                 self.end_function();
                 self.function = cells.get(1).cloned().unwrap_or_default();
                 self.mix = Some(InstructionMix {
@@ -79,7 +86,7 @@ impl SourceParser {
                 });
                 self.columns = None;
             }
-            "Line No" => self.columns = Some(columns(&cells)),
+            "Line No" | "Address" => self.columns = Some(columns(&cells)),
             _ => self.row(&cells, line),
         }
     }
@@ -108,8 +115,12 @@ impl SourceParser {
             cells
         };
         // A SASS instruction's row: its counters are in its source line's row already; its
-        // opcode goes into the function's instruction mix.
-        let Some(line) = cells.get(c.line).and_then(|l| l.trim().parse::<u32>().ok()) else {
+        // opcode goes into the function's instruction mix. On a SASS-only page every row is
+        // one.
+        let line = (!c.sass_only)
+            .then(|| cells.get(c.line).and_then(|l| l.trim().parse::<u32>().ok()))
+            .flatten();
+        let Some(line) = line else {
             let executed = c
                 .instructions
                 .and_then(|i| cells.get(i))
@@ -192,12 +203,14 @@ impl SourceParser {
         match base {
             "HMMA" | "HGMMA" | "IMMA" => {
                 mix.mma += executed;
-                if base == "HMMA" {
-                    let per_warp = hmma_flops(op).unwrap_or(0);
-                    mix.hmma_flops = mix
-                        .hmma_flops
-                        .saturating_add(per_warp.saturating_mul(executed));
-                }
+                let per_warp = match base {
+                    "HMMA" => hmma_flops(op),
+                    "HGMMA" => hgmma_flops(op),
+                    _ => None,
+                };
+                mix.tensor_flops = mix
+                    .tensor_flops
+                    .saturating_add(per_warp.unwrap_or(0).saturating_mul(executed));
             }
             "FFMA" | "HFMA2" | "DFMA" => {
                 mix.fma += executed;
@@ -241,6 +254,9 @@ impl SourceParser {
                     m.mma += mix.mma;
                     m.fma += mix.fma;
                     m.ffma += mix.ffma;
+                    m.hfma2 += mix.hfma2;
+                    m.dfma += mix.dfma;
+                    m.tensor_flops += mix.tensor_flops;
                     m.half_to_float += mix.half_to_float;
                     m.fma_chain = m.fma_chain.max(mix.fma_chain);
                 }
@@ -253,7 +269,8 @@ impl SourceParser {
 
     pub(crate) fn finish(mut self) -> ParsedLog {
         self.end_function();
-        self.log.complete = !self.log.source_lines.is_empty();
+        self.log.complete =
+            !self.log.source_lines.is_empty() || !self.log.instruction_mix.is_empty();
         self.log
     }
 }
@@ -270,9 +287,23 @@ fn hmma_flops(op: &str) -> Option<u64> {
     Some(2 * m * n * k)
 }
 
+/// The floating-point operations of one warp's execution of an `HGMMA` by the shape its opcode
+/// names (`HGMMA.64x128x16.F32`): a warpgroup's 2 x M x N x K, shared by its four warps. On an
+/// H100, SDPA's cuDNN kernel at 2 x 8 x 512 x 64 executed 8192 `HGMMA.64x128x16` and 16384
+/// `HGMMA.64x64x16` warp instructions: 1,073,741,824 FLOP this way, exactly the 4 B H S^2 D of
+/// attention (`fixtures/ncu-source/sdpa_cudnn_sass_only_source.log`).
+fn hgmma_flops(op: &str) -> Option<u64> {
+    let shape = op.split('.').nth(1)?;
+    let mut dims = shape.split('x').map(|d| d.parse::<u64>().ok());
+    let (m, n, k) = (dims.next()??, dims.next()??, dims.next()??);
+    Some(2 * m * n * k / 4)
+}
+
 fn columns(header: &[String]) -> Columns {
     let find = |name: &str| header.iter().position(|h| h == name);
+    let sass_only = find("Line No").is_none();
     Columns {
+        sass_only,
         width: header.len(),
         line: find("Line No").unwrap_or(0),
         // The first "Source" column is the CUDA text, the second the SASS.
@@ -281,7 +312,7 @@ fn columns(header: &[String]) -> Columns {
             .iter()
             .enumerate()
             .filter(|(_, h)| *h == "Source")
-            .nth(1)
+            .nth(usize::from(!sass_only))
             .map_or(3, |(i, _)| i),
         stalls: find("Warp Stall Sampling (All Samples)"),
         instructions: find("Instructions Executed"),

@@ -23,7 +23,7 @@ pub enum Limit {
     Fp16,
     /// Double-precision FMAs (DFMA) against the FP64 peak.
     Fp64,
-    /// Warp-level tensor-core products (HMMA) against the dense FP16 tensor peak.
+    /// Tensor-core products (HMMA, HGMMA) against the dense FP16 tensor peak.
     Tensor,
     /// No floating-point work to speak of: DRAM bandwidth.
     Dram,
@@ -127,7 +127,7 @@ pub struct Work {
     pub ffma: u64,
     pub hfma2: u64,
     pub dfma: u64,
-    pub hmma_flops: u64,
+    pub tensor_flops: u64,
     /// Every tensor-core instruction, shapes known or not.
     pub mma: u64,
 }
@@ -161,8 +161,12 @@ pub fn position(
         (Limit::Fp32, work.ffma as f64 * 64.0),
         (Limit::Fp16, work.hfma2 as f64 * 128.0),
         (Limit::Fp64, work.dfma as f64 * 64.0),
-        (Limit::Tensor, work.hmma_flops as f64),
+        (Limit::Tensor, work.tensor_flops as f64),
     ];
+    // Tensor-core work of a shape not counted: no position rather than a wrong one.
+    if work.mma > 0 && work.tensor_flops == 0 {
+        return None;
+    }
     let (limit, done) = flops
         .into_iter()
         .filter(|(_, f)| *f > 0.0)
@@ -225,7 +229,7 @@ pub fn of_kernel(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Op
             ffma: mix.ffma,
             hfma2: mix.hfma2,
             dfma: mix.dfma,
-            hmma_flops: mix.hmma_flops,
+            tensor_flops: mix.tensor_flops,
             mma: mix.mma,
         },
     )
@@ -284,12 +288,20 @@ mod tests {
         let tensor = Work {
             executed: 1000,
             ffma: 10,
-            hmma_flops: 4096 * 500,
+            tensor_flops: 4096 * 500,
             mma: 500,
             ..Work::default()
         };
         let p = position("sm_80", 108, 1.41, 1.0, None, tensor).expect("a position");
         assert_eq!(p.limit, Limit::Tensor);
         assert_eq!(p.attainable, 1.0);
+        // Tensor-core instructions of a shape not counted: no position, never a wrong one.
+        let unknown = Work {
+            executed: 1000,
+            ffma: 200,
+            mma: 500,
+            ..Work::default()
+        };
+        assert_eq!(position("sm_90", 132, 1.98, 1.0, None, unknown), None);
     }
 }

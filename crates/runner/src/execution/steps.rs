@@ -190,6 +190,9 @@ fn line_table(
     result
 }
 
+/// The source page of the kernels without line information, SASS only.
+const SASS_PAGE: &str = "source.sass.csv";
+
 /// `cuobjdump -sass` on every product of a target's build (executables, shared libraries,
 /// objects, cubins, JIT caches), one log per product that holds device code, listed in
 /// `products.log`. No product with device code makes the unit inconclusive.
@@ -374,6 +377,29 @@ pub fn profile(
                 dest.join(out),
                 dest.join(format!("{page}.stderr.log")),
             );
+        }
+        // A kernel built without line information (a framework's, a library's) has no CUDA
+        // source page: ncu only warns. Its SASS page alone still gives its instruction mix.
+        let source =
+            crate::evidence::rundir::read_lossy(&dest.join("source.csv")).unwrap_or_default();
+        if source.contains("No lineinfo available") {
+            let mut argv: Vec<std::ffi::OsString> = vec![ncu.clone(), "--import".into()];
+            argv.push(report.clone().into_os_string());
+            argv.extend(["--csv", "--page", "source", "--print-source", "sass"].map(Into::into));
+            let _ = cx.run(
+                record,
+                argv,
+                cx.root,
+                &invocation.env,
+                dest.join(SASS_PAGE),
+                dest.join("source.stderr.log"),
+            );
+            if dest.join(SASS_PAGE).is_file() {
+                record.logs.push(Log {
+                    path: cx.log_path(dest, SASS_PAGE),
+                    format: Some(Format::NcuSource),
+                });
+            }
         }
     }
     let gathered = stages::gather(dest, invocation);
