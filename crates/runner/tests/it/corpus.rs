@@ -145,8 +145,24 @@ fn every_corpus_entry_renders_to_its_experts_conclusion_but_for_its_listed_gaps(
         let run = dir.path().join("run");
         let json: Value =
             serde_json::from_str(&render(&run, "json")).expect("the JSON report parses");
-        // The Markdown report renders too (its text is checked by the JSON's).
-        assert!(render(&run, "md").starts_with("# Exhibit report"), "{name}");
+        // The Markdown report renders too (its text is checked by the JSON's), and a run that
+        // profiled its baseline sets the baseline's kernels beside the program's.
+        let md = render(&run, "md");
+        assert!(md.starts_with("# Exhibit report"), "{name}");
+        let manifest: Value = serde_json::from_str(
+            &std::fs::read_to_string(run.join("manifest.json")).expect("manifest.json"),
+        )
+        .expect("the manifest parses");
+        let profiled_baseline = manifest["stages"].as_array().is_some_and(|stages| {
+            stages.iter().any(|s| {
+                s["kind"] == "profile"
+                    && s["unit"]["target"] == "baseline"
+                    && s["status"] == "passed"
+            })
+        });
+        if profiled_baseline {
+            assert!(md.contains("## Beside the baseline"), "{name}: {md}");
+        }
         let expected = std::fs::read_to_string(entry.join("expected.md")).expect("expected.md");
         let expectations = block(&expected, "expect");
         assert!(
