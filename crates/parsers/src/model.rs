@@ -447,6 +447,10 @@ pub struct ParsedLog {
     /// Calls between device functions with the source line each is made at (`nvdisasm -g`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub call_sites: Vec<CallSite>,
+    /// Source lines inlined into others (`nvdisasm -gi`): each line and the line it was inlined
+    /// at, one level each; followed up, they lead from a header's line to the user's call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inlined: Vec<Inlined>,
 }
 
 /// What a profiled function executed, from the SASS rows of Nsight Compute's source page.
@@ -491,6 +495,16 @@ pub struct CallSite {
     pub callee: String,
     pub file: Option<String>,
     pub line: Option<u32>,
+}
+
+/// A source line the compiler inlined into another (`//## File "A", line 190 inlined at "B",
+/// line 219`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Inlined {
+    pub file: String,
+    pub line: u32,
+    pub at_file: String,
+    pub at_line: u32,
 }
 
 /// One source line of a profiled kernel, with the counters Nsight Compute attributes to it (the
@@ -547,6 +561,7 @@ impl ParsedLog {
             && self.source_lines.is_empty()
             && self.instruction_mix.is_empty()
             && self.call_sites.is_empty()
+            && self.inlined.is_empty()
             && self.reported_errors.is_none()
             && self.reported_warnings.is_none()
             && self.launch.is_none()
@@ -575,6 +590,7 @@ impl ParsedLog {
             source_lines: Vec::new(),
             instruction_mix: Vec::new(),
             call_sites: Vec::new(),
+            inlined: Vec::new(),
         }
     }
 }

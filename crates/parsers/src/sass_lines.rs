@@ -1,4 +1,4 @@
-//! `nvdisasm -g -c` of a cubin: SASS with its line table. Each function opens with a
+//! `nvdisasm -gi -c` of a cubin: SASS with its line table. Each function opens with a
 //! `//--------------------- .text.NAME ---` banner; a `//## File "PATH", line N` comment gives
 //! the source line of the instructions after it; a call is `CALL.ABS.NOINC `(CALLEE)` or
 //! `CALL.REL.NOINC `(CALLEE)`. What is kept is where each function calls which: in a `-G` build
@@ -6,7 +6,9 @@
 //! fault a sanitizer places inside one is the user's call of it.
 
 use crate::demangle::demangle;
-use crate::model::{CallSite, Format, ParsedLog};
+use std::collections::BTreeSet;
+
+use crate::model::{CallSite, Format, Inlined, ParsedLog};
 
 /// Parses an `nvdisasm -g` listing line by line.
 pub(crate) struct LinesParser {
@@ -15,6 +17,7 @@ pub(crate) struct LinesParser {
     file: Option<String>,
     line: Option<u32>,
     instructions: u64,
+    seen: BTreeSet<Inlined>,
 }
 
 impl LinesParser {
@@ -25,6 +28,7 @@ impl LinesParser {
             file: None,
             line: None,
             instructions: 0,
+            seen: BTreeSet::new(),
         }
     }
 
@@ -40,15 +44,23 @@ impl LinesParser {
             // first place is the instruction's own).
             if let Some((file, after)) = rest.split_once('"') {
                 self.file = Some(file.to_string());
-                self.line = after
-                    .trim_start_matches(',')
-                    .trim()
-                    .strip_prefix("line ")
-                    .and_then(|l| {
-                        l.split(|c: char| !c.is_ascii_digit())
-                            .next()
-                            .and_then(|n| n.parse().ok())
-                    });
+                self.line = line_number(after);
+                // `... inlined at "B", line 219`: one level of the inlining.
+                if let Some(at) = after.split_once(" inlined at \"").map(|(_, at)| at)
+                    && let Some((at_file, at_after)) = at.split_once('"')
+                    && let (Some(line), Some(at_line)) = (self.line, line_number(at_after))
+                {
+                    let edge = Inlined {
+                        file: file.to_string(),
+                        line,
+                        at_file: at_file.to_string(),
+                        at_line,
+                    };
+                    if !self.seen.contains(&edge) {
+                        self.seen.insert(edge.clone());
+                        self.log.inlined.push(edge);
+                    }
+                }
             }
         } else if text.starts_with("/*") && text.contains("*/") {
             self.instructions += 1;
@@ -72,6 +84,19 @@ impl LinesParser {
         self.log.complete = self.instructions > 0;
         self.log
     }
+}
+
+/// The line number of `, line 28 ...`.
+fn line_number(after: &str) -> Option<u32> {
+    after
+        .trim_start_matches(',')
+        .trim()
+        .strip_prefix("line ")
+        .and_then(|l| {
+            l.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse().ok())
+        })
 }
 
 /// The callee of a `CALL.ABS.NOINC `(NAME)` or `CALL.REL.NOINC `(NAME)` instruction.

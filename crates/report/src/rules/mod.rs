@@ -654,6 +654,56 @@ impl Ctx<'_, '_> {
     /// names the function the access is in, and the kernel only in a device frame under it:
     /// racecheck's "Race reported between" records name only the function (`cp_async_16`),
     /// and the kernel is then the one the stage launched.
+    /// The program's own lines a site was inlined into, up the SASS line table's inlining
+    /// (`nvdisasm -gi`, one level per entry): from a header's line to each of the user's calls
+    /// that brought it in, the first line of the program's own files on each way up.
+    pub fn inlined_into(&self, config: Option<&str>, site: &SourceLocation) -> Vec<SourceLocation> {
+        let j = self.joined;
+        let Some(line) = site.line else {
+            return Vec::new();
+        };
+        let edges: Vec<&parsers::Inlined> = j
+            .sources
+            .iter()
+            .filter(|s| s.config == config)
+            .flat_map(|s| &s.log.inlined)
+            .collect();
+        let same = |file: &str, wanted: &str| {
+            let file = relative_path(file, &j.repo_files);
+            file == wanted || file.ends_with(&format!("/{wanted}"))
+        };
+        let own = |file: &str| j.repo_files.contains(&relative_path(file, &j.repo_files));
+        let mut out: Vec<SourceLocation> = Vec::new();
+        let mut seen: Vec<(&str, u32)> = Vec::new();
+        let mut frontier: Vec<(&str, u32)> = edges
+            .iter()
+            .filter(|e| e.line == line && same(&e.file, &site.file))
+            .map(|e| (e.file.as_str(), e.line))
+            .collect();
+        while let Some((file, line)) = frontier.pop() {
+            for e in edges.iter().filter(|e| e.file == file && e.line == line) {
+                let up = (e.at_file.as_str(), e.at_line);
+                if seen.contains(&up) {
+                    continue;
+                }
+                seen.push(up);
+                if own(e.at_file.as_str()) {
+                    let at = SourceLocation {
+                        file: relative_path(&e.at_file, &j.repo_files),
+                        line: Some(e.at_line),
+                    };
+                    if !out.contains(&at) {
+                        out.push(at);
+                    }
+                } else {
+                    frontier.push(up);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
     pub fn kernel_site(&self, f: &FindingRef) -> (Option<String>, Vec<Helper>) {
         let finding = f.finding;
         let named = f.kernel.as_ref();

@@ -141,6 +141,18 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .into_iter()
             .filter_map(|(loc, label)| Some(crate::Span::secondary(loc?, label)))
             .collect();
+            // Where the program's own code brought the write in, when it sits in an inlined
+            // helper (a header's copy primitive, a wrapper): the SASS line table's inlining.
+            if let Some(at) = &write {
+                for call in ctx.inlined_into(f.config.as_deref(), at) {
+                    if !d.spans.iter().any(|s| s.location == call) {
+                        d.spans.push(crate::Span::secondary(
+                            call,
+                            "the program's call that inlines the write",
+                        ));
+                    }
+                }
+            }
             d.figures
                 .insert("hazards".into(), json!(side_hazards.unwrap_or(hazards)));
             if let Some(t) = &hazard_type {

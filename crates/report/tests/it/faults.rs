@@ -121,6 +121,46 @@ fn a_debug_builds_wmma_fault_is_placed_at_the_users_call_from_the_line_table() {
     );
 }
 
+/// A race whose write sits in the toolkit's copy primitive, inlined: the SASS line table's
+/// inlining (`nvdisasm -gi`) leads from `cuda_pipeline_helpers.h:190` up to the program's own
+/// call that brought it in (`load_tile`'s `__pipeline_memcpy_async`, line 14).
+#[test]
+fn a_race_in_an_inlined_header_names_the_programs_call_from_the_line_table() {
+    let src = "examples/real-code-classes/src/cp_async_twice.cu";
+    let ev = evidence(
+        "cp_async_twice",
+        &[
+            compile("cp_async_twice", "ptxas/device_cp_async_twice.log"),
+            crate::support::step(
+                StageKind::Sass,
+                "cp_async_twice",
+                "sass/cp_async_twice_nvdisasm_gi.log",
+                Format::SassLines,
+            ),
+            sanitizer(
+                StageKind::Racecheck,
+                "cp_async_twice",
+                "compute-sanitizer/racecheck_cp_async_twice.log",
+            ),
+        ],
+        &[src],
+    );
+    let a = analyze(&ev);
+    let d = a
+        .diagnoses
+        .iter()
+        .find(|d| d.rule == "shared-memory-race")
+        .unwrap_or_else(|| panic!("{:#?}", a.diagnoses));
+    let calls: Vec<String> = d
+        .spans
+        .iter()
+        .filter(|s| s.label == "the program's call that inlines the write")
+        .map(|s| s.location.to_string())
+        .collect();
+    assert_eq!(calls.len(), 1, "{:#?}", d.spans);
+    assert!(calls[0].ends_with("cp_async_twice.cu:14"), "{calls:?}");
+}
+
 #[test]
 fn wmma_confidence_drops_without_the_sanitizer() {
     let src = source("wmma_local.cu");

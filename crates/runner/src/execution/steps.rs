@@ -104,7 +104,8 @@ pub fn note_outcome(record: &mut report::Stage, run_dir: &Path, outcome: &exec::
 
 /// The line table of a product's device code, for the call sites a `-G` build keeps: its
 /// cubins extracted (`cuobjdump -xelf all`, in a scratch directory removed after) and each
-/// disassembled with `nvdisasm -g -c` into `lines` under `dest`. Returns how many cubins.
+/// disassembled with `nvdisasm -gi -c` (lines, with one level of inlining each) into `lines`
+/// under `dest`. Returns how many cubins.
 fn line_table(
     record: &mut report::Stage,
     invocation: &Invocation,
@@ -157,7 +158,7 @@ fn line_table(
                 record,
                 vec![
                     nvdisasm.as_os_str().to_owned(),
-                    "-g".into(),
+                    "-gi".into(),
                     "-c".into(),
                     cubin.clone().into_os_string(),
                 ],
