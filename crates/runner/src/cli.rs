@@ -157,10 +157,15 @@ pub struct RunOptions {
     #[arg(long)]
     pub force: bool,
     /// Run only these stages (and the compile stage they depend on).
-    #[arg(long, value_name = "STAGE", num_args = 1.., value_delimiter = ',')]
+    #[arg(long, value_name = "STAGE", num_args = 1, value_delimiter = ',')]
     pub only: Vec<String>,
     /// Run only these matrix configs.
-    #[arg(long = "config", value_name = "NAME", num_args = 1.., value_delimiter = ',')]
+    #[arg(
+        long = "config",
+        value_name = "NAME",
+        num_args = 1,
+        value_delimiter = ','
+    )]
     pub configs: Vec<String>,
     /// Units at once (default: the number of CPU cores); `-j 1` runs one unit at a time. Bench,
     /// baseline and profile always run alone.

@@ -172,6 +172,21 @@ fn only_runs_the_selected_stages_and_what_they_need() {
     assert!(stages(&manifest, "report").is_empty());
 }
 
+/// `--only` and `--config` take comma-separated values, and a pipeline file after them is the
+/// pipeline, not another value.
+#[test]
+fn a_selection_before_the_pipeline_leaves_the_pipeline_alone() {
+    let project = Project::new();
+    let out = project.run(&["--only", "compile,sass", "pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let manifest = project.manifest();
+    assert_eq!(stage(&manifest, "sass")["status"], "passed");
+    assert!(stages(&manifest, "report").is_empty());
+    // Repeated, too.
+    let out = project.run(&["--only", "compile", "--only", "sass", "pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
 #[test]
 fn an_unknown_selection_is_a_usage_error() {
     let project = Project::new();
