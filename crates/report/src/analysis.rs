@@ -233,7 +233,11 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
             }
             _ => format!("Slow: {}.", slow_line()),
         },
-        VerdictKind::Clean => format!("Clean: no problems found by {}{on}.", ran_tools(coverage)),
+        VerdictKind::Clean => format!(
+            "Clean: no problems found by {}{on}.{}",
+            ran_tools(coverage),
+            longest_against_the_limit(joined)
+        ),
         VerdictKind::CompileOnly => format!(
             "Compile-only: {} found no error{on}{}; nothing ran the kernel, so nothing is known \
              of how it runs.",
@@ -638,6 +642,28 @@ fn launched(joined: &Joined, logs: &[&str]) -> Option<bool> {
         .metrics_of(&sources)
         .any(|m| joined.is_target(&m.kernel));
     profiled.then_some(true)
+}
+
+/// Where the longest profiled kernel stands, for a clean verdict: clean is no cause found, not
+/// at the limit (" Its longest kernel, reduce3<int>, runs at 52.1% of DRAM bandwidth.").
+fn longest_against_the_limit(joined: &Joined) -> String {
+    crate::resources::ncu_summaries(joined)
+        .into_iter()
+        .filter(|n| n.limit.is_some())
+        .max_by(|a, b| {
+            a.duration_us
+                .unwrap_or(0.0)
+                .total_cmp(&b.duration_us.unwrap_or(0.0))
+        })
+        .and_then(|n| {
+            let p = n.limit?;
+            Some(format!(
+                " Its longest kernel, {}, runs {}.",
+                n.kernel,
+                p.phrase()
+            ))
+        })
+        .unwrap_or_default()
 }
 
 /// A stage's key figure from its logs.

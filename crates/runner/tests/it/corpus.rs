@@ -163,6 +163,18 @@ fn every_corpus_entry_renders_to_its_experts_conclusion_but_for_its_listed_gaps(
         if profiled_baseline {
             assert!(md.contains("## Beside the baseline"), "{name}: {md}");
         }
+        // Clean is no cause found, not at the limit: a clean run whose kernel was placed
+        // against its limit says where its longest kernel stands.
+        let placed = md.contains(" | DRAM ") || md.contains("(attainable ");
+        if json["verdict"]["kind"] == "clean" && placed {
+            assert!(
+                json["verdict"]["line"]
+                    .as_str()
+                    .is_some_and(|l| l.contains("Its longest kernel, ")),
+                "{name}: {}",
+                json["verdict"]
+            );
+        }
         let expected = std::fs::read_to_string(entry.join("expected.md")).expect("expected.md");
         let expectations = block(&expected, "expect");
         assert!(
