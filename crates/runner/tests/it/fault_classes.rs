@@ -255,10 +255,7 @@ echo "==PROF== Disconnected from process 1"
 #[test]
 fn a_python_programs_profile_leaves_out_the_frameworks_kernels() {
     let project = Project::new();
-    project.tool(
-        "ncu",
-        "#!/bin/sh\n# Stand-in for ncu in tests (hand-written).\nif [ \"$1\" = \"--version\" ]; then echo \"NVIDIA (R) Nsight Compute 0.0 (stand-in)\"; exit 0; fi\necho \"$@\" >> \"$(dirname \"$0\")/ncu.args\"\n",
-    );
+    recording_ncu(&project);
     project.write("py/run.py", "print('ok')\n");
     project.pipeline(&pipeline(
         r#"  sources: [py]
@@ -291,10 +288,7 @@ fn a_python_programs_profile_leaves_out_the_frameworks_kernels() {
 #[test]
 fn a_profile_stage_with_its_own_launch_selection_keeps_its_arguments() {
     let project = Project::new();
-    project.tool(
-        "ncu",
-        "#!/bin/sh\n# Stand-in for ncu in tests (hand-written).\nif [ \"$1\" = \"--version\" ]; then echo \"NVIDIA (R) Nsight Compute 0.0 (stand-in)\"; exit 0; fi\necho \"$@\" >> \"$(dirname \"$0\")/ncu.args\"\n",
-    );
+    recording_ncu(&project);
     project.write("py/run.py", "print('ok')\n");
     project.pipeline(&pipeline(
         r#"  sources: [py]
@@ -335,10 +329,7 @@ fn a_profile_stage_with_its_own_launch_selection_keeps_its_arguments() {
 #[test]
 fn a_pipeline_with_a_baseline_profiles_the_baselines_kernels_too() {
     let project = Project::new();
-    project.tool(
-        "ncu",
-        "#!/bin/sh\n# Stand-in for ncu in tests (hand-written).\nif [ \"$1\" = \"--version\" ]; then echo \"NVIDIA (R) Nsight Compute 0.0 (stand-in)\"; exit 0; fi\necho \"$@\" >> \"$(dirname \"$0\")/ncu.args\"\n",
-    );
+    recording_ncu(&project);
     project.write("py/run.py", "print('ok')\n");
     project.write("py/sdpa.py", "print('sdpa: 1.0 ms')\n");
     project.pipeline(&pipeline(
@@ -389,5 +380,13 @@ fn a_pipeline_with_a_baseline_profiles_the_baselines_kernels_too() {
     assert!(
         profiles.iter().any(|s| s["unit"]["target"] == "baseline"),
         "{profiles:#?}"
+    );
+}
+
+/// A stand-in ncu (hand-written) that only records each command line in `bin/ncu.args`.
+fn recording_ncu(project: &Project) {
+    project.tool(
+        "ncu",
+        "#!/bin/sh\n# Stand-in for ncu in tests (hand-written).\nif [ \"$1\" = \"--version\" ]; then echo \"NVIDIA (R) Nsight Compute 0.0 (stand-in)\"; exit 0; fi\necho \"$@\" >> \"$(dirname \"$0\")/ncu.args\"\n",
     );
 }
