@@ -157,12 +157,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             let name = md_code(&kernel);
             let line = md_code(&hot.text);
             let reason = md_code(stall);
-            let mut d = Draft::new(RuleId::Bottleneck, Level::Warning, String::new());
-            d.config = config.map(str::to_string);
-            d.kernel = Some(kernel.to_string());
-            d.location = Some(at.clone());
-            d.key = format!("{class:?}");
-            d.confidence = Confidence::Medium;
+            let mut d = draft(config, &kernel, &at, format!("{class:?}"));
             d.figures
                 .insert("fp32_gflops".into(), json!(achieved.round()));
             d.figures
@@ -245,6 +240,17 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
     }
     out
+}
+
+/// A bottleneck's draft for a kernel in a config, at its hottest line, before its words.
+fn draft(config: Option<&str>, kernel: &KernelId, at: &SourceLocation, key: String) -> Draft {
+    let mut d = Draft::new(RuleId::Bottleneck, Level::Warning, String::new());
+    d.config = config.map(str::to_string);
+    d.kernel = Some(kernel.to_string());
+    d.location = Some(at.clone());
+    d.key = key;
+    d.confidence = Confidence::Medium;
+    d
 }
 
 /// The line of a kernel holding the most warp-stall samples: its place, the stall reason with
@@ -347,12 +353,7 @@ fn memory_bound(
     let lanes_per_instruction = (issued > 0 && lanes > 0).then(|| lanes as f64 / issued as f64);
     let name = md_code(kernel);
     let line = md_code(&hot.text);
-    let mut d = Draft::new(RuleId::Bottleneck, Level::Warning, String::new());
-    d.config = config.map(str::to_string);
-    d.kernel = Some(kernel.to_string());
-    d.location = Some(at.clone());
-    d.key = format!("{class:?}");
-    d.confidence = Confidence::Medium;
+    let mut d = draft(config, kernel, &at, format!("{class:?}"));
     d.figures.insert("dram_pct".into(), json!(dram));
     d.figures.insert("sm_pct".into(), json!(sm));
     d.figures.insert("memory_pct".into(), json!(memory));
