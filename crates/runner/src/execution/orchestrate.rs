@@ -715,8 +715,15 @@ impl Executor<'_> {
             (kind, Some(target))
                 if config::is_sanitizer(kind) && stage_cfg.split == Some(config::Split::Tests) =>
             {
-                let line =
-                    stages::program_line(unit, stage_cfg, self.pipeline, target, &paths, None);
+                let line = stages::program_line(
+                    unit,
+                    stage_cfg,
+                    self.pipeline,
+                    self.preflight,
+                    target,
+                    &paths,
+                    None,
+                );
                 let program = match stages::resolve_program(self.preflight, &line.argv) {
                     Ok(program) => program,
                     Err(reason) => {
@@ -734,8 +741,15 @@ impl Executor<'_> {
                         unit_dir: unit_dir.to_path_buf(),
                         build_dir: paths.build_dir.clone(),
                     };
-                    let line =
-                        stages::program_line(unit, stage_cfg, self.pipeline, target, &paths, None);
+                    let line = stages::program_line(
+                        unit,
+                        stage_cfg,
+                        self.pipeline,
+                        self.preflight,
+                        target,
+                        &paths,
+                        None,
+                    );
                     stages::resolve_program(self.preflight, &line.argv).map(|argv| {
                         crate::execution::split::ProgramIn {
                             argv,

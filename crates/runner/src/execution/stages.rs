@@ -451,6 +451,7 @@ pub fn program_line(
     unit: &Unit,
     stage: &Stage,
     pipeline: &Pipeline,
+    preflight: &Preflight,
     target: &Target,
     paths: &Paths,
     launches: Option<u64>,
@@ -494,6 +495,15 @@ pub fn program_line(
         extra.insert("PYTORCH_NO_CUDA_MEMORY_CACHING".into(), "1".into());
     }
     let mut env = run.env();
+    // A script that calls `nvcc` by name (a build script, CMake, torch's extension builder)
+    // finds the compiler the preflight found. Not recorded: that compiler's version is in the
+    // manifest and in every cache key.
+    if let Some(path) = preflight
+        .toolchain
+        .search_path(std::env::var_os("PATH").as_deref())
+    {
+        env.insert("PATH".into(), path);
+    }
     env.extend(extra.clone());
     let mut env_display = shown.env();
     env_display.extend(extra);
@@ -531,7 +541,15 @@ fn build(
         .profiles_baseline
         .and_then(|b| pipeline.stages.get(b))
         .unwrap_or(stage);
-    let line = program_line(unit, program_stage, pipeline, target, paths, launches);
+    let line = program_line(
+        unit,
+        program_stage,
+        pipeline,
+        preflight,
+        target,
+        paths,
+        launches,
+    );
     let mut cmd = Argv::default();
     // The program line as run (its first word resolved), and as recorded.
     let push_program = |cmd: &mut Argv| -> Result<(), String> {

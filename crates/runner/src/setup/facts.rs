@@ -198,6 +198,9 @@ pub struct Facts {
     stored: Stored,
     changed: bool,
     reused: Vec<String>,
+    /// The facts this preflight asked for itself: read again later in the same preflight (the
+    /// tools found again once the compiler is provisioned), they are no earlier run's.
+    learned: Vec<String>,
 }
 
 impl Facts {
@@ -216,6 +219,7 @@ impl Facts {
             stored,
             changed: !reuse,
             reused: Vec::new(),
+            learned: Vec::new(),
         }
     }
 
@@ -225,7 +229,7 @@ impl Facts {
     }
 
     fn note_reused(&mut self, name: &str) {
-        if !self.reused.iter().any(|r| r == name) {
+        if !self.reused.iter().any(|r| r == name) && !self.learned.iter().any(|l| l == name) {
             self.reused.push(name.to_string());
         }
     }
@@ -261,6 +265,7 @@ impl Facts {
             return Ok(version);
         }
         let version = ask()?;
+        self.learned.push(name.to_string());
         if let Some(binary) = identity {
             self.stored.versions.insert(
                 key,

@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use report::{Environment, Gpu};
+use report::{Environment, Gpu, StageKind};
 
 use crate::pipeline::config::{self, Pipeline};
 use crate::process::exec;
@@ -66,11 +66,18 @@ pub fn check(
     let mut tools = toolchain::discover(pipeline, env, interrupt, &mut facts);
 
     let wanted = wanted_tools(pipeline, &env.stages);
-    let needs_compiler = toolchain::COMPILER_TOOLS.iter().any(|t| {
-        wanted.get(*t) == Some(&false)
-            && tools.missing.contains_key(*t)
-            && !pipeline.toolchain.tools.contains_key(*t)
+    let missing = |tool: &str| {
+        tools.missing.contains_key(tool) && !pipeline.toolchain.tools.contains_key(tool)
+    };
+    // A build is taken to compile CUDA whatever its first word (a script, make, CMake, a
+    // Python build): it calls `nvcc` by name, and finds the provisioned one on its PATH.
+    let builds = pipeline.stages.iter().any(|s| {
+        s.enabled && s.kind == StageKind::Compile && config::runs(pipeline, &env.stages, s)
     });
+    let needs_compiler = toolchain::COMPILER_TOOLS
+        .iter()
+        .any(|t| wanted.get(*t) == Some(&false) && missing(t))
+        || builds && missing("nvcc");
     if needs_compiler && pipeline.toolchain.provision {
         match tools.get("python3").map(|t| t.path.clone()) {
             None => {

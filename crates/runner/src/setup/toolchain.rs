@@ -2,10 +2,10 @@
 //!
 //! [`discover`] looks for each tool in the pipeline's overrides, then on `PATH`, then under
 //! `CUDA_HOME`, `CUDA_PATH` and `/usr/local/cuda`, then in a toolchain provisioned earlier.
-//! [`provision`] installs the PyPI wheels that `pipeline.yaml` pins (nvcc, crt, nvvm, runtime,
-//! cccl, cuobjdump, nvdisasm) into a virtual environment under the user's cache directory, so
-//! the compile and SASS stages run for real on any Linux machine, with no GPU and no CUDA
-//! installed.
+//! [`provision`] installs the PyPI wheels the pipeline pins (nvcc, crt, nvvm, runtime, cccl,
+//! cuobjdump, nvdisasm; the runner's default set, `config::DEFAULT_WHEELS`, where the pipeline
+//! pins none) into a virtual environment under the user's cache directory, so the compile and
+//! SASS stages run for real on any Linux machine, with no GPU and no CUDA installed.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -134,6 +134,29 @@ impl Toolchain {
     /// Where the CUDA compiler came from, for the manifest.
     pub fn compiler_source(&self) -> Option<String> {
         self.tools.get("nvcc").map(|t| t.source.to_string())
+    }
+
+    /// The `PATH` a build or program runs with when the compiler the preflight found is not on
+    /// `inherited` (provisioned, or under `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda`):
+    /// `inherited` with the compiler's directory after it, so that a build script or CMake
+    /// calling `nvcc` by name finds the same compiler a command's first word `nvcc` runs.
+    /// `None` when nothing needs adding (no compiler, one on `PATH`, or a pipeline override).
+    pub fn search_path(&self, inherited: Option<&std::ffi::OsStr>) -> Option<String> {
+        let nvcc = self.tools.get("nvcc")?;
+        if matches!(nvcc.source, Source::Path | Source::Override) {
+            return None;
+        }
+        let dir = nvcc.path.parent()?;
+        let mut dirs: Vec<PathBuf> = inherited
+            .map(|p| std::env::split_paths(p).collect())
+            .unwrap_or_default();
+        if dirs.iter().any(|d| d == dir) {
+            return None;
+        }
+        dirs.push(dir.to_path_buf());
+        std::env::join_paths(dirs)
+            .ok()
+            .map(|p| p.to_string_lossy().into_owned())
     }
 }
 

@@ -75,3 +75,132 @@ fn a_failed_install_leaves_the_working_toolchain_in_place() {
     let manifest = project.manifest();
     assert_eq!(stage(&manifest, "compile")["status"], "failed");
 }
+
+/// A stand-in python3 (hand-written) whose venv's pip "installs" the wheels it is given: it
+/// notes its arguments in `pip.args` beside this script and leaves a stand-in nvcc where the
+/// nvcc wheel puts it.
+fn installing_python3() -> String {
+    format!(
+        r#"#!/bin/sh
+if [ "$1" = "--version" ]; then echo "Python 3.0.0 (stand-in)"; exit 0; fi
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+  here="$(cd "$(dirname "$0")" && pwd)"
+  mkdir -p "$3/bin" "$3/lib/python3.11/site-packages/nvidia/cu13/bin"
+  cat > "$3/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc" <<'NVCC'
+{}NVCC
+  chmod +x "$3/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc"
+  printf '#!/bin/sh\nshift\nfor a; do echo "$a"; done > "%s/pip.args"\n' "$here" > "$3/bin/pip"
+  chmod +x "$3/bin/pip"
+  exit 0
+fi
+exit 2
+"#,
+        crate::util::NVCC
+    )
+}
+
+/// A project with no CUDA compiler anywhere it looks, whose build is a script that calls
+/// `nvcc` by name; `toolchain` is written into its pipeline as it is.
+fn compiler_less(toolchain: &str) -> Project {
+    let project = Project::new();
+    std::fs::remove_dir_all(project.root.join("bin")).expect("remove the stand-in tools");
+    project.write("py/python3", &installing_python3());
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        project.root.join("py/python3"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    project.write("add.cu", "// stand-in kernel source\n");
+    project.write(
+        "build.sh",
+        "#!/bin/sh\n# Builds as a user's script would: nvcc by name, from PATH.\nexec nvcc -cubin -o \"$1/add.cubin\" add.cu\n",
+    );
+    project.pipeline(&format!(
+        "target:\n  build:\n    command: [sh, build.sh, \"{{build_dir}}\"]\n  program:\n    command: [\"{{build_dir}}/add\"]\n{toolchain}stages:\n  build: {{}}\n"
+    ));
+    project
+}
+
+fn run_compiler_less(project: &Project) -> std::process::Output {
+    let path = format!("{}:/usr/bin:/bin", project.root.join("py").display());
+    Command::new(crate::util::BIN)
+        .arg("pipeline.yaml")
+        .current_dir(&project.root)
+        .env("XDG_CACHE_HOME", &project.cache)
+        .env("PATH", path)
+        .env_remove("CUDA_HOME")
+        .env_remove("CUDA_PATH")
+        .output()
+        .expect("run the runner")
+}
+
+/// No `toolchain:`, or only its version: with no compiler installed, the runner provisions its
+/// default set (the pins of the project's own pipeline.yaml), and a build script that calls
+/// `nvcc` by name finds that compiler. The first run says nothing of an earlier run's cache;
+/// the second reuses what the first learned and says so.
+#[test]
+fn without_a_toolchain_the_default_set_is_provisioned_and_found_by_name() {
+    let expected: Vec<String> = runner::pipeline::config::DEFAULT_WHEELS
+        .iter()
+        .map(|(name, version)| format!("{name}=={version}"))
+        .collect();
+    for toolchain in ["", "toolchain:\n  cuda: 13.0.88\n"] {
+        let project = compiler_less(toolchain);
+        let out = run_compiler_less(&project);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 0, "{toolchain:?}: {err}");
+        assert!(
+            err.contains("provisioning CUDA 13.0.88 from PyPI"),
+            "{toolchain:?}: {err}"
+        );
+        let args = std::fs::read_to_string(project.root.join("py/pip.args")).expect("pip.args");
+        let mut wheels: Vec<String> = args
+            .lines()
+            .filter(|a| !a.starts_with("--"))
+            .map(str::to_string)
+            .collect();
+        wheels.sort();
+        let mut want = expected.clone();
+        want.sort();
+        assert_eq!(wheels, want, "{toolchain:?}: the wheels pip was given");
+        assert!(
+            !err.contains("from the cache of an earlier run"),
+            "{toolchain:?}: a first run: {err}"
+        );
+        let manifest = project.manifest();
+        assert_eq!(stage(&manifest, "build")["status"], "passed", "{err}");
+        assert_eq!(
+            manifest["environment"]["toolchain_source"], "provisioned 13.0.88",
+            "{manifest:#}"
+        );
+        let calls = project
+            .cache
+            .join("exhibit/cuda-13.0.88/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc.calls");
+        assert!(calls.is_file(), "the provisioned nvcc built it: {err}");
+
+        let again = run_compiler_less(&project);
+        let err = stderr(&again);
+        assert_eq!(code(&again), 0, "{err}");
+        assert!(!err.contains("provisioning CUDA"), "{err}");
+        assert!(
+            err.contains("preflight: from the cache of an earlier run (unchanged since): nvcc"),
+            "{err}"
+        );
+    }
+}
+
+/// A version of CUDA other than the default set's needs its wheels pinned: the runner never
+/// guesses another release's wheels, and says what its default set pins.
+#[test]
+fn another_cuda_version_without_wheels_is_refused_naming_the_default_set() {
+    let project = compiler_less("toolchain:\n  cuda: 13.5.37\n");
+    let out = project.run(&["check", "pipeline.yaml"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains("toolchain.wheels: provisioning CUDA 13.5.37 needs its wheels pinned"),
+        "{err}"
+    );
+    assert!(err.contains("nvidia-nvvm: 13.0.88"), "{err}");
+}

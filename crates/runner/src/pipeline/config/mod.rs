@@ -146,7 +146,7 @@ impl Pipeline {
             root,
             kernel: raw.kernel,
             target: raw_target.clone(),
-            toolchain: raw.toolchain,
+            toolchain: raw.toolchain.completed(),
             matrix: match raw.matrix {
                 Some(matrix) => matrix,
                 // A target needs no matrix: one config, built for the default arch.
@@ -294,7 +294,14 @@ impl Pipeline {
         if self.toolchain.provision && !self.toolchain.wheels.contains_key("nvidia-cuda-nvcc") {
             return Err(err(
                 "toolchain.wheels".into(),
-                "provisioning needs a pinned `nvidia-cuda-nvcc` wheel".into(),
+                format!(
+                    "provisioning CUDA {} needs its wheels pinned, `nvidia-cuda-nvcc` and every \
+                     wheel it needs (the runner's default set, filled in when `cuda` is {} or \
+                     not given, pins {}); or `provision: false` to use what is installed",
+                    self.toolchain.cuda,
+                    DEFAULT_CUDA,
+                    default_wheels_yaml()
+                ),
             ));
         }
         for (wheel, version) in &self.toolchain.wheels {
@@ -304,14 +311,6 @@ impl Pipeline {
                     format!("`{version}` is not an exact version such as 13.0.88"),
                 ));
             }
-        }
-        if self.toolchain.provision && self.toolchain.cuda.is_empty() {
-            return Err(err(
-                "toolchain.cuda".into(),
-                "provisioning needs the CUDA version to install, such as 13.0.88 (or \
-                 `provision: false` to use what is installed)"
-                    .into(),
-            ));
         }
         if !self.toolchain.cuda.is_empty() && !is_version(&self.toolchain.cuda) {
             return Err(err(
@@ -895,6 +894,7 @@ struct RawPipeline {
     kernel: Option<Kernel>,
     #[serde(default)]
     target: Option<Target>,
+    /// Absent: the default set ([`Toolchain::default`]).
     #[serde(default)]
     toolchain: Toolchain,
     #[serde(default)]
