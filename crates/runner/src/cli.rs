@@ -524,13 +524,9 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
             .or_default() += 1;
     }
     let counts: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
-    let root = |p: &std::path::Path| {
-        if pipeline.root == std::path::Path::new(".") {
-            crate::evidence::rundir::slash(p)
-        } else {
-            crate::evidence::rundir::slash(&pipeline.root.join(p))
-        }
-    };
+    // Relative to the directory the command ran in (the pipeline's as the command line named
+    // it), or absolute.
+    let root = |p: &std::path::Path| crate::evidence::rundir::shown(&pipeline.root.join(p));
     // Progress went to stderr; the result (the verdict and where to read it) goes to stdout.
     eprintln!("run {}: {}", finished.run.id, counts.join(", "));
     let mut result = String::new();
@@ -1084,8 +1080,7 @@ fn finish_remote(
             .map_err(|e| Error::Io(e.to_string()))?;
     }
     let analysis = report::analyze(&evidence);
-    let shown =
-        |p: &std::path::Path| crate::evidence::rundir::slash(p.strip_prefix(root).unwrap_or(p));
+    let shown = crate::evidence::rundir::shown;
     eprintln!("artifacts: {}", shown(&root.join(&dir)));
     print(&format!(
         "verdict: {}\nreport: {}\n",
@@ -1093,7 +1088,7 @@ fn finish_remote(
         shown(&name)
     ))?;
     Ok(
-        match crate::execution::orchestrate::verdict(&evidence.run) {
+        match crate::execution::orchestrate::verdict(&evidence.run, Some(&analysis.verdict)) {
             Verdict::Clean => Outcome::Clean,
             Verdict::Findings => Outcome::Findings,
             Verdict::Incomplete => Outcome::Incomplete,

@@ -84,7 +84,7 @@ impl Index {
         let Ok(entries) = std::fs::read_dir(&artifacts) else {
             return index;
         };
-        let shown = |p: &Path| crate::evidence::rundir::slash(p.strip_prefix(root).unwrap_or(p));
+        let shown = |p: &Path| crate::evidence::rundir::shown(p);
         let mut runs: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
         for entry in entries.flatten() {
             let dir = entry.path();

@@ -380,6 +380,22 @@ pub fn open_stored_log(
     Ok(decompressed(&path, file))
 }
 
+/// A path as the runner prints it on the terminal: relative to the directory the command ran
+/// in, or absolute, as `path` is (the pipeline's directory joined as the command line named
+/// it), without `.` components; `.` for the directory itself. Never `//`, whatever `slash`
+/// would make of an absolute path.
+pub fn shown(path: &Path) -> String {
+    let cleaned: PathBuf = path
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect();
+    if cleaned.as_os_str().is_empty() {
+        ".".to_string()
+    } else {
+        cleaned.to_string_lossy().into_owned()
+    }
+}
+
 /// A relative path with forward slashes, as the manifest records paths.
 pub fn slash(path: &Path) -> String {
     path.components()

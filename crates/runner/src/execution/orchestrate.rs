@@ -178,7 +178,10 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
     let id = rundir::run_id(started, &pipeline_hash);
     let dir = RunDir::create(&pipeline.root, &id)?;
     let _reserve = Reserve(&dir);
-    say(&format!("run {id}: {}", slash(&dir.relative)));
+    say(&format!(
+        "run {id}: {}",
+        rundir::shown(&pipeline.root.join(&dir.relative))
+    ));
     let mut run = Run {
         schema: report::RUN_SCHEMA.to_string(),
         id: id.clone(),
@@ -232,6 +235,20 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         inputs: run.inputs.keys().cloned().collect(),
     };
     let report_unit = plan.units.iter().find(|u| u.kind == StageKind::Report);
+    // What cannot run here (no GPU, a missing tool) is said once per stage and reason, in plan
+    // order, before anything runs; what is skipped later (a build that failed, nothing to do)
+    // once the units ended.
+    let planned_skips = plan.units.iter().filter_map(|u| match &u.blocked {
+        Some(Blocked::Skip(reason)) if u.kind != StageKind::Report => Some((u, reason.as_str())),
+        _ => None,
+    });
+    for (label, reason) in skip_lines(planned_skips) {
+        cx.progress.event(Event::Skipped {
+            label: &label,
+            reason: &reason,
+        });
+    }
+    let mut late_skips: Vec<(usize, String)> = Vec::new();
     let mut scheduler = Scheduler::new(&plan, limits, |u| u.kind == StageKind::Report);
     // Each unit's record, in plan order, once it ended.
     let mut records: Vec<Option<Stage>> = vec![None; plan.units.len()];
@@ -298,6 +315,15 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
                 reason: stage.reason.as_deref(),
                 cached_from: stage.cached_from.as_deref(),
             });
+            if stage.status == StageStatus::Skipped
+                && stage.cached_from.is_none()
+                && !matches!(
+                    plan.units.get(i).and_then(|u| u.blocked.as_ref()),
+                    Some(Blocked::Skip(_))
+                )
+            {
+                late_skips.push((i, stage.reason.clone().unwrap_or_default()));
+            }
             executor.set_status(i, &stage);
             // Skipped units change nothing on disk: they are recorded with the next unit that
             // does.
@@ -316,12 +342,23 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         }
     });
     failure?;
+    late_skips.sort();
+    let late = late_skips
+        .iter()
+        .filter_map(|(i, reason)| Some((plan.units.get(*i)?, reason.as_str())));
+    for (label, reason) in skip_lines(late) {
+        cx.progress.event(Event::Skipped {
+            label: &label,
+            reason: &reason,
+        });
+    }
 
     let interrupted = cx.interrupt.is_set();
     run.finished = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
     run.interrupted = interrupted;
     let mut report = None;
-    let mut headline = None;
+    // The report's judgement of the evidence: what the exit code's "findings" rests on.
+    let mut judged = None;
     if let Some(unit) = report_unit
         && !interrupted
     {
@@ -329,30 +366,65 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         cx.progress.event(Event::Started { label: &label });
         let clock = Instant::now();
         let (stage, written) = write_report(pipeline, &dir, &run, unit);
-        if let Some((path, line)) = written {
+        // On the terminal, where the command ran from; the manifest keeps it under the
+        // pipeline's directory.
+        let shown = written
+            .as_ref()
+            .map(|(path, _)| format!("wrote {}", rundir::shown(&pipeline.root.join(path))));
+        if let Some((path, verdict)) = written {
             report = Some(path);
-            headline = Some(line);
+            judged = Some(verdict);
         }
         cx.progress.event(Event::Finished {
             label: &label,
             status: stage.status,
             elapsed: clock.elapsed(),
-            reason: stage.reason.as_deref(),
+            reason: shown.as_deref().or(stage.reason.as_deref()),
             cached_from: None,
         });
         run.stages.push(stage);
     }
+    if judged.is_none() && !interrupted {
+        let evidence = crate::evidence::stored::from_run(run.clone(), &dir.path);
+        judged = Some(report::analyze(&evidence).verdict);
+    }
     run.wall_ms = Some(u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX));
     dir.write_manifest(&run)?;
     cx.progress.event(Event::Done);
-    let verdict = verdict(&run);
+    let verdict = verdict(&run, judged.as_ref());
     Ok(Finished {
         run,
         dir: dir.relative.clone(),
+        headline: report.as_ref().and(judged.map(|v| v.line)),
         report,
-        headline,
         verdict,
     })
+}
+
+/// One line per stage and reason for skipped units, in the order given (plan order): the
+/// unit's label when it is the only one, else `stage (N units)`.
+fn skip_lines<'u>(units: impl Iterator<Item = (&'u Unit, &'u str)>) -> Vec<(String, String)> {
+    let mut groups: Vec<(&str, &str, String, usize)> = Vec::new();
+    for (unit, reason) in units {
+        match groups
+            .iter_mut()
+            .find(|(stage, r, _, _)| *stage == unit.name && *r == reason)
+        {
+            Some((_, _, _, count)) => *count += 1,
+            None => groups.push((&unit.name, reason, unit.label(), 1)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(stage, reason, first, count)| {
+            let label = if count == 1 {
+                first
+            } else {
+                format!("{stage} ({count} units)")
+            };
+            (label, reason.to_string())
+        })
+        .collect()
 }
 
 /// What a unit's thread tells the run loop.
@@ -417,12 +489,17 @@ fn not_kept(stage: &mut Stage, why: &str) {
     }
 }
 
-/// The overall verdict: interrupted, else findings, else incomplete, else clean.
-pub fn verdict(run: &Run) -> Verdict {
+/// The overall verdict, from which the exit code follows: interrupted, else findings, else
+/// incomplete, else clean. Findings are a unit's findings that the report judged a root cause
+/// at warning level or above (`judged`, the report's verdict over the run's evidence): findings
+/// it reads as notes only (a compiler remark of low confidence) never make a run fail. Without
+/// a judgement (an interrupted run), a unit with findings counts.
+pub fn verdict(run: &Run, judged: Option<&report::Verdict>) -> Verdict {
     let any = |status: StageStatus| run.stages.iter().any(|s| s.status == status);
+    let findings = any(StageStatus::Findings) && judged.is_none_or(|j| j.errors + j.warnings > 0);
     if run.interrupted || any(StageStatus::Interrupted) {
         Verdict::Interrupted
-    } else if any(StageStatus::Findings) {
+    } else if findings {
         Verdict::Findings
     } else if any(StageStatus::Failed)
         || any(StageStatus::TimedOut)
@@ -585,6 +662,10 @@ impl Executor<'_> {
             record.reason = Some("the unit names no stage".into());
             return Ok((record, None));
         };
+        if let Some(reason) = self.nothing_to_inspect(unit) {
+            record.reason = Some(reason);
+            return Ok((record, None));
+        }
         match &unit.blocked {
             Some(Blocked::Skip(reason)) => {
                 record.reason = Some(reason.clone());
@@ -929,6 +1010,36 @@ impl Executor<'_> {
         }
     }
 
+    /// Why a SASS unit has nothing to do: no build stage made products for its config, and
+    /// none of the config's units that run the program ran here (no GPU), so nothing was
+    /// compiled just in time either (a Triton script on a machine without a GPU). A skip, not a
+    /// broken pipeline: its tool is not even needed. A build that ran, or a program that ran,
+    /// and left no device code is still inconclusive ([`steps::sass`]).
+    fn nothing_to_inspect(&self, unit: &Unit) -> Option<String> {
+        if unit.kind != StageKind::Sass || self.pipeline.target.is_none() || unit.compile.is_some()
+        {
+            return None;
+        }
+        let ran = self.plan.units.iter().enumerate().any(|(j, other)| {
+            other.config == unit.config
+                && !matches!(
+                    other.kind,
+                    StageKind::Compile | StageKind::Sass | StageKind::Report
+                )
+                && self
+                    .ending(j)
+                    .is_some_and(|(status, _)| status != StageStatus::Skipped)
+        });
+        if ran || !crate::execution::target::products(&self.product_dirs(unit)).is_empty() {
+            return None;
+        }
+        Some(
+            "nothing to inspect: no build stage made device code, and no stage ran the program \
+             here to compile a kernel just in time"
+                .to_string(),
+        )
+    }
+
     /// Where a target's SASS stage looks for products: the build directory (JIT caches
     /// included) and the build's declared product directories.
     fn product_dirs(&self, unit: &Unit) -> Vec<PathBuf> {
@@ -1091,14 +1202,14 @@ fn present_logs(
 }
 
 /// Renders the report from the run's evidence and writes `reports/<id>.md` and
-/// `reports/latest.md`; returns its stage record and, when written, its path and verdict
-/// sentence.
+/// `reports/latest.md`; returns its stage record and, when written, its path and the report's
+/// verdict.
 fn write_report(
     pipeline: &Pipeline,
     dir: &RunDir,
     run: &Run,
     unit: &Unit,
-) -> (Stage, Option<(PathBuf, String)>) {
+) -> (Stage, Option<(PathBuf, report::Verdict)>) {
     let started = Instant::now();
     let mut record = Stage {
         name: unit.name.clone(),
@@ -1131,7 +1242,7 @@ fn write_report(
     with_report.stages.push(record.clone());
     let evidence = crate::evidence::stored::from_run(with_report, &dir.path);
     let text = report::render(&evidence, OutputFormat::Markdown);
-    let headline = report::analyze(&evidence).verdict.line;
+    let judged = report::analyze(&evidence).verdict;
     let relative = Path::new(rundir::REPORTS).join(format!("{}.md", run.id));
     let reports = Path::new(rundir::REPORTS);
     // The chart first: the markdown links it.
@@ -1151,7 +1262,7 @@ fn write_report(
     match result {
         Ok(()) => {
             record.reason = Some(format!("wrote {}", slash(&relative)));
-            (record, Some((relative, headline)))
+            (record, Some((relative, judged)))
         }
         Err(e) => {
             record.status = StageStatus::Failed;

@@ -3,8 +3,9 @@
 //! Execution reports [`Event`]s and knows nothing about display. On a terminal, [`Terminal`]
 //! shows one spinner line naming the units running now (indicatif) and prints a line as each
 //! ends, as nextest does; otherwise it prints plain `stage config arch case  status  elapsed
-//! reason` lines, one per unit as it ends, which read well in CI logs. Consecutive units of one
-//! stage skipped for one reason share a line.
+//! reason` lines, one per unit as it ends, which read well in CI logs. Skipped units are not
+//! printed as they end: the run says why once per stage and reason ([`Event::Skipped`]), in
+//! plan order.
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
@@ -20,7 +21,11 @@ pub enum Event<'a> {
     Note(&'a str),
     /// A unit started.
     Started { label: &'a str },
-    /// A unit ended.
+    /// Units of one stage skipped for one reason: one line (`memcheck (12 units)  skipped
+    /// no CUDA driver: ...`, or the unit's own label when there is one).
+    Skipped { label: &'a str, reason: &'a str },
+    /// A unit ended. A skipped one that was not served from the cache is not printed: the run
+    /// reports it with its stage as [`Event::Skipped`].
     Finished {
         label: &'a str,
         status: StageStatus,
@@ -50,8 +55,6 @@ struct State {
     running: Vec<String>,
     /// Units ended so far.
     ended: usize,
-    /// Skipped units not printed yet: stage name, reason, first label, count.
-    skipped: Option<(String, String, String, usize)>,
 }
 
 impl State {
@@ -78,23 +81,6 @@ impl State {
                 self.running.len(),
                 self.ended
             )));
-        }
-    }
-
-    fn flush_skipped(&mut self) {
-        if let Some((stage, reason, first, count)) = self.skipped.take() {
-            let label = if count == 1 {
-                first
-            } else {
-                format!("{stage} ({count} units)")
-            };
-            self.print(&line(
-                &label,
-                StageStatus::Skipped,
-                Duration::ZERO,
-                Some(&reason),
-                None,
-            ));
         }
     }
 }
@@ -126,30 +112,22 @@ impl Progress for Terminal {
             state.show_running();
         }
         if let Event::Finished {
-            label,
             status: StageStatus::Skipped,
-            reason,
             cached_from: None,
             ..
         } = &event
         {
-            let stage = label.split(' ').next().unwrap_or(label).to_string();
-            let reason = reason.unwrap_or("").to_string();
-            match &mut state.skipped {
-                Some((s, r, _, count)) if *s == stage && *r == reason => *count += 1,
-                _ => {
-                    state.flush_skipped();
-                    state.skipped = Some((stage, reason, (*label).to_string(), 1));
-                }
-            }
             return;
-        }
-        // A unit starting does not end a group of skipped ones: it may be skipped too.
-        if !matches!(event, Event::Started { .. }) {
-            state.flush_skipped();
         }
         match event {
             Event::Note(text) => state.print(text),
+            Event::Skipped { label, reason } => state.print(&line(
+                label,
+                StageStatus::Skipped,
+                Duration::ZERO,
+                Some(reason),
+                None,
+            )),
             Event::Started { label } => {
                 state.running.push(label.to_string());
                 if self.interactive && state.bar.is_none() {

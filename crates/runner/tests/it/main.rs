@@ -21,6 +21,7 @@ mod fault_classes;
 mod hostile;
 mod large;
 mod leftovers;
+mod output;
 mod pack;
 mod preflight;
 mod process;

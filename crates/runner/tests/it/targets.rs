@@ -1240,3 +1240,38 @@ fn a_googletest_binary_splits_by_its_listed_tests() {
         "memcheck found errors in 1 of 5 tests, each run in a process of its own: Shapes/TailTile.MatchesReference/2"
     );
 }
+
+/// A Triton script on a machine without a GPU: no build stage, and no stage ran the program
+/// to compile a kernel just in time. The SASS stage has nothing to inspect: it is skipped,
+/// saying so, without looking for its tool, and the run exits 0.
+#[test]
+fn a_sass_stage_with_nothing_to_inspect_is_skipped_without_its_tool() {
+    let project = project(
+        "  program:\n    command: [python3, kernel.py]",
+        "  memcheck:\n    timeout: 30s\n  sass:\n    timeout: 30s",
+    );
+    let yaml = std::fs::read_to_string(project.root.join("pipeline.yaml")).expect("pipeline");
+    project.pipeline(
+        &yaml
+            .replace("bin/cuobjdump", "bin/no-such-cuobjdump")
+            .replace("bin/compute-sanitizer", "bin/no-such-compute-sanitizer"),
+    );
+    project.write("kernel.py", "# stand-in for a Triton script\n");
+    let out = project.run(&["pipeline.yaml"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    let manifest = project.manifest();
+    assert_eq!(stage(&manifest, "memcheck")["status"], "skipped");
+    let sass = stage(&manifest, "sass");
+    assert_eq!(sass["status"], "skipped", "{sass:#}");
+    assert_eq!(
+        sass["reason"],
+        "nothing to inspect: no build stage made device code, and no stage ran the program \
+         here to compile a kernel just in time"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("sass plain sm_90") && l.contains("nothing to inspect")),
+        "{err}"
+    );
+}
