@@ -77,6 +77,7 @@ pub enum Command {
     Report {
         /// A run directory, e.g. `artifacts/<run-id>`.
         run_dir: PathBuf,
+        /// The report's format: Markdown, JSON, SARIF 2.1.0 or JUnit XML.
         #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
         format: ReportFormat,
         /// The short form (verdict, root causes, timings against the baseline) for a
@@ -86,8 +87,11 @@ pub enum Command {
     },
     /// Diagnose raw logs with no run directory (exit 0 clean, 1 problems found).
     Explain {
+        /// The logs: any tool output `runner parse` reads (ptxas, SASS, compute-sanitizer,
+        /// Nsight Compute CSV pages, harness or benchmark JSON, JUnit XML), `.gz` too.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// The explanation's format: Markdown, JSON, SARIF 2.1.0 or JUnit XML.
         #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
         format: ReportFormat,
         /// Parse every file as this format instead of detecting it.
@@ -101,8 +105,11 @@ pub enum Command {
     /// Compare two stored runs: new and fixed findings, resource and timing changes (exit 1 on a
     /// regression).
     Diff {
+        /// The earlier run directory, e.g. `artifacts/<run-id>`: what B is compared against.
         run_a: PathBuf,
+        /// The later run directory: its new and fixed findings are A's counted against it.
         run_b: PathBuf,
+        /// The comparison's format: Markdown, JSON, SARIF 2.1.0 or JUnit XML.
         #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
         format: ReportFormat,
         /// Compare timings even when the runs' GPUs or drivers differ.
@@ -129,6 +136,7 @@ pub enum Command {
     },
     /// Detect each file's format and print what the parsers found in it.
     Parse {
+        /// The logs to parse (`.gz` too).
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Print the `{"inputs": [...]}` JSON instead of a summary.
@@ -137,6 +145,14 @@ pub enum Command {
         /// Parse every file as this format instead of detecting it.
         #[arg(long = "as", value_enum, value_name = "LOG_FORMAT")]
         format: Option<LogFormat>,
+    },
+    /// The kernel harness (crates/harness), built into the runner so one binary runs every
+    /// stage: its arguments and exit codes are the harness's own (`runner harness --help`).
+    #[command(disable_help_flag = true)]
+    Harness {
+        /// The harness's arguments (`--cubin`, `--mode`, ...).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
     },
 }
 
@@ -256,9 +272,9 @@ pub struct BisectArgs {
     /// label as `runner diff` shows it (`d64`, `B=2 H=8 S=512`).
     #[arg(long, value_name = "BENCH")]
     pub slower: Option<String>,
-    /// The answer's format on stdout (Markdown or JSON; both are kept beside the runs).
-    #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
-    pub format: ReportFormat,
+    /// The answer's format on stdout (both are kept beside the runs).
+    #[arg(long, value_enum, default_value_t = BisectFormat::Md)]
+    pub format: BisectFormat,
     /// The short form, for a pull-request comment; Markdown only.
     #[arg(long)]
     pub summary: bool,
@@ -266,12 +282,35 @@ pub struct BisectArgs {
     pub options: RunOptions,
 }
 
+/// A rendered format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
+    /// Markdown.
     Md,
+    /// JSON.
     Json,
+    /// SARIF 2.1.0, for code scanning.
     Sarif,
+    /// JUnit XML, for CI dashboards.
     Junit,
+}
+
+/// The formats of `runner bisect`'s answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BisectFormat {
+    /// Markdown (`bisect.md`).
+    Md,
+    /// JSON (`bisect.json`).
+    Json,
+}
+
+impl From<BisectFormat> for ReportFormat {
+    fn from(format: BisectFormat) -> ReportFormat {
+        match format {
+            BisectFormat::Md => ReportFormat::Md,
+            BisectFormat::Json => ReportFormat::Json,
+        }
+    }
 }
 
 /// Log formats `runner parse --format` accepts.
@@ -378,6 +417,11 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
             format,
             allow_different_gpu,
         }) => diff(&run_a, &run_b, format, allow_different_gpu),
+        // `main` hands `runner harness ...` to the harness before parsing: the subcommand is
+        // here for `--help` and the commands' list.
+        Some(Command::Harness { .. }) => Err(Error::Usage(
+            "`harness` must be the first argument: `runner harness --help`".into(),
+        )),
     }
 }
 
@@ -553,12 +597,7 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
 
 /// `runner bisect GOOD BAD [PIPELINE]`.
 fn bisect(args: BisectArgs, host: Host) -> Result<Outcome, Error> {
-    if !matches!(args.format, ReportFormat::Md | ReportFormat::Json) {
-        return Err(Error::Usage(
-            "runner bisect writes Markdown or JSON: --format md or --format json".into(),
-        ));
-    }
-    if args.summary && args.format != ReportFormat::Md {
+    if args.summary && args.format != BisectFormat::Md {
         return Err(Error::Usage(
             "--summary is a Markdown form: drop --format or give --format md".into(),
         ));
@@ -620,7 +659,7 @@ fn bisect(args: BisectArgs, host: Host) -> Result<Outcome, Error> {
     );
     print(&terminated(report::render_bisect(
         b,
-        args.format.into(),
+        ReportFormat::from(args.format).into(),
         args.summary,
     )))?;
     Ok(if finished.interrupted {

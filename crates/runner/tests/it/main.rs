@@ -18,6 +18,7 @@ mod damaged;
 mod decide;
 mod explain;
 mod fault_classes;
+mod help;
 mod hostile;
 mod large;
 mod leftovers;
