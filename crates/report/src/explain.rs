@@ -22,6 +22,8 @@ pub struct Explanation {
     pub diagnoses: Vec<Diagnosis>,
     /// One row per log: its inferred stage, status and key figure.
     pub logs: Vec<CoverageRow>,
+    /// The test cases of each row's log (JUnit XML), by row: JUnit output lists them.
+    pub tests: Vec<Vec<parsers::TestCase>>,
 }
 
 impl Explanation {
@@ -60,10 +62,25 @@ pub fn explain(logs: &[(String, ParsedLog)]) -> Explanation {
             );
         }
     }
+    let tests = analysis
+        .coverage
+        .iter()
+        .map(|row| {
+            let paths: Vec<&str> = row.logs.iter().map(String::as_str).collect();
+            analysis
+                .joined
+                .sources_at(&paths)
+                .into_iter()
+                .filter_map(|i| analysis.joined.source(i))
+                .flat_map(|s| s.log.tests.iter().cloned())
+                .collect()
+        })
+        .collect();
     Explanation {
         verdict,
         diagnoses: analysis.diagnoses,
         logs: analysis.coverage,
+        tests,
     }
 }
 
@@ -84,7 +101,11 @@ pub fn render_explanation(e: &Explanation, format: OutputFormat) -> String {
             text
         }
         OutputFormat::Sarif => crate::render::sarif::render_diagnoses(&e.diagnoses, None),
-        OutputFormat::Junit => crate::render::junit::render_parts(&e.logs, &e.diagnoses, None),
+        OutputFormat::Junit => {
+            let tests: Vec<Vec<&parsers::TestCase>> =
+                e.tests.iter().map(|t| t.iter().collect()).collect();
+            crate::render::junit::render_with_tests(&e.logs, &e.diagnoses, &tests, None)
+        }
     })
 }
 

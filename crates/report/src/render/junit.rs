@@ -1,15 +1,24 @@
 //! JUnit XML for CI dashboards: a test suite per stage, a test case per stage execution. A
 //! stage with findings fails with the diagnoses that cite it; a stage that broke, timed out or
-//! could not conclude is an error; a skipped stage is skipped with its reason.
+//! could not conclude is an error; a skipped stage is skipped with its reason. The tests a
+//! program's own JUnit XML reported follow their stage execution in its suite, each a test case
+//! of its own, the passing ones beside the failing ones.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use parsers::{TestCase, TestOutcome};
+
 use crate::analysis::{Analysis, CoverageRow, stage_status_word};
+
+/// A stage execution and its program's tests.
+type Row<'r> = (&'r CoverageRow, &'r [&'r TestCase]);
 
 struct Parts<'p> {
     coverage: &'p [CoverageRow],
     diagnoses: &'p [Diagnosis],
+    /// Each coverage row's program tests (its logs' JUnit test cases), by row.
+    tests: &'p [Vec<&'p TestCase>],
 }
 use crate::diagnosis::{Diagnosis, Level};
 use crate::text::xml_escape;
@@ -17,7 +26,20 @@ use crate::{Run, StageStatus};
 
 /// Renders the JUnit XML document.
 pub fn render(a: &Analysis, run: Option<&Run>) -> String {
-    render_parts(&a.coverage, &a.diagnoses, run)
+    let tests: Vec<Vec<&TestCase>> = a
+        .coverage
+        .iter()
+        .map(|row| {
+            let paths: Vec<&str> = row.logs.iter().map(String::as_str).collect();
+            a.joined
+                .sources_at(&paths)
+                .into_iter()
+                .filter_map(|i| a.joined.source(i))
+                .flat_map(|s| &s.log.tests)
+                .collect()
+        })
+        .collect();
+    render_with_tests(&a.coverage, &a.diagnoses, &tests, run)
 }
 
 /// Renders JUnit XML from coverage rows and diagnoses (a run's, or those `explain` found).
@@ -26,15 +48,35 @@ pub fn render_parts(
     diagnoses: &[Diagnosis],
     run: Option<&Run>,
 ) -> String {
+    render_with_tests(coverage, diagnoses, &[], run)
+}
+
+/// [`render_parts`], with each row's program tests (`tests[i]` for `coverage[i]`; rows past its
+/// end have none).
+pub fn render_with_tests(
+    coverage: &[CoverageRow],
+    diagnoses: &[Diagnosis],
+    tests: &[Vec<&TestCase>],
+    run: Option<&Run>,
+) -> String {
     let a = Parts {
         coverage,
         diagnoses,
+        tests,
     };
-    let mut suites: Vec<(String, Vec<&CoverageRow>)> = Vec::new();
-    for row in a.coverage {
+    let all_tests = || a.tests.iter().flatten();
+    let tally = |outcomes: &[TestOutcome]| {
+        all_tests()
+            .filter(|t| outcomes.contains(&t.outcome))
+            .count()
+    };
+    // Each row with its program tests, by stage.
+    let mut suites: Vec<(String, Vec<Row>)> = Vec::new();
+    for (i, row) in a.coverage.iter().enumerate() {
+        let tests = a.tests.get(i).map_or(&[][..], Vec::as_slice);
         match suites.iter_mut().find(|(name, _)| *name == row.stage) {
-            Some((_, rows)) => rows.push(row),
-            None => suites.push((row.stage.clone(), vec![row])),
+            Some((_, rows)) => rows.push((row, tests)),
+            None => suites.push((row.stage.clone(), vec![(row, tests)])),
         }
     }
     let name = run
@@ -43,19 +85,20 @@ pub fn render_parts(
     let total = if a.coverage.is_empty() {
         a.diagnoses.len()
     } else {
-        a.coverage.len()
+        a.coverage.len() + all_tests().count()
     };
     let failures = if a.coverage.is_empty() {
         a.diagnoses.iter().filter(|d| d.level > Level::Note).count()
     } else {
-        a.coverage.iter().filter(|r| is_failure(&a, r)).count()
+        a.coverage.iter().filter(|r| is_failure(&a, r)).count() + tally(&[TestOutcome::Failed])
     };
-    let errors = a.coverage.iter().filter(|r| is_error(r)).count();
+    let errors = a.coverage.iter().filter(|r| is_error(r)).count() + tally(&[TestOutcome::Error]);
     let skipped = a
         .coverage
         .iter()
         .filter(|r| r.status == StageStatus::Skipped)
-        .count();
+        .count()
+        + tally(&[TestOutcome::Skipped]);
     let durations = durations(run);
     let mut out = String::new();
     let _ = writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#);
@@ -65,20 +108,27 @@ pub fn render_parts(
         xml_escape(&name)
     );
     for (suite, rows) in &suites {
-        let f = rows.iter().filter(|r| is_failure(&a, r)).count();
-        let e = rows.iter().filter(|r| is_error(r)).count();
+        let count = |outcome: TestOutcome| {
+            rows.iter()
+                .flat_map(|(_, tests)| tests.iter())
+                .filter(|t| t.outcome == outcome)
+                .count()
+        };
+        let f = rows.iter().filter(|(r, _)| is_failure(&a, r)).count() + count(TestOutcome::Failed);
+        let e = rows.iter().filter(|(r, _)| is_error(r)).count() + count(TestOutcome::Error);
         let s = rows
             .iter()
-            .filter(|r| r.status == StageStatus::Skipped)
-            .count();
+            .filter(|(r, _)| r.status == StageStatus::Skipped)
+            .count()
+            + count(TestOutcome::Skipped);
+        let n = rows.len() + rows.iter().map(|(_, tests)| tests.len()).sum::<usize>();
         let _ = writeln!(
             out,
-            r#"  <testsuite name="{}" tests="{}" failures="{f}" errors="{e}" skipped="{s}">"#,
+            r#"  <testsuite name="{}" tests="{n}" failures="{f}" errors="{e}" skipped="{s}">"#,
             xml_escape(suite),
-            rows.len()
         );
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-        for row in rows {
+        for &(row, tests) in rows {
             let mut case = row.config.clone().unwrap_or_else(|| "run".to_string());
             if let Some(c) = &row.case {
                 case.push_str(&format!(" [{c}]"));
@@ -180,6 +230,10 @@ pub fn render_parts(
                     let _ = writeln!(out, "    </testcase>");
                 }
             }
+            let classname = format!("exhibit.{suite}.{}", row.config.as_deref().unwrap_or("run"));
+            for test in tests {
+                program_test(&mut out, test, &classname);
+            }
         }
         let _ = writeln!(out, "  </testsuite>");
     }
@@ -188,6 +242,46 @@ pub fn render_parts(
     }
     let _ = writeln!(out, "</testsuites>");
     out
+}
+
+/// One test a program's JUnit XML reported, as a test case of its stage's suite: passed,
+/// failed or errored with its message and the line it failed at, or skipped.
+fn program_test(out: &mut String, test: &TestCase, classname: &str) {
+    let _ = write!(
+        out,
+        r#"    <testcase name="{}" classname="{}" time="{:.3}""#,
+        xml_escape(&test.id),
+        xml_escape(classname),
+        test.time_s.unwrap_or(0.0)
+    );
+    let message = test.message.as_deref().unwrap_or_default();
+    let place = match (&test.file, test.line) {
+        (Some(file), Some(line)) => format!("{file}:{line}"),
+        (Some(file), None) => file.clone(),
+        _ => String::new(),
+    };
+    let element = match test.outcome {
+        TestOutcome::Passed => {
+            let _ = writeln!(out, "/>");
+            return;
+        }
+        TestOutcome::Skipped => {
+            let _ = writeln!(out, ">");
+            let _ = writeln!(out, r#"      <skipped message="{}"/>"#, xml_escape(message));
+            let _ = writeln!(out, "    </testcase>");
+            return;
+        }
+        TestOutcome::Failed => "failure",
+        TestOutcome::Error => "error",
+    };
+    let _ = writeln!(out, ">");
+    let _ = writeln!(
+        out,
+        r#"      <{element} message="{}" type="test">{}</{element}>"#,
+        xml_escape(message),
+        xml_escape(&place)
+    );
+    let _ = writeln!(out, "    </testcase>");
 }
 
 /// Without stages (a diff), each root cause is a test case of its own.

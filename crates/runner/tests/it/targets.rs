@@ -1035,6 +1035,31 @@ fn a_failing_test_in_a_junit_report_is_a_root_cause_named_by_its_id() {
     );
     let md = rendered(&run, "md");
     assert!(md.contains("5/7 passed; 2 skipped"), "{md}");
+    // JUnit lists the suite's own tests beside the check that ran them: the passing ones too.
+    let xml = rendered(&run, "junit");
+    let case = |id: &str| {
+        xml.lines()
+            .find(|l| l.contains(&format!("<testcase name=\"{id}\"")))
+            .unwrap_or_else(|| panic!("no test case {id} in\n{xml}"))
+            .to_string()
+    };
+    let passing = case("tests/test_softmax.py::test_rows_sum_to_one[1000]");
+    assert!(
+        passing.contains(r#"classname="exhibit.check.plain""#) && passing.ends_with("/>"),
+        "{passing}"
+    );
+    assert!(
+        !case("tests/test_softmax.py::test_tail_tile[200]").ends_with("/>"),
+        "a failing test has its failure"
+    );
+    assert!(
+        xml.contains(r#"type="test">tests/test_softmax.py:27</failure>"#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<testsuite name="check" tests="10" failures="2" errors="1" skipped="2">"#),
+        "{xml}"
+    );
 }
 
 /// `split: tests` runs several tests at once (up to `--gpu-jobs`), each with its own `{out}`:
