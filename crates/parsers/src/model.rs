@@ -1,6 +1,8 @@
 //! The typed values every parser produces. This is the contract between `parsers`, `report`
 //! and `runner parse --json`: fields may be added, never renamed or removed.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// What kind of log a file is.
@@ -483,6 +485,11 @@ pub struct InstructionMix {
     /// The longest run of multiply-adds where each adds to the one before (a dot product
     /// accumulated in one register chain), in SASS order.
     pub fma_chain: u32,
+    /// Warp-stall samples by reason, as ncu names its columns (`stall_long_sb`), over the
+    /// function's instructions, each counted once (the page lists an inlined instruction again
+    /// under every file of its inlining chain). Reasons with no sample are left out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stalls: BTreeMap<String, u64>,
 }
 
 /// A call from one device function to another, at the source line the line table gives the
@@ -521,6 +528,9 @@ pub struct SourceLine {
     pub stall_samples: u64,
     /// The stall reason with the most samples on the line, as ncu names its column (`stall_mio`).
     pub top_stall: Option<String>,
+    /// The line's warp-stall samples by reason (`stall_barrier`), reasons with none left out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stalls: BTreeMap<String, u64>,
     pub instructions: u64,
     /// Thread instructions executed with their predicate on (the lanes that did work), summed
     /// over the line's warp instructions: divided by `instructions`, the lanes active per

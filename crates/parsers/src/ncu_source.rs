@@ -4,7 +4,7 @@
 //! that line (`Line No` empty). The source-line rows already sum their instructions' counters;
 //! they are what is kept, as [`SourceLine`]s.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::model::{Format, InstructionMix, ParsedLog, SourceLine};
 use crate::util::{note_unparsed, parse_u64};
@@ -17,6 +17,9 @@ struct Columns {
     text: usize,
     /// The SASS text (the second "Source" column).
     sass: usize,
+    /// The instruction's address, which tells one instruction listed under two files apart
+    /// from two instructions.
+    address: Option<usize>,
     stalls: Option<usize>,
     instructions: Option<usize>,
     active_lanes: Option<usize>,
@@ -37,6 +40,9 @@ pub(crate) struct SourceParser {
     columns: Option<Columns>,
     /// Index of a (file, function, line) already kept.
     seen: HashMap<(String, String, u32), usize>,
+    /// The (function, address) of each instruction counted: an instruction inlined from a
+    /// header is listed under the header's file and again under its caller's.
+    counted: HashSet<(String, String)>,
     /// The instruction mix of the function being read, and the FMA chain it is in.
     mix: Option<InstructionMix>,
     chain: u32,
@@ -51,6 +57,7 @@ impl SourceParser {
             function: String::new(),
             columns: None,
             seen: HashMap::new(),
+            counted: HashSet::new(),
             mix: None,
             chain: 0,
             last_fma_dest: None,
@@ -120,28 +127,33 @@ impl SourceParser {
         let line = (!c.sass_only)
             .then(|| cells.get(c.line).and_then(|l| l.trim().parse::<u32>().ok()))
             .flatten();
-        let Some(line) = line else {
-            let executed = c
-                .instructions
-                .and_then(|i| cells.get(i))
-                .and_then(|v| parse_u64(v))
-                .unwrap_or(0);
-            let sass = cells.get(c.sass).map(String::as_str).unwrap_or("");
-            self.instruction(sass, executed);
-            return;
-        };
         let get = |i: Option<usize>| {
             i.and_then(|i| cells.get(i))
                 .and_then(|v| parse_u64(v))
                 .unwrap_or(0)
         };
-        let top_stall = c
+        let stalls: BTreeMap<String, u64> = c
             .reasons
             .iter()
-            .map(|(i, name)| (get(Some(*i)), name))
-            .filter(|(n, _)| *n > 0)
-            .max_by_key(|(n, _)| *n)
-            .map(|(_, name)| name.clone());
+            .map(|(i, name)| (name.clone(), get(Some(*i))))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        let Some(line) = line else {
+            let address = c.address.and_then(|i| cells.get(i)).map(|a| a.trim());
+            if let Some(address) = address.filter(|a| !a.is_empty()) {
+                let key = (self.function.clone(), address.to_string());
+                if !self.counted.insert(key) {
+                    return;
+                }
+            }
+            let sass = cells.get(c.sass).map(String::as_str).unwrap_or("");
+            self.instruction(sass, get(c.instructions), stalls);
+            return;
+        };
+        let top_stall = stalls
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(name, _)| name.clone());
         let row = SourceLine {
             file: self.file.clone(),
             function: self.function.clone(),
@@ -152,6 +164,7 @@ impl SourceParser {
                 .unwrap_or_default(),
             stall_samples: get(c.stalls),
             top_stall,
+            stalls,
             instructions: get(c.instructions),
             active_lanes: get(c.active_lanes),
             shared_wavefronts: get(c.shared),
@@ -165,6 +178,9 @@ impl SourceParser {
             Some(&i) => {
                 if let Some(old) = self.log.source_lines.get_mut(i) {
                     old.stall_samples += row.stall_samples;
+                    for (reason, n) in row.stalls {
+                        *old.stalls.entry(reason).or_default() += n;
+                    }
                     old.instructions += row.instructions;
                     old.active_lanes += row.active_lanes;
                     old.shared_wavefronts += row.shared_wavefronts;
@@ -180,9 +196,13 @@ impl SourceParser {
         }
     }
 
-    /// Counts one SASS instruction (`@P0 FFMA R1, R2, R3, R1`) executed `executed` times.
-    fn instruction(&mut self, sass: &str, executed: u64) {
+    /// Counts one SASS instruction (`@P0 FFMA R1, R2, R3, R1`) executed `executed` times, with
+    /// its warp-stall samples.
+    fn instruction(&mut self, sass: &str, executed: u64, stalls: BTreeMap<String, u64>) {
         let Some(mix) = &mut self.mix else { return };
+        for (reason, n) in stalls {
+            *mix.stalls.entry(reason).or_default() += n;
+        }
         let mut words = sass.split_whitespace();
         let mut op = words.next().unwrap_or("");
         if op.starts_with('@') {
@@ -259,6 +279,9 @@ impl SourceParser {
                     m.tensor_flops += mix.tensor_flops;
                     m.half_to_float += mix.half_to_float;
                     m.fma_chain = m.fma_chain.max(mix.fma_chain);
+                    for (reason, n) in mix.stalls {
+                        *m.stalls.entry(reason).or_default() += n;
+                    }
                 }
                 None => self.log.instruction_mix.push(mix),
             }
@@ -314,6 +337,7 @@ fn columns(header: &[String]) -> Columns {
             .filter(|(_, h)| *h == "Source")
             .nth(usize::from(!sass_only))
             .map_or(3, |(i, _)| i),
+        address: find("Address"),
         stalls: find("Warp Stall Sampling (All Samples)"),
         instructions: find("Instructions Executed"),
         active_lanes: find("Predicated-On Thread Instructions Executed"),

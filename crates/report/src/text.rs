@@ -123,6 +123,15 @@ pub fn scrub(line: &str, repo_files: &[String]) -> String {
     line.into_owned()
 }
 
+/// Whether a file as a report shows it (see [`relative_path`]) is one of the run's own input
+/// files, not a toolkit or system header.
+pub fn is_users_file(file: &str, repo_files: &[String]) -> bool {
+    let suffix = format!("/{file}");
+    repo_files
+        .iter()
+        .any(|f| *f == file || f.ends_with(&suffix))
+}
+
 /// A path as a report shows it: relative to the repository when it names a repository file,
 /// `<toolkit>/include/...` for a CUDA header, otherwise only its last component.
 pub fn relative_path(path: &str, repo_files: &[String]) -> String {

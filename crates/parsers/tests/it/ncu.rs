@@ -357,3 +357,30 @@ fn occupancy_rules_state_warps_per_scheduler_and_their_limiters() {
         "Block Limit Shared Mem"
     );
 }
+
+/// A kernel whose cooperative-groups calls are inlined (cuda-samples `reduce5`, captured on an
+/// H100): the page lists the barrier's instruction under the kernel's file and again under
+/// three headers of the inlining chain. The instruction mix and the stall samples count each
+/// instruction once: 12,648,448 warp instructions executed, 1,048,576 of them the barrier (five
+/// listings would make it 5,242,880), and 3,920 samples, 614 of them at the barrier.
+#[test]
+fn an_instruction_listed_under_every_file_of_its_inlining_counts_once() {
+    let log = parsers::parse(
+        Format::NcuSource,
+        &crate::fixture("ncu-source/cuda_samples_reduce5_source.log"),
+    );
+    let mix = log.instruction_mix.first().expect("one function");
+    assert_eq!(log.instruction_mix.len(), 1);
+    assert_eq!(mix.executed, 12_648_448);
+    assert_eq!(mix.stalls.values().sum::<u64>(), 3_920);
+    assert_eq!(mix.stalls.get("stall_barrier"), Some(&614));
+    assert_eq!(mix.stalls.get("stall_long_sb"), Some(&2_010));
+    // The line with the global load keeps its own breakdown.
+    let load = log
+        .source_lines
+        .iter()
+        .find(|l| l.text.contains("g_idata[i + blockSize]"))
+        .expect("the second load's line");
+    assert_eq!(load.top_stall.as_deref(), Some("stall_long_sb"));
+    assert_eq!(load.stalls.get("stall_long_sb"), Some(&2_010));
+}

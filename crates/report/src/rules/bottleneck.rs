@@ -93,7 +93,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             // No floating-point work to speak of: DRAM bandwidth is the limit it could reach.
             let no_fp_work = mix.mma == 0 && mix.fma.saturating_mul(10) < mix.executed;
             if no_fp_work {
-                if let Some(d) = memory_bound(ctx, config, &kernel, &out) {
+                if let Some(d) = memory_bound(ctx, config, &kernel, mix, &out) {
                     out.push(d);
                 }
                 continue;
@@ -263,6 +263,7 @@ struct Hottest<'j> {
 }
 
 fn hottest<'j>(ctx: &Ctx<'j, '_>, lines: &[&'j parsers::SourceLine]) -> Option<Hottest<'j>> {
+    let lines = users_lines(ctx, lines);
     let total: u64 = lines.iter().map(|l| l.stall_samples).sum();
     let line = lines.iter().copied().max_by_key(|l| l.stall_samples)?;
     let stall = line.top_stall.as_deref()?;
@@ -282,9 +283,151 @@ fn hottest<'j>(ctx: &Ctx<'j, '_>, lines: &[&'j parsers::SourceLine]) -> Option<H
     })
 }
 
-/// Under this share of the DRAM bandwidth a kernel with no floating-point work to speak of is
-/// far from what it could reach; shorter launches (µs) are too small to judge.
+/// The lines of a kernel in the run's own files, where it has any with samples: a header's
+/// line inlined into the kernel is listed with the samples of every call that inlined it, and
+/// again under the user's line of each call.
+fn users_lines<'j>(
+    ctx: &Ctx<'j, '_>,
+    lines: &[&'j parsers::SourceLine],
+) -> Vec<&'j parsers::SourceLine> {
+    let repo = &ctx.joined.repo_files;
+    let own: Vec<_> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.stall_samples > 0)
+        .filter(|l| crate::text::is_users_file(&relative_path(&l.file, repo), repo))
+        .collect();
+    if own.is_empty() { lines.to_vec() } else { own }
+}
+
+/// A line's warp-stall samples other than waits on global memory.
+fn away_from_memory(line: &parsers::SourceLine) -> u64 {
+    line.stalls
+        .iter()
+        .filter(|(r, _)| Wait::of(r) != Wait::Global)
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// A launch shorter than this (µs) is too short to judge by its DRAM throughput alone: its
+/// ramp-up and tail weigh on the average.
 const MIN_DURATION_US: f64 = 50.0;
+/// Nor is any launch shorter than this, whatever its stall samples say.
+const MIN_SAMPLED_US: f64 = 10.0;
+/// At or above this share of the DRAM bandwidth a memory-bound kernel is at its limit.
+const AT_LIMIT: f64 = 0.8;
+/// A kernel with at least this share of its warps' stall samples away from its global accesses
+/// spends most of its time on its own work, by a clear margin. Streaming kernels on an H100
+/// spend 6-35% there (examples/slow-kernels, `fast` reference run: `axpb` 14%, `reduce` 6%,
+/// `staged_scale` 35%, `transpose` 30%).
+const OWN_WORK: f64 = 0.6;
+
+/// Where a kernel's warps wait, from its warp-stall samples by reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// On global (or local) memory: `long_sb`, `lg_throttle`, `drain`, `tex`.
+    Global,
+    /// At barriers: `barrier`, `membar`.
+    Barrier,
+    /// On shared memory and the other MIO results (shuffles, special functions): `short_sb`,
+    /// `mio_throttle`.
+    Shared,
+    /// Issuing, or on fixed-latency dependencies and the math pipes: everything else.
+    Issue,
+}
+
+impl Wait {
+    const ALL: [Wait; 4] = [Wait::Global, Wait::Barrier, Wait::Shared, Wait::Issue];
+
+    fn of(reason: &str) -> Wait {
+        match reason.trim_start_matches("stall_") {
+            "long_sb" | "long_scoreboard" | "lg" | "lg_throttle" | "drain" | "tex"
+            | "tex_throttle" => Wait::Global,
+            "barrier" | "membar" => Wait::Barrier,
+            "short_sb" | "short_scoreboard" | "mio" | "mio_throttle" => Wait::Shared,
+            _ => Wait::Issue,
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Wait::Global => "waiting on global memory",
+            Wait::Barrier => "at barriers",
+            Wait::Shared => "on shared memory and other MIO results",
+            Wait::Issue => "issuing or on fixed-latency dependencies",
+        }
+    }
+}
+
+/// A kernel's warp-stall samples split by [`Wait`], each instruction counted once.
+struct Waits {
+    samples: [u64; 4],
+}
+
+impl Waits {
+    fn of(mix: &parsers::InstructionMix) -> Option<Waits> {
+        let mut samples = [0u64; 4];
+        for (reason, n) in &mix.stalls {
+            samples[Wait::of(reason) as usize] += n;
+        }
+        (samples.iter().sum::<u64>() > 0).then_some(Waits { samples })
+    }
+
+    fn share(&self, wait: Wait) -> f64 {
+        let total: u64 = self.samples.iter().sum();
+        self.samples[wait as usize] as f64 / total.max(1) as f64
+    }
+
+    /// The wait with the most samples of those in `among`.
+    fn top(&self, among: &[Wait]) -> Option<Wait> {
+        among
+            .iter()
+            .copied()
+            .max_by(|a, b| self.share(*a).total_cmp(&self.share(*b)))
+    }
+
+    /// "36% waiting on global memory (`reduction_kernel.cu:215`), 15% at barriers (...)": every
+    /// wait of at least a twentieth, largest first, each at the line that holds most of it.
+    fn sentence(&self, ctx: &Ctx, lines: &[&parsers::SourceLine]) -> String {
+        let lines = users_lines(ctx, lines);
+        let mut waits: Vec<Wait> = Wait::ALL
+            .into_iter()
+            .filter(|w| self.share(*w) >= 0.05)
+            .collect();
+        waits.sort_by(|a, b| self.share(*b).total_cmp(&self.share(*a)));
+        let parts: Vec<String> = waits
+            .iter()
+            .map(|w| {
+                let at = lines
+                    .iter()
+                    .map(|l| {
+                        let n: u64 = l
+                            .stalls
+                            .iter()
+                            .filter(|(r, _)| Wait::of(r) == *w)
+                            .map(|(_, n)| n)
+                            .sum();
+                        (l, n)
+                    })
+                    .filter(|(_, n)| *n > 0)
+                    .max_by_key(|(_, n)| *n)
+                    .map(|(l, _)| {
+                        format!(
+                            " (most at `{}:{}`)",
+                            relative_path(&l.file, &ctx.joined.repo_files),
+                            l.line
+                        )
+                    })
+                    .unwrap_or_default();
+                format!("{:.0}% {}{at}", self.share(*w) * 100.0, w.words())
+            })
+            .collect();
+        format!(
+            "Its warps' stall samples: {}.",
+            crate::text::join_words(&parts)
+        )
+    }
+}
 
 /// What holds back a kernel whose limit is DRAM bandwidth, from the Speed Of Light and its
 /// hottest line's stall.
@@ -306,6 +449,7 @@ fn memory_bound(
     ctx: &Ctx,
     config: Option<&str>,
     kernel: &KernelId,
+    mix: &parsers::InstructionMix,
     done: &[Draft],
 ) -> Option<Draft> {
     let j = ctx.joined;
@@ -323,7 +467,18 @@ fn memory_bound(
     let dram = metric(ctx, scope, Some(kernel), "DRAM Throughput")?;
     let sm = metric(ctx, scope, Some(kernel), "Compute (SM) Throughput")?;
     let memory = metric(ctx, scope, Some(kernel), "Memory Throughput").unwrap_or(dram);
-    if us < MIN_DURATION_US || dram >= FAR_BELOW * 100.0 {
+    let waits = Waits::of(mix);
+    // Most of its warps' time, by a clear margin, away from its global accesses: its own work
+    // holds it back.
+    let own_work = waits
+        .as_ref()
+        .map(|w| 1.0 - w.share(Wait::Global))
+        .filter(|away| *away >= OWN_WORK);
+    // Far below the bandwidth on a launch long enough to judge by it, or below the limit with
+    // the samples to say its own work is why.
+    let far = dram < FAR_BELOW * 100.0 && us >= MIN_DURATION_US;
+    let below = dram < AT_LIMIT * 100.0 && us >= MIN_SAMPLED_US && own_work.is_some();
+    if !(far || below) {
         return None;
     }
     let lines = source_lines(ctx, scope, Some(kernel));
@@ -335,16 +490,42 @@ fn memory_bound(
     } = hottest(ctx, &lines)?;
     let reason = stall.trim_start_matches("stall_");
     const BUSY: f64 = 60.0;
+    // Where neither the SMs nor on-chip memory is busy, where the warps wait says why: over
+    // the whole kernel where its samples are split by reason, else at its hottest line.
+    let waited = match &waits {
+        Some(w) if own_work.is_some() => w.top(&[Wait::Barrier, Wait::Shared, Wait::Issue]),
+        Some(w) => w.top(&Wait::ALL),
+        None => Some(Wait::of(reason)),
+    };
     let class = if sm >= BUSY && sm >= memory {
         MemoryBottleneck::Instructions
     } else if memory >= BUSY && memory - dram >= 20.0 {
         MemoryBottleneck::OnChip
-    } else if matches!(reason, "barrier" | "membar") {
-        MemoryBottleneck::Barrier
-    } else if matches!(reason, "long_sb" | "long_scoreboard" | "lg" | "lg_throttle") {
-        MemoryBottleneck::Latency
     } else {
-        return None;
+        match waited? {
+            Wait::Barrier => MemoryBottleneck::Barrier,
+            Wait::Global => MemoryBottleneck::Latency,
+            Wait::Shared => MemoryBottleneck::OnChip,
+            // Waiting to issue while the SMs are not busy: nothing here says on what.
+            Wait::Issue => return None,
+        }
+    };
+    // Held back by its own work: placed at the line that holds most of it.
+    let (hot, at) = match class {
+        MemoryBottleneck::Latency => (hot, at),
+        _ => users_lines(ctx, &lines)
+            .into_iter()
+            .map(|l| (l, away_from_memory(l)))
+            .filter(|(_, n)| *n > 0)
+            .max_by_key(|(_, n)| *n)
+            .map(|(l, _)| {
+                let at = SourceLocation {
+                    file: relative_path(&l.file, &j.repo_files),
+                    line: Some(l.line),
+                };
+                (l, at)
+            })
+            .unwrap_or((hot, at)),
     };
     // Lanes doing work per warp instruction, over the kernel's lines.
     let (issued, lanes) = lines.iter().fold((0u64, 0u64), |(i, a), l| {
@@ -364,12 +545,42 @@ fn memory_bound(
             json!((l * 10.0).round() / 10.0),
         );
     }
+    let split = waits
+        .as_ref()
+        .map(|w| {
+            for wait in Wait::ALL {
+                d.figures.insert(
+                    format!("wait_{wait:?}").to_lowercase(),
+                    json!((w.share(wait) * 1000.0).round() / 1000.0),
+                );
+            }
+            format!(" {}", w.sentence(ctx, &lines))
+        })
+        .unwrap_or_default();
+    let own = own_work
+        .filter(|_| !far)
+        .map(|o| {
+            format!(
+                " {:.0}% of its warps' stall samples are away from its global accesses: its \
+                 own work between them, not memory, holds it back, most of it on {line} \
+                 (`{at}`).",
+                o * 100.0
+            )
+        })
+        .unwrap_or_default();
+    let hottest = if split.is_empty() {
+        format!(
+            " {share:.0}% of its warp-stall samples are on {line} (`{at}`), most of them \
+             `{stall}`."
+        )
+    } else {
+        split
+    };
     let scale = format!(
         "{name} does no floating-point work to speak of, so the DRAM bandwidth is what it could \
          reach (attainable at its intensity: 100% of DRAM bandwidth); it ran at {dram:.1}% of it \
          in {us:.1} µs, with the SMs at {sm:.0}% of their peak issue rate and the busiest memory \
-         unit at {memory:.0}%, and no Nsight Compute rule names a cause. {share:.0}% of its \
-         warp-stall samples are on {line} (`{at}`), most of them `{stall}`."
+         unit at {memory:.0}%, and no Nsight Compute rule names a cause.{hottest}{own}"
     );
     // The busy line (at least a twentieth of the instructions) with the fewest lanes at work.
     let thinnest = lines
@@ -437,9 +648,38 @@ fn memory_bound(
              loads), and enough resident warps (a grid of several blocks per SM).",
         ),
     };
+    // A second wait of its own work, large enough to matter, gets its own advice.
+    let also = waits
+        .as_ref()
+        .and_then(|w| {
+            let first = match class {
+                MemoryBottleneck::Barrier => Wait::Barrier,
+                MemoryBottleneck::OnChip => Wait::Shared,
+                _ => Wait::Issue,
+            };
+            let rest: Vec<Wait> = [Wait::Barrier, Wait::Shared]
+                .into_iter()
+                .filter(|x| *x != first)
+                .collect();
+            w.top(&rest)
+                .filter(|x| w.share(*x) >= 0.1)
+                .map(|x| (x, w.share(x) * 100.0))
+        })
+        .map(|(w, share)| match w {
+            Wait::Barrier => format!(
+                " Its barriers also hold {share:.0}% of its warps' stall samples: finish the \
+                 last 32 values of a block-wide step in one warp with `__shfl_down_sync`, \
+                 without `__syncthreads()`, and do more work between the barriers that remain."
+            ),
+            _ => format!(
+                " Shared-memory results also hold {share:.0}% of its warps' stall samples: keep \
+                 partial values in registers and exchange them within a warp by shuffles."
+            ),
+        })
+        .unwrap_or_default();
     d.title = format!("{title} at {dram:.1}% of DRAM bandwidth");
     d.explanation = format!("{scale} {why}");
-    d.fix = fix.to_string();
+    d.fix = format!("{fix}{also}");
     d.evidence.push(ctx.metric_evidence(
         config,
         format!(

@@ -388,10 +388,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 
 /// Whether a place is in one of the run's own input files (not a toolkit or system header).
 fn is_users(at: &SourceLocation, repo_files: &[String]) -> bool {
-    let suffix = format!("/{}", at.file);
-    repo_files
-        .iter()
-        .any(|f| *f == at.file || f.ends_with(&suffix))
+    crate::text::is_users_file(&at.file, repo_files)
 }
 
 /// Drafts of one kernel and config whose races share the write site (racecheck reports each
