@@ -575,7 +575,7 @@ fn each_fault_class_is_one_root_cause_with_its_mechanism() {
 fn the_classes_real_code_showed_are_one_root_cause_each() {
     let run = example_run("real-code-classes");
     assert!(
-        run.ends_with("20261125T194123Z-00b6a55e"),
+        run.ends_with("20261125T211118Z-4e585b04"),
         "{}",
         run.display()
     );
