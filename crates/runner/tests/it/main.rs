@@ -22,6 +22,7 @@ mod help;
 mod hostile;
 mod large;
 mod leftovers;
+mod newcomer;
 mod output;
 mod pack;
 mod preflight;

@@ -204,3 +204,34 @@ fn another_cuda_version_without_wheels_is_refused_naming_the_default_set() {
     );
     assert!(err.contains("nvidia-nvvm: 13.0.88"), "{err}");
 }
+
+/// One definition of the default set: the project's own pipeline.yaml pins exactly the set the
+/// runner provisions for a pipeline that pins none, and a pipeline without `toolchain:` reads
+/// as that set.
+#[test]
+fn the_default_set_is_the_projects_own_pins() {
+    use runner::pipeline::config::{DEFAULT_CUDA, DEFAULT_WHEELS, Pipeline};
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let own = Pipeline::load(&repo.join("pipeline.yaml")).expect("pipeline.yaml loads");
+    let default: Vec<(String, String)> = DEFAULT_WHEELS
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+    let pinned: Vec<(String, String)> = own.toolchain.wheels.clone().into_iter().collect();
+    let mut sorted = default.clone();
+    sorted.sort();
+    assert_eq!(pinned, sorted, "pipeline.yaml's toolchain.wheels");
+    assert_eq!(own.toolchain.cuda, DEFAULT_CUDA);
+    let none = Pipeline::parse(
+        &repo.join("examples/triton/pipeline.yaml"),
+        &std::fs::read_to_string(repo.join("examples/triton/pipeline.yaml")).expect("read"),
+    )
+    .expect("the Triton example loads");
+    assert_eq!(none.toolchain.cuda, DEFAULT_CUDA);
+    assert!(none.toolchain.provision);
+    assert_eq!(
+        none.toolchain.wheels.into_iter().collect::<Vec<_>>(),
+        sorted,
+        "no toolchain: reads as the default set"
+    );
+}
