@@ -1,7 +1,8 @@
 //! Integration tests: the `runner` binary driven through its command line, with small shell
 //! scripts standing in for nvcc and cuobjdump (their output is hand-written and says so). No
-//! test needs nvcc or a GPU; `EXHIBIT_NVCC=1` enables one that compiles the real kernel with the
-//! nvcc found on PATH.
+//! test needs a GPU. The few that compile for real (`real.rs`, `newcomer.rs`, the cuda-cpp
+//! example in `targets.rs`) use the nvcc installed, else the pinned set provisioned from PyPI,
+//! one at a time (`util::PROVISIONING`).
 
 mod util;
 
