@@ -1016,7 +1016,11 @@ impl Executor<'_> {
     /// broken pipeline: its tool is not even needed. A build that ran, or a program that ran,
     /// and left no device code is still inconclusive ([`steps::sass`]).
     fn nothing_to_inspect(&self, unit: &Unit) -> Option<String> {
-        if unit.kind != StageKind::Sass || self.pipeline.target.is_none() || unit.compile.is_some()
+        // A unit the plan skipped keeps the plan's reason (said before anything ran).
+        if unit.kind != StageKind::Sass
+            || self.pipeline.target.is_none()
+            || unit.compile.is_some()
+            || matches!(unit.blocked, Some(Blocked::Skip(_)))
         {
             return None;
         }
