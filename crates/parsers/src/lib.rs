@@ -89,7 +89,11 @@ pub fn detect(text: &str) -> Option<Format> {
         }
         // The source page; a SASS-only one (code without line information) opens with the
         // kernel's name.
-        if line.starts_with("\"File Path\",") || line.starts_with("\"Kernel Name\",") {
+        // ncu's answer for code without line information holds only this warning.
+        if line.starts_with("\"File Path\",")
+            || line.starts_with("\"Kernel Name\",")
+            || line.starts_with("==WARNING== No lineinfo available to show CUDA-C source")
+        {
             return Some(Format::NcuSource);
         }
         if line.starts_with("==PROF==")

@@ -480,6 +480,10 @@ pub struct InstructionMix {
     /// 128 x 16 over its four warps); integer `IMMA` is not counted.
     #[serde(default)]
     pub tensor_flops: u64,
+    /// Of them, the products on TF32 inputs (`HMMA.1688.F32.TF32`), whose peak is half the
+    /// FP16 one.
+    #[serde(default)]
+    pub tensor_tf32_flops: u64,
     /// Half-precision values widened to float (`HADD2.F32` of a half, `F2F.F32.F16`) executed.
     pub half_to_float: u64,
     /// The longest run of multiply-adds where each adds to the one before (a dot product

@@ -228,9 +228,11 @@ impl SourceParser {
                     "HGMMA" => hgmma_flops(op),
                     _ => None,
                 };
-                mix.tensor_flops = mix
-                    .tensor_flops
-                    .saturating_add(per_warp.unwrap_or(0).saturating_mul(executed));
+                let flops = per_warp.unwrap_or(0).saturating_mul(executed);
+                mix.tensor_flops = mix.tensor_flops.saturating_add(flops);
+                if op.contains("TF32") {
+                    mix.tensor_tf32_flops = mix.tensor_tf32_flops.saturating_add(flops);
+                }
             }
             "FFMA" | "HFMA2" | "DFMA" => {
                 mix.fma += executed;
@@ -277,6 +279,7 @@ impl SourceParser {
                     m.hfma2 += mix.hfma2;
                     m.dfma += mix.dfma;
                     m.tensor_flops += mix.tensor_flops;
+                    m.tensor_tf32_flops += mix.tensor_tf32_flops;
                     m.half_to_float += mix.half_to_float;
                     m.fma_chain = m.fma_chain.max(mix.fma_chain);
                     for (reason, n) in mix.stalls {

@@ -25,6 +25,9 @@ pub enum Limit {
     Fp64,
     /// Tensor-core products (HMMA, HGMMA) against the dense FP16 tensor peak.
     Tensor,
+    /// Tensor-core products on single-precision inputs (`HMMA.1688.F32.TF32`) against the
+    /// dense TF32 tensor peak, half the FP16 one.
+    Tf32Tensor,
     /// No floating-point work to speak of: DRAM bandwidth.
     Dram,
 }
@@ -36,6 +39,7 @@ impl Limit {
             Limit::Fp16 => "FP16",
             Limit::Fp64 => "FP64",
             Limit::Tensor => "FP16 tensor",
+            Limit::Tf32Tensor => "TF32 tensor",
             Limit::Dram => "DRAM",
         }
     }
@@ -91,7 +95,7 @@ impl Position {
 /// (HFMA2), FP64 (DFMA) and dense FP16 tensor. From NVIDIA's A100 and H100 whitepapers:
 /// A100 (108 SMs at 1.41 GHz) 19.5 TFLOP/s FP32, 78 FP16, 9.7 FP64, 312 FP16 tensor; H100 SXM5
 /// (132 SMs at 1.98 GHz, tensor at 1.83 GHz) 66.9 FP32, 133.8 FP16, 33.5 FP64, 989.4 FP16
-/// tensor.
+/// tensor; dense TF32 tensor at half the FP16 rate (A100 156, H100 494.7).
 fn flops_per_clock(arch: &str, limit: Limit) -> Option<f64> {
     let cc: u32 = arch
         .trim_start_matches("sm_")
@@ -103,10 +107,12 @@ fn flops_per_clock(arch: &str, limit: Limit) -> Option<f64> {
         (80, Limit::Fp16) => 512.0,
         (80, Limit::Fp64) => 64.0,
         (80, Limit::Tensor) => 2048.0,
+        (80, Limit::Tf32Tensor) => 1024.0,
         (90, Limit::Fp32) => 256.0,
         (90, Limit::Fp16) => 512.0,
         (90, Limit::Fp64) => 128.0,
         (90, Limit::Tensor) => 4096.0,
+        (90, Limit::Tf32Tensor) => 2048.0,
         // FP32 lanes of the other architectures (x 2 FLOP per FMA).
         (60 | 70 | 72 | 75, Limit::Fp32) => 128.0,
         (61 | 62 | 86 | 87 | 89 | 100 | 103 | 120, Limit::Fp32) => 256.0,
@@ -128,6 +134,8 @@ pub struct Work {
     pub hfma2: u64,
     pub dfma: u64,
     pub tensor_flops: u64,
+    /// Of them, products on TF32 inputs.
+    pub tf32_flops: u64,
     /// Every tensor-core instruction, shapes known or not.
     pub mma: u64,
 }
@@ -161,7 +169,11 @@ pub fn position(
         (Limit::Fp32, work.ffma as f64 * 64.0),
         (Limit::Fp16, work.hfma2 as f64 * 128.0),
         (Limit::Fp64, work.dfma as f64 * 64.0),
-        (Limit::Tensor, work.tensor_flops as f64),
+        (
+            Limit::Tensor,
+            work.tensor_flops.saturating_sub(work.tf32_flops) as f64,
+        ),
+        (Limit::Tf32Tensor, work.tf32_flops as f64),
     ];
     // Tensor-core work of a shape not counted: no position rather than a wrong one.
     if work.mma > 0 && work.tensor_flops == 0 {
@@ -230,6 +242,7 @@ pub fn of_kernel(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Op
             hfma2: mix.hfma2,
             dfma: mix.dfma,
             tensor_flops: mix.tensor_flops,
+            tf32_flops: mix.tensor_tf32_flops,
             mma: mix.mma,
         },
     )
@@ -238,6 +251,30 @@ pub fn of_kernel(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// TF32 tensor-core products are measured against the TF32 peak, half the FP16 one:
+    /// 1,024 FLOP per clock per SM on an A100, 2,048 on an H100.
+    #[test]
+    fn tf32_products_meet_the_tf32_peak() {
+        for (arch, per_sm) in [("sm_80", 1024.0), ("sm_90", 2048.0)] {
+            let peak = peak_gflops(arch, Limit::Tf32Tensor, 100, 1.0).expect("a TF32 peak");
+            assert!((peak - per_sm * 100.0).abs() < 1e-6, "{arch}: {peak}");
+            let fp16 = peak_gflops(arch, Limit::Tensor, 100, 1.0).expect("an FP16 peak");
+            assert!((fp16 - 2.0 * peak).abs() < 1e-6, "{arch}");
+        }
+        // 1,000 warp-level m16n8k8 TF32 products (2,048 FLOP each) in 1 µs on 1 SM at 1 GHz:
+        // 2,048 GFLOP/s, the sm_90 TF32 peak of one SM.
+        let work = Work {
+            executed: 1_000,
+            tensor_flops: 2_048_000,
+            tf32_flops: 2_048_000,
+            mma: 1_000,
+            ..Work::default()
+        };
+        let p = position("sm_90", 1, 1.0, 1.0, None, work).expect("a position");
+        assert_eq!(p.limit, Limit::Tf32Tensor);
+        assert!((p.of_peak - 1.0).abs() < 1e-9, "{p:?}");
+    }
 
     #[test]
     fn peaks_come_from_the_arch_and_the_device() {

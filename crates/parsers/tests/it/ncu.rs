@@ -384,3 +384,23 @@ fn an_instruction_listed_under_every_file_of_its_inlining_counts_once() {
     assert_eq!(load.top_stall.as_deref(), Some("stall_long_sb"));
     assert_eq!(load.stalls.get("stall_long_sb"), Some(&2_010));
 }
+
+/// PyTorch's float32 attention kernel (CUTLASS, no line information) on an H100 runs its
+/// products as `HMMA.1688.F32.TF32`: m16n8k8, 2,048 FLOP per warp instruction, all of them on
+/// TF32 inputs, whose peak is half the FP16 one.
+#[test]
+fn tensor_core_products_on_tf32_inputs_are_counted_apart() {
+    let log = parsers::parse(
+        Format::NcuSource,
+        &crate::fixture("ncu-source/sdpa_cutlass_tf32_sass_only_source.log"),
+    );
+    let mix = log.instruction_mix.first().expect("the kernel's mix");
+    assert!(
+        mix.function.starts_with("fmha_cutlassF_f32"),
+        "{}",
+        mix.function
+    );
+    assert_eq!(mix.mma, 75_497_472);
+    assert_eq!(mix.tensor_flops, 75_497_472 * 2_048);
+    assert_eq!(mix.tensor_tf32_flops, mix.tensor_flops);
+}

@@ -329,12 +329,15 @@ pub const RULES: &[Rule] = &[
         id: RuleId::Bottleneck,
         name_id: "bottleneck",
         role: Role::Performance,
-        name: "Bottleneck far below the peak",
-        description: "A profiled kernel under half the FP32 peak of the GPU the run recorded \
-                      (its FMAs from the source page's instruction mix over its duration) that \
-                      no Nsight Compute rule explains: the stall that dominates its hottest line \
-                      and the Speed Of Light name the unit that holds it back (L1 traffic with \
-                      no reuse, shared-memory loads, barriers, the math pipe) and the fix.",
+        name: "Bottleneck below the limit",
+        description: "A profiled kernel that no Nsight Compute rule explains, measured against \
+                      its limit: under half the FP32 peak of the GPU the run recorded (its FMAs \
+                      from the source page's instruction mix over its duration), or, with no \
+                      floating-point work, under half the DRAM bandwidth, or under 80% of it \
+                      with most of its warps' stall samples away from its global accesses. The \
+                      stall samples by reason and the Speed Of Light name the unit that holds \
+                      it back (L1 traffic with no reuse, shared-memory loads, barriers, the \
+                      math pipe, instruction issue, bytes in flight) and the fix.",
         module: "crates/report/src/rules/bottleneck.rs",
         run: Some(bottleneck::run),
         absorbs: None,
