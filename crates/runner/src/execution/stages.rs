@@ -25,6 +25,13 @@ use crate::setup::preflight::Preflight;
 /// The exit code compute-sanitizer is told to use when it reports errors.
 pub const SANITIZER_ERROR_EXITCODE: i32 = 86;
 
+/// Bytes of padding memcheck puts after every allocation (`--padding`), unless the stage's args
+/// name their own. Without it, allocations can sit back to back (a framework's tensors, made
+/// one after another), and a read past the end of one lands inside the next, which memcheck
+/// cannot tell from a valid read: flash-attention-minimal's K and V tile loads past a
+/// sequence's end at `flash.cu:28` went unseen until memcheck had padding to catch them.
+pub const MEMCHECK_PADDING: u64 = 1 << 20;
+
 /// A process to start for a unit, and the files it leaves in the unit's directory.
 #[derive(Debug, Clone)]
 pub struct Invocation {
@@ -603,6 +610,10 @@ fn build(
             cmd.word(&SANITIZER_ERROR_EXITCODE.to_string());
             if let Some(limit) = stage.print_limit {
                 cmd.words(["--print-limit", &limit.to_string()]);
+            }
+            if kind == StageKind::Memcheck && !stage.args.iter().any(|a| a.starts_with("--padding"))
+            {
+                cmd.words(["--padding", &MEMCHECK_PADDING.to_string()]);
             }
             if let Some(file) = &stage.suppressions {
                 cmd.word("--suppressions");

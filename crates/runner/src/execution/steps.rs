@@ -395,12 +395,6 @@ pub fn profile(
                 dest.join(SASS_PAGE),
                 dest.join("source.stderr.log"),
             );
-            if dest.join(SASS_PAGE).is_file() {
-                record.logs.push(Log {
-                    path: cx.log_path(dest, SASS_PAGE),
-                    format: Some(Format::NcuSource),
-                });
-            }
         }
     }
     let gathered = stages::gather(dest, invocation);
@@ -419,6 +413,12 @@ pub fn profile(
         None => cost,
     });
     record.logs = cx.logs(dest, &gathered.present);
+    if dest.join(SASS_PAGE).is_file() {
+        record.logs.push(Log {
+            path: cx.log_path(dest, SASS_PAGE),
+            format: Some(Format::NcuSource),
+        });
+    }
     if report.is_file() {
         record.logs.push(Log {
             path: cx.log_path(dest, &format!("{}.ncu-rep", stages::PROFILE_REPORT)),

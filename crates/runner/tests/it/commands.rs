@@ -103,7 +103,7 @@ fn memcheck_wraps_the_built_in_harness_with_a_distinct_error_exit_code() {
     assert_eq!(
         command("memcheck", Some("d64")),
         words(
-            "compute-sanitizer --tool memcheck --target-processes all --error-exitcode 86 --print-limit 100 \
+            "compute-sanitizer --tool memcheck --target-processes all --error-exitcode 86 --print-limit 100 --padding 1048576 \
              harness --cubin artifacts/RUN/compile/d64/sm_90/build/kernel.cubin \
              --entry-point f16=attention_fwd_f16 --entry-point bf16=attention_fwd_bf16 \
              --shape 2,8,512,64 --dtype f16 --causal false --config d64 \

@@ -383,6 +383,65 @@ fn a_pipeline_with_a_baseline_profiles_the_baselines_kernels_too() {
     );
 }
 
+/// A kernel built without line information (a framework's, a library's) has no CUDA source
+/// page: ncu only warns. The profile then exports the SASS page too, and keeps it as a source
+/// page of the unit: the kernel's instruction mix (its tensor-core instructions) comes from it.
+#[test]
+fn a_kernel_without_line_information_keeps_its_sass_page() {
+    let project = Project::new();
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../parsers/fixtures");
+    // Replays real exports: the warning ncu printed for SDPA's kernels on an H100, the SASS
+    // page of cuDNN's attention kernel.
+    project.tool(
+        "ncu",
+        &format!(
+            r#"#!/bin/sh
+# Stand-in for ncu in tests: replays captured exports.
+if [ "$1" = "--version" ]; then echo "NVIDIA (R) Nsight Compute 0.0 (stand-in)"; exit 0; fi
+case " $* " in
+  *" --page details "*) exit 0 ;;
+  *" --print-source cuda,sass "*) cat '{fixtures}/ncu-source/no_lineinfo_source.log'; exit 0 ;;
+  *" --print-source sass "*) cat '{fixtures}/ncu-source/sdpa_cudnn_sass_only_source.log'; exit 0 ;;
+esac
+while [ $# -gt 0 ]; do
+  if [ "$1" = "-o" ]; then : > "$2.ncu-rep"; fi
+  shift
+done
+"#
+        ),
+    );
+    project.write("py/run.py", "print('ok')\n");
+    project.pipeline(&pipeline(
+        r#"  sources: [py]
+  program:
+    command: [python3, py/run.py]
+"#,
+        &["ncu"],
+        "plain",
+        r#"  profile:
+    needs: { gpu: false, tools: [ncu] }
+"#,
+    ));
+    let out = project.run(&["pipeline.yaml"]);
+    let manifest = project.manifest();
+    let profile = stage(&manifest, "profile");
+    let sass_page = profile["logs"]
+        .as_array()
+        .expect("logs")
+        .iter()
+        .find(|l| {
+            l["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("source.sass.csv"))
+        })
+        .unwrap_or_else(|| panic!("no SASS page kept: {profile:#}\n{}", stderr(&out)));
+    assert_eq!(sass_page["format"], "ncu-source", "{sass_page}");
+    let run = project.runs().pop().expect("a run");
+    let report = project.run(&["report", "--format", "json", run.to_str().expect("utf-8")]);
+    let json = String::from_utf8_lossy(&report.stdout);
+    assert!(json.contains("source.sass.csv"), "{json}");
+}
+
 /// A stand-in ncu (hand-written) that only records each command line in `bin/ncu.args`.
 fn recording_ncu(project: &Project) {
     project.tool(

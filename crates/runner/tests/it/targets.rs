@@ -1076,7 +1076,7 @@ fn split_tests_run_several_at_once_each_with_its_own_out() {
     );
     project.tool(
         "compute-sanitizer",
-        "#!/bin/sh\n# Stand-in for compute-sanitizer (hand-written): runs the program after its own options.\nif [ \"$1\" = \"--version\" ]; then echo 'Compute Sanitizer 0.0 (stand-in)'; exit 0; fi\nwhile [ $# -gt 0 ]; do case \"$1\" in --tool|--target-processes|--error-exitcode|--print-limit) shift 2 ;; --*) shift ;; *) break ;; esac; done\necho '========= COMPUTE-SANITIZER'\n\"$@\"\necho '========= ERROR SUMMARY: 0 errors'\n",
+        "#!/bin/sh\n# Stand-in for compute-sanitizer (hand-written): runs the program after its own options.\nif [ \"$1\" = \"--version\" ]; then echo 'Compute Sanitizer 0.0 (stand-in)'; exit 0; fi\nwhile [ $# -gt 0 ]; do case \"$1\" in --tool|--target-processes|--error-exitcode|--print-limit|--padding) shift 2 ;; --*) shift ;; *) break ;; esac; done\necho '========= COMPUTE-SANITIZER'\n\"$@\"\necho '========= ERROR SUMMARY: 0 errors'\n",
     );
     let out = project.run(&["pipeline.yaml", "--gpu-jobs", "3"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
