@@ -854,6 +854,41 @@ fn each_slow_kernel_config_ranks_its_planted_cause_first() {
     );
 }
 
+/// `examples/slow-reduction/` on an H100: one sum, three steps. The shared-memory tree is the
+/// cause at its line in both tree builds: far below the DRAM bandwidth with one element per
+/// thread (28.4%), and above half of it with two (53.0%), where 64% of the warps' stall samples
+/// are away from the global loads. The fast build (85.8% of DRAM bandwidth, its warps on global
+/// memory) has no warning.
+#[test]
+fn a_reduction_held_back_by_its_own_tree_is_slow_at_any_share_of_the_bandwidth() {
+    let run = example_run("slow-reduction");
+    let json: Value = serde_json::from_str(&report(&run, "json")).expect("JSON");
+    assert_eq!(json["verdict"]["kind"], "slow", "{}", json["verdict"]);
+    let warnings: Vec<&Value> = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["level"] == "warning")
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    let tree = warnings[0];
+    assert_eq!(tree["rule"], "bottleneck", "{tree:#}");
+    assert_eq!(tree["configs"], serde_json::json!(["tree1", "tree2"]));
+    assert_eq!(tree["location"]["file"], "src/sum.cu", "{tree:#}");
+    assert_eq!(tree["location"]["line"], 40, "{tree:#}");
+    let evidence = tree["evidence"].to_string();
+    assert!(
+        evidence.contains("DRAM 53.0%"),
+        "the two-per-thread build: {evidence}"
+    );
+    let said = format!("{} {}", tree["notes"], tree["help"]);
+    for words in ["at barriers", "on shared memory", "__shfl_down_sync"] {
+        assert!(said.contains(words), "{words}: {said}");
+    }
+    let md = report(&run, "md");
+    assert!(md.contains("DRAM 85.8%"), "{md}");
+}
+
 /// `runner diff` shows a performance cause that went and one that appeared: B is the
 /// slow-kernels reference run with the `regs` config's profile replaced by the `fast` config's
 /// (real exports of the same run), as if `poly` had been fixed.
