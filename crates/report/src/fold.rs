@@ -334,8 +334,10 @@ fn identity(d: &Draft) -> (RuleId, String, String) {
 /// same rule, kernel and key with exactly one place among the other configs is that place, so
 /// the two merge into one root cause.
 fn place_from_another_build(nodes: &mut [Node]) {
+    // A draft placed at the line its trap was put on has no place of the fault itself.
+    let at_trap = |d: &Draft| d.figures.contains_key(crate::rules::wmma_local::TRAP_LINE);
     let mut places: BTreeMap<(RuleId, String, String), BTreeSet<SourceLocation>> = BTreeMap::new();
-    for n in nodes.iter() {
+    for n in nodes.iter().filter(|n| !at_trap(&n.draft)) {
         if let (Some(kernel), Some(at)) = (&n.draft.kernel, &n.draft.location) {
             places
                 .entry((n.draft.rule, kernel.clone(), n.draft.key.clone()))
@@ -344,7 +346,8 @@ fn place_from_another_build(nodes: &mut [Node]) {
         }
     }
     for n in nodes.iter_mut() {
-        if n.draft.location.is_some() {
+        let trap = at_trap(&n.draft);
+        if n.draft.location.is_some() && !trap {
             continue;
         }
         let Some(kernel) = &n.draft.kernel else {
@@ -355,7 +358,15 @@ fn place_from_another_build(nodes: &mut [Node]) {
             .filter(|p| p.len() == 1)
             .and_then(|p| p.first())
         {
-            n.draft.location = Some(one.clone());
+            if let Some(line) = n.draft.location.replace(one.clone()).filter(|_| trap) {
+                n.draft.figures.remove(crate::rules::wmma_local::TRAP_LINE);
+                let note = crate::rules::wmma_local::trap_note(&line);
+                n.draft.notes.retain(|n| *n != note);
+                n.draft.spans.push(crate::Span::secondary(
+                    line,
+                    "where the compiler put the trap in this build",
+                ));
+            }
             n.draft.notes.push(format!(
                 "No tool placed it in config {}; the place is the one another build of {} gives \
                  for the same fault (a release build may keep no line of code it inlined).",
@@ -660,6 +671,57 @@ mod tests {
                 "wmma-local-memory@a.cu:27",
                 "wmma-local-memory@a.cu:40",
             ],
+        );
+    }
+
+    #[test]
+    fn a_place_at_the_trap_gives_way_to_the_call_another_build_names() {
+        // The release build's trap record names the line the compiler put the trap on (the
+        // kernel's end, fa_s512_v3.cu:695 at the seed's 6d3506d); the -G build names the call.
+        let mut release = draft(WmmaLocalMemory, "Fragment on local memory").at("a.cu", 95);
+        let trap = SourceLocation {
+            file: "a.cu".into(),
+            line: Some(95),
+        };
+        release.0.figures.insert(
+            crate::rules::wmma_local::TRAP_LINE.into(),
+            serde_json::json!(true),
+        );
+        release
+            .0
+            .notes
+            .push(crate::rules::wmma_local::trap_note(&trap));
+        let out = check(
+            vec![
+                release,
+                draft(WmmaLocalMemory, "Fragment on local memory")
+                    .config("debug")
+                    .at("a.cu", 27),
+            ],
+            &[],
+            &["wmma-local-memory@a.cu:27"],
+        );
+        let text = out[0].explanation();
+        assert!(
+            !text.contains("is where the compiler put the trap"),
+            "{text}"
+        );
+        assert_eq!(out[0].configs, ["debug", "release"]);
+        // Alone, it stays at the trap's line and says what that line is.
+        let mut alone = draft(WmmaLocalMemory, "Fragment on local memory").at("a.cu", 95);
+        alone.0.figures.insert(
+            crate::rules::wmma_local::TRAP_LINE.into(),
+            serde_json::json!(true),
+        );
+        alone
+            .0
+            .notes
+            .push(crate::rules::wmma_local::trap_note(&trap));
+        let out = check(vec![alone], &[], &["wmma-local-memory@a.cu:95"]);
+        assert!(
+            out[0]
+                .explanation()
+                .contains("`a.cu:95` is where the compiler put the trap")
         );
     }
 

@@ -32,7 +32,7 @@ mod slow_kernel;
 pub(crate) mod slower_than_baseline;
 mod tensor_cores;
 mod uninitialized;
-mod wmma_local;
+pub(crate) mod wmma_local;
 mod wrong_output;
 
 /// Every rule's id, as reports, SARIF and fingerprints spell it (`wmma-local-memory`).

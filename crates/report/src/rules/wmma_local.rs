@@ -22,6 +22,20 @@ type Hit<'j, 'a> = (usize, &'j FindingRef<'a>);
 
 /// One draft per config and kernel with the compiler's warning, or with a local-memory fault in
 /// a kernel whose SASS holds both tensor-core instructions and traps or local memory.
+/// The figure that marks a draft placed at its trap's line (where the compiler put the trap),
+/// which a place from another build of the same kernel replaces.
+pub const TRAP_LINE: &str = "placed_at_trap";
+
+/// What a place at a trap's line is, and how to get the call's.
+pub fn trap_note(at: &SourceLocation) -> String {
+    format!(
+        "`{at}` is where the compiler put the trap, not the call: a release build keeps no line \
+         of the fragment access it replaced. A `-G` build of the same kernel keeps \
+         `load_matrix_sync` a function of its own, and its line table names the call: with a \
+         config built with `-G` beside this one, the report places this root cause there."
+    )
+}
+
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out = Vec::new();
@@ -234,6 +248,14 @@ fn draft(
                 }
             } else if d.location.is_none() {
                 d.location = ctx.place(f);
+                // A trap the compiler planted has the line it put the trap on, not the call
+                // whose fragment access it replaced.
+                if f.finding.kind == FindingKind::Trap
+                    && let Some(at) = &d.location
+                {
+                    d.figures.insert(TRAP_LINE.into(), json!(true));
+                    d.notes.push(trap_note(at));
+                }
             }
         }
         d.figures.insert("trap_records".into(), json!(traps));
