@@ -336,11 +336,14 @@ fn identity(d: &Draft) -> (RuleId, String, String) {
 fn place_from_another_build(nodes: &mut [Node]) {
     // A draft placed at the line its trap was put on has no place of the fault itself.
     let at_trap = |d: &Draft| d.figures.contains_key(crate::rules::wmma_local::TRAP_LINE);
+    // A fault in a template's body is at the same line in every instantiation: the place one
+    // build gives for one instantiation holds for the others.
+    let template = |kernel: &str| kernel.split('<').next().unwrap_or(kernel).to_string();
     let mut places: BTreeMap<(RuleId, String, String), BTreeSet<SourceLocation>> = BTreeMap::new();
     for n in nodes.iter().filter(|n| !at_trap(&n.draft)) {
         if let (Some(kernel), Some(at)) = (&n.draft.kernel, &n.draft.location) {
             places
-                .entry((n.draft.rule, kernel.clone(), n.draft.key.clone()))
+                .entry((n.draft.rule, template(kernel), n.draft.key.clone()))
                 .or_default()
                 .insert(at.clone());
         }
@@ -354,7 +357,7 @@ fn place_from_another_build(nodes: &mut [Node]) {
             continue;
         };
         if let Some(one) = places
-            .get(&(n.draft.rule, kernel.clone(), n.draft.key.clone()))
+            .get(&(n.draft.rule, template(kernel), n.draft.key.clone()))
             .filter(|p| p.len() == 1)
             .and_then(|p| p.first())
         {

@@ -130,14 +130,22 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let located = out
             .iter()
             .filter(|d| d.config.as_deref() == c)
-            .find_map(|d| d.location.clone().filter(|l| l.line.is_some()));
-        if let Some(loc) = located {
+            .find_map(|d| {
+                let at = d.location.clone().filter(|l| l.line.is_some())?;
+                Some((at, d.figures.contains_key(TRAP_LINE)))
+            });
+        if let Some((loc, trap)) = located {
             for d in out.iter_mut().filter(|d| d.config.as_deref() == c) {
                 if d.location
                     .as_ref()
                     .is_none_or(|l| l.line.is_none() && l.file == loc.file)
                 {
                     d.location = Some(loc.clone());
+                    // The sibling's place is its trap's line: so is this one's.
+                    if trap {
+                        d.figures.insert(TRAP_LINE.into(), json!(true));
+                        d.notes.push(trap_note(&loc));
+                    }
                 }
             }
         }
