@@ -181,19 +181,41 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     d.figures
                         .insert("overshoot_bytes".into(), json!(tail.reach));
                     d.figures.insert("threads".into(), json!(spread.threads));
+                    let one_block = spread.blocks <= 1;
                     d.title = format!(
-                        "Unguarded tail: {} {}s{of_array} up to {} past the end of a \
+                        "Unguarded tail: {} {}{of_array} up to {} past the end of a \
                          {}-byte buffer",
                         tail.who,
-                        access_word,
+                        if one_block {
+                            format!("{access_word}s")
+                        } else {
+                            access_word.to_string()
+                        },
                         bytes(tail.reach),
                         m
                     );
+                    let (lo, _) = spread.after;
+                    let start = if lo <= 1 {
+                        "the first byte past the end".to_string()
+                    } else {
+                        format!("{} past the end", bytes(lo.saturating_sub(1)))
+                    };
+                    let within = if tail.reach <= m / 100 {
+                        ", within a hundredth of the buffer"
+                    } else {
+                        ""
+                    };
+                    let who = if one_block {
+                        "no record comes from any other block: the block that covers the end of \
+                         the buffer runs past it"
+                    } else {
+                        "no record comes from any block before them: the last blocks of a grid \
+                         sized past the data run past its end"
+                    };
                     d.explanation = format!(
                         "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
-                         from {} in {}. Together they start at the first byte past the end of a \
-                         {m}-byte buffer and reach {} beyond it{}, and no record comes from any \
-                         other block: the block that covers the end of the buffer runs past it \
+                         from {} in {}. Together they start at {start} of a {m}-byte buffer and \
+                         reach {} beyond it{}{within}, and {who} \
                          unguarded, as the last tile does when the length is not a multiple of \
                          the tile. memcheck stops a thread at its first bad access, so the \
                          overshoot may reach further than this.{the_line}",
@@ -477,12 +499,16 @@ impl Spread {
 
     /// An unguarded tail: many threads of one or two blocks, starting at the first element past
     /// the end and reaching further, within a small part of the buffer (a tile, not a stride).
+    /// An overshoot within a hundredth of the buffer is a tail whichever blocks made it (the
+    /// last few blocks of a grid sized past the data) and wherever its first printed record
+    /// lies (memcheck's print limit can leave out the nearest ones).
     fn tail(&self, element: u64, allocation: u64) -> Option<Tail> {
         let (lo, hi) = self.after;
         let reach = hi.saturating_sub(1).saturating_add(element);
-        let starts_at_end = lo.saturating_sub(1) < element;
+        let hundredth = reach <= allocation / 100;
+        let starts_at_end = lo.saturating_sub(1) < element || hundredth;
         let several = self.threads > 1 && reach > element;
-        let few_blocks = self.blocks <= 2;
+        let few_blocks = self.blocks <= 2 || hundredth;
         let within_a_tile = reach <= allocation / 2 || reach <= 64 * 1024;
         (starts_at_end && several && few_blocks && within_a_tile).then(|| Tail {
             who: match self.block_names.as_slice() {
