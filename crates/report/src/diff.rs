@@ -17,7 +17,7 @@
 //!    measured throttled or with too few samples: re-run to decide;
 //! 5. no regression.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
 use serde_json::json;
@@ -193,6 +193,8 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
         .filter(|d| !fps_a.contains(d.fingerprint.as_str()))
         .cloned()
         .collect();
+    let index_a = StageIndex::of(&a.run);
+    let index_b = StageIndex::of(&b.run);
     let mut fixed = Vec::new();
     let mut not_retested = Vec::new();
     for d in aa
@@ -200,7 +202,7 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
         .iter()
         .filter(|d| !fps_b.contains(d.fingerprint.as_str()))
     {
-        let why = untested(&diagnosis_stages(d, &a.run), &b.run);
+        let why = untested(&diagnosis_stages(d, &index_a), &index_b);
         if why.is_empty() {
             fixed.push(d.clone());
         } else {
@@ -227,7 +229,7 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
     let mut fixed_findings = Vec::new();
     let mut not_retested_findings = Vec::new();
     for (_, (change, stages)) in finds_a.iter().filter(|(k, _)| !finds_b.contains_key(*k)) {
-        let why = untested(stages, &b.run);
+        let why = untested(stages, &index_b);
         if why.is_empty() {
             fixed_findings.push(change.clone());
         } else {
@@ -338,20 +340,75 @@ fn refuse_timing(a: &Run, b: &Run, opts: &DiffOptions) -> Option<String> {
     })
 }
 
-/// The stages of `run` that found a root cause: those whose logs its evidence quotes, and for
-/// evidence that names no log (a program's exit status), the stages of that name and config.
-fn diagnosis_stages<'a>(d: &Diagnosis, run: &'a Run) -> Vec<&'a Stage> {
-    let mut out: Vec<&Stage> = Vec::new();
-    for e in &d.evidence {
-        let found = run.stages.iter().filter(|s| {
-            if e.log.is_empty() {
-                s.name == e.stage && s.config == e.config
-            } else {
-                s.logs.iter().any(|l| l.path == e.log)
+/// A run's stages indexed once, so that placing every root cause and finding of a diff is linear
+/// in stage records (a scan of every stage for each one made `runner diff` quadratic).
+struct StageIndex<'a> {
+    /// By log path.
+    by_log: HashMap<&'a str, Vec<&'a Stage>>,
+    /// By stage name and config.
+    by_name: HashMap<(&'a str, Option<&'a str>), Vec<&'a Stage>>,
+    /// By what makes a unit the same unit: name, kind, config, arch and case.
+    by_unit: HashMap<UnitKey<'a>, Vec<&'a Stage>>,
+}
+
+type UnitKey<'a> = (
+    &'a str,
+    crate::StageKind,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+);
+
+fn unit_key(s: &Stage) -> UnitKey<'_> {
+    (
+        s.name.as_str(),
+        s.kind,
+        s.config.as_deref(),
+        s.arch.as_deref(),
+        s.unit.case.as_ref().map(|c| c.name.as_str()),
+    )
+}
+
+impl<'a> StageIndex<'a> {
+    fn of(run: &'a Run) -> StageIndex<'a> {
+        let mut index = StageIndex {
+            by_log: HashMap::new(),
+            by_name: HashMap::new(),
+            by_unit: HashMap::new(),
+        };
+        for s in &run.stages {
+            for l in &s.logs {
+                let stages = index.by_log.entry(l.path.as_str()).or_default();
+                // A stage listing one path twice is still one stage.
+                if !stages.last().is_some_and(|o| std::ptr::eq(*o, s)) {
+                    stages.push(s);
+                }
             }
-        });
-        for s in found {
-            if !out.iter().any(|o| std::ptr::eq(*o, s)) {
+            index
+                .by_name
+                .entry((s.name.as_str(), s.config.as_deref()))
+                .or_default()
+                .push(s);
+            index.by_unit.entry(unit_key(s)).or_default().push(s);
+        }
+        index
+    }
+}
+
+/// The stages of a run (`index`) that found a root cause: those whose logs its evidence quotes,
+/// and for evidence that names no log (a program's exit status), the stages of that name and
+/// config. In the run's order.
+fn diagnosis_stages<'a>(d: &Diagnosis, index: &StageIndex<'a>) -> Vec<&'a Stage> {
+    let mut out: Vec<&Stage> = Vec::new();
+    let mut seen: HashSet<*const Stage> = HashSet::new();
+    for e in &d.evidence {
+        let found = if e.log.is_empty() {
+            index.by_name.get(&(e.stage.as_str(), e.config.as_deref()))
+        } else {
+            index.by_log.get(e.log.as_str())
+        };
+        for s in found.into_iter().flatten() {
+            if seen.insert(*s as *const Stage) {
                 out.push(s);
             }
         }
@@ -360,9 +417,9 @@ fn diagnosis_stages<'a>(d: &Diagnosis, run: &'a Run) -> Vec<&'a Stage> {
 }
 
 /// Why `b` did not re-test what `stages` (of the other run) found: for each stage, unless `b`
-/// ran the same stage on the same config, arch and case to a verdict. Empty when all were
-/// re-tested; never empty when no stage is known to have found it.
-fn untested(stages: &[&Stage], b: &Run) -> Vec<String> {
+/// (its index) ran the same stage on the same config, arch and case to a verdict. Empty when
+/// all were re-tested; never empty when no stage is known to have found it.
+fn untested(stages: &[&Stage], b: &StageIndex) -> Vec<String> {
     if stages.is_empty() {
         return vec!["no stage of A is known to have found it".to_string()];
     }
@@ -370,17 +427,7 @@ fn untested(stages: &[&Stage], b: &Run) -> Vec<String> {
     for s in stages {
         let unit = s.unit();
         let case = unit.case.as_ref().map(|c| c.name.as_str());
-        let same: Vec<&Stage> = b
-            .stages
-            .iter()
-            .filter(|t| {
-                t.name == s.name
-                    && t.kind == s.kind
-                    && t.config == s.config
-                    && t.arch == s.arch
-                    && t.unit().case.as_ref().map(|c| c.name.as_str()) == case
-            })
-            .collect();
+        let same: &[&Stage] = b.by_unit.get(&unit_key(s)).map_or(&[], Vec::as_slice);
         let place = [s.config.as_deref(), s.arch.as_deref(), case]
             .into_iter()
             .flatten()
@@ -460,11 +507,15 @@ fn findings<'a>(a: &'a Analysis) -> BTreeMap<FindingKey, (FindingChange, Vec<&'a
             )
         });
         entry.count = entry.count.saturating_add(finding.count);
-        if let Some(stage) = a.joined.sources.get(f.source).and_then(|s| s.stage)
-            && !stages.iter().any(|s| std::ptr::eq(*s, stage))
-        {
+        if let Some(stage) = a.joined.sources.get(f.source).and_then(|s| s.stage) {
             stages.push(stage);
         }
+    }
+    // Each stage once, in the order first found (a set, not a scan per finding: linear in
+    // findings however many stages found one).
+    for (_, stages) in out.values_mut() {
+        let mut seen: HashSet<*const Stage> = HashSet::new();
+        stages.retain(|s| seen.insert(*s as *const Stage));
     }
     out
 }
