@@ -930,7 +930,18 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
             } else {
                 format!("profiled {}; {}", named.join(", "), counted.join(", "))
             };
-            if !idle.is_empty() {
+            // A library builds many instantiations its program never launches: a few named,
+            // the rest counted.
+            const NAMED_IDLE: usize = 6;
+            if idle.len() > NAMED_IDLE {
+                let shown: Vec<&str> = idle.iter().take(NAMED_IDLE).map(KernelId::as_str).collect();
+                text.push_str(&format!(
+                    "; never launched: {} kernels of the build ({} and {} more)",
+                    idle.len(),
+                    shown.join(", "),
+                    idle.len() - NAMED_IDLE
+                ));
+            } else if !idle.is_empty() {
                 text.push_str(&format!("; never launched: {}", idle.join(", ")));
             }
             if !foreign.is_empty() {
