@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use runner::cli::{self, Cli, Error, Host, Outcome};
+use runner::process::supervisor;
 use runner::setup::preflight::BuiltinHarness;
 
 /// Exit codes, documented in docs/commands.md. Decided here and nowhere else.
@@ -31,6 +32,11 @@ fn main() -> ExitCode {
     if args.get(1).is_some_and(|a| a == "harness") {
         return harness(args.get(2..).unwrap_or_default());
     }
+    if args.get(1).is_some_and(|a| a == supervisor::SUBCOMMAND) {
+        let prefix = args.get(2).and_then(|a| a.to_str()).unwrap_or_default();
+        return supervisor::main(prefix);
+    }
+    supervisor::arm();
     if let Some(message) = cli::mistyped_command(&args) {
         eprintln!("error: {message}");
         return ExitCode::from(code::USAGE);
@@ -53,6 +59,7 @@ fn main() -> ExitCode {
     if let Err(e) = &result {
         eprintln!("error: {}", report::text::strip_controls(&message(e)));
     }
+    supervisor::finish();
     ExitCode::from(exit_code(&result))
 }
 

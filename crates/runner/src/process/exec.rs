@@ -132,6 +132,8 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
         .unwrap_or(program)
         .to_string_lossy()
         .into_owned();
+    // Before the first child: what the runner starts is ended even if it is SIGKILLed.
+    crate::process::supervisor::ensure();
     let token = leftovers::new_token();
     let mut expression = duct::cmd(program, args)
         .dir(&command.cwd)

@@ -14,7 +14,8 @@
 //! A runner killed with SIGKILL sweeps nothing, and its stages' descendants are re-parented to
 //! init. The token names the runner that started the stage (its pid and start time), so the next
 //! run finds them ([`sweep_orphans`]): a process whose token names a runner no longer running is
-//! ended.
+//! ended. Before that, the supervisor the runner started ([`crate::process::supervisor`]) ends
+//! them as soon as the runner dies.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -45,9 +46,25 @@ pub fn new_token() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{}.{n}", run_prefix())
+}
+
+/// What every token of this runner starts with: `RUNNER_PID.RUNNER_START`.
+pub fn run_prefix() -> String {
     let me = std::process::id();
     let start = start_time(me as i32).unwrap_or(0);
-    format!("{me}.{start}.{n}")
+    format!("{me}.{start}")
+}
+
+/// The running processes whose token starts with `prefix`, with their process groups (for the
+/// supervisor, [`crate::process::supervisor`], once the runner has died).
+pub fn marked(prefix: &str) -> Vec<(i32, i32)> {
+    processes()
+        .into_iter()
+        .filter(|p| !p.zombie)
+        .filter(|p| token_of(p.pid).is_some_and(|t| t.starts_with(prefix)))
+        .map(|p| (p.pid, p.pgrp))
+        .collect()
 }
 
 /// Ends the processes that runners killed without a chance to sweep (SIGKILL, the OOM killer)

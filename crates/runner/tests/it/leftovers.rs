@@ -267,3 +267,97 @@ wait
     );
     assert!(survivors(&project.root).is_empty());
 }
+
+/// The runner's supervisors (`runner __supervise PREFIX`) for the runner `pid`, still running.
+fn supervisors_of(pid: i32) -> Vec<i32> {
+    let mark = format!("__supervise\0{pid}.");
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|&p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&mark))
+                && crate::util::alive(p)
+        })
+        .collect()
+}
+
+/// A runner killed with SIGKILL takes its stage's descendants with it within a second: a
+/// grandchild that left for its own session (`setsid`), one that ignores hangups (`nohup`), and
+/// one that stayed in the stage's group, although only the stage's own process gets a death
+/// signal. Its supervisor ends them, then ends itself.
+#[test]
+fn a_runner_killed_with_sigkill_takes_every_descendant_of_its_stage_with_it() {
+    use std::os::unix::process::CommandExt;
+    let project = Project::new();
+    project.tool(
+        "nvcc",
+        r#"#!/bin/sh
+# Stand-in for nvcc in tests (hand-written): forks grandchildren under setsid and nohup, sleeps.
+if [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 0.0, V0.0.0 (stand-in)"; exit 0; fi
+here="$(cd "$(dirname "$0")" && pwd)"
+setsid sh -c 'echo $$ > "$0/setsid.pid"; exec "$0/leftover-sleep" 60' "$here" &
+nohup sh -c 'echo $$ > "$0/nohup.pid"; exec "$0/leftover-sleep" 60' "$here" > /dev/null 2>&1 &
+"$here/leftover-sleep" 60
+"#,
+    );
+    std::os::unix::fs::symlink("/bin/sleep", project.root.join("bin/leftover-sleep"))
+        .expect("link sleep");
+    // In a group of its own: the SIGKILL and whatever follows it leave the test's group alone.
+    let mut runner = Command::new(crate::util::BIN)
+        .arg("pipeline.yaml")
+        .current_dir(&project.root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("start the runner");
+    let runner_pid = i32::try_from(runner.id()).expect("a pid");
+    let pids: Vec<i32> = ["bin/setsid.pid", "bin/nohup.pid"]
+        .iter()
+        .map(|f| {
+            let text = project.wait_for(f, Duration::from_secs(30));
+            text.trim().parse().expect("a pid")
+        })
+        .collect();
+    assert!(pids.iter().all(|&p| crate::util::alive(p)));
+    // The stage's shell, its sleep and the two grandchildren.
+    let before = survivors(&project.root);
+    assert!(before.len() >= 4, "{before:#?}");
+
+    signal(&runner, Signal::SIGKILL);
+    let killed = Instant::now();
+    let _ = runner.wait();
+    let end = killed + Duration::from_secs(1);
+    while Instant::now() < end
+        && (!survivors(&project.root).is_empty() || !supervisors_of(runner_pid).is_empty())
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Read before anything here kills what is left.
+    let left = survivors(&project.root);
+    let outlived: Vec<i32> = pids
+        .iter()
+        .copied()
+        .filter(|&p| crate::util::alive(p))
+        .collect();
+    let supervisors = supervisors_of(runner_pid);
+    println!(
+        "{} ms after SIGKILL: grandchildren {pids:?} still running {outlived:?}, processes of \
+         the stage {left:?}, supervisors {supervisors:?}",
+        killed.elapsed().as_millis()
+    );
+    // Whatever the outcome, nothing of this test keeps running.
+    for line in &left {
+        if let Some(pid) = line.split(':').next().and_then(|p| p.parse::<i32>().ok()) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+    assert!(
+        outlived.is_empty(),
+        "grandchildren {outlived:?} outlived the killed runner by a second: {left:#?}"
+    );
+    assert!(left.is_empty(), "still running: {left:#?}");
+    assert!(supervisors.is_empty(), "the supervisor outlived the run");
+}
