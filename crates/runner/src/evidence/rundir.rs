@@ -186,6 +186,31 @@ pub fn read_lossy(path: &Path) -> std::io::Result<String> {
     })
 }
 
+/// Reads a log as [`read_lossy`] does, up to `limit` bytes: a longer one gives its first and
+/// last `limit / 2` bytes with a line between them, so memory stays bounded whatever a program
+/// wrote (one line with no newline included).
+pub fn read_head_tail(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    if size <= limit {
+        return read_lossy(path);
+    }
+    let half = limit / 2;
+    let mut head = Vec::new();
+    (&mut file).take(half).read_to_end(&mut head)?;
+    file.seek(SeekFrom::Start(size - half))?;
+    let mut tail = Vec::new();
+    file.take(half).read_to_end(&mut tail)?;
+    let mut text = String::from_utf8_lossy(&head).into_owned();
+    text.push_str(&format!(
+        "\n[exhibit: {} bytes of {size} not read here]\n",
+        size - 2 * half
+    ));
+    text.push_str(&String::from_utf8_lossy(&tail));
+    Ok(text)
+}
+
 /// The most a manifest may weigh: a run of thousands of units writes a few megabytes.
 pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 

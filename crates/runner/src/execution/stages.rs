@@ -784,6 +784,7 @@ pub struct Gathered {
 
 /// Reads a unit's files and parses those with a format.
 pub fn gather(dir: &Path, invocation: &Invocation) -> Gathered {
+    use crate::evidence::rundir::read_head_tail;
     let mut gathered = Gathered {
         stdout_empty: std::fs::metadata(dir.join(&invocation.stdout))
             .map_or(true, |m| m.len() == 0),
@@ -791,25 +792,35 @@ pub fn gather(dir: &Path, invocation: &Invocation) -> Gathered {
     };
     for (name, format) in &invocation.logs {
         let path = dir.join(name);
-        let Ok(bytes) = std::fs::read(&path) else {
+        if !path.is_file() || std::fs::File::open(&path).is_err() {
             continue;
-        };
+        }
         gathered.present.push((name.clone(), *format));
-        let text = String::from_utf8_lossy(&bytes);
-        if *name == invocation.stderr {
-            gathered.stderr_last = last_line(&text);
-        }
-        if *name == invocation.stdout {
-            gathered.stdout_first = text
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .map(|l| l.chars().take(120).collect());
-        }
         if *name == invocation.stderr || *name == invocation.stdout {
-            gathered.counters_denied |= text.contains("ERR_NVGPUCTRPERM");
+            let ends = read_head_tail(&path, OUTPUT_ENDS).unwrap_or_default();
+            if *name == invocation.stderr {
+                gathered.stderr_last = last_line(&ends);
+            }
+            if *name == invocation.stdout {
+                gathered.stdout_first = ends
+                    .lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .map(|l| l.chars().take(120).collect());
+            }
+            gathered.counters_denied |= ends.contains("ERR_NVGPUCTRPERM");
         }
         let Some(format) = format else { continue };
+        // A tool's log streams through its parser: memory stays bounded however long it is.
+        if !matches!(*format, Format::TextTimings | Format::Harness) {
+            let parsed = std::fs::File::open(&path)
+                .and_then(|f| parsers::parse_reader(*format, std::io::BufReader::new(f)));
+            if let Ok(parsed) = parsed {
+                gathered.parsed.push((name.clone(), parsed));
+            }
+            continue;
+        }
+        let text = read_head_tail(&path, READ_WHOLE).unwrap_or_default();
         if *format == Format::TextTimings {
             let parsed = text_timings(&text, invocation.unit.timing_pattern.as_ref());
             gathered.pattern_problem = pattern_problem(name, &parsed, &invocation.unit);
@@ -817,11 +828,9 @@ pub fn gather(dir: &Path, invocation: &Invocation) -> Gathered {
             gathered.parsed.push((name.clone(), parsed));
             continue;
         }
-        if *format == Format::Harness {
-            match serde_json::from_str::<HarnessOutput>(text.trim()) {
-                Ok(doc) => gathered.harness = Some(doc),
-                Err(e) => gathered.harness_error = Some(format!("{name}: {e}")),
-            }
+        match serde_json::from_str::<HarnessOutput>(text.trim()) {
+            Ok(doc) => gathered.harness = Some(doc),
+            Err(e) => gathered.harness_error = Some(format!("{name}: {e}")),
         }
         gathered
             .parsed
@@ -829,12 +838,13 @@ pub fn gather(dir: &Path, invocation: &Invocation) -> Gathered {
     }
     // A program's own results and timings: their format is told from their content.
     for name in &invocation.detect {
-        let Ok(bytes) = std::fs::read(dir.join(name)) else {
+        let Ok(text) = read_head_tail(&dir.join(name), READ_WHOLE) else {
             continue;
         };
-        let text = String::from_utf8_lossy(&bytes);
         if *name == invocation.stdout || *name == invocation.stderr {
-            gathered.program_output.push_str(&text);
+            gathered
+                .program_output
+                .push_str(&read_head_tail(&dir.join(name), OUTPUT_ENDS).unwrap_or_default());
         }
         let format = parsers::detect(&text).filter(|f| {
             matches!(
@@ -873,13 +883,20 @@ pub fn gather(dir: &Path, invocation: &Invocation) -> Gathered {
     }
     for name in [&invocation.stdout, &invocation.stderr] {
         if !invocation.detect.contains(name)
-            && let Ok(text) = crate::evidence::rundir::read_lossy(&dir.join(name))
+            && let Ok(text) = read_head_tail(&dir.join(name), OUTPUT_ENDS)
         {
             gathered.program_output.push_str(&text);
         }
     }
     gathered
 }
+
+/// Of a program's output, the most read for what the report quotes (its first and last lines,
+/// the line that explains a failure): its first and last halves of this.
+const OUTPUT_ENDS: u64 = 2 << 20;
+/// The most of a log read whole (a program's timings as text, a harness or benchmark document):
+/// its first and last halves of this. Every other log streams through its parser.
+const READ_WHOLE: u64 = 32 << 20;
 
 /// Reads a program's text with its stage's pattern (`pattern:`, as the unit records it).
 fn text_timings(text: &str, pattern: Option<&parsers::text_timings::TimingPattern>) -> ParsedLog {

@@ -337,3 +337,55 @@ fn output_past_the_limit_is_cut_in_the_middle_and_the_error_at_its_end_kept() {
         assert!(text.contains("bytes left out here"), "{path}");
     }
 }
+
+/// Whatever a program prints, the runner's memory stays bounded: 300 MB on one line with no
+/// newline, at the default output limit (128 MiB kept), peaks under 256 MiB of resident memory.
+/// The peak is read from `/proc/PID/status` (`VmHWM`, the high-water mark) while the runner
+/// runs; it reads the logs after the program ended, so the mark is taken while it still lives.
+#[test]
+fn a_program_printing_hundreds_of_megabytes_on_one_line_keeps_the_runner_small() {
+    let project = project();
+    project.write(
+        "src/prog.sh",
+        "# Stand-in program for tests (hand-written).\n\
+         head -c 300000000 /dev/zero | tr '\\0' 'x'\n\
+         sleep 1\n",
+    );
+    let mut child = std::process::Command::new(crate::util::BIN)
+        .arg("pipeline.yaml")
+        .current_dir(&project.root)
+        .env("XDG_CACHE_HOME", &project.cache)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the runner");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak_kib: u64 = 0;
+    let ended = loop {
+        if let Ok(text) = std::fs::read_to_string(&status) {
+            let hwm = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+            peak_kib = peak_kib.max(hwm.unwrap_or(0));
+        }
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert!(ended.code().is_some(), "the runner ended: {ended:?}");
+    assert!(peak_kib > 0, "the runner's memory was read");
+    eprintln!("the runner peaked at {} MiB", peak_kib / 1024);
+    assert!(
+        peak_kib < 256 * 1024,
+        "the runner peaked at {} MiB",
+        peak_kib / 1024
+    );
+    let manifest = project.manifest();
+    let check = crate::util::stage(&manifest, "check");
+    assert!(
+        check["cut"].as_object().is_some_and(|c| !c.is_empty()),
+        "{check:#}"
+    );
+}
