@@ -107,13 +107,24 @@ impl Spread {
 
 /// `thread (x,y,z) in block (x,y,z)` as two triples.
 fn thread_and_block(example: &str) -> Option<([u32; 3], [u32; 3])> {
+    // Once per record: one finder built once, and the triples read without a searcher each.
+    static IN_BLOCK: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" in block"));
     let triple = |text: &str| -> Option<[u32; 3]> {
-        let inner = text.trim().strip_prefix('(')?.split(')').next()?;
-        let mut parts = inner.split(',').map(|p| p.trim().parse::<u32>().ok());
-        Some([parts.next()??, parts.next()??, parts.next()??])
+        let inner = text.trim().strip_prefix('(')?;
+        let inner = inner.get(..memchr::memchr(b')', inner.as_bytes())?)?;
+        let mut out = [0u32; 3];
+        let mut parts = inner.as_bytes().split(|b| *b == b',');
+        for slot in &mut out {
+            let part = std::str::from_utf8(parts.next()?).ok()?;
+            *slot = part.trim().parse().ok()?;
+        }
+        Some(out)
     };
     let rest = example.trim().strip_prefix("thread")?;
-    let (thread, block) = rest.split_once(" in block")?;
+    let at = IN_BLOCK.find(rest.as_bytes())?;
+    let thread = rest.get(..at)?;
+    let block = rest.get(at + " in block".len()..)?;
     Some((triple(thread)?, triple(block)?))
 }
 
