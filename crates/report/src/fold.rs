@@ -677,26 +677,25 @@ mod tests {
         );
     }
 
+    /// A release build's draft placed at the line its trap was put on, as `wmma_local` makes it.
+    fn at_trap(line: u32) -> B {
+        let mut d = draft(WmmaLocalMemory, "Fragment on local memory").at("a.cu", line);
+        let trap = d.0.location.clone().expect("a place");
+        d.0.figures.insert(
+            crate::rules::wmma_local::TRAP_LINE.into(),
+            serde_json::json!(true),
+        );
+        d.0.notes.push(crate::rules::wmma_local::trap_note(&trap));
+        d
+    }
+
     #[test]
     fn a_place_at_the_trap_gives_way_to_the_call_another_build_names() {
         // The release build's trap record names the line the compiler put the trap on (the
         // kernel's end, fa_s512_v3.cu:695 at the seed's 6d3506d); the -G build names the call.
-        let mut release = draft(WmmaLocalMemory, "Fragment on local memory").at("a.cu", 95);
-        let trap = SourceLocation {
-            file: "a.cu".into(),
-            line: Some(95),
-        };
-        release.0.figures.insert(
-            crate::rules::wmma_local::TRAP_LINE.into(),
-            serde_json::json!(true),
-        );
-        release
-            .0
-            .notes
-            .push(crate::rules::wmma_local::trap_note(&trap));
         let out = check(
             vec![
-                release,
+                at_trap(95),
                 draft(WmmaLocalMemory, "Fragment on local memory")
                     .config("debug")
                     .at("a.cu", 27),
@@ -711,16 +710,7 @@ mod tests {
         );
         assert_eq!(out[0].configs, ["debug", "release"]);
         // Alone, it stays at the trap's line and says what that line is.
-        let mut alone = draft(WmmaLocalMemory, "Fragment on local memory").at("a.cu", 95);
-        alone.0.figures.insert(
-            crate::rules::wmma_local::TRAP_LINE.into(),
-            serde_json::json!(true),
-        );
-        alone
-            .0
-            .notes
-            .push(crate::rules::wmma_local::trap_note(&trap));
-        let out = check(vec![alone], &[], &["wmma-local-memory@a.cu:95"]);
+        let out = check(vec![at_trap(95)], &[], &["wmma-local-memory@a.cu:95"]);
         assert!(
             out[0]
                 .explanation()

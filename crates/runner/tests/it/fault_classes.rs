@@ -256,18 +256,7 @@ echo "==PROF== Disconnected from process 1"
 fn a_python_programs_profile_leaves_out_the_frameworks_kernels() {
     let project = Project::new();
     recording_ncu(&project);
-    project.write("py/run.py", "print('ok')\n");
-    project.pipeline(&pipeline(
-        r#"  sources: [py]
-  program:
-    command: [python3, py/run.py]
-"#,
-        &["ncu"],
-        "plain",
-        r#"  profile:
-    needs: { gpu: false, tools: [ncu] }
-"#,
-    ));
+    python_profile(&project);
     let out = project.run(&["pipeline.yaml"]);
     let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
         .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
@@ -410,18 +399,7 @@ done
 "#
         ),
     );
-    project.write("py/run.py", "print('ok')\n");
-    project.pipeline(&pipeline(
-        r#"  sources: [py]
-  program:
-    command: [python3, py/run.py]
-"#,
-        &["ncu"],
-        "plain",
-        r#"  profile:
-    needs: { gpu: false, tools: [ncu] }
-"#,
-    ));
+    python_profile(&project);
     let out = project.run(&["pipeline.yaml"]);
     let manifest = project.manifest();
     let profile = stage(&manifest, "profile");
@@ -440,6 +418,23 @@ done
     let report = project.run(&["report", "--format", "json", run.to_str().expect("utf-8")]);
     let json = String::from_utf8_lossy(&report.stdout);
     assert!(json.contains("source.sass.csv"), "{json}");
+}
+
+/// A Python program (`py/run.py`, printing "ok") whose pipeline has a profile stage alone,
+/// with the stand-in ncu under `bin/`.
+fn python_profile(project: &Project) {
+    project.write("py/run.py", "print('ok')\n");
+    project.pipeline(&pipeline(
+        r#"  sources: [py]
+  program:
+    command: [python3, py/run.py]
+"#,
+        &["ncu"],
+        "plain",
+        r#"  profile:
+    needs: { gpu: false, tools: [ncu] }
+"#,
+    ));
 }
 
 /// A stand-in ncu (hand-written) that only records each command line in `bin/ncu.args`.
