@@ -491,10 +491,18 @@ fn memory_bound(
     let reason = stall.trim_start_matches("stall_");
     const BUSY: f64 = 60.0;
     // Where neither the SMs nor on-chip memory is busy, where the warps wait says why: over
-    // the whole kernel where its samples are split by reason, else at its hottest line.
+    // the whole kernel where its samples are split by reason, else at its hottest line. Waits
+    // to issue say the SMs are the limit only where they are busy (the first case below), so
+    // the largest other wait speaks, when it holds a fifth of the samples.
     let waited = match &waits {
-        Some(w) if own_work.is_some() => w.top(&[Wait::Barrier, Wait::Shared, Wait::Issue]),
-        Some(w) => w.top(&Wait::ALL),
+        Some(w) => {
+            let pool: &[Wait] = if own_work.is_some() {
+                &[Wait::Barrier, Wait::Shared]
+            } else {
+                &[Wait::Global, Wait::Barrier, Wait::Shared]
+            };
+            w.top(pool).filter(|x| w.share(*x) >= 0.2)
+        }
         None => Some(Wait::of(reason)),
     };
     let class = if sm >= BUSY && sm >= memory {
@@ -506,7 +514,7 @@ fn memory_bound(
             Wait::Barrier => MemoryBottleneck::Barrier,
             Wait::Global => MemoryBottleneck::Latency,
             Wait::Shared => MemoryBottleneck::OnChip,
-            // Waiting to issue while the SMs are not busy: nothing here says on what.
+            // The hottest line's wait to issue, with the SMs not busy: nothing says on what.
             Wait::Issue => return None,
         }
     };
