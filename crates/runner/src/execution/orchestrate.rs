@@ -796,27 +796,7 @@ impl Executor<'_> {
             (kind, Some(target))
                 if config::is_sanitizer(kind) && stage_cfg.split == Some(config::Split::Tests) =>
             {
-                let line = stages::program_line(
-                    unit,
-                    stage_cfg,
-                    self.pipeline,
-                    self.preflight,
-                    target,
-                    &paths,
-                    None,
-                );
-                let program = match stages::resolve_program(self.preflight, &line.argv) {
-                    Ok(program) => program,
-                    Err(reason) => {
-                        record.status = StageStatus::Failed;
-                        record.reason = Some(reason);
-                        return Ok((record, flags));
-                    }
-                };
-                let cwd = invocation
-                    .cwd
-                    .as_ref()
-                    .map_or_else(|| self.pipeline.root.clone(), |c| self.pipeline.resolve(c));
+                // The program's line in a unit directory: the split's own, then each test's.
                 let program_in = |unit_dir: &Path| {
                     let paths = Paths {
                         unit_dir: unit_dir.to_path_buf(),
@@ -838,6 +818,18 @@ impl Executor<'_> {
                         }
                     })
                 };
+                let program = match program_in(&paths.unit_dir) {
+                    Ok(program) => program.argv,
+                    Err(reason) => {
+                        record.status = StageStatus::Failed;
+                        record.reason = Some(reason);
+                        return Ok((record, flags));
+                    }
+                };
+                let cwd = invocation
+                    .cwd
+                    .as_ref()
+                    .map_or_else(|| self.pipeline.root.clone(), |c| self.pipeline.resolve(c));
                 let split = crate::execution::split::Split {
                     kind,
                     framework: crate::execution::split::Framework::of(target.command_of(stage_cfg)),

@@ -256,7 +256,7 @@ echo "==PROF== Disconnected from process 1"
 fn a_python_programs_profile_leaves_out_the_frameworks_kernels() {
     let project = Project::new();
     recording_ncu(&project);
-    python_profile(&project);
+    python_profile(&project, "");
     let out = project.run(&["pipeline.yaml"]);
     let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
         .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
@@ -278,19 +278,10 @@ fn a_python_programs_profile_leaves_out_the_frameworks_kernels() {
 fn a_profile_stage_with_its_own_launch_selection_keeps_its_arguments() {
     let project = Project::new();
     recording_ncu(&project);
-    project.write("py/run.py", "print('ok')\n");
-    project.pipeline(&pipeline(
-        r#"  sources: [py]
-  program:
-    command: [python3, py/run.py]
-"#,
-        &["ncu"],
-        "plain",
-        r#"  profile:
-    needs: { gpu: false, tools: [ncu] }
-    args: [--launch-count=1, --section, SpeedOfLight]
-"#,
-    ));
+    python_profile(
+        &project,
+        "    args: [--launch-count=1, --section, SpeedOfLight]\n",
+    );
     let out = project.run(&["pipeline.yaml"]);
     let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
         .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
@@ -319,25 +310,17 @@ fn a_profile_stage_with_its_own_launch_selection_keeps_its_arguments() {
 fn a_pipeline_with_a_baseline_profiles_the_baselines_kernels_too() {
     let project = Project::new();
     recording_ncu(&project);
-    project.write("py/run.py", "print('ok')\n");
     project.write("py/sdpa.py", "print('sdpa: 1.0 ms')\n");
-    project.pipeline(&pipeline(
-        r#"  sources: [py]
-  program:
-    command: [python3, py/run.py]
-"#,
-        &["ncu"],
-        "plain",
-        r#"  profile:
-    needs: { gpu: false, tools: [ncu] }
-    args: [--launch-count, "1"]
+    python_profile(
+        &project,
+        r#"    args: [--launch-count, "1"]
   baseline:
     needs: { gpu: false }
     command: [python3, py/sdpa.py]
     pattern: '^sdpa: (?P<value>[0-9.]+) (?P<unit>ms)$'
     label: attn
 "#,
-    ));
+    );
     let out = project.run(&["pipeline.yaml"]);
     let args = std::fs::read_to_string(project.root.join("bin/ncu.args"))
         .unwrap_or_else(|_| panic!("ncu ran: {}", stderr(&out)));
@@ -399,7 +382,7 @@ done
 "#
         ),
     );
-    python_profile(&project);
+    python_profile(&project, "");
     let out = project.run(&["pipeline.yaml"]);
     let manifest = project.manifest();
     let profile = stage(&manifest, "profile");
@@ -420,9 +403,9 @@ done
     assert!(json.contains("source.sass.csv"), "{json}");
 }
 
-/// A Python program (`py/run.py`, printing "ok") whose pipeline has a profile stage alone,
-/// with the stand-in ncu under `bin/`.
-fn python_profile(project: &Project) {
+/// A Python program (`py/run.py`, printing "ok") whose pipeline has a profile stage, with the
+/// stand-in ncu under `bin/`; `more` is YAML appended to the stage (its args) and after it.
+fn python_profile(project: &Project, more: &str) {
     project.write("py/run.py", "print('ok')\n");
     project.pipeline(&pipeline(
         r#"  sources: [py]
@@ -431,9 +414,7 @@ fn python_profile(project: &Project) {
 "#,
         &["ncu"],
         "plain",
-        r#"  profile:
-    needs: { gpu: false, tools: [ncu] }
-"#,
+        &format!("  profile:\n    needs: {{ gpu: false, tools: [ncu] }}\n{more}"),
     ));
 }
 
