@@ -486,6 +486,10 @@ pub struct InstructionMix {
     pub tensor_tf32_flops: u64,
     /// Half-precision values widened to float (`HADD2.F32` of a half, `F2F.F32.F16`) executed.
     pub half_to_float: u64,
+    /// Bytes the function's threads asked of global memory by loads (`LDG`, `LDGSTS`): each
+    /// load's predicated-on thread executions times the width its opcode names.
+    #[serde(default)]
+    pub global_load_bytes: u64,
     /// The longest run of multiply-adds where each adds to the one before (a dot product
     /// accumulated in one register chain), in SASS order.
     pub fma_chain: u32,

@@ -147,7 +147,7 @@ impl SourceParser {
                 }
             }
             let sass = cells.get(c.sass).map(String::as_str).unwrap_or("");
-            self.instruction(sass, get(c.instructions), stalls);
+            self.instruction(sass, get(c.instructions), get(c.active_lanes), stalls);
             return;
         };
         let top_stall = stalls
@@ -196,9 +196,15 @@ impl SourceParser {
         }
     }
 
-    /// Counts one SASS instruction (`@P0 FFMA R1, R2, R3, R1`) executed `executed` times, with
-    /// its warp-stall samples.
-    fn instruction(&mut self, sass: &str, executed: u64, stalls: BTreeMap<String, u64>) {
+    /// Counts one SASS instruction (`@P0 FFMA R1, R2, R3, R1`) executed `executed` times by
+    /// warps and `lanes` times by threads (predicated on), with its warp-stall samples.
+    fn instruction(
+        &mut self,
+        sass: &str,
+        executed: u64,
+        lanes: u64,
+        stalls: BTreeMap<String, u64>,
+    ) {
         let Some(mix) = &mut self.mix else { return };
         for (reason, n) in stalls {
             *mix.stalls.entry(reason).or_default() += n;
@@ -253,6 +259,11 @@ impl SourceParser {
             }
             "HADD2" if op.contains("F32") => mix.half_to_float += executed,
             "F2F" if op.contains("F32.F16") => mix.half_to_float += executed,
+            "LDG" | "LDGSTS" => {
+                mix.global_load_bytes = mix
+                    .global_load_bytes
+                    .saturating_add(lanes.saturating_mul(access_bytes(op)));
+            }
             _ => {}
         }
         // Conversions and loads between the multiply-adds do not break a chain; other
@@ -281,6 +292,7 @@ impl SourceParser {
                     m.tensor_flops += mix.tensor_flops;
                     m.tensor_tf32_flops += mix.tensor_tf32_flops;
                     m.half_to_float += mix.half_to_float;
+                    m.global_load_bytes += mix.global_load_bytes;
                     m.fma_chain = m.fma_chain.max(mix.fma_chain);
                     for (reason, n) in mix.stalls {
                         *m.stalls.entry(reason).or_default() += n;
@@ -299,6 +311,21 @@ impl SourceParser {
             !self.log.source_lines.is_empty() || !self.log.instruction_mix.is_empty();
         self.log
     }
+}
+
+/// The bytes one thread's global load moves, by the width its opcode names: `LDG.E` 4,
+/// `LDG.E.64` 8, `LDG.E.128` 16, `LDG.E.U8` 1, `LDGSTS.E.BYPASS.128` 16.
+fn access_bytes(op: &str) -> u64 {
+    op.split('.')
+        .skip(1)
+        .find_map(|m| match m {
+            "U8" | "S8" => Some(1),
+            "U16" | "S16" => Some(2),
+            "64" => Some(8),
+            "128" => Some(16),
+            _ => None,
+        })
+        .unwrap_or(4)
 }
 
 /// The floating-point operations of one warp-level `HMMA` by the shape its opcode names

@@ -2,6 +2,9 @@
 //   -DSTEP_tree1  one element per thread, then a shared-memory tree with a barrier per level,
 //                 each block's sum written to its own slot (the host adds the slots);
 //   -DSTEP_tree2  two elements per thread added on load, then the same tree;
+//   -DSTEP_shuffle2  two elements per thread added on load, warp shuffles, one barrier to
+//                 combine the block's warps;
+//   -DSTEP_many16 sixteen elements per thread, then the same shuffles and barrier;
 //   (no define)   a grid-stride loop of float4 loads summed in registers, warp shuffles, and
 //                 one atomic per warp: the fast version.
 // Every element is 0.25, so every partial sum is exact and the total is exactly 2^24.
@@ -42,6 +45,32 @@ __global__ void block_sum(const float* in, float* out, int n) {
   }
   if (threadIdx.x == 0) out[blockIdx.x] = partial[0];
 }
+#elif defined(STEP_shuffle2) || defined(STEP_many16)
+#if defined(STEP_many16)
+constexpr int PER_THREAD = 16;
+#else
+constexpr int PER_THREAD = 2;
+#endif
+__global__ void block_sum(const float* in, float* out, int n) {
+  __shared__ float warp_sums[BLOCK / 32];
+  int first = blockIdx.x * BLOCK * PER_THREAD + threadIdx.x;
+  float v = 0.f;
+#pragma unroll
+  for (int k = 0; k < PER_THREAD; ++k) {
+    int i = first + k * BLOCK;
+    if (i < n) v += in[i];
+  }
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    v = threadIdx.x < BLOCK / 32 ? warp_sums[threadIdx.x] : 0.f;
+    for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+    if (threadIdx.x == 0) out[blockIdx.x] = v;
+  }
+}
+#endif
+#if defined(STEP_tree1) || defined(STEP_tree2) || defined(STEP_shuffle2) || defined(STEP_many16)
 static int grid_for(int n) { return (n + BLOCK * PER_THREAD - 1) / (BLOCK * PER_THREAD); }
 constexpr bool SLOTS = true;
 #else

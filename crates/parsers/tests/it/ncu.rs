@@ -362,7 +362,9 @@ fn occupancy_rules_state_warps_per_scheduler_and_their_limiters() {
 /// H100): the page lists the barrier's instruction under the kernel's file and again under
 /// three headers of the inlining chain. The instruction mix and the stall samples count each
 /// instruction once: 12,648,448 warp instructions executed, 1,048,576 of them the barrier (five
-/// listings would make it 5,242,880), and 3,920 samples, 614 of them at the barrier.
+/// listings would make it 5,242,880), and 3,920 samples, 614 of them at the barrier. Its
+/// two `LDG.E` loads of 4 bytes, each executed by all 8,388,608 threads, ask 64 MiB of global
+/// memory: 8 bytes a thread.
 #[test]
 fn an_instruction_listed_under_every_file_of_its_inlining_counts_once() {
     let log = parsers::parse(
@@ -375,6 +377,7 @@ fn an_instruction_listed_under_every_file_of_its_inlining_counts_once() {
     assert_eq!(mix.stalls.values().sum::<u64>(), 3_920);
     assert_eq!(mix.stalls.get("stall_barrier"), Some(&614));
     assert_eq!(mix.stalls.get("stall_long_sb"), Some(&2_010));
+    assert_eq!(mix.global_load_bytes, 2 * 8_388_608 * 4);
     // The line with the global load keeps its own breakdown.
     let load = log
         .source_lines

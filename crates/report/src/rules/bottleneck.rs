@@ -321,6 +321,15 @@ const AT_LIMIT: f64 = 0.8;
 /// spend 6-35% there (examples/slow-kernels, `fast` reference run: `axpb` 14%, `reduce` 6%,
 /// `staged_scale` 35%, `transpose` 30%).
 const OWN_WORK: f64 = 0.6;
+/// A kernel whose threads each read at most this many bytes of global memory (two 16-byte
+/// vector loads) pays its per-thread work (index arithmetic, a block's tree, its barriers and
+/// stores) for every few bytes it moves.
+const FEW_BYTES_PER_THREAD: f64 = 32.0;
+/// With at least this share of its warps' stall samples away from its global loads, that
+/// per-thread work is what keeps such a kernel below the bandwidth: above the streaming
+/// kernels' 6-35% (see [`OWN_WORK`]), and the grid-stride end of the cuda-samples reduction
+/// ladder spends 14% there, the two-elements-a-thread steps before it 48% (field corpus).
+const PER_THREAD_WORK: f64 = 0.4;
 
 /// Where a kernel's warps wait, from its warp-stall samples by reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -440,6 +449,9 @@ enum MemoryBottleneck {
     Barrier,
     /// Neither unit is busy and warps wait on global loads: too few bytes in flight.
     Latency,
+    /// Each thread reads a few bytes and then spends a large part of its time on the rest of
+    /// its work, with no load in flight.
+    PerThread,
 }
 
 /// A kernel with no floating-point work to speak of (a reduction, a copy, a scan) measured
@@ -476,8 +488,17 @@ fn memory_bound(
         .filter(|away| *away >= OWN_WORK);
     // Far below the bandwidth on a launch long enough to judge by it, or below the limit with
     // the samples to say its own work is why.
+    // Or a large part of it there, with a few bytes read per thread: work paid per thread.
+    let threads = metric(ctx, scope, Some(kernel), "Threads").filter(|t| *t > 0.0);
+    let per_thread = threads
+        .map(|t| mix.global_load_bytes as f64 / t)
+        .filter(|b| *b > 0.0 && *b <= FEW_BYTES_PER_THREAD)
+        .zip(waits.as_ref().map(|w| 1.0 - w.share(Wait::Global)))
+        .filter(|(_, away)| *away >= PER_THREAD_WORK);
     let far = dram < FAR_BELOW * 100.0 && us >= MIN_DURATION_US;
-    let below = dram < AT_LIMIT * 100.0 && us >= MIN_SAMPLED_US && own_work.is_some();
+    let below = dram < AT_LIMIT * 100.0
+        && us >= MIN_SAMPLED_US
+        && (own_work.is_some() || per_thread.is_some());
     if !(far || below) {
         return None;
     }
@@ -509,6 +530,8 @@ fn memory_bound(
         MemoryBottleneck::Instructions
     } else if memory >= BUSY && memory - dram >= 20.0 {
         MemoryBottleneck::OnChip
+    } else if per_thread.is_some() && own_work.is_none() {
+        MemoryBottleneck::PerThread
     } else {
         match waited? {
             Wait::Barrier => MemoryBottleneck::Barrier,
@@ -647,6 +670,29 @@ fn memory_bound(
              synchronises, and warp shuffles for the last 32 values instead of \
              `__syncthreads()` steps.",
         ),
+        MemoryBottleneck::PerThread => {
+            let (bytes, away) = per_thread.unwrap_or_default();
+            d.figures.insert(
+                "bytes_per_thread".into(),
+                json!((bytes * 10.0).round() / 10.0),
+            );
+            (
+                "Too little work per thread",
+                format!(
+                    "Each thread reads {bytes:.0} bytes of global memory, and {:.0}% of its \
+                     warps' stall samples are away from those loads: the work each thread does \
+                     besides loading (index arithmetic, the block's steps through shared memory \
+                     and barriers, its store) is paid for every {bytes:.0} bytes moved, and a \
+                     warp doing it has no load in flight.",
+                    away * 100.0
+                ),
+                "Give each thread many elements: loop over the input (a grid-stride loop, or \
+                 several rows per block or program) combining them in registers, with several \
+                 independent loads in flight and vector loads where aligned, and a grid of a \
+                 few blocks per SM, so the work paid once per block is paid once per many \
+                 elements.",
+            )
+        }
         MemoryBottleneck::Latency => (
             "Latency-bound: too few bytes in flight",
             "Neither the SMs nor the memory system is busy: warps wait on global loads, and \
