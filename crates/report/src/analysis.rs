@@ -170,8 +170,11 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
     };
     // "N causes, top: <title> in <kernel>": the performance causes, beside any fault.
     let slow_line = || {
+        // The largest estimated gain; among equal ones the first in rank order, as the
+        // root causes list them.
         let top = slow
             .iter()
+            .rev()
             .max_by(|a, b| speedup(a).total_cmp(&speedup(b)))
             .copied();
         format!(

@@ -326,10 +326,12 @@ const OWN_WORK: f64 = 0.6;
 /// stores) for every few bytes it moves.
 const FEW_BYTES_PER_THREAD: f64 = 32.0;
 /// With at least this share of its warps' stall samples away from its global loads, that
-/// per-thread work is what keeps such a kernel below the bandwidth: above the streaming
-/// kernels' 6-35% (see [`OWN_WORK`]), and the grid-stride end of the cuda-samples reduction
-/// ladder spends 14% there, the two-elements-a-thread steps before it 48% (field corpus).
-const PER_THREAD_WORK: f64 = 0.4;
+/// per-thread work is what keeps such a kernel below the bandwidth. Streaming kernels whose
+/// threads do little besides loading spend 2-23% there (examples/slow-kernels `axpb` 14%,
+/// examples/slow-reduction `many16` 17% and `fast` 2%, the cuda-samples grid-stride `reduce6`
+/// 14%); two elements a thread and then a block's combining steps, 38-48% (`shuffle2` 38% on
+/// an H100 and 40% on an H200, cuda-samples `reduce4` and `reduce5` 48%).
+const PER_THREAD_WORK: f64 = 1.0 / 3.0;
 
 /// Where a kernel's warps wait, from its warp-stall samples by reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

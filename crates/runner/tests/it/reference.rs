@@ -866,11 +866,13 @@ fn each_slow_kernel_config_ranks_its_planted_cause_first() {
     );
 }
 
-/// `examples/slow-reduction/` on an H100: one sum, three steps. The shared-memory tree is the
-/// cause at its line in both tree builds: far below the DRAM bandwidth with one element per
-/// thread (28.4%), and above half of it with two (53.0%), where 64% of the warps' stall samples
-/// are away from the global loads. The fast build (85.8% of DRAM bandwidth, its warps on global
-/// memory) has no warning.
+/// `examples/slow-reduction/` on an H100: one sum, five steps. The shared-memory tree is the
+/// cause at its line in both tree builds, one element per thread at 28.4% of the DRAM
+/// bandwidth and two at 52.7%. The shuffle build (two elements per thread, warp shuffles, one
+/// barrier) is at 70.8% with 38% of its warps' stall samples away from its 8 bytes a thread:
+/// too little work per thread, which the next build confirms by measurement (sixteen elements
+/// per thread, the same shuffles: 91.3% of DRAM bandwidth, 88.1 µs a launch against 113.3 µs by
+/// the program's own line), with no warning. Nor has the float4 grid-stride build (85.5%).
 #[test]
 fn a_reduction_held_back_by_its_own_tree_is_slow_at_any_share_of_the_bandwidth() {
     let run = example_run("slow-reduction");
@@ -882,23 +884,49 @@ fn a_reduction_held_back_by_its_own_tree_is_slow_at_any_share_of_the_bandwidth()
         .iter()
         .filter(|d| d["level"] == "warning")
         .collect();
-    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert_eq!(warnings.len(), 2, "{warnings:#?}");
     let tree = warnings[0];
     assert_eq!(tree["rule"], "bottleneck", "{tree:#}");
     assert_eq!(tree["configs"], serde_json::json!(["tree1", "tree2"]));
     assert_eq!(tree["location"]["file"], "src/sum.cu", "{tree:#}");
-    assert_eq!(tree["location"]["line"], 40, "{tree:#}");
+    assert_eq!(tree["location"]["line"], 43, "{tree:#}");
     let evidence = tree["evidence"].to_string();
     assert!(
-        evidence.contains("DRAM 53.0%"),
+        evidence.contains("DRAM 52.7%"),
         "the two-per-thread build: {evidence}"
     );
     let said = format!("{} {}", tree["notes"], tree["help"]);
     for words in ["at barriers", "on shared memory", "__shfl_down_sync"] {
         assert!(said.contains(words), "{words}: {said}");
     }
+    // The verdict leads with the root cause listed first.
+    let verdict = json["verdict"]["line"].as_str().unwrap_or("");
+    assert!(
+        verdict.contains("top: Bound by on-chip memory traffic at 28.4%"),
+        "{verdict}"
+    );
+    let thin = warnings[1];
+    assert_eq!(thin["configs"], serde_json::json!(["shuffle2"]), "{thin:#}");
+    assert_eq!(
+        thin["title"], "Too little work per thread at 70.8% of DRAM bandwidth",
+        "{thin:#}"
+    );
+    assert_eq!(thin["figures"]["bytes_per_thread"], 8.0, "{thin:#}");
+    let said = format!("{} {}", thin["notes"], thin["help"]);
+    for words in [
+        "8 bytes",
+        "38% of its warps' stall samples",
+        "grid-stride loop",
+    ] {
+        assert!(said.contains(words), "{words}: {said}");
+    }
     let md = report(&run, "md");
-    assert!(md.contains("DRAM 85.8%"), "{md}");
+    for clean in [
+        "| fast | `block_sum` | 94.5 | DRAM 85.5%",
+        "| many16 | `block_sum` | 88.6 | DRAM 91.3%",
+    ] {
+        assert!(md.contains(clean), "{clean}: {md}");
+    }
 }
 
 /// `runner diff` shows a performance cause that went and one that appeared: B is the
