@@ -26,12 +26,18 @@ pub struct Analysis<'a> {
     pub diagnoses: Vec<Diagnosis>,
     pub verdict: Verdict,
     pub coverage: Vec<CoverageRow>,
+    /// The experiments run on its hypotheses, concluded.
+    pub experiments: Vec<crate::experiment::Conclusion>,
+    /// Its stress stages' launch searches, read as experiments.
+    pub launch_searches: Vec<crate::experiment::LaunchSearchRow>,
 }
 
 impl<'a> Analysis<'a> {
     /// Diagnoses and judges already joined evidence.
     pub fn from_joined(joined: Joined<'a>) -> Analysis<'a> {
-        let diagnoses = diagnose(&joined);
+        let mut diagnoses = diagnose(&joined);
+        let (experiments, launch_searches) = crate::experiment::of_run(&joined);
+        crate::experiment::apply(&mut diagnoses, &experiments);
         let mut coverage = coverage(&joined);
         if joined.run.is_none() {
             // Without a run, a log's status is what was found in it: a log a root cause cites
@@ -55,6 +61,8 @@ impl<'a> Analysis<'a> {
             diagnoses,
             verdict,
             coverage,
+            experiments,
+            launch_searches,
         }
     }
 }

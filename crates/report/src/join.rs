@@ -55,6 +55,22 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
             }
         }
     }
+    // The experiments' trials are read by the experiments alone, never joined as the run's.
+    let mut trial_logs = BTreeMap::new();
+    for unit in evidence
+        .run
+        .experiments
+        .iter()
+        .flat_map(|e| &e.trials)
+        .flat_map(|t| &t.units)
+    {
+        for log in &unit.logs {
+            listed.insert(log.path.as_str());
+            if let Some(parsed) = evidence.logs.get(&log.path) {
+                trial_logs.insert(log.path.as_str(), parsed);
+            }
+        }
+    }
     for (path, parsed) in &evidence.logs {
         if !listed.contains(path.as_str()) {
             sources.push(Source {
@@ -72,6 +88,7 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
         joined.baseline = Some(Box::new(Joined::build(Some(&evidence.run), baseline)));
     }
     joined.source_maps.clone_from(&evidence.source_maps);
+    joined.trial_logs = trial_logs;
     joined.missing = evidence
         .missing
         .iter()
@@ -333,6 +350,8 @@ pub struct Joined<'a> {
     pub source_maps: Vec<crate::SourceMap>,
     /// The baseline's profile, joined on its own: its kernels are set beside the program's.
     pub baseline: Option<Box<Joined<'a>>>,
+    /// The logs of the experiments' trials, by path ([`crate::experiment`]).
+    pub trial_logs: BTreeMap<&'a str, &'a parsers::ParsedLog>,
     /// Lookups built once, so that the report is linear in stage records.
     index: Index<'a>,
 }
@@ -495,6 +514,7 @@ impl<'a> Joined<'a> {
             repo_files,
             source_maps: Vec::new(),
             baseline: None,
+            trial_logs: BTreeMap::new(),
             index,
         }
     }

@@ -51,6 +51,7 @@ pub mod check_failure;
 mod diagnosis;
 pub mod diff;
 mod evidence;
+pub mod experiment;
 mod explain;
 mod fold;
 pub mod join;

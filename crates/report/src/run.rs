@@ -40,6 +40,13 @@ pub struct Run {
     /// content (the target's) is what `inputs` and the cache keys hash.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub links: BTreeMap<String, String>,
+    /// The pipeline's knobs (`knobs:`, or found where its configs vary a value), with each
+    /// config's value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knobs: Vec<crate::experiment::Knob>,
+    /// The experiments run on the report's hypotheses, each with its trials' units.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub experiments: Vec<crate::experiment::Experiment>,
 }
 
 /// A manifest as stored, read field by field as [`Run`] after [`crate::run_v1::upgrade`] gave an
@@ -60,6 +67,10 @@ struct StoredRun {
     wall_ms: Option<u64>,
     #[serde(default)]
     links: BTreeMap<String, String>,
+    #[serde(default)]
+    knobs: Vec<crate::experiment::Knob>,
+    #[serde(default)]
+    experiments: Vec<crate::experiment::Experiment>,
 }
 
 impl<'de> Deserialize<'de> for Run {
@@ -80,6 +91,8 @@ impl<'de> Deserialize<'de> for Run {
             stages,
             wall_ms,
             links,
+            knobs,
+            experiments,
         } = serde_json::from_value(manifest).map_err(D::Error::custom)?;
         Ok(Run {
             schema,
@@ -94,6 +107,8 @@ impl<'de> Deserialize<'de> for Run {
             stages,
             wall_ms,
             links,
+            knobs,
+            experiments,
         })
     }
 }

@@ -860,6 +860,38 @@ fn check(path: &std::path::Path) -> Result<Outcome, Error> {
             }
         ));
     }
+    // The knobs experiments may vary: named, or found where the configs vary a value.
+    for knob in config::knobs_of(&pipeline) {
+        let values: Vec<String> = knob
+            .values
+            .iter()
+            .map(|(config, value)| format!("{config}={value}"))
+            .collect();
+        out.push_str(&format!(
+            "  knob {:<9} {}{}{}{}\n",
+            knob.role.as_str(),
+            knob.input.describe(),
+            knob.tile.map(|t| format!(", tile {t}")).unwrap_or_default(),
+            if knob.inferred {
+                " (found where the configs vary it)"
+            } else {
+                ""
+            },
+            if values.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", values.join(", "))
+            }
+        ));
+    }
+    out.push_str(&format!(
+        "  experiments {}\n",
+        if pipeline.experiments_on() {
+            "on (the report's hypotheses are tested by more runs)"
+        } else {
+            "off"
+        }
+    ));
     print(&out)?;
     Ok(Outcome::Clean)
 }

@@ -39,6 +39,8 @@ pub fn document(a: &Analysis, run: Option<&Run>) -> Value {
         "run": run_value,
         "verdict": a.verdict,
         "diagnoses": a.diagnoses,
+        "experiments": a.experiments,
+        "launch_searches": a.launch_searches,
         "coverage": a.coverage,
         "kernels": kernel_resources(&a.joined),
         "checks": check_rows(&a.joined),

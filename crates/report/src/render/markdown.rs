@@ -20,6 +20,7 @@ pub fn render(analysis: &Analysis, run: &Run) -> String {
     verdict(&mut out, analysis);
     root_causes(&mut out, analysis);
     notes(&mut out, analysis);
+    experiments(&mut out, analysis);
     evidence(&mut out, analysis);
     per_config(&mut out, analysis);
     correctness(&mut out, analysis);
@@ -335,6 +336,73 @@ fn evidence_items(out: &mut String, d: &Diagnosis) {
         excerpt_block(out, &e.excerpt);
     }
     let _ = writeln!(out);
+}
+
+/// Each experiment: the hypothesis it tests, its prediction, its runs, its conclusion and what
+/// it cost; then the stress stages' launch searches in the same form.
+fn experiments(out: &mut String, a: &Analysis) {
+    if a.experiments.is_empty() && a.launch_searches.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Experiments\n");
+    for c in &a.experiments {
+        let kernel = c
+            .kernel
+            .as_deref()
+            .map(|k| format!(" · {}", md_code(k)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "### {}: {}\n\n{}{kernel} · config {}\n",
+            md_text(&c.cause),
+            c.outcome.as_str(),
+            md_code(c.rule.as_str()),
+            md_code(&c.config)
+        );
+        let _ = writeln!(out, "**Prediction:** {}\n", md_text(&c.prediction));
+        let _ = writeln!(out, "| run | outcome | evidence |\n|---|---|---|");
+        for r in &c.rows {
+            let _ = writeln!(
+                out,
+                "| {} | {}{} | {} |",
+                md_cell(&r.label),
+                md_cell(&r.outcome),
+                if r.cached { " (cached)" } else { "" },
+                r.evidence.as_deref().map(md_code).unwrap_or_default()
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\n**Conclusion ({}):** {}\n\nCost: {}, {} of them from the cache, {} of unit time.\n",
+            c.outcome.as_str(),
+            md_text(&c.sentence),
+            crate::text::plural(c.runs as u64, "run", "runs"),
+            c.cached,
+            seconds(c.cost_ms)
+        );
+    }
+    for s in &a.launch_searches {
+        let tried: Vec<String> = s
+            .tried
+            .iter()
+            .map(|(n, ok)| format!("{n} {}", if *ok { "clean" } else { "fails" }))
+            .collect();
+        let _ = writeln!(
+            out,
+            "### Repeated launches: {}\n\nstage {}{}\n\n**Prediction:** if the fault needs \
+             repeated launches, the program runs clean at few and fails from some count \
+             on.\n\nTried: {}.\n\n**Conclusion ({}):** {}\n",
+            s.outcome.as_str(),
+            md_code(&s.stage),
+            s.config
+                .as_deref()
+                .map(|c| format!(" · config {}", md_code(c)))
+                .unwrap_or_default(),
+            tried.join(", "),
+            s.outcome.as_str(),
+            md_text(&s.sentence)
+        );
+    }
 }
 
 fn notes(out: &mut String, a: &Analysis) {

@@ -97,6 +97,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         );
         d.figures
             .insert("limiter".into(), json!(occ.limiter.as_str()));
+        d.figures.insert("registers".into(), json!(registers));
+        if let Some(r) = occ.registers_for_next_block {
+            d.figures
+                .insert("registers_for_next_block".into(), json!(r));
+        }
         let caveat = res
             .occupancy_caveat
             .as_ref()

@@ -223,6 +223,8 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
         stages,
         wall_ms: None,
         links: BTreeMap::new(),
+        knobs: Vec::new(),
+        experiments: Vec::new(),
     };
     Evidence {
         run,

@@ -127,8 +127,14 @@ impl Index {
 
     /// Adds the reusable units of `run`, stored in `dir`: each needs its unit directory and
     /// every log inside `dir` ([`rundir::inside`]), the logs regular files.
-    fn add(&mut self, dir: &Path, run: &Run, shown: &str) {
-        for stage in &run.stages {
+    pub fn add(&mut self, dir: &Path, run: &Run, shown: &str) {
+        // The experiments' trials are units like the run's own.
+        let trials = run
+            .experiments
+            .iter()
+            .flat_map(|e| &e.trials)
+            .flat_map(|t| &t.units);
+        for stage in run.stages.iter().chain(trials) {
             if !matches!(stage.status, StageStatus::Passed | StageStatus::Findings) {
                 continue;
             }

@@ -26,7 +26,12 @@ pub fn load(run_dir: &Path) -> Result<Evidence, ReadError> {
 pub fn from_run(run: Run, run_dir: &Path) -> Evidence {
     let mut logs: BTreeMap<String, ParsedLog> = BTreeMap::new();
     let mut missing: BTreeMap<String, String> = BTreeMap::new();
-    for stage in &run.stages {
+    let trials = run
+        .experiments
+        .iter()
+        .flat_map(|e| &e.trials)
+        .flat_map(|t| &t.units);
+    for stage in run.stages.iter().chain(trials) {
         for log in &stage.logs {
             let Some(format) = log.format else { continue };
             let pattern = match (format, &stage.unit.timing_pattern) {

@@ -3,6 +3,7 @@
 //! judged ([`stages`]), the launches a profile measures ([`profile_launches`]), the units of
 //! several processes ([`steps`]), and a `target:` as data ([`target`]).
 
+pub mod experiments;
 pub mod orchestrate;
 pub mod profile_launches;
 pub mod split;

@@ -196,6 +196,8 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         stages: Vec::new(),
         wall_ms: None,
         links,
+        knobs: crate::pipeline::config::knobs_of(pipeline),
+        experiments: Vec::new(),
     };
     dir.write_manifest(&run)?;
 
@@ -248,83 +250,20 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
             reason: &reason,
         });
     }
-    let mut late_skips: Vec<(usize, String)> = Vec::new();
-    let mut scheduler = Scheduler::new(&plan, limits, |u| u.kind == StageKind::Report);
     // Each unit's record, in plan order, once it ended.
     let mut records: Vec<Option<Stage>> = vec![None; plan.units.len()];
-    let failure = std::thread::scope(|scope| -> Result<(), RunError> {
-        let (done, ended) = std::sync::mpsc::channel();
-        let mut failure = None;
-        loop {
-            if !cx.interrupt.is_set() && failure.is_none() {
-                for (i, slot) in scheduler.start() {
-                    let Some(unit) = plan.units.get(i) else {
-                        continue;
-                    };
-                    cx.progress.event(Event::Started {
-                        label: &unit.label(),
-                    });
-                    let done = done.clone();
-                    let executor = &executor;
-                    let device = slot.and_then(|g| devices.get(g)).map(String::as_str);
-                    scope.spawn(move || {
-                        let clock = Instant::now();
-                        // The receiver outlives every sender: sending cannot fail.
-                        let release = || {
-                            let _ = done.send(Message::Released(i));
-                        };
-                        let result = executor.unit(i, unit, device, &release);
-                        let _ = done.send(Message::Ended(i, Box::new(result), clock.elapsed()));
-                    });
-                }
-            }
-            if !scheduler.busy() {
-                break;
-            }
-            let (i, result, elapsed) = match ended.recv() {
-                Ok(Message::Ended(i, result, elapsed)) => (i, result, elapsed),
-                Ok(Message::Released(i)) => {
-                    scheduler.released(i);
-                    continue;
-                }
-                Err(_) => break,
-            };
-            scheduler.ended(i);
-            let (mut stage, flags) = match *result {
-                Ok(ended) => ended,
-                Err(e) => {
-                    failure.get_or_insert(e);
-                    continue;
-                }
-            };
-            // A unit that ran is judged on what it could write.
-            if stage.status != StageStatus::Skipped
-                && stage.cached_from.is_none()
-                && let Some(why) = storage_problem(&dir, &stage, options.min_free_bytes)
-            {
-                not_kept(&mut stage, &why);
-            }
+    let mut late_skips = execute(
+        &plan,
+        &executor,
+        limits,
+        &devices,
+        cx,
+        &dir,
+        options.min_free_bytes,
+        |i, stage, flags| {
             if let Some((key, sha)) = flags {
                 run.inputs.insert(key, sha);
             }
-            let label = plan.units.get(i).map(Unit::label).unwrap_or_default();
-            cx.progress.event(Event::Finished {
-                label: &label,
-                status: stage.status,
-                elapsed,
-                reason: stage.reason.as_deref(),
-                cached_from: stage.cached_from.as_deref(),
-            });
-            if stage.status == StageStatus::Skipped
-                && stage.cached_from.is_none()
-                && !matches!(
-                    plan.units.get(i).and_then(|u| u.blocked.as_ref()),
-                    Some(Blocked::Skip(_))
-                )
-            {
-                late_skips.push((i, stage.reason.clone().unwrap_or_default()));
-            }
-            executor.set_status(i, &stage);
             // Skipped units change nothing on disk: they are recorded with the next unit that
             // does.
             let wrote = stage.status != StageStatus::Skipped || stage.cached_from.is_some();
@@ -335,13 +274,9 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
             if wrote {
                 dir.write_manifest(&run)?;
             }
-        }
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    });
-    failure?;
+            Ok(())
+        },
+    )?;
     late_skips.sort();
     let late = late_skips
         .iter()
@@ -351,6 +286,13 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
             label: &label,
             reason: &reason,
         });
+    }
+
+    // The report's hypotheses, tested where the pipeline asks for it.
+    if pipeline.experiments_on() && !cx.interrupt.is_set() {
+        experiments(
+            pipeline, &preflight, &dir, &mut run, options, limits, &devices, cx,
+        )?;
     }
 
     let interrupted = cx.interrupt.is_set();
@@ -399,6 +341,185 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         report,
         verdict,
     })
+}
+
+/// Runs the units of `plan` through `executor`, as many at once as `limits` allow, handing each
+/// ended unit's record to `record` (with the flag input it hashed); returns the units skipped
+/// once others ended (a failed build), with why, for [`skip_lines`].
+#[allow(clippy::too_many_arguments)]
+fn execute(
+    plan: &Plan,
+    executor: &Executor,
+    limits: Limits,
+    devices: &[String],
+    cx: &Context<'_>,
+    dir: &RunDir,
+    min_free_bytes: u64,
+    mut record: impl FnMut(usize, Stage, FlagInput) -> Result<(), RunError>,
+) -> Result<Vec<(usize, String)>, RunError> {
+    let mut late_skips: Vec<(usize, String)> = Vec::new();
+    let mut scheduler = Scheduler::new(plan, limits, |u| u.kind == StageKind::Report);
+    let failure = std::thread::scope(|scope| -> Result<(), RunError> {
+        let (done, ended) = std::sync::mpsc::channel();
+        let mut failure = None;
+        loop {
+            if !cx.interrupt.is_set() && failure.is_none() {
+                for (i, slot) in scheduler.start() {
+                    let Some(unit) = plan.units.get(i) else {
+                        continue;
+                    };
+                    cx.progress.event(Event::Started {
+                        label: &unit.label(),
+                    });
+                    let done = done.clone();
+                    let device = slot.and_then(|g| devices.get(g)).map(String::as_str);
+                    scope.spawn(move || {
+                        let clock = Instant::now();
+                        // The receiver outlives every sender: sending cannot fail.
+                        let release = || {
+                            let _ = done.send(Message::Released(i));
+                        };
+                        let result = executor.unit(i, unit, device, &release);
+                        let _ = done.send(Message::Ended(i, Box::new(result), clock.elapsed()));
+                    });
+                }
+            }
+            if !scheduler.busy() {
+                break;
+            }
+            let (i, result, elapsed) = match ended.recv() {
+                Ok(Message::Ended(i, result, elapsed)) => (i, result, elapsed),
+                Ok(Message::Released(i)) => {
+                    scheduler.released(i);
+                    continue;
+                }
+                Err(_) => break,
+            };
+            scheduler.ended(i);
+            let (mut stage, flags) = match *result {
+                Ok(ended) => ended,
+                Err(e) => {
+                    failure.get_or_insert(e);
+                    continue;
+                }
+            };
+            // A unit that ran is judged on what it could write.
+            if stage.status != StageStatus::Skipped
+                && stage.cached_from.is_none()
+                && let Some(why) = storage_problem(dir, &stage, min_free_bytes)
+            {
+                not_kept(&mut stage, &why);
+            }
+            let label = plan.units.get(i).map(Unit::label).unwrap_or_default();
+            cx.progress.event(Event::Finished {
+                label: &label,
+                status: stage.status,
+                elapsed,
+                reason: stage.reason.as_deref(),
+                cached_from: stage.cached_from.as_deref(),
+            });
+            if stage.status == StageStatus::Skipped
+                && stage.cached_from.is_none()
+                && !matches!(
+                    plan.units.get(i).and_then(|u| u.blocked.as_ref()),
+                    Some(Blocked::Skip(_))
+                )
+            {
+                late_skips.push((i, stage.reason.clone().unwrap_or_default()));
+            }
+            executor.set_status(i, &stage);
+            if let Err(e) = record(i, stage, flags) {
+                failure.get_or_insert(e);
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    });
+    failure?;
+    Ok(late_skips)
+}
+
+/// Runs the experiments the run's root causes call for ([`report::experiment::propose`]): each
+/// trial a config of its own, planned, scheduled and cached like the run's units (the run's own
+/// units serve their builds), recorded in `run.experiments`.
+#[allow(clippy::too_many_arguments)]
+fn experiments(
+    pipeline: &Pipeline,
+    preflight: &Preflight,
+    dir: &RunDir,
+    run: &mut Run,
+    options: &Options,
+    limits: Limits,
+    devices: &[String],
+    cx: &Context<'_>,
+) -> Result<(), RunError> {
+    use crate::execution::experiments as exp;
+    let evidence = crate::evidence::stored::from_run(run.clone(), &dir.path);
+    let mut proposed = {
+        let analysis = report::analyze(&evidence);
+        report::experiment::propose(&analysis.diagnoses, run)
+    };
+    if proposed.is_empty() {
+        return Ok(());
+    }
+    for e in &proposed {
+        cx.progress.event(Event::Note(&format!(
+            "experiment: {} on `{}`: {} runs",
+            e.cause,
+            e.config,
+            e.trials.len()
+        )));
+    }
+    let (derived, selection) = exp::derived(pipeline, &proposed);
+    let plan = plan::plan(&derived, preflight, &selection)?;
+    let mut index = if options.force {
+        Index::default()
+    } else {
+        Index::load(&pipeline.root, &run.id)
+    };
+    // The run's own units (the builds the trials share) serve them too.
+    index.add(&dir.path, run, &rundir::shown(&dir.path));
+    let executor = Executor {
+        pipeline: &derived,
+        preflight,
+        plan: &plan,
+        dir,
+        index,
+        force: options.force,
+        interrupt: &cx.interrupt,
+        launcher: &options.launcher,
+        statuses: Mutex::new(vec![None; plan.units.len()]),
+        builds: Mutex::new(HashMap::new()),
+        harness_hash: OnceLock::new(),
+        gpu_jobs: limits.gpu_jobs,
+        inputs: run.inputs.keys().cloned().collect(),
+    };
+    let mut records: Vec<Option<Stage>> = vec![None; plan.units.len()];
+    let mut flags_seen = Vec::new();
+    execute(
+        &plan,
+        &executor,
+        limits,
+        devices,
+        cx,
+        dir,
+        options.min_free_bytes,
+        |i, stage, flags| {
+            flags_seen.extend(flags);
+            if let Some(slot) = records.get_mut(i) {
+                *slot = Some(stage);
+            }
+            Ok(())
+        },
+    )?;
+    run.inputs.extend(flags_seen);
+    exp::attach(&mut proposed, records.into_iter().flatten().collect());
+    exp::digest_outputs(&mut proposed, &dir.path);
+    run.experiments = proposed;
+    dir.write_manifest(run)?;
+    Ok(())
 }
 
 /// One line per stage and reason for skipped units, in the order given (plan order): the

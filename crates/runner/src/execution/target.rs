@@ -137,12 +137,16 @@ impl Vars {
     }
 }
 
-/// The `-D` words of a config.
+/// The `-D` words of a config, then its build flags (an experiment's `-maxrregcount=64`).
 pub fn define_words(config: Option<&Config>) -> Vec<String> {
     config
         .into_iter()
-        .flat_map(|c| &c.defines)
-        .map(|(name, value)| format!("-D{name}={}", value.0))
+        .flat_map(|c| {
+            c.defines
+                .iter()
+                .map(|(name, value)| format!("-D{name}={}", value.0))
+                .chain(c.flags.iter().cloned())
+        })
         .collect()
 }
 

@@ -280,6 +280,7 @@ fn same_build(pipeline: &Pipeline, a: &str, b: &str) -> bool {
     match (configs.get(a), configs.get(b)) {
         (Some(a), Some(b)) => {
             a.defines == b.defines
+                && a.flags == b.flags
                 && a.build_env == b.build_env
                 && a.arch == b.arch
                 && a.source == b.source

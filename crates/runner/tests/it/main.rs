@@ -17,6 +17,7 @@ mod confined;
 mod corpus;
 mod damaged;
 mod decide;
+mod experiments;
 mod explain;
 mod fault_classes;
 mod help;

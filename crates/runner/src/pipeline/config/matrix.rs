@@ -32,6 +32,10 @@ pub struct Config {
     /// Environment variables for the target's build under this config. Configs whose builds
     /// see the same defines and `build_env` share one build.
     pub build_env: BTreeMap<String, String>,
+    /// Build flags after the defines in `{defines}`: set by an experiment (a register budget),
+    /// never written in pipeline.yaml.
+    #[serde(skip)]
+    pub flags: Vec<String>,
 }
 
 /// A `-D` value: an integer or a plain word.

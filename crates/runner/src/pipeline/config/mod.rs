@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 mod builtin;
 mod cases;
+mod knobs;
 mod matrix;
 mod stage;
 mod syntax;
@@ -26,6 +27,7 @@ mod toolchain;
 
 pub use builtin::{CUBIN, problem};
 pub use cases::*;
+pub use knobs::{ExperimentsMode, KnobSpec, knobs_of};
 pub use matrix::*;
 pub use stage::*;
 pub use syntax::*;
@@ -51,6 +53,10 @@ pub struct Pipeline {
     pub stages: Vec<Stage>,
     /// How long a stage gets between SIGTERM and SIGKILL.
     pub grace: Duration,
+    /// `knobs:`: the inputs an experiment may vary.
+    pub knobs: Vec<KnobSpec>,
+    /// `experiments:`, when given.
+    pub experiments: Option<ExperimentsMode>,
 }
 
 /// A configuration error, worded as a fragment that reads after "failed to ...".
@@ -171,6 +177,18 @@ impl Pipeline {
             cases: raw.cases,
             stages: order_stages(path, raw.stages, raw_target.as_ref()).map_err(locate)?,
             grace: raw.grace.map_or(Duration::from_secs(5), |g| g.0),
+            knobs: knobs::knobs(raw.knobs).map_err(|(key, message)| {
+                located(
+                    ConfigError::Semantic {
+                        path: path.to_path_buf(),
+                        at: None,
+                        key,
+                        message,
+                    },
+                    text,
+                )
+            })?,
+            experiments: raw.experiments,
         };
         pipeline.validate().map_err(locate)?;
         // From here on the built-in kernel is a target like any other.
@@ -905,4 +923,8 @@ struct RawPipeline {
     stages: BTreeMap<String, RawStage>,
     #[serde(default)]
     grace: Option<HumanDuration>,
+    #[serde(default, deserialize_with = "unique")]
+    knobs: BTreeMap<String, knobs::RawKnob>,
+    #[serde(default)]
+    experiments: Option<ExperimentsMode>,
 }

@@ -1,0 +1,846 @@
+//! Experiments: a hypothesis a root cause rests on, tested by a few more runs.
+//!
+//! A report's diagnosis predicts something one or two more runs would show: an unguarded tail
+//! fails exactly when the size is not a multiple of the tile; a race changes the output between
+//! identical runs; one block more per SM at a register budget runs faster. [`propose`] turns
+//! the root causes of a finished run, and the knobs its pipeline names (`knobs:`, recorded in
+//! the manifest as [`Knob`]s), into [`Experiment`]s: each a prediction and its trials, every
+//! trial a config of its own (the cause's config with one input changed) that the runner runs
+//! like any other unit and records in [`Experiment::trials`]. [`conclude`] reads what the
+//! trials did against the prediction; [`apply`] sets each root cause's confidence by the
+//! outcome and withdraws what a trial refuted. A stress stage's launch search is the same kind
+//! of test, shown the same way ([`launch_searches`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::diagnosis::{Confidence, Diagnosis, Level};
+use crate::rules::RuleId;
+use crate::run::{Run, Stage, StageKind, StageStatus};
+
+/// What a knob sets: the program's size, or the build's register budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KnobRole {
+    Size,
+    Registers,
+}
+
+impl KnobRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KnobRole::Size => "size",
+            KnobRole::Registers => "registers",
+        }
+    }
+}
+
+/// How a knob reaches the program or its build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KnobInput {
+    /// An environment variable of the program.
+    Env(String),
+    /// A `-D` define of the build.
+    Define(String),
+    /// A build flag, `{value}` standing for the value (`-maxrregcount={value}`).
+    Flag(String),
+}
+
+impl KnobInput {
+    /// `SEQ_LEN` (env), `-DN` (define), `-maxrregcount` (flag): how it is named in sentences.
+    pub fn name(&self) -> String {
+        match self {
+            KnobInput::Env(n) | KnobInput::Define(n) => n.clone(),
+            KnobInput::Flag(t) => t
+                .split('=')
+                .next()
+                .unwrap_or(t)
+                .replace("{value}", "")
+                .trim()
+                .to_string(),
+        }
+    }
+
+    /// `env SEQ_LEN`, `define N`, `flag -maxrregcount={value}`.
+    pub fn describe(&self) -> String {
+        match self {
+            KnobInput::Env(n) => format!("env `{n}`"),
+            KnobInput::Define(n) => format!("define `{n}`"),
+            KnobInput::Flag(t) => format!("build flag `{t}`"),
+        }
+    }
+}
+
+/// A knob as the run recorded it: its role, how it is set, and each config's value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Knob {
+    pub role: KnobRole,
+    pub input: KnobInput,
+    /// For a size: the tile whose multiples the kernel covers without a tail (32 unless the
+    /// pipeline says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tile: Option<u64>,
+    /// Found where the configs vary a value, not named under `knobs:`.
+    #[serde(default)]
+    pub inferred: bool,
+    /// Each config's value, where it sets one.
+    #[serde(default)]
+    pub values: BTreeMap<String, String>,
+}
+
+/// What an experiment tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExperimentKind {
+    /// An unguarded tail: sizes around the failing one.
+    Tail,
+    /// A race: identical runs, outputs compared.
+    Race,
+    /// A register budget: the capped build benched against the one that ran.
+    Registers,
+}
+
+/// What a trial is predicted to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    Clean,
+    Fails,
+}
+
+/// One run of an experiment: its config, what it changes, what it is predicted to do, and its
+/// units once they ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    /// `SEQ_LEN=48`, `run 3`, `registers=64`.
+    pub label: String,
+    /// The config its units run as: the cause's config with the change (`default@SEQ_LEN=48`).
+    pub config: String,
+    /// The knob's value it sets, when it sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Expect>,
+    /// The stage whose outcome it reads (its build runs first when it changes the build).
+    pub stage: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub defines: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+    /// Its units' records, once they ran: its build, when it has its own, and its stage.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<Stage>,
+    /// sha256 of what the run produced (its `{out}` file, else its stdout without the lines
+    /// that print a time or a rate), for comparing identical runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+/// A hypothesis of one root cause and the runs that test it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Experiment {
+    pub kind: ExperimentKind,
+    /// The root cause it tests, as the report named it.
+    pub rule: RuleId,
+    pub config: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The cause's title when it was proposed.
+    pub cause: String,
+    /// What the hypothesis predicts, in words.
+    pub prediction: String,
+    pub trials: Vec<Trial>,
+}
+
+/// How an experiment came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every trial did what the hypothesis predicts.
+    Confirmed,
+    /// A trial did otherwise: the hypothesis (or the suggestion) is withdrawn.
+    Refuted,
+    /// The runs show nothing either way (a race whose output has not varied yet).
+    NotSeen,
+    /// A trial could not conclude (failed to build, timed out, skipped).
+    Inconclusive,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Confirmed => "confirmed",
+            Outcome::Refuted => "refuted",
+            Outcome::NotSeen => "not seen",
+            Outcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// One trial as the report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrialRow {
+    pub label: String,
+    /// `clean`, `fails`, `1.12x faster`, `output A`.
+    pub outcome: String,
+    /// Its stage's first log, relative to the run directory.
+    pub evidence: Option<String>,
+    /// Served from an earlier run's cache.
+    pub cached: bool,
+}
+
+/// An experiment read against its prediction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Conclusion {
+    pub kind: ExperimentKind,
+    pub rule: RuleId,
+    pub config: String,
+    pub kernel: Option<String>,
+    pub cause: String,
+    pub prediction: String,
+    pub outcome: Outcome,
+    /// "Fails exactly when SEQ_LEN % 32 != 0: 32 and 64 pass, 20 and 48 fail."
+    pub sentence: String,
+    pub rows: Vec<TrialRow>,
+    /// Runs, those served from the cache, and the time the others took.
+    pub runs: usize,
+    pub cached: usize,
+    pub cost_ms: u64,
+}
+
+/// The stages of a run a trial can run: its name for a kind on a config, where it ran there.
+fn stage_on<'r>(run: &'r Run, kind: StageKind, config: &str) -> Option<&'r Stage> {
+    run.stages
+        .iter()
+        .find(|s| s.kind == kind && s.config.as_deref() == Some(config))
+}
+
+/// How many identical runs a race experiment compares.
+pub const RACE_RUNS: u64 = 8;
+
+/// The experiments the root causes of a run call for, given its knobs.
+pub fn propose(diagnoses: &[Diagnosis], run: &Run) -> Vec<Experiment> {
+    let mut out: Vec<Experiment> = Vec::new();
+    for d in diagnoses {
+        let configs: Vec<&str> = if d.configs.is_empty() {
+            d.config.iter().map(String::as_str).collect()
+        } else {
+            d.configs.iter().map(String::as_str).collect()
+        };
+        // One experiment per cause: on its first config that can run it.
+        let proposed = configs.iter().find_map(|config| match d.rule {
+            RuleId::OutOfBounds if d.figures.contains_key("overshoot_bytes") => {
+                tail(d, run, config)
+            }
+            RuleId::SharedMemoryRace => race(d, run, config),
+            RuleId::OccupancyLimit => registers(d, run, config),
+            _ => None,
+        });
+        if let Some(e) = proposed
+            && !out
+                .iter()
+                .any(|o| o.kind == e.kind && o.config == e.config && o.kernel == e.kernel)
+        {
+            out.push(e);
+        }
+    }
+    out
+}
+
+fn knob(run: &Run, role: KnobRole) -> Option<&Knob> {
+    run.knobs.iter().find(|k| k.role == role)
+}
+
+/// A trial of `config` with `knob` set to `value`.
+fn set(knob: &Knob, config: &str, stage: &str, value: u64, expect: Option<Expect>) -> Trial {
+    let name = knob.input.name();
+    let mut trial = Trial {
+        label: format!("{name}={value}"),
+        config: format!("{config}@{name}={value}"),
+        value: Some(value),
+        expect,
+        stage: stage.to_string(),
+        env: BTreeMap::new(),
+        defines: BTreeMap::new(),
+        flags: Vec::new(),
+        units: Vec::new(),
+        output: None,
+    };
+    match &knob.input {
+        KnobInput::Env(n) => {
+            trial.env.insert(n.clone(), value.to_string());
+        }
+        KnobInput::Define(n) => {
+            trial.defines.insert(n.clone(), value.to_string());
+        }
+        KnobInput::Flag(t) => trial.flags.push(t.replace("{value}", &value.to_string())),
+    }
+    trial
+}
+
+/// Sizes around the failing one: the multiples of the tile on either side should pass, another
+/// size that is not a multiple should fail like this one.
+fn tail(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
+    let knob = knob(run, KnobRole::Size)?;
+    let size: u64 = knob.values.get(config)?.trim().parse().ok()?;
+    let tile = knob.tile.unwrap_or(32);
+    if tile < 2 || size.is_multiple_of(tile) {
+        return None;
+    }
+    let stage =
+        stage_on(run, StageKind::Memcheck, config).filter(|s| s.status == StageStatus::Findings)?;
+    let below = size / tile * tile;
+    let above = below + tile;
+    let multiples = if below > 0 {
+        [below, above]
+    } else {
+        [above, above + tile]
+    };
+    let other = above + tile / 2;
+    let name = knob.input.name();
+    let mut trials: Vec<Trial> = multiples
+        .iter()
+        .map(|m| set(knob, config, &stage.name, *m, Some(Expect::Clean)))
+        .collect();
+    for n in [size, other] {
+        trials.push(set(knob, config, &stage.name, n, Some(Expect::Fails)));
+    }
+    Some(Experiment {
+        kind: ExperimentKind::Tail,
+        rule: d.rule,
+        config: config.to_string(),
+        kernel: d.kernel.clone(),
+        cause: d.title.clone(),
+        prediction: format!(
+            "If the last tile runs past the end because {name} is not a multiple of {tile}, \
+             {} fails exactly then: clean at {} and {}, failing at {size} and {other}.",
+            stage.name, multiples[0], multiples[1]
+        ),
+        trials,
+    })
+}
+
+/// The program's check run again, unchanged, to see whether its output varies.
+fn race(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
+    let check = stage_on(run, StageKind::Check, config)
+        .filter(|s| matches!(s.status, StageStatus::Passed | StageStatus::Findings))?;
+    let trials = (1..=RACE_RUNS)
+        .map(|i| Trial {
+            label: format!("run {i}"),
+            config: format!("{config}@run-{i}"),
+            value: None,
+            expect: None,
+            stage: check.name.clone(),
+            // Each run its own unit: the same inputs would be served from the cache.
+            env: BTreeMap::from([("EXHIBIT_TRIAL".to_string(), i.to_string())]),
+            defines: BTreeMap::new(),
+            flags: Vec::new(),
+            units: Vec::new(),
+            output: None,
+        })
+        .collect();
+    Some(Experiment {
+        kind: ExperimentKind::Race,
+        rule: d.rule,
+        config: config.to_string(),
+        kernel: d.kernel.clone(),
+        cause: d.title.clone(),
+        prediction: format!(
+            "If the race changes what the kernel computes, {}'s output differs between {} \
+             identical runs.",
+            check.name, RACE_RUNS
+        ),
+        trials,
+    })
+}
+
+/// The build at the register budget that fits one more block, benched against the one that
+/// ran.
+fn registers(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
+    if d.level != Level::Note {
+        return None;
+    }
+    let knob = knob(run, KnobRole::Registers)?;
+    let budget = d.figures.get("registers_for_next_block")?.as_u64()?;
+    let from = d.figures.get("registers").and_then(|v| v.as_u64());
+    let bench = stage_on(run, StageKind::Bench, config)
+        .filter(|s| matches!(s.status, StageStatus::Passed | StageStatus::Findings))?;
+    let trial = set(knob, config, &bench.name, budget, None);
+    Some(Experiment {
+        kind: ExperimentKind::Registers,
+        rule: d.rule,
+        config: config.to_string(),
+        kernel: d.kernel.clone(),
+        cause: d.title.clone(),
+        prediction: format!(
+            "At {budget} registers per thread{} one more block fits on an SM; if the kernel is \
+             short of warps to hide latency, {} runs faster.",
+            from.map(|f| format!(" (from {f})")).unwrap_or_default(),
+            bench.name
+        ),
+        trials: vec![trial],
+    })
+}
+
+/// How a trial's stage ended: `Some(true)` clean, `Some(false)` failing, `None` no outcome.
+fn ended_clean(trial: &Trial) -> Option<bool> {
+    let stage = trial.units.iter().find(|u| u.name == trial.stage)?;
+    match stage.status {
+        StageStatus::Passed => Some(true),
+        StageStatus::Findings => Some(false),
+        _ => None,
+    }
+}
+
+fn stage_of(trial: &Trial) -> Option<&Stage> {
+    trial.units.iter().find(|u| u.name == trial.stage)
+}
+
+fn why_not(trial: &Trial) -> String {
+    match stage_of(trial) {
+        Some(s) => format!(
+            "{}{}",
+            format!("{:?}", s.status).to_lowercase(),
+            s.reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ),
+        None => "did not run".to_string(),
+    }
+}
+
+/// What a trial's logs say, for the experiments that read more than its status.
+pub trait TrialLogs {
+    /// The median time of the bench timings a stage's logs hold, in µs.
+    fn median_us(&self, stage: &Stage) -> Option<f64>;
+    /// The spill stores of `kernel` (bytes) in a stage's build logs.
+    fn spill_bytes(&self, stage: &Stage, kernel: &str) -> Option<u64>;
+    /// The registers per thread of `kernel` in a stage's build logs.
+    fn registers(&self, stage: &Stage, kernel: &str) -> Option<u32>;
+}
+
+/// An experiment read against its prediction.
+pub fn conclude(e: &Experiment, run: &Run, logs: &dyn TrialLogs) -> Conclusion {
+    let runs = e.trials.iter().map(|t| t.units.len()).sum();
+    let cached = e
+        .trials
+        .iter()
+        .flat_map(|t| &t.units)
+        .filter(|u| u.cached_from.is_some())
+        .count();
+    let cost_ms = e
+        .trials
+        .iter()
+        .flat_map(|t| &t.units)
+        .filter(|u| u.cached_from.is_none())
+        .map(|u| u.duration_ms)
+        .sum();
+    let row = |t: &Trial, outcome: String| TrialRow {
+        label: t.label.clone(),
+        outcome,
+        evidence: stage_of(t)
+            .and_then(|s| s.logs.first())
+            .map(|l| l.path.clone()),
+        cached: stage_of(t).is_some_and(|s| s.cached_from.is_some()),
+    };
+    let (outcome, sentence, rows) = match e.kind {
+        ExperimentKind::Tail => tail_outcome(e, &row),
+        ExperimentKind::Race => race_outcome(e, &row),
+        ExperimentKind::Registers => registers_outcome(e, run, logs, &row),
+    };
+    Conclusion {
+        kind: e.kind,
+        rule: e.rule,
+        config: e.config.clone(),
+        kernel: e.kernel.clone(),
+        cause: e.cause.clone(),
+        prediction: e.prediction.clone(),
+        outcome,
+        sentence,
+        rows,
+        runs,
+        cached,
+        cost_ms,
+    }
+}
+
+type Row<'a> = dyn Fn(&Trial, String) -> TrialRow + 'a;
+
+fn tail_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
+    let rows = e
+        .trials
+        .iter()
+        .map(|t| {
+            let said = match ended_clean(t) {
+                Some(true) => "clean".to_string(),
+                Some(false) => "fails".to_string(),
+                None => why_not(t),
+            };
+            row(t, said)
+        })
+        .collect();
+    let name = e
+        .trials
+        .first()
+        .and_then(|t| t.label.split('=').next())
+        .unwrap_or("N")
+        .to_string();
+    let tile = e
+        .trials
+        .iter()
+        .filter(|t| t.expect == Some(Expect::Clean))
+        .filter_map(|t| t.value)
+        .min()
+        .and_then(|a| {
+            let b = e
+                .trials
+                .iter()
+                .filter(|t| t.expect == Some(Expect::Clean))
+                .filter_map(|t| t.value)
+                .max()?;
+            (b > a).then_some(b - a)
+        })
+        .unwrap_or(32);
+    let values = |expect: Expect, clean: bool| -> Vec<String> {
+        e.trials
+            .iter()
+            .filter(|t| t.expect == Some(expect) && ended_clean(t) == Some(clean))
+            .filter_map(|t| t.value.map(|v| v.to_string()))
+            .collect()
+    };
+    if let Some(t) = e.trials.iter().find(|t| ended_clean(t).is_none()) {
+        return (
+            Outcome::Inconclusive,
+            format!("{} {}: the sizes cannot be compared.", t.label, why_not(t)),
+            rows,
+        );
+    }
+    let pass = values(Expect::Clean, true);
+    let fail = values(Expect::Fails, false);
+    let wrong_fail = values(Expect::Clean, false);
+    let wrong_pass = values(Expect::Fails, true);
+    let words = crate::text::join_words;
+    if wrong_fail.is_empty() && wrong_pass.is_empty() {
+        (
+            Outcome::Confirmed,
+            format!(
+                "Fails exactly when {name} % {tile} != 0: {} pass, {} fail.",
+                words(&pass),
+                words(&fail)
+            ),
+            rows,
+        )
+    } else {
+        let mut parts = Vec::new();
+        if !wrong_fail.is_empty() {
+            parts.push(format!(
+                "fails at {} too, a multiple of {tile}",
+                words(&wrong_fail)
+            ));
+        }
+        if !wrong_pass.is_empty() {
+            parts.push(format!(
+                "clean at {}, not a multiple of {tile}",
+                words(&wrong_pass)
+            ));
+        }
+        (
+            Outcome::Refuted,
+            format!(
+                "Not a tail of {tile}: {}. The tail explanation is withdrawn; the fault stands.",
+                parts.join("; ")
+            ),
+            rows,
+        )
+    }
+}
+
+fn race_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
+    // Outputs in order of first appearance: A, B, ...
+    let mut seen: Vec<&str> = Vec::new();
+    let mut rows = Vec::new();
+    for t in &e.trials {
+        let said = match (&t.output, ended_clean(t)) {
+            (Some(o), Some(_)) => {
+                let i = seen
+                    .iter()
+                    .position(|s| *s == o.as_str())
+                    .unwrap_or_else(|| {
+                        seen.push(o);
+                        seen.len() - 1
+                    });
+                let letter = char::from(b'A' + u8::try_from(i % 26).unwrap_or(0));
+                format!("output {letter}")
+            }
+            _ => why_not(t),
+        };
+        rows.push(row(t, said));
+    }
+    let compared: Vec<&str> = e
+        .trials
+        .iter()
+        .filter(|t| ended_clean(t).is_some())
+        .filter_map(|t| t.output.as_deref())
+        .collect();
+    let n = compared.len();
+    if n < 2 {
+        return (
+            Outcome::Inconclusive,
+            format!("{n} of {} runs left an output to compare.", e.trials.len()),
+            rows,
+        );
+    }
+    let first = compared[0];
+    let differ = compared.iter().filter(|o| **o != first).count();
+    if differ > 0 {
+        (
+            Outcome::Confirmed,
+            format!(
+                "The output differs between identical runs: {differ} of {n} differ from the \
+                 first ({} distinct outputs).",
+                seen.len()
+            ),
+            rows,
+        )
+    } else {
+        (
+            Outcome::NotSeen,
+            format!(
+                "Identical in {n} runs: the race has not shown in the output yet. The hazard \
+                 racecheck reported stands."
+            ),
+            rows,
+        )
+    }
+}
+
+/// A gain or a loss smaller than this is no change.
+const SAME: f64 = 0.03;
+
+fn registers_outcome(
+    e: &Experiment,
+    run: &Run,
+    logs: &dyn TrialLogs,
+    row: &Row,
+) -> (Outcome, String, Vec<TrialRow>) {
+    let Some(trial) = e.trials.first() else {
+        return (Outcome::Inconclusive, "No trial.".into(), Vec::new());
+    };
+    let kernel = e.kernel.as_deref().unwrap_or("");
+    let before_stage = stage_on(run, StageKind::Bench, &e.config);
+    let before = before_stage.and_then(|s| logs.median_us(s));
+    let after = stage_of(trial).and_then(|s| logs.median_us(s));
+    let build = trial.units.iter().find(|u| u.name != trial.stage);
+    let spills = build.and_then(|b| logs.spill_bytes(b, kernel));
+    let regs_after = build.and_then(|b| logs.registers(b, kernel));
+    let regs_before = run
+        .stages
+        .iter()
+        .filter(|s| s.kind == StageKind::Compile && s.config.as_deref() == Some(e.config.as_str()))
+        .find_map(|s| logs.registers(s, kernel));
+    let (Some(before), Some(after)) = (before, after) else {
+        let rows = vec![row(trial, why_not(trial))];
+        return (
+            Outcome::Inconclusive,
+            format!(
+                "No timing to compare: {} of the build as it ran, {} of the capped one.",
+                before.map_or("none".into(), |b| format!("{b:.1} µs")),
+                after.map_or("none".into(), |a| format!("{a:.1} µs"))
+            ),
+            rows,
+        );
+    };
+    let speedup = before / after;
+    let regs = match (regs_before, regs_after) {
+        (Some(b), Some(a)) => format!("{b} -> {a} registers"),
+        (_, Some(a)) => format!("{a} registers"),
+        _ => trial.label.clone(),
+    };
+    let spill_text = match spills {
+        Some(0) => "no spills".to_string(),
+        Some(s) => format!("{} of spill stores", crate::text::bytes(s)),
+        None => "spills unknown".to_string(),
+    };
+    let rows = vec![row(
+        trial,
+        format!("{after:.1} µs against {before:.1} µs ({speedup:.2}x)"),
+    )];
+    if speedup >= 1.0 + SAME {
+        (
+            Outcome::Confirmed,
+            format!("{regs}: {speedup:.2}x faster, {spill_text}."),
+            rows,
+        )
+    } else if speedup <= 1.0 - SAME {
+        (
+            Outcome::Refuted,
+            format!(
+                "{regs}: slower ({after:.1} µs against {before:.1} µs, {spill_text}): the \
+                 suggestion is withdrawn."
+            ),
+            rows,
+        )
+    } else {
+        (
+            Outcome::Refuted,
+            format!(
+                "{regs}: no change beyond {:.0}% ({after:.1} µs against {before:.1} µs, \
+                 {spill_text}): the suggestion is withdrawn.",
+                SAME * 100.0
+            ),
+            rows,
+        )
+    }
+}
+
+/// Sets each root cause's confidence by its experiment's outcome, and says so in its notes; a
+/// refuted suggestion is withdrawn from its help.
+pub fn apply(diagnoses: &mut [Diagnosis], conclusions: &[Conclusion]) {
+    for c in conclusions {
+        let Some(d) = diagnoses.iter_mut().find(|d| {
+            d.rule == c.rule
+                && d.kernel == c.kernel
+                && (d.config.as_deref() == Some(c.config.as_str()) || d.configs.contains(&c.config))
+        }) else {
+            continue;
+        };
+        match (c.outcome, c.kind) {
+            (Outcome::Confirmed, _) => {
+                d.confidence = Confidence::High;
+                d.notes
+                    .push(format!("Confirmed by experiment: {}", c.sentence));
+            }
+            (Outcome::Refuted, ExperimentKind::Registers) => {
+                d.help = vec![format!("Withdrawn by experiment: {}", c.sentence)];
+            }
+            (Outcome::Refuted, _) => {
+                d.confidence = Confidence::Low;
+                d.notes
+                    .push(format!("Refuted by experiment: {}", c.sentence));
+            }
+            (Outcome::NotSeen | Outcome::Inconclusive, _) => {
+                d.notes.push(format!(
+                    "Experiment ({}): {}",
+                    c.outcome.as_str(),
+                    c.sentence
+                ));
+            }
+        }
+    }
+}
+
+/// A stress stage's launch search, in the form of an experiment: the counts tried and where
+/// the program starts failing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaunchSearchRow {
+    pub stage: String,
+    pub config: Option<String>,
+    pub outcome: Outcome,
+    pub sentence: String,
+    /// `launches` and how each ended.
+    pub tried: Vec<(u64, bool)>,
+}
+
+/// The launch searches of a run's stress stages.
+pub fn launch_searches(run: &Run) -> Vec<LaunchSearchRow> {
+    run.stages
+        .iter()
+        .filter_map(|s| {
+            let search = s.launch_search.as_ref()?;
+            let (outcome, sentence) = match (search.clean_at, search.fails_at) {
+                (Some(c), Some(f)) => (
+                    Outcome::Confirmed,
+                    format!("Clean at {c} launches, fails at {f}."),
+                ),
+                (None, Some(f)) => (
+                    Outcome::Refuted,
+                    format!("Fails at {f} launches, the fewest tried: not only after repeats."),
+                ),
+                _ => (
+                    Outcome::NotSeen,
+                    format!("Clean at every count up to {} launches.", search.limit),
+                ),
+            };
+            Some(LaunchSearchRow {
+                stage: s.name.clone(),
+                config: s.config.clone(),
+                outcome,
+                sentence,
+                tried: search
+                    .attempts
+                    .iter()
+                    .map(|a| (a.launches, a.passed))
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// A kernel's name without its template arguments and parameters: `reduce5<int,256>` and
+/// `void reduce5<int, 256>(int*)` are `reduce5`.
+fn base_name(name: &str) -> &str {
+    let name = name.trim_start_matches("void ").trim();
+    let end = name.find(['<', '(']).unwrap_or(name.len());
+    name[..end].trim()
+}
+
+impl TrialLogs for crate::join::Joined<'_> {
+    fn median_us(&self, stage: &Stage) -> Option<f64> {
+        let mut medians: Vec<f64> = self
+            .logs_of(stage)
+            .flat_map(|l| &l.timings)
+            .filter_map(|t| t.median_us.or(t.mean_us))
+            .collect();
+        medians.sort_by(f64::total_cmp);
+        medians.get(medians.len() / 2).copied()
+    }
+
+    fn spill_bytes(&self, stage: &Stage, kernel: &str) -> Option<u64> {
+        self.logs_of(stage)
+            .flat_map(|l| &l.kernels)
+            .filter(|k| base_name(&k.name) == base_name(kernel))
+            .filter_map(|k| k.spill_store_bytes)
+            .max()
+    }
+
+    fn registers(&self, stage: &Stage, kernel: &str) -> Option<u32> {
+        self.logs_of(stage)
+            .flat_map(|l| &l.kernels)
+            .filter(|k| base_name(&k.name) == base_name(kernel))
+            .filter_map(|k| k.registers)
+            .max()
+    }
+}
+
+impl crate::join::Joined<'_> {
+    /// The parsed logs of a stage record: the run's own, or a trial's.
+    fn logs_of<'s>(&'s self, stage: &'s Stage) -> impl Iterator<Item = &'s parsers::ParsedLog> {
+        stage.logs.iter().filter_map(move |log| {
+            self.trial_logs.get(log.path.as_str()).copied().or_else(|| {
+                self.sources
+                    .iter()
+                    .find(|s| s.path == log.path)
+                    .map(|s| s.log)
+            })
+        })
+    }
+}
+
+/// Every experiment of a joined run, concluded, and its launch searches.
+pub fn of_run(joined: &crate::join::Joined) -> (Vec<Conclusion>, Vec<LaunchSearchRow>) {
+    match joined.run {
+        Some(run) => (
+            run.experiments
+                .iter()
+                .map(|e| conclude(e, run, joined))
+                .collect(),
+            launch_searches(run),
+        ),
+        None => (Vec::new(), Vec::new()),
+    }
+}
