@@ -49,7 +49,7 @@ pub enum KnobInput {
 }
 
 impl KnobInput {
-    /// `SEQ_LEN` (env), `-DN` (define), `-maxrregcount` (flag): how it is named in sentences.
+    /// `SEQ_LEN` (env), `N` (define), `maxrregcount` (flag): how it is named in sentences.
     pub fn name(&self) -> String {
         match self {
             KnobInput::Env(n) | KnobInput::Define(n) => n.clone(),
@@ -59,6 +59,7 @@ impl KnobInput {
                 .unwrap_or(t)
                 .replace("{value}", "")
                 .trim()
+                .trim_start_matches('-')
                 .to_string(),
         }
     }
@@ -416,8 +417,8 @@ fn why_not(trial: &Trial) -> String {
 
 /// What a trial's logs say, for the experiments that read more than its status.
 pub trait TrialLogs {
-    /// The median time of the bench timings a stage's logs hold, in µs.
-    fn median_us(&self, stage: &Stage) -> Option<f64>;
+    /// Each timing a stage's logs hold, by name: its median (else mean) in µs.
+    fn timings_us(&self, stage: &Stage) -> BTreeMap<String, f64>;
     /// The spill stores of `kernel` (bytes) in a stage's build logs.
     fn spill_bytes(&self, stage: &Stage, kernel: &str) -> Option<u64>;
     /// The registers per thread of `kernel` in a stage's build logs.
@@ -632,9 +633,12 @@ fn registers_outcome(
         return (Outcome::Inconclusive, "No trial.".into(), Vec::new());
     };
     let kernel = e.kernel.as_deref().unwrap_or("");
-    let before_stage = stage_on(run, StageKind::Bench, &e.config);
-    let before = before_stage.and_then(|s| logs.median_us(s));
-    let after = stage_of(trial).and_then(|s| logs.median_us(s));
+    let before = stage_on(run, StageKind::Bench, &e.config)
+        .map(|s| logs.timings_us(s))
+        .unwrap_or_default();
+    let after = stage_of(trial)
+        .map(|s| logs.timings_us(s))
+        .unwrap_or_default();
     let build = trial.units.iter().find(|u| u.name != trial.stage);
     let spills = build.and_then(|b| logs.spill_bytes(b, kernel));
     let regs_after = build.and_then(|b| logs.registers(b, kernel));
@@ -643,19 +647,45 @@ fn registers_outcome(
         .iter()
         .filter(|s| s.kind == StageKind::Compile && s.config.as_deref() == Some(e.config.as_str()))
         .find_map(|s| logs.registers(s, kernel));
-    let (Some(before), Some(after)) = (before, after) else {
+    // The timings both builds printed, by name: their ratios' geometric mean.
+    let pairs: Vec<(f64, f64)> = before
+        .iter()
+        .filter_map(|(name, b)| Some((*b, *after.get(name)?)))
+        .filter(|(b, a)| *b > 0.0 && *a > 0.0)
+        .collect();
+    if pairs.is_empty() {
         let rows = vec![row(trial, why_not(trial))];
         return (
             Outcome::Inconclusive,
             format!(
                 "No timing to compare: {} of the build as it ran, {} of the capped one.",
-                before.map_or("none".into(), |b| format!("{b:.1} µs")),
-                after.map_or("none".into(), |a| format!("{a:.1} µs"))
+                before.len(),
+                after.len()
             ),
             rows,
         );
-    };
-    let speedup = before / after;
+    }
+    if let (Some(b), Some(a)) = (regs_before, regs_after)
+        && a >= b
+    {
+        let rows = vec![row(trial, format!("{a} registers"))];
+        return (
+            Outcome::Inconclusive,
+            format!(
+                "The budget did not take: the capped build still uses {a} registers per thread \
+                 (a `__launch_bounds__` on the kernel sets its own)."
+            ),
+            rows,
+        );
+    }
+    let speedup =
+        (pairs.iter().map(|(b, a)| (b / a).ln()).sum::<f64>() / pairs.len() as f64).exp();
+    let (before, after) = pairs
+        .iter()
+        .copied()
+        .max_by(|x, y| x.0.total_cmp(&y.0))
+        .unwrap_or((0.0, 0.0));
+
     let regs = match (regs_before, regs_after) {
         (Some(b), Some(a)) => format!("{b} -> {a} registers"),
         (_, Some(a)) => format!("{a} registers"),
@@ -666,22 +696,27 @@ fn registers_outcome(
         Some(s) => format!("{} of spill stores", crate::text::bytes(s)),
         None => "spills unknown".to_string(),
     };
+    let over = if pairs.len() > 1 {
+        format!(" over {} timings", pairs.len())
+    } else {
+        String::new()
+    };
     let rows = vec![row(
         trial,
-        format!("{after:.1} µs against {before:.1} µs ({speedup:.2}x)"),
+        format!("{speedup:.2}x{over}; the longest {after:.1} µs against {before:.1} µs"),
     )];
     if speedup >= 1.0 + SAME {
         (
             Outcome::Confirmed,
-            format!("{regs}: {speedup:.2}x faster, {spill_text}."),
+            format!("{regs}: {speedup:.2}x faster{over}, {spill_text}."),
             rows,
         )
     } else if speedup <= 1.0 - SAME {
         (
             Outcome::Refuted,
             format!(
-                "{regs}: slower ({after:.1} µs against {before:.1} µs, {spill_text}): the \
-                 suggestion is withdrawn."
+                "{regs}: slower, {speedup:.2}x{over} ({spill_text}): the suggestion is \
+                 withdrawn."
             ),
             rows,
         )
@@ -689,8 +724,8 @@ fn registers_outcome(
         (
             Outcome::Refuted,
             format!(
-                "{regs}: no change beyond {:.0}% ({after:.1} µs against {before:.1} µs, \
-                 {spill_text}): the suggestion is withdrawn.",
+                "{regs}: no change beyond {:.0}%, {speedup:.2}x{over} ({spill_text}): the \
+                 suggestion is withdrawn.",
                 SAME * 100.0
             ),
             rows,
@@ -790,14 +825,11 @@ fn base_name(name: &str) -> &str {
 }
 
 impl TrialLogs for crate::join::Joined<'_> {
-    fn median_us(&self, stage: &Stage) -> Option<f64> {
-        let mut medians: Vec<f64> = self
-            .logs_of(stage)
+    fn timings_us(&self, stage: &Stage) -> BTreeMap<String, f64> {
+        self.logs_of(stage)
             .flat_map(|l| &l.timings)
-            .filter_map(|t| t.median_us.or(t.mean_us))
-            .collect();
-        medians.sort_by(f64::total_cmp);
-        medians.get(medians.len() / 2).copied()
+            .filter_map(|t| Some((t.name.clone(), t.median_us.or(t.mean_us)?)))
+            .collect()
     }
 
     fn spill_bytes(&self, stage: &Stage, kernel: &str) -> Option<u64> {

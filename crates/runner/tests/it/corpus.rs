@@ -75,6 +75,18 @@ fn holds(expectation: &str, json: &Value) -> bool {
         }
         "mentions" => causes.iter().any(|d| says(d, value)),
         "top-mentions" => causes.first().is_some_and(|d| says(d, value)),
+        // `experiment: tail confirmed`: an experiment of that kind came out that way.
+        "experiment" => {
+            let (kind, outcome) = value.split_once(' ').expect("KIND OUTCOME");
+            json["experiments"].as_array().is_some_and(|all| {
+                all.iter()
+                    .any(|e| e["kind"] == kind && e["outcome"] == outcome.trim())
+            })
+        }
+        "experiment-says" => json["experiments"].as_array().is_some_and(|all| {
+            all.iter()
+                .any(|e| e["sentence"].as_str().is_some_and(|s| s.contains(value)))
+        }),
         other => panic!("unknown expectation `{other}`"),
     }
 }

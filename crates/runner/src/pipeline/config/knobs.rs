@@ -209,3 +209,27 @@ pub fn knobs_of(pipeline: &Pipeline) -> Vec<Knob> {
         })
         .collect()
 }
+
+impl Pipeline {
+    /// A knob a build must see (a define, a flag) needs `{defines}` in the target's build
+    /// command, where the runner writes them.
+    pub(super) fn check_knobs(&self) -> Result<(), (String, String)> {
+        let Some(target) = &self.target else {
+            return Ok(());
+        };
+        let reaches_build = target.build.as_ref().is_some_and(|b| {
+            b.command.iter().any(|w| w.contains("{defines}"))
+        });
+        for k in &self.knobs {
+            if matches!(k.input, KnobInput::Define(_) | KnobInput::Flag(_)) && !reaches_build {
+                return Err((
+                    format!("knobs.{}", k.role.as_str()),
+                    "a define or flag knob reaches the build through `{defines}`: add \
+                     \"{defines}\" to `target.build.command`"
+                        .into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -191,6 +191,17 @@ impl Pipeline {
             experiments: raw.experiments,
         };
         pipeline.validate().map_err(locate)?;
+        pipeline.check_knobs().map_err(|(key, message)| {
+            located(
+                ConfigError::Semantic {
+                    path: path.to_path_buf(),
+                    at: None,
+                    key,
+                    message,
+                },
+                text,
+            )
+        })?;
         // From here on the built-in kernel is a target like any other.
         builtin::as_target(&mut pipeline);
         // JIT-compiled kernels appear only once the program ran: a target's SASS inventory
