@@ -354,7 +354,7 @@ fn experiments(out: &mut String, a: &Analysis) {
         let _ = writeln!(
             out,
             "### {}: {}\n\n{}{kernel} · config {}\n",
-            md_text(&c.cause),
+            c.cause,
             c.outcome.as_str(),
             md_code(c.rule.as_str()),
             md_code(&c.config)

@@ -217,9 +217,10 @@ impl Pipeline {
         let Some(target) = &self.target else {
             return Ok(());
         };
-        let reaches_build = target.build.as_ref().is_some_and(|b| {
-            b.command.iter().any(|w| w.contains("{defines}"))
-        });
+        let reaches_build = target
+            .build
+            .as_ref()
+            .is_some_and(|b| b.command.iter().any(|w| w.contains("{defines}")));
         for k in &self.knobs {
             if matches!(k.input, KnobInput::Define(_) | KnobInput::Flag(_)) && !reaches_build {
                 return Err((
