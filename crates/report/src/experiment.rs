@@ -786,30 +786,46 @@ pub fn launch_searches(run: &Run) -> Vec<LaunchSearchRow> {
         .iter()
         .filter_map(|s| {
             let search = s.launch_search.as_ref()?;
-            let (outcome, sentence) = match (search.clean_at, search.fails_at) {
-                (Some(c), Some(f)) => (
+            let under_memcheck = search
+                .memcheck
+                .as_ref()
+                .filter(|_| search.fails_at.is_none());
+            let (outcome, sentence) = match (search.clean_at, search.fails_at, under_memcheck) {
+                (Some(c), Some(f), _) => (
                     Outcome::Confirmed,
                     format!("Clean at {c} launches, fails at {f}."),
                 ),
-                (None, Some(f)) => (
+                (None, Some(f), _) => (
                     Outcome::Refuted,
                     format!("Fails at {f} launches, the fewest tried: not only after repeats."),
+                ),
+                (_, None, Some(m)) if m.fails_at.is_some() => (
+                    Outcome::Confirmed,
+                    format!(
+                        "The program's own runs are clean at every count up to {}; under \
+                         memcheck {}errors from {} launches on.",
+                        search.limit,
+                        m.clean_at
+                            .map(|c| format!("clean at {c}, "))
+                            .unwrap_or_default(),
+                        m.fails_at.unwrap_or_default()
+                    ),
                 ),
                 _ => (
                     Outcome::NotSeen,
                     format!("Clean at every count up to {} launches.", search.limit),
                 ),
             };
+            let attempts = match under_memcheck {
+                Some(m) if m.fails_at.is_some() => &m.attempts,
+                _ => &search.attempts,
+            };
             Some(LaunchSearchRow {
                 stage: s.name.clone(),
                 config: s.config.clone(),
                 outcome,
                 sentence,
-                tried: search
-                    .attempts
-                    .iter()
-                    .map(|a| (a.launches, a.passed))
-                    .collect(),
+                tried: attempts.iter().map(|a| (a.launches, a.passed)).collect(),
             })
         })
         .collect()

@@ -436,6 +436,12 @@ pub fn target_vars(
             .map(place),
         launches,
         case: unit.case.clone(),
+        env: pipeline
+            .matrix
+            .configs
+            .get(config)
+            .map(|c| c.env.clone())
+            .unwrap_or_default(),
         out: config::launches_kernel(unit.kind)
             .then(|| place(&paths.unit_dir.join(PROGRAM_OUT)))
             .or_else(|| {

@@ -30,6 +30,9 @@ pub struct Vars {
     /// The unit's case, when its stage names cases: `{case}`, `{shape}` (`B,H,S,D`), `{dtype}`,
     /// `{causal}` (`true` or `false`).
     pub case: Option<crate::pipeline::config::CaseInstance>,
+    /// `{env:NAME}`: the config's environment variables (a size a knob varies, given on the
+    /// command line).
+    pub env: BTreeMap<String, String>,
 }
 
 impl Vars {
@@ -91,6 +94,9 @@ impl Vars {
                 .replace("{out}", &out_path);
             for (name, value) in self.case_values() {
                 word = word.replace(&format!("{{{name}}}"), &value);
+            }
+            for (name, value) in &self.env {
+                word = word.replace(&format!("{{env:{name}}}"), value);
             }
             out.push(word);
         }

@@ -222,3 +222,91 @@ fn a_race_whose_output_holds_is_not_seen_yet() {
     assert_eq!(cause["rule"], "shared-memory-race", "{cause:#}");
     assert_eq!(cause["level"], "error", "{cause:#}");
 }
+
+/// A size the program takes on its command line (`{env:N}` in its argv, the value from the
+/// config's `env:`) is varied the same way: the stand-in reads it from its last argument.
+#[test]
+fn a_size_given_on_the_command_line_is_a_knob_too() {
+    let project = Project::new();
+    project.tool(
+        "compute-sanitizer",
+        &format!(
+            r#"#!/bin/sh
+# Stand-in for compute-sanitizer in tests: replays captured memcheck logs by the size argument.
+if [ "$1" = "--version" ]; then echo "NVIDIA (R) Compute Sanitizer 2025.3.1 (stand-in)"; exit 0; fi
+for a in "$@"; do n=$a; done
+if [ $((n % 32)) -ne 0 ]; then
+  cat '{FIXTURES}/memcheck_oob_write.log'
+  exit 86
+fi
+cat '{FIXTURES}/memcheck_clean.log'
+"#
+        ),
+    );
+    project.tool(
+        "prog",
+        "#!/bin/sh\n# Stand-in program (hand-written).\necho \"n=$1\"\n",
+    );
+    project.write("src/oob.cu", "// stand-in source\n");
+    project.pipeline(
+        &tail_pipeline("knobs:\n  size: { env: N }\n")
+            .replace("command: [bin/prog]", "command: [bin/prog, \"{env:N}\"]"),
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let json = report_json(&project);
+    let e = &json["experiments"][0];
+    assert_eq!(
+        e["sentence"], "Fails exactly when N % 32 != 0: 992 and 1024 pass, 1000 and 1040 fail.",
+        "{e:#}"
+    );
+}
+
+/// `{env:NAME}` needs the value in every config; a knob a build must see needs `{defines}` in
+/// the build command: both refused when the pipeline is read, naming the key.
+#[test]
+fn a_knob_that_cannot_reach_its_program_is_refused() {
+    let project = tail_project("true", "knobs:\n  size: { env: N }\n");
+    project.pipeline(
+        &tail_pipeline("").replace("command: [bin/prog]", "command: [bin/prog, \"{env:M}\"]"),
+    );
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`{env:M}` takes the config's `M`, and config `n1000` has none"),
+        "{}",
+        stderr(&out)
+    );
+    project.pipeline(&tail_pipeline(
+        "knobs:\n  registers: { flag: \"-maxrregcount={value}\" }\n",
+    ));
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("knobs.registers") && stderr(&out).contains("{defines}"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Configs that vary one integer value whose name says a size show it as a knob, found rather
+/// than named: `runner check` lists it with each config's value, and experiments stay off
+/// until the pipeline asks for them.
+#[test]
+fn a_value_the_configs_vary_is_found_as_a_knob() {
+    let project = tail_project("true", "");
+    project.pipeline(&tail_pipeline("").replace(
+        "    n1000: { env: { N: \"1000\" } }\n",
+        "    n1000: { env: { N: \"1000\" } }\n    n4096: { env: { N: \"4096\" } }\n",
+    ));
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "knob size      env `N` (found where the configs vary it): n1000=1000, n4096=4096"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("experiments off"), "{text}");
+}

@@ -90,6 +90,18 @@ fn a_fault_the_program_cannot_see_is_bisected_under_memcheck() {
         report.contains("8 launches of one 4-byte write each fill the 32-byte buffer exactly"),
         "{report}"
     );
+    // The search reads as an experiment: the counts tried and where the fault starts.
+    assert!(
+        report.contains("### Repeated launches: confirmed"),
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "The program's own runs are clean at every count up to 32; under memcheck clean at \
+             8, errors from 9 launches on."
+        ),
+        "{report}"
+    );
 }
 
 /// A program that prints its error through a repr (a literal `\n` between lines, as Python's

@@ -826,6 +826,30 @@ impl Pipeline {
         }
         check_placeholders(&target.program.command, PROGRAM_PLACEHOLDERS)
             .map_err(|m| self.semantic("target.program.command".into(), m))?;
+        // `{env:NAME}` takes the config's value: every config gives one.
+        for word in &target.program.command {
+            for name in word
+                .split("{env:")
+                .skip(1)
+                .filter_map(|t| t.split_once('}'))
+            {
+                let name = name.0;
+                if let Some((config, _)) = self
+                    .matrix
+                    .configs
+                    .iter()
+                    .find(|(_, c)| !c.env.contains_key(name))
+                {
+                    return Err(self.semantic(
+                        "target.program.command".into(),
+                        format!(
+                            "`{{env:{name}}}` takes the config's `{name}`, and config `{config}` \
+                             has none in its `env:`"
+                        ),
+                    ));
+                }
+            }
+        }
         if let Some(cwd) = &target.program.cwd
             && !self.resolve(cwd).is_dir()
         {
