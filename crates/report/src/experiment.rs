@@ -647,10 +647,19 @@ fn registers_outcome(
         .iter()
         .filter(|s| s.kind == StageKind::Compile && s.config.as_deref() == Some(e.config.as_str()))
         .find_map(|s| logs.registers(s, kernel));
-    // The timings both builds printed, by name: their ratios' geometric mean.
+    // The timings both builds printed, by name (a timing named after its unit's config is the
+    // same timing in both): their ratios' geometric mean.
+    let key = |name: &str| {
+        if name == e.config || name == trial.config {
+            String::new()
+        } else {
+            name.to_string()
+        }
+    };
+    let after: BTreeMap<String, f64> = after.iter().map(|(n, v)| (key(n), *v)).collect();
     let pairs: Vec<(f64, f64)> = before
         .iter()
-        .filter_map(|(name, b)| Some((*b, *after.get(name)?)))
+        .filter_map(|(name, b)| Some((*b, *after.get(&key(name))?)))
         .filter(|(b, a)| *b > 0.0 && *a > 0.0)
         .collect();
     if pairs.is_empty() {

@@ -19,6 +19,14 @@ pub fn derived(pipeline: &Pipeline, experiments: &[Experiment]) -> (Pipeline, Se
     let mut out = pipeline.clone();
     let mut stages = BTreeSet::new();
     let mut configs = Vec::new();
+    // Each trial runs its own stage only: a stage that ran on every config now names the
+    // pipeline's own, and each trial is added to its stage alone.
+    let own: Vec<String> = pipeline.matrix.configs.keys().cloned().collect();
+    for stage in &mut out.stages {
+        if stage.kind != StageKind::Compile && stage.configs.is_empty() {
+            stage.configs.clone_from(&own);
+        }
+    }
     for e in experiments {
         let Some(base) = pipeline.matrix.configs.get(&e.config) else {
             continue;
@@ -31,6 +39,9 @@ pub fn derived(pipeline: &Pipeline, experiments: &[Experiment]) -> (Pipeline, Se
             }
             config.flags.extend(t.flags.iter().cloned());
             out.matrix.configs.insert(t.config.clone(), config);
+            for stage in out.stages.iter_mut().filter(|s| s.name == t.stage) {
+                stage.configs.push(t.config.clone());
+            }
             stages.insert(t.stage.clone());
             configs.push(t.config.clone());
         }

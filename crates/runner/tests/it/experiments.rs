@@ -35,7 +35,7 @@ fn tail_pipeline(experiments: &str) -> String {
          13.0.88\n  provision: false\n  wheels:\n    nvidia-cuda-nvcc: 13.0.88\n  tools:\n    \
          compute-sanitizer: bin/compute-sanitizer\nmatrix:\n  arch: [sm_90]\n  configs:\n    \
          n1000: {{ env: {{ N: \"1000\" }} }}\n{experiments}grace: 1s\nstages:\n  memcheck:\n    \
-         needs: {{ gpu: false, tools: [compute-sanitizer] }}\n  report:\n    timeout: 30s\n"
+         configs: [n1000]\n    needs: {{ gpu: false, tools: [compute-sanitizer] }}\n  report:\n    timeout: 30s\n"
     )
 }
 

@@ -1172,3 +1172,58 @@ fn the_gtest_examples_failing_test_is_named_from_ctests_junit() {
         "{md}"
     );
 }
+
+/// `examples/experiments/` on an H100: each hypothesis tested by more runs. The tail at N = 1000
+/// (tiles of 64) fails exactly off the multiples; the race's output differs between identical
+/// runs; one more block at 40 registers (from 43) is no faster, so the occupancy suggestion is
+/// withdrawn. Confidence follows: the tail and the race are high, the note's help says it was
+/// withdrawn.
+#[test]
+fn the_experiments_example_tests_each_hypothesis_by_more_runs() {
+    let run = example_run("experiments");
+    let json: Value = serde_json::from_str(&report(&run, "json")).expect("JSON");
+    let experiments = json["experiments"].as_array().expect("experiments");
+    let of = |kind: &str| {
+        experiments
+            .iter()
+            .find(|e| e["kind"] == kind)
+            .unwrap_or_else(|| panic!("{kind}: {experiments:#?}"))
+    };
+    let tail = of("tail");
+    assert_eq!(tail["outcome"], "confirmed", "{tail:#}");
+    assert_eq!(
+        tail["sentence"],
+        "Fails exactly when N % 64 != 0: 960 and 1024 pass, 1000 and 1056 fail."
+    );
+    assert_eq!(tail["runs"], 5, "a build and four memcheck runs: {tail:#}");
+    let race = of("race");
+    assert_eq!(race["outcome"], "confirmed", "{race:#}");
+    assert!(
+        race["sentence"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("The output differs between identical runs: 7 of 8")),
+        "{race:#}"
+    );
+    let registers = of("registers");
+    assert_eq!(registers["outcome"], "refuted", "{registers:#}");
+    assert_eq!(
+        registers["sentence"],
+        "43 -> 40 registers: slower, 0.97x (no spills): the suggestion is withdrawn."
+    );
+    let diagnoses = json["diagnoses"].as_array().expect("diagnoses");
+    let rule = |r: &str| {
+        diagnoses
+            .iter()
+            .find(|d| d["rule"] == r)
+            .unwrap_or_else(|| panic!("{r}: {diagnoses:#?}"))
+    };
+    assert_eq!(rule("out-of-bounds")["confidence"], "high");
+    assert_eq!(rule("shared-memory-race")["confidence"], "high");
+    assert!(
+        rule("occupancy-limit")["help"]
+            .to_string()
+            .contains("Withdrawn by experiment"),
+        "{:#}",
+        rule("occupancy-limit")
+    );
+}
