@@ -18,19 +18,21 @@ use crate::planning::plan::Selection;
 pub fn derived(pipeline: &Pipeline, experiments: &[Experiment]) -> (Pipeline, Selection) {
     let mut out = pipeline.clone();
     let mut stages = BTreeSet::new();
-    let mut configs = Vec::new();
-    // Each trial runs its own stage only: a stage that ran on every config now names the
-    // pipeline's own, and each trial is added to its stage alone.
-    let own: Vec<String> = pipeline.matrix.configs.keys().cloned().collect();
+    let mut configs = BTreeSet::new();
+    // Each trial runs its own stage only: every stage but the build lists the trials that run
+    // it, and nothing else.
     for stage in &mut out.stages {
-        if stage.kind != StageKind::Compile && stage.configs.is_empty() {
-            stage.configs.clone_from(&own);
+        if stage.kind != StageKind::Compile {
+            stage.configs.clear();
         }
     }
     for e in experiments {
         let Some(base) = pipeline.matrix.configs.get(&e.config) else {
             continue;
         };
+        // The cause's own config is selected too: where a trial builds alike, the run's own
+        // build (served from this run's cache) serves it instead of a build of its own.
+        configs.insert(e.config.clone());
         for t in &e.trials {
             let mut config = base.clone();
             config.env.extend(t.env.clone());
@@ -43,12 +45,12 @@ pub fn derived(pipeline: &Pipeline, experiments: &[Experiment]) -> (Pipeline, Se
                 stage.configs.push(t.config.clone());
             }
             stages.insert(t.stage.clone());
-            configs.push(t.config.clone());
+            configs.insert(t.config.clone());
         }
     }
     let selection = Selection {
         stages: stages.into_iter().collect(),
-        configs,
+        configs: configs.into_iter().collect(),
     };
     (out, selection)
 }

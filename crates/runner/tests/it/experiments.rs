@@ -310,3 +310,36 @@ fn a_value_the_configs_vary_is_found_as_a_knob() {
     );
     assert!(text.contains("experiments off"), "{text}");
 }
+
+/// Trials that change only the program's environment run on the run's own build: the build
+/// script runs once, and each trial's program is the one it built.
+#[test]
+fn trials_that_build_alike_share_the_runs_build() {
+    let project = race_project("echo \"sum 42\"");
+    project.tool(
+        "build",
+        "#!/bin/sh\n# Stand-in build (hand-written): counts its runs, writes the program.\n\
+         echo run >> build-runs.txt\nmkdir -p \"$1\"\nprintf '#!/bin/sh\\necho sum 42\\n' > \"$1/prog\"\n\
+         chmod +x \"$1/prog\"\n",
+    );
+    let yaml = std::fs::read_to_string(project.root.join("pipeline.yaml")).expect("pipeline");
+    project.pipeline(
+        &yaml
+            .replace(
+                "  program:\n    command: [bin/prog]\n",
+                "  build:\n    command: [bin/build, \"{build_dir}\"]\n  program:\n    command: [\"{build_dir}/prog\"]\n",
+            )
+            .replace("stages:\n", "stages:\n  build:\n    needs: { tools: [] }\n"),
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let runs = std::fs::read_to_string(project.root.join("build-runs.txt")).expect("build runs");
+    assert_eq!(runs.lines().count(), 1, "{}", stderr(&out));
+    let json = report_json(&project);
+    let e = &json["experiments"][0];
+    assert_eq!(e["outcome"], "not_seen", "{e:#}");
+    assert_eq!(
+        e["runs"], 8,
+        "the eight checks, no build of their own: {e:#}"
+    );
+}
