@@ -7,3 +7,4 @@ pub mod pack;
 pub mod rundir;
 pub mod site_lines;
 pub mod stored;
+pub mod trial_outputs;

@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
+/// The file a program unit's `{out}` names, in its unit directory.
+pub const PROGRAM_OUT: &str = "results.json";
+
 /// Where a run writes, relative to the pipeline root.
 #[derive(Debug, Clone)]
 pub struct RunDir {

@@ -23,7 +23,9 @@ pub fn load(run_dir: &Path) -> Result<Evidence, ReadError> {
 /// Logs compressed by `runner pack` (`.gz`) are read through a decompressor. A program's text
 /// (`text-timings`) is read with the pattern its unit records, so the timings are the ones the
 /// run read.
-pub fn from_run(run: Run, run_dir: &Path) -> Evidence {
+pub fn from_run(mut run: Run, run_dir: &Path) -> Evidence {
+    // The race trials' outputs compared as this runner compares them.
+    crate::evidence::trial_outputs::digest_outputs(&mut run.experiments, run_dir);
     let mut logs: BTreeMap<String, ParsedLog> = BTreeMap::new();
     let mut missing: BTreeMap<String, String> = BTreeMap::new();
     let trials = run

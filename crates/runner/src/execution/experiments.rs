@@ -4,12 +4,10 @@
 //! in the manifest's `experiments`.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
-use report::experiment::{Experiment, ExperimentKind};
+use report::experiment::Experiment;
 use report::{Stage, StageKind};
 
-use crate::evidence::hash;
 use crate::pipeline::config::{Define, Pipeline};
 use crate::planning::plan::Selection;
 
@@ -69,42 +67,3 @@ pub fn attach(experiments: &mut [Experiment], records: Vec<Stage>) {
     }
 }
 
-/// The digests the race trials compare: of the `{out}` file the run left, else of its stdout
-/// without the lines that print a time or a rate (which differ between identical runs).
-pub fn digest_outputs(experiments: &mut [Experiment], run_dir: &Path) {
-    for e in experiments
-        .iter_mut()
-        .filter(|e| e.kind == ExperimentKind::Race)
-    {
-        for t in &mut e.trials {
-            let Some(stage) = t.units.iter().find(|u| u.name == t.stage) else {
-                continue;
-            };
-            t.output = output_digest(run_dir, stage);
-        }
-    }
-}
-
-fn output_digest(run_dir: &Path, stage: &Stage) -> Option<String> {
-    if stage.kind != StageKind::Check && stage.kind != StageKind::Bench {
-        return None;
-    }
-    let results = stage
-        .outputs
-        .iter()
-        .find(|(path, _)| path.ends_with(crate::execution::stages::PROGRAM_OUT))
-        .map(|(_, sha)| sha.clone());
-    if results.is_some() {
-        return results;
-    }
-    let stdout = stage.logs.iter().find(|l| l.path.ends_with("stdout.log"))?;
-    let path = crate::evidence::rundir::inside(run_dir, &stdout.path).ok()?;
-    let text = crate::evidence::rundir::read_file(&path, 64 << 20).ok()?;
-    let text = String::from_utf8_lossy(&text);
-    let timing = regex::Regex::new(
-        r"(?i)\d\s*(ns|us|µs|ms|s|sec|seconds|gb/s|tb/s|gflops|tflops|flop/s|it/s)\b",
-    )
-    .ok()?;
-    let kept: Vec<&str> = text.lines().filter(|l| !timing.is_match(l)).collect();
-    Some(hash::bytes(kept.join("\n").as_bytes()))
-}

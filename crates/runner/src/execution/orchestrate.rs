@@ -516,7 +516,7 @@ fn experiments(
     )?;
     run.inputs.extend(flags_seen);
     exp::attach(&mut proposed, records.into_iter().flatten().collect());
-    exp::digest_outputs(&mut proposed, &dir.path);
+    crate::evidence::trial_outputs::digest_outputs(&mut proposed, &dir.path);
     run.experiments = proposed;
     dir.write_manifest(run)?;
     Ok(())

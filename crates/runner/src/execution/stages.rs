@@ -402,7 +402,7 @@ pub fn resolve_program(preflight: &Preflight, argv: &[String]) -> Result<Vec<OsS
 }
 
 /// The file a target's program may write its results or timings to (`{out}`, `EXHIBIT_OUT`).
-pub const PROGRAM_OUT: &str = "results.json";
+pub const PROGRAM_OUT: &str = crate::evidence::rundir::PROGRAM_OUT;
 
 /// The placeholder values of a target unit; `absolute` for the process, else as recorded.
 pub fn target_vars(
