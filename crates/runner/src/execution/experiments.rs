@@ -66,4 +66,3 @@ pub fn attach(experiments: &mut [Experiment], records: Vec<Stage>) {
         trial.units.push(stage);
     }
 }
-

@@ -1195,7 +1195,10 @@ fn the_experiments_example_tests_each_hypothesis_by_more_runs() {
         tail["sentence"],
         "Fails exactly when N % 64 != 0: 960 and 1024 pass, 1000 and 1056 fail."
     );
-    assert_eq!(tail["runs"], 4, "four memcheck runs on the run's own build: {tail:#}");
+    assert_eq!(
+        tail["runs"], 4,
+        "four memcheck runs on the run's own build: {tail:#}"
+    );
     let race = of("race");
     assert_eq!(race["outcome"], "confirmed", "{race:#}");
     assert!(
