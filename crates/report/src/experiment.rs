@@ -46,6 +46,9 @@ pub enum KnobInput {
     Define(String),
     /// A build flag, `{value}` standing for the value (`-maxrregcount={value}`).
     Flag(String),
+    /// The sequence length `S` of the pipeline's cases (`shape: B,H,S,D`), where they vary it:
+    /// a trial is a case of its own.
+    SeqLen,
 }
 
 impl KnobInput {
@@ -53,6 +56,7 @@ impl KnobInput {
     pub fn name(&self) -> String {
         match self {
             KnobInput::Env(n) | KnobInput::Define(n) => n.clone(),
+            KnobInput::SeqLen => "S".to_string(),
             KnobInput::Flag(t) => t
                 .split('=')
                 .next()
@@ -70,6 +74,7 @@ impl KnobInput {
             KnobInput::Env(n) => format!("env `{n}`"),
             KnobInput::Define(n) => format!("define `{n}`"),
             KnobInput::Flag(t) => format!("build flag `{t}`"),
+            KnobInput::SeqLen => "the cases' sequence length `S`".to_string(),
         }
     }
 }
@@ -86,7 +91,7 @@ pub struct Knob {
     /// Found where the configs vary a value, not named under `knobs:`.
     #[serde(default)]
     pub inferred: bool,
-    /// Each config's value, where it sets one.
+    /// Each config's value, where it sets one (each case's, for the cases' `S`).
     #[serde(default)]
     pub values: BTreeMap<String, String>,
 }
@@ -126,6 +131,10 @@ pub struct Trial {
     pub expect: Option<Expect>,
     /// The stage whose outcome it reads (its build runs first when it changes the build).
     pub stage: String,
+    /// For a trial that is a case of its own: the case it is made from, and its name
+    /// (`long@S=96`); its config is then the cause's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<TrialCase>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -139,6 +148,13 @@ pub struct Trial {
     /// that print a time or a rate), for comparing identical runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+}
+
+/// A trial's own case: the case it copies, with the knob's sequence length.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrialCase {
+    pub base: String,
+    pub name: String,
 }
 
 /// A hypothesis of one root cause and the runs that test it.
@@ -257,11 +273,19 @@ fn knob(run: &Run, role: KnobRole) -> Option<&Knob> {
 }
 
 /// A trial of `config` with `knob` set to `value`.
-fn set(knob: &Knob, config: &str, stage: &str, value: u64, expect: Option<Expect>) -> Trial {
+fn set(
+    knob: &Knob,
+    config: &str,
+    case: Option<&str>,
+    stage: &str,
+    value: u64,
+    expect: Option<Expect>,
+) -> Trial {
     let name = knob.input.name();
     let mut trial = Trial {
         label: format!("{name}={value}"),
         config: format!("{config}@{name}={value}"),
+        case: None,
         value: Some(value),
         expect,
         stage: stage.to_string(),
@@ -279,6 +303,14 @@ fn set(knob: &Knob, config: &str, stage: &str, value: u64, expect: Option<Expect
             trial.defines.insert(n.clone(), value.to_string());
         }
         KnobInput::Flag(t) => trial.flags.push(t.replace("{value}", &value.to_string())),
+        KnobInput::SeqLen => {
+            let base = case.unwrap_or_default();
+            trial.config = config.to_string();
+            trial.case = Some(TrialCase {
+                base: base.to_string(),
+                name: format!("{base}@{name}={value}"),
+            });
+        }
     }
     trial
 }
@@ -287,13 +319,23 @@ fn set(knob: &Knob, config: &str, stage: &str, value: u64, expect: Option<Expect
 /// size that is not a multiple should fail like this one.
 fn tail(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
     let knob = knob(run, KnobRole::Size)?;
-    let size: u64 = knob.values.get(config)?.trim().parse().ok()?;
+    // The failing memcheck unit of the config (of a case, where the cases' S is the knob).
+    let stage = run.stages.iter().find(|s| {
+        s.kind == StageKind::Memcheck
+            && s.config.as_deref() == Some(config)
+            && s.status == StageStatus::Findings
+            && (knob.input != KnobInput::SeqLen || s.unit.case.is_some())
+    })?;
+    let case = stage.unit.case.as_ref().map(|c| c.name.as_str());
+    let key = match knob.input {
+        KnobInput::SeqLen => case?,
+        _ => config,
+    };
+    let size: u64 = knob.values.get(key)?.trim().parse().ok()?;
     let tile = knob.tile.unwrap_or(32);
     if tile < 2 || size.is_multiple_of(tile) {
         return None;
     }
-    let stage =
-        stage_on(run, StageKind::Memcheck, config).filter(|s| s.status == StageStatus::Findings)?;
     let below = size / tile * tile;
     let above = below + tile;
     let multiples = if below > 0 {
@@ -305,10 +347,10 @@ fn tail(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
     let name = knob.input.name();
     let mut trials: Vec<Trial> = multiples
         .iter()
-        .map(|m| set(knob, config, &stage.name, *m, Some(Expect::Clean)))
+        .map(|m| set(knob, config, case, &stage.name, *m, Some(Expect::Clean)))
         .collect();
     for n in [size, other] {
-        trials.push(set(knob, config, &stage.name, n, Some(Expect::Fails)));
+        trials.push(set(knob, config, case, &stage.name, n, Some(Expect::Fails)));
     }
     Some(Experiment {
         kind: ExperimentKind::Tail,
@@ -336,6 +378,7 @@ fn race(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
             value: None,
             expect: None,
             stage: check.name.clone(),
+            case: None,
             // Each run its own unit: the same inputs would be served from the cache.
             env: BTreeMap::from([("EXHIBIT_TRIAL".to_string(), i.to_string())]),
             defines: BTreeMap::new(),
@@ -370,7 +413,10 @@ fn registers(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
     let from = d.figures.get("registers").and_then(|v| v.as_u64());
     let bench = stage_on(run, StageKind::Bench, config)
         .filter(|s| matches!(s.status, StageStatus::Passed | StageStatus::Findings))?;
-    let trial = set(knob, config, &bench.name, budget, None);
+    if knob.input == KnobInput::SeqLen {
+        return None;
+    }
+    let trial = set(knob, config, None, &bench.name, budget, None);
     Some(Experiment {
         kind: ExperimentKind::Registers,
         rule: d.rule,

@@ -872,10 +872,12 @@ fn check(path: &std::path::Path) -> Result<Outcome, Error> {
             knob.role.as_str(),
             knob.input.describe(),
             knob.tile.map(|t| format!(", tile {t}")).unwrap_or_default(),
-            if knob.inferred {
-                " (found where the configs vary it)"
-            } else {
-                ""
+            match (knob.inferred, &knob.input) {
+                (true, report::experiment::KnobInput::SeqLen) => {
+                    " (found where the cases vary it)"
+                }
+                (true, _) => " (found where the configs vary it)",
+                _ => "",
             },
             if values.is_empty() {
                 String::new()

@@ -343,3 +343,58 @@ fn trials_that_build_alike_share_the_runs_build() {
         "the eight checks, no build of their own: {e:#}"
     );
 }
+
+/// Cases whose shapes vary the sequence length make it a size knob, found: the trials are cases
+/// of their own (`short@S=96`, ...), run on the cause's config, the program taking `{shape}`.
+#[test]
+fn cases_that_vary_the_sequence_length_give_a_size_knob() {
+    let project = Project::new();
+    project.tool(
+        "compute-sanitizer",
+        &format!(
+            r#"#!/bin/sh
+# Stand-in for compute-sanitizer in tests: replays captured memcheck logs by the shape's S.
+if [ "$1" = "--version" ]; then echo "NVIDIA (R) Compute Sanitizer 2025.3.1 (stand-in)"; exit 0; fi
+for a in "$@"; do shape=$a; done
+s=$(echo "$shape" | cut -d, -f3)
+if [ $((s % 32)) -ne 0 ]; then
+  cat '{FIXTURES}/memcheck_oob_write.log'
+  exit 86
+fi
+cat '{FIXTURES}/memcheck_clean.log'
+"#
+        ),
+    );
+    project.tool(
+        "prog",
+        "#!/bin/sh\n# Stand-in program (hand-written).\necho \"shape $1\"\n",
+    );
+    project.write("src/oob.cu", "// stand-in source\n");
+    project.pipeline(
+        "target:\n  sources: [src]\n  program:\n    command: [bin/prog, \"{shape}\"]\ntoolchain:\n  \
+         cuda: 13.0.88\n  provision: false\n  wheels:\n    nvidia-cuda-nvcc: 13.0.88\n  tools:\n    \
+         compute-sanitizer: bin/compute-sanitizer\ncases:\n  short: { shape: \"1,1,100,64\" }\n  \
+         long: { shape: \"1,1,256,64\" }\nexperiments: auto\ngrace: 1s\nstages:\n  memcheck:\n    \
+         cases: [short, long]\n    needs: { gpu: false, tools: [compute-sanitizer] }\n  report:\n    \
+         timeout: 30s\n",
+    );
+    let check = project.run(&["check", "pipeline.yaml"]);
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        text.contains("knob size      the cases' sequence length `S` (found where the cases vary it): long=256, short=100"),
+        "{text}"
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let json = report_json(&project);
+    let e = &json["experiments"][0];
+    assert_eq!(
+        e["sentence"], "Fails exactly when S % 32 != 0: 96 and 128 pass, 100 and 144 fail.",
+        "{e:#}"
+    );
+    assert_eq!(e["runs"], 4, "{e:#}");
+    for r in e["rows"].as_array().unwrap() {
+        let log = r["evidence"].as_str().expect("evidence");
+        assert!(log.contains("/short@S="), "{log}");
+    }
+}

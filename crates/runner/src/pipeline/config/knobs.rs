@@ -106,6 +106,20 @@ impl Pipeline {
     /// `LEN`, ...) or a register budget (`REG`), for a role `knobs:` leaves open.
     pub fn all_knobs(&self) -> Vec<KnobSpec> {
         let mut out = self.knobs.clone();
+        // Cases whose shapes differ in their sequence length: a size, for a target's program
+        // (the built-in kernel's own tail tile is a known layout, never a hypothesis).
+        let lengths: BTreeSet<u32> = self.cases.values().map(|c| c.shape.seq_len).collect();
+        if self.kernel.is_none()
+            && lengths.len() > 1
+            && !out.iter().any(|k| k.role == KnobRole::Size)
+        {
+            out.push(KnobSpec {
+                role: KnobRole::Size,
+                input: KnobInput::SeqLen,
+                tile: None,
+                inferred: true,
+            });
+        }
         let configs: Vec<&Config> = self.matrix.configs.values().collect();
         if configs.len() < 2 {
             return out;
@@ -183,22 +197,28 @@ pub fn knobs_of(pipeline: &Pipeline) -> Vec<Knob> {
         .all_knobs()
         .into_iter()
         .map(|k| {
-            let values = pipeline
-                .matrix
-                .configs
-                .iter()
-                .filter_map(|(name, c)| {
-                    let v =
-                        match &k.input {
+            let values = match &k.input {
+                KnobInput::SeqLen => pipeline
+                    .cases
+                    .iter()
+                    .map(|(name, c)| (name.clone(), c.shape.seq_len.to_string()))
+                    .collect(),
+                input => pipeline
+                    .matrix
+                    .configs
+                    .iter()
+                    .filter_map(|(name, c)| {
+                        let v = match input {
                             KnobInput::Env(n) => c.env.get(n).cloned().or_else(|| {
                                 pipeline.stages.iter().find_map(|s| s.env.get(n).cloned())
                             }),
                             KnobInput::Define(n) => c.defines.get(n).map(|d| d.0.clone()),
-                            KnobInput::Flag(_) => None,
+                            KnobInput::Flag(_) | KnobInput::SeqLen => None,
                         }?;
-                    Some((name.clone(), v))
-                })
-                .collect();
+                        Some((name.clone(), v))
+                    })
+                    .collect(),
+            };
             Knob {
                 role: k.role,
                 input: k.input,
