@@ -51,6 +51,19 @@ pub fn render_summary(analysis: &Analysis, run: &Run) -> String {
         }
         let _ = writeln!(out);
     }
+    if !analysis.experiments.is_empty() {
+        let _ = writeln!(out, "## Experiments\n");
+        for c in &analysis.experiments {
+            let _ = writeln!(
+                out,
+                "- {} ({}): {}",
+                c.cause,
+                c.outcome.as_str(),
+                md_text(&c.sentence)
+            );
+        }
+        let _ = writeln!(out);
+    }
     let mut timings = String::new();
     bench(&mut timings, analysis, run);
     crate::timings::markdown(&mut timings, analysis);

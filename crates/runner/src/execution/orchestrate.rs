@@ -288,8 +288,9 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         });
     }
 
-    // The report's hypotheses, tested where the pipeline asks for it.
-    if pipeline.experiments_on() && !cx.interrupt.is_set() {
+    // The report's hypotheses, tested where the pipeline asks for it; a run of chosen stages
+    // (`--only`, every step of a bisection) runs only those.
+    if pipeline.experiments_on() && options.selection.stages.is_empty() && !cx.interrupt.is_set() {
         experiments(
             pipeline, &preflight, &dir, &mut run, options, limits, &devices, cx,
         )?;

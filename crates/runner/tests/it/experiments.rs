@@ -398,3 +398,12 @@ cat '{FIXTURES}/memcheck_clean.log'
         assert!(log.contains("/short@S="), "{log}");
     }
 }
+
+/// A run of chosen stages (`--only`, every step of a bisection) runs only those.
+#[test]
+fn a_run_of_chosen_stages_runs_no_experiment() {
+    let project = tail_project(r#"[ $((n % 32)) -ne 0 ]"#, "knobs:\n  size: { env: N }\n");
+    let out = project.run(&["pipeline.yaml", "--only", "memcheck"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(project.manifest().get("experiments").is_none());
+}

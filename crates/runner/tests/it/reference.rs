@@ -1229,4 +1229,16 @@ fn the_experiments_example_tests_each_hypothesis_by_more_runs() {
         "{:#}",
         rule("occupancy-limit")
     );
+    // The short form for a pull request names each experiment's outcome.
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["report", "--summary"])
+        .arg(&run)
+        .output()
+        .expect("run the runner");
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(summary.contains("## Experiments"), "{summary}");
+    assert!(
+        summary.contains("(confirmed): Fails exactly when N % 64 != 0"),
+        "{summary}"
+    );
 }
