@@ -221,21 +221,9 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         },
         ..options.limits
     };
-    let executor = Executor {
-        pipeline,
-        preflight: &preflight,
-        plan: &plan,
-        dir: &dir,
-        index,
-        force: options.force,
-        interrupt: &cx.interrupt,
-        launcher: &options.launcher,
-        statuses: Mutex::new(vec![None; plan.units.len()]),
-        builds: Mutex::new(HashMap::new()),
-        harness_hash: OnceLock::new(),
-        gpu_jobs: limits.gpu_jobs,
-        inputs: run.inputs.keys().cloned().collect(),
-    };
+    let executor = Executor::new(
+        pipeline, &preflight, &plan, &dir, index, options, cx, &limits, &run,
+    );
     let report_unit = plan.units.iter().find(|u| u.kind == StageKind::Report);
     // What cannot run here (no GPU, a missing tool) is said once per stage and reason, in plan
     // order, before anything runs; what is skipped later (a build that failed, nothing to do)
@@ -482,21 +470,9 @@ fn experiments(
     };
     // The run's own units (the builds the trials share) serve them too.
     index.add(&dir.path, run, &rundir::shown(&dir.path));
-    let executor = Executor {
-        pipeline: &derived,
-        preflight,
-        plan: &plan,
-        dir,
-        index,
-        force: options.force,
-        interrupt: &cx.interrupt,
-        launcher: &options.launcher,
-        statuses: Mutex::new(vec![None; plan.units.len()]),
-        builds: Mutex::new(HashMap::new()),
-        harness_hash: OnceLock::new(),
-        gpu_jobs: limits.gpu_jobs,
-        inputs: run.inputs.keys().cloned().collect(),
-    };
+    let executor = Executor::new(
+        &derived, preflight, &plan, dir, index, options, cx, &limits, run,
+    );
     let mut records: Vec<Option<Stage>> = vec![None; plan.units.len()];
     let mut flags_seen = Vec::new();
     execute(
@@ -658,6 +634,38 @@ type FlagInput = Option<(String, String)>;
 
 /// How a unit ended: its status and its process's exit code.
 type Ended = (StageStatus, Option<i32>);
+
+impl<'a> Executor<'a> {
+    /// An executor of `plan`'s units for `run`, none of them ended yet.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        pipeline: &'a Pipeline,
+        preflight: &'a Preflight,
+        plan: &'a Plan,
+        dir: &'a RunDir,
+        index: Index,
+        options: &'a Options,
+        cx: &'a Context<'_>,
+        limits: &Limits,
+        run: &Run,
+    ) -> Executor<'a> {
+        Executor {
+            pipeline,
+            preflight,
+            plan,
+            dir,
+            index,
+            force: options.force,
+            interrupt: &cx.interrupt,
+            launcher: &options.launcher,
+            statuses: Mutex::new(vec![None; plan.units.len()]),
+            builds: Mutex::new(HashMap::new()),
+            harness_hash: OnceLock::new(),
+            gpu_jobs: limits.gpu_jobs,
+            inputs: run.inputs.keys().cloned().collect(),
+        }
+    }
+}
 
 impl Executor<'_> {
     /// The status and exit code of unit `i`, once it ended.

@@ -146,6 +146,15 @@ impl Pipeline {
             _ => PathBuf::from("."),
         };
         let locate = |error: ConfigError| located(error, text);
+        // A problem with a key the checks name, located in the file.
+        let semantic = |(key, message): (String, String)| {
+            locate(ConfigError::Semantic {
+                path: path.to_path_buf(),
+                at: None,
+                key,
+                message,
+            })
+        };
         let raw_target = raw.target;
         let mut pipeline = Pipeline {
             path: path.to_path_buf(),
@@ -177,31 +186,11 @@ impl Pipeline {
             cases: raw.cases,
             stages: order_stages(path, raw.stages, raw_target.as_ref()).map_err(locate)?,
             grace: raw.grace.map_or(Duration::from_secs(5), |g| g.0),
-            knobs: knobs::knobs(raw.knobs).map_err(|(key, message)| {
-                located(
-                    ConfigError::Semantic {
-                        path: path.to_path_buf(),
-                        at: None,
-                        key,
-                        message,
-                    },
-                    text,
-                )
-            })?,
+            knobs: knobs::knobs(raw.knobs).map_err(semantic)?,
             experiments: raw.experiments,
         };
         pipeline.validate().map_err(locate)?;
-        pipeline.check_knobs().map_err(|(key, message)| {
-            located(
-                ConfigError::Semantic {
-                    path: path.to_path_buf(),
-                    at: None,
-                    key,
-                    message,
-                },
-                text,
-            )
-        })?;
+        pipeline.check_knobs().map_err(semantic)?;
         // From here on the built-in kernel is a target like any other.
         builtin::as_target(&mut pipeline);
         // JIT-compiled kernels appear only once the program ran: a target's SASS inventory
