@@ -417,6 +417,21 @@ fn registers(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
         return None;
     }
     let trial = set(knob, config, None, &bench.name, budget, None);
+    // The build as it ran, benched again beside it: the spread of its two runs is the noise
+    // a change must clear.
+    let again = Trial {
+        label: "as built, again".to_string(),
+        config: format!("{config}@again"),
+        value: None,
+        expect: None,
+        stage: bench.name.clone(),
+        case: None,
+        env: BTreeMap::from([("EXHIBIT_TRIAL".to_string(), "again".to_string())]),
+        defines: BTreeMap::new(),
+        flags: Vec::new(),
+        units: Vec::new(),
+        output: None,
+    };
     Some(Experiment {
         kind: ExperimentKind::Registers,
         rule: d.rule,
@@ -429,7 +444,7 @@ fn registers(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
             from.map(|f| format!(" (from {f})")).unwrap_or_default(),
             bench.name
         ),
-        trials: vec![trial],
+        trials: vec![trial, again],
     })
 }
 
@@ -675,17 +690,37 @@ fn registers_outcome(
     logs: &dyn TrialLogs,
     row: &Row,
 ) -> (Outcome, String, Vec<TrialRow>) {
-    let Some(trial) = e.trials.first() else {
+    let Some(capped) = e.trials.iter().find(|t| t.value.is_some()) else {
         return (Outcome::Inconclusive, "No trial.".into(), Vec::new());
     };
+    let again = e.trials.iter().find(|t| t.value.is_none());
     let kernel = e.kernel.as_deref().unwrap_or("");
-    let before = stage_on(run, StageKind::Bench, &e.config)
-        .map(|s| logs.timings_us(s))
+    // Each stage's timings by name; a timing named after its unit's config is the same timing
+    // in every build.
+    let named = |stage: Option<&Stage>, config: &str| -> BTreeMap<String, f64> {
+        stage
+            .map(|s| logs.timings_us(s))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(n, v)| (if n == config { String::new() } else { n }, v))
+            .collect()
+    };
+    let first = named(stage_on(run, StageKind::Bench, &e.config), &e.config);
+    let second = again
+        .map(|t| named(stage_of(t), &t.config))
         .unwrap_or_default();
-    let after = stage_of(trial)
-        .map(|s| logs.timings_us(s))
-        .unwrap_or_default();
-    let build = trial.units.iter().find(|u| u.name != trial.stage);
+    let after = named(stage_of(capped), &capped.config);
+    // The build as it ran: the mean of its two runs by name, their spread its noise.
+    let before: BTreeMap<&String, f64> = first
+        .iter()
+        .map(|(n, a)| (n, second.get(n).map_or(*a, |b| (a + b) / 2.0)))
+        .collect();
+    let noise = first
+        .iter()
+        .filter_map(|(n, a)| Some((a - second.get(n)?).abs() / a))
+        .fold(0.0, f64::max);
+    let band = SAME.max(2.0 * noise);
+    let build = capped.units.iter().find(|u| u.name != capped.stage);
     let spills = build.and_then(|b| logs.spill_bytes(b, kernel));
     let regs_after = build.and_then(|b| logs.registers(b, kernel));
     let regs_before = run
@@ -693,23 +728,14 @@ fn registers_outcome(
         .iter()
         .filter(|s| s.kind == StageKind::Compile && s.config.as_deref() == Some(e.config.as_str()))
         .find_map(|s| logs.registers(s, kernel));
-    // The timings both builds printed, by name (a timing named after its unit's config is the
-    // same timing in both): their ratios' geometric mean.
-    let key = |name: &str| {
-        if name == e.config || name == trial.config {
-            String::new()
-        } else {
-            name.to_string()
-        }
-    };
-    let after: BTreeMap<String, f64> = after.iter().map(|(n, v)| (key(n), *v)).collect();
     let pairs: Vec<(f64, f64)> = before
         .iter()
-        .filter_map(|(name, b)| Some((*b, *after.get(&key(name))?)))
+        .filter_map(|(name, b)| Some((*b, *after.get(*name)?)))
         .filter(|(b, a)| *b > 0.0 && *a > 0.0)
         .collect();
+    let mut rows = vec![];
     if pairs.is_empty() {
-        let rows = vec![row(trial, why_not(trial))];
+        rows.push(row(capped, why_not(capped)));
         return (
             Outcome::Inconclusive,
             format!(
@@ -723,7 +749,7 @@ fn registers_outcome(
     if let (Some(b), Some(a)) = (regs_before, regs_after)
         && a >= b
     {
-        let rows = vec![row(trial, format!("{a} registers"))];
+        rows.push(row(capped, format!("{a} registers")));
         return (
             Outcome::Inconclusive,
             format!(
@@ -733,17 +759,17 @@ fn registers_outcome(
             rows,
         );
     }
-    let speedup = (pairs.iter().map(|(b, a)| (b / a).ln()).sum::<f64>() / pairs.len() as f64).exp();
-    let (before, after) = pairs
+    let speedup =
+        (pairs.iter().map(|(b, a)| (b / a).ln()).sum::<f64>() / pairs.len() as f64).exp();
+    let (longest_before, longest_after) = pairs
         .iter()
         .copied()
         .max_by(|x, y| x.0.total_cmp(&y.0))
         .unwrap_or((0.0, 0.0));
-
     let regs = match (regs_before, regs_after) {
         (Some(b), Some(a)) => format!("{b} -> {a} registers"),
         (_, Some(a)) => format!("{a} registers"),
-        _ => trial.label.clone(),
+        _ => capped.label.clone(),
     };
     let spill_text = match spills {
         Some(0) => "no spills".to_string(),
@@ -755,36 +781,52 @@ fn registers_outcome(
     } else {
         String::new()
     };
-    let rows = vec![row(
-        trial,
-        format!("{speedup:.2}x{over}; the longest {after:.1} µs against {before:.1} µs"),
-    )];
-    if speedup >= 1.0 + SAME {
+    let noise_text = if second.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; two runs of the build as it ran differ by {:.1}%",
+            noise * 100.0
+        )
+    };
+    rows.push(row(
+        capped,
+        format!(
+            "{speedup:.2}x{over}; the longest {longest_after:.1} µs against {longest_before:.1} µs"
+        ),
+    ));
+    if let Some(t) = again {
+        let said = if second.is_empty() {
+            why_not(t)
+        } else {
+            format!("{:.1}% from the first run", noise * 100.0)
+        };
+        rows.push(row(t, said));
+    }
+    let (outcome, verdict) = if speedup >= 1.0 + band {
         (
             Outcome::Confirmed,
-            format!("{regs}: {speedup:.2}x faster{over}, {spill_text}."),
-            rows,
+            format!("{speedup:.2}x faster{over} ({spill_text}{noise_text})."),
         )
-    } else if speedup <= 1.0 - SAME {
+    } else if speedup <= 1.0 - band {
         (
             Outcome::Refuted,
             format!(
-                "{regs}: slower, {speedup:.2}x{over} ({spill_text}): the suggestion is \
+                "slower, {speedup:.2}x{over} ({spill_text}{noise_text}): the suggestion is \
                  withdrawn."
             ),
-            rows,
         )
     } else {
         (
             Outcome::Refuted,
             format!(
-                "{regs}: no change beyond {:.0}%, {speedup:.2}x{over} ({spill_text}): the \
+                "no change beyond {:.0}%, {speedup:.2}x{over} ({spill_text}{noise_text}): the \
                  suggestion is withdrawn.",
-                SAME * 100.0
+                band * 100.0
             ),
-            rows,
         )
-    }
+    };
+    (outcome, format!("{regs}: {verdict}"), rows)
 }
 
 /// Sets each root cause's confidence by its experiment's outcome, and says so in its notes; a
