@@ -759,8 +759,7 @@ fn registers_outcome(
             rows,
         );
     }
-    let speedup =
-        (pairs.iter().map(|(b, a)| (b / a).ln()).sum::<f64>() / pairs.len() as f64).exp();
+    let speedup = (pairs.iter().map(|(b, a)| (b / a).ln()).sum::<f64>() / pairs.len() as f64).exp();
     let (longest_before, longest_after) = pairs
         .iter()
         .copied()
