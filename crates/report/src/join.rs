@@ -57,13 +57,7 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
     }
     // The experiments' trials are read by the experiments alone, never joined as the run's.
     let mut trial_logs = BTreeMap::new();
-    for unit in evidence
-        .run
-        .experiments
-        .iter()
-        .flat_map(|e| &e.trials)
-        .flat_map(|t| &t.units)
-    {
+    for unit in evidence.run.trial_units() {
         for log in &unit.logs {
             listed.insert(log.path.as_str());
             if let Some(parsed) = evidence.logs.get(&log.path) {

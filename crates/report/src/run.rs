@@ -49,6 +49,17 @@ pub struct Run {
     pub experiments: Vec<crate::experiment::Experiment>,
 }
 
+impl Run {
+    /// The unit records of every experiment's trials (each trial's build, when it had its own,
+    /// and its stage): units like the run's own, kept apart from [`Run::stages`].
+    pub fn trial_units(&self) -> impl Iterator<Item = &Stage> {
+        self.experiments
+            .iter()
+            .flat_map(|e| &e.trials)
+            .flat_map(|t| &t.units)
+    }
+}
+
 /// A manifest as stored, read field by field as [`Run`] after [`crate::run_v1::upgrade`] gave an
 /// `exhibit.run/1` manifest's stages their unit records. A field added to [`Run`] is added here.
 #[derive(Deserialize)]

@@ -129,12 +129,7 @@ impl Index {
     /// every log inside `dir` ([`rundir::inside`]), the logs regular files.
     pub fn add(&mut self, dir: &Path, run: &Run, shown: &str) {
         // The experiments' trials are units like the run's own.
-        let trials = run
-            .experiments
-            .iter()
-            .flat_map(|e| &e.trials)
-            .flat_map(|t| &t.units);
-        for stage in run.stages.iter().chain(trials) {
+        for stage in run.stages.iter().chain(run.trial_units()) {
             if !matches!(stage.status, StageStatus::Passed | StageStatus::Findings) {
                 continue;
             }

@@ -28,12 +28,7 @@ pub fn from_run(mut run: Run, run_dir: &Path) -> Evidence {
     crate::evidence::trial_outputs::digest_outputs(&mut run.experiments, run_dir);
     let mut logs: BTreeMap<String, ParsedLog> = BTreeMap::new();
     let mut missing: BTreeMap<String, String> = BTreeMap::new();
-    let trials = run
-        .experiments
-        .iter()
-        .flat_map(|e| &e.trials)
-        .flat_map(|t| &t.units);
-    for stage in run.stages.iter().chain(trials) {
+    for stage in run.stages.iter().chain(run.trial_units()) {
         for log in &stage.logs {
             let Some(format) = log.format else { continue };
             let pattern = match (format, &stage.unit.timing_pattern) {
