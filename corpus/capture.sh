@@ -1,7 +1,7 @@
 #!/bin/sh
 # Captures the field corpus on a GPU machine: runs each entry's pipeline.yaml in its upstream
 # checkout (prepared under .corpus-src/<entry>/ as each SOURCE.md says) and the project's own
-# class programs (examples/real-code-classes), all at once, and packs every run directory
+# class programs (examples/...), all at once (BUDGET: the seconds each may take, default 560), and packs every run directory
 # (manifest, logs, report) into $OUT/<entry>.tgz. Usage: corpus/capture.sh RUNNER ENTRY...
 set -u
 runner=$(realpath "$1")
@@ -19,7 +19,7 @@ mkdir -p "$out"
 one() {
   name=$1 pipeline=$2
   dir=$(dirname "$pipeline")
-  (cd "$dir" && timeout 560 "$runner" pipeline.yaml > runner.out 2>&1; echo "runner exit $?" >> runner.out)
+  (cd "$dir" && timeout "${BUDGET:-560}" "$runner" pipeline.yaml > runner.out 2>&1; echo "runner exit $?" >> runner.out)
   cp /tmp/environment.txt "$dir/environment.txt"
   tar -czf "$out/$name.tgz" -C "$dir" --exclude='*.so' --exclude='*.o' --exclude='*.ncu-rep' \
     --exclude='prog' --exclude='sgemm' --exclude='layernorm_forward' artifacts reports runner.out environment.txt
