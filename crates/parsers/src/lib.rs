@@ -48,6 +48,7 @@ mod util;
 
 pub use model::*;
 pub use ncu_rule::{Excessive, ExcessiveUnit, OccupancyLimiter, ProfilerRule, SpeedupType};
+pub use ptxas::local_memory_operation;
 
 /// How many unparsed lines a log keeps as examples.
 pub(crate) const MAX_UNPARSED_EXAMPLES: usize = 8;

@@ -96,6 +96,9 @@ pub enum FindingKind {
     // compiler
     /// "cannot perform wmma load or store on local memory".
     WmmaLocalMemory,
+    /// Another operation the compiler cannot do on a thread-local address and replaced with a
+    /// trap: "Cannot do atomic on local memory".
+    LocalMemoryOperation,
     /// "Registers are spilled to local memory" or non-zero spill counts.
     RegisterSpill,
     /// Any other compiler warning.

@@ -45,6 +45,29 @@ pub fn mismatch(line: &str) -> Option<Mismatch> {
     })
 }
 
+/// The value the program got and the one it expected, where its line prints both:
+/// `out[0] = 8.000000, expected 256.000000`, `got 3, expected 4`, `expected 4 but got 3`.
+pub fn got_expected(line: &str) -> Option<(f64, f64)> {
+    static GOT_FIRST: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(&format!(
+            r"(?i)(?:=|\bgot\b|\bactual\b|\bresult\b)\s*:?\s*{NUMBER}\s*[,;(]?\s*(?:but\s+|while\s+)?(?:the\s+)?(?:expected|reference|want(?:ed)?)\s*(?:=|:|is)?\s*{NUMBER}"
+        ))
+        .expect("valid regex")
+    });
+    static EXPECTED_FIRST: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(&format!(
+            r"(?i)\bexpected\s*(?:=|:)?\s*{NUMBER}\s*[,;]?\s*(?:but\s+)?(?:got|actual|found)\s*(?:=|:)?\s*{NUMBER}"
+        ))
+        .expect("valid regex")
+    });
+    let number = |c: &regex::Captures, i: usize| c.get(i)?.as_str().parse::<f64>().ok();
+    if let Some(c) = GOT_FIRST.captures(line) {
+        return Some((number(&c, 1)?, number(&c, 2)?));
+    }
+    let c = EXPECTED_FIRST.captures(line)?;
+    Some((number(&c, 2)?, number(&c, 1)?))
+}
+
 /// Whether a line is decoration (a banner of `=`, `-`, `*`, box-drawing or emoji), never an
 /// explanation.
 pub fn is_banner(line: &str) -> bool {
@@ -71,12 +94,28 @@ pub fn telling_line<'a>(
         let t = l.trim();
         !t.is_empty() && !is_banner(t) && !t.starts_with("==")
     };
+    static PASSED: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?i)\b(?:pass(?:ed)?|ok)\b|✓|✅").expect("valid regex"));
     let lines = lines.filter(own);
+    // Of the comparisons the program printed, the one that failed: over its limit, or on a line
+    // that says it failed; a comparison on a line that says it passed (`PASS ... max abs diff
+    // 0`) or within its limit is what the check did not fail on.
+    let failing = |l: &&str| {
+        mismatch(l).is_some_and(|m| {
+            m.limit.is_some_and(|limit| m.value > limit)
+                || (FAILED.is_match(l) && !PASSED.is_match(l))
+        })
+    };
+    let undecided = |l: &&str| {
+        mismatch(l)
+            .is_some_and(|m| m.limit.is_none_or(|limit| m.value > limit) && !PASSED.is_match(l))
+    };
     lines
         .clone()
         .rev()
         .find(|l| EXCEPTION.is_match(l.trim()))
-        .or_else(|| lines.clone().find(|l| mismatch(l).is_some()))
+        .or_else(|| lines.clone().find(failing))
+        .or_else(|| lines.clone().find(undecided))
         .or_else(|| lines.clone().rev().find(|l| FAILED.is_match(l)))
         .map(str::trim)
 }
@@ -101,6 +140,18 @@ mod tests {
     }
 
     #[test]
+    fn a_value_and_its_reference_are_read_in_either_order() {
+        assert_eq!(
+            got_expected(
+                "FAIL row_sums: out[0] = 8.000000, expected 256.000000 (max abs diff 1736)"
+            ),
+            Some((8.0, 256.0))
+        );
+        assert_eq!(got_expected("expected 4 but got 3"), Some((3.0, 4.0)));
+        assert_eq!(got_expected("max abs diff 0.5 (atol 0.01)"), None);
+    }
+
+    #[test]
     fn the_telling_line_is_the_exception_or_the_failing_comparison_never_a_banner() {
         let out = "====\nCorrectness Test: B=2\n  Max absolute diff: 0.529297 (threshold: 0.01)\n\n❌ FAILED\n====\nResults saved to: x.json\n";
         assert_eq!(
@@ -119,6 +170,22 @@ mod tests {
         assert_eq!(
             telling_line("step 1\n❌ FAILED\nbye\n".lines()),
             Some("❌ FAILED")
+        );
+        // Several comparisons: the one that failed, not the first printed.
+        let out = "PASS center_blocks blockDim 32 (16384 elements, max abs diff 0)\nFAIL center_blocks \
+                   blockDim 64: out[1] = 4.609375, expected 2.125000 (max abs diff 2.765625 at \
+                   out[3073], tolerance 0.0001)\n";
+        assert!(
+            telling_line(out.lines())
+                .is_some_and(|l| l.starts_with("FAIL center_blocks blockDim 64")),
+            "{:?}",
+            telling_line(out.lines())
+        );
+        let out = "hidden 1024: max abs diff 0.0019 (tolerance 0.01)\nhidden 1536: max abs diff \
+                   0.557 (tolerance 0.01)\n";
+        assert_eq!(
+            telling_line(out.lines()),
+            Some("hidden 1536: max abs diff 0.557 (tolerance 0.01)")
         );
     }
 }

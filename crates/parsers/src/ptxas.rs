@@ -262,17 +262,8 @@ impl PtxasParser {
     }
 
     fn warning(&mut self, message: &str, line: &str) {
-        let lower = message.to_ascii_lowercase();
-        if lower.contains("wmma load or store on local memory") {
-            self.finding(
-                FindingKind::WmmaLocalMemory,
-                Severity::Warning,
-                None,
-                None,
-                None,
-                message,
-                line,
-            );
+        if let Some(kind) = local_memory_kind(message) {
+            self.finding(kind, Severity::Warning, None, None, None, message, line);
         } else if let Some(rest) = message.strip_prefix("Registers are spilled to local memory") {
             // "... in function 'K', 540 bytes spill stores, 564 bytes spill loads"
             let name = quoted(rest).unwrap_or("").to_string();
@@ -332,14 +323,7 @@ impl PtxasParser {
             .strip_prefix("Warning: ")
             .or_else(|| message.strip_prefix("warning: "))
             .unwrap_or(message);
-        let kind = if message
-            .to_ascii_lowercase()
-            .contains("wmma load or store on local memory")
-        {
-            FindingKind::WmmaLocalMemory
-        } else {
-            FindingKind::CompilerWarning
-        };
+        let kind = local_memory_kind(message).unwrap_or(FindingKind::CompilerWarning);
         self.finding(kind, Severity::Warning, None, file, lineno, message, raw);
     }
 
@@ -366,13 +350,8 @@ impl PtxasParser {
             (FindingKind::CompileError, Severity::Error, m)
         } else if rest.starts_with("warning") {
             let m = rest.split_once(':').map(|(_, m)| m).unwrap_or(rest);
-            if m.to_ascii_lowercase()
-                .contains("wmma load or store on local memory")
-            {
-                (FindingKind::WmmaLocalMemory, Severity::Warning, m)
-            } else {
-                (FindingKind::CompilerWarning, Severity::Warning, m)
-            }
+            let kind = local_memory_kind(m).unwrap_or(FindingKind::CompilerWarning);
+            (kind, Severity::Warning, m)
         } else if rest.starts_with("remark") {
             let m = rest.split_once(':').map(|(_, m)| m).unwrap_or(rest);
             (FindingKind::CompilerWarning, Severity::Info, m)
@@ -545,6 +524,35 @@ fn quoted(text: &str) -> Option<&str> {
 
 fn quoted_all(text: &str) -> impl Iterator<Item = &str> {
     text.split('\'').skip(1).step_by(2)
+}
+
+/// The operation a "cannot ... on local memory" warning names: `atomic` in "Cannot do atomic on
+/// local memory", `wmma load or store` in "cannot perform wmma load or store on local memory".
+pub fn local_memory_operation(message: &str) -> Option<&str> {
+    let lower = message.to_ascii_lowercase();
+    let end = lower.find(" on local memory")?;
+    let start = ["cannot perform ", "cannot do "]
+        .iter()
+        .find_map(|p| lower[..end].find(p).map(|i| i + p.len()))?;
+    message.get(start..end).map(str::trim)
+}
+
+/// The compiler's word that it replaced an operation on a thread-local address with a trap:
+/// "cannot perform wmma load or store on local memory" (13.0; "Cannot perform" in 13.5), "Cannot
+/// do atomic on local memory" and their kin. WMMA has a kind of its own; any other operation is
+/// [`FindingKind::LocalMemoryOperation`].
+fn local_memory_kind(message: &str) -> Option<FindingKind> {
+    let lower = message.to_ascii_lowercase();
+    if !lower.contains("on local memory")
+        || !(lower.contains("cannot perform") || lower.contains("cannot do"))
+    {
+        return None;
+    }
+    Some(if lower.contains("wmma") {
+        FindingKind::WmmaLocalMemory
+    } else {
+        FindingKind::LocalMemoryOperation
+    })
 }
 
 #[cfg(test)]

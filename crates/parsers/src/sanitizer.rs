@@ -647,6 +647,11 @@ impl SanitizerParser {
         }
         r.details
             .push(("scope", json!(if warp { "warp" } else { "block" })));
+        // Two records of one pair of lines at two scopes (lanes of one warp in a block of 32,
+        // warps of a block of 64) are two facts: the stronger scope sets the fix.
+        if warp {
+            r.discriminator.push_str("warp|");
+        }
     }
 
     /// racecheck's default report: "Error: Race reported between Read access at F+0x130 in

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use parsers::harness::HarnessResult;
 use parsers::{Finding, Format, Kernel, Metric, ParsedLog, SassCounts, Tool};
 
+use crate::model::ProgramModel;
 use crate::text::relative_path;
 use crate::{Evidence, KernelId, Run, Stage, StageKind, StageStatus, TargetKind};
 
@@ -346,8 +347,84 @@ pub struct Joined<'a> {
     pub baseline: Option<Box<Joined<'a>>>,
     /// The logs of the experiments' trials, by path ([`crate::experiment`]).
     pub trial_logs: BTreeMap<&'a str, &'a parsers::ParsedLog>,
+    /// The program the run exercised: each kernel's whole name, whose code it is, whether it
+    /// ran ([`crate::model`]).
+    pub model: ProgramModel,
+    /// Hazards a library's kernels showed (racecheck, initcheck, synccheck): kept out of
+    /// `findings`, read by the note that names the library.
+    pub library_findings: Vec<FindingRef<'a>>,
     /// Lookups built once, so that the report is linear in stage records.
     index: Index<'a>,
+}
+
+/// A sanitizer record of a hazard a library's own code may show without the user's program
+/// being at fault: races, uninitialised reads, barrier misuse.
+fn is_hazard(kind: parsers::FindingKind) -> bool {
+    use parsers::FindingKind as K;
+    matches!(
+        kind,
+        K::Race | K::UninitializedRead | K::UnusedMemory | K::BarrierError
+    )
+}
+
+/// The program model of the join's lists ([`crate::model`]).
+fn model_of(
+    sources: &[Source],
+    kernels: &[KernelView],
+    findings: &[FindingRef],
+    results: &[ResultRef],
+    metrics: &[MetricRef],
+    repo_files: &[String],
+) -> ProgramModel {
+    let runtime = |source: usize| {
+        sources.get(source).is_some_and(|s| {
+            is_sanitizer(s.kind)
+                || matches!(
+                    s.kind,
+                    StageKind::Check | StageKind::Stress | StageKind::Bench | StageKind::Profile
+                )
+        })
+    };
+    let inputs = crate::model::Inputs {
+        findings: findings
+            .iter()
+            .map(|f| (f.finding, f.config.as_deref(), runtime(f.source)))
+            .collect(),
+        built: kernels
+            .iter()
+            .filter_map(|k| {
+                let name = k.resources.map(|r| r.name.as_str())?;
+                Some((name, k.config.as_deref()))
+            })
+            .chain(
+                kernels
+                    .iter()
+                    .filter(|k| k.resources.is_none() && k.sass.is_some())
+                    .map(|k| (k.name.as_str(), k.config.as_deref())),
+            )
+            .collect(),
+        triton: kernels
+            .iter()
+            .filter(|k| {
+                k.sass_source
+                    .and_then(|i| sources.get(i))
+                    .is_some_and(|s| s.path.contains("triton"))
+            })
+            .map(|k| k.name.as_str())
+            .collect(),
+        launched: metrics
+            .iter()
+            .map(|m| (m.metric.kernel.as_str(), m.config.as_deref()))
+            .chain(
+                results
+                    .iter()
+                    .filter(|r| !is_baseline(r.result))
+                    .map(|r| (r.result.kernel.as_str(), r.config.as_deref())),
+            )
+            .collect(),
+        repo_files,
+    };
+    ProgramModel::build(&inputs)
 }
 
 /// What each source holds and where each log path and kernel is, by index into [`Joined`]'s
@@ -494,6 +571,24 @@ impl<'a> Joined<'a> {
             }
         }
         let kernels: Vec<KernelView<'a>> = kernels.into_values().collect();
+        let model = model_of(
+            &sources,
+            &kernels,
+            &findings,
+            &results,
+            &metrics,
+            &repo_files,
+        );
+        // A library's hazards (racecheck, initcheck, synccheck in cuDNN's kernel, run as the
+        // program's reference) are never the user's fault: they leave the findings the rules
+        // read, for the one note that names the library.
+        let (library_findings, findings): (Vec<FindingRef<'a>>, Vec<FindingRef<'a>>) =
+            findings.into_iter().partition(|f| {
+                is_hazard(f.finding.kind)
+                    && f.kernel
+                        .as_ref()
+                        .is_some_and(|k| model.library(k).is_some())
+            });
         let index = Index::build(&sources, &kernels, &findings, &results, &metrics);
         Joined {
             run,
@@ -509,6 +604,8 @@ impl<'a> Joined<'a> {
             source_maps: Vec::new(),
             baseline: None,
             trial_logs: BTreeMap::new(),
+            model,
+            library_findings,
             index,
         }
     }

@@ -34,7 +34,9 @@ impl KernelId {
             match c {
                 '<' => depth += 1,
                 '>' => depth -= 1,
-                '(' if depth <= 0 && i > 0 => {
+                // `(anonymous namespace)::` qualifies the name; it does not open the
+                // parameter list.
+                '(' if depth <= 0 && i > 0 && !name[i..].starts_with("(anonymous namespace)") => {
                     end = i;
                     break;
                 }
@@ -171,5 +173,14 @@ mod tests {
             KernelId::of("void reduce6<int, 256, true>(int*, int*, unsigned int)")
         );
         assert_eq!(KernelId::of("k<falsey,true>").to_string(), "k<falsey,1>");
+        // An anonymous namespace is a qualifier, not the parameter list.
+        assert_eq!(
+            KernelId::of(
+                "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, \
+                 float>(int, float, const T1 *, T2 *)"
+            )
+            .to_string(),
+            "vectorized_layer_norm_kernel<float,float>"
+        );
     }
 }

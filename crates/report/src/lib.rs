@@ -56,6 +56,7 @@ mod explain;
 mod fold;
 pub mod join;
 mod kernel_id;
+pub mod model;
 pub mod noise;
 pub mod occupancy;
 mod render;

@@ -205,6 +205,10 @@ pub enum StageStatus {
     Interrupted,
 }
 
+/// The exit status compute-sanitizer is given for a run in which it found errors
+/// (`--error-exitcode`), so that its findings and the program's own failure stay apart.
+pub const SANITIZER_ERROR_EXITCODE: i32 = 86;
+
 /// One execution of a stage for one config and arch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stage {

@@ -19,15 +19,18 @@ __global__ void center_blocks(const float* in, float* out) {
   for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
   if (lane == 0) warp_sums[warp] = s;
   __syncthreads();
+  // Through a volatile pointer, as block reductions written for older compilers do: the reads
+  // stay where the source puts them, after thread 0's write in program order.
+  volatile float* sums = warp_sums;
   if (threadIdx.x == 0) {
     float total = 0.f;
-    for (int w = 0; w < warps; ++w) total += warp_sums[w];
-    warp_sums[0] = total;
+    for (int w = 0; w < warps; ++w) total += sums[w];
+    sums[0] = total;
   }
 #ifndef PLANT
   __syncthreads();
 #endif
-  const float mean = warp_sums[0] / blockDim.x;
+  const float mean = sums[0] / blockDim.x;
   out[i] = v - mean;
 }
 

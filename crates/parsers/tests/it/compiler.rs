@@ -262,3 +262,37 @@ fn resource_usage_joins_the_sass_and_reads_as_ptxas_does() {
     }
     assert_eq!(log.kernels.len(), 6, "{:#?}", log.kernels);
 }
+
+#[test]
+fn an_atomic_on_local_memory_is_the_planted_trap_family_with_its_operation() {
+    let log = parse_fixture("ptxas/device_local_atomic.log");
+    let f = log
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::LocalMemoryOperation)
+        .expect("the local-memory atomic warning");
+    assert_eq!(parsers::local_memory_operation(&f.message), Some("atomic"));
+    assert!(
+        f.file
+            .as_deref()
+            .unwrap()
+            .ends_with("device_atomic_functions.hpp")
+    );
+    assert_eq!(f.line, Some(112));
+    // The WMMA warning keeps its kind, and names its operation the same way.
+    let wmma = parse_fixture("ptxas/nvcc13.0_wmma_local.log");
+    let w = wmma
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::WmmaLocalMemory)
+        .expect("the WMMA warning");
+    assert_eq!(
+        parsers::local_memory_operation(&w.message),
+        Some("wmma load or store")
+    );
+    // An ordinary warning is neither.
+    assert_eq!(
+        parsers::local_memory_operation("variable x was declared but never referenced"),
+        None
+    );
+}

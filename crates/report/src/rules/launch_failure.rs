@@ -52,7 +52,14 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
                     )
                 })
         });
-        if tool_errors || failed_tests {
+        // A sanitizer that failed the run on a library's hazards alone (cuDNN's kernel, run as
+        // the program's reference): the program itself ran to its end, and the library's note
+        // says what was seen.
+        let library_only = stage.exit_code == Some(crate::SANITIZER_ERROR_EXITCODE)
+            && j.library_findings
+                .iter()
+                .any(|f| sources.contains(&f.source) && super::is_error(f.finding));
+        if tool_errors || failed_tests || library_only {
             continue;
         }
         let reason = crate::text::scrub(
@@ -125,6 +132,22 @@ fn wrong_output(d: &mut Draft, m: &parsers::program::Mismatch, said: &str) {
     if let Some(limit) = m.limit {
         d.figures.insert("program_limit".into(), json!(limit));
     }
+    // The program's own element against its reference: a clean factor between them (1/32,
+    // 2x) points at a reduction over equal values or a term counted twice.
+    let factor = parsers::program::got_expected(said).and_then(|(got, want)| {
+        d.figures.insert("program_got".into(), json!(got));
+        d.figures.insert("program_expected".into(), json!(want));
+        clean_factor(got, want)
+    });
+    if let Some(f) = &factor {
+        d.title = format!(
+            "Wrong output: the program's element is {} of its reference ({} against {})",
+            f.words(),
+            crate::text::sig3(f.got),
+            crate::text::sig3(f.want)
+        );
+        d.figures.insert("program_factor".into(), json!(f.ratio()));
+    }
     let over = m
         .limit
         .filter(|l| *l > 0.0)
@@ -141,6 +164,92 @@ fn wrong_output(d: &mut Draft, m: &parsers::program::Mismatch, said: &str) {
              smallest failing case: the first wrong row and column say which loop or mask is \
              off. Keep the comparison as a test."
         .to_string();
+    if let Some(f) = factor {
+        d.notes.push(f.mechanism());
+        d.fix = f.fix();
+    }
+}
+
+/// A value that is its reference times a whole number, or divided by one.
+struct Factor {
+    got: f64,
+    want: f64,
+    /// `k` in `1/k` (`shrunk`) or `k x`.
+    k: u32,
+    shrunk: bool,
+}
+
+impl Factor {
+    fn ratio(&self) -> f64 {
+        self.got / self.want
+    }
+
+    fn words(&self) -> String {
+        if self.shrunk {
+            format!("1/{}", self.k)
+        } else {
+            format!("{}x", self.k)
+        }
+    }
+
+    fn mechanism(&self) -> String {
+        let k = self.k;
+        if self.shrunk {
+            format!(
+                "The program's element is exactly 1/{k} of the reference: the shape of a \
+                 reduction that keeps one of {k} equal partial results instead of combining \
+                 them (one lane's share of a warp of {k}, one block's of {k}), or a sum divided \
+                 {k} times too often."
+            )
+        } else {
+            format!(
+                "The program's element is exactly {k}x the reference: the shape of a term \
+                 counted {k} times (every lane or block adding what one should, a partial sum \
+                 added again after the reduction), or a normalisation left out."
+            )
+        }
+    }
+
+    fn fix(&self) -> String {
+        if self.shrunk {
+            format!(
+                "Find the reduction whose {k} partial results should be combined and check that \
+                 they are: a warp reduction (`__shfl_xor_sync`) or a loop over the partials \
+                 before the one store, not each thread storing its own.",
+                k = self.k
+            )
+        } else {
+            format!(
+                "Find where {} contributions add what one should: let one thread (or block) add \
+                 the combined value, or divide by the count once.",
+                self.k
+            )
+        }
+    }
+}
+
+/// The whole-number factor between a value and its reference, when there is one (2 to 1024,
+/// within 0.1%).
+fn clean_factor(got: f64, want: f64) -> Option<Factor> {
+    if !(got.is_finite() && want.is_finite()) || got == 0.0 || want == 0.0 {
+        return None;
+    }
+    let ratio = got / want;
+    if ratio <= 0.0 {
+        return None;
+    }
+    let (x, shrunk) = if ratio < 1.0 {
+        (1.0 / ratio, true)
+    } else {
+        (ratio, false)
+    };
+    let k = x.round();
+    ((2.0..=1024.0).contains(&k) && (x - k).abs() <= k * 1e-3).then_some(Factor {
+        got,
+        want,
+        k: k as u32,
+        shrunk,
+    })
 }
 
 /// `x` to two significant digits, as a headline figure (0.529297 reads 0.53).

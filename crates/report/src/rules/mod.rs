@@ -22,6 +22,7 @@ mod debug_build;
 mod host_api;
 mod launch_failure;
 mod launch_rejected;
+mod library_kernel;
 mod local_memory;
 mod misaligned;
 mod occupancy;
@@ -59,6 +60,7 @@ pub enum RuleId {
     CheckFailed,
     HostApiError,
     DebugBuild,
+    LibraryKernel,
     SanitizerError,
     PerfRegression,
     PerfImprovement,
@@ -388,6 +390,17 @@ pub const RULES: &[Rule] = &[
                       are its evidence, and stack frames and local memory are no findings there.",
         module: "crates/report/src/rules/debug_build.rs",
         run: Some(debug_build::run),
+        absorbs: None,
+    },
+    Rule {
+        id: RuleId::LibraryKernel,
+        name_id: "library-kernel",
+        role: Role::Context,
+        name: "Library kernel",
+        description: "Hazards a sanitizer reported inside a library's kernels (cuDNN, cuBLAS, \
+                      PyTorch's own): one note per library, never a root cause of the program.",
+        module: "crates/report/src/rules/library_kernel.rs",
+        run: Some(library_kernel::run),
         absorbs: None,
     },
     Rule {

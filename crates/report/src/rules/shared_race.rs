@@ -117,9 +117,18 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 Access::Write => "write",
             };
 
+            // racecheck's own severity: a Warning (a warp-level programming hazard, or one
+            // whose writes may be benign) is never made an error, so it does not outrank a
+            // failing check; where the same pair also has an Error record, the merge keeps the
+            // Error's words (the stronger scope sets the fix).
+            let level = if finding.severity == Severity::Error {
+                Level::Error
+            } else {
+                Level::Warning
+            };
             let mut d = Draft::new(
                 RuleId::SharedMemoryRace,
-                Level::Error,
+                level,
                 if warp {
                     "Shared-memory race within a warp: missing `__syncwarp()`"
                 } else {

@@ -42,7 +42,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let pipe = ncu_summary(j, config, &view.name).and_then(|n| n.tensor_pipe_pct);
 
         let no_mma = tensor == Some(0);
-        let intended = !siblings.is_empty() || ldsm > 0;
+        // ldmatrix loads matrix fragments for MMA in hand-written kernels; Triton issues it for
+        // layout conversions too, so there it says nothing of intent on its own.
+        let triton = j.model.kernel(&view.name).is_some_and(|k| k.triton);
+        let intended = !siblings.is_empty() || (ldsm > 0 && !triton);
         let pipe_idle = pipe.is_some_and(|p| p <= IDLE_PCT);
         let idle_with_mma = pipe_idle && tensor.unwrap_or(0) > 0;
         if !(no_mma && intended || idle_with_mma) {

@@ -48,7 +48,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .filter(|(_, f)| f.config.as_deref() == c)
         };
         let warnings: Vec<Hit> = in_config()
-            .filter(|(_, f)| f.finding.kind == FindingKind::WmmaLocalMemory)
+            .filter(|(_, f)| is_local_memory_warning(f.finding.kind))
             .collect();
         let faults: Vec<Hit> = in_config()
             .filter(|(_, f)| {
@@ -83,19 +83,31 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             }
         }
         if !warnings.is_empty() {
-            // The warning names no kernel: it applies to the kernels whose SASS shows it, a
-            // planted trap, or local memory next to tensor-core instructions.
-            for kv in j.kernels.iter().filter(|k| k.config.as_deref() == c) {
-                let shows = kv.sass.is_some_and(|s| {
-                    s.bpt_trap > 0
-                        || (s.ldl.saturating_add(s.stl) > 0
-                            && s.hmma.saturating_add(s.hgmma).saturating_add(s.ldsm) > 0)
-                });
-                if shows {
-                    kernels.insert(kv.name.clone());
+            // The warning names no kernel (its place is the toolkit's header): it belongs to
+            // the kernels whose SASS holds the trap the compiler planted for it, never to every
+            // kernel of the build. Only where no kernel holds a trap (an arch that keeps the
+            // local access) does local memory next to tensor-core instructions show it.
+            let of_config = || j.kernels.iter().filter(|k| k.config.as_deref() == c);
+            let trapped: Vec<&KernelId> = of_config()
+                .filter(|kv| kv.sass.is_some_and(|s| s.bpt_trap > 0))
+                .map(|kv| &kv.name)
+                .collect();
+            if trapped.is_empty() {
+                for kv in of_config() {
+                    let shows = kv.sass.is_some_and(|s| {
+                        s.ldl.saturating_add(s.stl) > 0
+                            && s.hmma.saturating_add(s.hgmma).saturating_add(s.ldsm) > 0
+                    });
+                    if shows {
+                        kernels.insert(kv.name.clone());
+                    }
                 }
+            } else {
+                kernels.extend(trapped.into_iter().cloned());
             }
         }
+        // Kernels whose trap never fired in a run of the program: latent faults, one note.
+        let mut latent: Vec<(KernelId, Vec<Hit>)> = Vec::new();
         if kernels.is_empty() {
             // A warning with no kernel named and no SASS to place it: a config-level draft.
             out.push(draft(ctx, c, None, &warnings, &[]));
@@ -122,7 +134,16 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 // A trap or local fault alone is not this root cause; other rules take it.
                 continue;
             }
+            // No record of it faulting, where the program ran under memcheck (or passed its
+            // check): the kernel never ran, or never reached the trap. It changes no verdict.
+            if f.is_empty() && ran_without_trapping(j, c) {
+                latent.push((kernel.clone(), w));
+                continue;
+            }
             out.push(draft(ctx, c, Some(kernel), &w, &f));
+        }
+        if !latent.is_empty() {
+            out.push(latent_draft(ctx, c, &latent));
         }
         // One warning, one source line: an entry without a located fault of its own (the bf16
         // entry that computes through local memory instead of trapping) points where its
@@ -153,6 +174,118 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     out
 }
 
+/// The operation with its first letter capitalised, for a title.
+fn capitalised(op: &str) -> String {
+    let mut chars = op.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// Whether the warnings are of the compiler-planted-trap family.
+fn is_local_memory_warning(kind: FindingKind) -> bool {
+    matches!(
+        kind,
+        FindingKind::WmmaLocalMemory | FindingKind::LocalMemoryOperation
+    )
+}
+
+/// What the compiler could not do on local memory, as its warnings say ("atomic", "wmma load or
+/// store"), WMMA's words when they name none.
+fn operation(warnings: &[Hit]) -> String {
+    warnings
+        .iter()
+        .find_map(|(_, f)| parsers::local_memory_operation(&f.finding.message))
+        .unwrap_or("wmma load or store")
+        .to_string()
+}
+
+/// Whether the operation is a tensor-core fragment access (the rule's first case).
+fn is_fragment(warnings: &[Hit]) -> bool {
+    warnings.is_empty()
+        || warnings
+            .iter()
+            .any(|(_, f)| f.finding.kind == FindingKind::WmmaLocalMemory)
+}
+
+/// Whether the config's program ran to its end under memcheck, or passed its check: a planted
+/// trap that fired would have stopped it with a record.
+fn ran_without_trapping(j: &crate::join::Joined, config: Option<&str>) -> bool {
+    use crate::{StageKind, StageStatus};
+    // Logs without a run (`runner explain`): a memcheck log that ran to its summary.
+    let completed_memcheck = j.run.is_none()
+        && j.sources
+            .iter()
+            .any(|s| s.kind == StageKind::Memcheck && s.config == config && s.log.complete);
+    completed_memcheck
+        || j.stages().iter().any(|s| {
+            s.config.as_deref() == config
+                && match s.kind {
+                    StageKind::Memcheck => {
+                        matches!(s.status, StageStatus::Passed | StageStatus::Findings)
+                    }
+                    StageKind::Check => s.status == StageStatus::Passed,
+                    _ => false,
+                }
+        })
+}
+
+/// One note for the kernels whose planted trap never fired: the build's latent faults.
+fn latent_draft(ctx: &Ctx, config: Option<&str>, latent: &[(KernelId, Vec<Hit>)]) -> Draft {
+    let warnings: Vec<Hit> = latent.iter().flat_map(|(_, w)| w.iter().copied()).collect();
+    let op = operation(&warnings);
+    let names: Vec<String> = latent.iter().map(|(k, _)| format!("`{k}`")).collect();
+    let mut d = Draft::new(
+        RuleId::WmmaLocalMemory,
+        Level::Note,
+        format!(
+            "Latent: {op} on local memory in {} that no run reached",
+            plural(latent.len() as u64, "kernel", "kernels")
+        ),
+    );
+    d.config = config.map(str::to_string);
+    d.key = "latent".into();
+    if let Some((_, first)) = warnings.first() {
+        d.evidence.push(ctx.finding_evidence(first));
+        d.location = ctx.kernel_file(config).filter(|l| !l.file.starts_with('<'));
+    }
+    for (kernel, _) in latent.iter().take(4) {
+        if let Some(view) = ctx.joined.kernel(config, kernel)
+            && let Some(sass) = view.sass
+        {
+            d.evidence.push(ctx.source_evidence(
+                view.sass_source,
+                config,
+                format!("SASS of `{kernel}`: {} BPT.TRAP", sass.bpt_trap),
+            ));
+        }
+    }
+    d.explains.extend(warnings.iter().map(|(i, _)| *i));
+    d.figures
+        .insert("latent_kernels".into(), json!(latent.len()));
+    d.confidence = Confidence::Medium;
+    d.explanation = format!(
+        "The compiler warned that it cannot perform {op} on local memory and planted a trap \
+         (BPT.TRAP) in {}. The program ran under memcheck (or passed its check) with no trap \
+         record in any of them: they were never launched, or never reached the operation. A \
+         launch that does reach it fails with an unspecified launch failure.",
+        join_words(&names)
+    );
+    d.fix = if is_fragment(&warnings) {
+        "Before launching them, pass the fragment operation a pointer into shared (or global) \
+         memory, not a thread-local array; or stop instantiating the variants no caller uses."
+            .to_string()
+    } else {
+        format!(
+            "Before launching them, give the {op} a shared- or global-memory address (a \
+             per-thread array is private, so the operation needs no atomicity there: a plain \
+             update does); or stop instantiating the variants no caller uses."
+        )
+    };
+    d
+}
+
 fn draft(
     ctx: &Ctx,
     config: Option<&str>,
@@ -161,10 +294,19 @@ fn draft(
     faults: &[Hit],
 ) -> Draft {
     let j = ctx.joined;
+    let fragment = is_fragment(warnings);
+    let op = operation(warnings);
     let mut d = Draft::new(
         RuleId::WmmaLocalMemory,
         Level::Error,
-        "Tensor-core fragment loaded from thread-local memory",
+        if fragment {
+            "Tensor-core fragment loaded from thread-local memory".to_string()
+        } else {
+            format!(
+                "{} on thread-local memory: the compiler planted a trap",
+                capitalised(&op)
+            )
+        },
     );
     d.config = config.map(str::to_string);
     d.kernel = kernel.map(KernelId::to_string);
@@ -182,11 +324,21 @@ fn draft(
 
     if let Some((_, first)) = warnings.first() {
         signals += 1;
-        let n = count(warnings, FindingKind::WmmaLocalMemory);
-        said.push(format!(
-            "the compiler warned {} that a WMMA load or store operates on local memory",
-            plural(n, "time", "times")
-        ));
+        let n = warnings
+            .iter()
+            .map(|(_, f)| f.finding.count)
+            .fold(0, u64::saturating_add);
+        said.push(if fragment {
+            format!(
+                "the compiler warned {} that a WMMA load or store operates on local memory",
+                plural(n, "time", "times")
+            )
+        } else {
+            format!(
+                "the compiler warned {} that it cannot perform {op} on local memory",
+                plural(n, "time", "times")
+            )
+        });
         d.evidence.push(ctx.finding_evidence(first));
         d.figures.insert("compiler_warnings".into(), json!(n));
     }
@@ -357,6 +509,22 @@ fn draft(
          \"Trace/breakpoint trap\"; older archs (and `-G` builds) report \"Invalid `__local__` \
          read\" instead. Either way the launch fails with an unspecified launch failure."
     };
+    if !fragment {
+        d.explanation = format!(
+            "Evidence: {}. An {op} was given an address in a thread-local array. Local memory \
+             is private to each thread, and the compiler cannot perform the operation there: it \
+             warns and plants a trap (BPT.TRAP) in its place, which fires at run time as \
+             \"Trace/breakpoint trap\" and fails the launch with an unspecified launch failure.",
+            join_words(&said)
+        );
+        d.fix = format!(
+            "Give the {op} a shared- or global-memory address: a per-block `__shared__` array \
+             updated by the block's threads, then combined into global memory once per block. A \
+             per-thread array needs no atomic at all: a plain update does. Re-run memcheck: the \
+             trap in the SASS should be gone."
+        );
+        return d;
+    }
     d.explanation = format!(
         "Evidence: {}. A tensor-core fragment load or store (wmma::load_matrix_sync / \
          store_matrix_sync, or ldmatrix) was given a pointer into a thread-local array. Local \

@@ -460,13 +460,10 @@ fn wmma_fault_variant_is_named_from_its_build_and_its_failing_launches() {
     let d = &a[0];
     // Warning, trap and BPT.TRAP: the sm_90 signature in full.
     assert_eq!(d.confidence, Confidence::High);
-    assert_eq!(
-        d.kernels,
-        vec![
-            "attention_fwd_bf16".to_string(),
-            "attention_fwd_f16".to_string()
-        ]
-    );
+    // The warning at the toolkit's header belongs to the kernel whose SASS holds the trap it
+    // planted: the bf16 entry compiles the same fragment loads to ordinary loads that accept
+    // local memory (correct, slow), and no launch of it failed.
+    assert_eq!(d.kernels, vec!["attention_fwd_f16".to_string()]);
     // The failing launches are this root cause's symptom, not a second one.
     assert!(
         d.explanation().contains("Seen downstream"),

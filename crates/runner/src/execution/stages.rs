@@ -23,7 +23,7 @@ use crate::process::exec::Ending;
 use crate::setup::preflight::Preflight;
 
 /// The exit code compute-sanitizer is told to use when it reports errors.
-pub const SANITIZER_ERROR_EXITCODE: i32 = 86;
+pub use report::SANITIZER_ERROR_EXITCODE;
 
 /// Bytes of padding memcheck puts after every allocation (`--padding`), unless the stage's args
 /// name their own. Without it, allocations can sit back to back (a framework's tensors, made

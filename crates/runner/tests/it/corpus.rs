@@ -11,9 +11,16 @@
 //! - `root-cause: RULE` or `root-cause: RULE at FILE:LINE`: one of them is that rule (at a
 //!   place whose file ends with FILE, at LINE); `slow-kernel` names the family of performance
 //!   causes, met by any of them (`slow-kernel`, `bottleneck`);
-//! - `mentions: TEXT`: one of its root causes (title, spans, notes, help) says TEXT, in any
-//!   case;
-//! - `top-mentions: TEXT`: the first root cause (the one the report ranks first) says TEXT.
+//! - `mentions: TEXT`: one of its root causes (title, kernels, spans, notes, help) says TEXT,
+//!   in any case;
+//! - `top-mentions: TEXT`: the first root cause (the one the report ranks first) says TEXT;
+//! - `no-root-cause: RULE`: none of its root causes is that rule;
+//! - `note-mentions: TEXT`: one of its notes says TEXT.
+//!
+//! An entry added since the program model records its first try in `gaps.md`: a `first-try`
+//! block naming the commit whose rules rendered the first capture (`rules: SHA`), `held-out`
+//! when the entry was kept out of rule work, and each expectation once, as `held: ...` or
+//! `missed: ...`. The rate over those entries is the figure `corpus/README.md` states.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -73,6 +80,10 @@ fn holds(expectation: &str, json: &Value) -> bool {
                 })
             })
         }
+        "no-root-cause" => !causes.iter().any(|d| d["rule"] == value),
+        "note-mentions" => json["diagnoses"]
+            .as_array()
+            .is_some_and(|all| all.iter().any(|d| d["level"] == "note" && says(d, value))),
         "mentions" => causes.iter().any(|d| says(d, value)),
         "top-mentions" => causes.first().is_some_and(|d| says(d, value)),
         // `experiment: tail confirmed`: an experiment of that kind came out that way.
@@ -91,7 +102,7 @@ fn holds(expectation: &str, json: &Value) -> bool {
     }
 }
 
-/// Whether a root cause says `value` in its title, spans, notes or help (in any case).
+/// Whether a root cause says `value` in its title, kernels, spans, notes or help (in any case).
 fn says(d: &Value, value: &str) -> bool {
     let text = |key: &str| {
         d[key]
@@ -104,9 +115,12 @@ fn says(d: &Value, value: &str) -> bool {
             })
             .unwrap_or_default()
     };
+    // The kernels a root cause names are on its first line, beside its level and place.
     let said = format!(
-        "{} {} {} {}",
+        "{} {} {} {} {} {}",
         d["title"],
+        d["kernel"],
+        text("kernels"),
         text("spans"),
         text("notes"),
         text("help")
@@ -213,4 +227,83 @@ fn every_corpus_entry_renders_to_its_experts_conclusion_but_for_its_listed_gaps(
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// What an entry's first capture met, rendered by the rules as they were then.
+struct FirstTry {
+    held: usize,
+    total: usize,
+    held_out: bool,
+}
+
+/// The `first-try` block of an entry's gaps.md, checked against its expectations.
+fn first_try(name: &str, gaps: &str, expectations: &[String]) -> Option<FirstTry> {
+    let lines = block(gaps, "first-try");
+    if lines.is_empty() {
+        return None;
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.strip_prefix("rules: ").is_some_and(|sha| sha.len() >= 7)),
+        "{name}: the first-try block names no `rules: SHA`"
+    );
+    let mut held = 0;
+    let mut listed = Vec::new();
+    for line in &lines {
+        if let Some(e) = line.strip_prefix("held: ") {
+            held += 1;
+            listed.push(e.to_string());
+        } else if let Some(e) = line.strip_prefix("missed: ") {
+            listed.push(e.to_string());
+        }
+    }
+    let mut want = expectations.to_vec();
+    want.sort();
+    listed.sort();
+    assert_eq!(
+        listed, want,
+        "{name}: the first-try block lists each expectation once, as held or missed"
+    );
+    Some(FirstTry {
+        held,
+        total: want.len(),
+        held_out: lines.iter().any(|l| l == "held-out"),
+    })
+}
+
+#[test]
+fn the_first_try_rate_the_corpus_readme_states_is_the_entries_own() {
+    let mut all = (0, 0, 0);
+    let mut held_out = (0, 0, 0);
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(corpus())
+        .expect("corpus/ exists")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("gaps.md").is_file())
+        .collect();
+    entries.sort();
+    for entry in &entries {
+        let name = entry.file_name().unwrap_or_default().to_string_lossy();
+        let expected = std::fs::read_to_string(entry.join("expected.md")).expect("expected.md");
+        let gaps = std::fs::read_to_string(entry.join("gaps.md")).expect("gaps.md");
+        let Some(first) = first_try(&name, &gaps, &block(&expected, "expect")) else {
+            continue;
+        };
+        for tally in std::iter::once(&mut all).chain(first.held_out.then_some(&mut held_out)) {
+            tally.0 += 1;
+            tally.1 += first.held;
+            tally.2 += first.total;
+        }
+    }
+    assert!(all.0 > 0, "no entry records its first try");
+    let readme = std::fs::read_to_string(corpus().join("README.md")).expect("corpus/README.md");
+    let stated = format!(
+        "First try: {} of {} expectations held over {} entries; held out: {} of {} over {} entries.",
+        all.1, all.2, all.0, held_out.1, held_out.2, held_out.0
+    );
+    assert!(
+        readme.contains(&stated),
+        "corpus/README.md does not state the entries' own first-try rate: `{stated}`"
+    );
 }

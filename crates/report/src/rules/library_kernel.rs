@@ -1,0 +1,137 @@
+//! `library-kernel`: hazards a sanitizer reported inside a library's kernels (cuDNN's attention
+//! kernel the program runs as its SDPA reference, cuBLAS's GEMMs, PyTorch's own kernels). The
+//! program model ([`crate::model`]) tells them from the user's kernels, and the join keeps
+//! their records out of the findings the other rules read: a library kernel is never a root
+//! cause of the user's program. One note per library says what was seen and how to leave it
+//! out of the next run.
+
+use std::collections::BTreeMap;
+
+use parsers::FindingKind;
+use serde_json::json;
+
+use super::{Ctx, RuleId};
+use crate::KernelId;
+use crate::diagnosis::{Confidence, Draft, Level};
+use crate::join::FindingRef;
+use crate::model::Library;
+use crate::text::{join_words, plural};
+
+/// One note per library whose kernels showed hazards.
+pub fn run(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut by_library: BTreeMap<Library, Vec<&FindingRef>> = BTreeMap::new();
+    for f in &j.library_findings {
+        if let Some(lib) = f.kernel.as_ref().and_then(|k| j.model.library(k)) {
+            by_library.entry(lib).or_default().push(f);
+        }
+    }
+    by_library
+        .into_iter()
+        .map(|(lib, findings)| note(ctx, lib, &findings))
+        .collect()
+}
+
+fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
+    let j = ctx.joined;
+    let mut kernels: Vec<&KernelId> = findings.iter().filter_map(|f| f.kernel.as_ref()).collect();
+    kernels.sort();
+    kernels.dedup();
+    let hazards: u64 = findings
+        .iter()
+        .map(|f| super::detail_u64(f.finding, "hazards").unwrap_or(f.finding.count.max(1)))
+        .fold(0, u64::saturating_add);
+    let runs = findings
+        .iter()
+        .map(|f| f.source)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let mut tools: Vec<String> = findings
+        .iter()
+        .map(|f| match f.finding.kind {
+            FindingKind::Race => "racecheck",
+            FindingKind::UninitializedRead | FindingKind::UnusedMemory => "initcheck",
+            _ => "synccheck",
+        })
+        .map(str::to_string)
+        .collect();
+    tools.sort_unstable();
+    tools.dedup();
+    let mut d = Draft::new(
+        RuleId::LibraryKernel,
+        Level::Note,
+        format!(
+            "{} in {}'s {}, not the program's code",
+            plural(hazards, "hazard", "hazards"),
+            lib.name(),
+            if kernels.len() == 1 {
+                "kernel"
+            } else {
+                "kernels"
+            }
+        ),
+    );
+    d.key = lib.name().to_string();
+    d.confidence = Confidence::High;
+    for f in findings.iter().take(2) {
+        d.evidence.push(ctx.finding_evidence(f));
+    }
+    d.figures.insert("hazards".into(), json!(hazards));
+    d.figures.insert("kernels".into(), json!(kernels.len()));
+    let names: Vec<String> = kernels
+        .iter()
+        .take(3)
+        .map(|k| {
+            let whole = j.model.kernel(k).map_or(k.as_str(), |f| f.name.as_str());
+            format!("`{whole}`")
+        })
+        .collect();
+    let more = kernels.len().saturating_sub(names.len());
+    let listed = if more > 0 {
+        format!("{} and {more} more", join_words(&names))
+    } else {
+        join_words(&names)
+    };
+    // Hopper kernels that synchronise shared memory through mbarriers and the tensor memory
+    // accelerator: racecheck's model of barriers is `__syncthreads()`-like, so it may report
+    // their ordered accesses as hazards.
+    let async_sync = kernels.iter().any(|k| {
+        let lower = k.to_ascii_lowercase();
+        lower.contains("wgmma") || lower.contains("tma") || lower.contains("sm90")
+    });
+    d.explanation = format!(
+        "{} reported {}{} in {listed}: {}'s code, which the program runs in its own process (as \
+         its reference or a building block), not code of this repository. The program's own \
+         kernels are judged without them, and they change no verdict.{}",
+        join_words(&tools),
+        plural(hazards, "hazard", "hazards"),
+        if runs > 1 {
+            format!(" over {runs} runs")
+        } else {
+            String::new()
+        },
+        lib.name(),
+        if async_sync {
+            " These are Hopper kernels whose shared memory is ordered by mbarriers and \
+             asynchronous (TMA) copies, which racecheck does not model as barriers: hazards it \
+             reports there are not evidence of a race."
+        } else {
+            ""
+        }
+    );
+    let pattern = kernels
+        .first()
+        .map(|k| {
+            k.split(['<', '_', ':'])
+                .find(|w| !w.is_empty())
+                .unwrap_or(k.as_str())
+                .to_string()
+        })
+        .unwrap_or_default();
+    d.fix = format!(
+        "To check only the program's kernels, leave the library's out of the sanitizer run: \
+         `--kernel-name-exclude kns={pattern}` (compute-sanitizer), or the stage's `args:` in \
+         pipeline.yaml; or run the reference outside the sanitized process."
+    );
+    d
+}
