@@ -38,15 +38,14 @@ pub(crate) fn type_payload(f: &mut Finding) {
     }
     if f.kind == FindingKind::Race {
         race_accesses(f);
-        let warp = match f.details.get("scope").and_then(Value::as_str) {
-            Some(scope) => scope == "warp",
-            None => f.message.contains("Warp Level Programming"),
+        // The scope where the record says it; an analysis report's warning says none.
+        f.sync_scope = match f.details.get("scope").and_then(Value::as_str) {
+            Some("warp") => Some(SyncScope::Warp),
+            Some(_) => Some(SyncScope::Block),
+            None if f.message.contains("Warp Level Programming") => Some(SyncScope::Warp),
+            None if f.severity == crate::model::Severity::Error => Some(SyncScope::Block),
+            None => None,
         };
-        f.sync_scope = Some(if warp {
-            SyncScope::Warp
-        } else {
-            SyncScope::Block
-        });
     }
     if f.kind == FindingKind::BarrierError {
         let message = f.message.to_lowercase();

@@ -624,10 +624,12 @@ impl SanitizerParser {
     }
 
     /// Opens a racecheck record: an error unless racecheck calls it a warning. Records whether
-    /// the race is between threads of one warp (`"scope": "warp"`) or of a block (`"block"`):
-    /// racecheck prints warp-level programming hazards as warnings, tagged "(Warp Level
-    /// Programming)" in the hazard report and untagged in the analysis report, and races
-    /// between warps as errors.
+    /// the race is between threads of one warp (`"scope": "warp"`) or of a block (`"block"`)
+    /// where the record says: the hazard report tags warp-level programming hazards "(Warp
+    /// Level Programming)", and an error is a race between warps. The analysis report's
+    /// warnings say neither: racecheck gives them to hazards between lanes of one warp and to
+    /// some between warps (a block's total written by thread 0 and read by every thread of a
+    /// 64-thread block, seen on an H100), so their scope is left unknown.
     fn start_race(&mut self, text: &str, line: &str) {
         let severity = if text.starts_with("Warning") {
             Severity::Warning
@@ -638,19 +640,21 @@ impl SanitizerParser {
         self.tools.racecheck = true;
         let category = race_category(text);
         let warp = match category {
-            Some(c) => c.to_ascii_lowercase().contains("warp"),
-            None => severity == Severity::Warning,
+            Some(c) => Some(c.to_ascii_lowercase().contains("warp")),
+            None => (severity == Severity::Error).then_some(false),
         };
         let r = &mut self.rec;
         if let Some(c) = category {
             r.details.push(("category", json!(c)));
         }
-        r.details
-            .push(("scope", json!(if warp { "warp" } else { "block" })));
-        // Two records of one pair of lines at two scopes (lanes of one warp in a block of 32,
-        // warps of a block of 64) are two facts: the stronger scope sets the fix.
-        if warp {
-            r.discriminator.push_str("warp|");
+        if let Some(warp) = warp {
+            r.details
+                .push(("scope", json!(if warp { "warp" } else { "block" })));
+        }
+        // Two records of one pair of lines at two severities are two facts: the stronger one
+        // sets the fix.
+        if severity == Severity::Warning {
+            r.discriminator.push_str("warning|");
         }
     }
 

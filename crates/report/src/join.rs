@@ -412,6 +412,17 @@ fn model_of(
             })
             .map(|k| k.name.as_str())
             .collect(),
+        listed: metrics
+            .iter()
+            .filter_map(|m| {
+                let stage = sources.get(m.source)?.stage?;
+                Some((
+                    m.metric.kernel.as_str(),
+                    stage.name.as_str(),
+                    m.metric.launch?,
+                ))
+            })
+            .collect(),
         launched: metrics
             .iter()
             .map(|m| (m.metric.kernel.as_str(), m.config.as_deref()))

@@ -126,6 +126,9 @@ pub struct KernelFacts {
     /// The configs where a run-time record (a sanitizer record, a profiled launch, a harness
     /// result) names it: evidence that it launched there.
     pub ran_in: BTreeSet<Option<String>>,
+    /// Launches counted per stage (by its name), where a tool lists them: Nsight Compute's
+    /// profiled launches.
+    pub launches: BTreeMap<String, u64>,
 }
 
 /// The program the run exercised.
@@ -142,6 +145,8 @@ pub(crate) struct Inputs<'i> {
     pub built: Vec<(&'i str, Option<&'i str>)>,
     /// Kernels whose SASS came from Triton's cache.
     pub triton: Vec<&'i str>,
+    /// Each launch a tool listed: the kernel, the stage's name and the launch's id.
+    pub listed: Vec<(&'i str, &'i str, u64)>,
     /// Kernels a run-time log measured or launched (ncu rows, harness results), by config.
     pub launched: Vec<(&'i str, Option<&'i str>)>,
     pub repo_files: &'i [String],
@@ -155,6 +160,16 @@ impl ProgramModel {
                 .entry(name)
                 .built_in
                 .insert(config.map(str::to_string));
+        }
+        let mut listed: BTreeSet<(KernelId, &str, u64)> = BTreeSet::new();
+        for &(name, stage, launch) in &inputs.listed {
+            let id = model.entry(name).id.clone();
+            listed.insert((id, stage, launch));
+        }
+        for (id, stage, _) in listed {
+            if let Some(facts) = model.kernels.get_mut(&id) {
+                *facts.launches.entry(stage.to_string()).or_default() += 1;
+            }
         }
         for &name in &inputs.triton {
             model.entry(name).triton = true;
@@ -217,6 +232,7 @@ impl ProgramModel {
                 built_in: BTreeSet::new(),
                 triton: false,
                 ran_in: BTreeSet::new(),
+                launches: BTreeMap::new(),
             });
         let whole = whole_name(name);
         if whole.len() > facts.name.len() {
@@ -348,6 +364,7 @@ mod tests {
             findings: Vec::new(),
             built: vec![(built, Some("default"))],
             triton: Vec::new(),
+            listed: vec![("cutlass::Kernel2<cutlass_80_wmma>", "profile", 3)],
             launched: vec![("cutlass::Kernel2<cutlass_80_wmma>", Some("default"))],
             repo_files: &[],
         };
@@ -357,9 +374,15 @@ mod tests {
             Provenance::User,
             "the user's own CUTLASS instantiation"
         );
+        let wmma = KernelId::of("cutlass::Kernel2<cutlass_80_wmma>");
+        assert_eq!(model.library(&wmma), Some(Library::Cutlass));
+        assert!(model.ran(Some("default"), &wmma));
         assert_eq!(
-            model.library(&KernelId::of("cutlass::Kernel2<cutlass_80_wmma>")),
-            Some(Library::Cutlass)
+            model
+                .kernel(&wmma)
+                .map(|k| k.launches.get("profile").copied()),
+            Some(Some(1))
         );
+        assert!(!model.ran(Some("default"), &KernelId::of(built)));
     }
 }

@@ -117,7 +117,20 @@ fn wrong_output(d: &mut Draft, m: &parsers::program::Mismatch, said: &str) {
     d.rule = RuleId::WrongOutput;
     d.bare = false;
     d.symptom_of = Some(crate::diagnosis::Scope::Config);
-    d.key = format!("mismatch|{}", m.measure.to_lowercase());
+    // One comparison, whichever config or stage failed it: the measure and the words of the
+    // line without its figures (two programs' different checks stay two root causes).
+    // The runner's reason is "the program failed (exit 1) with no memcheck error: LINE" or
+    // "the program exited with status 1: LINE": the line alone is the program's.
+    let line = said
+        .strip_prefix("the program ")
+        .and_then(|rest| rest.split_once(": "))
+        .map_or(said, |(_, line)| line);
+    let words: String = line
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    d.key = format!("mismatch|{}|{words}", m.measure.to_lowercase());
     let value = two_digits(m.value);
     let measure = m.measure.to_lowercase();
     d.title = match m.limit {

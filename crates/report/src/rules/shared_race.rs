@@ -117,11 +117,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 Access::Write => "write",
             };
 
-            // racecheck's own severity: a Warning (a warp-level programming hazard, or one
-            // whose writes may be benign) is never made an error, so it does not outrank a
-            // failing check; where the same pair also has an Error record, the merge keeps the
-            // Error's words (the stronger scope sets the fix).
-            let level = if finding.severity == Severity::Error {
+            // racecheck's own severity, kept: an Error is a race; a Warning between two writes
+            // (lanes writing the value every other lane holds) may be benign and never
+            // outranks a failing check. A Warning with a read on one side is a read that may
+            // see the old value: a race that can explain a wrong output.
+            let level = if finding.severity == Severity::Error || other_access == Access::Read {
                 Level::Error
             } else {
                 Level::Warning
@@ -365,6 +365,18 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     }
                     .to_string();
                 }
+            }
+            // A warning whose scope racecheck did not say (its analysis report): the threads
+            // may be lanes of one warp or warps of a block. The barrier that orders both leads.
+            if finding.severity == Severity::Warning && finding.sync_scope.is_none() && !async_copy
+            {
+                d.fix.push_str(
+                    " racecheck reports this race as a warning without saying whether the \
+                     racing threads are lanes of one warp or warps of a block: with blocks of \
+                     more than one warp, `__syncthreads()` is the fix; only where every racing \
+                     thread is a lane of one warp (a block of 32 threads, warp-synchronous code) \
+                     is `__syncwarp()` enough.",
+                );
             }
             d.key = format!(
                 "{}|{}",

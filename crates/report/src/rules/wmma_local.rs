@@ -414,7 +414,16 @@ fn draft(
                     && let Some(at) = &d.location
                 {
                     d.figures.insert(TRAP_LINE.into(), json!(true));
-                    d.notes.push(trap_note(at));
+                    d.notes.push(if fragment {
+                        trap_note(at)
+                    } else {
+                        format!(
+                            "`{at}` is where the compiler put the trap: it proved the {op} \
+                             always reaches the local array and moved the trap up to the \
+                             first place that leads to it (a loop's test, the branch before \
+                             it), so the {op} itself is at or just after this line."
+                        )
+                    });
                 }
             }
         }

@@ -1243,3 +1243,133 @@ fn the_experiments_example_tests_each_hypothesis_by_more_runs() {
         "{summary}"
     );
 }
+
+/// The runs of `examples/program-model/` (pipeline.yaml, then sdpa.yaml), by their run ids.
+fn program_model_run(id: &str) -> PathBuf {
+    repo()
+        .join("examples/program-model/reference/artifacts")
+        .join(id)
+}
+
+/// The configs a diagnosis was found in.
+fn configs_of(d: &Value) -> Vec<&str> {
+    d["configs"]
+        .as_array()
+        .map(|c| c.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// `examples/program-model/` on an H100: one build of seven kernels that launches two (latent
+/// traps), an atomic on a thread-local array, a block total read across warps with no barrier
+/// (racecheck's analysis report calls it a warning), equal lanes that keep 1/32 of a row sum.
+/// One root cause per fault, each in the words its evidence supports; the correct program stays
+/// free of errors.
+#[test]
+fn the_program_models_classes_read_as_their_predictions() {
+    let run = program_model_run("20261127T061006Z-840fa248");
+    let json: Value = serde_json::from_str(&report(&run, "json")).expect("JSON");
+    let causes = errors(&json);
+    assert_eq!(causes.len(), 3, "{causes:#?}");
+    let of_config = |config: &str| {
+        causes
+            .iter()
+            .find(|d| configs_of(d) == [config])
+            .copied()
+            .unwrap_or_else(|| panic!("no root cause for {config} alone: {causes:#?}"))
+    };
+    // The compiler-planted trap of an atomic: its own words, in the kernel that trapped.
+    let atomic = of_config("local_atomic");
+    assert_eq!(atomic["rule"], "wmma-local-memory");
+    assert!(
+        atomic["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Atomic on thread-local memory")),
+        "{atomic:#}"
+    );
+    assert_eq!(atomic["kernels"], serde_json::json!(["histogram"]));
+    assert_eq!(atomic["location"]["file"], "src/local_atomic.cu");
+    // racecheck's warning has a read on one side: a race that explains the failing check, and
+    // with no scope said, the barrier that orders warps leads.
+    let race = of_config("block_reduce_race");
+    assert_eq!(race["rule"], "shared-memory-race");
+    let fix = race["help"][0].as_str().unwrap_or_default();
+    assert!(
+        fix.starts_with(
+            "Add `__syncthreads()` between the write at line 28 and the read at line 33"
+        ),
+        "{fix}"
+    );
+    assert!(
+        race["notes"].as_array().is_some_and(|n| n.iter().any(|n| n
+            .as_str()
+            .is_some_and(|n| n.starts_with("Seen downstream: Wrong output")))),
+        "{race:#}"
+    );
+    // Every row sum 1/32 of the reference: the headline says so.
+    let lanes = of_config("equal_lanes");
+    assert_eq!(lanes["rule"], "wrong-output");
+    assert_eq!(
+        lanes["title"],
+        "Wrong output: the program's element is 1/32 of its reference (8.00 against 256)"
+    );
+    // Four kernels never launched hold a trap each: one note, no error.
+    let notes: Vec<&Value> = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["level"] == "note" && configs_of(d) == ["latent_traps"])
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    assert_eq!(notes[0]["figures"]["latent_kernels"], 4, "{:#}", notes[0]);
+    for clean in [
+        "latent_traps",
+        "local_atomic_clean",
+        "block_reduce_race_clean",
+        "equal_lanes_clean",
+    ] {
+        assert!(
+            !json["diagnoses"]
+                .as_array()
+                .expect("diagnoses")
+                .iter()
+                .any(|d| d["level"] != "note" && configs_of(d).contains(&clean)),
+            "{clean}: {json:#}"
+        );
+    }
+}
+
+/// `examples/program-model/sdpa.yaml` on an H100: racecheck's hazards inside cuDNN's attention
+/// kernel, which SDPA runs as the program's reference, are one note; the program's own wrong
+/// output is the one root cause.
+#[test]
+fn a_librarys_hazards_beside_the_program_are_a_note_never_its_root_cause() {
+    let run = program_model_run("20261127T061006Z-68e4bf99");
+    let json: Value = serde_json::from_str(&report(&run, "json")).expect("JSON");
+    let causes = errors(&json);
+    assert_eq!(causes.len(), 1, "{causes:#?}");
+    assert_eq!(causes[0]["rule"], "wrong-output");
+    assert_eq!(configs_of(causes[0]), ["missing_scale"]);
+    let library: Vec<&Value> = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["rule"] == "library-kernel")
+        .collect();
+    assert_eq!(library.len(), 1, "{library:#?}");
+    assert_eq!(library[0]["level"], "note");
+    assert!(
+        library[0]["title"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("in cuDNN's kernel, not the program's code")),
+        "{:#}",
+        library[0]
+    );
+    assert!(
+        library[0]["help"][0]
+            .as_str()
+            .is_some_and(|h| h.contains("--kernel-name-exclude kns=cudnn")),
+        "{:#}",
+        library[0]
+    );
+    assert_eq!(json["verdict"]["kind"], "failing");
+}
