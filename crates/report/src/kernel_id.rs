@@ -59,7 +59,7 @@ impl KernelId {
             }
         }
         let base = head.get(start..).unwrap_or(head);
-        let base = CAST.replace_all(base, "").replace(' ', "");
+        let base = squeeze_spaces(&CAST.replace_all(base, ""));
         KernelId(bools_as_digits(&base))
     }
 
@@ -119,6 +119,27 @@ impl PartialEq<String> for KernelId {
     }
 }
 
+/// Whitespace dropped where it separates nothing (`T1 *`, `<float, 4>`), one space kept
+/// between two words (`unsigned int`, `void at::f`, `const at::Tensor&`): tools differ in the
+/// first, never in the second, and a name without it reads `unsignedint`.
+fn squeeze_spaces(name: &str) -> String {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(name.len());
+    let mut gap = false;
+    for c in name.chars() {
+        if c.is_whitespace() {
+            gap = true;
+            continue;
+        }
+        if gap && word(c) && out.chars().next_back().is_some_and(word) {
+            out.push(' ');
+        }
+        gap = false;
+        out.push(c);
+    }
+    out
+}
+
 /// A `bool` template argument as a digit, the way Nsight Compute prints it (`reduce6<int, 256,
 /// 1>`), where the compiler's demangler says `true` (`reduce6<int, 256, true>`) and a sanitizer
 /// `(bool)1`: one instantiation, one name.
@@ -173,6 +194,18 @@ mod tests {
             KernelId::of("void reduce6<int, 256, true>(int*, int*, unsigned int)")
         );
         assert_eq!(KernelId::of("k<falsey,true>").to_string(), "k<falsey,1>");
+        // Spaces between two words stay; the others go.
+        assert_eq!(
+            KernelId::of(
+                "void at::reduce_kernel<512, 1, at::ReduceOp<float, unsigned int, 4>>(T3)"
+            )
+            .to_string(),
+            "reduce_kernel<512,1,at::ReduceOp<float,unsigned int,4>>"
+        );
+        assert_eq!(
+            KernelId::of("void k<unsigned int, 4>(T1 *)"),
+            KernelId::of("void k<unsigned  int,4>(unsigned int*)")
+        );
         // An anonymous namespace is a qualifier, not the parameter list.
         assert_eq!(
             KernelId::of(

@@ -58,7 +58,8 @@ impl Library {
     }
 
     /// The library a kernel's name says it belongs to, by the prefixes and namespaces the
-    /// libraries give their kernels. Read only for kernels the user's build did not produce.
+    /// libraries give their kernels; names a user could give a kernel of their own (`gemv`)
+    /// are not read as a library's. Read only for kernels the user's build did not produce.
     fn of_name(name: &str) -> Option<Library> {
         let name = name.trim();
         let name = name.strip_prefix("void ").unwrap_or(name).trim_start();
@@ -66,18 +67,12 @@ impl Library {
         let starts = |p: &str| lower.starts_with(p);
         if starts("cudnn") || lower.contains("::cudnn") || starts("fmha_cudnn") {
             Some(Library::CuDnn)
-        } else if starts("sm90_xmma")
-            || starts("sm80_xmma")
-            || starts("sm100_xmma")
-            || starts("xmma_")
+        } else if lower.contains("xmma_")
             || starts("cublas")
-            || starts("gemv")
-            || starts("gemmsn")
-            || starts("gemmk1")
-            || starts("splitkreduce")
-            || starts("ampere_")
-            || starts("sm90_sgemm")
             || starts("nvjet")
+            || starts("ampere_sgemm")
+            || starts("ampere_hgemm")
+            || starts("sm90_sgemm")
         {
             Some(Library::CuBlas)
         } else if starts("nccl") {
