@@ -261,6 +261,11 @@ pub struct Stage {
     /// by `file:line` (relative to the pipeline's directory), read when the unit ended.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub site_lines: BTreeMap<String, String>,
+    /// The runner's seal over the unit's input hash, ending and files (an HMAC with a key kept
+    /// in the user's cache directory): the cache serves a unit only under a seal of this
+    /// machine's user, so a run directory made elsewhere is read, never executed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
 }
 
 /// One test of a stage split by test.

@@ -10,12 +10,18 @@ use regex::{Captures, Regex};
 /// Text from a program or a tool made safe for a terminal or a document: terminal escape
 /// sequences are removed whole (CSI `ESC [ ... m`, OSC `ESC ] ... BEL` or `ESC \`, the other
 /// string sequences, two-character `ESC x`, and their C1 forms), and so is every other control
-/// character but `\n` and `\t` (C0, DEL, C1). Every renderer passes its output through this,
-/// and so does the runner before it writes to the terminal. Text without controls is returned
-/// as it is.
+/// character but `\n` and `\t` (C0, DEL, C1). Bidirectional controls (U+202A to U+202E,
+/// U+2066 to U+2069), which reorder what a reader sees, are shown as what they are (`<U+202E>`);
+/// the noncharacters U+FFFE and U+FFFF, which XML refuses, become U+FFFD.
+/// Every renderer passes its output through this, and so does the runner before it writes to
+/// the terminal. Text without controls is returned as it is.
 pub fn strip_controls(s: &str) -> Cow<'_, str> {
     let stripped = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !s.chars().any(stripped) {
+    let nonchar = |c: char| matches!(c, '\u{fffe}' | '\u{ffff}');
+    if !s
+        .chars()
+        .any(|c| stripped(c) || is_bidi_control(c) || nonchar(c))
+    {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());
@@ -31,6 +37,15 @@ pub fn strip_controls(s: &str) -> Cow<'_, str> {
             '\u{9b}' => Some('C'),
             '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => Some('S'),
             c if stripped(c) => None,
+            // Not characters at all: XML refuses them, and a JSON reader may.
+            c if nonchar(c) => {
+                out.push('\u{fffd}');
+                continue;
+            }
+            c if is_bidi_control(c) => {
+                out.push_str(&format!("<U+{:04X}>", c as u32));
+                continue;
+            }
             c => {
                 out.push(c);
                 continue;
@@ -87,6 +102,12 @@ pub fn strip_controls(s: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// A bidirectional embedding, override or isolate control: text after it may read in another
+/// order than it is written (a "Trojan Source" line).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// [`strip_controls`] of an owned string, reusing it when it has no controls.
@@ -341,6 +362,12 @@ fn md_plain(s: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
+            // `@user`, `@org/team`: a zero-width joiner after the `@` keeps a pull-request
+            // comment from notifying anyone (an address, `a@b.c`, is no mention).
+            '@' if !word(before) && word(after) => {
+                out.push('@');
+                out.push('\u{200d}');
+            }
             c => out.push(c),
         }
     }
@@ -456,8 +483,9 @@ pub fn xml_escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            // Control characters are not allowed in XML 1.0.
+            // Control characters are not allowed in XML 1.0, nor U+FFFE and U+FFFF.
             c if (c as u32) < 0x20 && c != '\n' && c != '\t' && c != '\r' => out.push('?'),
+            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
@@ -597,6 +625,16 @@ mod tests {
         assert_eq!(sig3(0.000123), "1.2e-4");
         assert_eq!(round_json(123.456789), serde_json::json!(123.457));
         assert_eq!(bytes(24576), "24.0 KiB");
+    }
+
+    #[test]
+    fn mentions_bidi_controls_and_noncharacters_are_made_inert() {
+        assert_eq!(md_text("ask @octocat"), "ask @\u{200d}octocat");
+        assert_eq!(md_text("mail a@b.example"), "mail a@b.example");
+        assert_eq!(md_text("a lone @ sign"), "a lone @ sign");
+        assert_eq!(strip_controls("x\u{202e}y\u{2066}z"), "x<U+202E>y<U+2066>z");
+        assert_eq!(strip_controls("a\u{ffff}b"), "a\u{fffd}b");
+        assert_eq!(xml_escape("a\u{fffe}b"), "a\u{fffd}b");
     }
 
     #[test]

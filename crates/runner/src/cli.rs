@@ -1145,9 +1145,22 @@ fn finish_remote(
     crate::evidence::rundir::directory(&root.join(&dir))
         .map_err(|why| Error::Io(format!("{}: {why}", dir.display())))?;
     let evidence = crate::evidence::stored::load(&root.join(&dir))?;
+    // The report is named by the run id the run came back under (checked when it was
+    // received), never by what its manifest says.
+    let id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if evidence.run.id != id {
+        return Err(Error::Io(format!(
+            "{}: its manifest names run `{}`, not `{id}`: refused",
+            dir.display(),
+            report::text::scrub(&evidence.run.id, &[])
+        )));
+    }
     let text = terminated(report::render(&evidence, report::OutputFormat::Markdown));
     let reports = root.join(crate::evidence::rundir::REPORTS);
-    let name = reports.join(format!("{}.md", evidence.run.id));
+    let name = reports.join(format!("{id}.md"));
     for path in [&name, &reports.join("latest.md")] {
         crate::evidence::rundir::write_atomic(path, text.as_bytes())
             .map_err(|e| Error::Io(e.to_string()))?;

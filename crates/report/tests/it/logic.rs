@@ -207,6 +207,7 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
         cut: Default::default(),
         split: Vec::new(),
         site_lines: Default::default(),
+        seal: None,
     });
     for (i, (kind, r)) in results.into_iter().enumerate() {
         let path = format!("{}/cfg/{i}.json", report::join::kind_name(kind));
@@ -255,6 +256,7 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
             cut: Default::default(),
             split: Vec::new(),
             site_lines: Default::default(),
+            seal: None,
         });
     }
     ev

@@ -185,6 +185,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             cut: Default::default(),
             split: Vec::new(),
             site_lines: Default::default(),
+            seal: None,
         });
         logs.insert(path, parsed);
     }

@@ -24,6 +24,119 @@ use crate::evidence::rundir;
 #[derive(Debug, Default)]
 pub struct Index {
     entries: HashMap<String, Vec<Hit>>,
+    /// This user's seal: units are served only under it, and new ones are sealed with it.
+    seal: Option<Seal>,
+}
+
+/// The user's key for sealing units: 32 random bytes in `cache.key` under the user's cache
+/// directory (created once, readable by the user alone). A unit's seal is an HMAC-SHA256 of
+/// its input hash, its ending and its files' hashes: a manifest written elsewhere (a CI
+/// artifact unzipped at the project root, a received run) carries no seal of this key, and the
+/// cache never serves, so never executes, what it lists.
+#[derive(Clone)]
+pub struct Seal {
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for Seal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Seal(..)")
+    }
+}
+
+/// The seal key's file name under the user's cache directory.
+pub const SEAL_KEY: &str = "cache.key";
+
+impl Seal {
+    /// The key under `cache_home`, made when there is none. `None` (and nothing served from
+    /// the cache) where it cannot be read or made, or is not the user's own.
+    pub fn of_user(cache_home: &Path) -> Option<Seal> {
+        use std::io::{Read, Write};
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let path = cache_home.join(SEAL_KEY);
+        let read = |path: &Path| -> Option<Seal> {
+            let meta = std::fs::symlink_metadata(path).ok()?;
+            let own = meta.is_file()
+                && meta.uid() == nix::unistd::getuid().as_raw()
+                && meta.mode() & 0o077 == 0;
+            if !own {
+                warn(
+                    &path.display().to_string(),
+                    "not a file of this user's alone: no unit is served from the cache",
+                );
+                return None;
+            }
+            let bytes = std::fs::read(path).ok()?;
+            Some(Seal {
+                key: bytes.try_into().ok()?,
+            })
+        };
+        if std::fs::symlink_metadata(&path).is_ok() {
+            return read(&path);
+        }
+        std::fs::create_dir_all(cache_home).ok()?;
+        let mut key = [0u8; 32];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut key))
+            .ok()?;
+        let made = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut f| f.write_all(&key));
+        match made {
+            Ok(()) => Some(Seal { key }),
+            // Another runner made it first: read that one.
+            Err(_) => read(&path),
+        }
+    }
+
+    /// The seal of a unit's record: its input hash, status, exit code and files.
+    pub fn sign(&self, stage: &Stage) -> Option<String> {
+        let hash = stage.input_hash.as_ref()?;
+        let mut message = format!(
+            "exhibit.seal/1\n{hash}\n{:?}\n{:?}\n",
+            stage.status, stage.exit_code
+        );
+        for (path, sha) in &stage.outputs {
+            message.push_str(&format!("{path}\0{sha}\n"));
+        }
+        Some(hmac_sha256(&self.key, message.as_bytes()))
+    }
+
+    /// Whether a record carries this key's seal.
+    pub fn verifies(&self, stage: &Stage) -> bool {
+        match (&stage.seal, self.sign(stage)) {
+            (Some(seal), Some(want)) => {
+                // Compared in full, whatever differs first.
+                seal.len() == want.len()
+                    && seal
+                        .bytes()
+                        .zip(want.bytes())
+                        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                        == 0
+            }
+            _ => false,
+        }
+    }
+}
+
+/// HMAC-SHA256 (RFC 2104) of `message` under a 32-byte key, in hex.
+fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut block = [0u8; 64];
+    block[..32].copy_from_slice(key);
+    let pad = |byte: u8| block.map(|b| b ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    let outer = Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize();
+    outer.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// An earlier result a unit can reuse.
@@ -78,8 +191,11 @@ impl Index {
     /// skipped for being unsafe to follow (a symbolic link, a FIFO, a manifest past its size
     /// bound, a unit whose paths leave its run directory) is said on stderr; a directory with no
     /// manifest (`artifacts/reference`) is skipped silently.
-    pub fn load(root: &Path, current: &str) -> Index {
-        let mut index = Index::default();
+    pub fn load(root: &Path, current: &str, seal: Option<Seal>) -> Index {
+        let mut index = Index {
+            seal,
+            ..Index::default()
+        };
         let artifacts = root.join(rundir::ARTIFACTS);
         let Ok(entries) = std::fs::read_dir(&artifacts) else {
             return index;
@@ -166,6 +282,11 @@ impl Index {
             if stage.outputs.is_empty() {
                 continue;
             }
+            // Nor one that this user's runner did not seal: a run made elsewhere is evidence
+            // to read, never a build to serve.
+            if !self.seal.as_ref().is_some_and(|seal| seal.verifies(stage)) {
+                continue;
+            }
             // Newest first.
             self.entries.entry(hash.clone()).or_default().insert(
                 0,
@@ -178,6 +299,11 @@ impl Index {
                 },
             );
         }
+    }
+
+    /// The seal of a unit's record under this user's key, when there is one.
+    pub fn seal(&self, stage: &Stage) -> Option<String> {
+        self.seal.as_ref()?.sign(stage)
     }
 
     /// The newest earlier result with this input hash whose files are all still there,
@@ -245,8 +371,8 @@ fn warn(what: &str, why: &str) {
 }
 
 /// Copies the files an earlier unit left (its logs, a build's products) into `dest`, the same
-/// unit's directory in this run, whose path relative to this run's directory is `relative`
-/// (hard links where the file system allows). Returns their hashes under their new paths.
+/// unit's directory in this run, whose path relative to this run's directory is `relative`.
+/// Returns their hashes under their new paths.
 pub fn restore(
     hit: &Hit,
     dest: &Path,
@@ -283,9 +409,9 @@ pub fn restore(
         if std::fs::symlink_metadata(&to).is_ok() {
             std::fs::remove_file(&to)?;
         }
-        if std::fs::hard_link(&from, &to).is_err() {
-            std::fs::copy(&from, &to)?;
-        }
+        // A copy, never a hard link: a program that updates a restored file in place must not
+        // change the earlier run's stored evidence.
+        std::fs::copy(&from, &to)?;
         outputs.insert(
             crate::evidence::rundir::slash(&relative.join(inside)),
             sha.clone(),

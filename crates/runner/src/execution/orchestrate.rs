@@ -204,7 +204,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
     let index = if options.force {
         Index::default()
     } else {
-        Index::load(&pipeline.root, &id)
+        Index::load(&pipeline.root, &id, user_seal(&cx.env))
     };
     let limits = Limits {
         // On a cluster every job has its GPU: as many may be in flight as units at once.
@@ -466,7 +466,7 @@ fn experiments(
     let mut index = if options.force {
         Index::default()
     } else {
-        Index::load(&pipeline.root, &run.id)
+        Index::load(&pipeline.root, &run.id, user_seal(&cx.env))
     };
     // The run's own units (the builds the trials share) serve them too.
     index.add(&dir.path, run, &rundir::shown(&dir.path));
@@ -729,6 +729,9 @@ impl Executor<'_> {
                 &dir,
             );
         }
+        if succeeded {
+            record.seal = self.index.seal(&record);
+        }
         if succeeded && unit.kind == StageKind::Compile {
             self.set_build_sha(index, self.build_identity(unit, &record));
         }
@@ -786,6 +789,7 @@ impl Executor<'_> {
             cut: Default::default(),
             split: Vec::new(),
             site_lines: Default::default(),
+            seal: None,
         };
         let Some(stage_cfg) = stage_cfg else {
             record.status = StageStatus::Failed;
@@ -1358,6 +1362,7 @@ fn write_report(
         cut: Default::default(),
         split: Vec::new(),
         site_lines: Default::default(),
+        seal: None,
     };
     if let Some(Blocked::Skip(reason) | Blocked::Fail(reason)) = &unit.blocked {
         record.status = StageStatus::Skipped;
@@ -1459,4 +1464,10 @@ fn devices(gpus: Gpus, preflight: &Preflight) -> Result<Vec<String>, RunError> {
         ))),
         Gpus::Count(n) => Ok(visible.into_iter().take(n).collect()),
     }
+}
+
+/// This user's seal for the cache ([`cache::Seal`]), from the user's cache directory.
+fn user_seal(env: &Env) -> Option<crate::evidence::cache::Seal> {
+    crate::setup::toolchain::cache_home(env)
+        .and_then(|home| crate::evidence::cache::Seal::of_user(&home))
 }

@@ -144,3 +144,68 @@ fn a_target_is_rebuilt_when_any_file_of_its_sources_changes() {
     let run = project.runs().pop().expect("a run");
     assert!(run.join("build/small/sm_90/build/app").is_file());
 }
+
+/// A run directory made by another user (a CI artifact unzipped at the project root, a run
+/// received from elsewhere), its build product swapped and its hash edited to match, is never
+/// served: only units sealed with this user's key are, so the foreign binary never runs.
+#[test]
+fn a_run_directory_made_elsewhere_is_never_served_or_executed() {
+    let project = Project::new();
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    // The same project on another machine: its own user cache, so its own key.
+    let elsewhere = tempfile::tempdir().expect("another user's cache");
+    let foreign = project.run_env(
+        &["pipeline.yaml", "--force"],
+        &[("XDG_CACHE_HOME", elsewhere.path().to_str().expect("a path"))],
+    );
+    assert_eq!(code(&foreign), 0, "{}", stderr(&foreign));
+    let foreign_run = project.runs().pop().expect("the foreign run");
+    let foreign_id = foreign_run
+        .file_name()
+        .expect("a run id")
+        .to_string_lossy()
+        .into_owned();
+    // The outsider swaps the cubin and edits the recorded hash to match it.
+    let cubin = foreign_run.join("compile/small/sm_90/build/kernel.cubin");
+    std::fs::write(&cubin, "not what the compiler made\n").expect("swap the product");
+    let manifest_path = foreign_run.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).expect("the manifest"))
+            .expect("JSON");
+    let sha = {
+        use sha2::Digest;
+        sha2::Sha256::digest(std::fs::read(&cubin).expect("the cubin"))
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    for s in manifest["stages"].as_array_mut().expect("stages") {
+        if let Some(outputs) = s["outputs"].as_object_mut() {
+            for (path, hash) in outputs.iter_mut() {
+                if path.ends_with("kernel.cubin") {
+                    *hash = serde_json::Value::String(sha.clone());
+                }
+            }
+        }
+    }
+    std::fs::write(&manifest_path, manifest.to_string()).expect("edit the manifest");
+    // Remove this user's own run, so the foreign one is the only candidate.
+    let own = project.runs().into_iter().next().expect("the first run");
+    std::fs::remove_dir_all(&own).expect("remove the first run");
+    let calls = project.nvcc_calls();
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let manifest = project.manifest();
+    for name in ["compile", "sass"] {
+        assert_ne!(
+            stage(&manifest, name)["cached_from"],
+            foreign_id.as_str(),
+            "{name} was served from a run made elsewhere"
+        );
+    }
+    assert_eq!(project.nvcc_calls(), calls + 1, "the build ran again, here");
+    // And this user's own run serves the next one: the seal is what decides.
+    let again = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(stage(&project.manifest(), "compile")["cached_from"].is_string());
+}

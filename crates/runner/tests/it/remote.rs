@@ -10,8 +10,11 @@ use std::time::{Duration, Instant};
 
 use crate::util::{BIN, Project, code, stderr};
 
-/// The stand-in ssh (hand-written): options, the host, `--`, then the remote command. A master
-/// (`ControlMaster=yes`) marks its control path as a real one's socket would appear.
+/// The stand-in ssh (hand-written): options, `--`, the host, then the remote command; an
+/// option after the host's place is an option read as one, as OpenSSH's getopt does. A master
+/// (`ControlMaster=yes`) marks its control path as a real one's socket would appear. With
+/// `EVIL_RUN` set, it answers the command that packs the run with that file instead: a remote
+/// that sends back what it likes.
 const SSH: &str = r#"#!/bin/sh
 host=""
 master=""
@@ -22,14 +25,19 @@ while [ $# -gt 0 ]; do
       case "$2" in
         ControlMaster=yes) master=1 ;;
         ControlPath=*) path="${2#ControlPath=}" ;;
+        ProxyCommand=*) sh -c "${2#ProxyCommand=}" ;;
       esac
       shift 2 ;;
+    -oProxyCommand=*) sh -c "${1#-oProxyCommand=}"; shift ;;
     -p|-i|-l|-F) shift 2 ;;
-    --) shift; break ;;
+    --) shift; [ -z "$host" ] && { host=$1; shift; }; break ;;
     -*) shift ;;
     *) host=$1; shift ;;
   esac
 done
+if [ -n "$EVIL_RUN" ]; then
+  case "$1" in *"tar -czf - artifacts/"*) cat "$EVIL_RUN"; exit 0 ;; esac
+fi
 if [ -e "$REMOTE_HOME/down" ]; then
   echo "ssh: connect to host $host port 22: Connection refused" >&2
   exit 255
@@ -422,4 +430,102 @@ fn a_remote_run_that_vanished_is_an_error_not_a_wait() {
         ),
         "{err}"
     );
+}
+
+/// Members of a tarball: (path, content) for files, (path, target) for links.
+type Members<'a> = &'a [(&'a str, &'a str)];
+
+/// A gzipped tarball of `files` (path, content) and `links` (path, target), made by tar.
+fn tarball(dir: &Path, files: &[(&str, &str)], links: &[(&str, &str)]) -> PathBuf {
+    let src = dir.join("evil-src");
+    for (path, content) in files {
+        let at = src.join(path);
+        std::fs::create_dir_all(at.parent().expect("a parent")).expect("a directory");
+        std::fs::write(&at, content).expect("a member");
+    }
+    for (path, target) in links {
+        let at = src.join(path);
+        std::fs::create_dir_all(at.parent().expect("a parent")).expect("a directory");
+        std::os::unix::fs::symlink(target, &at).expect("a link");
+    }
+    let out = dir.join("evil.tgz");
+    let mut names: Vec<&str> = files.iter().chain(links).map(|(p, _)| *p).collect();
+    names.sort_unstable();
+    let status = Command::new("tar")
+        .arg("-czf")
+        .arg(&out)
+        .arg("-C")
+        .arg(&src)
+        .args(names)
+        .status()
+        .expect("run tar");
+    assert!(status.success());
+    out
+}
+
+/// What a remote sends back is unpacked apart and only the run's own directory and report are
+/// moved in: a tarball that would overwrite the pipeline, plant a git hook or link its way out
+/// is refused whole, naming the member, and the project is as it was.
+#[test]
+fn a_remote_that_sends_back_more_than_its_run_writes_nothing_into_the_project() {
+    let remote = Remote::new();
+    let root = remote.project.root.clone();
+    let pipeline = std::fs::read_to_string(root.join("pipeline.yaml")).expect("pipeline.yaml");
+    let cases: [(Members, Members, &str); 3] = [
+        (
+            &[("pipeline.yaml", "evil: true\n")],
+            &[],
+            "member `pipeline.yaml`",
+        ),
+        (
+            &[(".git/hooks/pre-commit", "#!/bin/sh\ntouch PWNED\n")],
+            &[],
+            "member `.git",
+        ),
+        (
+            &[],
+            &[("artifacts", "..")],
+            "member `artifacts` is a symbolic link",
+        ),
+    ];
+    for (i, (files, links, named)) in cases.into_iter().enumerate() {
+        let dir = root.join(format!("evil-{i}"));
+        std::fs::create_dir_all(&dir).expect("a directory");
+        let evil = tarball(&dir, files, links);
+        let out = remote
+            .command(&["pipeline.yaml", "--host", "gpu-box"])
+            .env("EVIL_RUN", &evil)
+            .output()
+            .expect("start the runner");
+        let err = stderr(&out);
+        assert_ne!(code(&out), 0, "case {i}: {err}");
+        assert!(
+            err.contains(named) && err.contains("refused"),
+            "case {i}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("pipeline.yaml")).expect("pipeline.yaml"),
+            pipeline,
+            "case {i}"
+        );
+        assert!(!root.join(".git/hooks/pre-commit").exists(), "case {i}");
+        assert!(!root.join("PWNED").exists(), "case {i}");
+    }
+}
+
+/// A host that begins with `-` would be an option to ssh (`-oProxyCommand=` runs a command on
+/// this machine): it is refused before any connection, and the host goes after `--`.
+#[test]
+fn a_host_that_is_an_option_is_refused() {
+    let remote = Remote::new();
+    let root = remote.project.root.clone();
+    let out = remote.run(&["pipeline.yaml", "--host=-oProxyCommand=touch PWNED"]);
+    let err = stderr(&out);
+    assert_ne!(code(&out), 0, "{err}");
+    assert!(err.contains("is not a host"), "{err}");
+    assert!(!root.join("PWNED").exists());
+    assert!(!remote.home.join("PWNED").exists());
+    // A host that is a name still runs.
+    let ok = remote.run(&["pipeline.yaml", "--host", "gpu-box"]);
+    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
 }

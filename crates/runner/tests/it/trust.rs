@@ -223,6 +223,54 @@ fn program_text_reaches_reports_and_the_terminal_as_plain_text() {
     }
 }
 
+/// A program whose failing line mentions people, hides its order behind a right-to-left
+/// override and carries characters XML does not allow.
+const MENTIONS: &str = "#!/bin/sh\n# Stand-in program for tests; its output is hand-written.\nprintf 'FAILED: ask @octocat and @org/team, see \\342\\200\\256evil\\342\\200\\254 \\357\\277\\277 at a@b.example\\n' >&2\nexit 1\n";
+
+/// Reports stay inert in every format: a mention in the program's words notifies nobody (a
+/// zero-width joiner after its `@`), a bidirectional control is shown as what it is, and JUnit
+/// and SARIF hold no character XML 1.0 refuses.
+#[test]
+fn mentions_bidi_controls_and_xml_invalid_characters_stay_inert() {
+    let project = project("  check:\n    needs: { gpu: false }\n    timeout: 30s");
+    project.tool("prog", MENTIONS);
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let run = newest(&project);
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    let summary = project.run(&["report", &run, "--summary"]);
+    let summary = String::from_utf8_lossy(&summary.stdout).into_owned();
+    for (what, text) in [("the report", &report), ("the summary", &summary)] {
+        assert!(text.contains("@\u{200d}octocat"), "{what}: {text}");
+        assert!(text.contains("@\u{200d}org/team"), "{what}: {text}");
+        assert!(
+            !text.contains("@octocat") && !text.contains("@org/team"),
+            "{what}: {text}"
+        );
+        // An address is no mention.
+        assert!(text.contains("a@b.example"), "{what}: {text}");
+    }
+    for format in ["md", "json", "sarif", "junit"] {
+        let out = project.run(&["report", &run, "--format", format]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{202c}'),
+            "{format} holds a bidirectional control: {text}"
+        );
+        assert!(
+            text.contains("<U+202E>")
+                || text.contains("\\u003cU+202E\\u003e")
+                || text.contains("&lt;U+202E&gt;"),
+            "{format}: {text}"
+        );
+        if format == "junit" || format == "sarif" {
+            assert!(!text.contains('\u{ffff}'), "{format} holds U+FFFF: {text}");
+        }
+    }
+    let terminal = stderr(&out);
+    assert!(!terminal.contains('\u{202e}'), "{terminal}");
+}
+
 /// A stage's status and reason in the newest run, and the report's text.
 fn status_and_report(project: &Project, name: &str) -> (String, String, String) {
     let manifest = project.manifest();
