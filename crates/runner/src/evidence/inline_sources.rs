@@ -20,7 +20,13 @@ const MAX_BYTES: u64 = 4 << 20;
 /// inputs hold. Nothing is mapped where the inputs cannot be found (a run directory moved
 /// without its sources).
 pub fn maps(run: &Run, run_dir: &Path) -> Vec<SourceMap> {
-    let python: Vec<&String> = run.inputs.keys().filter(|k| k.ends_with(".py")).collect();
+    // Only inputs a manifest names inside the project: a received manifest's absolute or `..`
+    // path is never opened.
+    let python: Vec<&String> = run
+        .inputs
+        .keys()
+        .filter(|k| k.ends_with(".py") && plain_relative(k))
+        .collect();
     if python.is_empty() {
         return Vec::new();
     }
@@ -52,6 +58,16 @@ pub fn maps(run: &Run, run_dir: &Path) -> Vec<SourceMap> {
         }
     }
     out
+}
+
+/// Whether a path is relative and made of plain names only (no `..`, no root).
+fn plain_relative(path: &str) -> bool {
+    Path::new(path).components().all(|c| {
+        matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    })
 }
 
 /// The directory the run's inputs are relative to: the nearest ancestor of the run directory
@@ -146,4 +162,15 @@ fn best_match(
         }
     }
     best.map(|(_, name, first, last, offset)| (name, first, last, offset))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_plain_relative_inputs_are_opened() {
+        assert!(super::plain_relative("py/oracle.py"));
+        assert!(super::plain_relative("./oracle.py"));
+        assert!(!super::plain_relative("../../home/u/.ssh/id.py"));
+        assert!(!super::plain_relative("/etc/secret.py"));
+    }
 }

@@ -35,6 +35,10 @@ pub enum PackError {
         #[source]
         source: Refused,
     },
+    #[error(
+        "{manifest}: the run records no end: it is still running (or was killed); nothing was packed"
+    )]
+    InProgress { manifest: PathBuf },
     #[error("compress {path}: {source}")]
     Compress {
         path: PathBuf,
@@ -49,6 +53,10 @@ pub enum PackError {
 pub fn pack(run_dir: &Path, min_bytes: u64) -> Result<Packed, PackError> {
     let mut run = rundir::read_manifest(run_dir)?;
     let manifest = run_dir.join(rundir::MANIFEST);
+    // A run still writing its logs would lose what it writes after they were compressed.
+    if run.finished.is_none() {
+        return Err(PackError::InProgress { manifest });
+    }
     // (stage, log, its path, its size) of each log to compress, every path checked first.
     let mut chosen = Vec::new();
     for (s, stage) in run.stages.iter().enumerate() {

@@ -31,6 +31,11 @@ pub fn from_run(mut run: Run, run_dir: &Path) -> Evidence {
     for stage in run.stages.iter().chain(run.trial_units()) {
         for log in &stage.logs {
             let Some(format) = log.format else { continue };
+            // A log listed again (by another stage, or a manifest that repeats it) is parsed
+            // once: the first listing's reading stands.
+            if logs.contains_key(&log.path) || missing.contains_key(&log.path) {
+                continue;
+            }
             let pattern = match (format, &stage.unit.timing_pattern) {
                 (Format::TextTimings, Some(pattern)) => match pattern.compile() {
                     Ok(matcher) => Some(matcher),

@@ -1212,12 +1212,20 @@ impl Executor<'_> {
             };
             if reads_sources {
                 for file in crate::pipeline::files::source_files(self.pipeline, target) {
-                    key.files.insert(slash(&file), self.input_sha(&file));
+                    key.files.insert(key_path(&file), self.input_sha(&file));
                 }
             }
             for (name, value) in &invocation.unit.env {
                 key.command
                     .push(format!("{name}={}", value.replace(&run, "<run>")));
+            }
+            // What the program's exit statuses mean decides the unit's ending.
+            let exits = self.exits(unit);
+            if exits != config::ExitCodes::default() {
+                key.command.push(format!(
+                    "exit_codes: skipped {:?} broken {:?}",
+                    exits.skipped, exits.broken
+                ));
             }
             if let Some(compile) = unit.compile {
                 // A build with no identity (it cannot happen: a dependent runs only after its
@@ -1470,4 +1478,18 @@ fn devices(gpus: Gpus, preflight: &Preflight) -> Result<Vec<String>, RunError> {
 fn user_seal(env: &Env) -> Option<crate::evidence::cache::Seal> {
     crate::setup::toolchain::cache_home(env)
         .and_then(|home| crate::evidence::cache::Seal::of_user(&home))
+}
+
+/// A file's path as a cache key holds it, byte-exact: `slash` where it is UTF-8, else its raw
+/// bytes in hex, so two names that differ only in bytes that are not UTF-8 are two inputs.
+fn key_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    match path.to_str() {
+        Some(_) => slash(path),
+        None => {
+            let bytes = path.as_os_str().as_bytes();
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            format!("<bytes:{hex}>")
+        }
+    }
 }

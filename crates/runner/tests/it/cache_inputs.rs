@@ -389,3 +389,52 @@ fn a_program_printing_hundreds_of_megabytes_on_one_line_keeps_the_runner_small()
         "{check:#}"
     );
 }
+
+/// The exit statuses by which a program says it did not test decide a unit's ending: adding
+/// them after a run is a changed input, and the unit runs again under them.
+#[test]
+fn exit_codes_added_after_a_run_are_in_the_units_key() {
+    let project = project();
+    project.pipeline(&pipeline("PLANT: 1", ""));
+    let (first, manifest, err) = run(&project);
+    assert_eq!(first, 1, "{err}");
+    assert_eq!(status(&manifest, "check"), "findings", "{manifest:#}");
+    let yaml = pipeline("PLANT: 1", "").replace(
+        "    env: {  }\n",
+        "    env: {  }\n    exit_codes: { skipped: [1] }\n",
+    );
+    assert!(yaml.contains("exit_codes"), "{yaml}");
+    project.pipeline(&yaml);
+    let (_, manifest, err) = run(&project);
+    assert!(
+        ran(&manifest)["check"],
+        "a finding was served under new exit codes: {err}"
+    );
+    assert_eq!(status(&manifest, "check"), "skipped", "{manifest:#}");
+}
+
+/// Two sources whose names differ only in bytes that are not UTF-8 are two inputs: a change to
+/// either runs the build again (read lossily, both names were one key).
+#[test]
+fn sources_whose_names_are_not_utf8_are_keyed_byte_exact() {
+    use std::os::unix::ffi::OsStrExt;
+    let project = project();
+    let name = |b: u8| {
+        project.root.join("src").join(std::ffi::OsStr::from_bytes(&[
+            b'd', b'a', b't', b'a', b, b'.', b't',
+        ]))
+    };
+    std::fs::write(name(0xff), "one\n").expect("a source");
+    std::fs::write(name(0xfe), "two\n").expect("a source");
+    let (first, _, err) = run(&project);
+    assert_eq!(first, 0, "{err}");
+    let (_, manifest, _) = run(&project);
+    assert!(!ran(&manifest)["build"], "{manifest:#}");
+    // The second name's content changes: the build is another input now.
+    std::fs::write(name(0xfe), "three\n").expect("a source");
+    let (_, manifest, err) = run(&project);
+    assert!(
+        ran(&manifest)["build"],
+        "a stale build was served: {err}\n{manifest:#}"
+    );
+}

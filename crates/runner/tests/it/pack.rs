@@ -51,3 +51,31 @@ fn a_packed_run_renders_the_same_report() {
     assert_eq!(code(&again), 0, "{}", stderr(&again));
     assert!(String::from_utf8_lossy(&again.stdout).contains("compressed 0 logs"));
 }
+
+/// A run that records no end is still writing (or was killed): `pack` refuses it and leaves
+/// every log as it was.
+#[test]
+fn a_run_still_in_progress_is_not_packed() {
+    let project = Project::new();
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let run = project.runs().pop().unwrap();
+    let path = run.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    // As the manifest reads while the run is under way.
+    manifest.as_object_mut().unwrap().remove("finished");
+    std::fs::write(&path, manifest.to_string()).unwrap();
+    let sass = run.join("sass/small/sm_90/kernel.cubin.sass");
+    let before = std::fs::read(&sass).unwrap();
+    let run_arg = run.to_string_lossy().into_owned();
+    let packed = project.run(&["pack", &run_arg, "--min-bytes", "1"]);
+    assert_ne!(code(&packed), 0, "{}", stderr(&packed));
+    assert!(
+        stderr(&packed).contains("still running"),
+        "{}",
+        stderr(&packed)
+    );
+    assert_eq!(std::fs::read(&sass).unwrap(), before);
+    assert!(!run.join("sass/small/sm_90/kernel.cubin.sass.gz").exists());
+}
