@@ -163,11 +163,48 @@ pub fn open_log(path: &Path) -> std::io::Result<Box<dyn std::io::BufRead>> {
     Ok(decompressed(path, file))
 }
 
+/// The most bytes a stored `.gz` log may inflate to: the runner keeps at most the first and last
+/// 64 MiB of a stream, so a log past this was not written by it (a gzip bomb in a received run).
+pub const MAX_INFLATED: u64 = 256 << 20;
+
 fn decompressed(path: &Path, file: std::fs::File) -> Box<dyn std::io::BufRead> {
     if path.extension().is_some_and(|e| e == "gz") {
-        Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(file)))
+        Box::new(std::io::BufReader::new(Capped {
+            inner: flate2::read::GzDecoder::new(file),
+            left: MAX_INFLATED,
+        }))
     } else {
         Box::new(std::io::BufReader::new(file))
+    }
+}
+
+/// A reader that fails, rather than goes on, once it has given `left` bytes and there are more.
+struct Capped<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            let mut probe = [0u8; 1];
+            return match self.inner.read(&mut probe)? {
+                0 => Ok(0),
+                _ => Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "it inflates past {} MiB, more than the runner ever stores",
+                        MAX_INFLATED >> 20
+                    ),
+                )),
+            };
+        }
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n as u64;
+        Ok(n)
     }
 }
 

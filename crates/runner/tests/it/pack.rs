@@ -79,3 +79,34 @@ fn a_run_still_in_progress_is_not_packed() {
     assert_eq!(std::fs::read(&sass).unwrap(), before);
     assert!(!run.join("sass/small/sm_90/kernel.cubin.sass.gz").exists());
 }
+
+/// A packed log that inflates far past anything the runner stores (a gzip bomb in a received
+/// run) is read up to the bound and then named unreadable: `report` ends, and the run is not
+/// clean for it.
+#[test]
+fn a_log_that_inflates_past_the_bound_is_unreadable_not_endless() {
+    use std::io::Write;
+    let project = Project::new();
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let run = project.runs().pop().unwrap();
+    let run_arg = run.to_string_lossy().into_owned();
+    let packed = project.run(&["pack", &run_arg, "--min-bytes", "1"]);
+    assert_eq!(code(&packed), 0, "{}", stderr(&packed));
+    let log = run.join("sass/small/sm_90/kernel.cubin.sass.gz");
+    assert!(log.is_file());
+    // 300 MiB of zeros, about 300 KB compressed.
+    let mut bomb = flate2::write::GzEncoder::new(
+        std::fs::File::create(&log).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let block = vec![0u8; 1 << 20];
+    for _ in 0..300 {
+        bomb.write_all(&block).unwrap();
+    }
+    bomb.finish().unwrap();
+    let report = project.run(&["report", &run_arg]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("inflates past 256 MiB"), "{text}");
+    assert!(!text.contains("✅ Clean"), "{text}");
+}
