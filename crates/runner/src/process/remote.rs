@@ -679,6 +679,8 @@ fn member_allowed(path: &Path, id: &str) -> bool {
     };
     let name = |i: usize| parts.get(i).and_then(|p| p.to_str());
     match (name(0), name(1), parts.len()) {
+        // The archive's own top directory (`./`).
+        (None, None, 0) => true,
         (Some("artifacts"), None, 1) | (Some("reports"), None, 1) => true,
         (Some("artifacts"), Some(run), _) => run == id,
         (Some("reports"), Some(file), 2) => file

@@ -13,8 +13,9 @@ use crate::util::{BIN, Project, code, stderr};
 /// The stand-in ssh (hand-written): options, `--`, the host, then the remote command; an
 /// option after the host's place is an option read as one, as OpenSSH's getopt does. A master
 /// (`ControlMaster=yes`) marks its control path as a real one's socket would appear. With
-/// `EVIL_RUN` set, it answers the command that packs the run with that file instead: a remote
-/// that sends back what it likes.
+/// `EVIL_RUN` set, it answers the command that packs the run with that file instead, and with
+/// `EVIL_ID` set, with the run whose manifest names that id: a remote that sends back what it
+/// likes.
 const SSH: &str = r#"#!/bin/sh
 host=""
 master=""
@@ -37,6 +38,16 @@ while [ $# -gt 0 ]; do
 done
 if [ -n "$EVIL_RUN" ]; then
   case "$1" in *"tar -czf - artifacts/"*) cat "$EVIL_RUN"; exit 0 ;; esac
+fi
+if [ -n "$EVIL_ID" ]; then
+  case "$1" in *"tar -czf - artifacts/"*)
+    t=$(mktemp -d)
+    (cd "$REMOTE_HOME" && sh -c "$1") | tar -xzf - -C "$t"
+    m=$(ls "$t"/artifacts/*/manifest.json)
+    sed -i '0,/"id": *"[^"]*"/s||"id": "'"$EVIL_ID"'"|' "$m"
+    (cd "$t" && tar -czf - .)
+    exit 0 ;;
+  esac
 fi
 if [ -e "$REMOTE_HOME/down" ]; then
   echo "ssh: connect to host $host port 22: Connection refused" >&2
@@ -528,4 +539,25 @@ fn a_host_that_is_an_option_is_refused() {
     // A host that is a name still runs.
     let ok = remote.run(&["pipeline.yaml", "--host", "gpu-box"]);
     assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+}
+
+/// A run that comes back with a manifest naming another run id (`../../x`) is refused: the
+/// report is named by the id the run came back under, never by what its manifest says.
+#[test]
+fn a_received_manifest_naming_another_run_is_refused() {
+    let remote = Remote::new();
+    let root = remote.project.root.clone();
+    let out = remote
+        .command(&["pipeline.yaml", "--host", "gpu-box"])
+        .env("EVIL_ID", "../../x")
+        .output()
+        .expect("start the runner");
+    let err = stderr(&out);
+    assert_ne!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("its manifest names run `../../x`") && err.contains("refused"),
+        "{err}"
+    );
+    assert!(!root.join("x.md").exists());
+    assert!(!root.parent().expect("a parent").join("x.md").exists());
 }
