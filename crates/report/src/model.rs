@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use parsers::{Finding, FindingKind};
 
-use crate::KernelId;
+use crate::kernel_id::KernelId;
 
 /// A library the program calls, whose kernels run in the program's process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
