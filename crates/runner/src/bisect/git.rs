@@ -110,18 +110,38 @@ impl<'a> Git<'a> {
         }
     }
 
-    /// The commits after `good` up to `bad`, oldest first: those that descend from `good` and
-    /// lead to `bad`, in topological order.
-    pub fn between(&self, good: &str, bad: &str) -> Result<Vec<String>, BisectError> {
+    /// The commits after `good` up to `bad`, oldest first, and whether they are a first-parent
+    /// walk past merges.
+    /// Along BAD's first-parent history (as `git bisect --first-parent` walks it): the states
+    /// of one line of development, ordered, so that a fault once in stays in; a fault a merge
+    /// brought in is found at that merge. Where `good` is not on that line, every commit that
+    /// descends from `good` and leads to `bad`, in topological order.
+    pub fn between(&self, good: &str, bad: &str) -> Result<(Vec<String>, bool), BisectError> {
         let range = format!("{good}..{bad}");
-        let out = self.run(&[
-            "rev-list",
-            "--reverse",
-            "--topo-order",
-            "--ancestry-path",
-            &range,
-        ])?;
-        Ok(out.lines().map(str::to_string).collect())
+        let list = |args: &[&str]| -> Result<Vec<String>, BisectError> {
+            let mut argv = vec!["rev-list", "--reverse"];
+            argv.extend_from_slice(args);
+            argv.extend(["--ancestry-path", range.as_str()]);
+            Ok(self.run(&argv)?.lines().map(str::to_string).collect())
+        };
+        let merges = !self
+            .run(&["rev-list", "--merges", &range])?
+            .trim()
+            .is_empty();
+        let first_parent = list(&["--first-parent"])?;
+        if first_parent.last().is_some_and(|last| self.same(last, bad)) {
+            return Ok((first_parent, merges));
+        }
+        Ok((list(&["--topo-order"])?, false))
+    }
+
+    /// Whether two revisions name one commit.
+    fn same(&self, a: &str, b: &str) -> bool {
+        let resolve = |r: &str| self.run(&["rev-parse", "--verify", &format!("{r}^{{commit}}")]);
+        match (resolve(a), resolve(b)) {
+            (Ok(x), Ok(y)) => x.trim() == y.trim(),
+            _ => false,
+        }
     }
 
     /// A commit's hash, short hash, subject, author date and the files it changed.

@@ -158,7 +158,7 @@ pub fn bisect(
             request.good, request.bad
         )));
     }
-    let candidates = git.between(&good, &bad)?;
+    let (candidates, merges) = git.between(&good, &bad)?;
     if candidates.is_empty() {
         return Err(BisectError::Usage(format!(
             "no commit leads from GOOD `{}` to BAD `{}`",
@@ -229,6 +229,14 @@ pub fn bisect(
         ),
     };
     let mut notes = std::mem::take(&mut session.notes);
+    if merges {
+        notes.insert(
+            0,
+            "the range holds merges: the search walked BAD's first-parent history, so a fault a \
+             merge brought in is named at that merge (as `git bisect --first-parent` does)"
+                .to_string(),
+        );
+    }
     if differs {
         notes.insert(
             0,

@@ -766,3 +766,31 @@ fn a_fault_planted_right_after_good_costs_no_more_runs() {
         "GOOD's own run showed it good: {answer:#}"
     );
 }
+
+/// A fault planted on main, then a branch of harmless commits merged after it: the answer is
+/// the commit that planted the fault, as `git bisect` names it, never the merge; the answer
+/// says the search walked the first-parent history.
+#[test]
+fn a_merge_after_the_fault_is_not_named_for_it() {
+    let mut repo = Repo::new();
+    let good = repo.commits[0].clone();
+    repo.git(&["branch", "side"]);
+    repo.tweak(1);
+    let planted = repo.plant(2);
+    repo.tweak(2);
+    repo.git(&["checkout", "-q", "side"]);
+    for n in 1..=4 {
+        repo.commit_readme(n);
+    }
+    repo.git(&["checkout", "-q", "main"]);
+    repo.git(&["merge", "-q", "--no-ff", "-m", "Merge the notes", "side"]);
+    let (answer, _) = answered(&repo, &[&good, "HEAD"], &planted);
+    assert!(
+        answer["notes"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|n| n
+                .as_str()
+                .is_some_and(|n| n.contains("first-parent history")))),
+        "{answer:#}"
+    );
+}
