@@ -408,7 +408,13 @@ fn model_of(
             .filter(|k| {
                 k.sass_source
                     .and_then(|i| sources.get(i))
-                    .is_some_and(|s| s.path.contains("triton"))
+                    // The SASS stage names a cubin from Triton's cache `jit__triton__...`.
+                    .is_some_and(|s| {
+                        s.path
+                            .rsplit('/')
+                            .next()
+                            .is_some_and(|file| file.starts_with("jit__triton__"))
+                    })
             })
             .map(|k| k.name.as_str())
             .collect(),

@@ -119,19 +119,52 @@ fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
             ""
         }
     );
-    let pattern = kernels
-        .first()
-        .map(|k| {
-            k.split(['<', '_', ':'])
-                .find(|w| !w.is_empty())
-                .unwrap_or(k.as_str())
-                .to_string()
-        })
-        .unwrap_or_default();
+    let pattern = exclusion_pattern(&kernels);
     d.fix = format!(
         "To check only the program's kernels, leave the library's out of the sanitizer run: \
          `--kernel-name-exclude kns={pattern}` (compute-sanitizer), or the stage's `args:` in \
          pipeline.yaml; or run the reference outside the sanitized process."
     );
     d
+}
+
+/// The substring that names these kernels for `--kernel-name-exclude kns=`: the prefix they
+/// all share, up to a template's `<`, or the first kernel's name where they share too little
+/// (a short prefix such as `sm90` would leave out the user's kernels too).
+fn exclusion_pattern(kernels: &[&KernelId]) -> String {
+    let base = |k: &KernelId| k.split('<').next().unwrap_or(k.as_str()).to_string();
+    let Some(first) = kernels.first().map(|k| base(k)) else {
+        return String::new();
+    };
+    let shared = kernels.iter().skip(1).fold(first.clone(), |prefix, k| {
+        let other = base(k);
+        let len = prefix
+            .char_indices()
+            .zip(other.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((i, a), _)| i + a.len_utf8());
+        prefix[..len].to_string()
+    });
+    if shared.len() >= 8 { shared } else { first }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exclusion_pattern;
+    use crate::KernelId;
+
+    #[test]
+    fn the_exclusion_pattern_is_what_the_librarys_kernels_share() {
+        let a = KernelId::of("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7");
+        let b = KernelId::of("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_3");
+        assert_eq!(
+            exclusion_pattern(&[&a, &b]),
+            "cudnn_generated_fort_native_sdpa_sm90_flash_"
+        );
+        // Kernels that share only a short prefix: the first one's name, never `sm90`.
+        let c = KernelId::of("sm90_xmma_gemm_f16f16_f32_tn");
+        let d = KernelId::of("sm90_sgemm_128x64");
+        assert_eq!(exclusion_pattern(&[&c, &d]), "sm90_xmma_gemm_f16f16_f32_tn");
+    }
 }

@@ -265,11 +265,29 @@ fn latent_draft(ctx: &Ctx, config: Option<&str>, latent: &[(KernelId, Vec<Hit>)]
     d.figures
         .insert("latent_kernels".into(), json!(latent.len()));
     d.confidence = Confidence::Medium;
+    // What the run's own records say of each: a kernel a tool saw run reached no trap; of the
+    // others, no record says whether they launched.
+    let launched: Vec<String> = latent
+        .iter()
+        .filter(|(k, _)| ctx.joined.model.ran(config, k))
+        .map(|(k, _)| format!("`{k}`"))
+        .collect();
+    let how = if launched.is_empty() {
+        "they were never launched, or never reached the operation".to_string()
+    } else if launched.len() == names.len() {
+        "each was launched (a tool recorded it) and never reached the operation".to_string()
+    } else {
+        format!(
+            "{} launched and never reached the operation; no record says whether the others \
+             launched",
+            join_words(&launched)
+        )
+    };
     d.explanation = format!(
         "The compiler warned that it cannot perform {op} on local memory and planted a trap \
          (BPT.TRAP) in {}. The program ran under memcheck (or passed its check) with no trap \
-         record in any of them: they were never launched, or never reached the operation. A \
-         launch that does reach it fails with an unspecified launch failure.",
+         record in any of them: {how}. A launch that does reach it fails with an unspecified \
+         launch failure.",
         join_words(&names)
     );
     d.fix = if is_fragment(&warnings) {
