@@ -2,8 +2,10 @@
 //!
 //! Every file the runner itself writes (the manifest, reports) goes to a temporary file in the
 //! same directory and is renamed into place, so a reader sees the old version or the new one,
-//! never half of one. The manifest is rewritten after every stage: a run that dies leaves a
-//! manifest with the stages done so far, marked interrupted.
+//! never half of one. The manifest is written when the run starts and when it ends; in between,
+//! each unit's record is appended to [`JOURNAL`] as it ends, so that a run of n units writes
+//! O(n) bytes, not a manifest per unit. A run that dies leaves its first manifest, marked
+//! interrupted, and the journal of the units done so far, which [`read_manifest`] reads back.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,6 +40,18 @@ pub const ARTIFACTS: &str = "artifacts";
 pub const REPORTS: &str = "reports";
 /// The manifest's file name inside a run directory.
 pub const MANIFEST: &str = "manifest.json";
+/// The units ended so far, one JSON line each, while the run runs; removed once the manifest
+/// that ends the run holds them.
+pub const JOURNAL: &str = "units.jsonl";
+
+/// One line of [`JOURNAL`]: a unit's place in the plan, its record, and the flag input it hashed.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Entry {
+    unit: usize,
+    stage: report::Stage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input: Option<(String, String)>,
+}
 
 /// A file in a run directory that holds [`RESERVE_BYTES`] of its file system while the run
 /// runs: when a program filled the disk, removing it lets the manifest still be written, with
@@ -108,6 +122,56 @@ impl RunDir {
             source,
         })?;
         Ok(dir)
+    }
+
+    /// Appends an ended unit's record to [`JOURNAL`]: `unit` is its place in the plan, `input`
+    /// the flag input it hashed. One line in one write, so a crash leaves at most the last line
+    /// cut short, which [`read_manifest`] skips.
+    pub fn record_unit(
+        &self,
+        unit: usize,
+        stage: &report::Stage,
+        input: Option<(String, String)>,
+    ) -> Result<(), WriteError> {
+        let path = self.path.join(JOURNAL);
+        let error = |source| WriteError {
+            path: path.clone(),
+            source,
+        };
+        let entry = Entry {
+            unit,
+            stage: stage.clone(),
+            input,
+        };
+        let mut line = serde_json::to_vec(&entry).map_err(|e| error(std::io::Error::other(e)))?;
+        line.push(b'\n');
+        let append = |line: &[u8]| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut file| file.write_all(line))
+        };
+        append(&line).or_else(|e| {
+            if self.release_reserve() {
+                append(&line)
+            } else {
+                Err(e)
+            }
+        })
+        .map_err(error)
+    }
+
+    /// Writes the manifest that ends the run (it holds every unit) and removes [`JOURNAL`].
+    pub fn finish_manifest(&self, run: &report::Run) -> Result<(), WriteError> {
+        self.write_manifest(run)?;
+        match std::fs::remove_file(self.path.join(JOURNAL)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(WriteError {
+                path: self.path.join(JOURNAL),
+                source: e,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Writes `manifest.json`, atomically.
@@ -255,14 +319,46 @@ pub fn read_head_tail(path: &Path, limit: u64) -> std::io::Result<String> {
 pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
 /// Reads a stored run's manifest: a regular file of at most [`MAX_MANIFEST_BYTES`], never a
-/// symbolic link, FIFO or device.
+/// symbolic link, FIFO or device. A run that did not finish gets the units its [`JOURNAL`]
+/// recorded (a line cut short by a crash is skipped).
 pub fn read_manifest(run_dir: &Path) -> Result<report::Run, ReadError> {
     let path = run_dir.join(MANIFEST);
     let bytes = read_file(&path, MAX_MANIFEST_BYTES).map_err(|source| ReadError::Refused {
         path: path.clone(),
         source,
     })?;
-    serde_json::from_slice(&bytes).map_err(|source| ReadError::Json { path, source })
+    let mut run: report::Run =
+        serde_json::from_slice(&bytes).map_err(|source| ReadError::Json { path, source })?;
+    if run.finished.is_none() {
+        let journal = run_dir.join(JOURNAL);
+        match read_file(&journal, MAX_MANIFEST_BYTES) {
+            Ok(lines) => replay(&mut run, &lines),
+            Err(Refused::Missing) => {}
+            Err(source) => {
+                return Err(ReadError::Refused {
+                    path: journal,
+                    source,
+                });
+            }
+        }
+    }
+    Ok(run)
+}
+
+/// The units a journal recorded, in plan order, after the stages the manifest already holds;
+/// a later line for the same unit replaces an earlier one.
+fn replay(run: &mut report::Run, journal: &[u8]) {
+    let mut units: std::collections::BTreeMap<usize, report::Stage> = Default::default();
+    for line in journal.split(|b| *b == b'\n') {
+        let Ok(entry) = serde_json::from_slice::<Entry>(line) else {
+            continue;
+        };
+        if let Some((key, sha)) = entry.input {
+            run.inputs.insert(key, sha);
+        }
+        units.insert(entry.unit, entry.stage);
+    }
+    run.stages.extend(units.into_values());
 }
 
 /// A stored manifest that could not be read.

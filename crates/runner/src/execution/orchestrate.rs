@@ -249,22 +249,19 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         &dir,
         options.min_free_bytes,
         |i, stage, flags| {
+            // Each unit's record goes to the journal as it ends, the manifest only at the end:
+            // a run's writes grow with its units, not with their square.
+            dir.record_unit(i, &stage, flags.clone())?;
             if let Some((key, sha)) = flags {
                 run.inputs.insert(key, sha);
             }
-            // Skipped units change nothing on disk: they are recorded with the next unit that
-            // does.
-            let wrote = stage.status != StageStatus::Skipped || stage.cached_from.is_some();
             if let Some(slot) = records.get_mut(i) {
                 *slot = Some(stage);
-            }
-            run.stages = records.iter().flatten().cloned().collect();
-            if wrote {
-                dir.write_manifest(&run)?;
             }
             Ok(())
         },
     )?;
+    run.stages = records.into_iter().flatten().collect();
     late_skips.sort();
     let late = late_skips
         .iter()
@@ -320,7 +317,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         judged = Some(report::analyze(&evidence).verdict);
     }
     run.wall_ms = Some(u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX));
-    dir.write_manifest(&run)?;
+    dir.finish_manifest(&run)?;
     cx.progress.event(Event::Done);
     let verdict = verdict(&run, judged.as_ref());
     Ok(Finished {

@@ -252,3 +252,74 @@ fn a_sass_stage_whose_tool_printed_no_function_is_inconclusive() {
          inspect; its output begins `Fatbin elf code:`"
     );
 }
+
+/// A runner killed outright (no chance to write its last manifest) loses none of the units
+/// that ended: each was journalled as it ended, and the next run serves the finished build
+/// from it instead of compiling again.
+#[test]
+fn a_run_killed_outright_keeps_the_units_that_ended() {
+    let project = Project::new();
+    // The build ends; the SASS dump after it hangs until the runner is killed.
+    project.tool(
+        "cuobjdump",
+        r#"#!/bin/sh
+if [ "$1" = "--version" ]; then echo "cuobjdump: NVIDIA (R) CUDA Object Dump (stand-in)"; exit 0; fi
+here="$(dirname "$0")"
+sleep 1000 &
+echo $! > "$here/grandchild.pid"
+echo $$ > "$here/child.pid"
+wait
+"#,
+    );
+    let mut runner = Command::new(crate::util::BIN)
+        .arg("pipeline.yaml")
+        .current_dir(&project.root)
+        .env("XDG_CACHE_HOME", &project.cache)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the runner");
+    let child: i32 = project
+        .wait_for("bin/child.pid", Duration::from_secs(20))
+        .trim()
+        .parse()
+        .unwrap();
+    let grandchild: i32 = project
+        .wait_for("bin/grandchild.pid", Duration::from_secs(5))
+        .trim()
+        .parse()
+        .unwrap();
+    runner.kill().expect("SIGKILL the runner");
+    runner.wait().expect("reap the runner");
+    // Nobody was left to end the hung tool: the test does.
+    for pid in [child, grandchild] {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let killed = project.runs().pop().expect("the killed run's directory");
+    // The manifest on disk is the one the run started with; the journal holds the build.
+    let manifest = project.manifest();
+    assert_eq!(manifest["interrupted"], true);
+    assert!(manifest["finished"].is_null());
+    assert!(
+        killed.join("units.jsonl").is_file(),
+        "no journal beside the manifest"
+    );
+    assert_eq!(project.nvcc_calls(), 1);
+
+    // The next run (with a SASS dump that ends) serves the build from the killed run.
+    project.tool("cuobjdump", &crate::util::cuobjdump());
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(project.nvcc_calls(), 1, "the build ran again");
+    let manifest = project.manifest();
+    let compile = stage(&manifest, "compile");
+    let killed_id = killed.file_name().and_then(|n| n.to_str()).expect("a run id");
+    assert_eq!(compile["cached_from"], killed_id);
+    // A finished run keeps no journal: the manifest holds every unit.
+    let finished = project.runs().pop().unwrap();
+    assert!(!finished.join("units.jsonl").exists());
+    assert_eq!(manifest["stages"].as_array().map(Vec::len), Some(3));
+}
