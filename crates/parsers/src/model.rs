@@ -258,6 +258,11 @@ pub struct Finding {
     /// `api_call`, `max_abs_err`, `first_failing_launch`. Numbers are numbers.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub details: serde_json::Map<String, serde_json::Value>,
+    /// How many lines of the program's own output a sanitizer log held before this site's
+    /// first record: with [`ParsedLog::failure_output`], whether the program had already printed
+    /// its failure when the fault happened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_before: Option<u32>,
     /// An Nsight Compute rule result's name, type, estimated speedup and the figures its
     /// message states ([`FindingKind::ProfilerRule`] only). Not serialised: `details` keeps the
     /// rule's columns for `runner parse --json`.
@@ -456,6 +461,18 @@ pub struct ParsedLog {
     /// at, one level each; followed up, they lead from a header's line to the user's call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inlined: Vec<Inlined>,
+    /// In a sanitizer log, the line of the program's own output that says it failed
+    /// ([`crate::program::telling_line`]), with its place among the program's lines: the
+    /// order of the program's failure and the tool's records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_output: Option<OutputLine>,
+}
+
+/// A line of a program's own output, and how many of its lines came before it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputLine {
+    pub text: String,
+    pub index: u32,
 }
 
 /// What a profiled function executed, from the SASS rows of Nsight Compute's source page.
@@ -612,6 +629,7 @@ impl ParsedLog {
             instruction_mix: Vec::new(),
             call_sites: Vec::new(),
             inlined: Vec::new(),
+            failure_output: None,
         }
     }
 }

@@ -32,7 +32,15 @@ pub(crate) struct SanitizerParser {
     last: Option<LastSite>,
     /// What every record of a finding adds beyond its first: the spread of its accesses.
     spreads: Vec<Spread>,
+    /// The program's own output lines, as many as [`MAX_OUTPUT`], for the line that says it
+    /// failed; and how many it printed in all.
+    output: Vec<String>,
+    output_lines: u32,
 }
+
+/// The most lines of the program's own output kept to find its failure line; past them, the
+/// order of its failure and the records is not told.
+const MAX_OUTPUT: usize = 4096;
 
 /// The spread of one finding's records: how far past (or before) its allocation each access
 /// landed, and which threads and blocks made them. The first record alone says little (records
@@ -334,6 +342,8 @@ impl SanitizerParser {
             sides: SideCache::default(),
             last: None,
             spreads: Vec::new(),
+            output: Vec::new(),
+            output_lines: 0,
         }
     }
 
@@ -366,6 +376,12 @@ impl SanitizerParser {
     }
 
     fn unparsed(&mut self, line: &str) {
+        if !line.starts_with(PREFIX) && !line.trim().is_empty() {
+            self.output_lines = self.output_lines.saturating_add(1);
+            if self.output.len() < MAX_OUTPUT {
+                self.output.push(crate::util::clip(line, 512));
+            }
+        }
         note_unparsed(&mut self.log, line);
     }
 
@@ -887,6 +903,7 @@ impl SanitizerParser {
         let leaked = r.leaked;
         if let Some(f) = self.sites.get_mut(i) {
             if new {
+                f.output_before = Some(self.output_lines);
                 for (k, v) in &self.rec.details {
                     f.details.entry(k.to_string()).or_insert_with(|| v.clone());
                 }
@@ -969,6 +986,16 @@ impl SanitizerParser {
         for f in &mut self.log.findings {
             crate::records::type_payload(f);
         }
+        if self.output.len() as u64 == u64::from(self.output_lines) {
+            let lines = self.output.iter().map(String::as_str);
+            self.log.failure_output = crate::program::telling_line(lines).and_then(|text| {
+                let index = self.output.iter().position(|l| l.trim() == text)?;
+                Some(crate::OutputLine {
+                    text: text.to_string(),
+                    index: u32::try_from(index).ok()?,
+                })
+            });
+        }
         cross_check(&mut self.log);
         self.log
     }
@@ -1031,6 +1058,7 @@ fn cross_check(log: &mut ParsedLog) {
         device_frames: Vec::new(),
         host_frames: Vec::new(),
         details,
+        output_before: None,
         profiler_rule: None,
     });
 }

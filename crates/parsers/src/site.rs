@@ -249,6 +249,7 @@ impl Sites {
             device_frames: Vec::new(),
             host_frames: Vec::new(),
             details: serde_json::Map::new(),
+            output_before: None,
             profiler_rule: None,
         });
         self.keys.push(OwnedSite {

@@ -31,6 +31,10 @@ pub struct Facts {
     /// Logs (relative to the run directory) of stages that launched the kernel several times:
     /// a fault found only there does not explain a symptom of a single launch.
     pub repeated_logs: BTreeSet<String>,
+    /// Findings (by index) whose first record came after the program printed the line its
+    /// check failed on ([`crate::model::ProgramModel::after_failure`]): a fault made only of
+    /// them does not explain that failure.
+    pub after_failure: BTreeSet<usize>,
 }
 
 /// The most evidence items a merged diagnosis keeps.
@@ -63,7 +67,7 @@ pub fn fold(drafts: Vec<Draft>, facts: &Facts) -> Vec<Diagnosis> {
         .collect();
     absorb(&mut nodes);
     attach_scoped(&mut nodes, facts);
-    one_cause_per_fault(&mut nodes);
+    one_cause_per_fault(&mut nodes, facts);
     attach_symptoms(&mut nodes);
     merge(nodes)
 }
@@ -105,9 +109,11 @@ fn attach_scoped(nodes: &mut [Node], facts: &Facts) {
         };
         let config = nodes[i].draft.config.clone();
         let same_config = |d: &Draft| d.config == config;
+        let symptom = &nodes[i].draft;
         let root = nodes.iter().position(|n| {
             let d = &n.draft;
             is_fault(d)
+                && (!after_failure(d, facts) || shares_log(symptom, d))
                 && match &scope {
                     Scope::Kernel {
                         kernel,
@@ -137,6 +143,19 @@ fn attach_scoped(nodes: &mut [Node], facts: &Facts) {
     }
 }
 
+/// Whether every finding a draft explains came after the program printed the line its check
+/// failed on ([`Facts::after_failure`]).
+fn after_failure(d: &Draft, facts: &Facts) -> bool {
+    !d.explains.is_empty() && d.explains.iter().all(|e| facts.after_failure.contains(e))
+}
+
+/// Whether two drafts cite a log in common.
+fn shares_log(a: &Draft, b: &Draft) -> bool {
+    a.evidence
+        .iter()
+        .any(|e| b.evidence.iter().any(|o| o.log == e.log))
+}
+
 /// Where a draft stands when one config's errors are ordered: faults by rank, failing tests,
 /// symptoms by rank, bare symptoms last.
 fn precedence(d: &Draft) -> u16 {
@@ -156,7 +175,7 @@ fn precedence(d: &Draft) -> u16 {
 /// without one, under the symptom that says most; drafts of two rules at one line (an
 /// out-of-bounds read and the uninitialised value it reads) are one fault. Sites at different
 /// places stay apart: two root causes only where the evidence shows two.
-fn one_cause_per_fault(nodes: &mut [Node]) {
+fn one_cause_per_fault(nodes: &mut [Node], facts: &Facts) {
     let open = |n: &Node| n.draft.level == Level::Error && !n.silent && n.attach_to.is_none();
     let configs: BTreeSet<String> = nodes
         .iter()
@@ -190,11 +209,15 @@ fn one_cause_per_fault(nodes: &mut [Node]) {
         // A failing test is a fault of its own unless a tool located one it may be the symptom
         // of: where each tool site was found in a test run alone, only a site in this test.
         let test_of = |i: usize| nodes[i].draft.figures.get("test");
+        // A fault whose records all came after the program printed its failure happened after
+        // it: it explains nothing the program said before.
+        let after_failure = |i: usize| after_failure(&nodes[i].draft, facts);
         let own_fault = |i: usize| {
             located(i, true)
-                && tool_sites
-                    .iter()
-                    .all(|&t| test_of(t).is_some_and(|tool_test| Some(tool_test) != test_of(i)))
+                && tool_sites.iter().all(|&t| {
+                    after_failure(t)
+                        || test_of(t).is_some_and(|tool_test| Some(tool_test) != test_of(i))
+                })
         };
         let order = |i: usize| precedence(&nodes[i].draft);
         let mut sites: Vec<usize> = members
@@ -225,11 +248,32 @@ fn one_cause_per_fault(nodes: &mut [Node]) {
             .first()
             .copied()
             .or_else(|| members.iter().copied().min_by_key(|&i| order(i)));
-        if let Some(lead) = lead {
-            for &i in &members {
-                if i != lead && !kept.contains(&i) && !moves.iter().any(|(from, _)| *from == i) {
-                    moves.push((i, lead));
-                }
+        // What the lead cannot explain: a draft from another log than the lead's, when the
+        // lead happened after the program's failure (the failing check, its wrong output).
+        // Those join the first kept fault that came before it, else the one of them that says
+        // most, which stands as its own root cause.
+        let shares_log = |i: usize, with: usize| shares_log(&nodes[i].draft, &nodes[with].draft);
+        let rest: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&i| Some(i) != lead && !kept.contains(&i))
+            .filter(|&i| !moves.iter().any(|(from, _)| *from == i))
+            .collect();
+        let unexplained = |i: usize| lead.is_some_and(|l| after_failure(l) && !shares_log(i, l));
+        let second = kept
+            .iter()
+            .copied()
+            .find(|&k| !after_failure(k))
+            .or_else(|| {
+                rest.iter()
+                    .copied()
+                    .filter(|&i| unexplained(i))
+                    .min_by_key(|&i| order(i))
+            });
+        for i in rest {
+            let to = if unexplained(i) { second } else { lead };
+            if let Some(to) = to.filter(|&to| to != i) {
+                moves.push((i, to));
             }
         }
         for (from, to) in moves {
@@ -606,6 +650,7 @@ mod tests {
     fn check(drafts: Vec<B>, repeated: &[&str], expect: &[&str]) -> Vec<Diagnosis> {
         let facts = Facts {
             repeated_logs: repeated.iter().map(|s| s.to_string()).collect(),
+            after_failure: BTreeSet::new(),
         };
         let out = fold(drafts.into_iter().map(|b| b.0).collect(), &facts);
         let got: Vec<String> = out
@@ -620,6 +665,34 @@ mod tests {
     }
 
     use RuleId::*;
+
+    #[test]
+    fn a_fault_after_the_programs_failure_does_not_explain_it() {
+        let fault = || {
+            let mut b = draft(OutOfBounds, "Out-of-bounds write")
+                .at("a.cu", 10)
+                .log("memcheck.log");
+            b.0.explains = vec![0];
+            b
+        };
+        let wrong = || {
+            draft(WrongOutput, "Wrong output")
+                .of(Scope::Config)
+                .log("check.log")
+        };
+        let fold_with = |after: &[usize]| {
+            let facts = Facts {
+                repeated_logs: BTreeSet::new(),
+                after_failure: after.iter().copied().collect(),
+            };
+            let out = fold(vec![fault().0, wrong().0], &facts);
+            out.iter().map(|d| d.rule.to_string()).collect::<Vec<_>>()
+        };
+        // Its records came first: the wrong output is its symptom.
+        assert_eq!(fold_with(&[]), ["out-of-bounds"]);
+        // The program had printed its failure before the fault's first record: two causes.
+        assert_eq!(fold_with(&[0]), ["out-of-bounds", "wrong-output"]);
+    }
 
     #[test]
     fn a_symptom_joins_the_fault_of_its_kernel_and_says_so() {

@@ -444,6 +444,33 @@ fn model_of(
     ProgramModel::build(&inputs)
 }
 
+/// The findings (indices into `findings`) whose log shows the program had printed the line its
+/// check failed on (the check stage's reason, in `stages`) before the finding's first record.
+fn after_failure(stages: &[Stage], sources: &[Source], findings: &[FindingRef]) -> BTreeSet<usize> {
+    let failed_on: BTreeMap<Option<&str>, &str> = stages
+        .iter()
+        .filter(|s| s.kind == StageKind::Check && s.status == crate::StageStatus::Findings)
+        .filter_map(|s| Some((s.config.as_deref(), s.reason.as_deref()?)))
+        .collect();
+    let mut after = BTreeSet::new();
+    for (i, f) in findings.iter().enumerate() {
+        let Some(source) = sources.get(f.source) else {
+            continue;
+        };
+        let (Some(printed), Some(before), Some(reason)) = (
+            source.log.failure_output.as_ref(),
+            f.finding.output_before,
+            failed_on.get(&source.config),
+        ) else {
+            continue;
+        };
+        if printed.index < before && crate::model::is_the_failure(&printed.text, reason) {
+            after.insert(i);
+        }
+    }
+    after
+}
+
 /// What each source holds and where each log path and kernel is, by index into [`Joined`]'s
 /// lists; every list ascending, so that walking it keeps the order of the full lists.
 #[derive(Debug, Clone, Default)]
@@ -606,6 +633,12 @@ impl<'a> Joined<'a> {
                         .as_ref()
                         .is_some_and(|k| model.library(k).is_some())
             });
+        let mut model = model;
+        model.after_failure = after_failure(
+            run.map(|r| r.stages.as_slice()).unwrap_or(&[]),
+            &sources,
+            &findings,
+        );
         let index = Index::build(&sources, &kernels, &findings, &results, &metrics);
         Joined {
             run,

@@ -130,6 +130,27 @@ pub struct KernelFacts {
 #[derive(Debug, Clone, Default)]
 pub struct ProgramModel {
     pub kernels: BTreeMap<KernelId, KernelFacts>,
+    /// Findings (indices into the join's list) whose first record came after the program had
+    /// printed the line its check failed on, in the same log: faults that happened after the
+    /// failure, which cannot explain it.
+    pub after_failure: BTreeSet<usize>,
+}
+
+/// Whether `printed`, a line of the program's output, is the line a check failed on, as its
+/// stage's `reason` quotes it (after the runner's own words, with figures that may differ
+/// from run to run): its words, figures left out, appear in the reason in order.
+pub(crate) fn is_the_failure(printed: &str, reason: &str) -> bool {
+    fn words(s: &str) -> Vec<&str> {
+        s.split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|w| !w.is_empty() && !w.chars().any(|c| c.is_ascii_digit()))
+            .collect()
+    }
+    let printed: Vec<&str> = words(printed).into_iter().take(8).collect();
+    let reason = words(reason);
+    !printed.is_empty()
+        && reason
+            .windows(printed.len())
+            .any(|w| w == printed.as_slice())
 }
 
 /// What the model is built from: the join's lists, before it indexes them.

@@ -14,7 +14,7 @@ __global__ void row_sums(const float* m, float* out) {
   __shared__ float part[THREADS];
   const float* row = m + static_cast<size_t>(blockIdx.x) * COLS;
   out += blockIdx.x;
-  float total = 0.f;
+  [[maybe_unused]] float total = 0.f;
   for (int c0 = 0; c0 < COLS; c0 += CHUNK) {
     float s = 0.f;
     for (int c = c0 + threadIdx.x; c < c0 + CHUNK; c += THREADS) s += row[c];

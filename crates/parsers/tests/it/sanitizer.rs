@@ -787,3 +787,31 @@ fn a_summary_glued_to_the_programs_last_line_still_completes_the_log() {
     assert_eq!(log.reported_errors, Some(0));
     assert!(log.findings.is_empty(), "{:#?}", log.findings);
 }
+
+/// The program's own failure line and the records keep their order: the FAIL line was printed
+/// (flushed) before the later kernel's out-of-bounds write.
+#[test]
+fn the_programs_failure_line_is_placed_among_the_records() {
+    let log = parse_fixture("compute-sanitizer/memcheck_after_failure.log");
+    let failure = log
+        .failure_output
+        .as_ref()
+        .expect("the program's FAIL line");
+    assert!(
+        failure.text.starts_with("FAIL scale: out[1] = 3.000000"),
+        "{failure:?}"
+    );
+    assert_eq!(failure.index, 0);
+    let write = only(&log, FindingKind::InvalidAccess);
+    // One line of the program's (the FAIL line) came before the write's first record.
+    assert_eq!(write.output_before, Some(1));
+    // A log whose program printed nothing before its records: every record comes first.
+    let log = parse_fixture("compute-sanitizer/memcheck_oob_write.log");
+    assert!(
+        log.findings
+            .iter()
+            .all(|f| f.output_before == Some(0) || f.kind == FindingKind::UnreadErrors),
+        "{:#?}",
+        log.findings
+    );
+}

@@ -101,7 +101,14 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
             .to_string();
         // The program's own comparison, failing: its output is wrong, by its own figure.
         if let Some(m) = parsers::program::mismatch(&reason) {
-            wrong_output(&mut d, &m, &said);
+            // A fault a tool located in this config after the program had printed this line.
+            let late = j
+                .findings
+                .iter()
+                .enumerate()
+                .find(|(i, f)| f.config.as_deref() == config && j.model.after_failure.contains(i))
+                .map(|(_, f)| f);
+            wrong_output(&mut d, &m, &said, late.map(|f| ctx.place(f)));
         }
         if out.iter().any(|o| o.config == d.config && o.key == d.key) {
             continue;
@@ -113,7 +120,14 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
 
 /// A failed program whose telling line is its own failing comparison: wrong output, with the
 /// figure and the limit it printed. One root cause whichever stage saw it.
-fn wrong_output(d: &mut Draft, m: &parsers::program::Mismatch, said: &str) {
+/// `late`: where a tool located a fault in this config after the program printed its failure
+/// (`Some(None)` when the fault has no line).
+fn wrong_output(
+    d: &mut Draft,
+    m: &parsers::program::Mismatch,
+    said: &str,
+    late: Option<Option<crate::diagnosis::SourceLocation>>,
+) {
     d.rule = RuleId::WrongOutput;
     d.bare = false;
     d.symptom_of = Some(crate::diagnosis::Scope::Config);
@@ -166,12 +180,25 @@ fn wrong_output(d: &mut Draft, m: &parsers::program::Mismatch, said: &str) {
         .filter(|l| *l > 0.0)
         .map(|l| format!(", {}x what it allows", two_digits(m.value / l)))
         .unwrap_or_default();
+    let arithmetic = "the arithmetic (indexing, masking, scaling, the softmax's running maximum \
+                      and sum, accumulation), not a crash";
+    let located = match &late {
+        None => format!(
+            "No tool in this config located a memory fault, so the difference is in {arithmetic}."
+        ),
+        Some(at) => format!(
+            "The fault a tool located in this config{} came after the program had printed this \
+             line (its log shows the line first) and does not explain it: the difference is in \
+             {arithmetic}.",
+            at.as_ref()
+                .map(|l| format!(", at {l},"))
+                .unwrap_or_default()
+        ),
+    };
     d.explanation = format!(
         "The program compared its output with its own reference and failed: {said}. The \
          output differs by {value}{over}, far past rounding: the kernel computes a different \
-         function on these inputs. No tool in this config located a memory fault, so the \
-         difference is in the arithmetic (indexing, masking, scaling, the softmax's running \
-         maximum and sum, accumulation), not a crash."
+         function on these inputs. {located}"
     );
     d.fix = "Compare the kernel's output with the reference element by element on the \
              smallest failing case: the first wrong row and column say which loop or mask is \

@@ -486,7 +486,11 @@ pub fn diagnose(joined: &Joined) -> Vec<Diagnosis> {
         })
         .map(|s| s.path.to_string())
         .collect();
-    crate::fold::fold(drafts, &crate::fold::Facts { repeated_logs })
+    let facts = crate::fold::Facts {
+        repeated_logs,
+        after_failure: joined.model.after_failure.clone(),
+    };
+    crate::fold::fold(drafts, &facts)
 }
 
 /// What a rule sees: the joined evidence and the drafts of the rules before it.

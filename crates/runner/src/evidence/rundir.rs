@@ -152,14 +152,15 @@ impl RunDir {
                 .open(&path)
                 .and_then(|mut file| file.write_all(line))
         };
-        append(&line).or_else(|e| {
-            if self.release_reserve() {
-                append(&line)
-            } else {
-                Err(e)
-            }
-        })
-        .map_err(error)
+        append(&line)
+            .or_else(|e| {
+                if self.release_reserve() {
+                    append(&line)
+                } else {
+                    Err(e)
+                }
+            })
+            .map_err(error)
     }
 
     /// Writes the manifest that ends the run (it holds every unit) and removes [`JOURNAL`].

@@ -80,3 +80,71 @@ pub fn from_run(mut run: Run, run_dir: &Path) -> Evidence {
         source_maps,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes this process has read so far (`rchar` of /proc/self/io).
+    fn read_so_far() -> u64 {
+        std::fs::read_to_string("/proc/self/io")
+            .ok()
+            .and_then(|io| {
+                io.lines()
+                    .find_map(|l| l.strip_prefix("rchar: ")?.trim().parse().ok())
+            })
+            .expect("/proc/self/io")
+    }
+
+    /// A log that 300 stage records list is read once: the bytes the process reads grow by
+    /// about one log, not three hundred (other tests running beside this one read little).
+    #[test]
+    fn a_log_listed_by_many_records_is_parsed_once() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        // A 1 MiB memcheck log of real records (the fixture, repeated).
+        let fixture = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../parsers/fixtures/compute-sanitizer/memcheck_oob_write.log"
+        ))
+        .expect("the fixture");
+        let mut log = String::new();
+        while log.len() < 1 << 20 {
+            log.push_str(&fixture);
+        }
+        std::fs::write(dir.path().join("memcheck.log"), &log).expect("write the log");
+        // A real run's manifest (the program-model reference), its stages replaced by one
+        // memcheck record listing the log, 300 times.
+        let reference = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/program-model/reference/artifacts/20261127T083705Z-5fb5cca6"
+        );
+        let mut manifest: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(Path::new(reference).join(rundir::MANIFEST)).expect("the manifest"),
+        )
+        .expect("JSON");
+        let mut stage = manifest["stages"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["kind"] == "memcheck"))
+            .cloned()
+            .expect("a memcheck stage");
+        stage["logs"] = serde_json::json!([
+            { "path": "memcheck.log", "format": "compute-sanitizer" }
+        ]);
+        manifest["stages"] = serde_json::Value::from(vec![stage; 300]);
+        manifest["experiments"] = serde_json::json!([]);
+        std::fs::write(
+            dir.path().join(rundir::MANIFEST),
+            serde_json::to_vec(&manifest).expect("JSON"),
+        )
+        .expect("write the manifest");
+        let before = read_so_far();
+        let evidence = load(dir.path()).expect("the run loads");
+        let read = read_so_far() - before;
+        assert_eq!(evidence.run.stages.len(), 300);
+        assert_eq!(evidence.logs.len(), 1, "{:?}", evidence.missing);
+        assert!(
+            read < 100 << 20,
+            "read {read} bytes for a 1 MiB log listed 300 times"
+        );
+    }
+}

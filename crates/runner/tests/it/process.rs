@@ -316,7 +316,10 @@ wait
     assert_eq!(project.nvcc_calls(), 1, "the build ran again");
     let manifest = project.manifest();
     let compile = stage(&manifest, "compile");
-    let killed_id = killed.file_name().and_then(|n| n.to_str()).expect("a run id");
+    let killed_id = killed
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("a run id");
     assert_eq!(compile["cached_from"], killed_id);
     // A finished run keeps no journal: the manifest holds every unit.
     let finished = project.runs().pop().unwrap();

@@ -1261,15 +1261,23 @@ fn configs_of(d: &Value) -> Vec<&str> {
 
 /// `examples/program-model/` on an H100: one build of seven kernels that launches two (latent
 /// traps), an atomic on a thread-local array, a block total read across warps with no barrier
-/// (racecheck's analysis report calls it a warning), equal lanes that keep 1/32 of a row sum.
-/// One root cause per fault, each in the words its evidence supports; the correct program stays
-/// free of errors.
+/// (racecheck's analysis report calls it a warning), equal lanes that keep 1/32 of a row sum,
+/// a scalar store through a pointer advanced per chunk, and a check that fails before a later
+/// kernel writes past a buffer. One root cause per fault, each in the words its evidence
+/// supports; the correct programs stay free of errors.
 #[test]
 fn the_program_models_classes_read_as_their_predictions() {
-    let run = program_model_run("20261127T061006Z-840fa248");
+    let run = program_model_run("20261127T083705Z-5fb5cca6");
     let json: Value = serde_json::from_str(&report(&run, "json")).expect("JSON");
     let causes = errors(&json);
-    assert_eq!(causes.len(), 3, "{causes:#?}");
+    assert_eq!(causes.len(), 6, "{causes:#?}");
+    let of_config_rule = |config: &str, rule: &str| {
+        causes
+            .iter()
+            .find(|d| configs_of(d) == [config] && d["rule"] == rule)
+            .copied()
+            .unwrap_or_else(|| panic!("no {rule} root cause for {config} alone: {causes:#?}"))
+    };
     let of_config = |config: &str| {
         causes
             .iter()
@@ -1277,6 +1285,34 @@ fn the_program_models_classes_read_as_their_predictions() {
             .copied()
             .unwrap_or_else(|| panic!("no root cause for {config} alone: {causes:#?}"))
     };
+    // A scalar store, three blocks at one slot past the end: the pointer moved on per chunk,
+    // not an index to guard.
+    let slot = of_config("slot_per_row");
+    assert_eq!(slot["rule"], "out-of-bounds");
+    assert_eq!(
+        slot["title"],
+        "Out-of-bounds global write through `out`: 3 blocks write the same slot past the end of \
+         a 4000-byte buffer"
+    );
+    let fix = slot["help"][0].as_str().unwrap_or_default();
+    assert!(fix.starts_with("Store once per slot"), "{fix}");
+    assert!(!fix.contains("if (i < n)"), "{fix}");
+    // The check failed (and said so in memcheck's log) before the later kernel wrote past its
+    // buffer: two root causes, the wrong output not under the write.
+    let late = of_config_rule("late_fault", "out-of-bounds");
+    assert_eq!(late["kernels"], serde_json::json!(["clear"]));
+    assert!(
+        !late["notes"].as_array().is_some_and(|n| n
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.contains("Wrong output")))),
+        "{late:#}"
+    );
+    let wrong = of_config_rule("late_fault", "wrong-output");
+    let said = crate::util::prose(wrong, "notes");
+    assert!(
+        said.contains("came after the program had printed this line"),
+        "{wrong:#}"
+    );
     // The compiler-planted trap of an atomic: its own words, in the kernel that trapped.
     let atomic = of_config("local_atomic");
     assert_eq!(atomic["rule"], "wmma-local-memory");
@@ -1326,6 +1362,8 @@ fn the_program_models_classes_read_as_their_predictions() {
         "local_atomic_clean",
         "block_reduce_race_clean",
         "equal_lanes_clean",
+        "slot_per_row_clean",
+        "late_fault_clean",
     ] {
         assert!(
             !json["diagnoses"]
