@@ -2,7 +2,7 @@
 //! with their smoking-gun excerpts, evidence, per-config resources, correctness and stress,
 //! bench against the baselines, the Nsight Compute summary, environment and next steps.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use crate::analysis::{Analysis, CoverageRow, VerdictKind, stage_status_word};
@@ -428,7 +428,27 @@ fn notes(out: &mut String, a: &Analysis) {
         return;
     }
     let _ = writeln!(out, "## Notes\n");
-    let titles: Vec<String> = notes.iter().map(|d| d.title.clone()).collect();
+    // One title per kind of note, with how many kernels (or notes) share it.
+    let mut grouped: Vec<(&str, Vec<&Diagnosis>)> = Vec::new();
+    for d in &notes {
+        match grouped.iter_mut().find(|(t, _)| *t == d.title) {
+            Some((_, same)) => same.push(d),
+            None => grouped.push((&d.title, vec![d])),
+        }
+    }
+    let titles: Vec<String> = grouped
+        .iter()
+        .map(|(title, same)| {
+            let kernels: BTreeSet<&str> = same.iter().filter_map(|d| d.kernel.as_deref()).collect();
+            let configs: BTreeSet<&str> = same.iter().filter_map(|d| d.config.as_deref()).collect();
+            match same.len() {
+                1 => title.to_string(),
+                n if kernels.len() == n => format!("{title}: {n} kernels"),
+                n if configs.len() == n => format!("{title}: {n} configs"),
+                n => format!("{title} ({n} notes)"),
+            }
+        })
+        .collect();
     let _ = writeln!(
         out,
         "<details><summary>{}</summary>\n",
