@@ -211,12 +211,11 @@ fn one_cause_per_fault(nodes: &mut [Node], facts: &Facts) {
         let test_of = |i: usize| nodes[i].draft.figures.get("test");
         // A fault whose records all came after the program printed its failure happened after
         // it: it explains nothing the program said before.
-        let after_failure = |i: usize| after_failure(&nodes[i].draft, facts);
+        let late = |i: usize| after_failure(&nodes[i].draft, facts);
         let own_fault = |i: usize| {
             located(i, true)
                 && tool_sites.iter().all(|&t| {
-                    after_failure(t)
-                        || test_of(t).is_some_and(|tool_test| Some(tool_test) != test_of(i))
+                    late(t) || test_of(t).is_some_and(|tool_test| Some(tool_test) != test_of(i))
                 })
         };
         let order = |i: usize| precedence(&nodes[i].draft);
@@ -252,24 +251,21 @@ fn one_cause_per_fault(nodes: &mut [Node], facts: &Facts) {
         // lead happened after the program's failure (the failing check, its wrong output).
         // Those join the first kept fault that came before it, else the one of them that says
         // most, which stands as its own root cause.
-        let shares_log = |i: usize, with: usize| shares_log(&nodes[i].draft, &nodes[with].draft);
         let rest: Vec<usize> = members
             .iter()
             .copied()
             .filter(|&i| Some(i) != lead && !kept.contains(&i))
             .filter(|&i| !moves.iter().any(|(from, _)| *from == i))
             .collect();
-        let unexplained = |i: usize| lead.is_some_and(|l| after_failure(l) && !shares_log(i, l));
-        let second = kept
-            .iter()
-            .copied()
-            .find(|&k| !after_failure(k))
-            .or_else(|| {
-                rest.iter()
-                    .copied()
-                    .filter(|&i| unexplained(i))
-                    .min_by_key(|&i| order(i))
-            });
+        let unexplained = |i: usize| {
+            lead.is_some_and(|l| late(l) && !shares_log(&nodes[i].draft, &nodes[l].draft))
+        };
+        let second = kept.iter().copied().find(|&k| !late(k)).or_else(|| {
+            rest.iter()
+                .copied()
+                .filter(|&i| unexplained(i))
+                .min_by_key(|&i| order(i))
+        });
         for i in rest {
             let to = if unexplained(i) { second } else { lead };
             if let Some(to) = to.filter(|&to| to != i) {

@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use crate::util::{Project, alive, code, pipeline, stage, stderr};
 
-/// nvcc that starts a grandchild and waits for it; both ignore SIGTERM when `stubborn`.
-fn hanging_nvcc(stubborn: bool) -> String {
+/// A tool (nvcc, or any other the run calls) that starts a grandchild and waits for it; both
+/// ignore SIGTERM when `stubborn`.
+fn hanging_tool(stubborn: bool) -> String {
     format!(
         r#"#!/bin/sh
 if [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 0.0, V0.0.0 (stand-in)"; exit 0; fi
@@ -21,10 +22,32 @@ wait
     )
 }
 
+/// Starts `runner pipeline.yaml` in `project` and waits until its hanging tool has started:
+/// the runner, and the pids of the tool and of its child.
+fn run_until_hung(project: &Project) -> (std::process::Child, i32, i32) {
+    let runner = Command::new(crate::util::BIN)
+        .arg("pipeline.yaml")
+        .current_dir(&project.root)
+        .env("XDG_CACHE_HOME", &project.cache)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the runner");
+    let pid = |file: &str, limit: u64| -> i32 {
+        project
+            .wait_for(file, Duration::from_secs(limit))
+            .trim()
+            .parse()
+            .expect("a pid")
+    };
+    let child = pid("bin/child.pid", 20);
+    (runner, child, pid("bin/grandchild.pid", 5))
+}
+
 #[test]
 fn a_hung_tool_is_killed_at_its_timeout_with_its_grandchildren() {
     let project = Project::new();
-    project.tool("nvcc", &hanging_nvcc(true));
+    project.tool("nvcc", &hanging_tool(true));
     project.pipeline(&pipeline("").replace(
         "  compile:\n    timeout: 30s",
         "  compile:\n    timeout: 1s",
@@ -159,24 +182,8 @@ fn a_gpu_stage_without_its_tool_or_gpu_is_skipped_with_a_reason() {
 #[test]
 fn an_interrupted_run_kills_its_children_and_says_so_in_the_manifest() {
     let project = Project::new();
-    project.tool("nvcc", &hanging_nvcc(false));
-    let mut runner = Command::new(crate::util::BIN)
-        .arg("pipeline.yaml")
-        .current_dir(&project.root)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the runner");
-    let child: i32 = project
-        .wait_for("bin/child.pid", Duration::from_secs(20))
-        .trim()
-        .parse()
-        .unwrap();
-    let grandchild: i32 = project
-        .wait_for("bin/grandchild.pid", Duration::from_secs(5))
-        .trim()
-        .parse()
-        .unwrap();
+    project.tool("nvcc", &hanging_tool(false));
+    let (mut runner, child, grandchild) = run_until_hung(&project);
     let pid = nix::unistd::Pid::from_raw(i32::try_from(runner.id()).unwrap());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("send SIGINT");
     let end = Instant::now() + Duration::from_secs(15);
@@ -260,35 +267,8 @@ fn a_sass_stage_whose_tool_printed_no_function_is_inconclusive() {
 fn a_run_killed_outright_keeps_the_units_that_ended() {
     let project = Project::new();
     // The build ends; the SASS dump after it hangs until the runner is killed.
-    project.tool(
-        "cuobjdump",
-        r#"#!/bin/sh
-if [ "$1" = "--version" ]; then echo "cuobjdump: NVIDIA (R) CUDA Object Dump (stand-in)"; exit 0; fi
-here="$(dirname "$0")"
-sleep 1000 &
-echo $! > "$here/grandchild.pid"
-echo $$ > "$here/child.pid"
-wait
-"#,
-    );
-    let mut runner = Command::new(crate::util::BIN)
-        .arg("pipeline.yaml")
-        .current_dir(&project.root)
-        .env("XDG_CACHE_HOME", &project.cache)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the runner");
-    let child: i32 = project
-        .wait_for("bin/child.pid", Duration::from_secs(20))
-        .trim()
-        .parse()
-        .unwrap();
-    let grandchild: i32 = project
-        .wait_for("bin/grandchild.pid", Duration::from_secs(5))
-        .trim()
-        .parse()
-        .unwrap();
+    project.tool("cuobjdump", &hanging_tool(false));
+    let (mut runner, child, grandchild) = run_until_hung(&project);
     runner.kill().expect("SIGKILL the runner");
     runner.wait().expect("reap the runner");
     // Nobody was left to end the hung tool: the test does.
