@@ -506,6 +506,11 @@ pub struct InstructionMix {
     pub tensor_tf32_flops: u64,
     /// Half-precision values widened to float (`HADD2.F32` of a half, `F2F.F32.F16`) executed.
     pub half_to_float: u64,
+    /// Special-function instructions executed (`MUFU`: reciprocal, square root, exponential,
+    /// sine): the transcendental work of a physics or softmax loop, which no matrix product
+    /// has in its inner loop.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mufu: u64,
     /// Bytes the function's threads asked of global memory by loads (`LDG`, `LDGSTS`): each
     /// load's predicated-on thread executions times the width its opcode names.
     #[serde(default)]
@@ -632,4 +637,8 @@ impl ParsedLog {
             failure_output: None,
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -257,6 +257,7 @@ impl SourceParser {
                 mix.fma_chain = mix.fma_chain.max(self.chain);
                 self.last_fma_dest = operands.first().cloned();
             }
+            "MUFU" => mix.mufu += executed,
             "HADD2" if op.contains("F32") => mix.half_to_float += executed,
             "F2F" if op.contains("F32.F16") => mix.half_to_float += executed,
             "LDG" | "LDGSTS" => {
@@ -292,6 +293,7 @@ impl SourceParser {
                     m.tensor_flops += mix.tensor_flops;
                     m.tensor_tf32_flops += mix.tensor_tf32_flops;
                     m.half_to_float += mix.half_to_float;
+                    m.mufu += mix.mufu;
                     m.global_load_bytes += mix.global_load_bytes;
                     m.fma_chain = m.fma_chain.max(mix.fma_chain);
                     for (reason, n) in mix.stalls {

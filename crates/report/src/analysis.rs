@@ -37,7 +37,7 @@ impl<'a> Analysis<'a> {
     pub fn from_joined(joined: Joined<'a>) -> Analysis<'a> {
         let mut diagnoses = diagnose(&joined);
         let (experiments, launch_searches) = crate::experiment::of_run(&joined);
-        crate::experiment::apply(&mut diagnoses, &experiments);
+        crate::experiment::apply(&mut diagnoses, &experiments, joined.run);
         let mut coverage = coverage(&joined);
         if joined.run.is_none() {
             // Without a run, a log's status is what was found in it: a log a root cause cites
@@ -180,10 +180,15 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
     let slow_line = || {
         // The largest estimated gain; among equal ones the first in rank order, as the
         // root causes list them.
+        // A suggestion no run tested leads only where nothing measured does.
         let top = slow
             .iter()
             .rev()
-            .max_by(|a, b| speedup(a).total_cmp(&speedup(b)))
+            .max_by(|a, b| {
+                b.untested()
+                    .cmp(&a.untested())
+                    .then(speedup(a).total_cmp(&speedup(b)))
+            })
             .copied();
         format!(
             "{}, top: {}{}",

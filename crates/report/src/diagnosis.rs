@@ -57,9 +57,18 @@ pub struct Diagnosis {
     /// Figures for machine-readable output, e.g. `hazards`, `blocks_per_sm`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub figures: BTreeMap<String, serde_json::Value>,
+    /// The prediction it rests on, where it is a suggestion a knob can test rather than a
+    /// measurement: its experiment's outcome, or what one more run needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hypothesis: Option<crate::experiment::Hypothesis>,
 }
 
 impl Diagnosis {
+    /// A suggestion no run has settled.
+    pub fn untested(&self) -> bool {
+        self.hypothesis.as_ref().is_some_and(|h| h.untested())
+    }
+
     /// The notes as one paragraph.
     pub fn explanation(&self) -> String {
         self.notes.join(" ")
@@ -255,6 +264,8 @@ pub struct Draft {
     /// Takes over the note its rule absorbs ([`crate::rules::Rule::absorbs`]) for the same
     /// kernel and config.
     pub absorbs: bool,
+    /// See [`Diagnosis::hypothesis`].
+    pub hypothesis: Option<crate::experiment::Hypothesis>,
 }
 
 /// The fault a symptom belongs to, as its rule knows it.
@@ -300,6 +311,7 @@ impl Draft {
             symptom_of: None,
             bare: false,
             absorbs: false,
+            hypothesis: None,
         }
     }
 }

@@ -780,6 +780,7 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
             }],
             fingerprint: short_hash(&[rule.as_str(), &key, &b.pipeline]),
             kernels: Vec::new(),
+            hypothesis: None,
             figures: [
                 ("change".to_string(), crate::text::round_json(p.change)),
                 ("noise".to_string(), crate::text::round_json(p.noise)),

@@ -19,12 +19,15 @@ use crate::diagnosis::{Confidence, Diagnosis, Level};
 use crate::rules::RuleId;
 use crate::run::{Run, Stage, StageKind, StageStatus};
 
-/// What a knob sets: the program's size, or the build's register budget.
+/// What a knob sets: the program's size, the build's register budget, the threads per block,
+/// or the tile each block computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KnobRole {
     Size,
     Registers,
+    Block,
+    Tile,
 }
 
 impl KnobRole {
@@ -32,6 +35,18 @@ impl KnobRole {
         match self {
             KnobRole::Size => "size",
             KnobRole::Registers => "registers",
+            KnobRole::Block => "block",
+            KnobRole::Tile => "tile",
+        }
+    }
+
+    /// The `knobs:` entry a user adds for this role, as an example to adapt.
+    pub fn example(self) -> &'static str {
+        match self {
+            KnobRole::Size => "size: { env: N, tile: 32 }",
+            KnobRole::Registers => "registers: { flag: \"-maxrregcount={value}\" }",
+            KnobRole::Block => "block: { define: BLOCK_SIZE }",
+            KnobRole::Tile => "tile: { define: TILE }",
         }
     }
 }
@@ -106,6 +121,101 @@ pub enum ExperimentKind {
     Race,
     /// A register budget: the capped build benched against the one that ran.
     Registers,
+    /// Threads per block: the build or run at twice the block size, benched.
+    BlockSize,
+    /// The tile each block computes: at half the tile (half the shared memory), benched.
+    Tile,
+}
+
+impl ExperimentKind {
+    /// The knob a trial of this kind sets (a race's runs set none).
+    pub fn knob(self) -> Option<KnobRole> {
+        match self {
+            ExperimentKind::Tail => Some(KnobRole::Size),
+            ExperimentKind::Race => None,
+            ExperimentKind::Registers => Some(KnobRole::Registers),
+            ExperimentKind::BlockSize => Some(KnobRole::Block),
+            ExperimentKind::Tile => Some(KnobRole::Tile),
+        }
+    }
+}
+
+/// A cause that rests on a prediction, not on the kernel's own measurement: "one more resident
+/// block hides latency" is a suggestion (ptxas's occupancy, Nsight Compute's occupancy rule)
+/// until a run at another register budget, block size or tile says whether it pays. Until
+/// then it is marked untested and never outranks a cause measured in the kernel's own stall
+/// samples or throughput (see [`crate::fold::rank`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hypothesis {
+    /// The experiment that tests it.
+    pub kind: ExperimentKind,
+    /// The value its trial sets, where the evidence gives one (the register budget at which
+    /// one more block fits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
+    /// How its experiment came out; `None` while untested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    /// While untested: what one more run needs (a knob, a bench stage, experiments on), and
+    /// the `knobs:` line to paste into `pipeline.yaml`, where one is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle: Option<Settle>,
+}
+
+impl Hypothesis {
+    pub fn new(kind: ExperimentKind, value: Option<u64>) -> Hypothesis {
+        Hypothesis {
+            kind,
+            value,
+            outcome: None,
+            settle: None,
+        }
+    }
+
+    /// Not settled by a run: untested, or its trials concluded nothing.
+    pub fn untested(&self) -> bool {
+        !matches!(self.outcome, Some(Outcome::Confirmed | Outcome::Refuted))
+    }
+}
+
+/// What it takes to test a hypothesis in one more run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settle {
+    /// Why this run did not test it, in a few words.
+    pub why: String,
+    /// The knob `pipeline.yaml` must name first, where it names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add_knob: Option<KnobRole>,
+    /// Whether `experiments: auto` must be added.
+    #[serde(default)]
+    pub turn_on: bool,
+}
+
+impl Settle {
+    /// The lines to add to `pipeline.yaml`, as YAML; empty when nothing is missing from it.
+    pub fn yaml(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(role) = self.add_knob {
+            lines.push("knobs:".to_string());
+            lines.push(format!("  {}", role.example()));
+        }
+        if self.turn_on {
+            lines.push("experiments: auto".to_string());
+        }
+        lines
+    }
+
+    /// The same, each entry on one line: `knobs: registers: { flag: ... }`, `experiments: auto`.
+    pub fn inline(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(role) = self.add_knob {
+            lines.push(format!("knobs: {}", role.example()));
+        }
+        if self.turn_on {
+            lines.push("experiments: auto".to_string());
+        }
+        lines
+    }
 }
 
 /// What a trial is predicted to do.
@@ -174,7 +284,7 @@ pub struct Experiment {
 }
 
 /// How an experiment came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Every trial did what the hypothesis predicts.
@@ -254,8 +364,11 @@ pub fn propose(diagnoses: &[Diagnosis], run: &Run) -> Vec<Experiment> {
                 tail(d, run, config)
             }
             RuleId::SharedMemoryRace => race(d, run, config),
-            RuleId::OccupancyLimit => registers(d, run, config),
-            _ => None,
+            _ => d
+                .hypothesis
+                .as_ref()
+                .filter(|h| h.outcome.is_none() && d.level != Level::Error)
+                .and_then(|h| benched(d, run, config, h)),
         });
         if let Some(e) = proposed
             && !out
@@ -402,21 +515,65 @@ fn race(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
     })
 }
 
-/// The build at the register budget that fits one more block, benched against the one that
-/// ran.
-fn registers(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
-    if d.level != Level::Note {
-        return None;
-    }
-    let knob = knob(run, KnobRole::Registers)?;
-    let budget = d.figures.get("registers_for_next_block")?.as_u64()?;
-    let from = d.figures.get("registers").and_then(|v| v.as_u64());
-    let bench = stage_on(run, StageKind::Bench, config)
-        .filter(|s| matches!(s.status, StageStatus::Passed | StageStatus::Findings))?;
+/// A suggestion's test: the build or run with its knob set to what the hypothesis says pays
+/// (the register budget that fits one more block, twice the block size, half the tile), benched
+/// against the one that ran, which is benched again beside it.
+fn benched(d: &Diagnosis, run: &Run, config: &str, h: &Hypothesis) -> Option<Experiment> {
+    let role = h.kind.knob()?;
+    let knob = knob(run, role)?;
     if knob.input == KnobInput::SeqLen {
         return None;
     }
-    let trial = set(knob, config, None, &bench.name, budget, None);
+    let bench = stage_on(run, StageKind::Bench, config)
+        .filter(|s| matches!(s.status, StageStatus::Passed | StageStatus::Findings))?;
+    let current = knob
+        .values
+        .get(config)
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let name = knob.input.name();
+    let (value, prediction) = match h.kind {
+        ExperimentKind::Registers => {
+            let budget = h.value?;
+            let from = d.figures.get("registers").and_then(|v| v.as_u64());
+            (
+                budget,
+                format!(
+                    "At {budget} registers per thread{} one more block fits on an SM; if the \
+                     kernel is short of warps to hide latency, {} runs faster.",
+                    from.map(|f| format!(" (from {f})")).unwrap_or_default(),
+                    bench.name
+                ),
+            )
+        }
+        ExperimentKind::BlockSize => {
+            let now = current?;
+            (
+                now * 2,
+                format!(
+                    "At {name}={} (from {now}) each block brings twice the warps, so more warps \
+                     are resident under the same limit on blocks per SM; if the kernel is short \
+                     of warps to hide latency, {} runs faster.",
+                    now * 2,
+                    bench.name
+                ),
+            )
+        }
+        ExperimentKind::Tile => {
+            let now = current.filter(|&n| n >= 2)?;
+            (
+                now / 2,
+                format!(
+                    "At {name}={} (from {now}) each block holds about half the shared memory, so \
+                     more blocks fit on an SM; if the kernel is short of warps to hide latency \
+                     (and not of reuse), {} runs faster.",
+                    now / 2,
+                    bench.name
+                ),
+            )
+        }
+        ExperimentKind::Tail | ExperimentKind::Race => return None,
+    };
+    let trial = set(knob, config, None, &bench.name, value, None);
     // The build as it ran, benched again beside it: the spread of its two runs is the noise
     // a change must clear.
     let again = Trial {
@@ -433,19 +590,60 @@ fn registers(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
         output: None,
     };
     Some(Experiment {
-        kind: ExperimentKind::Registers,
+        kind: h.kind,
         rule: d.rule,
         config: config.to_string(),
         kernel: d.kernel.clone(),
         cause: d.title.clone(),
-        prediction: format!(
-            "At {budget} registers per thread{} one more block fits on an SM; if the kernel is \
-             short of warps to hide latency, {} runs faster.",
-            from.map(|f| format!(" (from {f})")).unwrap_or_default(),
-            bench.name
-        ),
+        prediction,
         trials: vec![trial, again],
     })
+}
+
+/// Why a hypothesis was not tested in this run, and what one more run needs: the knob to
+/// add (the line to paste), a bench stage, or experiments turned on.
+fn settle(h: &Hypothesis, d: &Diagnosis, run: Option<&Run>) -> Settle {
+    let Some(role) = h.kind.knob() else {
+        return Settle {
+            why: "no experiment tests it".into(),
+            add_knob: None,
+            turn_on: false,
+        };
+    };
+    let knob = run.and_then(|r| knob(r, role));
+    let config = d.config.as_deref().unwrap_or_default();
+    let bench = run.and_then(|r| stage_on(r, StageKind::Bench, config));
+    let why = match (knob, bench) {
+        (None, _) => format!("the pipeline names no `{}` knob", role.as_str()),
+        (Some(_), None) => "the pipeline has no bench stage to time a trial".to_string(),
+        (Some(k), Some(_)) if h.kind == ExperimentKind::Registers && h.value.is_none() => {
+            format!(
+                "no register budget for one more block is known (ptxas's `-v` figures give it), \
+                 though the `{}` knob stands ready",
+                k.input.name()
+            )
+        }
+        (Some(k), Some(_))
+            if h.kind != ExperimentKind::Registers && !k.values.contains_key(config) =>
+        {
+            format!("the config sets no value of `{}` to change", k.input.name())
+        }
+        (Some(_), Some(_)) => {
+            "no experiment ran (experiments off, or a run of chosen stages)".to_string()
+        }
+    };
+    Settle {
+        why,
+        add_knob: knob.is_none().then_some(role),
+        turn_on: run.is_none_or(|r| r.experiments.is_empty()),
+    }
+}
+
+/// Whether a conclusion is about this diagnosis: its rule, kernel and one of its configs.
+fn concerns(c: &Conclusion, d: &Diagnosis) -> bool {
+    d.rule == c.rule
+        && d.kernel == c.kernel
+        && (d.config.as_deref() == Some(c.config.as_str()) || d.configs.contains(&c.config))
 }
 
 /// How a trial's stage ended: `Some(true)` clean, `Some(false)` failing, `None` no outcome.
@@ -513,7 +711,9 @@ pub fn conclude(e: &Experiment, run: &Run, logs: &dyn TrialLogs) -> Conclusion {
     let (outcome, sentence, rows) = match e.kind {
         ExperimentKind::Tail => tail_outcome(e, &row),
         ExperimentKind::Race => race_outcome(e, &row),
-        ExperimentKind::Registers => registers_outcome(e, run, logs, &row),
+        ExperimentKind::Registers | ExperimentKind::BlockSize | ExperimentKind::Tile => {
+            benched_outcome(e, run, logs, &row)
+        }
     };
     Conclusion {
         kind: e.kind,
@@ -684,7 +884,9 @@ fn race_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
 /// A gain or a loss smaller than this is no change.
 const SAME: f64 = 0.03;
 
-fn registers_outcome(
+/// A benched trial against the build as it ran: faster beyond the noise confirms the
+/// suggestion; slower, or no change, withdraws it.
+fn benched_outcome(
     e: &Experiment,
     run: &Run,
     logs: &dyn TrialLogs,
@@ -728,6 +930,7 @@ fn registers_outcome(
         .iter()
         .filter(|s| s.kind == StageKind::Compile && s.config.as_deref() == Some(e.config.as_str()))
         .find_map(|s| logs.registers(s, kernel));
+    let registers = e.kind == ExperimentKind::Registers;
     let pairs: Vec<(f64, f64)> = before
         .iter()
         .filter_map(|(name, b)| Some((*b, *after.get(*name)?)))
@@ -746,7 +949,7 @@ fn registers_outcome(
             rows,
         );
     }
-    if let (Some(b), Some(a)) = (regs_before, regs_after)
+    if let (true, Some(b), Some(a)) = (registers, regs_before, regs_after)
         && a >= b
     {
         rows.push(row(capped, format!("{a} registers")));
@@ -765,28 +968,33 @@ fn registers_outcome(
         .copied()
         .max_by(|x, y| x.0.total_cmp(&y.0))
         .unwrap_or((0.0, 0.0));
-    let regs = match (regs_before, regs_after) {
-        (Some(b), Some(a)) => format!("{b} -> {a} registers"),
-        (_, Some(a)) => format!("{a} registers"),
+    let regs = match (registers, regs_before, regs_after) {
+        (true, Some(b), Some(a)) => format!("{b} -> {a} registers"),
+        (true, _, Some(a)) => format!("{a} registers"),
         _ => capped.label.clone(),
     };
     let spill_text = match spills {
-        Some(0) => "no spills".to_string(),
-        Some(s) => format!("{} of spill stores", crate::text::bytes(s)),
-        None => "spills unknown".to_string(),
+        Some(0) => Some("no spills".to_string()),
+        Some(s) => Some(format!("{} of spill stores", crate::text::bytes(s))),
+        None if registers => Some("spills unknown".to_string()),
+        None => None,
     };
     let over = if pairs.len() > 1 {
         format!(" over {} timings", pairs.len())
     } else {
         String::new()
     };
-    let noise_text = if second.is_empty() {
-        String::new()
-    } else {
+    let noise_text = (!second.is_empty()).then(|| {
         format!(
-            "; two runs of the build as it ran differ by {:.1}%",
+            "two runs of the build as it ran differ by {:.1}%",
             noise * 100.0
         )
+    });
+    let said: Vec<String> = spill_text.into_iter().chain(noise_text).collect();
+    let detail = if said.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", said.join("; "))
     };
     rows.push(row(
         capped,
@@ -805,22 +1013,19 @@ fn registers_outcome(
     let (outcome, verdict) = if speedup >= 1.0 + band {
         (
             Outcome::Confirmed,
-            format!("{speedup:.2}x faster{over} ({spill_text}{noise_text})."),
+            format!("{speedup:.2}x faster{over}{detail}."),
         )
     } else if speedup <= 1.0 - band {
         (
             Outcome::Refuted,
-            format!(
-                "slower, {speedup:.2}x{over} ({spill_text}{noise_text}): the suggestion is \
-                 withdrawn."
-            ),
+            format!("slower, {speedup:.2}x{over}{detail}: the suggestion is withdrawn."),
         )
     } else {
         (
             Outcome::Refuted,
             format!(
-                "no change beyond {:.0}%, {speedup:.2}x{over} ({spill_text}{noise_text}): the \
-                 suggestion is withdrawn.",
+                "no change beyond {:.0}%, {speedup:.2}x{over}{detail}: the suggestion is \
+                 withdrawn.",
                 band * 100.0
             ),
         )
@@ -828,32 +1033,32 @@ fn registers_outcome(
     (outcome, format!("{regs}: {verdict}"), rows)
 }
 
-/// Sets each root cause's confidence by its experiment's outcome, and says so in its notes; a
-/// refuted suggestion is withdrawn from its help.
-pub fn apply(diagnoses: &mut [Diagnosis], conclusions: &[Conclusion]) {
+/// Sets each root cause's confidence by its experiment's outcome, and says so in its notes: a
+/// refuted suggestion is withdrawn from its help and is no longer a cause (a note). Each
+/// hypothesis left untested says what one more run needs, and is at most of medium confidence.
+/// The causes are ranked again: an outcome moves a cause.
+pub fn apply(diagnoses: &mut Vec<Diagnosis>, conclusions: &[Conclusion], run: Option<&Run>) {
     for c in conclusions {
-        let Some(d) = diagnoses.iter_mut().find(|d| {
-            d.rule == c.rule
-                && d.kernel == c.kernel
-                && (d.config.as_deref() == Some(c.config.as_str()) || d.configs.contains(&c.config))
-        }) else {
+        let Some(d) = diagnoses.iter_mut().find(|d| concerns(c, d)) else {
             continue;
         };
-        match (c.outcome, c.kind) {
-            (Outcome::Confirmed, _) => {
+        let suggestion = d.hypothesis.as_ref().is_some_and(|h| h.kind == c.kind);
+        match c.outcome {
+            Outcome::Confirmed => {
                 d.confidence = Confidence::High;
                 d.notes
                     .push(format!("Confirmed by experiment: {}", c.sentence));
             }
-            (Outcome::Refuted, ExperimentKind::Registers) => {
+            Outcome::Refuted if suggestion => {
                 d.help = vec![format!("Withdrawn by experiment: {}", c.sentence)];
+                d.level = d.level.min(Level::Note);
             }
-            (Outcome::Refuted, _) => {
+            Outcome::Refuted => {
                 d.confidence = Confidence::Low;
                 d.notes
                     .push(format!("Refuted by experiment: {}", c.sentence));
             }
-            (Outcome::NotSeen | Outcome::Inconclusive, _) => {
+            Outcome::NotSeen | Outcome::Inconclusive => {
                 d.notes.push(format!(
                     "Experiment ({}): {}",
                     c.outcome.as_str(),
@@ -862,6 +1067,24 @@ pub fn apply(diagnoses: &mut [Diagnosis], conclusions: &[Conclusion]) {
             }
         }
     }
+    for d in diagnoses.iter_mut() {
+        let Some(mut h) = d.hypothesis.take() else {
+            continue;
+        };
+        if let Some(c) = conclusions
+            .iter()
+            .find(|c| c.kind == h.kind && concerns(c, d))
+        {
+            h.outcome = Some(c.outcome);
+        }
+        if h.untested() {
+            h.settle = Some(settle(&h, d, run));
+            // A prediction no run has tested: at most medium, whatever a tool estimated.
+            d.confidence = d.confidence.min(Confidence::Medium);
+        }
+        d.hypothesis = Some(h);
+    }
+    diagnoses.sort_by(crate::fold::rank);
 }
 
 /// A stress stage's launch search, in the form of an experiment: the counts tried and where

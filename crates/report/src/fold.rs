@@ -496,6 +496,7 @@ fn merge(nodes: Vec<Node>) -> Vec<Diagnosis> {
             kernels,
             helpers,
             figures: first.figures,
+            hypothesis: first.hypothesis,
         });
     }
     out.sort_by(rank);
@@ -550,8 +551,11 @@ pub fn rank(a: &Diagnosis, b: &Diagnosis) -> Ordering {
         Role::SitedFault { rank } if d.level == Level::Error => rank,
         _ => u8::MAX,
     };
+    // A suggestion no run has tested never outranks a cause measured in the kernel's own
+    // samples or throughput, whatever a tool estimated for it.
     b.level
         .cmp(&a.level)
+        .then(a.untested().cmp(&b.untested()))
         .then(gain(b).total_cmp(&gain(a)))
         .then(stops(a).cmp(&stops(b)))
         .then(b.confidence.cmp(&a.confidence))

@@ -60,33 +60,46 @@ pub struct Position {
     /// The dense FP16 tensor peak of the same device at the same clock, where known: the
     /// ceiling of half-precision products moved to the tensor cores.
     pub tensor_peak_gflops: Option<f64>,
+    /// The roof that binds at the kernel's intensity: DRAM bandwidth below the ridge point
+    /// (the compute peak is out of reach however well it runs), else `limit`'s peak.
+    pub roof: Limit,
+    /// The fraction of the binding roof achieved.
+    pub of_roof: f64,
 }
 
 impl Position {
-    /// "at 9.5% of the FP32 peak (attainable at its intensity: 85%)", or "at 12.8% of DRAM
-    /// bandwidth".
+    /// "at 42.0% of the FP32 peak, its binding roof", "at 85.0% of DRAM bandwidth, its binding
+    /// roof at its intensity (2.3% of the FP32 peak)", or "at 12.8% of DRAM bandwidth".
     pub fn phrase(&self) -> String {
-        match self.limit {
-            Limit::Dram => format!("at {:.1}% of DRAM bandwidth", self.of_peak * 100.0),
-            limit => format!(
-                "at {:.1}% of the {} peak (attainable at its intensity: {:.0}%)",
+        match (self.limit, self.roof) {
+            (Limit::Dram, _) => format!("at {:.1}% of DRAM bandwidth", self.of_peak * 100.0),
+            (limit, Limit::Dram) => format!(
+                "at {:.1}% of DRAM bandwidth, its binding roof at its intensity ({:.1}% of the {} \
+                 peak)",
+                self.of_roof * 100.0,
                 self.of_peak * 100.0,
-                limit.name(),
-                self.attainable * 100.0
+                limit.name()
+            ),
+            (limit, _) => format!(
+                "at {:.1}% of the {} peak, its binding roof",
+                self.of_peak * 100.0,
+                limit.name()
             ),
         }
     }
 
-    /// The short form for a table cell: "FP32 9.5% (attainable 85%)", "DRAM 12.8%".
+    /// The short form for a table cell, the binding roof first: "FP32 42.0%", "DRAM 85.0% (FP32
+    /// 2.3%)", "DRAM 12.8%".
     pub fn cell(&self) -> String {
-        match self.limit {
-            Limit::Dram => format!("DRAM {:.1}%", self.of_peak * 100.0),
-            limit => format!(
-                "{} {:.1}% (attainable {:.0}%)",
+        match (self.limit, self.roof) {
+            (Limit::Dram, _) => format!("DRAM {:.1}%", self.of_peak * 100.0),
+            (limit, Limit::Dram) => format!(
+                "DRAM {:.1}% ({} {:.1}%)",
+                self.of_roof * 100.0,
                 limit.name(),
-                self.of_peak * 100.0,
-                self.attainable * 100.0
+                self.of_peak * 100.0
             ),
+            (limit, _) => format!("{} {:.1}%", limit.name(), self.of_peak * 100.0),
         }
     }
 }
@@ -162,6 +175,8 @@ pub fn position(
             of_peak,
             attainable: 1.0,
             tensor_peak_gflops: None,
+            roof: Limit::Dram,
+            of_roof: of_peak,
         });
     }
     // Warp-level instructions: 32 lanes, 2 FLOP per FMA, 2 FMAs per HFMA2 lane.
@@ -193,6 +208,13 @@ pub fn position(
         Some(d) if d > 0.0 => (of_peak / d).min(1.0),
         _ => 1.0,
     };
+    // Below the ridge point the DRAM's roof binds: the fraction of it achieved is the fraction
+    // of the compute peak over the fraction attainable.
+    let (roof, of_roof) = if attainable < 1.0 && attainable > 0.0 {
+        (Limit::Dram, of_peak / attainable)
+    } else {
+        (limit, of_peak)
+    };
     Some(Position {
         limit,
         gflops: Some(gflops),
@@ -200,6 +222,8 @@ pub fn position(
         of_peak,
         attainable,
         tensor_peak_gflops: peak_gflops(arch, Limit::Tensor, sm_count, ghz),
+        roof,
+        of_roof,
     })
 }
 
@@ -309,10 +333,13 @@ mod tests {
         // 9.5% of the compute peak while DRAM is at 11.2%: the roofline at this intensity
         // allows 85% of the peak.
         assert!((p.attainable - 0.845).abs() < 0.01, "{p:?}");
+        // Below the ridge point the binding roof is the DRAM's: 9.5% / 85% = 11.2% of it.
+        assert_eq!(p.roof, Limit::Dram);
         assert_eq!(
             p.phrase(),
-            "at 9.5% of the FP32 peak (attainable at its intensity: 85%)"
+            "at 11.2% of DRAM bandwidth, its binding roof at its intensity (9.5% of the FP32 peak)"
         );
+        assert_eq!(p.cell(), "DRAM 11.2% (FP32 9.5%)");
         // An integer reduction: no floating-point work, measured against DRAM.
         let reduce = Work {
             executed: 1_000_000,
@@ -332,6 +359,7 @@ mod tests {
         let p = position("sm_80", 108, 1.41, 1.0, None, tensor).expect("a position");
         assert_eq!(p.limit, Limit::Tensor);
         assert_eq!(p.attainable, 1.0);
+        assert_eq!(p.roof, Limit::Tensor);
         // Tensor-core instructions of a shape not counted: no position, never a wrong one.
         let unknown = Work {
             executed: 1000,

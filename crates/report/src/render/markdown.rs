@@ -248,6 +248,9 @@ pub(crate) fn diagnosis_meta(d: &Diagnosis) -> String {
         d.level.as_str().to_string(),
         format!("confidence {}", d.confidence.as_str()),
     ];
+    if d.untested() {
+        meta.push("untested".to_string());
+    }
     if !d.kernels.is_empty() {
         let kernels = d
             .kernels
@@ -284,6 +287,30 @@ pub(crate) fn diagnosis_meta(d: &Diagnosis) -> String {
     }
     meta.push(format!("rule {}", md_code(d.rule.as_str())));
     meta.join(" · ")
+}
+
+/// What one more run needs to test a diagnosis's suggestion, while no run has.
+pub(crate) fn untested(d: &Diagnosis) -> Option<&crate::experiment::Settle> {
+    d.hypothesis
+        .as_ref()
+        .filter(|h| h.untested())
+        .and_then(|h| h.settle.as_ref())
+}
+
+/// The same in one sentence, for a note or a summary: "Untested: the pipeline names no
+/// `registers` knob (add `knobs: registers: { flag: ... }`, `experiments: auto`)."
+pub(crate) fn untested_sentence(d: &Diagnosis) -> Option<String> {
+    let settle = untested(d)?;
+    let paste: Vec<String> = settle.inline().iter().map(|l| md_code(l)).collect();
+    Some(if paste.is_empty() {
+        format!("Untested: {}.", settle.why)
+    } else {
+        format!(
+            "Untested: {}; one more run settles it with {} in `pipeline.yaml`.",
+            settle.why,
+            crate::text::join_words(&paste)
+        )
+    })
 }
 
 /// The labelled places of a diagnosis that has supporting ones besides what the summary line
@@ -327,6 +354,19 @@ fn root_causes(out: &mut String, a: &Analysis) {
         let _ = writeln!(out, "{}\n", d.explanation());
         if !d.fix().is_empty() {
             let _ = writeln!(out, "**Fix:** {}\n", d.fix());
+        }
+        if let Some(settle) = untested(d) {
+            let _ = writeln!(out, "**Untested:** {}.", settle.why);
+            let yaml = settle.yaml();
+            if yaml.is_empty() {
+                let _ = writeln!(out);
+            } else {
+                let _ = writeln!(
+                    out,
+                    "One more run settles it, with these lines in `pipeline.yaml`:\n\n```yaml\n{}\n```\n",
+                    yaml.join("\n")
+                );
+            }
         }
         evidence_items(out, d);
     }
@@ -460,7 +500,13 @@ fn notes(out: &mut String, a: &Analysis) {
             "- **{}** ({}). {}",
             d.title,
             diagnosis_meta(d),
-            format!("{} {}", d.explanation(), d.fix()).trim_end()
+            format!(
+                "{} {} {}",
+                d.explanation(),
+                d.fix(),
+                untested_sentence(d).unwrap_or_default()
+            )
+            .trim_end()
         );
         for e in &d.evidence {
             let _ = writeln!(

@@ -32,6 +32,7 @@ mod shared_race;
 mod slow_kernel;
 pub(crate) mod slower_than_baseline;
 mod tensor_cores;
+mod tensor_path;
 mod uninitialized;
 pub(crate) mod wmma_local;
 mod wrong_output;

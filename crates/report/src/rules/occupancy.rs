@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
+use crate::experiment::{ExperimentKind, Hypothesis};
 use crate::occupancy::Limiter;
 use crate::resources::resources_of;
 use crate::text::{bytes, fixed};
@@ -102,6 +103,16 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.figures
                 .insert("registers_for_next_block".into(), json!(r));
         }
+        // One more block per SM hides latency only if the kernel is short of warps: a
+        // suggestion a run at the smaller budget tests.
+        d.hypothesis = match occ.limiter {
+            _ if occ.blocks_per_sm == 0 => None,
+            Limiter::Registers => Some(Hypothesis::new(
+                ExperimentKind::Registers,
+                occ.registers_for_next_block.map(u64::from),
+            )),
+            _ => Some(Hypothesis::new(ExperimentKind::Tile, None)),
+        };
         let caveat = res
             .occupancy_caveat
             .as_ref()

@@ -7,6 +7,8 @@
 //! cause by themselves, and a kernel of a few microseconds is too small to call slow.
 
 use parsers::{OccupancyLimiter, ProfilerRule, SourceLine, SpeedupType};
+
+use crate::experiment::{ExperimentKind, Hypothesis};
 use serde_json::json;
 
 use crate::join::{FindingRef, MetricRef, Source};
@@ -333,6 +335,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         out.push(d);
     }
     no_tensor_cores(ctx, &mut out);
+    super::tensor_path::run(ctx, &mut out);
     against_the_limit(ctx, &mut out);
     against_baseline(ctx, &mut out);
     minor_suggestions(ctx, &minor, &mut out);
@@ -374,6 +377,19 @@ fn against_the_limit(ctx: &Ctx, drafts: &mut [Draft]) {
 /// (registers, shared memory, blocks each allows) and its budget for one more block join the
 /// cause.
 pub fn absorb_occupancy_limit(cause: &mut Draft, note: &Draft) {
+    // ptxas's figures give the register budget for one more block, which the cause's test
+    // sets.
+    if let (Some(h), Some(from)) = (cause.hypothesis.as_mut(), note.hypothesis.as_ref())
+        && h.kind == from.kind
+        && h.value.is_none()
+    {
+        h.value = from.value;
+    }
+    for key in ["registers", "registers_for_next_block", "blocks_per_sm"] {
+        if let Some(v) = note.figures.get(key) {
+            cause.figures.entry(key.into()).or_insert_with(|| v.clone());
+        }
+    }
     cause.notes.push(format!(
         "From ptxas's figures: {}",
         crate::text::lowercase_first(&note.explanation)
@@ -497,6 +513,73 @@ fn against_baseline(ctx: &Ctx, drafts: &mut [Draft]) {
             );
         }
     }
+    what_the_baseline_does(ctx, drafts);
+}
+
+/// Ten times slower than its baseline or more: beside the kernel's largest measured cause,
+/// what the baseline's own longest kernel does that this one does not (the tensor cores).
+fn what_the_baseline_does(ctx: &Ctx, drafts: &mut [Draft]) {
+    let Some((_, theirs)) = crate::resources::beside_baseline(ctx.joined) else {
+        return;
+    };
+    let Some(best) = theirs.first() else { return };
+    if best.tensor_instructions.unwrap_or(0) == 0 {
+        return;
+    }
+    let far_behind = |d: &Draft| {
+        d.level == Level::Warning
+            && d.figures
+                .get("baseline_ratio")
+                .and_then(|v| v.as_f64())
+                .is_some_and(|r| r > 0.0 && r <= 0.1)
+    };
+    let gain = |d: &Draft| {
+        d.figures
+            .get("program_gain")
+            .or_else(|| d.figures.get("estimated_speedup"))
+            .and_then(|v| v.as_f64())
+            .unwrap_or(0.0)
+    };
+    let Some(top) = (0..drafts.len())
+        .filter(|&i| far_behind(&drafts[i]))
+        .max_by(|&a, &b| gain(&drafts[a]).total_cmp(&gain(&drafts[b])))
+    else {
+        return;
+    };
+    let d = &mut drafts[top];
+    let Some(kernel) = d.kernel.as_deref().map(KernelId::of) else {
+        return;
+    };
+    let ours = ctx
+        .joined
+        .sources
+        .iter()
+        .filter(|s| s.config == d.config.as_deref())
+        .flat_map(|s| &s.log.instruction_mix)
+        .find(|m| KernelId::of(&m.function) == kernel)
+        .map(|m| m.mma);
+    if ours != Some(0) {
+        return;
+    }
+    let place = best
+        .summary
+        .limit
+        .as_ref()
+        .map(|p| format!(", {}", p.cell()))
+        .unwrap_or_default();
+    d.explanation.push_str(&format!(
+        " What the baseline does that {} does not: its {} runs on the tensor cores ({} \
+         tensor-core instructions executed{place}); {} issues none, so however its memory \
+         causes are fixed, its products stay on the CUDA cores' lower ceiling.",
+        md_code(&kernel),
+        md_code(&best.summary.kernel),
+        best.tensor_instructions.unwrap_or(0),
+        md_code(&kernel)
+    ));
+    d.figures.insert(
+        "baseline_tensor_instructions".into(),
+        json!(best.tensor_instructions),
+    );
 }
 
 /// The problem the profiling run behind a cause ran: the harness result its unit kept beside
@@ -1041,6 +1124,21 @@ fn describe(
                 })
                 .collect();
             d.fix = fixes.join(" ");
+            // More resident warps is a prediction, not a measurement: one more run at another
+            // register budget, block size or tile tests it.
+            let test = if binding.contains(&"registers") {
+                Some(ExperimentKind::Registers)
+            } else if binding.contains(&"shared memory") {
+                Some(ExperimentKind::Tile)
+            } else if binding
+                .iter()
+                .any(|w| matches!(*w, "the block size" | "the blocks an SM can hold"))
+            {
+                Some(ExperimentKind::BlockSize)
+            } else {
+                None
+            };
+            d.hypothesis = test.map(|kind| Hypothesis::new(kind, None));
         }
     }
 }

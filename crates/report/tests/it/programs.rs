@@ -426,3 +426,62 @@ fn a_profile_says_which_launches_the_runner_chose_and_what_they_cost() {
     assert!(line(&own, "- **profile**: ").ends_with("; 12.3 s"), "{own}");
     assert!(!own.contains("To profile another launch"), "{own}");
 }
+
+/// Nsight Compute's occupancy rule is a suggestion, not a measurement: more resident warps
+/// hide latency only if the kernel is short of them. On the captured profiles of a kernel held
+/// to few blocks by its registers (`slow_regs`) and one held by its shared memory
+/// (`slow_smem_occ`), the cause says it is untested, names the knob whose one more run tests
+/// it (register budget, tile) with the lines to paste, and is at most of medium confidence.
+#[test]
+fn an_occupancy_suggestion_is_untested_until_a_run_tests_it() {
+    for (name, kind, knob) in [
+        (
+            "slow_regs",
+            "registers",
+            "registers: { flag: \"-maxrregcount={value}\" }",
+        ),
+        ("slow_smem_occ", "tile", "tile: { define: TILE }"),
+    ] {
+        let details: &'static str = format!("ncu-csv/{name}_details.log").leak();
+        let source: &'static str = format!("ncu-source/{name}_source.log").leak();
+        let ev = evidence(
+            name,
+            &[
+                program(StageKind::Profile, details, Format::NcuCsv),
+                program(StageKind::Profile, source, Format::NcuSource),
+            ],
+            &[],
+        );
+        let a = analyze(&ev);
+        let d = a
+            .diagnoses
+            .iter()
+            .find(|d| d.title.starts_with("Occupancy limited by"))
+            .unwrap_or_else(|| panic!("{name}: an occupancy cause in {:#?}", a.diagnoses));
+        assert!(d.untested(), "{name}: {d:#?}");
+        let h = d.hypothesis.as_ref().expect("a hypothesis");
+        let settle = h.settle.as_ref().expect("what one more run needs");
+        assert_eq!(
+            settle.add_knob.map(|k| k.as_str()),
+            Some(kind),
+            "{name}: {settle:?}"
+        );
+        assert!(settle.turn_on, "{name}: {settle:?}");
+        assert!(d.confidence <= report::Confidence::Medium, "{name}: {d:#?}");
+        let text = markdown(&ev);
+        assert!(
+            text.contains("untested") && text.contains(knob) && text.contains("experiments: auto"),
+            "{name}: {text}"
+        );
+        // Whatever its estimate, it ranks after every measured cause of its level.
+        let at = a.diagnoses.iter().position(|x| x == d).expect("ranked");
+        assert!(
+            a.diagnoses[at..]
+                .iter()
+                .filter(|x| x.level == d.level)
+                .all(|x| x.untested()),
+            "{name}: {:#?}",
+            a.diagnoses.iter().map(|d| &d.title).collect::<Vec<_>>()
+        );
+    }
+}

@@ -46,11 +46,14 @@ pub(super) fn knobs(raw: BTreeMap<String, RawKnob>) -> Result<Vec<KnobSpec>, (St
         let role = match key.as_str() {
             "size" => KnobRole::Size,
             "registers" => KnobRole::Registers,
+            "block" => KnobRole::Block,
+            "tile" => KnobRole::Tile,
             _ => {
                 return Err((
                     format!("knobs.{key}"),
-                    "unknown knob: name `size` (a size the program takes) or `registers` (the \
-                     build's register budget)"
+                    "unknown knob: name `size` (a size the program takes), `registers` (the \
+                     build's register budget), `block` (threads per block) or `tile` (the tile \
+                     a block computes)"
                         .into(),
                 ));
             }
@@ -159,6 +162,27 @@ impl Pipeline {
             let words: Vec<&str> = upper.split(['_', '-']).collect();
             let role = if upper.contains("REG") {
                 KnobRole::Registers
+            } else if upper.contains("TILE")
+                || (words.len() > 1
+                    && words
+                        .first()
+                        .is_some_and(|w| matches!(*w, "BLOCK" | "TILE"))
+                    && words.last().is_some_and(|w| matches!(*w, "M" | "N" | "K")))
+                || matches!(upper.as_str(), "BM" | "BN" | "BK")
+            {
+                // `TILE`, `TILE_N`, `BLOCK_M`, `BN`: the tile a block computes, not a size.
+                KnobRole::Tile
+            } else if matches!(
+                upper.as_str(),
+                "BLOCK"
+                    | "BLOCK_SIZE"
+                    | "BLOCKSIZE"
+                    | "THREADS"
+                    | "NUM_THREADS"
+                    | "BLOCK_DIM"
+                    | "THREADS_PER_BLOCK"
+            ) {
+                KnobRole::Block
             } else if words.iter().any(|w| {
                 matches!(
                     *w,

@@ -1,0 +1,233 @@
+//! The way past the FP32 (or FP16) ceiling: a kernel whose instructions are mostly scalar
+//! multiply-adds, with no tensor-core instruction, at the compute side of its roofline, runs a
+//! product on the CUDA cores whose peak the tensor cores multiply (TF32 for float data, FP16
+//! and BF16 `mma`/wgmma for half). A cause of the `slow-kernel` rule, drafted beside its
+//! measured causes and ranked after them: it carries no estimate of its own.
+//!
+//! It stays silent where the evidence does not show a product: under half of the executed
+//! instructions multiply-adds, transcendental work beside them (`MUFU`: an n-body or softmax
+//! loop), a kernel below its ridge point (the DRAM's roof binds, not the FP32 peak), or a
+//! kernel the half-precision rule already names.
+
+use serde_json::json;
+
+use super::slow_kernel::{Scope, duration_us, source_lines};
+use super::{Ctx, RuleId};
+use crate::KernelId;
+use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
+use crate::roofline::{Limit, Position};
+use crate::text::{md_code, relative_path};
+
+/// The share of executed instructions that must be scalar multiply-adds: the inner loop of a
+/// register-tiled product is nearly all FFMA (SGEMM_CUDA's kernels 6 and 10 on an H100).
+const MIN_FMA_SHARE: f64 = 0.5;
+
+/// Transcendental instructions per multiply-add above which the loop is not a product.
+const MAX_MUFU_PER_FMA: f64 = 1.0 / 16.0;
+
+/// A profiled launch shorter than this says too little of a kernel's speed.
+const MIN_DURATION_US: f64 = 50.0;
+
+pub(super) fn run(ctx: &Ctx, out: &mut Vec<Draft>) {
+    let j = ctx.joined;
+    for (index, source) in j.sources.iter().enumerate() {
+        for mix in &source.log.instruction_mix {
+            let config = source.config;
+            let kernel = KernelId::of(&mix.function);
+            if mix.mma > 0 || !j.is_own(config, &kernel) {
+                continue;
+            }
+            let (limit, fmas) = if mix.ffma >= mix.hfma2 {
+                (Limit::Fp32, mix.ffma)
+            } else {
+                (Limit::Fp16, mix.hfma2)
+            };
+            let share = fmas as f64 / mix.executed.max(1) as f64;
+            if share < MIN_FMA_SHARE || mix.mufu as f64 > fmas as f64 * MAX_MUFU_PER_FMA {
+                continue;
+            }
+            let Some(p) = crate::roofline::of_kernel(j, config, &kernel) else {
+                continue;
+            };
+            if p.limit != limit || p.roof != limit {
+                continue;
+            }
+            let named_already = out.iter().any(|d| {
+                d.key == "no-tensor-cores"
+                    && d.kernel.as_deref() == Some(kernel.as_str())
+                    && d.config.as_deref() == config
+            });
+            if named_already {
+                continue;
+            }
+            let page = Scope {
+                config,
+                log: Some(index),
+            };
+            out.push(draft(ctx, page, &kernel, &p, share, fmas));
+        }
+    }
+}
+
+fn draft(ctx: &Ctx, page: Scope, kernel: &KernelId, p: &Position, share: f64, fmas: u64) -> Draft {
+    let j = ctx.joined;
+    let config = page.config;
+    let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, String::new());
+    d.config = config.map(str::to_string);
+    d.kernel = Some(kernel.to_string());
+    d.key = "tensor-core-path".to_string();
+    // A product is read from the instruction mix, not seen: medium at most.
+    d.confidence = Confidence::Medium;
+    let hot = source_lines(ctx, page, Some(kernel))
+        .into_iter()
+        .filter(|l| {
+            j.repo_files
+                .contains(&relative_path(&l.file, &j.repo_files))
+        })
+        .max_by_key(|l| l.instructions);
+    if let Some(line) = hot {
+        d.location = Some(SourceLocation {
+            file: relative_path(&line.file, &j.repo_files),
+            line: Some(line.line),
+        });
+    }
+    let named = md_code(kernel);
+    let (op, tensor_limit) = match p.limit {
+        Limit::Fp16 => ("HFMA2", Limit::Tensor),
+        _ => ("FFMA", Limit::Tf32Tensor),
+    };
+    let arch = j
+        .kernel(config, kernel)
+        .and_then(|k| k.arch.clone())
+        .unwrap_or_default();
+    let gpu = j.run.and_then(|r| r.environment.gpus.first());
+    let tensor_peak = p
+        .peak_gflops
+        .zip(gpu.and_then(|g| g.sm_count))
+        .and_then(|(peak, sms)| {
+            // The same device and clock as the kernel's own peak: scale by the per-clock ratio.
+            let per_clock = |l| crate::roofline::peak_gflops(&arch, l, sms, 1.0);
+            Some(peak * per_clock(tensor_limit)? / per_clock(p.limit)?)
+        });
+    d.title = match p.limit {
+        Limit::Fp16 => "Half-precision FMAs where the tensor cores would lift the ceiling",
+        _ => "FP32 FMAs where the tensor cores would lift the ceiling",
+    }
+    .to_string();
+    d.figures
+        .insert("fma_share".into(), json!((share * 1000.0).round() / 1000.0));
+    d.figures.insert(
+        "of_peak".into(),
+        json!((p.of_peak * 1000.0).round() / 1000.0),
+    );
+    let ceiling = match (tensor_peak, p.peak_gflops) {
+        (Some(t), Some(peak)) => {
+            d.figures
+                .insert("tensor_peak_gflops".into(), json!(t.round()));
+            format!(
+                ": {:.0} GFLOP/s on this GPU, {:.0}x its {} peak of {:.0}",
+                t,
+                t / peak,
+                p.limit.name(),
+                peak
+            )
+        }
+        _ => String::new(),
+    };
+    d.explanation = format!(
+        "{}% of the instructions {named} executes are scalar multiply-adds ({fmas} warp-level \
+         `{op}`), with no tensor-core instruction, and it runs {}: its ceiling is the \
+         {} peak of the CUDA cores. If those multiply-adds are a matrix product (a GEMM, a \
+         convolution, attention), the tensor cores raise the ceiling to the {} peak{ceiling}.",
+        (share * 100.0).round(),
+        p.phrase(),
+        p.limit.name(),
+        tensor_limit.name(),
+    );
+    if let Some(beside) = tensor_kernel_beside(ctx, config, kernel) {
+        d.explanation.push_str(&format!(" {beside}"));
+    }
+    d.fix = match p.limit {
+        Limit::Fp16 => "Issue the product as tensor-core instructions: `mma.sync` (or WMMA) on \
+                        FP16/BF16 fragments with FP32 accumulators, wgmma on sm_90; or call \
+                        cuBLAS or CUTLASS for it. The precision is the same as the FMAs'."
+            .to_string(),
+        _ => "Run the product on the tensor cores with TF32 inputs: `mma.sync` or WMMA \
+              (`wmma::precision::tf32`), or cuBLAS with `CUBLAS_COMPUTE_32F_FAST_TF32`. TF32 \
+              keeps FP32's range and accumulation but rounds each input to a 10-bit mantissa \
+              (a relative error near 1e-3 per product); where that is too coarse, 3xTF32 \
+              (CUTLASS) recovers FP32 accuracy at about a third of the TF32 rate, and FP16/BF16 \
+              inputs double the TF32 rate again."
+            .to_string(),
+    };
+    d.evidence.push(ctx.source_evidence(
+        Some(page.log.unwrap_or_default()),
+        config,
+        format!(
+            "instruction mix of {named}: {} of {} executed instructions `{op}` ({:.0}%), 0 \
+             tensor-core instructions; {}",
+            fmas,
+            j.sources
+                .get(page.log.unwrap_or_default())
+                .and_then(|s| {
+                    s.log
+                        .instruction_mix
+                        .iter()
+                        .find(|m| KernelId::of(&m.function) == *kernel)
+                })
+                .map(|m| m.executed)
+                .unwrap_or(0),
+            share * 100.0,
+            p.cell()
+        ),
+    ));
+    let scope = Scope { config, log: None };
+    if duration_us(ctx, scope, Some(kernel)).is_some_and(|us| us < MIN_DURATION_US) {
+        d.level = Level::Note;
+    }
+    d
+}
+
+/// A kernel the program did not write that ran on the tensor cores in the same config (the
+/// baseline's, or a library's launched beside the program's own), with its rate: "cuBLAS's
+/// `sm90_xmma_gemm_...` ran on the tensor cores at 612000 GFLOP/s (FP16 tensor 61.9%)".
+fn tensor_kernel_beside(ctx: &Ctx, config: Option<&str>, own: &KernelId) -> Option<String> {
+    let j = ctx.joined;
+    let mut seen: Vec<&KernelId> = Vec::new();
+    let mut best: Option<(f64, String)> = None;
+    let baseline = crate::resources::beside_baseline(j)
+        .map(|(_, theirs)| theirs)
+        .unwrap_or_default();
+    for k in baseline.iter().filter_map(|k| {
+        let p = k.summary.limit.as_ref()?;
+        Some((k.summary.kernel.clone(), p.clone()))
+    }) {
+        let (name, p) = k;
+        if matches!(p.limit, Limit::Tensor | Limit::Tf32Tensor)
+            && let Some(g) = p.gflops
+            && best.as_ref().is_none_or(|(b, _)| g > *b)
+        {
+            best = Some((g, format!("The baseline's {}", md_code(&name))));
+        }
+        let _ = &p;
+    }
+    for m in j.metrics.iter().filter(|m| m.config.as_deref() == config) {
+        if m.kernel == *own || seen.contains(&&m.kernel) || j.is_own(config, &m.kernel) {
+            continue;
+        }
+        seen.push(&m.kernel);
+        let Some(p) = crate::roofline::of_kernel(j, config, &m.kernel) else {
+            continue;
+        };
+        if matches!(p.limit, Limit::Tensor | Limit::Tf32Tensor)
+            && let Some(g) = p.gflops
+            && best.as_ref().is_none_or(|(b, _)| g > *b)
+        {
+            best = Some((g, format!("{}, launched beside it,", md_code(&m.kernel))));
+        }
+    }
+    let (gflops, who) = best?;
+    Some(format!(
+        "{who} ran on the tensor cores at {gflops:.0} GFLOP/s in this run."
+    ))
+}
