@@ -124,7 +124,8 @@ static BYTES_USED: LazyLock<Regex> =
     LazyLock::new(|| regex(r"only ([\d.]+) of the 32 bytes transmitted per sector"));
 static EXCESSIVE: LazyLock<Regex> =
     LazyLock::new(|| regex(r"([\d,]+) excessive (sectors|wavefronts) \((\d+)% of the total"));
-static ONLY_BLOCKS: LazyLock<Regex> = LazyLock::new(|| regex(r"execute only (\d+) blocks"));
+static ONLY_BLOCKS: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"execute only (\d+) blocks?\b"));
 static WARPS_PER_SCHEDULER: LazyLock<Regex> =
     LazyLock::new(|| regex(r"The ([\d.]+) theoretical warps per scheduler"));
 
@@ -187,7 +188,9 @@ pub(crate) fn read(
         sector_bytes_used: group(&BYTES_USED, 1).and_then(|u| u.parse().ok()),
         excessive,
         grid_blocks: group(&ONLY_BLOCKS, 1).and_then(|b| b.parse().ok()),
-        fewer_blocks_than_sms: text.contains("blocks, which is less than"),
+        // "only 4 blocks, which is less than", and for a grid of one, "only 1 block, which ...".
+        fewer_blocks_than_sms: text.contains("blocks, which is less than")
+            || text.contains("block, which is less than"),
         grid_too_small: text.contains("grid is too small"),
         lg_throttle: text.contains("local and global (LG)"),
         theoretical_warps_per_scheduler: group(&WARPS_PER_SCHEDULER, 1)
@@ -244,5 +247,28 @@ mod tests {
         );
         assert_eq!(r.speedup_type, Some(SpeedupType::Global));
         assert_eq!(r.estimated_speedup, Some(12.5));
+    }
+
+    /// A grid of one block reads "only 1 block, which is less than" (Nsight Compute 2025.3.1
+    /// on an H100, Maharshi-Pandya/cudacodes' naive softmax, field corpus `maharshi-softmax-k0`);
+    /// of four, "only 4 blocks, which is less than".
+    #[test]
+    fn a_grid_of_one_block_is_fewer_blocks_than_sms() {
+        for (text, blocks) in [
+            (
+                "The grid for this launch is configured to execute only 1 block, which is less \
+                 than the GPU's 132 multiprocessors.",
+                1,
+            ),
+            (
+                "The grid for this launch is configured to execute only 4 blocks, which is less \
+                 than the GPU's 132 multiprocessors.",
+                4,
+            ),
+        ] {
+            let r = read("LaunchConfiguration", "OPT", text, "global", Some(99.2));
+            assert!(r.fewer_blocks_than_sms, "{text}");
+            assert_eq!(r.grid_blocks, Some(blocks), "{text}");
+        }
     }
 }

@@ -660,6 +660,23 @@ fn launched(joined: &Joined, logs: &[&str]) -> Option<bool> {
     profiled.then_some(true)
 }
 
+/// An Nsight Compute argument that chooses which kernels or launches it profiles.
+fn profile_filter(arg: &str) -> bool {
+    let name = arg.split('=').next().unwrap_or(arg);
+    matches!(
+        name,
+        "-k" | "--kernel-name"
+            | "--kernel-id"
+            | "--kernel-regex"
+            | "-c"
+            | "--launch-count"
+            | "-s"
+            | "--launch-skip"
+            | "--launch-skip-before-match"
+            | "--nvtx-include"
+    )
+}
+
 /// Where the longest profiled kernel stands, for a clean verdict: clean is no cause found, not
 /// at the limit (" Its longest kernel, reduce3<int>, runs at 52.1% of DRAM bandwidth.").
 fn longest_against_the_limit(joined: &Joined) -> String {
@@ -947,18 +964,29 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                 format!("profiled {}; {}", named.join(", "), counted.join(", "))
             };
             // A library builds many instantiations its program never launches: a few named,
-            // the rest counted.
+            // the rest counted. Where ncu was told which kernels or launches to profile, the
+            // others may well have run: not profiled, not "never launched".
+            let filtered = sources
+                .iter()
+                .filter_map(|&i| joined.source(i))
+                .filter_map(|s| s.stage)
+                .any(|st| st.command.iter().any(|a| profile_filter(a)));
+            let idle_word = if filtered {
+                "not profiled"
+            } else {
+                "never launched"
+            };
             const NAMED_IDLE: usize = 6;
             if idle.len() > NAMED_IDLE {
                 let shown: Vec<&str> = idle.iter().take(NAMED_IDLE).map(KernelId::as_str).collect();
                 text.push_str(&format!(
-                    "; never launched: {} kernels of the build ({} and {} more)",
+                    "; {idle_word}: {} kernels of the build ({} and {} more)",
                     idle.len(),
                     shown.join(", "),
                     idle.len() - NAMED_IDLE
                 ));
             } else if !idle.is_empty() {
-                text.push_str(&format!("; never launched: {}", idle.join(", ")));
+                text.push_str(&format!("; {idle_word}: {}", idle.join(", ")));
             }
             if !foreign.is_empty() {
                 let names: Vec<KernelId> = foreign.into_keys().collect();

@@ -1167,23 +1167,41 @@ impl TrialLogs for crate::join::Joined<'_> {
     }
 
     fn spill_bytes(&self, stage: &Stage, kernel: &str) -> Option<u64> {
-        self.logs_of(stage)
-            .flat_map(|l| &l.kernels)
-            .filter(|k| base_name(&k.name) == base_name(kernel))
+        self.same_kernel(stage, kernel)
             .filter_map(|k| k.spill_store_bytes)
             .max()
     }
 
     fn registers(&self, stage: &Stage, kernel: &str) -> Option<u32> {
-        self.logs_of(stage)
-            .flat_map(|l| &l.kernels)
-            .filter(|k| base_name(&k.name) == base_name(kernel))
+        self.same_kernel(stage, kernel)
             .filter_map(|k| k.registers)
             .max()
     }
 }
 
 impl crate::join::Joined<'_> {
+    /// The kernels of a stage's build logs that are `kernel`: its own instantiation where the
+    /// logs name it (SGEMM_CUDA builds `sgemm2DBlocktiling` at two tile sizes, 96 and 109
+    /// registers), else every one of its name.
+    fn same_kernel<'s>(
+        &'s self,
+        stage: &'s Stage,
+        kernel: &'s str,
+    ) -> impl Iterator<Item = &'s parsers::Kernel> + 's {
+        let id = crate::KernelId::of(kernel);
+        let exact = self
+            .logs_of(stage)
+            .flat_map(|l| &l.kernels)
+            .any(|k| crate::KernelId::of(&k.name) == id);
+        self.logs_of(stage).flat_map(|l| &l.kernels).filter(move |k| {
+            if exact {
+                crate::KernelId::of(&k.name) == id
+            } else {
+                base_name(&k.name) == base_name(kernel)
+            }
+        })
+    }
+
     /// The parsed logs of a stage record: the run's own, or a trial's.
     fn logs_of<'s>(&'s self, stage: &'s Stage) -> impl Iterator<Item = &'s parsers::ParsedLog> {
         stage.logs.iter().filter_map(move |log| {

@@ -23,9 +23,17 @@ pub struct KernelId(String);
 impl KernelId {
     /// The identity of a kernel as any tool spells it.
     pub fn of(name: &str) -> KernelId {
+        // A C-style cast of a template argument, `(int)4` or `(cute::GMMA::Major)0`, to the
+        // value alone, as Nsight Compute prints it.
         static CAST: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"\((?:unsigned |signed )?(?:int|long long|long|short|char|bool|unsigned)\)")
+            Regex::new(r"\(\s*[A-Za-z_][\w:]*(?:\s+[A-Za-z_][\w:]*)*\s*\)\s*(-?[0-9])")
                 .expect("valid regex")
+        });
+        // A namespace qualifier inside the template arguments (`cutlass::gemm::GemmUniversal`,
+        // `at::ReduceOp`): Nsight Compute's details page drops them, its source page and the
+        // compiler keep them.
+        static QUALIFIER: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?:\(anonymous namespace\)|\b[A-Za-z_]\w*)::").expect("valid regex")
         });
         let name = name.trim();
         let mut depth = 0i32;
@@ -59,7 +67,8 @@ impl KernelId {
             }
         }
         let base = head.get(start..).unwrap_or(head);
-        let base = squeeze_spaces(&CAST.replace_all(base, ""));
+        let base = QUALIFIER.replace_all(base, "");
+        let base = squeeze_spaces(&CAST.replace_all(&base, "$1"));
         KernelId(bools_as_digits(&base))
     }
 
@@ -200,7 +209,23 @@ mod tests {
                 "void at::reduce_kernel<512, 1, at::ReduceOp<float, unsigned int, 4>>(T3)"
             )
             .to_string(),
-            "reduce_kernel<512,1,at::ReduceOp<float,unsigned int,4>>"
+            "reduce_kernel<512,1,ReduceOp<float,unsigned int,4>>"
+        );
+        // CUTLASS's Hopper GEMM as the compiler and the source page spell it (qualified,
+        // enum arguments cast) and as Nsight Compute's details page does (neither): one kernel.
+        assert_eq!(
+            KernelId::of(
+                "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, \
+                 int, int>, cute::C<(int)4>, cute::MMA_64x128x16_F32F16F16_SS<\
+                 (cute::SM90::GMMA::Major)0, (cute::SM90::GMMA::ScaleIn)1>, \
+                 cutlass::epilogue::thread::LinearCombination<cutlass::half_t, 1, float, \
+                 (cutlass::FloatRoundStyle)2>>>(T1::Params)"
+            ),
+            KernelId::of(
+                "void device_kernel<GemmUniversal<tuple<int, int, int>, C<4>, \
+                 MMA_64x128x16_F32F16F16_SS<0, 1>, LinearCombination<half_t, 1, float, 2>>>\
+                 (T1::Params)"
+            )
         );
         assert_eq!(
             KernelId::of("void k<unsigned int, 4>(T1 *)"),

@@ -133,6 +133,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.fix = "Fully unroll the loops that index the array (`#pragma unroll` with constant \
                      trip counts) so every index is a constant, or move the array to shared memory."
                 .to_string();
+            // The compiler's figures say the array is there, not that it costs: a note, until
+            // a profile of the kernel measures its warps waiting on local memory (the
+            // `slow-kernel` rule's local-memory cause).
+            d.level = Level::Note;
+            d.explanation.push_str(
+                " What it costs is not measured here: a profile of the kernel shows whether its \
+                 warps wait on local memory.",
+            );
         }
         out.push(d);
     }

@@ -20,7 +20,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     for view in j.target_kernels() {
         let res = resources_of(j, view);
         let Some(occ) = res.occupancy else { continue };
-        if !matches!(occ.limiter, Limiter::Registers | Limiter::SharedMemory) {
+        // Every warp slot of the SM filled: whatever binds first leaves nothing to gain.
+        if !matches!(occ.limiter, Limiter::Registers | Limiter::SharedMemory)
+            || (occ.blocks_per_sm > 0 && occ.fraction >= 1.0)
+        {
             continue;
         }
         let registers = res.registers.unwrap_or(0);
