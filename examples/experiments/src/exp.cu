@@ -1,12 +1,17 @@
-// Three small programs, one per experiment Exhibit runs, picked by a define:
+// Five small programs, one per experiment Exhibit runs, picked by a define:
 //   -DPROG_tail  sums rows of N floats (N from argv[1]) in tiles of 64 with no guard on the last
 //                tile: it reads past the end exactly when N is not a multiple of 64;
 //   -DPROG_race  copies each block's 256 values through shared memory and reads another warp's
 //                slot with no barrier between the write and the read: the output depends on
 //                which warp gets there first;
 //   -DPROG_regs  a register-heavy kernel (32 accumulators per thread, 256 threads per block),
-//                its register budget set by -DMAXREG through __launch_bounds__ when given.
-// Each checks what it can and prints one result line; regs prints its time per launch.
+//                its register budget set by -DMAXREG through __launch_bounds__ when given;
+//   -DPROG_smem  a latency-bound pointer chase whose blocks each reserve TILE KiB of shared
+//                memory (-DTILE, 96 by default): shared memory holds 2 blocks per SM;
+//   -DPROG_block the same chase in blocks of BLOCK threads (-DBLOCK, 32 by default): an SM holds
+//                at most 32 blocks, so small blocks leave half its warp slots empty.
+// Each checks what it can and prints one result line; regs, smem and block print their time
+// per launch.
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -136,5 +141,63 @@ int main() {
   CHECK(cudaMemcpy(&first, out, sizeof(float), cudaMemcpyDeviceToHost));
   std::printf("many_sums: %.1f us per launch (out[0] = %g)\n", 1e3 * ms / launches, first);
   return 0;
+}
+#elif defined(PROG_smem) || defined(PROG_block)
+#if defined(PROG_smem)
+#ifndef TILE
+#define TILE 96
+#endif
+constexpr int BLOCK = 128;
+constexpr size_t STAGE_BYTES = size_t(TILE) * 1024;
+#else
+#ifndef BLOCK
+#define BLOCK 32
+#endif
+constexpr size_t STAGE_BYTES = sizeof(int) * BLOCK;
+#endif
+// Each thread follows a chain of loads, each address the value loaded before it: nothing to
+// overlap within a thread, so the kernel's speed follows the warps resident on an SM. The
+// block's staging buffer (STAGE_BYTES of dynamic shared memory) passes each thread's last
+// value to its neighbour.
+__global__ void chase(const int* next, int* out, int n, int steps) {
+  extern __shared__ int stage[];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int j = i % n;
+  for (int s = 0; s < steps; ++s) j = next[j];
+  stage[threadIdx.x] = j;
+  __syncthreads();
+  out[i] = stage[(threadIdx.x + 1) % blockDim.x];
+}
+
+int main() {
+  const int n = 1 << 24, threads = 132 * 2048, blocks = threads / BLOCK, steps = 64;
+  std::vector<int> host(n);
+  for (int i = 0; i < n; ++i) host[i] = int((i * 2654435761u + 12345u) % unsigned(n));
+  int *next, *out;
+  CHECK(cudaMalloc(&next, n * sizeof(int)));
+  CHECK(cudaMalloc(&out, threads * sizeof(int)));
+  CHECK(cudaMemcpy(next, host.data(), n * sizeof(int), cudaMemcpyHostToDevice));
+  CHECK(cudaFuncSetAttribute(chase, cudaFuncAttributeMaxDynamicSharedMemorySize, int(STAGE_BYTES)));
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  const int launches = 20;
+  for (int r = 0; r <= launches; ++r) {
+    if (r == 1) CHECK(cudaEventRecord(start));
+    chase<<<blocks, BLOCK, STAGE_BYTES>>>(next, out, n, steps);
+    CHECK(cudaGetLastError());
+  }
+  CHECK(cudaEventRecord(stop));
+  CHECK(cudaEventSynchronize(stop));
+  float ms = 0.f;
+  CHECK(cudaEventElapsedTime(&ms, start, stop));
+  // Thread 0 holds what its neighbour's chain, from index 1, ends on: walked again here.
+  std::vector<int> got(threads);
+  CHECK(cudaMemcpy(got.data(), out, threads * sizeof(int), cudaMemcpyDeviceToHost));
+  int j = 1;
+  for (int s = 0; s < steps; ++s) j = host[j];
+  std::printf("chase: %.1f us per launch (%s)\n", 1e3 * ms / launches,
+              got[0] == j ? "ok" : "wrong");
+  return got[0] == j ? 0 : 1;
 }
 #endif
