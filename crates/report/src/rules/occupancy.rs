@@ -173,7 +173,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 ),
                 (None, Some(s)) => format!(
                     "If latency hiding is short: at {} of shared memory per block (from {}) one \
-                     more block fits (fewer stages or a smaller BLOCK_N). Check with the bench stage.",
+                     more block fits (fewer pipeline stages or a smaller tile). Check with the bench stage.",
                     bytes(s),
                     bytes(shared)
                 ),
