@@ -124,8 +124,7 @@ static BYTES_USED: LazyLock<Regex> =
     LazyLock::new(|| regex(r"only ([\d.]+) of the 32 bytes transmitted per sector"));
 static EXCESSIVE: LazyLock<Regex> =
     LazyLock::new(|| regex(r"([\d,]+) excessive (sectors|wavefronts) \((\d+)% of the total"));
-static ONLY_BLOCKS: LazyLock<Regex> =
-    LazyLock::new(|| regex(r"execute only (\d+) blocks?\b"));
+static ONLY_BLOCKS: LazyLock<Regex> = LazyLock::new(|| regex(r"execute only (\d+) blocks?\b"));
 static WARPS_PER_SCHEDULER: LazyLock<Regex> =
     LazyLock::new(|| regex(r"The ([\d.]+) theoretical warps per scheduler"));
 

@@ -190,12 +190,21 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
                     .then(speedup(a).total_cmp(&speedup(b)))
             })
             .copied();
+        // The top cause's kernel against its binding roof, where its title does not say it.
+        let roof = top
+            .filter(|d| !d.title.contains("% of"))
+            .and_then(|d| {
+                let kernel = KernelId::of(d.kernel.as_deref()?);
+                crate::roofline::of_kernel(joined, d.config.as_deref(), &kernel)
+            })
+            .map(|p| format!(", {}", p.phrase()))
+            .unwrap_or_default();
         format!(
-            "{}, top: {}{}",
+            "{}, top: {}{}{roof}",
             plural(slow.len() as u64, "cause", "causes"),
             top.map(|d| d.title.clone()).unwrap_or_default(),
-            top.and_then(|d| d.kernel.clone())
-                .map(|k| format!(" in {k}"))
+            top.and_then(|d| d.kernel.as_deref())
+                .map(|k| format!(" in {}", crate::text::short_kernel(k)))
                 .unwrap_or_default()
         )
     };
@@ -692,7 +701,7 @@ fn longest_against_the_limit(joined: &Joined) -> String {
             let p = n.limit?;
             Some(format!(
                 " Its longest kernel, {}, runs {}.",
-                n.kernel,
+                crate::text::short_kernel(&n.kernel),
                 p.phrase()
             ))
         })

@@ -1193,13 +1193,15 @@ impl crate::join::Joined<'_> {
             .logs_of(stage)
             .flat_map(|l| &l.kernels)
             .any(|k| crate::KernelId::of(&k.name) == id);
-        self.logs_of(stage).flat_map(|l| &l.kernels).filter(move |k| {
-            if exact {
-                crate::KernelId::of(&k.name) == id
-            } else {
-                base_name(&k.name) == base_name(kernel)
-            }
-        })
+        self.logs_of(stage)
+            .flat_map(|l| &l.kernels)
+            .filter(move |k| {
+                if exact {
+                    crate::KernelId::of(&k.name) == id
+                } else {
+                    base_name(&k.name) == base_name(kernel)
+                }
+            })
     }
 
     /// The parsed logs of a stage record: the run's own, or a trial's.

@@ -123,6 +123,18 @@ pub fn render_bench_svg(evidence: &Evidence) -> Option<String> {
     render::svg::bench_svg(&analyze(evidence)).map(safe)
 }
 
+/// The roofline the Markdown report links to: every profiled kernel against the roofs of its
+/// precision, the baseline's marked; `None` when no kernel was placed. The runner writes it next
+/// to the report as [`roofline_svg_file_name`].
+pub fn render_roofline_svg(evidence: &Evidence) -> Option<String> {
+    render::svg::roofline_svg(&analyze(evidence)).map(safe)
+}
+
+/// `<run-id>.roofline.svg`, in the report's own directory.
+pub fn roofline_svg_file_name(run: &Run) -> String {
+    format!("{}.roofline.svg", run.id)
+}
+
 /// The file name the Markdown report links the bench chart under: `<run-id>.bench.svg`, in the
 /// report's own directory.
 pub fn bench_svg_file_name(run: &Run) -> String {

@@ -65,6 +65,11 @@ pub struct Position {
     pub roof: Limit,
     /// The fraction of the binding roof achieved.
     pub of_roof: f64,
+    /// The kernel's arithmetic intensity over the ridge point of its precision (`of_peak` over
+    /// the fraction of DRAM bandwidth): below 1 the DRAM's roof binds. `None` without a DRAM
+    /// figure, or for a kernel measured against DRAM alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ridge_ratio: Option<f64>,
 }
 
 impl Position {
@@ -73,12 +78,16 @@ impl Position {
     pub fn phrase(&self) -> String {
         match (self.limit, self.roof) {
             (Limit::Dram, _) => format!("at {:.1}% of DRAM bandwidth", self.of_peak * 100.0),
-            (limit, Limit::Dram) => format!(
+            (limit, Limit::Dram) if self.of_peak >= 0.0005 => format!(
                 "at {:.1}% of DRAM bandwidth, its binding roof at its intensity ({:.1}% of the {} \
                  peak)",
                 self.of_roof * 100.0,
                 self.of_peak * 100.0,
                 limit.name()
+            ),
+            (_, Limit::Dram) => format!(
+                "at {:.1}% of DRAM bandwidth, its binding roof at its intensity",
+                self.of_roof * 100.0
             ),
             (limit, _) => format!(
                 "at {:.1}% of the {} peak, its binding roof",
@@ -177,6 +186,7 @@ pub fn position(
             tensor_peak_gflops: None,
             roof: Limit::Dram,
             of_roof: of_peak,
+            ridge_ratio: None,
         });
     }
     // Warp-level instructions: 32 lanes, 2 FLOP per FMA, 2 FMAs per HFMA2 lane.
@@ -224,6 +234,7 @@ pub fn position(
         tensor_peak_gflops: peak_gflops(arch, Limit::Tensor, sm_count, ghz),
         roof,
         of_roof,
+        ridge_ratio: dram.filter(|d| *d > 0.0).map(|d| of_peak / d),
     })
 }
 

@@ -493,6 +493,23 @@ pub fn xml_escape(s: &str) -> String {
 }
 
 /// The first 16 hex digits of the sha256 of `parts` joined by NUL bytes.
+/// A kernel's name for a sentence: a CUTLASS or framework template can run to a thousand
+/// characters, so past 60 its outermost template arguments are elided: `device_kernel<…>`.
+pub fn short_kernel(name: &str) -> String {
+    const MAX: usize = 60;
+    if name.chars().count() <= MAX {
+        return name.to_string();
+    }
+    match name.find('<') {
+        Some(open) if open > 0 => format!("{}<…>", &name[..open]),
+        _ => {
+            let mut short: String = name.chars().take(MAX).collect();
+            short.push('…');
+            short
+        }
+    }
+}
+
 pub fn short_hash(parts: &[&str]) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();

@@ -26,7 +26,7 @@ pub fn render(analysis: &Analysis, run: &Run) -> String {
     correctness(&mut out, analysis);
     bench(&mut out, analysis, run);
     crate::timings::markdown(&mut out, analysis);
-    ncu(&mut out, analysis);
+    ncu(&mut out, analysis, run);
     beside_baseline(&mut out, analysis);
     environment(&mut out, analysis, run);
     next_steps(&mut out, analysis);
@@ -1192,7 +1192,7 @@ fn short_name(name: &str) -> String {
     short
 }
 
-fn ncu(out: &mut String, a: &Analysis) {
+fn ncu(out: &mut String, a: &Analysis, run: &Run) {
     let rows = ncu_summaries(&a.joined);
     if rows.is_empty() {
         return;
@@ -1232,6 +1232,9 @@ fn ncu(out: &mut String, a: &Analysis) {
         );
     }
     let _ = writeln!(out);
+    if crate::render::svg::roofline_svg(a).is_some() {
+        let _ = writeln!(out, "![roofline]({})\n", crate::roofline_svg_file_name(run));
+    }
     let advice: Vec<&crate::join::FindingRef> = a
         .joined
         .findings

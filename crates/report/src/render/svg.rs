@@ -147,3 +147,201 @@ pub fn bench_svg(a: &Analysis) -> Option<String> {
     out.push_str("</svg>\n");
     Some(out)
 }
+
+/// One kernel on the roofline: its name, whose it is, and where it stands.
+struct Point {
+    name: String,
+    baseline: bool,
+    position: crate::roofline::Position,
+}
+
+/// The decades the roofline spans: intensity over the ridge point from 10^-3 to 10^3, the
+/// fraction of the peak from 10^-4 to 1.
+const X_DECADES: (i32, i32) = (-3, 3);
+const Y_DECADES: (i32, i32) = (-4, 0);
+const PLOT_W: f64 = 480.0;
+const PLOT_H: f64 = 320.0;
+const ROOF_TITLE: &str = "Roofline: each profiled kernel against its roofs (log-log)";
+const ROOF_LEGEND: &str = "x: arithmetic intensity over the ridge point of its precision; y: fraction of that precision's peak";
+
+/// The roofline of a run, as Nsight Compute's GUI draws it but made from the run's own figures,
+/// each kernel against the roofs of its own precision (FP32, FP16, FP64, tensor): its intensity
+/// over the ridge point (its fraction of the compute peak over its fraction of the DRAM
+/// bandwidth) against its fraction of the compute peak. Below the ridge (x < 1) the DRAM's slope
+/// binds, above it the flat compute roof. The program's kernels are blue dots, the baseline's
+/// grey squares; kernels with no floating-point work to speak of are listed under the chart
+/// with their DRAM figure. `None` when no kernel was placed.
+pub fn roofline_svg(a: &Analysis) -> Option<String> {
+    let j = &a.joined;
+    let mut points: Vec<Point> = crate::resources::ncu_summaries(j)
+        .into_iter()
+        .filter_map(|n| {
+            Some(Point {
+                name: crate::text::short_kernel(&n.kernel),
+                baseline: false,
+                position: n.limit?,
+            })
+        })
+        .collect();
+    if let Some((_, theirs)) = crate::resources::beside_baseline(j) {
+        points.extend(theirs.into_iter().filter_map(|k| {
+            Some(Point {
+                name: crate::text::short_kernel(&k.summary.kernel),
+                baseline: true,
+                position: k.summary.limit?,
+            })
+        }));
+    }
+    if points.is_empty() {
+        return None;
+    }
+    let (plotted, listed): (Vec<&Point>, Vec<&Point>) = points
+        .iter()
+        .partition(|p| p.position.ridge_ratio.is_some_and(|r| r > 0.0) && p.position.of_peak > 0.0);
+    let left = 70.0;
+    let top = 50.0;
+    let clamp = |v: f64, (lo, hi): (i32, i32)| v.log10().clamp(f64::from(lo), f64::from(hi));
+    let px = |x: f64| {
+        let (lo, hi) = X_DECADES;
+        left + (clamp(x, X_DECADES) - f64::from(lo)) / f64::from(hi - lo) * PLOT_W
+    };
+    let py = |y: f64| {
+        let (lo, hi) = Y_DECADES;
+        top + (f64::from(hi) - clamp(y, Y_DECADES)) / f64::from(hi - lo) * PLOT_H
+    };
+    let labels: Vec<String> = plotted
+        .iter()
+        .map(|p| format!("{} · {}", p.name, p.position.cell()))
+        .chain(listed.iter().map(|p| {
+            format!(
+                "{}{} · {} (no floating-point work: not on the chart)",
+                p.name,
+                if p.baseline { " (baseline)" } else { "" },
+                p.position.cell()
+            )
+        }))
+        .collect();
+    let width = labels
+        .iter()
+        .map(|l| MARGIN + 20.0 + text_width(l, 12.0, false))
+        .chain([
+            left + PLOT_W + 20.0,
+            MARGIN + text_width(ROOF_TITLE, 15.0, true),
+            MARGIN + text_width(ROOF_LEGEND, 12.0, false),
+        ])
+        .fold(0.0f64, f64::max)
+        .ceil()
+        + MARGIN;
+    let height = (top + PLOT_H + 50.0 + 18.0 * labels.len() as f64 + 30.0).ceil();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(
+        out,
+        r##"<rect width="{width}" height="{height}" fill="#ffffff"/>"##
+    );
+    let _ = writeln!(
+        out,
+        r##"<text x="{MARGIN}" y="24" font-size="15" font-weight="bold" fill="#222222">{ROOF_TITLE}</text>"##
+    );
+    // The decades, as a grid with their labels.
+    for d in X_DECADES.0..=X_DECADES.1 {
+        let x = px(10f64.powi(d));
+        let _ = writeln!(
+            out,
+            r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{:.1}" stroke="#e4e4e4"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" fill="#666666">{}</text>"##,
+            top + PLOT_H,
+            top + PLOT_H + 16.0,
+            decade(d)
+        );
+    }
+    for d in Y_DECADES.0..=Y_DECADES.1 {
+        let y = py(10f64.powi(d));
+        let _ = writeln!(
+            out,
+            r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e4e4e4"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#666666">{}</text>"##,
+            left + PLOT_W,
+            left - 6.0,
+            y + 4.0,
+            decade(d)
+        );
+    }
+    // The roofs: the DRAM's slope up to the ridge point, the compute peak after it.
+    let from = 10f64.powi(X_DECADES.0).max(10f64.powi(Y_DECADES.0));
+    let _ = writeln!(
+        out,
+        r##"<polyline points="{:.1},{:.1} {:.1},{:.1} {:.1},{:.1}" fill="none" stroke="#c0392b" stroke-width="2"/>"##,
+        px(from),
+        py(from),
+        px(1.0),
+        py(1.0),
+        px(10f64.powi(X_DECADES.1)),
+        py(1.0)
+    );
+    let _ = writeln!(
+        out,
+        r##"<text x="{:.1}" y="{:.1}" fill="#c0392b">DRAM</text><text x="{:.1}" y="{:.1}" fill="#c0392b">compute peak</text>"##,
+        px(0.02) + 6.0,
+        py(0.02) - 8.0,
+        px(10.0),
+        py(1.0) - 6.0
+    );
+    for (i, p) in plotted.iter().enumerate() {
+        let (x, y) = (
+            px(p.position.ridge_ratio.unwrap_or(1.0)),
+            py(p.position.of_peak),
+        );
+        let mark = if p.baseline {
+            format!(
+                r##"<rect x="{:.1}" y="{:.1}" width="9" height="9" fill="#9a9a9a"/>"##,
+                x - 4.5,
+                y - 4.5
+            )
+        } else {
+            format!(r##"<circle cx="{x:.1}" cy="{y:.1}" r="5" fill="#2f6fdf"/>"##)
+        };
+        let _ = writeln!(
+            out,
+            r##"{mark}<text x="{:.1}" y="{:.1}" fill="#222222">{}</text>"##,
+            x + 8.0,
+            y - 6.0,
+            i + 1
+        );
+    }
+    let mut y = top + PLOT_H + 44.0;
+    for (i, label) in labels.iter().enumerate() {
+        let number = if i < plotted.len() {
+            format!("{}. ", i + 1)
+        } else {
+            "· ".to_string()
+        };
+        let baseline = plotted.get(i).is_some_and(|p| p.baseline);
+        let _ = writeln!(
+            out,
+            r##"<text x="{MARGIN}" y="{y:.1}" fill="{}">{}{}{}</text>"##,
+            if baseline { "#666666" } else { "#222222" },
+            number,
+            xml_escape(label),
+            if baseline { " (baseline)" } else { "" }
+        );
+        y += 18.0;
+    }
+    let _ = writeln!(
+        out,
+        r##"<text x="{MARGIN}" y="{:.1}" fill="#666666">{ROOF_LEGEND}</text>"##,
+        y + 8.0
+    );
+    out.push_str("</svg>\n");
+    Some(out)
+}
+
+/// A decade's label: `0.001`, `1`, `100`.
+fn decade(d: i32) -> String {
+    if d >= 0 {
+        format!("{}", 10u64.pow(d.unsigned_abs()))
+    } else {
+        format!("{:.*}", d.unsigned_abs() as usize, 10f64.powi(d))
+    }
+}

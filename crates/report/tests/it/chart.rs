@@ -125,13 +125,8 @@ fn parse(svg: &str) -> Chart {
     chart
 }
 
-/// Every text inside the viewBox, and the figures after the largest bar in full.
-fn assert_fits(name: &str, svg: &str) {
-    let chart = parse(svg);
-    assert!(
-        !chart.texts.is_empty() && !chart.bars.is_empty(),
-        "{name}: {svg}"
-    );
+/// Every text inside the viewBox.
+fn assert_texts_fit(name: &str, chart: &Chart) {
     for t in &chart.texts {
         let (left, right) = t.extent();
         assert!(
@@ -143,6 +138,16 @@ fn assert_fits(name: &str, svg: &str) {
             chart.height
         );
     }
+}
+
+/// Every text inside the viewBox, and the figures after the largest bar in full.
+fn assert_fits(name: &str, svg: &str) {
+    let chart = parse(svg);
+    assert!(
+        !chart.texts.is_empty() && !chart.bars.is_empty(),
+        "{name}: {svg}"
+    );
+    assert_texts_fit(name, &chart);
     let largest = chart
         .bars
         .iter()
@@ -198,4 +203,54 @@ fn the_fit_check_sees_a_label_past_the_edge() {
 </svg>"#;
     let failed = std::panic::catch_unwind(|| assert_fits("past the edge", svg));
     assert!(failed.is_err());
+}
+
+/// The roofline of captured profiles (examples/slow-kernels on an H100): each kernel whose
+/// source page counts floating-point work is a numbered point with its place against its
+/// binding roof in the list under the chart, and every label lies inside the viewBox.
+#[test]
+fn the_roofline_places_each_profiled_kernel_and_fits_its_labels() {
+    use crate::support::{evidence, profile, step};
+    let mut ev = evidence(
+        "roofline",
+        &[
+            profile("no_tensor", "ncu-csv/slow_no_tensor_details.log"),
+            step(
+                StageKind::Profile,
+                "no_tensor",
+                "ncu-source/slow_no_tensor_source.log",
+                parsers::Format::NcuSource,
+            ),
+            profile("bank", "ncu-csv/slow_bank_details.log"),
+            step(
+                StageKind::Profile,
+                "bank",
+                "ncu-source/slow_bank_source.log",
+                parsers::Format::NcuSource,
+            ),
+        ],
+        &[],
+    );
+    // The H100 the fixtures were captured on, as a run's environment records it.
+    for gpu in &mut ev.run.environment.gpus {
+        gpu.sm_count = Some(132);
+        gpu.compute_capability = Some("9.0".into());
+    }
+    let svg = report::render_roofline_svg(&ev).expect("a roofline");
+    let chart = parse(&svg);
+    assert_texts_fit("roofline", &chart);
+    // The half-precision matmul on the FMA units is a point against the FP32 roofs; the
+    // transpose, with no floating-point work, is listed with its DRAM figure.
+    let texts: Vec<&str> = chart.texts.iter().map(|t| t.content.as_str()).collect();
+    assert!(
+        texts.iter().any(|t| t.starts_with("1. matmul · FP32 ")),
+        "{texts:#?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("· transpose · DRAM ") && t.contains("not on the chart")),
+        "{texts:#?}"
+    );
+    assert!(svg.contains("<polyline"), "the roofs: {svg}");
 }

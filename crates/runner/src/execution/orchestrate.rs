@@ -1382,10 +1382,17 @@ fn write_report(
     let relative = Path::new(rundir::REPORTS).join(format!("{}.md", run.id));
     let reports = Path::new(rundir::REPORTS);
     // The chart first: the markdown links it.
-    let chart = report::render_bench_svg(&evidence).map_or(Ok(()), |svg| {
-        let name = report::bench_svg_file_name(run);
-        rundir::write_atomic(&pipeline.resolve(&reports.join(name)), svg.as_bytes())
-    });
+    let chart = report::render_bench_svg(&evidence)
+        .map_or(Ok(()), |svg| {
+            let name = report::bench_svg_file_name(run);
+            rundir::write_atomic(&pipeline.resolve(&reports.join(name)), svg.as_bytes())
+        })
+        .and_then(|()| {
+            report::render_roofline_svg(&evidence).map_or(Ok(()), |svg| {
+                let name = report::roofline_svg_file_name(run);
+                rundir::write_atomic(&pipeline.resolve(&reports.join(name)), svg.as_bytes())
+            })
+        });
     let result = chart
         .and_then(|()| rundir::write_atomic(&pipeline.resolve(&relative), text.as_bytes()))
         .and_then(|()| {

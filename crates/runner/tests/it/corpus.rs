@@ -307,3 +307,45 @@ fn the_first_try_rate_the_corpus_readme_states_is_the_entries_own() {
         "corpus/README.md does not state the entries' own first-try rate: `{stated}`"
     );
 }
+
+/// A library-class Hopper kernel is placed against the roof its instruction mix binds: CUTLASS's
+/// warp-specialized TMA + wgmma GEMM (`cutlass-sm90-gemm`, FP16 at 8192^3 on an H200), whose
+/// captured source page counts its `HGMMA.64x128x16.F32` products, runs at 83.4% of the dense
+/// FP16 tensor peak at its measured clock. Its compiler and Nsight Compute's source page name
+/// it `cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<...(cute::SM90::GMMA::Major)0
+/// ...>>`, the details page `device_kernel<GemmUniversal<...0...>>`: one kernel, the program's
+/// own. The verdict and the Nsight Compute table both name the roof.
+#[test]
+fn a_cutlass_sm90_kernel_is_placed_against_the_tensor_core_roof() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let status = Command::new("tar")
+        .arg("-xJf")
+        .arg(corpus().join("cutlass-sm90-gemm/run.tar.xz"))
+        .arg("-C")
+        .arg(dir.path())
+        .status()
+        .expect("run tar");
+    assert!(status.success());
+    let run = dir.path().join("run");
+    let json: Value = serde_json::from_str(&render(&run, "json")).expect("the JSON report");
+    let verdict = json["verdict"]["line"].as_str().unwrap_or_default();
+    assert!(
+        verdict.starts_with("Clean: ")
+            && verdict.contains(
+                "device_kernel<…>, runs at 83.4% of the FP16 tensor peak, its binding roof"
+            ),
+        "{verdict}"
+    );
+    let md = render(&run, "md");
+    let table = md
+        .split("## Nsight Compute")
+        .nth(1)
+        .expect("an Nsight Compute table");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("| default | `device_kernel<GemmUniversal<"))
+        .expect("the GEMM's row");
+    assert!(row.contains("| FP16 tensor 83.4% |"), "{row}");
+    assert!(!md.contains("also measured, not the program's own"), "{md}");
+    assert!(!md.contains("never launched"), "a filtered profile: {md}");
+}
