@@ -136,7 +136,7 @@ pub enum FindingKind {
     ProfilerRule,
 }
 
-/// A memory space named by compute-sanitizer.
+/// A memory space named by compute-sanitizer (or by Nsight Compute's access-pattern rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MemorySpace {

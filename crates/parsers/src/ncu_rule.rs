@@ -7,6 +7,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+use crate::MemorySpace;
+
 /// One Nsight Compute rule result (a [`crate::FindingKind::ProfilerRule`] finding's payload).
 /// The figures are those the rule's message states; each is absent (or false) where the message
 /// does not state it.
@@ -32,6 +34,10 @@ pub struct ProfilerRule {
     /// 32-byte sector moved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sector_bytes_used: Option<f64>,
+    /// "The memory access pattern for local loads from L1TEX": the memory space an access-pattern
+    /// rule speaks of (global, local, shared), where its message names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_space: Option<MemorySpace>,
     /// "a total of 14680064 excessive sectors (78% of the total 18874368 sectors)".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excessive: Option<Excessive>,
@@ -124,6 +130,8 @@ static BYTES_USED: LazyLock<Regex> =
     LazyLock::new(|| regex(r"only ([\d.]+) of the 32 bytes transmitted per sector"));
 static EXCESSIVE: LazyLock<Regex> =
     LazyLock::new(|| regex(r"([\d,]+) excessive (sectors|wavefronts) \((\d+)% of the total"));
+static ACCESS_SPACE: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"access pattern for (global|local|shared) (?:loads|stores|accesses)"));
 static ONLY_BLOCKS: LazyLock<Regex> = LazyLock::new(|| regex(r"execute only (\d+) blocks?\b"));
 static WARPS_PER_SCHEDULER: LazyLock<Regex> =
     LazyLock::new(|| regex(r"The ([\d.]+) theoretical warps per scheduler"));
@@ -187,6 +195,12 @@ pub(crate) fn read(
         sector_bytes_used: group(&BYTES_USED, 1).and_then(|u| u.parse().ok()),
         excessive,
         grid_blocks: group(&ONLY_BLOCKS, 1).and_then(|b| b.parse().ok()),
+        access_space: group(&ACCESS_SPACE, 1).and_then(|w| match w {
+            "global" => Some(MemorySpace::Global),
+            "local" => Some(MemorySpace::Local),
+            "shared" => Some(MemorySpace::Shared),
+            _ => None,
+        }),
         // "only 4 blocks, which is less than", and for a grid of one, "only 1 block, which ...".
         fewer_blocks_than_sms: text.contains("blocks, which is less than")
             || text.contains("block, which is less than"),
@@ -269,5 +283,30 @@ mod tests {
             assert!(r.fewer_blocks_than_sms, "{text}");
             assert_eq!(r.grid_blocks, Some(blocks), "{text}");
         }
+    }
+
+    /// ncu's cache-pattern rule speaks of one memory space per message: local loads from L1TEX
+    /// (Nsight Compute 2025.3.1 on an H100, the field corpus's `seed-633969b-scalar`) are not
+    /// global ones.
+    #[test]
+    fn an_access_pattern_rule_names_its_memory_space() {
+        let r = read(
+            "MemoryCacheAccessPattern",
+            "OPT",
+            "The memory access pattern for local loads from L1TEX might not be optimal. On \
+             average, only 1.0 of the 32 bytes transmitted per sector are utilized by each thread.",
+            "global",
+            Some(28.4),
+        );
+        assert_eq!(r.access_space, Some(MemorySpace::Local));
+        assert_eq!(r.sector_bytes_used, Some(1.0));
+        let r = read(
+            "MemoryCacheAccessPattern",
+            "OPT",
+            "The memory access pattern for global stores to L1TEX might not be optimal.",
+            "global",
+            Some(5.0),
+        );
+        assert_eq!(r.access_space, Some(MemorySpace::Global));
     }
 }

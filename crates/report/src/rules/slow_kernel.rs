@@ -63,7 +63,14 @@ impl Class {
     fn of(rule: &ProfilerRule) -> Option<Class> {
         match rule.name.as_str() {
             "SharedMemoryConflicts" | "UncoalescedSharedAccess" => Some(Class::BankConflicts),
-            "UncoalescedGlobalAccess" | "MemoryCacheAccessPattern" => Some(Class::Uncoalesced),
+            "UncoalescedGlobalAccess" => Some(Class::Uncoalesced),
+            // The cache-pattern rule speaks of one memory space: local loads and stores are
+            // the stack frame's, not the program's global arrays.
+            "MemoryCacheAccessPattern" => match rule.access_space {
+                Some(parsers::MemorySpace::Local) => Some(Class::LocalMemory),
+                Some(parsers::MemorySpace::Shared) => None,
+                _ => Some(Class::Uncoalesced),
+            },
             "LaunchConfiguration" if rule.fewer_blocks_than_sms => Some(Class::FewBlocks),
             "SOLBottleneck" if rule.grid_too_small => Some(Class::FewBlocks),
             "TheoreticalOccupancy" => Some(Class::Occupancy),
@@ -964,8 +971,11 @@ fn describe(
             }
         }
         Class::Uncoalesced => {
-            let used = rules().find_map(|r| r.sector_bytes_used);
-            let excessive = rules().find_map(|r| r.excessive.map(|e| e.percent));
+            // The class's own rules' figures: a local-memory pattern's bytes per sector are
+            // another cause's.
+            let own = || rules().filter(|r| Class::of(r) == Some(Class::Uncoalesced));
+            let used = own().find_map(|r| r.sector_bytes_used);
+            let excessive = own().find_map(|r| r.excessive.map(|e| e.percent));
             d.title = match used {
                 Some(u) => format!("Uncoalesced global access: {u:.1} of 32 bytes used per sector"),
                 None => "Uncoalesced global access".to_string(),
@@ -985,23 +995,10 @@ fn describe(
                     ))
                     .unwrap_or_default())
             );
-            let local = kernel_stack(ctx, config, d.kernel.as_deref());
-            if let Some(bytes) = local {
-                d.explanation.push_str(&format!(
-                    " ptxas gives the kernel a {bytes}-byte stack frame: an array indexed at run \
-                     time lives in local memory, and its per-thread layout is what scatters the \
-                     accesses."
-                ));
-                d.fix = "Keep the array in registers (index it only with compile-time \
-                         constants, unroll the loop) or move it to shared memory; the stack frame \
-                         and the LDL/STL in the SASS should go."
-                    .to_string();
-            } else {
-                d.fix = "Make consecutive lanes touch consecutive addresses: index with \
-                         `threadIdx.x` in the fastest-moving dimension, stage a transposed tile \
-                         through shared memory, or change the data layout."
-                    .to_string();
-            }
+            d.fix = "Make consecutive lanes touch consecutive addresses: index with \
+                     `threadIdx.x` in the fastest-moving dimension, stage a transposed tile \
+                     through shared memory, or change the data layout."
+                .to_string();
         }
         Class::FewBlocks => {
             let blocks = rule.grid_blocks;
