@@ -166,6 +166,12 @@ pub struct NcuSummary {
     pub theoretical_occupancy_pct: Option<f64>,
     pub registers: Option<u32>,
     pub block_size: Option<u32>,
+    /// Blocks in the grid of the profiled launch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid_size: Option<u64>,
+    /// The SMs of the device it ran on, as ncu counted them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sm_count: Option<u32>,
     pub dynamic_shared_bytes: Option<u64>,
     /// Nsight Compute's own block limits, to check the computed occupancy against.
     pub block_limit_registers: Option<u32>,
@@ -258,6 +264,9 @@ pub fn ncu_summary(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> 
         registers: find(&["launch__registers_per_thread", "Registers Per Thread"])
             .map(|m| m.value.round() as u32),
         block_size: find(&["launch__block_size", "Block Size"]).map(|m| m.value.round() as u32),
+        grid_size: find(&["launch__grid_size", "Grid Size"]).map(|m| m.value.round() as u64),
+        sm_count: find(&["device__attribute_multiprocessor_count", "# SMs"])
+            .map(|m| m.value.round() as u32),
         dynamic_shared_bytes: find(&[
             "launch__shared_mem_per_block_dynamic",
             "Dynamic Shared Memory Per Block",
@@ -317,6 +326,9 @@ pub struct KernelFigures {
     /// Tensor-core instructions it executed (HMMA, HGMMA, IMMA), from its source page's
     /// instruction mix; `None` when no source page was exported.
     pub tensor_instructions: Option<u64>,
+    /// Floating-point operations per byte its threads asked of global memory, from the same
+    /// instruction mix: how much it does with what it loads before loading it again.
+    pub flops_per_load_byte: Option<f64>,
 }
 
 /// The program's kernels and the baseline's, each the longest launch first (the baseline's
@@ -328,16 +340,23 @@ pub fn beside_baseline(joined: &Joined) -> Option<(Vec<KernelFigures>, Vec<Kerne
             .into_iter()
             .map(|summary| {
                 let kernel = KernelId::of(&summary.kernel);
-                let tensor_instructions = j
+                let mix = j
                     .sources
                     .iter()
                     .filter(|s| summary.config.is_none() || s.config == summary.config.as_deref())
                     .flat_map(|s| &s.log.instruction_mix)
-                    .find(|m| KernelId::of(&m.function) == kernel)
-                    .map(|m| m.mma);
+                    .find(|m| KernelId::of(&m.function) == kernel);
+                // Warp-level instructions: 32 lanes, 2 FLOP per FMA, 2 FMAs per HFMA2 lane.
+                let flops_per_load_byte = mix.filter(|m| m.global_load_bytes > 0).map(|m| {
+                    let flops = (m.ffma + m.dfma) as f64 * 64.0
+                        + m.hfma2 as f64 * 128.0
+                        + m.tensor_flops as f64;
+                    flops / m.global_load_bytes as f64
+                });
                 KernelFigures {
                     summary,
-                    tensor_instructions,
+                    tensor_instructions: mix.map(|m| m.mma),
+                    flops_per_load_byte,
                 }
             })
             .collect();

@@ -21,7 +21,7 @@ struct Parts<'p> {
     tests: &'p [Vec<&'p TestCase>],
 }
 use crate::diagnosis::{Diagnosis, Level};
-use crate::text::xml_escape;
+use crate::text::{plain_text, xml_escape};
 use crate::{Run, StageStatus};
 
 /// Renders the JUnit XML document.
@@ -153,6 +153,7 @@ pub fn render_with_tests(
                 time
             );
             let diagnoses = citing(&a, row);
+            out.push_str(&site(diagnoses.first().copied(), run));
             match row.status {
                 StageStatus::Passed if diagnoses.is_empty() => {
                     let _ = writeln!(out, "/>");
@@ -168,17 +169,16 @@ pub fn render_with_tests(
                 }
                 StageStatus::Passed | StageStatus::Findings => {
                     let _ = writeln!(out, ">");
-                    let headline =
-                        diagnoses
-                            .first()
-                            .map(|d| d.title.clone())
-                            .unwrap_or_else(|| {
-                                format!(
-                                    "{}: {}",
-                                    stage_status_word(row.status),
-                                    row.reason.as_deref().unwrap_or(&row.figure)
-                                )
-                            });
+                    let headline = diagnoses
+                        .first()
+                        .map(|d| plain_text(&d.title))
+                        .unwrap_or_else(|| {
+                            format!(
+                                "{}: {}",
+                                stage_status_word(row.status),
+                                row.reason.as_deref().unwrap_or(&row.figure)
+                            )
+                        });
                     let _ = writeln!(
                         out,
                         r#"      <failure message="{}" type="{}">"#,
@@ -193,9 +193,9 @@ pub fn render_with_tests(
                         body.push_str(&format!(
                             "[{}] {}\n{}\nFix: {}\n",
                             d.level.as_str(),
-                            d.title,
-                            d.explanation(),
-                            d.fix()
+                            plain_text(&d.title),
+                            plain_text(&d.explanation()),
+                            plain_text(&d.fix())
                         ));
                         for e in d.evidence.iter().filter(|e| row.logs.contains(&e.log)) {
                             for line in &e.excerpt {
@@ -238,7 +238,7 @@ pub fn render_with_tests(
         let _ = writeln!(out, "  </testsuite>");
     }
     if a.coverage.is_empty() {
-        diagnosis_suite(&mut out, a.diagnoses);
+        diagnosis_suite(&mut out, a.diagnoses, run);
     }
     let _ = writeln!(out, "</testsuites>");
     out
@@ -285,7 +285,7 @@ fn program_test(out: &mut String, test: &TestCase, classname: &str) {
 }
 
 /// Without stages (a diff), each root cause is a test case of its own.
-fn diagnosis_suite(out: &mut String, diagnoses: &[Diagnosis]) {
+fn diagnosis_suite(out: &mut String, diagnoses: &[Diagnosis], run: Option<&Run>) {
     let failing: Vec<&Diagnosis> = diagnoses.iter().filter(|d| d.level > Level::Note).collect();
     let _ = writeln!(
         out,
@@ -296,18 +296,23 @@ fn diagnosis_suite(out: &mut String, diagnoses: &[Diagnosis]) {
     for d in diagnoses {
         let _ = write!(
             out,
-            r#"    <testcase name="{}" classname="exhibit.{}" time="0.000""#,
-            xml_escape(&d.title),
-            xml_escape(d.rule.as_str())
+            r#"    <testcase name="{}" classname="exhibit.{}" time="0.000"{}"#,
+            xml_escape(&plain_text(&d.title)),
+            xml_escape(d.rule.as_str()),
+            site(Some(d), run)
         );
         if d.level > Level::Note {
             let _ = writeln!(out, ">");
             let _ = writeln!(
                 out,
                 r#"      <failure message="{}" type="{}">{}</failure>"#,
-                xml_escape(&d.title),
+                xml_escape(&plain_text(&d.title)),
                 xml_escape(d.rule.as_str()),
-                xml_escape(&format!("{}\nFix: {}", d.explanation(), d.fix()))
+                xml_escape(&format!(
+                    "{}\nFix: {}",
+                    plain_text(&d.explanation()),
+                    plain_text(&d.fix())
+                ))
             );
             let _ = writeln!(out, "    </testcase>");
         } else {
@@ -315,6 +320,16 @@ fn diagnosis_suite(out: &mut String, diagnoses: &[Diagnosis]) {
         }
     }
     let _ = writeln!(out, "  </testsuite>");
+}
+
+/// ` file="..." line="N"` for a test case whose diagnosis the evidence places at a line of a
+/// repository file (relative to the repository root, as annotators place them); nothing else.
+fn site(d: Option<&Diagnosis>, run: Option<&Run>) -> String {
+    let base = run.map(crate::render::pipeline_dir).unwrap_or_default();
+    d.and_then(|d| d.location.as_ref())
+        .and_then(|l| Some((crate::render::in_repository(&base, &l.file)?, l.line?)))
+        .map(|(file, line)| format!(r#" file="{}" line="{line}""#, xml_escape(&file)))
+        .unwrap_or_default()
 }
 
 fn durations(run: Option<&Run>) -> Vec<(String, Option<String>, Option<String>, u64)> {

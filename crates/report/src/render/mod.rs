@@ -8,3 +8,34 @@ pub mod junit;
 pub mod markdown;
 pub mod sarif;
 pub mod svg;
+
+use crate::Run;
+
+/// The pipeline's directory relative to the repository root, with a trailing `/` (empty at the
+/// root): a diagnosis's places are relative to it, a code-scanning URI to the root.
+pub(crate) fn pipeline_dir(run: &Run) -> String {
+    match run.pipeline.rsplit_once('/') {
+        Some((dir, _)) if !dir.is_empty() && dir != "." => format!("{dir}/"),
+        _ => String::new(),
+    }
+}
+
+/// A place relative to the pipeline's directory as a path relative to the repository root, or
+/// `None` for what no repository file can be: a toolkit header (`<toolkit>/...`), an absolute
+/// path, a path that climbs out of the repository.
+pub(crate) fn in_repository(base: &str, file: &str) -> Option<String> {
+    if file.starts_with('<') || file.starts_with('/') || file.is_empty() {
+        return None;
+    }
+    let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
+    for part in file.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use crate::Run;
 use crate::analysis::Analysis;
 use crate::diagnosis::{Diagnosis, Level};
+use crate::render::{in_repository, pipeline_dir};
 use crate::rules::RULES;
 use crate::text::plain_text;
 
@@ -42,7 +43,7 @@ pub fn document(diagnoses: &[Diagnosis], run: Option<&Run>) -> Value {
             })
         })
         .collect();
-    let results: Vec<Value> = diagnoses.iter().map(result).collect();
+    let results: Vec<Value> = diagnoses.iter().map(|d| result(d, run)).collect();
     let mut sarif_run = json!({
         "tool": {
             "driver": {
@@ -52,6 +53,9 @@ pub fn document(diagnoses: &[Diagnosis], run: Option<&Run>) -> Value {
             }
         },
         "columnKind": "utf16CodeUnits",
+        "originalUriBaseIds": {
+            "%SRCROOT%": { "description": { "text": "The root of the repository the run was made in." } }
+        },
         "results": results,
     });
     if let Some(run) = run
@@ -75,7 +79,7 @@ pub fn document(diagnoses: &[Diagnosis], run: Option<&Run>) -> Value {
     })
 }
 
-fn result(d: &Diagnosis) -> Value {
+fn result(d: &Diagnosis, run: Option<&Run>) -> Value {
     let level = match d.level {
         Level::Error => "error",
         Level::Warning => "warning",
@@ -99,14 +103,14 @@ fn result(d: &Diagnosis) -> Value {
             e.excerpt.first().cloned().unwrap_or_default()
         ));
     }
+    let base = run.map(pipeline_dir).unwrap_or_default();
     let mut locations = Vec::new();
-    // Only repository files can be annotated; a toolkit header cannot.
-    if let Some(loc) = d.location.as_ref().filter(|l| !l.file.starts_with('<')) {
-        let mut physical =
-            json!({ "artifactLocation": { "uri": loc.file, "uriBaseId": "%SRCROOT%" } });
-        if let (Some(line), Some(obj)) = (loc.line, physical.as_object_mut()) {
-            obj.insert("region".to_string(), json!({ "startLine": line.max(1) }));
-        }
+    let (placed, said) = placement(d, &base, run);
+    if let Some((uri, line)) = placed {
+        let physical = json!({
+            "artifactLocation": { "uri": uri, "uriBaseId": "%SRCROOT%" },
+            "region": { "startLine": line.max(1) },
+        });
         let mut location = json!({ "physicalLocation": physical });
         if let (Some(kernel), Some(obj)) = (&d.kernel, location.as_object_mut()) {
             obj.insert(
@@ -116,14 +120,18 @@ fn result(d: &Diagnosis) -> Value {
         }
         locations.push(location);
     }
+    if let Some(said) = said {
+        text.push(' ');
+        text.push_str(said);
+    }
     // The supporting spans, each with its label as plain text.
     let related: Vec<Value> = d
         .secondary_spans()
-        .filter(|s| !s.location.file.starts_with('<'))
+        .filter_map(|s| Some((s, in_repository(&base, &s.location.file)?)))
         .enumerate()
-        .map(|(id, s)| {
+        .map(|(id, (s, uri))| {
             let mut physical = json!({
-                "artifactLocation": { "uri": s.location.file, "uriBaseId": "%SRCROOT%" }
+                "artifactLocation": { "uri": uri, "uriBaseId": "%SRCROOT%" }
             });
             if let (Some(line), Some(obj)) = (s.location.line, physical.as_object_mut()) {
                 obj.insert("region".to_string(), json!({ "startLine": line.max(1) }));
@@ -161,6 +169,46 @@ fn result(d: &Diagnosis) -> Value {
         obj.insert("relatedLocations".to_string(), Value::Array(related));
     }
     result
+}
+
+/// Where a result is placed, and what its message must add when the place is not the one the
+/// evidence names: its own line; else a supporting place's line; else its file's first line;
+/// else the pipeline's first line. Code scanning rejects a whole file for one result with no
+/// location.
+fn placement(
+    d: &Diagnosis,
+    base: &str,
+    run: Option<&Run>,
+) -> (Option<(String, u32)>, Option<&'static str>) {
+    let own = d
+        .location
+        .as_ref()
+        .and_then(|l| Some((in_repository(base, &l.file)?, l.line)));
+    if let Some((uri, Some(line))) = &own {
+        return (Some((uri.clone(), *line)), None);
+    }
+    if let Some((uri, line)) = d
+        .secondary_spans()
+        .find_map(|s| Some((in_repository(base, &s.location.file)?, s.location.line?)))
+    {
+        return (
+            Some((uri, line)),
+            Some("(Placed at a supporting place: the evidence names no line of its own.)"),
+        );
+    }
+    if let Some((uri, None)) = own {
+        return (
+            Some((uri, 1)),
+            Some("(Placed at the file's first line: the evidence names no line in it.)"),
+        );
+    }
+    match run.filter(|r| !r.pipeline.is_empty()) {
+        Some(r) => (
+            Some((r.pipeline.trim_start_matches("./").to_string(), 1)),
+            Some("(Placed at the pipeline: the evidence names no source file.)"),
+        ),
+        None => (None, None),
+    }
 }
 
 /// `wmma-local-memory` as `WmmaLocalMemory`.

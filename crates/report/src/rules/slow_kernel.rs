@@ -524,15 +524,14 @@ fn against_baseline(ctx: &Ctx, drafts: &mut [Draft]) {
 }
 
 /// Ten times slower than its baseline or more: beside the kernel's largest measured cause,
-/// what the baseline's own longest kernel does that this one does not (the tensor cores).
+/// what the baseline's own longest kernel does that this one does not, each where both
+/// profiles show it: the tensor cores, on-chip reuse (floating-point operations per byte loaded
+/// from global memory, four times as many or more), a grid that fills the GPU.
 fn what_the_baseline_does(ctx: &Ctx, drafts: &mut [Draft]) {
-    let Some((_, theirs)) = crate::resources::beside_baseline(ctx.joined) else {
+    let Some((own, theirs)) = crate::resources::beside_baseline(ctx.joined) else {
         return;
     };
     let Some(best) = theirs.first() else { return };
-    if best.tensor_instructions.unwrap_or(0) == 0 {
-        return;
-    }
     let far_behind = |d: &Draft| {
         d.level == Level::Warning
             && d.figures
@@ -557,36 +556,61 @@ fn what_the_baseline_does(ctx: &Ctx, drafts: &mut [Draft]) {
     let Some(kernel) = d.kernel.as_deref().map(KernelId::of) else {
         return;
     };
-    let ours = ctx
-        .joined
-        .sources
+    let Some(ours) = own
         .iter()
-        .filter(|s| s.config == d.config.as_deref())
-        .flat_map(|s| &s.log.instruction_mix)
-        .find(|m| KernelId::of(&m.function) == kernel)
-        .map(|m| m.mma);
-    if ours != Some(0) {
+        .find(|k| KernelId::of(&k.summary.kernel) == kernel)
+    else {
+        return;
+    };
+    let named = md_code(&kernel);
+    let mut differences: Vec<String> = Vec::new();
+    if ours.tensor_instructions == Some(0) && best.tensor_instructions.is_some_and(|n| n > 0) {
+        let place = best
+            .summary
+            .limit
+            .as_ref()
+            .map(|p| format!(", {}", p.cell()))
+            .unwrap_or_default();
+        differences.push(format!(
+            "it runs on the tensor cores ({} tensor-core instructions executed{place}) where \
+             {named} issues none",
+            best.tensor_instructions.unwrap_or(0)
+        ));
+        d.figures.insert(
+            "baseline_tensor_instructions".into(),
+            json!(best.tensor_instructions),
+        );
+    }
+    if let (Some(o), Some(t)) = (ours.flops_per_load_byte, best.flops_per_load_byte)
+        && t >= 4.0 * o
+        && t > 0.0
+    {
+        differences.push(format!(
+            "it does {} floating-point operations per byte it loads from global memory, {named} \
+             {}: it keeps on chip (shared memory, registers) what {named} loads again",
+            crate::text::sig3(t),
+            crate::text::sig3(o)
+        ));
+    }
+    if let (Some(og), Some(tg), Some(sms)) = (
+        ours.summary.grid_size,
+        best.summary.grid_size,
+        ours.summary.sm_count,
+    ) && og < u64::from(sms)
+        && tg >= u64::from(sms)
+    {
+        differences.push(format!(
+            "its grid of {tg} blocks fills the {sms} SMs, where {named} launches {og}"
+        ));
+    }
+    if differences.is_empty() {
         return;
     }
-    let place = best
-        .summary
-        .limit
-        .as_ref()
-        .map(|p| format!(", {}", p.cell()))
-        .unwrap_or_default();
     d.explanation.push_str(&format!(
-        " What the baseline does that {} does not: its {} runs on the tensor cores ({} \
-         tensor-core instructions executed{place}); {} issues none, so however its memory \
-         causes are fixed, its products stay on the CUDA cores' lower ceiling.",
-        md_code(&kernel),
+        " What the baseline does that {named} does not, by its {}: {}.",
         md_code(&best.summary.kernel),
-        best.tensor_instructions.unwrap_or(0),
-        md_code(&kernel)
+        crate::text::join_words(&differences)
     ));
-    d.figures.insert(
-        "baseline_tensor_instructions".into(),
-        json!(best.tensor_instructions),
-    );
 }
 
 /// The problem the profiling run behind a cause ran: the harness result its unit kept beside

@@ -61,6 +61,70 @@ fn sarif_locates_each_root_cause_at_its_cu_line_with_a_fingerprint() {
     insta::assert_snapshot!("race_sarif", text);
 }
 
+/// Code scanning rejects a whole SARIF file for one result with no location: every result of a
+/// run with notes and causes the evidence places at no line (occupancy, compiler warnings at a
+/// toolkit header) is placed all the same, and says where and why. A pipeline in a subfolder
+/// places its files relative to the repository root.
+#[test]
+fn sarif_places_every_result_relative_to_the_repository_root() {
+    let mut ev = race();
+    ev.run.pipeline = "bench/gpu/pipeline.yaml".into();
+    let sarif: serde_json::Value =
+        serde_json::from_str(&render(&ev, OutputFormat::Sarif)).expect("SARIF is JSON");
+    let run = &sarif["runs"][0];
+    assert!(
+        run["originalUriBaseIds"]["%SRCROOT%"].is_object(),
+        "{run:#}"
+    );
+    let results = run["results"].as_array().expect("results");
+    assert!(results.len() > 1, "{results:#?}");
+    for r in results {
+        let physical = &r["locations"][0]["physicalLocation"];
+        let uri = physical["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a result with no location: {r:#}"));
+        assert!(uri.starts_with("bench/gpu/"), "{uri}: {r:#}");
+        assert_eq!(physical["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+        assert!(
+            physical["region"]["startLine"]
+                .as_u64()
+                .is_some_and(|l| l >= 1),
+            "{r:#}"
+        );
+    }
+    let race = results
+        .iter()
+        .find(|r| r["ruleId"] == "shared-memory-race")
+        .expect("a race result");
+    assert_eq!(
+        race["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "bench/gpu/crates/parsers/fixtures/programs/race.cu"
+    );
+    // A note the evidence places in a file but at no line (ptxas's occupancy figures, on the
+    // captured clean run) is placed at the file's first line, and says so.
+    let mut ev = crate::clean::clean_gpu();
+    ev.run.pipeline = "bench/gpu/pipeline.yaml".into();
+    let sarif: serde_json::Value =
+        serde_json::from_str(&render(&ev, OutputFormat::Sarif)).expect("SARIF is JSON");
+    let results = sarif["runs"][0]["results"].as_array().expect("results");
+    let occupancy = results
+        .iter()
+        .find(|r| r["ruleId"] == "occupancy-limit")
+        .expect("the occupancy note");
+    let physical = &occupancy["locations"][0]["physicalLocation"];
+    assert_eq!(
+        physical["artifactLocation"]["uri"],
+        "bench/gpu/kernel/attention.cu"
+    );
+    assert_eq!(physical["region"]["startLine"], 1);
+    assert!(
+        occupancy["message"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("(Placed at the file's first line")),
+        "{occupancy:#}"
+    );
+}
+
 #[test]
 fn junit_fails_the_stage_with_findings() {
     let text = render(&race(), OutputFormat::Junit);
@@ -82,6 +146,54 @@ fn junit_fails_the_stage_with_findings() {
         "{text}"
     );
     insta::assert_snapshot!("race_junit", text);
+}
+
+/// Test publishers show JUnit's messages as plain text and place a case by its `file` and
+/// `line`: the race's case is placed at its `.cu` line relative to the repository root, and no
+/// Markdown escape or code span reaches the XML.
+#[test]
+fn junit_cases_are_plain_text_and_placed_at_their_site() {
+    let mut ev = race();
+    ev.run.pipeline = "bench/pipeline.yaml".into();
+    let text = render(&ev, OutputFormat::Junit);
+    let mut reader = quick_xml::Reader::from_str(&text);
+    let mut placed = Vec::new();
+    let mut texts = String::new();
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(quick_xml::events::Event::Start(e)) if e.name().as_ref() == "testcase" => {
+                let attr = |name: &str| {
+                    e.attributes()
+                        .flatten()
+                        .find(|a| a.key.as_ref() == name)
+                        .map(|a| a.value.into_owned())
+                };
+                if let (Some(file), Some(line)) = (attr("file"), attr("line")) {
+                    placed.push((file, line));
+                }
+            }
+            Ok(quick_xml::events::Event::Start(e)) if e.name().as_ref() == "failure" => {
+                for a in e.attributes().flatten() {
+                    texts.push_str(&a.value);
+                }
+            }
+            Ok(quick_xml::events::Event::Text(t)) => texts.push_str(&t),
+            Ok(_) => {}
+            Err(e) => panic!("JUnit is not well-formed XML: {e}\n{text}"),
+        }
+    }
+    assert!(
+        placed.iter().any(
+            |(file, line)| file == "bench/crates/parsers/fixtures/programs/race.cu"
+                && line.parse::<u32>().is_ok()
+        ),
+        "{placed:?}\n{text}"
+    );
+    assert!(!texts.is_empty(), "{text}");
+    for markdown in ["\\[", "\\_", "`"] {
+        assert!(!texts.contains(markdown), "{markdown} in {texts}");
+    }
 }
 
 #[test]
