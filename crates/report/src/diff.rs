@@ -31,6 +31,33 @@ use crate::tables::Case;
 use crate::text::{fixed, relative_path, scrub, short_hash};
 use crate::{Evidence, Run, Stage, StageStatus};
 
+/// Why two runs are no before and after of one another, or `None` when they are: another
+/// pipeline file, or no stage run on a config the other ran. Comparing them would report every
+/// root cause as new or fixed, or nothing at all, and say "no regression".
+pub fn unrelated(a: &Run, b: &Run) -> Option<String> {
+    if a.pipeline != b.pipeline {
+        return Some(format!(
+            "the runs are of different pipelines (`{}` and `{}`): a diff compares two runs of one \
+             pipeline, before and after a change",
+            a.pipeline, b.pipeline
+        ));
+    }
+    let units = |r: &Run| -> BTreeSet<(String, Option<String>)> {
+        r.stages
+            .iter()
+            .map(|s| (s.name.clone(), s.config.clone()))
+            .collect()
+    };
+    let (ua, ub) = (units(a), units(b));
+    if !ua.is_empty() && !ub.is_empty() && ua.is_disjoint(&ub) {
+        return Some(
+            "the runs share no stage on any config: nothing of one can be compared with the other"
+                .to_string(),
+        );
+    }
+    None
+}
+
 /// What `runner diff` may be told.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DiffOptions {

@@ -74,7 +74,7 @@ pub use analysis::{
     Analysis, CoverageRow, NotRun, Verdict, VerdictKind, analyze, stage_status_word,
 };
 pub use diagnosis::{Confidence, Diagnosis, EvidenceItem, Helper, Level, SourceLocation, Span};
-pub use diff::{Diff, DiffOptions, DiffVerdict, NotRetested, diff};
+pub use diff::{Diff, DiffOptions, DiffVerdict, NotRetested, diff, unrelated};
 pub use evidence::{Evidence, SourceMap};
 pub use explain::{Explanation, explain, render_explanation};
 pub use kernel_id::KernelId;

@@ -451,6 +451,13 @@ fn diff(
 ) -> Result<Outcome, Error> {
     let a = crate::evidence::stored::load(run_a)?;
     let b = crate::evidence::stored::load(run_b)?;
+    if let Some(why) = report::unrelated(&a.run, &b.run) {
+        return Err(Error::Io(format!(
+            "cannot compare {} with {}: {why}",
+            run_a.display(),
+            run_b.display()
+        )));
+    }
     let options = report::DiffOptions {
         allow_different_gpu,
         ..report::DiffOptions::default()

@@ -256,3 +256,32 @@ fn diff_compares_two_stored_runs() {
     let out = project.run(&["diff", &runs[0], "artifacts/missing"]);
     assert_eq!(code(&out), 2);
 }
+
+/// Two runs of different pipeline files are no before and after: `runner diff` refuses them
+/// (exit 3) and says why, instead of calling every cause new or fixed, or "no regression".
+#[test]
+fn diff_refuses_runs_of_different_pipelines() {
+    let project = Project::new();
+    std::fs::copy(
+        project.root.join("pipeline.yaml"),
+        project.root.join("other.yaml"),
+    )
+    .expect("copy the pipeline");
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    assert_eq!(code(&project.run(&["other.yaml"])), 0);
+    let runs: Vec<String> = project
+        .runs()
+        .iter()
+        .map(|r| root_relative(r, &project.root))
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let out = project.run(&["diff", &runs[0], &runs[1]]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the runs are of different pipelines (`")
+            && stderr(&out).contains("other.yaml"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty(), "no verdict printed");
+}
