@@ -1037,7 +1037,7 @@ fn benched_outcome(
 /// refuted suggestion is withdrawn from its help and is no longer a cause (a note). Each
 /// hypothesis left untested says what one more run needs, and is at most of medium confidence.
 /// The causes are ranked again: an outcome moves a cause.
-pub fn apply(diagnoses: &mut Vec<Diagnosis>, conclusions: &[Conclusion], run: Option<&Run>) {
+pub fn apply(diagnoses: &mut [Diagnosis], conclusions: &[Conclusion], run: Option<&Run>) {
     for c in conclusions {
         let Some(d) = diagnoses.iter_mut().find(|d| concerns(c, d)) else {
             continue;

@@ -28,6 +28,24 @@ fn text_width(text: &str, size: f64, bold: bool) -> f64 {
     if bold { width * BOLD } else { width }
 }
 
+/// A chart's opening: its `<svg>` of `width` x `height`, a white ground and its title.
+fn open(width: f64, height: f64, title: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(
+        out,
+        r##"<rect width="{width}" height="{height}" fill="#ffffff"/>"##
+    );
+    let _ = writeln!(
+        out,
+        r##"<text x="{MARGIN}" y="24" font-size="15" font-weight="bold" fill="#222222">{title}</text>"##
+    );
+    out
+}
+
 /// The chart, or `None` when the run holds no timings.
 pub fn bench_svg(a: &Analysis) -> Option<String> {
     let rows = bench_rows(&a.joined);
@@ -82,19 +100,7 @@ pub fn bench_svg(a: &Analysis) -> Option<String> {
     let width = (right + MARGIN).ceil();
     let height = 50 + groups.len() as u32 * GROUP + rows.len() as u32 * ROW + 30;
 
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        out,
-        r##"<rect width="{width}" height="{height}" fill="#ffffff"/>"##
-    );
-    let _ = writeln!(
-        out,
-        r##"<text x="{MARGIN}" y="24" font-size="15" font-weight="bold" fill="#222222">{TITLE}</text>"##
-    );
+    let mut out = open(width, f64::from(height), TITLE);
     let mut y = 50;
     let mut last = String::new();
     for r in &rows {
@@ -233,19 +239,7 @@ pub fn roofline_svg(a: &Analysis) -> Option<String> {
         .ceil()
         + MARGIN;
     let height = (top + PLOT_H + 50.0 + 18.0 * labels.len() as f64 + 30.0).ceil();
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        out,
-        r##"<rect width="{width}" height="{height}" fill="#ffffff"/>"##
-    );
-    let _ = writeln!(
-        out,
-        r##"<text x="{MARGIN}" y="24" font-size="15" font-weight="bold" fill="#222222">{ROOF_TITLE}</text>"##
-    );
+    let mut out = open(width, height, ROOF_TITLE);
     // The decades, as a grid with their labels.
     for d in X_DECADES.0..=X_DECADES.1 {
         let x = px(10f64.powi(d));

@@ -64,12 +64,19 @@ pub(super) fn run(ctx: &Ctx, out: &mut Vec<Draft>) {
                 config,
                 log: Some(index),
             };
-            out.push(draft(ctx, page, &kernel, &p, share, fmas));
+            out.push(draft(ctx, page, &kernel, &p, share, (fmas, mix.executed)));
         }
     }
 }
 
-fn draft(ctx: &Ctx, page: Scope, kernel: &KernelId, p: &Position, share: f64, fmas: u64) -> Draft {
+fn draft(
+    ctx: &Ctx,
+    page: Scope,
+    kernel: &KernelId,
+    p: &Position,
+    share: f64,
+    (fmas, executed): (u64, u64),
+) -> Draft {
     let j = ctx.joined;
     let config = page.config;
     let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, String::new());
@@ -161,22 +168,11 @@ fn draft(ctx: &Ctx, page: Scope, kernel: &KernelId, p: &Position, share: f64, fm
             .to_string(),
     };
     d.evidence.push(ctx.source_evidence(
-        Some(page.log.unwrap_or_default()),
+        page.log,
         config,
         format!(
-            "instruction mix of {named}: {} of {} executed instructions `{op}` ({:.0}%), 0 \
-             tensor-core instructions; {}",
-            fmas,
-            j.sources
-                .get(page.log.unwrap_or_default())
-                .and_then(|s| {
-                    s.log
-                        .instruction_mix
-                        .iter()
-                        .find(|m| KernelId::of(&m.function) == *kernel)
-                })
-                .map(|m| m.executed)
-                .unwrap_or(0),
+            "instruction mix of {named}: {fmas} of {executed} executed instructions `{op}` \
+             ({:.0}%), 0 tensor-core instructions; {}",
             share * 100.0,
             p.cell()
         ),
@@ -198,18 +194,14 @@ fn tensor_kernel_beside(ctx: &Ctx, config: Option<&str>, own: &KernelId) -> Opti
     let baseline = crate::resources::beside_baseline(j)
         .map(|(_, theirs)| theirs)
         .unwrap_or_default();
-    for k in baseline.iter().filter_map(|k| {
-        let p = k.summary.limit.as_ref()?;
-        Some((k.summary.kernel.clone(), p.clone()))
-    }) {
-        let (name, p) = k;
-        if matches!(p.limit, Limit::Tensor | Limit::Tf32Tensor)
+    for k in &baseline {
+        if let Some(p) = &k.summary.limit
+            && matches!(p.limit, Limit::Tensor | Limit::Tf32Tensor)
             && let Some(g) = p.gflops
             && best.as_ref().is_none_or(|(b, _)| g > *b)
         {
-            best = Some((g, format!("The baseline's {}", md_code(&name))));
+            best = Some((g, format!("The baseline's {}", md_code(&k.summary.kernel))));
         }
-        let _ = &p;
     }
     for m in j.metrics.iter().filter(|m| m.config.as_deref() == config) {
         if m.kernel == *own || seen.contains(&&m.kernel) || j.is_own(config, &m.kernel) {
