@@ -60,7 +60,7 @@ pub struct Diagnosis {
     /// The prediction it rests on, where it is a suggestion a knob can test rather than a
     /// measurement: its experiment's outcome, or what one more run needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hypothesis: Option<crate::experiment::Hypothesis>,
+    pub hypothesis: Option<crate::hypothesis::Hypothesis>,
 }
 
 impl Diagnosis {
@@ -265,7 +265,7 @@ pub struct Draft {
     /// kernel and config.
     pub absorbs: bool,
     /// See [`Diagnosis::hypothesis`].
-    pub hypothesis: Option<crate::experiment::Hypothesis>,
+    pub hypothesis: Option<crate::hypothesis::Hypothesis>,
 }
 
 /// The fault a symptom belongs to, as its rule knows it.

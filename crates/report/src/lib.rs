@@ -54,6 +54,7 @@ mod evidence;
 pub mod experiment;
 mod explain;
 mod fold;
+pub mod hypothesis;
 pub mod join;
 mod kernel_id;
 pub mod model;

@@ -290,7 +290,7 @@ pub(crate) fn diagnosis_meta(d: &Diagnosis) -> String {
 }
 
 /// What one more run needs to test a diagnosis's suggestion, while no run has.
-pub(crate) fn untested(d: &Diagnosis) -> Option<&crate::experiment::Settle> {
+pub(crate) fn untested(d: &Diagnosis) -> Option<&crate::hypothesis::Settle> {
     d.hypothesis
         .as_ref()
         .filter(|h| h.untested())

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
-use crate::experiment::{ExperimentKind, Hypothesis};
+use crate::hypothesis::{ExperimentKind, Hypothesis};
 use crate::occupancy::Limiter;
 use crate::resources::resources_of;
 use crate::text::{bytes, fixed};

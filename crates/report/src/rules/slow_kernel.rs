@@ -8,7 +8,7 @@
 
 use parsers::{OccupancyLimiter, ProfilerRule, SourceLine, SpeedupType};
 
-use crate::experiment::{ExperimentKind, Hypothesis};
+use crate::hypothesis::{ExperimentKind, Hypothesis};
 use serde_json::json;
 
 use crate::join::{FindingRef, MetricRef, Source};
