@@ -60,6 +60,10 @@ pub struct Position {
     /// The dense FP16 tensor peak of the same device at the same clock, where known: the
     /// ceiling of half-precision products moved to the tensor cores.
     pub tensor_peak_gflops: Option<f64>,
+    /// The dense TF32 tensor peak of the same device at the same clock: the ceiling of
+    /// single-precision products moved to the tensor cores.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tf32_peak_gflops: Option<f64>,
     /// The roof that binds at the kernel's intensity: DRAM bandwidth below the ridge point
     /// (the compute peak is out of reach however well it runs), else `limit`'s peak.
     pub roof: Limit,
@@ -184,6 +188,7 @@ pub fn position(
             of_peak,
             attainable: 1.0,
             tensor_peak_gflops: None,
+            tf32_peak_gflops: None,
             roof: Limit::Dram,
             of_roof: of_peak,
             ridge_ratio: None,
@@ -232,6 +237,7 @@ pub fn position(
         of_peak,
         attainable,
         tensor_peak_gflops: peak_gflops(arch, Limit::Tensor, sm_count, ghz),
+        tf32_peak_gflops: peak_gflops(arch, Limit::Tf32Tensor, sm_count, ghz),
         roof,
         of_roof,
         ridge_ratio: dram.filter(|d| *d > 0.0).map(|d| of_peak / d),

@@ -137,10 +137,26 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             // a profile of the kernel measures its warps waiting on local memory (the
             // `slow-kernel` rule's local-memory cause).
             d.level = Level::Note;
-            d.explanation.push_str(
+            // Profiled, with no ncu rule on its local memory (LG throttle, a local access
+            // pattern): the profile found no cost to speak of.
+            let profiled = crate::resources::ncu_summary(j, config, &view.name).is_some();
+            let flagged = j.findings.iter().any(|f| {
+                f.config.as_deref() == config
+                    && f.kernel.as_ref() == Some(&view.name)
+                    && f.finding.profiler_rule.as_deref().is_some_and(|r| {
+                        r.lg_throttle || r.access_space == Some(parsers::MemorySpace::Local)
+                    })
+            });
+            d.explanation.push_str(if profiled && !flagged {
+                " Its profile names no cost of it: no Nsight Compute rule finds its warps \
+                 waiting on local memory."
+            } else if profiled {
+                " Its profile finds warps waiting on local memory: the `slow-kernel` rule weighs \
+                 what that costs."
+            } else {
                 " What it costs is not measured here: a profile of the kernel shows whether its \
-                 warps wait on local memory.",
-            );
+                 warps wait on local memory."
+            });
         }
         out.push(d);
     }

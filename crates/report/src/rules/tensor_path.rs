@@ -103,19 +103,11 @@ fn draft(
         Limit::Fp16 => ("HFMA2", Limit::Tensor),
         _ => ("FFMA", Limit::Tf32Tensor),
     };
-    let arch = j
-        .kernel(config, kernel)
-        .and_then(|k| k.arch.clone())
-        .unwrap_or_default();
-    let gpu = j.run.and_then(|r| r.environment.gpus.first());
-    let tensor_peak = p
-        .peak_gflops
-        .zip(gpu.and_then(|g| g.sm_count))
-        .and_then(|(peak, sms)| {
-            // The same device and clock as the kernel's own peak: scale by the per-clock ratio.
-            let per_clock = |l| crate::roofline::peak_gflops(&arch, l, sms, 1.0);
-            Some(peak * per_clock(tensor_limit)? / per_clock(p.limit)?)
-        });
+    // The tensor peak of the same device at the same clock as the kernel's own.
+    let tensor_peak = match p.limit {
+        Limit::Fp16 => p.tensor_peak_gflops,
+        _ => p.tf32_peak_gflops,
+    };
     d.title = match p.limit {
         Limit::Fp16 => "Half-precision FMAs where the tensor cores would lift the ceiling",
         _ => "FP32 FMAs where the tensor cores would lift the ceiling",
