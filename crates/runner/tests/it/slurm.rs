@@ -17,7 +17,9 @@ for script; do :; done
 # A job id of its own even when two submissions race: mkdir is atomic.
 id=1000
 while ! mkdir "$q/../id.$id" 2>/dev/null; do id=$((id + 1)); done
-printf '%s\n' "$script" > "$q/$id.job"
+# Written aside and renamed: the cluster must never read a half-written job.
+printf '%s\n' "$script" > "$q/$id.tmp"
+mv "$q/$id.tmp" "$q/$id.job"
 echo "$id"
 "#;
 
