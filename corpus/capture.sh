@@ -25,7 +25,7 @@ one() {
   cp /tmp/environment.txt "$dir/environment.txt"
   tar -czf "$out/$name.tgz" -C "$dir" --exclude='*.so' --exclude='*.o' --exclude='*.ncu-rep' \
     --exclude='prog' --exclude='sgemm' --exclude='layernorm_forward' --exclude='softmax_k0' \
-    --exclude='48_hopper_warp_specialized_gemm' artifacts reports runner.out environment.txt
+    --exclude='48_hopper_warp_specialized_gemm' --exclude='xsbench' artifacts reports runner.out environment.txt
   echo "== $name"; tail -5 "$dir/runner.out"
 }
 for entry in "$@"; do
