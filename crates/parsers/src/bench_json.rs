@@ -102,6 +102,9 @@ struct PytestStats {
     iqr: Option<f64>,
     rounds: Option<u64>,
     iterations: Option<u64>,
+    /// Every round's time, in seconds (with `--benchmark-save-data`).
+    #[serde(default)]
+    data: Vec<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -164,6 +167,13 @@ pub(crate) fn parse_pytest(text: &str) -> ParsedLog {
             stdev_us: us(b.stats.stddev),
             max_us: us(b.stats.max),
             iqr_us: us(b.stats.iqr),
+            samples_us: b
+                .stats
+                .data
+                .iter()
+                .map(|s| s * 1e6)
+                .filter(|v| v.is_finite())
+                .collect(),
         });
     }
     log
@@ -449,6 +459,7 @@ impl Folded {
             stdev_us: self.stddev,
             max_us: None,
             iqr_us: None,
+            samples_us: self.runs,
         }
     }
 }

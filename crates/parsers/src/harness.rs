@@ -139,6 +139,9 @@ pub struct Bench {
     pub sm_clock_mhz_after: Option<u32>,
     #[serde(default)]
     pub throttled: Option<bool>,
+    /// Every timing sample, in µs, in the order taken (absent from documents of older harnesses).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples_us: Vec<f64>,
 }
 
 /// The launch geometry the kernel reports through `attention_launch_info` (the kernel ABI's

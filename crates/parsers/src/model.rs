@@ -357,6 +357,11 @@ pub struct Timing {
     /// The interquartile range, when the format gives one (pytest-benchmark's `iqr`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iqr_us: Option<f64>,
+    /// Every measurement, in µs, in the order taken, when the format keeps them: each match of
+    /// a text pattern, each repetition of Google Benchmark, pytest-benchmark's `data` (with
+    /// `--benchmark-save-data`). `runner diff` tests a change on them for significance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples_us: Vec<f64>,
 }
 
 /// How a test case ended.

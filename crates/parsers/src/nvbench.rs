@@ -128,6 +128,8 @@ pub(crate) fn parse(text: &str) -> ParsedLog {
             stdev_us: us("nv/cold/time/gpu/stdev/absolute"),
             max_us: us("nv/cold/time/gpu/max"),
             iqr_us: us("nv/cold/time/gpu/iqr/absolute"),
+            // nvbench keeps its samples in a binary file beside the JSON, not in it.
+            samples_us: Vec::new(),
         });
     }
     log

@@ -277,7 +277,8 @@ impl<'m> Parser<'m> {
 }
 
 /// One label's samples as a [`Timing`]; `None` without a sample.
-fn summarise(name: String, mut samples: Vec<f64>) -> Option<Timing> {
+fn summarise(name: String, taken: Vec<f64>) -> Option<Timing> {
+    let mut samples = taken.clone();
     samples.sort_by(f64::total_cmp);
     let n = samples.len();
     let (&min, &max) = (samples.first()?, samples.last()?);
@@ -298,6 +299,7 @@ fn summarise(name: String, mut samples: Vec<f64>) -> Option<Timing> {
         stdev_us: stdev,
         max_us: Some(max),
         iqr_us: iqr,
+        samples_us: taken,
     })
 }
 

@@ -98,6 +98,8 @@ pub struct Diff {
     pub same_measurement: usize,
     /// Logs either run lists that could not be read: `A: path: why`.
     pub missing: Vec<String>,
+    /// The thresholds the timings were judged by.
+    pub thresholds: NoiseOptions,
     pub verdict: DiffVerdict,
 }
 
@@ -195,6 +197,9 @@ pub struct PerfChange {
     pub noise: f64,
     pub judgement: Judgement,
     pub reason: Option<String>,
+    /// The significance test on the two runs' raw samples, when both kept enough of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test: Option<crate::noise::SampleTest>,
     /// The run each side's timing was measured in, when it was served from the cache.
     pub a_cached_from: Option<String>,
     pub b_cached_from: Option<String>,
@@ -299,6 +304,7 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
         perf_diagnoses,
         same_measurement,
         missing,
+        thresholds: opts.noise,
         verdict: DiffVerdict::NoRegression,
     };
     diff.verdict = if !diff.missing.is_empty() {
@@ -696,6 +702,7 @@ fn perf_changes(a: &Analysis, b: &Analysis, opts: &NoiseOptions) -> (Vec<PerfCha
             noise: c.noise,
             judgement: c.judgement,
             reason: c.reason,
+            test: c.test,
             a_cached_from: a_cached.clone(),
             b_cached_from: b_cached.clone(),
         });
@@ -729,6 +736,7 @@ fn program_bench(t: &parsers::Timing) -> Option<parsers::harness::Bench> {
         sm_clock_mhz_before: None,
         sm_clock_mhz_after: None,
         throttled: None,
+        samples_us: t.samples_us.clone(),
     })
 }
 
@@ -777,19 +785,42 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
                 config: Some(p.implementation.clone()),
                 log: String::new(),
                 summary: format!(
-                    "p50 {} µs -> {} µs ({:+.1}%), noise {}% (the larger of the two runs')",
+                    "p50 {} µs -> {} µs ({:+.1}%), {}",
                     crate::text::sig3(p.a_p50_us),
                     crate::text::sig3(p.b_p50_us),
                     p.change * 100.0,
-                    fixed(p.noise * 100.0, 1)
+                    match &p.test {
+                        Some(t) => format!(
+                            "p = {} (Mann-Whitney U, {} and {} samples)",
+                            crate::noise::p_text(t.p),
+                            t.a_samples,
+                            t.b_samples
+                        ),
+                        None => format!(
+                            "noise {}% (the larger of the two runs')",
+                            fixed(p.noise * 100.0, 1)
+                        ),
+                    }
                 ),
                 excerpt: Vec::new(),
             }],
             spans: Vec::new(),
             notes: vec![format!(
-                "The p50 moved by {:+.1}%, more than twice the measured noise ({}%).{}",
+                "The p50 moved by {:+.1}%, {}.{}",
                 p.change * 100.0,
-                fixed(p.noise * 100.0, 1),
+                match &p.test {
+                    Some(t) => format!(
+                        "a significant change: the two runs' {} and {} samples differ with p = {} \
+                         by a Mann-Whitney U test",
+                        t.a_samples,
+                        t.b_samples,
+                        crate::noise::p_text(t.p)
+                    ),
+                    None => format!(
+                        "more than twice the measured noise ({}%)",
+                        fixed(p.noise * 100.0, 1)
+                    ),
+                },
                 if machine {
                     " The baseline moved the same way on this case: the machine, not the kernel, may have changed."
                 } else {

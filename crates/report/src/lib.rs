@@ -64,6 +64,7 @@ mod render;
 pub mod resources;
 pub mod roofline;
 pub mod rules;
+pub mod significance;
 mod run;
 mod run_v1;
 mod source_line;

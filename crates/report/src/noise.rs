@@ -1,8 +1,16 @@
-//! Judging a change in kernel time against the noise each run measured, in the classes of
-//! nvbench's compare script: a change inside the noise (or under 1%) is SAME; beyond twice the
-//! noise it is FAST or SLOW; in between, or when a run throttled or kept too few samples,
-//! AMBIGUOUS. The noise of a run is the larger of its (p90 - p50) / p50 and its coefficient of
-//! variation, at least 0.5%; the comparison takes the larger of the two runs' noise.
+//! Judging a change in kernel time, in the classes of nvbench's compare script (SAME, FAST,
+//! SLOW, AMBIGUOUS).
+//!
+//! When both runs kept their raw samples (at least [`NoiseOptions::min_raw`] each), the change
+//! is tested for significance as Google Benchmark's `compare.py` does, by a Mann-Whitney U test
+//! ([`crate::significance`]): a change under the minimum effect is SAME; a larger one is FAST or
+//! SLOW only when p is under `alpha`, else AMBIGUOUS.
+//!
+//! Otherwise the change is judged against the noise each run measured: inside the noise (or
+//! under the minimum effect) SAME; beyond twice the noise FAST or SLOW; in between, or when a
+//! run throttled or kept too few samples, AMBIGUOUS. The noise of a run is the larger of its
+//! (p90 - p50) / p50 and its coefficient of variation, at least 0.5%; the comparison takes the
+//! larger of the two runs' noise.
 
 use parsers::harness::Bench;
 use serde::Serialize;
@@ -32,12 +40,17 @@ impl Judgement {
 /// The thresholds of a judgement.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct NoiseOptions {
-    /// The smallest relative change ever reported as faster or slower (0.01 = 1%).
+    /// The smallest relative change ever reported as faster or slower (0.01 = 1%): the minimum
+    /// effect.
     pub min_change: f64,
     /// The relative noise assumed at least, however quiet a run claims to be.
     pub noise_floor: f64,
     /// Fewer samples than this make a verdict unsure.
     pub min_samples: u64,
+    /// The significance level of the Mann-Whitney U test on raw samples.
+    pub alpha: f64,
+    /// Raw samples each run must have kept for the test to be made.
+    pub min_raw: usize,
 }
 
 impl Default for NoiseOptions {
@@ -46,6 +59,9 @@ impl Default for NoiseOptions {
             min_change: 0.01,
             noise_floor: 0.005,
             min_samples: 10,
+            alpha: 0.05,
+            // At 4 vs 4 the smallest two-sided p is 2/70 (0.029), under the default alpha.
+            min_raw: 4,
         }
     }
 }
@@ -60,6 +76,20 @@ pub struct Comparison {
     pub noise: f64,
     /// Why the judgement is ambiguous, when it is.
     pub reason: Option<String>,
+    /// The Mann-Whitney U test on the two runs' raw samples, when both kept enough.
+    pub test: Option<SampleTest>,
+}
+
+/// A significance test made on raw samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SampleTest {
+    /// The two-sided p-value.
+    pub p: f64,
+    /// Whether `p` is exact (else the normal approximation).
+    pub exact: bool,
+    /// The samples each run kept.
+    pub a_samples: usize,
+    pub b_samples: usize,
 }
 
 /// A run's relative noise for one timing: the larger of (p90 - p50) / p50 and the coefficient
@@ -90,6 +120,7 @@ pub fn judge(a: &Bench, b: &Bench, opts: &NoiseOptions) -> Comparison {
             change: f64::NAN,
             noise: f64::NAN,
             reason: Some("a timing is missing or not positive".to_string()),
+            test: None,
         };
     }
     let change = (b.p50_us - a.p50_us) / a.p50_us;
@@ -100,14 +131,61 @@ pub fn judge(a: &Bench, b: &Bench, opts: &NoiseOptions) -> Comparison {
         change,
         noise,
         reason: Some(reason),
+        test: None,
     };
-    if magnitude <= noise || magnitude < opts.min_change {
-        return Comparison {
-            judgement: Judgement::Same,
+    let same = Comparison {
+        judgement: Judgement::Same,
+        change,
+        noise,
+        reason: None,
+        test: None,
+    };
+    let direction = if change > 0.0 {
+        Judgement::Slower
+    } else {
+        Judgement::Faster
+    };
+    let raw = |x: &Bench| x.samples_us.len() >= opts.min_raw.max(1);
+    if raw(a) && raw(b)
+        && let Some(t) = crate::significance::mann_whitney(&a.samples_us, &b.samples_us)
+    {
+        let test = Some(SampleTest {
+            p: t.p,
+            exact: t.exact,
+            a_samples: a.samples_us.len(),
+            b_samples: b.samples_us.len(),
+        });
+        let judged = |judgement, reason| Comparison {
+            judgement,
             change,
             noise,
-            reason: None,
+            reason,
+            test,
         };
+        return if magnitude < opts.min_change {
+            judged(Judgement::Same, None)
+        } else if t.p >= opts.alpha {
+            judged(
+                Judgement::Ambiguous,
+                Some(format!(
+                    "not significant: p = {} (Mann-Whitney U, {} and {} samples), alpha {}",
+                    p_text(t.p),
+                    a.samples_us.len(),
+                    b.samples_us.len(),
+                    opts.alpha
+                )),
+            )
+        } else if a.throttled == Some(true) || b.throttled == Some(true) {
+            judged(
+                Judgement::Ambiguous,
+                Some("the GPU throttled during a measurement".to_string()),
+            )
+        } else {
+            judged(direction, None)
+        };
+    }
+    if magnitude <= noise || magnitude < opts.min_change {
+        return same;
     }
     if magnitude < 2.0 * noise {
         return ambiguous(format!(
@@ -126,13 +204,19 @@ pub fn judge(a: &Bench, b: &Bench, opts: &NoiseOptions) -> Comparison {
         ));
     }
     Comparison {
-        judgement: if change > 0.0 {
-            Judgement::Slower
-        } else {
-            Judgement::Faster
-        },
+        judgement: direction,
         change,
         noise,
         reason: None,
+        test: None,
+    }
+}
+
+/// A p-value in three significant figures, or "< 0.001".
+pub fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".to_string()
+    } else {
+        crate::text::sig3(p)
     }
 }

@@ -231,6 +231,19 @@ fn normalize(path: &str) -> String {
 }
 
 /// A number rounded to about three significant digits, without trailing noise.
+/// Seconds as "12.3 s" under a minute, else "2 min 5 s" (whole seconds), rounded once: 119.6 s
+/// is "2 min 0 s", never "1 min 60 s", and 59.96 s is "1 min 0 s", never "60.0 s".
+pub fn duration(seconds: f64) -> String {
+    if !seconds.is_finite() || seconds < 0.0 {
+        return "n/a".to_string();
+    }
+    if (seconds * 10.0).round() < 600.0 {
+        return format!("{seconds:.1} s");
+    }
+    let whole = seconds.round() as u64;
+    format!("{} min {} s", whole / 60, whole % 60)
+}
+
 pub fn sig3(x: f64) -> String {
     if !x.is_finite() {
         return "n/a".to_string();
@@ -566,6 +579,16 @@ pub fn uppercase_first(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_round_once() {
+        assert_eq!(duration(12.34), "12.3 s");
+        assert_eq!(duration(59.94), "59.9 s");
+        assert_eq!(duration(59.96), "1 min 0 s");
+        assert_eq!(duration(119.6), "2 min 0 s");
+        assert_eq!(duration(125.4), "2 min 5 s");
+        assert_eq!(duration(f64::NAN), "n/a");
+    }
 
     #[test]
     fn strip_controls_removes_escape_sequences_and_controls() {

@@ -115,6 +115,16 @@ pub enum Command {
         /// Compare timings even when the runs' GPUs or drivers differ.
         #[arg(long)]
         allow_different_gpu: bool,
+        /// The smallest change in a timing, in percent, ever called faster or slower.
+        #[arg(long, default_value_t = 1.0, value_parser = percent)]
+        min_effect: f64,
+        /// The significance level of the Mann-Whitney U test made where both runs kept raw
+        /// timing samples.
+        #[arg(long, default_value_t = 0.05, value_parser = probability)]
+        alpha: f64,
+        /// Compare runs of different pipelines or programs (refused otherwise).
+        #[arg(long)]
+        force: bool,
     },
     /// Follow a remote run started with `--host` until it ends, then bring its run directory and
     /// report back (after a dropped connection or a Ctrl-C that left it running).
@@ -416,7 +426,20 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
             run_b,
             format,
             allow_different_gpu,
-        }) => diff(&run_a, &run_b, format, allow_different_gpu),
+            min_effect,
+            alpha,
+            force,
+        }) => {
+            let options = report::DiffOptions {
+                allow_different_gpu,
+                noise: report::noise::NoiseOptions {
+                    min_change: min_effect / 100.0,
+                    alpha,
+                    ..report::noise::NoiseOptions::default()
+                },
+            };
+            diff(&run_a, &run_b, format, &options, force)
+        }
         // `main` hands `runner harness ...` to the harness before parsing: the subcommand is
         // here for `--help` and the commands' list.
         Some(Command::Harness { .. }) => Err(Error::Usage(
@@ -447,22 +470,19 @@ fn diff(
     run_a: &std::path::Path,
     run_b: &std::path::Path,
     format: ReportFormat,
-    allow_different_gpu: bool,
+    options: &report::DiffOptions,
+    force: bool,
 ) -> Result<Outcome, Error> {
     let a = crate::evidence::stored::load(run_a)?;
     let b = crate::evidence::stored::load(run_b)?;
-    if let Some(why) = report::unrelated(&a.run, &b.run) {
+    if let Some(why) = report::unrelated(&a.run, &b.run).filter(|_| !force) {
         return Err(Error::Io(format!(
-            "cannot compare {} with {}: {why}",
+            "cannot compare {} with {}: {why} (`--force` compares them anyway)",
             run_a.display(),
             run_b.display()
         )));
     }
-    let options = report::DiffOptions {
-        allow_different_gpu,
-        ..report::DiffOptions::default()
-    };
-    let diff = report::diff(&a, &b, &options);
+    let diff = report::diff(&a, &b, options);
     print(&terminated(report::render_diff(&diff, format.into())))?;
     Ok(match diff.verdict {
         report::DiffVerdict::Incomplete => Outcome::Incomplete,
@@ -1200,4 +1220,20 @@ fn ask(question: &str) -> bool {
 /// Ctrl-C, SIGTERM and SIGHUP, counted from now on.
 fn signals() -> Result<Interrupt, Error> {
     Interrupt::from_signals().map_err(|e| Error::Io(format!("install signal handlers: {e}")))
+}
+
+/// A percentage from 0 to 100.
+fn percent(text: &str) -> Result<f64, String> {
+    match text.trim_end_matches('%').parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!("`{text}` is not a percentage from 0 to 100")),
+    }
+}
+
+/// A probability strictly between 0 and 1.
+fn probability(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!("`{text}` is not a probability between 0 and 1")),
+    }
 }

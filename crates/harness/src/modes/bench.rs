@@ -218,6 +218,7 @@ fn bench(
         sm_clock_mhz_before: to_mhz(clock_before),
         sm_clock_mhz_after: to_mhz(clock_after),
         throttled,
+        samples_us: samples.clone(),
     });
     record.detail("max_us", summary.max);
     record.detail("stop_reason", stop.name());

@@ -132,6 +132,7 @@ fn bench_results_become_metrics() {
         sm_clock_mhz_before: None,
         sm_clock_mhz_after: None,
         throttled: None,
+        samples_us: Vec::new(),
     });
     let log = parsers::parse(Format::Harness, &document(vec![r]));
     let p50 = log.metrics.iter().find(|m| m.name == "p50_us").unwrap();

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::bisect::{Answer, Bisection, Commit, Sought, Step, StepVerdict};
-use crate::text::{fixed, md_cell, md_code, md_text};
+use crate::text::{md_cell, md_code, md_text};
 
 pub fn render(b: &Bisection) -> String {
     let mut out = String::new();
@@ -215,15 +215,7 @@ fn commit_line(c: &Commit) -> String {
 }
 
 fn duration(seconds: f64) -> String {
-    if seconds >= 60.0 {
-        format!(
-            "{} min {} s",
-            (seconds / 60.0).floor(),
-            fixed(seconds % 60.0, 0)
-        )
-    } else {
-        format!("{} s", fixed(seconds, 1))
-    }
+    crate::text::duration(seconds)
 }
 
 fn plural(n: usize) -> &'static str {

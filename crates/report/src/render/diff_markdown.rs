@@ -201,15 +201,19 @@ pub fn render(d: &Diff) -> String {
             let _ = writeln!(out, "No timing appears in both runs.\n");
         }
     } else {
+        let t = &d.thresholds;
         let _ = writeln!(
             out,
-            "A change within the larger run's measured noise (or under 1%) is the same; beyond twice the noise it is faster or slower; in between, or measured throttled or with too few samples, ambiguous.\n"
+            "A change under {}% is the same. Where both runs kept their raw samples (at least {} each), a larger change is faster or slower when a Mann-Whitney U test finds it significant (p under {}), else ambiguous. Otherwise a change within the larger run's measured noise is the same; beyond twice the noise it is faster or slower; in between, or measured throttled or with too few samples, ambiguous.\n",
+            fixed(t.min_change * 100.0, 1),
+            t.min_raw,
+            t.alpha
         );
         let _ = writeln!(
             out,
-            "| Case | Implementation | Timing | A p50 µs | B p50 µs | Change | Noise | Judgement |"
+            "| Case | Implementation | Timing | A p50 µs | B p50 µs | Change | Noise | p (U test) | Judgement |"
         );
-        let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|---|");
+        let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|---|");
         for p in &d.perf {
             let icon = match p.judgement {
                 Judgement::Same => "＝ same",
@@ -219,7 +223,7 @@ pub fn render(d: &Diff) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {} | {}{} | {} {} | {}{} | {}{} | {}% | {}% | {}{} |",
+                "| {} | {}{} | {} {} | {}{} | {}{} | {}% | {}% | {} | {}{} |",
                 match p.case.label() {
                     label if label.is_empty() => "—".to_string(),
                     label => md_text(&label),
@@ -238,6 +242,9 @@ pub fn render(d: &Diff) -> String {
                     "n/a".to_string()
                 },
                 fixed(p.noise * 100.0, 1),
+                p.test
+                    .map(|t| md_text(&crate::noise::p_text(t.p)))
+                    .unwrap_or_else(|| "—".to_string()),
                 icon,
                 p.reason
                     .as_deref()

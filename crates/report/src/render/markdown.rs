@@ -34,7 +34,8 @@ pub fn render(analysis: &Analysis, run: &Run) -> String {
 }
 
 /// The short form for a pull-request comment or `$GITHUB_STEP_SUMMARY`: the header, the
-/// verdict, one line per root cause (title, place, rule) and the timings against the baseline.
+/// verdict, each root cause (title, place, rule) with its fix, and the timings against the
+/// baseline.
 pub fn render_summary(analysis: &Analysis, run: &Run) -> String {
     let mut out = String::new();
     header(&mut out, run);
@@ -48,6 +49,9 @@ pub fn render_summary(analysis: &Analysis, run: &Run) -> String {
         let _ = writeln!(out, "## Root causes\n");
         for (i, d) in causes.iter().enumerate() {
             let _ = writeln!(out, "{}. **{}** · {}", i + 1, d.title, diagnosis_meta(d));
+            if let Some(fix) = d.help.first() {
+                let _ = writeln!(out, "   **Fix:** {fix}");
+            }
         }
         let _ = writeln!(out);
     }
@@ -107,14 +111,8 @@ fn header(out: &mut String, run: &Run) {
     let _ = writeln!(out, "{}\n", parts.join(" · "));
 }
 
-/// Milliseconds as seconds with one decimal, or minutes and seconds from a minute on.
 fn seconds(ms: u64) -> String {
-    let s = ms as f64 / 1000.0;
-    if s < 60.0 {
-        format!("{s:.1} s")
-    } else {
-        format!("{} min {:.0} s", ms / 60_000, (ms % 60_000) as f64 / 1000.0)
-    }
+    crate::text::duration(ms as f64 / 1000.0)
 }
 
 /// The verdict's icon.

@@ -97,7 +97,41 @@ pub fn bench(p50: f64, p90: f64, samples: u64) -> Bench {
         sm_clock_mhz_before: None,
         sm_clock_mhz_after: None,
         throttled: Some(false),
+        samples_us: Vec::new(),
     }
+}
+
+/// A bench whose raw samples are `p50` + each offset.
+fn sampled(p50: f64, offsets: &[f64]) -> Bench {
+    let mut b = bench(p50, p50 * 1.01, offsets.len() as u64);
+    b.samples_us = offsets.iter().map(|o| p50 + o).collect();
+    b
+}
+
+#[test]
+fn raw_samples_are_judged_by_significance_and_the_minimum_effect() {
+    let opts = NoiseOptions::default();
+    let tight = [-0.02, -0.015, -0.01, -0.005, 0.0, 0.005, 0.01, 0.015];
+    let a = sampled(10.0, &tight);
+    // 3% slower, every sample apart: significant and past the 1% minimum effect.
+    let c = judge(&a, &sampled(10.3, &tight), &opts);
+    assert_eq!(c.judgement, Judgement::Slower, "{c:?}");
+    let test = c.test.expect("a test on raw samples");
+    assert!(test.exact && test.p < 0.001, "{test:?}");
+    assert_eq!((test.a_samples, test.b_samples), (8, 8));
+    // 3% slower in the median, but the samples overlap: not significant, so not a regression.
+    let wide = [-1.0, -0.6, -0.3, 0.0, 0.2, 0.5, 0.9, 1.2];
+    let c = judge(&sampled(10.0, &wide), &sampled(10.3, &wide), &opts);
+    assert_eq!(c.judgement, Judgement::Ambiguous, "{c:?}");
+    assert!(c.reason.unwrap().starts_with("not significant: p = "));
+    // 0.5% faster and significant, but under the minimum effect.
+    let c = judge(&a, &sampled(9.95, &[-0.001, 0.0, 0.001, 0.0, -0.001, 0.001]), &opts);
+    assert_eq!(c.judgement, Judgement::Same, "{c:?}");
+    // Raw samples on one side only: the noise thresholds judge.
+    let mut many = a.clone();
+    many.samples = 200;
+    let c = judge(&many, &bench(11.0, 11.1, 200), &opts);
+    assert_eq!((c.judgement, c.test), (Judgement::Slower, None));
 }
 
 #[test]

@@ -284,4 +284,7 @@ fn diff_refuses_runs_of_different_pipelines() {
         stderr(&out)
     );
     assert!(out.stdout.is_empty(), "no verdict printed");
+    let out = project.run(&["diff", &runs[0], &runs[1], "--force"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!out.stdout.is_empty(), "a comparison printed");
 }

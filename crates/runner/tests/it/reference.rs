@@ -299,8 +299,8 @@ fn the_cuda_cpp_example_names_the_race_the_failing_check_and_the_out_of_bounds_w
     );
 }
 
-/// `runner report --summary`: the short form for a pull-request comment: the verdict, one line
-/// per root cause with its place, and the timings; none of the long sections.
+/// `runner report --summary`: the short form for a pull-request comment: the verdict, each root
+/// cause with its place and its fix, and the timings; none of the long sections.
 #[test]
 fn the_summary_holds_the_verdict_root_causes_and_timings_only() {
     let run = example_run("torch-extension");
@@ -314,6 +314,12 @@ fn the_summary_holds_the_verdict_root_causes_and_timings_only() {
         "{summary}"
     );
     assert!(summary.contains("| B=2 H=8 S=512 D=64 f16 |"), "{summary}");
+    // Each of the four causes (two errors, two slow-kernel warnings) with its fix.
+    let fixes = summary
+        .lines()
+        .filter(|l| l.starts_with("   **Fix:** "))
+        .count();
+    assert_eq!(fixes, 4, "{summary}");
     for long in ["## Evidence", "## Environment", "```text", "![bench]"] {
         assert!(!summary.contains(long), "`{long}` in {summary}");
     }

@@ -510,6 +510,64 @@ fn bench_reads_nvbench_json_from_out() {
 /// pipeline documentation.
 const SGEMM_PATTERN: &str = r"'Average elapsed time: \((?P<value>[0-9.]+)\) (?P<unit>s), performance: .* size: \((?P<label>\d+)\)'";
 
+/// A pipeline whose bench prints each of `times` (seconds) for size 4096.
+fn timed_pipeline(times: &[f64]) -> String {
+    let bench: String = times
+        .iter()
+        .map(|t| {
+            format!(
+                "        echo 'Average elapsed time: ({t:.6}) s, performance: (1.0) GFLOPS. size: (4096).'\n"
+            )
+        })
+        .collect();
+    target_pipeline(
+        "  program:\n    command: [bin/ring]",
+        &format!(
+            "  bench:\n    needs: {{ gpu: false }}\n    timeout: 30s\n    pattern: {SGEMM_PATTERN}\n    command:\n      - sh\n      - -c\n      - |\n{bench}"
+        ),
+    )
+}
+
+/// `runner diff` of two runs that kept raw samples (eight matches of a text pattern each) tests
+/// the change for significance: 4% slower with every sample apart is a regression (exit 1) with
+/// its Mann-Whitney p-value; 4% slower in the median with the samples overlapping is not; and
+/// under `--min-effect 5` neither is.
+#[test]
+fn diff_calls_a_regression_only_when_the_samples_say_it_is_significant() {
+    let project = project("  program:\n    command: [bin/ring]", "");
+    let spread = |p50: f64, step: f64| -> Vec<f64> {
+        (0..8).map(|i| p50 + step * (f64::from(i) - 3.5)).collect()
+    };
+    let mut runs = Vec::new();
+    for times in [
+        spread(0.0100, 0.00001),
+        spread(0.0104, 0.00001),
+        spread(0.0104, 0.0004),
+    ] {
+        project.pipeline(&timed_pipeline(&times));
+        let out = project.run(&["pipeline.yaml"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let run = project.runs().pop().expect("a run");
+        runs.push(crate::util::root_relative(&run, &project.root));
+    }
+    let out = project.run(&["diff", &runs[0], &runs[1]]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(code(&out), 1, "{text}{}", stderr(&out));
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| — | `") && l.contains("4096"))
+        .unwrap_or_else(|| panic!("no timing row in\n{text}"));
+    // 8 against 8 samples, every one of B above every one of A: p = 2 / C(16, 8).
+    assert!(row.contains("+4.0%") && row.contains("< 0.001") && row.contains("slower"), "{row}");
+    assert!(text.contains("Mann-Whitney U, 8 and 8 samples"), "{text}");
+    let out = project.run(&["diff", &runs[0], &runs[2]]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(code(&out), 0, "{text}{}", stderr(&out));
+    assert!(text.contains("not significant: p = "), "{text}");
+    let out = project.run(&["diff", &runs[0], &runs[1], "--min-effect", "5"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stdout));
+}
+
 /// A bench stage and a baseline stage whose programs (`sh -c 'echo ...'`) print their times as
 /// text are read with their `pattern:`: one timing per size, three samples each, paired with the
 /// baseline's by name; the program is twice as slow, so the run reads Slow. `runner report` on
