@@ -33,14 +33,21 @@ pub fn document(diagnoses: &[Diagnosis], run: Option<&Run>) -> Value {
     let rules: Vec<Value> = RULES
         .iter()
         .map(|r| {
-            json!({
+            let mut rule = json!({
                 "id": r.id,
-                "name": pascal(r.id.as_str()),
                 "shortDescription": { "text": r.name },
                 "fullDescription": { "text": r.description },
                 "help": { "text": format!("{} Rule source: {}.", r.description, r.module) },
                 "properties": { "tags": ["cuda", "gpu"] },
-            })
+            });
+            // SARIF wants `name` left out where it would only repeat the id (`bottleneck`).
+            let name = pascal(r.id.as_str());
+            if !name.eq_ignore_ascii_case(r.id.as_str())
+                && let Some(obj) = rule.as_object_mut()
+            {
+                obj.insert("name".to_string(), json!(name));
+            }
+            rule
         })
         .collect();
     let results: Vec<Value> = diagnoses.iter().map(|d| result(d, run)).collect();

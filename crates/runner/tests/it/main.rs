@@ -6,6 +6,7 @@
 
 mod util;
 
+mod action;
 mod baseline;
 mod bisect;
 mod cache;

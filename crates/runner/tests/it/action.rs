@@ -1,0 +1,286 @@
+//! The GitHub Action (`action.yml`), its steps run here in their order against a stand-in run:
+//! each `run:` step is `action/exhibit-pr <step>`, run with the environment the step sets; the
+//! `uses:` steps (uploads, the JUnit check) are GitHub's own and only listed. A stand-in `gh`
+//! (hand-written) serves the base branch's run and records the comment it is asked to post.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util::{BIN, Project, code, stderr};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Stand-in for GitHub's CLI (hand-written): `run list` names run 42, `run download` copies the
+/// stored base run from `$GH_STORE`, the comment list answers 99 once a comment was posted, and
+/// a POST or PATCH keeps its body in `bin/gh.body`.
+const GH: &str = r#"#!/bin/sh
+here="$(dirname "$0")"
+echo "$*" >> "$here/gh.log"
+case "$1 $2" in
+  "run list") echo 42 ;;
+  "run download")
+    dir=""
+    while [ $# -gt 0 ]; do [ "$1" = "--dir" ] && dir="$2"; shift; done
+    mkdir -p "$dir" && cp -R "$GH_STORE"/. "$dir"/ ;;
+  "api -X")
+    for a; do case $a in body=@*) cp "${a#body=@}" "$here/gh.body" ;; esac; done
+    touch "$here/gh.commented" ;;
+  api*) [ -f "$here/gh.commented" ] && echo 99 ;;
+esac
+exit 0
+"#;
+
+/// The action's steps: `("run", subcommand)` or `("uses", action)`, in order.
+fn steps() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(repo().join("action.yml")).expect("action.yml");
+    let doc: serde_json::Value = yaml_serde::from_str(&text).expect("action.yml parses");
+    assert_eq!(doc["runs"]["using"], "composite");
+    let step = regex::Regex::new(r#"action/exhibit-pr" (\w+)"#).unwrap();
+    doc["runs"]["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| match (s["run"].as_str(), s["uses"].as_str()) {
+            (Some(run), None) => {
+                let sub = step
+                    .captures(run)
+                    .unwrap_or_else(|| panic!("a step that is not exhibit-pr: {run}"));
+                ("run".to_string(), sub[1].to_string())
+            }
+            (None, Some(uses)) => ("uses".to_string(), uses.to_string()),
+            _ => panic!("a step with neither run nor uses: {s}"),
+        })
+        .collect()
+}
+
+/// Runs the action's `run:` steps in order; returns each one's exit code by name.
+fn run_steps(project: &Project, out: &Path, store: &Path) -> Vec<(String, i32)> {
+    let path = format!(
+        "{}:{}",
+        project.root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut codes = Vec::new();
+    for (kind, name) in steps() {
+        if kind != "run" {
+            continue;
+        }
+        let result = Command::new(repo().join("action/exhibit-pr"))
+            .arg(&name)
+            .current_dir(&project.root)
+            .env("PATH", &path)
+            .env("XDG_CACHE_HOME", &project.cache)
+            .env("EXHIBIT_OUT", out)
+            .env("EXHIBIT_PIPELINE", "pipeline.yaml")
+            .env("EXHIBIT_RUNNER", BIN)
+            .env("GITHUB_REPOSITORY", "example/project")
+            .env("GITHUB_WORKFLOW", "exhibit")
+            .env("GITHUB_BASE_REF", "main")
+            .env("GITHUB_STEP_SUMMARY", out.join("step-summary.md"))
+            .env("PR_NUMBER", "7")
+            .env("GH_STORE", store)
+            .output()
+            .expect("run a step");
+        assert!(
+            !String::from_utf8_lossy(&result.stderr).contains("usage:"),
+            "{name}: {}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        codes.push((name, result.status.code().unwrap_or(-1)));
+    }
+    codes
+}
+
+#[test]
+fn the_actions_steps_run_compare_with_the_base_and_keep_one_comment() {
+    let project = Project::new();
+    project.tool("gh", GH);
+    // The base branch's run, as its workflow's artifact keeps it.
+    let base = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&base), 0, "{}", stderr(&base));
+    let store = project.runs().pop().expect("the base run");
+
+    let uses: Vec<String> = steps()
+        .into_iter()
+        .filter(|(k, _)| k == "uses")
+        .map(|(_, u)| u)
+        .collect();
+    for wanted in [
+        "github/codeql-action/upload-sarif",
+        "mikepenz/action-junit-report",
+        "actions/upload-artifact",
+    ] {
+        assert!(uses.iter().any(|u| u.starts_with(wanted)), "{uses:?}");
+    }
+
+    let out = project.root.join("exhibit-out");
+    let codes = run_steps(&project, &out, &store);
+    let names: Vec<&str> = codes.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["install", "run", "base", "compare", "comment", "verdict"]
+    );
+    assert!(codes.iter().all(|(_, c)| *c == 0), "{codes:?}");
+
+    // The run's reports, for the upload steps.
+    for file in ["exhibit.sarif", "exhibit.junit.xml", "summary.md"] {
+        let text = std::fs::read_to_string(out.join(file)).unwrap_or_default();
+        assert!(!text.is_empty(), "{file} is empty");
+    }
+    let step_summary = std::fs::read_to_string(out.join("step-summary.md")).unwrap();
+    assert!(step_summary.contains("**Verdict:**"), "{step_summary}");
+    // Compared with the base branch's run, fetched through gh.
+    let log = std::fs::read_to_string(project.root.join("bin/gh.log")).unwrap();
+    assert!(
+        log.contains("run list --repo example/project --workflow exhibit --branch main"),
+        "{log}"
+    );
+    assert!(log.contains("run download 42"), "{log}");
+    let diff = std::fs::read_to_string(out.join("diff.md")).unwrap();
+    assert!(diff.contains("No regression"), "{diff}");
+
+    // One comment: posted the first time, with the marker, the verdict and the comparison.
+    let body = std::fs::read_to_string(project.root.join("bin/gh.body")).unwrap();
+    assert!(body.starts_with("<!-- exhibit-report -->\n"), "{body}");
+    assert!(body.contains("**Verdict:**"), "{body}");
+    assert!(body.contains("Against the base branch"), "{body}");
+    assert!(
+        log.contains("api -X POST repos/example/project/issues/7/comments"),
+        "{log}"
+    );
+
+    // The next push updates that comment instead of adding one.
+    let again = run_steps(&project, &out, &store);
+    assert!(again.iter().all(|(_, c)| *c == 0), "{again:?}");
+    let log = std::fs::read_to_string(project.root.join("bin/gh.log")).unwrap();
+    assert_eq!(log.matches("api -X POST").count(), 1, "{log}");
+    assert!(
+        log.contains("api -X PATCH repos/example/project/issues/comments/99"),
+        "{log}"
+    );
+}
+
+/// A pipeline that finds a root cause fails the job at the verdict step, after everything was
+/// published: the comment is still posted.
+#[test]
+fn the_verdict_step_fails_last_with_the_pipelines_code() {
+    let project = Project::new();
+    project.tool("gh", GH);
+    let out = project.root.join("exhibit-out");
+    std::fs::create_dir_all(&out).unwrap();
+    // A stand-in run that ended with findings.
+    std::fs::write(out.join("run-code"), "1\n").unwrap();
+    std::fs::write(out.join("summary.md"), "**Verdict:** ❌ Failing (stand-in)\n").unwrap();
+    let step = |name: &str| {
+        Command::new(repo().join("action/exhibit-pr"))
+            .arg(name)
+            .current_dir(&project.root)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    project.root.join("bin").display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("EXHIBIT_OUT", &out)
+            .env("GITHUB_REPOSITORY", "example/project")
+            .env("PR_NUMBER", "7")
+            .status()
+            .expect("run a step")
+            .code()
+    };
+    assert_eq!(step("comment"), Some(0));
+    assert!(project.root.join("bin/gh.body").exists());
+    assert_eq!(step("verdict"), Some(1));
+}
+
+/// Unpacks a corpus entry's run into `dir`; returns the run directory.
+fn corpus_run(entry: &str, dir: &Path) -> PathBuf {
+    let status = Command::new("tar")
+        .arg("-xJf")
+        .arg(repo().join("corpus").join(entry).join("run.tar.xz"))
+        .arg("-C")
+        .arg(dir)
+        .status()
+        .expect("run tar");
+    assert!(status.success(), "{entry}: run.tar.xz does not unpack");
+    dir.join("run")
+}
+
+fn runner_stdout(args: &[&std::ffi::OsStr]) -> String {
+    let out = Command::new(BIN).args(args).output().expect("run the runner");
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `docs/ci/examples/`: the SARIF, the JUnit and the pull-request comment of a corpus run (the
+/// HeCBench `adv-cuda` race, compared with its fixed commit's run as the base, as if a pull
+/// request took the fix back out) are what today's code renders. `EXHIBIT_BLESS=1` rewrites
+/// them. `.ci/validate` checks the SARIF and JUnit files with the validators.
+#[test]
+fn the_committed_ci_examples_are_what_todays_code_renders() {
+    let head_dir = tempfile::tempdir().unwrap();
+    let base_dir = tempfile::tempdir().unwrap();
+    let head = corpus_run("hecbench-adv-race-13ad568", head_dir.path());
+    let base = corpus_run("hecbench-adv-race-fixed", base_dir.path());
+    let report = |format: &str| {
+        runner_stdout(&[
+            "report".as_ref(),
+            "--format".as_ref(),
+            format.as_ref(),
+            head.as_os_str(),
+        ])
+    };
+    let out = tempfile::tempdir().unwrap();
+    std::fs::write(
+        out.path().join("summary.md"),
+        runner_stdout(&["report".as_ref(), "--summary".as_ref(), head.as_os_str()]),
+    )
+    .unwrap();
+    std::fs::write(
+        out.path().join("diff.md"),
+        runner_stdout(&["diff".as_ref(), base.as_os_str(), head.as_os_str()]),
+    )
+    .unwrap();
+    let status = Command::new(repo().join("action/exhibit-pr"))
+        .arg("comment")
+        .env("EXHIBIT_OUT", out.path())
+        .env_remove("PR_NUMBER")
+        .status()
+        .expect("the comment step");
+    assert!(status.success());
+    let comment = std::fs::read_to_string(out.path().join("comment.md")).unwrap();
+    let examples = repo().join("docs/ci/examples");
+    let bless = std::env::var_os("EXHIBIT_BLESS").is_some();
+    let mut drifted = Vec::new();
+    for (file, text) in [
+        ("adv-race.sarif", report("sarif")),
+        ("adv-race.junit.xml", report("junit")),
+        ("adv-race.comment.md", comment),
+    ] {
+        for temp in [head_dir.path(), base_dir.path(), out.path()] {
+            assert!(
+                !text.contains(&*temp.to_string_lossy()),
+                "{file} names a machine path"
+            );
+        }
+        let path = examples.join(file);
+        if bless {
+            std::fs::create_dir_all(&examples).unwrap();
+            std::fs::write(&path, &text).unwrap();
+        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            drifted.push(file);
+        }
+    }
+    assert!(
+        drifted.is_empty(),
+        "{drifted:?} differ from what today's code renders: EXHIBIT_BLESS=1 cargo test -p runner --test it the_committed_ci_examples rewrites them"
+    );
+}
