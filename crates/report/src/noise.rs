@@ -146,7 +146,8 @@ pub fn judge(a: &Bench, b: &Bench, opts: &NoiseOptions) -> Comparison {
         Judgement::Faster
     };
     let raw = |x: &Bench| x.samples_us.len() >= opts.min_raw.max(1);
-    if raw(a) && raw(b)
+    if raw(a)
+        && raw(b)
         && let Some(t) = crate::significance::mann_whitney(&a.samples_us, &b.samples_us)
     {
         let test = Some(SampleTest {

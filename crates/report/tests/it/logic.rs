@@ -125,7 +125,11 @@ fn raw_samples_are_judged_by_significance_and_the_minimum_effect() {
     assert_eq!(c.judgement, Judgement::Ambiguous, "{c:?}");
     assert!(c.reason.unwrap().starts_with("not significant: p = "));
     // 0.5% faster and significant, but under the minimum effect.
-    let c = judge(&a, &sampled(9.95, &[-0.001, 0.0, 0.001, 0.0, -0.001, 0.001]), &opts);
+    let c = judge(
+        &a,
+        &sampled(9.95, &[-0.001, 0.0, 0.001, 0.0, -0.001, 0.001]),
+        &opts,
+    );
     assert_eq!(c.judgement, Judgement::Same, "{c:?}");
     // Raw samples on one side only: the noise thresholds judge.
     let mut many = a.clone();

@@ -172,7 +172,11 @@ fn the_verdict_step_fails_last_with_the_pipelines_code() {
     std::fs::create_dir_all(&out).unwrap();
     // A stand-in run that ended with findings.
     std::fs::write(out.join("run-code"), "1\n").unwrap();
-    std::fs::write(out.join("summary.md"), "**Verdict:** ❌ Failing (stand-in)\n").unwrap();
+    std::fs::write(
+        out.join("summary.md"),
+        "**Verdict:** ❌ Failing (stand-in)\n",
+    )
+    .unwrap();
     let step = |name: &str| {
         Command::new(repo().join("action/exhibit-pr"))
             .arg(name)
@@ -211,7 +215,10 @@ fn corpus_run(entry: &str, dir: &Path) -> PathBuf {
 }
 
 fn runner_stdout(args: &[&std::ffi::OsStr]) -> String {
-    let out = Command::new(BIN).args(args).output().expect("run the runner");
+    let out = Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run the runner");
     assert!(
         out.status.code().is_some_and(|c| c <= 1),
         "{args:?}: {}",

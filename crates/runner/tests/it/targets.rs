@@ -558,7 +558,10 @@ fn diff_calls_a_regression_only_when_the_samples_say_it_is_significant() {
         .find(|l| l.starts_with("| — | `") && l.contains("4096"))
         .unwrap_or_else(|| panic!("no timing row in\n{text}"));
     // 8 against 8 samples, every one of B above every one of A: p = 2 / C(16, 8).
-    assert!(row.contains("+4.0%") && row.contains("< 0.001") && row.contains("slower"), "{row}");
+    assert!(
+        row.contains("+4.0%") && row.contains("< 0.001") && row.contains("slower"),
+        "{row}"
+    );
     assert!(text.contains("Mann-Whitney U, 8 and 8 samples"), "{text}");
     let out = project.run(&["diff", &runs[0], &runs[2]]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
