@@ -496,13 +496,13 @@ fn pack(run_dir: &std::path::Path, min_bytes: u64) -> Result<Outcome, Error> {
         crate::evidence::pack::PackError::Read(e) => Error::Read(e),
         e => Error::Io(e.to_string()),
     })?;
-    println!(
-        "{}: compressed {} logs, {} -> {} bytes",
+    print(&format!(
+        "{}: compressed {} logs, {} -> {} bytes\n",
         run_dir.display(),
         packed.files,
         packed.bytes_before,
         packed.bytes_after
-    );
+    ))?;
     Ok(Outcome::Clean)
 }
 
@@ -599,7 +599,7 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
     // it), or absolute.
     let root = |p: &std::path::Path| crate::evidence::rundir::shown(&pipeline.root.join(p));
     // Progress went to stderr; the result (the verdict and where to read it) goes to stdout.
-    eprintln!("run {}: {}", finished.run.id, counts.join(", "));
+    say!("run {}: {}", finished.run.id, counts.join(", "));
     let mut result = String::new();
     if let Some(headline) = &finished.headline {
         result.push_str(&format!("verdict: {headline}\n"));
@@ -609,7 +609,7 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         None => result.push_str(&format!("artifacts: {}\n", root(&finished.dir))),
     }
     if finished.report.is_some() {
-        eprintln!("artifacts: {}", root(&finished.dir));
+        say!("artifacts: {}", root(&finished.dir));
     }
     print(&result)?;
     Ok(match finished.verdict {
@@ -631,7 +631,7 @@ fn bisect(args: BisectArgs, host: Host) -> Result<Outcome, Error> {
     }
     let interrupt = signals()?;
     let terminal = Terminal::new();
-    let say = |line: &str| eprintln!("{}", report::text::strip_controls(line));
+    let say = |line: &str| say!("{}", report::text::strip_controls(line));
     let request = crate::bisect::Request {
         good: args.good.clone(),
         bad: args.bad.clone(),
@@ -674,7 +674,7 @@ fn bisect(args: BisectArgs, host: Host) -> Result<Outcome, Error> {
     };
     let b = &finished.bisection;
     let here = std::env::current_dir().unwrap_or_default();
-    eprintln!(
+    say!(
         "bisect: {} pipeline run{}; kept in {}",
         b.runs,
         plural(b.runs),
@@ -761,7 +761,7 @@ impl crate::bisect::Launch for Remote<'_> {
             ..self.options.clone()
         };
         let ssh = remote::Ssh::new(&self.host, &self.interrupt).map_err(|e| e.to_string())?;
-        let say = |line: &str| eprintln!("{line}");
+        let say = |line: &str| say!("{line}");
         let session = remote::start(
             &ssh,
             &pipeline.root,
@@ -805,7 +805,7 @@ fn prepare(pipeline: &Pipeline) {
     let orphans = crate::process::leftovers::sweep_orphans(pipeline.grace);
     if !orphans.is_empty() {
         // Command lines are a program's text: no control sequence reaches the terminal.
-        eprintln!(
+        say!(
             "{}",
             report::text::strip_controls(&format!(
                 "ended {} process{} that a killed run left running: {}",
@@ -943,7 +943,7 @@ fn report(
     };
     print(&terminated(text))?;
     for (log, why) in &evidence.missing {
-        eprintln!(
+        say!(
             "{}",
             report::text::strip_controls(&format!("runner: {}: {log}: {why}", run_dir.display()))
         );
@@ -1121,7 +1121,7 @@ fn run_remote(
 ) -> Result<Outcome, Error> {
     let interrupt = signals()?;
     let ssh = remote::Ssh::new(remote_host, &interrupt)?;
-    let say = |line: &str| eprintln!("{line}");
+    let say = |line: &str| say!("{line}");
     let session = remote::start(&ssh, &pipeline.root, path, args, base, &say)?;
     finish_remote(&ssh, &pipeline.root, &session, &interrupt)
 }
@@ -1141,7 +1141,7 @@ fn finish_remote(
     session: &remote::Session,
     interrupt: &Interrupt,
 ) -> Result<Outcome, Error> {
-    let say = |line: &str| eprintln!("{line}");
+    let say = |line: &str| say!("{line}");
     match remote::follow(ssh, session, &mut remote::to_stderr, &say) {
         Ok(_) => {}
         Err(remote::RemoteError::Detached { session: id }) => {
@@ -1149,9 +1149,9 @@ fn finish_remote(
                 let quiet = Interrupt::new();
                 let stopper = remote::Ssh::new(&session.host, &quiet)?;
                 remote::stop(&stopper, session)?;
-                eprintln!("stopping it; `runner attach {id}` collects what it wrote");
+                say!("stopping it; `runner attach {id}` collects what it wrote");
             } else {
-                eprintln!("the remote run goes on; `runner attach {id}` collects it");
+                say!("the remote run goes on; `runner attach {id}` collects it");
             }
             return Ok(Outcome::Interrupted(
                 interrupt.first().unwrap_or(signal_hook::consts::SIGINT),
@@ -1194,7 +1194,7 @@ fn finish_remote(
     }
     let analysis = report::analyze(&evidence);
     let shown = crate::evidence::rundir::shown;
-    eprintln!("artifacts: {}", shown(&root.join(&dir)));
+    say!("artifacts: {}", shown(&root.join(&dir)));
     print(&format!(
         "verdict: {}\nreport: {}\n",
         analysis.verdict.line,
@@ -1212,7 +1212,7 @@ fn finish_remote(
 
 /// Asks a yes/no question on the terminal.
 fn ask(question: &str) -> bool {
-    eprint!("{question}");
+    let _ = write!(std::io::stderr(), "{question}");
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
 }

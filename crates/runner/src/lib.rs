@@ -57,6 +57,15 @@
 //! assert!(Pipeline::parse(path, "stages: 3").is_err());
 //! ```
 
+/// `eprintln!` that never panics: when stderr is closed (`runner ... 2>&1 | head`), the line is
+/// lost and the run goes on writing its run directory and report.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod bisect;
 pub mod cli;
 pub mod evidence;

@@ -1,6 +1,7 @@
 //! The `runner` binary: parses the command line, runs the command, and decides the exit code.
 
 use std::ffi::OsString;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -38,7 +39,7 @@ fn main() -> ExitCode {
     }
     supervisor::arm();
     if let Some(message) = cli::mistyped_command(&args) {
-        eprintln!("error: {message}");
+        let _ = writeln!(std::io::stderr(), "error: {message}");
         return ExitCode::from(code::USAGE);
     }
     let cli = match Cli::try_parse_from(&args) {
@@ -57,7 +58,11 @@ fn main() -> ExitCode {
     };
     let result = cli::execute(cli, host).map_err(anyhow::Error::from);
     if let Err(e) = &result {
-        eprintln!("error: {}", report::text::strip_controls(&message(e)));
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {}",
+            report::text::strip_controls(&message(e))
+        );
     }
     supervisor::finish();
     ExitCode::from(exit_code(&result))

@@ -364,7 +364,7 @@ fn unit_dir_of(stage: &Stage) -> Option<PathBuf> {
 /// Says on stderr what the cache skipped, and why.
 fn warn(what: &str, why: &str) {
     // A stored manifest's paths are data: no control sequence reaches the terminal.
-    eprintln!(
+    say!(
         "{}",
         report::text::strip_controls(&format!("runner: cache: {what}: {why}; not reused"))
     );

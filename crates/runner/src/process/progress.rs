@@ -63,7 +63,7 @@ impl State {
         let line = report::text::strip_controls(line);
         match &self.bar {
             Some(b) => b.println(line),
-            None => eprintln!("{line}"),
+            None => say!("{line}"),
         }
     }
 

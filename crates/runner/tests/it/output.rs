@@ -181,3 +181,37 @@ fn a_note_alone_does_not_fail_the_run() {
         .collect();
     assert_eq!(levels, ["note"], "{report:#}");
 }
+
+/// `runner pipeline.yaml 2>&1 | head -0`: stdout and stderr closed before the runner writes a
+/// line. The run never panics (exit 101): it ends as it would have, with its manifest and report
+/// written and not marked interrupted.
+#[test]
+fn a_closed_stdout_and_stderr_never_end_the_run() {
+    let project = Project::new();
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let status = Command::new(BIN)
+        .arg("pipeline.yaml")
+        .current_dir(&project.root)
+        .env("XDG_CACHE_HOME", &project.cache)
+        .stdout(writer.try_clone().expect("clone the pipe"))
+        .stderr(writer)
+        .status()
+        .expect("start the runner");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let manifest = project.manifest();
+    assert_ne!(manifest["interrupted"], true, "{manifest:#}");
+    assert!(project.root.join("reports/latest.md").is_file());
+    // The same for `runner report`, whose Markdown goes to stdout.
+    let run = project.runs().pop().expect("a run");
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let status = Command::new(BIN)
+        .arg("report")
+        .arg(&run)
+        .stdout(writer.try_clone().expect("clone the pipe"))
+        .stderr(writer)
+        .status()
+        .expect("start the runner");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
