@@ -137,7 +137,7 @@ mod tests {
     use super::*;
 
     // The p-values are SciPy's for the same samples: `scipy.stats.mannwhitneyu(a, b)` (SciPy
-    // 1.16, two-sided, method 'auto').
+    // 1.17.1, two-sided, method 'auto').
 
     #[test]
     fn fully_separated_small_samples_take_the_exact_tail() {
