@@ -105,7 +105,7 @@ fn head(out: &mut String, b: &Bisection) {
         plural(b.commits),
         b.runs,
         plural(b.runs),
-        duration(b.seconds)
+        crate::text::duration(b.seconds)
     );
 }
 
@@ -177,7 +177,7 @@ fn steps(out: &mut String, b: &Bisection) {
             } else {
                 "0".to_string()
             },
-            duration(s.seconds)
+            crate::text::duration(s.seconds)
         );
     }
     let _ = writeln!(out);
@@ -212,10 +212,6 @@ fn commit_line(c: &Commit) -> String {
         }
     }
     line
-}
-
-fn duration(seconds: f64) -> String {
-    crate::text::duration(seconds)
 }
 
 fn plural(n: usize) -> &'static str {
