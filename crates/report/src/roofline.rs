@@ -6,7 +6,12 @@
 //! attainable rate at the kernel's intensity needs no bandwidth figure: with `f` the fraction
 //! of the compute peak achieved and `d` the fraction of the DRAM bandwidth, the intensity is
 //! `f * peak / (d * bandwidth)`, and `min(peak, intensity * bandwidth) / peak = min(1, f / d)`.
-//! A kernel with no floating-point work to speak of is measured against DRAM bandwidth alone.
+//! The L2 cache is a roof of its own in the same way (the hierarchical roofline): global
+//! traffic that hits in the L2, or moves sectors it does not use, can fill the L2's bandwidth
+//! with the DRAM half idle. The memory roof that binds is the one the kernel is nearer, `max(d,
+//! l2)`. The L1 is not one of them: Nsight Compute's L1/TEX figure counts shared-memory
+//! wavefronts and bank-conflict replays with the cache's, and the stall rules speak for it.
+//! A kernel with no floating-point work to speak of is measured against its memory roof alone.
 
 use serde::Serialize;
 
@@ -28,8 +33,10 @@ pub enum Limit {
     /// Tensor-core products on single-precision inputs (`HMMA.1688.F32.TF32`) against the
     /// dense TF32 tensor peak, half the FP16 one.
     Tf32Tensor,
-    /// No floating-point work to speak of: DRAM bandwidth.
+    /// No floating-point work to speak of, or below the ridge point: DRAM bandwidth.
     Dram,
+    /// The L2 cache's bandwidth, where the kernel is nearer it than the DRAM's.
+    L2,
 }
 
 impl Limit {
@@ -41,7 +48,13 @@ impl Limit {
             Limit::Tensor => "FP16 tensor",
             Limit::Tf32Tensor => "TF32 tensor",
             Limit::Dram => "DRAM",
+            Limit::L2 => "L2",
         }
+    }
+
+    /// Whether this is a memory roof (DRAM or L2 bandwidth) rather than a compute peak.
+    pub fn is_memory(self) -> bool {
+        matches!(self, Limit::Dram | Limit::L2)
     }
 }
 
@@ -49,14 +62,19 @@ impl Limit {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Position {
     pub limit: Limit,
-    /// Achieved GFLOP/s in the limit's precision (`None` for DRAM).
+    /// Achieved GFLOP/s in the limit's precision (`None` for a memory limit).
     pub gflops: Option<f64>,
-    /// The limit's peak in GFLOP/s on the recorded device (`None` for DRAM).
+    /// The limit's peak in GFLOP/s on the recorded device (`None` for a memory limit).
     pub peak_gflops: Option<f64>,
-    /// The fraction of the peak achieved (of the DRAM bandwidth, for DRAM).
+    /// The fraction of the peak achieved (of the bandwidth, for a memory limit).
     pub of_peak: f64,
-    /// The fraction of the peak attainable at the kernel's intensity: `min(1, of_peak / dram)`.
+    /// The fraction of the peak attainable at the kernel's intensity: `min(1, of_peak /
+    /// memory)`, with `memory` the fraction of the nearer memory roof's bandwidth.
     pub attainable: f64,
+    /// The fraction of the DRAM bandwidth, where Nsight Compute gave it: said beside an L2
+    /// roof, so that a reader sees both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dram: Option<f64>,
     /// The dense FP16 tensor peak of the same device at the same clock, where known: the
     /// ceiling of half-precision products moved to the tensor cores.
     pub tensor_peak_gflops: Option<f64>,
@@ -64,8 +82,9 @@ pub struct Position {
     /// single-precision products moved to the tensor cores.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tf32_peak_gflops: Option<f64>,
-    /// The roof that binds at the kernel's intensity: DRAM bandwidth below the ridge point
-    /// (the compute peak is out of reach however well it runs), else `limit`'s peak.
+    /// The roof that binds at the kernel's intensity: the nearer memory roof (DRAM or L2)
+    /// below the ridge point (the compute peak is out of reach however well it runs), else
+    /// `limit`'s peak.
     pub roof: Limit,
     /// The fraction of the binding roof achieved.
     pub of_roof: f64,
@@ -78,21 +97,37 @@ pub struct Position {
 
 impl Position {
     /// "at 42.0% of the FP32 peak, its binding roof", "at 85.0% of DRAM bandwidth, its binding
-    /// roof at its intensity (2.3% of the FP32 peak)", or "at 12.8% of DRAM bandwidth".
+    /// roof at its intensity (2.3% of the FP32 peak)", "at 94.4% of L2 bandwidth (DRAM 49.7%)"
+    /// or "at 12.8% of DRAM bandwidth".
     pub fn phrase(&self) -> String {
+        let beside = self.dram_beside();
         match (self.limit, self.roof) {
-            (Limit::Dram, _) => format!("at {:.1}% of DRAM bandwidth", self.of_peak * 100.0),
-            (limit, Limit::Dram) if self.of_peak >= 0.0005 => format!(
-                "at {:.1}% of DRAM bandwidth, its binding roof at its intensity ({:.1}% of the {} \
-                 peak)",
-                self.of_roof * 100.0,
+            (limit, _) if limit.is_memory() => format!(
+                "at {:.1}% of {} bandwidth{}",
                 self.of_peak * 100.0,
-                limit.name()
+                limit.name(),
+                beside.map(|d| format!(" ({d})")).unwrap_or_default()
             ),
-            (_, Limit::Dram) => format!(
-                "at {:.1}% of DRAM bandwidth, its binding roof at its intensity",
-                self.of_roof * 100.0
-            ),
+            (limit, roof) if roof.is_memory() => {
+                let mut within: Vec<String> = beside.into_iter().collect();
+                if self.of_peak >= 0.0005 {
+                    within.push(format!(
+                        "{:.1}% of the {} peak",
+                        self.of_peak * 100.0,
+                        limit.name()
+                    ));
+                }
+                format!(
+                    "at {:.1}% of {} bandwidth, its binding roof at its intensity{}",
+                    self.of_roof * 100.0,
+                    roof.name(),
+                    if within.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", within.join("; "))
+                    }
+                )
+            }
             (limit, _) => format!(
                 "at {:.1}% of the {} peak, its binding roof",
                 self.of_peak * 100.0,
@@ -102,18 +137,42 @@ impl Position {
     }
 
     /// The short form for a table cell, the binding roof first: "FP32 42.0%", "DRAM 85.0% (FP32
-    /// 2.3%)", "DRAM 12.8%".
+    /// 2.3%)", "L2 94.4% (FP64 4.5%)", "DRAM 12.8%". The table's own DRAM column stands beside
+    /// an L2 roof.
     pub fn cell(&self) -> String {
         match (self.limit, self.roof) {
-            (Limit::Dram, _) => format!("DRAM {:.1}%", self.of_peak * 100.0),
-            (limit, Limit::Dram) => format!(
-                "DRAM {:.1}% ({} {:.1}%)",
+            (limit, _) if limit.is_memory() => {
+                format!("{} {:.1}%", limit.name(), self.of_peak * 100.0)
+            }
+            (limit, roof) if roof.is_memory() => format!(
+                "{} {:.1}% ({} {:.1}%)",
+                roof.name(),
                 self.of_roof * 100.0,
                 limit.name(),
                 self.of_peak * 100.0
             ),
             (limit, _) => format!("{} {:.1}%", limit.name(), self.of_peak * 100.0),
         }
+    }
+
+    /// "DRAM 49.7%" where the L2's roof binds and the DRAM's figure is known.
+    fn dram_beside(&self) -> Option<String> {
+        (self.roof == Limit::L2)
+            .then_some(self.dram?)
+            .map(|d| format!("DRAM {:.1}%", d * 100.0))
+    }
+}
+
+/// The memory roof the kernel is nearer, with the fraction of it achieved: the L2's where it is
+/// busier than the DRAM by more than a point of the peak, else the DRAM's (a kernel streaming
+/// through the L2 moves about as much through both, and the DRAM is the roof a reader expects).
+fn memory_roof(dram: Option<f64>, l2: Option<f64>) -> Option<(Limit, f64)> {
+    const TIE: f64 = 0.01;
+    match (dram, l2) {
+        (Some(d), Some(l)) if l > d + TIE => Some((Limit::L2, l)),
+        (Some(d), _) => Some((Limit::Dram, d)),
+        (None, Some(l)) => Some((Limit::L2, l)),
+        (None, None) => None,
     }
 }
 
@@ -166,30 +225,41 @@ pub struct Work {
     pub mma: u64,
 }
 
+/// Nsight Compute's throughputs of the memory roofs, in percent of their peaks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Memory {
+    /// "DRAM Throughput".
+    pub dram_pct: Option<f64>,
+    /// "L2 Cache Throughput".
+    pub l2_pct: Option<f64>,
+}
+
 /// The kernel's position: the precision that did the most floating-point work against its
-/// peak, or DRAM bandwidth when floating-point work is under a tenth of what it executed (and
-/// no tensor core ran). `dram_pct` is Nsight Compute's DRAM throughput (percent of peak).
+/// peak, or its memory roof when floating-point work is under a tenth of what it executed (and
+/// no tensor core ran).
 pub fn position(
     arch: &str,
     sm_count: u32,
     ghz: f64,
     duration_us: f64,
-    dram_pct: Option<f64>,
+    memory: Memory,
     work: Work,
 ) -> Option<Position> {
-    let dram = dram_pct.map(|d| d / 100.0);
+    let dram = memory.dram_pct.map(|d| d / 100.0);
+    let nearer = memory_roof(dram, memory.l2_pct.map(|l| l / 100.0));
     let fp_instructions = work.ffma + work.hfma2 + work.dfma;
     if work.mma == 0 && fp_instructions.saturating_mul(10) < work.executed {
-        let of_peak = dram?;
+        let (roof, of_peak) = nearer?;
         return Some(Position {
-            limit: Limit::Dram,
+            limit: roof,
             gflops: None,
             peak_gflops: None,
             of_peak,
             attainable: 1.0,
+            dram,
             tensor_peak_gflops: None,
             tf32_peak_gflops: None,
-            roof: Limit::Dram,
+            roof,
             of_roof: of_peak,
             ridge_ratio: None,
         });
@@ -219,16 +289,15 @@ pub fn position(
     let gflops = done / (duration_us * 1e3);
     let peak = peak_gflops(arch, limit, sm_count, ghz)?;
     let of_peak = gflops / peak;
-    let attainable = match dram {
-        Some(d) if d > 0.0 => (of_peak / d).min(1.0),
+    let attainable = match nearer {
+        Some((_, m)) if m > 0.0 => (of_peak / m).min(1.0),
         _ => 1.0,
     };
-    // Below the ridge point the DRAM's roof binds: the fraction of it achieved is the fraction
-    // of the compute peak over the fraction attainable.
-    let (roof, of_roof) = if attainable < 1.0 && attainable > 0.0 {
-        (Limit::Dram, of_peak / attainable)
-    } else {
-        (limit, of_peak)
+    // Below the ridge point the nearer memory roof binds: the fraction of it achieved is the
+    // fraction of the compute peak over the fraction attainable.
+    let (roof, of_roof) = match nearer {
+        Some((memory, _)) if attainable < 1.0 && attainable > 0.0 => (memory, of_peak / attainable),
+        _ => (limit, of_peak),
     };
     Some(Position {
         limit,
@@ -236,6 +305,7 @@ pub fn position(
         peak_gflops: Some(peak),
         of_peak,
         attainable,
+        dram,
         tensor_peak_gflops: peak_gflops(arch, Limit::Tensor, sm_count, ghz),
         tf32_peak_gflops: peak_gflops(arch, Limit::Tf32Tensor, sm_count, ghz),
         roof,
@@ -245,7 +315,7 @@ pub fn position(
 }
 
 /// A profiled kernel's position in a config, from the joined evidence: its instruction mix,
-/// duration, SM frequency and DRAM throughput, and the arch and SM count of the recorded device.
+/// duration, SM frequency and DRAM and L2 throughputs, and the arch and SM count of the recorded device.
 pub fn of_kernel(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Option<Position> {
     let mix = joined
         .sources
@@ -276,7 +346,10 @@ pub fn of_kernel(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Op
         sm_count,
         ghz,
         duration_us,
-        metric("DRAM Throughput").map(|m| m.value),
+        Memory {
+            dram_pct: metric("DRAM Throughput").map(|m| m.value),
+            l2_pct: metric("L2 Cache Throughput").map(|m| m.value),
+        },
         Work {
             executed: mix.executed,
             ffma: mix.ffma,
@@ -292,6 +365,14 @@ pub fn of_kernel(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Nsight Compute's DRAM throughput alone.
+    fn dram(pct: f64) -> Memory {
+        Memory {
+            dram_pct: Some(pct),
+            l2_pct: None,
+        }
+    }
 
     /// TF32 tensor-core products are measured against the TF32 peak, half the FP16 one:
     /// 1,024 FLOP per clock per SM on an A100, 2,048 on an H100.
@@ -312,7 +393,7 @@ mod tests {
             mma: 1_000,
             ..Work::default()
         };
-        let p = position("sm_90", 1, 1.0, 1.0, None, work).expect("a position");
+        let p = position("sm_90", 1, 1.0, 1.0, Memory::default(), work).expect("a position");
         assert_eq!(p.limit, Limit::Tf32Tensor);
         assert!((p.of_peak - 1.0).abs() < 1e-9, "{p:?}");
     }
@@ -344,7 +425,7 @@ mod tests {
             ffma: 4096u64.pow(3) / 32,
             ..Work::default()
         };
-        let p = position("sm_90", 132, 1.98, 21_690.0, Some(11.2), work).expect("a position");
+        let p = position("sm_90", 132, 1.98, 21_690.0, dram(11.2), work).expect("a position");
         assert_eq!(p.limit, Limit::Fp32);
         assert!((p.of_peak - 0.0947).abs() < 0.001, "{p:?}");
         // 9.5% of the compute peak while DRAM is at 11.2%: the roofline at this intensity
@@ -362,7 +443,7 @@ mod tests {
             executed: 1_000_000,
             ..Work::default()
         };
-        let p = position("sm_90", 132, 1.98, 163.0, Some(12.8), reduce).expect("a position");
+        let p = position("sm_90", 132, 1.98, 163.0, dram(12.8), reduce).expect("a position");
         assert_eq!(p.limit, Limit::Dram);
         assert_eq!(p.phrase(), "at 12.8% of DRAM bandwidth");
         // Tensor-core work leads when it is most of the FLOPs.
@@ -373,7 +454,7 @@ mod tests {
             mma: 500,
             ..Work::default()
         };
-        let p = position("sm_80", 108, 1.41, 1.0, None, tensor).expect("a position");
+        let p = position("sm_80", 108, 1.41, 1.0, Memory::default(), tensor).expect("a position");
         assert_eq!(p.limit, Limit::Tensor);
         assert_eq!(p.attainable, 1.0);
         assert_eq!(p.roof, Limit::Tensor);
@@ -384,6 +465,60 @@ mod tests {
             mma: 500,
             ..Work::default()
         };
-        assert_eq!(position("sm_90", 132, 1.98, 1.0, None, unknown), None);
+        assert_eq!(
+            position("sm_90", 132, 1.98, 1.0, Memory::default(), unknown),
+            None
+        );
+    }
+
+    /// The L2 is a roof of its own: a kernel whose gathers fill the L2 with the DRAM half idle
+    /// is at the L2's limit, and its DRAM figure is said beside it.
+    #[test]
+    fn the_l2_binds_where_the_kernel_is_nearer_it_than_the_dram() {
+        // A scattered FP64 lookup on an H100 (corpus `hecbench-xsbench-registers`): 13.08 ms,
+        // DRAM at 49.7% and L2 at 94.4% of their peaks, 4.4% of the FP64 peak.
+        let lookup = Work {
+            executed: 1_000_000_000,
+            dfma: 300_000_000,
+            ..Work::default()
+        };
+        let both = Memory {
+            dram_pct: Some(49.7),
+            l2_pct: Some(94.4),
+        };
+        let p = position("sm_90", 132, 1.98, 13_080.0, both, lookup).expect("a position");
+        assert_eq!((p.limit, p.roof), (Limit::Fp64, Limit::L2));
+        assert!((p.of_roof - 0.944).abs() < 1e-6, "{p:?}");
+        assert_eq!(
+            p.phrase(),
+            "at 94.4% of L2 bandwidth, its binding roof at its intensity (DRAM 49.7%; 4.4% of \
+             the FP64 peak)"
+        );
+        assert_eq!(p.cell(), "L2 94.4% (FP64 4.4%)");
+        // A copy with no floating-point work whose matrix fits the L2 (corpus
+        // `devblog-transpose-naive`): the L2 at 72.9%, the DRAM at 5.1%.
+        let copy = Work {
+            executed: 1_000_000,
+            ..Work::default()
+        };
+        let small = Memory {
+            dram_pct: Some(5.1),
+            l2_pct: Some(72.9),
+        };
+        let p = position("sm_90", 132, 1.98, 18.4, small, copy).expect("a position");
+        assert_eq!((p.limit, p.roof), (Limit::L2, Limit::L2));
+        assert_eq!(p.phrase(), "at 72.9% of L2 bandwidth (DRAM 5.1%)");
+        assert_eq!(p.cell(), "L2 72.9%");
+        // A streaming kernel, its L2 a little under its DRAM, or over it by less than a point:
+        // the DRAM's roof, alone.
+        for (dram_pct, l2_pct) in [(72.5, 66.5), (0.3, 0.34)] {
+            let stream = Memory {
+                dram_pct: Some(dram_pct),
+                l2_pct: Some(l2_pct),
+            };
+            let p = position("sm_90", 132, 1.98, 100.0, stream, copy).expect("a position");
+            assert_eq!(p.roof, Limit::Dram, "{dram_pct} {l2_pct}");
+            assert_eq!(p.phrase(), format!("at {dram_pct:.1}% of DRAM bandwidth"));
+        }
     }
 }

@@ -176,7 +176,7 @@ const ROOF_LEGEND: &str = "x: arithmetic intensity over the ridge point of its p
 /// bandwidth) against its fraction of the compute peak. Below the ridge (x < 1) the DRAM's slope
 /// binds, above it the flat compute roof. The program's kernels are blue dots, the baseline's
 /// grey squares; kernels with no floating-point work to speak of are listed under the chart
-/// with their DRAM figure. `None` when no kernel was placed.
+/// with their memory roof. `None` when no kernel was placed.
 pub fn roofline_svg(a: &Analysis) -> Option<String> {
     let j = &a.joined;
     let mut points: Vec<Point> = crate::resources::ncu_summaries(j)

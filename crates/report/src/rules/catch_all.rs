@@ -5,14 +5,18 @@
 use parsers::{FindingKind, Severity};
 
 use super::{Ctx, RuleId};
-use crate::diagnosis::{Confidence, Draft, Level, Scope};
+use crate::diagnosis::{Confidence, Draft, Level, Scope, SourceLocation, Span};
 use crate::join::kind_name;
 use crate::text::{md_text, scrub};
 
-/// One draft per unexplained finding at error or warning severity.
+/// One draft per unexplained finding at error or warning severity; one compiler warning said at
+/// several lines of a config is one draft, its further lines as secondary spans.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out: Vec<Draft> = Vec::new();
+    // Each compiler warning's draft in `out`, by config and message, with the lines it was
+    // said at.
+    let mut warned: Vec<(usize, Option<String>, String, Vec<SourceLocation>)> = Vec::new();
     for (index, f) in j.findings.iter().enumerate() {
         let finding = f.finding;
         if ctx.explained(index) || finding.severity == Severity::Info {
@@ -82,10 +86,45 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             FindingKind::AllocationError => format!("Allocation error: {message}"),
             _ => format!("{tool}: {message}"),
         };
+        let location = ctx.place(f);
+        if finding.kind == FindingKind::CompilerWarning
+            && let Some(location) = &location
+            && let Some((at, _, _, lines)) = warned
+                .iter_mut()
+                .find(|(_, config, said, _)| *config == f.config && *said == message)
+        {
+            let d = &mut out[*at];
+            if !lines.contains(location) {
+                lines.push(location.clone());
+                d.spans
+                    .push(Span::secondary(location.clone(), "the same warning"));
+                d.explanation = format!(
+                    "The compiler warned at {} lines ({}): {message}.",
+                    lines.len(),
+                    md_text(&line_list(lines))
+                );
+                d.fix = "Read the warning at each named line; most point at code that does not \
+                         do what it says."
+                    .to_string();
+            }
+            d.evidence.push(ctx.finding_evidence(f));
+            d.explains.push(index);
+            continue;
+        }
         let mut d = Draft::new(RuleId::SanitizerError, level, title);
         d.config = f.config.clone();
         (d.kernel, d.helpers) = ctx.kernel_site(f);
-        d.location = ctx.place(f);
+        d.location = location;
+        if finding.kind == FindingKind::CompilerWarning
+            && let Some(location) = &d.location
+        {
+            warned.push((
+                out.len(),
+                f.config.clone(),
+                message.clone(),
+                vec![location.clone()],
+            ));
+        }
         d.key = finding.fingerprint.clone();
         d.confidence = Confidence::Low;
         d.evidence.push(ctx.finding_evidence(f));
@@ -138,6 +177,23 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.explanation = explanation;
         d.fix = fix;
         out.push(d);
+    }
+    out
+}
+
+/// "io.cu:447, 458, 459" for lines of one file, the file named again where it changes.
+fn line_list(lines: &[SourceLocation]) -> String {
+    let mut out = String::new();
+    let mut file: Option<&str> = None;
+    for l in lines {
+        if !out.is_empty() {
+            out.push_str(", ");
+        }
+        match (file == Some(l.file.as_str()), l.line) {
+            (true, Some(line)) => out.push_str(&line.to_string()),
+            _ => out.push_str(&l.to_string()),
+        }
+        file = Some(&l.file);
     }
     out
 }

@@ -191,7 +191,8 @@ fn every_corpus_entry_renders_to_its_experts_conclusion_but_for_its_listed_gaps(
         }
         // Clean is no cause found, not at the limit: a clean run whose kernel was placed
         // against its limit says where its longest kernel stands.
-        let placed = md.contains(" | DRAM ") || md.contains("(attainable ");
+        let placed =
+            md.contains(" | DRAM ") || md.contains(" | L2 ") || md.contains("(attainable ");
         if json["verdict"]["kind"] == "clean" && placed {
             assert!(
                 json["verdict"]["line"]
@@ -317,16 +318,7 @@ fn the_first_try_rate_the_corpus_readme_states_is_the_entries_own() {
 /// own. The verdict and the Nsight Compute table both name the roof.
 #[test]
 fn a_cutlass_sm90_kernel_is_placed_against_the_tensor_core_roof() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let status = Command::new("tar")
-        .arg("-xJf")
-        .arg(corpus().join("cutlass-sm90-gemm/run.tar.xz"))
-        .arg("-C")
-        .arg(dir.path())
-        .status()
-        .expect("run tar");
-    assert!(status.success());
-    let run = dir.path().join("run");
+    let (_dir, run) = unpack("cutlass-sm90-gemm");
     let json: Value = serde_json::from_str(&render(&run, "json")).expect("the JSON report");
     let verdict = json["verdict"]["line"].as_str().unwrap_or_default();
     assert!(
@@ -348,4 +340,59 @@ fn a_cutlass_sm90_kernel_is_placed_against_the_tensor_core_roof() {
     assert!(row.contains("| FP16 tensor 83.4% |"), "{row}");
     assert!(!md.contains("also measured, not the program's own"), "{md}");
     assert!(!md.contains("never launched"), "a filtered profile: {md}");
+}
+
+/// An entry's run, unpacked into a temporary directory (kept alive by the first value).
+fn unpack(entry: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let status = Command::new("tar")
+        .arg("-xJf")
+        .arg(corpus().join(entry).join("run.tar.xz"))
+        .arg("-C")
+        .arg(dir.path())
+        .status()
+        .expect("run tar");
+    assert!(status.success(), "{entry}: run.tar.xz does not unpack");
+    let run = dir.path().join("run");
+    (dir, run)
+}
+
+/// XSBench's lookup (HeCBench `xsbench-cuda` on an H100): its scattered gathers fill the L2
+/// (94.4% of its peak) with the DRAM at 49.7%, so the L2 is the roof the verdict names, the DRAM
+/// beside it. `-Wall`'s one warning at seven lines of `io.cu` is one note, its other lines
+/// secondary spans.
+#[test]
+fn a_kernel_that_fills_the_l2_is_placed_against_it_and_one_warning_is_one_note() {
+    let (_dir, run) = unpack("hecbench-xsbench-registers");
+    let json: Value = serde_json::from_str(&render(&run, "json")).expect("the JSON report");
+    let verdict = json["verdict"]["line"].as_str().unwrap_or_default();
+    assert!(
+        verdict.contains(
+            "in lookup, at 94.4% of L2 bandwidth, its binding roof at its intensity (DRAM 49.7%; \
+             4.5% of the FP64 peak)"
+        ),
+        "{verdict}"
+    );
+    let warned: Vec<&Value> = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["title"] == "compile: result of call is not used")
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:#?}");
+    assert_eq!(warned[0]["location"]["line"], 447);
+    let lines: Vec<u64> = warned[0]["spans"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| &s["location"])
+        .filter(|l| l["file"] == "io.cu")
+        .filter_map(|l| l["line"].as_u64())
+        .collect();
+    assert_eq!(
+        lines,
+        [447, 458, 459, 460, 461, 462, 463],
+        "{:#}",
+        warned[0]
+    );
 }

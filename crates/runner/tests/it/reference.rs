@@ -856,6 +856,17 @@ fn each_slow_kernel_config_ranks_its_planted_cause_first() {
         assert_eq!(top["location"]["file"], "src/slow.cu", "{config}");
         assert_eq!(top["location"]["line"], line, "{config}");
     }
+    // The transpose's column writes move eight times the sectors they use through the L2 (at
+    // 80.5% of its peak) while the DRAM is at 14.2%: the L2 is the roof it is at.
+    let uncoalesced = causes
+        .iter()
+        .find(|d| d["configs"][0] == "uncoalesced")
+        .expect("the uncoalesced config's cause");
+    let explanation = uncoalesced["notes"][0].as_str().unwrap_or_default();
+    assert!(
+        explanation.contains("runs at 80.5% of L2 bandwidth (DRAM 14.2%)"),
+        "{uncoalesced:#}"
+    );
     // The lookup's scattered reads and the WMMA product's operand loads cost their kernels by
     // ncu's estimate, but each kernel is a small part of the program's GPU time: notes.
     assert!(
