@@ -791,8 +791,8 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
                     p.change * 100.0,
                     match &p.test {
                         Some(t) => format!(
-                            "p = {} (Mann-Whitney U, {} and {} samples)",
-                            crate::noise::p_text(t.p),
+                            "{} (Mann-Whitney U, {} and {} samples)",
+                            crate::noise::p_clause(t.p),
                             t.a_samples,
                             t.b_samples
                         ),
@@ -810,11 +810,11 @@ fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
                 p.change * 100.0,
                 match &p.test {
                     Some(t) => format!(
-                        "a significant change: the two runs' {} and {} samples differ with p = {} \
-                         by a Mann-Whitney U test",
+                        "a significant change: the two runs' {} and {} samples differ with {} by \
+                         a Mann-Whitney U test",
                         t.a_samples,
                         t.b_samples,
-                        crate::noise::p_text(t.p)
+                        crate::noise::p_clause(t.p)
                     ),
                     None => format!(
                         "more than twice the measured noise ({}%)",

@@ -147,6 +147,16 @@ fn gpu_bench_reports_ordered_statistics() {
         );
         assert!(b.tflops > 0.0 && b.gbps > 0.0);
         assert_eq!((b.cache.as_str(), b.timing.as_str()), (cache, timing));
+        // The raw samples travel with the statistics, for `runner diff`'s test of a change:
+        // every one of them, each within the range the statistics state.
+        assert_eq!(b.samples_us.len() as u64, b.samples, "{cache} {timing}");
+        assert!(
+            b.samples_us
+                .iter()
+                .all(|s| *s >= b.min_us && s.is_finite() && *s > 0.0),
+            "{cache} {timing}: {:?}",
+            b.samples_us
+        );
         assert!(value["results"][0]["details"]["stop_reason"].is_string());
     }
 }

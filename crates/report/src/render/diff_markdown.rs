@@ -204,7 +204,7 @@ pub fn render(d: &Diff) -> String {
         let t = &d.thresholds;
         let _ = writeln!(
             out,
-            "A change under {}% is the same. Where both runs kept their raw samples (at least {} each), a larger change is faster or slower when a Mann-Whitney U test finds it significant (p under {}), else ambiguous. Otherwise a change within the larger run's measured noise is the same; beyond twice the noise it is faster or slower; in between, or measured throttled or with too few samples, ambiguous.\n",
+            "A change under {}% is the same. Where both runs kept their raw samples (at least {} each), a larger change is faster or slower when a Mann-Whitney U test finds it significant (p under {}) and it is beyond the larger run's own spread, else ambiguous. Otherwise a change within the larger run's measured noise is the same; beyond twice the noise it is faster or slower; in between, or measured throttled or with too few samples, ambiguous.\n",
             fixed(t.min_change * 100.0, 1),
             t.min_raw,
             t.alpha

@@ -571,6 +571,35 @@ fn diff_calls_a_regression_only_when_the_samples_say_it_is_significant() {
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stdout));
 }
 
+/// Two back-to-back runs of one build of this repository's kernel on an H100, 256 harness samples
+/// per timing (`docs/measurements/2026-11-27-h100-diff-samples/`): on the long causal case the
+/// p50 moved by 1.8% with p < 0.001, inside the runs' own 3.6% spread. Significance from samples
+/// that share a run's clocks is not a regression: the change is ambiguous, the diff exits 0.
+#[test]
+fn a_significant_shift_within_a_runs_own_spread_is_not_called() {
+    let runs = repo().join("docs/measurements/2026-11-27-h100-diff-samples/runs");
+    let out = std::process::Command::new(BIN)
+        .arg("diff")
+        .arg(runs.join("20261127T135141Z-13757e30"))
+        .arg(runs.join("20261127T135147Z-701797ff"))
+        .output()
+        .expect("run the runner");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(code(&out), 0, "{text}{}", stderr(&out));
+    let row = text
+        .lines()
+        .find(|l| l.contains("S=4096 D=64 bf16 causal"))
+        .unwrap_or_else(|| panic!("no causal row in\n{text}"));
+    assert!(
+        row.contains("-1.8%")
+            && row.contains("3.6%")
+            && row.contains("ambiguous: significant (p \\< 0.001, Mann-Whitney U) but within"),
+        "{row}"
+    );
+    assert!(text.contains("**Verdict:** ❔ Ambiguous: "), "{text}");
+    assert!(!text.contains("🟢 faster"), "{text}");
+}
+
 /// A bench stage and a baseline stage whose programs (`sh -c 'echo ...'`) print their times as
 /// text are read with their `pattern:`: one timing per size, three samples each, paired with the
 /// baseline's by name; the program is twice as slow, so the run reads Slow. `runner report` on
