@@ -121,15 +121,15 @@ pub fn render_analysis(analysis: &Analysis, run: &Run, format: OutputFormat) -> 
 
 /// The bench chart the Markdown report links to, or `None` when the run holds no timings.
 /// The runner writes it next to the report as [`bench_svg_file_name`].
-pub fn render_bench_svg(evidence: &Evidence) -> Option<String> {
-    render::svg::bench_svg(&analyze(evidence)).map(safe)
+pub fn render_bench_svg(analysis: &Analysis) -> Option<String> {
+    render::svg::bench_svg(analysis).map(safe)
 }
 
 /// The roofline the Markdown report links to: every profiled kernel against the roofs of its
 /// precision, the baseline's marked; `None` when no kernel was placed. The runner writes it next
 /// to the report as [`roofline_svg_file_name`].
-pub fn render_roofline_svg(evidence: &Evidence) -> Option<String> {
-    render::svg::roofline_svg(&analyze(evidence)).map(safe)
+pub fn render_roofline_svg(analysis: &Analysis) -> Option<String> {
+    render::svg::roofline_svg(analysis).map(safe)
 }
 
 /// `<run-id>.roofline.svg`, in the report's own directory.

@@ -1185,14 +1185,18 @@ fn finish_remote(
             report::text::scrub(&evidence.run.id, &[])
         )));
     }
-    let text = terminated(report::render(&evidence, report::OutputFormat::Markdown));
+    let analysis = report::analyze(&evidence);
+    let text = terminated(report::render_analysis(
+        &analysis,
+        &evidence.run,
+        report::OutputFormat::Markdown,
+    ));
     let reports = root.join(crate::evidence::rundir::REPORTS);
     let name = reports.join(format!("{id}.md"));
     for path in [&name, &reports.join("latest.md")] {
         crate::evidence::rundir::write_atomic(path, text.as_bytes())
             .map_err(|e| Error::Io(e.to_string()))?;
     }
-    let analysis = report::analyze(&evidence);
     let shown = crate::evidence::rundir::shown;
     say!("artifacts: {}", shown(&root.join(&dir)));
     print(&format!(

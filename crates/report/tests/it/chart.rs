@@ -170,7 +170,7 @@ fn assert_fits(name: &str, svg: &str) {
 
 #[test]
 fn the_chart_of_the_captured_bench_fits_every_label() {
-    let svg = render_bench_svg(&crate::clean::clean_gpu()).expect("a chart");
+    let svg = render_bench_svg(&report::analyze(&crate::clean::clean_gpu())).expect("a chart");
     assert_fits("clean_gpu", &svg);
 }
 
@@ -190,7 +190,7 @@ fn a_long_label_on_the_longest_bar_stays_inside() {
     sdpa.config = None;
     sdpa.bench = Some(crate::logic::bench(200_000.0, 201_000.0, 200));
     let ev = crate::logic::harness_run(vec![(StageKind::Bench, ours), (StageKind::Baseline, sdpa)]);
-    let svg = render_bench_svg(&ev).expect("a chart");
+    let svg = render_bench_svg(&report::analyze(&ev)).expect("a chart");
     assert!(svg.contains("12346 TFLOP/s · p50 123456 µs"), "{svg}");
     assert_fits("long label", &svg);
 }
@@ -236,7 +236,7 @@ fn the_roofline_places_each_profiled_kernel_and_fits_its_labels() {
         gpu.sm_count = Some(132);
         gpu.compute_capability = Some("9.0".into());
     }
-    let svg = report::render_roofline_svg(&ev).expect("a roofline");
+    let svg = report::render_roofline_svg(&report::analyze(&ev)).expect("a roofline");
     let chart = parse(&svg);
     assert_texts_fit("roofline", &chart);
     // The half-precision matmul on the FMA units is a point against the FP32 roofs, below the

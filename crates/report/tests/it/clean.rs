@@ -205,7 +205,7 @@ fn clean_kernel_checked_and_timed_against_sdpa_on_the_gpu() {
         rows.iter()
             .any(|r| r.baseline && r.timing == "graph" && r.speedup.is_none())
     );
-    assert!(report::render_bench_svg(&ev).is_some());
+    assert!(report::render_bench_svg(&report::analyze(&ev)).is_some());
     let md = markdown(&ev);
     assert!(md.contains("## Performance"));
     assert!(
@@ -216,6 +216,6 @@ fn clean_kernel_checked_and_timed_against_sdpa_on_the_gpu() {
     insta::assert_snapshot!("clean_gpu", md);
     insta::assert_snapshot!(
         "clean_gpu_svg",
-        report::render_bench_svg(&ev).unwrap_or_default()
+        report::render_bench_svg(&report::analyze(&ev)).unwrap_or_default()
     );
 }

@@ -524,13 +524,13 @@ fn bench_table_and_chart_compare_with_each_baseline() {
         md.contains("| `sdpa:cudnn` | events warm | 125 | 126 |"),
         "{md}"
     );
-    let svg = render_bench_svg(&ev).expect("a chart");
+    let svg = render_bench_svg(&report::analyze(&ev)).expect("a chart");
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert!(md.contains(&format!(
         "![bench]({})",
         report::bench_svg_file_name(&ev.run)
     )));
-    assert!(render_bench_svg(&evidence("none", &[], &[])).is_none());
+    assert!(render_bench_svg(&report::analyze(&evidence("none", &[], &[]))).is_none());
 }
 
 #[test]
@@ -842,7 +842,7 @@ fn extreme_and_malformed_values_render_without_panicking() {
         "{junit}"
     );
     // The chart escapes the name for SVG and reads the NaN timing as n/a.
-    let svg = render_bench_svg(&ev).expect("a chart of the bench results");
+    let svg = render_bench_svg(&report::analyze(&ev)).expect("a chart of the bench results");
     assert!(svg.contains("c|fg&lt;&amp;&gt; (events warm)"), "{svg}");
     assert!(svg.contains("n/a TFLOP/s · p50 n/a µs"), "{svg}");
     // A run diffed with itself: nothing regressed.

@@ -1377,18 +1377,20 @@ fn write_report(
     let mut with_report = run.clone();
     with_report.stages.push(record.clone());
     let evidence = crate::evidence::stored::from_run(with_report, &dir.path);
-    let text = report::render(&evidence, OutputFormat::Markdown);
-    let judged = report::analyze(&evidence).verdict;
+    // One analysis for the report, its charts and the verdict.
+    let analysis = report::analyze(&evidence);
+    let text = report::render_analysis(&analysis, &evidence.run, OutputFormat::Markdown);
+    let judged = analysis.verdict.clone();
     let relative = Path::new(rundir::REPORTS).join(format!("{}.md", run.id));
     let reports = Path::new(rundir::REPORTS);
     // The chart first: the markdown links it.
-    let chart = report::render_bench_svg(&evidence)
+    let chart = report::render_bench_svg(&analysis)
         .map_or(Ok(()), |svg| {
             let name = report::bench_svg_file_name(run);
             rundir::write_atomic(&pipeline.resolve(&reports.join(name)), svg.as_bytes())
         })
         .and_then(|()| {
-            report::render_roofline_svg(&evidence).map_or(Ok(()), |svg| {
+            report::render_roofline_svg(&analysis).map_or(Ok(()), |svg| {
                 let name = report::roofline_svg_file_name(run);
                 rundir::write_atomic(&pipeline.resolve(&reports.join(name)), svg.as_bytes())
             })
