@@ -404,7 +404,260 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             out.push(d);
         }
     }
-    merge_sites_of_one_barrier(out, &j.repo_files)
+    merge_adjacent_writes(merge_sites_of_one_barrier(out, &j.repo_files))
+}
+
+/// A place named in a draft's key or sites, `file:line`, as a file and a line.
+fn file_line(site: &str) -> Option<(&str, u32)> {
+    let (file, line) = site.rsplit_once(':')?;
+    Some((file, line.parse().ok()?))
+}
+
+/// A barrier race draft's write site and the sites racing with it.
+fn write_and_sites(d: &Draft) -> Option<((String, u32), Vec<(String, u32)>)> {
+    let mut parts = d.key.split('|');
+    let (file, line) = file_line(parts.next()?)?;
+    let listed: Vec<String> = match d.figures.get("other_sites").and_then(|v| v.as_array()) {
+        Some(list) => list
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        None => parts.next().map(str::to_string).into_iter().collect(),
+    };
+    let sites = listed
+        .iter()
+        .filter_map(|s| file_line(s).map(|(f, l)| (f.to_string(), l)))
+        .collect();
+    Some(((file.to_string(), line), sites))
+}
+
+/// Writes on neighbouring lines of one file (at most this many lines apart) are one block of
+/// statements.
+const NEIGHBOURING: u32 = 2;
+
+/// Drafts of one kernel and config whose writes are neighbouring statements with no racing
+/// access between them (`s_U[i] = ...; s_V[i] = ...; s_W[i] = ...;`, each racing with its own
+/// reads) are one fault: the barriers that order the block's first and last write order every
+/// one of them. One draft names every write and site, and where the barriers go.
+fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
+    let mut out: Vec<Draft> = Vec::new();
+    // Per draft in `out`: its writes and the sites racing with them, when it merged.
+    let mut blocks: Vec<Option<(Vec<(String, u32)>, Vec<(String, u32)>)>> = Vec::new();
+    for d in drafts {
+        let parsed = (!d.figures.contains_key("async_copy"))
+            .then(|| write_and_sites(&d))
+            .flatten();
+        let Some((write, sites)) = parsed else {
+            out.push(d);
+            blocks.push(None);
+            continue;
+        };
+        let joins = out.iter().zip(&blocks).position(|(o, block)| {
+            if o.config != d.config
+                || o.kernel != d.kernel
+                || o.figures.get("scope") != d.figures.get("scope")
+                || o.figures.contains_key("async_copy")
+            {
+                return false;
+            }
+            let (writes, others) = match block {
+                Some((w, s)) => (w.clone(), s.clone()),
+                None => match write_and_sites(o) {
+                    Some((w, s)) => (vec![w], s),
+                    None => return false,
+                },
+            };
+            let near = writes
+                .iter()
+                .any(|(f, l)| *f == write.0 && l.abs_diff(write.1) <= NEIGHBOURING);
+            let lines: Vec<u32> = writes.iter().map(|w| w.1).chain([write.1]).collect();
+            let (lo, hi) = (
+                lines.iter().copied().min().unwrap_or(0),
+                lines.iter().copied().max().unwrap_or(0),
+            );
+            let inside = others
+                .iter()
+                .chain(&sites)
+                .any(|(f, l)| *f == write.0 && (lo..=hi).contains(l));
+            near && !inside
+        });
+        let Some(at) = joins else {
+            out.push(d);
+            blocks.push(None);
+            continue;
+        };
+        let (mut writes, mut others) = match blocks[at].take() {
+            Some(block) => block,
+            None => match write_and_sites(&out[at]) {
+                Some((w, s)) => (vec![w], s),
+                None => (Vec::new(), Vec::new()),
+            },
+        };
+        writes.push(write);
+        for s in sites {
+            if !others.contains(&s) {
+                others.push(s);
+            }
+        }
+        writes.sort();
+        others.sort();
+        let first = &mut out[at];
+        let hazards = |x: &Draft| {
+            x.figures
+                .get("hazards")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0)
+        };
+        let total = hazards(first) + hazards(&d);
+        first.figures.insert("hazards".into(), json!(total));
+        for item in d.evidence {
+            if !first.evidence.iter().any(|e| e.excerpt == item.excerpt) {
+                first.evidence.push(item);
+            }
+        }
+        first.explains.extend(d.explains);
+        for h in d.helpers {
+            if !first.helpers.contains(&h) {
+                first.helpers.push(h);
+            }
+        }
+        for span in d.spans {
+            if !first.spans.iter().any(|s| s.location == span.location) {
+                first.spans.push(crate::Span {
+                    primary: false,
+                    ..span
+                });
+            }
+        }
+        word_block(first, &writes, &others, total);
+        // The block's first write is where it is sited; every other place supports it.
+        if let Some((file, line)) = writes.first() {
+            first.location = Some(SourceLocation {
+                file: file.clone(),
+                line: Some(*line),
+            });
+        }
+        for span in &mut first.spans {
+            span.primary =
+                first.location.as_ref() == Some(&span.location) && span.label == "the write";
+        }
+        first
+            .spans
+            .sort_by_key(|s| (!s.primary, s.location.file.clone(), s.location.line));
+        blocks[at] = Some((writes, others));
+    }
+    // A write raced by sites both before and after it needs a barrier on each side.
+    for (d, block) in out.iter_mut().zip(&blocks) {
+        if block.is_some() || d.figures.contains_key("async_copy") {
+            continue;
+        }
+        let Some((write, sites)) = write_and_sites(d) else {
+            continue;
+        };
+        let on_both_sides = sites.iter().any(|(f, l)| *f == write.0 && *l < write.1)
+            && sites.iter().any(|(f, l)| *f == write.0 && *l > write.1);
+        let barrier = if d.figures.contains_key("scope") {
+            "`__syncwarp()`"
+        } else {
+            "`__syncthreads()`"
+        };
+        if on_both_sides && let Some(fix) = barrier_fix(barrier, &[write], &sites) {
+            d.fix = fix;
+        }
+    }
+    out
+}
+
+/// A site as the report names it: `file.cu:12`.
+fn site_name((file, line): &(String, u32)) -> String {
+    md_code(&format!(
+        "{}:{line}",
+        file.rsplit('/').next().unwrap_or(file)
+    ))
+}
+
+/// Where the barriers go for writes (sorted, one file) and the sites racing with them: one after
+/// the last write, before the sites that follow it, and one before the first write, after the
+/// sites that precede it (the previous iteration's reads). `None` when no site is in the
+/// writes' file.
+fn barrier_fix(
+    barrier: &str,
+    writes: &[(String, u32)],
+    others: &[(String, u32)],
+) -> Option<String> {
+    let (first, last) = (writes.first()?, writes.last()?);
+    let (before, after): (Vec<&(String, u32)>, Vec<&(String, u32)>) = others
+        .iter()
+        .filter(|(f, _)| *f == first.0)
+        .partition(|(_, l)| *l < first.1);
+    let names = |list: &[&(String, u32)]| {
+        crate::text::join_words(&list.iter().map(|s| site_name(s)).collect::<Vec<_>>())
+    };
+    let (one, many) = if writes.len() == 1 {
+        ("the write", "the write")
+    } else {
+        ("the last write", "the first write")
+    };
+    let mut steps: Vec<String> = Vec::new();
+    if !after.is_empty() {
+        steps.push(format!(
+            "one after {one} ({}) and before the first of {}",
+            site_name(last),
+            names(&after)
+        ));
+    }
+    if !before.is_empty() {
+        steps.push(format!(
+            "one after {} and before {many} ({}), so that no thread overwrites what another \
+             has yet to read",
+            names(&before),
+            site_name(first)
+        ));
+    }
+    (!steps.is_empty()).then(|| format!("Add {barrier}: {}.", steps.join("; and ")))
+}
+
+/// The title, explanation and fix of a block of neighbouring writes and the sites racing with
+/// them.
+fn word_block(d: &mut Draft, writes: &[(String, u32)], others: &[(String, u32)], total: u64) {
+    let warp = d.figures.contains_key("scope");
+    let barrier = if warp {
+        "`__syncwarp()`"
+    } else {
+        "`__syncthreads()`"
+    };
+    let write_names = crate::text::join_words(&writes.iter().map(site_name).collect::<Vec<_>>());
+    d.title = format!(
+        "Shared-memory race: missing {} around the writes at {}–{} and the {} sites that race \
+         with them",
+        if warp { barrier } else { "barriers" },
+        site_name(&writes[0]),
+        writes.last().map(|w| w.1).unwrap_or(0),
+        others.len()
+    );
+    d.figures.insert(
+        "writes".into(),
+        json!(
+            writes
+                .iter()
+                .map(|(f, l)| format!("{f}:{l}"))
+                .collect::<Vec<_>>()
+        ),
+    );
+    d.explanation = format!(
+        "racecheck reports {} in total between the writes at {write_names}, neighbouring \
+         statements with no racing access between them, and {} ({}), each pair its own record: \
+         they are one block of writes, so the same barriers order all of them. Threads there \
+         may see the old or a half-written value.",
+        crate::text::plural(total, "hazard", "hazards"),
+        crate::text::plural(others.len() as u64, "other site", "other sites"),
+        crate::text::join_words(&others.iter().map(site_name).collect::<Vec<_>>())
+    );
+    d.fix = barrier_fix(barrier, writes, others).unwrap_or_else(|| {
+        format!(
+            "Add {barrier} between the writes at {write_names} and the sites that race with them."
+        )
+    });
 }
 
 /// Whether a place is in one of the run's own input files (not a toolkit or system header).

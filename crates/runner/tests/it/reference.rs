@@ -1439,3 +1439,40 @@ fn a_librarys_hazards_beside_the_program_are_a_note_never_its_root_cause() {
     );
     assert_eq!(json["verdict"]["kind"], "failing");
 }
+
+/// The project's own program with a block of neighbouring shared-memory writes (lines 25-27)
+/// racing with reads before and after them, and a fourth array's write further down (line 36)
+/// after other reads, under racecheck on an H100
+/// (`docs/measurements/2026-11-27-h100-write-block/`): the block is one root cause with a
+/// barrier on each side of it; the write at 36 is another, also with a barrier on each side.
+#[test]
+fn neighbouring_writes_are_one_fault_and_a_write_further_down_another() {
+    let run = repo()
+        .join("docs/measurements/2026-11-27-h100-write-block/artifacts/20261127T140859Z-ef634e14");
+    let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
+    let causes: Vec<&Value> = json["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|d| d["level"] == "error")
+        .collect();
+    let lines: Vec<u64> = causes
+        .iter()
+        .filter_map(|d| d["location"]["line"].as_u64())
+        .collect();
+    assert_eq!(lines, [25, 36], "{causes:#?}");
+    assert!(causes.iter().all(|d| d["rule"] == "shared-memory-race"));
+    let fix = |d: &Value| d["help"][0].as_str().unwrap_or_default().to_string();
+    assert!(
+        fix(causes[0]).contains("one after the last write (`write_block.cu:27`) and before the first of `write_block.cu:31`")
+            && fix(causes[0]).contains("and before the first write (`write_block.cu:25`)"),
+        "{}",
+        fix(causes[0])
+    );
+    assert!(
+        fix(causes[1])
+            .contains("one after `write_block.cu:32` and before the write (`write_block.cu:36`)"),
+        "{}",
+        fix(causes[1])
+    );
+}
