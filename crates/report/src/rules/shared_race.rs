@@ -407,6 +407,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     merge_adjacent_writes(merge_sites_of_one_barrier(out, &j.repo_files))
 }
 
+/// A place in a race: its file and line.
+type Site = (String, u32);
+
+/// A block of neighbouring writes and the sites racing with them.
+type Block = (Vec<Site>, Vec<Site>);
+
 /// A place named in a draft's key or sites, `file:line`, as a file and a line.
 fn file_line(site: &str) -> Option<(&str, u32)> {
     let (file, line) = site.rsplit_once(':')?;
@@ -414,7 +420,7 @@ fn file_line(site: &str) -> Option<(&str, u32)> {
 }
 
 /// A barrier race draft's write site and the sites racing with it.
-fn write_and_sites(d: &Draft) -> Option<((String, u32), Vec<(String, u32)>)> {
+fn write_and_sites(d: &Draft) -> Option<(Site, Vec<Site>)> {
     let mut parts = d.key.split('|');
     let (file, line) = file_line(parts.next()?)?;
     let listed: Vec<String> = match d.figures.get("other_sites").and_then(|v| v.as_array()) {
@@ -442,7 +448,7 @@ const NEIGHBOURING: u32 = 2;
 fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
     let mut out: Vec<Draft> = Vec::new();
     // Per draft in `out`: its writes and the sites racing with them, when it merged.
-    let mut blocks: Vec<Option<(Vec<(String, u32)>, Vec<(String, u32)>)>> = Vec::new();
+    let mut blocks: Vec<Option<Block>> = Vec::new();
     for d in drafts {
         let parsed = (!d.figures.contains_key("async_copy"))
             .then(|| write_and_sites(&d))
@@ -569,7 +575,7 @@ fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
 }
 
 /// A site as the report names it: `file.cu:12`.
-fn site_name((file, line): &(String, u32)) -> String {
+fn site_name((file, line): &Site) -> String {
     md_code(&format!(
         "{}:{line}",
         file.rsplit('/').next().unwrap_or(file)
@@ -580,17 +586,13 @@ fn site_name((file, line): &(String, u32)) -> String {
 /// the last write, before the sites that follow it, and one before the first write, after the
 /// sites that precede it (the previous iteration's reads). `None` when no site is in the
 /// writes' file.
-fn barrier_fix(
-    barrier: &str,
-    writes: &[(String, u32)],
-    others: &[(String, u32)],
-) -> Option<String> {
+fn barrier_fix(barrier: &str, writes: &[Site], others: &[Site]) -> Option<String> {
     let (first, last) = (writes.first()?, writes.last()?);
-    let (before, after): (Vec<&(String, u32)>, Vec<&(String, u32)>) = others
+    let (before, after): (Vec<&Site>, Vec<&Site>) = others
         .iter()
         .filter(|(f, _)| *f == first.0)
         .partition(|(_, l)| *l < first.1);
-    let names = |list: &[&(String, u32)]| {
+    let names = |list: &[&Site]| {
         crate::text::join_words(&list.iter().map(|s| site_name(s)).collect::<Vec<_>>())
     };
     let (one, many) = if writes.len() == 1 {
@@ -619,7 +621,7 @@ fn barrier_fix(
 
 /// The title, explanation and fix of a block of neighbouring writes and the sites racing with
 /// them.
-fn word_block(d: &mut Draft, writes: &[(String, u32)], others: &[(String, u32)], total: u64) {
+fn word_block(d: &mut Draft, writes: &[Site], others: &[Site], total: u64) {
     let warp = d.figures.contains_key("scope");
     let barrier = if warp {
         "`__syncwarp()`"
