@@ -26,6 +26,7 @@
 use std::io::{self, BufRead};
 
 pub mod bench_json;
+mod csv_line;
 mod demangle;
 pub mod harness;
 mod junit;

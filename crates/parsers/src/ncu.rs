@@ -44,6 +44,8 @@ pub(crate) struct NcuParser {
     /// values are no measurements, and the rule results computed from them say nothing.
     failed_launches: Vec<Option<u64>>,
     nan_values: u64,
+    /// The reader of every record of the page.
+    csv: crate::csv_line::CsvLine,
 }
 
 enum Layout {
@@ -81,6 +83,7 @@ impl NcuParser {
             errors: 0,
             failed_launches: Vec::new(),
             nan_values: 0,
+            csv: crate::csv_line::CsvLine::new(),
         }
     }
 
@@ -140,19 +143,11 @@ impl NcuParser {
     }
 
     fn record(&mut self, text: &str) {
-        let mut reader = csv::ReaderBuilder::new()
-            .has_headers(false)
-            .flexible(true)
-            .from_reader(text.as_bytes());
-        let mut row = csv::StringRecord::new();
-        match reader.read_record(&mut row) {
-            Ok(true) => {}
-            _ => {
-                self.unparsed(text);
-                return;
-            }
-        }
-        let cells: Vec<&str> = row.iter().collect();
+        let Some(row) = self.csv.cells(text) else {
+            self.unparsed(text);
+            return;
+        };
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
         if cells.first() == Some(&"ID") {
             self.header(&cells);
             return;

@@ -46,6 +46,8 @@ pub(crate) struct SourceParser {
     /// The instruction mix of the function being read, and the FMA chain it is in.
     mix: Option<InstructionMix>,
     chain: u32,
+    /// The reader of every record of the page.
+    csv: crate::csv_line::CsvLine,
     last_fma_dest: Option<String>,
 }
 
@@ -61,6 +63,7 @@ impl SourceParser {
             mix: None,
             chain: 0,
             last_fma_dest: None,
+            csv: crate::csv_line::CsvLine::new(),
         }
     }
 
@@ -69,7 +72,12 @@ impl SourceParser {
         if line.trim().is_empty() {
             return;
         }
-        let Some(cells) = split(line) else {
+        let cells = if line.starts_with('"') {
+            self.csv.cells(line)
+        } else {
+            None
+        };
+        let Some(cells) = cells else {
             note_unparsed(&mut self.log, line);
             return;
         };
@@ -401,17 +409,4 @@ fn split_around(line: &str, width: usize, free: usize) -> Option<Vec<String>> {
     right.reverse();
     cells.extend(right.into_iter().map(str::to_string));
     Some(cells)
-}
-
-/// One CSV record's cells, or `None` when the line is not a record.
-fn split(line: &str) -> Option<Vec<String>> {
-    if !line.starts_with('"') {
-        return None;
-    }
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(line.as_bytes());
-    let record = reader.records().next()?.ok()?;
-    Some(record.iter().map(str::to_string).collect())
 }
