@@ -23,7 +23,21 @@ pub fn load(run_dir: &Path) -> Result<Evidence, ReadError> {
 /// Logs compressed by `runner pack` (`.gz`) are read through a decompressor. A program's text
 /// (`text-timings`) is read with the pattern its unit records, so the timings are the ones the
 /// run read.
-pub fn from_run(mut run: Run, run_dir: &Path) -> Evidence {
+pub fn from_run(run: Run, run_dir: &Path) -> Evidence {
+    from_run_with(run, run_dir, &mut Parsed::default())
+}
+
+/// The logs a run has parsed so far, by path: a run that gathers its evidence again (after its
+/// experiments, for its report) parses only the logs written since. A log is written once, by
+/// its unit, before any evidence lists it.
+#[derive(Default)]
+pub struct Parsed {
+    logs: BTreeMap<String, ParsedLog>,
+}
+
+/// [`from_run`], reading through `parsed`: a log already in it is not read again, and each log
+/// read is added to it.
+pub fn from_run_with(mut run: Run, run_dir: &Path, parsed: &mut Parsed) -> Evidence {
     // The race trials' outputs compared as this runner compares them.
     crate::evidence::trial_outputs::digest_outputs(&mut run.experiments, run_dir);
     let mut logs: BTreeMap<String, ParsedLog> = BTreeMap::new();
@@ -34,6 +48,10 @@ pub fn from_run(mut run: Run, run_dir: &Path) -> Evidence {
             // A log listed again (by another stage, or a manifest that repeats it) is parsed
             // once: the first listing's reading stands.
             if logs.contains_key(&log.path) || missing.contains_key(&log.path) {
+                continue;
+            }
+            if let Some(known) = parsed.logs.get(&log.path) {
+                logs.insert(log.path.clone(), known.clone());
                 continue;
             }
             let pattern = match (format, &stage.unit.timing_pattern) {
@@ -63,8 +81,9 @@ pub fn from_run(mut run: Run, run_dir: &Path) -> Evidence {
                     .map_err(|e| format!("unreadable: {e}"))
                 });
             match read {
-                Ok(parsed) => {
-                    logs.insert(log.path.clone(), parsed);
+                Ok(read) => {
+                    parsed.logs.insert(log.path.clone(), read.clone());
+                    logs.insert(log.path.clone(), read);
                 }
                 Err(why) => {
                     missing.insert(log.path.clone(), why);
@@ -145,6 +164,19 @@ mod tests {
         assert!(
             read < 100 << 20,
             "read {read} bytes for a 1 MiB log listed 300 times"
+        );
+        // Gathered again through the logs a first gathering parsed (as a run does for its
+        // report after its experiments), the log is not read again, and reads the same.
+        let mut parsed = Parsed::default();
+        let first = from_run_with(evidence.run.clone(), dir.path(), &mut parsed);
+        let before = read_so_far();
+        let again = from_run_with(evidence.run.clone(), dir.path(), &mut parsed);
+        let read = read_so_far() - before;
+        assert_eq!(again.logs, first.logs);
+        assert_eq!(again.logs, evidence.logs);
+        assert!(
+            read < 1 << 20,
+            "read {read} bytes gathering again a run whose 1 MiB log was parsed"
         );
     }
 }

@@ -275,9 +275,19 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
 
     // The report's hypotheses, tested where the pipeline asks for it; a run of chosen stages
     // (`--only`, every step of a bisection) runs only those.
+    // The logs parsed for the experiments' proposals are not parsed again for the report.
+    let mut parsed = crate::evidence::stored::Parsed::default();
     if pipeline.experiments_on() && options.selection.stages.is_empty() && !cx.interrupt.is_set() {
         experiments(
-            pipeline, &preflight, &dir, &mut run, options, limits, &devices, cx,
+            pipeline,
+            &preflight,
+            &dir,
+            &mut run,
+            options,
+            limits,
+            &devices,
+            cx,
+            &mut parsed,
         )?;
     }
 
@@ -293,7 +303,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         let label = unit.label();
         cx.progress.event(Event::Started { label: &label });
         let clock = Instant::now();
-        let (stage, written) = write_report(pipeline, &dir, &run, unit);
+        let (stage, written) = write_report(pipeline, &dir, &run, unit, &mut parsed);
         // On the terminal, where the command ran from; the manifest keeps it under the
         // pipeline's directory.
         let shown = written
@@ -313,7 +323,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         run.stages.push(stage);
     }
     if judged.is_none() && !interrupted {
-        let evidence = crate::evidence::stored::from_run(run.clone(), &dir.path);
+        let evidence = crate::evidence::stored::from_run_with(run.clone(), &dir.path, &mut parsed);
         judged = Some(report::analyze(&evidence).verdict);
     }
     run.wall_ms = Some(u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX));
@@ -440,9 +450,10 @@ fn experiments(
     limits: Limits,
     devices: &[String],
     cx: &Context<'_>,
+    parsed: &mut crate::evidence::stored::Parsed,
 ) -> Result<(), RunError> {
     use crate::execution::experiments as exp;
-    let evidence = crate::evidence::stored::from_run(run.clone(), &dir.path);
+    let evidence = crate::evidence::stored::from_run_with(run.clone(), &dir.path, parsed);
     let mut proposed = {
         let analysis = report::analyze(&evidence);
         report::experiment::propose(&analysis.diagnoses, run)
@@ -1344,6 +1355,7 @@ fn write_report(
     dir: &RunDir,
     run: &Run,
     unit: &Unit,
+    parsed: &mut crate::evidence::stored::Parsed,
 ) -> (Stage, Option<(PathBuf, report::Verdict)>) {
     let started = Instant::now();
     let mut record = Stage {
@@ -1376,7 +1388,7 @@ fn write_report(
     }
     let mut with_report = run.clone();
     with_report.stages.push(record.clone());
-    let evidence = crate::evidence::stored::from_run(with_report, &dir.path);
+    let evidence = crate::evidence::stored::from_run_with(with_report, &dir.path, parsed);
     // One analysis for the report, its charts and the verdict.
     let analysis = report::analyze(&evidence);
     let text = report::render_analysis(&analysis, &evidence.run, OutputFormat::Markdown);
