@@ -127,14 +127,7 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
     // The measured performance causes, strongest first (diagnoses come ranked).
     let slow: Vec<&Diagnosis> = diagnoses
         .iter()
-        .filter(|d| {
-            matches!(
-                d.rule,
-                crate::rules::RuleId::SlowKernel
-                    | crate::rules::RuleId::Bottleneck
-                    | crate::rules::RuleId::SlowerThanBaseline
-            ) && d.level == Level::Warning
-        })
+        .filter(|d| d.rule.rule().slows && d.level == Level::Warning)
         .collect();
     let ran = coverage
         .iter()

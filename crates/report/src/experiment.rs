@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnosis::{Confidence, Diagnosis, Level};
 pub use crate::hypothesis::{ExperimentKind, Hypothesis, KnobRole, Outcome, Settle};
-use crate::rules::RuleId;
+use crate::rules::{Proposes, RuleId};
 use crate::run::{Run, Stage, StageKind, StageStatus};
 
 /// How a knob reaches the program or its build.
@@ -196,11 +196,9 @@ pub fn propose(diagnoses: &[Diagnosis], run: &Run) -> Vec<Experiment> {
             d.configs.iter().map(String::as_str).collect()
         };
         // One experiment per cause: on its first config that can run it.
-        let proposed = configs.iter().find_map(|config| match d.rule {
-            RuleId::OutOfBounds if d.figures.contains_key("overshoot_bytes") => {
-                tail(d, run, config)
-            }
-            RuleId::SharedMemoryRace => race(d, run, config),
+        let proposed = configs.iter().find_map(|config| match d.rule.rule().proposes {
+            Proposes::Tail if d.figures.contains_key("overshoot_bytes") => tail(d, run, config),
+            Proposes::Race => race(d, run, config),
             _ => d
                 .hypothesis
                 .as_ref()

@@ -155,6 +155,21 @@ pub struct Rule {
     /// Another rule's note this rule's drafts with a matching [`Draft::absorbs`] take over, and
     /// how they take in its text.
     pub absorbs: Option<(RuleId, Absorb)>,
+    /// Whether its warnings are measured performance causes, which make a run Slow.
+    pub slows: bool,
+    /// The experiment its diagnoses call for, beyond a suggestion's own [`Draft::hypothesis`].
+    pub proposes: Proposes,
+}
+
+/// The experiment a rule's diagnoses call for (see [`crate::experiment::propose`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proposes {
+    /// The one its suggestions' hypotheses name, if any.
+    Hypothesis,
+    /// The failing config again at sizes around the tile, where it measured the overshoot.
+    Tail,
+    /// Identical runs of the racing config, their outputs compared.
+    Race,
 }
 
 /// Every rule, in the order they run and rank, one row per [`RuleId`] in its order. Later rules
@@ -171,6 +186,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/compile_error.rs",
         run: Some(compile_error::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::WmmaLocalMemory,
@@ -183,6 +200,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/wmma_local.rs",
         run: Some(wmma_local::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::SharedMemoryRace,
@@ -193,6 +212,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/shared_race.rs",
         run: Some(shared_race::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Race,
     },
     Rule {
         id: RuleId::OutOfBounds,
@@ -204,6 +225,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/out_of_bounds.rs",
         run: Some(out_of_bounds::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Tail,
     },
     Rule {
         id: RuleId::UninitializedRead,
@@ -214,6 +237,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/uninitialized.rs",
         run: Some(uninitialized::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::DivergentBarrier,
@@ -224,6 +249,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/barrier.rs",
         run: Some(barrier::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::MisalignedAccess,
@@ -234,6 +261,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/misaligned.rs",
         run: Some(misaligned::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::LaunchRejected,
@@ -247,6 +276,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/launch_rejected.rs",
         run: Some(launch_rejected::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::RepeatedLaunchFailure,
@@ -258,6 +289,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/repeated_launch.rs",
         run: Some(repeated_launch::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::WrongOutput,
@@ -269,6 +302,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/wrong_output.rs",
         run: Some(wrong_output::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::LaunchFailure,
@@ -280,6 +315,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/launch_failure.rs",
         run: Some(launch_failure::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::RegisterSpills,
@@ -290,6 +327,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/local_memory.rs",
         run: Some(local_memory::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::OccupancyLimit,
@@ -301,6 +340,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/occupancy.rs",
         run: Some(occupancy::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::TensorCoresIdle,
@@ -312,6 +353,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/tensor_cores.rs",
         run: Some(tensor_cores::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::SlowKernel,
@@ -327,6 +370,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/slow_kernel.rs",
         run: Some(slow_kernel::run),
         absorbs: Some((RuleId::OccupancyLimit, slow_kernel::absorb_occupancy_limit)),
+        slows: true,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::Bottleneck,
@@ -344,6 +389,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/bottleneck.rs",
         run: Some(bottleneck::run),
         absorbs: None,
+        slows: true,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::SlowerThanBaseline,
@@ -356,6 +403,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/slower_than_baseline.rs",
         run: Some(slower_than_baseline::run),
         absorbs: None,
+        slows: true,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::CheckFailed,
@@ -369,6 +418,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/check_failed.rs",
         run: Some(check_failed::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::HostApiError,
@@ -380,6 +431,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/host_api.rs",
         run: Some(host_api::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::DebugBuild,
@@ -392,6 +445,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/debug_build.rs",
         run: Some(debug_build::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::LibraryKernel,
@@ -403,6 +458,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/library_kernel.rs",
         run: Some(library_kernel::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::SanitizerError,
@@ -414,6 +471,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/rules/catch_all.rs",
         run: Some(catch_all::run),
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::PerfRegression,
@@ -425,6 +484,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/diff.rs",
         run: None,
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
     Rule {
         id: RuleId::PerfImprovement,
@@ -436,6 +497,8 @@ pub const RULES: &[Rule] = &[
         module: "crates/report/src/diff.rs",
         run: None,
         absorbs: None,
+        slows: false,
+        proposes: Proposes::Hypothesis,
     },
 ];
 
