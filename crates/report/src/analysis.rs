@@ -8,7 +8,6 @@ use serde::Serialize;
 
 use crate::diagnosis::{Diagnosis, Level};
 use crate::join::{Joined, Unconcluded, is_sanitizer, join, kind_name};
-use crate::rules::diagnose;
 use crate::text::{join_words, plural};
 use crate::{Evidence, KernelId, Stage, StageKind, StageStatus};
 
@@ -35,7 +34,8 @@ pub struct Analysis<'a> {
 impl<'a> Analysis<'a> {
     /// Diagnoses and judges already joined evidence.
     pub fn from_joined(joined: Joined<'a>) -> Analysis<'a> {
-        let mut diagnoses = diagnose(&joined);
+        let drafts = crate::rules::draft_all(&joined);
+        let mut diagnoses = crate::fold::fold(drafts, &crate::fold::Facts::of(&joined));
         let (experiments, launch_searches) = crate::experiment::of_run(&joined);
         crate::experiment::apply(&mut diagnoses, &experiments, joined.run);
         let mut coverage = coverage(&joined);

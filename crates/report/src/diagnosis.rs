@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rules::RuleId;
+use crate::rule_id::RuleId;
 use crate::text::md_code;
 
 /// One diagnosed root cause, shaped like a compiler diagnostic: a primary message (`title`),

@@ -37,14 +37,32 @@ pub struct Facts {
     pub after_failure: BTreeSet<usize>,
 }
 
+impl Facts {
+    /// What the joined evidence says of the run for the fold.
+    pub fn of(joined: &crate::join::Joined) -> Facts {
+        let repeated_logs = joined
+            .sources
+            .iter()
+            .filter(|s| {
+                s.stage.is_some_and(|stage| {
+                    let unit = stage.unit();
+                    unit.mode() == Some(parsers::harness::Mode::Stress)
+                        || unit.launches.is_some_and(|n| n > 1)
+                })
+            })
+            .map(|s| s.path.to_string())
+            .collect();
+        Facts {
+            repeated_logs,
+            after_failure: joined.model.after_failure.clone(),
+        }
+    }
+}
+
 /// The most evidence items a merged diagnosis keeps.
 const MAX_EVIDENCE: usize = 12;
 
-/// Whether a draft is a fault of its own that symptoms may attach to: an error of a rule whose
-/// role is [`Role::SitedFault`].
-pub fn is_fault(d: &Draft) -> bool {
-    matches!(d.rule.role(), Role::SitedFault { .. }) && d.level == Level::Error
-}
+use crate::rules::is_fault;
 
 /// A draft with the fold's own bookkeeping, which no rule sees.
 struct Node {

@@ -63,6 +63,7 @@ pub mod occupancy;
 mod render;
 pub mod resources;
 pub mod roofline;
+mod rule_id;
 pub mod rules;
 mod run;
 mod run_v1;

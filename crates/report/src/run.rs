@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::hypothesis::{ExperimentKind, KnobRole, Outcome};
+use crate::rule_id::RuleId;
+
 /// The schema of the manifests the runner writes: every stage records its unit.
 pub const RUN_SCHEMA: &str = "exhibit.run/2";
 
@@ -43,10 +46,10 @@ pub struct Run {
     /// The pipeline's knobs (`knobs:`, or found where its configs vary a value), with each
     /// config's value.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub knobs: Vec<crate::experiment::Knob>,
+    pub knobs: Vec<Knob>,
     /// The experiments run on the report's hypotheses, each with its trials' units.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub experiments: Vec<crate::experiment::Experiment>,
+    pub experiments: Vec<Experiment>,
 }
 
 impl Run {
@@ -79,9 +82,9 @@ struct StoredRun {
     #[serde(default)]
     links: BTreeMap<String, String>,
     #[serde(default)]
-    knobs: Vec<crate::experiment::Knob>,
+    knobs: Vec<Knob>,
     #[serde(default)]
-    experiments: Vec<crate::experiment::Experiment>,
+    experiments: Vec<Experiment>,
 }
 
 impl<'de> Deserialize<'de> for Run {
@@ -503,4 +506,164 @@ mod tests {
         assert_eq!(unit(Some("warp")).mode(), None);
         assert_eq!(unit(None).mode(), None);
     }
+}
+
+// What an experiment is, as a run records it: the knobs a pipeline names, each experiment's
+// prediction and trials, and what the trials concluded ([`crate::experiment`] proposes and
+// concludes them).
+
+/// How a knob reaches the program or its build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KnobInput {
+    /// An environment variable of the program.
+    Env(String),
+    /// A `-D` define of the build.
+    Define(String),
+    /// A build flag, `{value}` standing for the value (`-maxrregcount={value}`).
+    Flag(String),
+    /// The sequence length `S` of the pipeline's cases (`shape: B,H,S,D`), where they vary it:
+    /// a trial is a case of its own.
+    SeqLen,
+}
+
+impl KnobInput {
+    /// `SEQ_LEN` (env), `N` (define), `maxrregcount` (flag): how it is named in sentences.
+    pub fn name(&self) -> String {
+        match self {
+            KnobInput::Env(n) | KnobInput::Define(n) => n.clone(),
+            KnobInput::SeqLen => "S".to_string(),
+            KnobInput::Flag(t) => t
+                .split('=')
+                .next()
+                .unwrap_or(t)
+                .replace("{value}", "")
+                .trim()
+                .trim_start_matches('-')
+                .to_string(),
+        }
+    }
+
+    /// `env SEQ_LEN`, `define N`, `flag -maxrregcount={value}`.
+    pub fn describe(&self) -> String {
+        match self {
+            KnobInput::Env(n) => format!("env `{n}`"),
+            KnobInput::Define(n) => format!("define `{n}`"),
+            KnobInput::Flag(t) => format!("build flag `{t}`"),
+            KnobInput::SeqLen => "the cases' sequence length `S`".to_string(),
+        }
+    }
+}
+
+/// A knob as the run recorded it: its role, how it is set, and each config's value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Knob {
+    pub role: KnobRole,
+    pub input: KnobInput,
+    /// For a size: the tile whose multiples the kernel covers without a tail (32 unless the
+    /// pipeline says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tile: Option<u64>,
+    /// Found where the configs vary a value, not named under `knobs:`.
+    #[serde(default)]
+    pub inferred: bool,
+    /// Each config's value, where it sets one (each case's, for the cases' `S`).
+    #[serde(default)]
+    pub values: BTreeMap<String, String>,
+}
+
+/// What a trial is predicted to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    Clean,
+    Fails,
+}
+
+/// One run of an experiment: its config, what it changes, what it is predicted to do, and its
+/// units once they ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    /// `SEQ_LEN=48`, `run 3`, `registers=64`.
+    pub label: String,
+    /// The config its units run as: the cause's config with the change (`default@SEQ_LEN=48`).
+    pub config: String,
+    /// The knob's value it sets, when it sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Expect>,
+    /// The stage whose outcome it reads (its build runs first when it changes the build).
+    pub stage: String,
+    /// For a trial that is a case of its own: the case it is made from, and its name
+    /// (`long@S=96`); its config is then the cause's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<TrialCase>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub defines: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+    /// Its units' records, once they ran: its build, when it has its own, and its stage.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<Stage>,
+    /// sha256 of what the run produced (its `{out}` file, else its stdout without the lines
+    /// that print a time or a rate), for comparing identical runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+/// A trial's own case: the case it copies, with the knob's sequence length.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrialCase {
+    pub base: String,
+    pub name: String,
+}
+
+/// A hypothesis of one root cause and the runs that test it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Experiment {
+    pub kind: ExperimentKind,
+    /// The root cause it tests, as the report named it.
+    pub rule: RuleId,
+    pub config: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The cause's title when it was proposed.
+    pub cause: String,
+    /// What the hypothesis predicts, in words.
+    pub prediction: String,
+    pub trials: Vec<Trial>,
+}
+
+/// One trial as the report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrialRow {
+    pub label: String,
+    /// `clean`, `fails`, `1.12x faster`, `output A`.
+    pub outcome: String,
+    /// Its stage's first log, relative to the run directory.
+    pub evidence: Option<String>,
+    /// Served from an earlier run's cache.
+    pub cached: bool,
+}
+
+/// An experiment read against its prediction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Conclusion {
+    pub kind: ExperimentKind,
+    pub rule: RuleId,
+    pub config: String,
+    pub kernel: Option<String>,
+    pub cause: String,
+    pub prediction: String,
+    pub outcome: Outcome,
+    /// "Fails exactly when SEQ_LEN % 32 != 0: 32 and 64 pass, 20 and 48 fail."
+    pub sentence: String,
+    pub rows: Vec<TrialRow>,
+    /// Runs, those served from the cache, and the time the others took.
+    pub runs: usize,
+    pub cached: usize,
+    pub cost_ms: u64,
 }

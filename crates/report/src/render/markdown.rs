@@ -11,6 +11,7 @@ use crate::join::is_sanitizer;
 use crate::resources::{kernel_resources, ncu_summaries};
 use crate::tables::{bench_rows, check_rows, stress_rows};
 use crate::text::{bytes, code_fence, fixed, html_text, md_cell, md_code, md_text, scrub, sig3};
+use crate::timings::NOISY;
 use crate::{Run, StageStatus};
 
 /// Renders the whole report.
@@ -25,7 +26,7 @@ pub fn render(analysis: &Analysis, run: &Run) -> String {
     per_config(&mut out, analysis);
     correctness(&mut out, analysis);
     bench(&mut out, analysis, run);
-    crate::timings::markdown(&mut out, analysis);
+    crate::render::timings_markdown::render(&mut out, analysis);
     ncu(&mut out, analysis, run);
     beside_baseline(&mut out, analysis);
     environment(&mut out, analysis, run);
@@ -70,7 +71,7 @@ pub fn render_summary(analysis: &Analysis, run: &Run) -> String {
     }
     let mut timings = String::new();
     bench(&mut timings, analysis, run);
-    crate::timings::markdown(&mut timings, analysis);
+    crate::render::timings_markdown::render(&mut timings, analysis);
     // The chart is a file beside the full report: a comment cannot show it.
     for line in timings.lines().filter(|l| !l.starts_with("![bench]")) {
         let _ = writeln!(out, "{line}");
@@ -1032,9 +1033,6 @@ fn correctness(out: &mut String, a: &Analysis) {
         let _ = writeln!(out);
     }
 }
-
-/// Relative noise ((p90 - p50) / p50) above which a timing is flagged as noisy.
-pub const NOISY: f64 = 0.10;
 
 fn bench(out: &mut String, a: &Analysis, run: &Run) {
     let rows = bench_rows(&a.joined);

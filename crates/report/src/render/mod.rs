@@ -8,6 +8,7 @@ pub mod junit;
 pub mod markdown;
 pub mod sarif;
 pub mod svg;
+pub mod timings_markdown;
 
 use crate::Run;
 

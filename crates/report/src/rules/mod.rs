@@ -5,11 +5,10 @@
 //! alone turns drafts into one root cause per fault.
 
 use parsers::{Finding, FindingKind, Severity};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::KernelId;
-use crate::diagnosis::{Confidence, Diagnosis, Draft, EvidenceItem, Helper, SourceLocation};
+use crate::diagnosis::{Confidence, Draft, EvidenceItem, Helper, Level, SourceLocation};
 use crate::join::{FindingRef, Joined, ResultRef};
 use crate::text::{md_code, md_text, relative_path, scrub};
 
@@ -37,42 +36,9 @@ mod uninitialized;
 pub(crate) mod wmma_local;
 mod wrong_output;
 
-/// Every rule's id, as reports, SARIF and fingerprints spell it (`wmma-local-memory`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RuleId {
-    CompileError,
-    WmmaLocalMemory,
-    SharedMemoryRace,
-    OutOfBounds,
-    UninitializedRead,
-    DivergentBarrier,
-    MisalignedAccess,
-    LaunchRejected,
-    RepeatedLaunchFailure,
-    WrongOutput,
-    LaunchFailure,
-    RegisterSpills,
-    OccupancyLimit,
-    TensorCoresIdle,
-    SlowKernel,
-    Bottleneck,
-    SlowerThanBaseline,
-    CheckFailed,
-    HostApiError,
-    DebugBuild,
-    LibraryKernel,
-    SanitizerError,
-    PerfRegression,
-    PerfImprovement,
-}
+pub use crate::rule_id::RuleId;
 
 impl RuleId {
-    /// The id as reports spell it.
-    pub fn as_str(self) -> &'static str {
-        self.rule().name_id
-    }
-
     /// The rule's row in [`RULES`].
     pub fn rule(self) -> &'static Rule {
         // The table lists every id once, in declaration order (a unit test checks it).
@@ -82,29 +48,6 @@ impl RuleId {
     /// What the rule's drafts are, for the fold.
     pub fn role(self) -> Role {
         self.rule().role
-    }
-
-    /// The id spelled `text`, if a rule has it.
-    pub fn parse(text: &str) -> Option<RuleId> {
-        RULES.iter().find(|r| r.name_id == text).map(|r| r.id)
-    }
-}
-
-impl std::fmt::Display for RuleId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl PartialEq<str> for RuleId {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for RuleId {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
     }
 }
 
@@ -142,8 +85,6 @@ pub type Absorb = fn(&mut Draft, &Draft);
 /// A diagnosis rule: its id, role, what it looks for, where it lives and its function.
 pub struct Rule {
     pub id: RuleId,
-    /// The id as reports spell it.
-    name_id: &'static str,
     pub role: Role,
     /// A short name for the rule (SARIF's `shortDescription`).
     pub name: &'static str,
@@ -179,7 +120,6 @@ pub enum Proposes {
 pub const RULES: &[Rule] = &[
     Rule {
         id: RuleId::CompileError,
-        name_id: "compile-error",
         role: Role::SitedFault { rank: 0 },
         name: "Compile error",
         description: "nvcc or ptxas refused the kernel; the error's file:line is the place to look.",
@@ -191,7 +131,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::WmmaLocalMemory,
-        name_id: "wmma-local-memory",
         role: Role::SitedFault { rank: 2 },
         name: "Tensor-core fragment on local memory",
         description: "The compiler's 'cannot perform wmma load or store on local memory' warning, \
@@ -205,7 +144,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::SharedMemoryRace,
-        name_id: "shared-memory-race",
         role: Role::SitedFault { rank: 3 },
         name: "Shared-memory race",
         description: "racecheck's write and read sites: a barrier is missing between them.",
@@ -217,7 +155,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::OutOfBounds,
-        name_id: "out-of-bounds",
         role: Role::SitedFault { rank: 4 },
         name: "Out-of-bounds access",
         description: "memcheck's invalid global/shared/local access; a few bytes past the end of an \
@@ -230,7 +167,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::UninitializedRead,
-        name_id: "uninitialized-read",
         role: Role::SitedFault { rank: 7 },
         name: "Uninitialised read",
         description: "initcheck's read of global memory nothing wrote.",
@@ -242,7 +178,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::DivergentBarrier,
-        name_id: "divergent-barrier",
         role: Role::SitedFault { rank: 6 },
         name: "Divergent barrier",
         description: "synccheck's barrier reached by only part of a block or warp.",
@@ -254,7 +189,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::MisalignedAccess,
-        name_id: "misaligned-access",
         role: Role::SitedFault { rank: 5 },
         name: "Misaligned access",
         description: "memcheck's misaligned address for the access size.",
@@ -266,7 +200,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::LaunchRejected,
-        name_id: "launch-rejected",
         role: Role::SitedFault { rank: 1 },
         name: "Launch rejected",
         description: "A launch the runtime refused before the kernel ran (invalid argument, \
@@ -281,7 +214,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::RepeatedLaunchFailure,
-        name_id: "repeated-launch-failure",
         role: Role::Symptom { rank: 1 },
         name: "Failure after repeated launches",
         description: "stress: the first failing launch is after the first (error, output mismatch \
@@ -294,7 +226,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::WrongOutput,
-        name_id: "wrong-output",
         role: Role::Symptom { rank: 2 },
         name: "Wrong or NaN output",
         description: "check: NaN, unwritten or wrong elements against the CPU reference, with the \
@@ -307,7 +238,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::LaunchFailure,
-        name_id: "launch-failure",
         role: Role::Symptom { rank: 0 },
         name: "Launch failure",
         description: "The harness could not launch the kernel or a launch returned an error that \
@@ -320,7 +250,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::RegisterSpills,
-        name_id: "register-spills",
         role: Role::Performance,
         name: "Register spills and local memory",
         description: "ptxas spill stores/loads or a stack frame, with LDL/STL in the SASS.",
@@ -332,7 +261,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::OccupancyLimit,
-        name_id: "occupancy-limit",
         role: Role::Performance,
         name: "Occupancy limited by registers or shared memory",
         description: "Blocks per SM computed from ptxas's registers and shared memory against the \
@@ -345,7 +273,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::TensorCoresIdle,
-        name_id: "tensor-cores-idle",
         role: Role::Performance,
         name: "Tensor cores idle",
         description: "No HMMA/HGMMA in a kernel that is meant to use them (another config of it \
@@ -358,7 +285,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::SlowKernel,
-        name_id: "slow-kernel",
         role: Role::Performance,
         name: "Slow kernel",
         description: "Nsight Compute's rules that name a cause (bank conflicts, uncoalesced \
@@ -375,7 +301,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::Bottleneck,
-        name_id: "bottleneck",
         role: Role::Performance,
         name: "Bottleneck below the limit",
         description: "A profiled kernel that no Nsight Compute rule explains, measured against \
@@ -394,7 +319,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::SlowerThanBaseline,
-        name_id: "slower-than-baseline",
         role: Role::Performance,
         name: "Slower than its baseline",
         description: "A program's own benchmark slower than its baseline's benchmark of the same \
@@ -408,7 +332,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::CheckFailed,
-        name_id: "check-failed",
         role: Role::FailingTest,
         name: "Failed program check",
         description: "A user's program reported a check as failed (exhibit.results/1 \
@@ -423,7 +346,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::HostApiError,
-        name_id: "host-api-error",
         role: Role::Symptom { rank: 4 },
         name: "CUDA API error",
         description: "memcheck's failed CUDA calls by class: a device memory allocation that \
@@ -436,7 +358,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::DebugBuild,
-        name_id: "debug-build",
         role: Role::Context,
         name: "Debug build",
         description: "A config built with -G (device debug): one note that its registers, stack \
@@ -450,7 +371,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::LibraryKernel,
-        name_id: "library-kernel",
         role: Role::Context,
         name: "Library kernel",
         description: "Hazards a sanitizer reported inside a library's kernels (cuDNN, cuBLAS, \
@@ -463,7 +383,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::SanitizerError,
-        name_id: "sanitizer-error",
         role: Role::CatchAll,
         name: "Unexplained tool error",
         description: "Any error or warning a tool reported that no rule above explains: never \
@@ -476,7 +395,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::PerfRegression,
-        name_id: "perf-regression",
         role: Role::Comparison,
         name: "Performance regression",
         description: "A kernel's p50 slower than the other run's by more than both runs' \
@@ -489,7 +407,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::PerfImprovement,
-        name_id: "perf-improvement",
         role: Role::Comparison,
         name: "Performance improvement",
         description: "A kernel's p50 faster than the other run's by more than both runs' \
@@ -502,9 +419,9 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
-/// Runs every rule over the joined evidence, then folds the drafts into one diagnosis per
-/// root cause ([`crate::fold`]).
-pub fn diagnose(joined: &Joined) -> Vec<Diagnosis> {
+/// Runs every rule over the joined evidence, in the table's order: the drafts the fold
+/// ([`crate::fold`]) makes one diagnosis per root cause of.
+pub fn draft_all(joined: &Joined) -> Vec<Draft> {
     let mut drafts: Vec<Draft> = Vec::new();
     for rule in RULES {
         if let Some(run) = rule.run {
@@ -538,23 +455,13 @@ pub fn diagnose(joined: &Joined) -> Vec<Diagnosis> {
                 .find_map(|f| python_call_site(f.finding, &joined.repo_files));
         }
     }
-    let repeated_logs = joined
-        .sources
-        .iter()
-        .filter(|s| {
-            s.stage.is_some_and(|stage| {
-                let unit = stage.unit();
-                unit.mode() == Some(parsers::harness::Mode::Stress)
-                    || unit.launches.is_some_and(|n| n > 1)
-            })
-        })
-        .map(|s| s.path.to_string())
-        .collect();
-    let facts = crate::fold::Facts {
-        repeated_logs,
-        after_failure: joined.model.after_failure.clone(),
-    };
-    crate::fold::fold(drafts, &facts)
+    drafts
+}
+
+/// Whether a draft is a fault of its own that symptoms may attach to: an error of a rule whose
+/// role is [`Role::SitedFault`].
+pub fn is_fault(d: &Draft) -> bool {
+    matches!(d.rule.role(), Role::SitedFault { .. }) && d.level == Level::Error
 }
 
 /// What a rule sees: the joined evidence and the drafts of the rules before it.
@@ -635,7 +542,7 @@ impl Ctx<'_, '_> {
     /// attaches it).
     pub fn has_fault(&self, config: Option<&str>, kernel: Option<&KernelId>) -> bool {
         self.prior.iter().any(|d| {
-            crate::fold::is_fault(d)
+            is_fault(d)
                 && d.config.as_deref() == config
                 && match (kernel, &d.kernel) {
                     (Some(k), Some(dk)) => draft_kernel_is(dk, k),
@@ -1228,10 +1135,10 @@ mod tests {
     #[test]
     fn the_table_lists_every_rule_once_in_the_order_of_its_ids() {
         for (i, rule) in RULES.iter().enumerate() {
-            assert_eq!(rule.id as usize, i, "{} is out of order", rule.name_id);
-            assert_eq!(RuleId::parse(rule.name_id), Some(rule.id));
+            assert_eq!(rule.id as usize, i, "{} is out of order", rule.id.as_str());
+            assert_eq!(RuleId::parse(rule.id.as_str()), Some(rule.id));
             let json = serde_json::to_string(&rule.id).unwrap();
-            assert_eq!(json, format!("\"{}\"", rule.name_id));
+            assert_eq!(json, format!("\"{}\"", rule.id.as_str()));
         }
         assert_eq!(RULES.len(), RuleId::PerfImprovement as usize + 1);
     }
@@ -1243,7 +1150,7 @@ mod tests {
                 rule.run.is_none(),
                 rule.role == Role::Comparison,
                 "{}",
-                rule.name_id
+                rule.id.as_str()
             );
         }
     }
