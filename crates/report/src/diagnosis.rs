@@ -266,6 +266,17 @@ pub struct Draft {
     pub absorbs: bool,
     /// See [`Diagnosis::hypothesis`].
     pub hypothesis: Option<crate::hypothesis::Hypothesis>,
+    /// Its place stands in for the fault's own, which no tool gave (a release build's trap
+    /// line, where the compiler replaced the access it traps for): the fold puts the place
+    /// another build gives for the same fault there instead, and drops this note with it.
+    pub stand_in: Option<StandIn>,
+}
+
+/// A draft's place that stands in for its fault's own ([`Draft::stand_in`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StandIn {
+    /// What the place is and how to get the fault's own: one of the draft's notes.
+    pub note: String,
 }
 
 /// The fault a symptom belongs to, as its rule knows it.
@@ -312,6 +323,13 @@ impl Draft {
             bare: false,
             absorbs: false,
             hypothesis: None,
+            stand_in: None,
         }
+    }
+
+    /// Marks its place a stand-in for the fault's own, with the note that says so.
+    pub fn stands_in(&mut self, note: String) {
+        self.notes.push(note.clone());
+        self.stand_in = Some(StandIn { note });
     }
 }

@@ -181,7 +181,7 @@ fn precedence(d: &Draft) -> u16 {
         return 300;
     }
     match d.rule.role() {
-        Role::SitedFault { rank } => u16::from(rank),
+        Role::SitedFault { rank, .. } => u16::from(rank),
         Role::FailingTest => 100,
         Role::Symptom { rank } => 200 + u16::from(rank),
         Role::CatchAll | Role::Performance | Role::Context | Role::Comparison => 300,
@@ -209,11 +209,8 @@ fn one_cause_per_fault(nodes: &mut [Node], facts: &Facts) {
             match d.rule.role() {
                 // A fault a tool named in a kernel is a fault of its own even where no line
                 // of the user's is known (an access inside a toolkit intrinsic).
-                Role::SitedFault { .. } => {
-                    !tests
-                        && (d.location.is_some()
-                            || d.kernel.is_some()
-                            || d.rule == RuleId::LaunchRejected)
+                Role::SitedFault { unplaced, .. } => {
+                    !tests && (d.location.is_some() || d.kernel.is_some() || unplaced)
                 }
                 Role::FailingTest => tests && d.location.is_some(),
                 _ => false,
@@ -393,7 +390,7 @@ fn identity(d: &Draft) -> (RuleId, String, String) {
 /// the two merge into one root cause.
 fn place_from_another_build(nodes: &mut [Node]) {
     // A draft placed at the line its trap was put on has no place of the fault itself.
-    let at_trap = |d: &Draft| d.figures.contains_key(crate::rules::wmma_local::TRAP_LINE);
+    let at_trap = |d: &Draft| d.stand_in.is_some();
     // A fault in a template's body is at the same line in every instantiation: the place one
     // build gives for one instantiation holds for the others.
     let template = |kernel: &str| kernel.split('<').next().unwrap_or(kernel).to_string();
@@ -419,10 +416,10 @@ fn place_from_another_build(nodes: &mut [Node]) {
             .filter(|p| p.len() == 1)
             .and_then(|p| p.first())
         {
-            if let Some(line) = n.draft.location.replace(one.clone()).filter(|_| trap) {
-                n.draft.figures.remove(crate::rules::wmma_local::TRAP_LINE);
-                let note = crate::rules::wmma_local::trap_note(&line);
-                n.draft.notes.retain(|n| *n != note);
+            if let Some(line) = n.draft.location.replace(one.clone()).filter(|_| trap)
+                && let Some(stand_in) = n.draft.stand_in.take()
+            {
+                n.draft.notes.retain(|n| *n != stand_in.note);
                 n.draft.spans.push(crate::Span::secondary(
                     line,
                     "where the compiler put the trap in this build",
@@ -566,7 +563,7 @@ pub fn rank(a: &Diagnosis, b: &Diagnosis) -> Ordering {
     };
     // Among faults, the one that stops the program first leads (a trap before a race).
     let stops = |d: &Diagnosis| match d.rule.role() {
-        Role::SitedFault { rank } if d.level == Level::Error => rank,
+        Role::SitedFault { rank, .. } if d.level == Level::Error => rank,
         _ => u8::MAX,
     };
     // A suggestion no run has tested never outranks a cause measured in the kernel's own
@@ -772,11 +769,7 @@ mod tests {
     fn at_trap(line: u32) -> B {
         let mut d = draft(WmmaLocalMemory, "Fragment on local memory").at("a.cu", line);
         let trap = d.0.location.clone().expect("a place");
-        d.0.figures.insert(
-            crate::rules::wmma_local::TRAP_LINE.into(),
-            serde_json::json!(true),
-        );
-        d.0.notes.push(crate::rules::wmma_local::trap_note(&trap));
+        d.0.stands_in(format!("`{trap}` is where the compiler put the trap."));
         d
     }
 

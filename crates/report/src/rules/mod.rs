@@ -33,7 +33,7 @@ pub(crate) mod slower_than_baseline;
 mod tensor_cores;
 mod tensor_path;
 mod uninitialized;
-pub(crate) mod wmma_local;
+mod wmma_local;
 mod wrong_output;
 
 pub use crate::rule_id::RuleId;
@@ -56,8 +56,10 @@ impl RuleId {
 pub enum Role {
     /// A fault a tool located in the source, or a launch the runtime refused: a root cause of
     /// its own, which the symptoms of its config attach to. Where one config shows several at
-    /// different sites, the lowest `rank` (what stops the program first) leads.
-    SitedFault { rank: u8 },
+    /// different sites, the lowest `rank` (what stops the program first) leads. `unplaced`: a
+    /// fault of its own even with no place or kernel (a launch the runtime refused names
+    /// neither); else it needs one of them.
+    SitedFault { rank: u8, unplaced: bool },
     /// A failing test at its line: a fault of its own unless a tool located one in its config
     /// (then it is that fault's symptom), except where the tool found it in another test, run
     /// alone.
@@ -120,7 +122,10 @@ pub enum Proposes {
 pub const RULES: &[Rule] = &[
     Rule {
         id: RuleId::CompileError,
-        role: Role::SitedFault { rank: 0 },
+        role: Role::SitedFault {
+            rank: 0,
+            unplaced: false,
+        },
         name: "Compile error",
         description: "nvcc or ptxas refused the kernel; the error's file:line is the place to look.",
         module: "crates/report/src/rules/compile_error.rs",
@@ -131,7 +136,10 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::WmmaLocalMemory,
-        role: Role::SitedFault { rank: 2 },
+        role: Role::SitedFault {
+            rank: 2,
+            unplaced: false,
+        },
         name: "Tensor-core fragment on local memory",
         description: "The compiler's 'cannot perform wmma load or store on local memory' warning, \
                       corroborated by memcheck's trap (sm_90) or invalid `__local__` access (sm_89) \
@@ -144,7 +152,10 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::SharedMemoryRace,
-        role: Role::SitedFault { rank: 3 },
+        role: Role::SitedFault {
+            rank: 3,
+            unplaced: false,
+        },
         name: "Shared-memory race",
         description: "racecheck's write and read sites: a barrier is missing between them.",
         module: "crates/report/src/rules/shared_race.rs",
@@ -155,7 +166,10 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::OutOfBounds,
-        role: Role::SitedFault { rank: 4 },
+        role: Role::SitedFault {
+            rank: 4,
+            unplaced: false,
+        },
         name: "Out-of-bounds access",
         description: "memcheck's invalid global/shared/local access; a few bytes past the end of an \
                       allocation points at an off-by-one or a missing tail guard.",
@@ -167,7 +181,10 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::UninitializedRead,
-        role: Role::SitedFault { rank: 7 },
+        role: Role::SitedFault {
+            rank: 7,
+            unplaced: false,
+        },
         name: "Uninitialised read",
         description: "initcheck's read of global memory nothing wrote.",
         module: "crates/report/src/rules/uninitialized.rs",
@@ -178,7 +195,10 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::DivergentBarrier,
-        role: Role::SitedFault { rank: 6 },
+        role: Role::SitedFault {
+            rank: 6,
+            unplaced: false,
+        },
         name: "Divergent barrier",
         description: "synccheck's barrier reached by only part of a block or warp.",
         module: "crates/report/src/rules/barrier.rs",
@@ -189,7 +209,10 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::MisalignedAccess,
-        role: Role::SitedFault { rank: 5 },
+        role: Role::SitedFault {
+            rank: 5,
+            unplaced: false,
+        },
         name: "Misaligned access",
         description: "memcheck's misaligned address for the access size.",
         module: "crates/report/src/rules/misaligned.rs",
@@ -200,7 +223,10 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: RuleId::LaunchRejected,
-        role: Role::SitedFault { rank: 1 },
+        role: Role::SitedFault {
+            rank: 1,
+            unplaced: true,
+        },
         name: "Launch rejected",
         description: "A launch the runtime refused before the kernel ran (invalid argument, \
                       invalid configuration, too many resources) with no device-side record of \

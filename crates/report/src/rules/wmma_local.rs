@@ -24,10 +24,8 @@ type Hit<'j, 'a> = (usize, &'j FindingRef<'a>);
 /// a kernel whose SASS holds both tensor-core instructions and traps or local memory.
 /// The figure that marks a draft placed at its trap's line (where the compiler put the trap),
 /// which a place from another build of the same kernel replaces.
-pub const TRAP_LINE: &str = "placed_at_trap";
-
 /// What a place at a trap's line is, and how to get the call's.
-pub fn trap_note(at: &SourceLocation) -> String {
+fn trap_note(at: &SourceLocation) -> String {
     format!(
         "`{at}` is where the compiler put the trap, not the call: a release build keeps no line \
          of the fragment access it replaced. A `-G` build of the same kernel keeps \
@@ -153,7 +151,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .filter(|d| d.config.as_deref() == c)
             .find_map(|d| {
                 let at = d.location.clone().filter(|l| l.line.is_some())?;
-                Some((at, d.figures.contains_key(TRAP_LINE)))
+                Some((at, d.stand_in.is_some()))
             });
         if let Some((loc, trap)) = located {
             for d in out.iter_mut().filter(|d| d.config.as_deref() == c) {
@@ -164,8 +162,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     d.location = Some(loc.clone());
                     // The sibling's place is its trap's line: so is this one's.
                     if trap {
-                        d.figures.insert(TRAP_LINE.into(), json!(true));
-                        d.notes.push(trap_note(&loc));
+                        d.stands_in(trap_note(&loc));
                     }
                 }
             }
@@ -431,8 +428,7 @@ fn draft(
                 if f.finding.kind == FindingKind::Trap
                     && let Some(at) = &d.location
                 {
-                    d.figures.insert(TRAP_LINE.into(), json!(true));
-                    d.notes.push(if fragment {
+                    d.stands_in(if fragment {
                         trap_note(at)
                     } else {
                         format!(
