@@ -828,10 +828,16 @@ impl Ctx<'_, '_> {
             .map(|l| scrub(l, &self.joined.repo_files))
             .collect();
         if kept.len() > MAX_EXCERPT {
-            out.push(format!("… ({} more lines)", kept.len() - MAX_EXCERPT));
+            out.push(format!(
+                "… ({} more)",
+                crate::text::plural((kept.len() - MAX_EXCERPT) as u64, "line", "lines")
+            ));
         }
         if host > 0 {
-            out.push(format!("… ({} host frames)", host));
+            out.push(format!(
+                "… ({})",
+                crate::text::plural(host as u64, "host frame", "host frames")
+            ));
         }
         out
     }

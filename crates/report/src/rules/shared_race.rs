@@ -630,12 +630,12 @@ fn word_block(d: &mut Draft, writes: &[Site], others: &[Site], total: u64) {
     };
     let write_names = crate::text::join_words(&writes.iter().map(site_name).collect::<Vec<_>>());
     d.title = format!(
-        "Shared-memory race: missing {} around the writes at {}–{} and the {} sites that race \
-         with them",
+        "Shared-memory race: missing {} around the writes at {}–{} and the {} that race with \
+         them",
         if warp { barrier } else { "barriers" },
         site_name(&writes[0]),
         writes.last().map(|w| w.1).unwrap_or(0),
-        others.len()
+        crate::text::plural(others.len() as u64, "site", "sites")
     );
     d.figures.insert(
         "writes".into(),
@@ -783,13 +783,14 @@ fn merge_sites_of_one_barrier(drafts: Vec<Draft>, repo_files: &[String]) -> Vec<
             continue;
         }
         first.title = format!(
-            "Shared-memory race: missing {} between the write at {write_name} and {n} sites that \
-             read it",
+            "Shared-memory race: missing {} between the write at {write_name} and {} that read \
+             it",
             if scope.is_some() {
                 "`__syncwarp()`"
             } else {
                 "barrier"
-            }
+            },
+            crate::text::plural(n as u64, "site", "sites")
         );
         let kernel_text = match (&first.kernel, inlined_in(&first.helpers)) {
             (Some(k), Some(inlined)) => format!(" in {}, {inlined},", md_code(k)),

@@ -1476,3 +1476,26 @@ fn neighbouring_writes_are_one_fault_and_a_write_further_down_another() {
         fix(causes[1])
     );
 }
+
+/// The report the README quotes (`examples/fault-classes/`'s reference run) is what today's
+/// renderer prints: every quoted line is a line of `runner report`'s Markdown, so a quote that
+/// drifts from the code fails here.
+#[test]
+fn the_readmes_quoted_report_is_what_todays_code_renders() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let run = repo().join("examples/fault-classes/reference/artifacts/20261124T122821Z-abcc59df");
+    let md = report(&run, "md");
+    let rendered: Vec<&str> = md.lines().collect();
+    let quoted: Vec<&str> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("> "))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert!(quoted.len() >= 5, "the README quotes a report: {quoted:#?}");
+    for line in quoted {
+        assert!(
+            rendered.contains(&line),
+            "README.md quotes a line today's report does not print:\n{line}\n\n{md}"
+        );
+    }
+}
