@@ -228,8 +228,7 @@ pub fn judge(a: &Bench, b: &Bench, opts: &NoiseOptions) -> Comparison {
     }
 }
 
-/// A p-value in three significant figures, or "< 0.001".
-/// "p = 0.012", or "p < 0.001".
+/// A p-value as a clause: "p = 0.012", or "p < 0.001".
 pub fn p_clause(p: f64) -> String {
     if p < 0.001 {
         "p < 0.001".to_string()
@@ -238,7 +237,7 @@ pub fn p_clause(p: f64) -> String {
     }
 }
 
-/// A p-value for a table cell: "0.012", or "< 0.001".
+/// A p-value for a table cell, in three significant figures: "0.012", or "< 0.001".
 pub fn p_text(p: f64) -> String {
     if p < 0.001 {
         "< 0.001".to_string()

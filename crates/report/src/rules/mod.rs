@@ -828,9 +828,10 @@ impl Ctx<'_, '_> {
             .map(|l| scrub(l, &self.joined.repo_files))
             .collect();
         if kept.len() > MAX_EXCERPT {
+            let more = kept.len() - MAX_EXCERPT;
             out.push(format!(
-                "… ({} more)",
-                crate::text::plural((kept.len() - MAX_EXCERPT) as u64, "line", "lines")
+                "… ({more} more {})",
+                if more == 1 { "line" } else { "lines" }
             ));
         }
         if host > 0 {

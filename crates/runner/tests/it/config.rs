@@ -31,6 +31,34 @@ fn an_unknown_key_is_refused_with_its_location_and_the_known_keys() {
     );
 }
 
+/// A stage named a typo away from a kind (`memchek:`), or given such a `kind:`, is refused with
+/// the kind it is nearest; a name nowhere near one gets no guess.
+#[test]
+fn a_mistyped_stage_kind_is_refused_with_the_kind_it_is_nearest() {
+    let project = Project::new();
+    for (stages, said) in [
+        (
+            "  memchek: {}\n",
+            "`memchek` is not a stage kind (did you mean `memcheck`?)",
+        ),
+        (
+            "  tests:\n    kind: chek\n",
+            "unknown stage kind `chek` (did you mean `check`?)",
+        ),
+        (
+            "  lint: {}\n",
+            "`lint` is not a stage kind, so give it a `kind:`",
+        ),
+    ] {
+        let yaml = pipeline("").replace("stages:\n", &format!("stages:\n{stages}"));
+        project.pipeline(&yaml);
+        let out = project.run(&["check", "pipeline.yaml"]);
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(said), "{stages}: {err}");
+    }
+}
+
 #[test]
 fn a_value_of_the_wrong_type_is_refused_with_the_expected_shape() {
     let project = Project::new();

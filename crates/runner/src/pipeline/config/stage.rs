@@ -261,7 +261,11 @@ pub(crate) fn order_stages(
                 path: path.to_path_buf(),
                 at: None,
                 key: format!("stages.{name}.kind"),
-                message: format!("unknown stage kind `{k}`; expected one of {}", kind_list()),
+                message: format!(
+                    "unknown stage kind `{k}`{}; expected one of {}",
+                    did_you_mean(k),
+                    kind_list()
+                ),
             })?,
             None if name == "build" => StageKind::Compile,
             None => kind_from_name(&name).ok_or_else(|| ConfigError::Semantic {
@@ -269,7 +273,8 @@ pub(crate) fn order_stages(
                 at: None,
                 key: format!("stages.{name}"),
                 message: format!(
-                    "`{name}` is not a stage kind, so give it a `kind:` (one of {})",
+                    "`{name}` is not a stage kind{}, so give it a `kind:` (one of {})",
+                    did_you_mean(&name),
                     kind_list()
                 ),
             })?,
@@ -324,6 +329,18 @@ pub(crate) fn order_stages(
     }
     stages.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
     Ok(stages)
+}
+
+/// " (did you mean `memcheck`?)" for a name a typo or two from a stage kind's, else nothing.
+fn did_you_mean(name: &str) -> String {
+    ALL_KINDS
+        .iter()
+        .map(|k| kind_name(*k))
+        .map(|k| (strsim::damerau_levenshtein(name, k), k))
+        .filter(|(d, k)| *d > 0 && *d <= 2.max(k.len() / 3))
+        .min()
+        .map(|(_, k)| format!(" (did you mean `{k}`?)"))
+        .unwrap_or_default()
 }
 
 pub(crate) fn kind_list() -> String {
