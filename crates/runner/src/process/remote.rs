@@ -454,9 +454,12 @@ pub fn start(
         run.push(' ');
         run.push_str(&quote(arg));
     }
+    // The exit status is written aside and renamed into place: whoever sees the file sees it
+    // whole (a watcher that finds it created and still empty would read no status).
     let inner = format!(
         "echo $$ > .exhibit-remote/{id}.pid; {run} > .exhibit-remote/{id}.log 2>&1 < /dev/null; \
-         echo $? > .exhibit-remote/{id}.exit"
+         echo $? > .exhibit-remote/{id}.exit.new; \
+         mv .exhibit-remote/{id}.exit.new .exhibit-remote/{id}.exit"
     );
     ssh.must(
         "start the run",
