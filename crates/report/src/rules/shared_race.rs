@@ -407,6 +407,31 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     merge_adjacent_writes(merge_sites_of_one_barrier(out, &j.repo_files))
 }
 
+/// Takes `d`'s records into `first`, which speaks for both: their hazards (the total, which it
+/// returns), evidence, findings and inlined helpers. `d` keeps its place and spans.
+fn take_records(first: &mut Draft, d: &mut Draft) -> u64 {
+    let hazards = |x: &Draft| {
+        x.figures
+            .get("hazards")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0)
+    };
+    let total = hazards(first) + hazards(d);
+    first.figures.insert("hazards".into(), json!(total));
+    for item in std::mem::take(&mut d.evidence) {
+        if !first.evidence.iter().any(|e| e.excerpt == item.excerpt) {
+            first.evidence.push(item);
+        }
+    }
+    first.explains.append(&mut d.explains);
+    for h in std::mem::take(&mut d.helpers) {
+        if !first.helpers.contains(&h) {
+            first.helpers.push(h);
+        }
+    }
+    total
+}
+
 /// A place in a race: its file and line.
 type Site = (String, u32);
 
@@ -449,7 +474,7 @@ fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
     let mut out: Vec<Draft> = Vec::new();
     // Per draft in `out`: its writes and the sites racing with them, when it merged.
     let mut blocks: Vec<Option<Block>> = Vec::new();
-    for d in drafts {
+    for mut d in drafts {
         let parsed = (!d.figures.contains_key("async_copy"))
             .then(|| write_and_sites(&d))
             .flatten();
@@ -508,25 +533,7 @@ fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
         writes.sort();
         others.sort();
         let first = &mut out[at];
-        let hazards = |x: &Draft| {
-            x.figures
-                .get("hazards")
-                .and_then(|v| v.as_u64())
-                .unwrap_or(0)
-        };
-        let total = hazards(first) + hazards(&d);
-        first.figures.insert("hazards".into(), json!(total));
-        for item in d.evidence {
-            if !first.evidence.iter().any(|e| e.excerpt == item.excerpt) {
-                first.evidence.push(item);
-            }
-        }
-        first.explains.extend(d.explains);
-        for h in d.helpers {
-            if !first.helpers.contains(&h) {
-                first.helpers.push(h);
-            }
-        }
+        let total = take_records(first, &mut d);
         for span in d.spans {
             if !first.spans.iter().any(|s| s.location == span.location) {
                 first.spans.push(crate::Span {
@@ -671,7 +678,7 @@ fn is_users(at: &SourceLocation, repo_files: &[String]) -> bool {
 /// read site as its own record) are one missing barrier: one draft, naming every other site.
 fn merge_sites_of_one_barrier(drafts: Vec<Draft>, repo_files: &[String]) -> Vec<Draft> {
     let mut out: Vec<Draft> = Vec::new();
-    for d in drafts {
+    for mut d in drafts {
         let write = d.key.split('|').next().unwrap_or("").to_string();
         let scope = d.figures.get("scope").cloned();
         let same = out.iter_mut().find(|o| {
@@ -698,25 +705,7 @@ fn merge_sites_of_one_barrier(drafts: Vec<Draft>, repo_files: &[String]) -> Vec<
         {
             list.push(json!(other));
         }
-        let hazards = |x: &Draft| {
-            x.figures
-                .get("hazards")
-                .and_then(|v| v.as_u64())
-                .unwrap_or(0)
-        };
-        let total = hazards(first) + hazards(&d);
-        first.figures.insert("hazards".into(), json!(total));
-        for item in d.evidence {
-            if !first.evidence.iter().any(|e| e.excerpt == item.excerpt) {
-                first.evidence.push(item);
-            }
-        }
-        first.explains.extend(d.explains);
-        for h in d.helpers {
-            if !first.helpers.contains(&h) {
-                first.helpers.push(h);
-            }
-        }
+        let total = take_records(first, &mut d);
         let others: Vec<String> = first
             .figures
             .get("other_sites")
