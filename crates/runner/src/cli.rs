@@ -851,18 +851,32 @@ fn run_options(opts: &RunOptions, selection: Selection, force: bool) -> Result<O
 fn check(path: &std::path::Path) -> Result<Outcome, Error> {
     let pipeline = Pipeline::load_and_check_tools(path)?;
     let mut out = String::new();
+    // Builds: each config for its own archs (a config may pin one), not configs x archs.
+    let builds: usize = pipeline
+        .matrix
+        .configs
+        .keys()
+        .map(|c| pipeline.archs_of(c).len())
+        .sum();
     out.push_str(&format!(
-        "{}: ok: {} config{} x {} arch{}, {} case{}, {} stage{}\n",
+        "{}: ok: {} config{} ({} build{}), {} case{}, {} stage{}\n",
         path.display(),
         pipeline.matrix.configs.len(),
         plural(pipeline.matrix.configs.len()),
-        pipeline.matrix.arch.len(),
-        plural(pipeline.matrix.arch.len()),
+        builds,
+        plural(builds),
         pipeline.cases.len(),
         plural(pipeline.cases.len()),
         pipeline.stages.len(),
         plural(pipeline.stages.len()),
     ));
+    let width = pipeline
+        .stages
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(10);
     for stage in &pipeline.stages {
         let mut needs = Vec::new();
         if stage.needs.gpu {
@@ -870,7 +884,7 @@ fn check(path: &std::path::Path) -> Result<Outcome, Error> {
         }
         needs.extend(stage.needs.tools.iter().cloned());
         out.push_str(&format!(
-            "  {:<10} {:<10} {:<8} timeout {:<6} needs {}{}\n",
+            "  {:<width$} {:<10} {:<8} timeout {:<6} needs {}{}\n",
             stage.name,
             config::kind_name(stage.kind),
             if stage.enabled { "enabled" } else { "disabled" },

@@ -137,7 +137,7 @@ fn check_accepts_a_valid_pipeline_and_runs_nothing() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("pipeline.yaml: ok: 1 config x 1 arch"),
+        stdout.contains("pipeline.yaml: ok: 1 config (1 build)"),
         "{stdout}"
     );
     assert_eq!(project.nvcc_calls(), 0);
@@ -153,6 +153,12 @@ fn the_repository_pipeline_is_valid() {
         .output()
         .expect("start the runner");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // Its four configs each pin one of the matrix's two archs: four builds, not eight.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("pipeline.yaml: ok: 4 configs (4 builds), "),
+        "{stdout}"
+    );
 }
 
 #[test]
