@@ -569,16 +569,21 @@ fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
         };
         let on_both_sides = sites.iter().any(|(f, l)| *f == write.0 && *l < write.1)
             && sites.iter().any(|(f, l)| *f == write.0 && *l > write.1);
-        let barrier = if d.figures.contains_key("scope") {
-            "`__syncwarp()`"
-        } else {
-            "`__syncthreads()`"
-        };
-        if on_both_sides && let Some(fix) = barrier_fix(barrier, &[write], &sites) {
+        if on_both_sides && let Some(fix) = barrier_fix(barrier_call(d), &[write], &sites) {
             d.fix = fix;
         }
     }
     out
+}
+
+/// The barrier a race draft's fix adds: `__syncwarp()` for a race between lanes of one warp
+/// (its `scope` figure), else `__syncthreads()`.
+fn barrier_call(d: &Draft) -> &'static str {
+    if d.figures.contains_key("scope") {
+        "`__syncwarp()`"
+    } else {
+        "`__syncthreads()`"
+    }
 }
 
 /// A site as the report names it: `file.cu:12`.
@@ -630,11 +635,7 @@ fn barrier_fix(barrier: &str, writes: &[Site], others: &[Site]) -> Option<String
 /// them.
 fn word_block(d: &mut Draft, writes: &[Site], others: &[Site], total: u64) {
     let warp = d.figures.contains_key("scope");
-    let barrier = if warp {
-        "`__syncwarp()`"
-    } else {
-        "`__syncthreads()`"
-    };
+    let barrier = barrier_call(d);
     let write_names = crate::text::join_words(&writes.iter().map(site_name).collect::<Vec<_>>());
     d.title = format!(
         "Shared-memory race: missing {} around the writes at {}–{} and the {} that race with \
@@ -797,11 +798,7 @@ fn merge_sites_of_one_barrier(drafts: Vec<Draft>, repo_files: &[String]) -> Vec<
         first.fix = format!(
             "Add {} after the write at {write_name} and before the first of {joined}: one \
              barrier orders every one of them.",
-            if scope.is_some() {
-                "`__syncwarp()`"
-            } else {
-                "`__syncthreads()`"
-            }
+            barrier_call(first)
         );
     }
     out
