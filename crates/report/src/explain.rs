@@ -100,7 +100,9 @@ pub fn render_explanation(e: &Explanation, format: OutputFormat) -> String {
             text.push('\n');
             text
         }
-        OutputFormat::Sarif => crate::render::sarif::render_diagnoses(&e.diagnoses, None),
+        OutputFormat::Sarif => {
+            crate::render::sarif::render_diagnoses(&e.diagnoses, None, &Default::default())
+        }
         OutputFormat::Junit => {
             let tests: Vec<Vec<&parsers::TestCase>> =
                 e.tests.iter().map(|t| t.iter().collect()).collect();

@@ -81,6 +81,7 @@ pub use diff::{Diff, DiffOptions, DiffVerdict, NotRetested, diff, unrelated};
 pub use evidence::{Evidence, SourceMap};
 pub use explain::{Explanation, explain, render_explanation};
 pub use kernel_id::KernelId;
+pub use render::sarif::Home;
 pub use run::*;
 
 /// Output formats for [`render`].
@@ -115,9 +116,20 @@ pub fn render_analysis(analysis: &Analysis, run: &Run, format: OutputFormat) -> 
     safe(match format {
         OutputFormat::Markdown => render::markdown::render(analysis, run),
         OutputFormat::Json => render::json::render(analysis, Some(run)),
-        OutputFormat::Sarif => render::sarif::render(analysis, Some(run)),
+        OutputFormat::Sarif => render::sarif::render(analysis, Some(run), &Home::default()),
         OutputFormat::Junit => render::junit::render(analysis, Some(run)),
     })
+}
+
+/// Renders a run's SARIF with links to Exhibit's documentation where `home` gives them.
+pub fn render_sarif(analysis: &Analysis, run: &Run, home: &Home) -> String {
+    safe(render::sarif::render(analysis, Some(run), home))
+}
+
+/// The rules, one section each under its id, for `docs/rules.md` (a SARIF rule's `helpUri`
+/// points at its section).
+pub fn render_rules() -> String {
+    render::rules_markdown::render()
 }
 
 /// The bench chart the Markdown report links to, or `None` when the run holds no timings.
@@ -174,7 +186,7 @@ pub fn render_diff(diff: &Diff, format: OutputFormat) -> String {
         OutputFormat::Sarif => {
             let mut all = diff.new.clone();
             all.extend(diff.perf_diagnoses.iter().cloned());
-            render::sarif::render_diagnoses(&all, None)
+            render::sarif::render_diagnoses(&all, None, &Home::default())
         }
         OutputFormat::Junit => {
             let mut all = diff.new.clone();

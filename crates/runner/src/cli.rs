@@ -84,7 +84,15 @@ pub enum Command {
         /// pull-request comment or `$GITHUB_STEP_SUMMARY`; Markdown only.
         #[arg(long)]
         summary: bool,
+        /// SARIF: Exhibit's home page, the driver's `informationUri`.
+        #[arg(long, env = "EXHIBIT_HOME", value_name = "URL")]
+        home: Option<String>,
+        /// SARIF: where `docs/rules.md` is served; each rule's `helpUri` is its section there.
+        #[arg(long, env = "EXHIBIT_RULES_URI", value_name = "URL")]
+        rules_uri: Option<String>,
     },
+    /// Print the rules the report applies, one section per rule id (`docs/rules.md`).
+    Rules,
     /// Diagnose raw logs with no run directory (exit 0 clean, 1 problems found).
     Explain {
         /// The logs: any tool output `runner parse` reads (ptxas, SASS, compute-sanitizer,
@@ -409,8 +417,22 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
             run_dir,
             format,
             summary,
-        }) => report(&run_dir, format, summary),
+            home,
+            rules_uri,
+        }) => report(
+            &run_dir,
+            format,
+            summary,
+            &report::Home {
+                information_uri: home,
+                rules_uri,
+            },
+        ),
         Some(Command::Pack { run_dir, min_bytes }) => pack(&run_dir, min_bytes),
+        Some(Command::Rules) => {
+            print(&report::render_rules())?;
+            Ok(Outcome::Clean)
+        }
         Some(Command::Parse {
             files,
             json,
@@ -943,7 +965,18 @@ fn report(
     run_dir: &std::path::Path,
     format: ReportFormat,
     summary: bool,
+    home: &report::Home,
 ) -> Result<Outcome, Error> {
+    for uri in [&home.information_uri, &home.rules_uri]
+        .into_iter()
+        .flatten()
+    {
+        if !(uri.starts_with("https://") || uri.starts_with("http://")) {
+            return Err(Error::Usage(format!(
+                "`{uri}`: SARIF wants an absolute http(s) URL for --home and --rules-uri"
+            )));
+        }
+    }
     if summary && format != ReportFormat::Md {
         return Err(Error::Usage(
             "--summary is a Markdown form: drop --format or give --format md".into(),
@@ -952,6 +985,8 @@ fn report(
     let evidence = crate::evidence::stored::load(run_dir)?;
     let text = if summary {
         report::render_summary(&evidence)
+    } else if format == ReportFormat::Sarif {
+        report::render_sarif(&report::analyze(&evidence), &evidence.run, home)
     } else {
         report::render(&evidence, format.into())
     };

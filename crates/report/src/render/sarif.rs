@@ -14,14 +14,26 @@ use crate::text::plain_text;
 /// The `partialFingerprints` key Exhibit's fingerprints go under.
 pub const FINGERPRINT_KEY: &str = "exhibitFingerprint/v1";
 
+/// Where Exhibit's own documentation lives, for the SARIF driver's `informationUri` and each
+/// rule's `helpUri`. The project has no fixed public address: whoever serves it says where (the
+/// GitHub Action derives it from the repository it was fetched from).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Home {
+    /// The tool's home page: the driver's `informationUri`.
+    pub information_uri: Option<String>,
+    /// The page listing the rules (`docs/rules.md` as served): each rule's `helpUri` is this
+    /// page at the rule's id.
+    pub rules_uri: Option<String>,
+}
+
 /// Renders the SARIF log, pretty-printed, with a trailing newline.
-pub fn render(a: &Analysis, run: Option<&Run>) -> String {
-    render_diagnoses(&a.diagnoses, run)
+pub fn render(a: &Analysis, run: Option<&Run>, home: &Home) -> String {
+    render_diagnoses(&a.diagnoses, run, home)
 }
 
 /// Renders a SARIF log of any diagnoses (a run's, or those `explain` found).
-pub fn render_diagnoses(diagnoses: &[Diagnosis], run: Option<&Run>) -> String {
-    let document = crate::render::json::strip(document(diagnoses, run));
+pub fn render_diagnoses(diagnoses: &[Diagnosis], run: Option<&Run>, home: &Home) -> String {
+    let document = crate::render::json::strip(document(diagnoses, run, home));
     let mut text = serde_json::to_string_pretty(&document)
         .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     text.push('\n');
@@ -29,7 +41,7 @@ pub fn render_diagnoses(diagnoses: &[Diagnosis], run: Option<&Run>) -> String {
 }
 
 /// The SARIF log as a value.
-pub fn document(diagnoses: &[Diagnosis], run: Option<&Run>) -> Value {
+pub fn document(diagnoses: &[Diagnosis], run: Option<&Run>, home: &Home) -> Value {
     let rules: Vec<Value> = RULES
         .iter()
         .map(|r| {
@@ -46,6 +58,14 @@ pub fn document(diagnoses: &[Diagnosis], run: Option<&Run>) -> Value {
                 && let Some(obj) = rule.as_object_mut()
             {
                 obj.insert("name".to_string(), json!(name));
+            }
+            if let Some(page) = &home.rules_uri
+                && let Some(obj) = rule.as_object_mut()
+            {
+                obj.insert(
+                    "helpUri".to_string(),
+                    json!(format!("{page}#{}", r.id.as_str())),
+                );
             }
             rule
         })
@@ -78,6 +98,13 @@ pub fn document(diagnoses: &[Diagnosis], run: Option<&Run>) -> Value {
                 json!({ "commit": git.commit, "dirty": git.dirty }),
             );
         }
+    }
+    if let Some(uri) = &home.information_uri
+        && let Some(driver) = sarif_run
+            .pointer_mut("/tool/driver")
+            .and_then(Value::as_object_mut)
+    {
+        driver.insert("informationUri".to_string(), json!(uri));
     }
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

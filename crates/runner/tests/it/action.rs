@@ -76,6 +76,13 @@ fn run_steps(project: &Project, out: &Path, store: &Path) -> Vec<(String, i32)> 
             .env("EXHIBIT_PIPELINE", "pipeline.yaml")
             .env("EXHIBIT_RUNNER", BIN)
             .env("GITHUB_REPOSITORY", "example/project")
+            .env("GITHUB_SERVER_URL", "https://github.example")
+            .env(
+                "GITHUB_ACTION_PATH",
+                "/home/ci/work/_actions/example-org/exhibit/v1",
+            )
+            .env_remove("EXHIBIT_HOME")
+            .env_remove("EXHIBIT_RULES_URI")
             .env("GITHUB_WORKFLOW", "exhibit")
             .env("GITHUB_BASE_REF", "main")
             .env("GITHUB_STEP_SUMMARY", out.join("step-summary.md"))
@@ -129,6 +136,19 @@ fn the_actions_steps_run_compare_with_the_base_and_keep_one_comment() {
         let text = std::fs::read_to_string(out.join(file)).unwrap_or_default();
         assert!(!text.is_empty(), "{file} is empty");
     }
+    // The SARIF links Exhibit's docs where the action was fetched from, at its ref.
+    let sarif: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("exhibit.sarif")).unwrap())
+            .expect("SARIF");
+    let driver = &sarif["runs"][0]["tool"]["driver"];
+    assert_eq!(
+        driver["informationUri"],
+        "https://github.example/example-org/exhibit"
+    );
+    assert_eq!(
+        driver["rules"][0]["helpUri"],
+        "https://github.example/example-org/exhibit/blob/v1/docs/rules.md#compile-error"
+    );
     let step_summary = std::fs::read_to_string(out.join("step-summary.md")).unwrap();
     assert!(step_summary.contains("**Verdict:**"), "{step_summary}");
     // Compared with the base branch's run, fetched through gh.
@@ -217,6 +237,8 @@ fn corpus_run(entry: &str, dir: &Path) -> PathBuf {
 fn runner_stdout(args: &[&std::ffi::OsStr]) -> String {
     let out = Command::new(BIN)
         .args(args)
+        .env_remove("EXHIBIT_HOME")
+        .env_remove("EXHIBIT_RULES_URI")
         .output()
         .expect("run the runner");
     assert!(
@@ -237,11 +259,16 @@ fn the_committed_ci_examples_are_what_todays_code_renders() {
     let base_dir = tempfile::tempdir().unwrap();
     let head = corpus_run("hecbench-adv-race-13ad568", head_dir.path());
     let base = corpus_run("hecbench-adv-race-fixed", base_dir.path());
+    // Linked as the action links them, at a stand-in address (`.ci/validate` uses the same).
     let report = |format: &str| {
         runner_stdout(&[
             "report".as_ref(),
             "--format".as_ref(),
             format.as_ref(),
+            "--home".as_ref(),
+            "https://github.com/example/exhibit".as_ref(),
+            "--rules-uri".as_ref(),
+            "https://github.com/example/exhibit/blob/main/docs/rules.md".as_ref(),
             head.as_os_str(),
         ])
     };

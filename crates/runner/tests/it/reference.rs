@@ -1499,3 +1499,76 @@ fn the_readmes_quoted_report_is_what_todays_code_renders() {
         );
     }
 }
+
+/// `docs/rules.md` is what `runner rules` prints today: a rule added, renamed or reworded fails
+/// here until the page is rewritten (`EXHIBIT_BLESS=1`).
+#[test]
+fn the_rules_page_is_what_runner_rules_prints() {
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("rules")
+        .output()
+        .expect("run the runner");
+    assert_eq!(out.status.code(), Some(0));
+    let printed = String::from_utf8(out.stdout).expect("UTF-8");
+    let page = repo().join("docs/rules.md");
+    if std::env::var_os("EXHIBIT_BLESS").is_some() {
+        std::fs::write(&page, &printed).expect("write docs/rules.md");
+    }
+    let committed = std::fs::read_to_string(&page).expect("docs/rules.md");
+    assert_eq!(
+        committed, printed,
+        "docs/rules.md drifted: EXHIBIT_BLESS=1 rewrites it"
+    );
+    let rules: Vec<&str> = printed
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .collect();
+    assert!(
+        rules.contains(&"shared-memory-race") && rules.len() >= 20,
+        "{rules:?}"
+    );
+}
+
+/// Given where Exhibit's documentation lives, the SARIF links its driver and every rule there;
+/// without it, neither (a link to nowhere is worse than none); a relative address is refused.
+#[test]
+fn sarif_links_the_driver_and_each_rule_to_the_home_it_is_given() {
+    let run = reference_run("faults.yaml");
+    let plain: Value = serde_json::from_str(&report(&run, "sarif")).expect("SARIF");
+    assert!(plain["runs"][0]["tool"]["driver"]["informationUri"].is_null());
+    let linked = report_with(
+        &run,
+        &[
+            "--format",
+            "sarif",
+            "--home",
+            "https://github.com/example/exhibit",
+            "--rules-uri",
+            "https://github.com/example/exhibit/blob/v1/docs/rules.md",
+        ],
+    );
+    let sarif: Value = serde_json::from_str(&linked).expect("SARIF");
+    let driver = &sarif["runs"][0]["tool"]["driver"];
+    assert_eq!(
+        driver["informationUri"],
+        "https://github.com/example/exhibit"
+    );
+    let rules = driver["rules"].as_array().expect("rules");
+    for rule in rules {
+        assert_eq!(
+            rule["helpUri"].as_str(),
+            Some(format!(
+                "https://github.com/example/exhibit/blob/v1/docs/rules.md#{}",
+                rule["id"].as_str().expect("id")
+            ))
+            .as_deref()
+        );
+    }
+    let refused = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["report", "--format", "sarif", "--home", "docs/rules.md"])
+        .arg(&run)
+        .output()
+        .expect("run the runner");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("absolute http(s) URL"));
+}
