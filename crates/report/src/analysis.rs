@@ -34,7 +34,7 @@ pub struct Analysis<'a> {
 impl<'a> Analysis<'a> {
     /// Diagnoses and judges already joined evidence.
     pub fn from_joined(joined: Joined<'a>) -> Analysis<'a> {
-        let drafts = crate::rules::draft_all(&joined);
+        let drafts = crate::drafting::draft_all(&joined);
         let mut diagnoses = crate::fold::fold(drafts, &crate::fold::Facts::of(&joined));
         let (experiments, launch_searches) = crate::experiment::of_run(&joined);
         crate::experiment::apply(&mut diagnoses, &experiments, joined.run);

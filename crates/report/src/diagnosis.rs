@@ -270,6 +270,32 @@ pub struct Draft {
     /// line, where the compiler replaced the access it traps for): the fold puts the place
     /// another build gives for the same fault there instead, and drops this note with it.
     pub stand_in: Option<StandIn>,
+    /// What an earlier rule's draft would make this one a repetition of: the registry
+    /// ([`crate::drafting`]) drops it when any holds. The rule states the condition; it never
+    /// reads another rule's drafts.
+    pub gives_way: Vec<GiveWay>,
+}
+
+/// A condition on the drafts of earlier rules (in [`crate::rules::RULES`]' order), each of the
+/// draft's own config, under which the draft gives way: a typed key the registry evaluates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GiveWay {
+    /// An error, in this kernel when one is named (an error naming no kernel counts for any).
+    Error(Option<crate::KernelId>),
+    /// An error in this kernel, unless a fault is located there: then this draft is that
+    /// fault's symptom, and the fold attaches it.
+    ErrorWithoutFault(crate::KernelId),
+    /// A fault located in the config.
+    Fault,
+    /// No fault located in the config: the draft stands only as a fault's symptom.
+    NoFault,
+    /// An error that rests on this log (relative to the run directory).
+    ErrorOnLog(String),
+    /// A warning of a rule that accounts for a kernel's time ([`crate::rules::Rule::accounts_for_time`]),
+    /// of this kernel when one is named.
+    TimeAccounted(Option<crate::KernelId>),
+    /// A draft of this rule for this kernel (or naming none).
+    Drafted(RuleId, crate::KernelId),
 }
 
 /// A draft's place that stands in for its fault's own ([`Draft::stand_in`]).
@@ -324,6 +350,7 @@ impl Draft {
             absorbs: false,
             hypothesis: None,
             stand_in: None,
+            gives_way: Vec::new(),
         }
     }
 

@@ -50,6 +50,7 @@ pub mod bisect;
 pub mod check_failure;
 mod diagnosis;
 pub mod diff;
+mod drafting;
 mod evidence;
 pub mod experiment;
 mod explain;

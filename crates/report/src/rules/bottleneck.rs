@@ -18,7 +18,7 @@
 use super::slow_kernel::{Scope, duration_us, metric, source_lines};
 use super::{Ctx, RuleId};
 use crate::KernelId;
-use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
+use crate::diagnosis::{Confidence, Draft, GiveWay, Level, SourceLocation};
 use crate::text::{md_code, relative_path};
 use serde_json::json;
 
@@ -101,16 +101,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             if !fma_work {
                 continue;
             }
-            let named = ctx.prior.iter().any(|d| {
-                d.rule == RuleId::SlowKernel
-                    && d.level == Level::Warning
-                    && d.config.as_deref() == config
-                    && d.kernel.as_deref() == Some(kernel.as_str())
-            });
             let done = out.iter().any(|d| {
                 d.config.as_deref() == config && d.kernel.as_deref() == Some(kernel.as_str())
             });
-            if named || done {
+            if done {
                 continue;
             }
             let scope = Scope { config, log: None };
@@ -247,6 +241,9 @@ fn draft(config: Option<&str>, kernel: &KernelId, at: &SourceLocation, key: Stri
     let mut d = Draft::new(RuleId::Bottleneck, Level::Warning, String::new());
     d.config = config.map(str::to_string);
     d.kernel = Some(kernel.to_string());
+    // A slow-kernel cause of the same kernel already says where its time goes.
+    d.gives_way
+        .push(GiveWay::TimeAccounted(Some(kernel.clone())));
     d.location = Some(at.clone());
     d.key = key;
     d.confidence = Confidence::Medium;
@@ -467,9 +464,8 @@ fn memory_bound(
     done: &[Draft],
 ) -> Option<Draft> {
     let j = ctx.joined;
-    let named = ctx.prior.iter().chain(done).any(|d| {
-        matches!(d.rule, RuleId::SlowKernel | RuleId::Bottleneck)
-            && d.level == Level::Warning
+    let named = done.iter().any(|d| {
+        d.level == Level::Warning
             && d.config.as_deref() == config
             && d.kernel.as_deref() == Some(kernel.as_str())
     });

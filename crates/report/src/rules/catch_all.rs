@@ -5,9 +5,16 @@
 use parsers::{FindingKind, Severity};
 
 use super::{Ctx, RuleId};
-use crate::diagnosis::{Confidence, Draft, Level, Scope, SourceLocation, Span};
+use crate::diagnosis::{Confidence, Draft, GiveWay, Level, Scope, SourceLocation, Span};
 use crate::join::kind_name;
 use crate::text::{md_text, scrub};
+
+/// Whether one of this rule's own drafts is an error an echo gives way to: not the variant of
+/// an exit record that stands only as a fault's symptom (the registry weighs that one against
+/// the faults themselves).
+fn own_error(d: &Draft) -> bool {
+    d.level == Level::Error && !d.gives_way.contains(&GiveWay::NoFault)
+}
 
 /// One draft per unexplained finding at error or warning severity; one compiler warning said at
 /// several lines of a config is one draft, its further lines as secondary spans.
@@ -22,27 +29,26 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if ctx.explained(index) || finding.severity == Severity::Info {
             continue;
         }
+        // What makes this finding an echo of a fault another draft names: the registry
+        // decides it for earlier rules' drafts, and this rule for its own.
+        let mut gives_way = Vec::new();
         // A harness symptom in a config whose fault another draft names is that fault's echo.
-        if super::is_harness_kind(finding.kind)
-            && ctx
-                .prior
-                .iter()
-                .chain(out.iter())
-                .any(|d| d.level == Level::Error && d.config == f.config)
-        {
-            continue;
+        if super::is_harness_kind(finding.kind) {
+            if out.iter().any(|d| own_error(d) && d.config == f.config) {
+                continue;
+            }
+            gives_way.push(GiveWay::Error(None));
         }
         // A host API error after a device fault another draft names is that fault's echo.
         if finding.kind == FindingKind::HostApiError
-            && (ctx.prior.iter().chain(out.iter()).any(|d| {
-                d.level == Level::Error
-                    && d.config == f.config
-                    && d.evidence
-                        .iter()
-                        .any(|e| j.source(f.source).is_some_and(|s| s.path == e.log))
-            }))
+            && let Some(log) = j.source(f.source).map(|s| s.path)
         {
-            continue;
+            if out.iter().any(|d| {
+                own_error(d) && d.config == f.config && d.evidence.iter().any(|e| e.log == log)
+            }) {
+                continue;
+            }
+            gives_way.push(GiveWay::ErrorOnLog(log.to_string()));
         }
         // The target process's exit status ("Error: process didn't terminate successfully") is
         // a symptom of the fault that ended it, never a root cause of its own.
@@ -53,7 +59,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .message
                 .contains("application returned an error code")
             || finding.kind == FindingKind::ToolError;
-        if exit_record && ctx.has_fault(f.config.as_deref(), None) {
+        if exit_record {
+            // The symptom of a fault located in its config; with none, a finding of its own.
             let mut d = Draft::new(
                 RuleId::SanitizerError,
                 Level::Error,
@@ -64,8 +71,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.bare = true;
             d.explains.push(index);
             d.evidence.push(ctx.finding_evidence(f));
+            d.gives_way = gives_way.clone();
+            d.gives_way.push(GiveWay::NoFault);
             out.push(d);
-            continue;
+            gives_way.push(GiveWay::Fault);
         }
         let tool = j
             .source(f.source)
@@ -112,6 +121,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             continue;
         }
         let mut d = Draft::new(RuleId::SanitizerError, level, title);
+        d.gives_way = gives_way;
         d.config = f.config.clone();
         (d.kernel, d.helpers) = ctx.kernel_site(f);
         d.location = location;

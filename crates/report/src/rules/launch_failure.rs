@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::{Ctx, RuleId, is_harness_kind};
-use crate::diagnosis::{Confidence, Draft, Level, Scope};
+use crate::diagnosis::{Confidence, Draft, GiveWay, Level, Scope};
 use crate::text::{md_code, md_text};
 
 /// One draft per config, kernel and error text.
@@ -320,10 +320,6 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
         }
         let kernel = &r.kernel;
         let config = r.config.as_deref();
-        let fault = ctx.has_fault(config, Some(kernel));
-        if !fault && ctx.has_error_for(config, Some(kernel)) {
-            continue;
-        }
         let error = crate::text::scrub(&error, &j.repo_files);
         if out.iter().any(|d| {
             d.config == r.config && d.kernel.as_deref() == Some(kernel.as_str()) && d.key == error
@@ -337,6 +333,7 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
         });
         d.config = r.config.clone();
         d.kernel = Some(kernel.to_string());
+        d.gives_way.push(GiveWay::ErrorWithoutFault(kernel.clone()));
         d.location = ctx.kernel_file(config);
         d.key = error.clone();
         let error = md_text(&error);

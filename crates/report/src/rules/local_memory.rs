@@ -5,7 +5,7 @@ use parsers::FindingKind;
 use serde_json::json;
 
 use super::{Ctx, RuleId};
-use crate::diagnosis::{Confidence, Draft, Level};
+use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
 
 /// One draft per launched kernel and config with spills or a stack frame used by LDL/STL.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -16,10 +16,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let config = view.config.as_deref();
         if ctx.debug_build(config) {
             // A -G build keeps every local in local memory: its frames are no finding.
-            continue;
-        }
-        if ctx.drafted(RuleId::WmmaLocalMemory, config, &view.name) {
-            // The local array of that root cause is the stack frame; one diagnosis says it.
             continue;
         }
         let stores = k.spill_store_bytes.unwrap_or(0);
@@ -45,6 +41,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let mut d = Draft::new(RuleId::RegisterSpills, Level::Warning, "");
         d.config = view.config.clone();
         d.kernel = Some(view.name.to_string());
+        // The local array of a fragment-on-local-memory fault is the stack frame: one
+        // diagnosis says it.
+        d.gives_way
+            .push(GiveWay::Drafted(RuleId::WmmaLocalMemory, view.name.clone()));
         d.arch = view.arch.clone();
         d.location = ctx.kernel_file(config);
         d.key = if spilled { "spills" } else { "local-array" }.to_string();

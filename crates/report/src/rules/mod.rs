@@ -100,6 +100,10 @@ pub struct Rule {
     pub absorbs: Option<(RuleId, Absorb)>,
     /// Whether its warnings are measured performance causes, which make a run Slow.
     pub slows: bool,
+    /// Whether its warning accounts for a kernel's time (where the time goes and why): a
+    /// later rule's draft that would only say the kernel is slow gives way to it
+    /// ([`GiveWay::TimeAccounted`]).
+    pub accounts_for_time: bool,
     /// The experiment its diagnoses call for, beyond a suggestion's own [`Draft::hypothesis`].
     pub proposes: Proposes,
 }
@@ -117,7 +121,7 @@ pub enum Proposes {
 
 /// Every rule, in the order they run and rank, one row per [`RuleId`] in its order. Later rules
 /// may ask which findings earlier ones explain ([`Ctx::explained`]), so a finding that a richer
-/// rule took is not drafted twice. `perf-regression` and
+/// rule took is not drafted twice; [`crate::drafting`] runs them. `perf-regression` and
 /// `perf-improvement` run in [`crate::diff()`], where two runs are compared.
 pub const RULES: &[Rule] = &[
     Rule {
@@ -132,6 +136,7 @@ pub const RULES: &[Rule] = &[
         run: Some(compile_error::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -148,6 +153,7 @@ pub const RULES: &[Rule] = &[
         run: Some(wmma_local::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -162,6 +168,7 @@ pub const RULES: &[Rule] = &[
         run: Some(shared_race::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Race,
     },
     Rule {
@@ -177,6 +184,7 @@ pub const RULES: &[Rule] = &[
         run: Some(out_of_bounds::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Tail,
     },
     Rule {
@@ -191,6 +199,7 @@ pub const RULES: &[Rule] = &[
         run: Some(uninitialized::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -205,6 +214,7 @@ pub const RULES: &[Rule] = &[
         run: Some(barrier::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -219,6 +229,7 @@ pub const RULES: &[Rule] = &[
         run: Some(misaligned::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -236,6 +247,7 @@ pub const RULES: &[Rule] = &[
         run: Some(launch_rejected::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -248,6 +260,7 @@ pub const RULES: &[Rule] = &[
         run: Some(repeated_launch::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -260,6 +273,7 @@ pub const RULES: &[Rule] = &[
         run: Some(wrong_output::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -272,6 +286,7 @@ pub const RULES: &[Rule] = &[
         run: Some(launch_failure::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -283,6 +298,7 @@ pub const RULES: &[Rule] = &[
         run: Some(local_memory::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -295,6 +311,7 @@ pub const RULES: &[Rule] = &[
         run: Some(occupancy::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -307,6 +324,7 @@ pub const RULES: &[Rule] = &[
         run: Some(tensor_cores::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -323,6 +341,7 @@ pub const RULES: &[Rule] = &[
         run: Some(slow_kernel::run),
         absorbs: Some((RuleId::OccupancyLimit, slow_kernel::absorb_occupancy_limit)),
         slows: true,
+        accounts_for_time: true,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -341,6 +360,7 @@ pub const RULES: &[Rule] = &[
         run: Some(bottleneck::run),
         absorbs: None,
         slows: true,
+        accounts_for_time: true,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -354,6 +374,7 @@ pub const RULES: &[Rule] = &[
         run: Some(slower_than_baseline::run),
         absorbs: None,
         slows: true,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -368,6 +389,7 @@ pub const RULES: &[Rule] = &[
         run: Some(check_failed::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -380,6 +402,7 @@ pub const RULES: &[Rule] = &[
         run: Some(host_api::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -393,6 +416,7 @@ pub const RULES: &[Rule] = &[
         run: Some(debug_build::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -405,6 +429,7 @@ pub const RULES: &[Rule] = &[
         run: Some(library_kernel::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -417,6 +442,7 @@ pub const RULES: &[Rule] = &[
         run: Some(catch_all::run),
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -429,6 +455,7 @@ pub const RULES: &[Rule] = &[
         run: None,
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
     Rule {
@@ -441,27 +468,28 @@ pub const RULES: &[Rule] = &[
         run: None,
         absorbs: None,
         slows: false,
+        accounts_for_time: false,
         proposes: Proposes::Hypothesis,
     },
 ];
 
-/// Runs every rule over the joined evidence, in the table's order: the drafts the fold
-/// ([`crate::fold`]) makes one diagnosis per root cause of.
-pub fn draft_all(joined: &Joined) -> Vec<Draft> {
-    let mut drafts: Vec<Draft> = Vec::new();
-    for rule in RULES {
-        if let Some(run) = rule.run {
-            let ctx = Ctx {
-                joined,
-                prior: &drafts,
-            };
-            let mut new = run(&ctx);
-            drafts.append(&mut new);
-        }
+impl Rule {
+    /// The rule's drafts over the joined evidence (none for a rule of two runs).
+    pub fn draft(&self, ctx: &Ctx) -> Vec<Draft> {
+        self.run.map(|run| run(ctx)).unwrap_or_default()
     }
-    // The test a finding came from, where its stage ran each test alone.
-    let ctx = Ctx { joined, prior: &[] };
-    for d in &mut drafts {
+}
+
+/// What every rule's drafts get from the evidence once the rules ran: the test a finding came
+/// from, where its stage ran each test alone, and the host line a launch came from, wherever
+/// a rule's findings carry Python frames.
+pub fn annotate(joined: &Joined, drafts: &mut [Draft]) {
+    let claimed = std::collections::BTreeSet::new();
+    let ctx = Ctx {
+        joined,
+        claimed: &claimed,
+    };
+    for d in drafts.iter_mut() {
         if !d.figures.contains_key("test")
             && let Some(test) = d
                 .explains
@@ -471,8 +499,7 @@ pub fn draft_all(joined: &Joined) -> Vec<Draft> {
             d.figures.insert("test".into(), json!(test));
         }
     }
-    // The host line a launch came from, wherever a rule's findings carry Python frames.
-    for d in &mut drafts {
+    for d in drafts.iter_mut() {
         if d.call_site.is_none() {
             d.call_site = d
                 .explains
@@ -481,7 +508,6 @@ pub fn draft_all(joined: &Joined) -> Vec<Draft> {
                 .find_map(|f| python_call_site(f.finding, &joined.repo_files));
         }
     }
-    drafts
 }
 
 /// Whether a draft is a fault of its own that symptoms may attach to: an error of a rule whose
@@ -490,10 +516,12 @@ pub fn is_fault(d: &Draft) -> bool {
     matches!(d.rule.role(), Role::SitedFault { .. }) && d.level == Level::Error
 }
 
-/// What a rule sees: the joined evidence and the drafts of the rules before it.
+/// What a rule sees: the joined evidence, and which findings earlier rules explain.
 pub struct Ctx<'j, 'a> {
     pub joined: &'j Joined<'a>,
-    pub prior: &'j [Draft],
+    /// The findings (indices into [`Joined::findings`]) earlier rules' drafts explain: a
+    /// finding is its first rule's.
+    pub claimed: &'j std::collections::BTreeSet<usize>,
 }
 
 /// Whether a draft's kernel is this kernel. A draft's kernel is text its rule wrote (mostly an
@@ -505,31 +533,7 @@ pub(crate) fn draft_kernel_is(draft_kernel: &str, kernel: &KernelId) -> bool {
 impl Ctx<'_, '_> {
     /// Whether an earlier rule already explains finding `index`.
     pub fn explained(&self, index: usize) -> bool {
-        self.prior.iter().any(|d| d.explains.contains(&index))
-    }
-
-    /// Whether an earlier rule produced an error-level draft for this config (and kernel, when
-    /// given).
-    pub fn has_error_for(&self, config: Option<&str>, kernel: Option<&KernelId>) -> bool {
-        self.prior.iter().any(|d| {
-            d.level == crate::Level::Error
-                && d.config.as_deref() == config
-                && match (kernel, &d.kernel) {
-                    (Some(k), Some(dk)) => draft_kernel_is(dk, k),
-                    _ => true,
-                }
-        })
-    }
-
-    /// Whether an earlier rule with id `rule` drafted for this config and kernel.
-    pub fn drafted(&self, rule: RuleId, config: Option<&str>, kernel: &KernelId) -> bool {
-        self.prior.iter().any(|d| {
-            d.rule == rule
-                && d.config.as_deref() == config
-                && d.kernel
-                    .as_deref()
-                    .is_none_or(|k| draft_kernel_is(k, kernel))
-        })
+        self.claimed.contains(&index)
     }
 
     /// The user's source line at a place, as the runner kept it when the unit that named the
@@ -561,20 +565,6 @@ impl Ctx<'_, '_> {
                 })
         });
         warned || flagged
-    }
-
-    /// Whether an earlier rule located a fault ([`Role::SitedFault`]) in this config, and in
-    /// this kernel when given: what decides whether a symptom is drafted as one (the fold
-    /// attaches it).
-    pub fn has_fault(&self, config: Option<&str>, kernel: Option<&KernelId>) -> bool {
-        self.prior.iter().any(|d| {
-            is_fault(d)
-                && d.config.as_deref() == config
-                && match (kernel, &d.kernel) {
-                    (Some(k), Some(dk)) => draft_kernel_is(dk, k),
-                    _ => true,
-                }
-        })
     }
 
     /// An error draft about finding `index` at the site a tool located: its config, kernel and

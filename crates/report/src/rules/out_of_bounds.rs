@@ -6,7 +6,7 @@ use parsers::{Access, FindingKind, MemorySpace};
 use serde_json::json;
 
 use super::{Ctx, RuleId, detail_u64};
-use crate::diagnosis::{Confidence, Draft, Level};
+use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
 use crate::text::{bytes, md_code, md_text};
 
 /// One draft per distinct invalid-access site.
@@ -760,8 +760,7 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
         let known = drafted
             .iter()
             .chain(out.iter())
-            .any(|d| d.config == r.config && d.kernel.as_deref().is_none_or(|k| *kernel == k))
-            || ctx.has_error_for(r.config.as_deref(), Some(kernel));
+            .any(|d| d.config == r.config && d.kernel.as_deref().is_none_or(|k| *kernel == k));
         if known {
             continue;
         }
@@ -772,6 +771,7 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
         );
         d.config = r.config.clone();
         d.kernel = Some(kernel.to_string());
+        d.gives_way.push(GiveWay::Error(Some(kernel.clone())));
         d.location = ctx.kernel_file(r.config.as_deref());
         d.key = "canary".into();
         d.confidence = Confidence::Medium;

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::{Ctx, RuleId};
 use crate::StageKind;
-use crate::diagnosis::{Confidence, Draft, EvidenceItem, Level};
+use crate::diagnosis::{Confidence, Draft, EvidenceItem, GiveWay, Level};
 use crate::text::{md_code, sig3};
 use crate::timings::TimingRow;
 
@@ -67,14 +67,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let slowest = slowest(&timings);
     let mut out = Vec::new();
     for (config, (row, slower)) in slowest {
-        let explained = ctx.prior.iter().any(|d| {
-            matches!(d.rule, RuleId::SlowKernel | RuleId::Bottleneck)
-                && d.level == Level::Warning
-                && d.config.as_deref() == config
-        });
-        if explained {
-            continue;
-        }
         let Some(base) = row.baseline.as_ref() else {
             continue;
         };
@@ -101,6 +93,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             ),
         );
         d.config = config.map(str::to_string);
+        // A profile's cause for this config says more than the comparison.
+        d.gives_way.push(GiveWay::TimeAccounted(None));
         d.key = "baseline".into();
         d.confidence = Confidence::High;
         d.figures

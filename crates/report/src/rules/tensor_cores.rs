@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::{Ctx, RuleId};
-use crate::diagnosis::{Confidence, Draft, Level};
+use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
 use crate::resources::ncu_summary;
 use crate::text::fixed;
 
@@ -18,9 +18,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let mut out = Vec::new();
     for view in j.target_kernels() {
         let config = view.config.as_deref();
-        if ctx.drafted(RuleId::WmmaLocalMemory, config, &view.name) {
-            continue;
-        }
         let tensor = view.tensor_instructions();
         let siblings: Vec<String> = j
             .kernels
@@ -54,6 +51,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let mut d = Draft::new(RuleId::TensorCoresIdle, Level::Warning, "");
         d.config = view.config.clone();
         d.kernel = Some(view.name.to_string());
+        // Fragments on local memory already say why its tensor cores are idle.
+        d.gives_way
+            .push(GiveWay::Drafted(RuleId::WmmaLocalMemory, view.name.clone()));
         d.arch = view.arch.clone();
         d.location = ctx.kernel_file(config);
         let mut signals = 0;
