@@ -27,6 +27,7 @@ use std::io::{self, BufRead};
 
 pub mod bench_json;
 mod csv_line;
+pub mod cuda;
 mod demangle;
 pub mod harness;
 mod junit;

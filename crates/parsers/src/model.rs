@@ -202,6 +202,25 @@ impl ThreadIndex {
     }
 }
 
+impl Finding {
+    /// Whether the record is only the target process's exit status as a tool reports it
+    /// (compute-sanitizer's "Error: process didn't terminate successfully", Nsight Compute's
+    /// "The application returned an error code"), or the tool's own error, which ends the run
+    /// the same way: a symptom of whatever ended the process.
+    pub fn is_exit_status(&self) -> bool {
+        self.kind == FindingKind::ToolError
+            || self
+                .message
+                .contains("process didn't terminate successfully")
+            || self.message.contains("application returned an error code")
+    }
+}
+
+/// Whether a raw line of a sanitizer record is a host backtrace frame (`Host Frame:`).
+pub fn is_host_frame_line(line: &str) -> bool {
+    line.contains("Host Frame:")
+}
+
 /// One distinct problem site, however many times the tool reported it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {

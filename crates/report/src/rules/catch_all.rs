@@ -52,14 +52,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         // The target process's exit status ("Error: process didn't terminate successfully") is
         // a symptom of the fault that ended it, never a root cause of its own.
-        let exit_record = finding
-            .message
-            .contains("process didn't terminate successfully")
-            || finding
-                .message
-                .contains("application returned an error code")
-            || finding.kind == FindingKind::ToolError;
-        if exit_record {
+        if finding.is_exit_status() {
             // The symptom of a fault located in its config; with none, a finding of its own.
             let mut d = Draft::new(
                 RuleId::SanitizerError,

@@ -4,6 +4,7 @@
 //! fault's error, and later kernels never ran: the first fault is the one to fix); and a call
 //! that rejected its arguments. Records no class covers are left to `sanitizer-error`.
 
+use parsers::cuda::{ApiCall, CudaError};
 use parsers::{Finding, FindingKind};
 use serde_json::json;
 
@@ -11,23 +12,6 @@ use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::FindingRef;
 use crate::text::plural;
-
-/// Errors that a device-side fault leaves in the context: every later call returns one.
-const STICKY: &[&str] = &[
-    "cudaErrorLaunchFailure",
-    "cudaErrorIllegalAddress",
-    "cudaErrorMisalignedAddress",
-    "cudaErrorIllegalInstruction",
-    "cudaErrorInvalidPc",
-    "cudaErrorHardwareStackError",
-    "cudaErrorAssert",
-    "cudaErrorLaunchTimeout",
-    "CUDA_ERROR_LAUNCH_FAILED",
-    "CUDA_ERROR_ILLEGAL_ADDRESS",
-    "CUDA_ERROR_MISALIGNED_ADDRESS",
-    "CUDA_ERROR_ILLEGAL_INSTRUCTION",
-    "CUDA_ERROR_ASSERT",
-];
 
 /// Device-side findings: a fault that leaves the context broken.
 fn is_device_fault(kind: FindingKind) -> bool {
@@ -68,11 +52,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .iter()
             .any(|f| f.source == source_index && is_device_fault(f.finding.kind));
         let error_name = |f: &FindingRef| detail(f.finding, "error_name").unwrap_or("").to_string();
+        let error =
+            |f: &FindingRef| CudaError::of_name(detail(f.finding, "error_name").unwrap_or(""));
+        let call_kind = |f: &FindingRef| detail(f.finding, "api_call").map(ApiCall::of_name);
 
         // The sticky cascade: a kernel faulted, and every later call reports its error.
         let sticky: Vec<&(usize, &FindingRef)> = host
             .iter()
-            .filter(|(_, f)| STICKY.contains(&error_name(f).as_str()))
+            .filter(|(_, f)| error(f) == CudaError::Sticky)
             .collect();
         if device_fault && !sticky.is_empty() {
             let calls: Vec<String> = sticky
@@ -112,23 +99,16 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         // A device memory allocation that failed, and the error calls that echo it.
         let allocation: Vec<&(usize, &FindingRef)> = host
             .iter()
-            .filter(|(i, f)| {
-                !ctx.explained(*i)
-                    && (error_name(f) == "cudaErrorMemoryAllocation"
-                        || error_name(f) == "CUDA_ERROR_OUT_OF_MEMORY")
-            })
+            .filter(|(i, f)| !ctx.explained(*i) && error(f) == CudaError::MemoryAllocation)
             .collect();
-        if let Some((_, first)) = allocation.iter().find(|(_, f)| {
-            detail(f.finding, "api_call")
-                .is_some_and(|c| c.contains("Malloc") || c.contains("MemAlloc"))
-        }) {
+        if let Some((_, first)) = allocation
+            .iter()
+            .find(|(_, f)| call_kind(f) == Some(ApiCall::Allocation))
+        {
             let call = detail(first.finding, "api_call").unwrap_or("cudaMalloc");
             let failed = allocation
                 .iter()
-                .filter(|(_, f)| {
-                    detail(f.finding, "api_call")
-                        .is_some_and(|c| c.contains("Malloc") || c.contains("MemAlloc"))
-                })
+                .filter(|(_, f)| call_kind(f) == Some(ApiCall::Allocation))
                 .map(|(_, f)| f.finding.count)
                 .sum::<u64>();
             let mut d = Draft::new(
@@ -175,19 +155,18 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .filter(|(i, f)| {
                 !ctx.explained(*i)
                     && matches!(
-                        error_name(f).as_str(),
-                        "cudaErrorInvalidValue"
-                            | "cudaErrorInvalidConfiguration"
-                            | "cudaErrorInvalidDevicePointer"
-                            | "cudaErrorInvalidMemcpyDirection"
-                            | "CUDA_ERROR_INVALID_VALUE"
+                        error(f),
+                        CudaError::InvalidValue
+                            | CudaError::InvalidConfiguration
+                            | CudaError::InvalidDevicePointer
+                            | CudaError::InvalidMemcpyDirection
                     )
             })
             .collect();
-        let echo = |call: &str| call.contains("GetLastError") || call.contains("PeekAtLastError");
+        let echo = |f: &FindingRef| call_kind(f) == Some(ApiCall::ErrorQuery);
         if let Some((_, first)) = invalid
             .iter()
-            .find(|(_, f)| detail(f.finding, "api_call").is_some_and(|c| !echo(c)))
+            .find(|(_, f)| call_kind(f).is_some_and(|c| c != ApiCall::ErrorQuery))
         {
             let call = detail(first.finding, "api_call").unwrap_or("a CUDA call");
             let name = error_name(first);
@@ -204,10 +183,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.confidence = Confidence::High;
             d.explains = invalid.iter().map(|(i, _)| *i).collect();
             d.evidence.push(ctx.finding_evidence(first));
-            let echoes = invalid
-                .iter()
-                .filter(|(_, f)| detail(f.finding, "api_call").is_some_and(echo))
-                .count();
+            let echoes = invalid.iter().filter(|(_, f)| echo(f)).count();
             d.explanation = format!(
                 "`{call}` returned {name} without doing its work. Unlike a kernel fault this \
                  error is not sticky: the context stays usable, and the next \
@@ -222,13 +198,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     String::new()
                 }
             );
-            d.fix = if call.contains("Launch") {
+            d.fix = if ApiCall::of_name(call) == ApiCall::Launch {
                 "Check the launch configuration: threads per block at most 1024 (and at most \
                  what the kernel's registers and `__launch_bounds__` allow), grid dimensions \
                  within the limits, dynamic shared memory within the default 48 KiB or the size \
                  set with `cudaFuncSetAttribute`."
                     .to_string()
-            } else if call.contains("Memcpy") || call.contains("Memset") {
+            } else if ApiCall::of_name(call) == ApiCall::Copy {
                 format!(
                     "Check the arguments of `{call}`: the byte count against both buffers, each \
                      pointer's kind (device or host) against the copy kind, and that neither \

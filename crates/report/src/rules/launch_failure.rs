@@ -1,6 +1,7 @@
 //! `launch-failure`: the harness could not launch the kernel, or a launch returned an error,
 //! and no earlier rule names a cause for that config and kernel.
 
+use parsers::cuda::CudaError;
 use serde_json::json;
 
 use super::{Ctx, RuleId, is_harness_kind};
@@ -353,8 +354,7 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
         }
         d.figures
             .insert("launched".into(), json!(r.result.launched));
-        let lower = error.to_lowercase();
-        if lower.contains("too many resources") || lower.contains("out of resources") {
+        if CudaError::of_launch_line(&error) == Some(CudaError::LaunchOutOfResources) {
             d.title = "Launch refused: too many resources requested".to_string();
             d.explanation = format!(
                 "The launch of `{kernel}` was refused ({error}): a block asks for more registers \

@@ -8,6 +8,7 @@
 //! arch's limits.
 
 use parsers::FindingKind;
+use parsers::cuda::CudaError;
 use serde_json::json;
 
 use super::{Ctx, RuleId};
@@ -38,35 +39,12 @@ enum Refusal {
 }
 
 impl Refusal {
-    fn of_error(name: &str) -> Option<Refusal> {
-        match name {
-            "cudaErrorInvalidValue" | "CUDA_ERROR_INVALID_VALUE" => Some(Refusal::InvalidValue),
-            "cudaErrorInvalidConfiguration" => Some(Refusal::InvalidConfiguration),
-            "cudaErrorLaunchOutOfResources" | "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" => {
-                Some(Refusal::OutOfResources)
-            }
+    fn of(error: CudaError) -> Option<Refusal> {
+        match error {
+            CudaError::InvalidValue => Some(Refusal::InvalidValue),
+            CudaError::InvalidConfiguration => Some(Refusal::InvalidConfiguration),
+            CudaError::LaunchOutOfResources => Some(Refusal::OutOfResources),
             _ => None,
-        }
-    }
-
-    /// The class a program's error line names, when it names a launch's refusal.
-    fn of_text(text: &str) -> Option<Refusal> {
-        let t = text.to_ascii_lowercase();
-        if t.contains("too many resources requested for launch")
-            || t.contains("launchoutofresources")
-            || t.contains("launch_out_of_resources")
-        {
-            Some(Refusal::OutOfResources)
-        } else if t.contains("invalid configuration argument")
-            || t.contains("cudaerrorinvalidconfiguration")
-        {
-            Some(Refusal::InvalidConfiguration)
-        } else if (t.contains("invalid argument") || t.contains("cudaerrorinvalidvalue"))
-            && (t.contains("getlasterror") || t.contains("launch") || t.contains("peekatlasterror"))
-        {
-            Some(Refusal::InvalidValue)
-        } else {
-            None
         }
     }
 
@@ -120,7 +98,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             }
             let detail = |k: &str| f.finding.details.get(k).and_then(|v| v.as_str());
             let at_launch = detail("api_call").is_some_and(|c| LAUNCH_CALLS.contains(&c));
-            let class = detail("error_name").and_then(Refusal::of_error);
+            let class = detail("error_name").and_then(|name| Refusal::of(CudaError::of_name(name)));
             match class {
                 Some(class) if at_launch => {
                     refusal.get_or_insert(class);
@@ -149,7 +127,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .and_then(|s| s.failure.as_deref())
                 .or(stage.reason.as_deref())
                 .unwrap_or("");
-            if let Some(class) = Refusal::of_text(reason) {
+            if let Some(class) = CudaError::of_launch_line(reason).and_then(Refusal::of) {
                 refusal.get_or_insert(class);
                 program_line.get_or_insert_with(|| reason.to_string());
             }

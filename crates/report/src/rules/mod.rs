@@ -807,10 +807,13 @@ impl Ctx<'_, '_> {
     /// Raw lines as a report quotes them: scrubbed, host frames left out (the device side is
     /// the evidence), at most [`MAX_EXCERPT`]; what is left out is counted.
     pub fn excerpt(&self, lines: &[String]) -> Vec<String> {
-        let host = lines.iter().filter(|l| l.contains("Host Frame:")).count();
+        let host = lines
+            .iter()
+            .filter(|l| parsers::is_host_frame_line(l))
+            .count();
         let kept: Vec<&String> = lines
             .iter()
-            .filter(|l| !l.contains("Host Frame:"))
+            .filter(|l| !parsers::is_host_frame_line(l))
             .collect();
         let mut out: Vec<String> = kept
             .iter()
