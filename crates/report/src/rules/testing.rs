@@ -18,7 +18,7 @@ use parsers::{Format, ParsedLog, Severity, Tool};
 use super::{Ctx, RuleId};
 use crate::diagnosis::Draft;
 use crate::{
-    Environment, Evidence, Log, Run, Stage, StageKind, StageStatus, TargetKind, Unit, Wrapper,
+    Environment, Evidence, Gpu, Log, Run, Stage, StageKind, StageStatus, TargetKind, Unit, Wrapper,
 };
 
 /// A run under construction: its stages, each with one log, and the files it read.
@@ -27,6 +27,7 @@ pub struct Case {
     stages: Vec<Stage>,
     logs: BTreeMap<String, ParsedLog>,
     inputs: Vec<String>,
+    gpus: Vec<Gpu>,
 }
 
 impl Case {
@@ -99,6 +100,30 @@ impl Case {
         self
     }
 
+    /// Another log of the last stage, of `format` (a profile's source page beside its details
+    /// page).
+    pub fn also(mut self, format: Format, text: &str) -> Case {
+        let stage = self.stages.last_mut().expect("a stage to add a log to");
+        let path = format!("{}.{}.log", stage.logs[0].path, stage.logs.len());
+        stage.logs.push(Log {
+            path: path.clone(),
+            format: Some(format),
+        });
+        self.logs.insert(path, parsers::parse(format, text));
+        self
+    }
+
+    /// The GPU the run recorded: its name, SM count and compute capability (`9.0`).
+    pub fn gpu(mut self, name: &str, sm_count: u32, compute_capability: &str) -> Case {
+        self.gpus.push(Gpu {
+            name: name.to_string(),
+            sm_count: Some(sm_count),
+            compute_capability: Some(compute_capability.to_string()),
+            ..Gpu::default()
+        });
+        self
+    }
+
     /// Changes the last stage's record: what its unit ran, how it ended.
     pub fn stage(mut self, change: impl FnOnce(&mut Stage)) -> Case {
         let stage = self.stages.last_mut().expect("a stage to change");
@@ -128,7 +153,10 @@ impl Case {
             finished: Some("2026-11-22T02:47:00Z".to_string()),
             interrupted: false,
             git: None,
-            environment: Environment::default(),
+            environment: Environment {
+                gpus: self.gpus.clone(),
+                ..Environment::default()
+            },
             inputs: self
                 .inputs
                 .iter()
@@ -150,9 +178,14 @@ impl Case {
 
     /// What `rule` drafts from the run's evidence, run alone: no earlier rule's drafts.
     pub fn drafts(&self, rule: RuleId) -> Vec<Draft> {
+        self.drafts_of(rule.rule().run.expect("a rule that runs on one run"))
+    }
+
+    /// What a rule's function (or a part of one, such as a cause `slow-kernel` drafts through
+    /// a module of its own) drafts from the run's evidence, with no earlier rule's drafts.
+    pub fn drafts_of(&self, run: impl Fn(&Ctx) -> Vec<Draft>) -> Vec<Draft> {
         let evidence = self.evidence();
         let joined = crate::join::join(&evidence);
-        let run = rule.rule().run.expect("a rule that runs on one run");
         run(&Ctx {
             joined: &joined,
             prior: &[],
