@@ -130,3 +130,68 @@ fn at_syncwarp(finding: &Finding) -> bool {
             .iter()
             .any(|f| f.function.as_deref().is_some_and(named))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture, place};
+    use crate::{Level, StageKind};
+
+    /// synccheck on `syncdiv.cu warp` (`compute-sanitizer/synccheck_syncdiv_warp.log`): a
+    /// `__syncthreads()` at line 12 that only part of a warp reaches.
+    #[test]
+    fn fires_on_a_barrier_only_part_of_a_warp_reaches() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Synccheck,
+                    "release",
+                    "sm_90",
+                    parsers_fixture!("compute-sanitizer/synccheck_syncdiv_warp.log"),
+                )
+                .drafts(RuleId::DivergentBarrier),
+        );
+        assert_eq!(d.rule, RuleId::DivergentBarrier);
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(d.key, "warp");
+        assert_eq!(d.kernel.as_deref(), Some("divergent_barrier"));
+        assert_eq!(place(&d).as_deref(), Some("syncdiv.cu:12"));
+        assert!(d.figures["records"].as_u64().is_some_and(|n| n > 1));
+    }
+
+    /// synccheck on `issue12/syncwarp_mask.cu` (`compute-sanitizer/synccheck_syncwarp_mask.log`):
+    /// "Invalid arguments" at `__syncwarp`, called by `half_sync` at line 18.
+    #[test]
+    fn fires_on_a_syncwarp_mask_that_leaves_out_lanes_that_call_it() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Synccheck,
+                    "release",
+                    "sm_90",
+                    parsers_fixture!("compute-sanitizer/synccheck_syncwarp_mask.log"),
+                )
+                .drafts(RuleId::DivergentBarrier),
+        );
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(d.key, "syncwarp-mask");
+        assert_eq!(d.figures["barrier"], "__syncwarp");
+        assert_eq!(d.kernel.as_deref(), Some("half_sync"));
+        assert_eq!(place(&d).as_deref(), Some("syncwarp_mask.cu:18"));
+    }
+
+    /// synccheck on `syncwarp_mask.cu` with a full mask
+    /// (`compute-sanitizer/synccheck_syncwarp_clean.log`): 0 errors.
+    #[test]
+    fn stays_silent_on_a_clean_synccheck_log() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Synccheck,
+                "release",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/synccheck_syncwarp_clean.log"),
+            )
+            .drafts(RuleId::DivergentBarrier);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

@@ -780,3 +780,72 @@ mod tests {
         assert_eq!(classify("stall_not_selected", 50.0, 10.0), None);
     }
 }
+
+#[cfg(test)]
+mod rule_tests {
+    use parsers::Format;
+
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, place, repo_file};
+    use crate::{Level, StageKind};
+
+    /// The slow-reduction example's `shuffle2` config on an H100, from its reference run
+    /// (`examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/shuffle2/sm_90/`):
+    /// `block_sum` at 70.8% of DRAM bandwidth, a few bytes read per thread, and no ncu rule
+    /// naming a cause.
+    #[test]
+    fn fires_on_a_reduction_below_the_dram_bandwidth_with_too_little_work_per_thread() {
+        let d = only(
+            Case::new()
+                .log_as(
+                    StageKind::Profile,
+                    "shuffle2",
+                    "sm_90",
+                    Format::NcuCsv,
+                    repo_file!(
+                        "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/shuffle2/sm_90/ncu.csv"
+                    ),
+                )
+                .also(
+                    Format::NcuSource,
+                    repo_file!(
+                        "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/shuffle2/sm_90/source.csv"
+                    ),
+                )
+                .input("src/sum.cu")
+                .gpu("NVIDIA H100 80GB HBM3", 132, "9.0")
+                .drafts(RuleId::Bottleneck),
+        );
+        assert_eq!(d.rule, RuleId::Bottleneck);
+        assert_eq!(d.level, Level::Warning);
+        assert_eq!(d.kernel.as_deref(), Some("block_sum"));
+        assert_eq!(place(&d).as_deref(), Some("src/sum.cu:63"));
+        assert!(d.title.contains("70.8% of DRAM bandwidth"), "{}", d.title);
+    }
+
+    /// The same example's `fast` config (`profile/fast/sm_90/`): `block_sum` reading at the
+    /// DRAM bandwidth, fast enough.
+    #[test]
+    fn stays_silent_on_the_reduction_that_runs_at_the_dram_bandwidth() {
+        let drafts = Case::new()
+            .log_as(
+                StageKind::Profile,
+                "fast",
+                "sm_90",
+                Format::NcuCsv,
+                repo_file!(
+                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/ncu.csv"
+                ),
+            )
+            .also(
+                Format::NcuSource,
+                repo_file!(
+                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/source.csv"
+                ),
+            )
+            .input("src/sum.cu")
+            .gpu("NVIDIA H100 80GB HBM3", 132, "9.0")
+            .drafts(RuleId::Bottleneck);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

@@ -200,3 +200,49 @@ fn line_list(lines: &[SourceLocation]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture};
+    use crate::{Level, StageKind};
+
+    /// memcheck on `leak.cu` (`compute-sanitizer/memcheck_leak.log`): 1,024 bytes allocated and
+    /// never freed, a finding no other rule takes.
+    #[test]
+    fn fires_on_a_leak_no_other_rule_explains() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Memcheck,
+                    "release",
+                    "sm_90",
+                    parsers_fixture!("compute-sanitizer/memcheck_leak.log"),
+                )
+                .drafts(RuleId::SanitizerError),
+        );
+        assert_eq!(d.rule, RuleId::SanitizerError);
+        assert_eq!(d.level, Level::Warning);
+        assert_eq!(d.title, "Device memory leak");
+        assert_eq!(d.config.as_deref(), Some("release"));
+        // A leak is the process's, at no kernel or line.
+        assert_eq!(d.kernel, None);
+        assert_eq!(d.location, None);
+        assert!(d.explanation.contains("1,024 bytes"), "{}", d.explanation);
+    }
+
+    /// memcheck on `clean.cu` (`compute-sanitizer/memcheck_clean.log`): the program's own lines
+    /// and 0 errors.
+    #[test]
+    fn stays_silent_on_a_clean_memcheck_log() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Memcheck,
+                "release",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/memcheck_clean.log"),
+            )
+            .drafts(RuleId::SanitizerError);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

@@ -170,3 +170,55 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture, place};
+    use crate::{Level, StageKind};
+
+    /// GoogleTest's JUnit XML of `programs/junit/softmax_test.cc` (`junit/gtest.xml`):
+    /// `Shapes/TailTile.MatchesReference/2` (n=200) fails its assertion at line 39; the other
+    /// cases pass or are skipped.
+    #[test]
+    fn fires_on_the_one_failing_test_of_a_junit_report_at_its_line() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Check,
+                    "default",
+                    "sm_90",
+                    parsers_fixture!("junit/gtest.xml"),
+                )
+                .drafts(RuleId::CheckFailed),
+        );
+        assert_eq!(d.rule, RuleId::CheckFailed);
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(d.config.as_deref(), Some("default"));
+        assert_eq!(d.kernel, None);
+        // The capture's build directory is outside the repository: redacted.
+        assert_eq!(place(&d).as_deref(), Some("<abs>/softmax_test.cc:39"));
+        assert!(
+            d.figures["test"]
+                .as_str()
+                .is_some_and(|t| t.contains("MatchesReference/2")),
+            "{:?}",
+            d.figures
+        );
+    }
+
+    /// The built-in harness's check of the clean attention kernel
+    /// (`harness/check_attention.json`): its comparison with the CPU reference passed.
+    #[test]
+    fn stays_silent_on_a_check_that_passed() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Check,
+                "default",
+                "sm_90",
+                parsers_fixture!("harness/check_attention.json"),
+            )
+            .drafts(RuleId::CheckFailed);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

@@ -37,3 +37,52 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture, place};
+    use crate::{Level, StageKind};
+
+    /// nvcc 13.0 on `compile_error.cu` (`crates/parsers/fixtures/ptxas/nvcc13.0_compile_error.log`):
+    /// `identifier "undeclared_scale" is undefined` at line 3.
+    #[test]
+    fn fires_at_the_line_nvcc_names_for_an_undeclared_identifier() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Compile,
+                    "release",
+                    "sm_90",
+                    parsers_fixture!("ptxas/nvcc13.0_compile_error.log"),
+                )
+                .input("crates/parsers/fixtures/programs/compile_error.cu")
+                .drafts(RuleId::CompileError),
+        );
+        assert_eq!(d.rule, RuleId::CompileError);
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(d.config.as_deref(), Some("release"));
+        // nvcc's front end names no kernel for an error outside one's signature.
+        assert_eq!(d.kernel, None);
+        assert_eq!(
+            place(&d).as_deref(),
+            Some("crates/parsers/fixtures/programs/compile_error.cu:3")
+        );
+        assert!(d.title.contains("undeclared_scale"), "{}", d.title);
+    }
+
+    /// nvcc 13.0 on `clean.cu` (`ptxas/nvcc13.0_clean.log`): ptxas's resource lines and no
+    /// error.
+    #[test]
+    fn stays_silent_on_a_build_that_succeeded() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Compile,
+                "release",
+                "sm_90",
+                parsers_fixture!("ptxas/nvcc13.0_clean.log"),
+            )
+            .drafts(RuleId::CompileError);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

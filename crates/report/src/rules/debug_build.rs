@@ -56,3 +56,50 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 pub fn is_debug_warning(f: &parsers::Finding) -> bool {
     f.kind == FindingKind::DebugBuild
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture};
+    use crate::{Level, StageKind};
+
+    /// nvcc 13.0 with `-G -lineinfo` on `wmma_local.cu` (`ptxas/device_wmma_local_debug.log`):
+    /// "'--device-debug (-G)' overrides '--generate-line-info (-lineinfo)'".
+    #[test]
+    fn fires_on_a_config_the_compiler_says_was_built_with_dash_g() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Compile,
+                    "debug",
+                    "sm_90",
+                    parsers_fixture!("ptxas/device_wmma_local_debug.log"),
+                )
+                .drafts(RuleId::DebugBuild),
+        );
+        assert_eq!(d.rule, RuleId::DebugBuild);
+        assert_eq!(d.level, Level::Note);
+        assert_eq!(d.config.as_deref(), Some("debug"));
+        assert_eq!(d.kernel, None);
+        assert_eq!(d.location, None);
+        assert_eq!(d.key, "-G");
+        // The compiler's warning is its evidence, and what it explains.
+        assert_eq!(d.explains.len(), 1, "{:?}", d.explains);
+        assert_eq!(d.evidence.len(), 1);
+    }
+
+    /// The same kernel built without `-G` (`ptxas/device_wmma_local.log`): a stack frame, and
+    /// no word of a debug build.
+    #[test]
+    fn stays_silent_on_a_release_build_of_the_same_kernel() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Compile,
+                "release",
+                "sm_90",
+                parsers_fixture!("ptxas/device_wmma_local.log"),
+            )
+            .drafts(RuleId::DebugBuild);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

@@ -218,3 +218,67 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture};
+    use crate::{Level, StageKind};
+
+    /// memcheck on `issue12/malloc_fail.cu huge` (`compute-sanitizer/memcheck_malloc_fail_huge.log`):
+    /// `cudaMalloc` of 1 PiB returns `cudaErrorMemoryAllocation`.
+    #[test]
+    fn fires_on_a_device_allocation_that_failed() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Memcheck,
+                    "release",
+                    "sm_90",
+                    parsers_fixture!("compute-sanitizer/memcheck_malloc_fail_huge.log"),
+                )
+                .drafts(RuleId::HostApiError),
+        );
+        assert_eq!(d.rule, RuleId::HostApiError);
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(d.key, "allocation");
+        assert_eq!(d.kernel, None);
+        assert_eq!(d.location, None);
+        assert_eq!(d.figures["failed_allocations"], 1);
+        assert!(d.title.contains("cudaErrorMemoryAllocation"), "{}", d.title);
+    }
+
+    /// memcheck on `issue12/sticky.cu` (`compute-sanitizer/memcheck_sticky.log`): a kernel
+    /// writes through a null pointer, and every later call returns its error.
+    #[test]
+    fn fires_on_the_calls_that_fail_after_a_kernel_fault_as_its_symptom() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Memcheck,
+                "release",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/memcheck_sticky.log"),
+            )
+            .drafts(RuleId::HostApiError);
+        let d = only(drafts);
+        assert_eq!(d.key, "sticky");
+        assert_eq!(d.level, Level::Error);
+        assert!(d.symptom_of.is_some());
+        assert!(d.figures["failed_calls"].as_u64().is_some_and(|n| n > 0));
+    }
+
+    /// memcheck on `leak.cu` (`compute-sanitizer/memcheck_leak.log`): a leak, a finding of
+    /// another kind, and no failed API call.
+    #[test]
+    fn stays_silent_on_a_leak_with_no_failed_call() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Memcheck,
+                "release",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/memcheck_leak.log"),
+            )
+            .drafts(RuleId::HostApiError);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

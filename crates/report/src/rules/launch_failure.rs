@@ -434,3 +434,50 @@ fn sanitizer_coverage(ctx: &Ctx, config: Option<&str>, failed: &parsers::harness
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture};
+    use crate::{Level, StageKind};
+
+    /// The harness's stress run of the `wmma_local_q` attention build
+    /// (`harness/stress_wmma_local_q.json`): the first launch ends in
+    /// `CUDA_ERROR_LAUNCH_FAILED`.
+    #[test]
+    fn fires_on_a_harness_launch_that_returned_an_error() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Stress,
+                    "wmma_local_q",
+                    "sm_90",
+                    parsers_fixture!("harness/stress_wmma_local_q.json"),
+                )
+                .drafts(RuleId::LaunchFailure),
+        );
+        assert_eq!(d.rule, RuleId::LaunchFailure);
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(d.config.as_deref(), Some("wmma_local_q"));
+        assert_eq!(d.kernel.as_deref(), Some("attention_fwd_f16"));
+        // No compile stage: no source file to point at.
+        assert_eq!(d.location, None);
+        assert_eq!(d.figures["launched"], true);
+        assert!(d.key.contains("CUDA_ERROR_LAUNCH_FAILED"), "{}", d.key);
+    }
+
+    /// The harness's check of the clean attention kernel (`harness/check_attention.json`):
+    /// launched, no error.
+    #[test]
+    fn stays_silent_on_a_launch_that_succeeded() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Check,
+                "clean",
+                "sm_90",
+                parsers_fixture!("harness/check_attention.json"),
+            )
+            .drafts(RuleId::LaunchFailure);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

@@ -341,3 +341,50 @@ fn call_site(line: &str, repo_files: &[String]) -> Option<SourceLocation> {
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture};
+    use crate::{Level, StageKind};
+
+    /// memcheck on `issue12/invalid_args.cu config` (`compute-sanitizer/memcheck_invalid_config.log`):
+    /// `fill<<<1, 2048>>>` is refused with `cudaErrorInvalidValue` at `cudaLaunchKernel`.
+    #[test]
+    fn fires_on_a_launch_the_runtime_refused_with_invalid_argument() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Memcheck,
+                    "config",
+                    "sm_90",
+                    parsers_fixture!("compute-sanitizer/memcheck_invalid_config.log"),
+                )
+                .drafts(RuleId::LaunchRejected),
+        );
+        assert_eq!(d.rule, RuleId::LaunchRejected);
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(d.config.as_deref(), Some("config"));
+        // No build in the run: which kernel the refused launch was is not known.
+        assert_eq!(d.kernel, None);
+        assert_eq!(d.location, None);
+        // The refused launch and the `cudaGetLastError` that read it back.
+        assert_eq!(d.explains.len(), 2, "{:?}", d.explains);
+        assert!(d.title.contains("invalid argument"), "{}", d.title);
+    }
+
+    /// memcheck on `issue12/invalid_args.cu value` (`compute-sanitizer/memcheck_invalid_value.log`):
+    /// the same error, at `cudaMemcpy`: no launch was refused.
+    #[test]
+    fn stays_silent_on_the_same_error_at_a_copy() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Memcheck,
+                "value",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/memcheck_invalid_value.log"),
+            )
+            .drafts(RuleId::LaunchRejected);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

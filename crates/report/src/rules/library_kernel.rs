@@ -168,3 +168,52 @@ mod tests {
         assert_eq!(exclusion_pattern(&[&c, &d]), "sm90_xmma_gemm_f16f16_f32_tn");
     }
 }
+
+#[cfg(test)]
+mod rule_tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture, repo_file};
+    use crate::{Level, StageKind};
+
+    /// racecheck on the program-model example's `correct` config, a PyTorch extension checked
+    /// against SDPA (`examples/program-model/reference/artifacts/20261127T061006Z-68e4bf99/racecheck/correct/sm_90/racecheck.log`):
+    /// 64 hazards inside cuDNN's flash-attention kernel, none in the extension's own.
+    #[test]
+    fn fires_on_hazards_inside_cudnns_attention_kernel() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Racecheck,
+                    "correct",
+                    "sm_90",
+                    repo_file!(
+                        "examples/program-model/reference/artifacts/20261127T061006Z-68e4bf99/racecheck/correct/sm_90/racecheck.log"
+                    ),
+                )
+                .drafts(RuleId::LibraryKernel),
+        );
+        assert_eq!(d.rule, RuleId::LibraryKernel);
+        assert_eq!(d.level, Level::Note);
+        assert_eq!(d.key, "cuDNN");
+        // A note about the library: no kernel or place of the program's.
+        assert_eq!(d.kernel, None);
+        assert_eq!(d.location, None);
+        assert_eq!(d.figures["hazards"], 64);
+        assert_eq!(d.figures["kernels"], 1);
+    }
+
+    /// racecheck on `race.cu` (`compute-sanitizer/racecheck_race.log`): a race in the program's
+    /// own `reverse_tile`, which is `shared-memory-race`'s.
+    #[test]
+    fn stays_silent_on_a_race_in_the_programs_own_kernel() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Racecheck,
+                "release",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/racecheck_race.log"),
+            )
+            .drafts(RuleId::LibraryKernel);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

@@ -162,3 +162,51 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture};
+    use crate::{Level, StageKind};
+
+    /// nvcc 13.0 with `-maxrregcount=16` on `spill.cu` (`ptxas/nvcc13.0_spill_maxrreg16.log`):
+    /// `many_live_values` at 24 registers spills 660 bytes of stores and 692 of loads.
+    #[test]
+    fn fires_on_a_kernel_that_spills_under_a_register_cap() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Compile,
+                    "maxrreg16",
+                    "sm_90",
+                    parsers_fixture!("ptxas/nvcc13.0_spill_maxrreg16.log"),
+                )
+                .stage(|s| s.unit.max_registers = Some(16))
+                .drafts(RuleId::RegisterSpills),
+        );
+        assert_eq!(d.rule, RuleId::RegisterSpills);
+        assert_eq!(d.level, Level::Warning);
+        assert_eq!(d.key, "spills");
+        assert_eq!(d.kernel.as_deref(), Some("many_live_values"));
+        // The build records no source file.
+        assert_eq!(d.location, None);
+        assert_eq!(d.figures["spill_store_bytes"], 660);
+        assert_eq!(d.figures["spill_load_bytes"], 692);
+        assert!(d.figures.contains_key("maxrregcount"), "{:?}", d.figures);
+    }
+
+    /// nvcc 13.0 on the same `spill.cu` without a cap (`ptxas/nvcc13.0_spill_default.log`):
+    /// 48 and 72 registers, no spill, no stack frame.
+    #[test]
+    fn stays_silent_on_the_same_kernels_built_without_a_cap() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Compile,
+                "default",
+                "sm_90",
+                parsers_fixture!("ptxas/nvcc13.0_spill_default.log"),
+            )
+            .drafts(RuleId::RegisterSpills);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

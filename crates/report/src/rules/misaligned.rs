@@ -57,3 +57,47 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture, place};
+    use crate::{Level, StageKind};
+
+    /// memcheck on `misaligned.cu global` (`compute-sanitizer/memcheck_misaligned_global.log`):
+    /// 4-byte reads at `base + 2`, misaligned, at line 9.
+    #[test]
+    fn fires_on_a_four_byte_global_read_at_an_odd_address() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Memcheck,
+                    "release",
+                    "sm_90",
+                    parsers_fixture!("compute-sanitizer/memcheck_misaligned_global.log"),
+                )
+                .drafts(RuleId::MisalignedAccess),
+        );
+        assert_eq!(d.rule, RuleId::MisalignedAccess);
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(d.title, "Misaligned global read");
+        assert_eq!(d.kernel.as_deref(), Some("misaligned_global"));
+        assert_eq!(place(&d).as_deref(), Some("misaligned.cu:9"));
+        assert!(d.fix.contains("multiples of 4 bytes"), "{}", d.fix);
+    }
+
+    /// memcheck on `oob.cu` (`compute-sanitizer/memcheck_oob_write.log`): a write past the end
+    /// of a buffer, aligned: another rule's finding.
+    #[test]
+    fn stays_silent_on_an_aligned_out_of_bounds_write() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Memcheck,
+                "release",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/memcheck_oob_write.log"),
+            )
+            .drafts(RuleId::MisalignedAccess);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

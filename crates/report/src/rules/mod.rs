@@ -32,6 +32,8 @@ mod slow_kernel;
 pub(crate) mod slower_than_baseline;
 mod tensor_cores;
 mod tensor_path;
+#[cfg(test)]
+mod testing;
 mod uninitialized;
 mod wmma_local;
 mod wrong_output;

@@ -192,3 +192,72 @@ fn ctx_max_warps(arch: &str) -> u32 {
         .map(|l| l.max_warps_per_sm())
         .unwrap_or(64)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, repo_file};
+    use crate::{Level, StageKind};
+
+    /// The `regs` config of the slow-kernels reference run
+    /// (`examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a`): ptxas gives
+    /// `poly` 255 registers (`build/regs/sm_90/stderr.log`), and ncu measured its launch's block
+    /// size (`profile/regs/sm_90/ncu.csv`).
+    #[test]
+    fn fires_on_a_kernel_whose_registers_bind_its_blocks_per_sm() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Compile,
+                    "regs",
+                    "sm_90",
+                    repo_file!(
+                        "examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a/build/regs/sm_90/stderr.log"
+                    ),
+                )
+                .log(
+                    StageKind::Profile,
+                    "regs",
+                    "sm_90",
+                    repo_file!(
+                        "examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a/profile/regs/sm_90/ncu.csv"
+                    ),
+                )
+                .kernel("poly")
+                .drafts(RuleId::OccupancyLimit),
+        );
+        assert_eq!(d.rule, RuleId::OccupancyLimit);
+        assert_eq!(d.level, Level::Note);
+        assert_eq!(d.key, "registers");
+        assert_eq!(d.kernel.as_deref(), Some("poly"));
+        assert_eq!(d.location, None);
+        assert_eq!(d.figures["registers"], 255);
+        assert_eq!(d.figures["limiter"], "registers");
+    }
+
+    /// The `fast` config of the same run (`build/fast/sm_90/stderr.log`,
+    /// `profile/fast/sm_90/ncu.csv`): `poly` at 32 registers fills the SM.
+    #[test]
+    fn stays_silent_on_the_same_kernel_at_32_registers() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Compile,
+                "fast",
+                "sm_90",
+                repo_file!(
+                    "examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a/build/fast/sm_90/stderr.log"
+                ),
+            )
+            .log(
+                StageKind::Profile,
+                "fast",
+                "sm_90",
+                repo_file!(
+                    "examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a/profile/fast/sm_90/ncu.csv"
+                ),
+            )
+            .kernel("poly")
+            .drafts(RuleId::OccupancyLimit);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

@@ -849,3 +849,49 @@ mod tests {
         assert_eq!(wrapped_index(3 << 29, 3 << 30), Some(1));
     }
 }
+
+#[cfg(test)]
+mod rule_tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture, place};
+    use crate::{Level, StageKind};
+
+    /// memcheck on `oob.cu` (`compute-sanitizer/memcheck_oob_write.log`): 4-byte writes from
+    /// 1 byte past the end of a 4,000-byte buffer, in `store_one` (line 17) inlined into
+    /// `write_past_end`.
+    #[test]
+    fn fires_on_a_write_past_the_end_of_a_global_buffer() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Memcheck,
+                    "release",
+                    "sm_90",
+                    parsers_fixture!("compute-sanitizer/memcheck_oob_write.log"),
+                )
+                .drafts(RuleId::OutOfBounds),
+        );
+        assert_eq!(d.rule, RuleId::OutOfBounds);
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(d.key, "global|write");
+        assert_eq!(d.kernel.as_deref(), Some("write_past_end"));
+        assert_eq!(place(&d).as_deref(), Some("oob.cu:17"));
+        assert_eq!(d.figures["bytes_after"], 1);
+        assert_eq!(d.figures["allocation_size"], 4000);
+    }
+
+    /// memcheck on `misaligned.cu global` (`compute-sanitizer/memcheck_misaligned_global.log`):
+    /// invalid reads inside their allocation, misaligned: another rule's finding.
+    #[test]
+    fn stays_silent_on_a_misaligned_read_inside_its_buffer() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Memcheck,
+                "release",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/memcheck_misaligned_global.log"),
+            )
+            .drafts(RuleId::OutOfBounds);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

@@ -384,3 +384,50 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture, repo_file};
+    use crate::{Level, StageKind};
+
+    /// The stress stage of the `launch_counter_ring` attention build in the committed reference
+    /// run (`artifacts/reference/20261122T040220Z-de24d653/stress/launch_counter_ring/sm_90/seed-f16/harness.json`):
+    /// launches 1 to 5 clean, launch 6 of 20 ends in `CUDA_ERROR_ILLEGAL_ADDRESS`.
+    #[test]
+    fn fires_on_a_stress_run_whose_first_failure_is_its_sixth_launch() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Stress,
+                    "launch_counter_ring",
+                    "sm_90",
+                    repo_file!(
+                        "artifacts/reference/20261122T040220Z-de24d653/stress/launch_counter_ring/sm_90/seed-f16/harness.json"
+                    ),
+                )
+                .drafts(RuleId::RepeatedLaunchFailure),
+        );
+        assert_eq!(d.rule, RuleId::RepeatedLaunchFailure);
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(d.config.as_deref(), Some("launch_counter_ring"));
+        assert_eq!(d.kernel.as_deref(), Some("attention_fwd_f16"));
+        assert_eq!(d.location, None);
+        assert_eq!(d.figures["first_failure"], 6);
+    }
+
+    /// The harness's stress run of the `wmma_local_q` build (`harness/stress_wmma_local_q.json`):
+    /// the very first launch fails, a single-launch fault that is not this rule's.
+    #[test]
+    fn stays_silent_when_the_first_launch_already_fails() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Stress,
+                "wmma_local_q",
+                "sm_90",
+                parsers_fixture!("harness/stress_wmma_local_q.json"),
+            )
+            .drafts(RuleId::RepeatedLaunchFailure);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

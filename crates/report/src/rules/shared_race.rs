@@ -868,3 +868,55 @@ fn hazard_type(finding: &parsers::Finding) -> Option<String> {
     let t = finding.details.get("hazard_type")?.as_str()?;
     Some(t.to_uppercase())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, parsers_fixture, place};
+    use crate::{Level, StageKind};
+
+    /// racecheck on `race.cu` (`compute-sanitizer/racecheck_race.log`): a read at line 12
+    /// races with the writes at lines 10 and 14, 512 hazards each, no barrier between them.
+    #[test]
+    fn fires_on_a_read_that_races_with_writes_to_the_same_shared_memory() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Racecheck,
+                "release",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/racecheck_race.log"),
+            )
+            .drafts(RuleId::SharedMemoryRace);
+        assert!(!drafts.is_empty());
+        for d in &drafts {
+            assert_eq!(d.rule, RuleId::SharedMemoryRace);
+            assert_eq!(d.level, Level::Error);
+            assert_eq!(d.kernel.as_deref(), Some("reverse_tile"));
+        }
+        let places: Vec<Option<String>> = drafts.iter().map(place).collect();
+        assert!(
+            places.iter().any(|p| p.as_deref() == Some("race.cu:12")),
+            "{places:?}"
+        );
+        let hazards: u64 = drafts
+            .iter()
+            .filter_map(|d| d.figures.get("hazards").and_then(|h| h.as_u64()))
+            .sum();
+        assert!(hazards >= 512, "{drafts:?}");
+    }
+
+    /// racecheck on `issue12/warp_race.cu fixed` (`compute-sanitizer/racecheck_warp_race_fixed.log`):
+    /// the same program with its barrier, 0 hazards.
+    #[test]
+    fn stays_silent_on_the_program_with_its_barrier_in_place() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Racecheck,
+                "fixed",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/racecheck_warp_race_fixed.log"),
+            )
+            .drafts(RuleId::SharedMemoryRace);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

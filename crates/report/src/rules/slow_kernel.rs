@@ -1293,3 +1293,67 @@ fn kernel_stack(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option
         .filter_map(|k| k.resources.and_then(|r| r.stack_frame_bytes))
         .find(|&b| b > 0)
 }
+
+#[cfg(test)]
+mod rule_tests {
+    use parsers::Format;
+
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, parsers_fixture};
+    use crate::{Level, StageKind};
+
+    /// The slow-kernels example's `bank` program on the H100: ncu's details page
+    /// (`ncu-csv/slow_bank_details.log`) with its shared-memory bank-conflict rule, and its
+    /// source page (`ncu-source/slow_bank_source.log`).
+    #[test]
+    fn fires_on_shared_memory_bank_conflicts_at_the_line_that_holds_them() {
+        let drafts = Case::new()
+            .log_as(
+                StageKind::Profile,
+                "bank",
+                "sm_90",
+                Format::NcuCsv,
+                parsers_fixture!("ncu-csv/slow_bank_details.log"),
+            )
+            .also(
+                Format::NcuSource,
+                parsers_fixture!("ncu-source/slow_bank_source.log"),
+            )
+            .drafts(RuleId::SlowKernel);
+        let causes: Vec<_> = drafts
+            .iter()
+            .filter(|d| d.level == Level::Warning)
+            .collect();
+        let [d] = causes.as_slice() else {
+            panic!("expected one cause, got {drafts:#?}");
+        };
+        assert_eq!(d.rule, RuleId::SlowKernel);
+        assert_eq!(d.kernel.as_deref(), Some("transpose"));
+        assert!(d.title.contains("bank conflicts"), "{}", d.title);
+        assert!(
+            d.location.as_ref().is_some_and(|l| l.line.is_some()),
+            "{:?}",
+            d.location
+        );
+    }
+
+    /// The same example's `none` program (`ncu-csv/slow_none_details.log`,
+    /// `ncu-source/slow_none_source.log`): ncu's rules estimate too little to name a cause.
+    #[test]
+    fn names_no_cause_where_ncus_estimates_are_small() {
+        let drafts = Case::new()
+            .log_as(
+                StageKind::Profile,
+                "none",
+                "sm_90",
+                Format::NcuCsv,
+                parsers_fixture!("ncu-csv/slow_none_details.log"),
+            )
+            .also(
+                Format::NcuSource,
+                parsers_fixture!("ncu-source/slow_none_source.log"),
+            )
+            .drafts(RuleId::SlowKernel);
+        assert!(drafts.iter().all(|d| d.level == Level::Note), "{drafts:#?}");
+    }
+}

@@ -125,3 +125,63 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture};
+    use crate::{Level, StageKind};
+
+    /// pytest-benchmark JSON of `programs/bench_pytest.py` run twice on the same CPU: its slow
+    /// implementation (`pytest-benchmark/baseline.json`, `EXHIBIT_BENCH_IMPL=baseline`) as the
+    /// program's bench, its fast one (`pytest-benchmark/fast.json`) as the baseline.
+    /// `test_sort_reversed`: median 2,737 µs against 1.68 µs.
+    #[test]
+    fn fires_on_a_benchmark_far_slower_than_the_baselines_of_the_same_name() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Bench,
+                    "default",
+                    "sm_90",
+                    parsers_fixture!("pytest-benchmark/baseline.json"),
+                )
+                .log(
+                    StageKind::Baseline,
+                    "default",
+                    "sm_90",
+                    parsers_fixture!("pytest-benchmark/fast.json"),
+                )
+                .drafts(RuleId::SlowerThanBaseline),
+        );
+        assert_eq!(d.rule, RuleId::SlowerThanBaseline);
+        assert_eq!(d.level, Level::Warning);
+        assert_eq!(d.config.as_deref(), Some("default"));
+        assert_eq!(d.kernel, None);
+        assert_eq!(d.location, None);
+        assert!(d.title.contains("test_sort_reversed"), "{}", d.title);
+        let slowdown = d.figures["slowdown"].as_f64().unwrap_or(0.0);
+        assert!((1000.0..2000.0).contains(&slowdown), "{slowdown}");
+    }
+
+    /// The same two captures the other way round: the program's bench is the fast
+    /// implementation, faster than its baseline on every benchmark.
+    #[test]
+    fn stays_silent_on_a_program_faster_than_its_baseline() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Bench,
+                "default",
+                "sm_90",
+                parsers_fixture!("pytest-benchmark/fast.json"),
+            )
+            .log(
+                StageKind::Baseline,
+                "default",
+                "sm_90",
+                parsers_fixture!("pytest-benchmark/baseline.json"),
+            )
+            .drafts(RuleId::SlowerThanBaseline);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

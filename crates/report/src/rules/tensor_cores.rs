@@ -130,3 +130,64 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use parsers::Format;
+
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture};
+    use crate::{Level, StageKind};
+
+    /// `clean.cu` on the H200: cuobjdump's SASS of its `wmma_shared` holds HMMA
+    /// (`sass/device_clean_cuobjdump.log`), and ncu's raw page of the same program measured its
+    /// tensor pipe at 0.00% of peak (`ncu-csv/clean_raw.log`).
+    #[test]
+    fn fires_on_a_kernel_with_mma_whose_profiled_tensor_pipe_stayed_idle() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Sass,
+                    "clean",
+                    "sm_90",
+                    parsers_fixture!("sass/device_clean_cuobjdump.log"),
+                )
+                .log_as(
+                    StageKind::Profile,
+                    "clean",
+                    "sm_90",
+                    Format::NcuCsv,
+                    parsers_fixture!("ncu-csv/clean_raw.log"),
+                )
+                .drafts(RuleId::TensorCoresIdle),
+        );
+        assert_eq!(d.rule, RuleId::TensorCoresIdle);
+        assert_eq!(d.level, Level::Warning);
+        assert_eq!(d.key, "pipe-idle");
+        assert_eq!(d.kernel.as_deref(), Some("wmma_shared"));
+        assert_eq!(d.location, None);
+        assert!(
+            d.figures["tensor_pipe_pct"]
+                .as_f64()
+                .is_some_and(|p| p <= super::IDLE_PCT),
+            "{:?}",
+            d.figures
+        );
+    }
+
+    /// The same SASS alone (`sass/device_clean_cuobjdump.log`): `wmma_shared` has its HMMA and
+    /// `tiled_axpy` neither tensor-core instructions nor ldmatrix, and no profile says a pipe
+    /// was idle.
+    #[test]
+    fn stays_silent_on_the_same_sass_without_a_profile() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Sass,
+                "clean",
+                "sm_90",
+                parsers_fixture!("sass/device_clean_cuobjdump.log"),
+            )
+            .drafts(RuleId::TensorCoresIdle);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

@@ -215,3 +215,52 @@ fn tensor_kernel_beside(ctx: &Ctx, config: Option<&str>, own: &KernelId) -> Opti
         "{who} ran on the tensor cores at {gflops:.0} GFLOP/s in this run."
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use parsers::Format;
+
+    use crate::StageKind;
+    use crate::diagnosis::Draft;
+    use crate::rules::Ctx;
+    use crate::rules::testing::{Case, repo_file};
+
+    // No positive case: the one committed run where this cause fires (an SGEMM at the FP32
+    // roof, `corpus/sgemm-k4-registers`) is stored only compressed (`run.tar.xz`), and no
+    // uncompressed source page of the repository shows FFMA as half its instructions at the
+    // FP32 roof (slow-matmul's kernels are at 26% and 37%, under L2's roof).
+
+    /// What this cause drafts, as `slow-kernel` runs it.
+    fn tensor_path(ctx: &Ctx) -> Vec<Draft> {
+        let mut out = Vec::new();
+        super::run(ctx, &mut out);
+        out
+    }
+
+    /// The slow-reduction example's `fast` config on an H100, from its reference run
+    /// (`examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/`):
+    /// a sum whose instructions are loads and adds, no product.
+    #[test]
+    fn stays_silent_on_a_reduction_with_no_product() {
+        let drafts = Case::new()
+            .log_as(
+                StageKind::Profile,
+                "fast",
+                "sm_90",
+                Format::NcuCsv,
+                repo_file!(
+                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/ncu.csv"
+                ),
+            )
+            .also(
+                Format::NcuSource,
+                repo_file!(
+                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/source.csv"
+                ),
+            )
+            .input("src/sum.cu")
+            .gpu("NVIDIA H100 80GB HBM3", 132, "9.0")
+            .drafts_of(tensor_path);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

@@ -80,3 +80,46 @@ fn first_uninitialised_thread(threads: &[parsers::ThreadIndex]) -> Option<u64> {
         .min()?;
     (first > 0).then_some(first)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture, place};
+    use crate::{Level, StageKind};
+
+    /// initcheck on `issue12/initcheck_partial.cu` (`compute-sanitizer/initcheck_partial.log`):
+    /// a buffer filled only in its first 96 floats, read whole at line 17.
+    #[test]
+    fn fires_on_a_read_of_a_partly_filled_buffer_and_names_its_first_unwritten_thread() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Initcheck,
+                    "release",
+                    "sm_90",
+                    parsers_fixture!("compute-sanitizer/initcheck_partial.log"),
+                )
+                .drafts(RuleId::UninitializedRead),
+        );
+        assert_eq!(d.rule, RuleId::UninitializedRead);
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(d.title, "Read of partly initialised global memory");
+        assert_eq!(d.kernel.as_deref(), Some("scale"));
+        assert_eq!(place(&d).as_deref(), Some("initcheck_partial.cu:17"));
+        assert_eq!(d.figures["first_uninitialised_thread"], 96);
+    }
+
+    /// initcheck on `clean.cu` (`compute-sanitizer/initcheck_clean.log`): 0 errors.
+    #[test]
+    fn stays_silent_on_a_clean_initcheck_log() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Initcheck,
+                "release",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/initcheck_clean.log"),
+            )
+            .drafts(RuleId::UninitializedRead);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}

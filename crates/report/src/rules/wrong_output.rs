@@ -402,3 +402,47 @@ pub fn describe(r: &ResultRef) -> String {
         None => format!("{} {shape}", super::mode_name(res.mode)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, only, parsers_fixture};
+    use crate::{Level, StageKind};
+
+    /// The harness's check of the `tail_off_by_one` attention build at S=500
+    /// (`harness/check_tail_off_by_one.json`): 32,000 NaN elements, max abs error 0.138.
+    #[test]
+    fn fires_on_nan_output_against_the_reference() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Check,
+                    "tail_off_by_one",
+                    "sm_90",
+                    parsers_fixture!("harness/check_tail_off_by_one.json"),
+                )
+                .drafts(RuleId::WrongOutput),
+        );
+        assert_eq!(d.rule, RuleId::WrongOutput);
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(d.config.as_deref(), Some("tail_off_by_one"));
+        assert_eq!(d.kernel.as_deref(), Some("attention_fwd_f16"));
+        assert_eq!(d.location, None);
+        assert!(d.title.contains("NaN"), "{}", d.title);
+    }
+
+    /// The harness's check of the clean attention kernel at S=512
+    /// (`harness/check_attention.json`): max abs error 1.6e-4 within the 1e-3 tolerance.
+    #[test]
+    fn stays_silent_on_output_within_tolerance() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Check,
+                "clean",
+                "sm_90",
+                parsers_fixture!("harness/check_attention.json"),
+            )
+            .drafts(RuleId::WrongOutput);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+}
