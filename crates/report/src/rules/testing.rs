@@ -188,7 +188,7 @@ impl Case {
         let joined = crate::join::join(&evidence);
         run(&Ctx {
             joined: &joined,
-            prior: &[],
+            claimed: &Default::default(),
         })
     }
 }
