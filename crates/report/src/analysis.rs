@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::diagnosis::{Diagnosis, Level};
+use crate::diagnosis::{Diagnosis, Figure, Level};
 use crate::join::{Joined, Unconcluded, is_sanitizer, join, kind_name};
 use crate::text::{join_words, plural};
 use crate::{Evidence, KernelId, Stage, StageKind, StageStatus};
@@ -297,8 +297,8 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
 
 /// A performance cause's estimated speedup (percent), 0 when it has none.
 fn speedup(d: &Diagnosis) -> f64 {
-    d.figures
-        .get("estimated_speedup")
+    Figure::EstimatedSpeedup
+        .of(&d.figures)
         .and_then(|v| v.as_f64())
         .unwrap_or(0.0)
 }

@@ -298,6 +298,46 @@ pub enum GiveWay {
     Drafted(RuleId, crate::KernelId),
 }
 
+/// The figures read beyond the rule that writes them (by the fold, the ranking, the verdict
+/// and the experiments): typed keys into a draft's or a diagnosis's `figures`, one spelling
+/// for writer and reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// The test a finding came from, where its stage ran each test alone.
+    Test,
+    /// What a performance cause is worth to the whole program (percent of its time).
+    ProgramGain,
+    /// What a performance cause is worth to its kernel (percent, a tool's estimate).
+    EstimatedSpeedup,
+    /// How far past the end of a buffer the farthest access reached (bytes).
+    OvershootBytes,
+    /// Registers per thread.
+    Registers,
+}
+
+impl Figure {
+    /// Its key in `figures` (and in the JSON report).
+    pub const fn key(self) -> &'static str {
+        match self {
+            Figure::Test => "test",
+            Figure::ProgramGain => "program_gain",
+            Figure::EstimatedSpeedup => "estimated_speedup",
+            Figure::OvershootBytes => "overshoot_bytes",
+            Figure::Registers => "registers",
+        }
+    }
+
+    /// Its value in `figures`.
+    pub fn of(self, figures: &BTreeMap<String, serde_json::Value>) -> Option<&serde_json::Value> {
+        figures.get(self.key())
+    }
+
+    /// Sets it in `figures`.
+    pub fn set(self, figures: &mut BTreeMap<String, serde_json::Value>, value: serde_json::Value) {
+        figures.insert(self.key().to_string(), value);
+    }
+}
+
 /// A draft's place that stands in for its fault's own ([`Draft::stand_in`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StandIn {

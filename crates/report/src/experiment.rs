@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::diagnosis::{Confidence, Diagnosis, Level};
+use crate::diagnosis::{Confidence, Diagnosis, Figure, Level};
 pub use crate::hypothesis::{ExperimentKind, Hypothesis, KnobRole, Outcome, Settle};
 use crate::rules::Proposes;
 pub use crate::run::{Conclusion, Expect, Experiment, Knob, KnobInput, Trial, TrialCase, TrialRow};
@@ -44,7 +44,9 @@ pub fn propose(diagnoses: &[Diagnosis], run: &Run) -> Vec<Experiment> {
         let proposed = configs
             .iter()
             .find_map(|config| match d.rule.rule().proposes {
-                Proposes::Tail if d.figures.contains_key("overshoot_bytes") => tail(d, run, config),
+                Proposes::Tail if Figure::OvershootBytes.of(&d.figures).is_some() => {
+                    tail(d, run, config)
+                }
                 Proposes::Race => race(d, run, config),
                 _ => d
                     .hypothesis
@@ -216,7 +218,7 @@ fn benched(d: &Diagnosis, run: &Run, config: &str, h: &Hypothesis) -> Option<Exp
     let (value, prediction) = match h.kind {
         ExperimentKind::Registers => {
             let budget = h.value?;
-            let from = d.figures.get("registers").and_then(|v| v.as_u64());
+            let from = Figure::Registers.of(&d.figures).and_then(|v| v.as_u64());
             (
                 budget,
                 format!(

@@ -21,7 +21,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::diagnosis::{Diagnosis, Draft, Helper, Level, Scope, SourceLocation, Span};
+use crate::diagnosis::{Diagnosis, Draft, Figure, Helper, Level, Scope, SourceLocation, Span};
 use crate::rules::{Role, RuleId};
 use crate::text::{md_code, short_hash};
 
@@ -149,10 +149,8 @@ fn attach_scoped(nodes: &mut [Node], facts: &Facts) {
         });
         // A failing test is not the symptom of a fault a tool found in another test run alone.
         let root = root.filter(|&r| match &scope {
-            Scope::Test(test) => nodes[r]
-                .draft
-                .figures
-                .get("test")
+            Scope::Test(test) => Figure::Test
+                .of(&nodes[r].draft.figures)
                 .and_then(|t| t.as_str())
                 .is_none_or(|tool_test| tool_test == test),
             _ => true,
@@ -223,7 +221,7 @@ fn one_cause_per_fault(nodes: &mut [Node], facts: &Facts) {
             .collect();
         // A failing test is a fault of its own unless a tool located one it may be the symptom
         // of: where each tool site was found in a test run alone, only a site in this test.
-        let test_of = |i: usize| nodes[i].draft.figures.get("test");
+        let test_of = |i: usize| Figure::Test.of(&nodes[i].draft.figures);
         // A fault whose records all came after the program printed its failure happened after
         // it: it explains nothing the program said before.
         let late = |i: usize| after_failure(&nodes[i].draft, facts);
@@ -555,9 +553,9 @@ pub fn rank(a: &Diagnosis, b: &Diagnosis) -> Ordering {
     // Measured performance causes rank by the time they cost (ncu's estimated speedup).
     // What a cause is worth to the whole program when known, else to its kernel.
     let gain = |d: &Diagnosis| {
-        d.figures
-            .get("program_gain")
-            .or_else(|| d.figures.get("estimated_speedup"))
+        Figure::ProgramGain
+            .of(&d.figures)
+            .or_else(|| Figure::EstimatedSpeedup.of(&d.figures))
             .and_then(|v| v.as_f64())
             .unwrap_or(0.0)
     };
@@ -633,7 +631,7 @@ mod tests {
             self
         }
         fn test(mut self, test: &str) -> B {
-            self.0.figures.insert("test".into(), test.into());
+            Figure::Test.set(&mut self.0.figures, test.into());
             self
         }
         fn absorbs(mut self) -> B {

@@ -6,7 +6,7 @@ use parsers::{FindingKind, Format};
 use serde_json::json;
 
 use super::{Ctx, RuleId};
-use crate::diagnosis::{Confidence, Draft, Level, Scope};
+use crate::diagnosis::{Confidence, Draft, Figure, Level, Scope};
 use crate::text::{md_code, md_text, scrub};
 
 /// One draft per failed check or benchmark error (the same test in several configs merges).
@@ -89,7 +89,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.confidence = Confidence::High;
         d.evidence.push(ctx.finding_evidence(f));
         d.explains.push(index);
-        d.figures.insert("test".into(), json!(test));
+        Figure::Test.set(&mut d.figures, json!(test));
         if let Some(err) = finding.details.get("max_abs_err") {
             d.figures.insert("max_abs_err".into(), err.clone());
         }

@@ -8,7 +8,7 @@ use parsers::{Finding, FindingKind, Severity};
 use serde_json::json;
 
 use crate::KernelId;
-use crate::diagnosis::{Confidence, Draft, EvidenceItem, Helper, Level, SourceLocation};
+use crate::diagnosis::{Confidence, Draft, EvidenceItem, Figure, Helper, Level, SourceLocation};
 use crate::join::{FindingRef, Joined, ResultRef};
 use crate::text::{md_code, md_text, relative_path, scrub};
 
@@ -492,13 +492,13 @@ pub fn annotate(joined: &Joined, drafts: &mut [Draft]) {
         claimed: &claimed,
     };
     for d in drafts.iter_mut() {
-        if !d.figures.contains_key("test")
+        if Figure::Test.of(&d.figures).is_none()
             && let Some(test) = d
                 .explains
                 .iter()
                 .find_map(|&i| joined.findings.get(i).and_then(|f| ctx.test_of(f.source)))
         {
-            d.figures.insert("test".into(), json!(test));
+            Figure::Test.set(&mut d.figures, json!(test));
         }
     }
     for d in drafts.iter_mut() {

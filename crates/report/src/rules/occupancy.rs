@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use super::{Ctx, RuleId};
-use crate::diagnosis::{Confidence, Draft, Level};
+use crate::diagnosis::{Confidence, Draft, Figure, Level};
 use crate::hypothesis::{ExperimentKind, Hypothesis};
 use crate::occupancy::Limiter;
 use crate::resources::resources_of;
@@ -101,7 +101,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         );
         d.figures
             .insert("limiter".into(), json!(occ.limiter.as_str()));
-        d.figures.insert("registers".into(), json!(registers));
+        Figure::Registers.set(&mut d.figures, json!(registers));
         if let Some(r) = occ.registers_for_next_block {
             d.figures
                 .insert("registers_for_next_block".into(), json!(r));

@@ -6,7 +6,7 @@ use parsers::{Access, FindingKind, MemorySpace};
 use serde_json::json;
 
 use super::{Ctx, RuleId, detail_u64};
-use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
+use crate::diagnosis::{Confidence, Draft, Figure, GiveWay, Level};
 use crate::text::{bytes, md_code, md_text};
 
 /// One draft per distinct invalid-access site.
@@ -195,8 +195,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     && let Some(tail) = spread.tail(size.unwrap_or(1).max(1), m)
                 {
                     signals += 2;
-                    d.figures
-                        .insert("overshoot_bytes".into(), json!(tail.reach));
+                    Figure::OvershootBytes.set(&mut d.figures, json!(tail.reach));
                     d.figures.insert("threads".into(), json!(spread.threads));
                     let one_block = spread.blocks <= 1;
                     d.title = format!(

@@ -15,7 +15,7 @@ use crate::join::{FindingRef, MetricRef, Source};
 
 use super::{Ctx, RuleId};
 use crate::KernelId;
-use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
+use crate::diagnosis::{Confidence, Draft, Figure, Level, SourceLocation};
 use crate::text::{md_code, relative_path};
 
 /// ncu's rules whose estimate comes from counters per instruction (the excessive sectors or
@@ -275,7 +275,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .as_deref()
             .map(md_code)
             .unwrap_or_else(|| "the kernel".into());
-        d.figures.insert("estimated_speedup".into(), json!(speedup));
+        Figure::EstimatedSpeedup.set(&mut d.figures, json!(speedup));
         if duration.is_some_and(|us| us < MIN_DURATION_US) {
             d.level = Level::Note;
             d.explanation.push_str(&format!(
@@ -327,7 +327,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if let Some(share) = time_share(ctx, scope, kernel.as_ref()) {
             let gain = speedup * share;
             d.figures.insert("time_share".into(), json!(share));
-            d.figures.insert("program_gain".into(), json!(gain));
+            Figure::ProgramGain.set(&mut d.figures, json!(gain));
             if share < 0.999 {
                 d.explanation.push_str(&format!(
                     " {named} takes {:.0}% of the GPU time of the profiled launches, so the \
@@ -540,9 +540,9 @@ fn what_the_baseline_does(ctx: &Ctx, drafts: &mut [Draft]) {
                 .is_some_and(|r| r > 0.0 && r <= 0.1)
     };
     let gain = |d: &Draft| {
-        d.figures
-            .get("program_gain")
-            .or_else(|| d.figures.get("estimated_speedup"))
+        Figure::ProgramGain
+            .of(&d.figures)
+            .or_else(|| Figure::EstimatedSpeedup.of(&d.figures))
             .and_then(|v| v.as_f64())
             .unwrap_or(0.0)
     };
@@ -812,9 +812,8 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
                 });
             *out = kept;
             for t in taken {
-                let speedup = t
-                    .figures
-                    .get("estimated_speedup")
+                let speedup = Figure::EstimatedSpeedup
+                    .of(&t.figures)
                     .and_then(|v| v.as_f64())
                     .unwrap_or(0.0);
                 estimate = estimate.max(speedup);
@@ -827,8 +826,7 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
                 d.evidence.extend(t.evidence);
                 d.explains.extend(t.explains);
             }
-            d.figures
-                .insert("estimated_speedup".into(), json!(estimate));
+            Figure::EstimatedSpeedup.set(&mut d.figures, json!(estimate));
             // The figures of the profiling run this source page came from.
             let scope = Scope {
                 config,
@@ -841,7 +839,7 @@ fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
             if let Some(share) = time_share(ctx, scope, Some(&kernel)) {
                 let gain = estimate * share;
                 d.figures.insert("time_share".into(), json!(share));
-                d.figures.insert("program_gain".into(), json!(gain));
+                Figure::ProgramGain.set(&mut d.figures, json!(gain));
                 if share < 0.999 {
                     d.explanation.push_str(&format!(
                         " {named} takes {:.0}% of the GPU time of the profiled launches.",
