@@ -7,9 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::diagnosis::{Diagnosis, Figure, Level};
-use crate::join::{Joined, Unconcluded, is_sanitizer, join, kind_name};
+use crate::join::{Joined, Unconcluded, join, kind_name};
 use crate::text::{join_words, plural};
-use crate::{Evidence, KernelId, Stage, StageKind, StageStatus};
+use crate::{
+    evidence::Evidence, kernel_id::KernelId, run::Stage, run::StageKind, run::StageStatus,
+};
 
 /// Joins, diagnoses and judges a run.
 pub fn analyze(evidence: &Evidence) -> Analysis<'_> {
@@ -135,7 +137,7 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
         || (joined.run.is_none() && !joined.sources.is_empty());
     // Stages that run the kernel or the program, and whether any of them did.
     let gpu_stage = |kind: StageKind| {
-        is_sanitizer(kind)
+        kind.is_sanitizer()
             || matches!(
                 kind,
                 StageKind::Check
@@ -373,7 +375,7 @@ pub struct CoverageRow {
     pub cost_ms: Option<u64>,
     /// A profile unit's launches, and who chose them (the stage's arguments or the runner).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile_launches: Option<crate::ProfileLaunches>,
+    pub profile_launches: Option<crate::run::ProfileLaunches>,
 }
 
 /// A countable key figure: sanitizer errors, or checks passed of checks run.
@@ -440,7 +442,7 @@ fn coverage(joined: &Joined) -> Vec<CoverageRow> {
                 .findings
                 .iter()
                 .any(|f| f.source == index && f.finding.severity == parsers::Severity::Error);
-            r.status = if !source.log.complete && is_sanitizer(source.kind) {
+            r.status = if !source.log.complete && source.kind.is_sanitizer() {
                 StageStatus::Inconclusive
             } else if source.log.holds_nothing() {
                 // Nothing in it reads as the format it was read as (`--as` on a foreign
@@ -490,7 +492,7 @@ fn row(
                     .findings
                     .iter()
                     .any(|f| sources.contains(&f.source) && crate::rules::is_error(f.finding));
-                if status == StageStatus::Findings && is_sanitizer(kind) && tool_found_nothing {
+                if status == StageStatus::Findings && kind.is_sanitizer() && tool_found_nothing {
                     // The stage failed on the program's exit status alone.
                     "program failed; the tool found nothing".to_string()
                 } else {
@@ -533,11 +535,11 @@ fn row(
 /// A stage's key figure as numbers, where it is a count.
 fn tally(joined: &Joined, kind: StageKind, logs: &[&str]) -> Option<Tally> {
     let sources = sources_of(joined, logs);
-    if is_sanitizer(kind) && kind != StageKind::Racecheck {
+    if kind.is_sanitizer() && kind != StageKind::Racecheck {
         let log = sources
             .iter()
             .filter_map(|&i| joined.source(i))
-            .find(|s| is_sanitizer(s.kind))?
+            .find(|s| s.kind.is_sanitizer())?
             .log;
         return log.reported_errors.map(|n| Tally {
             count: n,
@@ -651,7 +653,7 @@ fn launched(joined: &Joined, logs: &[&str]) -> Option<bool> {
         f.kernel.as_ref().is_some_and(|k| joined.is_target(k))
             && joined
                 .source(f.source)
-                .is_some_and(|s| is_sanitizer(s.kind))
+                .is_some_and(|s| s.kind.is_sanitizer())
     });
     if kernel_findings {
         return Some(true);
@@ -703,7 +705,7 @@ fn longest_against_the_limit(joined: &Joined) -> String {
 
 /// A stage's key figure from its logs.
 /// A launch search in a few words: `clean at 64 launches`, `clean at 8, fails at 9`.
-fn search_figure(search: &crate::LaunchSearch) -> String {
+fn search_figure(search: &crate::run::LaunchSearch) -> String {
     let own = match (search.clean_at, search.fails_at) {
         (Some(clean), Some(fails)) => format!("clean at {clean}, fails at {fails}"),
         (None, Some(fails)) => format!("fails at {fails}"),
@@ -784,11 +786,11 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
             }
             text
         }
-        k if is_sanitizer(k) => {
+        k if k.is_sanitizer() => {
             let logs: Vec<&parsers::ParsedLog> = sources
                 .iter()
                 .filter_map(|&i| joined.source(i))
-                .filter(|s| is_sanitizer(s.kind))
+                .filter(|s| s.kind.is_sanitizer())
                 .map(|s| s.log)
                 .collect();
             if logs.is_empty() {
@@ -798,7 +800,7 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                 .filter(|f| {
                     joined
                         .source(f.source)
-                        .is_some_and(|s| is_sanitizer(s.kind))
+                        .is_some_and(|s| s.kind.is_sanitizer())
                 })
                 .map(|f| f.finding.count)
                 .fold(0, u64::saturating_add);
@@ -933,7 +935,7 @@ fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String {
                 .filter_map(|&i| joined.source(i))
                 .filter(|s| {
                     s.stage
-                        .is_some_and(|st| st.unit().target == crate::TargetKind::Program)
+                        .is_some_and(|st| st.unit().target == crate::run::TargetKind::Program)
                 })
                 .map(|s| s.config)
                 .collect();

@@ -18,7 +18,10 @@ use serde::Serialize;
 use crate::diff::{DiffOptions, PerfChange, diff};
 use crate::noise::Judgement;
 use crate::text::md_code;
-use crate::{Diagnosis, Evidence, Level, SourceLocation, StageKind, StageStatus, analyze};
+use crate::{
+    analysis::analyze, diagnosis::Diagnosis, diagnosis::Level, diagnosis::SourceLocation,
+    evidence::Evidence, run::StageKind, run::StageStatus,
+};
 
 /// What makes a commit bad.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -547,17 +550,17 @@ pub fn judge(
 /// not reach a verdict, or a log of theirs is missing.
 fn undecided(sought: &Sought, step: &Evidence) -> Option<String> {
     let configs = sought.configs();
-    let on = |s: &crate::Stage| {
+    let on = |s: &crate::run::Stage| {
         configs.is_empty() || s.config.as_ref().is_some_and(|c| configs.contains(c))
     };
-    let units: Vec<&crate::Stage> = step
+    let units: Vec<&crate::run::Stage> = step
         .run
         .stages
         .iter()
         .filter(|s| sought.stages().contains(&s.name) && on(s))
         .collect();
     let verdict =
-        |s: &crate::Stage| matches!(s.status, StageStatus::Passed | StageStatus::Findings);
+        |s: &crate::run::Stage| matches!(s.status, StageStatus::Passed | StageStatus::Findings);
     if !units.is_empty() && units.iter().all(|u| verdict(u)) {
         return units.iter().find_map(|unit| {
             unit.logs.iter().find_map(|log| {
@@ -575,7 +578,7 @@ fn undecided(sought: &Sought, step: &Evidence) -> Option<String> {
         return Some(format!(
             "does not build ({} {}{}{})",
             md_code(&build.name),
-            crate::stage_status_word(build.status),
+            crate::analysis::stage_status_word(build.status),
             build
                 .exit_code
                 .map(|c| format!(", exit {c}"))
@@ -605,7 +608,7 @@ fn undecided(sought: &Sought, step: &Evidence) -> Option<String> {
             .as_deref()
             .map(|c| format!(" on {}", md_code(c)))
             .unwrap_or_default(),
-        crate::stage_status_word(unit.status),
+        crate::analysis::stage_status_word(unit.status),
         unit.reason
             .as_deref()
             .map(|r| format!(" ({r})"))

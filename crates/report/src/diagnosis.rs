@@ -16,7 +16,7 @@ use crate::text::md_code;
 /// for its format ([`crate::text::plain_text`] where Markdown does not belong).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
-    /// The rule's id, e.g. `wmma-local-memory` (see [`crate::rules::RULES`]).
+    /// The rule's id, e.g. `wmma-local-memory` (see `rules::RULES`).
     pub rule: RuleId,
     pub title: String,
     pub level: Level,
@@ -109,7 +109,7 @@ impl Span {
 /// A device function inlined into a kernel, and where in it the tool located an access.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Helper {
-    /// Its name as matched across logs (a [`crate::KernelId`]'s).
+    /// Its name as matched across logs (a [`crate::kernel_id::KernelId`]'s).
     pub name: String,
     pub location: Option<SourceLocation>,
 }
@@ -221,7 +221,7 @@ pub struct EvidenceItem {
 }
 
 /// What a rule returns: one draft per fault, symptom or cause it sees, before the fold
-/// ([`crate::fold`]) attaches symptoms to their faults and merges what several configs,
+/// (`fold`) attaches symptoms to their faults and merges what several configs,
 /// kernels and template instantiations share.
 #[derive(Debug, Clone)]
 pub struct Draft {
@@ -253,7 +253,7 @@ pub struct Draft {
     pub key: String,
     /// Figures for machine-readable output, e.g. `hazards`, `blocks_per_sm`.
     pub figures: BTreeMap<String, serde_json::Value>,
-    /// The findings (indices into [`crate::join::Joined::findings`]) this draft accounts for.
+    /// The findings (indices into `join::Joined::findings`) this draft accounts for.
     pub explains: Vec<usize>,
     /// Which fault this draft is a symptom of, when the evidence shows one (the fold finds it);
     /// `None` for a fault of its own, or a symptom whose fault the fold looks for in its config.
@@ -261,7 +261,7 @@ pub struct Draft {
     /// Only a stage's exit status or a tool's generic complaint: under a fault it is evidence,
     /// never a sentence of its own, and it leads a config's symptoms last.
     pub bare: bool,
-    /// Takes over the note its rule absorbs ([`crate::rules::Rule::absorbs`]) for the same
+    /// Takes over the note its rule absorbs (`rules::Rule::absorbs`) for the same
     /// kernel and config.
     pub absorbs: bool,
     /// See [`Diagnosis::hypothesis`].
@@ -271,31 +271,31 @@ pub struct Draft {
     /// another build gives for the same fault there instead, and drops this note with it.
     pub stand_in: Option<StandIn>,
     /// What an earlier rule's draft would make this one a repetition of: the registry
-    /// ([`crate::drafting`]) drops it when any holds. The rule states the condition; it never
+    /// (`drafting`) drops it when any holds. The rule states the condition; it never
     /// reads another rule's drafts.
     pub gives_way: Vec<GiveWay>,
 }
 
-/// A condition on the drafts of earlier rules (in [`crate::rules::RULES`]' order), each of the
+/// A condition on the drafts of earlier rules (in `rules::RULES`' order), each of the
 /// draft's own config, under which the draft gives way: a typed key the registry evaluates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GiveWay {
     /// An error, in this kernel when one is named (an error naming no kernel counts for any).
-    Error(Option<crate::KernelId>),
+    Error(Option<crate::kernel_id::KernelId>),
     /// An error in this kernel, unless a fault is located there: then this draft is that
     /// fault's symptom, and the fold attaches it.
-    ErrorWithoutFault(crate::KernelId),
+    ErrorWithoutFault(crate::kernel_id::KernelId),
     /// A fault located in the config.
     Fault,
     /// No fault located in the config: the draft stands only as a fault's symptom.
     NoFault,
     /// An error that rests on this log (relative to the run directory).
     ErrorOnLog(String),
-    /// A warning of a rule that accounts for a kernel's time ([`crate::rules::Rule::accounts_for_time`]),
+    /// A warning of a rule that accounts for a kernel's time (`rules::Rule::accounts_for_time`),
     /// of this kernel when one is named.
-    TimeAccounted(Option<crate::KernelId>),
+    TimeAccounted(Option<crate::kernel_id::KernelId>),
     /// A draft of this rule for this kernel (or naming none).
-    Drafted(RuleId, crate::KernelId),
+    Drafted(RuleId, crate::kernel_id::KernelId),
 }
 
 /// The figures read beyond the rule that writes them (by the fold, the ranking, the verdict
@@ -352,7 +352,7 @@ pub enum Scope {
     /// single launch (a fault that needs several launches to show is not explained by one a
     /// stress-mode sanitizer run found).
     Kernel {
-        kernel: crate::KernelId,
+        kernel: crate::kernel_id::KernelId,
         single_launch: bool,
     },
     /// Any fault located in this config.

@@ -29,7 +29,7 @@ use crate::resources::{KernelResources, kernel_resources};
 use crate::rules::RuleId;
 use crate::tables::Case;
 use crate::text::{fixed, relative_path, scrub, short_hash};
-use crate::{Evidence, Run, Stage, StageStatus};
+use crate::{evidence::Evidence, run::Run, run::Stage, run::StageStatus};
 
 /// Why two runs are no before and after of one another, or `None` when they are: another
 /// pipeline file, or no stage run on a config the other ran. Comparing them would report every
@@ -386,7 +386,7 @@ struct StageIndex<'a> {
 
 type UnitKey<'a> = (
     &'a str,
-    crate::StageKind,
+    crate::run::StageKind,
     Option<&'a str>,
     Option<&'a str>,
     Option<&'a str>,
@@ -647,8 +647,8 @@ fn perf_changes(a: &Analysis, b: &Analysis, opts: &NoiseOptions) -> (Vec<PerfCha
         // A program's own benchmarks (pytest-benchmark, Google Benchmark): by config and name.
         for source in &an.joined.sources {
             let baseline = match source.kind {
-                crate::StageKind::Bench => false,
-                crate::StageKind::Baseline => true,
+                crate::run::StageKind::Bench => false,
+                crate::run::StageKind::Baseline => true,
                 _ => continue,
             };
             let cached_from = source.stage.and_then(|s| s.cached_from.clone());

@@ -34,7 +34,7 @@ pub fn draft_all(joined: &Joined) -> Vec<Draft> {
 /// Whether an earlier rule's draft meets condition `c` of draft `d`.
 fn holds(c: &GiveWay, d: &Draft, earlier: &[Draft]) -> bool {
     let in_config = |e: &&Draft| e.config == d.config;
-    let names = |e: &Draft, kernel: &crate::KernelId| {
+    let names = |e: &Draft, kernel: &crate::kernel_id::KernelId| {
         e.kernel
             .as_deref()
             .is_none_or(|k| draft_kernel_is(k, kernel))
@@ -68,8 +68,8 @@ fn holds(c: &GiveWay, d: &Draft, earlier: &[Draft]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::holds;
-    use crate::KernelId;
     use crate::diagnosis::{Draft, GiveWay, Level};
+    use crate::kernel_id::KernelId;
     use crate::rules::RuleId;
 
     fn draft(rule: RuleId, level: Level, kernel: &str) -> Draft {

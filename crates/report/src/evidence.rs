@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use parsers::ParsedLog;
 use serde::{Deserialize, Serialize};
 
-use crate::Run;
+use crate::run::Run;
 
 /// A run and its parsed logs, keyed by each log's path relative to the run directory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -872,16 +872,16 @@ impl crate::join::Joined<'_> {
         stage: &'s Stage,
         kernel: &'s str,
     ) -> impl Iterator<Item = &'s parsers::Kernel> + 's {
-        let id = crate::KernelId::of(kernel);
+        let id = crate::kernel_id::KernelId::of(kernel);
         let exact = self
             .logs_of(stage)
             .flat_map(|l| &l.kernels)
-            .any(|k| crate::KernelId::of(&k.name) == id);
+            .any(|k| crate::kernel_id::KernelId::of(&k.name) == id);
         self.logs_of(stage)
             .flat_map(|l| &l.kernels)
             .filter(move |k| {
                 if exact {
-                    crate::KernelId::of(&k.name) == id
+                    crate::kernel_id::KernelId::of(&k.name) == id
                 } else {
                     base_name(&k.name) == base_name(kernel)
                 }

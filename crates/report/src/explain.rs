@@ -12,7 +12,7 @@ use crate::diagnosis::Diagnosis;
 use crate::join::join_logs;
 use crate::render::markdown::verdict_icon;
 use crate::text::plural;
-use crate::{OutputFormat, stage_status_word};
+use crate::{analysis::stage_status_word, render::OutputFormat};
 
 /// What `explain` found in a set of logs.
 #[derive(Debug, Clone, PartialEq, Serialize)]

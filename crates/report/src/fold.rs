@@ -418,7 +418,7 @@ fn place_from_another_build(nodes: &mut [Node]) {
                 && let Some(stand_in) = n.draft.stand_in.take()
             {
                 n.draft.notes.retain(|n| *n != stand_in.note);
-                n.draft.spans.push(crate::Span::secondary(
+                n.draft.spans.push(crate::diagnosis::Span::secondary(
                     line,
                     "where the compiler put the trap in this build",
                 ));
@@ -653,7 +653,7 @@ mod tests {
 
     fn kernel_scope(single_launch: bool) -> Scope {
         Scope::Kernel {
-            kernel: crate::KernelId::of("attn"),
+            kernel: crate::kernel_id::KernelId::of("attn"),
             single_launch,
         }
     }

@@ -1,6 +1,6 @@
 //! A suggestion's hypothesis: what a root cause predicts that one more run would show, the
 //! experiment that tests it, and how it came out. A leaf of the crate: [`crate::diagnosis`] and
-//! [`crate::experiment`] both build on it.
+//! `experiment` both build on it.
 
 use serde::{Deserialize, Serialize};
 
@@ -69,7 +69,7 @@ impl ExperimentKind {
 /// block hides latency" is a suggestion (ptxas's occupancy, Nsight Compute's occupancy rule)
 /// until a run at another register budget, block size or tile says whether it pays. Until
 /// then it is marked untested and never outranks a cause measured in the kernel's own stall
-/// samples or throughput (see [`crate::fold::rank`]).
+/// samples or throughput (see `fold::rank`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hypothesis {
     /// The experiment that tests it.

@@ -8,7 +8,10 @@ use parsers::{Finding, Format, Kernel, Metric, ParsedLog, SassCounts, Tool};
 
 use crate::model::ProgramModel;
 use crate::text::relative_path;
-use crate::{Evidence, KernelId, Run, Stage, StageKind, StageStatus, TargetKind};
+use crate::{
+    evidence::Evidence, kernel_id::KernelId, run::Run, run::Stage, run::StageKind,
+    run::StageStatus, run::TargetKind,
+};
 
 /// Joins a run's evidence. Logs the manifest does not list are joined too, under the stage kind
 /// their format implies.
@@ -39,7 +42,7 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
                 // count) is that sanitizer's evidence.
                 let kind = match parsed.format {
                     Format::ComputeSanitizer | Format::ComputeSanitizerXml
-                        if !is_sanitizer(stage.kind) =>
+                        if !stage.kind.is_sanitizer() =>
                     {
                         infer_kind(parsed)
                     }
@@ -219,14 +222,6 @@ pub fn kind_name(kind: StageKind) -> &'static str {
     }
 }
 
-/// Whether a stage kind wraps the kernel in compute-sanitizer.
-pub fn is_sanitizer(kind: StageKind) -> bool {
-    matches!(
-        kind,
-        StageKind::Memcheck | StageKind::Racecheck | StageKind::Initcheck | StageKind::Synccheck
-    )
-}
-
 /// What the compile command of a config says about it: its `-D` defines, source and arch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConfigParams {
@@ -238,7 +233,7 @@ pub struct ConfigParams {
 
 impl ConfigParams {
     /// A compile unit's typed record: its defines, source and arch.
-    pub fn from_unit(unit: &crate::Unit, repo_files: &[String]) -> ConfigParams {
+    pub fn from_unit(unit: &crate::run::Unit, repo_files: &[String]) -> ConfigParams {
         ConfigParams {
             defines: unit.defines.clone(),
             source: unit.source.as_deref().map(|s| relative_path(s, repo_files)),
@@ -341,11 +336,11 @@ pub struct Joined<'a> {
     pub targets: BTreeSet<KernelId>,
     /// Repository-relative paths of the run's inputs, for making tool paths relative.
     pub repo_files: Vec<String>,
-    /// Generated files mapped back to the user's own (see [`crate::SourceMap`]).
-    pub source_maps: Vec<crate::SourceMap>,
+    /// Generated files mapped back to the user's own (see [`crate::evidence::SourceMap`]).
+    pub source_maps: Vec<crate::evidence::SourceMap>,
     /// The baseline's profile, joined on its own: its kernels are set beside the program's.
     pub baseline: Option<Box<Joined<'a>>>,
-    /// The logs of the experiments' trials, by path ([`crate::experiment`]).
+    /// The logs of the experiments' trials, by path (`experiment`).
     pub trial_logs: BTreeMap<&'a str, &'a parsers::ParsedLog>,
     /// The program the run exercised: each kernel's whole name, whose code it is, whether it
     /// ran ([`crate::model`]).
@@ -378,7 +373,7 @@ fn model_of(
 ) -> ProgramModel {
     let runtime = |source: usize| {
         sources.get(source).is_some_and(|s| {
-            is_sanitizer(s.kind)
+            s.kind.is_sanitizer()
                 || matches!(
                     s.kind,
                     StageKind::Check | StageKind::Stress | StageKind::Bench | StageKind::Profile
@@ -449,7 +444,7 @@ fn model_of(
 fn after_failure(stages: &[Stage], sources: &[Source], findings: &[FindingRef]) -> BTreeSet<usize> {
     let failed_on: BTreeMap<Option<&str>, &str> = stages
         .iter()
-        .filter(|s| s.kind == StageKind::Check && s.status == crate::StageStatus::Findings)
+        .filter(|s| s.kind == StageKind::Check && s.status == crate::run::StageStatus::Findings)
         .filter_map(|s| Some((s.config.as_deref(), s.reason.as_deref()?)))
         .collect();
     let mut after = BTreeSet::new();
@@ -871,7 +866,7 @@ impl<'a> Joined<'a> {
             let concluded_stage = source
                 .stage
                 .is_none_or(|s| matches!(s.status, StageStatus::Passed | StageStatus::Findings));
-            if is_sanitizer(source.kind) && !source.log.complete && concluded_stage {
+            if source.kind.is_sanitizer() && !source.log.complete && concluded_stage {
                 let sanitizer_log = matches!(
                     source.log.format,
                     Format::ComputeSanitizer | Format::ComputeSanitizerXml

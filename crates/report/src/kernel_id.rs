@@ -14,7 +14,7 @@ use regex::Regex;
 /// `void ns::k<float, (int)4>(T1 *, int)` and Nsight Compute's `void k<float, 4>(T1 *, int)`
 /// all are `k<float,4>`.
 ///
-/// Made only by [`KernelId::of`]. The join ([`crate::join`]) makes one for every finding,
+/// Made only by [`KernelId::of`]. The join (`join`) makes one for every finding,
 /// kernel view, result and metric it indexes, so rules compare these instead of normalising the
 /// tools' strings again.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

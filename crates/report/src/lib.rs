@@ -82,17 +82,10 @@ pub use diff::{Diff, DiffOptions, DiffVerdict, NotRetested, diff, unrelated};
 pub use evidence::{Evidence, SourceMap};
 pub use explain::{Explanation, explain, render_explanation};
 pub use kernel_id::KernelId;
+pub use render::OutputFormat;
 pub use render::sarif::Home;
+pub use render::svg::{bench_svg_file_name, roofline_svg_file_name};
 pub use run::*;
-
-/// Output formats for [`render`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputFormat {
-    Markdown,
-    Json,
-    Sarif,
-    Junit,
-}
 
 /// Rendered text without terminal escape sequences or control characters: every renderer's
 /// output passes through here (JSON formats strip each string before they are escaped).
@@ -144,17 +137,6 @@ pub fn render_bench_svg(analysis: &Analysis) -> Option<String> {
 /// to the report as [`roofline_svg_file_name`].
 pub fn render_roofline_svg(analysis: &Analysis) -> Option<String> {
     render::svg::roofline_svg(analysis).map(safe)
-}
-
-/// `<run-id>.roofline.svg`, in the report's own directory.
-pub fn roofline_svg_file_name(run: &Run) -> String {
-    format!("{}.roofline.svg", run.id)
-}
-
-/// The file name the Markdown report links the bench chart under: `<run-id>.bench.svg`, in the
-/// report's own directory.
-pub fn bench_svg_file_name(run: &Run) -> String {
-    format!("{}.bench.svg", run.id)
 }
 
 /// Renders a bisection as Markdown (or its short form, for a pull-request comment) or JSON.

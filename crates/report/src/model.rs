@@ -1,5 +1,5 @@
 //! The program model: one account of the program a run exercised, built once at the join
-//! ([`crate::join`]) and read by the join and the rules. For each kernel the tools name: its
+//! (`join`) and read by the join and the rules. For each kernel the tools name: its
 //! whole name, whose code it is ([`Provenance`]), whether the user's build produced it, and
 //! where it left records at run time. Rules decide on this account instead of on each finding
 //! alone: a library kernel in the user's process is never the user's fault, and a kernel that

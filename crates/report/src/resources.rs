@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::KernelId;
 use crate::join::{Joined, KernelView};
+use crate::kernel_id::KernelId;
 use crate::occupancy::{self, Occupancy, OccupancyInput};
 
 /// One kernel of one config and arch, as the per-config table shows it.
@@ -222,8 +222,8 @@ pub fn ncu_summary(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> 
         })
     };
     let pct = |names: &[&str]| find(names).map(|m| m.value);
-    let duration_us =
-        find(&["gpu__time_duration.sum", "Duration"]).map(|m| to_us(m.value, m.unit.as_deref()));
+    let duration_us = find(&["gpu__time_duration.sum", "Duration"])
+        .map(|m| crate::roofline::to_us(m.value, m.unit.as_deref()));
     let tensor_pipe_pct = metrics
         .iter()
         .filter(|m| {
@@ -307,16 +307,6 @@ pub fn to_bytes(value: f64, unit: Option<&str>) -> u64 {
         _ => 1.0,
     };
     (value * factor).round().max(0.0) as u64
-}
-
-/// A duration in ncu's units (`nsecond`, `usecond`, `msecond`, `ns`, `us`, `ms`), in µs.
-pub fn to_us(value: f64, unit: Option<&str>) -> f64 {
-    match unit.unwrap_or("").trim().to_lowercase().as_str() {
-        "nsecond" | "ns" => value / 1e3,
-        "msecond" | "ms" => value * 1e3,
-        "second" | "s" => value * 1e6,
-        _ => value,
-    }
 }
 
 /// A profiled kernel as the side-by-side with the baseline shows it.

@@ -15,8 +15,8 @@
 
 use serde::Serialize;
 
-use crate::KernelId;
 use crate::join::Joined;
+use crate::kernel_id::KernelId;
 
 /// What a kernel is measured against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -330,7 +330,7 @@ pub fn of_kernel(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Op
             .map(|m| m.metric)
     };
     let duration = metric("Duration")?;
-    let duration_us = crate::resources::to_us(duration.value, duration.unit.as_deref());
+    let duration_us = to_us(duration.value, duration.unit.as_deref());
     let ghz = metric("SM Frequency")?.value;
     let gpu = joined.run.and_then(|r| r.environment.gpus.first());
     let sm_count = gpu.and_then(|g| g.sm_count)?;
@@ -360,6 +360,16 @@ pub fn of_kernel(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Op
             mma: mix.mma,
         },
     )
+}
+
+/// A duration in ncu's units (`nsecond`, `usecond`, `msecond`, `ns`, `us`, `ms`), in µs.
+pub fn to_us(value: f64, unit: Option<&str>) -> f64 {
+    match unit.unwrap_or("").trim().to_lowercase().as_str() {
+        "nsecond" | "ns" => value / 1e3,
+        "msecond" | "ms" => value * 1e3,
+        "second" | "s" => value * 1e6,
+        _ => value,
+    }
 }
 
 #[cfg(test)]

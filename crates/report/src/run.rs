@@ -63,70 +63,6 @@ impl Run {
     }
 }
 
-/// A manifest as stored, read field by field as [`Run`] after [`crate::run_v1::upgrade`] gave an
-/// `exhibit.run/1` manifest's stages their unit records. A field added to [`Run`] is added here.
-#[derive(Deserialize)]
-struct StoredRun {
-    schema: String,
-    id: String,
-    pipeline: String,
-    started: String,
-    finished: Option<String>,
-    interrupted: bool,
-    git: Option<Git>,
-    environment: Environment,
-    inputs: BTreeMap<String, String>,
-    stages: Vec<Stage>,
-    #[serde(default)]
-    wall_ms: Option<u64>,
-    #[serde(default)]
-    links: BTreeMap<String, String>,
-    #[serde(default)]
-    knobs: Vec<Knob>,
-    #[serde(default)]
-    experiments: Vec<Experiment>,
-}
-
-impl<'de> Deserialize<'de> for Run {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Run, D::Error> {
-        use serde::de::Error;
-        let mut manifest = serde_json::Value::deserialize(deserializer)?;
-        crate::run_v1::upgrade(&mut manifest);
-        let StoredRun {
-            schema,
-            id,
-            pipeline,
-            started,
-            finished,
-            interrupted,
-            git,
-            environment,
-            inputs,
-            stages,
-            wall_ms,
-            links,
-            knobs,
-            experiments,
-        } = serde_json::from_value(manifest).map_err(D::Error::custom)?;
-        Ok(Run {
-            schema,
-            id,
-            pipeline,
-            started,
-            finished,
-            interrupted,
-            git,
-            environment,
-            inputs,
-            stages,
-            wall_ms,
-            links,
-            knobs,
-            experiments,
-        })
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Git {
     pub commit: String,
@@ -187,6 +123,19 @@ pub enum StageKind {
     Baseline,
     Profile,
     Report,
+}
+
+impl StageKind {
+    /// Whether the stage runs the program under a compute-sanitizer tool.
+    pub fn is_sanitizer(self) -> bool {
+        matches!(
+            self,
+            StageKind::Memcheck
+                | StageKind::Racecheck
+                | StageKind::Initcheck
+                | StageKind::Synccheck
+        )
+    }
 }
 
 /// How a stage ended. Tool failure, application failure and findings are never conflated.
@@ -509,7 +458,7 @@ mod tests {
 }
 
 // What an experiment is, as a run records it: the knobs a pipeline names, each experiment's
-// prediction and trials, and what the trials concluded ([`crate::experiment`] proposes and
+// prediction and trials, and what the trials concluded (`experiment` proposes and
 // concludes them).
 
 /// How a knob reaches the program or its build.

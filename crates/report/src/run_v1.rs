@@ -1,20 +1,85 @@
 //! Manifests of schema `exhibit.run/1`, written before every stage recorded its unit (the runner
-//! recorded [`crate::Unit`] only for the units it ran, and older runners not at all). Reading
+//! recorded [`crate::run::Unit`] only for the units it ran, and older runners not at all). Reading
 //! one gives each stage without the record the one its argv implies ([`upgrade`]), so that
 //! stored runs (the examples' and measurements' runs) render as they did. This is the one place
-//! that reads a command line back; the runner writes [`crate::RUN_SCHEMA`], whose stages all
-//! record their unit, and everything else reads [`crate::Stage::unit`].
+//! that reads a command line back; the runner writes [`crate::run::RUN_SCHEMA`], whose stages all
+//! record their unit, and everything else reads [`crate::run::Stage::unit`].
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::join::is_sanitizer;
-use crate::run::{Case, StageKind, TargetKind, Unit, Wrapper};
+use crate::run::{
+    Case, Environment, Experiment, Git, Knob, Run, Stage, StageKind, TargetKind, Unit, Wrapper,
+};
 
 /// The schema whose stages may lack their unit record.
 pub const SCHEMA: &str = "exhibit.run/1";
+
+/// A manifest as stored, read field by field as [`Run`] after [`upgrade`] gave an
+/// `exhibit.run/1` manifest's stages their unit records. A field added to [`Run`] is added here.
+#[derive(Deserialize)]
+struct StoredRun {
+    schema: String,
+    id: String,
+    pipeline: String,
+    started: String,
+    finished: Option<String>,
+    interrupted: bool,
+    git: Option<Git>,
+    environment: Environment,
+    inputs: BTreeMap<String, String>,
+    stages: Vec<Stage>,
+    #[serde(default)]
+    wall_ms: Option<u64>,
+    #[serde(default)]
+    links: BTreeMap<String, String>,
+    #[serde(default)]
+    knobs: Vec<Knob>,
+    #[serde(default)]
+    experiments: Vec<Experiment>,
+}
+
+impl<'de> Deserialize<'de> for Run {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Run, D::Error> {
+        use serde::de::Error;
+        let mut manifest = serde_json::Value::deserialize(deserializer)?;
+        upgrade(&mut manifest);
+        let StoredRun {
+            schema,
+            id,
+            pipeline,
+            started,
+            finished,
+            interrupted,
+            git,
+            environment,
+            inputs,
+            stages,
+            wall_ms,
+            links,
+            knobs,
+            experiments,
+        } = serde_json::from_value(manifest).map_err(D::Error::custom)?;
+        Ok(Run {
+            schema,
+            id,
+            pipeline,
+            started,
+            finished,
+            interrupted,
+            git,
+            environment,
+            inputs,
+            stages,
+            wall_ms,
+            links,
+            knobs,
+            experiments,
+        })
+    }
+}
 
 /// Gives every stage of an `exhibit.run/1` manifest that lacks a unit record the one its command
 /// line implies; a manifest of any other schema is left as it is. A stage that does not read
@@ -63,7 +128,7 @@ fn unit_of(stage: &Argv) -> Unit {
         StageKind::Baseline => TargetKind::Baseline,
         _ => TargetKind::Harness,
     };
-    if is_sanitizer(stage.kind) {
+    if stage.kind.is_sanitizer() {
         let check = match stage.kind {
             StageKind::Racecheck => parsers::Tool::Racecheck,
             StageKind::Initcheck => parsers::Tool::Initcheck,
@@ -135,7 +200,7 @@ fn unit_of(stage: &Argv) -> Unit {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Run, TargetKind, Wrapper};
+    use crate::{run::Run, run::TargetKind, run::Wrapper};
 
     /// A manifest of `schema` with one memcheck stage of the built-in harness, without a unit
     /// record.
@@ -182,7 +247,7 @@ mod tests {
 
     #[test]
     fn a_run_2_stage_must_record_its_unit() {
-        let error = serde_json::from_str::<Run>(&manifest(crate::RUN_SCHEMA))
+        let error = serde_json::from_str::<Run>(&manifest(crate::run::RUN_SCHEMA))
             .expect_err("a stage without its unit");
         assert!(
             error.to_string().contains("missing field `unit`"),

@@ -249,7 +249,7 @@ fn bench_row(r: &ResultRef) -> Option<BenchRow> {
 
 /// A stage's case as people read it, e.g. `2,8,512,64 f16 causal`; the cases of a unit that
 /// runs several, separated by `; `.
-pub fn case_label(stage: &crate::Stage) -> Option<String> {
+pub fn case_label(stage: &crate::run::Stage) -> Option<String> {
     let unit = stage.unit();
     match &unit.case {
         Some(case) => Some(case.label.clone()),

@@ -1,6 +1,6 @@
 //! Text hygiene shared by every renderer: scrubbing volatile values out of quoted log lines,
 //! repository-relative paths, rounding and escaping (kernel names are matched by
-//! [`crate::KernelId`]).
+//! [`crate::kernel_id::KernelId`]).
 
 use std::borrow::Cow;
 use std::sync::LazyLock;

@@ -6,8 +6,8 @@
 use parsers::Timing;
 use serde::Serialize;
 
-use crate::StageKind;
 use crate::join::Joined;
+use crate::run::StageKind;
 
 /// A timing and the log it was read from.
 #[derive(Debug, Clone, PartialEq, Serialize)]

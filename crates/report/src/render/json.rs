@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::Run;
 use crate::analysis::Analysis;
 use crate::resources::{kernel_resources, ncu_summaries};
+use crate::run::Run;
 use crate::tables::{bench_rows, check_rows, stress_rows};
 use crate::text::{round_json, without_controls};
 

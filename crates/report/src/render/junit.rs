@@ -22,7 +22,7 @@ struct Parts<'p> {
 }
 use crate::diagnosis::{Diagnosis, Level};
 use crate::text::{plain_text, xml_escape};
-use crate::{Run, StageStatus};
+use crate::{run::Run, run::StageStatus};
 
 /// Renders the JUnit XML document.
 pub fn render(a: &Analysis, run: Option<&Run>) -> String {

@@ -7,12 +7,11 @@ use std::fmt::Write;
 
 use crate::analysis::{Analysis, CoverageRow, VerdictKind, stage_status_word};
 use crate::diagnosis::{Diagnosis, Level};
-use crate::join::is_sanitizer;
 use crate::resources::{kernel_resources, ncu_summaries};
 use crate::tables::{bench_rows, check_rows, stress_rows};
 use crate::text::{bytes, code_fence, fixed, html_text, md_cell, md_code, md_text, scrub, sig3};
 use crate::timings::NOISY;
-use crate::{Run, StageStatus};
+use crate::{run::Run, run::StageStatus};
 
 /// Renders the whole report.
 pub fn render(analysis: &Analysis, run: &Run) -> String {
@@ -180,7 +179,7 @@ pub fn receipt(a: &Analysis) -> String {
     let mut by_stage: BTreeMap<(usize, String), Vec<&CoverageRow>> = BTreeMap::new();
     for (i, row) in a.coverage.iter().enumerate() {
         if matches!(row.status, StageStatus::Passed | StageStatus::Findings)
-            && row.kind != crate::StageKind::Report
+            && row.kind != crate::run::StageKind::Report
         {
             let first = a
                 .coverage
@@ -200,13 +199,13 @@ pub fn receipt(a: &Analysis) -> String {
         configs.dedup();
         let launched: Vec<Option<bool>> = rows.iter().map(|r| r.launched).collect();
         let launch = if rows.iter().any(|r| {
-            is_sanitizer(r.kind)
+            r.kind.is_sanitizer()
                 || matches!(
                     r.kind,
-                    crate::StageKind::Check
-                        | crate::StageKind::Stress
-                        | crate::StageKind::Bench
-                        | crate::StageKind::Profile
+                    crate::run::StageKind::Check
+                        | crate::run::StageKind::Stress
+                        | crate::run::StageKind::Bench
+                        | crate::run::StageKind::Profile
                 )
         }) {
             if launched.iter().all(|l| *l == Some(true)) {
@@ -316,7 +315,7 @@ pub(crate) fn untested_sentence(d: &Diagnosis) -> Option<String> {
 /// names (its place, its helpers, its launch): "Sites: `a.cu:12` (shared-memory race),
 /// `a.cu:10` (the write)".
 pub(crate) fn sites_line(d: &Diagnosis) -> Option<String> {
-    let named = |s: &&crate::Span| {
+    let named = |s: &&crate::diagnosis::Span| {
         s.primary
             || d.call_site.as_ref() == Some(&s.location)
             || d.helpers
@@ -759,7 +758,8 @@ fn with_cost(figure: &str, ms: u64) -> String {
 fn profile_launches(a: &Analysis) -> Vec<String> {
     let mut chosen: Vec<(&str, u32, Option<u64>)> = Vec::new();
     for r in &a.coverage {
-        let Some(crate::ProfileLaunches::FirstOfEachKernel { per_kernel }) = r.profile_launches
+        let Some(crate::run::ProfileLaunches::FirstOfEachKernel { per_kernel }) =
+            r.profile_launches
         else {
             continue;
         };
@@ -1108,7 +1108,11 @@ fn bench(out: &mut String, a: &Analysis, run: &Run) {
         let _ = writeln!(out);
     }
     if crate::render::svg::bench_svg(a).is_some() {
-        let _ = writeln!(out, "![bench]({})\n", crate::bench_svg_file_name(run));
+        let _ = writeln!(
+            out,
+            "![bench]({})\n",
+            crate::render::svg::bench_svg_file_name(run)
+        );
     }
 }
 
@@ -1229,7 +1233,11 @@ fn ncu(out: &mut String, a: &Analysis, run: &Run) {
     }
     let _ = writeln!(out);
     if crate::render::svg::roofline_svg(a).is_some() {
-        let _ = writeln!(out, "![roofline]({})\n", crate::roofline_svg_file_name(run));
+        let _ = writeln!(
+            out,
+            "![roofline]({})\n",
+            crate::render::svg::roofline_svg_file_name(run)
+        );
     }
     let advice: Vec<&crate::join::FindingRef> = a
         .joined

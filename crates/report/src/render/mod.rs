@@ -1,4 +1,4 @@
-//! The renderers: one module per output format. Each takes an [`crate::Analysis`] and the run,
+//! The renderers: one module per output format. Each takes an [`crate::analysis::Analysis`] and the run,
 //! and returns text; none reads anything else.
 
 pub mod bisect_markdown;
@@ -11,7 +11,16 @@ pub mod sarif;
 pub mod svg;
 pub mod timings_markdown;
 
-use crate::Run;
+use crate::run::Run;
+
+/// Output formats for [`crate::render`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    Markdown,
+    Json,
+    Sarif,
+    Junit,
+}
 
 /// The pipeline's directory relative to the repository root, with a trailing `/` (empty at the
 /// root): a diagnosis's places are relative to it, a code-scanning URI to the root.

@@ -4,11 +4,11 @@
 
 use serde_json::{Value, json};
 
-use crate::Run;
 use crate::analysis::Analysis;
 use crate::diagnosis::{Diagnosis, Level};
 use crate::render::{in_repository, pipeline_dir};
 use crate::rules::RULES;
+use crate::run::Run;
 use crate::text::plain_text;
 
 /// The `partialFingerprints` key Exhibit's fingerprints go under.

@@ -339,3 +339,14 @@ fn decade(d: i32) -> String {
         format!("{:.*}", d.unsigned_abs() as usize, 10f64.powi(d))
     }
 }
+
+/// `<run-id>.roofline.svg`, in the report's own directory.
+pub fn roofline_svg_file_name(run: &crate::run::Run) -> String {
+    format!("{}.roofline.svg", run.id)
+}
+
+/// The file name the Markdown report links the bench chart under: `<run-id>.bench.svg`, in the
+/// report's own directory.
+pub fn bench_svg_file_name(run: &crate::run::Run) -> String {
+    format!("{}.bench.svg", run.id)
+}

@@ -135,7 +135,7 @@ fn at_syncwarp(finding: &Finding) -> bool {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture, place};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// synccheck on `syncdiv.cu warp` (`compute-sanitizer/synccheck_syncdiv_warp.log`): a
     /// `__syncthreads()` at line 12 that only part of a warp reaches.

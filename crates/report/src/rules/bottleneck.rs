@@ -15,10 +15,10 @@
 //! it executes (the FP32 peak is not its limit), on a kernel at or above half the peak, nor where the hottest line's stall is none of
 //! these.
 
-use super::slow_kernel::{Scope, duration_us, metric, source_lines};
+use super::profile::{Scope, duration_us, metric, source_lines};
 use super::{Ctx, RuleId};
-use crate::KernelId;
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, SourceLocation};
+use crate::kernel_id::KernelId;
 use crate::text::{md_code, relative_path};
 use serde_json::json;
 
@@ -787,7 +787,7 @@ mod rule_tests {
 
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, place, repo_file};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// The slow-reduction example's `shuffle2` config on an H100, from its reference run
     /// (`examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/shuffle2/sm_90/`):

@@ -205,7 +205,7 @@ fn line_list(lines: &[SourceLocation]) -> String {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// memcheck on `leak.cu` (`compute-sanitizer/memcheck_leak.log`): 1,024 bytes allocated and
     /// never freed, a finding no other rule takes.

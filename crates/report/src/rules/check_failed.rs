@@ -22,7 +22,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .get(i)
             .and_then(|f| j.source(f.source))
             .and_then(|s| s.stage)
-            .is_some_and(|st| st.kind == crate::StageKind::Check);
+            .is_some_and(|st| st.kind == crate::run::StageKind::Check);
         (!from_check, i)
     });
     for index in order {
@@ -175,7 +175,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture, place};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// GoogleTest's JUnit XML of `programs/junit/softmax_test.cc` (`junit/gtest.xml`):
     /// `Shapes/TailTile.MatchesReference/2` (n=200) fails its assertion at line 39; the other

@@ -42,7 +42,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture, place};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// nvcc 13.0 on `compile_error.cu` (`crates/parsers/fixtures/ptxas/nvcc13.0_compile_error.log`):
     /// `identifier "undeclared_scale" is undefined` at line 3.

@@ -61,7 +61,7 @@ pub fn is_debug_warning(f: &parsers::Finding) -> bool {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// nvcc 13.0 with `-G -lineinfo` on `wmma_local.cu` (`ptxas/device_wmma_local_debug.log`):
     /// "'--device-debug (-G)' overrides '--generate-line-info (-lineinfo)'".

@@ -223,7 +223,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// memcheck on `issue12/malloc_fail.cu huge` (`compute-sanitizer/memcheck_malloc_fail_huge.log`):
     /// `cudaMalloc` of 1 PiB returns `cudaErrorMemoryAllocation`.

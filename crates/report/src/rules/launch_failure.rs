@@ -23,8 +23,8 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
     let mut out: Vec<Draft> = Vec::new();
     for stage in j.stages() {
         let unit = stage.unit();
-        if unit.target != crate::TargetKind::Program
-            || stage.status != crate::StageStatus::Findings
+        if unit.target != crate::run::TargetKind::Program
+            || stage.status != crate::run::StageStatus::Findings
             || stage.launch_search.is_some()
         {
             continue;
@@ -56,7 +56,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         // A sanitizer that failed the run on a library's hazards alone (cuDNN's kernel, run as
         // the program's reference): the program itself ran to its end, and the library's note
         // says what was seen.
-        let library_only = stage.exit_code == Some(crate::SANITIZER_ERROR_EXITCODE)
+        let library_only = stage.exit_code == Some(crate::run::SANITIZER_ERROR_EXITCODE)
             && j.library_findings
                 .iter()
                 .any(|f| sources.contains(&f.source) && super::is_error(f.finding));
@@ -396,7 +396,7 @@ fn sanitizer_coverage(ctx: &Ctx, config: Option<&str>, failed: &parsers::harness
     let mut shapes: Vec<parsers::harness::Shape> = Vec::new();
     let mut tools: Vec<String> = Vec::new();
     for (i, s) in j.sources.iter().enumerate() {
-        if !crate::join::is_sanitizer(s.kind) || s.config != config {
+        if !s.kind.is_sanitizer() || s.config != config {
             continue;
         }
         let tool = crate::join::kind_name(s.kind).to_string();
@@ -439,7 +439,7 @@ fn sanitizer_coverage(ctx: &Ctx, config: Option<&str>, failed: &parsers::harness
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// The harness's stress run of the `wmma_local_q` attention build
     /// (`harness/stress_wmma_local_q.json`): the first launch ends in

@@ -103,7 +103,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 Some(class) if at_launch => {
                     refusal.get_or_insert(class);
                     explains.push(i);
-                    if !evidence.iter().any(|e: &crate::EvidenceItem| {
+                    if !evidence.iter().any(|e: &crate::diagnosis::EvidenceItem| {
                         Some(&e.stage)
                             == ctx.joined.source(f.source).map(|s| s.stage_name()).as_ref()
                     }) {
@@ -137,7 +137,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         };
         // The refused kernel is one the build defined that no profiled launch ran (a framework's
         // kernels, or another of the program's, may well have run before it).
-        let profiled: std::collections::BTreeSet<&crate::KernelId> = j
+        let profiled: std::collections::BTreeSet<&crate::kernel_id::KernelId> = j
             .metrics
             .iter()
             .filter(|m| in_config(&m.config))
@@ -206,7 +206,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             if profiled.is_empty()
                 && j.sources
                     .iter()
-                    .any(|s| s.config == config && s.kind == crate::StageKind::Profile)
+                    .any(|s| s.config == config && s.kind == crate::run::StageKind::Profile)
             {
                 ", and Nsight Compute profiled no launch"
             } else {
@@ -346,7 +346,7 @@ fn call_site(line: &str, repo_files: &[String]) -> Option<SourceLocation> {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// memcheck on `issue12/invalid_args.cu config` (`compute-sanitizer/memcheck_invalid_config.log`):
     /// `fill<<<1, 2048>>>` is refused with `cudaErrorInvalidValue` at `cudaLaunchKernel`.

@@ -11,9 +11,9 @@ use parsers::FindingKind;
 use serde_json::json;
 
 use super::{Ctx, RuleId};
-use crate::KernelId;
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::join::FindingRef;
+use crate::kernel_id::KernelId;
 use crate::model::Library;
 use crate::text::{join_words, plural};
 
@@ -152,7 +152,7 @@ fn exclusion_pattern(kernels: &[&KernelId]) -> String {
 #[cfg(test)]
 mod tests {
     use super::exclusion_pattern;
-    use crate::KernelId;
+    use crate::kernel_id::KernelId;
 
     #[test]
     fn the_exclusion_pattern_is_what_the_librarys_kernels_share() {
@@ -173,7 +173,7 @@ mod tests {
 mod rule_tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture, repo_file};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// racecheck on the program-model example's `correct` config, a PyTorch extension checked
     /// against SDPA (`examples/program-model/reference/artifacts/20261127T061006Z-68e4bf99/racecheck/correct/sm_90/racecheck.log`):

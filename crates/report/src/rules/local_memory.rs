@@ -99,7 +99,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 config
                     .and_then(|c| {
                         j.stages().iter().find(|s| {
-                            s.kind == crate::StageKind::Compile && s.config.as_deref() == Some(c)
+                            s.kind == crate::run::StageKind::Compile
+                                && s.config.as_deref() == Some(c)
                         })
                     })
                     .and_then(|s| s.unit().max_registers)
@@ -167,7 +168,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// nvcc 13.0 with `-maxrregcount=16` on `spill.cu` (`ptxas/nvcc13.0_spill_maxrreg16.log`):
     /// `many_live_values` at 24 registers spills 660 bytes of stores and 692 of loads.

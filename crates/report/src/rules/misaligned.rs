@@ -62,7 +62,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture, place};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// memcheck on `misaligned.cu global` (`compute-sanitizer/memcheck_misaligned_global.log`):
     /// 4-byte reads at `base + 2`, misaligned, at line 9.

@@ -1,15 +1,15 @@
 //! The diagnosis rules. Each rule is a small module with one function from the joined evidence
 //! to zero or more drafts. A rule never fires without evidence, every draft carries the raw
 //! lines it rests on, and a rule never decides another draft's fate: what a draft is (a fault,
-//! a symptom, a performance cause) is its rule's [`Role`] in [`RULES`], and [`crate::fold`]
+//! a symptom, a performance cause) is its rule's [`Role`] in [`RULES`], and `fold`
 //! alone turns drafts into one root cause per fault.
 
 use parsers::{Finding, FindingKind, Severity};
 use serde_json::json;
 
-use crate::KernelId;
 use crate::diagnosis::{Confidence, Draft, EvidenceItem, Figure, Helper, Level, SourceLocation};
 use crate::join::{FindingRef, Joined, ResultRef};
+use crate::kernel_id::KernelId;
 use crate::text::{md_code, md_text, relative_path, scrub};
 
 mod barrier;
@@ -26,6 +26,7 @@ mod local_memory;
 mod misaligned;
 mod occupancy;
 mod out_of_bounds;
+mod profile;
 mod repeated_launch;
 mod shared_race;
 mod slow_kernel;
@@ -53,7 +54,7 @@ impl RuleId {
     }
 }
 
-/// What a rule's drafts are to the fold ([`crate::fold`]), which reads only this.
+/// What a rule's drafts are to the fold (`fold`), which reads only this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// A fault a tool located in the source, or a launch the runtime refused: a root cause of
@@ -110,7 +111,7 @@ pub struct Rule {
     pub proposes: Proposes,
 }
 
-/// The experiment a rule's diagnoses call for (see [`crate::experiment::propose`]).
+/// The experiment a rule's diagnoses call for (see `experiment::propose`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Proposes {
     /// The one its suggestions' hypotheses name, if any.
@@ -123,8 +124,8 @@ pub enum Proposes {
 
 /// Every rule, in the order they run and rank, one row per [`RuleId`] in its order. Later rules
 /// may ask which findings earlier ones explain ([`Ctx::explained`]), so a finding that a richer
-/// rule took is not drafted twice; [`crate::drafting`] runs them. `perf-regression` and
-/// `perf-improvement` run in [`crate::diff()`], where two runs are compared.
+/// rule took is not drafted twice; `drafting` runs them. `perf-regression` and
+/// `perf-improvement` run in `diff::diff()`, where two runs are compared.
 pub const RULES: &[Rule] = &[
     Rule {
         id: RuleId::CompileError,
@@ -558,7 +559,7 @@ impl Ctx<'_, '_> {
             .iter()
             .any(|f| f.config.as_deref() == config && debug_build::is_debug_warning(f.finding));
         let flagged = j.sources.iter().any(|s| {
-            s.kind == crate::StageKind::Compile
+            s.kind == crate::run::StageKind::Compile
                 && s.config == config
                 && s.stage.is_some_and(|st| {
                     st.command
@@ -579,7 +580,7 @@ impl Ctx<'_, '_> {
         index: usize,
         f: &FindingRef,
     ) -> Draft {
-        let mut d = Draft::new(rule, crate::Level::Error, title);
+        let mut d = Draft::new(rule, crate::diagnosis::Level::Error, title);
         d.config = f.config.clone();
         (d.kernel, d.helpers) = self.kernel_site(f);
         d.location = self.place(f);
@@ -596,7 +597,7 @@ impl Ctx<'_, '_> {
     }
 
     /// The other places a tool named with a finding (the other side of a race), labelled.
-    pub fn related_spans(&self, finding: &Finding) -> Vec<crate::Span> {
+    pub fn related_spans(&self, finding: &Finding) -> Vec<crate::diagnosis::Span> {
         finding
             .related
             .iter()
@@ -613,7 +614,7 @@ impl Ctx<'_, '_> {
                     // The related site's function: a tool string the join does not index.
                     _ => format!("a related site, in {}", md_code(&KernelId::of(function))),
                 };
-                Some(crate::Span::secondary(location, label))
+                Some(crate::diagnosis::Span::secondary(location, label))
             })
             .collect()
     }
@@ -1095,13 +1096,13 @@ pub fn at_location(location: Option<&SourceLocation>) -> String {
 /// be blind: both move shared-memory data through the asynchronous proxy, which no sanitizer
 /// follows.
 pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Option<String> {
-    use crate::join::{Source, is_sanitizer, kind_name};
+    use crate::join::{Source, kind_name};
     let j = ctx.joined;
     let logs: Vec<_> = j
         .sources
         .iter()
         .filter(|s| {
-            is_sanitizer(s.kind)
+            s.kind.is_sanitizer()
                 && s.config == config
                 && matches!(
                     s.log.format,
@@ -1118,7 +1119,8 @@ pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Opt
     if logs.is_empty() || !logs.iter().all(clean) {
         return None;
     }
-    let kinds: std::collections::BTreeSet<crate::StageKind> = logs.iter().map(|s| s.kind).collect();
+    let kinds: std::collections::BTreeSet<crate::run::StageKind> =
+        logs.iter().map(|s| s.kind).collect();
     let names: Vec<String> = kinds.iter().map(|&k| kind_name(k).to_string()).collect();
     let were = if names.len() == 1 {
         "it was"

@@ -197,7 +197,7 @@ fn ctx_max_warps(arch: &str) -> u32 {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, repo_file};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// The `regs` config of the slow-kernels reference run
     /// (`examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a`): ptxas gives

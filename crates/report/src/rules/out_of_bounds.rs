@@ -853,7 +853,7 @@ mod tests {
 mod rule_tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture, place};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// memcheck on `oob.cu` (`compute-sanitizer/memcheck_oob_write.log`): 4-byte writes from
     /// 1 byte past the end of a 4,000-byte buffer, in `store_one` (line 17) inlined into

@@ -8,7 +8,6 @@ use serde_json::json;
 
 use super::{Ctx, RuleId, is_harness_kind};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
-use crate::join::is_sanitizer;
 use crate::text::{md_text, plural};
 
 /// One draft per failing stress result, and per launch search of a target's program.
@@ -249,7 +248,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
             ));
         }
         let memcheck_clean = j.sources.iter().enumerate().any(|(i, s)| {
-            s.kind == crate::StageKind::Memcheck
+            s.kind == crate::run::StageKind::Memcheck
                 && s.config == config
                 && s.log.complete
                 && !j
@@ -263,7 +262,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
                 .sources
                 .iter()
                 .enumerate()
-                .find(|(_, s)| s.kind == crate::StageKind::Memcheck && s.config == config)
+                .find(|(_, s)| s.kind == crate::run::StageKind::Memcheck && s.config == config)
             {
                 d.evidence.push(ctx.source_evidence(
                     Some(i),
@@ -277,7 +276,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         }
         let memcheck_found = j.findings.iter().any(|f| {
             f.config.as_deref() == config
-                && j.source(f.source).is_some_and(|s| is_sanitizer(s.kind))
+                && j.source(f.source).is_some_and(|s| s.kind.is_sanitizer())
                 && f.finding.kind == FindingKind::InvalidAccess
         });
 
@@ -389,7 +388,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture, repo_file};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// The stress stage of the `launch_counter_ring` attention build in the committed reference
     /// run (`artifacts/reference/20261122T040220Z-de24d653/stress/launch_counter_ring/sm_90/seed-f16/harness.json`):

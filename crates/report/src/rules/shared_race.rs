@@ -7,8 +7,8 @@ use parsers::{Access, FindingKind, Severity};
 use serde_json::json;
 
 use super::{Ctx, RuleId, detail_u64};
-use crate::KernelId;
 use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, inlined_in};
+use crate::kernel_id::KernelId;
 use crate::text::{md_code, md_text};
 
 /// One draft per distinct pair of sites.
@@ -148,14 +148,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 (other.clone(), format!("the {other_word}")),
             ]
             .into_iter()
-            .filter_map(|(loc, label)| Some(crate::Span::secondary(loc?, label)))
+            .filter_map(|(loc, label)| Some(crate::diagnosis::Span::secondary(loc?, label)))
             .collect();
             // Where the program's own code brought the write in, when it sits in an inlined
             // helper (a header's copy primitive, a wrapper): the SASS line table's inlining.
             if let Some(at) = &write {
                 for call in ctx.inlined_into(f.config.as_deref(), at) {
                     if !d.spans.iter().any(|s| s.location == call) {
-                        d.spans.push(crate::Span::secondary(
+                        d.spans.push(crate::diagnosis::Span::secondary(
                             call,
                             "the program's call that inlines the write",
                         ));
@@ -536,7 +536,7 @@ fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
         let total = take_records(first, &mut d);
         for span in d.spans {
             if !first.spans.iter().any(|s| s.location == span.location) {
-                first.spans.push(crate::Span {
+                first.spans.push(crate::diagnosis::Span {
                     primary: false,
                     ..span
                 });
@@ -873,7 +873,7 @@ fn hazard_type(finding: &parsers::Finding) -> Option<String> {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, parsers_fixture, place};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// racecheck on `race.cu` (`compute-sanitizer/racecheck_race.log`): a read at line 12
     /// races with the writes at lines 10 and 14, 512 hazards each, no barrier between them.

@@ -11,11 +11,12 @@ use parsers::{OccupancyLimiter, ProfilerRule, SourceLine, SpeedupType};
 use crate::hypothesis::{ExperimentKind, Hypothesis};
 use serde_json::json;
 
-use crate::join::{FindingRef, MetricRef, Source};
+use crate::join::FindingRef;
 
+use super::profile::{Scope, duration_us, metric, microseconds, source_lines};
 use super::{Ctx, RuleId};
-use crate::KernelId;
 use crate::diagnosis::{Confidence, Draft, Figure, Level, SourceLocation};
+use crate::kernel_id::KernelId;
 use crate::text::{md_code, relative_path};
 
 /// ncu's rules whose estimate comes from counters per instruction (the excessive sectors or
@@ -103,21 +104,6 @@ impl Class {
             Class::Uncoalesced => by(|l| l.global_excessive),
             Class::FewBlocks | Class::Occupancy | Class::LocalMemory => by(|l| l.stall_samples),
         }
-    }
-}
-
-/// Where a cause's figures come from: its config's profile and, within it, the log of the
-/// profiling run (one case) whose rule made the cause, so that a tiny launch's figures never
-/// speak for a large one's.
-#[derive(Clone, Copy)]
-pub(super) struct Scope<'s> {
-    pub(super) config: Option<&'s str>,
-    pub(super) log: Option<usize>,
-}
-
-impl Scope<'_> {
-    fn holds(&self, m: &MetricRef) -> bool {
-        m.config.as_deref() == self.config && self.log.is_none_or(|l| m.source == l)
     }
 }
 
@@ -1218,69 +1204,6 @@ fn throughput(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>) -> Option<(f64
     Some((memory, compute))
 }
 
-/// A metric's value for a kernel in a scope.
-pub(super) fn metric(
-    ctx: &Ctx,
-    scope: Scope,
-    kernel: Option<&KernelId>,
-    name: &str,
-) -> Option<f64> {
-    ctx.joined
-        .metrics
-        .iter()
-        .find(|m| m.metric.name == name && scope.holds(m) && kernel.is_none_or(|k| m.kernel == *k))
-        .map(|m| m.metric.value)
-}
-
-/// A kernel's profiled duration in microseconds, whatever unit ncu printed it in.
-pub(super) fn duration_us(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>) -> Option<f64> {
-    let m = ctx.joined.metrics.iter().find(|m| {
-        m.metric.name == "Duration" && scope.holds(m) && kernel.is_none_or(|k| m.kernel == *k)
-    })?;
-    microseconds(m.metric)
-}
-
-/// A duration metric in microseconds, whatever unit ncu printed it in.
-fn microseconds(metric: &parsers::Metric) -> Option<f64> {
-    let scale = match metric.unit.as_deref().unwrap_or("") {
-        "ns" | "nsecond" => 1e-3,
-        "us" | "usecond" => 1.0,
-        "ms" | "msecond" => 1e3,
-        "s" | "second" => 1e6,
-        _ => return None,
-    };
-    Some(metric.value * scale)
-}
-
-/// The source-page lines of a kernel in a scope: the source page its profiling run exported
-/// beside the log (else every source page of the config; any page without a config).
-pub(super) fn source_lines<'j>(
-    ctx: &Ctx<'j, '_>,
-    scope: Scope,
-    kernel: Option<&KernelId>,
-) -> Vec<&'j SourceLine> {
-    let j = ctx.joined;
-    let dir = |path: &str| std::path::Path::new(path).parent().map(|p| p.to_path_buf());
-    let log_dir = scope
-        .log
-        .and_then(|i| j.source(i))
-        .and_then(|s| dir(s.path));
-    let pages: Vec<&Source> = j
-        .sources
-        .iter()
-        .filter(|s| scope.config.is_none() || s.config == scope.config)
-        .filter(|s| !s.log.source_lines.is_empty())
-        .collect();
-    let beside = log_dir.is_some() && pages.iter().any(|s| dir(s.path) == log_dir);
-    pages
-        .into_iter()
-        .filter(|s| !beside || dir(s.path) == log_dir)
-        .flat_map(|s| &s.log.source_lines)
-        // The source page's functions: tool strings the join does not index.
-        .filter(|l| kernel.is_none_or(|k| KernelId::of(&l.function) == *k))
-        .collect()
-}
-
 /// ptxas's stack frame for a kernel, when it has one.
 fn kernel_stack(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option<u64> {
     ctx.joined
@@ -1298,7 +1221,7 @@ mod rule_tests {
 
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, parsers_fixture};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// The slow-kernels example's `bank` program on the H100: ncu's details page
     /// (`ncu-csv/slow_bank_details.log`) with its shared-memory bank-conflict rule, and its

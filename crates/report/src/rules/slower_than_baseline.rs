@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::{Ctx, RuleId};
-use crate::StageKind;
 use crate::diagnosis::{Confidence, Draft, EvidenceItem, GiveWay, Level};
+use crate::run::StageKind;
 use crate::text::{md_code, sig3};
 use crate::timings::TimingRow;
 
@@ -130,7 +130,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// pytest-benchmark JSON of `programs/bench_pytest.py` run twice on the same CPU: its slow
     /// implementation (`pytest-benchmark/baseline.json`, `EXHIBIT_BENCH_IMPL=baseline`) as the

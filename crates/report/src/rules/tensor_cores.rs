@@ -137,7 +137,7 @@ mod tests {
 
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// `clean.cu` on the H200: cuobjdump's SASS of its `wmma_shared` holds HMMA
     /// (`sass/device_clean_cuobjdump.log`), and ncu's raw page of the same program measured its

@@ -11,10 +11,10 @@
 
 use serde_json::json;
 
-use super::slow_kernel::{Scope, duration_us, source_lines};
+use super::profile::{Scope, duration_us, source_lines};
 use super::{Ctx, RuleId};
-use crate::KernelId;
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
+use crate::kernel_id::KernelId;
 use crate::roofline::{Limit, Position};
 use crate::text::{md_code, relative_path};
 
@@ -220,10 +220,10 @@ fn tensor_kernel_beside(ctx: &Ctx, config: Option<&str>, own: &KernelId) -> Opti
 mod tests {
     use parsers::Format;
 
-    use crate::StageKind;
     use crate::diagnosis::Draft;
     use crate::rules::Ctx;
     use crate::rules::testing::{Case, repo_file};
+    use crate::run::StageKind;
 
     // No positive case: the one committed run where this cause fires (an SGEMM at the FP32
     // roof, `corpus/sgemm-k4-registers`) is stored only compressed (`run.tar.xz`), and no

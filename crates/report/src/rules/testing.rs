@@ -18,7 +18,8 @@ use parsers::{Format, ParsedLog, Severity, Tool};
 use super::{Ctx, RuleId};
 use crate::diagnosis::Draft;
 use crate::{
-    Environment, Evidence, Gpu, Log, Run, Stage, StageKind, StageStatus, TargetKind, Unit, Wrapper,
+    evidence::Evidence, run::Environment, run::Gpu, run::Log, run::Run, run::Stage, run::StageKind,
+    run::StageStatus, run::TargetKind, run::Unit, run::Wrapper,
 };
 
 /// A run under construction: its stages, each with one log, and the files it read.
@@ -146,7 +147,7 @@ impl Case {
     /// The evidence of the run so far.
     pub fn evidence(&self) -> Evidence {
         let run = Run {
-            schema: crate::RUN_SCHEMA.to_string(),
+            schema: crate::run::RUN_SCHEMA.to_string(),
             id: "20261122T024505Z-00000000".to_string(),
             pipeline: "pipeline.yaml".to_string(),
             started: "2026-11-22T02:45:05Z".to_string(),

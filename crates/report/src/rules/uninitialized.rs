@@ -85,7 +85,7 @@ fn first_uninitialised_thread(threads: &[parsers::ThreadIndex]) -> Option<u64> {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture, place};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// initcheck on `issue12/initcheck_partial.cu` (`compute-sanitizer/initcheck_partial.log`):
     /// a buffer filled only in its first 96 floats, read whole at line 17.

@@ -12,9 +12,9 @@ use parsers::{FindingKind, MemorySpace};
 use serde_json::json;
 
 use super::{Ctx, RuleId};
-use crate::KernelId;
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
-use crate::join::{FindingRef, is_sanitizer};
+use crate::join::FindingRef;
+use crate::kernel_id::KernelId;
 use crate::text::{join_words, plural};
 
 /// A finding and its index in [`crate::join::Joined::findings`].
@@ -50,7 +50,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .collect();
         let faults: Vec<Hit> = in_config()
             .filter(|(_, f)| {
-                let from_sanitizer = j.source(f.source).is_some_and(|s| is_sanitizer(s.kind));
+                let from_sanitizer = j.source(f.source).is_some_and(|s| s.kind.is_sanitizer());
                 from_sanitizer
                     && (f.finding.kind == FindingKind::Trap
                         || (f.finding.kind == FindingKind::InvalidAccess
@@ -211,7 +211,7 @@ fn is_fragment(warnings: &[Hit]) -> bool {
 /// Whether the config's program ran to its end under memcheck, or passed its check: a planted
 /// trap that fired would have stopped it with a record.
 fn ran_without_trapping(j: &crate::join::Joined, config: Option<&str>) -> bool {
-    use crate::{StageKind, StageStatus};
+    use crate::{run::StageKind, run::StageStatus};
     // Logs without a run (`runner explain`): a memcheck log that ran to its summary.
     let completed_memcheck = j.run.is_none()
         && j.sources
@@ -394,7 +394,7 @@ fn draft(
             if in_intrinsic(f.finding) {
                 // The toolkit's header holds the instruction, not the mistake: a label.
                 if let Some(header) = ctx.finding_location(f.finding) {
-                    d.spans.push(crate::Span::secondary(
+                    d.spans.push(crate::diagnosis::Span::secondary(
                         header,
                         "the fragment access, inside the toolkit's WMMA header",
                     ));
@@ -417,7 +417,7 @@ fn draft(
                         join_words(&calls.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>())
                     ));
                     for other in calls.iter().skip(1) {
-                        d.spans.push(crate::Span::secondary(
+                        d.spans.push(crate::diagnosis::Span::secondary(
                             other.clone(),
                             "another call of the same fragment operation",
                         ));
@@ -510,7 +510,7 @@ fn draft(
     // A toolkit header (the warning's `mma.hpp`) holds the instruction, not the mistake: it is
     // a label, and the headline points at the kernel's own file where one is known.
     if let Some(header) = d.location.take_if(|l| l.file.starts_with('<')) {
-        d.spans.push(crate::Span::secondary(
+        d.spans.push(crate::diagnosis::Span::secondary(
             header,
             "the fragment access, inside the toolkit's WMMA header",
         ));
@@ -635,7 +635,7 @@ fn launched_kernel(ctx: &Ctx, config: Option<&str>, f: &parsers::Finding) -> Opt
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// `wmma_local.cu` on the H200: nvcc 13.0 warns that it cannot perform wmma load or store
     /// on local memory (`ptxas/device_wmma_local.log`), cuobjdump's SASS of `wmma_from_local`

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::{Ctx, RuleId, is_harness_kind};
-use crate::KernelId;
 use crate::check_failure::{second_launch_differs, within_tolerance_failure};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::ResultRef;
+use crate::kernel_id::KernelId;
 use crate::text::{md_text, sig3};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -407,7 +407,7 @@ pub fn describe(r: &ResultRef) -> String {
 mod tests {
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{Level, StageKind};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// The harness's check of the `tail_off_by_one` attention build at S=500
     /// (`harness/check_tail_off_by_one.json`): 32,000 NaN elements, max abs error 0.138.
