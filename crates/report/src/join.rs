@@ -206,20 +206,7 @@ impl Source<'_> {
 
 /// The pipeline's name for a stage kind.
 pub fn kind_name(kind: StageKind) -> &'static str {
-    match kind {
-        StageKind::Compile => "compile",
-        StageKind::Sass => "sass",
-        StageKind::Memcheck => "memcheck",
-        StageKind::Racecheck => "racecheck",
-        StageKind::Initcheck => "initcheck",
-        StageKind::Synccheck => "synccheck",
-        StageKind::Check => "check",
-        StageKind::Stress => "stress",
-        StageKind::Bench => "bench",
-        StageKind::Baseline => "baseline",
-        StageKind::Profile => "profile",
-        StageKind::Report => "report",
-    }
+    kind.name()
 }
 
 /// What the compile command of a config says about it: its `-D` defines, source and arch.

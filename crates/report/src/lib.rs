@@ -70,6 +70,7 @@ mod run;
 mod run_v1;
 pub mod significance;
 mod source_line;
+mod stage_kind;
 pub mod tables;
 pub mod text;
 pub mod timings;
@@ -86,6 +87,7 @@ pub use render::OutputFormat;
 pub use render::sarif::Home;
 pub use render::svg::{bench_svg_file_name, roofline_svg_file_name};
 pub use run::*;
+pub use stage_kind::{KINDS, KindRow, Placement};
 
 /// Rendered text without terminal escape sequences or control characters: every renderer's
 /// output passes through here (JSON formats strip each string before they are escaped).

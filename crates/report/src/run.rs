@@ -5,6 +5,7 @@
 //! ([`Stage::unit`]). Manifests of `exhibit.run/1` still read: their stages that lack the
 //! record get the one their command line implies ([`crate::run_v1`]).
 
+pub use crate::stage_kind::StageKind;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -105,37 +106,6 @@ pub struct Gpu {
     pub ecc: Option<String>,
     pub mig: Option<String>,
     pub memory_mib: Option<u64>,
-}
-
-/// The stage types pipeline.yaml knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StageKind {
-    Compile,
-    Sass,
-    Memcheck,
-    Racecheck,
-    Initcheck,
-    Synccheck,
-    Check,
-    Stress,
-    Bench,
-    Baseline,
-    Profile,
-    Report,
-}
-
-impl StageKind {
-    /// Whether the stage runs the program under a compute-sanitizer tool.
-    pub fn is_sanitizer(self) -> bool {
-        matches!(
-            self,
-            StageKind::Memcheck
-                | StageKind::Racecheck
-                | StageKind::Initcheck
-                | StageKind::Synccheck
-        )
-    }
 }
 
 /// How a stage ended. Tool failure, application failure and findings are never conflated.

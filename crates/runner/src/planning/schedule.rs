@@ -288,10 +288,10 @@ pub fn class(unit: &Unit) -> Class {
     if unit.blocked.is_some() {
         return Class::Free;
     }
-    match unit.kind {
-        StageKind::Compile | StageKind::Sass | StageKind::Report => Class::Cpu,
-        StageKind::Bench | StageKind::Baseline | StageKind::Profile => Class::Alone,
-        _ => Class::SharedGpu,
+    match unit.kind.row().placement {
+        report::Placement::Cpu => Class::Cpu,
+        report::Placement::Alone => Class::Alone,
+        report::Placement::SharedGpu => Class::SharedGpu,
     }
 }
 

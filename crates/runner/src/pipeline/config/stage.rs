@@ -147,62 +147,35 @@ pub struct Needs {
 
 /// Whether a stage kind launches the kernel through the harness.
 pub fn launches_kernel(kind: StageKind) -> bool {
-    is_sanitizer(kind)
-        || matches!(
-            kind,
-            StageKind::Check | StageKind::Stress | StageKind::Bench | StageKind::Profile
-        )
+    kind.row().launches
 }
 
 /// Whether a stage kind consumes the compile stage's cubin.
 pub fn needs_cubin(kind: StageKind) -> bool {
-    kind == StageKind::Sass || launches_kernel(kind)
+    kind.row().reads_cubin || kind.row().launches
 }
 
 /// Whether a stage kind is one of compute-sanitizer's tools.
 pub fn is_sanitizer(kind: StageKind) -> bool {
-    matches!(
-        kind,
-        StageKind::Memcheck | StageKind::Racecheck | StageKind::Initcheck | StageKind::Synccheck
-    )
+    kind.is_sanitizer()
 }
 
 /// Whether a stage kind runs the harness under another tool.
 pub fn wraps_harness(kind: StageKind) -> bool {
-    is_sanitizer(kind) || kind == StageKind::Profile
+    kind.row().wraps
 }
 
 /// The pipeline.yaml spelling of a stage kind.
 pub fn kind_name(kind: StageKind) -> &'static str {
-    report::join::kind_name(kind)
+    kind.name()
 }
 
-pub(crate) const ALL_KINDS: &[StageKind] = &[
-    StageKind::Compile,
-    StageKind::Sass,
-    StageKind::Memcheck,
-    StageKind::Racecheck,
-    StageKind::Initcheck,
-    StageKind::Synccheck,
-    StageKind::Check,
-    StageKind::Stress,
-    StageKind::Bench,
-    StageKind::Baseline,
-    StageKind::Profile,
-    StageKind::Report,
-];
-
 pub(crate) fn kind_from_name(name: &str) -> Option<StageKind> {
-    ALL_KINDS.iter().copied().find(|k| kind_name(*k) == name)
+    StageKind::of_name(name)
 }
 
 pub(crate) fn default_timeout(kind: StageKind) -> Duration {
-    let minutes = match kind {
-        StageKind::Sass | StageKind::Report => 1,
-        StageKind::Compile | StageKind::Check => 5,
-        _ => 10,
-    };
-    Duration::from_secs(60 * minutes)
+    Duration::from_secs(60 * kind.row().timeout_min)
 }
 
 /// Whether a run of `stages` (`--only`; empty: all) plans `stage`: a stage it names, or the
@@ -221,21 +194,10 @@ pub fn runs(pipeline: &Pipeline, stages: &[String], stage: &Stage) -> bool {
 
 /// The needs a stage kind has when pipeline.yaml does not say.
 pub fn default_needs(kind: StageKind) -> Needs {
-    let (gpu, tools): (bool, &[&str]) = match kind {
-        StageKind::Compile => (false, &["nvcc"]),
-        StageKind::Sass => (false, &["cuobjdump"]),
-        StageKind::Memcheck
-        | StageKind::Racecheck
-        | StageKind::Initcheck
-        | StageKind::Synccheck => (true, &["compute-sanitizer", "harness"]),
-        StageKind::Check | StageKind::Stress | StageKind::Bench => (true, &["harness"]),
-        StageKind::Baseline => (true, &["python3", "torch"]),
-        StageKind::Profile => (true, &["ncu", "harness"]),
-        StageKind::Report => (false, &[]),
-    };
+    let row = kind.row();
     Needs {
-        gpu,
-        tools: tools.iter().map(|t| (*t).to_string()).collect(),
+        gpu: row.gpu,
+        tools: row.tools.iter().map(|t| (*t).to_string()).collect(),
     }
 }
 
@@ -333,9 +295,9 @@ pub(crate) fn order_stages(
 
 /// " (did you mean `memcheck`?)" for a name a typo or two from a stage kind's, else nothing.
 fn did_you_mean(name: &str) -> String {
-    ALL_KINDS
+    report::KINDS
         .iter()
-        .map(|k| kind_name(*k))
+        .map(|r| r.name)
         .map(|k| (strsim::damerau_levenshtein(name, k), k))
         .filter(|(d, k)| *d > 0 && *d <= 2.max(k.len() / 3))
         .min()
@@ -344,9 +306,9 @@ fn did_you_mean(name: &str) -> String {
 }
 
 pub(crate) fn kind_list() -> String {
-    ALL_KINDS
+    report::KINDS
         .iter()
-        .map(|k| kind_name(*k))
+        .map(|r| r.name)
         .collect::<Vec<_>>()
         .join(", ")
 }
