@@ -81,9 +81,10 @@ pub use analysis::{
 pub use diagnosis::{Confidence, Diagnosis, EvidenceItem, Helper, Level, SourceLocation, Span};
 pub use diff::{Diff, DiffOptions, DiffVerdict, NotRetested, diff, unrelated};
 pub use evidence::{Evidence, SourceMap};
-pub use explain::{Explanation, explain, render_explanation};
+pub use explain::{Explanation, explain};
 pub use kernel_id::KernelId;
 pub use render::OutputFormat;
+pub use render::explain::render_explanation;
 pub use render::sarif::Home;
 pub use render::svg::{bench_svg_file_name, roofline_svg_file_name};
 pub use run::*;

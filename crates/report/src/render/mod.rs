@@ -3,6 +3,7 @@
 
 pub mod bisect_markdown;
 pub mod diff_markdown;
+pub mod explain;
 pub mod json;
 pub mod junit;
 pub mod markdown;
