@@ -57,6 +57,7 @@ mod fold;
 pub mod hypothesis;
 pub mod join;
 mod kernel_id;
+pub mod missing;
 pub mod model;
 pub mod noise;
 pub mod occupancy;
@@ -81,6 +82,7 @@ pub use diff::{Diff, DiffOptions, DiffVerdict, NotRetested, diff, unrelated};
 pub use evidence::{Evidence, SourceMap};
 pub use explain::{Explanation, explain, render_explanation};
 pub use kernel_id::KernelId;
+pub use missing::Missing;
 pub use render::sarif::Home;
 pub use run::*;
 

@@ -269,6 +269,11 @@ pub struct Stage {
     /// machine's user, so a run directory made elsewhere is read, never executed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seal: Option<String>,
+    /// What this machine lacked for a skipped unit, by name: `gpu`, a tool (`compute-sanitizer`,
+    /// `ncu`, `python3`), a Python module (`torch`, `triton`); [`crate::missing`] says each in
+    /// words with the command that installs it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 /// One test of a stage split by test.

@@ -125,6 +125,7 @@ pub fn verdict_icon(kind: VerdictKind) -> &'static str {
         VerdictKind::Failing => "❌",
         VerdictKind::Inconclusive => "❔",
         VerdictKind::CompileOnly => "🧱",
+        VerdictKind::NotChecked => "🚫",
     }
 }
 
@@ -151,6 +152,32 @@ fn verdict(out: &mut String, a: &Analysis) {
     );
     if matches!(v.kind, VerdictKind::Clean | VerdictKind::CompileOnly) {
         let _ = writeln!(out, "{}\n", receipt(a));
+    }
+    if !v.missing.is_empty() {
+        let _ = writeln!(out, "Missing here:\n");
+        for m in &v.missing {
+            // `how` is the report's own wording, its commands already in backticks.
+            let get = match (&m.command, &m.how) {
+                (Some(command), _) => md_code(command),
+                (None, Some(how)) => how.clone(),
+                (None, None) => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "- **{}**{}: {get}. Kept from running: {}.",
+                md_text(&m.what),
+                m.reason
+                    .as_deref()
+                    .map(|r| format!(" ({})", md_text(&scrub(r, &a.joined.repo_files))))
+                    .unwrap_or_default(),
+                m.stages
+                    .iter()
+                    .map(|s| md_code(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let _ = writeln!(out);
     }
     if !v.unconcluded.is_empty() {
         let _ = writeln!(out, "Could not conclude:\n");
@@ -758,7 +785,13 @@ fn with_cost(figure: &str, ms: u64) -> String {
 /// kernel was profiled, what it cost, and how to choose another.
 fn profile_launches(a: &Analysis) -> Vec<String> {
     let mut chosen: Vec<(&str, u32, Option<u64>)> = Vec::new();
-    for r in &a.coverage {
+    // Only a profile that ran profiled anything: a skipped one's plan is no claim.
+    for r in a.coverage.iter().filter(|r| {
+        matches!(
+            r.status,
+            StageStatus::Passed | StageStatus::Findings | StageStatus::Inconclusive
+        )
+    }) {
         let Some(crate::ProfileLaunches::FirstOfEachKernel { per_kernel }) = r.profile_launches
         else {
             continue;

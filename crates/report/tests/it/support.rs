@@ -186,6 +186,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             split: Vec::new(),
             site_lines: Default::default(),
             seal: None,
+            missing: Vec::new(),
         });
         logs.insert(path, parsed);
     }

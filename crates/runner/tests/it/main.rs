@@ -21,6 +21,7 @@ mod decide;
 mod experiments;
 mod explain;
 mod fault_classes;
+mod first_day;
 mod help;
 mod hostile;
 mod large;

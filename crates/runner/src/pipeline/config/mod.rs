@@ -155,7 +155,8 @@ impl Pipeline {
                 message,
             })
         };
-        let raw_target = raw.target;
+        // The modules its scripts import are needs of the stages that run them.
+        let raw_target = raw.target.map(|t| t.read_imports(&root));
         let mut pipeline = Pipeline {
             path: path.to_path_buf(),
             root,
@@ -340,7 +341,7 @@ impl Pipeline {
             ));
         }
         for tool in self.toolchain.tools.keys() {
-            if !KNOWN_TOOLS.contains(&tool.as_str()) || tool == "torch" {
+            if !KNOWN_TOOLS.contains(&tool.as_str()) || PYTHON_MODULES.contains(&tool.as_str()) {
                 return Err(err(
                     format!("toolchain.tools.{tool}"),
                     format!("unknown tool; expected one of {}", tool_list()),

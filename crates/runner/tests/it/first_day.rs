@@ -1,0 +1,153 @@
+//! A newcomer's first day, round two (issue 51), through the CLI: a run in which nothing could
+//! run says what is missing and how to install it, never "no error"; a closed pipe ends nothing
+//! early.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+
+use crate::util::{BIN, Project, code, stage, stderr};
+
+/// A stand-in python3 without torch or triton: `import torch` fails as Python's does, and
+/// `importlib.util.find_spec` finds neither (hand-written, not a real interpreter).
+const PYTHON_WITHOUT_TORCH: &str = r#"#!/bin/sh
+# Stand-in for python3 in tests: no torch, no triton.
+case "$*" in
+  --version*) echo "Python 3.11.0 (stand-in)"; exit 0 ;;
+  *find_spec*) shift 2; for m in "$@"; do echo "$m False"; done; exit 0 ;;
+  *"import os, torch"*)
+    echo "Traceback (most recent call last):" >&2
+    echo "ModuleNotFoundError: No module named 'torch'" >&2
+    exit 1 ;;
+esac
+echo "stand-in python3: nothing to run" >&2
+exit 1
+"#;
+
+/// A PyTorch extension's build script and a Triton oracle, as a newcomer's project holds them:
+/// only their imports matter here.
+fn extension_project() -> Project {
+    let project = Project::new();
+    project.tool("python3", PYTHON_WITHOUT_TORCH);
+    project.write(
+        "build.py",
+        "from torch.utils.cpp_extension import load\nload(name='ext', sources=['ext.cu'])\n",
+    );
+    project.write("oracle.py", "import triton\nimport triton.language as tl\n");
+    project.pipeline(
+        "target:\n  build:\n    command: [python3, build.py]\n  program:\n    command: [python3, \
+         oracle.py]\ntoolchain:\n  tools:\n    python3: bin/python3\n    nvcc: bin/nvcc\n    \
+         cuobjdump: bin/cuobjdump\nstages:\n  build: {}\n  memcheck: {}\n  check: {}\n  \
+         profile: {}\n  sass: {}\n",
+    );
+    project
+}
+
+#[test]
+fn a_run_where_nothing_ran_names_what_is_missing_and_never_reads_as_no_error() {
+    let project = extension_project();
+    let out = project.run(&["pipeline.yaml"]);
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    // Nothing was checked: no evidence is no pass (docs/commands.md, exit codes).
+    assert_eq!(code(&out), 3, "{printed}");
+    let verdict = printed
+        .lines()
+        .find(|l| l.starts_with("verdict: "))
+        .unwrap_or_else(|| panic!("a verdict line in {printed}"));
+    assert!(verdict.contains("Not checked"), "{verdict}");
+    assert!(!verdict.contains("no error"), "{verdict}");
+    assert!(verdict.contains("torch (pip install torch)"), "{verdict}");
+    assert!(verdict.contains("triton (pip install triton)"), "{verdict}");
+    assert!(verdict.contains("an NVIDIA GPU"), "{verdict}");
+    assert!(
+        verdict.contains("Not checked: build, memcheck, check, profile and sass."),
+        "{verdict}"
+    );
+    // The manifest says what each skipped unit lacked, by name.
+    let manifest = project.manifest();
+    let build = stage(&manifest, "build");
+    assert_eq!(build["status"], "skipped");
+    assert_eq!(build["missing"], serde_json::json!(["torch"]), "{build}");
+    let check = stage(&manifest, "check");
+    assert_eq!(check["missing"][0], "gpu", "{check}");
+    assert!(
+        check["missing"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("triton")),
+        "{check}"
+    );
+    // The report: what is missing with the command that installs it, and no stage claimed
+    // as run that did not (the skipped profile profiled nothing).
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    assert!(report.contains("**Verdict:** 🚫 Not checked"), "{report}");
+    assert!(report.contains("Missing here:"), "{report}");
+    assert!(report.contains("- **torch** (torch not importable: ModuleNotFoundError: No module named 'torch'): `pip install torch`."), "{report}");
+    assert!(report.contains("- **triton**"), "{report}");
+    assert!(!report.contains("found no error"), "{report}");
+    assert!(!report.contains("Compile-only"), "{report}");
+    assert!(!report.contains("profiled the first"), "{report}");
+    // `runner report` renders the same from the stored run (it exits 0: it read every log).
+    let id = manifest["id"].as_str().unwrap();
+    let again = project.run(&["report", &format!("artifacts/{id}")]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    let again = String::from_utf8_lossy(&again.stdout);
+    assert!(again.contains("🚫 Not checked"), "{again}");
+    assert!(again.contains("`pip install triton`"), "{again}");
+}
+
+#[test]
+fn a_compile_only_run_still_exits_0_and_names_the_missing_gpu() {
+    // The built-in kernel's pipeline with a GPU stage: the build ran, the GPU stage could not.
+    let project = Project::new();
+    project.pipeline(&crate::util::pipeline("  check:\n    cases: [seed]\n"));
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    assert!(report.contains("Compile-only"), "{report}");
+    assert!(
+        report.contains("- **an NVIDIA GPU with its driver**"),
+        "{report}"
+    );
+}
+
+/// `runner pipeline.yaml | head -1`: the reader goes away after one line; the run goes on,
+/// writes its run directory and report, and exits with the code it would have had.
+#[test]
+fn a_closed_stdout_or_stderr_ends_nothing_early() {
+    for closed in ["stdout", "stderr"] {
+        let project = Project::new();
+        let mut child = Command::new(BIN)
+            .arg("pipeline.yaml")
+            .current_dir(&project.root)
+            .env("XDG_CACHE_HOME", &project.cache)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the runner");
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr_pipe = child.stderr.take().expect("stderr");
+        let (mut first, mut keep): (Box<dyn Read + Send>, Box<dyn Read + Send>) = match closed {
+            "stdout" => (Box::new(stdout), Box::new(stderr_pipe)),
+            _ => (Box::new(stderr_pipe), Box::new(stdout)),
+        };
+        // The other stream is read to its end, as a terminal would.
+        let drain = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = keep.read_to_string(&mut text);
+            text
+        });
+        let mut line = String::new();
+        let _ = BufReader::new(&mut first).read_line(&mut line);
+        drop(first);
+        let status = child.wait().expect("wait for the runner");
+        let other = drain.join().expect("the drain");
+        assert_eq!(status.code(), Some(0), "{closed} closed: {other}");
+        let manifest = project.manifest();
+        assert_eq!(manifest["interrupted"], false, "{closed} closed");
+        assert!(
+            project.root.join("reports/latest.md").is_file(),
+            "{closed} closed: no report"
+        );
+        assert_eq!(stage(&manifest, "report")["status"], "passed");
+    }
+}
