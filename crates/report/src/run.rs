@@ -156,6 +156,10 @@ pub struct Environment {
     /// The machine as the user named it to `runner --host`, for a run made there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Why provisioning the pinned CUDA compiler failed, when it did: the failed step, the
+    /// line of its log that says what to do, and which log (by name, in the runner's cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioning_failed: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

@@ -1350,6 +1350,13 @@ fn environment(out: &mut String, a: &Analysis, run: &Run) {
     if let Some(s) = &env.toolchain_source {
         let _ = writeln!(out, "| Toolchain | {} |", md_text(s));
     }
+    if let Some(failed) = &env.provisioning_failed {
+        let _ = writeln!(
+            out,
+            "| Toolchain | failed to {} |",
+            md_text(&scrub(failed, &a.joined.repo_files))
+        );
+    }
     if let Some(git) = &run.git {
         let _ = writeln!(
             out,

@@ -78,6 +78,7 @@ pub fn check(
     let builds = pipeline.stages.iter().any(|s| {
         s.enabled && s.kind == StageKind::Compile && config::runs(pipeline, &env.stages, s)
     });
+    let mut provisioning_failed = None;
     let needs_compiler = toolchain::COMPILER_TOOLS
         .iter()
         .any(|t| wanted.get(*t) == Some(&false) && missing(t))
@@ -92,11 +93,17 @@ pub fn check(
             Some(python3) => match toolchain::provision(pipeline, env, &python3, say, interrupt) {
                 Ok(_) => tools = toolchain::discover(pipeline, env, interrupt, &mut facts),
                 Err(e) => {
+                    // Said once, here; the tools it left missing only point at it.
                     say(&format!("warning: failed to {e}"));
                     notes.push(format!("failed to {e}"));
+                    provisioning_failed = Some(e.for_report());
                     for tool in toolchain::COMPILER_TOOLS {
                         if let Some(reason) = tools.missing.get_mut(*tool) {
-                            *reason = format!("{reason}; failed to {e}");
+                            *reason = format!(
+                                "{reason} (provisioning CUDA {} failed: see its warning, or the \
+                                 report's Environment)",
+                                pipeline.toolchain.cuda
+                            );
                         }
                     }
                 }
@@ -211,6 +218,7 @@ pub fn check(
         host: std::env::var(crate::process::remote::HOST_VARIABLE)
             .ok()
             .filter(|h| !h.is_empty()),
+        provisioning_failed,
     };
     Preflight {
         toolchain: tools,

@@ -151,3 +151,91 @@ fn a_closed_stdout_or_stderr_ends_nothing_early() {
         assert_eq!(stage(&manifest, "report")["status"], "passed");
     }
 }
+
+/// A stand-in for Debian's python3 without `python3-venv` (hand-written after the message
+/// Debian 12's python3.11 prints): `-m venv` fails with its advice on stdout.
+const DEBIAN_PYTHON_WITHOUT_VENV: &str = r#"#!/bin/sh
+# Stand-in for python3 in tests: Debian without python3-venv.
+if [ "$1" = "--version" ]; then echo "Python 3.11.2 (stand-in)"; exit 0; fi
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+  mkdir -p "$3/bin"
+  echo "The virtual environment was not created successfully because ensurepip is not"
+  echo "available.  On Debian/Ubuntu systems, you need to install the python3-venv"
+  echo "package using the following command."
+  echo ""
+  echo "    apt install python3.11-venv"
+  echo ""
+  echo "You may need to use sudo with that command.  After installing the python3-venv"
+  echo "package, recreate your virtual environment."
+  echo ""
+  echo "Failing command: $3/bin/python3"
+  exit 1
+fi
+exit 2
+"#;
+
+/// Provisioning without `python3-venv`: the error is said once, quotes the tool's own advice
+/// from the log that holds it and names that log; piped, the download says one quiet line.
+#[test]
+fn a_failed_provisioning_is_said_once_with_the_tools_advice_and_its_log() {
+    let project = Project::new();
+    project.tool("python3", DEBIAN_PYTHON_WITHOUT_VENV);
+    project.write("add.cu", "__global__ void k() {}\n");
+    project.pipeline(
+        "target:\n  build:\n    command: [nvcc, \"-arch={arch}\", -o, \"{build_dir}/add\", \
+         add.cu]\n  program:\n    command: [\"{build_dir}/add\"]\ntoolchain:\n  tools:\n    \
+         python3: bin/python3\nstages:\n  build: {}\n  memcheck: {}\n  sass: {}\n",
+    );
+    let out = Command::new(BIN)
+        .arg("pipeline.yaml")
+        .current_dir(&project.root)
+        .env("XDG_CACHE_HOME", &project.cache)
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("CUDA_HOME")
+        .env_remove("CUDA_PATH")
+        .output()
+        .expect("start the runner");
+    let err = stderr(&out);
+    let printed = format!("{}{err}", String::from_utf8_lossy(&out.stdout));
+    if printed.contains("nvcc: Cuda compilation tools") {
+        // /usr/local/cuda has a compiler here: nothing to provision.
+        return;
+    }
+    assert_eq!(code(&out), 3, "{printed}");
+    assert_eq!(
+        printed.matches("apt install python3.11-venv").count(),
+        1,
+        "{printed}"
+    );
+    let warning = err
+        .lines()
+        .find(|l| l.starts_with("warning: failed to provision CUDA"))
+        .unwrap_or_else(|| panic!("a warning in {err}"));
+    assert!(
+        warning.contains("python3 -m venv failed (exit status 1): apt install python3.11-venv"),
+        "{warning}"
+    );
+    // The log that holds the advice, not the empty stderr log beside it.
+    assert!(warning.ends_with("cuda-13.0.88.provision.log"), "{warning}");
+    let log = project.cache.join("exhibit/cuda-13.0.88.provision.log");
+    let log = std::fs::read_to_string(&log).expect("the provisioning log");
+    assert!(log.contains("apt install python3.11-venv"), "{log}");
+    // Piped: one line for the download, no progress rewritten in place.
+    assert_eq!(
+        err.matches("provisioning CUDA 13.0.88 from PyPI").count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains('\r'), "{err:?}");
+    // The report says it once too, in its environment, without this machine's paths.
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    assert_eq!(
+        report.matches("apt install python3.11-venv").count(),
+        1,
+        "{report}"
+    );
+    assert!(
+        !report.contains(&*project.cache.to_string_lossy()),
+        "{report}"
+    );
+}
