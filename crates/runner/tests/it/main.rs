@@ -34,6 +34,7 @@ mod process;
 mod provision;
 mod real;
 mod reference;
+mod references;
 mod remote;
 mod schedule;
 mod skipped;
