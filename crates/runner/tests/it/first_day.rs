@@ -239,3 +239,99 @@ fn a_failed_provisioning_is_said_once_with_the_tools_advice_and_its_log() {
         "{report}"
     );
 }
+
+/// A stand-in for nvcc's driver (hand-written, Python): it forks a compiler that, as cc1plus
+/// does, takes a moment to clean up on SIGINT, while the driver itself dies at once, so the
+/// compiler ends an orphan the runner adopted. `--version` answers as nvcc does.
+const NVCC_WITH_A_SLOW_CHILD: &str = r#"#!/usr/bin/env python3
+# Stand-in for nvcc in tests (hand-written): a driver and a compiler child.
+import os, signal, sys, time
+if sys.argv[1:2] == ["--version"]:
+    print("Cuda compilation tools, release 0.0, V0.0.0 (stand-in)")
+    sys.exit(0)
+here = os.path.dirname(os.path.abspath(__file__))
+child = os.fork()
+if child == 0:
+    def clean_up(signum, frame):
+        time.sleep(0.3)
+        os._exit(2)
+    signal.signal(signal.SIGINT, clean_up)
+    open(os.path.join(here, "compiling"), "w").write(str(os.getpid()))
+    time.sleep(60)
+    os._exit(0)
+time.sleep(60)
+"#;
+
+/// Ctrl-C while nvcc compiles: the runner says at once that it stops, the compiler's processes
+/// end, and the run is over well within the grace period (5 s by default), exiting 130.
+#[test]
+fn ctrl_c_during_a_compile_exits_promptly_with_a_message() {
+    let project = Project::new();
+    project.tool("nvcc", NVCC_WITH_A_SLOW_CHILD);
+    // The default grace period: what a user's Ctrl-C meets.
+    project.pipeline(&crate::util::pipeline("").replace("grace: 1s\n", ""));
+    let mut runner = Command::new(BIN)
+        .arg("pipeline.yaml")
+        .current_dir(&project.root)
+        .env("XDG_CACHE_HOME", &project.cache)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the runner");
+    let compiler: i32 = project
+        .wait_for("bin/compiling", std::time::Duration::from_secs(20))
+        .trim()
+        .parse()
+        .expect("a pid");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(runner.id()).unwrap());
+    let sent = std::time::Instant::now();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("send SIGINT");
+    let mut err = String::new();
+    runner
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("read stderr");
+    let status = runner.wait().expect("wait for the runner");
+    let took = sent.elapsed();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        took < std::time::Duration::from_millis(2500),
+        "the runner took {took:?} to stop: {err}"
+    );
+    assert!(
+        err.contains("runner: interrupted (SIGINT): stopping the running stages"),
+        "{err}"
+    );
+    assert!(!crate::util::alive(compiler), "the compiler survived");
+    assert_eq!(
+        stage(&project.manifest(), "compile")["status"],
+        "interrupted"
+    );
+}
+
+/// `matrix:` with an `arch:` list alone, a newcomer's first matrix: one config, `default`,
+/// built for each arch.
+#[test]
+fn a_matrix_of_archs_alone_is_one_config_for_each_arch() {
+    let project = Project::new();
+    project.write("add.cu", "__global__ void k() {}\n");
+    project.pipeline(
+        "target:\n  build:\n    command: [nvcc, \"-arch={arch}\", -o, \"{build_dir}/add\", \
+         add.cu]\n  program:\n    command: [\"{build_dir}/add\"]\ntoolchain:\n  tools:\n    \
+         nvcc: bin/nvcc\nmatrix:\n  arch: [sm_80, sm_90]\nstages:\n  build: {}\n",
+    );
+    let check = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&check), 0, "{}", stderr(&check));
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let builds = crate::util::stages(&manifest, "build");
+    let archs: Vec<(&str, &str)> = builds
+        .iter()
+        .map(|b| (b["config"].as_str().unwrap(), b["arch"].as_str().unwrap()))
+        .collect();
+    assert_eq!(archs, [("default", "sm_80"), ("default", "sm_90")]);
+    assert_eq!(project.nvcc_calls(), 2);
+}
