@@ -335,3 +335,109 @@ fn a_matrix_of_archs_alone_is_one_config_for_each_arch() {
     assert_eq!(archs, [("default", "sm_80"), ("default", "sm_90")]);
     assert_eq!(project.nvcc_calls(), 2);
 }
+
+/// `runner init DIR` writes a commented pipeline for what the directory holds, checks it, and
+/// never writes over an existing one.
+#[test]
+fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_overwrites() {
+    // What a directory holds, what init says it found, a line of what it writes.
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
+    let cases: [Case; 4] = [
+        (
+            "a .cu file",
+            &[(
+                "vadd.cu",
+                "__global__ void add() {}\nint main() { add<<<1, 1>>>(); }\n",
+            )],
+            "for CUDA code (vadd.cu)",
+            "command: [nvcc, -lineinfo, \"-arch={arch}\", -Xptxas, -v, -o, \"{build_dir}/vadd\", \"vadd.cu\"]",
+        ),
+        (
+            "a CMake project",
+            &[
+                (
+                    "CMakeLists.txt",
+                    "project(p LANGUAGES CXX CUDA)\nadd_executable(tests t.cu)\nenable_testing()\nadd_test(NAME t COMMAND tests)\n",
+                ),
+                ("t.cu", "int main() {}\n"),
+            ],
+            "for a CMake project with tests (ctest)",
+            "command: [ctest, --test-dir, \"{build_dir}\", --output-on-failure, --output-junit, \"{out}\"]",
+        ),
+        (
+            "a PyTorch extension",
+            &[
+                (
+                    "setup.py",
+                    "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n",
+                ),
+                ("csrc/k.cu", "__global__ void k() {}\n"),
+                ("test_ext.py", "import torch\nimport ext\n"),
+            ],
+            "for a PyTorch extension (setup.py)",
+            "command: [python3, \"test_ext.py\"]",
+        ),
+        (
+            "a Triton script",
+            &[(
+                "softmax.py",
+                "import torch\nimport triton\nimport triton.language as tl\n",
+            )],
+            "for a Triton script (softmax.py)",
+            "command: [python3, \"softmax.py\"]",
+        ),
+    ];
+    for (kind, files, found, command) in cases {
+        let dir = tempfile::tempdir().expect("a directory");
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let init = |dir: &std::path::Path| {
+            Command::new(BIN)
+                .arg("init")
+                .arg(dir)
+                .output()
+                .expect("run the runner")
+        };
+        let out = init(dir.path());
+        let err = stderr(&out);
+        assert_eq!(code(&out), 0, "{kind}: {err}");
+        assert!(err.contains(found), "{kind}: {err}");
+        // `check` ran on it.
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            printed.contains("pipeline.yaml: ok: 1 config"),
+            "{kind}: {printed}"
+        );
+        let yaml = std::fs::read_to_string(dir.path().join("pipeline.yaml")).unwrap();
+        assert!(yaml.starts_with("# Written by `runner init`"), "{yaml}");
+        assert!(yaml.contains(command), "{kind}:\n{yaml}");
+        // Never over an existing pipeline: refused, the file as it was.
+        std::fs::write(dir.path().join("pipeline.yaml"), "# mine\n").unwrap();
+        let again = init(dir.path());
+        assert_eq!(code(&again), 2, "{kind}: {}", stderr(&again));
+        assert!(
+            stderr(&again).contains("exists: not overwritten"),
+            "{}",
+            stderr(&again)
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("pipeline.yaml")).unwrap(),
+            "# mine\n"
+        );
+    }
+    let empty = tempfile::tempdir().expect("a directory");
+    let out = Command::new(BIN)
+        .args(["init".as_ref(), empty.path().as_os_str()])
+        .output()
+        .expect("run the runner");
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "found no CUDA file (.cu), CMakeLists.txt, PyTorch extension or Triton script"
+        )
+    );
+    assert!(!empty.path().join("pipeline.yaml").exists());
+}
