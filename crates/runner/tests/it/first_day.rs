@@ -441,3 +441,67 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
     );
     assert!(!empty.path().join("pipeline.yaml").exists());
 }
+
+/// The JUnit example (`examples/pytest-triton/`): its report names the tests that passed beside
+/// the one that failed, stage by stage, as `runner report` renders its reference run.
+#[test]
+fn the_junit_examples_report_lists_the_tests_that_passed_beside_the_failing_one() {
+    let run = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/pytest-triton/reference/artifacts/20261124T194319Z-f9ba6593");
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg(&run)
+        .output()
+        .expect("run the runner");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let md = String::from_utf8_lossy(&out.stdout);
+    let check = md
+        .lines()
+        .find(|l| l.starts_with("- **check** (`default`): "))
+        .unwrap_or_else(|| panic!("a tests line for the check stage in:\n{md}"));
+    assert_eq!(
+        check,
+        "- **check** (`default`): 3 passed: `tests/test_kernels.py::test_scale[1024]`, \
+         `tests/test_kernels.py::test_scale[1000]`, `tests/test_kernels.py::test_rowsum[256]` · \
+         1 failed: `tests/test_kernels.py::test_rowsum[200]` · 1 skipped: \
+         `tests/test_kernels.py::test_blackwell_only`"
+    );
+}
+
+/// `examples/gtest-cuda/` without cmake: its build cannot run, a failed stage (exit 3, as its
+/// README says), and the reason names what is missing. (With cmake and GoogleTest, and no
+/// GPU, it reads "Compile-only" and exits 0, as every example does.)
+#[test]
+fn the_gtest_example_without_cmake_fails_its_build_naming_cmake() {
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/gtest-cuda");
+    let project = Project::new();
+    for file in ["CMakeLists.txt", "kernels.cuh", "test_kernels.cu"] {
+        std::fs::copy(example.join(file), project.root.join(file)).expect("copy the example");
+    }
+    let yaml = std::fs::read_to_string(example.join("pipeline.yaml")).expect("its pipeline");
+    project.pipeline(&format!(
+        "{yaml}\ntoolchain:\n  tools:\n    nvcc: bin/nvcc\n    cuobjdump: bin/cuobjdump\n"
+    ));
+    // A PATH with a shell and nothing else: no cmake.
+    let path = project.root.join("shell");
+    std::fs::create_dir_all(&path).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", path.join("sh")).unwrap();
+    let out = Command::new(BIN)
+        .arg("pipeline.yaml")
+        .current_dir(&project.root)
+        .env("XDG_CACHE_HOME", &project.cache)
+        .env("PATH", &path)
+        .output()
+        .expect("start the runner");
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let build = stage(&project.manifest(), "build").clone();
+    assert_eq!(build["status"], "failed", "{build}");
+    assert!(
+        build["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("cmake: not found"),
+        "{build}"
+    );
+}
