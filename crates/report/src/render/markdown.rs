@@ -153,32 +153,7 @@ fn verdict(out: &mut String, a: &Analysis) {
     if matches!(v.kind, VerdictKind::Clean | VerdictKind::CompileOnly) {
         let _ = writeln!(out, "{}\n", receipt(a));
     }
-    if !v.missing.is_empty() {
-        let _ = writeln!(out, "Missing here:\n");
-        for m in &v.missing {
-            // `how` is the report's own wording, its commands already in backticks.
-            let get = match (&m.command, &m.how) {
-                (Some(command), _) => md_code(command),
-                (None, Some(how)) => how.clone(),
-                (None, None) => String::new(),
-            };
-            let _ = writeln!(
-                out,
-                "- **{}**{}: {get}. Kept from running: {}.",
-                md_text(&m.what),
-                m.reason
-                    .as_deref()
-                    .map(|r| format!(" ({})", md_text(&scrub(r, &a.joined.repo_files))))
-                    .unwrap_or_default(),
-                m.stages
-                    .iter()
-                    .map(|s| md_code(s))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        let _ = writeln!(out);
-    }
+    super::missing_markdown::missing_here(out, a);
     if !v.unconcluded.is_empty() {
         let _ = writeln!(out, "Could not conclude:\n");
         for u in &v.unconcluded {
@@ -680,7 +655,7 @@ fn evidence(out: &mut String, a: &Analysis) {
     for line in profile_launches(a) {
         let _ = writeln!(out, "{line}\n");
     }
-    let tests = test_lines(a);
+    let tests = super::missing_markdown::test_lines(a);
     if !tests.is_empty() {
         let _ = writeln!(out, "Tests:\n");
         for line in tests {
@@ -839,61 +814,6 @@ fn profile_launches(a: &Analysis) -> Vec<String> {
             )
         })
         .collect()
-}
-
-/// For each stage execution that read a test framework's report (JUnit XML), its tests by
-/// outcome, each named: those that passed beside a failing one are evidence too.
-fn test_lines(a: &Analysis) -> Vec<String> {
-    let mut lines = Vec::new();
-    for r in &a.coverage {
-        let logs: Vec<&str> = r.logs.iter().map(String::as_str).collect();
-        let sources = a.joined.sources_at(&logs);
-        let tests: Vec<&parsers::TestCase> = sources
-            .iter()
-            .filter_map(|&i| a.joined.source(i))
-            .flat_map(|s| &s.log.tests)
-            .collect();
-        if tests.is_empty() {
-            continue;
-        }
-        let mut parts = Vec::new();
-        for (outcome, word) in [
-            (parsers::TestOutcome::Passed, "passed"),
-            (parsers::TestOutcome::Failed, "failed"),
-            (parsers::TestOutcome::Error, "errored"),
-            (parsers::TestOutcome::Skipped, "skipped"),
-        ] {
-            let mut ids: Vec<&str> = tests
-                .iter()
-                .filter(|t| t.outcome == outcome)
-                .map(|t| t.id.as_str())
-                .collect();
-            ids.dedup();
-            if ids.is_empty() {
-                continue;
-            }
-            let shown: Vec<String> = ids.iter().take(20).map(|id| md_code(id)).collect();
-            let more = if ids.len() > 20 {
-                format!(" and {} more", ids.len() - 20)
-            } else {
-                String::new()
-            };
-            parts.push(format!("{} {word}: {}{more}", ids.len(), shown.join(", ")));
-        }
-        let line = format!(
-            "- **{}**{}: {}",
-            md_text(&r.stage),
-            r.config
-                .as_deref()
-                .map(|c| format!(" ({})", md_code(c)))
-                .unwrap_or_default(),
-            parts.join(" · ")
-        );
-        if !lines.contains(&line) {
-            lines.push(line);
-        }
-    }
-    lines
 }
 
 /// `2nd`, `3rd`, `11th`.

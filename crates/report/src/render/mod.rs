@@ -6,6 +6,7 @@ pub mod diff_markdown;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod missing_markdown;
 pub mod rules_markdown;
 pub mod sarif;
 pub mod svg;
