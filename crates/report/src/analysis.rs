@@ -86,6 +86,9 @@ pub enum VerdictKind {
     /// The compile-side stages found nothing, and none of the stages that run the kernel ran
     /// (no GPU here, say): a statement about the build only, never "clean".
     CompileOnly,
+    /// No stage ran anything (no build, no program: a Triton script without a GPU, a PyTorch
+    /// extension without torch): the run says nothing of the program, and never "no error".
+    NotChecked,
 }
 
 /// The verdict line and what it rests on.
@@ -99,6 +102,9 @@ pub struct Verdict {
     pub unconcluded: Vec<Unconcluded>,
     /// Stages skipped, with their reasons.
     pub not_run: Vec<NotRun>,
+    /// What the machine lacked for the skipped stages, with how to get it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<crate::Missing>,
     /// One sentence, e.g. "Failing: 2 root causes (2 errors) across 3 configs."
     pub line: String,
 }
@@ -152,8 +158,15 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
         .stages()
         .iter()
         .any(|s| gpu_stage(s.kind) && s.status != StageStatus::Skipped);
+    // Whether any stage but the report produced evidence: a build, a program's run.
+    let checked = coverage.iter().any(|c| {
+        c.kind != StageKind::Report
+            && matches!(c.status, StageStatus::Passed | StageStatus::Findings)
+    });
     let kind = if errors > 0 {
         VerdictKind::Failing
+    } else if joined.run.is_some() && unconcluded.is_empty() && !checked && !not_run.is_empty() {
+        VerdictKind::NotChecked
     } else if !unconcluded.is_empty() || !ran {
         VerdictKind::Inconclusive
     } else if gpu_planned && !gpu_ran {
@@ -258,6 +271,8 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
             ran_tools(coverage),
             longest_against_the_limit(joined)
         ),
+        // Worded below, once what is missing is known.
+        VerdictKind::NotChecked => String::new(),
         VerdictKind::CompileOnly => format!(
             "Compile-only: {} found no error{on}{}; nothing ran the kernel, so nothing is known \
              of how it runs.",
@@ -276,6 +291,21 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
             }
         ),
     };
+    let missing = crate::missing::of_stages(joined.stages());
+    if kind == VerdictKind::NotChecked {
+        line = "Not checked: no stage could run here, so this run says nothing of the program."
+            .to_string();
+        if !missing.is_empty() {
+            let needs: Vec<String> = missing
+                .iter()
+                .map(|m| match &m.command {
+                    Some(command) => format!("{} ({command})", m.what),
+                    None => m.what.clone(),
+                })
+                .collect();
+            line.push_str(&format!(" Missing: {}.", join_words(&needs)));
+        }
+    }
     if kind == VerdictKind::Failing && !unconcluded.is_empty() {
         line.push_str(&format!(
             " {} could not conclude.",
@@ -284,7 +314,12 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
     }
     if !not_run.is_empty() {
         let names: Vec<String> = not_run.iter().map(|n| n.stage.clone()).collect();
-        line.push_str(&format!(" Not run: {}.", join_words(&names)));
+        let label = if kind == VerdictKind::NotChecked {
+            "Not checked"
+        } else {
+            "Not run"
+        };
+        line.push_str(&format!(" {label}: {}.", join_words(&names)));
     }
     Verdict {
         kind,
@@ -293,6 +328,7 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
         notes,
         unconcluded,
         not_run,
+        missing,
         line,
     }
 }

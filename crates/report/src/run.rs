@@ -93,6 +93,10 @@ pub struct Environment {
     /// The machine as the user named it to `runner --host`, for a run made there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Why provisioning the pinned CUDA compiler failed, when it did: the failed step, the
+    /// line of its log that says what to do, and which log (by name, in the runner's cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioning_failed: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -188,6 +192,11 @@ pub struct Stage {
     /// machine's user, so a run directory made elsewhere is read, never executed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seal: Option<String>,
+    /// What this machine lacked for a skipped unit, by name: `gpu`, a tool (`compute-sanitizer`,
+    /// `ncu`, `python3`), a Python module (`torch`, `triton`); [`crate::missing`] says each in
+    /// words with the command that installs it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 /// One test of a stage split by test.

@@ -68,6 +68,14 @@ pub fn mistyped_command(args: &[std::ffi::OsString]) -> Option<String> {
 pub enum Command {
     /// Run a pipeline (the default when the first argument is a file).
     Run(RunArgs),
+    /// Write a commented pipeline.yaml for the program found in DIR (a .cu file, a CMake
+    /// project, a PyTorch extension or a Triton script), never over an existing one, then check
+    /// it.
+    Init {
+        /// The program's directory.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
     /// Validate a pipeline file without running anything.
     Check {
         /// The pipeline file.
@@ -411,6 +419,7 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
         Some(Command::Run(args)) => run(args, host),
         None => run(cli.run, host),
         Some(Command::Check { pipeline }) => check(&pipeline),
+        Some(Command::Init { dir }) => init(&dir),
         Some(Command::Bisect(args)) => bisect(args, host),
         Some(Command::Attach { session, root }) => attach(&root, &session),
         Some(Command::Report {
@@ -868,6 +877,22 @@ fn run_options(opts: &RunOptions, selection: Selection, force: bool) -> Result<O
             None => crate::process::slurm::Launcher::Local,
         },
     })
+}
+
+/// `runner init DIR`: writes the pipeline, says what it found, then checks it.
+fn init(dir: &std::path::Path) -> Result<Outcome, Error> {
+    use crate::init::InitError;
+    let written = crate::init::init(dir).map_err(|e| match e {
+        InitError::Io(..) => Error::Io(e.to_string()),
+        _ => Error::Usage(e.to_string()),
+    })?;
+    say!(
+        "wrote {} for {}: edit it, then `runner {}`",
+        crate::evidence::rundir::shown(&written.path),
+        written.found,
+        crate::evidence::rundir::shown(&written.path)
+    );
+    check(&written.path)
 }
 
 fn check(path: &std::path::Path) -> Result<Outcome, Error> {

@@ -70,6 +70,7 @@ pub mod bisect;
 pub mod cli;
 pub mod evidence;
 pub mod execution;
+pub mod init;
 pub mod pipeline;
 pub mod planning;
 pub mod process;

@@ -124,6 +124,7 @@ pub fn verdict_icon(kind: VerdictKind) -> &'static str {
         VerdictKind::Failing => "❌",
         VerdictKind::Inconclusive => "❔",
         VerdictKind::CompileOnly => "🧱",
+        VerdictKind::NotChecked => "🚫",
     }
 }
 
@@ -151,6 +152,7 @@ fn verdict(out: &mut String, a: &Analysis) {
     if matches!(v.kind, VerdictKind::Clean | VerdictKind::CompileOnly) {
         let _ = writeln!(out, "{}\n", receipt(a));
     }
+    super::missing_markdown::missing_here(out, a);
     if !v.unconcluded.is_empty() {
         let _ = writeln!(out, "Could not conclude:\n");
         for u in &v.unconcluded {
@@ -652,6 +654,14 @@ fn evidence(out: &mut String, a: &Analysis) {
     for line in profile_launches(a) {
         let _ = writeln!(out, "{line}\n");
     }
+    let tests = super::missing_markdown::test_lines(a);
+    if !tests.is_empty() {
+        let _ = writeln!(out, "Tests:\n");
+        for line in tests {
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = writeln!(out);
+    }
     let legend: Vec<String> = [
         StageStatus::Passed,
         StageStatus::Findings,
@@ -757,7 +767,13 @@ fn with_cost(figure: &str, ms: u64) -> String {
 /// kernel was profiled, what it cost, and how to choose another.
 fn profile_launches(a: &Analysis) -> Vec<String> {
     let mut chosen: Vec<(&str, u32, Option<u64>)> = Vec::new();
-    for r in &a.coverage {
+    // Only a profile that ran profiled anything: a skipped one's plan is no claim.
+    for r in a.coverage.iter().filter(|r| {
+        matches!(
+            r.status,
+            StageStatus::Passed | StageStatus::Findings | StageStatus::Inconclusive
+        )
+    }) {
         let Some(crate::run::ProfileLaunches::FirstOfEachKernel { per_kernel }) =
             r.profile_launches
         else {
@@ -1324,6 +1340,13 @@ fn environment(out: &mut String, a: &Analysis, run: &Run) {
     }
     if let Some(s) = &env.toolchain_source {
         let _ = writeln!(out, "| Toolchain | {} |", md_text(s));
+    }
+    if let Some(failed) = &env.provisioning_failed {
+        let _ = writeln!(
+            out,
+            "| Toolchain | failed to {} |",
+            md_text(&scrub(failed, &a.joined.repo_files))
+        );
     }
     if let Some(git) = &run.git {
         let _ = writeln!(

@@ -7,6 +7,7 @@ pub mod explain;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod missing_markdown;
 pub mod rules_markdown;
 pub mod sarif;
 pub mod svg;

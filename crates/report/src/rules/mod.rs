@@ -855,19 +855,45 @@ impl Ctx<'_, '_> {
     /// as the user's own file and line. Only when one map covers it: two configs' maps of the
     /// same name that disagree settle nothing.
     fn mapped(&self, file: &str, line: Option<u32>) -> Option<SourceLocation> {
+        self.mapped_in(file, line, None)
+    }
+
+    /// [`Ctx::mapped`], with the maps of `config`'s build first: a tool that names the
+    /// generated file by its absolute path in one config's build directory means that config's.
+    fn mapped_in(
+        &self,
+        file: &str,
+        line: Option<u32>,
+        config: Option<&str>,
+    ) -> Option<SourceLocation> {
         let line = line?;
         let name = file.rsplit('/').next().unwrap_or(file);
-        let mut found = self
-            .joined
-            .source_maps
-            .iter()
-            .filter(|m| m.generated == name)
+        let named = || {
+            self.joined
+                .source_maps
+                .iter()
+                .filter(move |m| m.generated == name)
+        };
+        let of_config = config.is_some_and(|c| named().any(|m| m.config.as_deref() == Some(c)));
+        let mut found = named()
+            .filter(|m| !of_config || m.config.as_deref() == config)
             .filter_map(|m| Some((m.source.clone(), m.line(line)?)));
         let first = found.next()?;
         found.all(|other| other == first).then_some(SourceLocation {
             file: first.0,
             line: Some(first.1),
         })
+    }
+
+    /// A place a tool names (an Nsight Compute source line), as the user's file and line: a
+    /// generated `load_inline` file mapped back to the Python that holds its text (the maps of
+    /// `config` first), anything else made relative to the repository.
+    pub fn tool_place(&self, file: &str, line: u32, config: Option<&str>) -> SourceLocation {
+        self.mapped_in(file, Some(line), config)
+            .unwrap_or_else(|| SourceLocation {
+                file: relative_path(file, &self.joined.repo_files),
+                line: Some(line),
+            })
     }
 
     /// The best place in the user's source a finding names: its own location or a related one,

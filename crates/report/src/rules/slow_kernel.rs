@@ -251,10 +251,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let lines = source_lines(ctx, scope, kernel.as_ref());
         let hot = class.hottest(&lines);
         if let Some(line) = hot {
-            d.location = Some(SourceLocation {
-                file: relative_path(&line.file, &j.repo_files),
-                line: Some(line.line),
-            });
+            d.location = Some(ctx.tool_place(&line.file, line.line, f.config.as_deref()));
         }
         describe(ctx, &mut d, class, (f, ncu), hot, &lines, scope);
         let named = kernel
@@ -907,13 +904,10 @@ fn describe(
     // " The cost sits at `file:line` (`text`)<extra>.", or nothing without a source page.
     let at = |extra: String| {
         hot.map(|l| {
+            let at = ctx.tool_place(&l.file, l.line, config);
             format!(
                 " The cost sits at {} ({}){extra}.",
-                md_code(&format!(
-                    "{}:{}",
-                    relative_path(&l.file, &ctx.joined.repo_files),
-                    l.line
-                )),
+                md_code(&format!("{}:{}", at.file, at.line.unwrap_or(l.line))),
                 md_code(&l.text)
             )
         })

@@ -90,6 +90,7 @@ impl Case {
             unit,
             launch_search: None,
             leftovers: Vec::new(),
+            missing: Vec::new(),
             device: None,
             outputs: BTreeMap::new(),
             cut: BTreeMap::new(),

@@ -151,13 +151,17 @@ fn a_timed_out_or_interrupted_run_is_inconclusive() {
 }
 
 #[test]
-fn a_run_where_nothing_ran_is_inconclusive() {
+fn a_run_where_nothing_ran_is_not_checked() {
     let mut step = skipped(StageKind::Memcheck, "cfg");
     step.status = Some(StageStatus::Skipped);
     let mut ev = evidence("nothing", &[step], &[]);
     ev.logs.clear();
     ev.run.stages[0].logs.clear();
-    assert_eq!(analyze(&ev).verdict.kind, VerdictKind::Inconclusive);
+    // Never "no error": nothing ran, so nothing was checked (issue 51).
+    let verdict = analyze(&ev).verdict;
+    assert_eq!(verdict.kind, VerdictKind::NotChecked);
+    assert!(verdict.line.starts_with("Not checked:"), "{}", verdict.line);
+    assert!(!verdict.line.contains("no error"), "{}", verdict.line);
 }
 
 /// The harness captures of attention.cu built with one config's defines, checked and timed

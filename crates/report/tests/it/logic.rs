@@ -246,6 +246,7 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
         split: Vec::new(),
         site_lines: Default::default(),
         seal: None,
+        missing: Vec::new(),
     });
     for (i, (kind, r)) in results.into_iter().enumerate() {
         let path = format!("{}/cfg/{i}.json", report::join::kind_name(kind));
@@ -295,6 +296,7 @@ fn with_harness(mut ev: Evidence, results: Vec<(StageKind, HarnessResult)>) -> E
             split: Vec::new(),
             site_lines: Default::default(),
             seal: None,
+            missing: Vec::new(),
         });
     }
     ev

@@ -186,6 +186,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             split: Vec::new(),
             site_lines: Default::default(),
             seal: None,
+            missing: Vec::new(),
         });
         logs.insert(path, parsed);
     }
@@ -216,6 +217,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
             counters_permitted: gpu_used.then_some(true),
             preflight_cached: Vec::new(),
             host: None,
+            provisioning_failed: None,
         },
         inputs: inputs
             .iter()

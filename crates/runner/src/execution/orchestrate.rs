@@ -612,6 +612,9 @@ pub fn verdict(run: &Run, judged: Option<&report::Verdict>) -> Verdict {
         || any(StageStatus::Inconclusive)
     {
         Verdict::Incomplete
+    } else if judged.is_some_and(|j| j.kind == report::VerdictKind::NotChecked) {
+        // Nothing ran: no evidence is no pass.
+        Verdict::Incomplete
     } else {
         Verdict::Clean
     }
@@ -798,6 +801,7 @@ impl Executor<'_> {
             split: Vec::new(),
             site_lines: Default::default(),
             seal: None,
+            missing: Vec::new(),
         };
         let Some(stage_cfg) = stage_cfg else {
             record.status = StageStatus::Failed;
@@ -811,6 +815,7 @@ impl Executor<'_> {
         match &unit.blocked {
             Some(Blocked::Skip(reason)) => {
                 record.reason = Some(reason.clone());
+                record.missing = preflight::unmet_names(stage_cfg, self.preflight);
                 if stage_cfg.enabled {
                     self.planned(&mut record, unit, stage_cfg);
                 }
@@ -1380,6 +1385,7 @@ fn write_report(
         split: Vec::new(),
         site_lines: Default::default(),
         seal: None,
+        missing: Vec::new(),
     };
     if let Some(Blocked::Skip(reason) | Blocked::Fail(reason)) = &unit.blocked {
         record.status = StageStatus::Skipped;

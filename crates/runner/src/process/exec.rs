@@ -231,7 +231,7 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
         let grace_end = Instant::now() + command.grace;
         while Instant::now() < grace_end {
             let reaped = handle.try_wait().map_err(wait_error)?.is_some();
-            if reaped && !group_alive(group) {
+            if reaped && !(group_alive(group) && leftovers::group_running(group)) {
                 break;
             }
             let count = interrupt.count();

@@ -47,6 +47,16 @@ impl Interrupt {
             .spawn(move || {
                 for signal in signals.forever() {
                     record.record(signal);
+                    if record.count() == 1 {
+                        // Said at once, so a Ctrl-C never meets silence; stderr may be closed.
+                        use std::io::Write;
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "runner: {}: stopping the running stages, then writing what they \
+                             left (a third signal kills them at once)",
+                            name(signal)
+                        );
+                    }
                 }
             })?;
         Ok(interrupt)
@@ -80,5 +90,15 @@ impl Interrupt {
             .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
         self.0.latest.store(signal, Ordering::SeqCst);
         self.0.count.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A signal's name, as the message on receiving it says it.
+fn name(signal: i32) -> &'static str {
+    match signal {
+        signal_hook::consts::SIGINT => "interrupted (SIGINT)",
+        signal_hook::consts::SIGTERM => "terminated (SIGTERM)",
+        signal_hook::consts::SIGHUP => "hung up (SIGHUP)",
+        _ => "interrupted",
     }
 }

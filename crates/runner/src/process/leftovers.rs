@@ -170,6 +170,16 @@ pub fn settle(group: Pid, limit: Duration) {
     }
 }
 
+/// Whether a process of `group` still runs: its zombies, orphans the runner adopted as child
+/// subreaper (a compiler's driver killed before its children), are reaped first, so that they
+/// never hold a stopped stage for its whole grace period.
+pub fn group_running(group: Pid) -> bool {
+    reap_adopted();
+    processes()
+        .iter()
+        .any(|p| p.pgrp == group.as_raw() && !p.zombie)
+}
+
 fn signal_all(pids: &[Pid], group: Option<Pid>, signal: Signal) {
     if let Some(group) = group {
         let _ = killpg(group, signal);

@@ -34,6 +34,10 @@ pub struct Preflight {
     pub harness: Result<Vec<PathBuf>, String>,
     /// Whether `import torch` works: its version, or why not. `None` when no stage needs it.
     pub torch: Option<Result<String, String>>,
+    /// The Python modules a stage needs that no import answered for (`triton`, and `torch` when
+    /// only GPU stages want it and there is no GPU): whether Python finds each, without
+    /// importing it (`importlib.util.find_spec`), so a run that cannot start says what to install.
+    pub modules: BTreeMap<String, Result<(), String>>,
     /// What preflight did that the user should know (provisioning, say).
     pub notes: Vec<String>,
 }
@@ -74,6 +78,7 @@ pub fn check(
     let builds = pipeline.stages.iter().any(|s| {
         s.enabled && s.kind == StageKind::Compile && config::runs(pipeline, &env.stages, s)
     });
+    let mut provisioning_failed = None;
     let needs_compiler = toolchain::COMPILER_TOOLS
         .iter()
         .any(|t| wanted.get(*t) == Some(&false) && missing(t))
@@ -88,11 +93,17 @@ pub fn check(
             Some(python3) => match toolchain::provision(pipeline, env, &python3, say, interrupt) {
                 Ok(_) => tools = toolchain::discover(pipeline, env, interrupt, &mut facts),
                 Err(e) => {
+                    // Said once, here; the tools it left missing only point at it.
                     say(&format!("warning: failed to {e}"));
                     notes.push(format!("failed to {e}"));
+                    provisioning_failed = Some(e.for_report());
                     for tool in toolchain::COMPILER_TOOLS {
                         if let Some(reason) = tools.missing.get_mut(*tool) {
-                            *reason = format!("{reason}; failed to {e}");
+                            *reason = format!(
+                                "{reason} (provisioning CUDA {} failed: see its warning, or the \
+                                 report's Environment)",
+                                pipeline.toolchain.cuda
+                            );
                         }
                     }
                 }
@@ -155,6 +166,26 @@ pub fn check(
         None
     };
 
+    // Modules no import answered for: found or not, asked in one quick process.
+    let unasked: Vec<&str> = config::PYTHON_MODULES
+        .iter()
+        .copied()
+        .filter(|m| wanted.contains_key(*m) && !(*m == "torch" && torch.is_some()))
+        .collect();
+    let modules = match (unasked.is_empty(), tools.get("python3")) {
+        (true, _) => BTreeMap::new(),
+        (false, None) => unasked
+            .iter()
+            .map(|m| {
+                (
+                    m.to_string(),
+                    Err(format!("{m} not importable: python3 not found")),
+                )
+            })
+            .collect(),
+        (false, Some(python)) => find_modules(&python.path, &pipeline.root, &unasked, interrupt),
+    };
+
     let counters_permitted = tools.get("ncu").and_then(|_| counters_permitted());
     let mut versions: BTreeMap<String, String> = tools
         .tools
@@ -187,6 +218,7 @@ pub fn check(
         host: std::env::var(crate::process::remote::HOST_VARIABLE)
             .ok()
             .filter(|h| !h.is_empty()),
+        provisioning_failed,
     };
     Preflight {
         toolchain: tools,
@@ -195,6 +227,7 @@ pub fn check(
         gpu_archs,
         harness,
         torch,
+        modules,
         notes,
     }
 }
@@ -249,10 +282,15 @@ impl Preflight {
     pub fn missing(&self, tool: &str) -> Option<String> {
         match tool {
             "harness" => self.harness.as_ref().err().cloned(),
-            "torch" => match &self.torch {
-                Some(Ok(_)) => None,
+            "torch" => match (&self.torch, self.modules.get("torch")) {
+                (Some(Ok(_)), _) | (None, Some(Ok(()))) => None,
+                (Some(Err(reason)), _) | (None, Some(Err(reason))) => Some(reason.clone()),
+                (None, _) => Some("torch not checked".to_string()),
+            },
+            module if config::PYTHON_MODULES.contains(&module) => match self.modules.get(module) {
+                Some(Ok(())) => None,
                 Some(Err(reason)) => Some(reason.clone()),
-                None => Some("torch not checked".to_string()),
+                None => Some(format!("{module} not checked")),
             },
             _ if self.toolchain.get(tool).is_some() => None,
             _ => Some(
@@ -306,6 +344,14 @@ impl Preflight {
             Some(Ok(v)) => lines.push(format!("torch: {v}")),
             Some(Err(reason)) => lines.push(format!("torch: {reason}")),
             None => {}
+        }
+        for (module, found) in &self.modules {
+            match found {
+                Ok(()) => lines.push(format!("{module}: found")),
+                Err(reason) => {
+                    lines.push(format!("{module}: {}", strip_name(module, reason.clone())))
+                }
+            }
         }
         if let Some(false) = self.environment.counters_permitted {
             lines.push("ncu: cannot read performance counters (ERR_NVGPUCTRPERM)".to_string());
@@ -527,6 +573,44 @@ fn counters_permitted() -> Option<bool> {
     Some(uid == 0)
 }
 
+/// Whether Python finds each module, without importing any: `Err` says why not.
+fn find_modules(
+    python: &Path,
+    cwd: &Path,
+    modules: &[&str],
+    interrupt: &Interrupt,
+) -> BTreeMap<String, Result<(), String>> {
+    let argv = [
+        python.as_os_str().to_os_string(),
+        OsString::from("-c"),
+        OsString::from(
+            "import importlib.util, sys\n\
+             for m in sys.argv[1:]:\n    print(m, importlib.util.find_spec(m) is not None)",
+        ),
+    ]
+    .into_iter()
+    .chain(modules.iter().map(OsString::from))
+    .collect::<Vec<_>>();
+    let answer = exec::capture(&argv, cwd, Duration::from_secs(30), interrupt);
+    modules
+        .iter()
+        .map(|m| {
+            let found = match &answer {
+                Some((0, out, _)) => out.lines().any(|l| l.trim() == format!("{m} True")),
+                _ => false,
+            };
+            let result = if found {
+                Ok(())
+            } else if answer.as_ref().is_some_and(|(code, _, _)| *code == 0) {
+                Err(format!("{m} not importable: No module named '{m}'"))
+            } else {
+                Err(format!("{m} not importable: python3 did not answer"))
+            };
+            (m.to_string(), result)
+        })
+        .collect()
+}
+
 /// Imports torch: its version and the directory it was imported from, or why it did not import.
 fn import_torch(python: &Path, cwd: &Path, interrupt: &Interrupt) -> Result<Torch, String> {
     let argv = [
@@ -594,6 +678,26 @@ pub fn arch_matches(arch: &str, gpu: &str) -> bool {
 }
 
 /// The stage-level needs, checked against the preflight: `Some(reason)` when a stage cannot run.
+/// Everything a stage needs that this machine lacks, by the names [`report::missing`] knows:
+/// `gpu`, `counters`, a tool or a module.
+pub fn unmet_names(stage: &config::Stage, preflight: &Preflight) -> Vec<String> {
+    let mut names = Vec::new();
+    if stage.needs.gpu && preflight.gpu_unavailable.is_some() {
+        names.push("gpu".to_string());
+    }
+    for tool in &stage.needs.tools {
+        if preflight.missing(tool).is_some() && !names.contains(tool) {
+            names.push(tool.clone());
+        }
+    }
+    if stage.kind == report::StageKind::Profile
+        && preflight.environment.counters_permitted == Some(false)
+    {
+        names.push("counters".to_string());
+    }
+    names
+}
+
 pub fn unmet(stage: &config::Stage, preflight: &Preflight) -> Option<String> {
     if stage.needs.gpu
         && let Some(reason) = &preflight.gpu_unavailable

@@ -9,7 +9,9 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::pipeline::config;
@@ -73,7 +75,9 @@ pub enum ToolchainError {
     NoCacheDir,
     #[error("provision CUDA: python3 not found (install a CUDA toolkit, or python3 with venv)")]
     NoPython,
-    /// A step of the installation failed; `log` holds its output.
+    /// A step of the installation failed; `log` holds the line quoted in `detail` (the tool's
+    /// own advice where it gave one, as Debian's venv does: "apt install python3.11-venv"),
+    /// else its output.
     #[error("provision CUDA {version}: {step} failed{detail}; see {log}")]
     Step {
         version: String,
@@ -91,6 +95,31 @@ pub enum ToolchainError {
     },
     #[error("provision CUDA: interrupted")]
     Interrupted,
+}
+
+impl ToolchainError {
+    /// The error as a report says it: a log by its name in the runner's cache, never a path
+    /// of this machine.
+    pub fn for_report(&self) -> String {
+        match self {
+            ToolchainError::Step {
+                version,
+                step,
+                detail,
+                log,
+            } => format!(
+                "provision CUDA {version}: {step} failed{detail}; see {} in the runner's cache \
+                 directory",
+                log.file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            ),
+            ToolchainError::NoCompiler { version, .. } => {
+                format!("provision CUDA {version}: the wheels installed no nvcc")
+            }
+            ToolchainError::Io { source, .. } => format!("provision CUDA: {source}"),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// Tools whose absence provisioning can fix.
@@ -504,18 +533,20 @@ fn install(
         match outcome.ending {
             exec::Ending::Exited(0) => Ok(()),
             exec::Ending::Interrupted => Err(ToolchainError::Interrupted),
-            ending => Err(ToolchainError::Step {
-                version: version.clone(),
-                step,
-                detail: format!(
-                    " ({}){}",
-                    describe(ending),
-                    last_line(&log_err)
-                        .map(|l| format!(": {l}"))
-                        .unwrap_or_default()
-                ),
-                log: log_err.clone(),
-            }),
+            ending => {
+                // The line that says what to do, from whichever log holds it.
+                let (line, log) = telling_line(&log_err, &log_out);
+                Err(ToolchainError::Step {
+                    version: version.clone(),
+                    step,
+                    detail: format!(
+                        " ({}){}",
+                        describe(ending),
+                        line.map(|l| format!(": {l}")).unwrap_or_default()
+                    ),
+                    log,
+                })
+            }
         }
     };
     step(
@@ -540,7 +571,54 @@ fn install(
             .iter()
             .map(|(name, version)| OsString::from(format!("{name}=={version}"))),
     );
-    step("pip install", pip, Duration::from_secs(1800))
+    // A download of about 380 MB: on a terminal, pip's latest step on one line, rewritten in
+    // place; piped, nothing more than the one line `provision` printed.
+    if !std::io::stderr().is_terminal() {
+        return step("pip install", pip, Duration::from_secs(1800));
+    }
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| show_progress(&log_out, &done));
+        let result = step("pip install", pip, Duration::from_secs(1800));
+        done.store(true, Ordering::Relaxed);
+        result
+    })
+}
+
+/// Rewrites one terminal line with pip's latest step (`Downloading nvidia_cuda_nvcc-...
+/// (40.2 MB)`, `Installing collected packages`) until `done`, then clears it.
+fn show_progress(log: &Path, done: &AtomicBool) {
+    let mut shown = String::new();
+    let started = std::time::Instant::now();
+    while !done.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(250));
+        let Ok(text) = std::fs::read(log) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&text);
+        let Some(latest) = text.lines().rev().map(str::trim).find(|l| {
+            ["Collecting", "Downloading", "Installing", "Using cached"]
+                .iter()
+                .any(|w| l.starts_with(w))
+        }) else {
+            continue;
+        };
+        let line: String = format!(
+            "  provisioning ({:.0} s): {}",
+            started.elapsed().as_secs_f64(),
+            report::text::strip_controls(latest)
+        )
+        .chars()
+        .take(100)
+        .collect();
+        if line != shown {
+            let _ = write!(std::io::stderr(), "\r\x1b[K{line}");
+            shown = line;
+        }
+    }
+    if !shown.is_empty() {
+        let _ = write!(std::io::stderr(), "\r\x1b[K");
+    }
 }
 
 const STAMP: &str = ".exhibit-complete";
@@ -597,12 +675,54 @@ fn describe(ending: exec::Ending) -> String {
     }
 }
 
-fn last_line(path: &Path) -> Option<String> {
-    let text = std::fs::read(path).ok()?;
-    String::from_utf8_lossy(&text)
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(|l| l.chars().take(300).collect())
+/// Commands a tool's own message advises ("apt install python3.11-venv"): the line worth
+/// quoting from a failed step's log.
+const ADVICE: &[&str] = &[
+    "apt install ",
+    "apt-get install ",
+    "sudo apt",
+    "dnf install ",
+    "yum install ",
+    "zypper install ",
+    "apk add ",
+    "pacman -S",
+    "brew install ",
+    "pip install ",
+    "python3 -m pip install ",
+];
+
+/// The line of a failed step's logs that says what to do, and the log that holds it: a
+/// command the tool advises, else its last error line (`ERROR: ...`), else the last line of
+/// its stderr, else of its stdout; with no line, the log that has any output.
+fn telling_line(err: &Path, out: &Path) -> (Option<String>, PathBuf) {
+    let lines = |path: &Path| -> Vec<String> {
+        std::fs::read(path)
+            .map(|t| {
+                String::from_utf8_lossy(&t)
+                    .lines()
+                    .map(|l| l.trim().chars().take(300).collect::<String>())
+                    .filter(|l| !l.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let logs = [(err, lines(err)), (out, lines(out))];
+    let advice = |l: &String| ADVICE.iter().any(|a| l.starts_with(a));
+    let error = |l: &String| {
+        let lower = l.to_ascii_lowercase();
+        lower.starts_with("error") || lower.contains("error:")
+    };
+    for pick in [&advice as &dyn Fn(&String) -> bool, &error] {
+        for (path, lines) in &logs {
+            if let Some(line) = lines.iter().rev().find(|l| pick(l)) {
+                return (Some(line.clone()), path.to_path_buf());
+            }
+        }
+    }
+    for (path, lines) in &logs {
+        if let Some(line) = lines.last() {
+            return (Some(line.clone()), path.to_path_buf());
+        }
+    }
+    (None, err.to_path_buf())
 }

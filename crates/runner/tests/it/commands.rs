@@ -62,6 +62,7 @@ fn preflight() -> Preflight {
             PathBuf::from("harness"),
         ]),
         torch: Some(Ok("torch stand-in".into())),
+        modules: Default::default(),
         notes: Vec::new(),
     }
 }

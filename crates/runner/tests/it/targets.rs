@@ -1358,7 +1358,8 @@ fn a_googletest_binary_splits_by_its_listed_tests() {
 
 /// A Triton script on a machine without a GPU: no build stage, and no stage ran the program
 /// to compile a kernel just in time. The SASS stage has nothing to inspect: it is skipped,
-/// saying so, without looking for its tool, and the run exits 0.
+/// saying so, without looking for its tool; nothing was checked, so the run exits 3 and says
+/// "Not checked" (issue 51), never that it found no error.
 #[test]
 fn a_sass_stage_with_nothing_to_inspect_is_skipped_without_its_tool() {
     let project = project(
@@ -1374,7 +1375,12 @@ fn a_sass_stage_with_nothing_to_inspect_is_skipped_without_its_tool() {
     project.write("kernel.py", "# stand-in for a Triton script\n");
     let out = project.run(&["pipeline.yaml"]);
     let err = stderr(&out);
-    assert_eq!(code(&out), 0, "{err}");
+    assert_eq!(code(&out), 3, "{err}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("verdict: Not checked"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let manifest = project.manifest();
     assert_eq!(stage(&manifest, "memcheck")["status"], "skipped");
     let sass = stage(&manifest, "sass");

@@ -96,6 +96,7 @@ pub(super) fn as_target(pipeline: &mut Pipeline) {
     }
     pipeline.target = Some(Target {
         sources,
+        imports: Imports::default(),
         build: Some(TargetBuild {
             command: build,
             env: BTreeMap::new(),

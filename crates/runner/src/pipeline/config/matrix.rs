@@ -10,8 +10,9 @@ pub struct Matrix {
     /// the others are compile-only.
     #[serde(default = "default_arch")]
     pub arch: Vec<String>,
-    /// Config name to its `-D` defines, and optionally its own source.
-    #[serde(deserialize_with = "unique")]
+    /// Config name to its `-D` defines, and optionally its own source. Optional for a
+    /// target: without it (an `arch:` list alone), one config, `default`.
+    #[serde(default, deserialize_with = "unique")]
     pub configs: BTreeMap<String, Config>,
 }
 

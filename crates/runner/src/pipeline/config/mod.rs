@@ -155,7 +155,8 @@ impl Pipeline {
                 message,
             })
         };
-        let raw_target = raw.target;
+        // The modules its scripts import are needs of the stages that run them.
+        let raw_target = raw.target.map(|t| t.read_imports(&root));
         let mut pipeline = Pipeline {
             path: path.to_path_buf(),
             root,
@@ -163,6 +164,13 @@ impl Pipeline {
             target: raw_target.clone(),
             toolchain: raw.toolchain.completed(),
             matrix: match raw.matrix {
+                // A target's `matrix:` may list archs alone: one config, as without a matrix.
+                Some(mut matrix) if raw_target.is_some() && matrix.configs.is_empty() => {
+                    matrix
+                        .configs
+                        .insert("default".to_string(), Config::default());
+                    matrix
+                }
                 Some(matrix) => matrix,
                 // A target needs no matrix: one config, built for the default arch.
                 None if raw_target.is_some() => Matrix {
@@ -340,7 +348,7 @@ impl Pipeline {
             ));
         }
         for tool in self.toolchain.tools.keys() {
-            if !KNOWN_TOOLS.contains(&tool.as_str()) || tool == "torch" {
+            if !KNOWN_TOOLS.contains(&tool.as_str()) || PYTHON_MODULES.contains(&tool.as_str()) {
                 return Err(err(
                     format!("toolchain.tools.{tool}"),
                     format!("unknown tool; expected one of {}", tool_list()),
@@ -365,7 +373,7 @@ impl Pipeline {
         if self.matrix.configs.is_empty() {
             return Err(err(
                 "matrix.configs".into(),
-                "define at least one config".into(),
+                "define at least one config (the built-in kernel's configs are its defines)".into(),
             ));
         }
         for (name, config) in &self.matrix.configs {

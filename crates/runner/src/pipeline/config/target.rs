@@ -16,6 +16,107 @@ pub struct Target {
     #[serde(default)]
     pub build: Option<TargetBuild>,
     pub program: Program,
+    /// The Python modules of [`PYTHON_MODULES`] the build's and the program's scripts import
+    /// (read when the file is read, [`Target::read_imports`]): stages that run them need those.
+    #[serde(skip)]
+    pub imports: Imports,
+}
+
+/// The modules a target's Python scripts import, found by reading them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Imports {
+    pub build: Vec<String>,
+    pub program: Vec<String>,
+}
+
+impl Target {
+    /// Reads the scripts the build and the program start (`python3 x.py`, or a pytest run's
+    /// files and directories) for the modules they import, relative to `root`. A script that
+    /// cannot be read imports nothing: this only adds needs, never refuses a pipeline.
+    pub fn read_imports(mut self, root: &Path) -> Target {
+        if let Some(build) = &self.build {
+            self.imports.build = script_imports(&build.command, root);
+        }
+        let cwd = self
+            .program
+            .cwd
+            .as_ref()
+            .map_or_else(|| root.to_path_buf(), |c| root.join(c));
+        self.imports.program = script_imports(&self.program.command, &cwd);
+        self
+    }
+}
+
+/// The modules of [`PYTHON_MODULES`] the Python files an argv names import.
+fn script_imports(argv: &[String], dir: &Path) -> Vec<String> {
+    let Some(first) = argv.first() else {
+        return Vec::new();
+    };
+    let name = Path::new(first)
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let pytest = is_pytest(argv);
+    if !name.starts_with("python") && !pytest {
+        return Vec::new();
+    }
+    let mut files: Vec<PathBuf> = Vec::new();
+    for word in argv
+        .iter()
+        .skip(1)
+        .filter(|w| !w.starts_with('-') && !w.contains('{'))
+    {
+        let path = dir.join(word);
+        if word.ends_with(".py") {
+            files.push(path);
+            if !pytest {
+                break;
+            }
+        } else if pytest && path.is_dir() {
+            // A pytest directory: its test files and conftest, one level down.
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                let mut found: Vec<PathBuf> = entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "py"))
+                    .collect();
+                found.sort();
+                files.extend(found.into_iter().take(64));
+            }
+        }
+    }
+    let mut modules: Vec<String> = Vec::new();
+    for file in files {
+        let Ok(meta) = std::fs::metadata(&file) else {
+            continue;
+        };
+        if !meta.is_file() || meta.len() > 1 << 20 {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        for line in text.lines() {
+            let line = line.trim_start();
+            let rest = line
+                .strip_prefix("import ")
+                .or_else(|| line.strip_prefix("from "));
+            let Some(rest) = rest else { continue };
+            for part in rest.split(',') {
+                let module = part
+                    .trim()
+                    .split(|c: char| c == '.' || c.is_whitespace())
+                    .next()
+                    .unwrap_or("");
+                if PYTHON_MODULES.contains(&module) && !modules.iter().any(|m| m == module) {
+                    modules.push(module.to_string());
+                }
+                if line.starts_with("from ") {
+                    break;
+                }
+            }
+        }
+    }
+    modules
 }
 
 /// `target.build:`.
@@ -176,11 +277,12 @@ pub fn target_needs(kind: StageKind, target: &Target, command: &[String]) -> Nee
             .map(|w| vec![w.clone()])
             .unwrap_or_default()
     };
-    let program = if target.program.is_python() {
+    let mut program = if target.program.is_python() {
         vec!["python3".to_string()]
     } else {
         named(&target.program.command)
     };
+    program.extend(target.imports.program.iter().cloned());
     let (gpu, mut tools): (bool, Vec<String>) = match kind {
         StageKind::Compile => (
             false,
@@ -188,7 +290,10 @@ pub fn target_needs(kind: StageKind, target: &Target, command: &[String]) -> Nee
                 .build
                 .as_ref()
                 .map(|b| named(&b.command))
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                .into_iter()
+                .chain(target.imports.build.iter().cloned())
+                .collect(),
         ),
         StageKind::Sass => (false, vec!["cuobjdump".to_string()]),
         StageKind::Report => (false, Vec::new()),
