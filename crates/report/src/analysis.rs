@@ -104,7 +104,7 @@ pub struct Verdict {
     pub not_run: Vec<NotRun>,
     /// What the machine lacked for the skipped stages, with how to get it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub missing: Vec<crate::Missing>,
+    pub missing: Vec<crate::missing::Missing>,
     /// One sentence, e.g. "Failing: 2 root causes (2 errors) across 3 configs."
     pub line: String,
 }

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::{Stage, StageStatus};
+use crate::run::{Stage, StageStatus};
 
 /// One thing the machine lacked, as the report says it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
