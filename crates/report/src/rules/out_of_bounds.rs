@@ -10,7 +10,7 @@ use serde_json::json;
 use super::{Ctx, RuleId, detail_u64};
 use crate::diagnosis::{Confidence, Draft, Figure, GiveWay, Level};
 use crate::text::{bytes, md_code, md_text};
-use spread::{Slot, SlotText, Spread};
+use spread::{Slot, SlotText, Spread, Tail};
 
 /// One draft per distinct invalid-access site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -93,366 +93,46 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let the_line = line
             .map(|l| format!(" The line: {}.", md_code(l)))
             .unwrap_or_default();
+        let w = Words {
+            space_word,
+            access_word,
+            records,
+            size_text,
+            at,
+            of_array,
+            the_line,
+            triton,
+            builtin,
+            size,
+        };
         match (after, before, alloc) {
             (_, Some(n), Some(m)) if let Some(element) = wrapped => {
                 signals += 2;
-                d.figures.insert("bytes_before".into(), json!(n));
-                d.figures.insert("allocation_size".into(), json!(m));
-                d.figures.insert("element_bytes".into(), json!(element));
-                d.figures.insert("elements".into(), json!(m / element));
-                d.title = format!(
-                    "32-bit index overflow: a {space_word} {access_word} {} before the start of \
-                     a buffer of {} {element}-byte elements",
-                    bytes(n),
-                    crate::text::thousands(m / element)
-                );
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
-                     {} before the start of a {}-byte buffer. With {element}-byte elements the \
-                     buffer holds {} of them, more than a 32-bit signed index reaches \
-                     (2,147,483,647), and the address lies within 2^31 elements before its \
-                     start: where an element offset computed in 32 bits lands once it passes \
-                     2^31 and wraps negative. Not a wild pointer: the base is right, the offset \
-                     arithmetic is too narrow.",
-                    bytes(n),
-                    crate::text::thousands(m),
-                    crate::text::thousands(m / element)
-                );
-                d.fix = if triton {
-                    "Compute the offset in 64 bits: cast the program id before it multiplies a \
-                     stride (`tl.program_id(0).to(tl.int64)`), or the offsets tensor \
-                     (`offs.to(tl.int64)`); Triton's program ids and the integer arguments it is \
-                     given are 32-bit."
-                        .to_string()
-                } else {
-                    "Compute the offset in 64 bits: widen the index before it multiplies a stride \
-                     (`(int64_t)blockIdx.x * stride`, `size_t` loop indices), not an `int` \
-                     product of a row and a row length."
-                        .to_string()
-                };
+                index_overflow(&mut d, &w, n, m, element);
             }
-            _ if distance >= WILD => {
-                d.figures.insert("distance_bytes".into(), json!(distance));
-                d.title = format!(
-                    "Out-of-bounds {space_word} {access_word} through a wild or null pointer"
-                );
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} to \
-                     an address {} from the nearest allocation: no index a step too far does \
-                     that. The pointer itself is wrong: null plus an offset, never initialised, \
-                     read from the wrong slot of a table, or freed.",
-                    bytes(distance)
-                );
-                d.fix = "Trace the pointer used at the named line back to where it is set (a \
-                         table of pointers, a struct field, an argument) and check it is set \
-                         before every launch that reads it."
-                    .to_string();
-            }
+            _ if distance >= WILD => wild_pointer(&mut d, &w, distance),
             (Some(n), _, Some(m)) => {
-                d.figures.insert("bytes_after".into(), json!(n));
-                d.figures.insert("allocation_size".into(), json!(m));
-                // memcheck counts from 1: "1 bytes after" is the first byte past the end.
-                let past = n.saturating_sub(1);
-                // Within one row (or, without a shape, 256 bytes) of the end: an index one step
-                // too far, the classic off-by-one or unmasked tail.
-                let near = past < row_bytes.unwrap_or(256).max(size.unwrap_or(1));
-                let what = match (tensor_bytes, &shape) {
-                    (Some(t), Some((s, _))) if t == m => format!(
-                        "a [{}, {}, {}, {}] tensor ({})",
-                        s.batch,
-                        s.heads,
-                        s.seq_len,
-                        s.head_dim,
-                        bytes(m)
-                    ),
-                    _ => format!("a {m}-byte buffer"),
+                let layout = Layout {
+                    shape,
+                    row_bytes,
+                    tensor_bytes,
                 };
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
-                     \"{n} bytes after\" the end of {what} (memcheck counts the first byte past \
-                     the end as 1)."
-                );
-                // Off by one only when the access starts within one element of the end; the
-                // attention kernel's rows (its tail tile) are its own, known layout.
-                let one_element = past < size.unwrap_or(1).max(1);
-                let spread = Spread::of(finding, n);
-                let write = finding.access == Some(Access::Write);
-                let scalar = line.and_then(|l| crate::source_line::scalar_pointer(l, write));
-                if let Some(slot) = Slot::read(&spread, scalar, write, size, m) {
-                    signals += 2;
-                    slot.diagnose(
-                        &mut d,
-                        SlotText {
-                            space_word,
-                            access_word,
-                            records: &records,
-                            size_text: &size_text,
-                            at: &at,
-                            allocation: m,
-                            triton,
-                            the_line: &the_line,
-                        },
-                    );
-                } else if !builtin
-                    && !triton
-                    && let Some(tail) = spread.tail(size.unwrap_or(1).max(1), m)
-                {
-                    signals += 2;
-                    Figure::OvershootBytes.set(&mut d.figures, json!(tail.reach));
-                    d.figures.insert("threads".into(), json!(spread.threads));
-                    let one_block = spread.blocks <= 1;
-                    d.title = format!(
-                        "Unguarded tail: {} {}{of_array} up to {} past the end of a \
-                         {}-byte buffer",
-                        tail.who,
-                        if one_block {
-                            format!("{access_word}s")
-                        } else {
-                            access_word.to_string()
-                        },
-                        bytes(tail.reach),
-                        m
-                    );
-                    let (lo, _) = spread.after;
-                    let start = if lo <= 1 {
-                        "the first byte past the end".to_string()
-                    } else {
-                        format!("{} past the end", bytes(lo.saturating_sub(1)))
-                    };
-                    let within = if tail.reach <= m / 100 {
-                        ", within a hundredth of the buffer"
-                    } else {
-                        ""
-                    };
-                    let who = if one_block {
-                        "no record comes from any other block: the block that covers the end of \
-                         the buffer runs past it"
-                    } else {
-                        "no record comes from any block before them: the last blocks of a grid \
-                         sized past the data run past its end"
-                    };
-                    d.explanation = format!(
-                        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
-                         from {} in {}. Together they start at {start} of a {m}-byte buffer and \
-                         reach {} beyond it{}{within}, and {who} \
-                         unguarded, as the last tile does when the length is not a multiple of \
-                         the tile. memcheck stops a thread at its first bad access, so the \
-                         overshoot may reach further than this.{the_line}",
-                        crate::text::plural(spread.threads, "thread", "threads"),
-                        tail.who,
-                        bytes(tail.reach),
-                        match size.filter(|s| *s > 0) {
-                            Some(s) => format!(" ({} {s}-byte elements)", tail.reach.div_ceil(s)),
-                            None => String::new(),
-                        }
-                    );
-                    d.fix = "Guard the last tile: skip (or mask) the rows or elements past the end \
-                             with the real length (`if (row < rows)`) around the access, or pad the \
-                             buffer to a whole number of tiles; re-run memcheck with a length that \
-                             is not a multiple of the tile."
-                        .to_string();
-                } else if near && (builtin || one_element) {
-                    signals += 1;
-                    d.title = if one_element && spread.threads <= 1 && !builtin && !triton {
-                        format!(
-                            "Off-by-one: a {space_word} {access_word} of the element just past \
-                             the end of a {m}-byte buffer"
-                        )
-                    } else {
-                        format!(
-                            "Out-of-bounds {space_word} {access_word} just past the end of a buffer (off-by-one or unguarded tail)"
-                        )
-                    };
-                    // Triton vectorises its loads: the access size is no element size.
-                    let index = match size.filter(|s| *s > 0 && m % *s == 0 && !triton) {
-                        Some(s) => format!(
-                            " With {s}-byte elements it is element {} of a {}-element buffer{}.",
-                            (m / s).saturating_add(past / s),
-                            m / s,
-                            if past < s { ": one past the last" } else { "" }
-                        ),
-                        None => String::new(),
-                    };
-                    let row_hint = match (row_bytes, &shape) {
-                        (Some(row), Some((s, _))) if tensor_bytes == Some(m) => format!(
-                            " It lands in row {} of the last head, whose rows end at {}: what an \
-                             unguarded last tile or a `<=` bound reads.",
-                            u64::from(s.seq_len).saturating_add(past / row.max(1)),
-                            s.seq_len - 1
-                        ),
-                        _ => String::new(),
-                    };
-                    if triton {
-                        d.explanation.push_str(
-                            " The last program's block reaches past the end: its offsets are not \
-                             masked against the tensor's size.",
-                        );
-                    } else {
-                        d.explanation.push_str(&format!(
-                            "{index} An index a step too far, not a wild pointer.{row_hint}"
-                        ));
-                    }
-                    d.fix = if triton {
-                        triton_fix(d.location.as_ref())
-                    } else if builtin {
-                        "Guard the access with the real bound: mask rows and columns with index \
-                         >= seq_len in the last (partial) tile, and check loop bounds use `<`, \
-                         not `<=`. Re-run memcheck, and check with S not a multiple of the tile."
-                            .to_string()
-                    } else {
-                        "Guard the access with the real bound (`if (i < n)`, loop bounds with \
-                         `<`, not `<=`), including the last partial block; re-run memcheck with a \
-                         size that is not a multiple of the block size."
-                            .to_string()
-                    };
-                } else if near {
-                    signals += 1;
-                    d.title = format!(
-                        "Out-of-bounds {space_word} {access_word} {} past the end of the nearest allocation",
-                        bytes(past.saturating_add(1))
-                    );
-                    d.explanation.push_str(&format!(
-                        " memcheck names the allocation nearest the address, which need not be the \
-                         buffer the index was meant for: {} past the end of a {m}-byte buffer is \
-                         more than one element past it, so either the index runs several \
-                         elements past this buffer or it was computed for another one.",
-                        bytes(past.saturating_add(1))
-                    ));
-                    d.fix = if triton {
-                        triton_fix(d.location.as_ref())
-                    } else {
-                        "Check which buffer the access at the named line means to read, and the \
-                         index against that buffer's size (a table indexed with a value meant for \
-                         another array, a stale index, a size in bytes used as a count)."
-                            .to_string()
-                    };
-                } else {
-                    d.explanation.push_str(
-                        " That is far past the end: a wrong stride, a wrong base pointer or an index \
-                         computed from the wrong dimension.",
-                    );
-                    d.fix = if builtin {
-                        "Check the index arithmetic at the named line against the tensor's \
-                         [batch, heads, seq_len, head_dim] strides, and that the pointer is the \
-                         buffer the launch passed."
-                    } else {
-                        "Check the index arithmetic at the named line against the buffer's \
-                         dimensions and strides, and that the pointer is the buffer the launch \
-                         passed."
-                    }
-                    .to_string();
-                }
+                signals += past_end(&mut d, &w, finding, line, (n, m), &layout);
             }
-            (_, Some(n), alloc) => {
-                d.figures.insert("bytes_before".into(), json!(n));
-                d.title = format!(
-                    "Out-of-bounds {space_word} {access_word} before the start of a buffer (negative index)"
-                );
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, {n} \
-                     bytes before the start of {}: a negative index or an unsigned wrap-around.",
-                    alloc
-                        .map(|m| format!("a {m}-byte buffer"))
-                        .unwrap_or_else(|| "a buffer".to_string())
-                );
-                d.fix = "Clamp or guard the index at the named line (row or column -1, or an \
-                         unsigned difference that wrapped)."
-                    .to_string();
-            }
-            _ => {
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
-                     outside any allocation."
-                );
-                d.explanation.push_str(&the_line);
-                d.fix = match (space, &array) {
-                    (MemorySpace::Local, Some(array)) => {
-                        d.title = format!(
-                            "Out-of-bounds {space_word} {access_word} of {}",
-                            md_code(array)
-                        );
-                        d.figures.insert("array".into(), json!(array));
-                        format!(
-                            "Check the index of the thread-local array {} against its declared \
-                             size: an index that counts rows of the whole block or tile, where \
-                             the array holds only this thread's or warp's share, runs past its \
-                             end.",
-                            md_code(array)
-                        )
-                    }
-                    (MemorySpace::Shared, _) => "Check the shared-memory index against the size \
-                                                 the kernel declares (static) or the launch \
-                                                 provides (dynamic shared memory)."
-                        .to_string(),
-                    (MemorySpace::Local, None) => "Check indices into thread-local arrays against \
-                                                   their declared size."
-                        .to_string(),
-                    _ => "Check the index arithmetic at the named line against the buffer's size \
-                          and strides."
-                        .to_string(),
-                };
-            }
+            (_, Some(n), alloc) => before_start(&mut d, &w, n, alloc),
+            _ => outside_allocation(&mut d, &w, space, &array),
         }
 
         // The program's own runs clean at every count, memcheck clean up to some launch count
         // and wrong from the next: the index moves with each launch.
         if let Some((clean, fail)) = memcheck_threshold(ctx, f.config.as_deref()) {
             signals += 1;
-            d.figures.insert("memcheck_clean_at".into(), json!(clean));
-            d.figures.insert("memcheck_fails_at".into(), json!(fail));
-            let buffer = alloc
-                .map(|m| format!(" of a {m}-byte buffer"))
-                .unwrap_or_default();
-            d.title = format!(
-                "State that survives launches: from launch {fail} on, a {space_word} \
-                 {access_word} past the end{buffer}"
-            );
-            let fill = match (size, alloc) {
-                (Some(s), Some(m)) if s > 0 && m % s == 0 && m / s == clean => {
-                    format!(
-                        " {clean} launches of one {s}-byte {access_word} each fill the \
-                         {m}-byte buffer exactly; the next one lands past its end."
-                    )
-                }
-                _ => String::new(),
-            };
-            d.explanation = format!(
-                "The program's own runs pass at every launch count, but memcheck is clean at \
-                 {clean} launch{} and finds {records} of a {space_word} {access_word}{size_text}\
-                 {at} from launch {fail} on. A single launch is right: something kept between \
-                 launches (a `__device__` counter, a static index, a buffer never reset) moves \
-                 the access one step further each launch.{fill} Outside the sanitizer the write \
-                 lands in memory nothing checks, so the corruption is silent.",
-                if clean == 1 { "" } else { "es" }
-            );
-            d.fix = "Reset the state before each launch (`cudaMemset`, `cudaMemcpyToSymbol` of \
-                     the counter, or a reset kernel), or bound the index by the buffer's size \
-                     (`slot % capacity`, or refuse past the end); re-run the stress stage: \
-                     memcheck should stay clean at every count."
-                .to_string();
+            survives_launches(&mut d, &w, clean, fail, alloc);
         }
 
         // A corrupted canary in the same config corroborates an out-of-bounds write.
-        if finding.access == Some(Access::Write) {
-            for r in &j.results {
-                let corrupted = r
-                    .result
-                    .check
-                    .as_ref()
-                    .map(|c| c.canaries_corrupted.clone())
-                    .unwrap_or_default();
-                if r.config == f.config && !corrupted.is_empty() {
-                    signals += 1;
-                    d.evidence.push(ctx.result_evidence(
-                        r,
-                        format!(
-                            "harness canaries overwritten: {}",
-                            md_text(&corrupted.join(", "))
-                        ),
-                    ));
-                    break;
-                }
-            }
+        if finding.access == Some(Access::Write) && canary_overwritten(ctx, f, &mut d) {
+            signals += 1;
         }
         d.confidence = if finding.file.is_some() || !finding.related.is_empty() {
             Confidence::from_signals(signals + 1)
@@ -463,6 +143,551 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     }
     out.extend(canaries(ctx, &out));
     out
+}
+
+/// The stage's tensor shape, where it has one (with its element size), and its rows and whole
+/// tensor in bytes.
+struct Layout {
+    shape: Option<(parsers::harness::Shape, u64)>,
+    row_bytes: Option<u64>,
+    tensor_bytes: Option<u64>,
+}
+
+/// What every wording of one finding says: the access, its records, where and on which line.
+struct Words {
+    space_word: &'static str,
+    access_word: &'static str,
+    records: String,
+    size_text: String,
+    at: String,
+    of_array: String,
+    the_line: String,
+    triton: bool,
+    builtin: bool,
+    size: Option<u64>,
+}
+
+/// A 32-bit index that wrapped: `n` bytes before the start of an `m`-byte buffer of
+/// `element`-byte elements ([`wrapped_index`]).
+fn index_overflow(d: &mut Draft, w: &Words, n: u64, m: u64, element: u64) {
+    let Words {
+        space_word,
+        access_word,
+        triton,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        ..
+    } = w;
+    d.figures.insert("bytes_before".into(), json!(n));
+    d.figures.insert("allocation_size".into(), json!(m));
+    d.figures.insert("element_bytes".into(), json!(element));
+    d.figures.insert("elements".into(), json!(m / element));
+    d.title = format!(
+        "32-bit index overflow: a {space_word} {access_word} {} before the start of \
+         a buffer of {} {element}-byte elements",
+        bytes(n),
+        crate::text::thousands(m / element)
+    );
+    d.explanation = format!(
+        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
+         {} before the start of a {}-byte buffer. With {element}-byte elements the \
+         buffer holds {} of them, more than a 32-bit signed index reaches \
+         (2,147,483,647), and the address lies within 2^31 elements before its \
+         start: where an element offset computed in 32 bits lands once it passes \
+         2^31 and wraps negative. Not a wild pointer: the base is right, the offset \
+         arithmetic is too narrow.",
+        bytes(n),
+        crate::text::thousands(m),
+        crate::text::thousands(m / element)
+    );
+    d.fix = if triton {
+        "Compute the offset in 64 bits: cast the program id before it multiplies a \
+         stride (`tl.program_id(0).to(tl.int64)`), or the offsets tensor \
+         (`offs.to(tl.int64)`); Triton's program ids and the integer arguments it is \
+         given are 32-bit."
+            .to_string()
+    } else {
+        "Compute the offset in 64 bits: widen the index before it multiplies a stride \
+         (`(int64_t)blockIdx.x * stride`, `size_t` loop indices), not an `int` \
+         product of a row and a row length."
+            .to_string()
+    };
+}
+
+/// An address gigabytes from the nearest allocation: the pointer itself is wrong.
+fn wild_pointer(d: &mut Draft, w: &Words, distance: u64) {
+    let Words {
+        space_word,
+        access_word,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        ..
+    } = w;
+    d.figures.insert("distance_bytes".into(), json!(distance));
+    d.title = format!("Out-of-bounds {space_word} {access_word} through a wild or null pointer");
+    d.explanation = format!(
+        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} to \
+         an address {} from the nearest allocation: no index a step too far does \
+         that. The pointer itself is wrong: null plus an offset, never initialised, \
+         read from the wrong slot of a table, or freed.",
+        bytes(distance)
+    );
+    d.fix = "Trace the pointer used at the named line back to where it is set (a \
+             table of pointers, a struct field, an argument) and check it is set \
+             before every launch that reads it."
+        .to_string();
+}
+
+/// An unguarded tail: the records of one or two blocks reaching past the end of an `m`-byte
+/// buffer ([`Spread::tail`]).
+fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64) {
+    let Words {
+        space_word,
+        access_word,
+        size,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        of_array,
+        the_line,
+        ..
+    } = w;
+    Figure::OvershootBytes.set(&mut d.figures, json!(tail.reach));
+    d.figures.insert("threads".into(), json!(spread.threads));
+    let one_block = spread.blocks <= 1;
+    d.title = format!(
+        "Unguarded tail: {} {}{of_array} up to {} past the end of a \
+         {}-byte buffer",
+        tail.who,
+        if one_block {
+            format!("{access_word}s")
+        } else {
+            access_word.to_string()
+        },
+        bytes(tail.reach),
+        m
+    );
+    let (lo, _) = spread.after;
+    let start = if lo <= 1 {
+        "the first byte past the end".to_string()
+    } else {
+        format!("{} past the end", bytes(lo.saturating_sub(1)))
+    };
+    let within = if tail.reach <= m / 100 {
+        ", within a hundredth of the buffer"
+    } else {
+        ""
+    };
+    let who = if one_block {
+        "no record comes from any other block: the block that covers the end of \
+         the buffer runs past it"
+    } else {
+        "no record comes from any block before them: the last blocks of a grid \
+         sized past the data run past its end"
+    };
+    d.explanation = format!(
+        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
+         from {} in {}. Together they start at {start} of a {m}-byte buffer and \
+         reach {} beyond it{}{within}, and {who} \
+         unguarded, as the last tile does when the length is not a multiple of \
+         the tile. memcheck stops a thread at its first bad access, so the \
+         overshoot may reach further than this.{the_line}",
+        crate::text::plural(spread.threads, "thread", "threads"),
+        tail.who,
+        bytes(tail.reach),
+        match size.filter(|s| *s > 0) {
+            Some(s) => format!(" ({} {s}-byte elements)", tail.reach.div_ceil(s)),
+            None => String::new(),
+        }
+    );
+    d.fix = "Guard the last tile: skip (or mask) the rows or elements past the end \
+             with the real length (`if (row < rows)`) around the access, or pad the \
+             buffer to a whole number of tiles; re-run memcheck with a length that \
+             is not a multiple of the tile."
+        .to_string();
+}
+
+/// An access just past the end of an `m`-byte buffer, `past` bytes beyond it: an off-by-one
+/// or an unguarded tail.
+fn just_past_end(
+    d: &mut Draft,
+    w: &Words,
+    spread: &Spread,
+    m: u64,
+    past: u64,
+    one_element: bool,
+    layout: &Layout,
+) {
+    let Layout {
+        row_bytes,
+        tensor_bytes,
+        ..
+    } = *layout;
+    let shape = &layout.shape;
+    let Words {
+        space_word,
+        access_word,
+        triton,
+        builtin,
+        size,
+        ..
+    } = *w;
+    d.title = if one_element && spread.threads <= 1 && !builtin && !triton {
+        format!(
+            "Off-by-one: a {space_word} {access_word} of the element just past \
+             the end of a {m}-byte buffer"
+        )
+    } else {
+        format!(
+            "Out-of-bounds {space_word} {access_word} just past the end of a buffer (off-by-one or unguarded tail)"
+        )
+    };
+    // Triton vectorises its loads: the access size is no element size.
+    let index = match size.filter(|s| *s > 0 && m.is_multiple_of(*s) && !triton) {
+        Some(s) => format!(
+            " With {s}-byte elements it is element {} of a {}-element buffer{}.",
+            (m / s).saturating_add(past / s),
+            m / s,
+            if past < s { ": one past the last" } else { "" }
+        ),
+        None => String::new(),
+    };
+    let row_hint = match (row_bytes, &shape) {
+        (Some(row), Some((s, _))) if tensor_bytes == Some(m) => format!(
+            " It lands in row {} of the last head, whose rows end at {}: what an \
+             unguarded last tile or a `<=` bound reads.",
+            u64::from(s.seq_len).saturating_add(past / row.max(1)),
+            s.seq_len - 1
+        ),
+        _ => String::new(),
+    };
+    if triton {
+        d.explanation.push_str(
+            " The last program's block reaches past the end: its offsets are not \
+             masked against the tensor's size.",
+        );
+    } else {
+        d.explanation.push_str(&format!(
+            "{index} An index a step too far, not a wild pointer.{row_hint}"
+        ));
+    }
+    d.fix = if triton {
+        triton_fix(d.location.as_ref())
+    } else if builtin {
+        "Guard the access with the real bound: mask rows and columns with index \
+         >= seq_len in the last (partial) tile, and check loop bounds use `<`, \
+         not `<=`. Re-run memcheck, and check with S not a multiple of the tile."
+            .to_string()
+    } else {
+        "Guard the access with the real bound (`if (i < n)`, loop bounds with \
+         `<`, not `<=`), including the last partial block; re-run memcheck with a \
+         size that is not a multiple of the block size."
+            .to_string()
+    };
+}
+
+/// An access within reach of the end of the allocation memcheck names, but more than one
+/// element past it: the index may be meant for another buffer.
+fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
+    let Words {
+        space_word,
+        access_word,
+        triton,
+        ..
+    } = *w;
+    d.title = format!(
+        "Out-of-bounds {space_word} {access_word} {} past the end of the nearest allocation",
+        bytes(past.saturating_add(1))
+    );
+    d.explanation.push_str(&format!(
+        " memcheck names the allocation nearest the address, which need not be the \
+         buffer the index was meant for: {} past the end of a {m}-byte buffer is \
+         more than one element past it, so either the index runs several \
+         elements past this buffer or it was computed for another one.",
+        bytes(past.saturating_add(1))
+    ));
+    d.fix = if triton {
+        triton_fix(d.location.as_ref())
+    } else {
+        "Check which buffer the access at the named line means to read, and the \
+         index against that buffer's size (a table indexed with a value meant for \
+         another array, a stale index, a size in bytes used as a count)."
+            .to_string()
+    };
+}
+
+/// An access far past the end: a wrong stride, base pointer or dimension.
+fn far_past_end(d: &mut Draft, w: &Words) {
+    let Words { builtin, .. } = *w;
+    d.explanation.push_str(
+        " That is far past the end: a wrong stride, a wrong base pointer or an index \
+         computed from the wrong dimension.",
+    );
+    d.fix = if builtin {
+        "Check the index arithmetic at the named line against the tensor's \
+         [batch, heads, seq_len, head_dim] strides, and that the pointer is the \
+         buffer the launch passed."
+    } else {
+        "Check the index arithmetic at the named line against the buffer's \
+         dimensions and strides, and that the pointer is the buffer the launch \
+         passed."
+    }
+    .to_string();
+}
+
+/// An access `n` bytes past the end of an `m`-byte buffer: a slot a pointer stores past, an
+/// unguarded tail, an off-by-one, or an index meant for another buffer. Returns the signals
+/// it adds.
+fn past_end(
+    d: &mut Draft,
+    w: &Words,
+    finding: &parsers::Finding,
+    line: Option<&str>,
+    (n, m): (u64, u64),
+    layout: &Layout,
+) -> usize {
+    let Layout {
+        row_bytes,
+        tensor_bytes,
+        ..
+    } = *layout;
+    let shape = &layout.shape;
+    let Words {
+        space_word,
+        access_word,
+        triton,
+        builtin,
+        size,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        the_line,
+        ..
+    } = w;
+    let mut signals = 0;
+    d.figures.insert("bytes_after".into(), json!(n));
+    d.figures.insert("allocation_size".into(), json!(m));
+    // memcheck counts from 1: "1 bytes after" is the first byte past the end.
+    let past = n.saturating_sub(1);
+    // Within one row (or, without a shape, 256 bytes) of the end: an index one step
+    // too far, the classic off-by-one or unmasked tail.
+    let near = past < row_bytes.unwrap_or(256).max(size.unwrap_or(1));
+    let what = match (tensor_bytes, &shape) {
+        (Some(t), Some((s, _))) if t == m => format!(
+            "a [{}, {}, {}, {}] tensor ({})",
+            s.batch,
+            s.heads,
+            s.seq_len,
+            s.head_dim,
+            bytes(m)
+        ),
+        _ => format!("a {m}-byte buffer"),
+    };
+    d.explanation = format!(
+        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
+         \"{n} bytes after\" the end of {what} (memcheck counts the first byte past \
+         the end as 1)."
+    );
+    // Off by one only when the access starts within one element of the end; the
+    // attention kernel's rows (its tail tile) are its own, known layout.
+    let one_element = past < size.unwrap_or(1).max(1);
+    let spread = Spread::of(finding, n);
+    let write = finding.access == Some(Access::Write);
+    let scalar = line.and_then(|l| crate::source_line::scalar_pointer(l, write));
+    if let Some(slot) = Slot::read(&spread, scalar, write, size, m) {
+        signals += 2;
+        slot.diagnose(
+            d,
+            SlotText {
+                space_word,
+                access_word,
+                records,
+                size_text,
+                at,
+                allocation: m,
+                triton,
+                the_line,
+            },
+        );
+    } else if !builtin
+        && !triton
+        && let Some(tail) = spread.tail(size.unwrap_or(1).max(1), m)
+    {
+        signals += 2;
+        unguarded_tail(d, w, &spread, &tail, m);
+    } else if near && (builtin || one_element) {
+        signals += 1;
+        just_past_end(d, w, &spread, m, past, one_element, layout);
+    } else if near {
+        signals += 1;
+        near_allocation(d, w, past, m);
+    } else {
+        far_past_end(d, w);
+    }
+    signals
+}
+
+/// An access `n` bytes before the start of a buffer: a negative index.
+fn before_start(d: &mut Draft, w: &Words, n: u64, alloc: Option<u64>) {
+    let Words {
+        space_word,
+        access_word,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        ..
+    } = w;
+    d.figures.insert("bytes_before".into(), json!(n));
+    d.title = format!(
+        "Out-of-bounds {space_word} {access_word} before the start of a buffer (negative index)"
+    );
+    d.explanation = format!(
+        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, {n} \
+         bytes before the start of {}: a negative index or an unsigned wrap-around.",
+        alloc
+            .map(|m| format!("a {m}-byte buffer"))
+            .unwrap_or_else(|| "a buffer".to_string())
+    );
+    d.fix = "Clamp or guard the index at the named line (row or column -1, or an \
+             unsigned difference that wrapped)."
+        .to_string();
+}
+
+/// An access outside any allocation memcheck could name.
+fn outside_allocation(d: &mut Draft, w: &Words, space: MemorySpace, array: &Option<String>) {
+    let Words {
+        space_word,
+        access_word,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        the_line,
+        ..
+    } = w;
+    d.explanation = format!(
+        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
+         outside any allocation."
+    );
+    d.explanation.push_str(the_line);
+    d.fix = match (space, &array) {
+        (MemorySpace::Local, Some(array)) => {
+            d.title = format!(
+                "Out-of-bounds {space_word} {access_word} of {}",
+                md_code(array)
+            );
+            d.figures.insert("array".into(), json!(array));
+            format!(
+                "Check the index of the thread-local array {} against its declared \
+                 size: an index that counts rows of the whole block or tile, where \
+                 the array holds only this thread's or warp's share, runs past its \
+                 end.",
+                md_code(array)
+            )
+        }
+        (MemorySpace::Shared, _) => "Check the shared-memory index against the size \
+                                     the kernel declares (static) or the launch \
+                                     provides (dynamic shared memory)."
+            .to_string(),
+        (MemorySpace::Local, None) => "Check indices into thread-local arrays against \
+                                       their declared size."
+            .to_string(),
+        _ => "Check the index arithmetic at the named line against the buffer's size \
+              and strides."
+            .to_string(),
+    };
+}
+
+/// Memcheck clean up to `clean` launches and failing from `fail` on while the program's own
+/// runs pass: state kept between launches moves the access.
+fn survives_launches(d: &mut Draft, w: &Words, clean: u64, fail: u64, alloc: Option<u64>) {
+    let Words {
+        space_word,
+        access_word,
+        size,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        ..
+    } = w;
+    d.figures.insert("memcheck_clean_at".into(), json!(clean));
+    d.figures.insert("memcheck_fails_at".into(), json!(fail));
+    let buffer = alloc
+        .map(|m| format!(" of a {m}-byte buffer"))
+        .unwrap_or_default();
+    d.title = format!(
+        "State that survives launches: from launch {fail} on, a {space_word} \
+         {access_word} past the end{buffer}"
+    );
+    let fill = match (size, alloc) {
+        (Some(s), Some(m)) if s > 0 && m % s == 0 && m / s == clean => {
+            format!(
+                " {clean} launches of one {s}-byte {access_word} each fill the \
+                 {m}-byte buffer exactly; the next one lands past its end."
+            )
+        }
+        _ => String::new(),
+    };
+    d.explanation = format!(
+        "The program's own runs pass at every launch count, but memcheck is clean at \
+         {clean} launch{} and finds {records} of a {space_word} {access_word}{size_text}\
+         {at} from launch {fail} on. A single launch is right: something kept between \
+         launches (a `__device__` counter, a static index, a buffer never reset) moves \
+         the access one step further each launch.{fill} Outside the sanitizer the write \
+         lands in memory nothing checks, so the corruption is silent.",
+        if clean == 1 { "" } else { "es" }
+    );
+    d.fix = "Reset the state before each launch (`cudaMemset`, `cudaMemcpyToSymbol` of \
+             the counter, or a reset kernel), or bound the index by the buffer's size \
+             (`slot % capacity`, or refuse past the end); re-run the stress stage: \
+             memcheck should stay clean at every count."
+        .to_string();
+}
+
+/// A corrupted canary in the same config: evidence that corroborates an out-of-bounds write.
+fn canary_overwritten(ctx: &Ctx, f: &crate::join::FindingRef, d: &mut Draft) -> bool {
+    let j = ctx.joined;
+    for r in &j.results {
+        let corrupted = r
+            .result
+            .check
+            .as_ref()
+            .map(|c| c.canaries_corrupted.clone())
+            .unwrap_or_default();
+        if r.config == f.config && !corrupted.is_empty() {
+            d.evidence.push(ctx.result_evidence(
+                r,
+                format!(
+                    "harness canaries overwritten: {}",
+                    md_text(&corrupted.join(", "))
+                ),
+            ));
+            break;
+        }
+    }
+    false
 }
 
 /// The launch counts where memcheck turned from clean to errors in a stress search of this
