@@ -167,6 +167,36 @@ fn sides_of(ctx: &Ctx, race: &Race) -> Vec<Side> {
     sides
 }
 
+/// Both sides of the hazard (the one the diagnosis points at is its primary span), and where the
+/// program's own code brought the write in, when it sits in an inlined helper (a header's copy
+/// primitive, a wrapper): the SASS line table's inlining.
+fn spans(
+    ctx: &Ctx,
+    config: Option<&str>,
+    write: &Option<SourceLocation>,
+    other: &Option<SourceLocation>,
+    other_word: &str,
+) -> Vec<crate::diagnosis::Span> {
+    let mut spans: Vec<crate::diagnosis::Span> = [
+        (write.clone(), "the write".to_string()),
+        (other.clone(), format!("the {other_word}")),
+    ]
+    .into_iter()
+    .filter_map(|(loc, label)| Some(crate::diagnosis::Span::secondary(loc?, label)))
+    .collect();
+    if let Some(at) = write {
+        for call in ctx.inlined_into(config, at) {
+            if !spans.iter().any(|s| s.location == call) {
+                spans.push(crate::diagnosis::Span::secondary(
+                    call,
+                    "the program's call that inlines the write",
+                ));
+            }
+        }
+    }
+    spans
+}
+
 /// What the wording of one pair reads: its two sites, how they race, and the counts and
 /// kernel already worded.
 #[derive(Clone, Copy)]
@@ -198,7 +228,6 @@ fn pair_draft(
     (second_access, second, other_helper): Side,
     pairs: usize,
 ) -> Draft {
-    let j = ctx.joined;
     let Race {
         finding,
         first_access,
@@ -258,26 +287,7 @@ fn pair_draft(
         .extend(other_helper.filter(|h| !helpers.contains(h)));
     d.evidence.push(ctx.finding_evidence(f));
     d.explains.push(index);
-    // Both sides of the hazard; the one the diagnosis points at is its primary span.
-    d.spans = [
-        (write.clone(), "the write".to_string()),
-        (other.clone(), format!("the {other_word}")),
-    ]
-    .into_iter()
-    .filter_map(|(loc, label)| Some(crate::diagnosis::Span::secondary(loc?, label)))
-    .collect();
-    // Where the program's own code brought the write in, when it sits in an inlined
-    // helper (a header's copy primitive, a wrapper): the SASS line table's inlining.
-    if let Some(at) = &write {
-        for call in ctx.inlined_into(f.config.as_deref(), at) {
-            if !d.spans.iter().any(|s| s.location == call) {
-                d.spans.push(crate::diagnosis::Span::secondary(
-                    call,
-                    "the program's call that inlines the write",
-                ));
-            }
-        }
-    }
+    d.spans = spans(ctx, f.config.as_deref(), &write, &other, other_word);
     d.figures
         .insert("hazards".into(), json!(side_hazards.unwrap_or(hazards)));
     if let Some(t) = &hazard_type {
@@ -344,40 +354,7 @@ fn pair_draft(
         async_copy,
     };
     word_pair(ctx, &mut d, &pair);
-    // A warning whose scope racecheck did not say (its analysis report): the threads
-    // may be lanes of one warp or warps of a block. The barrier that orders both leads.
-    if finding.severity == Severity::Warning && finding.sync_scope.is_none() && !async_copy {
-        d.fix.push_str(
-            " racecheck reports this race as a warning without saying whether the \
-             racing threads are lanes of one warp or warps of a block: with blocks of \
-             more than one warp, `__syncthreads()` is the fix; only where every racing \
-             thread is a lane of one warp (a block of 32 threads, warp-synchronous code) \
-             is `__syncwarp()` enough.",
-        );
-    }
-    d.key = format!(
-        "{}|{}",
-        write.as_ref().map(|l| l.to_string()).unwrap_or_default(),
-        other.as_ref().map(|l| l.to_string()).unwrap_or_default()
-    );
-    if pairs > 1 {
-        d.figures.insert("pairs".into(), json!(pairs));
-    }
-    if async_copy {
-        d.figures.insert("async_copy".into(), json!(true));
-        // The copy primitive inside the toolkit's header is a label; the headline is
-        // the user's own line on the other side, where there is one.
-        if d.location
-            .as_ref()
-            .is_some_and(|l| !is_users(l, &j.repo_files))
-            && let Some(own) = [&other, &write]
-                .into_iter()
-                .flatten()
-                .find(|l| is_users(l, &j.repo_files))
-        {
-            d.location = Some(own.clone());
-        }
-    }
+    finish_pair(ctx, &mut d, finding, &pair, pairs);
     d
 }
 
@@ -389,69 +366,18 @@ fn word_pair(ctx: &Ctx, d: &mut Draft, p: &Pair) {
         write,
         other,
         other_access,
-        other_word,
         same_file,
         write_line,
         other_line,
         hazards_text,
         kernel_text,
-        ws,
-        os,
         warp,
-        cp_async,
         async_copy,
+        ..
     } = *p;
-    let line = |l: &Option<SourceLocation>| {
-        l.as_ref()
-            .map(|l| md_text(&l.to_string()))
-            .unwrap_or_else(|| "an unnamed site".to_string())
-    };
     match (write_line, other_line) {
         (Some(w), Some(o)) if warp && w != o => {
-            // Lanes of one warp: racecheck's warp-level programming hazard. Program order
-            // says little here (a warp-synchronous loop writes at one line and the next
-            // step reads at an earlier one), so the advice names both lines.
-            d.title = if same_file && w > o && other_access == Access::Read {
-                format!(
-                    "Shared-memory race within a warp: missing `__syncwarp()` between the \
-                     read at line {o} and the write at line {w}"
-                )
-            } else {
-                if same_file {
-                    format!(
-                        "Shared-memory race within a warp: missing `__syncwarp()` between \
-                         line {} and line {}",
-                        w.min(o),
-                        w.max(o)
-                    )
-                } else {
-                    format!(
-                        "Shared-memory race within a warp: missing `__syncwarp()` between \
-                         the write at {ws} and the {other_word} at {os}"
-                    )
-                }
-            };
-            d.location = other.clone();
-            d.explanation = format!(
-                "racecheck reports {hazards_text}{kernel_text} between threads of one warp \
-                 (a warp-level programming hazard): lanes {other_word} at {} what other \
-                 lanes of the same warp write at {}, with no `__syncwarp()` between the \
-                 two. Since Volta (independent thread scheduling) the lanes of a warp are \
-                 not implicitly synchronous: code that assumes they run in lockstep \
-                 (warp-synchronous programming, `volatile` shared memory included) may \
-                 {other_word} the old or a half-written value.",
-                line(other),
-                line(write)
-            );
-            d.fix = format!(
-                "Add `__syncwarp()` between the write at {ws} and the {other_word} at \
-                 {os} (in a loop, between one step's writes and the next step's \
-                 reads), where every lane of the warp reaches it: outside lane-dependent \
-                 branches, or with a mask naming exactly the lanes that call it. The \
-                 racing threads are lanes of one warp, so `__syncthreads()` is not the \
-                 fix; keeping the values in registers with `__shfl_down_sync()` avoids \
-                 the shared memory altogether."
-            );
+            warp_pair(d, p, w, o);
         }
         (Some(w), Some(o)) if same_file && w > o && other_access == Access::Read => {
             // Write after read in program order: the next iteration overwrites what a slower
@@ -474,36 +400,7 @@ fn word_pair(ctx: &Ctx, d: &mut Draft, p: &Pair) {
             );
         }
         (Some(w), Some(o)) if w != o || !same_file => {
-            d.title = if same_file {
-                format!(
-                    "Shared-memory race: missing barrier between line {} and line {}",
-                    w.min(o),
-                    w.max(o)
-                )
-            } else {
-                format!(
-                    "Shared-memory race: missing barrier between the write at {ws} and \
-                     the {other_word} at {os}"
-                )
-            };
-            d.location = other.clone();
-            d.explanation = format!(
-                "racecheck reports {hazards_text}{kernel_text}: threads {other_word} at {} \
-             what other threads write at {}, with no barrier between the two, so the \
-             {other_word} may see the old or a half-written value.",
-                line(other),
-                line(write)
-            );
-            d.fix = format!(
-                "Add `__syncthreads()` between the write at {ws} and the {other_word} at \
-                 {os}{}.",
-                if cp_async {
-                    " (after cp.async writes: `cp.async.wait_group` / \
-                     `__pipeline_wait_prior` first, then the barrier)"
-                } else {
-                    ""
-                }
-            );
+            barrier_pair(d, p, w, o);
         }
         (Some(w), Some(o))
             if w == o && same_file && other_access == Access::Write && async_copy =>
@@ -554,6 +451,167 @@ fn word_pair(ctx: &Ctx, d: &mut Draft, p: &Pair) {
                  warp), or give each thread its own address."
             }
             .to_string();
+        }
+    }
+}
+
+/// A site as an explanation names it, or "an unnamed site".
+fn line(l: &Option<SourceLocation>) -> String {
+    l.as_ref()
+        .map(|l| md_text(&l.to_string()))
+        .unwrap_or_else(|| "an unnamed site".to_string())
+}
+
+/// Lanes of one warp racing at two lines (`w`, the write's; `o`, the other side's): a missing
+/// `__syncwarp()`.
+fn warp_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
+    let Pair {
+        write,
+        other,
+        other_access,
+        other_word,
+        same_file,
+        hazards_text,
+        kernel_text,
+        ws,
+        os,
+        ..
+    } = *p;
+    // Lanes of one warp: racecheck's warp-level programming hazard. Program order
+    // says little here (a warp-synchronous loop writes at one line and the next
+    // step reads at an earlier one), so the advice names both lines.
+    d.title = if same_file && w > o && other_access == Access::Read {
+        format!(
+            "Shared-memory race within a warp: missing `__syncwarp()` between the \
+             read at line {o} and the write at line {w}"
+        )
+    } else {
+        if same_file {
+            format!(
+                "Shared-memory race within a warp: missing `__syncwarp()` between \
+                 line {} and line {}",
+                w.min(o),
+                w.max(o)
+            )
+        } else {
+            format!(
+                "Shared-memory race within a warp: missing `__syncwarp()` between \
+                 the write at {ws} and the {other_word} at {os}"
+            )
+        }
+    };
+    d.location = other.clone();
+    d.explanation = format!(
+        "racecheck reports {hazards_text}{kernel_text} between threads of one warp \
+         (a warp-level programming hazard): lanes {other_word} at {} what other \
+         lanes of the same warp write at {}, with no `__syncwarp()` between the \
+         two. Since Volta (independent thread scheduling) the lanes of a warp are \
+         not implicitly synchronous: code that assumes they run in lockstep \
+         (warp-synchronous programming, `volatile` shared memory included) may \
+         {other_word} the old or a half-written value.",
+        line(other),
+        line(write)
+    );
+    d.fix = format!(
+        "Add `__syncwarp()` between the write at {ws} and the {other_word} at \
+         {os} (in a loop, between one step's writes and the next step's \
+         reads), where every lane of the warp reaches it: outside lane-dependent \
+         branches, or with a mask naming exactly the lanes that call it. The \
+         racing threads are lanes of one warp, so `__syncthreads()` is not the \
+         fix; keeping the values in registers with `__shfl_down_sync()` avoids \
+         the shared memory altogether."
+    );
+}
+
+/// Threads racing at two lines (`w`, the write's; `o`, the other side's) with no barrier
+/// between them: a missing `__syncthreads()`.
+fn barrier_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
+    let Pair {
+        write,
+        other,
+        other_word,
+        same_file,
+        hazards_text,
+        kernel_text,
+        ws,
+        os,
+        cp_async,
+        ..
+    } = *p;
+    d.title = if same_file {
+        format!(
+            "Shared-memory race: missing barrier between line {} and line {}",
+            w.min(o),
+            w.max(o)
+        )
+    } else {
+        format!(
+            "Shared-memory race: missing barrier between the write at {ws} and \
+             the {other_word} at {os}"
+        )
+    };
+    d.location = other.clone();
+    d.explanation = format!(
+        "racecheck reports {hazards_text}{kernel_text}: threads {other_word} at {} \
+     what other threads write at {}, with no barrier between the two, so the \
+     {other_word} may see the old or a half-written value.",
+        line(other),
+        line(write)
+    );
+    d.fix = format!(
+        "Add `__syncthreads()` between the write at {ws} and the {other_word} at \
+         {os}{}.",
+        if cp_async {
+            " (after cp.async writes: `cp.async.wait_group` / \
+             `__pipeline_wait_prior` first, then the barrier)"
+        } else {
+            ""
+        }
+    );
+}
+
+/// What every pair's draft adds once worded: the advice for a warning of unsaid scope, its key,
+/// the number of pairs, and for two asynchronous copies, the user's own line as its place.
+fn finish_pair(ctx: &Ctx, d: &mut Draft, finding: &parsers::Finding, p: &Pair, pairs: usize) {
+    let j = ctx.joined;
+    let Pair {
+        write,
+        other,
+        async_copy,
+        ..
+    } = *p;
+    // A warning whose scope racecheck did not say (its analysis report): the threads
+    // may be lanes of one warp or warps of a block. The barrier that orders both leads.
+    if finding.severity == Severity::Warning && finding.sync_scope.is_none() && !async_copy {
+        d.fix.push_str(
+            " racecheck reports this race as a warning without saying whether the \
+             racing threads are lanes of one warp or warps of a block: with blocks of \
+             more than one warp, `__syncthreads()` is the fix; only where every racing \
+             thread is a lane of one warp (a block of 32 threads, warp-synchronous code) \
+             is `__syncwarp()` enough.",
+        );
+    }
+    d.key = format!(
+        "{}|{}",
+        write.as_ref().map(|l| l.to_string()).unwrap_or_default(),
+        other.as_ref().map(|l| l.to_string()).unwrap_or_default()
+    );
+    if pairs > 1 {
+        d.figures.insert("pairs".into(), json!(pairs));
+    }
+    if async_copy {
+        d.figures.insert("async_copy".into(), json!(true));
+        // The copy primitive inside the toolkit's header is a label; the headline is
+        // the user's own line on the other side, where there is one.
+        if d.location
+            .as_ref()
+            .is_some_and(|l| !is_users(l, &j.repo_files))
+            && let Some(own) = [other, write]
+                .into_iter()
+                .flatten()
+                .find(|l| is_users(l, &j.repo_files))
+        {
+            d.location = Some(own.clone());
         }
     }
 }
