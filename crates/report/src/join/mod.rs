@@ -347,33 +347,8 @@ pub struct Joined<'a> {
 
 impl<'a> Joined<'a> {
     fn build(run: Option<&'a Run>, sources: Vec<Source<'a>>) -> Joined<'a> {
-        let repo_files: Vec<String> = run
-            .map(|r| {
-                r.inputs
-                    .keys()
-                    .filter(|k| !k.starts_with("flags:"))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mut configs: BTreeMap<String, ConfigParams> = BTreeMap::new();
-        let mut targets = BTreeSet::new();
-        if let Some(run) = run {
-            for stage in &run.stages {
-                if stage.kind == StageKind::Compile
-                    && let Some(config) = &stage.config
-                {
-                    let mut params = ConfigParams::from_unit(&stage.unit(), &repo_files);
-                    if params.arch.is_none() {
-                        params.arch = stage.arch.clone();
-                    }
-                    configs.entry(config.clone()).or_insert(params);
-                }
-                if let Some(kernel) = &stage.unit().kernel {
-                    targets.insert(KernelId::of(kernel));
-                }
-            }
-        }
+        let repo_files = repo_files(run);
+        let (configs, mut targets) = configs_and_targets(run, &repo_files);
 
         let mut findings = Vec::new();
         let mut results = Vec::new();
@@ -513,4 +488,43 @@ impl<'a> Joined<'a> {
             index,
         }
     }
+}
+
+/// Repository-relative paths of the run's inputs (its `flags:` inputs left out).
+fn repo_files(run: Option<&Run>) -> Vec<String> {
+    run.map(|r| {
+        r.inputs
+            .keys()
+            .filter(|k| !k.starts_with("flags:"))
+            .cloned()
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// Each config's compile parameters (from its first compile stage), and the kernels the run's
+/// stages name as launched.
+fn configs_and_targets(
+    run: Option<&Run>,
+    repo_files: &[String],
+) -> (BTreeMap<String, ConfigParams>, BTreeSet<KernelId>) {
+    let mut configs: BTreeMap<String, ConfigParams> = BTreeMap::new();
+    let mut targets = BTreeSet::new();
+    if let Some(run) = run {
+        for stage in &run.stages {
+            if stage.kind == StageKind::Compile
+                && let Some(config) = &stage.config
+            {
+                let mut params = ConfigParams::from_unit(&stage.unit(), repo_files);
+                if params.arch.is_none() {
+                    params.arch = stage.arch.clone();
+                }
+                configs.entry(config.clone()).or_insert(params);
+            }
+            if let Some(kernel) = &stage.unit().kernel {
+                targets.insert(KernelId::of(kernel));
+            }
+        }
+    }
+    (configs, targets)
 }
