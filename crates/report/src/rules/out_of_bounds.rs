@@ -2,12 +2,16 @@
 //! fragment explains it). The "N bytes after the nearest allocation of size M" relation becomes
 //! an off-by-one or tail hint when N is within one row of the end.
 
+mod past_end;
+mod spread;
+
 use parsers::{Access, FindingKind, MemorySpace};
 use serde_json::json;
 
 use super::{Ctx, RuleId, detail_u64};
-use crate::diagnosis::{Confidence, Draft, Figure, GiveWay, Level};
+use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
 use crate::text::{bytes, md_code, md_text};
+use past_end::{Layout, past_end};
 
 /// One draft per distinct invalid-access site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -90,366 +94,46 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let the_line = line
             .map(|l| format!(" The line: {}.", md_code(l)))
             .unwrap_or_default();
+        let w = Words {
+            space_word,
+            access_word,
+            records,
+            size_text,
+            at,
+            of_array,
+            the_line,
+            triton,
+            builtin,
+            size,
+        };
         match (after, before, alloc) {
             (_, Some(n), Some(m)) if let Some(element) = wrapped => {
                 signals += 2;
-                d.figures.insert("bytes_before".into(), json!(n));
-                d.figures.insert("allocation_size".into(), json!(m));
-                d.figures.insert("element_bytes".into(), json!(element));
-                d.figures.insert("elements".into(), json!(m / element));
-                d.title = format!(
-                    "32-bit index overflow: a {space_word} {access_word} {} before the start of \
-                     a buffer of {} {element}-byte elements",
-                    bytes(n),
-                    crate::text::thousands(m / element)
-                );
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
-                     {} before the start of a {}-byte buffer. With {element}-byte elements the \
-                     buffer holds {} of them, more than a 32-bit signed index reaches \
-                     (2,147,483,647), and the address lies within 2^31 elements before its \
-                     start: where an element offset computed in 32 bits lands once it passes \
-                     2^31 and wraps negative. Not a wild pointer: the base is right, the offset \
-                     arithmetic is too narrow.",
-                    bytes(n),
-                    crate::text::thousands(m),
-                    crate::text::thousands(m / element)
-                );
-                d.fix = if triton {
-                    "Compute the offset in 64 bits: cast the program id before it multiplies a \
-                     stride (`tl.program_id(0).to(tl.int64)`), or the offsets tensor \
-                     (`offs.to(tl.int64)`); Triton's program ids and the integer arguments it is \
-                     given are 32-bit."
-                        .to_string()
-                } else {
-                    "Compute the offset in 64 bits: widen the index before it multiplies a stride \
-                     (`(int64_t)blockIdx.x * stride`, `size_t` loop indices), not an `int` \
-                     product of a row and a row length."
-                        .to_string()
-                };
+                index_overflow(&mut d, &w, n, m, element);
             }
-            _ if distance >= WILD => {
-                d.figures.insert("distance_bytes".into(), json!(distance));
-                d.title = format!(
-                    "Out-of-bounds {space_word} {access_word} through a wild or null pointer"
-                );
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} to \
-                     an address {} from the nearest allocation: no index a step too far does \
-                     that. The pointer itself is wrong: null plus an offset, never initialised, \
-                     read from the wrong slot of a table, or freed.",
-                    bytes(distance)
-                );
-                d.fix = "Trace the pointer used at the named line back to where it is set (a \
-                         table of pointers, a struct field, an argument) and check it is set \
-                         before every launch that reads it."
-                    .to_string();
-            }
+            _ if distance >= WILD => wild_pointer(&mut d, &w, distance),
             (Some(n), _, Some(m)) => {
-                d.figures.insert("bytes_after".into(), json!(n));
-                d.figures.insert("allocation_size".into(), json!(m));
-                // memcheck counts from 1: "1 bytes after" is the first byte past the end.
-                let past = n.saturating_sub(1);
-                // Within one row (or, without a shape, 256 bytes) of the end: an index one step
-                // too far, the classic off-by-one or unmasked tail.
-                let near = past < row_bytes.unwrap_or(256).max(size.unwrap_or(1));
-                let what = match (tensor_bytes, &shape) {
-                    (Some(t), Some((s, _))) if t == m => format!(
-                        "a [{}, {}, {}, {}] tensor ({})",
-                        s.batch,
-                        s.heads,
-                        s.seq_len,
-                        s.head_dim,
-                        bytes(m)
-                    ),
-                    _ => format!("a {m}-byte buffer"),
+                let layout = Layout {
+                    shape,
+                    row_bytes,
+                    tensor_bytes,
                 };
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
-                     \"{n} bytes after\" the end of {what} (memcheck counts the first byte past \
-                     the end as 1)."
-                );
-                // Off by one only when the access starts within one element of the end; the
-                // attention kernel's rows (its tail tile) are its own, known layout.
-                let one_element = past < size.unwrap_or(1).max(1);
-                let spread = Spread::of(finding, n);
-                let write = finding.access == Some(Access::Write);
-                let scalar = line.and_then(|l| crate::source_line::scalar_pointer(l, write));
-                if let Some(slot) = Slot::read(&spread, scalar, write, size, m) {
-                    signals += 2;
-                    slot.diagnose(
-                        &mut d,
-                        SlotText {
-                            space_word,
-                            access_word,
-                            records: &records,
-                            size_text: &size_text,
-                            at: &at,
-                            allocation: m,
-                            triton,
-                            the_line: &the_line,
-                        },
-                    );
-                } else if !builtin
-                    && !triton
-                    && let Some(tail) = spread.tail(size.unwrap_or(1).max(1), m)
-                {
-                    signals += 2;
-                    Figure::OvershootBytes.set(&mut d.figures, json!(tail.reach));
-                    d.figures.insert("threads".into(), json!(spread.threads));
-                    let one_block = spread.blocks <= 1;
-                    d.title = format!(
-                        "Unguarded tail: {} {}{of_array} up to {} past the end of a \
-                         {}-byte buffer",
-                        tail.who,
-                        if one_block {
-                            format!("{access_word}s")
-                        } else {
-                            access_word.to_string()
-                        },
-                        bytes(tail.reach),
-                        m
-                    );
-                    let (lo, _) = spread.after;
-                    let start = if lo <= 1 {
-                        "the first byte past the end".to_string()
-                    } else {
-                        format!("{} past the end", bytes(lo.saturating_sub(1)))
-                    };
-                    let within = if tail.reach <= m / 100 {
-                        ", within a hundredth of the buffer"
-                    } else {
-                        ""
-                    };
-                    let who = if one_block {
-                        "no record comes from any other block: the block that covers the end of \
-                         the buffer runs past it"
-                    } else {
-                        "no record comes from any block before them: the last blocks of a grid \
-                         sized past the data run past its end"
-                    };
-                    d.explanation = format!(
-                        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
-                         from {} in {}. Together they start at {start} of a {m}-byte buffer and \
-                         reach {} beyond it{}{within}, and {who} \
-                         unguarded, as the last tile does when the length is not a multiple of \
-                         the tile. memcheck stops a thread at its first bad access, so the \
-                         overshoot may reach further than this.{the_line}",
-                        crate::text::plural(spread.threads, "thread", "threads"),
-                        tail.who,
-                        bytes(tail.reach),
-                        match size.filter(|s| *s > 0) {
-                            Some(s) => format!(" ({} {s}-byte elements)", tail.reach.div_ceil(s)),
-                            None => String::new(),
-                        }
-                    );
-                    d.fix = "Guard the last tile: skip (or mask) the rows or elements past the end \
-                             with the real length (`if (row < rows)`) around the access, or pad the \
-                             buffer to a whole number of tiles; re-run memcheck with a length that \
-                             is not a multiple of the tile."
-                        .to_string();
-                } else if near && (builtin || one_element) {
-                    signals += 1;
-                    d.title = if one_element && spread.threads <= 1 && !builtin && !triton {
-                        format!(
-                            "Off-by-one: a {space_word} {access_word} of the element just past \
-                             the end of a {m}-byte buffer"
-                        )
-                    } else {
-                        format!(
-                            "Out-of-bounds {space_word} {access_word} just past the end of a buffer (off-by-one or unguarded tail)"
-                        )
-                    };
-                    // Triton vectorises its loads: the access size is no element size.
-                    let index = match size.filter(|s| *s > 0 && m % *s == 0 && !triton) {
-                        Some(s) => format!(
-                            " With {s}-byte elements it is element {} of a {}-element buffer{}.",
-                            (m / s).saturating_add(past / s),
-                            m / s,
-                            if past < s { ": one past the last" } else { "" }
-                        ),
-                        None => String::new(),
-                    };
-                    let row_hint = match (row_bytes, &shape) {
-                        (Some(row), Some((s, _))) if tensor_bytes == Some(m) => format!(
-                            " It lands in row {} of the last head, whose rows end at {}: what an \
-                             unguarded last tile or a `<=` bound reads.",
-                            u64::from(s.seq_len).saturating_add(past / row.max(1)),
-                            s.seq_len - 1
-                        ),
-                        _ => String::new(),
-                    };
-                    if triton {
-                        d.explanation.push_str(
-                            " The last program's block reaches past the end: its offsets are not \
-                             masked against the tensor's size.",
-                        );
-                    } else {
-                        d.explanation.push_str(&format!(
-                            "{index} An index a step too far, not a wild pointer.{row_hint}"
-                        ));
-                    }
-                    d.fix = if triton {
-                        triton_fix(d.location.as_ref())
-                    } else if builtin {
-                        "Guard the access with the real bound: mask rows and columns with index \
-                         >= seq_len in the last (partial) tile, and check loop bounds use `<`, \
-                         not `<=`. Re-run memcheck, and check with S not a multiple of the tile."
-                            .to_string()
-                    } else {
-                        "Guard the access with the real bound (`if (i < n)`, loop bounds with \
-                         `<`, not `<=`), including the last partial block; re-run memcheck with a \
-                         size that is not a multiple of the block size."
-                            .to_string()
-                    };
-                } else if near {
-                    signals += 1;
-                    d.title = format!(
-                        "Out-of-bounds {space_word} {access_word} {} past the end of the nearest allocation",
-                        bytes(past.saturating_add(1))
-                    );
-                    d.explanation.push_str(&format!(
-                        " memcheck names the allocation nearest the address, which need not be the \
-                         buffer the index was meant for: {} past the end of a {m}-byte buffer is \
-                         more than one element past it, so either the index runs several \
-                         elements past this buffer or it was computed for another one.",
-                        bytes(past.saturating_add(1))
-                    ));
-                    d.fix = if triton {
-                        triton_fix(d.location.as_ref())
-                    } else {
-                        "Check which buffer the access at the named line means to read, and the \
-                         index against that buffer's size (a table indexed with a value meant for \
-                         another array, a stale index, a size in bytes used as a count)."
-                            .to_string()
-                    };
-                } else {
-                    d.explanation.push_str(
-                        " That is far past the end: a wrong stride, a wrong base pointer or an index \
-                         computed from the wrong dimension.",
-                    );
-                    d.fix = if builtin {
-                        "Check the index arithmetic at the named line against the tensor's \
-                         [batch, heads, seq_len, head_dim] strides, and that the pointer is the \
-                         buffer the launch passed."
-                    } else {
-                        "Check the index arithmetic at the named line against the buffer's \
-                         dimensions and strides, and that the pointer is the buffer the launch \
-                         passed."
-                    }
-                    .to_string();
-                }
+                signals += past_end(&mut d, &w, finding, line, (n, m), &layout);
             }
-            (_, Some(n), alloc) => {
-                d.figures.insert("bytes_before".into(), json!(n));
-                d.title = format!(
-                    "Out-of-bounds {space_word} {access_word} before the start of a buffer (negative index)"
-                );
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, {n} \
-                     bytes before the start of {}: a negative index or an unsigned wrap-around.",
-                    alloc
-                        .map(|m| format!("a {m}-byte buffer"))
-                        .unwrap_or_else(|| "a buffer".to_string())
-                );
-                d.fix = "Clamp or guard the index at the named line (row or column -1, or an \
-                         unsigned difference that wrapped)."
-                    .to_string();
-            }
-            _ => {
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
-                     outside any allocation."
-                );
-                d.explanation.push_str(&the_line);
-                d.fix = match (space, &array) {
-                    (MemorySpace::Local, Some(array)) => {
-                        d.title = format!(
-                            "Out-of-bounds {space_word} {access_word} of {}",
-                            md_code(array)
-                        );
-                        d.figures.insert("array".into(), json!(array));
-                        format!(
-                            "Check the index of the thread-local array {} against its declared \
-                             size: an index that counts rows of the whole block or tile, where \
-                             the array holds only this thread's or warp's share, runs past its \
-                             end.",
-                            md_code(array)
-                        )
-                    }
-                    (MemorySpace::Shared, _) => "Check the shared-memory index against the size \
-                                                 the kernel declares (static) or the launch \
-                                                 provides (dynamic shared memory)."
-                        .to_string(),
-                    (MemorySpace::Local, None) => "Check indices into thread-local arrays against \
-                                                   their declared size."
-                        .to_string(),
-                    _ => "Check the index arithmetic at the named line against the buffer's size \
-                          and strides."
-                        .to_string(),
-                };
-            }
+            (_, Some(n), alloc) => before_start(&mut d, &w, n, alloc),
+            _ => outside_allocation(&mut d, &w, space, &array),
         }
 
         // The program's own runs clean at every count, memcheck clean up to some launch count
         // and wrong from the next: the index moves with each launch.
         if let Some((clean, fail)) = memcheck_threshold(ctx, f.config.as_deref()) {
             signals += 1;
-            d.figures.insert("memcheck_clean_at".into(), json!(clean));
-            d.figures.insert("memcheck_fails_at".into(), json!(fail));
-            let buffer = alloc
-                .map(|m| format!(" of a {m}-byte buffer"))
-                .unwrap_or_default();
-            d.title = format!(
-                "State that survives launches: from launch {fail} on, a {space_word} \
-                 {access_word} past the end{buffer}"
-            );
-            let fill = match (size, alloc) {
-                (Some(s), Some(m)) if s > 0 && m % s == 0 && m / s == clean => {
-                    format!(
-                        " {clean} launches of one {s}-byte {access_word} each fill the \
-                         {m}-byte buffer exactly; the next one lands past its end."
-                    )
-                }
-                _ => String::new(),
-            };
-            d.explanation = format!(
-                "The program's own runs pass at every launch count, but memcheck is clean at \
-                 {clean} launch{} and finds {records} of a {space_word} {access_word}{size_text}\
-                 {at} from launch {fail} on. A single launch is right: something kept between \
-                 launches (a `__device__` counter, a static index, a buffer never reset) moves \
-                 the access one step further each launch.{fill} Outside the sanitizer the write \
-                 lands in memory nothing checks, so the corruption is silent.",
-                if clean == 1 { "" } else { "es" }
-            );
-            d.fix = "Reset the state before each launch (`cudaMemset`, `cudaMemcpyToSymbol` of \
-                     the counter, or a reset kernel), or bound the index by the buffer's size \
-                     (`slot % capacity`, or refuse past the end); re-run the stress stage: \
-                     memcheck should stay clean at every count."
-                .to_string();
+            survives_launches(&mut d, &w, clean, fail, alloc);
         }
 
         // A corrupted canary in the same config corroborates an out-of-bounds write.
-        if finding.access == Some(Access::Write) {
-            for r in &j.results {
-                let corrupted = r
-                    .result
-                    .check
-                    .as_ref()
-                    .map(|c| c.canaries_corrupted.clone())
-                    .unwrap_or_default();
-                if r.config == f.config && !corrupted.is_empty() {
-                    signals += 1;
-                    d.evidence.push(ctx.result_evidence(
-                        r,
-                        format!(
-                            "harness canaries overwritten: {}",
-                            md_text(&corrupted.join(", "))
-                        ),
-                    ));
-                    break;
-                }
-            }
+        if finding.access == Some(Access::Write) && canary_overwritten(ctx, f, &mut d) {
+            signals += 1;
         }
         d.confidence = if finding.file.is_some() || !finding.related.is_empty() {
             Confidence::from_signals(signals + 1)
@@ -460,6 +144,248 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     }
     out.extend(canaries(ctx, &out));
     out
+}
+
+/// What every wording of one finding says: the access, its records, where and on which line.
+struct Words {
+    space_word: &'static str,
+    access_word: &'static str,
+    records: String,
+    size_text: String,
+    at: String,
+    of_array: String,
+    the_line: String,
+    triton: bool,
+    builtin: bool,
+    size: Option<u64>,
+}
+
+/// A 32-bit index that wrapped: `n` bytes before the start of an `m`-byte buffer of
+/// `element`-byte elements ([`wrapped_index`]).
+fn index_overflow(d: &mut Draft, w: &Words, n: u64, m: u64, element: u64) {
+    let Words {
+        space_word,
+        access_word,
+        triton,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        ..
+    } = w;
+    d.figures.insert("bytes_before".into(), json!(n));
+    d.figures.insert("allocation_size".into(), json!(m));
+    d.figures.insert("element_bytes".into(), json!(element));
+    d.figures.insert("elements".into(), json!(m / element));
+    d.title = format!(
+        "32-bit index overflow: a {space_word} {access_word} {} before the start of \
+         a buffer of {} {element}-byte elements",
+        bytes(n),
+        crate::text::thousands(m / element)
+    );
+    d.explanation = format!(
+        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
+         {} before the start of a {}-byte buffer. With {element}-byte elements the \
+         buffer holds {} of them, more than a 32-bit signed index reaches \
+         (2,147,483,647), and the address lies within 2^31 elements before its \
+         start: where an element offset computed in 32 bits lands once it passes \
+         2^31 and wraps negative. Not a wild pointer: the base is right, the offset \
+         arithmetic is too narrow.",
+        bytes(n),
+        crate::text::thousands(m),
+        crate::text::thousands(m / element)
+    );
+    d.fix = if triton {
+        "Compute the offset in 64 bits: cast the program id before it multiplies a \
+         stride (`tl.program_id(0).to(tl.int64)`), or the offsets tensor \
+         (`offs.to(tl.int64)`); Triton's program ids and the integer arguments it is \
+         given are 32-bit."
+            .to_string()
+    } else {
+        "Compute the offset in 64 bits: widen the index before it multiplies a stride \
+         (`(int64_t)blockIdx.x * stride`, `size_t` loop indices), not an `int` \
+         product of a row and a row length."
+            .to_string()
+    };
+}
+
+/// An address gigabytes from the nearest allocation: the pointer itself is wrong.
+fn wild_pointer(d: &mut Draft, w: &Words, distance: u64) {
+    let Words {
+        space_word,
+        access_word,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        ..
+    } = w;
+    d.figures.insert("distance_bytes".into(), json!(distance));
+    d.title = format!("Out-of-bounds {space_word} {access_word} through a wild or null pointer");
+    d.explanation = format!(
+        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} to \
+         an address {} from the nearest allocation: no index a step too far does \
+         that. The pointer itself is wrong: null plus an offset, never initialised, \
+         read from the wrong slot of a table, or freed.",
+        bytes(distance)
+    );
+    d.fix = "Trace the pointer used at the named line back to where it is set (a \
+             table of pointers, a struct field, an argument) and check it is set \
+             before every launch that reads it."
+        .to_string();
+}
+
+/// An access `n` bytes before the start of a buffer: a negative index.
+fn before_start(d: &mut Draft, w: &Words, n: u64, alloc: Option<u64>) {
+    let Words {
+        space_word,
+        access_word,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        ..
+    } = w;
+    d.figures.insert("bytes_before".into(), json!(n));
+    d.title = format!(
+        "Out-of-bounds {space_word} {access_word} before the start of a buffer (negative index)"
+    );
+    d.explanation = format!(
+        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, {n} \
+         bytes before the start of {}: a negative index or an unsigned wrap-around.",
+        alloc
+            .map(|m| format!("a {m}-byte buffer"))
+            .unwrap_or_else(|| "a buffer".to_string())
+    );
+    d.fix = "Clamp or guard the index at the named line (row or column -1, or an \
+             unsigned difference that wrapped)."
+        .to_string();
+}
+
+/// An access outside any allocation memcheck could name.
+fn outside_allocation(d: &mut Draft, w: &Words, space: MemorySpace, array: &Option<String>) {
+    let Words {
+        space_word,
+        access_word,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        the_line,
+        ..
+    } = w;
+    d.explanation = format!(
+        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
+         outside any allocation."
+    );
+    d.explanation.push_str(the_line);
+    d.fix = match (space, &array) {
+        (MemorySpace::Local, Some(array)) => {
+            d.title = format!(
+                "Out-of-bounds {space_word} {access_word} of {}",
+                md_code(array)
+            );
+            d.figures.insert("array".into(), json!(array));
+            format!(
+                "Check the index of the thread-local array {} against its declared \
+                 size: an index that counts rows of the whole block or tile, where \
+                 the array holds only this thread's or warp's share, runs past its \
+                 end.",
+                md_code(array)
+            )
+        }
+        (MemorySpace::Shared, _) => "Check the shared-memory index against the size \
+                                     the kernel declares (static) or the launch \
+                                     provides (dynamic shared memory)."
+            .to_string(),
+        (MemorySpace::Local, None) => "Check indices into thread-local arrays against \
+                                       their declared size."
+            .to_string(),
+        _ => "Check the index arithmetic at the named line against the buffer's size \
+              and strides."
+            .to_string(),
+    };
+}
+
+/// Memcheck clean up to `clean` launches and failing from `fail` on while the program's own
+/// runs pass: state kept between launches moves the access.
+fn survives_launches(d: &mut Draft, w: &Words, clean: u64, fail: u64, alloc: Option<u64>) {
+    let Words {
+        space_word,
+        access_word,
+        size,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        ..
+    } = w;
+    d.figures.insert("memcheck_clean_at".into(), json!(clean));
+    d.figures.insert("memcheck_fails_at".into(), json!(fail));
+    let buffer = alloc
+        .map(|m| format!(" of a {m}-byte buffer"))
+        .unwrap_or_default();
+    d.title = format!(
+        "State that survives launches: from launch {fail} on, a {space_word} \
+         {access_word} past the end{buffer}"
+    );
+    let fill = match (size, alloc) {
+        (Some(s), Some(m)) if s > 0 && m % s == 0 && m / s == clean => {
+            format!(
+                " {clean} launches of one {s}-byte {access_word} each fill the \
+                 {m}-byte buffer exactly; the next one lands past its end."
+            )
+        }
+        _ => String::new(),
+    };
+    d.explanation = format!(
+        "The program's own runs pass at every launch count, but memcheck is clean at \
+         {clean} launch{} and finds {records} of a {space_word} {access_word}{size_text}\
+         {at} from launch {fail} on. A single launch is right: something kept between \
+         launches (a `__device__` counter, a static index, a buffer never reset) moves \
+         the access one step further each launch.{fill} Outside the sanitizer the write \
+         lands in memory nothing checks, so the corruption is silent.",
+        if clean == 1 { "" } else { "es" }
+    );
+    d.fix = "Reset the state before each launch (`cudaMemset`, `cudaMemcpyToSymbol` of \
+             the counter, or a reset kernel), or bound the index by the buffer's size \
+             (`slot % capacity`, or refuse past the end); re-run the stress stage: \
+             memcheck should stay clean at every count."
+        .to_string();
+}
+
+/// A corrupted canary in the same config: evidence that corroborates an out-of-bounds write.
+fn canary_overwritten(ctx: &Ctx, f: &crate::join::FindingRef, d: &mut Draft) -> bool {
+    let j = ctx.joined;
+    for r in &j.results {
+        let corrupted = r
+            .result
+            .check
+            .as_ref()
+            .map(|c| c.canaries_corrupted.clone())
+            .unwrap_or_default();
+        if r.config == f.config && !corrupted.is_empty() {
+            d.evidence.push(ctx.result_evidence(
+                r,
+                format!(
+                    "harness canaries overwritten: {}",
+                    md_text(&corrupted.join(", "))
+                ),
+            ));
+            break;
+        }
+    }
+    false
 }
 
 /// The launch counts where memcheck turned from clean to errors in a stress search of this
@@ -473,259 +399,6 @@ fn memcheck_threshold(ctx: &Ctx, config: Option<&str>) -> Option<(u64, u64)> {
         let fail = m.fails_at.filter(|&n| n > 1)?;
         Some((m.clean_at?, fail))
     })
-}
-
-/// What all of a finding's records say together (the parser keeps their spread): the range of
-/// "bytes after", how many threads and blocks made them.
-struct Spread {
-    /// Smallest and largest "N bytes after" over the records (memcheck counts from 1).
-    after: (u64, u64),
-    threads: u64,
-    blocks: u64,
-    /// The blocks seen, as memcheck prints them, when few.
-    block_names: Vec<String>,
-}
-
-/// A tail overshoot: who made it and how far past the end it reaches.
-struct Tail {
-    who: String,
-    reach: u64,
-}
-
-impl Spread {
-    fn of(finding: &parsers::Finding, first: u64) -> Spread {
-        let lo = detail_u64(finding, "bytes_after_min").unwrap_or(first);
-        let hi = detail_u64(finding, "bytes_after_max").unwrap_or(first);
-        Spread {
-            after: (lo, hi),
-            threads: detail_u64(finding, "distinct_threads").unwrap_or(1),
-            blocks: detail_u64(finding, "distinct_blocks").unwrap_or(1),
-            block_names: finding
-                .details
-                .get("blocks")
-                .and_then(|v| v.as_array())
-                .map(|l| {
-                    l.iter()
-                        .filter_map(|b| b.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        }
-    }
-
-    /// An unguarded tail: many threads of one or two blocks, starting at the first element past
-    /// the end and reaching further, within a small part of the buffer (a tile, not a stride).
-    /// An overshoot within a hundredth of the buffer is a tail whichever blocks made it (the
-    /// last few blocks of a grid sized past the data) and wherever its first printed record
-    /// lies (memcheck's print limit can leave out the nearest ones).
-    fn tail(&self, element: u64, allocation: u64) -> Option<Tail> {
-        let (lo, hi) = self.after;
-        let reach = hi.saturating_sub(1).saturating_add(element);
-        let hundredth = reach <= allocation / 100;
-        let starts_at_end = lo.saturating_sub(1) < element || hundredth;
-        let several = self.threads > 1 && reach > element;
-        let few_blocks = self.blocks <= 2 || hundredth;
-        let within_a_tile = reach <= allocation / 2 || reach <= 64 * 1024;
-        (starts_at_end && several && few_blocks && within_a_tile).then(|| Tail {
-            who: match self.block_names.as_slice() {
-                [one] => format!("block {one}"),
-                [a, b] => format!("blocks {a} and {b}"),
-                _ => crate::text::plural(self.blocks, "block", "blocks"),
-            },
-            reach,
-        })
-    }
-}
-
-/// An access past the end that no index explains: one value stored (or loaded) through a
-/// pointer, by one thread per block. Read from the quoted line (`*out = v`,
-/// `tl.store(loss_ptr, loss)`: nothing on it to mask or guard) and from the records (one
-/// thread per block; several blocks at the same address past the end).
-struct Slot {
-    /// The pointer the line stores through, when the line was read.
-    pointer: Option<String>,
-    /// How the blocks met the end.
-    shape: SlotShape,
-    blocks: u64,
-    /// Bytes past the end where the nearest record lies (0: the first byte past it).
-    past: u64,
-}
-
-enum SlotShape {
-    /// Several blocks, one thread each, at one address past the end: each block stores to more
-    /// slots than it owns (a pointer moved on per loop iteration), so the last blocks' later
-    /// stores run past the buffer.
-    Shared,
-    /// Several blocks, one thread each, at addresses one after another: one slot per block and
-    /// more blocks than slots.
-    PerBlock,
-    /// A scalar store past the end, from too few records to tell which.
-    Past,
-}
-
-/// What [`Slot::diagnose`] words the draft with.
-struct SlotText<'a> {
-    space_word: &'a str,
-    access_word: &'a str,
-    records: &'a str,
-    size_text: &'a str,
-    at: &'a str,
-    allocation: u64,
-    triton: bool,
-    the_line: &'a str,
-}
-
-impl Slot {
-    fn read(
-        spread: &Spread,
-        pointer: Option<String>,
-        write: bool,
-        size: Option<u64>,
-        allocation: u64,
-    ) -> Option<Slot> {
-        let (lo, hi) = spread.after;
-        let one_per_block = spread.blocks >= 2 && spread.threads == spread.blocks && write;
-        let element = size.unwrap_or(1).max(1);
-        // Within a few slots of the end: a pointer a step or a few past its slot, not a stride.
-        let close = hi.saturating_sub(1) < element.saturating_mul(spread.blocks.max(1) + 1);
-        let shape = if one_per_block && lo == hi && close {
-            SlotShape::Shared
-        } else if one_per_block && pointer.is_some() && close {
-            SlotShape::PerBlock
-        } else if pointer.is_some() && spread.threads <= 1 && hi.saturating_sub(1) < allocation {
-            SlotShape::Past
-        } else {
-            return None;
-        };
-        Some(Slot {
-            pointer,
-            shape,
-            blocks: spread.blocks,
-            past: lo.saturating_sub(1),
-        })
-    }
-
-    fn diagnose(&self, d: &mut Draft, t: SlotText<'_>) {
-        let SlotText {
-            space_word,
-            access_word,
-            records,
-            size_text,
-            at,
-            allocation,
-            triton,
-            the_line,
-        } = t;
-        let blocks = if triton { "programs" } else { "blocks" };
-        let pointer = self.pointer.as_deref().map(md_code);
-        let through = pointer
-            .as_deref()
-            .map(|p| format!(" through {p}"))
-            .unwrap_or_default();
-        d.figures.insert("blocks".into(), json!(self.blocks));
-        if let Some(p) = &self.pointer {
-            d.figures.insert("pointer".into(), json!(p));
-        }
-        d.key = format!("{space_word}|{access_word}|slot");
-        let scalar = match &pointer {
-            Some(p) => format!(
-                " The line {access_word}s one value{through}, with no index and so no offset \
-                 to {}; the pointer {p} itself has moved past the buffer.",
-                if triton { "mask" } else { "guard" }
-            ),
-            None => String::new(),
-        };
-        match self.shape {
-            SlotShape::Shared => {
-                let unit = if triton { "program" } else { "block" };
-                let address = if self.past == 0 {
-                    "the first byte past the end".to_string()
-                } else {
-                    format!("{} past the end", bytes(self.past))
-                };
-                d.title = format!(
-                    "Out-of-bounds {space_word} {access_word}{through}: {} {blocks} write the \
-                     same slot past the end of a {allocation}-byte buffer",
-                    self.blocks
-                );
-                let (mechanism, fix) = match &pointer {
-                    Some(p) => (
-                        format!(
-                            " Several {blocks} reaching one slot past the end means each {unit} \
-                             writes to more slots than it owns: a pointer moved on one slot per \
-                             iteration of a loop writes a slot per iteration, so each {unit} \
-                             overwrites the slots of the ones after it, and the last ones run \
-                             past the buffer. The wrong values in the slots inside it are the \
-                             same fault."
-                        ),
-                        format!(
-                            "Store once per slot: accumulate in the loop and store the total \
-                             once, after it, with {p} left at the {unit}'s own slot; or, if \
-                             every iteration is meant to have a slot of its own, allocate one \
-                             per iteration and offset by the iteration as well as the {}.",
-                            if triton { "program id" } else { "block index" }
-                        ),
-                    ),
-                    None => (
-                        format!(
-                            " The index at the line names the same slot in every {unit} that \
-                             reaches the end: it does not depend on the {unit} (a length used \
-                             as an index), or each {unit} writes past its own slots into the \
-                             next ones'."
-                        ),
-                        format!(
-                            "Check the index at the named line against the buffer's length and \
-                             against the {unit}: which slots each {unit} owns, and whether the \
-                             last {unit}'s index stays below the length."
-                        ),
-                    ),
-                };
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
-                     one thread in each of {} {blocks}, all at one address: {address} of a \
-                     {allocation}-byte buffer.{scalar}{mechanism}{the_line}",
-                    self.blocks,
-                );
-                d.fix = fix;
-            }
-            SlotShape::PerBlock => {
-                d.title = format!(
-                    "Out-of-bounds {space_word} {access_word}{through}: one slot per {}, more \
-                     {blocks} than slots",
-                    if triton { "program" } else { "block" }
-                );
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
-                     one thread in each of {} {blocks}, at consecutive slots past the end of a \
-                     {allocation}-byte buffer.{scalar} Each {} {access_word}s its own slot, and \
-                     the grid has more {blocks} than the buffer has slots.{the_line}",
-                    self.blocks,
-                    if triton { "program" } else { "block" },
-                );
-                d.fix = format!(
-                    "Size the buffer from the grid (one slot per {}), or the grid from the \
-                     buffer; where the last {blocks} have no slot, return before the store.",
-                    if triton { "program" } else { "block" }
-                );
-            }
-            SlotShape::Past => {
-                d.title = format!(
-                    "Out-of-bounds {space_word} {access_word}{through} past the end of a \
-                     {allocation}-byte buffer"
-                );
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
-                     past the end of a {allocation}-byte buffer.{scalar}{the_line}"
-                );
-                d.fix = format!(
-                    "Trace the pointer{through} back to where it is set and advanced (per \
-                     {}, per loop iteration) and check every value it takes against the \
-                     buffer's length.",
-                    if triton { "program" } else { "block" }
-                );
-            }
-        }
-    }
 }
 
 /// Guard regions overwritten on a single launch with no memcheck finding to name the site: an

@@ -3,6 +3,8 @@
 //! (racecheck's warp-level programming hazard, the parser's `"scope": "warp"`) is missing a
 //! `__syncwarp()`; a race between warps of a block is missing a `__syncthreads()`.
 
+mod merge;
+
 use parsers::{Access, FindingKind, Severity};
 use serde_json::json;
 
@@ -10,6 +12,7 @@ use super::{Ctx, RuleId, detail_u64};
 use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, inlined_in};
 use crate::kernel_id::KernelId;
 use crate::text::{md_code, md_text};
+use merge::{merge_adjacent_writes, merge_sites_of_one_barrier};
 
 /// One draft per distinct pair of sites.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -19,6 +22,42 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if f.finding.kind != FindingKind::Race {
             continue;
         }
+        let race = Race::of(ctx, f);
+        let sides = sides_of(ctx, &race);
+        let pairs = sides.len();
+        for (side, pair) in sides.into_iter().enumerate() {
+            out.push(pair_draft(ctx, index, f, &race, side, pair, pairs));
+        }
+    }
+    merge_adjacent_writes(merge_sites_of_one_barrier(out, &j.repo_files))
+}
+
+/// One side of a race besides the finding's own site: its access, its place, and the helper
+/// it is in when that is not the kernel.
+type Side = (Option<Access>, Option<SourceLocation>, Option<Helper>);
+
+/// What one racecheck finding says for every pair of sites it names.
+struct Race<'f> {
+    finding: &'f parsers::Finding,
+    first_access: Option<Access>,
+    fallback_access: Option<Access>,
+    /// The finding's own site.
+    first: Option<SourceLocation>,
+    hazards: u64,
+    hazard_type: Option<String>,
+    warp: bool,
+    cp_async: bool,
+    /// Two asynchronous copies into the same bytes.
+    async_copy: bool,
+    kernel: Option<String>,
+    helpers: Vec<Helper>,
+    /// The tool's own count per side, in order.
+    per_side: Vec<u64>,
+}
+
+impl<'f> Race<'f> {
+    fn of(ctx: &Ctx, f: &crate::join::FindingRef<'f>) -> Race<'f> {
+        let j = ctx.joined;
         let finding = f.finding;
         let (first_access, fallback_access) = accesses(finding);
         let first = ctx.finding_location(finding);
@@ -61,31 +100,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 helpers.push(helper);
             }
         }
-        let mut sides: Vec<(Option<Access>, Option<SourceLocation>, Option<Helper>)> = finding
-            .sides
-            .iter()
-            .filter(|r| r.location.file.is_some() || r.location.line.is_some())
-            .map(|r| {
-                let access = r.access.or(fallback_access);
-                let loc = r.location.file.as_ref().map(|file| SourceLocation {
-                    file: crate::text::relative_path(file, &j.repo_files),
-                    line: r.location.line,
-                });
-                // The function of the other side (`attn::ldmatrix_x4(...)`), when it is a
-                // helper inlined into the kernel rather than the kernel itself.
-                let helper = r
-                    .location
-                    .function
-                    .as_deref()
-                    .map(KernelId::of)
-                    .filter(|name| !helpers.is_empty() && Some(name.as_str()) != kernel.as_deref())
-                    .map(|name| Helper {
-                        name: name.into(),
-                        location: loc.clone(),
-                    });
-                (access, loc, helper)
-            })
-            .collect();
         // The tool's own count per side ("and Write access at ... [512 hazards]"), in order.
         let per_side: Vec<u64> = finding
             .sides
@@ -93,715 +107,518 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .filter(|r| r.location.file.is_some() || r.location.line.is_some())
             .filter_map(|r| r.hazards)
             .collect();
-        if sides.is_empty() {
-            sides.push((fallback_access, None, None));
-        }
-        let pairs = sides.len();
-        for (side, (second_access, second, other_helper)) in sides.into_iter().enumerate() {
-            let side_hazards = if per_side.len() == pairs {
-                per_side.get(side).copied()
-            } else {
-                None
-            };
-            // Name the write site and the other side.
-            let (write, other, other_access) = match (first_access, second_access) {
-                (Some(Access::Read), Some(Access::Write)) => {
-                    (second.clone(), first.clone(), Access::Read)
-                }
-                (_, Some(b)) => (first.clone(), second.clone(), b),
-                (Some(Access::Read), None) => (second.clone(), first.clone(), Access::Read),
-                _ => (first.clone(), second.clone(), Access::Read),
-            };
-            let other_word = match other_access {
-                Access::Read => "read",
-                Access::Write => "write",
-            };
-
-            // racecheck's own severity, kept: an Error is a race; a Warning between two writes
-            // (lanes writing the value every other lane holds) may be benign and never
-            // outranks a failing check. A Warning with a read on one side is a read that may
-            // see the old value: a race that can explain a wrong output.
-            let level = if finding.severity == Severity::Error || other_access == Access::Read {
-                Level::Error
-            } else {
-                Level::Warning
-            };
-            let mut d = Draft::new(
-                RuleId::SharedMemoryRace,
-                level,
-                if warp {
-                    "Shared-memory race within a warp: missing `__syncwarp()`"
-                } else {
-                    "Shared-memory race: missing barrier"
-                },
-            );
-            d.config = f.config.clone();
-            d.kernel = kernel.clone();
-            d.helpers = helpers.clone();
-            d.helpers
-                .extend(other_helper.filter(|h| !helpers.contains(h)));
-            d.evidence.push(ctx.finding_evidence(f));
-            d.explains.push(index);
-            // Both sides of the hazard; the one the diagnosis points at is its primary span.
-            d.spans = [
-                (write.clone(), "the write".to_string()),
-                (other.clone(), format!("the {other_word}")),
-            ]
-            .into_iter()
-            .filter_map(|(loc, label)| Some(crate::diagnosis::Span::secondary(loc?, label)))
-            .collect();
-            // Where the program's own code brought the write in, when it sits in an inlined
-            // helper (a header's copy primitive, a wrapper): the SASS line table's inlining.
-            if let Some(at) = &write {
-                for call in ctx.inlined_into(f.config.as_deref(), at) {
-                    if !d.spans.iter().any(|s| s.location == call) {
-                        d.spans.push(crate::diagnosis::Span::secondary(
-                            call,
-                            "the program's call that inlines the write",
-                        ));
-                    }
-                }
-            }
-            d.figures
-                .insert("hazards".into(), json!(side_hazards.unwrap_or(hazards)));
-            if let Some(t) = &hazard_type {
-                d.figures.insert("hazard_type".into(), json!(t));
-            }
-            if warp {
-                d.figures.insert("scope".into(), json!("warp"));
-            }
-            let both_sides = write.is_some() && other.is_some();
-            d.confidence = match (finding.severity, both_sides) {
-                (Severity::Error, true) => Confidence::High,
-                (Severity::Error, false) | (_, true) => Confidence::Medium,
-                _ => Confidence::Low,
-            };
-
-            let line = |l: &Option<SourceLocation>| {
-                l.as_ref()
-                    .map(|l| md_text(&l.to_string()))
-                    .unwrap_or_else(|| "an unnamed site".to_string())
-            };
-            let same_file = match (&write, &other) {
-                (Some(a), Some(b)) => a.file == b.file,
-                _ => false,
-            };
-            let write_line = write.as_ref().and_then(|l| l.line);
-            let other_line = other.as_ref().and_then(|l| l.line);
-            let hazards_text = match side_hazards {
-                Some(n) => crate::text::plural(n, "hazard", "hazards"),
-                None if pairs > 1 => format!(
-                    "{} between this site and {pairs} others",
-                    crate::text::plural(hazards, "hazard", "hazards")
-                ),
-                None => crate::text::plural(hazards, "hazard", "hazards"),
-            };
-            let kernel_text = match (&d.kernel, inlined_in(&d.helpers)) {
-                (Some(k), Some(inlined)) => format!(" in {}, {inlined}", md_code(k)),
-                (Some(k), None) => format!(" in {}", md_code(k)),
-                (None, Some(inlined)) => format!(" {inlined}"),
-                (None, None) => String::new(),
-            };
-            // "line 17", or "`common.cuh:17`" when the two sites are in different files.
-            let spot = |l: &Option<SourceLocation>| match l {
-                Some(loc) if !same_file => md_code(&format!(
-                    "{}:{}",
-                    loc.file.rsplit('/').next().unwrap_or(&loc.file),
-                    loc.line.map(|n| n.to_string()).unwrap_or_default()
-                )),
-                Some(loc) => format!(
-                    "line {}",
-                    loc.line.map(|n| n.to_string()).unwrap_or_default()
-                ),
-                None => "an unnamed site".to_string(),
-            };
-            let (ws, os) = (spot(&write), spot(&other));
-            match (write_line, other_line) {
-                (Some(w), Some(o)) if warp && w != o => {
-                    // Lanes of one warp: racecheck's warp-level programming hazard. Program order
-                    // says little here (a warp-synchronous loop writes at one line and the next
-                    // step reads at an earlier one), so the advice names both lines.
-                    d.title = if same_file && w > o && other_access == Access::Read {
-                        format!(
-                            "Shared-memory race within a warp: missing `__syncwarp()` between the \
-                             read at line {o} and the write at line {w}"
-                        )
-                    } else {
-                        if same_file {
-                            format!(
-                                "Shared-memory race within a warp: missing `__syncwarp()` between \
-                                 line {} and line {}",
-                                w.min(o),
-                                w.max(o)
-                            )
-                        } else {
-                            format!(
-                                "Shared-memory race within a warp: missing `__syncwarp()` between \
-                                 the write at {ws} and the {other_word} at {os}"
-                            )
-                        }
-                    };
-                    d.location = other.clone();
-                    d.explanation = format!(
-                        "racecheck reports {hazards_text}{kernel_text} between threads of one warp \
-                         (a warp-level programming hazard): lanes {other_word} at {} what other \
-                         lanes of the same warp write at {}, with no `__syncwarp()` between the \
-                         two. Since Volta (independent thread scheduling) the lanes of a warp are \
-                         not implicitly synchronous: code that assumes they run in lockstep \
-                         (warp-synchronous programming, `volatile` shared memory included) may \
-                         {other_word} the old or a half-written value.",
-                        line(&other),
-                        line(&write)
-                    );
-                    d.fix = format!(
-                        "Add `__syncwarp()` between the write at {ws} and the {other_word} at \
-                         {os} (in a loop, between one step's writes and the next step's \
-                         reads), where every lane of the warp reaches it: outside lane-dependent \
-                         branches, or with a mask naming exactly the lanes that call it. The \
-                         racing threads are lanes of one warp, so `__syncthreads()` is not the \
-                         fix; keeping the values in registers with `__shfl_down_sync()` avoids \
-                         the shared memory altogether."
-                    );
-                }
-                (Some(w), Some(o)) if same_file && w > o && other_access == Access::Read => {
-                    // Write after read in program order: the next iteration overwrites what a slower
-                    // warp still reads.
-                    d.title = format!(
-                        "Shared-memory race: missing barrier between the read at line {o} and the write at line {w}"
-                    );
-                    d.location = write.clone();
-                    d.explanation = format!(
-                        "racecheck reports {hazards_text}{kernel_text} between the read at {} and the \
-                     later write at {} (write-after-read): a warp that finished its read moves on \
-                     and overwrites the shared data while another warp may still be reading it.",
-                        line(&other),
-                        line(&write)
-                    );
-                    d.fix = format!(
-                        "Add `__syncthreads()` after the read at line {o} and before the write at \
-                         line {w} (in a loop, before the next iteration's write; or double-buffer \
-                         the tile and wait on the stage you are about to overwrite)."
-                    );
-                }
-                (Some(w), Some(o)) if w != o || !same_file => {
-                    d.title = if same_file {
-                        format!(
-                            "Shared-memory race: missing barrier between line {} and line {}",
-                            w.min(o),
-                            w.max(o)
-                        )
-                    } else {
-                        format!(
-                            "Shared-memory race: missing barrier between the write at {ws} and \
-                             the {other_word} at {os}"
-                        )
-                    };
-                    d.location = other.clone();
-                    d.explanation = format!(
-                        "racecheck reports {hazards_text}{kernel_text}: threads {other_word} at {} \
-                     what other threads write at {}, with no barrier between the two, so the \
-                     {other_word} may see the old or a half-written value.",
-                        line(&other),
-                        line(&write)
-                    );
-                    d.fix = format!(
-                        "Add `__syncthreads()` between the write at {ws} and the {other_word} at \
-                         {os}{}.",
-                        if cp_async {
-                            " (after cp.async writes: `cp.async.wait_group` / \
-                             `__pipeline_wait_prior` first, then the barrier)"
-                        } else {
-                            ""
-                        }
-                    );
-                }
-                (Some(w), Some(o))
-                    if w == o && same_file && other_access == Access::Write && async_copy =>
-                {
-                    // Two writes by the same asynchronous copy instruction: two copies into one
-                    // destination are in flight at once.
-                    d.title = format!(
-                        "cp.async race: two asynchronous copies into the same shared address in \
-                         flight at once at {}",
-                        line(&write)
-                    );
-                    d.location = write.clone();
-                    d.explanation = format!(
-                        "racecheck reports {hazards_text}{kernel_text} between two writes of the \
-                         asynchronous copy at {}{}: {ASYNC_MECHANISM}",
-                        line(&write),
-                        write
-                            .as_ref()
-                            .and_then(|at| ctx.site_line(at))
-                            .map(|l| format!(" (the line: {})", md_code(l)))
-                            .unwrap_or_default()
-                    );
-                    d.fix = ASYNC_FIX.to_string();
-                }
-                _ => {
-                    d.title = if warp {
-                        format!("Shared-memory race within a warp at {}", line(&write))
-                    } else {
-                        format!("Shared-memory race at {}", line(&write))
-                    };
-                    d.location = write.clone().or(other.clone());
-                    d.explanation = format!(
-                        "racecheck reports {hazards_text}{kernel_text} at {}{}: several threads access \
-                     the same shared-memory address, at least one of them writing, with no barrier \
-                     ordering them.",
-                        line(&write),
-                        other
-                            .as_ref()
-                            .map(|o| format!(" and {}", md_text(&o.to_string())))
-                            .unwrap_or_default()
-                    );
-                    d.fix = if warp {
-                        "Order the accesses with `__syncwarp()` (the racing threads are lanes of \
-                         one warp, which are not implicitly synchronous since Volta), or give each \
-                         lane its own address."
-                    } else {
-                        "Order the accesses with `__syncthreads()` (or `__syncwarp()` within a \
-                         warp), or give each thread its own address."
-                    }
-                    .to_string();
-                }
-            }
-            // A warning whose scope racecheck did not say (its analysis report): the threads
-            // may be lanes of one warp or warps of a block. The barrier that orders both leads.
-            if finding.severity == Severity::Warning && finding.sync_scope.is_none() && !async_copy
-            {
-                d.fix.push_str(
-                    " racecheck reports this race as a warning without saying whether the \
-                     racing threads are lanes of one warp or warps of a block: with blocks of \
-                     more than one warp, `__syncthreads()` is the fix; only where every racing \
-                     thread is a lane of one warp (a block of 32 threads, warp-synchronous code) \
-                     is `__syncwarp()` enough.",
-                );
-            }
-            d.key = format!(
-                "{}|{}",
-                write.as_ref().map(|l| l.to_string()).unwrap_or_default(),
-                other.as_ref().map(|l| l.to_string()).unwrap_or_default()
-            );
-            if pairs > 1 {
-                d.figures.insert("pairs".into(), json!(pairs));
-            }
-            if async_copy {
-                d.figures.insert("async_copy".into(), json!(true));
-                // The copy primitive inside the toolkit's header is a label; the headline is
-                // the user's own line on the other side, where there is one.
-                if d.location
-                    .as_ref()
-                    .is_some_and(|l| !is_users(l, &j.repo_files))
-                    && let Some(own) = [&other, &write]
-                        .into_iter()
-                        .flatten()
-                        .find(|l| is_users(l, &j.repo_files))
-                {
-                    d.location = Some(own.clone());
-                }
-            }
-            out.push(d);
+        Race {
+            finding,
+            first_access,
+            fallback_access,
+            first,
+            hazards,
+            hazard_type,
+            warp,
+            cp_async,
+            async_copy,
+            kernel,
+            helpers,
+            per_side,
         }
     }
-    merge_adjacent_writes(merge_sites_of_one_barrier(out, &j.repo_files))
 }
 
-/// Takes `d`'s records into `first`, which speaks for both: their hazards (the total, which it
-/// returns), evidence, findings and inlined helpers. `d` keeps its place and spans.
-fn take_records(first: &mut Draft, d: &mut Draft) -> u64 {
-    let hazards = |x: &Draft| {
-        x.figures
-            .get("hazards")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0)
-    };
-    let total = hazards(first) + hazards(d);
-    first.figures.insert("hazards".into(), json!(total));
-    for item in std::mem::take(&mut d.evidence) {
-        if !first.evidence.iter().any(|e| e.excerpt == item.excerpt) {
-            first.evidence.push(item);
-        }
-    }
-    first.explains.append(&mut d.explains);
-    for h in std::mem::take(&mut d.helpers) {
-        if !first.helpers.contains(&h) {
-            first.helpers.push(h);
-        }
-    }
-    total
-}
-
-/// A place in a race: its file and line.
-type Site = (String, u32);
-
-/// A block of neighbouring writes and the sites racing with them.
-type Block = (Vec<Site>, Vec<Site>);
-
-/// A place named in a draft's key or sites, `file:line`, as a file and a line.
-fn file_line(site: &str) -> Option<(&str, u32)> {
-    let (file, line) = site.rsplit_once(':')?;
-    Some((file, line.parse().ok()?))
-}
-
-/// A barrier race draft's write site and the sites racing with it.
-fn write_and_sites(d: &Draft) -> Option<(Site, Vec<Site>)> {
-    let mut parts = d.key.split('|');
-    let (file, line) = file_line(parts.next()?)?;
-    let listed: Vec<String> = match d.figures.get("other_sites").and_then(|v| v.as_array()) {
-        Some(list) => list
-            .iter()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect(),
-        None => parts.next().map(str::to_string).into_iter().collect(),
-    };
-    let sites = listed
+/// One pair per other side the tool named ("... and Write access at X", "and ... at Y"); one
+/// side with no place when it named none.
+fn sides_of(ctx: &Ctx, race: &Race) -> Vec<Side> {
+    let j = ctx.joined;
+    let Race {
+        finding,
+        fallback_access,
+        ..
+    } = *race;
+    let Race {
+        kernel, helpers, ..
+    } = race;
+    let mut sides: Vec<(Option<Access>, Option<SourceLocation>, Option<Helper>)> = finding
+        .sides
         .iter()
-        .filter_map(|s| file_line(s).map(|(f, l)| (f.to_string(), l)))
-        .collect();
-    Some(((file.to_string(), line), sites))
-}
-
-/// Writes on neighbouring lines of one file (at most this many lines apart) are one block of
-/// statements.
-const NEIGHBOURING: u32 = 2;
-
-/// Drafts of one kernel and config whose writes are neighbouring statements with no racing
-/// access between them (`s_U[i] = ...; s_V[i] = ...; s_W[i] = ...;`, each racing with its own
-/// reads) are one fault: the barriers that order the block's first and last write order every
-/// one of them. One draft names every write and site, and where the barriers go.
-fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
-    let mut out: Vec<Draft> = Vec::new();
-    // Per draft in `out`: its writes and the sites racing with them, when it merged.
-    let mut blocks: Vec<Option<Block>> = Vec::new();
-    for mut d in drafts {
-        let parsed = (!d.figures.contains_key("async_copy"))
-            .then(|| write_and_sites(&d))
-            .flatten();
-        let Some((write, sites)) = parsed else {
-            out.push(d);
-            blocks.push(None);
-            continue;
-        };
-        let joins = out.iter().zip(&blocks).position(|(o, block)| {
-            if o.config != d.config
-                || o.kernel != d.kernel
-                || o.figures.get("scope") != d.figures.get("scope")
-                || o.figures.contains_key("async_copy")
-            {
-                return false;
-            }
-            let (writes, others) = match block {
-                Some((w, s)) => (w.clone(), s.clone()),
-                None => match write_and_sites(o) {
-                    Some((w, s)) => (vec![w], s),
-                    None => return false,
-                },
-            };
-            let near = writes
-                .iter()
-                .any(|(f, l)| *f == write.0 && l.abs_diff(write.1) <= NEIGHBOURING);
-            let lines: Vec<u32> = writes.iter().map(|w| w.1).chain([write.1]).collect();
-            let (lo, hi) = (
-                lines.iter().copied().min().unwrap_or(0),
-                lines.iter().copied().max().unwrap_or(0),
-            );
-            let inside = others
-                .iter()
-                .chain(&sites)
-                .any(|(f, l)| *f == write.0 && (lo..=hi).contains(l));
-            near && !inside
-        });
-        let Some(at) = joins else {
-            out.push(d);
-            blocks.push(None);
-            continue;
-        };
-        let (mut writes, mut others) = match blocks[at].take() {
-            Some(block) => block,
-            None => match write_and_sites(&out[at]) {
-                Some((w, s)) => (vec![w], s),
-                None => (Vec::new(), Vec::new()),
-            },
-        };
-        writes.push(write);
-        for s in sites {
-            if !others.contains(&s) {
-                others.push(s);
-            }
-        }
-        writes.sort();
-        others.sort();
-        let first = &mut out[at];
-        let total = take_records(first, &mut d);
-        for span in d.spans {
-            if !first.spans.iter().any(|s| s.location == span.location) {
-                first.spans.push(crate::diagnosis::Span {
-                    primary: false,
-                    ..span
-                });
-            }
-        }
-        word_block(first, &writes, &others, total);
-        // The block's first write is where it is sited; every other place supports it.
-        if let Some((file, line)) = writes.first() {
-            first.location = Some(SourceLocation {
-                file: file.clone(),
-                line: Some(*line),
+        .filter(|r| r.location.file.is_some() || r.location.line.is_some())
+        .map(|r| {
+            let access = r.access.or(fallback_access);
+            let loc = r.location.file.as_ref().map(|file| SourceLocation {
+                file: crate::text::relative_path(file, &j.repo_files),
+                line: r.location.line,
             });
-        }
-        for span in &mut first.spans {
-            span.primary =
-                first.location.as_ref() == Some(&span.location) && span.label == "the write";
-        }
-        first
-            .spans
-            .sort_by_key(|s| (!s.primary, s.location.file.clone(), s.location.line));
-        blocks[at] = Some((writes, others));
+            // The function of the other side (`attn::ldmatrix_x4(...)`), when it is a
+            // helper inlined into the kernel rather than the kernel itself.
+            let helper = r
+                .location
+                .function
+                .as_deref()
+                .map(KernelId::of)
+                .filter(|name| !helpers.is_empty() && Some(name.as_str()) != kernel.as_deref())
+                .map(|name| Helper {
+                    name: name.into(),
+                    location: loc.clone(),
+                });
+            (access, loc, helper)
+        })
+        .collect();
+    if sides.is_empty() {
+        sides.push((fallback_access, None, None));
     }
-    // A write raced by sites both before and after it needs a barrier on each side.
-    for (d, block) in out.iter_mut().zip(&blocks) {
-        if block.is_some() || d.figures.contains_key("async_copy") {
-            continue;
-        }
-        let Some((write, sites)) = write_and_sites(d) else {
-            continue;
-        };
-        let on_both_sides = sites.iter().any(|(f, l)| *f == write.0 && *l < write.1)
-            && sites.iter().any(|(f, l)| *f == write.0 && *l > write.1);
-        if on_both_sides && let Some(fix) = barrier_fix(barrier_call(d), &[write], &sites) {
-            d.fix = fix;
-        }
-    }
-    out
+    sides
 }
 
-/// The barrier a race draft's fix adds: `__syncwarp()` for a race between lanes of one warp
-/// (its `scope` figure), else `__syncthreads()`.
-fn barrier_call(d: &Draft) -> &'static str {
-    if d.figures.contains_key("scope") {
-        "`__syncwarp()`"
+/// Both sides of the hazard (the one the diagnosis points at is its primary span), and where the
+/// program's own code brought the write in, when it sits in an inlined helper (a header's copy
+/// primitive, a wrapper): the SASS line table's inlining.
+fn spans(
+    ctx: &Ctx,
+    config: Option<&str>,
+    write: &Option<SourceLocation>,
+    other: &Option<SourceLocation>,
+    other_word: &str,
+) -> Vec<crate::diagnosis::Span> {
+    let mut spans: Vec<crate::diagnosis::Span> = [
+        (write.clone(), "the write".to_string()),
+        (other.clone(), format!("the {other_word}")),
+    ]
+    .into_iter()
+    .filter_map(|(loc, label)| Some(crate::diagnosis::Span::secondary(loc?, label)))
+    .collect();
+    if let Some(at) = write {
+        for call in ctx.inlined_into(config, at) {
+            if !spans.iter().any(|s| s.location == call) {
+                spans.push(crate::diagnosis::Span::secondary(
+                    call,
+                    "the program's call that inlines the write",
+                ));
+            }
+        }
+    }
+    spans
+}
+
+/// What the wording of one pair reads: its two sites, how they race, and the counts and
+/// kernel already worded.
+#[derive(Clone, Copy)]
+struct Pair<'p> {
+    write: &'p Option<SourceLocation>,
+    other: &'p Option<SourceLocation>,
+    other_access: Access,
+    other_word: &'static str,
+    same_file: bool,
+    write_line: Option<u32>,
+    other_line: Option<u32>,
+    hazards_text: &'p str,
+    kernel_text: &'p str,
+    /// The two sites as the advice names them (`line 17`, `` `common.cuh:17` ``).
+    ws: &'p str,
+    os: &'p str,
+    warp: bool,
+    cp_async: bool,
+    async_copy: bool,
+}
+
+/// The draft of one pair: the finding's own site and one other side.
+fn pair_draft(
+    ctx: &Ctx,
+    index: usize,
+    f: &crate::join::FindingRef,
+    race: &Race,
+    side: usize,
+    (second_access, second, other_helper): Side,
+    pairs: usize,
+) -> Draft {
+    let Race {
+        finding,
+        first_access,
+        hazards,
+        warp,
+        cp_async,
+        async_copy,
+        ..
+    } = *race;
+    let Race {
+        first,
+        hazard_type,
+        kernel,
+        helpers,
+        per_side,
+        ..
+    } = race;
+    let side_hazards = if per_side.len() == pairs {
+        per_side.get(side).copied()
     } else {
-        "`__syncthreads()`"
-    }
-}
-
-/// A site as the report names it: `file.cu:12`.
-fn site_name((file, line): &Site) -> String {
-    md_code(&format!(
-        "{}:{line}",
-        file.rsplit('/').next().unwrap_or(file)
-    ))
-}
-
-/// Where the barriers go for writes (sorted, one file) and the sites racing with them: one after
-/// the last write, before the sites that follow it, and one before the first write, after the
-/// sites that precede it (the previous iteration's reads). `None` when no site is in the
-/// writes' file.
-fn barrier_fix(barrier: &str, writes: &[Site], others: &[Site]) -> Option<String> {
-    let (first, last) = (writes.first()?, writes.last()?);
-    let (before, after): (Vec<&Site>, Vec<&Site>) = others
-        .iter()
-        .filter(|(f, _)| *f == first.0)
-        .partition(|(_, l)| *l < first.1);
-    let names = |list: &[&Site]| {
-        crate::text::join_words(&list.iter().map(|s| site_name(s)).collect::<Vec<_>>())
+        None
     };
-    let (one, many) = if writes.len() == 1 {
-        ("the write", "the write")
+    // Name the write site and the other side.
+    let (write, other, other_access) = match (first_access, second_access) {
+        (Some(Access::Read), Some(Access::Write)) => (second.clone(), first.clone(), Access::Read),
+        (_, Some(b)) => (first.clone(), second.clone(), b),
+        (Some(Access::Read), None) => (second.clone(), first.clone(), Access::Read),
+        _ => (first.clone(), second.clone(), Access::Read),
+    };
+    let other_word = match other_access {
+        Access::Read => "read",
+        Access::Write => "write",
+    };
+
+    // racecheck's own severity, kept: an Error is a race; a Warning between two writes
+    // (lanes writing the value every other lane holds) may be benign and never
+    // outranks a failing check. A Warning with a read on one side is a read that may
+    // see the old value: a race that can explain a wrong output.
+    let level = if finding.severity == Severity::Error || other_access == Access::Read {
+        Level::Error
     } else {
-        ("the last write", "the first write")
+        Level::Warning
     };
-    let mut steps: Vec<String> = Vec::new();
-    if !after.is_empty() {
-        steps.push(format!(
-            "one after {one} ({}) and before the first of {}",
-            site_name(last),
-            names(&after)
-        ));
-    }
-    if !before.is_empty() {
-        steps.push(format!(
-            "one after {} and before {many} ({}), so that no thread overwrites what another \
-             has yet to read",
-            names(&before),
-            site_name(first)
-        ));
-    }
-    (!steps.is_empty()).then(|| format!("Add {barrier}: {}.", steps.join("; and ")))
-}
-
-/// The title, explanation and fix of a block of neighbouring writes and the sites racing with
-/// them.
-fn word_block(d: &mut Draft, writes: &[Site], others: &[Site], total: u64) {
-    let warp = d.figures.contains_key("scope");
-    let barrier = barrier_call(d);
-    let write_names = crate::text::join_words(&writes.iter().map(site_name).collect::<Vec<_>>());
-    d.title = format!(
-        "Shared-memory race: missing {} around the writes at {}–{} and the {} that race with \
-         them",
-        if warp { barrier } else { "barriers" },
-        site_name(&writes[0]),
-        writes.last().map(|w| w.1).unwrap_or(0),
-        crate::text::plural(others.len() as u64, "site", "sites")
+    let mut d = Draft::new(
+        RuleId::SharedMemoryRace,
+        level,
+        if warp {
+            "Shared-memory race within a warp: missing `__syncwarp()`"
+        } else {
+            "Shared-memory race: missing barrier"
+        },
     );
-    d.figures.insert(
-        "writes".into(),
-        json!(
-            writes
-                .iter()
-                .map(|(f, l)| format!("{f}:{l}"))
-                .collect::<Vec<_>>()
+    d.config = f.config.clone();
+    d.kernel = kernel.clone();
+    d.helpers = helpers.clone();
+    d.helpers
+        .extend(other_helper.filter(|h| !helpers.contains(h)));
+    d.evidence.push(ctx.finding_evidence(f));
+    d.explains.push(index);
+    d.spans = spans(ctx, f.config.as_deref(), &write, &other, other_word);
+    d.figures
+        .insert("hazards".into(), json!(side_hazards.unwrap_or(hazards)));
+    if let Some(t) = &hazard_type {
+        d.figures.insert("hazard_type".into(), json!(t));
+    }
+    if warp {
+        d.figures.insert("scope".into(), json!("warp"));
+    }
+    let both_sides = write.is_some() && other.is_some();
+    d.confidence = match (finding.severity, both_sides) {
+        (Severity::Error, true) => Confidence::High,
+        (Severity::Error, false) | (_, true) => Confidence::Medium,
+        _ => Confidence::Low,
+    };
+
+    let same_file = match (&write, &other) {
+        (Some(a), Some(b)) => a.file == b.file,
+        _ => false,
+    };
+    let write_line = write.as_ref().and_then(|l| l.line);
+    let other_line = other.as_ref().and_then(|l| l.line);
+    let hazards_text = match side_hazards {
+        Some(n) => crate::text::plural(n, "hazard", "hazards"),
+        None if pairs > 1 => format!(
+            "{} between this site and {pairs} others",
+            crate::text::plural(hazards, "hazard", "hazards")
         ),
-    );
-    d.explanation = format!(
-        "racecheck reports {} in total between the writes at {write_names}, neighbouring \
-         statements with no racing access between them, and {} ({}), each pair its own record: \
-         they are one block of writes, so the same barriers order all of them. Threads there \
-         may see the old or a half-written value.",
-        crate::text::plural(total, "hazard", "hazards"),
-        crate::text::plural(others.len() as u64, "other site", "other sites"),
-        crate::text::join_words(&others.iter().map(site_name).collect::<Vec<_>>())
-    );
-    d.fix = barrier_fix(barrier, writes, others).unwrap_or_else(|| {
+        None => crate::text::plural(hazards, "hazard", "hazards"),
+    };
+    let kernel_text = match (&d.kernel, inlined_in(&d.helpers)) {
+        (Some(k), Some(inlined)) => format!(" in {}, {inlined}", md_code(k)),
+        (Some(k), None) => format!(" in {}", md_code(k)),
+        (None, Some(inlined)) => format!(" {inlined}"),
+        (None, None) => String::new(),
+    };
+    // "line 17", or "`common.cuh:17`" when the two sites are in different files.
+    let spot = |l: &Option<SourceLocation>| match l {
+        Some(loc) if !same_file => md_code(&format!(
+            "{}:{}",
+            loc.file.rsplit('/').next().unwrap_or(&loc.file),
+            loc.line.map(|n| n.to_string()).unwrap_or_default()
+        )),
+        Some(loc) => format!(
+            "line {}",
+            loc.line.map(|n| n.to_string()).unwrap_or_default()
+        ),
+        None => "an unnamed site".to_string(),
+    };
+    let (ws, os) = (spot(&write), spot(&other));
+    let pair = Pair {
+        write: &write,
+        other: &other,
+        other_access,
+        other_word,
+        same_file,
+        write_line,
+        other_line,
+        hazards_text: &hazards_text,
+        kernel_text: &kernel_text,
+        ws: &ws,
+        os: &os,
+        warp,
+        cp_async,
+        async_copy,
+    };
+    word_pair(ctx, &mut d, &pair);
+    finish_pair(ctx, &mut d, finding, &pair, pairs);
+    d
+}
+
+/// The title, explanation, fix and primary place of one pair: a race within a warp, a write
+/// after a read, a missing barrier between two lines, two asynchronous copies in flight, or one
+/// site.
+fn word_pair(ctx: &Ctx, d: &mut Draft, p: &Pair) {
+    let Pair {
+        write,
+        other,
+        other_access,
+        same_file,
+        write_line,
+        other_line,
+        hazards_text,
+        kernel_text,
+        warp,
+        async_copy,
+        ..
+    } = *p;
+    match (write_line, other_line) {
+        (Some(w), Some(o)) if warp && w != o => {
+            warp_pair(d, p, w, o);
+        }
+        (Some(w), Some(o)) if same_file && w > o && other_access == Access::Read => {
+            // Write after read in program order: the next iteration overwrites what a slower
+            // warp still reads.
+            d.title = format!(
+                "Shared-memory race: missing barrier between the read at line {o} and the write at line {w}"
+            );
+            d.location = write.clone();
+            d.explanation = format!(
+                "racecheck reports {hazards_text}{kernel_text} between the read at {} and the \
+             later write at {} (write-after-read): a warp that finished its read moves on \
+             and overwrites the shared data while another warp may still be reading it.",
+                line(other),
+                line(write)
+            );
+            d.fix = format!(
+                "Add `__syncthreads()` after the read at line {o} and before the write at \
+                 line {w} (in a loop, before the next iteration's write; or double-buffer \
+                 the tile and wait on the stage you are about to overwrite)."
+            );
+        }
+        (Some(w), Some(o)) if w != o || !same_file => {
+            barrier_pair(d, p, w, o);
+        }
+        (Some(w), Some(o))
+            if w == o && same_file && other_access == Access::Write && async_copy =>
+        {
+            // Two writes by the same asynchronous copy instruction: two copies into one
+            // destination are in flight at once.
+            d.title = format!(
+                "cp.async race: two asynchronous copies into the same shared address in \
+                 flight at once at {}",
+                line(write)
+            );
+            d.location = write.clone();
+            d.explanation = format!(
+                "racecheck reports {hazards_text}{kernel_text} between two writes of the \
+                 asynchronous copy at {}{}: {ASYNC_MECHANISM}",
+                line(write),
+                write
+                    .as_ref()
+                    .and_then(|at| ctx.site_line(at))
+                    .map(|l| format!(" (the line: {})", md_code(l)))
+                    .unwrap_or_default()
+            );
+            d.fix = ASYNC_FIX.to_string();
+        }
+        _ => {
+            d.title = if warp {
+                format!("Shared-memory race within a warp at {}", line(write))
+            } else {
+                format!("Shared-memory race at {}", line(write))
+            };
+            d.location = write.clone().or(other.clone());
+            d.explanation = format!(
+                "racecheck reports {hazards_text}{kernel_text} at {}{}: several threads access \
+             the same shared-memory address, at least one of them writing, with no barrier \
+             ordering them.",
+                line(write),
+                other
+                    .as_ref()
+                    .map(|o| format!(" and {}", md_text(&o.to_string())))
+                    .unwrap_or_default()
+            );
+            d.fix = if warp {
+                "Order the accesses with `__syncwarp()` (the racing threads are lanes of \
+                 one warp, which are not implicitly synchronous since Volta), or give each \
+                 lane its own address."
+            } else {
+                "Order the accesses with `__syncthreads()` (or `__syncwarp()` within a \
+                 warp), or give each thread its own address."
+            }
+            .to_string();
+        }
+    }
+}
+
+/// A site as an explanation names it, or "an unnamed site".
+fn line(l: &Option<SourceLocation>) -> String {
+    l.as_ref()
+        .map(|l| md_text(&l.to_string()))
+        .unwrap_or_else(|| "an unnamed site".to_string())
+}
+
+/// Lanes of one warp racing at two lines (`w`, the write's; `o`, the other side's): a missing
+/// `__syncwarp()`.
+fn warp_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
+    let Pair {
+        write,
+        other,
+        other_access,
+        other_word,
+        same_file,
+        hazards_text,
+        kernel_text,
+        ws,
+        os,
+        ..
+    } = *p;
+    // Lanes of one warp: racecheck's warp-level programming hazard. Program order
+    // says little here (a warp-synchronous loop writes at one line and the next
+    // step reads at an earlier one), so the advice names both lines.
+    d.title = if same_file && w > o && other_access == Access::Read {
         format!(
-            "Add {barrier} between the writes at {write_names} and the sites that race with them."
+            "Shared-memory race within a warp: missing `__syncwarp()` between the \
+             read at line {o} and the write at line {w}"
         )
-    });
+    } else {
+        if same_file {
+            format!(
+                "Shared-memory race within a warp: missing `__syncwarp()` between \
+                 line {} and line {}",
+                w.min(o),
+                w.max(o)
+            )
+        } else {
+            format!(
+                "Shared-memory race within a warp: missing `__syncwarp()` between \
+                 the write at {ws} and the {other_word} at {os}"
+            )
+        }
+    };
+    d.location = other.clone();
+    d.explanation = format!(
+        "racecheck reports {hazards_text}{kernel_text} between threads of one warp \
+         (a warp-level programming hazard): lanes {other_word} at {} what other \
+         lanes of the same warp write at {}, with no `__syncwarp()` between the \
+         two. Since Volta (independent thread scheduling) the lanes of a warp are \
+         not implicitly synchronous: code that assumes they run in lockstep \
+         (warp-synchronous programming, `volatile` shared memory included) may \
+         {other_word} the old or a half-written value.",
+        line(other),
+        line(write)
+    );
+    d.fix = format!(
+        "Add `__syncwarp()` between the write at {ws} and the {other_word} at \
+         {os} (in a loop, between one step's writes and the next step's \
+         reads), where every lane of the warp reaches it: outside lane-dependent \
+         branches, or with a mask naming exactly the lanes that call it. The \
+         racing threads are lanes of one warp, so `__syncthreads()` is not the \
+         fix; keeping the values in registers with `__shfl_down_sync()` avoids \
+         the shared memory altogether."
+    );
+}
+
+/// Threads racing at two lines (`w`, the write's; `o`, the other side's) with no barrier
+/// between them: a missing `__syncthreads()`.
+fn barrier_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
+    let Pair {
+        write,
+        other,
+        other_word,
+        same_file,
+        hazards_text,
+        kernel_text,
+        ws,
+        os,
+        cp_async,
+        ..
+    } = *p;
+    d.title = if same_file {
+        format!(
+            "Shared-memory race: missing barrier between line {} and line {}",
+            w.min(o),
+            w.max(o)
+        )
+    } else {
+        format!(
+            "Shared-memory race: missing barrier between the write at {ws} and \
+             the {other_word} at {os}"
+        )
+    };
+    d.location = other.clone();
+    d.explanation = format!(
+        "racecheck reports {hazards_text}{kernel_text}: threads {other_word} at {} \
+     what other threads write at {}, with no barrier between the two, so the \
+     {other_word} may see the old or a half-written value.",
+        line(other),
+        line(write)
+    );
+    d.fix = format!(
+        "Add `__syncthreads()` between the write at {ws} and the {other_word} at \
+         {os}{}.",
+        if cp_async {
+            " (after cp.async writes: `cp.async.wait_group` / \
+             `__pipeline_wait_prior` first, then the barrier)"
+        } else {
+            ""
+        }
+    );
+}
+
+/// What every pair's draft adds once worded: the advice for a warning of unsaid scope, its key,
+/// the number of pairs, and for two asynchronous copies, the user's own line as its place.
+fn finish_pair(ctx: &Ctx, d: &mut Draft, finding: &parsers::Finding, p: &Pair, pairs: usize) {
+    let j = ctx.joined;
+    let Pair {
+        write,
+        other,
+        async_copy,
+        ..
+    } = *p;
+    // A warning whose scope racecheck did not say (its analysis report): the threads
+    // may be lanes of one warp or warps of a block. The barrier that orders both leads.
+    if finding.severity == Severity::Warning && finding.sync_scope.is_none() && !async_copy {
+        d.fix.push_str(
+            " racecheck reports this race as a warning without saying whether the \
+             racing threads are lanes of one warp or warps of a block: with blocks of \
+             more than one warp, `__syncthreads()` is the fix; only where every racing \
+             thread is a lane of one warp (a block of 32 threads, warp-synchronous code) \
+             is `__syncwarp()` enough.",
+        );
+    }
+    d.key = format!(
+        "{}|{}",
+        write.as_ref().map(|l| l.to_string()).unwrap_or_default(),
+        other.as_ref().map(|l| l.to_string()).unwrap_or_default()
+    );
+    if pairs > 1 {
+        d.figures.insert("pairs".into(), json!(pairs));
+    }
+    if async_copy {
+        d.figures.insert("async_copy".into(), json!(true));
+        // The copy primitive inside the toolkit's header is a label; the headline is
+        // the user's own line on the other side, where there is one.
+        if d.location
+            .as_ref()
+            .is_some_and(|l| !is_users(l, &j.repo_files))
+            && let Some(own) = [other, write]
+                .into_iter()
+                .flatten()
+                .find(|l| is_users(l, &j.repo_files))
+        {
+            d.location = Some(own.clone());
+        }
+    }
 }
 
 /// Whether a place is in one of the run's own input files (not a toolkit or system header).
 fn is_users(at: &SourceLocation, repo_files: &[String]) -> bool {
     crate::text::is_users_file(&at.file, repo_files)
-}
-
-/// Drafts of one kernel and config whose races share the write site (racecheck reports each
-/// read site as its own record) are one missing barrier: one draft, naming every other site.
-fn merge_sites_of_one_barrier(drafts: Vec<Draft>, repo_files: &[String]) -> Vec<Draft> {
-    let mut out: Vec<Draft> = Vec::new();
-    for mut d in drafts {
-        let write = d.key.split('|').next().unwrap_or("").to_string();
-        let scope = d.figures.get("scope").cloned();
-        let same = out.iter_mut().find(|o| {
-            !write.is_empty()
-                && o.config == d.config
-                && o.kernel == d.kernel
-                && o.key.split('|').next() == Some(write.as_str())
-                && o.figures.get("scope") == scope.as_ref()
-        });
-        let Some(first) = same else {
-            out.push(d);
-            continue;
-        };
-        if d.figures.contains_key("async_copy") {
-            first.figures.insert("async_copy".into(), json!(true));
-        }
-        let other = d.key.split('|').nth(1).unwrap_or("").to_string();
-        let sites = first
-            .figures
-            .entry("other_sites".into())
-            .or_insert_with(|| json!([first.key.split('|').nth(1).unwrap_or("")]));
-        if let Some(list) = sites.as_array_mut()
-            && !list.iter().any(|v| v.as_str() == Some(other.as_str()))
-        {
-            list.push(json!(other));
-        }
-        let total = take_records(first, &mut d);
-        let others: Vec<String> = first
-            .figures
-            .get("other_sites")
-            .and_then(|v| v.as_array())
-            .map(|l| {
-                l.iter()
-                    .filter_map(|v| v.as_str())
-                    .map(|site| md_code(site.rsplit('/').next().unwrap_or(site)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let write_name = md_code(write.rsplit('/').next().unwrap_or(&write));
-        let n = others.len();
-        let joined = crate::text::join_words(&others);
-        if first.figures.contains_key("async_copy") {
-            let kernel_text = first
-                .kernel
-                .as_deref()
-                .map(|k| format!(" in {}", md_code(k)))
-                .unwrap_or_default();
-            let own = first
-                .location
-                .as_ref()
-                .filter(|l| is_users(l, repo_files))
-                .or(d.location.as_ref().filter(|l| is_users(l, repo_files)))
-                .cloned();
-            let read_there = own.as_ref().is_some_and(|own| {
-                first
-                    .spans
-                    .iter()
-                    .chain(&d.spans)
-                    .any(|s| s.label == "the read" && s.location == *own)
-            });
-            first.title = match own {
-                Some(own) => format!(
-                    "cp.async race: shared memory {} at {} while an asynchronous copy into it \
-                     is in flight",
-                    if read_there { "read" } else { "used" },
-                    md_code(&format!(
-                        "{}:{}",
-                        own.file.rsplit('/').next().unwrap_or(&own.file),
-                        own.line.unwrap_or(0)
-                    ))
-                ),
-                None => format!(
-                    "cp.async race: shared memory used while an asynchronous copy into it is in \
-                     flight ({write_name})"
-                ),
-            };
-            first.explanation = format!(
-                "racecheck reports {} in total{kernel_text} between the asynchronous copy at \
-                 {write_name} and {n} other sites ({joined}): {ASYNC_MECHANISM}",
-                crate::text::plural(total, "hazard", "hazards")
-            );
-            first.fix = ASYNC_FIX.to_string();
-            if first
-                .location
-                .as_ref()
-                .is_none_or(|l| !is_users(l, repo_files))
-                && let Some(own) = d.location.filter(|l| is_users(l, repo_files))
-            {
-                first.location = Some(own);
-            }
-            continue;
-        }
-        first.title = format!(
-            "Shared-memory race: missing {} between the write at {write_name} and {} that read \
-             it",
-            if scope.is_some() {
-                "`__syncwarp()`"
-            } else {
-                "barrier"
-            },
-            crate::text::plural(n as u64, "site", "sites")
-        );
-        let kernel_text = match (&first.kernel, inlined_in(&first.helpers)) {
-            (Some(k), Some(inlined)) => format!(" in {}, {inlined},", md_code(k)),
-            (Some(k), None) => format!(" in {}", md_code(k)),
-            (None, Some(inlined)) => format!(" {inlined},"),
-            (None, None) => String::new(),
-        };
-        first.explanation = format!(
-            "racecheck reports {} in total{kernel_text} between the write at {write_name} and \
-             {n} other sites ({joined}), each its own record: they share the write, so one \
-             missing barrier explains them all. Threads there may see the old or a half-written \
-             value.",
-            crate::text::plural(total, "hazard", "hazards")
-        );
-        first.fix = format!(
-            "Add {} after the write at {write_name} and before the first of {joined}: one \
-             barrier orders every one of them.",
-            barrier_call(first)
-        );
-    }
-    out
 }
 
 /// Whether racecheck reported the race between lanes of one warp (the parser's typed scope).

@@ -1,0 +1,397 @@
+//! Concluding experiments: what the trials did, read against the prediction.
+
+use std::collections::BTreeMap;
+
+use crate::hypothesis::{ExperimentKind, Outcome};
+use crate::run::{
+    Conclusion, Expect, Experiment, Run, Stage, StageKind, StageStatus, Trial, TrialRow,
+};
+
+use super::stage_on;
+
+/// How a trial's stage ended: `Some(true)` clean, `Some(false)` failing, `None` no outcome.
+fn ended_clean(trial: &Trial) -> Option<bool> {
+    let stage = trial.units.iter().find(|u| u.name == trial.stage)?;
+    match stage.status {
+        StageStatus::Passed => Some(true),
+        StageStatus::Findings => Some(false),
+        _ => None,
+    }
+}
+
+fn stage_of(trial: &Trial) -> Option<&Stage> {
+    trial.units.iter().find(|u| u.name == trial.stage)
+}
+
+fn why_not(trial: &Trial) -> String {
+    match stage_of(trial) {
+        Some(s) => format!(
+            "{}{}",
+            format!("{:?}", s.status).to_lowercase(),
+            s.reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ),
+        None => "did not run".to_string(),
+    }
+}
+
+/// What a trial's logs say, for the experiments that read more than its status.
+pub trait TrialLogs {
+    /// Each timing a stage's logs hold, by name: its median (else mean) in µs.
+    fn timings_us(&self, stage: &Stage) -> BTreeMap<String, f64>;
+    /// The spill stores of `kernel` (bytes) in a stage's build logs.
+    fn spill_bytes(&self, stage: &Stage, kernel: &str) -> Option<u64>;
+    /// The registers per thread of `kernel` in a stage's build logs.
+    fn registers(&self, stage: &Stage, kernel: &str) -> Option<u32>;
+}
+
+/// An experiment read against its prediction.
+pub fn conclude(e: &Experiment, run: &Run, logs: &dyn TrialLogs) -> Conclusion {
+    let runs = e.trials.iter().map(|t| t.units.len()).sum();
+    let cached = e
+        .trials
+        .iter()
+        .flat_map(|t| &t.units)
+        .filter(|u| u.cached_from.is_some())
+        .count();
+    let cost_ms = e
+        .trials
+        .iter()
+        .flat_map(|t| &t.units)
+        .filter(|u| u.cached_from.is_none())
+        .map(|u| u.duration_ms)
+        .sum();
+    let row = |t: &Trial, outcome: String| TrialRow {
+        label: t.label.clone(),
+        outcome,
+        evidence: stage_of(t)
+            .and_then(|s| s.logs.first())
+            .map(|l| l.path.clone()),
+        cached: stage_of(t).is_some_and(|s| s.cached_from.is_some()),
+    };
+    let (outcome, sentence, rows) = match e.kind {
+        ExperimentKind::Tail => tail_outcome(e, &row),
+        ExperimentKind::Race => race_outcome(e, &row),
+        ExperimentKind::Registers | ExperimentKind::BlockSize | ExperimentKind::Tile => {
+            benched_outcome(e, run, logs, &row)
+        }
+    };
+    Conclusion {
+        kind: e.kind,
+        rule: e.rule,
+        config: e.config.clone(),
+        kernel: e.kernel.clone(),
+        cause: e.cause.clone(),
+        prediction: e.prediction.clone(),
+        outcome,
+        sentence,
+        rows,
+        runs,
+        cached,
+        cost_ms,
+    }
+}
+
+type Row<'a> = dyn Fn(&Trial, String) -> TrialRow + 'a;
+
+fn tail_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
+    let rows = e
+        .trials
+        .iter()
+        .map(|t| {
+            let said = match ended_clean(t) {
+                Some(true) => "clean".to_string(),
+                Some(false) => "fails".to_string(),
+                None => why_not(t),
+            };
+            row(t, said)
+        })
+        .collect();
+    let name = e
+        .trials
+        .first()
+        .and_then(|t| t.label.split('=').next())
+        .unwrap_or("N")
+        .to_string();
+    let tile = e
+        .trials
+        .iter()
+        .filter(|t| t.expect == Some(Expect::Clean))
+        .filter_map(|t| t.value)
+        .min()
+        .and_then(|a| {
+            let b = e
+                .trials
+                .iter()
+                .filter(|t| t.expect == Some(Expect::Clean))
+                .filter_map(|t| t.value)
+                .max()?;
+            (b > a).then_some(b - a)
+        })
+        .unwrap_or(32);
+    let values = |expect: Expect, clean: bool| -> Vec<String> {
+        e.trials
+            .iter()
+            .filter(|t| t.expect == Some(expect) && ended_clean(t) == Some(clean))
+            .filter_map(|t| t.value.map(|v| v.to_string()))
+            .collect()
+    };
+    if let Some(t) = e.trials.iter().find(|t| ended_clean(t).is_none()) {
+        return (
+            Outcome::Inconclusive,
+            format!("{} {}: the sizes cannot be compared.", t.label, why_not(t)),
+            rows,
+        );
+    }
+    let pass = values(Expect::Clean, true);
+    let fail = values(Expect::Fails, false);
+    let wrong_fail = values(Expect::Clean, false);
+    let wrong_pass = values(Expect::Fails, true);
+    let words = crate::text::join_words;
+    if wrong_fail.is_empty() && wrong_pass.is_empty() {
+        (
+            Outcome::Confirmed,
+            format!(
+                "Fails exactly when {name} % {tile} != 0: {} pass, {} fail.",
+                words(&pass),
+                words(&fail)
+            ),
+            rows,
+        )
+    } else {
+        let mut parts = Vec::new();
+        if !wrong_fail.is_empty() {
+            parts.push(format!(
+                "fails at {} too, a multiple of {tile}",
+                words(&wrong_fail)
+            ));
+        }
+        if !wrong_pass.is_empty() {
+            parts.push(format!(
+                "clean at {}, not a multiple of {tile}",
+                words(&wrong_pass)
+            ));
+        }
+        (
+            Outcome::Refuted,
+            format!(
+                "Not a tail of {tile}: {}. The tail explanation is withdrawn; the fault stands.",
+                parts.join("; ")
+            ),
+            rows,
+        )
+    }
+}
+
+fn race_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
+    // Outputs in order of first appearance: A, B, ...
+    let mut seen: Vec<&str> = Vec::new();
+    let mut rows = Vec::new();
+    for t in &e.trials {
+        let said = match (&t.output, ended_clean(t)) {
+            (Some(o), Some(_)) => {
+                let i = seen
+                    .iter()
+                    .position(|s| *s == o.as_str())
+                    .unwrap_or_else(|| {
+                        seen.push(o);
+                        seen.len() - 1
+                    });
+                let letter = char::from(b'A' + u8::try_from(i % 26).unwrap_or(0));
+                format!("output {letter}")
+            }
+            _ => why_not(t),
+        };
+        rows.push(row(t, said));
+    }
+    let compared: Vec<&str> = e
+        .trials
+        .iter()
+        .filter(|t| ended_clean(t).is_some())
+        .filter_map(|t| t.output.as_deref())
+        .collect();
+    let n = compared.len();
+    if n < 2 {
+        return (
+            Outcome::Inconclusive,
+            format!("{n} of {} runs left an output to compare.", e.trials.len()),
+            rows,
+        );
+    }
+    let first = compared[0];
+    let differ = compared.iter().filter(|o| **o != first).count();
+    if differ > 0 {
+        (
+            Outcome::Confirmed,
+            format!(
+                "The output differs between identical runs: {differ} of {n} differ from the \
+                 first ({} distinct outputs).",
+                seen.len()
+            ),
+            rows,
+        )
+    } else {
+        (
+            Outcome::NotSeen,
+            format!(
+                "Identical in {n} runs: the race has not shown in the output yet. The hazard \
+                 racecheck reported stands."
+            ),
+            rows,
+        )
+    }
+}
+
+/// A gain or a loss smaller than this is no change.
+const SAME: f64 = 0.03;
+
+/// A benched trial against the build as it ran: faster beyond the noise confirms the
+/// suggestion; slower, or no change, withdraws it.
+fn benched_outcome(
+    e: &Experiment,
+    run: &Run,
+    logs: &dyn TrialLogs,
+    row: &Row,
+) -> (Outcome, String, Vec<TrialRow>) {
+    let Some(capped) = e.trials.iter().find(|t| t.value.is_some()) else {
+        return (Outcome::Inconclusive, "No trial.".into(), Vec::new());
+    };
+    let again = e.trials.iter().find(|t| t.value.is_none());
+    let kernel = e.kernel.as_deref().unwrap_or("");
+    // Each stage's timings by name; a timing named after its unit's config is the same timing
+    // in every build.
+    let named = |stage: Option<&Stage>, config: &str| -> BTreeMap<String, f64> {
+        stage
+            .map(|s| logs.timings_us(s))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(n, v)| (if n == config { String::new() } else { n }, v))
+            .collect()
+    };
+    let first = named(stage_on(run, StageKind::Bench, &e.config), &e.config);
+    let second = again
+        .map(|t| named(stage_of(t), &t.config))
+        .unwrap_or_default();
+    let after = named(stage_of(capped), &capped.config);
+    // The build as it ran: the mean of its two runs by name, their spread its noise.
+    let before: BTreeMap<&String, f64> = first
+        .iter()
+        .map(|(n, a)| (n, second.get(n).map_or(*a, |b| (a + b) / 2.0)))
+        .collect();
+    let noise = first
+        .iter()
+        .filter_map(|(n, a)| Some((a - second.get(n)?).abs() / a))
+        .fold(0.0, f64::max);
+    let band = SAME.max(2.0 * noise);
+    let build = capped.units.iter().find(|u| u.name != capped.stage);
+    let spills = build.and_then(|b| logs.spill_bytes(b, kernel));
+    let regs_after = build.and_then(|b| logs.registers(b, kernel));
+    let regs_before = run
+        .stages
+        .iter()
+        .filter(|s| s.kind == StageKind::Compile && s.config.as_deref() == Some(e.config.as_str()))
+        .find_map(|s| logs.registers(s, kernel));
+    let registers = e.kind == ExperimentKind::Registers;
+    let pairs: Vec<(f64, f64)> = before
+        .iter()
+        .filter_map(|(name, b)| Some((*b, *after.get(*name)?)))
+        .filter(|(b, a)| *b > 0.0 && *a > 0.0)
+        .collect();
+    let mut rows = vec![];
+    if pairs.is_empty() {
+        rows.push(row(capped, why_not(capped)));
+        return (
+            Outcome::Inconclusive,
+            format!(
+                "No timing to compare: {} of the build as it ran, {} of the capped one.",
+                before.len(),
+                after.len()
+            ),
+            rows,
+        );
+    }
+    if let (true, Some(b), Some(a)) = (registers, regs_before, regs_after)
+        && a >= b
+    {
+        rows.push(row(capped, format!("{a} registers")));
+        return (
+            Outcome::Inconclusive,
+            format!(
+                "The budget did not take: the capped build still uses {a} registers per thread \
+                 (a `__launch_bounds__` on the kernel sets its own)."
+            ),
+            rows,
+        );
+    }
+    let speedup = (pairs.iter().map(|(b, a)| (b / a).ln()).sum::<f64>() / pairs.len() as f64).exp();
+    let (longest_before, longest_after) = pairs
+        .iter()
+        .copied()
+        .max_by(|x, y| x.0.total_cmp(&y.0))
+        .unwrap_or((0.0, 0.0));
+    let regs = match (registers, regs_before, regs_after) {
+        (true, Some(b), Some(a)) => format!("{b} -> {a} registers"),
+        (true, _, Some(a)) => format!("{a} registers"),
+        _ => capped.label.clone(),
+    };
+    let spill_text = match spills {
+        Some(0) => Some("no spills".to_string()),
+        Some(s) => Some(format!("{} of spill stores", crate::text::bytes(s))),
+        None if registers => Some("spills unknown".to_string()),
+        None => None,
+    };
+    let over = if pairs.len() > 1 {
+        format!(" over {} timings", pairs.len())
+    } else {
+        String::new()
+    };
+    let noise_text = (!second.is_empty()).then(|| {
+        format!(
+            "two runs of the build as it ran differ by {:.1}%",
+            noise * 100.0
+        )
+    });
+    let said: Vec<String> = spill_text.into_iter().chain(noise_text).collect();
+    let detail = if said.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", said.join("; "))
+    };
+    rows.push(row(
+        capped,
+        format!(
+            "{speedup:.2}x{over}; the longest {longest_after:.1} µs against {longest_before:.1} µs"
+        ),
+    ));
+    if let Some(t) = again {
+        let said = if second.is_empty() {
+            why_not(t)
+        } else {
+            format!("{:.1}% from the first run", noise * 100.0)
+        };
+        rows.push(row(t, said));
+    }
+    let (outcome, verdict) = if speedup >= 1.0 + band {
+        (
+            Outcome::Confirmed,
+            format!("{speedup:.2}x faster{over}{detail}."),
+        )
+    } else if speedup <= 1.0 - band {
+        (
+            Outcome::Refuted,
+            format!("slower, {speedup:.2}x{over}{detail}: the suggestion is withdrawn."),
+        )
+    } else {
+        (
+            Outcome::Refuted,
+            format!(
+                "no change beyond {:.0}%, {speedup:.2}x{over}{detail}: the suggestion is \
+                 withdrawn.",
+                band * 100.0
+            ),
+        )
+    };
+    (outcome, format!("{regs}: {verdict}"), rows)
+}

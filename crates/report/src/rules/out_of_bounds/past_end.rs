@@ -1,0 +1,314 @@
+//! An access past the end of a buffer, worded by what its records show: a slot a pointer stores
+//! past, an unguarded tail, an off-by-one, an index meant for another buffer, or a wrong stride.
+
+use parsers::Access;
+use serde_json::json;
+
+use crate::diagnosis::{Draft, Figure};
+use crate::text::bytes;
+
+use super::spread::{Slot, SlotText, Spread, Tail};
+use super::{Words, triton_fix};
+
+/// The stage's tensor shape, where it has one (with its element size), and its rows and whole
+/// tensor in bytes.
+pub(super) struct Layout {
+    pub(super) shape: Option<(parsers::harness::Shape, u64)>,
+    pub(super) row_bytes: Option<u64>,
+    pub(super) tensor_bytes: Option<u64>,
+}
+
+/// An unguarded tail: the records of one or two blocks reaching past the end of an `m`-byte
+/// buffer ([`Spread::tail`]).
+fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64) {
+    let Words {
+        space_word,
+        access_word,
+        size,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        of_array,
+        the_line,
+        ..
+    } = w;
+    Figure::OvershootBytes.set(&mut d.figures, json!(tail.reach));
+    d.figures.insert("threads".into(), json!(spread.threads));
+    let one_block = spread.blocks <= 1;
+    d.title = format!(
+        "Unguarded tail: {} {}{of_array} up to {} past the end of a \
+         {}-byte buffer",
+        tail.who,
+        if one_block {
+            format!("{access_word}s")
+        } else {
+            access_word.to_string()
+        },
+        bytes(tail.reach),
+        m
+    );
+    let (lo, _) = spread.after;
+    let start = if lo <= 1 {
+        "the first byte past the end".to_string()
+    } else {
+        format!("{} past the end", bytes(lo.saturating_sub(1)))
+    };
+    let within = if tail.reach <= m / 100 {
+        ", within a hundredth of the buffer"
+    } else {
+        ""
+    };
+    let who = if one_block {
+        "no record comes from any other block: the block that covers the end of \
+         the buffer runs past it"
+    } else {
+        "no record comes from any block before them: the last blocks of a grid \
+         sized past the data run past its end"
+    };
+    d.explanation = format!(
+        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
+         from {} in {}. Together they start at {start} of a {m}-byte buffer and \
+         reach {} beyond it{}{within}, and {who} \
+         unguarded, as the last tile does when the length is not a multiple of \
+         the tile. memcheck stops a thread at its first bad access, so the \
+         overshoot may reach further than this.{the_line}",
+        crate::text::plural(spread.threads, "thread", "threads"),
+        tail.who,
+        bytes(tail.reach),
+        match size.filter(|s| *s > 0) {
+            Some(s) => format!(" ({} {s}-byte elements)", tail.reach.div_ceil(s)),
+            None => String::new(),
+        }
+    );
+    d.fix = "Guard the last tile: skip (or mask) the rows or elements past the end \
+             with the real length (`if (row < rows)`) around the access, or pad the \
+             buffer to a whole number of tiles; re-run memcheck with a length that \
+             is not a multiple of the tile."
+        .to_string();
+}
+
+/// An access just past the end of an `m`-byte buffer, `past` bytes beyond it: an off-by-one
+/// or an unguarded tail.
+fn just_past_end(
+    d: &mut Draft,
+    w: &Words,
+    spread: &Spread,
+    m: u64,
+    past: u64,
+    one_element: bool,
+    layout: &Layout,
+) {
+    let Layout {
+        row_bytes,
+        tensor_bytes,
+        ..
+    } = *layout;
+    let shape = &layout.shape;
+    let Words {
+        space_word,
+        access_word,
+        triton,
+        builtin,
+        size,
+        ..
+    } = *w;
+    d.title = if one_element && spread.threads <= 1 && !builtin && !triton {
+        format!(
+            "Off-by-one: a {space_word} {access_word} of the element just past \
+             the end of a {m}-byte buffer"
+        )
+    } else {
+        format!(
+            "Out-of-bounds {space_word} {access_word} just past the end of a buffer (off-by-one or unguarded tail)"
+        )
+    };
+    // Triton vectorises its loads: the access size is no element size.
+    let index = match size.filter(|s| *s > 0 && m.is_multiple_of(*s) && !triton) {
+        Some(s) => format!(
+            " With {s}-byte elements it is element {} of a {}-element buffer{}.",
+            (m / s).saturating_add(past / s),
+            m / s,
+            if past < s { ": one past the last" } else { "" }
+        ),
+        None => String::new(),
+    };
+    let row_hint = match (row_bytes, &shape) {
+        (Some(row), Some((s, _))) if tensor_bytes == Some(m) => format!(
+            " It lands in row {} of the last head, whose rows end at {}: what an \
+             unguarded last tile or a `<=` bound reads.",
+            u64::from(s.seq_len).saturating_add(past / row.max(1)),
+            s.seq_len - 1
+        ),
+        _ => String::new(),
+    };
+    if triton {
+        d.explanation.push_str(
+            " The last program's block reaches past the end: its offsets are not \
+             masked against the tensor's size.",
+        );
+    } else {
+        d.explanation.push_str(&format!(
+            "{index} An index a step too far, not a wild pointer.{row_hint}"
+        ));
+    }
+    d.fix = if triton {
+        triton_fix(d.location.as_ref())
+    } else if builtin {
+        "Guard the access with the real bound: mask rows and columns with index \
+         >= seq_len in the last (partial) tile, and check loop bounds use `<`, \
+         not `<=`. Re-run memcheck, and check with S not a multiple of the tile."
+            .to_string()
+    } else {
+        "Guard the access with the real bound (`if (i < n)`, loop bounds with \
+         `<`, not `<=`), including the last partial block; re-run memcheck with a \
+         size that is not a multiple of the block size."
+            .to_string()
+    };
+}
+
+/// An access within reach of the end of the allocation memcheck names, but more than one
+/// element past it: the index may be meant for another buffer.
+fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
+    let Words {
+        space_word,
+        access_word,
+        triton,
+        ..
+    } = *w;
+    d.title = format!(
+        "Out-of-bounds {space_word} {access_word} {} past the end of the nearest allocation",
+        bytes(past.saturating_add(1))
+    );
+    d.explanation.push_str(&format!(
+        " memcheck names the allocation nearest the address, which need not be the \
+         buffer the index was meant for: {} past the end of a {m}-byte buffer is \
+         more than one element past it, so either the index runs several \
+         elements past this buffer or it was computed for another one.",
+        bytes(past.saturating_add(1))
+    ));
+    d.fix = if triton {
+        triton_fix(d.location.as_ref())
+    } else {
+        "Check which buffer the access at the named line means to read, and the \
+         index against that buffer's size (a table indexed with a value meant for \
+         another array, a stale index, a size in bytes used as a count)."
+            .to_string()
+    };
+}
+
+/// An access far past the end: a wrong stride, base pointer or dimension.
+fn far_past_end(d: &mut Draft, w: &Words) {
+    let Words { builtin, .. } = *w;
+    d.explanation.push_str(
+        " That is far past the end: a wrong stride, a wrong base pointer or an index \
+         computed from the wrong dimension.",
+    );
+    d.fix = if builtin {
+        "Check the index arithmetic at the named line against the tensor's \
+         [batch, heads, seq_len, head_dim] strides, and that the pointer is the \
+         buffer the launch passed."
+    } else {
+        "Check the index arithmetic at the named line against the buffer's \
+         dimensions and strides, and that the pointer is the buffer the launch \
+         passed."
+    }
+    .to_string();
+}
+
+/// An access `n` bytes past the end of an `m`-byte buffer: a slot a pointer stores past, an
+/// unguarded tail, an off-by-one, or an index meant for another buffer. Returns the signals
+/// it adds.
+pub(super) fn past_end(
+    d: &mut Draft,
+    w: &Words,
+    finding: &parsers::Finding,
+    line: Option<&str>,
+    (n, m): (u64, u64),
+    layout: &Layout,
+) -> usize {
+    let Layout {
+        row_bytes,
+        tensor_bytes,
+        ..
+    } = *layout;
+    let shape = &layout.shape;
+    let Words {
+        space_word,
+        access_word,
+        triton,
+        builtin,
+        size,
+        ..
+    } = *w;
+    let Words {
+        records,
+        size_text,
+        at,
+        the_line,
+        ..
+    } = w;
+    let mut signals = 0;
+    d.figures.insert("bytes_after".into(), json!(n));
+    d.figures.insert("allocation_size".into(), json!(m));
+    // memcheck counts from 1: "1 bytes after" is the first byte past the end.
+    let past = n.saturating_sub(1);
+    // Within one row (or, without a shape, 256 bytes) of the end: an index one step
+    // too far, the classic off-by-one or unmasked tail.
+    let near = past < row_bytes.unwrap_or(256).max(size.unwrap_or(1));
+    let what = match (tensor_bytes, &shape) {
+        (Some(t), Some((s, _))) if t == m => format!(
+            "a [{}, {}, {}, {}] tensor ({})",
+            s.batch,
+            s.heads,
+            s.seq_len,
+            s.head_dim,
+            bytes(m)
+        ),
+        _ => format!("a {m}-byte buffer"),
+    };
+    d.explanation = format!(
+        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
+         \"{n} bytes after\" the end of {what} (memcheck counts the first byte past \
+         the end as 1)."
+    );
+    // Off by one only when the access starts within one element of the end; the
+    // attention kernel's rows (its tail tile) are its own, known layout.
+    let one_element = past < size.unwrap_or(1).max(1);
+    let spread = Spread::of(finding, n);
+    let write = finding.access == Some(Access::Write);
+    let scalar = line.and_then(|l| crate::source_line::scalar_pointer(l, write));
+    if let Some(slot) = Slot::read(&spread, scalar, write, size, m) {
+        signals += 2;
+        slot.diagnose(
+            d,
+            SlotText {
+                space_word,
+                access_word,
+                records,
+                size_text,
+                at,
+                allocation: m,
+                triton,
+                the_line,
+            },
+        );
+    } else if !builtin
+        && !triton
+        && let Some(tail) = spread.tail(size.unwrap_or(1).max(1), m)
+    {
+        signals += 2;
+        unguarded_tail(d, w, &spread, &tail, m);
+    } else if near && (builtin || one_element) {
+        signals += 1;
+        just_past_end(d, w, &spread, m, past, one_element, layout);
+    } else if near {
+        signals += 1;
+        near_allocation(d, w, past, m);
+    } else {
+        far_past_end(d, w);
+    }
+    signals
+}

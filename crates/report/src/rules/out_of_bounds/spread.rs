@@ -1,0 +1,261 @@
+//! What all of a memcheck finding's records say together: the spread of "bytes after", threads
+//! and blocks, and the shapes it reads as: an unguarded tail, or a slot a pointer stores past.
+
+use serde_json::json;
+
+use crate::diagnosis::Draft;
+use crate::rules::detail_u64;
+use crate::text::{bytes, md_code};
+
+/// What all of a finding's records say together (the parser keeps their spread): the range of
+/// "bytes after", how many threads and blocks made them.
+pub(super) struct Spread {
+    /// Smallest and largest "N bytes after" over the records (memcheck counts from 1).
+    pub(super) after: (u64, u64),
+    pub(super) threads: u64,
+    pub(super) blocks: u64,
+    /// The blocks seen, as memcheck prints them, when few.
+    pub(super) block_names: Vec<String>,
+}
+
+/// A tail overshoot: who made it and how far past the end it reaches.
+pub(super) struct Tail {
+    pub(super) who: String,
+    pub(super) reach: u64,
+}
+
+impl Spread {
+    pub(super) fn of(finding: &parsers::Finding, first: u64) -> Spread {
+        let lo = detail_u64(finding, "bytes_after_min").unwrap_or(first);
+        let hi = detail_u64(finding, "bytes_after_max").unwrap_or(first);
+        Spread {
+            after: (lo, hi),
+            threads: detail_u64(finding, "distinct_threads").unwrap_or(1),
+            blocks: detail_u64(finding, "distinct_blocks").unwrap_or(1),
+            block_names: finding
+                .details
+                .get("blocks")
+                .and_then(|v| v.as_array())
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|b| b.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// An unguarded tail: many threads of one or two blocks, starting at the first element past
+    /// the end and reaching further, within a small part of the buffer (a tile, not a stride).
+    /// An overshoot within a hundredth of the buffer is a tail whichever blocks made it (the
+    /// last few blocks of a grid sized past the data) and wherever its first printed record
+    /// lies (memcheck's print limit can leave out the nearest ones).
+    pub(super) fn tail(&self, element: u64, allocation: u64) -> Option<Tail> {
+        let (lo, hi) = self.after;
+        let reach = hi.saturating_sub(1).saturating_add(element);
+        let hundredth = reach <= allocation / 100;
+        let starts_at_end = lo.saturating_sub(1) < element || hundredth;
+        let several = self.threads > 1 && reach > element;
+        let few_blocks = self.blocks <= 2 || hundredth;
+        let within_a_tile = reach <= allocation / 2 || reach <= 64 * 1024;
+        (starts_at_end && several && few_blocks && within_a_tile).then(|| Tail {
+            who: match self.block_names.as_slice() {
+                [one] => format!("block {one}"),
+                [a, b] => format!("blocks {a} and {b}"),
+                _ => crate::text::plural(self.blocks, "block", "blocks"),
+            },
+            reach,
+        })
+    }
+}
+
+/// An access past the end that no index explains: one value stored (or loaded) through a
+/// pointer, by one thread per block. Read from the quoted line (`*out = v`,
+/// `tl.store(loss_ptr, loss)`: nothing on it to mask or guard) and from the records (one
+/// thread per block; several blocks at the same address past the end).
+pub(super) struct Slot {
+    /// The pointer the line stores through, when the line was read.
+    pointer: Option<String>,
+    /// How the blocks met the end.
+    shape: SlotShape,
+    blocks: u64,
+    /// Bytes past the end where the nearest record lies (0: the first byte past it).
+    past: u64,
+}
+
+pub(super) enum SlotShape {
+    /// Several blocks, one thread each, at one address past the end: each block stores to more
+    /// slots than it owns (a pointer moved on per loop iteration), so the last blocks' later
+    /// stores run past the buffer.
+    Shared,
+    /// Several blocks, one thread each, at addresses one after another: one slot per block and
+    /// more blocks than slots.
+    PerBlock,
+    /// A scalar store past the end, from too few records to tell which.
+    Past,
+}
+
+/// What [`Slot::diagnose`] words the draft with.
+pub(super) struct SlotText<'a> {
+    pub(super) space_word: &'a str,
+    pub(super) access_word: &'a str,
+    pub(super) records: &'a str,
+    pub(super) size_text: &'a str,
+    pub(super) at: &'a str,
+    pub(super) allocation: u64,
+    pub(super) triton: bool,
+    pub(super) the_line: &'a str,
+}
+
+impl Slot {
+    pub(super) fn read(
+        spread: &Spread,
+        pointer: Option<String>,
+        write: bool,
+        size: Option<u64>,
+        allocation: u64,
+    ) -> Option<Slot> {
+        let (lo, hi) = spread.after;
+        let one_per_block = spread.blocks >= 2 && spread.threads == spread.blocks && write;
+        let element = size.unwrap_or(1).max(1);
+        // Within a few slots of the end: a pointer a step or a few past its slot, not a stride.
+        let close = hi.saturating_sub(1) < element.saturating_mul(spread.blocks.max(1) + 1);
+        let shape = if one_per_block && lo == hi && close {
+            SlotShape::Shared
+        } else if one_per_block && pointer.is_some() && close {
+            SlotShape::PerBlock
+        } else if pointer.is_some() && spread.threads <= 1 && hi.saturating_sub(1) < allocation {
+            SlotShape::Past
+        } else {
+            return None;
+        };
+        Some(Slot {
+            pointer,
+            shape,
+            blocks: spread.blocks,
+            past: lo.saturating_sub(1),
+        })
+    }
+
+    pub(super) fn diagnose(&self, d: &mut Draft, t: SlotText<'_>) {
+        let SlotText {
+            space_word,
+            access_word,
+            records,
+            size_text,
+            at,
+            allocation,
+            triton,
+            the_line,
+        } = t;
+        let blocks = if triton { "programs" } else { "blocks" };
+        let pointer = self.pointer.as_deref().map(md_code);
+        let through = pointer
+            .as_deref()
+            .map(|p| format!(" through {p}"))
+            .unwrap_or_default();
+        d.figures.insert("blocks".into(), json!(self.blocks));
+        if let Some(p) = &self.pointer {
+            d.figures.insert("pointer".into(), json!(p));
+        }
+        d.key = format!("{space_word}|{access_word}|slot");
+        let scalar = match &pointer {
+            Some(p) => format!(
+                " The line {access_word}s one value{through}, with no index and so no offset \
+                 to {}; the pointer {p} itself has moved past the buffer.",
+                if triton { "mask" } else { "guard" }
+            ),
+            None => String::new(),
+        };
+        match self.shape {
+            SlotShape::Shared => {
+                let unit = if triton { "program" } else { "block" };
+                let address = if self.past == 0 {
+                    "the first byte past the end".to_string()
+                } else {
+                    format!("{} past the end", bytes(self.past))
+                };
+                d.title = format!(
+                    "Out-of-bounds {space_word} {access_word}{through}: {} {blocks} write the \
+                     same slot past the end of a {allocation}-byte buffer",
+                    self.blocks
+                );
+                let (mechanism, fix) = match &pointer {
+                    Some(p) => (
+                        format!(
+                            " Several {blocks} reaching one slot past the end means each {unit} \
+                             writes to more slots than it owns: a pointer moved on one slot per \
+                             iteration of a loop writes a slot per iteration, so each {unit} \
+                             overwrites the slots of the ones after it, and the last ones run \
+                             past the buffer. The wrong values in the slots inside it are the \
+                             same fault."
+                        ),
+                        format!(
+                            "Store once per slot: accumulate in the loop and store the total \
+                             once, after it, with {p} left at the {unit}'s own slot; or, if \
+                             every iteration is meant to have a slot of its own, allocate one \
+                             per iteration and offset by the iteration as well as the {}.",
+                            if triton { "program id" } else { "block index" }
+                        ),
+                    ),
+                    None => (
+                        format!(
+                            " The index at the line names the same slot in every {unit} that \
+                             reaches the end: it does not depend on the {unit} (a length used \
+                             as an index), or each {unit} writes past its own slots into the \
+                             next ones'."
+                        ),
+                        format!(
+                            "Check the index at the named line against the buffer's length and \
+                             against the {unit}: which slots each {unit} owns, and whether the \
+                             last {unit}'s index stays below the length."
+                        ),
+                    ),
+                };
+                d.explanation = format!(
+                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
+                     one thread in each of {} {blocks}, all at one address: {address} of a \
+                     {allocation}-byte buffer.{scalar}{mechanism}{the_line}",
+                    self.blocks,
+                );
+                d.fix = fix;
+            }
+            SlotShape::PerBlock => {
+                d.title = format!(
+                    "Out-of-bounds {space_word} {access_word}{through}: one slot per {}, more \
+                     {blocks} than slots",
+                    if triton { "program" } else { "block" }
+                );
+                d.explanation = format!(
+                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
+                     one thread in each of {} {blocks}, at consecutive slots past the end of a \
+                     {allocation}-byte buffer.{scalar} Each {} {access_word}s its own slot, and \
+                     the grid has more {blocks} than the buffer has slots.{the_line}",
+                    self.blocks,
+                    if triton { "program" } else { "block" },
+                );
+                d.fix = format!(
+                    "Size the buffer from the grid (one slot per {}), or the grid from the \
+                     buffer; where the last {blocks} have no slot, return before the store.",
+                    if triton { "program" } else { "block" }
+                );
+            }
+            SlotShape::Past => {
+                d.title = format!(
+                    "Out-of-bounds {space_word} {access_word}{through} past the end of a \
+                     {allocation}-byte buffer"
+                );
+                d.explanation = format!(
+                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
+                     past the end of a {allocation}-byte buffer.{scalar}{the_line}"
+                );
+                d.fix = format!(
+                    "Trace the pointer{through} back to where it is set and advanced (per \
+                     {}, per loop iteration) and check every value it takes against the \
+                     buffer's length.",
+                    if triton { "program" } else { "block" }
+                );
+            }
+        }
+    }
+}
