@@ -454,7 +454,7 @@ pub const RULES: &[Rule] = &[
         name: "Performance regression",
         description: "A kernel's p50 slower than the other run's by more than both runs' \
                       measured noise.",
-        module: "crates/report/src/diff.rs",
+        module: "crates/report/src/diff/perf.rs",
         run: None,
         absorbs: None,
         slows: false,
@@ -467,7 +467,7 @@ pub const RULES: &[Rule] = &[
         name: "Performance improvement",
         description: "A kernel's p50 faster than the other run's by more than both runs' \
                       measured noise.",
-        module: "crates/report/src/diff.rs",
+        module: "crates/report/src/diff/perf.rs",
         run: None,
         absorbs: None,
         slows: false,
