@@ -3,98 +3,61 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Every rule's id, as reports, SARIF and fingerprints spell it (`wmma-local-memory`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RuleId {
-    CompileError,
-    WmmaLocalMemory,
-    SharedMemoryRace,
-    OutOfBounds,
-    UninitializedRead,
-    DivergentBarrier,
-    MisalignedAccess,
-    LaunchRejected,
-    RepeatedLaunchFailure,
-    WrongOutput,
-    LaunchFailure,
-    RegisterSpills,
-    OccupancyLimit,
-    TensorCoresIdle,
-    SlowKernel,
-    Bottleneck,
-    SlowerThanBaseline,
-    CheckFailed,
-    HostApiError,
-    DebugBuild,
-    LibraryKernel,
-    SanitizerError,
-    PerfRegression,
-    PerfImprovement,
+/// Declares the ids, one line each (`Variant => "spelling"`): the enum, [`RuleId::ALL`] and
+/// [`RuleId::as_str`]. A new rule adds its line here and its row to `rules::RULES`.
+macro_rules! rule_ids {
+    ($($id:ident => $text:literal,)*) => {
+        /// Every rule's id, as reports, SARIF and fingerprints spell it (`wmma-local-memory`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum RuleId {
+            $(#[serde(rename = $text)] $id,)*
+        }
+
+        impl RuleId {
+            /// Every id, in declaration order (the order of `rules::RULES`).
+            pub const ALL: &[RuleId] = &[$(RuleId::$id,)*];
+
+            /// The id as reports spell it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(RuleId::$id => $text,)*
+                }
+            }
+        }
+    };
+}
+
+rule_ids! {
+    CompileError => "compile-error",
+    WmmaLocalMemory => "wmma-local-memory",
+    SharedMemoryRace => "shared-memory-race",
+    OutOfBounds => "out-of-bounds",
+    UninitializedRead => "uninitialized-read",
+    DivergentBarrier => "divergent-barrier",
+    MisalignedAccess => "misaligned-access",
+    LaunchRejected => "launch-rejected",
+    RepeatedLaunchFailure => "repeated-launch-failure",
+    WrongOutput => "wrong-output",
+    LaunchFailure => "launch-failure",
+    RegisterSpills => "register-spills",
+    OccupancyLimit => "occupancy-limit",
+    TensorCoresIdle => "tensor-cores-idle",
+    SlowKernel => "slow-kernel",
+    Bottleneck => "bottleneck",
+    SlowerThanBaseline => "slower-than-baseline",
+    CheckFailed => "check-failed",
+    HostApiError => "host-api-error",
+    DebugBuild => "debug-build",
+    LibraryKernel => "library-kernel",
+    SanitizerError => "sanitizer-error",
+    PerfRegression => "perf-regression",
+    PerfImprovement => "perf-improvement",
 }
 
 impl RuleId {
-    /// Every id, in declaration order (the order of [`crate::rules::RULES`]).
-    pub const ALL: [RuleId; 24] = [
-        RuleId::CompileError,
-        RuleId::WmmaLocalMemory,
-        RuleId::SharedMemoryRace,
-        RuleId::OutOfBounds,
-        RuleId::UninitializedRead,
-        RuleId::DivergentBarrier,
-        RuleId::MisalignedAccess,
-        RuleId::LaunchRejected,
-        RuleId::RepeatedLaunchFailure,
-        RuleId::WrongOutput,
-        RuleId::LaunchFailure,
-        RuleId::RegisterSpills,
-        RuleId::OccupancyLimit,
-        RuleId::TensorCoresIdle,
-        RuleId::SlowKernel,
-        RuleId::Bottleneck,
-        RuleId::SlowerThanBaseline,
-        RuleId::CheckFailed,
-        RuleId::HostApiError,
-        RuleId::DebugBuild,
-        RuleId::LibraryKernel,
-        RuleId::SanitizerError,
-        RuleId::PerfRegression,
-        RuleId::PerfImprovement,
-    ];
-
-    /// The id as reports spell it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuleId::CompileError => "compile-error",
-            RuleId::WmmaLocalMemory => "wmma-local-memory",
-            RuleId::SharedMemoryRace => "shared-memory-race",
-            RuleId::OutOfBounds => "out-of-bounds",
-            RuleId::UninitializedRead => "uninitialized-read",
-            RuleId::DivergentBarrier => "divergent-barrier",
-            RuleId::MisalignedAccess => "misaligned-access",
-            RuleId::LaunchRejected => "launch-rejected",
-            RuleId::RepeatedLaunchFailure => "repeated-launch-failure",
-            RuleId::WrongOutput => "wrong-output",
-            RuleId::LaunchFailure => "launch-failure",
-            RuleId::RegisterSpills => "register-spills",
-            RuleId::OccupancyLimit => "occupancy-limit",
-            RuleId::TensorCoresIdle => "tensor-cores-idle",
-            RuleId::SlowKernel => "slow-kernel",
-            RuleId::Bottleneck => "bottleneck",
-            RuleId::SlowerThanBaseline => "slower-than-baseline",
-            RuleId::CheckFailed => "check-failed",
-            RuleId::HostApiError => "host-api-error",
-            RuleId::DebugBuild => "debug-build",
-            RuleId::LibraryKernel => "library-kernel",
-            RuleId::SanitizerError => "sanitizer-error",
-            RuleId::PerfRegression => "perf-regression",
-            RuleId::PerfImprovement => "perf-improvement",
-        }
-    }
-
     /// The id spelled `text`, if a rule has it.
     pub fn parse(text: &str) -> Option<RuleId> {
-        RuleId::ALL.into_iter().find(|r| r.as_str() == text)
+        RuleId::ALL.iter().copied().find(|r| r.as_str() == text)
     }
 }
 
