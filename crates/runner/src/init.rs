@@ -5,7 +5,7 @@
 //! extension (a Python file using `torch.utils.cpp_extension` or `load_inline`), a Triton
 //! script (a Python file importing `triton`), CUDA files (`.cu`, one of them with a `main`). It
 //! reads the directory and the one below (no hidden, build or run directories), never runs
-//! anything; `cli.rs` then runs `check` on what it wrote.
+//! anything; `cli/` then runs `check` on what it wrote.
 
 use std::path::{Path, PathBuf};
 
