@@ -58,15 +58,15 @@ impl CudaError {
     }
 
     /// The launch error a line of a program's or a framework's output names: a launch out of
-    /// resources or with an invalid configuration, by its name or its words, anywhere in the
-    /// line; an invalid value only where the line also names a launch or the error query that
+    /// resources or with an invalid configuration, by its name or the runtime's own words for
+    /// it (never a generic "out of resources", which other libraries say of other things),
+    /// anywhere in the line; an invalid value only where the line also names a launch or the error query that
     /// follows one (`cudaGetLastError`), since "invalid argument" alone is any call's.
     pub fn of_launch_line(line: &str) -> Option<CudaError> {
         let t = line.to_ascii_lowercase();
         let any = |words: &[&str]| words.iter().any(|w| t.contains(w));
         if any(&[
-            "too many resources",
-            "out of resources",
+            "too many resources requested for launch",
             "launchoutofresources",
             "launch_out_of_resources",
         ]) {
