@@ -4,10 +4,25 @@
 
 use parsers::{FindingKind, Severity};
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, Scope, SourceLocation, Span};
 use crate::join::kind_name;
 use crate::text::{md_text, scrub};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::SanitizerError,
+    role: Role::CatchAll,
+    name: "Unexplained tool error",
+    description: "Any error or warning a tool reported that no rule above explains: never \
+                  dropped silently.",
+    module: "crates/report/src/rules/catch_all.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// Whether one of this rule's own drafts is an error an echo gives way to: not the variant of
 /// an exit record that stands only as a fault's symptom (the registry weighs that one against

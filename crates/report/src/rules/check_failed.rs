@@ -5,9 +5,26 @@
 use parsers::{FindingKind, Format};
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Figure, Level, Scope};
 use crate::text::{md_code, md_text, scrub};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::CheckFailed,
+    role: Role::FailingTest,
+    name: "Failed program check",
+    description: "A user's program reported a check as failed (exhibit.results/1 \
+                  `passed: false`), a test framework a failing test (JUnit XML: pytest, \
+                  GoogleTest, Catch2, ctest), or a Google Benchmark benchmark stopped with an \
+                  error: the test is named with its message and, for a test, its line.",
+    module: "crates/report/src/rules/check_failed.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One draft per failed check or benchmark error (the same test in several configs merges).
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

@@ -2,8 +2,25 @@
 
 use parsers::FindingKind;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::CompileError,
+    role: Role::SitedFault {
+        rank: 0,
+        unplaced: false,
+    },
+    name: "Compile error",
+    description: "nvcc or ptxas refused the kernel; the error's file:line is the place to look.",
+    module: "crates/report/src/rules/compile_error.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One draft per distinct compile error, pointing at its file:line.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

@@ -8,10 +8,28 @@ mod spread;
 use parsers::{Access, FindingKind, MemorySpace};
 use serde_json::json;
 
-use super::{Ctx, RuleId, detail_u64};
+use super::{Ctx, Proposes, Role, Rule, RuleId, detail_u64};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
 use crate::text::{bytes, md_code, md_text};
 use past_end::{Layout, past_end};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::OutOfBounds,
+    role: Role::SitedFault {
+        rank: 4,
+        unplaced: false,
+    },
+    name: "Out-of-bounds access",
+    description: "memcheck's invalid global/shared/local access; a few bytes past the end of an \
+                  allocation points at an off-by-one or a missing tail guard.",
+    module: "crates/report/src/rules/out_of_bounds.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Tail,
+};
 
 /// One draft per distinct invalid-access site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

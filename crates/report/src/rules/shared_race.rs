@@ -8,11 +8,28 @@ mod merge;
 use parsers::{Access, FindingKind, Severity};
 use serde_json::json;
 
-use super::{Ctx, RuleId, detail_u64};
+use super::{Ctx, Proposes, Role, Rule, RuleId, detail_u64};
 use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, inlined_in};
 use crate::kernel_id::KernelId;
 use crate::text::{md_code, md_text};
 use merge::{merge_adjacent_writes, merge_sites_of_one_barrier};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::SharedMemoryRace,
+    role: Role::SitedFault {
+        rank: 3,
+        unplaced: false,
+    },
+    name: "Shared-memory race",
+    description: "racecheck's write and read sites: a barrier is missing between them.",
+    module: "crates/report/src/rules/shared_race.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Race,
+};
 
 /// One draft per distinct pair of sites.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

@@ -7,11 +7,27 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, EvidenceItem, GiveWay, Level};
 use crate::run::StageKind;
 use crate::text::{md_code, sig3};
 use crate::timings::TimingRow;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::SlowerThanBaseline,
+    role: Role::Performance,
+    name: "Slower than its baseline",
+    description: "A program's own benchmark slower than its baseline's benchmark of the same \
+                  name beyond both sides' spread, where no kernel cause of its config tells \
+                  the ratio: the verdict is Slow, with or without a profile stage.",
+    module: "crates/report/src/rules/slower_than_baseline.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: true,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// Without a spread from either side, a slowdown counts beyond this ratio (baseline / program).
 const WITHOUT_SPREAD: f64 = 0.8;

@@ -4,10 +4,25 @@
 
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
 use crate::resources::ncu_summary;
 use crate::text::fixed;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::TensorCoresIdle,
+    role: Role::Performance,
+    name: "Tensor cores idle",
+    description: "No HMMA/HGMMA in a kernel that is meant to use them (another config of it \
+                  does, or it loads fragments with ldmatrix), or ncu's tensor pipe near 0.",
+    module: "crates/report/src/rules/tensor_cores.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// Tensor pipe utilisation (percent of peak) at or below which the pipe counts as idle.
 pub const IDLE_PCT: f64 = 1.0;

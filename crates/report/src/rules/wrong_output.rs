@@ -7,12 +7,27 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::{Ctx, RuleId, is_harness_kind};
+use super::{Ctx, Proposes, Role, Rule, RuleId, is_harness_kind};
 use crate::check_failure::{second_launch_differs, within_tolerance_failure};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::ResultRef;
 use crate::kernel_id::KernelId;
 use crate::text::{md_text, sig3};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::WrongOutput,
+    role: Role::Symptom { rank: 2 },
+    name: "Wrong or NaN output",
+    description: "check: NaN, unwritten or wrong elements against the CPU reference, with the \
+                  pattern of failing shapes (masked rows, tail tiles).",
+    module: "crates/report/src/rules/wrong_output.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Category {
