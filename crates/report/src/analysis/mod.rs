@@ -206,7 +206,7 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
             .copied();
         // The top cause's kernel against its binding roof, where its title does not say it.
         let roof = top
-            .filter(|d| !d.title.contains("% of"))
+            .filter(|d| !d.title.markdown().contains("% of"))
             .and_then(|d| {
                 let kernel = KernelId::of(d.kernel.as_deref()?);
                 crate::roofline::of_kernel(joined, d.config.as_deref(), &kernel)
@@ -216,7 +216,7 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
         format!(
             "{}, top: {}{}{roof}",
             plural(slow.len() as u64, "cause", "causes"),
-            top.map(|d| d.title.clone()).unwrap_or_default(),
+            top.map(|d| d.title.clone()).unwrap_or_default().markdown(),
             top.and_then(|d| d.kernel.as_deref())
                 .map(|k| format!(" in {}", crate::text::short_kernel(k)))
                 .unwrap_or_default()

@@ -218,7 +218,7 @@ pub(super) fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
         );
         out.push(Diagnosis {
             rule,
-            title,
+            title: title.into(),
             level,
             confidence: if machine { Confidence::Low } else { Confidence::High },
             kernel: None,
@@ -249,7 +249,7 @@ pub(super) fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
                             fixed(p.noise * 100.0, 1)
                         ),
                     }
-                ),
+                ).into(),
                 excerpt: Vec::new(),
             }],
             spans: Vec::new(),
@@ -274,15 +274,15 @@ pub(super) fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
                 } else {
                     ""
                 }
-            )],
+            ).into()],
             help: vec![if rule == RuleId::PerfRegression {
                 format!(
                     "Compare the two runs' per-config resources (registers, spills, occupancy, \
                      HMMA counts) for {}; re-run the bench stage to confirm.",
                     p.implementation
-                )
+                ).into()
             } else {
-                "Nothing to fix; keep the change.".to_string()
+                "Nothing to fix; keep the change.".to_string().into()
             }],
             fingerprint: short_hash(&[rule.as_str(), &key, &b.pipeline]),
             kernels: Vec::new(),

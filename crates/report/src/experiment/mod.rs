@@ -96,23 +96,20 @@ pub fn apply(diagnoses: &mut [Diagnosis], conclusions: &[Conclusion], run: Optio
             Outcome::Confirmed => {
                 d.confidence = Confidence::High;
                 d.notes
-                    .push(format!("Confirmed by experiment: {}", c.sentence));
+                    .push(format!("Confirmed by experiment: {}", c.sentence).into());
             }
             Outcome::Refuted if suggestion => {
-                d.help = vec![format!("Withdrawn by experiment: {}", c.sentence)];
+                d.help = vec![format!("Withdrawn by experiment: {}", c.sentence).into()];
                 d.level = d.level.min(Level::Note);
             }
             Outcome::Refuted => {
                 d.confidence = Confidence::Low;
                 d.notes
-                    .push(format!("Refuted by experiment: {}", c.sentence));
+                    .push(format!("Refuted by experiment: {}", c.sentence).into());
             }
             Outcome::NotSeen | Outcome::Inconclusive => {
-                d.notes.push(format!(
-                    "Experiment ({}): {}",
-                    c.outcome.as_str(),
-                    c.sentence
-                ));
+                d.notes
+                    .push(format!("Experiment ({}): {}", c.outcome.as_str(), c.sentence).into());
             }
         }
     }

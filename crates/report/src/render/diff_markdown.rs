@@ -78,7 +78,7 @@ pub fn render(d: &Diff) -> String {
             let _ = writeln!(
                 out,
                 "- **{}** ({}, {}): {}",
-                n.item.title,
+                n.item.title.markdown(),
                 n.item.level.as_str(),
                 md_code(&n.item.fingerprint),
                 md_text(&n.why.join("; "))
@@ -347,7 +347,7 @@ fn section(out: &mut String, title: &str, list: &[Diagnosis]) {
         let _ = writeln!(
             out,
             "- **{}** ({}, confidence {}{}{}; {})",
-            d.title,
+            d.title.markdown(),
             d.level.as_str(),
             d.confidence.as_str(),
             if d.configs.is_empty() {
@@ -367,7 +367,7 @@ fn section(out: &mut String, title: &str, list: &[Diagnosis]) {
             .find(|e| !e.excerpt.is_empty())
             .or(d.evidence.first())
         {
-            let _ = writeln!(out, "  - {}: {}", md_text(&e.stage), e.summary);
+            let _ = writeln!(out, "  - {}: {}", md_text(&e.stage), e.summary.markdown());
         }
     }
     let _ = writeln!(out);

@@ -61,14 +61,14 @@ fn markdown(e: &Explanation) -> String {
     }
     let _ = writeln!(out);
     for (i, d) in e.diagnoses.iter().enumerate() {
-        let _ = writeln!(out, "## {}. {}\n", i + 1, d.title);
+        let _ = writeln!(out, "## {}. {}\n", i + 1, d.title.markdown());
         let _ = writeln!(out, "{}\n", crate::render::markdown::diagnosis_meta(d));
         if let Some(sites) = crate::render::markdown::sites_line(d) {
             let _ = writeln!(out, "{sites}\n");
         }
-        let _ = writeln!(out, "{}\n", d.explanation());
+        let _ = writeln!(out, "{}\n", d.explanation().markdown());
         if !d.fix().is_empty() {
-            let _ = writeln!(out, "**Fix:** {}\n", d.fix());
+            let _ = writeln!(out, "**Fix:** {}\n", d.fix().markdown());
         }
         for ev in &d.evidence {
             let _ = writeln!(
@@ -76,7 +76,7 @@ fn markdown(e: &Explanation) -> String {
                 "- {} ({}): {}",
                 crate::text::md_text(&ev.stage),
                 crate::text::md_code(&ev.log),
-                ev.summary
+                ev.summary.markdown()
             );
             if !ev.excerpt.is_empty() {
                 let fence = crate::text::code_fence(&ev.excerpt);

@@ -21,7 +21,7 @@ struct Parts<'p> {
     tests: &'p [Vec<&'p TestCase>],
 }
 use crate::diagnosis::{Diagnosis, Level};
-use crate::text::{plain_text, xml_escape};
+use crate::text::xml_escape;
 use crate::{run::Run, run::StageStatus};
 
 /// Renders the JUnit XML document.
@@ -164,16 +164,17 @@ pub fn render_with_tests(
                 }
                 StageStatus::Passed | StageStatus::Findings => {
                     let _ = writeln!(out, ">");
-                    let headline = diagnoses
-                        .first()
-                        .map(|d| plain_text(&d.title))
-                        .unwrap_or_else(|| {
-                            format!(
-                                "{}: {}",
-                                stage_status_word(row.status),
-                                row.reason.as_deref().unwrap_or(&row.figure)
-                            )
-                        });
+                    let headline =
+                        diagnoses
+                            .first()
+                            .map(|d| d.title.plain())
+                            .unwrap_or_else(|| {
+                                format!(
+                                    "{}: {}",
+                                    stage_status_word(row.status),
+                                    row.reason.as_deref().unwrap_or(&row.figure)
+                                )
+                            });
                     let _ = writeln!(
                         out,
                         r#"      <failure message="{}" type="{}">"#,
@@ -188,9 +189,9 @@ pub fn render_with_tests(
                         body.push_str(&format!(
                             "[{}] {}\n{}\nFix: {}\n",
                             d.level.as_str(),
-                            plain_text(&d.title),
-                            plain_text(&d.explanation()),
-                            plain_text(&d.fix())
+                            d.title.plain(),
+                            d.explanation().plain(),
+                            d.fix().plain()
                         ));
                         for e in d.evidence.iter().filter(|e| row.logs.contains(&e.log)) {
                             for line in &e.excerpt {
@@ -292,7 +293,7 @@ fn diagnosis_suite(out: &mut String, diagnoses: &[Diagnosis], run: Option<&Run>)
         let _ = write!(
             out,
             r#"    <testcase name="{}" classname="exhibit.{}" time="0.000"{}"#,
-            xml_escape(&plain_text(&d.title)),
+            xml_escape(&d.title.plain()),
             xml_escape(d.rule.as_str()),
             site(Some(d), run)
         );
@@ -301,12 +302,12 @@ fn diagnosis_suite(out: &mut String, diagnoses: &[Diagnosis], run: Option<&Run>)
             let _ = writeln!(
                 out,
                 r#"      <failure message="{}" type="{}">{}</failure>"#,
-                xml_escape(&plain_text(&d.title)),
+                xml_escape(&d.title.plain()),
                 xml_escape(d.rule.as_str()),
                 xml_escape(&format!(
                     "{}\nFix: {}",
-                    plain_text(&d.explanation()),
-                    plain_text(&d.fix())
+                    d.explanation().plain(),
+                    d.fix().plain()
                 ))
             );
             let _ = writeln!(out, "    </testcase>");

@@ -48,9 +48,15 @@ pub fn render_summary(analysis: &Analysis, run: &Run) -> String {
     if !causes.is_empty() {
         let _ = writeln!(out, "## Root causes\n");
         for (i, d) in causes.iter().enumerate() {
-            let _ = writeln!(out, "{}. **{}** · {}", i + 1, d.title, diagnosis_meta(d));
+            let _ = writeln!(
+                out,
+                "{}. **{}** · {}",
+                i + 1,
+                d.title.markdown(),
+                diagnosis_meta(d)
+            );
             if let Some(fix) = d.help.first() {
-                let _ = writeln!(out, "   **Fix:** {fix}");
+                let _ = writeln!(out, "   **Fix:** {}", fix.markdown());
             }
         }
         let _ = writeln!(out);
@@ -260,7 +266,7 @@ pub(crate) fn diagnosis_meta(d: &Diagnosis) -> String {
             .join(", ");
         // The kernel first, then the inlined helpers the accesses are in.
         meta.push(match crate::diagnosis::inlined_in(&d.helpers) {
-            Some(inlined) => format!("{kernels}, {inlined}"),
+            Some(inlined) => format!("{kernels}, {}", inlined.markdown()),
             None => kernels,
         });
     }
@@ -330,7 +336,13 @@ pub(crate) fn sites_line(d: &Diagnosis) -> Option<String> {
     let sites: Vec<String> = d
         .spans
         .iter()
-        .map(|s| format!("{} ({})", md_code(&s.location.to_string()), s.label))
+        .map(|s| {
+            format!(
+                "{} ({})",
+                md_code(&s.location.to_string()),
+                s.label.markdown()
+            )
+        })
         .collect();
     Some(format!("Sites: {}.", sites.join(", ")))
 }
@@ -346,14 +358,14 @@ fn root_causes(out: &mut String, a: &Analysis) {
     }
     let _ = writeln!(out, "## Root causes\n");
     for (i, d) in causes.iter().enumerate() {
-        let _ = writeln!(out, "### {}. {}\n", i + 1, d.title);
+        let _ = writeln!(out, "### {}. {}\n", i + 1, d.title.markdown());
         let _ = writeln!(out, "{}\n", diagnosis_meta(d));
         if let Some(sites) = sites_line(d) {
             let _ = writeln!(out, "{sites}\n");
         }
-        let _ = writeln!(out, "{}\n", d.explanation());
+        let _ = writeln!(out, "{}\n", d.explanation().markdown());
         if !d.fix().is_empty() {
-            let _ = writeln!(out, "**Fix:** {}\n", d.fix());
+            let _ = writeln!(out, "**Fix:** {}\n", d.fix().markdown());
         }
         if let Some(settle) = untested(d) {
             let _ = writeln!(out, "**Untested:** {}.", settle.why);
@@ -385,7 +397,7 @@ fn evidence_items(out: &mut String, d: &Diagnosis) {
         if !e.log.is_empty() {
             from.push(md_code(&e.log));
         }
-        let _ = writeln!(out, "- {}: {}", from.join(" · "), e.summary);
+        let _ = writeln!(out, "- {}: {}", from.join(" · "), e.summary.markdown());
         excerpt_block(out, &e.excerpt);
     }
     let _ = writeln!(out);
@@ -469,11 +481,12 @@ fn notes(out: &mut String, a: &Analysis) {
     }
     let _ = writeln!(out, "## Notes\n");
     // One title per kind of note, with how many kernels (or notes) share it.
-    let mut grouped: Vec<(&str, Vec<&Diagnosis>)> = Vec::new();
+    let mut grouped: Vec<(String, Vec<&Diagnosis>)> = Vec::new();
     for d in &notes {
-        match grouped.iter_mut().find(|(t, _)| *t == d.title) {
+        let title = d.title.markdown();
+        match grouped.iter_mut().find(|(t, _)| *t == title) {
             Some((_, same)) => same.push(d),
-            None => grouped.push((&d.title, vec![d])),
+            None => grouped.push((title, vec![d])),
         }
     }
     let titles: Vec<String> = grouped
@@ -498,12 +511,12 @@ fn notes(out: &mut String, a: &Analysis) {
         let _ = writeln!(
             out,
             "- **{}** ({}). {}",
-            d.title,
+            d.title.markdown(),
             diagnosis_meta(d),
             format!(
                 "{} {} {}",
-                d.explanation(),
-                d.fix(),
+                d.explanation().markdown(),
+                d.fix().markdown(),
                 untested_sentence(d).unwrap_or_default()
             )
             .trim_end()
@@ -517,7 +530,7 @@ fn notes(out: &mut String, a: &Analysis) {
                     .as_deref()
                     .map(|c| format!(" {}", md_code(c)))
                     .unwrap_or_default(),
-                e.summary
+                e.summary.markdown()
             );
         }
     }
@@ -1379,17 +1392,16 @@ fn next_steps(out: &mut String, a: &Analysis) {
     };
     for d in a.diagnoses.iter().filter(|d| d.level > Level::Note) {
         // The first sentence of the first help: the step to take.
-        let help = d.help.first().map(String::as_str).unwrap_or("");
-        let first = help
-            .split(". ")
-            .next()
-            .unwrap_or(help)
-            .trim_end_matches('.');
+        let first = d
+            .help
+            .first()
+            .map(|h| h.first_sentence().markdown())
+            .unwrap_or_default();
         step(
             out,
             format!(
                 "{}{}: {}.",
-                d.title,
+                d.title.markdown(),
                 d.location
                     .as_ref()
                     .map(|l| format!(" ({})", md_code(&l.to_string())))

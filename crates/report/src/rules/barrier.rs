@@ -68,11 +68,11 @@ fn divergent(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft {
          an early `return` some threads take. The behaviour is undefined: a hang, or threads \
          passing the barrier before shared memory is ready.",
         plural(finding.count, "error", "errors")
-    );
+    ).into();
     d.fix = "Make every thread of the block reach the barrier: hoist it out of the \
              thread-dependent branch, and replace early returns with a predicate that skips \
              the work but not the barrier."
-        .to_string();
+        .to_string().into();
     d
 }
 
@@ -98,13 +98,13 @@ fn syncwarp_mask(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft 
          the warp may pass the barrier unsynchronised, hang, or (under the tool) stop the \
          kernel.",
         plural(finding.count, "error", "errors")
-    );
+    ).into();
     d.fix = "Pass a mask naming exactly the lanes that reach this `__syncwarp`: `0xffffffff` \
              (or plain `__syncwarp()`) when the whole warp calls it; `__activemask()` only where \
              every lane it names is known to arrive (it returns the lanes converged at that \
              moment, not the ones that will call); for a lane-dependent branch, the ballot of \
              its condition taken before the branch (`__ballot_sync(0xffffffff, cond)`)."
-        .to_string();
+        .to_string().into();
     d
 }
 
@@ -124,11 +124,11 @@ fn invalid_arguments(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Dr
          called with (a warp mask, a named barrier's id or thread count) do not match the \
          threads that arrive at it. The behaviour is undefined.",
         plural(finding.count, "error", "errors")
-    );
+    ).into();
     d.fix = "Pass arguments that name exactly the threads that arrive: a warp mask with the bit \
              of every calling lane and no other, or a named barrier's thread count that is a \
              multiple of 32 and counts every thread that arrives."
-        .to_string();
+        .to_string().into();
     d
 }
 

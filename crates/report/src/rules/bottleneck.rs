@@ -240,9 +240,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                      cheaper instruction form.",
                 ),
             };
-            d.title = format!("{title}: {name} at {pct:.1}% of the FP32 peak");
-            d.explanation = format!("{scale} {why}");
-            d.fix = fix.to_string();
+            d.title = format!("{title}: {name} at {pct:.1}% of the FP32 peak").into();
+            d.explanation = format!("{scale} {why}").into();
+            d.fix = fix.to_string().into();
             d.evidence.push(ctx.metric_evidence(
                 config,
                 format!(
@@ -750,9 +750,9 @@ fn memory_bound(
             ),
         })
         .unwrap_or_default();
-    d.title = format!("{title} at {dram:.1}% of DRAM bandwidth");
-    d.explanation = format!("{scale} {why}");
-    d.fix = format!("{fix}{also}");
+    d.title = format!("{title} at {dram:.1}% of DRAM bandwidth").into();
+    d.explanation = format!("{scale} {why}").into();
+    d.fix = format!("{fix}{also}").into();
     d.evidence.push(ctx.metric_evidence(
         config,
         format!(
@@ -841,7 +841,7 @@ mod rule_tests {
         assert_eq!(d.level, Level::Warning);
         assert_eq!(d.kernel.as_deref(), Some("block_sum"));
         assert_eq!(place(&d).as_deref(), Some("src/sum.cu:63"));
-        assert!(d.title.contains("70.8% of DRAM bandwidth"), "{}", d.title);
+        assert!(d.title.markdown().contains("70.8% of DRAM bandwidth"), "{:?}", d.title);
     }
 
     /// The same example's `fast` config (`profile/fast/sm_90/`): `block_sum` reading at the

@@ -119,10 +119,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     "The compiler warned at {} lines ({}): {message}.",
                     lines.len(),
                     md_text(&line_list(lines))
-                );
+                ).into();
                 d.fix = "Read the warning at each named line; most point at code that does not \
                          do what it says."
-                    .to_string();
+                    .to_string().into();
             }
             d.evidence.push(ctx.finding_evidence(f));
             d.explains.push(index);
@@ -192,8 +192,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 "Read the quoted record; no rule recognises this kind of finding yet.".to_string(),
             ),
         };
-        d.explanation = explanation;
-        d.fix = fix;
+        d.explanation = explanation.into();
+        d.fix = fix.into();
         out.push(d);
     }
     out
@@ -243,7 +243,7 @@ mod tests {
         // A leak is the process's, at no kernel or line.
         assert_eq!(d.kernel, None);
         assert_eq!(d.location, None);
-        assert!(d.explanation.contains("1,024 bytes"), "{}", d.explanation);
+        assert!(d.explanation.markdown().contains("1,024 bytes"), "{:?}", d.explanation);
     }
 
     /// memcheck on `clean.cu` (`compute-sanitizer/memcheck_clean.log`): the program's own lines

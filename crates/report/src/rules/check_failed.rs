@@ -111,7 +111,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.figures.insert("max_abs_err".into(), err.clone());
         }
         let by = program.map(md_code).unwrap_or_else(|| "The program".into());
-        (d.explanation, d.fix) = if test_case {
+        let (explanation, fix): (String, String) = if test_case {
             let at = d
                 .location
                 .as_ref()
@@ -183,6 +183,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 ),
             )
         };
+        (d.explanation, d.fix) = (explanation.into(), fix.into());
         out.push(d);
     }
     out

@@ -39,15 +39,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             &f.finding.message,
             &ctx.joined.repo_files,
         ));
-        draft.title = format!("Compile error: {message}");
+        draft.title = format!("Compile error: {message}").into();
         draft.explanation = format!(
             "The compiler stopped with an error{}, so nothing downstream of this config's compile \
              stage ran on this source.",
             super::at_location(draft.location.as_ref())
-        );
+        ).into();
         draft.fix = "Fix the error at the named line and re-run the pipeline; the stages that \
                      depend on the cubin were skipped."
-            .to_string();
+            .to_string().into();
         draft.evidence.push(ctx.finding_evidence(f));
         draft.explains.push(index);
         out.push(draft);
@@ -85,7 +85,7 @@ mod tests {
             place(&d).as_deref(),
             Some("crates/parsers/fixtures/programs/compile_error.cu:3")
         );
-        assert!(d.title.contains("undeclared_scale"), "{}", d.title);
+        assert!(d.title.markdown().contains("undeclared_scale"), "{:?}", d.title);
     }
 
     /// nvcc 13.0 on `clean.cu` (`ptxas/nvcc13.0_clean.log`): ptxas's resource lines and no

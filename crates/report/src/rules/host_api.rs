@@ -102,10 +102,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                  and no later kernel ran, so nothing measured after the fault says anything about \
                  those calls. The first fault is the one to fix.",
                 plural(calls.len() as u64, "call", "calls")
-            );
+            ).into();
             d.fix = "Fix the device-side fault this log names first; the calls after it fail only \
                      because of it."
-                .to_string();
+                .to_string().into();
             // A symptom of the fault this log located.
             d.symptom_of = Some(Scope::Log(source.path.to_string()));
             out.push(d);
@@ -154,13 +154,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 } else {
                     String::new()
                 }
-            );
+            ).into();
             d.fix = "Check the requested size (bytes, not elements; an unsigned size that \
                      underflowed) against the device's free memory (`cudaMemGetInfo`). If the \
                      failure is expected (a probing loop), query `cudaMemGetInfo` instead, or \
                      list this record in a compute-sanitizer suppressions file (the sanitizer \
                      stages' `suppressions:` key)."
-                .to_string();
+                .to_string().into();
             out.push(d);
         }
 
@@ -212,21 +212,21 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 } else {
                     String::new()
                 }
-            );
+            ).into();
             d.fix = if ApiCall::of_name(call) == ApiCall::Launch {
                 "Check the launch configuration: threads per block at most 1024 (and at most \
                  what the kernel's registers and `__launch_bounds__` allow), grid dimensions \
                  within the limits, dynamic shared memory within the default 48 KiB or the size \
                  set with `cudaFuncSetAttribute`."
-                    .to_string()
+                    .to_string().into()
             } else if ApiCall::of_name(call) == ApiCall::Copy {
                 format!(
                     "Check the arguments of `{call}`: the byte count against both buffers, each \
                      pointer's kind (device or host) against the copy kind, and that neither \
                      was freed."
-                )
+                ).into()
             } else {
-                format!("Check the arguments `{call}` was given against its documentation.")
+                format!("Check the arguments `{call}` was given against its documentation.").into()
             };
             out.push(d);
         }
@@ -260,7 +260,7 @@ mod tests {
         assert_eq!(d.kernel, None);
         assert_eq!(d.location, None);
         assert_eq!(d.figures["failed_allocations"], 1);
-        assert!(d.title.contains("cudaErrorMemoryAllocation"), "{}", d.title);
+        assert!(d.title.markdown().contains("cudaErrorMemoryAllocation"), "{:?}", d.title);
     }
 
     /// memcheck on `issue12/sticky.cu` (`compute-sanitizer/memcheck_sticky.log`): a kernel

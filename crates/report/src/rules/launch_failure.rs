@@ -112,9 +112,9 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
             "The {} stage ran the program and it failed ({said}). No tool in that stage \
              located the fault.",
             md_text(&stage.name)
-        );
+        ).into();
         d.fix = "Run the sanitizer stages on this config: their file:line is where to look."
-            .to_string();
+            .to_string().into();
         // The program's own comparison, failing: its output is wrong, by its own figure.
         if let Some(m) = parsers::program::mismatch(&reason) {
             // A fault a tool located in this config after the program had printed this line.
@@ -167,8 +167,8 @@ fn wrong_output(
         Some(limit) => format!(
             "Wrong output: the program's own check fails, {measure} {value} against a \
              threshold of {limit}"
-        ),
-        None => format!("Wrong output: the program's own check fails, {measure} {value}"),
+        ).into(),
+        None => format!("Wrong output: the program's own check fails, {measure} {value}").into(),
     };
     d.figures.insert("program_measure".into(), json!(m.measure));
     d.figures.insert("program_value".into(), json!(m.value));
@@ -188,7 +188,7 @@ fn wrong_output(
             f.words(),
             crate::text::sig3(f.got),
             crate::text::sig3(f.want)
-        );
+        ).into();
         d.figures.insert("program_factor".into(), json!(f.ratio()));
     }
     let over = m
@@ -215,14 +215,14 @@ fn wrong_output(
         "The program compared its output with its own reference and failed: {said}. The \
          output differs by {value}{over}, far past rounding: the kernel computes a different \
          function on these inputs. {located}"
-    );
+    ).into();
     d.fix = "Compare the kernel's output with the reference element by element on the \
              smallest failing case: the first wrong row and column say which loop or mask is \
              off. Keep the comparison as a test."
-        .to_string();
+        .to_string().into();
     if let Some(f) = factor {
-        d.notes.push(f.mechanism());
-        d.fix = f.fix();
+        d.notes.push(f.mechanism().into());
+        d.fix = f.fix().into();
     }
 }
 
@@ -370,34 +370,34 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
         d.figures
             .insert("launched".into(), json!(r.result.launched));
         if CudaError::of_launch_line(&error) == Some(CudaError::LaunchOutOfResources) {
-            d.title = "Launch refused: too many resources requested".to_string();
+            d.title = "Launch refused: too many resources requested".to_string().into();
             d.explanation = format!(
                 "The launch of `{kernel}` was refused ({error}): a block asks for more registers \
                  (registers x threads) or shared memory than one SM has. The occupancy diagnosis \
                  for this config shows which."
-            );
+            ).into();
             d.fix = "Lower registers per thread (`__launch_bounds__`, fewer live fragments), the \
                      threads per block, or the tile sizes that set shared memory."
-                .to_string();
+                .to_string().into();
         } else if !r.result.launched {
-            d.title = format!("Kernel did not launch: {error}");
+            d.title = format!("Kernel did not launch: {error}").into();
             d.explanation = format!(
                 "The harness could not launch `{kernel}`: {error}. Nothing the later stages \
                  measured for this config ran the kernel."
-            );
+            ).into();
             d.fix = "Fix the load or launch error first (entry point name, cubin arch, \
                      shared-memory attribute, launch dimensions)."
-                .to_string();
+                .to_string().into();
         } else {
-            d.title = format!("Launch fails on the first launch: {error}");
+            d.title = format!("Launch fails on the first launch: {error}").into();
             let case = crate::tables::Case::of(r.result).label();
             d.explanation = format!(
                 "A single launch of `{kernel}` at {case} returned {error}. No sanitizer finding \
                  for this config names a site, so the fault is device-side but unlocated \
                  ({}).",
                 sanitizer_coverage(ctx, config, &r.result.shape)
-            );
-            d.fix = format!("Run memcheck on this config at {case} to get the faulting file:line.");
+            ).into();
+            d.fix = format!("Run memcheck on this config at {case} to get the faulting file:line.").into();
         }
         out.push(d);
     }

@@ -205,7 +205,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.title = format!(
             "The launch of {named} was rejected: {}",
             refusal.words().split(" (").next().unwrap_or("")
-        );
+        ).into();
         d.location = ctx.kernel_file(config).filter(|_| kernels.len() == 1);
         d.confidence = if d.evidence.iter().any(|e| !e.excerpt.is_empty()) {
             Confidence::High
@@ -239,8 +239,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .collect::<Vec<_>>()
                 .join("; ")
                 + "."
-        );
-        d.fix = causes.first().map(|c| c.fix.clone()).unwrap_or_default();
+        ).into();
+        d.fix = causes.first().map(|c| c.fix.clone()).unwrap_or_default().into();
         d.figures
             .insert("refusal".into(), json!(format!("{refusal:?}")));
         d.key = format!("{refusal:?}");
@@ -390,7 +390,7 @@ mod tests {
         assert_eq!(d.location, None);
         // The refused launch and the `cudaGetLastError` that read it back.
         assert_eq!(d.explains.len(), 2, "{:?}", d.explains);
-        assert!(d.title.contains("invalid argument"), "{}", d.title);
+        assert!(d.title.markdown().contains("invalid argument"), "{:?}", d.title);
     }
 
     /// memcheck on `issue12/invalid_args.cu value` (`compute-sanitizer/memcheck_invalid_value.log`):

@@ -133,13 +133,13 @@ fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
         } else {
             ""
         }
-    );
+    ).into();
     let pattern = exclusion_pattern(&kernels);
     d.fix = format!(
         "To check only the program's kernels, leave the library's out of the sanitizer run: \
          `--kernel-name-exclude kns={pattern}` (compute-sanitizer), or the stage's `args:` in \
          pipeline.yaml; or run the reference outside the sanitized process."
-    );
+    ).into();
     d
 }
 

@@ -97,7 +97,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.figures.insert("ldl".into(), json!(ldl));
         d.figures.insert("stl".into(), json!(stl));
         if spilled {
-            d.title = "Register spills to local memory".to_string();
+            d.title = "Register spills to local memory".to_string().into();
             d.explanation = format!(
                 "ptxas spilled {stores} bytes of stores and {loads} bytes of loads to local memory \
                  ({registers}{stack} bytes stack frame){}. Local memory lives in global memory \
@@ -107,7 +107,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 } else {
                     String::new()
                 }
-            );
+            ).into();
             // A register cap the build imposed: the spills are the price of that cap.
             let cap = k.max_registers_override.or_else(|| {
                 config
@@ -129,7 +129,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     "Raise or drop the -maxrregcount={cap} cap (or use `__launch_bounds__` to give \
                      ptxas a budget per kernel), then check the bench: the cap bought occupancy at \
                      the price of these spills."
-                );
+                ).into();
                 out.push(d);
                 continue;
             }
@@ -137,17 +137,17 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                      warp or more warps), no dynamically indexed register arrays, and \
                      `__launch_bounds__(threads, minBlocks)` so ptxas knows the budget it must meet; \
                      do not raise -maxrregcount past what occupancy allows."
-                .to_string();
+                .to_string().into();
         } else {
-            d.title = "Thread-local array in local memory".to_string();
+            d.title = "Thread-local array in local memory".to_string().into();
             d.explanation = format!(
                 "No spills, but a {stack}-byte stack frame with {ldl} LDL and {stl} STL in the \
                  SASS: an array the kernel indexes with a value the compiler cannot resolve at \
                  compile time lives in local memory, not registers."
-            );
+            ).into();
             d.fix = "Fully unroll the loops that index the array (`#pragma unroll` with constant \
                      trip counts) so every index is a constant, or move the array to shared memory."
-                .to_string();
+                .to_string().into();
             // The compiler's figures say the array is there, not that it costs: a note, until
             // a profile of the kernel measures its warps waiting on local memory (the
             // `slow-kernel` rule's local-memory cause).

@@ -63,13 +63,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
              of its size. Vector loads (float4, uint4), ldmatrix and cp.async need their natural \
              alignment (up to 16 bytes).",
             plural(finding.count, "record", "records")
-        );
+        ).into();
         d.fix = format!(
             "Align the buffer and the offsets to the access size: `__align__(16)` on shared \
              arrays, row strides and tile offsets in multiples of {} bytes, or narrower accesses \
              where alignment cannot be guaranteed.",
             finding.size.unwrap_or(16)
-        );
+        ).into();
         out.push(d);
     }
     out
@@ -100,7 +100,7 @@ mod tests {
         assert_eq!(d.title, "Misaligned global read");
         assert_eq!(d.kernel.as_deref(), Some("misaligned_global"));
         assert_eq!(place(&d).as_deref(), Some("misaligned.cu:9"));
-        assert!(d.fix.contains("multiples of 4 bytes"), "{}", d.fix);
+        assert!(d.fix.markdown().contains("multiples of 4 bytes"), "{:?}", d.fix);
     }
 
     /// memcheck on `oob.cu` (`compute-sanitizer/memcheck_oob_write.log`): a write past the end

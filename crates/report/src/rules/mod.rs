@@ -10,7 +10,8 @@ use serde_json::json;
 use crate::diagnosis::{Confidence, Draft, EvidenceItem, Figure, Helper, Level, SourceLocation};
 use crate::join::{FindingRef, Joined, ResultRef};
 use crate::kernel_id::KernelId;
-use crate::text::{md_code, md_text, relative_path, scrub};
+use crate::message::{Message, code, figure, msg, quote};
+use crate::text::{relative_path, scrub};
 
 mod profile;
 mod tensor_path;
@@ -216,7 +217,7 @@ impl Ctx<'_, '_> {
     pub fn site_draft(
         &self,
         rule: RuleId,
-        title: impl Into<String>,
+        title: impl Into<Message>,
         index: usize,
         f: &FindingRef,
     ) -> Draft {
@@ -248,11 +249,11 @@ impl Ctx<'_, '_> {
                 };
                 let function = r.function.as_deref().unwrap_or("");
                 let label = match function.split_whitespace().next() {
-                    Some("Write") => "the other side of the hazard: a write".to_string(),
-                    Some("Read") => "the other side of the hazard: a read".to_string(),
-                    _ if function.is_empty() => "a related site the tool named".to_string(),
+                    Some("Write") => msg!("the other side of the hazard: a write"),
+                    Some("Read") => msg!("the other side of the hazard: a read"),
+                    _ if function.is_empty() => msg!("a related site the tool named"),
                     // The related site's function: a tool string the join does not index.
-                    _ => format!("a related site, in {}", md_code(&KernelId::of(function))),
+                    _ => msg!("a related site, in {}", code(KernelId::of(function))),
                 };
                 Some(crate::diagnosis::Span::secondary(location, label))
             })
@@ -274,21 +275,21 @@ impl Ctx<'_, '_> {
     pub fn finding_evidence(&self, f: &FindingRef) -> EvidenceItem {
         let source = self.joined.source(f.source);
         let finding = f.finding;
-        let mut summary = format!(
+        let mut summary = msg!(
             "{} × {}",
-            finding.count,
-            md_text(&scrub(&finding.message, &self.joined.repo_files))
+            figure(finding.count.to_string()),
+            quote(scrub(&finding.message, &self.joined.repo_files))
         );
         let (kernel, helpers) = self.kernel_site(f);
-        if let Some(kernel) = &kernel {
-            summary.push_str(&format!(" in {}", md_code(kernel)));
+        if let Some(kernel) = kernel {
+            summary.append(msg!(" in {}", code(kernel)));
         }
-        for h in &helpers {
-            summary.push_str(&format!(" (inlined helper {})", md_code(&h.name)));
+        for h in helpers {
+            summary.append(msg!(" (inlined helper {})", code(h.name)));
         }
-        summary.push_str(&at_location(self.finding_location(finding).as_ref()));
+        summary.append(at_location(self.finding_location(finding).as_ref()));
         if let Some(test) = self.test_of(f.source) {
-            summary.push_str(&format!(", in test {}", md_code(test)));
+            summary.append(msg!(", in test {}", code(test)));
         }
         EvidenceItem {
             stage: source.map(|s| s.stage_name()).unwrap_or_default(),
@@ -408,13 +409,13 @@ impl Ctx<'_, '_> {
     }
 
     /// An evidence item about a harness result, quoting no raw lines (the JSON is the record).
-    pub fn result_evidence(&self, r: &ResultRef, summary: String) -> EvidenceItem {
+    pub fn result_evidence(&self, r: &ResultRef, summary: impl Into<Message>) -> EvidenceItem {
         let source = self.joined.source(r.source);
         EvidenceItem {
             stage: source.map(|s| s.stage_name()).unwrap_or_default(),
             config: r.config.clone(),
             log: source.map(|s| s.path.to_string()).unwrap_or_default(),
-            summary,
+            summary: summary.into(),
             excerpt: Vec::new(),
         }
     }
@@ -424,20 +425,24 @@ impl Ctx<'_, '_> {
         &self,
         source: Option<usize>,
         config: Option<&str>,
-        summary: String,
+        summary: impl Into<Message>,
     ) -> EvidenceItem {
         let source = source.and_then(|i| self.joined.source(i));
         EvidenceItem {
             stage: source.map(|s| s.stage_name()).unwrap_or_default(),
             config: config.map(str::to_string),
             log: source.map(|s| s.path.to_string()).unwrap_or_default(),
-            summary,
+            summary: summary.into(),
             excerpt: Vec::new(),
         }
     }
 
     /// An evidence item with a summary only, for the first metrics log (ncu) of this config.
-    pub fn metric_evidence(&self, config: Option<&str>, summary: String) -> EvidenceItem {
+    pub fn metric_evidence(
+        &self,
+        config: Option<&str>,
+        summary: impl Into<Message>,
+    ) -> EvidenceItem {
         let source = self
             .joined
             .metrics
@@ -749,11 +754,10 @@ pub fn parse_shape(text: &str) -> Option<parsers::harness::Shape> {
     Some(shape)
 }
 
-/// " at file:line" for a draft's location (escaped for the Markdown its text is), or nothing
-/// when it has none.
-pub fn at_location(location: Option<&SourceLocation>) -> String {
+/// " at file:line" for a draft's location, or nothing when it has none.
+pub fn at_location(location: Option<&SourceLocation>) -> Message {
     location
-        .map(|l| format!(" at {}", md_text(&l.to_string())))
+        .map(|l| msg!(" at {}", quote(l.to_string())))
         .unwrap_or_default()
 }
 
@@ -761,7 +765,7 @@ pub fn at_location(location: Option<&SourceLocation>) -> String {
 /// see the defect that `caught_by` did. With wgmma or TMA in the config's SASS, says why they can
 /// be blind: both move shared-memory data through the asynchronous proxy, which no sanitizer
 /// follows.
-pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Option<String> {
+pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Option<Message> {
     use crate::join::{Source, kind_name};
     let j = ctx.joined;
     let logs: Vec<_> = j
@@ -793,10 +797,11 @@ pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Opt
     } else {
         "they were"
     };
-    let mut said = format!(
-        "{} ran on this config and reported no error: {were} blind to this defect, which \
-         {caught_by} caught.",
-        crate::text::join_words(&names)
+    let mut said = msg!(
+        "{} ran on this config and reported no error: {} blind to this defect, which {} caught.",
+        crate::text::join_words(&names),
+        were,
+        caught_by
     );
     let sass: Vec<_> = j
         .kernels
@@ -807,18 +812,21 @@ pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Opt
     let hgmma: u64 = sass.iter().map(|s| s.hgmma).sum();
     let tma: u64 = sass.iter().map(|s| s.tma).sum();
     if hgmma > 0 && tma > 0 {
-        said.push_str(&format!(
-            " Its SASS has {hgmma} HGMMA (wgmma) and {tma} TMA copies (UTMALDG): TMA writes shared \
+        said.append(msg!(
+            " Its SASS has {} HGMMA (wgmma) and {} TMA copies (UTMALDG): TMA writes shared \
              memory and wgmma reads it through the asynchronous proxy, which no sanitizer \
              follows, so a wrong tensor map or descriptor (box, stride, swizzle), a missing \
-             mbarrier wait or a missing wgmma.wait_group shows only in the results."
+             mbarrier wait or a missing wgmma.wait_group shows only in the results.",
+            figure(hgmma.to_string()),
+            figure(tma.to_string())
         ));
     } else if hgmma > 0 {
-        said.push_str(&format!(
-            " Its SASS has {hgmma} HGMMA (wgmma): wgmma reads its shared-memory operands through \
+        said.append(msg!(
+            " Its SASS has {} HGMMA (wgmma): wgmma reads its shared-memory operands through \
              descriptors and the asynchronous proxy, which no sanitizer follows, so a wrong \
              descriptor (start, stride, swizzle, transpose) or a missing wgmma.wait_group or \
-             fence.proxy.async shows only in the results."
+             fence.proxy.async shows only in the results.",
+            figure(hgmma.to_string())
         ));
     }
     Some(said)

@@ -138,20 +138,20 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .unwrap_or_default();
         let arch = view.arch.as_deref().unwrap_or("this arch");
         if occ.blocks_per_sm == 0 {
-            d.title = format!("Block does not fit on an SM ({})", occ.limiter.as_str());
+            d.title = format!("Block does not fit on an SM ({})", occ.limiter.as_str()).into();
             d.explanation = format!(
                 "{figures} exceeds what one {arch} SM can hold, so the launch fails with \"too many \
                  resources requested\".{caveat}"
-            );
+            ).into();
             d.fix = match occ.limiter {
                 Limiter::Registers => {
-                    "Lower registers per thread or threads per block.".to_string()
+                    "Lower registers per thread or threads per block.".to_string().into()
                 }
                 _ => "Lower the shared memory per block (fewer pipeline stages or smaller tiles)."
-                    .to_string(),
+                    .to_string().into(),
             };
         } else {
-            d.title = format!("Occupancy limited by {}", occ.limiter.as_str());
+            d.title = format!("Occupancy limited by {}", occ.limiter.as_str()).into();
             let binds = if occ.by_registers == occ.by_shared {
                 "the register file and shared memory bind together".to_string()
             } else {
@@ -167,7 +167,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 occ.by_registers,
                 occ.by_shared,
                 occ.by_threads
-            );
+            ).into();
             d.fix = match (occ.registers_for_next_block, occ.shared_for_next_block) {
                 (Some(r), Some(s)) => format!(
                     "If latency hiding is short: registers and shared memory both stop at {}, \
@@ -179,21 +179,21 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     occ.blocks_per_sm + 1,
                     bytes(s),
                     bytes(shared)
-                ),
+                ).into(),
                 (Some(r), None) => format!(
                     "If latency hiding is short: at {r} registers per thread (from {registers}; \
                      `__launch_bounds__({threads}, {})`) one more block fits. Check with the bench \
                      stage whether it pays: fewer registers can mean spills.",
                     occ.blocks_per_sm + 1
-                ),
+                ).into(),
                 (None, Some(s)) => format!(
                     "If latency hiding is short: at {} of shared memory per block (from {}) one \
                      more block fits (fewer pipeline stages or a smaller tile). Check with the bench stage.",
                     bytes(s),
                     bytes(shared)
-                ),
+                ).into(),
                 (None, None) => {
-                    "No smaller register or shared-memory budget fits another block.".to_string()
+                    "No smaller register or shared-memory budget fits another block.".to_string().into()
                 }
             };
         }

@@ -170,7 +170,7 @@ struct Words {
     access_word: &'static str,
     records: String,
     size_text: String,
-    at: String,
+    at: crate::message::Message,
     of_array: String,
     the_line: String,
     triton: bool,
@@ -202,7 +202,7 @@ fn index_overflow(d: &mut Draft, w: &Words, n: u64, m: u64, element: u64) {
          a buffer of {} {element}-byte elements",
         bytes(n),
         crate::text::thousands(m / element)
-    );
+    ).into();
     d.explanation = format!(
         "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
          {} before the start of a {}-byte buffer. With {element}-byte elements the \
@@ -214,18 +214,18 @@ fn index_overflow(d: &mut Draft, w: &Words, n: u64, m: u64, element: u64) {
         bytes(n),
         crate::text::thousands(m),
         crate::text::thousands(m / element)
-    );
+    ).into();
     d.fix = if triton {
         "Compute the offset in 64 bits: cast the program id before it multiplies a \
          stride (`tl.program_id(0).to(tl.int64)`), or the offsets tensor \
          (`offs.to(tl.int64)`); Triton's program ids and the integer arguments it is \
          given are 32-bit."
-            .to_string()
+            .to_string().into()
     } else {
         "Compute the offset in 64 bits: widen the index before it multiplies a stride \
          (`(int64_t)blockIdx.x * stride`, `size_t` loop indices), not an `int` \
          product of a row and a row length."
-            .to_string()
+            .to_string().into()
     };
 }
 
@@ -243,18 +243,18 @@ fn wild_pointer(d: &mut Draft, w: &Words, distance: u64) {
         ..
     } = w;
     d.figures.insert("distance_bytes".into(), json!(distance));
-    d.title = format!("Out-of-bounds {space_word} {access_word} through a wild or null pointer");
+    d.title = format!("Out-of-bounds {space_word} {access_word} through a wild or null pointer").into();
     d.explanation = format!(
         "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} to \
          an address {} from the nearest allocation: no index a step too far does \
          that. The pointer itself is wrong: null plus an offset, never initialised, \
          read from the wrong slot of a table, or freed.",
         bytes(distance)
-    );
+    ).into();
     d.fix = "Trace the pointer used at the named line back to where it is set (a \
              table of pointers, a struct field, an argument) and check it is set \
              before every launch that reads it."
-        .to_string();
+        .to_string().into();
 }
 
 /// An access `n` bytes before the start of a buffer: a negative index.
@@ -273,17 +273,17 @@ fn before_start(d: &mut Draft, w: &Words, n: u64, alloc: Option<u64>) {
     d.figures.insert("bytes_before".into(), json!(n));
     d.title = format!(
         "Out-of-bounds {space_word} {access_word} before the start of a buffer (negative index)"
-    );
+    ).into();
     d.explanation = format!(
         "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, {n} \
          bytes before the start of {}: a negative index or an unsigned wrap-around.",
         alloc
             .map(|m| format!("a {m}-byte buffer"))
             .unwrap_or_else(|| "a buffer".to_string())
-    );
+    ).into();
     d.fix = "Clamp or guard the index at the named line (row or column -1, or an \
              unsigned difference that wrapped)."
-        .to_string();
+        .to_string().into();
 }
 
 /// An access outside any allocation memcheck could name.
@@ -303,14 +303,14 @@ fn outside_allocation(d: &mut Draft, w: &Words, space: MemorySpace, array: &Opti
     d.explanation = format!(
         "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
          outside any allocation."
-    );
+    ).into();
     d.explanation.push_str(the_line);
     d.fix = match (space, &array) {
         (MemorySpace::Local, Some(array)) => {
             d.title = format!(
                 "Out-of-bounds {space_word} {access_word} of {}",
                 md_code(array)
-            );
+            ).into();
             d.figures.insert("array".into(), json!(array));
             format!(
                 "Check the index of the thread-local array {} against its declared \
@@ -318,18 +318,19 @@ fn outside_allocation(d: &mut Draft, w: &Words, space: MemorySpace, array: &Opti
                  the array holds only this thread's or warp's share, runs past its \
                  end.",
                 md_code(array)
-            )
+            ).into()
         }
         (MemorySpace::Shared, _) => "Check the shared-memory index against the size \
                                      the kernel declares (static) or the launch \
                                      provides (dynamic shared memory)."
-            .to_string(),
+            .to_string().into(),
         (MemorySpace::Local, None) => "Check indices into thread-local arrays against \
                                        their declared size."
-            .to_string(),
+            .to_string().into(),
         _ => "Check the index arithmetic at the named line against the buffer's size \
               and strides."
-            .to_string(),
+            .to_string()
+            .into(),
     };
 }
 
@@ -356,7 +357,7 @@ fn survives_launches(d: &mut Draft, w: &Words, clean: u64, fail: u64, alloc: Opt
     d.title = format!(
         "State that survives launches: from launch {fail} on, a {space_word} \
          {access_word} past the end{buffer}"
-    );
+    ).into();
     let fill = match (size, alloc) {
         (Some(s), Some(m)) if s > 0 && m % s == 0 && m / s == clean => {
             format!(
@@ -374,12 +375,12 @@ fn survives_launches(d: &mut Draft, w: &Words, clean: u64, fail: u64, alloc: Opt
          the access one step further each launch.{fill} Outside the sanitizer the write \
          lands in memory nothing checks, so the corruption is silent.",
         if clean == 1 { "" } else { "es" }
-    );
+    ).into();
     d.fix = "Reset the state before each launch (`cudaMemset`, `cudaMemcpyToSymbol` of \
              the counter, or a reset kernel), or bound the index by the buffer's size \
              (`slot % capacity`, or refuse past the end); re-run the stress stage: \
              memcheck should stay clean at every count."
-        .to_string();
+        .to_string().into();
 }
 
 /// A corrupted canary in the same config: evidence that corroborates an out-of-bounds write.
@@ -483,10 +484,10 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
              a single launch: the kernel writes past (or before) a buffer without faulting. No \
              memcheck finding names the site for this config.",
             md_text(&corrupted.join(", "))
-        );
+        ).into();
         d.fix = "Run memcheck on this config to get the file:line of the write, then guard the \
                  store with the buffer's real bound (rows >= seq_len in the last tile)."
-            .to_string();
+            .to_string().into();
         out.push(d);
     }
     out

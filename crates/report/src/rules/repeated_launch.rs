@@ -131,12 +131,12 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
                 ),
                 _ => format!(" memcheck at {fails} launches reported no error."),
             }
-        );
+        ).into();
         d.fix = "Reset or wrap per-launch state (index modulo the slot count, or reset it from \
                  the host before each launch) and derive indices only from the launch's own \
                  arguments; keep the stress stage at a count above the failing one as a \
                  regression test."
-            .to_string();
+            .to_string().into();
         d.symptom_of = kernel.clone().map(|kernel| Scope::Kernel {
             kernel,
             single_launch: false,
@@ -299,7 +299,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
             d.title = format!(
                 "Non-deterministic output: {} of {launches} launches differ from the first",
                 mismatched
-            );
+            ).into();
             d.key = "nondeterministic".into();
             d.explanation = if first_launch_wrong {
                 if let Some(c) = checks
@@ -324,7 +324,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
                      memory, or with asynchronous copies that a barrier wait should order) or a \
                      read of memory nothing wrote.",
                     plural(mismatched, "launch", "launches")
-                )
+                ).into()
             } else {
                 format!(
                     "Identical inputs, {launches} launches: {} differ bitwise from launch 1, the \
@@ -332,26 +332,26 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
                      are what a race (shared memory or global atomics in varying order) or a read \
                      of uninitialised memory produce.",
                     plural(mismatched, "launch", "launches")
-                )
+                ).into()
             };
             if let Some(blind) = super::blind_sanitizers(ctx, config, "the stress mode") {
-                d.explanation.push(' ');
-                d.explanation.push_str(&blind);
+                d.explanation.push_str(" ");
+                d.explanation.append(blind);
                 d.fix = "Order shared-memory accesses with barriers, wait on the barrier of every \
                          asynchronous copy (cp.async, TMA) before reading its data, and make \
                          reductions deterministic (fixed order, no float atomics)."
-                    .to_string();
+                    .to_string().into();
             } else {
                 d.fix = "Run racecheck and initcheck on this config; order shared-memory \
                          accesses with barriers (and wait on the barrier of every asynchronous \
                          copy before reading its data), and make reductions deterministic (fixed \
                          order, no float atomics)."
-                    .to_string();
+                    .to_string().into();
             }
         } else {
             d.title = format!(
                 "Fails only after repeated launches (first failure at launch {n} of {launches})"
-            );
+            ).into();
             d.key = "repeated".into();
             let single = match (checks_pass, memcheck_clean) {
                 (true, true) => " A single launch is clean: it passes check and memcheck.",
@@ -379,12 +379,12 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
                 } else {
                     ""
                 }
-            );
+            ).into();
             d.fix = format!(
                 "Reset per-launch state at the start of every launch (or from the host before it) \
                  and derive indices only from blockIdx, threadIdx and the arguments. To catch the \
                  access, run memcheck around the stress mode with at least {n} launches."
-            );
+            ).into();
         }
         d.confidence = Confidence::from_signals(signals);
         d.level = Level::Error;

@@ -335,9 +335,9 @@ fn pair_draft(
         None => crate::text::plural(hazards, "hazard", "hazards"),
     };
     let kernel_text = match (&d.kernel, inlined_in(&d.helpers)) {
-        (Some(k), Some(inlined)) => format!(" in {}, {inlined}", md_code(k)),
+        (Some(k), Some(inlined)) => format!(" in {}, {}", md_code(k), inlined.markdown()),
         (Some(k), None) => format!(" in {}", md_code(k)),
-        (None, Some(inlined)) => format!(" {inlined}"),
+        (None, Some(inlined)) => format!(" {}", inlined.markdown()),
         (None, None) => String::new(),
     };
     // "line 17", or "`common.cuh:17`" when the two sites are in different files.
@@ -401,7 +401,7 @@ fn word_pair(ctx: &Ctx, d: &mut Draft, p: &Pair) {
             // warp still reads.
             d.title = format!(
                 "Shared-memory race: missing barrier between the read at line {o} and the write at line {w}"
-            );
+            ).into();
             d.location = write.clone();
             d.explanation = format!(
                 "racecheck reports {hazards_text}{kernel_text} between the read at {} and the \
@@ -409,12 +409,12 @@ fn word_pair(ctx: &Ctx, d: &mut Draft, p: &Pair) {
              and overwrites the shared data while another warp may still be reading it.",
                 line(other),
                 line(write)
-            );
+            ).into();
             d.fix = format!(
                 "Add `__syncthreads()` after the read at line {o} and before the write at \
                  line {w} (in a loop, before the next iteration's write; or double-buffer \
                  the tile and wait on the stage you are about to overwrite)."
-            );
+            ).into();
         }
         (Some(w), Some(o)) if w != o || !same_file => {
             barrier_pair(d, p, w, o);
@@ -428,7 +428,7 @@ fn word_pair(ctx: &Ctx, d: &mut Draft, p: &Pair) {
                 "cp.async race: two asynchronous copies into the same shared address in \
                  flight at once at {}",
                 line(write)
-            );
+            ).into();
             d.location = write.clone();
             d.explanation = format!(
                 "racecheck reports {hazards_text}{kernel_text} between two writes of the \
@@ -439,14 +439,14 @@ fn word_pair(ctx: &Ctx, d: &mut Draft, p: &Pair) {
                     .and_then(|at| ctx.site_line(at))
                     .map(|l| format!(" (the line: {})", md_code(l)))
                     .unwrap_or_default()
-            );
-            d.fix = ASYNC_FIX.to_string();
+            ).into();
+            d.fix = ASYNC_FIX.to_string().into();
         }
         _ => {
             d.title = if warp {
-                format!("Shared-memory race within a warp at {}", line(write))
+                format!("Shared-memory race within a warp at {}", line(write)).into()
             } else {
-                format!("Shared-memory race at {}", line(write))
+                format!("Shared-memory race at {}", line(write)).into()
             };
             d.location = write.clone().or(other.clone());
             d.explanation = format!(
@@ -458,7 +458,7 @@ fn word_pair(ctx: &Ctx, d: &mut Draft, p: &Pair) {
                     .as_ref()
                     .map(|o| format!(" and {}", md_text(&o.to_string())))
                     .unwrap_or_default()
-            );
+            ).into();
             d.fix = if warp {
                 "Order the accesses with `__syncwarp()` (the racing threads are lanes of \
                  one warp, which are not implicitly synchronous since Volta), or give each \
@@ -467,7 +467,7 @@ fn word_pair(ctx: &Ctx, d: &mut Draft, p: &Pair) {
                 "Order the accesses with `__syncthreads()` (or `__syncwarp()` within a \
                  warp), or give each thread its own address."
             }
-            .to_string();
+            .to_string().into();
         }
     }
 }
@@ -501,7 +501,7 @@ fn warp_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
         format!(
             "Shared-memory race within a warp: missing `__syncwarp()` between the \
              read at line {o} and the write at line {w}"
-        )
+        ).into()
     } else {
         if same_file {
             format!(
@@ -509,12 +509,12 @@ fn warp_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
                  line {} and line {}",
                 w.min(o),
                 w.max(o)
-            )
+            ).into()
         } else {
             format!(
                 "Shared-memory race within a warp: missing `__syncwarp()` between \
                  the write at {ws} and the {other_word} at {os}"
-            )
+            ).into()
         }
     };
     d.location = other.clone();
@@ -528,7 +528,7 @@ fn warp_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
          {other_word} the old or a half-written value.",
         line(other),
         line(write)
-    );
+    ).into();
     d.fix = format!(
         "Add `__syncwarp()` between the write at {ws} and the {other_word} at \
          {os} (in a loop, between one step's writes and the next step's \
@@ -537,7 +537,7 @@ fn warp_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
          racing threads are lanes of one warp, so `__syncthreads()` is not the \
          fix; keeping the values in registers with `__shfl_down_sync()` avoids \
          the shared memory altogether."
-    );
+    ).into();
 }
 
 /// Threads racing at two lines (`w`, the write's; `o`, the other side's) with no barrier
@@ -560,12 +560,12 @@ fn barrier_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
             "Shared-memory race: missing barrier between line {} and line {}",
             w.min(o),
             w.max(o)
-        )
+        ).into()
     } else {
         format!(
             "Shared-memory race: missing barrier between the write at {ws} and \
              the {other_word} at {os}"
-        )
+        ).into()
     };
     d.location = other.clone();
     d.explanation = format!(
@@ -574,7 +574,7 @@ fn barrier_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
      {other_word} may see the old or a half-written value.",
         line(other),
         line(write)
-    );
+    ).into();
     d.fix = format!(
         "Add `__syncthreads()` between the write at {ws} and the {other_word} at \
          {os}{}.",
@@ -584,7 +584,7 @@ fn barrier_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
         } else {
             ""
         }
-    );
+    ).into();
 }
 
 /// What every pair's draft adds once worded: the advice for a warning of unsaid scope, its key,

@@ -408,11 +408,11 @@ pub fn absorb_occupancy_limit(cause: &mut Draft, note: &Draft) {
     }
     cause.notes.push(format!(
         "From ptxas's figures: {}",
-        crate::text::lowercase_first(&note.explanation)
-    ));
+        crate::text::lowercase_first(&note.explanation.markdown())
+    ).into());
     // The note hedges ("if latency hiding is short"); the cause has shown it is.
     if let Some(budget) = note.fix.strip_prefix("If latency hiding is short: ") {
-        cause.help.push(crate::text::uppercase_first(budget));
+        cause.help.push(budget.capitalised());
     }
     cause.evidence.extend(note.evidence.iter().cloned());
 }
@@ -473,7 +473,7 @@ fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Dr
              latency-bound, with their estimated speedups: {}. Each is a hint about how the \
              kernel runs, not a cause.",
             crate::text::join_words(&listed)
-        );
+        ).into();
         for (index, _, _) in &rules {
             d.explains.push(*index);
             if let Some(f) = j.findings.get(*index)
@@ -580,7 +580,7 @@ mod rule_tests {
         };
         assert_eq!(d.rule, RuleId::SlowKernel);
         assert_eq!(d.kernel.as_deref(), Some("transpose"));
-        assert!(d.title.contains("bank conflicts"), "{}", d.title);
+        assert!(d.title.markdown().contains("bank conflicts"), "{:?}", d.title);
         assert!(
             d.location.as_ref().is_some_and(|l| l.line.is_some()),
             "{:?}",

@@ -120,21 +120,21 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             "The program's own benchmark {name} runs {}x slower than the baseline's benchmark \
              of the same name{times}{spread}.",
             sig3(slower)
-        );
+        ).into();
         d.fix = if profiled {
             "Read the profile's causes for this config: the kernel they name is where the time \
              goes."
-                .to_string()
+                .to_string().into()
         } else {
             "Add `profile:` to the pipeline: Nsight Compute's Speed Of Light and source page \
              would say why, at the lines that hold the time."
-                .to_string()
+                .to_string().into()
         };
         d.evidence.push(EvidenceItem {
             stage: "bench".into(),
             config: d.config.clone(),
             log: row.bench.log.clone(),
-            summary: format!("{name}: {}x the baseline's time{times}", sig3(slower)),
+            summary: format!("{name}: {}x the baseline's time{times}", sig3(slower)).into(),
             excerpt: Vec::new(),
         });
         out.push(d);
@@ -175,7 +175,7 @@ mod tests {
         assert_eq!(d.config.as_deref(), Some("default"));
         assert_eq!(d.kernel, None);
         assert_eq!(d.location, None);
-        assert!(d.title.contains("test_sort_reversed"), "{}", d.title);
+        assert!(d.title.markdown().contains("test_sort_reversed"), "{:?}", d.title);
         let slowdown = d.figures["slowdown"].as_f64().unwrap_or(0.0);
         assert!((1000.0..2000.0).contains(&slowdown), "{slowdown}");
     }

@@ -94,7 +94,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if no_mma {
             signals += 1;
             d.key = "no-mma".into();
-            d.title = format!("No tensor-core instructions in `{}`", view.name);
+            d.title = format!("No tensor-core instructions in `{}`", view.name).into();
             let mut why = Vec::new();
             if !siblings.is_empty() {
                 signals += 1;
@@ -118,15 +118,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                  falls back to scalar code for this config's tile sizes or head dim does this.",
                 view.name,
                 crate::text::join_words(&why)
-            );
+            ).into();
             d.fix = "Check which code path this config's defines select (tile sizes that are not \
                      multiples of the MMA shape, a disabled USE_* flag) and make it issue \
                      mma.sync/wgmma; confirm with the sass stage's HMMA/HGMMA count."
-                .to_string();
+                .to_string().into();
         } else {
             signals += 2;
             d.key = "pipe-idle".into();
-            d.title = format!("Tensor pipe idle in the profiled launch of `{}`", view.name);
+            d.title = format!("Tensor pipe idle in the profiled launch of `{}`", view.name).into();
             d.explanation = format!(
                 "The SASS of `{}` holds {} tensor-core instructions, but ncu measured the tensor \
                  pipe at {}% of peak in the profiled launch: the MMA path exists but did not run \
@@ -134,11 +134,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 view.name,
                 tensor.unwrap_or(0),
                 fixed(pipe.unwrap_or(0.0), 2)
-            );
+            ).into();
             d.fix =
                 "Check the runtime condition that selects the MMA path for the profiled shape, \
                      then the memory-bound signs in the ncu summary (DRAM throughput, stalls)."
-                    .to_string();
+                    .to_string().into();
         }
         d.confidence = Confidence::from_signals(signals);
         out.push(d);

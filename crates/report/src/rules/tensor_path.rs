@@ -112,7 +112,8 @@ fn draft(
         Limit::Fp16 => "Half-precision FMAs where the tensor cores would lift the ceiling",
         _ => "FP32 FMAs where the tensor cores would lift the ceiling",
     }
-    .to_string();
+    .to_string()
+    .into();
     d.figures
         .insert("fma_share".into(), json!((share * 1000.0).round() / 1000.0));
     d.figures.insert(
@@ -142,7 +143,8 @@ fn draft(
         p.phrase(),
         p.limit.name(),
         tensor_limit.name(),
-    );
+    )
+    .into();
     if let Some(beside) = tensor_kernel_beside(ctx, config, kernel) {
         d.explanation.push_str(&format!(" {beside}"));
     }
@@ -150,14 +152,16 @@ fn draft(
         Limit::Fp16 => "Issue the product as tensor-core instructions: `mma.sync` (or WMMA) on \
                         FP16/BF16 fragments with FP32 accumulators, wgmma on sm_90; or call \
                         cuBLAS or CUTLASS for it. The precision is the same as the FMAs'."
-            .to_string(),
+            .to_string()
+            .into(),
         _ => "Run the product on the tensor cores with TF32 inputs: `mma.sync` or WMMA \
               (`wmma::precision::tf32`), or cuBLAS with `CUBLAS_COMPUTE_32F_FAST_TF32`. TF32 \
               keeps FP32's range and accumulation but rounds each input to a 10-bit mantissa \
               (a relative error near 1e-3 per product); where that is too coarse, 3xTF32 \
               (CUTLASS) recovers FP32 accuracy at about a third of the TF32 rate, and FP16/BF16 \
               inputs double the TF32 rate again."
-            .to_string(),
+            .to_string()
+            .into(),
     };
     d.evidence.push(ctx.source_evidence(
         page.log,

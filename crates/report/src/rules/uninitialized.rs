@@ -47,11 +47,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
              since it was allocated: the value read is whatever the allocator left there, so the \
              result depends on the previous user of that memory.",
             plural(finding.count, "read", "reads")
-        );
+        ).into();
         d.fix = "Initialise before reading: keep accumulators in registers or shared memory and \
                  zero them in the kernel instead of reading them back from an output buffer, or \
                  write (memset) the buffer before the launch."
-            .to_string();
+            .to_string().into();
         if let Some(first) = first_uninitialised_thread(&finding.threads) {
             // The first block's lower threads run the same code without a record: the buffer
             // was written, but only its first part. With records left unprinted that is likely,
@@ -62,7 +62,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .map_or(0, |s| s.log.unprinted_errors);
             d.figures
                 .insert("first_uninitialised_thread".into(), first.into());
-            d.title = "Read of partly initialised global memory".to_string();
+            d.title = "Read of partly initialised global memory".to_string().into();
             d.explanation.push_str(&if unprinted == 0 {
                 format!(
                     " In the first block, threads 0 to {} read without a record and thread \
@@ -80,7 +80,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.fix = "Check the size of the memset or copy that fills this buffer: `cudaMemset(p, \
                      0, n)` and `cudaMemcpy(d, h, n, ...)` take bytes, not elements (`n * \
                      sizeof(float)`), and a copy of the wrong count leaves the tail unwritten."
-                .to_string();
+                .to_string().into();
         }
         out.push(d);
     }

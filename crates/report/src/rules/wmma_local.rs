@@ -183,7 +183,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     d.location = Some(loc.clone());
                     // The sibling's place is its trap's line: so is this one's.
                     if trap {
-                        d.stands_in(trap_note(&loc));
+                        d.stands_in(trap_note(&loc).into());
                     }
                 }
             }
@@ -307,17 +307,17 @@ fn latent_draft(ctx: &Ctx, config: Option<&str>, latent: &[(KernelId, Vec<Hit>)]
          record in any of them: {how}. A launch that does reach it fails with an unspecified \
          launch failure.",
         join_words(&names)
-    );
+    ).into();
     d.fix = if is_fragment(&warnings) {
         "Before launching them, pass the fragment operation a pointer into shared (or global) \
          memory, not a thread-local array; or stop instantiating the variants no caller uses."
-            .to_string()
+            .to_string().into()
     } else {
         format!(
             "Before launching them, give the {op} a shared- or global-memory address (a \
              per-thread array is private, so the operation needs no atomicity there: a plain \
              update does); or stop instantiating the variants no caller uses."
-        )
+        ).into()
     };
     d
 }
@@ -450,14 +450,14 @@ fn draft(
                     && let Some(at) = &d.location
                 {
                     d.stands_in(if fragment {
-                        trap_note(at)
+                        trap_note(at).into()
                     } else {
                         format!(
                             "`{at}` is where the compiler put the trap: it proved the {op} \
                              always reaches the local array and moved the trap up to the \
                              first place that leads to it (a loop's test, the branch before \
                              it), so the {op} itself is at or just after this line."
-                        )
+                        ).into()
                     });
                 }
             }
@@ -560,13 +560,13 @@ fn draft(
              warns and plants a trap (BPT.TRAP) in its place, which fires at run time as \
              \"Trace/breakpoint trap\" and fails the launch with an unspecified launch failure.",
             join_words(&said)
-        );
+        ).into();
         d.fix = format!(
             "Give the {op} a shared- or global-memory address: a per-block `__shared__` array \
              updated by the block's threads, then combined into global memory once per block. A \
              per-thread array needs no atomic at all: a plain update does. Re-run memcheck: the \
              trap in the SASS should be gone."
-        );
+        ).into();
         return d;
     }
     d.explanation = format!(
@@ -575,13 +575,13 @@ fn draft(
          memory is private to each thread, so a warp-collective fragment access cannot use it. \
          {how}",
         join_words(&said)
-    );
+    ).into();
     d.fix = "Stage the tile in shared memory: declare it `__shared__` (or carve it from the \
              dynamic shared-memory buffer, 16-byte aligned), fill it cooperatively from global \
              memory, `__syncthreads()`, and pass the shared-memory pointer to load_matrix_sync \
              (or load the fragment with ldmatrix from shared memory). Re-run memcheck: the trap \
              and the LDL/STL in the SASS should be gone."
-        .to_string();
+        .to_string().into();
     d
 }
 

@@ -167,27 +167,27 @@ fn draft(
             if let Some((label, name)) = tile.clone() {
                 d.title = format!(
                     "Output rows of the last partial tile are never written (S not a multiple of {label})"
-                );
+                ).into();
                 d.explanation = format!(
                     "{n_fail} left {unwritten} output elements holding the NaN \
                      poison, and every failing shape has a sequence length that is not a multiple \
                      of {label} while lengths that are pass: the blocks that own the last, \
                      partial tile do not store it (a grid of S/{name} rounded down, or a store \
                      guard that drops the whole tile)."
-                );
+                ).into();
                 d.fix = format!(
                     "Launch ceil(S/{name}) tiles and guard each row's store with `row < seq_len` \
                      instead of skipping the partial tile."
-                );
+                ).into();
             } else {
-                d.title = "Output elements never written".to_string();
+                d.title = "Output elements never written".to_string().into();
                 d.explanation = format!(
                     "{n_fail} left {unwritten} output elements holding the NaN \
                      poison the harness writes before each launch: no block stores them."
-                );
+                ).into();
                 d.fix = "Check that the grid covers every (batch, head, row-tile) and that no \
                          early return skips the final store."
-                    .to_string();
+                    .to_string().into();
             }
         }
         Category::Nan => {
@@ -199,39 +199,39 @@ fn draft(
             d.figures.insert("nan".into(), json!(nans));
             d.key = "nan".into();
             if causal_only {
-                d.title = "NaN outputs under the causal mask (fully masked rows)".to_string();
+                d.title = "NaN outputs under the causal mask (fully masked rows)".to_string().into();
                 d.explanation = format!(
                     "{n_fail} produced {nans} NaN elements, all with the \
                      causal mask, while non-causal shapes pass. A row (or row tile) whose scores \
                      are all masked keeps its running maximum at -inf, and the online softmax then \
                      computes exp(-inf - (-inf)) = NaN and divides by a zero row sum."
-                );
+                ).into();
                 d.fix = "Guard the masked case: when the running max is -inf use 0 in its place \
                          (so exp(s - m) is 0, not NaN), and write 0 instead of dividing when the \
                          row sum is 0."
-                    .to_string();
+                    .to_string().into();
             } else if let Some((label, _)) = tile.clone() {
-                d.title = format!("NaN outputs when S is not a multiple of {label} (tail tile)");
+                d.title = format!("NaN outputs when S is not a multiple of {label} (tail tile)").into();
                 d.explanation = format!(
                     "{n_fail} produced {nans} NaN elements, only where the \
                      sequence length is not a multiple of {label}: the last, partial tile \
                      reads keys past seq_len (poison or garbage) or masks a whole row to -inf."
-                );
+                ).into();
                 d.fix = format!(
                     "Mask keys with index >= seq_len in the last tile to -inf before the max, load \
                      zeros for rows past seq_len, and guard the row max as for fully masked rows \
                      ({label})."
-                );
+                ).into();
             } else {
-                d.title = "NaN outputs".to_string();
+                d.title = "NaN outputs".to_string().into();
                 d.explanation = format!(
                     "{n_fail} produced {nans} NaN elements (NaN never passes): \
                      an overflow in the softmax (a missing max subtraction), a division by a zero \
                      row sum, or uninitialised inputs to the accumulation."
-                );
+                ).into();
                 d.fix = "Subtract the running row max before exp, guard divisions by the row sum, \
                          and run initcheck to rule out uninitialised reads."
-                    .to_string();
+                    .to_string().into();
             }
         }
         Category::Wrong => {
@@ -250,9 +250,9 @@ fn draft(
                 // The error passes; something else the check gates on does not.
                 d.key = "within-tolerance".into();
                 d.title = if second_launch {
-                    "Output differs between two launches on the same inputs".to_string()
+                    "Output differs between two launches on the same inputs".to_string().into()
                 } else {
-                    "Checks fail although the error is within tolerance".to_string()
+                    "Checks fail although the error is within tolerance".to_string().into()
                 };
                 let rel_l2 = failing
                     .iter()
@@ -273,20 +273,20 @@ fn draft(
                     } else {
                         ""
                     }
-                );
+                ).into();
                 d.fix = if second_launch {
                     "Run initcheck and racecheck on this config: a read of uninitialised or \
                      stale memory, or a missing barrier, is what makes two launches differ."
-                        .to_string()
+                        .to_string().into()
                 } else {
                     "Read the failing shapes' figures in the harness JSON (`details`) and fix \
                      what they name."
-                        .to_string()
+                        .to_string().into()
                 };
             } else if let Some((label, name)) = tile.clone() {
                 d.title = format!(
                     "Wrong results when S is not a multiple of {label} (tail tile off-by-one)"
-                );
+                ).into();
                 d.explanation = format!(
                     "{n_fail} differ from the CPU reference (max abs error {} \
                      against a tolerance of {}), and every failing shape has a sequence length \
@@ -295,40 +295,40 @@ fn draft(
                      mask that uses the tile size instead of seq_len.",
                     sig3(max_err),
                     sig3(tol)
-                );
+                ).into();
                 d.fix = format!(
                     "In the last tile, mask key columns >= seq_len (not >= {name}) and guard rows \
                      >= seq_len on load and store; check every bound against seq_len with `<`."
-                );
+                ).into();
             } else if causal_only {
-                d.title = "Wrong results under the causal mask".to_string();
+                d.title = "Wrong results under the causal mask".to_string().into();
                 d.explanation = format!(
                     "{n_fail} differ from the CPU reference (max abs error {} \
                      against a tolerance of {}), all with the causal mask, while non-causal shapes \
                      pass: the mask condition or the tile-skipping bound is off.",
                     sig3(max_err),
                     sig3(tol)
-                );
+                ).into();
                 d.fix = "Check the causal condition (key index <= query index, in absolute \
                          positions) and the last key tile each query tile visits."
-                    .to_string();
+                    .to_string().into();
             } else {
-                d.title = "Wrong results against the CPU reference".to_string();
+                d.title = "Wrong results against the CPU reference".to_string().into();
                 d.explanation = format!(
                     "{n_fail} differ from the CPU reference (max abs error {} \
                      against a tolerance of {}).",
                     sig3(max_err),
                     sig3(tol)
-                );
+                ).into();
                 d.fix = "Compare intermediate values (scores, row max, row sum) for the smallest \
                          failing shape against the reference."
-                    .to_string();
+                    .to_string().into();
             }
         }
     }
     if let Some(blind) = super::blind_sanitizers(ctx, config, "the CPU-reference check") {
-        d.explanation.push(' ');
-        d.explanation.push_str(&blind);
+        d.explanation.push_str(" ");
+        d.explanation.append(blind);
     }
     d
 }
@@ -443,7 +443,7 @@ mod tests {
         assert_eq!(d.config.as_deref(), Some("tail_off_by_one"));
         assert_eq!(d.kernel.as_deref(), Some("attention_fwd_f16"));
         assert_eq!(d.location, None);
-        assert!(d.title.contains("NaN"), "{}", d.title);
+        assert!(d.title.markdown().contains("NaN"), "{:?}", d.title);
     }
 
     /// The harness's check of the clean attention kernel at S=512

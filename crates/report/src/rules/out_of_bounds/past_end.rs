@@ -49,7 +49,7 @@ fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64
         },
         bytes(tail.reach),
         m
-    );
+    ).into();
     let (lo, _) = spread.after;
     let start = if lo <= 1 {
         "the first byte past the end".to_string()
@@ -82,12 +82,12 @@ fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64
             Some(s) => format!(" ({} {s}-byte elements)", tail.reach.div_ceil(s)),
             None => String::new(),
         }
-    );
+    ).into();
     d.fix = "Guard the last tile: skip (or mask) the rows or elements past the end \
              with the real length (`if (row < rows)`) around the access, or pad the \
              buffer to a whole number of tiles; re-run memcheck with a length that \
              is not a multiple of the tile."
-        .to_string();
+        .to_string().into();
 }
 
 /// An access just past the end of an `m`-byte buffer, `past` bytes beyond it: an off-by-one
@@ -119,11 +119,11 @@ fn just_past_end(
         format!(
             "Off-by-one: a {space_word} {access_word} of the element just past \
              the end of a {m}-byte buffer"
-        )
+        ).into()
     } else {
         format!(
             "Out-of-bounds {space_word} {access_word} just past the end of a buffer (off-by-one or unguarded tail)"
-        )
+        ).into()
     };
     // Triton vectorises its loads: the access size is no element size.
     let index = match size.filter(|s| *s > 0 && m.is_multiple_of(*s) && !triton) {
@@ -155,17 +155,17 @@ fn just_past_end(
         ));
     }
     d.fix = if triton {
-        triton_fix(d.location.as_ref())
+        triton_fix(d.location.as_ref()).into()
     } else if builtin {
         "Guard the access with the real bound: mask rows and columns with index \
          >= seq_len in the last (partial) tile, and check loop bounds use `<`, \
          not `<=`. Re-run memcheck, and check with S not a multiple of the tile."
-            .to_string()
+            .to_string().into()
     } else {
         "Guard the access with the real bound (`if (i < n)`, loop bounds with \
          `<`, not `<=`), including the last partial block; re-run memcheck with a \
          size that is not a multiple of the block size."
-            .to_string()
+            .to_string().into()
     };
 }
 
@@ -181,7 +181,7 @@ fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
     d.title = format!(
         "Out-of-bounds {space_word} {access_word} {} past the end of the nearest allocation",
         bytes(past.saturating_add(1))
-    );
+    ).into();
     d.explanation.push_str(&format!(
         " memcheck names the allocation nearest the address, which need not be the \
          buffer the index was meant for: {} past the end of a {m}-byte buffer is \
@@ -190,12 +190,12 @@ fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
         bytes(past.saturating_add(1))
     ));
     d.fix = if triton {
-        triton_fix(d.location.as_ref())
+        triton_fix(d.location.as_ref()).into()
     } else {
         "Check which buffer the access at the named line means to read, and the \
          index against that buffer's size (a table indexed with a value meant for \
          another array, a stale index, a size in bytes used as a count)."
-            .to_string()
+            .to_string().into()
     };
 }
 
@@ -215,7 +215,7 @@ fn far_past_end(d: &mut Draft, w: &Words) {
          dimensions and strides, and that the pointer is the buffer the launch \
          passed."
     }
-    .to_string();
+    .to_string().into();
 }
 
 /// An access `n` bytes past the end of an `m`-byte buffer: a slot a pointer stores past, an
@@ -273,7 +273,7 @@ pub(super) fn past_end(
         "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
          \"{n} bytes after\" the end of {what} (memcheck counts the first byte past \
          the end as 1)."
-    );
+    ).into();
     // Off by one only when the access starts within one element of the end; the
     // attention kernel's rows (its tail tile) are its own, known layout.
     let one_element = past < size.unwrap_or(1).max(1);

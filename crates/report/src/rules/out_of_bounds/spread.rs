@@ -101,7 +101,7 @@ pub(super) struct SlotText<'a> {
     pub(super) access_word: &'a str,
     pub(super) records: &'a str,
     pub(super) size_text: &'a str,
-    pub(super) at: &'a str,
+    pub(super) at: &'a crate::message::Message,
     pub(super) allocation: u64,
     pub(super) triton: bool,
     pub(super) the_line: &'a str,
@@ -179,7 +179,7 @@ impl Slot {
                     "Out-of-bounds {space_word} {access_word}{through}: {} {blocks} write the \
                      same slot past the end of a {allocation}-byte buffer",
                     self.blocks
-                );
+                ).into();
                 let (mechanism, fix) = match &pointer {
                     Some(p) => (
                         format!(
@@ -217,15 +217,15 @@ impl Slot {
                      one thread in each of {} {blocks}, all at one address: {address} of a \
                      {allocation}-byte buffer.{scalar}{mechanism}{the_line}",
                     self.blocks,
-                );
-                d.fix = fix;
+                ).into();
+                d.fix = fix.into();
             }
             SlotShape::PerBlock => {
                 d.title = format!(
                     "Out-of-bounds {space_word} {access_word}{through}: one slot per {}, more \
                      {blocks} than slots",
                     if triton { "program" } else { "block" }
-                );
+                ).into();
                 d.explanation = format!(
                     "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
                      one thread in each of {} {blocks}, at consecutive slots past the end of a \
@@ -233,28 +233,28 @@ impl Slot {
                      the grid has more {blocks} than the buffer has slots.{the_line}",
                     self.blocks,
                     if triton { "program" } else { "block" },
-                );
+                ).into();
                 d.fix = format!(
                     "Size the buffer from the grid (one slot per {}), or the grid from the \
                      buffer; where the last {blocks} have no slot, return before the store.",
                     if triton { "program" } else { "block" }
-                );
+                ).into();
             }
             SlotShape::Past => {
                 d.title = format!(
                     "Out-of-bounds {space_word} {access_word}{through} past the end of a \
                      {allocation}-byte buffer"
-                );
+                ).into();
                 d.explanation = format!(
                     "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
                      past the end of a {allocation}-byte buffer.{scalar}{the_line}"
-                );
+                ).into();
                 d.fix = format!(
                     "Trace the pointer{through} back to where it is set and advanced (per \
                      {}, per loop iteration) and check every value it takes against the \
                      buffer's length.",
                     if triton { "program" } else { "block" }
-                );
+                ).into();
             }
         }
     }

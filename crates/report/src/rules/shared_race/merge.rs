@@ -172,7 +172,7 @@ pub(super) fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
         let on_both_sides = sites.iter().any(|(f, l)| *f == write.0 && *l < write.1)
             && sites.iter().any(|(f, l)| *f == write.0 && *l > write.1);
         if on_both_sides && let Some(fix) = barrier_fix(barrier_call(d), &[write], &sites) {
-            d.fix = fix;
+            d.fix = fix.into();
         }
     }
     out
@@ -246,7 +246,7 @@ fn word_block(d: &mut Draft, writes: &[Site], others: &[Site], total: u64) {
         site_name(&writes[0]),
         writes.last().map(|w| w.1).unwrap_or(0),
         crate::text::plural(others.len() as u64, "site", "sites")
-    );
+    ).into();
     d.figures.insert(
         "writes".into(),
         json!(
@@ -264,12 +264,12 @@ fn word_block(d: &mut Draft, writes: &[Site], others: &[Site], total: u64) {
         crate::text::plural(total, "hazard", "hazards"),
         crate::text::plural(others.len() as u64, "other site", "other sites"),
         crate::text::join_words(&others.iter().map(site_name).collect::<Vec<_>>())
-    );
+    ).into();
     d.fix = barrier_fix(barrier, writes, others).unwrap_or_else(|| {
         format!(
             "Add {barrier} between the writes at {write_names} and the sites that race with them."
         )
-    });
+    }).into();
 }
 
 /// Drafts of one kernel and config whose races share the write site (racecheck reports each
@@ -347,18 +347,18 @@ pub(super) fn merge_sites_of_one_barrier(drafts: Vec<Draft>, repo_files: &[Strin
                         own.file.rsplit('/').next().unwrap_or(&own.file),
                         own.line.unwrap_or(0)
                     ))
-                ),
+                ).into(),
                 None => format!(
                     "cp.async race: shared memory used while an asynchronous copy into it is in \
                      flight ({write_name})"
-                ),
+                ).into(),
             };
             first.explanation = format!(
                 "racecheck reports {} in total{kernel_text} between the asynchronous copy at \
                  {write_name} and {n} other sites ({joined}): {ASYNC_MECHANISM}",
                 crate::text::plural(total, "hazard", "hazards")
-            );
-            first.fix = ASYNC_FIX.to_string();
+            ).into();
+            first.fix = ASYNC_FIX.to_string().into();
             if first
                 .location
                 .as_ref()
@@ -378,11 +378,11 @@ pub(super) fn merge_sites_of_one_barrier(drafts: Vec<Draft>, repo_files: &[Strin
                 "barrier"
             },
             crate::text::plural(n as u64, "site", "sites")
-        );
+        ).into();
         let kernel_text = match (&first.kernel, inlined_in(&first.helpers)) {
-            (Some(k), Some(inlined)) => format!(" in {}, {inlined},", md_code(k)),
+            (Some(k), Some(inlined)) => format!(" in {}, {},", md_code(k), inlined.markdown()),
             (Some(k), None) => format!(" in {}", md_code(k)),
-            (None, Some(inlined)) => format!(" {inlined},"),
+            (None, Some(inlined)) => format!(" {},", inlined.markdown()),
             (None, None) => String::new(),
         };
         first.explanation = format!(
@@ -391,12 +391,12 @@ pub(super) fn merge_sites_of_one_barrier(drafts: Vec<Draft>, repo_files: &[Strin
              missing barrier explains them all. Threads there may see the old or a half-written \
              value.",
             crate::text::plural(total, "hazard", "hazards")
-        );
+        ).into();
         first.fix = format!(
             "Add {} after the write at {write_name} and before the first of {joined}: one \
              barrier orders every one of them.",
             barrier_call(first)
-        );
+        ).into();
     }
     out
 }

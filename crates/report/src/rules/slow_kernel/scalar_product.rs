@@ -67,7 +67,7 @@ pub(super) fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
                 });
             }
             let named = md_code(&kernel);
-            d.title = "No tensor cores: half-precision products on scalar FMA units".to_string();
+            d.title = "No tensor cores: half-precision products on scalar FMA units".to_string().into();
             d.explanation = format!(
                 "{named} multiplies half-precision values as floats: its SASS widens halves to \
                  float ({} executed `HADD2.F32`) and accumulates products in chains of up to {} \
@@ -88,11 +88,11 @@ pub(super) fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
                     md_code(&l.text)
                 ))
                 .unwrap_or_default()
-            );
+            ).into();
             d.fix = "Compute the product on tensor cores: tile it through shared memory and use \
                      WMMA (`nvcuda::wmma`), `mma.sync` or, on sm_90, wgmma; or call cuBLAS or \
                      CUTLASS for it."
-                .to_string();
+                .to_string().into();
             d.evidence.push(ctx.source_evidence(
                 Some(source_index),
                 config,
@@ -154,7 +154,7 @@ pub(super) fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
                     " The same loop reads its operands straight from global memory ({}; Nsight \
                      Compute estimates {speedup:.0}%); tiling the product through shared memory \
                      for the tensor cores removes that too.",
-                    crate::text::lowercase_first(&t.title)
+                    crate::text::lowercase_first(&t.title.markdown())
                 ));
                 d.evidence.extend(t.evidence);
                 d.explains.extend(t.explains);

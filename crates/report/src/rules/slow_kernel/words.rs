@@ -49,8 +49,8 @@ pub(super) fn describe(
         Class::BankConflicts => {
             let way = rules().find_map(|r| r.bank_conflict_ways);
             d.title = match way {
-                Some(w) => format!("Shared-memory bank conflicts: {w:.0}-way on average"),
-                None => "Shared-memory bank conflicts".to_string(),
+                Some(w) => format!("Shared-memory bank conflicts: {w:.0}-way on average").into(),
+                None => "Shared-memory bank conflicts".to_string().into(),
             };
             let excessive: u64 = lines.iter().map(|l| l.shared_excessive).sum();
             let total: u64 = lines.iter().map(|l| l.shared_wavefronts).sum();
@@ -69,11 +69,11 @@ pub(super) fn describe(
                         total
                     ))
                     .unwrap_or_default())
-            );
+            ).into();
             d.fix = "Make a warp's 32 lanes hit 32 banks: pad each row of the shared tile by one \
                      element (`tile[32][33]`), or swizzle the column index (XOR with the row); a \
                      column read of a 32-wide float tile is 32-way otherwise."
-                .to_string();
+                .to_string().into();
             if let Some((what, calls)) = hot.and_then(|l| wmma_fragment(ctx, l, lines)) {
                 d.explanation.push_str(&format!(
                     " That line is the toolkit's WMMA {what}, inlined into the kernel from its \
@@ -94,7 +94,7 @@ pub(super) fn describe(
                 d.fix = "Pad the shared tile's rows by 16 bytes (8 halves, 4 floats): \
                          `__half tile[ROWS][COLS + 8]`, passed as `ldm = COLS + 8`, so the rows \
                          of a fragment start in different banks."
-                    .to_string();
+                    .to_string().into();
             }
         }
         Class::Uncoalesced => {
@@ -104,8 +104,8 @@ pub(super) fn describe(
             let used = own().find_map(|r| r.sector_bytes_used);
             let excessive = own().find_map(|r| r.excessive.map(|e| e.percent));
             d.title = match used {
-                Some(u) => format!("Uncoalesced global access: {u:.1} of 32 bytes used per sector"),
-                None => "Uncoalesced global access".to_string(),
+                Some(u) => format!("Uncoalesced global access: {u:.1} of 32 bytes used per sector").into(),
+                None => "Uncoalesced global access".to_string().into(),
             };
             d.explanation = format!(
                 "The lanes of a warp touch addresses far apart, so each memory request moves \
@@ -121,11 +121,11 @@ pub(super) fn describe(
                         l.global_excessive, l.global_sectors
                     ))
                     .unwrap_or_default())
-            );
+            ).into();
             d.fix = "Make consecutive lanes touch consecutive addresses: index with \
                      `threadIdx.x` in the fastest-moving dimension, stage a transposed tile \
                      through shared memory, or change the data layout."
-                .to_string();
+                .to_string().into();
         }
         Class::FewBlocks => {
             let blocks = rule.grid_blocks;
@@ -135,33 +135,33 @@ pub(super) fn describe(
                 .and_then(|r| r.environment.gpus.first())
                 .and_then(|g| g.sm_count);
             d.title = match (blocks, sms) {
-                (Some(b), Some(s)) => format!("Too few blocks: {b} for {s} SMs"),
-                (Some(b), None) => format!("Too few blocks: {b}"),
-                _ => "Too few blocks to fill the GPU".to_string(),
+                (Some(b), Some(s)) => format!("Too few blocks: {b} for {s} SMs").into(),
+                (Some(b), None) => format!("Too few blocks: {b}").into(),
+                _ => "Too few blocks to fill the GPU".to_string().into(),
             };
             d.explanation = format!(
                 "The grid has fewer blocks than the GPU has multiprocessors, so most of them sit \
                  idle for the whole launch.{}",
                 at(String::new())
-            );
+            ).into();
             d.fix = "Launch at least one block per SM, better several (a grid-stride loop over \
                      a grid of 2-8x the SM count), or split the work of one block across many."
-                .to_string();
+                .to_string().into();
         }
         Class::LocalMemory => {
             let bytes = kernel_stack(ctx, config, d.kernel.as_deref()).unwrap_or(0);
-            d.title = format!("Local memory: a {bytes}-byte stack frame per thread");
+            d.title = format!("Local memory: a {bytes}-byte stack frame per thread").into();
             d.explanation = format!(
                 "ptxas gives the kernel a {bytes}-byte stack frame without spilling registers: an \
                  array indexed at run time lives in local memory, which is device memory behind \
                  the L1 cache, and warps stall on its loads and stores (ncu: {}).{}",
                 md_code(&format!("{}: {}", rule.name, rule.headline)),
                 at(String::new())
-            );
+            ).into();
             d.fix = "Keep the array in registers: index it only with compile-time constants \
                      (unroll the loops over it), or move a table every thread shares to shared \
                      memory; the stack frame in ptxas's output should go to 0."
-                .to_string();
+                .to_string().into();
         }
         Class::Occupancy => {
             let warps = rule.theoretical_warps_per_scheduler;
@@ -206,8 +206,8 @@ pub(super) fn describe(
                 Some(blocks) => format!(
                     "Occupancy limited by {names}: {} per SM",
                     crate::text::plural(blocks as u64, "block", "blocks")
-                ),
-                None => "Low theoretical occupancy".to_string(),
+                ).into(),
+                None => "Low theoretical occupancy".to_string().into(),
             };
             d.explanation = format!(
                 "Too few warps can be resident to hide latency{}{}.{}",
@@ -226,7 +226,7 @@ pub(super) fn describe(
                     ))
                     .unwrap_or_default(),
                 at(String::new())
-            );
+            ).into();
             let fixes: Vec<&str> = binding
                 .iter()
                 .map(|w| match *w {
@@ -247,7 +247,7 @@ pub(super) fn describe(
                     _ => "Launch larger blocks or more of them per SM.",
                 })
                 .collect();
-            d.fix = fixes.join(" ");
+            d.fix = fixes.join(" ").into();
             // More resident warps is a prediction, not a measurement: one more run at another
             // register budget, block size or tile tests it.
             let test = if binding.contains(&"registers") {
