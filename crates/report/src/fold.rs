@@ -22,9 +22,9 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnosis::{Diagnosis, Draft, Figure, Helper, Level, Scope, SourceLocation, Span};
-use crate::message::{Message, msg};
+use crate::message::{Message, code, msg};
 use crate::rules::{Role, RuleId};
-use crate::text::{md_code, short_hash};
+use crate::text::short_hash;
 
 /// What the fold knows of the run besides the drafts.
 #[derive(Debug, Clone, Default)]
@@ -358,19 +358,16 @@ fn attach_symptoms(nodes: &mut [Node]) {
     }
     for (to, named) in stages {
         let target = &mut nodes[to].draft;
-        let own: Vec<String> = named
+        let own: Vec<Message> = named
             .into_iter()
             .filter(|s| !own_stages.get(&to).is_some_and(|o| o.contains(s)))
-            .map(|s| md_code(&s))
+            .map(|s| code(s).into())
             .collect();
         if !own.is_empty() {
-            target.notes.push(
-                format!(
-                    "The failures of {} in this config follow from it and are listed under it.",
-                    crate::text::join_words(&own)
-                )
-                .into(),
-            );
+            target.notes.push(msg!(
+                "The failures of {} in this config follow from it and are listed under it.",
+                Message::words(own)
+            ));
         }
     }
 }
@@ -424,15 +421,15 @@ fn place_from_another_build(nodes: &mut [Node]) {
                 n.draft.notes.retain(|n| *n != stand_in.note);
                 n.draft.spans.push(crate::diagnosis::Span::secondary(
                     line,
-                    "where the compiler put the trap in this build",
+                    msg!("where the compiler put the trap in this build"),
                 ));
             }
-            n.draft.notes.push(format!(
+            n.draft.notes.push(msg!(
                 "No tool placed it in config {}; the place is the one another build of {} gives \
                  for the same fault (a release build may keep no line of code it inlined).",
-                md_code(n.draft.config.as_deref().unwrap_or("-")),
-                md_code(kernel)
-            ).into());
+                code(n.draft.config.as_deref().unwrap_or("-")),
+                code(kernel)
+            ));
         }
     }
 }
@@ -533,20 +530,21 @@ fn spans_of(d: &Draft, helpers: &[Helper], call_site: Option<&SourceLocation>) -
             .iter()
             .find(|s| &s.location == location)
             .map_or_else(
-                || d.rule.rule().name.to_lowercase(),
-                |s| s.label.clone().markdown(),
+                || msg!("{}", d.rule.rule().name.to_lowercase()),
+                |s| s.label.clone(),
             );
         spans.push(Span {
             location: location.clone(),
-            label: label.into(),
+            label,
             primary: true,
         });
     }
     let helpers = helpers.iter().filter_map(|h| {
-        let label = format!("in the inlined helper {}", md_code(&h.name));
+        let label = msg!("in the inlined helper {}", code(&h.name));
         Some(Span::secondary(h.location.clone()?, label))
     });
-    let launch = call_site.map(|l| Span::secondary(l.clone(), "the launch, in the host code"));
+    let launch =
+        call_site.map(|l| Span::secondary(l.clone(), msg!("the launch, in the host code")));
     for span in d.spans.iter().cloned().chain(helpers).chain(launch) {
         if !spans.iter().any(|s| s.location == span.location) {
             spans.push(span);

@@ -11,9 +11,8 @@ use crate::text::plural;
 
 /// Where the longest profiled kernel stands, for a clean verdict: clean is no cause found, not
 /// at the limit (" Its longest kernel, reduce3<int>, runs at 52.1% of DRAM bandwidth.").
-pub(super) fn longest_against_the_limit(joined: &Joined) -> String {
-    crate::resources::ncu_summaries(joined)
-        .into_iter()
+pub(super) fn longest_against_the_limit(ncu: &[crate::resources::NcuSummary]) -> String {
+    ncu.iter()
         .filter(|n| n.limit.is_some())
         .max_by(|a, b| {
             a.duration_us
@@ -21,7 +20,7 @@ pub(super) fn longest_against_the_limit(joined: &Joined) -> String {
                 .total_cmp(&b.duration_us.unwrap_or(0.0))
         })
         .and_then(|n| {
-            let p = n.limit?;
+            let p = n.limit.as_ref()?;
             Some(format!(
                 " Its longest kernel, {}, runs {}.",
                 crate::text::short_kernel(&n.kernel),

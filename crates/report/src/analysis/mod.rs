@@ -37,6 +37,35 @@ pub struct Analysis<'a> {
     pub experiments: Vec<crate::experiment::Conclusion>,
     /// Its stress stages' launch searches, read as experiments.
     pub launch_searches: Vec<crate::experiment::LaunchSearchRow>,
+    /// The report's tables, built once from the evidence.
+    pub tables: Tables,
+}
+
+/// The tables every emitter shows, built once per run.
+#[derive(Debug, Clone)]
+pub struct Tables {
+    /// Each kernel's registers, shared memory, spills and occupancy, per config.
+    pub kernels: Vec<crate::resources::KernelResources>,
+    /// The correctness checks, per config and shape.
+    pub checks: Vec<crate::tables::CheckRow>,
+    /// The stress stages' launch counts and first failures.
+    pub stress: Vec<crate::tables::StressRow>,
+    /// The benchmarks' timings beside their baselines.
+    pub bench: Vec<crate::tables::BenchRow>,
+    /// Nsight Compute's figures per profiled kernel.
+    pub ncu: Vec<crate::resources::NcuSummary>,
+}
+
+impl Tables {
+    fn of(joined: &Joined) -> Tables {
+        Tables {
+            kernels: crate::resources::kernel_resources(joined),
+            checks: crate::tables::check_rows(joined),
+            stress: crate::tables::stress_rows(joined),
+            bench: crate::tables::bench_rows(joined),
+            ncu: crate::resources::ncu_summaries(joined),
+        }
+    }
 }
 
 impl<'a> Analysis<'a> {
@@ -63,7 +92,8 @@ impl<'a> Analysis<'a> {
                 }
             }
         }
-        let verdict = verdict(&joined, &diagnoses, &coverage);
+        let tables = Tables::of(&joined);
+        let verdict = verdict(&joined, &diagnoses, &coverage, &tables);
         Analysis {
             joined,
             diagnoses,
@@ -71,6 +101,7 @@ impl<'a> Analysis<'a> {
             coverage,
             experiments,
             launch_searches,
+            tables,
         }
     }
 }
@@ -129,7 +160,12 @@ pub struct NotRun {
     pub reason: String,
 }
 
-fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -> Verdict {
+fn verdict(
+    joined: &Joined,
+    diagnoses: &[Diagnosis],
+    coverage: &[CoverageRow],
+    tables: &Tables,
+) -> Verdict {
     let count = |l: Level| diagnoses.iter().filter(|d| d.level == l).count();
     let (errors, warnings, notes) = (
         count(Level::Error),
@@ -275,7 +311,7 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
         VerdictKind::Clean => format!(
             "Clean: no problems found by {}{on}.{}",
             ran_tools(coverage),
-            longest_against_the_limit(joined)
+            longest_against_the_limit(&tables.ncu)
         ),
         // Worded below, once what is missing is known.
         VerdictKind::NotChecked => String::new(),

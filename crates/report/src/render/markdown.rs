@@ -7,8 +7,6 @@ use std::fmt::Write;
 
 use crate::analysis::{Analysis, CoverageRow, VerdictKind, stage_status_word};
 use crate::diagnosis::{Diagnosis, Level};
-use crate::resources::{kernel_resources, ncu_summaries};
-use crate::tables::{bench_rows, check_rows, stress_rows};
 use crate::text::{bytes, code_fence, fixed, html_text, md_cell, md_code, md_text, scrub, sig3};
 use crate::timings::NOISY;
 use crate::{run::Run, run::StageStatus};
@@ -846,7 +844,7 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 }
 
 fn per_config(out: &mut String, a: &Analysis) {
-    let rows = kernel_resources(&a.joined);
+    let rows = &a.tables.kernels;
     if rows.is_empty() {
         return;
     }
@@ -869,7 +867,7 @@ fn per_config(out: &mut String, a: &Analysis) {
         (Some(v), None) => v,
         (None, _) => "—".to_string(),
     };
-    for r in &rows {
+    for r in rows {
         let spills = match (r.spill_store_bytes, r.spill_load_bytes) {
             (None, None) => "unknown".to_string(),
             (s, l) => format!("{} / {}", s.unwrap_or(0), l.unwrap_or(0)),
@@ -966,8 +964,8 @@ fn source_meaning(from: &str) -> &'static str {
 }
 
 fn correctness(out: &mut String, a: &Analysis) {
-    let checks = check_rows(&a.joined);
-    let stress = stress_rows(&a.joined);
+    let checks = &a.tables.checks;
+    let stress = &a.tables.stress;
     if checks.is_empty() && stress.is_empty() {
         return;
     }
@@ -984,7 +982,7 @@ fn correctness(out: &mut String, a: &Analysis) {
             "| Config | Case | Result | Max abs err | Rel L2 err | Tolerance | NaN | Unwritten |"
         );
         let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|");
-        for c in &checks {
+        for c in checks {
             let result = match (c.passed, &c.error) {
                 (_, Some(e)) => format!("💥 {}", md_text(&scrub(e, &a.joined.repo_files))),
                 (Some(true), None) => "✅ pass".to_string(),
@@ -1027,7 +1025,7 @@ fn correctness(out: &mut String, a: &Analysis) {
             "| Config | Case | Launches | Sync | Result | Mismatched | Canaries |"
         );
         let _ = writeln!(out, "|---|---|--:|---|---|--:|---|");
-        for s in &stress {
+        for s in stress {
             let result = match (s.first_failure, &s.failure_kind) {
                 (Some(n), kind) => format!(
                     "❌ launch {n}: {}{}",
@@ -1064,7 +1062,7 @@ fn correctness(out: &mut String, a: &Analysis) {
 }
 
 fn bench(out: &mut String, a: &Analysis, run: &Run) {
-    let rows = bench_rows(&a.joined);
+    let rows = &a.tables.bench;
     if rows.is_empty() {
         return;
     }
@@ -1079,7 +1077,7 @@ fn bench(out: &mut String, a: &Analysis, run: &Run) {
     );
     let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|");
     let mut last_case = String::new();
-    for r in &rows {
+    for r in rows {
         let case = r.case.label();
         let shown_case = if case == last_case {
             String::new()
@@ -1222,7 +1220,7 @@ fn short_name(name: &str) -> String {
 }
 
 fn ncu(out: &mut String, a: &Analysis, run: &Run) {
-    let rows = ncu_summaries(&a.joined);
+    let rows = &a.tables.ncu;
     if rows.is_empty() {
         return;
     }
@@ -1236,7 +1234,7 @@ fn ncu(out: &mut String, a: &Analysis, run: &Run) {
         v.map(|v| format!("{}%", fixed(v, 1)))
             .unwrap_or_else(|| "—".into())
     };
-    for n in &rows {
+    for n in rows {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
