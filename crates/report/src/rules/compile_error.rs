@@ -4,6 +4,7 @@ use parsers::FindingKind;
 
 use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
+use crate::message::{Message, msg, quote};
 
 /// This rule's row in the registry ([`super::RULES`]).
 pub(crate) const RULE: Rule = Rule {
@@ -29,30 +30,33 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if f.finding.kind != FindingKind::CompileError {
             continue;
         }
-        let mut draft = Draft::new(RuleId::CompileError, Level::Error, "Compile error");
+        let mut draft = Draft::new(RuleId::CompileError, Level::Error, Message::new());
         draft.confidence = Confidence::High;
         draft.config = f.config.clone();
         draft.kernel = f.finding.kernel.clone();
         draft.location = ctx.place(f);
         draft.key = f.finding.fingerprint.clone();
-        let message = crate::text::md_text(&crate::text::scrub(
-            &f.finding.message,
-            &ctx.joined.repo_files,
-        ));
-        draft.title = format!("Compile error: {message}").into();
-        draft.explanation = format!(
-            "The compiler stopped with an error{}, so nothing downstream of this config's compile \
-             stage ran on this source.",
-            super::at_location(draft.location.as_ref())
-        ).into();
-        draft.fix = "Fix the error at the named line and re-run the pipeline; the stages that \
-                     depend on the cubin were skipped."
-            .to_string().into();
+        let message = crate::text::scrub(&f.finding.message, &ctx.joined.repo_files);
+        word_compile_error(&mut draft, &message);
         draft.evidence.push(ctx.finding_evidence(f));
         draft.explains.push(index);
         out.push(draft);
     }
     out
+}
+
+/// The words of a compile error: the compiler's `message` (scrubbed), quoted.
+fn word_compile_error(draft: &mut Draft, message: &str) {
+    draft.title = msg!("Compile error: {}", quote(message));
+    draft.explanation = msg!(
+        "The compiler stopped with an error{}, so nothing downstream of this config's compile \
+         stage ran on this source.",
+        super::at_location(draft.location.as_ref())
+    );
+    draft.fix = msg!(
+        "Fix the error at the named line and re-run the pipeline; the stages that depend on \
+         the cubin were skipped."
+    );
 }
 
 #[cfg(test)]

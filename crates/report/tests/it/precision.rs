@@ -247,7 +247,7 @@ fn an_invalid_syncwarp_mask_is_diagnosed_as_a_mask_error() {
     assert_eq!(ds.len(), 1, "{ds:#?}");
     let d = &ds[0];
     assert_eq!(
-        d.title,
+        d.title.markdown(),
         "Invalid `__syncwarp(mask)`: the mask does not name exactly the lanes that call it"
     );
     assert!(!d.title.markdown().contains("Divergent"), "{}", d.title);
