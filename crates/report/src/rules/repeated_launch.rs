@@ -253,20 +253,10 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         let mut signals = 1;
 
         // Single-launch evidence for the same config: a passing check and a clean memcheck.
-        seen.checks_pass = !checks.is_empty()
-            && checks
-                .iter()
-                .all(|c| c.result.check.as_ref().is_some_and(|k| k.passed));
-        if seen.checks_pass {
+        if let Some(passed) = passing_checks(ctx, &checks) {
+            seen.checks_pass = true;
             signals += 1;
-            d.evidence.push(ctx.result_evidence(
-                checks[0],
-                msg!(
-                    "check: {} single-launch {} passed against the CPU reference",
-                    checks.len().to_string(),
-                    if checks.len() == 1 { "shape" } else { "shapes" }
-                ),
-            ));
+            d.evidence.push(passed);
         }
         if let Some(clean) = clean_memcheck(ctx, config) {
             seen.memcheck_clean = true;
@@ -308,6 +298,26 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         out.push(d);
     }
     out
+}
+
+/// The evidence that every single-launch check of the config passed, where there are any
+/// and all did.
+fn passing_checks(
+    ctx: &Ctx,
+    checks: &[&crate::join::ResultRef],
+) -> Option<crate::diagnosis::EvidenceItem> {
+    let passed = checks
+        .iter()
+        .all(|c| c.result.check.as_ref().is_some_and(|k| k.passed));
+    let first = checks.first().filter(|_| passed)?;
+    Some(ctx.result_evidence(
+        first,
+        msg!(
+            "check: {} single-launch {} passed against the CPU reference",
+            checks.len().to_string(),
+            if checks.len() == 1 { "shape" } else { "shapes" }
+        ),
+    ))
 }
 
 /// Whether memcheck saw a single launch of the config clean (a complete memcheck log of it
