@@ -7,7 +7,8 @@ use serde_json::json;
 
 use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Figure, Level, Scope};
-use crate::text::{md_code, md_text, scrub};
+use crate::message::{Message, code, figure, msg, path, quote};
+use crate::text::scrub;
 
 /// This rule's row in the registry ([`super::RULES`]).
 pub(crate) const RULE: Rule = Rule {
@@ -74,23 +75,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .to_string();
         let said = detail("message")
             .or_else(|| detail("error_message"))
-            .map(|m| md_text(&scrub(m, &j.repo_files)));
-        let program = detail("program");
-        let name = md_code(&test);
+            .map(|m| scrub(m, &j.repo_files));
         let errored = detail("outcome") == Some("errored");
-        let mut d = Draft::new(
-            RuleId::CheckFailed,
-            Level::Error,
-            match (&said, benchmark, test_case) {
-                (Some(m), _, true) if errored => format!("Test {name} errored: {m}"),
-                (Some(m), _, true) => format!("Test {name} failed: {m}"),
-                (None, _, true) => format!("Test {name} failed"),
-                (Some(m), false, _) => format!("Check {name} failed: {m}"),
-                (None, false, _) => format!("Check {name} failed"),
-                (Some(m), true, _) => format!("Benchmark {name} stopped with an error: {m}"),
-                (None, true, _) => format!("Benchmark {name} stopped with an error"),
-            },
-        );
+        let mut d = Draft::new(RuleId::CheckFailed, Level::Error, Message::new());
         d.config = f.config.clone();
         // A failed check in a config whose fault a tool located is that fault's symptom; a
         // failing test, not where the tool located it in another test, run alone.
@@ -110,83 +97,140 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if let Some(err) = finding.details.get("max_abs_err") {
             d.figures.insert("max_abs_err".into(), err.clone());
         }
-        let by = program.map(md_code).unwrap_or_else(|| "The program".into());
-        let (explanation, fix): (String, String) = if test_case {
-            let at = d
-                .location
-                .as_ref()
-                .map(|l| format!(" at {}", md_code(&l.to_string())))
-                .unwrap_or_default();
-            let param = detail("param")
-                .map(|p| format!(" (parameter {})", md_code(p)))
-                .unwrap_or_default();
-            (
-                format!(
-                    "{} reported that {name}{param} {}{at}{}. Exhibit did not re-run it: the \
-                     test's own verdict is the evidence.",
-                    program.unwrap_or("The test suite"),
-                    if errored {
-                        "raised before its assertions could decide"
-                    } else {
-                        "failed its assertion"
-                    },
-                    said.as_deref()
-                        .map(|m| format!(": {m}"))
-                        .unwrap_or_default()
-                ),
-                format!(
-                    "Run {name} alone{}; a test that fails only some shapes often points at a \
-                     tail tile or a mask the kernel mishandles.",
-                    if d.location.is_some() {
-                        " and start from the line where it failed"
-                    } else {
-                        ""
-                    }
-                ),
-            )
+        let kind = if test_case {
+            Kind::Test {
+                errored,
+                param: detail("param"),
+            }
         } else if benchmark {
-            (
-                format!(
-                    "The benchmark {name} stopped itself with SkipWithError{}: it measured \
-                     nothing, and whatever it guards did not hold.",
-                    said.as_deref()
-                        .map(|m| format!(" (\"{m}\")"))
-                        .unwrap_or_default()
-                ),
-                "Run the benchmark alone and fix what its error message names; its timing is \
-                 missing from the table until it runs."
-                    .to_string(),
-            )
+            Kind::Benchmark
         } else {
-            (
-                format!(
-                    "{by} compared its output for {name} with its reference and reported a \
-                     failure{}{}{}. Exhibit did not re-check it: the program's own verdict is the \
-                     evidence.",
-                    d.location
-                        .as_ref()
-                        .map(|l| format!(" at {}", md_code(&l.to_string())))
-                        .unwrap_or_default(),
-                    finding
-                        .details
-                        .get("max_abs_err")
-                        .map(|e| format!(" (max abs error {e})"))
-                        .unwrap_or_default(),
-                    said.as_deref()
-                        .map(|m| format!(": {m}"))
-                        .unwrap_or_default()
-                ),
-                format!(
-                    "Run {name} alone and compare the output with the reference where the \
-                     message points; a kernel that fails only some cases often mishandles a tail \
-                     or a mask."
-                ),
-            )
+            Kind::Check
         };
-        (d.explanation, d.fix) = (explanation.into(), fix.into());
+        let failed = Failed {
+            kind,
+            test: &test,
+            said: said.as_deref(),
+            program: detail("program"),
+            max_abs_err: finding.details.get("max_abs_err"),
+        };
+        word_failed(&mut d, &failed);
         out.push(d);
     }
     out
+}
+
+/// Which kind of check failed: what reported it decides the draft's words.
+enum Kind<'a> {
+    /// A test framework's failing test case (JUnit XML); `errored` when it raised before its
+    /// assertions could decide, `param` its parameter where the framework named one.
+    Test {
+        errored: bool,
+        param: Option<&'a str>,
+    },
+    /// A Google Benchmark benchmark that stopped itself with an error.
+    Benchmark,
+    /// The program's own check against its reference (`exhibit.results/1`).
+    Check,
+}
+
+/// What the program said about one failed check: the words of its draft come from this.
+struct Failed<'a> {
+    kind: Kind<'a>,
+    /// The test's or benchmark's name.
+    test: &'a str,
+    /// The program's message, scrubbed.
+    said: Option<&'a str>,
+    /// The program that reported it, where it named itself.
+    program: Option<&'a str>,
+    /// The largest absolute error a check reported.
+    max_abs_err: Option<&'a serde_json::Value>,
+}
+
+/// The draft's title, explanation and fix for a failed check (its location is already set).
+fn word_failed(d: &mut Draft, f: &Failed) {
+    let name = code(f.test);
+    let said = f.said.map(quote);
+    let at = d
+        .location
+        .as_ref()
+        .map(|l| msg!(" at {}", path(l)))
+        .unwrap_or_default();
+    let colon_said = said.clone().map(|m| msg!(": {}", m)).unwrap_or_default();
+    d.title = match (&f.kind, said.clone()) {
+        (Kind::Test { errored: true, .. }, Some(m)) => msg!("Test {} errored: {}", name.clone(), m),
+        (Kind::Test { .. }, Some(m)) => msg!("Test {} failed: {}", name.clone(), m),
+        (Kind::Test { .. }, None) => msg!("Test {} failed", name.clone()),
+        (Kind::Check, Some(m)) => msg!("Check {} failed: {}", name.clone(), m),
+        (Kind::Check, None) => msg!("Check {} failed", name.clone()),
+        (Kind::Benchmark, Some(m)) => {
+            msg!("Benchmark {} stopped with an error: {}", name.clone(), m)
+        }
+        (Kind::Benchmark, None) => msg!("Benchmark {} stopped with an error", name.clone()),
+    };
+    (d.explanation, d.fix) = match f.kind {
+        Kind::Test { errored, param } => (
+            msg!(
+                "{} reported that {}{} {}{}{}. Exhibit did not re-run it: the test's own \
+                 verdict is the evidence.",
+                // The suite's name as the framework wrote it, rendered as it always was.
+                f.program.unwrap_or("The test suite"),
+                name.clone(),
+                param
+                    .map(|p| msg!(" (parameter {})", code(p)))
+                    .unwrap_or_default(),
+                if errored {
+                    "raised before its assertions could decide"
+                } else {
+                    "failed its assertion"
+                },
+                at,
+                colon_said
+            ),
+            msg!(
+                "Run {} alone{}; a test that fails only some shapes often points at a tail tile \
+                 or a mask the kernel mishandles.",
+                name,
+                if d.location.is_some() {
+                    " and start from the line where it failed"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        Kind::Benchmark => (
+            msg!(
+                "The benchmark {} stopped itself with SkipWithError{}: it measured nothing, and \
+                 whatever it guards did not hold.",
+                name,
+                said.map(|m| msg!(" (\"{}\")", m)).unwrap_or_default()
+            ),
+            msg!(
+                "Run the benchmark alone and fix what its error message names; its timing is \
+                 missing from the table until it runs."
+            ),
+        ),
+        Kind::Check => (
+            msg!(
+                "{} compared its output for {} with its reference and reported a failure{}{}{}. \
+                 Exhibit did not re-check it: the program's own verdict is the evidence.",
+                f.program
+                    .map(|p| Message::from(code(p)))
+                    .unwrap_or_else(|| msg!("The program")),
+                name.clone(),
+                at,
+                f.max_abs_err
+                    .map(|e| msg!(" (max abs error {})", figure(e.to_string())))
+                    .unwrap_or_default(),
+                colon_said
+            ),
+            msg!(
+                "Run {} alone and compare the output with the reference where the message \
+                 points; a kernel that fails only some cases often mishandles a tail or a mask.",
+                name
+            ),
+        ),
+    };
 }
 
 #[cfg(test)]

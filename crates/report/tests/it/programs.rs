@@ -208,7 +208,7 @@ fn google_benchmark_errors_fail_the_verdict_and_timings_are_listed() {
     assert_eq!(d.rule, "check-failed");
     assert_eq!(d.level, Level::Error);
     assert_eq!(
-        d.title,
+        d.title.markdown(),
         "Benchmark `failing_setup` stopped with an error: reference output not found"
     );
     assert_eq!(a.diagnoses.len(), 1, "{:#?}", a.diagnoses);
