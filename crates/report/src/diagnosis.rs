@@ -270,6 +270,10 @@ pub struct Draft {
     /// (`drafting`) drops it when any holds. The rule states the condition; it never
     /// reads another rule's drafts.
     pub gives_way: Vec<GiveWay>,
+    /// An `occupancy-limit` note's budget for one more block, without the fix's hedge ("if
+    /// latency hiding is short"): the help of a cause that has shown the kernel latency-bound
+    /// ([`crate::rules::slow_kernel::absorb_occupancy_limit`]).
+    pub next_block: Option<Message>,
 }
 
 /// A condition on the drafts of earlier rules (in `rules::RULES`' order), each of the
@@ -387,6 +391,7 @@ impl Draft {
             hypothesis: None,
             stand_in: None,
             gives_way: Vec::new(),
+            next_block: None,
         }
     }
 
