@@ -295,10 +295,10 @@ impl std::fmt::Display for Message {
     }
 }
 
-/// A message equals text with the same words, styles aside.
+/// A message equals its Markdown text.
 impl PartialEq<&str> for Message {
     fn eq(&self, other: &&str) -> bool {
-        self.plain() == *other
+        self.markdown() == *other
     }
 }
 
