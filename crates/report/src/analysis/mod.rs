@@ -183,23 +183,7 @@ fn verdict(
         .iter()
         .any(|c| matches!(c.status, StageStatus::Passed | StageStatus::Findings))
         || (joined.run.is_none() && !joined.sources.is_empty());
-    // Stages that run the kernel or the program, and whether any of them did.
-    let gpu_stage = |kind: StageKind| {
-        kind.is_sanitizer()
-            || matches!(
-                kind,
-                StageKind::Check
-                    | StageKind::Stress
-                    | StageKind::Bench
-                    | StageKind::Baseline
-                    | StageKind::Profile
-            )
-    };
-    let gpu_planned = joined.stages().iter().any(|s| gpu_stage(s.kind));
-    let gpu_ran = joined
-        .stages()
-        .iter()
-        .any(|s| gpu_stage(s.kind) && s.status != StageStatus::Skipped);
+    let (gpu_planned, gpu_ran) = gpu_stages(joined);
     // Whether any stage but the report produced evidence: a build, a program's run.
     let checked = coverage.iter().any(|c| {
         c.kind != StageKind::Report
@@ -226,38 +210,6 @@ fn verdict(
     } else {
         String::new()
     };
-    // "N causes, top: <title> in <kernel>": the performance causes, beside any fault.
-    let slow_line = || {
-        // The largest estimated gain; among equal ones the first in rank order, as the
-        // root causes list them.
-        // A suggestion no run tested leads only where nothing measured does.
-        let top = slow
-            .iter()
-            .rev()
-            .max_by(|a, b| {
-                b.untested()
-                    .cmp(&a.untested())
-                    .then(speedup(a).total_cmp(&speedup(b)))
-            })
-            .copied();
-        // The top cause's kernel against its binding roof, where its title does not say it.
-        let roof = top
-            .filter(|d| !d.title.markdown().contains("% of"))
-            .and_then(|d| {
-                let kernel = KernelId::of(d.kernel.as_deref()?);
-                crate::roofline::of_kernel(joined, d.config.as_deref(), &kernel)
-            })
-            .map(|p| format!(", {}", p.phrase()))
-            .unwrap_or_default();
-        format!(
-            "{}, top: {}{}{roof}",
-            plural(slow.len() as u64, "cause", "causes"),
-            top.map(|d| d.title.clone()).unwrap_or_default().markdown(),
-            top.and_then(|d| d.kernel.as_deref())
-                .map(|k| format!(" in {}", crate::text::short_kernel(k)))
-                .unwrap_or_default()
-        )
-    };
     // The faults' warnings, without the performance causes said beside them.
     let fault_warnings = warnings.saturating_sub(slow.len());
     let mut line = match kind {
@@ -277,7 +229,7 @@ fn verdict(
             if slow.is_empty() {
                 String::new()
             } else {
-                format!(" Slow as well: {}.", slow_line())
+                format!(" Slow as well: {}.", slow_line(joined, &slow))
             }
         ),
         VerdictKind::Inconclusive if !ran => {
@@ -304,9 +256,9 @@ fn verdict(
         VerdictKind::Slow => match crate::rules::slower_than_baseline::verdict_phrase(joined) {
             // The program's own benchmark says how slow; the causes say why.
             Some(slower) if slow.iter().any(|d| d.rule != RuleId::SlowerThanBaseline) => {
-                format!("Slow: {slower}; {}.", slow_line())
+                format!("Slow: {slower}; {}.", slow_line(joined, &slow))
             }
-            _ => format!("Slow: {}.", slow_line()),
+            _ => format!("Slow: {}.", slow_line(joined, &slow)),
         },
         VerdictKind::Clean => format!(
             "Clean: no problems found by {}{on}.{}",
@@ -334,8 +286,86 @@ fn verdict(
         ),
     };
     let missing = crate::missing::of_stages(joined.stages());
+    with_gaps(&mut line, kind, &missing, &unconcluded, &not_run);
+    Verdict {
+        kind,
+        errors,
+        warnings,
+        notes,
+        unconcluded,
+        not_run,
+        missing,
+        line,
+    }
+}
+
+/// "N causes, top: <title> in <kernel>": the performance causes, beside any fault; the top one
+/// is the largest estimated gain, a measured one before an untested suggestion.
+fn slow_line(joined: &Joined, slow: &[&Diagnosis]) -> String {
+    // The largest estimated gain; among equal ones the first in rank order, as the
+    // root causes list them.
+    // A suggestion no run tested leads only where nothing measured does.
+    let top = slow
+        .iter()
+        .rev()
+        .max_by(|a, b| {
+            b.untested()
+                .cmp(&a.untested())
+                .then(speedup(a).total_cmp(&speedup(b)))
+        })
+        .copied();
+    // The top cause's kernel against its binding roof, where its title does not say it.
+    let roof = top
+        .filter(|d| !d.title.markdown().contains("% of"))
+        .and_then(|d| {
+            let kernel = KernelId::of(d.kernel.as_deref()?);
+            crate::roofline::of_kernel(joined, d.config.as_deref(), &kernel)
+        })
+        .map(|p| format!(", {}", p.phrase()))
+        .unwrap_or_default();
+    format!(
+        "{}, top: {}{}{roof}",
+        plural(slow.len() as u64, "cause", "causes"),
+        top.map(|d| d.title.clone()).unwrap_or_default().markdown(),
+        top.and_then(|d| d.kernel.as_deref())
+            .map(|k| format!(" in {}", crate::text::short_kernel(k)))
+            .unwrap_or_default()
+    )
+}
+
+/// Whether the pipeline plans a stage that runs the kernel or the program, and whether any of
+/// them ran.
+fn gpu_stages(joined: &Joined) -> (bool, bool) {
+    let gpu_stage = |kind: StageKind| {
+        kind.is_sanitizer()
+            || matches!(
+                kind,
+                StageKind::Check
+                    | StageKind::Stress
+                    | StageKind::Bench
+                    | StageKind::Baseline
+                    | StageKind::Profile
+            )
+    };
+    let gpu_planned = joined.stages().iter().any(|s| gpu_stage(s.kind));
+    let gpu_ran = joined
+        .stages()
+        .iter()
+        .any(|s| gpu_stage(s.kind) && s.status != StageStatus::Skipped);
+    (gpu_planned, gpu_ran)
+}
+
+/// Appends to the verdict's line what the run lacks: for a run that checked nothing, the tools
+/// missing here; the stages that could not conclude beside a failure; the stages not run.
+fn with_gaps(
+    line: &mut String,
+    kind: VerdictKind,
+    missing: &[crate::missing::Missing],
+    unconcluded: &[Unconcluded],
+    not_run: &[NotRun],
+) {
     if kind == VerdictKind::NotChecked {
-        line = "Not checked: no stage could run here, so this run says nothing of the program."
+        *line = "Not checked: no stage could run here, so this run says nothing of the program."
             .to_string();
         if !missing.is_empty() {
             let needs: Vec<String> = missing
@@ -362,16 +392,6 @@ fn verdict(
             "Not run"
         };
         line.push_str(&format!(" {label}: {}.", join_words(&names)));
-    }
-    Verdict {
-        kind,
-        errors,
-        warnings,
-        notes,
-        unconcluded,
-        not_run,
-        missing,
-        line,
     }
 }
 

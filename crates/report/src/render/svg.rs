@@ -177,29 +177,7 @@ const ROOF_LEGEND: &str = "x: arithmetic intensity over the ridge point of its p
 /// grey squares; kernels with no floating-point work to speak of are listed under the chart
 /// with their memory roof. `None` when no kernel was placed.
 pub fn roofline_svg(a: &Analysis) -> Option<String> {
-    let j = &a.joined;
-    let mut points: Vec<Point> = a
-        .tables
-        .ncu
-        .iter()
-        .cloned()
-        .filter_map(|n| {
-            Some(Point {
-                name: crate::text::short_kernel(&n.kernel),
-                baseline: false,
-                position: n.limit?,
-            })
-        })
-        .collect();
-    if let Some((_, theirs)) = crate::resources::beside_baseline(j) {
-        points.extend(theirs.into_iter().filter_map(|k| {
-            Some(Point {
-                name: crate::text::short_kernel(&k.summary.kernel),
-                baseline: true,
-                position: k.summary.limit?,
-            })
-        }));
-    }
+    let points = roofline_points(a);
     if points.is_empty() {
         return None;
     }
@@ -331,6 +309,34 @@ pub fn roofline_svg(a: &Analysis) -> Option<String> {
     );
     out.push_str("</svg>\n");
     Some(out)
+}
+
+/// The kernels to place on the roofline: this run's that Nsight Compute placed, then the
+/// baseline's beside them.
+fn roofline_points(a: &Analysis) -> Vec<Point> {
+    let mut points: Vec<Point> = a
+        .tables
+        .ncu
+        .iter()
+        .cloned()
+        .filter_map(|n| {
+            Some(Point {
+                name: crate::text::short_kernel(&n.kernel),
+                baseline: false,
+                position: n.limit?,
+            })
+        })
+        .collect();
+    if let Some((_, theirs)) = crate::resources::beside_baseline(&a.joined) {
+        points.extend(theirs.into_iter().filter_map(|k| {
+            Some(Point {
+                name: crate::text::short_kernel(&k.summary.kernel),
+                baseline: true,
+                position: k.summary.limit?,
+            })
+        }));
+    }
+    points
 }
 
 /// A decade's label: `0.001`, `1`, `100`.
