@@ -92,6 +92,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let message = scrub(&finding.message, &j.repo_files);
         let level = match (finding.kind, finding.severity) {
             (FindingKind::CompilerWarning, _) | (FindingKind::UnusedMemory, _) => Level::Note,
+            // An Nsight Compute rule result no performance rule takes: the profiler's advice, or
+            // a remark on its own collection (no samples collected), never a fault of the
+            // program.
+            (FindingKind::ProfilerRule, _) => Level::Note,
             (FindingKind::MemoryLeak, _) => Level::Warning,
             (_, Severity::Error) => Level::Error,
             _ => Level::Warning,
@@ -212,6 +216,22 @@ fn word_unexplained(d: &mut Draft, u: &Unexplained) {
                  says."
             ),
         ),
+        FindingKind::ProfilerRule => (
+            msg!(
+                "{} reported {}{}: {}. No performance rule takes this Nsight Compute rule \
+                 result: it is the profiler's advice, or a remark on its own measurement, not a \
+                 fault of the program.",
+                u.tool,
+                crate::text::plural(u.count, "record", "records"),
+                at,
+                quote(u.message.trim_end_matches('.'))
+            ),
+            msg!(
+                "Where it says the profiler could not collect something (no samples, a missing \
+                 metric), the profile's other figures still stand; profile a longer launch for \
+                 that figure."
+            ),
+        ),
         _ => (
             msg!(
                 "{} reported {}{}: {}.",
@@ -281,6 +301,30 @@ mod tests {
         assert_eq!(d.kernel, None);
         assert_eq!(d.location, None);
         assert!(d.explanation.markdown().contains("1,024 bytes"), "{:?}", d.explanation);
+    }
+
+    /// Nsight Compute's details page of `examples/cuda-cpp`'s `block_sum_kernel` on the H100
+    /// (`ncu-csv/pc_sampling_no_samples_details.log`): PC sampling collected no samples, a
+    /// remark on the profiler's own collection that is a note, never a root cause.
+    #[test]
+    fn a_profiler_remark_no_rule_takes_is_a_note() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Profile,
+                "clean",
+                "sm_90",
+                parsers_fixture!("ncu-csv/pc_sampling_no_samples_details.log"),
+            )
+            .drafts(RuleId::SanitizerError);
+        let d = drafts
+            .iter()
+            .find(|d| d.title.markdown().contains("PCSamplingData"))
+            .expect("the PCSamplingData remark is drafted");
+        assert_eq!(d.level, Level::Note);
+        assert!(
+            drafts.iter().all(|d| d.level == Level::Note),
+            "{drafts:?}"
+        );
     }
 
     /// memcheck on `clean.cu` (`compute-sanitizer/memcheck_clean.log`): the program's own lines
