@@ -73,7 +73,7 @@ mod tests {
     use crate::rules::RuleId;
 
     fn draft(rule: RuleId, level: Level, kernel: &str) -> Draft {
-        let mut d = Draft::new(rule, level, "");
+        let mut d = Draft::new(rule, level, crate::message::Message::new());
         d.config = Some("c".into());
         d.kernel = Some(kernel.into());
         d

@@ -600,7 +600,7 @@ mod tests {
             Role::Performance | Role::Comparison => Level::Warning,
             _ => Level::Error,
         };
-        let mut d = Draft::new(rule, level, title);
+        let mut d = Draft::new(rule, level, crate::message::Part::Text(title.to_string()));
         d.confidence = Confidence::High;
         d.config = Some("release".into());
         d.kernel = Some("attn".into());
@@ -944,7 +944,7 @@ mod tests {
     #[test]
     fn a_richer_cause_absorbs_its_rules_note_for_the_same_kernel() {
         let mut note = draft(OccupancyLimit, "2 blocks per SM").level(Level::Note);
-        note.0.explanation = "Registers allow 2 blocks.".into();
+        note.0.explanation = msg!("Registers allow 2 blocks.");
         let other = draft(OccupancyLimit, "1 block per SM")
             .kernel("other")
             .level(Level::Note);

@@ -21,8 +21,9 @@ pub enum Part {
     Figure(String),
     /// Words quoted from a tool or the program, as written: never read as markup.
     Quote(String),
-    /// Text already written as inline Markdown (code spans, escapes), kept as it is: what a
-    /// caller outside the rules that still words in Markdown hands over.
+    /// Text already written as inline Markdown (code spans, escapes), kept as it is: an
+    /// experiment's conclusion (`experiment::Conclusion::sentence`), which is still worded as
+    /// Markdown. No rule uses it.
     Markdown(String),
 }
 
@@ -138,11 +139,6 @@ impl Message {
             (Some(Part::Markdown(last)), Part::Markdown(s)) => last.push_str(&s),
             (_, part) => self.0.push(part),
         }
-    }
-
-    /// Appends text a caller still words as inline Markdown ([`Part::Markdown`]).
-    pub fn push_str(&mut self, markdown: &str) {
-        self.push(Part::Markdown(markdown.to_string()));
     }
 
     /// Appends another message's parts.
@@ -341,20 +337,6 @@ impl ToMessage for &String {
 impl ToMessage for &str {
     fn to_message(self) -> Message {
         Part::Text(self.to_string()).into()
-    }
-}
-
-/// Text a caller still words as inline Markdown ([`Part::Markdown`]).
-impl From<String> for Message {
-    fn from(s: String) -> Message {
-        Part::Markdown(s).into()
-    }
-}
-
-/// Text a caller still words as inline Markdown ([`Part::Markdown`]).
-impl From<&str> for Message {
-    fn from(s: &str) -> Message {
-        Part::Markdown(s.to_string()).into()
     }
 }
 
