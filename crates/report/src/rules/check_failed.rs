@@ -2,7 +2,7 @@
 //! `"passed": false`), or one of its Google Benchmark benchmarks stopped with an error. The
 //! program's own verdict is the evidence; the diagnosis names the test and quotes its message.
 
-use parsers::{FindingKind, Format};
+use parsers::{FindingKind, Format, TestOutcome};
 use serde_json::json;
 
 use super::{Ctx, RuleId};
@@ -43,7 +43,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.explains.push(index);
             continue;
         }
-        let detail = |key: &str| finding.details.get(key).and_then(|v| v.as_str());
+        let facts = finding.facts.test.as_deref();
         let benchmark = j
             .source(f.source)
             .is_some_and(|s| s.log.format == Format::GoogleBenchmark);
@@ -51,16 +51,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let test_case = j
             .source(f.source)
             .is_some_and(|s| s.log.format == Format::JUnit);
-        let test = detail("test")
-            .or_else(|| detail("benchmark"))
-            .unwrap_or("?")
-            .to_string();
-        let said = detail("message")
-            .or_else(|| detail("error_message"))
+        let test = facts.map_or("?", |t| t.name.as_str()).to_string();
+        let said = facts
+            .and_then(|t| t.message.as_deref())
             .map(|m| md_text(&scrub(m, &j.repo_files)));
-        let program = detail("program");
+        let program = facts.and_then(|t| t.program.as_deref());
         let name = md_code(&test);
-        let errored = detail("outcome") == Some("errored");
+        let errored = facts.and_then(|t| t.outcome) == Some(TestOutcome::Error);
+        // A figure of the draft, quoted in its wording as JSON spells it.
+        let max_abs_err = facts.and_then(|t| t.max_abs_err).map(|e| json!(e));
         let mut d = Draft::new(
             RuleId::CheckFailed,
             Level::Error,
@@ -90,7 +89,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.evidence.push(ctx.finding_evidence(f));
         d.explains.push(index);
         Figure::Test.set(&mut d.figures, json!(test));
-        if let Some(err) = finding.details.get("max_abs_err") {
+        if let Some(err) = &max_abs_err {
             d.figures.insert("max_abs_err".into(), err.clone());
         }
         let by = program.map(md_code).unwrap_or_else(|| "The program".into());
@@ -100,7 +99,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .as_ref()
                 .map(|l| format!(" at {}", md_code(&l.to_string())))
                 .unwrap_or_default();
-            let param = detail("param")
+            let param = facts
+                .and_then(|t| t.param.as_deref())
                 .map(|p| format!(" (parameter {})", md_code(p)))
                 .unwrap_or_default();
             (
@@ -150,9 +150,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         .as_ref()
                         .map(|l| format!(" at {}", md_code(&l.to_string())))
                         .unwrap_or_default(),
-                    finding
-                        .details
-                        .get("max_abs_err")
+                    max_abs_err
+                        .as_ref()
                         .map(|e| format!(" (max abs error {e})"))
                         .unwrap_or_default(),
                     said.as_deref()
