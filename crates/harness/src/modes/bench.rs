@@ -77,7 +77,7 @@ fn bench(
     let clock_before = match &probe {
         Ok(p) => p.measure_mhz(gpu).ok(),
         Err(e) => {
-            record.detail("clock_probe_error", e.to_string());
+            record.result.figures.clock_probe_error = Some(e.to_string());
             None
         }
     };
@@ -101,8 +101,8 @@ fn bench(
         }
     }
     let launch_us = warm_ms * 1e3 / warm_launches as f64;
-    record.detail("warmup_launches", warm_launches);
-    record.detail("warmup_mean_us", launch_us);
+    record.result.figures.warmup_launches = Some(warm_launches);
+    record.result.figures.warmup_mean_us = Some(launch_us);
 
     let timing = match opts.timing {
         Timing::Auto if launch_us < LAUNCH_BOUND_US => Timing::Graph,
@@ -113,7 +113,7 @@ fn bench(
     let flush = if cold {
         let l2 = gpu.info().l2_bytes.unwrap_or(64 << 20) as usize;
         let bytes = (2 * l2).max(64 << 20);
-        record.detail("flush_bytes", bytes);
+        record.result.figures.flush_bytes = Some(bytes as u64);
         Some(harness(gpu.alloc(bytes))?)
     } else {
         None
@@ -134,7 +134,7 @@ fn bench(
         }
         _ => None,
     };
-    record.detail("launches_per_sample", per_replay);
+    record.result.figures.launches_per_sample = Some(per_replay);
 
     let rule = StopRule {
         target_noise: opts.target_noise,
@@ -179,8 +179,8 @@ fn bench(
     // The output must still be fully written and finite after all those launches.
     let out = harness(dp.read_output(gpu))?;
     let (unwritten, nan, inf) = scan_output(problem.dtype, &out);
-    record.detail("output_unwritten", unwritten);
-    record.detail("output_nonfinite", nan + inf);
+    record.result.figures.output_unwritten = Some(unwritten);
+    record.result.figures.output_nonfinite = Some(nan + inf);
     if unwritten + nan + inf > 0 {
         record.verdict = Verdict::KernelFailure;
     }
@@ -220,36 +220,34 @@ fn bench(
         throttled,
         samples_us: samples.clone(),
     });
-    record.detail("max_us", summary.max);
-    record.detail("stop_reason", stop.name());
-    record.detail("median_ci_rel", median_ci_relative(&sorted).map(finite));
-    record.detail("mean_rel_sem", relative_sem(&summary).map(finite));
-    record.detail("target_noise", opts.target_noise);
-    record.detail("sampling_seconds", sampling_seconds);
-    record.detail("flops", problem.flops());
-    record.detail("bytes", problem.min_bytes());
-    record.detail(
-        "clock_method",
+    let figures = &mut record.result.figures;
+    figures.max_us = Some(summary.max);
+    figures.stop_reason = Some(stop.name().to_string());
+    figures.median_ci_rel = median_ci_relative(&sorted).map(finite);
+    figures.mean_rel_sem = relative_sem(&summary).map(finite);
+    figures.target_noise = Some(opts.target_noise);
+    figures.sampling_seconds = Some(sampling_seconds);
+    figures.flops = Some(problem.flops());
+    figures.bytes = Some(problem.min_bytes());
+    figures.clock_method = Some(
         "SM clock from a 2 ms one-thread spin kernel (%clock64 cycles over %globaltimer ns), \
          run just before warm-up and just after the last sample; throttled = after more than \
-         5% under before",
+         5% under before"
+            .to_string(),
     );
-    record.detail(
-        "max_sm_clock_mhz",
-        gpu.info().max_sm_clock_khz.map(|k| f64::from(k) / 1e3),
-    );
+    figures.max_sm_clock_mhz = gpu.info().max_sm_clock_khz.map(|k| f64::from(k) / 1e3);
     if opts.measure_peaks {
         match measure_copy_gbps(gpu) {
             Ok(peak) => {
-                record.detail("peak_copy_gbps", peak);
-                record.detail("gbps_share_of_copy_peak", finite(gbps / peak));
+                figures.peak_copy_gbps = Some(peak);
+                figures.gbps_share_of_copy_peak = Some(finite(gbps / peak));
             }
-            Err(e) => record.detail("peak_copy_error", e.to_string()),
+            Err(e) => figures.peak_copy_error = Some(e.to_string()),
         }
-        record.detail("dram_theoretical_gbps", gpu.info().theoretical_dram_gbps());
-        record.detail(
-            "compute_peak",
-            "not measured (no matrix-product library is linked; compare with the SDPA baseline)",
+        figures.dram_theoretical_gbps = gpu.info().theoretical_dram_gbps();
+        figures.compute_peak = Some(
+            "not measured (no matrix-product library is linked; compare with the SDPA baseline)"
+                .to_string(),
         );
     }
     Ok(())

@@ -8,6 +8,7 @@
 use std::time::Instant;
 
 use parsers::harness::Stress;
+use parsers::harness::figures::{LaunchCorruption, OutputScan};
 
 use super::{Record, Verdict, scan_output, setup};
 use crate::canary::Side;
@@ -160,22 +161,24 @@ pub fn run_stress(
         failure_kind: failure.map(|(_, kind)| kind.name().to_string()),
         canaries_corrupted: tracker.corrupted(),
     });
-    record.detail("launches_verified", tracker.verified());
-    record.detail("failure_window", failure_window);
-    record.detail("first_mismatch", tracker.first_mismatch());
-    record.detail(
-        "first_corruption",
-        tracker
-            .first_corruption()
-            .map(|(launch, c)| serde_json::json!({"launch": launch, "corruption": c})),
-    );
-    if let Some(first) = tracker.first_output() {
-        let (unwritten, nan, inf) = scan_output(problem.dtype, first);
-        record.detail(
-            "first_output",
-            serde_json::json!({"unwritten": unwritten, "nan_count": nan, "inf_count": inf}),
-        );
-    }
-    record.detail("seconds", seconds);
+    let figures = &mut record.result.figures;
+    figures.launches_verified = Some(tracker.verified());
+    figures.failure_window = failure_window;
+    figures.first_mismatch = tracker.first_mismatch().cloned();
+    figures.first_corruption = tracker
+        .first_corruption()
+        .map(|(launch, c)| LaunchCorruption {
+            launch: *launch,
+            corruption: c.clone(),
+        });
+    figures.first_output = tracker.first_output().map(|first| {
+        let (unwritten, nan_count, inf_count) = scan_output(problem.dtype, first);
+        OutputScan {
+            unwritten,
+            nan_count,
+            inf_count,
+        }
+    });
+    figures.seconds = Some(seconds);
     record
 }

@@ -8,11 +8,15 @@
 //!  "results": [{"mode": "check" | "stress" | "bench" | "once", ...}]}
 //! ```
 //!
-//! Fields may be added; none is renamed or removed. Times are microseconds. `findings` turns a
-//! result's failures into findings.
+//! Fields may be added; none is renamed or removed. Times are microseconds. Each result's
+//! `details` object is typed in [`figures`] (a figure with no value is left out; older harnesses
+//! wrote `null`); `findings` turns a result's failures into findings.
 
 use serde::{Deserialize, Serialize};
 
+use figures::ResultFigures;
+
+pub mod figures;
 mod findings;
 
 pub const SCHEMA: &str = "exhibit.harness/1";
@@ -83,11 +87,11 @@ pub struct HarnessResult {
     pub stress: Option<Stress>,
     #[serde(default)]
     pub bench: Option<Bench>,
-    /// Figures the fields above have no place for, as the harness recorded them (e.g. a
-    /// check's `repeat_elements_differing`, `inf_count`, `elements_over_bound`,
-    /// `elements_compared`); empty for a producer that writes none.
-    #[serde(default)]
-    pub details: serde_json::Map<String, serde_json::Value>,
+    /// What the fields above have no place for (the document's `details` object: a check's
+    /// `repeat_elements_differing`, `inf_count`, `elements_over_bound`, ...), typed; empty for
+    /// a producer that records none.
+    #[serde(default, rename = "details")]
+    pub figures: ResultFigures,
 }
 
 /// Comparison with the f64 CPU reference.

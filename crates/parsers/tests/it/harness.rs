@@ -25,7 +25,7 @@ fn result(mode: Mode) -> HarnessResult {
         check: None,
         stress: None,
         bench: None,
-        details: Default::default(),
+        figures: Default::default(),
     }
 }
 
