@@ -194,14 +194,14 @@ pub fn choose_cause(bad: &Evidence, good: Option<&Evidence>, pick: Option<usize>
         Box::new(Sought::Cause(Cause {
             number,
             rule: d.rule.to_string(),
-            title: d.title.clone(),
+            title: d.title.clone().markdown(),
             kernel: d.kernel.clone(),
             location: d.location.clone(),
             fingerprint: d.fingerprint.clone(),
             config: d.config.clone(),
             stages: decisive_stages(bad, d),
-            explanation: d.explanation(),
-            fix: d.fix(),
+            explanation: d.explanation().markdown(),
+            fix: d.fix().markdown(),
         }))
     };
     if causes.is_empty() {
@@ -244,7 +244,7 @@ pub fn choose_cause(bad: &Evidence, good: Option<&Evidence>, pick: Option<usize>
         .map(|(n, d)| {
             format!(
                 "BAD also has root cause {n}, which GOOD has not: {} (`--cause {n}` looks for it)",
-                d.title
+                d.title.markdown()
             )
         })
         .collect();
@@ -328,7 +328,7 @@ fn moved(d: &Diagnosis) -> Option<Identity> {
         d.rule.as_str(),
         d.kernel.as_deref(),
         d.location.as_ref(),
-        &d.title,
+        &d.title.markdown(),
     )
 }
 
@@ -475,7 +475,7 @@ pub fn judge(
                         format!(
                             "has it (its root cause {}: {}{})",
                             i + 1,
-                            causes[i].title,
+                            causes[i].title.markdown(),
                             causes[i]
                                 .location
                                 .as_ref()

@@ -5,20 +5,19 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::message::{Message, code, msg, path};
 use crate::rule_id::RuleId;
-use crate::text::md_code;
 
 /// One diagnosed root cause, shaped like a compiler diagnostic: a primary message (`title`),
 /// labelled spans (the user's line first, then the sites that support it), notes (the
 /// mechanism, what follows from it), help (the fix) and the evidence. Its text (title, span
-/// labels, notes, help, the evidence's `summary`) is inline Markdown: identifiers in code
-/// spans, text quoted from a tool escaped ([`crate::text::md_text`]); each emitter renders it
-/// for its format ([`crate::text::plain_text`] where Markdown does not belong).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// labels, notes, help, the evidence's `summary`) is [`Message`]s, styled parts that each
+/// emitter renders for its format.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diagnosis {
     /// The rule's id, e.g. `wmma-local-memory` (see `rules::RULES`).
     pub rule: RuleId,
-    pub title: String,
+    pub title: Message,
     pub level: Level,
     pub confidence: Confidence,
     /// The kernel's name as matched across logs.
@@ -41,9 +40,9 @@ pub struct Diagnosis {
     pub spans: Vec<Span>,
     pub evidence: Vec<EvidenceItem>,
     /// The mechanism, then what follows from it: each a few sentences.
-    pub notes: Vec<String>,
+    pub notes: Vec<Message>,
     /// What to change.
-    pub help: Vec<String>,
+    pub help: Vec<Message>,
     /// Stable across runs: rule, location (or kernel, without one) and the rule's own key;
     /// never counts, addresses or config lists.
     pub fingerprint: String,
@@ -70,13 +69,13 @@ impl Diagnosis {
     }
 
     /// The notes as one paragraph.
-    pub fn explanation(&self) -> String {
-        self.notes.join(" ")
+    pub fn explanation(&self) -> Message {
+        Message::join(self.notes.iter().cloned(), " ")
     }
 
     /// The help as one paragraph.
-    pub fn fix(&self) -> String {
-        self.help.join(" ")
+    pub fn fix(&self) -> Message {
+        Message::join(self.help.iter().cloned(), " ")
     }
 
     /// The supporting spans: every span but the primary one.
@@ -86,18 +85,18 @@ impl Diagnosis {
 }
 
 /// A labelled place in the source.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Span {
     pub location: SourceLocation,
-    /// What is at this place, in a few words (inline Markdown).
-    pub label: String,
+    /// What is at this place, in a few words.
+    pub label: Message,
     /// The place the diagnosis is about (one per diagnosis), rather than one that supports it.
     pub primary: bool,
 }
 
 impl Span {
     /// A supporting place, labelled.
-    pub fn secondary(location: SourceLocation, label: impl Into<String>) -> Span {
+    pub fn secondary(location: SourceLocation, label: impl Into<Message>) -> Span {
         Span {
             location,
             label: label.into(),
@@ -116,26 +115,23 @@ pub struct Helper {
 
 /// "in the inlined helper `f` (`file:line`)", "in the inlined helpers `f` (`a.cu:1`) and `g`
 /// (`a.cu:2`)", or nothing without helpers.
-pub fn inlined_in(helpers: &[Helper]) -> Option<String> {
+pub fn inlined_in(helpers: &[Helper]) -> Option<Message> {
     if helpers.is_empty() {
         return None;
     }
-    let named: Vec<String> = helpers
+    let named: Vec<Message> = helpers
         .iter()
         .map(|h| match &h.location {
-            Some(loc) => format!("{} ({})", md_code(&h.name), md_code(&loc.to_string())),
-            None => md_code(&h.name),
+            Some(loc) => msg!("{} ({})", code(&h.name), path(loc)),
+            None => code(&h.name).into(),
         })
         .collect();
-    Some(format!(
-        "in the inlined {} {}",
-        if helpers.len() == 1 {
-            "helper"
-        } else {
-            "helpers"
-        },
-        crate::text::join_words(&named)
-    ))
+    let noun = if helpers.len() == 1 {
+        "helper"
+    } else {
+        "helpers"
+    };
+    Some(msg!("in the inlined {} {}", noun, Message::words(named)))
 }
 
 /// How bad a diagnosis is. Ordered from least to most severe.
@@ -207,15 +203,15 @@ impl std::fmt::Display for SourceLocation {
 }
 
 /// One piece of evidence: which stage and log it comes from, what it shows, and the raw lines.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EvidenceItem {
     /// The stage's name (or kind, without a run).
     pub stage: String,
     pub config: Option<String>,
     /// The log, relative to the run directory.
     pub log: String,
-    /// One line saying what this evidence shows, with its figure (inline Markdown).
-    pub summary: String,
+    /// One line saying what this evidence shows, with its figure.
+    pub summary: Message,
     /// Raw lines quoted from the log (volatile values scrubbed).
     pub excerpt: Vec<String>,
 }
@@ -226,7 +222,7 @@ pub struct EvidenceItem {
 #[derive(Debug, Clone)]
 pub struct Draft {
     pub rule: RuleId,
-    pub title: String,
+    pub title: Message,
     pub level: Level,
     pub confidence: Confidence,
     pub kernel: Option<String>,
@@ -241,13 +237,13 @@ pub struct Draft {
     pub spans: Vec<Span>,
     pub evidence: Vec<EvidenceItem>,
     /// The rule's account of the mechanism: its first note.
-    pub explanation: String,
+    pub explanation: Message,
     /// The rule's fix: its first help.
-    pub fix: String,
+    pub fix: Message,
     /// Further notes after the explanation (what the fold and absorbed notes add).
-    pub notes: Vec<String>,
+    pub notes: Vec<Message>,
     /// Further help after the fix.
-    pub help: Vec<String>,
+    pub help: Vec<Message>,
     /// Distinguishes root causes of one rule at one kernel and location. Drafts with the same
     /// rule, kernel, location and key are one root cause seen in several configs.
     pub key: String,
@@ -274,6 +270,10 @@ pub struct Draft {
     /// (`drafting`) drops it when any holds. The rule states the condition; it never
     /// reads another rule's drafts.
     pub gives_way: Vec<GiveWay>,
+    /// An `occupancy-limit` note's budget for one more block, without the fix's hedge ("if
+    /// latency hiding is short"): the help of a cause that has shown the kernel latency-bound
+    /// ([`crate::rules::slow_kernel::absorb_occupancy_limit`]).
+    pub next_block: Option<Message>,
 }
 
 /// A condition on the drafts of earlier rules (in `rules::RULES`' order), each of the
@@ -342,7 +342,7 @@ impl Figure {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StandIn {
     /// What the place is and how to get the fault's own: one of the draft's notes.
-    pub note: String,
+    pub note: Message,
 }
 
 /// The fault a symptom belongs to, as its rule knows it.
@@ -364,7 +364,7 @@ pub enum Scope {
 }
 
 impl Draft {
-    pub fn new(rule: RuleId, level: Level, title: impl Into<String>) -> Draft {
+    pub fn new(rule: RuleId, level: Level, title: impl Into<Message>) -> Draft {
         Draft {
             rule,
             title: title.into(),
@@ -378,8 +378,8 @@ impl Draft {
             helpers: Vec::new(),
             spans: Vec::new(),
             evidence: Vec::new(),
-            explanation: String::new(),
-            fix: String::new(),
+            explanation: Message::new(),
+            fix: Message::new(),
             notes: Vec::new(),
             help: Vec::new(),
             key: String::new(),
@@ -391,11 +391,12 @@ impl Draft {
             hypothesis: None,
             stand_in: None,
             gives_way: Vec::new(),
+            next_block: None,
         }
     }
 
     /// Marks its place a stand-in for the fault's own, with the note that says so.
-    pub fn stands_in(&mut self, note: String) {
+    pub fn stands_in(&mut self, note: Message) {
         self.notes.push(note.clone());
         self.stand_in = Some(StandIn { note });
     }

@@ -27,7 +27,7 @@ use serde::Serialize;
 use crate::analysis::{Analysis, VerdictKind, analyze};
 use crate::diagnosis::{Diagnosis, Level};
 use crate::noise::{Judgement, NoiseOptions};
-use crate::resources::{KernelResources, kernel_resources};
+use crate::resources::KernelResources;
 use crate::tables::Case;
 use crate::text::{relative_path, scrub};
 use crate::{evidence::Evidence, run::Run, run::Stage};
@@ -275,7 +275,7 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
         }
     }
 
-    let resources = resource_changes(&kernel_resources(&aa.joined), &kernel_resources(&ba.joined));
+    let resources = resource_changes(&aa.tables.kernels, &ba.tables.kernels);
     let timing_refused = refuse_timing(&a.run, &b.run, opts);
     let (perf, same_measurement) = if timing_refused.is_some() {
         (Vec::new(), 0)

@@ -22,8 +22,9 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnosis::{Diagnosis, Draft, Figure, Helper, Level, Scope, SourceLocation, Span};
+use crate::message::{Message, code, msg};
 use crate::rules::{Role, RuleId};
-use crate::text::{md_code, short_hash};
+use crate::text::short_hash;
 
 /// What the fold knows of the run besides the drafts.
 #[derive(Debug, Clone, Default)]
@@ -318,13 +319,13 @@ fn attach_symptoms(nodes: &mut [Node]) {
         })
         .collect();
     let mut stages: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    let mut seen: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    let mut seen: BTreeMap<usize, Vec<Message>> = BTreeMap::new();
     for &(from, to) in &moves {
         nodes[from].silent = true;
         let symptom = &mut nodes[from].draft;
         if !symptom.bare && symptom.rule.role() != Role::CatchAll {
             let titles = seen.entry(to).or_default();
-            let title = symptom.title.trim_end_matches('.').to_string();
+            let title = symptom.title.without_full_stop();
             if !titles.contains(&title) {
                 titles.push(title);
             }
@@ -349,7 +350,7 @@ fn attach_symptoms(nodes: &mut [Node]) {
     for (to, titles) in seen {
         let target = &mut nodes[to].draft;
         for title in titles {
-            let said = format!("Seen downstream: {title}.");
+            let said = msg!("Seen downstream: {}.", &title);
             if !target.notes.contains(&said) && target.title != title {
                 target.notes.push(said);
             }
@@ -357,15 +358,15 @@ fn attach_symptoms(nodes: &mut [Node]) {
     }
     for (to, named) in stages {
         let target = &mut nodes[to].draft;
-        let own: Vec<String> = named
+        let own: Vec<Message> = named
             .into_iter()
             .filter(|s| !own_stages.get(&to).is_some_and(|o| o.contains(s)))
-            .map(|s| md_code(&s))
+            .map(|s| code(s).into())
             .collect();
         if !own.is_empty() {
-            target.notes.push(format!(
+            target.notes.push(msg!(
                 "The failures of {} in this config follow from it and are listed under it.",
-                crate::text::join_words(&own)
+                Message::words(own)
             ));
         }
     }
@@ -420,14 +421,14 @@ fn place_from_another_build(nodes: &mut [Node]) {
                 n.draft.notes.retain(|n| *n != stand_in.note);
                 n.draft.spans.push(crate::diagnosis::Span::secondary(
                     line,
-                    "where the compiler put the trap in this build",
+                    msg!("where the compiler put the trap in this build"),
                 ));
             }
-            n.draft.notes.push(format!(
+            n.draft.notes.push(msg!(
                 "No tool placed it in config {}; the place is the one another build of {} gives \
                  for the same fault (a release build may keep no line of code it inlined).",
-                md_code(n.draft.config.as_deref().unwrap_or("-")),
-                md_code(kernel)
+                code(n.draft.config.as_deref().unwrap_or("-")),
+                code(kernel)
             ));
         }
     }
@@ -528,7 +529,10 @@ fn spans_of(d: &Draft, helpers: &[Helper], call_site: Option<&SourceLocation>) -
             .spans
             .iter()
             .find(|s| &s.location == location)
-            .map_or_else(|| d.rule.rule().name.to_lowercase(), |s| s.label.clone());
+            .map_or_else(
+                || msg!("{}", d.rule.rule().name.to_lowercase()),
+                |s| s.label.clone(),
+            );
         spans.push(Span {
             location: location.clone(),
             label,
@@ -536,10 +540,11 @@ fn spans_of(d: &Draft, helpers: &[Helper], call_site: Option<&SourceLocation>) -
         });
     }
     let helpers = helpers.iter().filter_map(|h| {
-        let label = format!("in the inlined helper {}", md_code(&h.name));
+        let label = msg!("in the inlined helper {}", code(&h.name));
         Some(Span::secondary(h.location.clone()?, label))
     });
-    let launch = call_site.map(|l| Span::secondary(l.clone(), "the launch, in the host code"));
+    let launch =
+        call_site.map(|l| Span::secondary(l.clone(), msg!("the launch, in the host code")));
     for span in d.spans.iter().cloned().chain(helpers).chain(launch) {
         if !spans.iter().any(|s| s.location == span.location) {
             spans.push(span);
@@ -720,11 +725,13 @@ mod tests {
         assert!(
             out[0]
                 .explanation()
+                .markdown()
                 .contains("Seen downstream: Wrong output.")
         );
         assert!(
             out[0]
                 .explanation()
+                .markdown()
                 .contains("The failures of `wrong-output` in this config follow from it")
         );
         assert_eq!(out[0].evidence.len(), 2);
@@ -767,7 +774,10 @@ mod tests {
     fn at_trap(line: u32) -> B {
         let mut d = draft(WmmaLocalMemory, "Fragment on local memory").at("a.cu", line);
         let trap = d.0.location.clone().expect("a place");
-        d.0.stands_in(format!("`{trap}` is where the compiler put the trap."));
+        d.0.stands_in(msg!(
+            "{} is where the compiler put the trap.",
+            crate::message::path(&trap)
+        ));
         d
     }
 
@@ -787,8 +797,10 @@ mod tests {
         );
         let text = out[0].explanation();
         assert!(
-            !text.contains("is where the compiler put the trap"),
-            "{text}"
+            !text
+                .markdown()
+                .contains("is where the compiler put the trap"),
+            "{text:?}"
         );
         assert_eq!(out[0].configs, ["debug", "release"]);
         // Alone, it stays at the trap's line and says what that line is.
@@ -796,6 +808,7 @@ mod tests {
         assert!(
             out[0]
                 .explanation()
+                .markdown()
                 .contains("`a.cu:95` is where the compiler put the trap")
         );
     }
@@ -863,7 +876,7 @@ mod tests {
             &["shared-memory-race@a.cu:30", "out-of-bounds@a.cu:10"],
         );
         // A bare symptom is evidence, never a sentence.
-        assert!(!out[0].explanation().contains("Seen downstream"));
+        assert!(!out[0].explanation().markdown().contains("Seen downstream"));
         assert!(
             out[0]
                 .evidence
@@ -943,6 +956,7 @@ mod tests {
         assert!(
             out[0]
                 .explanation()
+                .markdown()
                 .contains("From ptxas's figures: registers allow 2 blocks.")
         );
         assert_eq!(out[1].kernel.as_deref(), Some("other"));

@@ -58,6 +58,7 @@ mod fold;
 pub mod hypothesis;
 pub mod join;
 mod kernel_id;
+pub mod message;
 pub mod missing;
 pub mod model;
 pub mod noise;

@@ -3,10 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Declares the ids, one line each (`Variant => "spelling"`): the enum, [`RuleId::ALL`] and
-/// [`RuleId::as_str`]. A new rule adds its line here and its row to `rules::RULES`.
+/// Declares the rules, one line each (`Variant => "spelling" in module`): the enum,
+/// [`RuleId::ALL`], [`RuleId::as_str`] and `with_rule_modules!`, which hands the registry
+/// (`rules::RULES`) each id's module under `rules/`, whose `RULE` is its row. A new rule is its
+/// module and its line here.
 macro_rules! rule_ids {
-    ($($id:ident => $text:literal,)*) => {
+    ($($id:ident => $text:literal in $module:ident,)*) => {
         /// Every rule's id, as reports, SARIF and fingerprints spell it (`wmma-local-memory`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         pub enum RuleId {
@@ -24,34 +26,42 @@ macro_rules! rule_ids {
                 }
             }
         }
+
+        /// Calls `$callback!` with every rule's module, in the order of the ids.
+        macro_rules! with_rule_modules {
+            ($callback:ident) => {
+                $callback! { $($module,)* }
+            };
+        }
+        pub(crate) use with_rule_modules;
     };
 }
 
 rule_ids! {
-    CompileError => "compile-error",
-    WmmaLocalMemory => "wmma-local-memory",
-    SharedMemoryRace => "shared-memory-race",
-    OutOfBounds => "out-of-bounds",
-    UninitializedRead => "uninitialized-read",
-    DivergentBarrier => "divergent-barrier",
-    MisalignedAccess => "misaligned-access",
-    LaunchRejected => "launch-rejected",
-    RepeatedLaunchFailure => "repeated-launch-failure",
-    WrongOutput => "wrong-output",
-    LaunchFailure => "launch-failure",
-    RegisterSpills => "register-spills",
-    OccupancyLimit => "occupancy-limit",
-    TensorCoresIdle => "tensor-cores-idle",
-    SlowKernel => "slow-kernel",
-    Bottleneck => "bottleneck",
-    SlowerThanBaseline => "slower-than-baseline",
-    CheckFailed => "check-failed",
-    HostApiError => "host-api-error",
-    DebugBuild => "debug-build",
-    LibraryKernel => "library-kernel",
-    SanitizerError => "sanitizer-error",
-    PerfRegression => "perf-regression",
-    PerfImprovement => "perf-improvement",
+    CompileError => "compile-error" in compile_error,
+    WmmaLocalMemory => "wmma-local-memory" in wmma_local,
+    SharedMemoryRace => "shared-memory-race" in shared_race,
+    OutOfBounds => "out-of-bounds" in out_of_bounds,
+    UninitializedRead => "uninitialized-read" in uninitialized,
+    DivergentBarrier => "divergent-barrier" in barrier,
+    MisalignedAccess => "misaligned-access" in misaligned,
+    LaunchRejected => "launch-rejected" in launch_rejected,
+    RepeatedLaunchFailure => "repeated-launch-failure" in repeated_launch,
+    WrongOutput => "wrong-output" in wrong_output,
+    LaunchFailure => "launch-failure" in launch_failure,
+    RegisterSpills => "register-spills" in local_memory,
+    OccupancyLimit => "occupancy-limit" in occupancy,
+    TensorCoresIdle => "tensor-cores-idle" in tensor_cores,
+    SlowKernel => "slow-kernel" in slow_kernel,
+    Bottleneck => "bottleneck" in bottleneck,
+    SlowerThanBaseline => "slower-than-baseline" in slower_than_baseline,
+    CheckFailed => "check-failed" in check_failed,
+    HostApiError => "host-api-error" in host_api,
+    DebugBuild => "debug-build" in debug_build,
+    LibraryKernel => "library-kernel" in library_kernel,
+    SanitizerError => "sanitizer-error" in catch_all,
+    PerfRegression => "perf-regression" in perf_regression,
+    PerfImprovement => "perf-improvement" in perf_improvement,
 }
 
 impl RuleId {

@@ -8,9 +8,11 @@ use parsers::harness::Bench;
 
 use super::{DeviceProblem, Record, Verdict, finite, scan_output, setup};
 use crate::cli::{CacheMode, Mode, RunOptions, Timing};
-use crate::gpu::{AttentionKernel, ClockProbe, CudaError, Gpu, TimedGraph, TimerEvent};
+use crate::gpu::{
+    AttentionKernel, ClockProbe, CudaError, DeviceBuffer, Gpu, KernelArgs, TimedGraph, TimerEvent,
+};
 use crate::problem::Problem;
-use crate::stats::{StopRule, median_ci_relative, relative_sem, summarize};
+use crate::stats::{StopReason, StopRule, median_ci_relative, relative_sem, summarize};
 
 /// Under this per-launch time (us) `--timing auto` replays graphs: launch overhead is then a
 /// visible share of the time.
@@ -62,6 +64,8 @@ fn kernel_err<T>(r: Result<T, CudaError>) -> Result<T, Failure> {
     r.map_err(Failure::Kernel)
 }
 
+/// Warm-up, then timed samples until the median is known well enough or time is up; the
+/// timings, and how they were taken, into `record`.
 fn bench(
     gpu: &Gpu,
     kernel: &AttentionKernel,
@@ -82,27 +86,7 @@ fn bench(
         }
     };
 
-    // Warm-up: module load, first-launch costs and clocks settle; also the launch time estimate.
-    let (start, end) = (harness(gpu.timer_event())?, harness(gpu.timer_event())?);
-    let warmup_started = Instant::now();
-    let (mut warm_launches, mut warm_ms) = (0u64, 0.0f64);
-    loop {
-        harness(gpu.record(&start))?;
-        for _ in 0..10 {
-            kernel_err(kernel.launch(gpu, &args))?;
-        }
-        harness(gpu.record(&end))?;
-        kernel_err(gpu.synchronize())?;
-        record.result.launched = true;
-        warm_ms += harness(start.elapsed_ms(&end))?;
-        warm_launches += 10;
-        if warmup_started.elapsed().as_secs_f64() * 1e3 >= opts.warmup_ms {
-            break;
-        }
-    }
-    let launch_us = warm_ms * 1e3 / warm_launches as f64;
-    record.result.figures.warmup_launches = Some(warm_launches);
-    record.result.figures.warmup_mean_us = Some(launch_us);
+    let launch_us = warm_up(gpu, kernel, &args, opts, record)?;
 
     let timing = match opts.timing {
         Timing::Auto if launch_us < LAUNCH_BOUND_US => Timing::Graph,
@@ -111,10 +95,7 @@ fn bench(
     };
     let cold = opts.cache == CacheMode::Cold;
     let flush = if cold {
-        let l2 = gpu.info().l2_bytes.unwrap_or(64 << 20) as usize;
-        let bytes = (2 * l2).max(64 << 20);
-        record.result.figures.flush_bytes = Some(bytes as u64);
-        Some(harness(gpu.alloc(bytes))?)
+        Some(flush_buffer(gpu, record)?)
     } else {
         None
     };
@@ -144,46 +125,23 @@ fn bench(
     };
     let sample_us_guess = launch_us * per_replay as f64;
     let batch = ((100_000.0 / sample_us_guess.max(1.0)) as usize).clamp(1, MAX_BATCH);
-    let starts: Vec<TimerEvent> = harness((0..batch).map(|_| gpu.timer_event()).collect())?;
-    let ends: Vec<TimerEvent> = harness((0..batch).map(|_| gpu.timer_event()).collect())?;
-    let mut samples: Vec<f64> = Vec::new();
-    let sampling_started = Instant::now();
-    let mut fill_byte = 0u8;
-    let stop = loop {
-        for (s, e) in starts.iter().zip(&ends) {
-            if let Some(buffer) = &flush {
-                fill_byte = fill_byte.wrapping_add(1);
-                harness(gpu.fill(buffer.ptr(), fill_byte, buffer.len()))?;
-            }
-            harness(gpu.record(s))?;
-            match &graph {
-                Some(g) => kernel_err(gpu.replay(g))?,
-                None => kernel_err(kernel.launch(gpu, &args))?,
-            }
-            harness(gpu.record(e))?;
-        }
-        kernel_err(gpu.synchronize())?;
-        for (s, e) in starts.iter().zip(&ends) {
-            samples.push(harness(s.elapsed_ms(e))? * 1e3 / per_replay as f64);
-        }
-        if let Some(reason) = rule.decide(&samples, sampling_started.elapsed().as_secs_f64()) {
-            break reason;
-        }
+    let sampling = Sampling {
+        args,
+        flush: flush.as_ref(),
+        graph: graph.as_ref(),
+        per_replay,
     };
-    let sampling_seconds = sampling_started.elapsed().as_secs_f64();
+    let Sampled {
+        samples,
+        stop,
+        seconds: sampling_seconds,
+    } = take_samples(gpu, kernel, &sampling, &rule, batch)?;
     let clock_after = match &probe {
         Ok(p) => p.measure_mhz(gpu).ok(),
         Err(_) => None,
     };
 
-    // The output must still be fully written and finite after all those launches.
-    let out = harness(dp.read_output(gpu))?;
-    let (unwritten, nan, inf) = scan_output(problem.dtype, &out);
-    record.result.figures.output_unwritten = Some(unwritten);
-    record.result.figures.output_nonfinite = Some(nan + inf);
-    if unwritten + nan + inf > 0 {
-        record.verdict = Verdict::KernelFailure;
-    }
+    check_output(gpu, dp, record)?;
 
     let Some(summary) = summarize(&samples) else {
         record.result.error = Some("no usable timing samples".to_string());
@@ -237,20 +195,139 @@ fn bench(
     );
     figures.max_sm_clock_mhz = gpu.info().max_sm_clock_khz.map(|k| f64::from(k) / 1e3);
     if opts.measure_peaks {
-        match measure_copy_gbps(gpu) {
-            Ok(peak) => {
-                figures.peak_copy_gbps = Some(peak);
-                figures.gbps_share_of_copy_peak = Some(finite(gbps / peak));
-            }
-            Err(e) => figures.peak_copy_error = Some(e.to_string()),
-        }
-        figures.dram_theoretical_gbps = gpu.info().theoretical_dram_gbps();
-        figures.compute_peak = Some(
-            "not measured (no matrix-product library is linked; compare with the SDPA baseline)"
-                .to_string(),
-        );
+        record_peaks(gpu, gbps, record);
     }
     Ok(())
+}
+
+/// The buffer cold samples overwrite to evict L2: twice its size, at least 64 MiB.
+fn flush_buffer(gpu: &Gpu, record: &mut Record) -> Result<DeviceBuffer, Failure> {
+    let l2 = gpu.info().l2_bytes.unwrap_or(64 << 20) as usize;
+    let bytes = (2 * l2).max(64 << 20);
+    record.result.figures.flush_bytes = Some(bytes as u64);
+    harness(gpu.alloc(bytes))
+}
+
+/// The output must still be fully written and finite after all those launches: a kernel
+/// failure where it is not.
+fn check_output(gpu: &Gpu, dp: &DeviceProblem, record: &mut Record) -> Result<(), Failure> {
+    let out = harness(dp.read_output(gpu))?;
+    let (unwritten, nan, inf) = scan_output(dp.problem.dtype, &out);
+    record.result.figures.output_unwritten = Some(unwritten);
+    record.result.figures.output_nonfinite = Some(nan + inf);
+    if unwritten + nan + inf > 0 {
+        record.verdict = Verdict::KernelFailure;
+    }
+    Ok(())
+}
+
+/// The warm-up: launches in tens until `opts.warmup_ms` passed, so that module load,
+/// first-launch costs and clocks settle; returns the mean launch time (us), the estimate the
+/// timing mode and the batches are chosen from.
+fn warm_up(
+    gpu: &Gpu,
+    kernel: &AttentionKernel,
+    args: &KernelArgs,
+    opts: &RunOptions,
+    record: &mut Record,
+) -> Result<f64, Failure> {
+    let (start, end) = (harness(gpu.timer_event())?, harness(gpu.timer_event())?);
+    let warmup_started = Instant::now();
+    let (mut warm_launches, mut warm_ms) = (0u64, 0.0f64);
+    loop {
+        harness(gpu.record(&start))?;
+        for _ in 0..10 {
+            kernel_err(kernel.launch(gpu, args))?;
+        }
+        harness(gpu.record(&end))?;
+        kernel_err(gpu.synchronize())?;
+        record.result.launched = true;
+        warm_ms += harness(start.elapsed_ms(&end))?;
+        warm_launches += 10;
+        if warmup_started.elapsed().as_secs_f64() * 1e3 >= opts.warmup_ms {
+            break;
+        }
+    }
+    let launch_us = warm_ms * 1e3 / warm_launches as f64;
+    record.result.figures.warmup_launches = Some(warm_launches);
+    record.result.figures.warmup_mean_us = Some(launch_us);
+    Ok(launch_us)
+}
+
+/// How one timed sample runs: one launch, or one replay of a graph of `per_replay` launches;
+/// for cold samples, after `flush` is overwritten to evict L2.
+struct Sampling<'a> {
+    args: KernelArgs,
+    flush: Option<&'a DeviceBuffer>,
+    graph: Option<&'a TimedGraph>,
+    per_replay: u64,
+}
+
+/// The timed samples, per launch (us), why sampling stopped, and how long it took (seconds).
+struct Sampled {
+    samples: Vec<f64>,
+    stop: StopReason,
+    seconds: f64,
+}
+
+/// Takes samples in batches of `batch` between two host synchronisations until `rule` says
+/// to stop.
+fn take_samples(
+    gpu: &Gpu,
+    kernel: &AttentionKernel,
+    sampling: &Sampling<'_>,
+    rule: &StopRule,
+    batch: usize,
+) -> Result<Sampled, Failure> {
+    let starts: Vec<TimerEvent> = harness((0..batch).map(|_| gpu.timer_event()).collect())?;
+    let ends: Vec<TimerEvent> = harness((0..batch).map(|_| gpu.timer_event()).collect())?;
+    let mut samples: Vec<f64> = Vec::new();
+    let sampling_started = Instant::now();
+    let mut fill_byte = 0u8;
+    let stop = loop {
+        for (s, e) in starts.iter().zip(&ends) {
+            if let Some(buffer) = sampling.flush {
+                fill_byte = fill_byte.wrapping_add(1);
+                harness(gpu.fill(buffer.ptr(), fill_byte, buffer.len()))?;
+            }
+            harness(gpu.record(s))?;
+            match sampling.graph {
+                Some(g) => kernel_err(gpu.replay(g))?,
+                None => kernel_err(kernel.launch(gpu, &sampling.args))?,
+            }
+            harness(gpu.record(e))?;
+        }
+        kernel_err(gpu.synchronize())?;
+        for (s, e) in starts.iter().zip(&ends) {
+            samples.push(harness(s.elapsed_ms(e))? * 1e3 / sampling.per_replay as f64);
+        }
+        if let Some(reason) = rule.decide(&samples, sampling_started.elapsed().as_secs_f64()) {
+            break reason;
+        }
+    };
+    Ok(Sampled {
+        samples,
+        stop,
+        seconds: sampling_started.elapsed().as_secs_f64(),
+    })
+}
+
+/// `--measure-peaks`: the device's copy bandwidth, measured, and the kernel's share of it
+/// (`gbps`), beside the DRAM's theoretical bandwidth.
+fn record_peaks(gpu: &Gpu, gbps: f64, record: &mut Record) {
+    let figures = &mut record.result.figures;
+    match measure_copy_gbps(gpu) {
+        Ok(peak) => {
+            figures.peak_copy_gbps = Some(peak);
+            figures.gbps_share_of_copy_peak = Some(finite(gbps / peak));
+        }
+        Err(e) => figures.peak_copy_error = Some(e.to_string()),
+    }
+    figures.dram_theoretical_gbps = gpu.info().theoretical_dram_gbps();
+    figures.compute_peak = Some(
+        "not measured (no matrix-product library is linked; compare with the SDPA baseline)"
+            .to_string(),
+    );
 }
 
 /// Device-to-device copy bandwidth (bytes read plus bytes written per second, GB/s): the best

@@ -10,16 +10,22 @@ use std::time::Instant;
 use parsers::harness::Stress;
 use parsers::harness::figures::{LaunchCorruption, OutputScan};
 
-use super::{Record, Verdict, scan_output, setup};
+use super::{DeviceProblem, Record, Verdict, scan_output, setup};
 use crate::canary::Side;
 use crate::cli::{Mode, RunOptions};
 use crate::consistency::{ConsistencyTracker, GuardSpec};
-use crate::gpu::{AttentionKernel, CudaError, Gpu};
+use crate::float::Dtype;
+use crate::gpu::{AttentionKernel, CudaError, DeviceBuffer, Gpu};
 use crate::problem::Problem;
 
 /// History may use at most this share of the free device memory.
 const HISTORY_SHARE_OF_FREE: f64 = 0.5;
 
+/// Both guards of a buffer.
+const SIDES: [Side; 2] = [Side::Before, Side::After];
+
+/// Launches `kernel` `opts.launches` times on one problem, synchronising as `opts.sync` says, and
+/// records the first launch whose output or guards differ from what they must be.
 pub fn run_stress(
     gpu: &Gpu,
     kernel: &AttentionKernel,
@@ -34,49 +40,16 @@ pub fn run_stress(
     let window = opts.sync.window(total);
     let out_bytes = dp.output_bytes();
     let guard_bytes = opts.guard_bytes;
-    let sides = [Side::Before, Side::After];
-    let guards: Vec<GuardSpec> = dp
-        .buffers()
-        .iter()
-        .flat_map(|b| {
-            sides.map(|side| GuardSpec {
-                buffer: b.name().to_string(),
-                side,
-                expected: b.expected(side).to_vec(),
-            })
-        })
-        .filter(|g| !g.expected.is_empty())
-        .collect();
+    let guards = guard_specs(&dp);
     let slot_bytes = out_bytes + guards.len() * guard_bytes;
-    let history_bytes = (window as usize).saturating_mul(slot_bytes);
-    match gpu.memory_info() {
-        Ok((free, _)) if history_bytes as f64 > free as f64 * HISTORY_SHARE_OF_FREE => {
-            record.result.error = Some(format!(
-                "stress history for --sync {} needs {history_bytes} bytes ({window} launches of \
-                 {slot_bytes}), over half the {free} free bytes: use --sync every:K with a smaller K",
-                opts.sync.name()
-            ));
-            record.verdict = Verdict::Infrastructure;
-            return record;
-        }
-        Ok(_) => {}
-        Err(e) => {
-            record.fail_cuda(&e, true);
-            return record;
-        }
-    }
-    let history = match gpu.alloc(history_bytes) {
-        Ok(h) => h,
-        Err(e) => {
-            record.fail_cuda(&e, true);
-            return record;
-        }
+    let Some(history) = alloc_history(gpu, opts, window, slot_bytes, &mut record) else {
+        return record;
     };
     let mut tracker = ConsistencyTracker::new(guards);
     let guard_ptrs: Vec<u64> = dp
         .buffers()
         .iter()
-        .flat_map(|b| sides.map(|side| b.guard_ptr(side)))
+        .flat_map(|b| SIDES.map(|side| b.guard_ptr(side)))
         .collect();
     let guard_ptrs: Vec<u64> = if guard_bytes == 0 {
         Vec::new()
@@ -149,12 +122,77 @@ pub fn run_stress(
     if let Some((e, infrastructure)) = &error {
         record.fail_cuda(e, *infrastructure);
     }
+    record_consistency(&mut record, &tracker, opts, failure_window, problem.dtype);
+    record.result.figures.seconds = Some(seconds);
+    record
+}
+
+/// The guards of every buffer, before and after it, each with the pattern it must keep; a
+/// buffer without guards (`--guard-bytes 0`) has none.
+fn guard_specs(dp: &DeviceProblem) -> Vec<GuardSpec> {
+    dp.buffers()
+        .iter()
+        .flat_map(|b| {
+            SIDES.map(|side| GuardSpec {
+                buffer: b.name().to_string(),
+                side,
+                expected: b.expected(side).to_vec(),
+            })
+        })
+        .filter(|g| !g.expected.is_empty())
+        .collect()
+}
+
+/// The device memory that holds a synchronisation window's copies: `window` slots of
+/// `slot_bytes`. `None`, with the record failed, when it would take more than
+/// [`HISTORY_SHARE_OF_FREE`] of the free memory or cannot be allocated.
+fn alloc_history(
+    gpu: &Gpu,
+    opts: &RunOptions,
+    window: u64,
+    slot_bytes: usize,
+    record: &mut Record,
+) -> Option<DeviceBuffer> {
+    let history_bytes = (window as usize).saturating_mul(slot_bytes);
+    let free = match gpu.memory_info() {
+        Ok((free, _)) => free,
+        Err(e) => {
+            record.fail_cuda(&e, true);
+            return None;
+        }
+    };
+    if history_bytes as f64 > free as f64 * HISTORY_SHARE_OF_FREE {
+        record.result.error = Some(format!(
+            "stress history for --sync {} needs {history_bytes} bytes ({window} launches of \
+             {slot_bytes}), over half the {free} free bytes: use --sync every:K with a smaller K",
+            opts.sync.name()
+        ));
+        record.verdict = Verdict::Infrastructure;
+        return None;
+    }
+    let history = gpu.alloc(history_bytes);
+    if let Err(e) = &history {
+        record.fail_cuda(e, true);
+    }
+    history.ok()
+}
+
+/// What the launches showed, into the record: the stress summary (a kernel failure when a
+/// launch's output or guards went wrong), the launches verified, the window of a CUDA error,
+/// the first mismatch and corruption, and what the first launch's output held.
+fn record_consistency(
+    record: &mut Record,
+    tracker: &ConsistencyTracker,
+    opts: &RunOptions,
+    failure_window: Option<(u64, u64)>,
+    dtype: Dtype,
+) {
     let failure = tracker.first_failure();
     if failure.is_some() {
         record.verdict = Verdict::KernelFailure;
     }
     record.result.stress = Some(Stress {
-        launches: total,
+        launches: opts.launches,
         sync: opts.sync.name(),
         mismatched_launches: tracker.mismatched(),
         first_failure: failure.map(|(launch, _)| launch),
@@ -172,13 +210,11 @@ pub fn run_stress(
             corruption: c.clone(),
         });
     figures.first_output = tracker.first_output().map(|first| {
-        let (unwritten, nan_count, inf_count) = scan_output(problem.dtype, first);
+        let (unwritten, nan_count, inf_count) = scan_output(dtype, first);
         OutputScan {
             unwritten,
             nan_count,
             inf_count,
         }
     });
-    figures.seconds = Some(seconds);
-    record
 }

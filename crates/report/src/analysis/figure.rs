@@ -11,9 +11,8 @@ use crate::text::plural;
 
 /// Where the longest profiled kernel stands, for a clean verdict: clean is no cause found, not
 /// at the limit (" Its longest kernel, reduce3<int>, runs at 52.1% of DRAM bandwidth.").
-pub(super) fn longest_against_the_limit(joined: &Joined) -> String {
-    crate::resources::ncu_summaries(joined)
-        .into_iter()
+pub(super) fn longest_against_the_limit(ncu: &[crate::resources::NcuSummary]) -> String {
+    ncu.iter()
         .filter(|n| n.limit.is_some())
         .max_by(|a, b| {
             a.duration_us
@@ -21,7 +20,7 @@ pub(super) fn longest_against_the_limit(joined: &Joined) -> String {
                 .total_cmp(&b.duration_us.unwrap_or(0.0))
         })
         .and_then(|n| {
-            let p = n.limit?;
+            let p = n.limit.as_ref()?;
             Some(format!(
                 " Its longest kernel, {}, runs {}.",
                 crate::text::short_kernel(&n.kernel),
@@ -61,116 +60,11 @@ pub(super) fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String 
         }
         return "no log".to_string();
     }
-    let findings = || joined.findings_of(&sources);
     let results = || joined.results_of(&sources);
     match kind {
-        StageKind::Compile => {
-            let errors = findings()
-                .filter(|f| f.finding.kind == parsers::FindingKind::CompileError)
-                .count();
-            if errors > 0 {
-                return plural(errors as u64, "compile error", "compile errors");
-            }
-            let kernels: Vec<_> = joined
-                .kernels_with_resources_from(&sources)
-                .filter(|k| joined.is_target(&k.name))
-                .collect();
-            let regs = kernels.iter().filter_map(|k| k.registers()).max();
-            let spills: Option<u64> = kernels.iter().filter_map(|k| k.spill_bytes()).max();
-            let warnings = findings()
-                .filter(|f| f.finding.severity == parsers::Severity::Warning)
-                .count();
-            let mut parts = Vec::new();
-            if let Some(r) = regs {
-                parts.push(format!("{r} regs"));
-            }
-            parts.push(match spills {
-                Some(s) => format!("{s} B spilled"),
-                None => "spills unknown".to_string(),
-            });
-            if warnings > 0 {
-                parts.push(plural(warnings as u64, "warning", "warnings"));
-            }
-            parts.join(", ")
-        }
-        StageKind::Sass => {
-            let kernels: Vec<_> = joined
-                .kernels_with_sass_from(&sources)
-                .filter(|k| joined.is_target(&k.name))
-                .collect();
-            let sum = |f: fn(&parsers::SassCounts) -> u64| {
-                kernels
-                    .iter()
-                    .filter_map(|k| k.sass)
-                    .map(f)
-                    .fold(0u64, u64::saturating_add)
-            };
-            let mma = sum(|s| s.hmma.saturating_add(s.hgmma).saturating_add(s.imma));
-            let local = sum(|s| s.ldl.saturating_add(s.stl));
-            let traps = sum(|s| s.bpt_trap);
-            let mut text = format!("{mma} MMA, {local} LDL/STL");
-            if traps > 0 {
-                text.push_str(&format!(", {traps} BPT.TRAP"));
-            }
-            text
-        }
-        k if k.is_sanitizer() => {
-            let logs: Vec<&parsers::ParsedLog> = sources
-                .iter()
-                .filter_map(|&i| joined.source(i))
-                .filter(|s| s.kind.is_sanitizer())
-                .map(|s| s.log)
-                .collect();
-            if logs.is_empty() {
-                return "no sanitizer log".to_string();
-            }
-            let records: u64 = findings()
-                .filter(|f| {
-                    joined
-                        .source(f.source)
-                        .is_some_and(|s| s.kind.is_sanitizer())
-                })
-                .map(|f| f.finding.count)
-                .fold(0, u64::saturating_add);
-            let reported: Option<u64> = logs
-                .iter()
-                .map(|l| l.reported_errors)
-                .try_fold(0u64, |acc, x| x.map(|x| acc.saturating_add(x)));
-            let n = reported.unwrap_or(records);
-            let unprinted: u64 = logs
-                .iter()
-                .map(|l| l.unprinted_errors)
-                .fold(0, u64::saturating_add);
-            let mut text = if k == StageKind::Racecheck {
-                let hazards: u64 = findings()
-                    .filter(|f| f.finding.kind == parsers::FindingKind::Race)
-                    .map(|f| f.finding.facts.race_hazards().unwrap_or(f.finding.count))
-                    .fold(0, u64::saturating_add);
-                let warnings: u64 = logs
-                    .iter()
-                    .filter_map(|l| l.reported_warnings)
-                    .fold(0, u64::saturating_add);
-                if n.saturating_add(warnings) == 0 && hazards == 0 {
-                    "0 hazards".to_string()
-                } else {
-                    format!(
-                        "{}, {} ({})",
-                        plural(n, "error", "errors"),
-                        plural(warnings, "warning", "warnings"),
-                        plural(hazards, "hazard", "hazards")
-                    )
-                }
-            } else {
-                plural(n, "error", "errors")
-            };
-            if unprinted > 0 {
-                text.push_str(&format!(" ({unprinted} not printed)"));
-            }
-            if logs.iter().any(|l| !l.complete) {
-                text.push_str(", no summary");
-            }
-            text
-        }
+        StageKind::Compile => compile_figure(joined, &sources),
+        StageKind::Sass => sass_figure(joined, &sources),
+        k if k.is_sanitizer() => sanitizer_figure(joined, &sources, k),
         StageKind::Check => {
             let checks: Vec<_> = results().filter_map(|r| r.result.check.as_ref()).collect();
             if checks.is_empty() {
@@ -229,107 +123,228 @@ pub(super) fn figure(joined: &Joined, kind: StageKind, logs: &[&str]) -> String 
                 crate::text::sig3(best)
             )
         }
-        StageKind::Profile => {
-            // Each profiled kernel with its launches (ncu's launch ids); a source page names
-            // its kernels without them.
-            let mut launches: BTreeMap<KernelId, BTreeSet<u64>> = BTreeMap::new();
-            for m in joined.metrics_of(&sources) {
-                let ids = launches.entry(m.kernel.clone()).or_default();
-                ids.extend(m.metric.launch);
-            }
-            let mut lines = 0;
-            for s in sources.iter().filter_map(|&i| joined.source(i)) {
-                lines += s.log.source_lines.len();
-                for function in s.log.source_lines.iter().map(|l| &l.function) {
-                    launches.entry(KernelId::of(function)).or_default();
-                }
-            }
-            // The kernels ncu measured that the program does not own (a framework's).
-            let config = sources
-                .iter()
-                .filter_map(|&i| joined.source(i))
-                .find_map(|s| s.config);
-            let (launches, foreign): (BTreeMap<_, _>, BTreeMap<_, _>) = launches
-                .into_iter()
-                .partition(|(kernel, _)| joined.is_own(config, kernel));
-            let kernels: Vec<KernelId> = launches.keys().cloned().collect();
-            let n = joined.metrics_of(&sources).count();
-            // The kernels the config's build defined that no profiled launch of its program
-            // ran (a harness unit launches one kernel by choice).
-            let configs: Vec<Option<&str>> = sources
-                .iter()
-                .filter_map(|&i| joined.source(i))
-                .filter(|s| {
-                    s.stage
-                        .is_some_and(|st| st.unit().target == crate::run::TargetKind::Program)
-                })
-                .map(|s| s.config)
-                .collect();
-            let mut idle: Vec<KernelId> = joined
-                .kernels
-                .iter()
-                .filter(|k| k.resources.is_some() && configs.contains(&k.config.as_deref()))
-                .map(|k| k.name.clone())
-                .filter(|name| !kernels.contains(name))
-                .collect();
-            idle.sort();
-            idle.dedup();
-            let named: Vec<String> = launches
-                .iter()
-                .map(|(kernel, ids)| match ids.len() {
-                    0 => kernel.to_string(),
-                    k => format!("{kernel} ({})", plural(k as u64, "launch", "launches")),
-                })
-                .collect();
-            let mut counted = Vec::new();
-            if n > 0 {
-                counted.push(plural(n as u64, "metric", "metrics"));
-            }
-            if lines > 0 {
-                counted.push(plural(lines as u64, "source line", "source lines"));
-            }
-            let mut text = if kernels.is_empty() {
-                "no kernel profiled".to_string()
-            } else {
-                format!("profiled {}; {}", named.join(", "), counted.join(", "))
-            };
-            // A library builds many instantiations its program never launches: a few named,
-            // the rest counted. Where ncu was told which kernels or launches to profile, the
-            // others may well have run: not profiled, not "never launched".
-            let filtered = sources
-                .iter()
-                .filter_map(|&i| joined.source(i))
-                .filter_map(|s| s.stage)
-                .any(|st| st.command.iter().any(|a| profile_filter(a)));
-            let idle_word = if filtered {
-                "not profiled"
-            } else {
-                "never launched"
-            };
-            const NAMED_IDLE: usize = 6;
-            if idle.len() > NAMED_IDLE {
-                let shown: Vec<&str> = idle.iter().take(NAMED_IDLE).map(KernelId::as_str).collect();
-                text.push_str(&format!(
-                    "; {idle_word}: {} kernels of the build ({} and {} more)",
-                    idle.len(),
-                    shown.join(", "),
-                    idle.len() - NAMED_IDLE
-                ));
-            } else if !idle.is_empty() {
-                text.push_str(&format!("; {idle_word}: {}", idle.join(", ")));
-            }
-            if !foreign.is_empty() {
-                let names: Vec<KernelId> = foreign.into_keys().collect();
-                text.push_str(&format!(
-                    "; also measured, not the program's own: {}",
-                    names.join(", ")
-                ));
-            }
-            text
-        }
+        StageKind::Profile => profile_figure(joined, &sources),
         StageKind::Report => "rendered".to_string(),
         _ => String::new(),
     }
+}
+
+/// A compile stage's figure: its compile errors, or the target kernels' most registers and
+/// spills with the warnings.
+fn compile_figure(joined: &Joined, sources: &[usize]) -> String {
+    let findings = || joined.findings_of(sources);
+    let errors = findings()
+        .filter(|f| f.finding.kind == parsers::FindingKind::CompileError)
+        .count();
+    if errors > 0 {
+        return plural(errors as u64, "compile error", "compile errors");
+    }
+    let kernels: Vec<_> = joined
+        .kernels_with_resources_from(sources)
+        .filter(|k| joined.is_target(&k.name))
+        .collect();
+    let regs = kernels.iter().filter_map(|k| k.registers()).max();
+    let spills: Option<u64> = kernels.iter().filter_map(|k| k.spill_bytes()).max();
+    let warnings = findings()
+        .filter(|f| f.finding.severity == parsers::Severity::Warning)
+        .count();
+    let mut parts = Vec::new();
+    if let Some(r) = regs {
+        parts.push(format!("{r} regs"));
+    }
+    parts.push(match spills {
+        Some(s) => format!("{s} B spilled"),
+        None => "spills unknown".to_string(),
+    });
+    if warnings > 0 {
+        parts.push(plural(warnings as u64, "warning", "warnings"));
+    }
+    parts.join(", ")
+}
+
+/// A SASS stage's figure: the target kernels' MMA, local-memory and trap instructions.
+fn sass_figure(joined: &Joined, sources: &[usize]) -> String {
+    let kernels: Vec<_> = joined
+        .kernels_with_sass_from(sources)
+        .filter(|k| joined.is_target(&k.name))
+        .collect();
+    let sum = |f: fn(&parsers::SassCounts) -> u64| {
+        kernels
+            .iter()
+            .filter_map(|k| k.sass)
+            .map(f)
+            .fold(0u64, u64::saturating_add)
+    };
+    let mma = sum(|s| s.hmma.saturating_add(s.hgmma).saturating_add(s.imma));
+    let local = sum(|s| s.ldl.saturating_add(s.stl));
+    let traps = sum(|s| s.bpt_trap);
+    let mut text = format!("{mma} MMA, {local} LDL/STL");
+    if traps > 0 {
+        text.push_str(&format!(", {traps} BPT.TRAP"));
+    }
+    text
+}
+
+/// A sanitizer stage's figure: its errors (racecheck's with warnings and hazards), those not
+/// printed, and whether a log lacks its summary.
+fn sanitizer_figure(joined: &Joined, sources: &[usize], k: StageKind) -> String {
+    let findings = || joined.findings_of(sources);
+    let logs: Vec<&parsers::ParsedLog> = sources
+        .iter()
+        .filter_map(|&i| joined.source(i))
+        .filter(|s| s.kind.is_sanitizer())
+        .map(|s| s.log)
+        .collect();
+    if logs.is_empty() {
+        return "no sanitizer log".to_string();
+    }
+    let records: u64 = findings()
+        .filter(|f| {
+            joined
+                .source(f.source)
+                .is_some_and(|s| s.kind.is_sanitizer())
+        })
+        .map(|f| f.finding.count)
+        .fold(0, u64::saturating_add);
+    let reported: Option<u64> = logs
+        .iter()
+        .map(|l| l.reported_errors)
+        .try_fold(0u64, |acc, x| x.map(|x| acc.saturating_add(x)));
+    let n = reported.unwrap_or(records);
+    let unprinted: u64 = logs
+        .iter()
+        .map(|l| l.unprinted_errors)
+        .fold(0, u64::saturating_add);
+    let mut text = if k == StageKind::Racecheck {
+        let hazards: u64 = findings()
+            .filter(|f| f.finding.kind == parsers::FindingKind::Race)
+            .map(|f| f.finding.facts.race_hazards().unwrap_or(f.finding.count))
+            .fold(0, u64::saturating_add);
+        let warnings: u64 = logs
+            .iter()
+            .filter_map(|l| l.reported_warnings)
+            .fold(0, u64::saturating_add);
+        if n.saturating_add(warnings) == 0 && hazards == 0 {
+            "0 hazards".to_string()
+        } else {
+            format!(
+                "{}, {} ({})",
+                plural(n, "error", "errors"),
+                plural(warnings, "warning", "warnings"),
+                plural(hazards, "hazard", "hazards")
+            )
+        }
+    } else {
+        plural(n, "error", "errors")
+    };
+    if unprinted > 0 {
+        text.push_str(&format!(" ({unprinted} not printed)"));
+    }
+    if logs.iter().any(|l| !l.complete) {
+        text.push_str(", no summary");
+    }
+    text
+}
+
+/// A profile stage's figure: each profiled kernel with its launches, the metrics and source
+/// lines counted, the build's kernels it did not profile, and the kernels not the program's own.
+fn profile_figure(joined: &Joined, sources: &[usize]) -> String {
+    // Each profiled kernel with its launches (ncu's launch ids); a source page names
+    // its kernels without them.
+    let mut launches: BTreeMap<KernelId, BTreeSet<u64>> = BTreeMap::new();
+    for m in joined.metrics_of(sources) {
+        let ids = launches.entry(m.kernel.clone()).or_default();
+        ids.extend(m.metric.launch);
+    }
+    let mut lines = 0;
+    for s in sources.iter().filter_map(|&i| joined.source(i)) {
+        lines += s.log.source_lines.len();
+        for function in s.log.source_lines.iter().map(|l| &l.function) {
+            launches.entry(KernelId::of(function)).or_default();
+        }
+    }
+    // The kernels ncu measured that the program does not own (a framework's).
+    let config = sources
+        .iter()
+        .filter_map(|&i| joined.source(i))
+        .find_map(|s| s.config);
+    let (launches, foreign): (BTreeMap<_, _>, BTreeMap<_, _>) = launches
+        .into_iter()
+        .partition(|(kernel, _)| joined.is_own(config, kernel));
+    let kernels: Vec<KernelId> = launches.keys().cloned().collect();
+    let n = joined.metrics_of(sources).count();
+    // The kernels the config's build defined that no profiled launch of its program
+    // ran (a harness unit launches one kernel by choice).
+    let configs: Vec<Option<&str>> = sources
+        .iter()
+        .filter_map(|&i| joined.source(i))
+        .filter(|s| {
+            s.stage
+                .is_some_and(|st| st.unit().target == crate::run::TargetKind::Program)
+        })
+        .map(|s| s.config)
+        .collect();
+    let mut idle: Vec<KernelId> = joined
+        .kernels
+        .iter()
+        .filter(|k| k.resources.is_some() && configs.contains(&k.config.as_deref()))
+        .map(|k| k.name.clone())
+        .filter(|name| !kernels.contains(name))
+        .collect();
+    idle.sort();
+    idle.dedup();
+    let named: Vec<String> = launches
+        .iter()
+        .map(|(kernel, ids)| match ids.len() {
+            0 => kernel.to_string(),
+            k => format!("{kernel} ({})", plural(k as u64, "launch", "launches")),
+        })
+        .collect();
+    let mut counted = Vec::new();
+    if n > 0 {
+        counted.push(plural(n as u64, "metric", "metrics"));
+    }
+    if lines > 0 {
+        counted.push(plural(lines as u64, "source line", "source lines"));
+    }
+    let mut text = if kernels.is_empty() {
+        "no kernel profiled".to_string()
+    } else {
+        format!("profiled {}; {}", named.join(", "), counted.join(", "))
+    };
+    // A library builds many instantiations its program never launches: a few named,
+    // the rest counted. Where ncu was told which kernels or launches to profile, the
+    // others may well have run: not profiled, not "never launched".
+    let filtered = sources
+        .iter()
+        .filter_map(|&i| joined.source(i))
+        .filter_map(|s| s.stage)
+        .any(|st| st.command.iter().any(|a| profile_filter(a)));
+    let idle_word = if filtered {
+        "not profiled"
+    } else {
+        "never launched"
+    };
+    const NAMED_IDLE: usize = 6;
+    if idle.len() > NAMED_IDLE {
+        let shown: Vec<&str> = idle.iter().take(NAMED_IDLE).map(KernelId::as_str).collect();
+        text.push_str(&format!(
+            "; {idle_word}: {} kernels of the build ({} and {} more)",
+            idle.len(),
+            shown.join(", "),
+            idle.len() - NAMED_IDLE
+        ));
+    } else if !idle.is_empty() {
+        text.push_str(&format!("; {idle_word}: {}", idle.join(", ")));
+    }
+    if !foreign.is_empty() {
+        let names: Vec<KernelId> = foreign.into_keys().collect();
+        text.push_str(&format!(
+            "; also measured, not the program's own: {}",
+            names.join(", ")
+        ));
+    }
+    text
 }
 
 fn error_figure<'r>(

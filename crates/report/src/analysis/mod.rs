@@ -37,6 +37,35 @@ pub struct Analysis<'a> {
     pub experiments: Vec<crate::experiment::Conclusion>,
     /// Its stress stages' launch searches, read as experiments.
     pub launch_searches: Vec<crate::experiment::LaunchSearchRow>,
+    /// The report's tables, built once from the evidence.
+    pub tables: Tables,
+}
+
+/// The tables every emitter shows, built once per run.
+#[derive(Debug, Clone)]
+pub struct Tables {
+    /// Each kernel's registers, shared memory, spills and occupancy, per config.
+    pub kernels: Vec<crate::resources::KernelResources>,
+    /// The correctness checks, per config and shape.
+    pub checks: Vec<crate::tables::CheckRow>,
+    /// The stress stages' launch counts and first failures.
+    pub stress: Vec<crate::tables::StressRow>,
+    /// The benchmarks' timings beside their baselines.
+    pub bench: Vec<crate::tables::BenchRow>,
+    /// Nsight Compute's figures per profiled kernel.
+    pub ncu: Vec<crate::resources::NcuSummary>,
+}
+
+impl Tables {
+    fn of(joined: &Joined) -> Tables {
+        Tables {
+            kernels: crate::resources::kernel_resources(joined),
+            checks: crate::tables::check_rows(joined),
+            stress: crate::tables::stress_rows(joined),
+            bench: crate::tables::bench_rows(joined),
+            ncu: crate::resources::ncu_summaries(joined),
+        }
+    }
 }
 
 impl<'a> Analysis<'a> {
@@ -63,7 +92,8 @@ impl<'a> Analysis<'a> {
                 }
             }
         }
-        let verdict = verdict(&joined, &diagnoses, &coverage);
+        let tables = Tables::of(&joined);
+        let verdict = verdict(&joined, &diagnoses, &coverage, &tables);
         Analysis {
             joined,
             diagnoses,
@@ -71,6 +101,7 @@ impl<'a> Analysis<'a> {
             coverage,
             experiments,
             launch_searches,
+            tables,
         }
     }
 }
@@ -129,7 +160,12 @@ pub struct NotRun {
     pub reason: String,
 }
 
-fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -> Verdict {
+fn verdict(
+    joined: &Joined,
+    diagnoses: &[Diagnosis],
+    coverage: &[CoverageRow],
+    tables: &Tables,
+) -> Verdict {
     let count = |l: Level| diagnoses.iter().filter(|d| d.level == l).count();
     let (errors, warnings, notes) = (
         count(Level::Error),
@@ -147,23 +183,7 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
         .iter()
         .any(|c| matches!(c.status, StageStatus::Passed | StageStatus::Findings))
         || (joined.run.is_none() && !joined.sources.is_empty());
-    // Stages that run the kernel or the program, and whether any of them did.
-    let gpu_stage = |kind: StageKind| {
-        kind.is_sanitizer()
-            || matches!(
-                kind,
-                StageKind::Check
-                    | StageKind::Stress
-                    | StageKind::Bench
-                    | StageKind::Baseline
-                    | StageKind::Profile
-            )
-    };
-    let gpu_planned = joined.stages().iter().any(|s| gpu_stage(s.kind));
-    let gpu_ran = joined
-        .stages()
-        .iter()
-        .any(|s| gpu_stage(s.kind) && s.status != StageStatus::Skipped);
+    let (gpu_planned, gpu_ran) = gpu_stages(joined);
     // Whether any stage but the report produced evidence: a build, a program's run.
     let checked = coverage.iter().any(|c| {
         c.kind != StageKind::Report
@@ -190,38 +210,6 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
     } else {
         String::new()
     };
-    // "N causes, top: <title> in <kernel>": the performance causes, beside any fault.
-    let slow_line = || {
-        // The largest estimated gain; among equal ones the first in rank order, as the
-        // root causes list them.
-        // A suggestion no run tested leads only where nothing measured does.
-        let top = slow
-            .iter()
-            .rev()
-            .max_by(|a, b| {
-                b.untested()
-                    .cmp(&a.untested())
-                    .then(speedup(a).total_cmp(&speedup(b)))
-            })
-            .copied();
-        // The top cause's kernel against its binding roof, where its title does not say it.
-        let roof = top
-            .filter(|d| !d.title.contains("% of"))
-            .and_then(|d| {
-                let kernel = KernelId::of(d.kernel.as_deref()?);
-                crate::roofline::of_kernel(joined, d.config.as_deref(), &kernel)
-            })
-            .map(|p| format!(", {}", p.phrase()))
-            .unwrap_or_default();
-        format!(
-            "{}, top: {}{}{roof}",
-            plural(slow.len() as u64, "cause", "causes"),
-            top.map(|d| d.title.clone()).unwrap_or_default(),
-            top.and_then(|d| d.kernel.as_deref())
-                .map(|k| format!(" in {}", crate::text::short_kernel(k)))
-                .unwrap_or_default()
-        )
-    };
     // The faults' warnings, without the performance causes said beside them.
     let fault_warnings = warnings.saturating_sub(slow.len());
     let mut line = match kind {
@@ -241,7 +229,7 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
             if slow.is_empty() {
                 String::new()
             } else {
-                format!(" Slow as well: {}.", slow_line())
+                format!(" Slow as well: {}.", slow_line(joined, &slow))
             }
         ),
         VerdictKind::Inconclusive if !ran => {
@@ -268,14 +256,14 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
         VerdictKind::Slow => match crate::rules::slower_than_baseline::verdict_phrase(joined) {
             // The program's own benchmark says how slow; the causes say why.
             Some(slower) if slow.iter().any(|d| d.rule != RuleId::SlowerThanBaseline) => {
-                format!("Slow: {slower}; {}.", slow_line())
+                format!("Slow: {slower}; {}.", slow_line(joined, &slow))
             }
-            _ => format!("Slow: {}.", slow_line()),
+            _ => format!("Slow: {}.", slow_line(joined, &slow)),
         },
         VerdictKind::Clean => format!(
             "Clean: no problems found by {}{on}.{}",
             ran_tools(coverage),
-            longest_against_the_limit(joined)
+            longest_against_the_limit(&tables.ncu)
         ),
         // Worded below, once what is missing is known.
         VerdictKind::NotChecked => String::new(),
@@ -298,8 +286,86 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
         ),
     };
     let missing = crate::missing::of_stages(joined.stages());
+    with_gaps(&mut line, kind, &missing, &unconcluded, &not_run);
+    Verdict {
+        kind,
+        errors,
+        warnings,
+        notes,
+        unconcluded,
+        not_run,
+        missing,
+        line,
+    }
+}
+
+/// "N causes, top: <title> in <kernel>": the performance causes, beside any fault; the top one
+/// is the largest estimated gain, a measured one before an untested suggestion.
+fn slow_line(joined: &Joined, slow: &[&Diagnosis]) -> String {
+    // The largest estimated gain; among equal ones the first in rank order, as the
+    // root causes list them.
+    // A suggestion no run tested leads only where nothing measured does.
+    let top = slow
+        .iter()
+        .rev()
+        .max_by(|a, b| {
+            b.untested()
+                .cmp(&a.untested())
+                .then(speedup(a).total_cmp(&speedup(b)))
+        })
+        .copied();
+    // The top cause's kernel against its binding roof, where its title does not say it.
+    let roof = top
+        .filter(|d| !d.title.markdown().contains("% of"))
+        .and_then(|d| {
+            let kernel = KernelId::of(d.kernel.as_deref()?);
+            crate::roofline::of_kernel(joined, d.config.as_deref(), &kernel)
+        })
+        .map(|p| format!(", {}", p.phrase()))
+        .unwrap_or_default();
+    format!(
+        "{}, top: {}{}{roof}",
+        plural(slow.len() as u64, "cause", "causes"),
+        top.map(|d| d.title.clone()).unwrap_or_default().markdown(),
+        top.and_then(|d| d.kernel.as_deref())
+            .map(|k| format!(" in {}", crate::text::short_kernel(k)))
+            .unwrap_or_default()
+    )
+}
+
+/// Whether the pipeline plans a stage that runs the kernel or the program, and whether any of
+/// them ran.
+fn gpu_stages(joined: &Joined) -> (bool, bool) {
+    let gpu_stage = |kind: StageKind| {
+        kind.is_sanitizer()
+            || matches!(
+                kind,
+                StageKind::Check
+                    | StageKind::Stress
+                    | StageKind::Bench
+                    | StageKind::Baseline
+                    | StageKind::Profile
+            )
+    };
+    let gpu_planned = joined.stages().iter().any(|s| gpu_stage(s.kind));
+    let gpu_ran = joined
+        .stages()
+        .iter()
+        .any(|s| gpu_stage(s.kind) && s.status != StageStatus::Skipped);
+    (gpu_planned, gpu_ran)
+}
+
+/// Appends to the verdict's line what the run lacks: for a run that checked nothing, the tools
+/// missing here; the stages that could not conclude beside a failure; the stages not run.
+fn with_gaps(
+    line: &mut String,
+    kind: VerdictKind,
+    missing: &[crate::missing::Missing],
+    unconcluded: &[Unconcluded],
+    not_run: &[NotRun],
+) {
     if kind == VerdictKind::NotChecked {
-        line = "Not checked: no stage could run here, so this run says nothing of the program."
+        *line = "Not checked: no stage could run here, so this run says nothing of the program."
             .to_string();
         if !missing.is_empty() {
             let needs: Vec<String> = missing
@@ -326,16 +392,6 @@ fn verdict(joined: &Joined, diagnoses: &[Diagnosis], coverage: &[CoverageRow]) -
             "Not run"
         };
         line.push_str(&format!(" {label}: {}.", join_words(&names)));
-    }
-    Verdict {
-        kind,
-        errors,
-        warnings,
-        notes,
-        unconcluded,
-        not_run,
-        missing,
-        line,
     }
 }
 

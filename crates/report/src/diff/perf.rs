@@ -7,6 +7,7 @@ use serde_json::json;
 
 use crate::analysis::Analysis;
 use crate::diagnosis::{Confidence, Diagnosis, EvidenceItem, Level};
+use crate::message::{Message, code, figure, msg, quote};
 use crate::noise::{Judgement, NoiseOptions, judge};
 use crate::rules::RuleId;
 use crate::run::Run;
@@ -15,45 +16,64 @@ use crate::text::{fixed, short_hash};
 
 use super::{DiffOptions, PerfChange};
 
-/// Why timings of the two runs must not be compared, unless the options allow it.
+/// Why timings of the two runs must not be compared, unless the options allow it: as inline
+/// Markdown, the diff report's text for it ([`refusal_words`] words it).
 pub(super) fn refuse_timing(a: &Run, b: &Run, opts: &DiffOptions) -> Option<String> {
-    if a.id == b.id {
-        return Some(format!(
-            "A and B are one run (`{}`): timings not compared",
-            a.id
-        ));
-    }
-    if opts.allow_different_gpu {
+    let refusal = if a.id == b.id {
+        Refusal::OneRun
+    } else if opts.allow_different_gpu {
         return None;
-    }
-    let gpu = |r: &Run| r.environment.gpus.first().map(|g| g.name.clone());
+    } else {
+        let gpu = |r: &Run| r.environment.gpus.first().map(|g| g.name.clone());
+        let driver = |r: &Run| r.environment.driver.clone();
+        let differ = |x: Option<String>, y: Option<String>| (x != y).then_some((x, y));
+        let gpus = differ(gpu(a), gpu(b));
+        let drivers = differ(driver(a), driver(b));
+        if gpus.is_none() && drivers.is_none() {
+            return None;
+        }
+        Refusal::Machines { gpus, drivers }
+    };
+    Some(refusal_words(&refusal, a).markdown())
+}
+
+/// Why two runs' timings are not compared.
+enum Refusal {
+    /// A and B are one run.
+    OneRun,
+    /// The GPUs or the drivers differ: (A's, B's) of each that does.
+    Machines {
+        gpus: Option<(Option<String>, Option<String>)>,
+        drivers: Option<(Option<String>, Option<String>)>,
+    },
+}
+
+/// The words of a [`Refusal`] (`a`: run A).
+fn refusal_words(refusal: &Refusal, a: &Run) -> Message {
+    let (gpus, drivers) = match refusal {
+        Refusal::OneRun => {
+            return msg!(
+                "A and B are one run ({}): timings not compared",
+                code(&a.id)
+            );
+        }
+        Refusal::Machines { gpus, drivers } => (gpus, drivers),
+    };
+    let side = |s: &Option<String>| match s {
+        Some(s) => quote(s),
+        None => quote("none"),
+    };
     let mut why = Vec::new();
-    if gpu(a) != gpu(b) {
-        why.push(format!(
-            "GPUs differ ({} vs {})",
-            gpu(a).unwrap_or_else(|| "none".into()),
-            gpu(b).unwrap_or_else(|| "none".into())
-        ));
+    if let Some((x, y)) = gpus {
+        why.push(msg!("GPUs differ ({} vs {})", side(x), side(y)));
     }
-    if a.environment.driver != b.environment.driver {
-        why.push(format!(
-            "drivers differ ({} vs {})",
-            a.environment
-                .driver
-                .clone()
-                .unwrap_or_else(|| "none".into()),
-            b.environment
-                .driver
-                .clone()
-                .unwrap_or_else(|| "none".into())
-        ));
+    if let Some((x, y)) = drivers {
+        why.push(msg!("drivers differ ({} vs {})", side(x), side(y)));
     }
-    (!why.is_empty()).then(|| {
-        format!(
-            "{}: timings not compared (pass --allow-different-gpu to compare anyway)",
-            why.join("; ")
-        )
-    })
+    msg!(
+        "{}: timings not compared (pass --allow-different-gpu to compare anyway)",
+        Message::join(why, "; ")
+    )
 }
 
 /// The timings both runs have, judged; and how many of them are one measurement.
@@ -188,6 +208,7 @@ fn program_bench(t: &parsers::Timing) -> Option<parsers::harness::Bench> {
     })
 }
 
+/// One diagnosis per program timing judged slower (a regression) or faster (an improvement).
 pub(super) fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
     let mut out = Vec::new();
     for p in perf.iter().filter(|p| !p.baseline) {
@@ -200,15 +221,7 @@ pub(super) fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
         let machine = perf.iter().any(|q| {
             q.baseline && q.case == p.case && q.timing == p.timing && q.judgement == p.judgement
         });
-        let title = format!(
-            "{} {} by {}% on {} ({} {})",
-            p.implementation,
-            word,
-            fixed(p.change.abs() * 100.0, 1),
-            p.case.label(),
-            p.timing,
-            p.cache
-        );
+        let words = word_change(p, rule, word, machine);
         let key = format!(
             "{}|{}|{}|{}",
             p.case.label(),
@@ -218,9 +231,13 @@ pub(super) fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
         );
         out.push(Diagnosis {
             rule,
-            title,
+            title: words.title,
             level,
-            confidence: if machine { Confidence::Low } else { Confidence::High },
+            confidence: if machine {
+                Confidence::Low
+            } else {
+                Confidence::High
+            },
             kernel: None,
             config: Some(p.implementation.clone()),
             configs: vec![p.implementation.clone()],
@@ -232,58 +249,12 @@ pub(super) fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
                 stage: "bench".to_string(),
                 config: Some(p.implementation.clone()),
                 log: String::new(),
-                summary: format!(
-                    "p50 {} µs -> {} µs ({:+.1}%), {}",
-                    crate::text::sig3(p.a_p50_us),
-                    crate::text::sig3(p.b_p50_us),
-                    p.change * 100.0,
-                    match &p.test {
-                        Some(t) => format!(
-                            "{} (Mann-Whitney U, {} and {} samples)",
-                            crate::noise::p_clause(t.p),
-                            t.a_samples,
-                            t.b_samples
-                        ),
-                        None => format!(
-                            "noise {}% (the larger of the two runs')",
-                            fixed(p.noise * 100.0, 1)
-                        ),
-                    }
-                ),
+                summary: words.summary,
                 excerpt: Vec::new(),
             }],
             spans: Vec::new(),
-            notes: vec![format!(
-                "The p50 moved by {:+.1}%, {}.{}",
-                p.change * 100.0,
-                match &p.test {
-                    Some(t) => format!(
-                        "a significant change: the two runs' {} and {} samples differ with {} by \
-                         a Mann-Whitney U test",
-                        t.a_samples,
-                        t.b_samples,
-                        crate::noise::p_clause(t.p)
-                    ),
-                    None => format!(
-                        "more than twice the measured noise ({}%)",
-                        fixed(p.noise * 100.0, 1)
-                    ),
-                },
-                if machine {
-                    " The baseline moved the same way on this case: the machine, not the kernel, may have changed."
-                } else {
-                    ""
-                }
-            )],
-            help: vec![if rule == RuleId::PerfRegression {
-                format!(
-                    "Compare the two runs' per-config resources (registers, spills, occupancy, \
-                     HMMA counts) for {}; re-run the bench stage to confirm.",
-                    p.implementation
-                )
-            } else {
-                "Nothing to fix; keep the change.".to_string()
-            }],
+            notes: vec![words.note],
+            help: vec![words.help],
             fingerprint: short_hash(&[rule.as_str(), &key, &b.pipeline]),
             kernels: Vec::new(),
             hypothesis: None,
@@ -300,4 +271,78 @@ pub(super) fn perf_diagnoses(perf: &[PerfChange], b: &Run) -> Vec<Diagnosis> {
     }
     out.sort_by(crate::fold::rank);
     out
+}
+
+/// A timing change's words: what [`word_change`] gives.
+struct ChangeWords {
+    title: Message,
+    summary: Message,
+    note: Message,
+    help: Message,
+}
+
+/// The title, evidence summary, note and help of a timing that moved beyond the noise (`word`:
+/// "slower" or "faster"; `machine`: the baseline moved the same way).
+fn word_change(p: &PerfChange, rule: RuleId, word: &str, machine: bool) -> ChangeWords {
+    let title = msg!(
+        "{} {} by {}% on {} ({} {})",
+        quote(&p.implementation),
+        word,
+        fixed(p.change.abs() * 100.0, 1),
+        p.case.label(),
+        quote(&p.timing),
+        p.cache.as_str()
+    );
+    let change = figure(format!("{:+.1}%", p.change * 100.0));
+    let noise = figure(format!("{}%", fixed(p.noise * 100.0, 1)));
+    let summary = msg!(
+        "p50 {} µs -> {} µs ({}), {}",
+        crate::text::sig3(p.a_p50_us),
+        crate::text::sig3(p.b_p50_us),
+        change.clone(),
+        match &p.test {
+            Some(t) => msg!(
+                "{} (Mann-Whitney U, {} and {} samples)",
+                crate::noise::p_clause(t.p),
+                t.a_samples.to_string(),
+                t.b_samples.to_string()
+            ),
+            None => msg!("noise {} (the larger of the two runs')", noise.clone()),
+        }
+    );
+    let note = msg!(
+        "The p50 moved by {}, {}.{}",
+        change,
+        match &p.test {
+            Some(t) => msg!(
+                "a significant change: the two runs' {} and {} samples differ with {} by a \
+                 Mann-Whitney U test",
+                t.a_samples.to_string(),
+                t.b_samples.to_string(),
+                crate::noise::p_clause(t.p)
+            ),
+            None => msg!("more than twice the measured noise ({})", noise),
+        },
+        if machine {
+            " The baseline moved the same way on this case: the machine, not the kernel, may \
+             have changed."
+        } else {
+            ""
+        }
+    );
+    let help = if rule == RuleId::PerfRegression {
+        msg!(
+            "Compare the two runs' per-config resources (registers, spills, occupancy, HMMA \
+             counts) for {}; re-run the bench stage to confirm.",
+            quote(&p.implementation)
+        )
+    } else {
+        msg!("Nothing to fix; keep the change.")
+    };
+    ChangeWords {
+        title,
+        summary,
+        note,
+        help,
+    }
 }

@@ -14,6 +14,7 @@
 mod conclude;
 mod propose;
 
+use crate::message::{Part, msg};
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -95,23 +96,30 @@ pub fn apply(diagnoses: &mut [Diagnosis], conclusions: &[Conclusion], run: Optio
         match c.outcome {
             Outcome::Confirmed => {
                 d.confidence = Confidence::High;
-                d.notes
-                    .push(format!("Confirmed by experiment: {}", c.sentence));
+                d.notes.push(msg!(
+                    "Confirmed by experiment: {}",
+                    Part::Markdown(c.sentence.clone())
+                ));
             }
             Outcome::Refuted if suggestion => {
-                d.help = vec![format!("Withdrawn by experiment: {}", c.sentence)];
+                d.help = vec![msg!(
+                    "Withdrawn by experiment: {}",
+                    Part::Markdown(c.sentence.clone())
+                )];
                 d.level = d.level.min(Level::Note);
             }
             Outcome::Refuted => {
                 d.confidence = Confidence::Low;
-                d.notes
-                    .push(format!("Refuted by experiment: {}", c.sentence));
+                d.notes.push(msg!(
+                    "Refuted by experiment: {}",
+                    Part::Markdown(c.sentence.clone())
+                ));
             }
             Outcome::NotSeen | Outcome::Inconclusive => {
-                d.notes.push(format!(
+                d.notes.push(msg!(
                     "Experiment ({}): {}",
                     c.outcome.as_str(),
-                    c.sentence
+                    Part::Markdown(c.sentence.clone())
                 ));
             }
         }

@@ -134,7 +134,7 @@ fn tail(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
         rule: d.rule,
         config: config.to_string(),
         kernel: d.kernel.clone(),
-        cause: d.title.clone(),
+        cause: d.title.clone().markdown(),
         prediction: format!(
             "If the last tile runs past the end because {name} is not a multiple of {tile}, \
              {} fails exactly then: clean at {} and {}, failing at {size} and {other}.",
@@ -169,7 +169,7 @@ fn race(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
         rule: d.rule,
         config: config.to_string(),
         kernel: d.kernel.clone(),
-        cause: d.title.clone(),
+        cause: d.title.clone().markdown(),
         prediction: format!(
             "If the race changes what the kernel computes, {}'s output differs between {} \
              identical runs.",
@@ -258,7 +258,7 @@ fn benched(d: &Diagnosis, run: &Run, config: &str, h: &Hypothesis) -> Option<Exp
         rule: d.rule,
         config: config.to_string(),
         kernel: d.kernel.clone(),
-        cause: d.title.clone(),
+        cause: d.title.clone().markdown(),
         prediction,
         trials: vec![trial, again],
     })

@@ -139,7 +139,7 @@ fn flipped(out: &mut String, b: &Bisection) {
                     verdict_word(s),
                     s.why
                 );
-                super::markdown::excerpt_block(out, &s.excerpt);
+                super::markdown::causes::excerpt_block(out, &s.excerpt);
             }
             None if !fallback.is_empty() => {
                 let _ = writeln!(out, "- {}: {fallback}", md_code(&c.short));

@@ -11,6 +11,31 @@ use crate::text::{fixed, md_cell, md_code, md_text, plural, sig3};
 /// Renders the diff.
 pub fn render(d: &Diff) -> String {
     let mut out = String::new();
+    runs_table(&mut out, d);
+
+    let _ = writeln!(out, "**Verdict:** {}.\n", verdict_line(d));
+    if !d.missing.is_empty() {
+        let _ = writeln!(out, "## Evidence missing\n");
+        for m in &d.missing {
+            let _ = writeln!(out, "- {}", md_text(m));
+        }
+        let _ = writeln!(out);
+    }
+
+    section(&mut out, "New root causes", &d.new);
+    section(&mut out, "Fixed root causes", &d.fixed);
+    not_retested(&mut out, d);
+    section(&mut out, "Unchanged root causes", &d.unchanged);
+
+    tool_findings(&mut out, d);
+    resources(&mut out, d);
+    performance(&mut out, d);
+    section(&mut out, "Performance diagnoses", &d.perf_diagnoses);
+    out
+}
+
+/// The table that sets the two runs side by side: id, commit, GPU, driver and verdict.
+fn runs_table(out: &mut String, d: &Diff) {
     let _ = writeln!(
         out,
         "# Exhibit diff: {} → {}\n",
@@ -51,18 +76,10 @@ pub fn render(d: &Diff) -> String {
         row("Verdict", &|r| format!("{:?}", r.verdict).to_lowercase())
     );
     let _ = writeln!(out);
+}
 
-    let _ = writeln!(out, "**Verdict:** {}.\n", verdict_line(d));
-    if !d.missing.is_empty() {
-        let _ = writeln!(out, "## Evidence missing\n");
-        for m in &d.missing {
-            let _ = writeln!(out, "- {}", md_text(m));
-        }
-        let _ = writeln!(out);
-    }
-
-    section(&mut out, "New root causes", &d.new);
-    section(&mut out, "Fixed root causes", &d.fixed);
+/// The root causes and tool findings of A that B did not re-run the stage for, with why.
+fn not_retested(out: &mut String, d: &Diff) {
     if !d.not_retested.is_empty() || !d.not_retested_findings.is_empty() {
         let _ = writeln!(out, "## Not re-tested\n");
         let _ = writeln!(
@@ -78,7 +95,7 @@ pub fn render(d: &Diff) -> String {
             let _ = writeln!(
                 out,
                 "- **{}** ({}, {}): {}",
-                n.item.title,
+                n.item.title.markdown(),
                 n.item.level.as_str(),
                 md_code(&n.item.fingerprint),
                 md_text(&n.why.join("; "))
@@ -106,8 +123,10 @@ pub fn render(d: &Diff) -> String {
         }
         let _ = writeln!(out);
     }
-    section(&mut out, "Unchanged root causes", &d.unchanged);
+}
 
+/// The table of tool findings new in B or fixed since A.
+fn tool_findings(out: &mut String, d: &Diff) {
     if !d.new_findings.is_empty() || !d.fixed_findings.is_empty() {
         let _ = writeln!(out, "## Tool findings\n");
         let _ = writeln!(
@@ -140,7 +159,10 @@ pub fn render(d: &Diff) -> String {
         }
         let _ = writeln!(out);
     }
+}
 
+/// The table of per-kernel resource figures that changed between A and B.
+fn resources(out: &mut String, d: &Diff) {
     if !d.resources.is_empty() {
         let _ = writeln!(out, "## Resources\n");
         let _ = writeln!(out, "| Config | Arch | Kernel | Figure | A | B |");
@@ -179,7 +201,11 @@ pub fn render(d: &Diff) -> String {
         }
         let _ = writeln!(out);
     }
+}
 
+/// The performance section: timings served from one measurement, and the table that judges
+/// each timing in both runs same, faster, slower or ambiguous.
+fn performance(out: &mut String, d: &Diff) {
     let _ = writeln!(out, "## Performance\n");
     if d.same_measurement > 0 {
         let _ = writeln!(
@@ -254,8 +280,6 @@ pub fn render(d: &Diff) -> String {
         }
         let _ = writeln!(out);
     }
-    section(&mut out, "Performance diagnoses", &d.perf_diagnoses);
-    out
 }
 
 /// " (cached from `run`)" for a timing served from the cache.
@@ -347,7 +371,7 @@ fn section(out: &mut String, title: &str, list: &[Diagnosis]) {
         let _ = writeln!(
             out,
             "- **{}** ({}, confidence {}{}{}; {})",
-            d.title,
+            d.title.markdown(),
             d.level.as_str(),
             d.confidence.as_str(),
             if d.configs.is_empty() {
@@ -367,7 +391,7 @@ fn section(out: &mut String, title: &str, list: &[Diagnosis]) {
             .find(|e| !e.excerpt.is_empty())
             .or(d.evidence.first())
         {
-            let _ = writeln!(out, "  - {}: {}", md_text(&e.stage), e.summary);
+            let _ = writeln!(out, "  - {}: {}", md_text(&e.stage), e.summary.markdown());
         }
     }
     let _ = writeln!(out);

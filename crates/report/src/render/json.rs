@@ -4,9 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::analysis::Analysis;
-use crate::resources::{kernel_resources, ncu_summaries};
 use crate::run::Run;
-use crate::tables::{bench_rows, check_rows, stress_rows};
 use crate::text::{round_json, without_controls};
 
 /// The schema name of the JSON report.
@@ -42,11 +40,11 @@ pub fn document(a: &Analysis, run: Option<&Run>) -> Value {
         "experiments": a.experiments,
         "launch_searches": a.launch_searches,
         "coverage": a.coverage,
-        "kernels": kernel_resources(&a.joined),
-        "checks": check_rows(&a.joined),
-        "stress": stress_rows(&a.joined),
-        "bench": bench_rows(&a.joined),
-        "ncu": ncu_summaries(&a.joined),
+        "kernels": &a.tables.kernels,
+        "checks": &a.tables.checks,
+        "stress": &a.tables.stress,
+        "bench": &a.tables.bench,
+        "ncu": &a.tables.ncu,
         "environment": run.map(|r| &r.environment),
     });
     round(value)

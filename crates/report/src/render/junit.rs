@@ -21,7 +21,7 @@ struct Parts<'p> {
     tests: &'p [Vec<&'p TestCase>],
 }
 use crate::diagnosis::{Diagnosis, Level};
-use crate::text::{plain_text, xml_escape};
+use crate::text::xml_escape;
 use crate::{run::Run, run::StageStatus};
 
 /// Renders the JUnit XML document.
@@ -149,82 +149,7 @@ pub fn render_with_tests(
             );
             let diagnoses = citing(&a, row);
             out.push_str(&site(diagnoses.first().copied(), run));
-            match row.status {
-                StageStatus::Passed if diagnoses.is_empty() => {
-                    let _ = writeln!(out, "/>");
-                }
-                StageStatus::Skipped => {
-                    let _ = writeln!(out, ">");
-                    let _ = writeln!(
-                        out,
-                        r#"      <skipped message="{}"/>"#,
-                        xml_escape(row.reason.as_deref().unwrap_or("skipped"))
-                    );
-                    let _ = writeln!(out, "    </testcase>");
-                }
-                StageStatus::Passed | StageStatus::Findings => {
-                    let _ = writeln!(out, ">");
-                    let headline = diagnoses
-                        .first()
-                        .map(|d| plain_text(&d.title))
-                        .unwrap_or_else(|| {
-                            format!(
-                                "{}: {}",
-                                stage_status_word(row.status),
-                                row.reason.as_deref().unwrap_or(&row.figure)
-                            )
-                        });
-                    let _ = writeln!(
-                        out,
-                        r#"      <failure message="{}" type="{}">"#,
-                        xml_escape(&headline),
-                        diagnoses
-                            .first()
-                            .map(|d| d.rule.as_str())
-                            .unwrap_or("findings")
-                    );
-                    let mut body = String::new();
-                    for d in &diagnoses {
-                        body.push_str(&format!(
-                            "[{}] {}\n{}\nFix: {}\n",
-                            d.level.as_str(),
-                            plain_text(&d.title),
-                            plain_text(&d.explanation()),
-                            plain_text(&d.fix())
-                        ));
-                        for e in d.evidence.iter().filter(|e| row.logs.contains(&e.log)) {
-                            for line in &e.excerpt {
-                                body.push_str(line);
-                                body.push('\n');
-                            }
-                        }
-                        body.push('\n');
-                    }
-                    if body.is_empty() {
-                        body = row.reason.clone().unwrap_or_else(|| row.figure.clone());
-                    }
-                    let _ = writeln!(out, "{}", xml_escape(body.trim_end()));
-                    let _ = writeln!(out, "      </failure>");
-                    let _ = writeln!(out, "    </testcase>");
-                }
-                _ => {
-                    let _ = writeln!(out, ">");
-                    let _ = writeln!(
-                        out,
-                        r#"      <error message="{}" type="{}"/>"#,
-                        xml_escape(&format!(
-                            "{}{}",
-                            stage_status_word(row.status),
-                            row.reason
-                                .as_deref()
-                                .map(|r| format!(": {r}"))
-                                .unwrap_or_default()
-                        )),
-                        stage_status_word(row.status)
-                    );
-                    let _ = writeln!(out, "    </testcase>");
-                }
-            }
+            stage_outcome(&mut out, row, &diagnoses);
             let classname = format!("exhibit.{suite}.{}", row.config.as_deref().unwrap_or("run"));
             for test in tests {
                 program_test(&mut out, test, &classname);
@@ -237,6 +162,87 @@ pub fn render_with_tests(
     }
     let _ = writeln!(out, "</testsuites>");
     out
+}
+
+/// The rest of a stage row's `<testcase>`: closed at once when it passed with nothing cited,
+/// else a `<skipped>`, a `<failure>` with the diagnoses that cite it, or an `<error>`.
+fn stage_outcome(out: &mut String, row: &CoverageRow, diagnoses: &[&Diagnosis]) {
+    match row.status {
+        StageStatus::Passed if diagnoses.is_empty() => {
+            let _ = writeln!(out, "/>");
+        }
+        StageStatus::Skipped => {
+            let _ = writeln!(out, ">");
+            let _ = writeln!(
+                out,
+                r#"      <skipped message="{}"/>"#,
+                xml_escape(row.reason.as_deref().unwrap_or("skipped"))
+            );
+            let _ = writeln!(out, "    </testcase>");
+        }
+        StageStatus::Passed | StageStatus::Findings => {
+            let _ = writeln!(out, ">");
+            let headline = diagnoses
+                .first()
+                .map(|d| d.title.plain())
+                .unwrap_or_else(|| {
+                    format!(
+                        "{}: {}",
+                        stage_status_word(row.status),
+                        row.reason.as_deref().unwrap_or(&row.figure)
+                    )
+                });
+            let _ = writeln!(
+                out,
+                r#"      <failure message="{}" type="{}">"#,
+                xml_escape(&headline),
+                diagnoses
+                    .first()
+                    .map(|d| d.rule.as_str())
+                    .unwrap_or("findings")
+            );
+            let mut body = String::new();
+            for d in diagnoses {
+                body.push_str(&format!(
+                    "[{}] {}\n{}\nFix: {}\n",
+                    d.level.as_str(),
+                    d.title.plain(),
+                    d.explanation().plain(),
+                    d.fix().plain()
+                ));
+                for e in d.evidence.iter().filter(|e| row.logs.contains(&e.log)) {
+                    for line in &e.excerpt {
+                        body.push_str(line);
+                        body.push('\n');
+                    }
+                }
+                body.push('\n');
+            }
+            if body.is_empty() {
+                body = row.reason.clone().unwrap_or_else(|| row.figure.clone());
+            }
+            let _ = writeln!(out, "{}", xml_escape(body.trim_end()));
+            let _ = writeln!(out, "      </failure>");
+            let _ = writeln!(out, "    </testcase>");
+        }
+        _ => {
+            let _ = writeln!(out, ">");
+            let _ = writeln!(
+                out,
+                r#"      <error message="{}" type="{}"/>"#,
+                xml_escape(&format!(
+                    "{}{}",
+                    stage_status_word(row.status),
+                    row.reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                )),
+                stage_status_word(row.status)
+            );
+            let _ = writeln!(out, "    </testcase>");
+        }
+    }
 }
 
 /// One test a program's JUnit XML reported, as a test case of its stage's suite: passed,
@@ -292,7 +298,7 @@ fn diagnosis_suite(out: &mut String, diagnoses: &[Diagnosis], run: Option<&Run>)
         let _ = write!(
             out,
             r#"    <testcase name="{}" classname="exhibit.{}" time="0.000"{}"#,
-            xml_escape(&plain_text(&d.title)),
+            xml_escape(&d.title.plain()),
             xml_escape(d.rule.as_str()),
             site(Some(d), run)
         );
@@ -301,12 +307,12 @@ fn diagnosis_suite(out: &mut String, diagnoses: &[Diagnosis], run: Option<&Run>)
             let _ = writeln!(
                 out,
                 r#"      <failure message="{}" type="{}">{}</failure>"#,
-                xml_escape(&plain_text(&d.title)),
+                xml_escape(&d.title.plain()),
                 xml_escape(d.rule.as_str()),
                 xml_escape(&format!(
                     "{}\nFix: {}",
-                    plain_text(&d.explanation()),
-                    plain_text(&d.fix())
+                    d.explanation().plain(),
+                    d.fix().plain()
                 ))
             );
             let _ = writeln!(out, "    </testcase>");

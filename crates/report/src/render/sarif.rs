@@ -9,7 +9,6 @@ use crate::diagnosis::{Diagnosis, Level};
 use crate::render::{in_repository, pipeline_dir};
 use crate::rules::RULES;
 use crate::run::Run;
-use crate::text::plain_text;
 
 /// The `partialFingerprints` key Exhibit's fingerprints go under.
 pub const FINGERPRINT_KEY: &str = "exhibitFingerprint/v1";
@@ -121,14 +120,14 @@ fn result(d: &Diagnosis, run: Option<&Run>) -> Value {
     };
     // SARIF viewers show `message.text` as plain text: the primary message, the notes, the
     // help.
-    let mut text = format!("{}.", plain_text(&d.title));
+    let mut text = format!("{}.", d.title.plain());
     for note in &d.notes {
         text.push(' ');
-        text.push_str(&plain_text(note));
+        text.push_str(&note.plain());
     }
     for help in &d.help {
         text.push_str(" Fix: ");
-        text.push_str(&plain_text(help));
+        text.push_str(&help.plain());
     }
     if let Some(e) = d.evidence.iter().find(|e| !e.excerpt.is_empty()) {
         text.push_str(&format!(
@@ -173,15 +172,12 @@ fn result(d: &Diagnosis, run: Option<&Run>) -> Value {
             json!({
                 "id": id,
                 "physicalLocation": physical,
-                "message": { "text": plain_text(&s.label) },
+                "message": { "text": s.label.plain() },
             })
         })
         .collect();
     if let (Some(label), Some(obj)) = (
-        d.spans
-            .iter()
-            .find(|s| s.primary)
-            .map(|s| plain_text(&s.label)),
+        d.spans.iter().find(|s| s.primary).map(|s| s.label.plain()),
         locations.first_mut().and_then(Value::as_object_mut),
     ) {
         obj.insert("message".to_string(), json!({ "text": label }));

@@ -5,7 +5,6 @@
 use std::fmt::Write;
 
 use crate::analysis::Analysis;
-use crate::tables::bench_rows;
 use crate::text::{fixed, xml_escape};
 
 /// The advance of one character of the chart's 12px sans-serif text, estimated on the wide
@@ -48,7 +47,7 @@ fn open(width: f64, height: f64, title: &str) -> String {
 
 /// The chart, or `None` when the run holds no timings.
 pub fn bench_svg(a: &Analysis) -> Option<String> {
-    let rows = bench_rows(&a.joined);
+    let rows = &a.tables.bench;
     if rows.is_empty() {
         return None;
     }
@@ -75,7 +74,7 @@ pub fn bench_svg(a: &Analysis) -> Option<String> {
         )
     };
     let mut groups: Vec<String> = Vec::new();
-    for r in &rows {
+    for r in rows {
         let label = r.case.label();
         if !groups.contains(&label) {
             groups.push(label);
@@ -103,7 +102,7 @@ pub fn bench_svg(a: &Analysis) -> Option<String> {
     let mut out = open(width, f64::from(height), TITLE);
     let mut y = 50;
     let mut last = String::new();
-    for r in &rows {
+    for r in rows {
         let label = r.case.label();
         if label != last {
             y += 6;
@@ -178,26 +177,7 @@ const ROOF_LEGEND: &str = "x: arithmetic intensity over the ridge point of its p
 /// grey squares; kernels with no floating-point work to speak of are listed under the chart
 /// with their memory roof. `None` when no kernel was placed.
 pub fn roofline_svg(a: &Analysis) -> Option<String> {
-    let j = &a.joined;
-    let mut points: Vec<Point> = crate::resources::ncu_summaries(j)
-        .into_iter()
-        .filter_map(|n| {
-            Some(Point {
-                name: crate::text::short_kernel(&n.kernel),
-                baseline: false,
-                position: n.limit?,
-            })
-        })
-        .collect();
-    if let Some((_, theirs)) = crate::resources::beside_baseline(j) {
-        points.extend(theirs.into_iter().filter_map(|k| {
-            Some(Point {
-                name: crate::text::short_kernel(&k.summary.kernel),
-                baseline: true,
-                position: k.summary.limit?,
-            })
-        }));
-    }
+    let points = roofline_points(a);
     if points.is_empty() {
         return None;
     }
@@ -329,6 +309,34 @@ pub fn roofline_svg(a: &Analysis) -> Option<String> {
     );
     out.push_str("</svg>\n");
     Some(out)
+}
+
+/// The kernels to place on the roofline: this run's that Nsight Compute placed, then the
+/// baseline's beside them.
+fn roofline_points(a: &Analysis) -> Vec<Point> {
+    let mut points: Vec<Point> = a
+        .tables
+        .ncu
+        .iter()
+        .cloned()
+        .filter_map(|n| {
+            Some(Point {
+                name: crate::text::short_kernel(&n.kernel),
+                baseline: false,
+                position: n.limit?,
+            })
+        })
+        .collect();
+    if let Some((_, theirs)) = crate::resources::beside_baseline(&a.joined) {
+        points.extend(theirs.into_iter().filter_map(|k| {
+            Some(Point {
+                name: crate::text::short_kernel(&k.summary.kernel),
+                baseline: true,
+                position: k.summary.limit?,
+            })
+        }));
+    }
+    points
 }
 
 /// A decade's label: `0.001`, `1`, `100`.

@@ -4,9 +4,27 @@
 
 use parsers::{Finding, FindingKind};
 
-use super::{Ctx, RuleId, at_location};
+use super::{Ctx, Proposes, Role, Rule, RuleId, at_location};
 use crate::diagnosis::Draft;
+use crate::message::{Message, msg};
 use crate::text::plural;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::DivergentBarrier,
+    role: Role::SitedFault {
+        rank: 6,
+        unplaced: false,
+    },
+    name: "Divergent barrier",
+    description: "synccheck's barrier reached by only part of a block or warp.",
+    module: "crates/report/src/rules/barrier.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One draft per distinct barrier-error site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -32,87 +50,99 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 
 /// A barrier that only some threads of a block or warp reach.
 fn divergent(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft {
-    let finding = f.finding;
-    let scope = match finding.sync_scope {
+    let scope = match f.finding.sync_scope {
         Some(parsers::SyncScope::Warp) => "warp",
         _ => "block",
     };
-    let mut d = ctx.site_draft(
-        RuleId::DivergentBarrier,
-        format!("Divergent barrier: not every thread of the {scope} reaches it"),
-        index,
-        f,
-    );
+    let mut d = ctx.site_draft(RuleId::DivergentBarrier, Message::new(), index, f);
     d.key = scope.to_string();
+    word_divergent(&mut d, scope, f.finding.count);
+    d
+}
+
+/// The words of a divergent barrier in a `scope` ("block", "warp"), `count` records.
+fn word_divergent(d: &mut Draft, scope: &str, count: u64) {
     let at = at_location(d.location.as_ref());
-    d.explanation = format!(
-        "synccheck reports {} of a barrier{at} reached by only some threads of a {scope}: a \
+    d.title = msg!(
+        "Divergent barrier: not every thread of the {} reaches it",
+        scope
+    );
+    d.explanation = msg!(
+        "synccheck reports {} of a barrier{} reached by only some threads of a {}: a \
          `__syncthreads()` inside a branch whose condition differs between threads, or after \
          an early `return` some threads take. The behaviour is undefined: a hang, or threads \
          passing the barrier before shared memory is ready.",
-        plural(finding.count, "error", "errors")
+        plural(count, "error", "errors"),
+        at,
+        scope
     );
-    d.fix = "Make every thread of the block reach the barrier: hoist it out of the \
-             thread-dependent branch, and replace early returns with a predicate that skips \
-             the work but not the barrier."
-        .to_string();
-    d
+    d.fix = msg!(
+        "Make every thread of the block reach the barrier: hoist it out of the \
+         thread-dependent branch, and replace early returns with a predicate that skips \
+         the work but not the barrier."
+    );
 }
 
 /// synccheck's "Invalid arguments" at `__syncwarp(mask)`: the mask leaves out lanes that call
 /// it, or names lanes that never do.
 fn syncwarp_mask(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft {
-    let finding = f.finding;
-    let mut d = ctx.site_draft(
-        RuleId::DivergentBarrier,
-        "Invalid `__syncwarp(mask)`: the mask does not name exactly the lanes that call it",
-        index,
-        f,
-    );
+    let mut d = ctx.site_draft(RuleId::DivergentBarrier, Message::new(), index, f);
     d.key = "syncwarp-mask".to_string();
     d.figures
         .insert("barrier".into(), serde_json::json!("__syncwarp"));
+    word_syncwarp_mask(&mut d, f.finding.count);
+    d
+}
+
+/// The words of a `__syncwarp(mask)` whose mask is wrong, `count` records.
+fn word_syncwarp_mask(d: &mut Draft, count: u64) {
     let at = at_location(d.location.as_ref());
-    d.explanation = format!(
-        "synccheck reports {} (\"Invalid arguments\") at the `__syncwarp(mask)`{at}: every \
+    d.title = msg!(
+        "Invalid `__syncwarp(mask)`: the mask does not name exactly the lanes that call it"
+    );
+    d.explanation = msg!(
+        "synccheck reports {} (\"Invalid arguments\") at the `__syncwarp(mask)`{}: every \
          thread that calls `__syncwarp(mask)` must have its own bit set in the mask, and every \
          lane the mask names must reach a `__syncwarp` with the same mask. Here the mask leaves \
          out lanes that call it, or names lanes that never arrive. The behaviour is undefined: \
          the warp may pass the barrier unsynchronised, hang, or (under the tool) stop the \
          kernel.",
-        plural(finding.count, "error", "errors")
+        plural(count, "error", "errors"),
+        at
     );
-    d.fix = "Pass a mask naming exactly the lanes that reach this `__syncwarp`: `0xffffffff` \
-             (or plain `__syncwarp()`) when the whole warp calls it; `__activemask()` only where \
-             every lane it names is known to arrive (it returns the lanes converged at that \
-             moment, not the ones that will call); for a lane-dependent branch, the ballot of \
-             its condition taken before the branch (`__ballot_sync(0xffffffff, cond)`)."
-        .to_string();
-    d
+    d.fix = msg!(
+        "Pass a mask naming exactly the lanes that reach this `__syncwarp`: `0xffffffff` \
+         (or plain `__syncwarp()`) when the whole warp calls it; `__activemask()` only where \
+         every lane it names is known to arrive (it returns the lanes converged at that \
+         moment, not the ones that will call); for a lane-dependent branch, the ballot of \
+         its condition taken before the branch (`__ballot_sync(0xffffffff, cond)`)."
+    );
 }
 
 /// synccheck's "Invalid arguments" at another barrier (a named barrier's id or thread count).
 fn invalid_arguments(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft {
-    let finding = f.finding;
-    let mut d = ctx.site_draft(
-        RuleId::DivergentBarrier,
-        "Barrier called with invalid arguments",
-        index,
-        f,
-    );
+    let mut d = ctx.site_draft(RuleId::DivergentBarrier, Message::new(), index, f);
     d.key = "invalid-arguments".to_string();
+    word_invalid_arguments(&mut d, f.finding.count);
+    d
+}
+
+/// The words of a barrier called with invalid arguments, `count` records.
+fn word_invalid_arguments(d: &mut Draft, count: u64) {
     let at = at_location(d.location.as_ref());
-    d.explanation = format!(
-        "synccheck reports {} (\"Invalid arguments\") at a barrier{at}: the arguments it was \
+    d.title = msg!("Barrier called with invalid arguments");
+    d.explanation = msg!(
+        "synccheck reports {} (\"Invalid arguments\") at a barrier{}: the arguments it was \
          called with (a warp mask, a named barrier's id or thread count) do not match the \
          threads that arrive at it. The behaviour is undefined.",
-        plural(finding.count, "error", "errors")
+        plural(count, "error", "errors"),
+        at
     );
-    d.fix = "Pass arguments that name exactly the threads that arrive: a warp mask with the bit \
-             of every calling lane and no other, or a named barrier's thread count that is a \
-             multiple of 32 and counts every thread that arrives."
-        .to_string();
-    d
+    d.fix = msg!(
+        "Pass arguments that name exactly the threads that arrive: a warp mask with the bit \
+         of every calling lane and no other, or a named barrier's thread count that is a \
+         multiple of 32 and counts every thread that arrives."
+    );
 }
 
 /// Whether the record is at `__syncwarp`: the function the tool located it in, or a frame of

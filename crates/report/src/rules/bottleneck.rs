@@ -15,12 +15,38 @@
 //! it executes (the FP32 peak is not its limit), on a kernel at or above half the peak, nor where the hottest line's stall is none of
 //! these.
 
+mod words;
+
+use words::{Fp32Bound, Lanes, MemoryBound, word_fp32, word_memory};
+
 use super::profile::{Scope, duration_us, metric, source_lines};
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, SourceLocation};
 use crate::kernel_id::KernelId;
-use crate::text::{md_code, relative_path};
+use crate::message::{Message, figure, msg, path};
+use crate::text::relative_path;
 use serde_json::json;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::Bottleneck,
+    role: Role::Performance,
+    name: "Bottleneck below the limit",
+    description: "A profiled kernel that no Nsight Compute rule explains, measured against \
+                  its limit: under half the FP32 peak of the GPU the run recorded (its FMAs \
+                  from the source page's instruction mix over its duration), or, with no \
+                  floating-point work, under half the DRAM bandwidth, or under 80% of it \
+                  with most of its warps' stall samples away from its global accesses. The \
+                  stall samples by reason and the Speed Of Light name the unit that holds \
+                  it back (L1 traffic with no reuse, shared-memory loads, barriers, the \
+                  math pipe, instruction issue, bytes in flight) and the fix.",
+    module: "crates/report/src/rules/bottleneck.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: true,
+    accounts_for_time: true,
+    proposes: Proposes::Hypothesis,
+};
 
 /// Under this share of the FP32 peak a kernel is far from what the GPU can do.
 const FAR_BELOW: f64 = 0.5;
@@ -147,10 +173,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             let Some(class) = classify(stall, l1, dram) else {
                 continue;
             };
-            let pct = fraction * 100.0;
-            let name = md_code(&kernel);
-            let line = md_code(&hot.text);
-            let reason = md_code(stall);
             let mut d = draft(config, &kernel, &at, format!("{class:?}"));
             d.figures
                 .insert("fp32_gflops".into(), json!(achieved.round()));
@@ -165,71 +187,30 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.figures.insert("dram_pct".into(), json!(dram));
             let attainable = crate::roofline::of_kernel(j, config, &kernel)
                 .filter(|p| p.limit == crate::roofline::Limit::Fp32)
-                .map(|p| {
-                    d.figures.insert(
-                        "attainable".into(),
-                        json!((p.attainable * 1000.0).round() / 1000.0),
-                    );
-                    format!(
-                        " (attainable at its intensity: {:.0}%)",
-                        p.attainable * 100.0
-                    )
-                })
-                .unwrap_or_default();
-            let scale = format!(
-                "{name} runs {:.0} GFLOP/s of FMAs, {pct:.1}% of the FP32 peak of this GPU \
-                 ({:.0} GFLOP/s: {sms} SMs x {} lanes x 2 at {ghz:.2} GHz){attainable}, and no \
-                 Nsight Compute rule names a cause. {:.0}% of its warp-stall samples are on {line} \
-                 (`{at}`), most of them {reason}; L1/TEX runs at {l1:.0}% of its peak, DRAM at \
-                 {dram:.0}%.",
+                .map(|p| p.attainable);
+            if let Some(a) = attainable {
+                d.figures
+                    .insert("attainable".into(), json!((a * 1000.0).round() / 1000.0));
+            }
+            let fact = Fp32Bound {
+                kernel: &kernel,
+                class,
                 achieved,
                 peak,
-                fp32_lanes(&arch).unwrap_or(0.0),
+                fraction,
+                sms,
+                lanes: fp32_lanes(&arch).unwrap_or(0.0),
+                ghz,
+                attainable,
+                line: &hot.text,
+                at: &at,
+                stall,
                 share,
-            );
-            let (title, why, fix) = match class {
-                Bottleneck::L1NoReuse => (
-                    "Bound by L1 traffic with no data reuse",
-                    "Warps wait on global loads that L1 serves over and over: every \
-                     multiply-add loads its operands again, so the load path saturates long \
-                     before the FMA units do.",
-                    "Reuse what is loaded: stage tiles of the operands in shared memory (or \
-                     registers) once per block and compute from there.",
-                ),
-                Bottleneck::SharedLoads => (
-                    "Bound by shared-memory loads (MIO queue)",
-                    "Warps queue on the memory-input/output pipe: each FMA needs its operands \
-                     from shared memory, so the shared-memory loads, not the arithmetic, set \
-                     the pace.",
-                    "Compute several outputs per thread (a column or a 2D tile of results held \
-                     in registers), so each value loaded from shared memory feeds several \
-                     FMAs; load with vector (`float4`) accesses.",
-                ),
-                Bottleneck::Barrier => (
-                    "Stalled at barriers",
-                    "Warps wait at `__syncthreads()` for the slowest warp of their block.",
-                    "Use fewer or cheaper barriers: more work between them, double-buffered \
-                     tiles so one barrier serves two stages, or warp-level synchronisation \
-                     where only a warp shares the data.",
-                ),
-                Bottleneck::MathPipe => (
-                    "Bound by the math pipe",
-                    "Warps wait for the arithmetic pipe to accept another instruction.",
-                    "Move the product to the tensor cores (WMMA, `mma.sync`, wgmma) or use a \
-                     cheaper instruction form.",
-                ),
+                l1,
+                dram,
             };
-            d.title = format!("{title}: {name} at {pct:.1}% of the FP32 peak");
-            d.explanation = format!("{scale} {why}");
-            d.fix = fix.to_string();
-            d.evidence.push(ctx.metric_evidence(
-                config,
-                format!(
-                    "{name}: {:.0} GFLOP/s ({pct:.1}% of {:.0}), L1/TEX {l1:.0}%, DRAM {dram:.0}%, \
-                     hottest line `{at}`: {reason}",
-                    achieved, peak
-                ),
-            ));
+            let summary = word_fp32(&mut d, &fact);
+            d.evidence.push(ctx.metric_evidence(config, summary));
             out.push(d);
         }
     }
@@ -238,7 +219,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 
 /// A bottleneck's draft for a kernel in a config, at its hottest line, before its words.
 fn draft(config: Option<&str>, kernel: &KernelId, at: &SourceLocation, key: String) -> Draft {
-    let mut d = Draft::new(RuleId::Bottleneck, Level::Warning, String::new());
+    let mut d = Draft::new(RuleId::Bottleneck, Level::Warning, Message::new());
     d.config = config.map(str::to_string);
     d.kernel = Some(kernel.to_string());
     // A slow-kernel cause of the same kernel already says where its time goes.
@@ -396,14 +377,14 @@ impl Waits {
 
     /// "36% waiting on global memory (`reduction_kernel.cu:215`), 15% at barriers (...)": every
     /// wait of at least a twentieth, largest first, each at the line that holds most of it.
-    fn sentence(&self, ctx: &Ctx, lines: &[&parsers::SourceLine]) -> String {
+    fn sentence(&self, ctx: &Ctx, lines: &[&parsers::SourceLine]) -> Message {
         let lines = users_lines(ctx, lines);
         let mut waits: Vec<Wait> = Wait::ALL
             .into_iter()
             .filter(|w| self.share(*w) >= 0.05)
             .collect();
         waits.sort_by(|a, b| self.share(*b).total_cmp(&self.share(*a)));
-        let parts: Vec<String> = waits
+        let parts: Vec<Message> = waits
             .iter()
             .map(|w| {
                 let at = lines
@@ -420,20 +401,25 @@ impl Waits {
                     .filter(|(_, n)| *n > 0)
                     .max_by_key(|(_, n)| *n)
                     .map(|(l, _)| {
-                        format!(
-                            " (most at `{}:{}`)",
-                            relative_path(&l.file, &ctx.joined.repo_files),
-                            l.line
+                        msg!(
+                            " (most at {})",
+                            path(format!(
+                                "{}:{}",
+                                relative_path(&l.file, &ctx.joined.repo_files),
+                                l.line
+                            ))
                         )
                     })
                     .unwrap_or_default();
-                format!("{:.0}% {}{at}", self.share(*w) * 100.0, w.words())
+                msg!(
+                    "{}% {}{}",
+                    figure(format!("{:.0}", self.share(*w) * 100.0)),
+                    w.words(),
+                    at
+                )
             })
             .collect();
-        format!(
-            "Its warps' stall samples: {}.",
-            crate::text::join_words(&parts)
-        )
+        msg!("Its warps' stall samples: {}.", Message::words(parts))
     }
 }
 
@@ -451,6 +437,73 @@ enum MemoryBottleneck {
     /// Each thread reads a few bytes and then spends a large part of its time on the rest of
     /// its work, with no load in flight.
     PerThread,
+}
+
+/// A memory-bound kernel's lanes per instruction and its stall samples' share by wait, as
+/// figures.
+fn wait_figures(d: &mut Draft, lanes_per_instruction: Option<f64>, waits: Option<&Waits>) {
+    if let Some(l) = lanes_per_instruction {
+        d.figures.insert(
+            "lanes_per_instruction".into(),
+            json!((l * 10.0).round() / 10.0),
+        );
+    }
+    if let Some(w) = waits {
+        for wait in Wait::ALL {
+            d.figures.insert(
+                format!("wait_{wait:?}").to_lowercase(),
+                json!((w.share(wait) * 1000.0).round() / 1000.0),
+            );
+        }
+    }
+}
+
+/// Where a memory-bound kernel's lanes sit idle: the busy line (at least a twentieth of the
+/// `issued` instructions) with the fewest lanes at work, else the kernel's lanes per
+/// instruction, where under 24 of 32.
+fn idle_lanes<'j>(
+    ctx: &Ctx<'j, '_>,
+    d: &mut Draft,
+    lines: &[&'j parsers::SourceLine],
+    issued: u64,
+    lanes_per_instruction: Option<f64>,
+) -> Option<Lanes<'j>> {
+    let thinnest = lines
+        .iter()
+        .filter(|l| l.instructions > 0 && l.active_lanes > 0)
+        .filter(|l| l.instructions.saturating_mul(20) >= issued)
+        .map(|l| (*l, l.active_lanes as f64 / l.instructions as f64))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    match (lanes_per_instruction, thinnest) {
+        (_, Some((l, lanes))) if lanes < 24.0 => {
+            d.figures
+                .insert("fewest_lanes".into(), json!((lanes * 10.0).round() / 10.0));
+            let at = SourceLocation {
+                file: relative_path(&l.file, &ctx.joined.repo_files),
+                line: Some(l.line),
+            };
+            Some(Lanes::Line(&l.text, at, lanes))
+        }
+        (Some(l), _) if l < 24.0 => Some(Lanes::Kernel(l)),
+        _ => None,
+    }
+}
+
+/// A second wait of a memory-bound kernel's own work, large enough to matter (a tenth of its
+/// samples), that gets its own advice: the wait and its share (percent).
+fn second_wait(w: &Waits, class: MemoryBottleneck) -> Option<(Wait, f64)> {
+    let first = match class {
+        MemoryBottleneck::Barrier => Wait::Barrier,
+        MemoryBottleneck::OnChip => Wait::Shared,
+        _ => Wait::Issue,
+    };
+    let rest: Vec<Wait> = [Wait::Barrier, Wait::Shared]
+        .into_iter()
+        .filter(|x| *x != first)
+        .collect();
+    w.top(&rest)
+        .filter(|x| w.share(*x) >= 0.1)
+        .map(|x| (x, w.share(x) * 100.0))
 }
 
 /// A kernel with no floating-point work to speak of (a reduction, a copy, a scan) measured
@@ -561,184 +614,40 @@ fn memory_bound(
         (i + l.instructions, a + l.active_lanes)
     });
     let lanes_per_instruction = (issued > 0 && lanes > 0).then(|| lanes as f64 / issued as f64);
-    let name = md_code(kernel);
-    let line = md_code(&hot.text);
     let mut d = draft(config, kernel, &at, format!("{class:?}"));
     d.figures.insert("dram_pct".into(), json!(dram));
     d.figures.insert("sm_pct".into(), json!(sm));
     d.figures.insert("memory_pct".into(), json!(memory));
     d.figures.insert("stall".into(), json!(stall));
-    if let Some(l) = lanes_per_instruction {
+    wait_figures(&mut d, lanes_per_instruction, waits.as_ref());
+    let lanes = idle_lanes(ctx, &mut d, &lines, issued, lanes_per_instruction);
+    if class == MemoryBottleneck::PerThread {
+        let (bytes, _) = per_thread.unwrap_or_default();
         d.figures.insert(
-            "lanes_per_instruction".into(),
-            json!((l * 10.0).round() / 10.0),
+            "bytes_per_thread".into(),
+            json!((bytes * 10.0).round() / 10.0),
         );
     }
-    let split = waits
-        .as_ref()
-        .map(|w| {
-            for wait in Wait::ALL {
-                d.figures.insert(
-                    format!("wait_{wait:?}").to_lowercase(),
-                    json!((w.share(wait) * 1000.0).round() / 1000.0),
-                );
-            }
-            format!(" {}", w.sentence(ctx, &lines))
-        })
-        .unwrap_or_default();
-    let own = own_work
-        .filter(|_| !far)
-        .map(|o| {
-            format!(
-                " {:.0}% of its warps' stall samples are away from its global accesses: its \
-                 own work between them, not memory, holds it back, most of it on {line} \
-                 (`{at}`).",
-                o * 100.0
-            )
-        })
-        .unwrap_or_default();
-    let hottest = if split.is_empty() {
-        format!(
-            " {share:.0}% of its warp-stall samples are on {line} (`{at}`), most of them \
-             `{stall}`."
-        )
-    } else {
-        split
+    let also = waits.as_ref().and_then(|w| second_wait(w, class));
+    let fact = MemoryBound {
+        kernel,
+        class,
+        dram,
+        sm,
+        memory,
+        us,
+        line: &hot.text,
+        at: &at,
+        stall,
+        share,
+        split: waits.as_ref().map(|w| w.sentence(ctx, &lines)),
+        own: own_work.filter(|_| !far),
+        lanes,
+        per_thread,
+        also,
     };
-    let scale = format!(
-        "{name} does no floating-point work to speak of, so the DRAM bandwidth is what it could \
-         reach (attainable at its intensity: 100% of DRAM bandwidth); it ran at {dram:.1}% of it \
-         in {us:.1} µs, with the SMs at {sm:.0}% of their peak issue rate and the busiest memory \
-         unit at {memory:.0}%, and no Nsight Compute rule names a cause.{hottest}{own}"
-    );
-    // The busy line (at least a twentieth of the instructions) with the fewest lanes at work.
-    let thinnest = lines
-        .iter()
-        .filter(|l| l.instructions > 0 && l.active_lanes > 0)
-        .filter(|l| l.instructions.saturating_mul(20) >= issued)
-        .map(|l| (*l, l.active_lanes as f64 / l.instructions as f64))
-        .min_by(|a, b| a.1.total_cmp(&b.1));
-    let lanes_text = match (lanes_per_instruction, thinnest) {
-        (_, Some((l, lanes))) if lanes < 24.0 => {
-            d.figures
-                .insert("fewest_lanes".into(), json!((lanes * 10.0).round() / 10.0));
-            format!(
-                " Divergent warps: {} (`{}:{}`) runs with {lanes:.1} of 32 lanes active on \
-                 average, the rest masked off by the branch around it, and a warp stays on \
-                 such a line until its last active lane is done.",
-                md_code(&l.text),
-                relative_path(&l.file, &j.repo_files),
-                l.line
-            )
-        }
-        (Some(l), _) if l < 24.0 => format!(
-            " Its instructions run with {l:.1} of 32 lanes active on average: the rest are \
-             masked off by divergent branches or predicated off, and still cost an issue slot."
-        ),
-        _ => String::new(),
-    };
-    let (title, why, fix) = match class {
-        MemoryBottleneck::Instructions => (
-            "Instruction-bound",
-            format!(
-                "The SMs are busy issuing instructions, not waiting on memory: index arithmetic, \
-                 tests and branches around each load cost more than moving its bytes.{lanes_text}"
-            ),
-            "Spend fewer instructions per element: no division or modulo in index tests, \
-             contiguous thread indices so a warp's lanes take one path and whole warps finish \
-             together, and several elements per thread combined in registers before any \
-             tree or loop over shared memory.",
-        ),
-        MemoryBottleneck::OnChip => (
-            "Bound by on-chip memory traffic",
-            format!(
-                "Shared memory or L1 is the busy unit ({memory:.0}%) while DRAM is not: each \
-                 element makes several round trips through shared memory.{lanes_text}"
-            ),
-            "Keep values in registers: combine several elements per thread before writing \
-             shared memory, and reduce within a warp with shuffles (`__shfl_down_sync`) \
-             instead of shared-memory steps.",
-        ),
-        MemoryBottleneck::Barrier => (
-            "Stalled at barriers",
-            "Warps wait at barriers for the slowest warp of their block, while fewer and fewer \
-             warps of it have work."
-                .to_string(),
-            "Use fewer barriers per element: more elements per thread before the block \
-             synchronises, and warp shuffles for the last 32 values instead of \
-             `__syncthreads()` steps.",
-        ),
-        MemoryBottleneck::PerThread => {
-            let (bytes, away) = per_thread.unwrap_or_default();
-            d.figures.insert(
-                "bytes_per_thread".into(),
-                json!((bytes * 10.0).round() / 10.0),
-            );
-            (
-                "Too little work per thread",
-                format!(
-                    "Each thread reads {bytes:.0} bytes of global memory, and {:.0}% of its \
-                     warps' stall samples are away from those loads: the work each thread does \
-                     besides loading (index arithmetic, the block's steps through shared memory \
-                     and barriers, its store) is paid for every {bytes:.0} bytes moved, and a \
-                     warp doing it has no load in flight.",
-                    away * 100.0
-                ),
-                "Give each thread many elements: loop over the input (a grid-stride loop, or \
-                 several rows per block or program) combining them in registers, with several \
-                 independent loads in flight and vector loads where aligned, and a grid of a \
-                 few blocks per SM, so the work paid once per block is paid once per many \
-                 elements.",
-            )
-        }
-        MemoryBottleneck::Latency => (
-            "Latency-bound: too few bytes in flight",
-            "Neither the SMs nor the memory system is busy: warps wait on global loads, and \
-             too few loads are in flight to cover DRAM's latency."
-                .to_string(),
-            "Put more bytes in flight: more independent loads per thread (unrolled, vector \
-             loads), and enough resident warps (a grid of several blocks per SM).",
-        ),
-    };
-    // A second wait of its own work, large enough to matter, gets its own advice.
-    let also = waits
-        .as_ref()
-        .and_then(|w| {
-            let first = match class {
-                MemoryBottleneck::Barrier => Wait::Barrier,
-                MemoryBottleneck::OnChip => Wait::Shared,
-                _ => Wait::Issue,
-            };
-            let rest: Vec<Wait> = [Wait::Barrier, Wait::Shared]
-                .into_iter()
-                .filter(|x| *x != first)
-                .collect();
-            w.top(&rest)
-                .filter(|x| w.share(*x) >= 0.1)
-                .map(|x| (x, w.share(x) * 100.0))
-        })
-        .map(|(w, share)| match w {
-            Wait::Barrier => format!(
-                " Its barriers also hold {share:.0}% of its warps' stall samples: finish the \
-                 last 32 values of a block-wide step in one warp with `__shfl_down_sync`, \
-                 without `__syncthreads()`, and do more work between the barriers that remain."
-            ),
-            _ => format!(
-                " Shared-memory results also hold {share:.0}% of its warps' stall samples: keep \
-                 partial values in registers and exchange them within a warp by shuffles."
-            ),
-        })
-        .unwrap_or_default();
-    d.title = format!("{title} at {dram:.1}% of DRAM bandwidth");
-    d.explanation = format!("{scale} {why}");
-    d.fix = format!("{fix}{also}");
-    d.evidence.push(ctx.metric_evidence(
-        config,
-        format!(
-            "{name}: DRAM {dram:.1}%, SM {sm:.0}%, memory {memory:.0}%, {us:.1} µs, hottest \
-             line `{at}`: {stall}"
-        ),
-    ));
+    let summary = word_memory(&mut d, &fact);
+    d.evidence.push(ctx.metric_evidence(config, summary));
     Some(d)
 }
 
@@ -820,7 +729,7 @@ mod rule_tests {
         assert_eq!(d.level, Level::Warning);
         assert_eq!(d.kernel.as_deref(), Some("block_sum"));
         assert_eq!(place(&d).as_deref(), Some("src/sum.cu:63"));
-        assert!(d.title.contains("70.8% of DRAM bandwidth"), "{}", d.title);
+        assert!(d.title.markdown().contains("70.8% of DRAM bandwidth"), "{:?}", d.title);
     }
 
     /// The same example's `fast` config (`profile/fast/sm_90/`): `block_sum` reading at the

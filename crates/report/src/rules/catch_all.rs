@@ -4,10 +4,26 @@
 
 use parsers::{FindingKind, Severity};
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, Scope, SourceLocation, Span};
 use crate::join::kind_name;
-use crate::text::{md_text, scrub};
+use crate::message::{Message, msg, quote};
+use crate::text::scrub;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::SanitizerError,
+    role: Role::CatchAll,
+    name: "Unexplained tool error",
+    description: "Any error or warning a tool reported that no rule above explains: never \
+                  dropped silently.",
+    module: "crates/report/src/rules/catch_all.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// Whether one of this rule's own drafts is an error an echo gives way to: not the variant of
 /// an exit record that stands only as a fault's symptom (the registry weighs that one against
@@ -57,7 +73,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             let mut d = Draft::new(
                 RuleId::SanitizerError,
                 Level::Error,
-                "The program exited with an error",
+                msg!("The program exited with an error"),
             );
             d.config = f.config.clone();
             d.symptom_of = Some(Scope::Config);
@@ -73,20 +89,16 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .source(f.source)
             .map(|s| kind_name(s.kind))
             .unwrap_or("tool");
-        let message = md_text(&scrub(&finding.message, &j.repo_files));
+        let message = scrub(&finding.message, &j.repo_files);
         let level = match (finding.kind, finding.severity) {
             (FindingKind::CompilerWarning, _) | (FindingKind::UnusedMemory, _) => Level::Note,
+            // An Nsight Compute rule result no performance rule takes: the profiler's advice, or
+            // a remark on its own collection (no samples collected), never a fault of the
+            // program.
+            (FindingKind::ProfilerRule, _) => Level::Note,
             (FindingKind::MemoryLeak, _) => Level::Warning,
             (_, Severity::Error) => Level::Error,
             _ => Level::Warning,
-        };
-        let title = match finding.kind {
-            FindingKind::Trap => "Device-side trap".to_string(),
-            FindingKind::DeviceException => format!("Device exception: {message}"),
-            FindingKind::HostApiError => format!("CUDA API error: {message}"),
-            FindingKind::MemoryLeak => "Device memory leak".to_string(),
-            FindingKind::AllocationError => format!("Allocation error: {message}"),
-            _ => format!("{tool}: {message}"),
         };
         let location = ctx.place(f);
         if finding.kind == FindingKind::CompilerWarning
@@ -99,21 +111,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             if !lines.contains(location) {
                 lines.push(location.clone());
                 d.spans
-                    .push(Span::secondary(location.clone(), "the same warning"));
-                d.explanation = format!(
-                    "The compiler warned at {} lines ({}): {message}.",
-                    lines.len(),
-                    md_text(&line_list(lines))
-                );
-                d.fix = "Read the warning at each named line; most point at code that does not \
-                         do what it says."
-                    .to_string();
+                    .push(Span::secondary(location.clone(), msg!("the same warning")));
+                word_repeated_warning(d, &message, lines);
             }
             d.evidence.push(ctx.finding_evidence(f));
             d.explains.push(index);
             continue;
         }
-        let mut d = Draft::new(RuleId::SanitizerError, level, title);
+        let mut d = Draft::new(RuleId::SanitizerError, level, Message::new());
         d.gives_way = gives_way;
         d.config = f.config.clone();
         (d.kernel, d.helpers) = ctx.kernel_site(f);
@@ -132,73 +137,140 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.confidence = Confidence::Low;
         d.evidence.push(ctx.finding_evidence(f));
         d.explains.push(index);
-        let at = super::at_location(d.location.as_ref());
-        let (explanation, fix) = match finding.kind {
-            FindingKind::Trap => (
-                format!(
-                    "A device-side trap{at}: an `assert` that failed, an explicit `__trap()`, or a \
-                     trap the compiler planted for an operation it cannot perform (its warnings for \
-                     this config say which)."
-                ),
-                "Read the compile stage's warnings for this config, and the assert or trap at the \
-                 named line."
-                    .to_string(),
-            ),
-            FindingKind::DeviceException => (
-                format!("The kernel raised a device exception{at} ({message})."),
-                "Run memcheck with -lineinfo on this config to locate the faulting instruction."
-                    .to_string(),
-            ),
-            FindingKind::HostApiError => (
-                format!(
-                    "A CUDA API call failed ({message}) and no device-side finding explains it: \
-                     the launch configuration or an earlier asynchronous error."
-                ),
-                "Check the launch dimensions and shared-memory attribute, and whether an earlier \
-                 stage's fault left the context broken."
-                    .to_string(),
-            ),
-            FindingKind::MemoryLeak => (
-                format!("Device memory allocated and never freed ({message})."),
-                "Free every allocation (or let the owning wrapper drop) before the context ends."
-                    .to_string(),
-            ),
-            FindingKind::CompilerWarning => (
-                format!("The compiler warned{at}: {message}."),
-                "Read the warning at the named line; most point at code that does not do what it \
-                 says."
-                    .to_string(),
-            ),
-            _ => (
-                format!(
-                    "{tool} reported {}{at}: {message}.",
-                    crate::text::plural(finding.count, "record", "records")
-                ),
-                "Read the quoted record; no rule recognises this kind of finding yet.".to_string(),
-            ),
+        let unexplained = Unexplained {
+            kind: finding.kind,
+            tool,
+            message: &message,
+            count: finding.count,
         };
-        d.explanation = explanation;
-        d.fix = fix;
+        word_unexplained(&mut d, &unexplained);
         out.push(d);
     }
     out
 }
 
-/// "io.cu:447, 458, 459" for lines of one file, the file named again where it changes.
-fn line_list(lines: &[SourceLocation]) -> String {
-    let mut out = String::new();
+/// A finding no rule explains, as its draft words it.
+struct Unexplained<'a> {
+    kind: FindingKind,
+    /// The tool that reported it, by its stage's kind.
+    tool: &'a str,
+    /// The finding's message, scrubbed.
+    message: &'a str,
+    /// How many records it stands for.
+    count: u64,
+}
+
+/// The draft's title, explanation and fix for a finding no rule explains (its location is
+/// already set).
+fn word_unexplained(d: &mut Draft, u: &Unexplained) {
+    let message = || quote(u.message);
+    let at = super::at_location(d.location.as_ref());
+    d.title = match u.kind {
+        FindingKind::Trap => msg!("Device-side trap"),
+        FindingKind::DeviceException => msg!("Device exception: {}", message()),
+        FindingKind::HostApiError => msg!("CUDA API error: {}", message()),
+        FindingKind::MemoryLeak => msg!("Device memory leak"),
+        FindingKind::AllocationError => msg!("Allocation error: {}", message()),
+        _ => msg!("{}: {}", u.tool, message()),
+    };
+    (d.explanation, d.fix) = match u.kind {
+        FindingKind::Trap => (
+            msg!(
+                "A device-side trap{}: an `assert` that failed, an explicit `__trap()`, or a trap \
+                 the compiler planted for an operation it cannot perform (its warnings for this \
+                 config say which).",
+                at
+            ),
+            msg!(
+                "Read the compile stage's warnings for this config, and the assert or trap at the \
+                 named line."
+            ),
+        ),
+        FindingKind::DeviceException => (
+            msg!(
+                "The kernel raised a device exception{} ({}).",
+                at,
+                message()
+            ),
+            msg!("Run memcheck with -lineinfo on this config to locate the faulting instruction."),
+        ),
+        FindingKind::HostApiError => (
+            msg!(
+                "A CUDA API call failed ({}) and no device-side finding explains it: the launch \
+                 configuration or an earlier asynchronous error.",
+                message()
+            ),
+            msg!(
+                "Check the launch dimensions and shared-memory attribute, and whether an earlier \
+                 stage's fault left the context broken."
+            ),
+        ),
+        FindingKind::MemoryLeak => (
+            msg!("Device memory allocated and never freed ({}).", message()),
+            msg!("Free every allocation (or let the owning wrapper drop) before the context ends."),
+        ),
+        FindingKind::CompilerWarning => (
+            msg!("The compiler warned{}: {}.", at, message()),
+            msg!(
+                "Read the warning at the named line; most point at code that does not do what it \
+                 says."
+            ),
+        ),
+        FindingKind::ProfilerRule => (
+            msg!(
+                "{} reported {}{}: {}. No performance rule takes this Nsight Compute rule \
+                 result: it is the profiler's advice, or a remark on its own measurement, not a \
+                 fault of the program.",
+                u.tool,
+                crate::text::plural(u.count, "record", "records"),
+                at,
+                quote(u.message.trim_end_matches('.'))
+            ),
+            msg!(
+                "Where it says the profiler could not collect something (no samples, a missing \
+                 metric), the profile's other figures still stand; profile a longer launch for \
+                 that figure."
+            ),
+        ),
+        _ => (
+            msg!(
+                "{} reported {}{}: {}.",
+                u.tool,
+                crate::text::plural(u.count, "record", "records"),
+                at,
+                message()
+            ),
+            msg!("Read the quoted record; no rule recognises this kind of finding yet."),
+        ),
+    };
+}
+
+/// The explanation and fix of one compiler warning said at several lines.
+fn word_repeated_warning(d: &mut Draft, message: &str, lines: &[SourceLocation]) {
+    d.explanation = msg!(
+        "The compiler warned at {} lines ({}): {}.",
+        lines.len().to_string(),
+        line_list(lines),
+        quote(message)
+    );
+    d.fix = msg!(
+        "Read the warning at each named line; most point at code that does not do what it says."
+    );
+}
+
+/// "io.cu:447, 458, 459" for lines of one file, the file named again where it changes: each
+/// place as escaped text, as [`super::at_location`] gives one.
+fn line_list(lines: &[SourceLocation]) -> Message {
     let mut file: Option<&str> = None;
-    for l in lines {
-        if !out.is_empty() {
-            out.push_str(", ");
-        }
-        match (file == Some(l.file.as_str()), l.line) {
-            (true, Some(line)) => out.push_str(&line.to_string()),
-            _ => out.push_str(&l.to_string()),
-        }
+    let places = lines.iter().map(|l| {
+        let place = match (file == Some(l.file.as_str()), l.line) {
+            (true, Some(line)) => line.to_string(),
+            _ => l.to_string(),
+        };
         file = Some(&l.file);
-    }
-    out
+        Message::from(quote(place))
+    });
+    Message::join(places.collect::<Vec<_>>(), ", ")
 }
 
 #[cfg(test)]
@@ -228,7 +300,31 @@ mod tests {
         // A leak is the process's, at no kernel or line.
         assert_eq!(d.kernel, None);
         assert_eq!(d.location, None);
-        assert!(d.explanation.contains("1,024 bytes"), "{}", d.explanation);
+        assert!(d.explanation.markdown().contains("1,024 bytes"), "{:?}", d.explanation);
+    }
+
+    /// Nsight Compute's details page of `examples/cuda-cpp`'s `block_sum_kernel` on the H100
+    /// (`ncu-csv/pc_sampling_no_samples_details.log`): PC sampling collected no samples, a
+    /// remark on the profiler's own collection that is a note, never a root cause.
+    #[test]
+    fn a_profiler_remark_no_rule_takes_is_a_note() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Profile,
+                "clean",
+                "sm_90",
+                parsers_fixture!("ncu-csv/pc_sampling_no_samples_details.log"),
+            )
+            .drafts(RuleId::SanitizerError);
+        let d = drafts
+            .iter()
+            .find(|d| d.title.markdown().contains("PCSamplingData"))
+            .expect("the PCSamplingData remark is drafted");
+        assert_eq!(d.level, Level::Note);
+        assert!(
+            drafts.iter().all(|d| d.level == Level::Note),
+            "{drafts:?}"
+        );
     }
 
     /// memcheck on `clean.cu` (`compute-sanitizer/memcheck_clean.log`): the program's own lines

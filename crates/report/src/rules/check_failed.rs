@@ -5,9 +5,27 @@
 use parsers::{FindingKind, Format, TestOutcome};
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Figure, Level, Scope};
-use crate::text::{md_code, md_text, scrub};
+use crate::message::{Message, code, figure, msg, path, quote};
+use crate::text::scrub;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::CheckFailed,
+    role: Role::FailingTest,
+    name: "Failed program check",
+    description: "A user's program reported a check as failed (exhibit.results/1 \
+                  `passed: false`), a test framework a failing test (JUnit XML: pytest, \
+                  GoogleTest, Catch2, ctest), or a Google Benchmark benchmark stopped with an \
+                  error: the test is named with its message and, for a test, its line.",
+    module: "crates/report/src/rules/check_failed.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One draft per failed check or benchmark error (the same test in several configs merges).
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -54,25 +72,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let test = facts.map_or("?", |t| t.name.as_str()).to_string();
         let said = facts
             .and_then(|t| t.message.as_deref())
-            .map(|m| md_text(&scrub(m, &j.repo_files)));
-        let program = facts.and_then(|t| t.program.as_deref());
-        let name = md_code(&test);
+            .map(|m| scrub(m, &j.repo_files));
         let errored = facts.and_then(|t| t.outcome) == Some(TestOutcome::Error);
         // A figure of the draft, quoted in its wording as JSON spells it.
         let max_abs_err = facts.and_then(|t| t.max_abs_err).map(|e| json!(e));
-        let mut d = Draft::new(
-            RuleId::CheckFailed,
-            Level::Error,
-            match (&said, benchmark, test_case) {
-                (Some(m), _, true) if errored => format!("Test {name} errored: {m}"),
-                (Some(m), _, true) => format!("Test {name} failed: {m}"),
-                (None, _, true) => format!("Test {name} failed"),
-                (Some(m), false, _) => format!("Check {name} failed: {m}"),
-                (None, false, _) => format!("Check {name} failed"),
-                (Some(m), true, _) => format!("Benchmark {name} stopped with an error: {m}"),
-                (None, true, _) => format!("Benchmark {name} stopped with an error"),
-            },
-        );
+        let mut d = Draft::new(RuleId::CheckFailed, Level::Error, Message::new());
         d.config = f.config.clone();
         // A failed check in a config whose fault a tool located is that fault's symptom; a
         // failing test, not where the tool located it in another test, run alone.
@@ -92,82 +96,140 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if let Some(err) = &max_abs_err {
             d.figures.insert("max_abs_err".into(), err.clone());
         }
-        let by = program.map(md_code).unwrap_or_else(|| "The program".into());
-        (d.explanation, d.fix) = if test_case {
-            let at = d
-                .location
-                .as_ref()
-                .map(|l| format!(" at {}", md_code(&l.to_string())))
-                .unwrap_or_default();
-            let param = facts
-                .and_then(|t| t.param.as_deref())
-                .map(|p| format!(" (parameter {})", md_code(p)))
-                .unwrap_or_default();
-            (
-                format!(
-                    "{} reported that {name}{param} {}{at}{}. Exhibit did not re-run it: the \
-                     test's own verdict is the evidence.",
-                    program.unwrap_or("The test suite"),
-                    if errored {
-                        "raised before its assertions could decide"
-                    } else {
-                        "failed its assertion"
-                    },
-                    said.as_deref()
-                        .map(|m| format!(": {m}"))
-                        .unwrap_or_default()
-                ),
-                format!(
-                    "Run {name} alone{}; a test that fails only some shapes often points at a \
-                     tail tile or a mask the kernel mishandles.",
-                    if d.location.is_some() {
-                        " and start from the line where it failed"
-                    } else {
-                        ""
-                    }
-                ),
-            )
+        let kind = if test_case {
+            Kind::Test {
+                errored,
+                param: facts.and_then(|t| t.param.as_deref()),
+            }
         } else if benchmark {
-            (
-                format!(
-                    "The benchmark {name} stopped itself with SkipWithError{}: it measured \
-                     nothing, and whatever it guards did not hold.",
-                    said.as_deref()
-                        .map(|m| format!(" (\"{m}\")"))
-                        .unwrap_or_default()
-                ),
-                "Run the benchmark alone and fix what its error message names; its timing is \
-                 missing from the table until it runs."
-                    .to_string(),
-            )
+            Kind::Benchmark
         } else {
-            (
-                format!(
-                    "{by} compared its output for {name} with its reference and reported a \
-                     failure{}{}{}. Exhibit did not re-check it: the program's own verdict is the \
-                     evidence.",
-                    d.location
-                        .as_ref()
-                        .map(|l| format!(" at {}", md_code(&l.to_string())))
-                        .unwrap_or_default(),
-                    max_abs_err
-                        .as_ref()
-                        .map(|e| format!(" (max abs error {e})"))
-                        .unwrap_or_default(),
-                    said.as_deref()
-                        .map(|m| format!(": {m}"))
-                        .unwrap_or_default()
-                ),
-                format!(
-                    "Run {name} alone and compare the output with the reference where the \
-                     message points; a kernel that fails only some cases often mishandles a tail \
-                     or a mask."
-                ),
-            )
+            Kind::Check
         };
+        let failed = Failed {
+            kind,
+            test: &test,
+            said: said.as_deref(),
+            program: facts.and_then(|t| t.program.as_deref()),
+            max_abs_err: max_abs_err.as_ref(),
+        };
+        word_failed(&mut d, &failed);
         out.push(d);
     }
     out
+}
+
+/// Which kind of check failed: what reported it decides the draft's words.
+enum Kind<'a> {
+    /// A test framework's failing test case (JUnit XML); `errored` when it raised before its
+    /// assertions could decide, `param` its parameter where the framework named one.
+    Test {
+        errored: bool,
+        param: Option<&'a str>,
+    },
+    /// A Google Benchmark benchmark that stopped itself with an error.
+    Benchmark,
+    /// The program's own check against its reference (`exhibit.results/1`).
+    Check,
+}
+
+/// What the program said about one failed check: the words of its draft come from this.
+struct Failed<'a> {
+    kind: Kind<'a>,
+    /// The test's or benchmark's name.
+    test: &'a str,
+    /// The program's message, scrubbed.
+    said: Option<&'a str>,
+    /// The program that reported it, where it named itself.
+    program: Option<&'a str>,
+    /// The largest absolute error a check reported.
+    max_abs_err: Option<&'a serde_json::Value>,
+}
+
+/// The draft's title, explanation and fix for a failed check (its location is already set).
+fn word_failed(d: &mut Draft, f: &Failed) {
+    let name = code(f.test);
+    let said = f.said.map(quote);
+    let at = d
+        .location
+        .as_ref()
+        .map(|l| msg!(" at {}", path(l)))
+        .unwrap_or_default();
+    let colon_said = said.clone().map(|m| msg!(": {}", m)).unwrap_or_default();
+    d.title = match (&f.kind, said.clone()) {
+        (Kind::Test { errored: true, .. }, Some(m)) => msg!("Test {} errored: {}", name.clone(), m),
+        (Kind::Test { .. }, Some(m)) => msg!("Test {} failed: {}", name.clone(), m),
+        (Kind::Test { .. }, None) => msg!("Test {} failed", name.clone()),
+        (Kind::Check, Some(m)) => msg!("Check {} failed: {}", name.clone(), m),
+        (Kind::Check, None) => msg!("Check {} failed", name.clone()),
+        (Kind::Benchmark, Some(m)) => {
+            msg!("Benchmark {} stopped with an error: {}", name.clone(), m)
+        }
+        (Kind::Benchmark, None) => msg!("Benchmark {} stopped with an error", name.clone()),
+    };
+    (d.explanation, d.fix) = match f.kind {
+        Kind::Test { errored, param } => (
+            msg!(
+                "{} reported that {}{} {}{}{}. Exhibit did not re-run it: the test's own \
+                 verdict is the evidence.",
+                // The suite's name as the framework wrote it, rendered as it always was.
+                f.program.unwrap_or("The test suite"),
+                name.clone(),
+                param
+                    .map(|p| msg!(" (parameter {})", code(p)))
+                    .unwrap_or_default(),
+                if errored {
+                    "raised before its assertions could decide"
+                } else {
+                    "failed its assertion"
+                },
+                at,
+                colon_said
+            ),
+            msg!(
+                "Run {} alone{}; a test that fails only some shapes often points at a tail tile \
+                 or a mask the kernel mishandles.",
+                name,
+                if d.location.is_some() {
+                    " and start from the line where it failed"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        Kind::Benchmark => (
+            msg!(
+                "The benchmark {} stopped itself with SkipWithError{}: it measured nothing, and \
+                 whatever it guards did not hold.",
+                name,
+                said.map(|m| msg!(" (\"{}\")", m)).unwrap_or_default()
+            ),
+            msg!(
+                "Run the benchmark alone and fix what its error message names; its timing is \
+                 missing from the table until it runs."
+            ),
+        ),
+        Kind::Check => (
+            msg!(
+                "{} compared its output for {} with its reference and reported a failure{}{}{}. \
+                 Exhibit did not re-check it: the program's own verdict is the evidence.",
+                f.program
+                    .map(|p| Message::from(code(p)))
+                    .unwrap_or_else(|| msg!("The program")),
+                name.clone(),
+                at,
+                f.max_abs_err
+                    .map(|e| msg!(" (max abs error {})", figure(e.to_string())))
+                    .unwrap_or_default(),
+                colon_said
+            ),
+            msg!(
+                "Run {} alone and compare the output with the reference where the message \
+                 points; a kernel that fails only some cases often mishandles a tail or a mask.",
+                name
+            ),
+        ),
+    };
 }
 
 #[cfg(test)]

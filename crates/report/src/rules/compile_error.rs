@@ -2,8 +2,26 @@
 
 use parsers::FindingKind;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
+use crate::message::{Message, msg, quote};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::CompileError,
+    role: Role::SitedFault {
+        rank: 0,
+        unplaced: false,
+    },
+    name: "Compile error",
+    description: "nvcc or ptxas refused the kernel; the error's file:line is the place to look.",
+    module: "crates/report/src/rules/compile_error.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One draft per distinct compile error, pointing at its file:line.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -12,30 +30,33 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if f.finding.kind != FindingKind::CompileError {
             continue;
         }
-        let mut draft = Draft::new(RuleId::CompileError, Level::Error, "Compile error");
+        let mut draft = Draft::new(RuleId::CompileError, Level::Error, Message::new());
         draft.confidence = Confidence::High;
         draft.config = f.config.clone();
         draft.kernel = f.finding.kernel.clone();
         draft.location = ctx.place(f);
         draft.key = f.finding.fingerprint.clone();
-        let message = crate::text::md_text(&crate::text::scrub(
-            &f.finding.message,
-            &ctx.joined.repo_files,
-        ));
-        draft.title = format!("Compile error: {message}");
-        draft.explanation = format!(
-            "The compiler stopped with an error{}, so nothing downstream of this config's compile \
-             stage ran on this source.",
-            super::at_location(draft.location.as_ref())
-        );
-        draft.fix = "Fix the error at the named line and re-run the pipeline; the stages that \
-                     depend on the cubin were skipped."
-            .to_string();
+        let message = crate::text::scrub(&f.finding.message, &ctx.joined.repo_files);
+        word_compile_error(&mut draft, &message);
         draft.evidence.push(ctx.finding_evidence(f));
         draft.explains.push(index);
         out.push(draft);
     }
     out
+}
+
+/// The words of a compile error: the compiler's `message` (scrubbed), quoted.
+fn word_compile_error(draft: &mut Draft, message: &str) {
+    draft.title = msg!("Compile error: {}", quote(message));
+    draft.explanation = msg!(
+        "The compiler stopped with an error{}, so nothing downstream of this config's compile \
+         stage ran on this source.",
+        super::at_location(draft.location.as_ref())
+    );
+    draft.fix = msg!(
+        "Fix the error at the named line and re-run the pipeline; the stages that depend on \
+         the cubin were skipped."
+    );
 }
 
 #[cfg(test)]
@@ -68,7 +89,7 @@ mod tests {
             place(&d).as_deref(),
             Some("crates/parsers/fixtures/programs/compile_error.cu:3")
         );
-        assert!(d.title.contains("undeclared_scale"), "{}", d.title);
+        assert!(d.title.markdown().contains("undeclared_scale"), "{:?}", d.title);
     }
 
     /// nvcc 13.0 on `clean.cu` (`ptxas/nvcc13.0_clean.log`): ptxas's resource lines and no

@@ -7,8 +7,25 @@
 
 use parsers::FindingKind;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
+use crate::message::{Message, msg};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::DebugBuild,
+    role: Role::Context,
+    name: "Debug build",
+    description: "A config built with -G (device debug): one note that its registers, stack \
+                  frames and local memory are the debug build's; the compiler's -G warnings \
+                  are its evidence, and stack frames and local memory are no findings there.",
+    module: "crates/report/src/rules/debug_build.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One note per debug-built config.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -26,11 +43,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .filter(|(_, f)| f.config.as_deref() == c && is_debug_warning(f.finding))
             .map(|(i, _)| i)
             .collect();
-        let mut d = Draft::new(
-            RuleId::DebugBuild,
-            Level::Note,
-            "A `-G` build: resource figures do not describe the release build",
-        );
+        let mut d = Draft::new(RuleId::DebugBuild, Level::Note, Message::new());
         d.config = config.clone();
         d.key = "-G".into();
         d.confidence = Confidence::High;
@@ -38,18 +51,25 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.evidence.push(ctx.finding_evidence(f));
         }
         d.explains = warnings;
-        d.explanation = "This config was built with `-G` (device debug): nothing is inlined and \
-                         every local variable lives in local memory, so its registers, stack \
-                         frames and local-memory traffic are the debug build's, and its timings \
-                         say nothing about the release build. Stack frames and local memory are \
-                         not reported as findings here."
-            .into();
-        d.fix = "Judge resources and speed on a release build (`-O3 -lineinfo`, no `-G`); keep \
-                 `-G` for stepping through the kernel in a debugger."
-            .into();
+        word_debug_build(&mut d);
         out.push(d);
     }
     out
+}
+
+/// The note's words: the config is a `-G` build, so its resource figures are the debug build's.
+fn word_debug_build(d: &mut Draft) {
+    d.title = msg!("A `-G` build: resource figures do not describe the release build");
+    d.explanation = msg!(
+        "This config was built with `-G` (device debug): nothing is inlined and every local \
+         variable lives in local memory, so its registers, stack frames and local-memory \
+         traffic are the debug build's, and its timings say nothing about the release build. \
+         Stack frames and local memory are not reported as findings here."
+    );
+    d.fix = msg!(
+        "Judge resources and speed on a release build (`-O3 -lineinfo`, no `-G`); keep `-G` \
+         for stepping through the kernel in a debugger."
+    );
 }
 
 /// The compiler's own words for a `-G` build, as the parser typed them.

@@ -9,10 +9,26 @@ use parsers::facts::ApiError;
 use parsers::{Finding, FindingKind};
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::FindingRef;
+use crate::message::{Message, code, msg, quote};
 use crate::text::plural;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::HostApiError,
+    role: Role::Symptom { rank: 4 },
+    name: "CUDA API error",
+    description: "memcheck's failed CUDA calls by class: a device memory allocation that \
+                  failed, and the sticky errors every call returns after a kernel fault.",
+    module: "crates/report/src/rules/host_api.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// Device-side findings: a fault that leaves the context broken.
 fn is_device_fault(kind: FindingKind) -> bool {
@@ -69,35 +85,18 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .filter(|(_, f)| error(f) == CudaError::Sticky)
             .collect();
         if device_fault && !sticky.is_empty() {
-            let calls: Vec<String> = sticky
+            let calls: Vec<&str> = sticky
                 .iter()
-                .filter_map(|(_, f)| api_call(f.finding).map(|c| format!("`{c}`")))
+                .filter_map(|(_, f)| api_call(f.finding))
                 .collect();
-            let name = error_name(sticky[0].1);
-            let mut d = Draft::new(
-                RuleId::HostApiError,
-                Level::Error,
-                format!(
-                    "Every CUDA call after the fault fails with {name}: {} (a sticky error: later \
-                     kernels never ran, and the fault is the one to fix)",
-                    calls.join(", ")
-                ),
-            );
+            let mut d = Draft::new(RuleId::HostApiError, Level::Error, Message::new());
+            word_sticky(&mut d, &error_name(sticky[0].1), &calls);
             d.key = "sticky".into();
             d.config = config.map(str::to_string);
             d.confidence = Confidence::High;
             d.explains = sticky.iter().map(|(i, _)| *i).collect();
             d.evidence.push(ctx.finding_evidence(sticky[0].1));
             d.figures.insert("failed_calls".into(), json!(calls.len()));
-            d.explanation = format!(
-                "After a kernel faults, its CUDA context is unusable: {} after it returned {name} \
-                 and no later kernel ran, so nothing measured after the fault says anything about \
-                 those calls. The first fault is the one to fix.",
-                plural(calls.len() as u64, "call", "calls")
-            );
-            d.fix = "Fix the device-side fault this log names first; the calls after it fail only \
-                     because of it."
-                .to_string();
             // A symptom of the fault this log located.
             d.symptom_of = Some(Scope::Log(source.path.to_string()));
             out.push(d);
@@ -118,14 +117,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .filter(|(_, f)| call_kind(f) == Some(ApiCall::Allocation))
                 .map(|(_, f)| f.finding.count)
                 .sum::<u64>();
-            let mut d = Draft::new(
-                RuleId::HostApiError,
-                Level::Error,
-                format!(
-                    "Device memory allocation failed: `{call}` returned {}",
-                    error_name(first)
-                ),
-            );
+            let mut d = Draft::new(RuleId::HostApiError, Level::Error, Message::new());
             d.key = "allocation".into();
             d.config = config.map(str::to_string);
             d.confidence = Confidence::High;
@@ -133,26 +125,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.evidence.push(ctx.finding_evidence(first));
             d.figures.insert("failed_allocations".into(), json!(failed));
             let echoes = allocation.len().saturating_sub(1);
-            d.explanation = format!(
-                "`{call}` could not get the device memory asked for ({}). This is a host-side \
-                 failure, not a kernel's: no launch configuration is involved.{} A program that \
-                 allocates until it fails (probing free memory) gets this record by design.",
-                plural(failed, "failed allocation", "failed allocations"),
-                if echoes > 0 {
-                    format!(
-                        " The {} after it report the same error because it was not cleared.",
-                        plural(echoes as u64, "call", "calls")
-                    )
-                } else {
-                    String::new()
-                }
-            );
-            d.fix = "Check the requested size (bytes, not elements; an unsigned size that \
-                     underflowed) against the device's free memory (`cudaMemGetInfo`). If the \
-                     failure is expected (a probing loop), query `cudaMemGetInfo` instead, or \
-                     list this record in a compute-sanitizer suppressions file (the sanitizer \
-                     stages' `suppressions:` key)."
-                .to_string();
+            word_allocation(&mut d, call, &error_name(first), failed, echoes);
             out.push(d);
         }
 
@@ -177,55 +150,117 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         {
             let call = api_call(first.finding).unwrap_or("a CUDA call");
             let name = error_name(first);
-            let said = crate::text::md_text(
-                api_error(first.finding)
-                    .and_then(|a| a.message.as_deref())
-                    .unwrap_or("invalid argument"),
-            );
-            let mut d = Draft::new(
-                RuleId::HostApiError,
-                Level::Error,
-                format!("`{call}` rejected its arguments: {name} ({said})"),
-            );
+            let said = api_error(first.finding)
+                .and_then(|a| a.message.as_deref())
+                .unwrap_or("invalid argument");
+            let mut d = Draft::new(RuleId::HostApiError, Level::Error, Message::new());
             d.key = format!("invalid|{call}");
             d.config = config.map(str::to_string);
             d.confidence = Confidence::High;
             d.explains = invalid.iter().map(|(i, _)| *i).collect();
             d.evidence.push(ctx.finding_evidence(first));
             let echoes = invalid.iter().filter(|(_, f)| echo(f)).count();
-            d.explanation = format!(
-                "`{call}` returned {name} without doing its work. Unlike a kernel fault this \
-                 error is not sticky: the context stays usable, and the next \
-                 `cudaGetLastError` returns it once{}, so a check placed after a later call \
-                 blames that call.",
-                if echoes > 0 {
-                    format!(
-                        " (it did here: {})",
-                        plural(echoes as u64, "echo", "echoes")
-                    )
-                } else {
-                    String::new()
-                }
-            );
-            d.fix = if ApiCall::of_name(call) == ApiCall::Launch {
-                "Check the launch configuration: threads per block at most 1024 (and at most \
-                 what the kernel's registers and `__launch_bounds__` allow), grid dimensions \
-                 within the limits, dynamic shared memory within the default 48 KiB or the size \
-                 set with `cudaFuncSetAttribute`."
-                    .to_string()
-            } else if ApiCall::of_name(call) == ApiCall::Copy {
-                format!(
-                    "Check the arguments of `{call}`: the byte count against both buffers, each \
-                     pointer's kind (device or host) against the copy kind, and that neither \
-                     was freed."
-                )
-            } else {
-                format!("Check the arguments `{call}` was given against its documentation.")
-            };
+            word_invalid(&mut d, call, &name, said, echoes);
             out.push(d);
         }
     }
     out
+}
+
+/// The sticky cascade's words: after the fault every call in `calls` returned `name`.
+fn word_sticky(d: &mut Draft, name: &str, calls: &[&str]) {
+    let listed = Message::join(calls.iter().map(|&c| Message::from(code(c))), ", ");
+    d.title = msg!(
+        "Every CUDA call after the fault fails with {}: {} (a sticky error: later kernels never \
+         ran, and the fault is the one to fix)",
+        quote(name),
+        listed
+    );
+    d.explanation = msg!(
+        "After a kernel faults, its CUDA context is unusable: {} after it returned {} and no \
+         later kernel ran, so nothing measured after the fault says anything about those calls. \
+         The first fault is the one to fix.",
+        plural(calls.len() as u64, "call", "calls"),
+        quote(name)
+    );
+    d.fix = msg!(
+        "Fix the device-side fault this log names first; the calls after it fail only because of \
+         it."
+    );
+}
+
+/// A failed allocation's words: `call` returned `name`, `failed` times, and `echoes` later
+/// error calls repeated it.
+fn word_allocation(d: &mut Draft, call: &str, name: &str, failed: u64, echoes: usize) {
+    d.title = msg!(
+        "Device memory allocation failed: {} returned {}",
+        code(call),
+        quote(name)
+    );
+    d.explanation = msg!(
+        "{} could not get the device memory asked for ({}). This is a host-side failure, not a \
+         kernel's: no launch configuration is involved.{} A program that allocates until it \
+         fails (probing free memory) gets this record by design.",
+        code(call),
+        plural(failed, "failed allocation", "failed allocations"),
+        if echoes > 0 {
+            msg!(
+                " The {} after it report the same error because it was not cleared.",
+                plural(echoes as u64, "call", "calls")
+            )
+        } else {
+            Message::new()
+        }
+    );
+    d.fix = msg!(
+        "Check the requested size (bytes, not elements; an unsigned size that underflowed) \
+         against the device's free memory (`cudaMemGetInfo`). If the failure is expected (a \
+         probing loop), query `cudaMemGetInfo` instead, or list this record in a \
+         compute-sanitizer suppressions file (the sanitizer stages' `suppressions:` key)."
+    );
+}
+
+/// A rejected call's words: `call` returned `name` (`said`, the error's message), and
+/// `echoes` later `cudaGetLastError` calls returned it again.
+fn word_invalid(d: &mut Draft, call: &str, name: &str, said: &str, echoes: usize) {
+    d.title = msg!(
+        "{} rejected its arguments: {} ({})",
+        code(call),
+        quote(name),
+        quote(said)
+    );
+    d.explanation = msg!(
+        "{} returned {} without doing its work. Unlike a kernel fault this error is not sticky: \
+         the context stays usable, and the next `cudaGetLastError` returns it once{}, so a \
+         check placed after a later call blames that call.",
+        code(call),
+        quote(name),
+        if echoes > 0 {
+            msg!(
+                " (it did here: {})",
+                plural(echoes as u64, "echo", "echoes")
+            )
+        } else {
+            Message::new()
+        }
+    );
+    d.fix = match ApiCall::of_name(call) {
+        ApiCall::Launch => msg!(
+            "Check the launch configuration: threads per block at most 1024 (and at most what \
+             the kernel's registers and `__launch_bounds__` allow), grid dimensions within the \
+             limits, dynamic shared memory within the default 48 KiB or the size set with \
+             `cudaFuncSetAttribute`."
+        ),
+        ApiCall::Copy => msg!(
+            "Check the arguments of {}: the byte count against both buffers, each pointer's kind \
+             (device or host) against the copy kind, and that neither was freed.",
+            code(call)
+        ),
+        _ => msg!(
+            "Check the arguments {} was given against its documentation.",
+            code(call)
+        ),
+    };
 }
 
 #[cfg(test)]
@@ -254,7 +289,7 @@ mod tests {
         assert_eq!(d.kernel, None);
         assert_eq!(d.location, None);
         assert_eq!(d.figures["failed_allocations"], 1);
-        assert!(d.title.contains("cudaErrorMemoryAllocation"), "{}", d.title);
+        assert!(d.title.markdown().contains("cudaErrorMemoryAllocation"), "{:?}", d.title);
     }
 
     /// memcheck on `issue12/sticky.cu` (`compute-sanitizer/memcheck_sticky.log`): a kernel
@@ -291,3 +326,4 @@ mod tests {
         assert!(drafts.is_empty(), "{drafts:?}");
     }
 }
+

@@ -4,9 +4,24 @@
 use parsers::cuda::CudaError;
 use serde_json::json;
 
-use super::{Ctx, RuleId, is_harness_kind};
+use super::{Ctx, Proposes, Role, Rule, RuleId, is_harness_kind};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, Scope};
-use crate::text::{md_code, md_text};
+use crate::message::{Message, ToMessage, code, figure, msg, quote};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::LaunchFailure,
+    role: Role::Symptom { rank: 0 },
+    name: "Launch failure",
+    description: "The harness could not launch the kernel or a launch returned an error that \
+                  no other diagnosis explains.",
+    module: "crates/report/src/rules/launch_failure.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One draft per config, kernel and error text.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -68,12 +83,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
             &j.repo_files,
         );
         let config = stage.config.as_deref();
-        let said = md_text(&reason);
-        let mut d = Draft::new(
-            RuleId::LaunchFailure,
-            Level::Error,
-            format!("The program fails: {said}"),
-        );
+        let mut d = Draft::new(RuleId::LaunchFailure, Level::Error, Message::new());
         d.config = stage.config.clone();
         d.arch = stage.arch.clone();
         d.key = reason.clone();
@@ -84,7 +94,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         let mut item = ctx.source_evidence(
             sources.first().copied(),
             config,
-            format!("{}: {said}", md_text(&stage.name)),
+            msg!("{}: {}", quote(&stage.name), quote(&reason)),
         );
         item.stage.clone_from(&stage.name);
         d.evidence.push(item);
@@ -93,13 +103,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
                 d.explains.push(i);
             }
         }
-        d.explanation = format!(
-            "The {} stage ran the program and it failed ({said}). No tool in that stage \
-             located the fault.",
-            md_text(&stage.name)
-        );
-        d.fix = "Run the sanitizer stages on this config: their file:line is where to look."
-            .to_string();
+        word_program_failed(&mut d, &stage.name, &reason);
         // The program's own comparison, failing: its output is wrong, by its own figure.
         if let Some(m) = parsers::program::mismatch(&reason) {
             // A fault a tool located in this config after the program had printed this line.
@@ -109,7 +113,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
                 .enumerate()
                 .find(|(i, f)| f.config.as_deref() == config && j.model.after_failure.contains(i))
                 .map(|(_, f)| f);
-            wrong_output(&mut d, &m, &said, late.map(|f| ctx.place(f)));
+            wrong_output(&mut d, &m, &reason, late.map(|f| ctx.place(f)));
         }
         if out.iter().any(|o| o.config == d.config && o.key == d.key) {
             continue;
@@ -119,10 +123,22 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
     out
 }
 
+/// A failed program's words: the stage that ran it and the program's reason (scrubbed).
+fn word_program_failed(d: &mut Draft, stage: &str, reason: &str) {
+    d.title = msg!("The program fails: {}", quote(reason));
+    d.explanation = msg!(
+        "The {} stage ran the program and it failed ({}). No tool in that stage located the \
+         fault.",
+        quote(stage),
+        quote(reason)
+    );
+    d.fix = msg!("Run the sanitizer stages on this config: their file:line is where to look.");
+}
+
 /// A failed program whose telling line is its own failing comparison: wrong output, with the
 /// figure and the limit it printed. One root cause whichever stage saw it.
-/// `late`: where a tool located a fault in this config after the program printed its failure
-/// (`Some(None)` when the fault has no line).
+/// `said`: the runner's reason, scrubbed. `late`: where a tool located a fault in this config
+/// after the program printed its failure (`Some(None)` when the fault has no line).
 fn wrong_output(
     d: &mut Draft,
     m: &parsers::program::Mismatch,
@@ -146,15 +162,6 @@ fn wrong_output(
         .collect::<Vec<_>>()
         .join(" ");
     d.key = format!("mismatch|{}|{words}", m.measure.to_lowercase());
-    let value = two_digits(m.value);
-    let measure = m.measure.to_lowercase();
-    d.title = match m.limit {
-        Some(limit) => format!(
-            "Wrong output: the program's own check fails, {measure} {value} against a \
-             threshold of {limit}"
-        ),
-        None => format!("Wrong output: the program's own check fails, {measure} {value}"),
-    };
     d.figures.insert("program_measure".into(), json!(m.measure));
     d.figures.insert("program_value".into(), json!(m.value));
     if let Some(limit) = m.limit {
@@ -168,43 +175,78 @@ fn wrong_output(
         clean_factor(got, want)
     });
     if let Some(f) = &factor {
-        d.title = format!(
-            "Wrong output: the program's element is {} of its reference ({} against {})",
-            f.words(),
-            crate::text::sig3(f.got),
-            crate::text::sig3(f.want)
-        );
         d.figures.insert("program_factor".into(), json!(f.ratio()));
     }
+    word_wrong_output(d, m, said, factor.as_ref(), late.as_ref());
+}
+
+/// The words of a program's own failing comparison: its measure and limit, the clean factor
+/// between its element and the reference where there is one, and whether a tool located a
+/// fault after the line (`late`).
+fn word_wrong_output(
+    d: &mut Draft,
+    m: &parsers::program::Mismatch,
+    said: &str,
+    factor: Option<&Factor>,
+    late: Option<&Option<crate::diagnosis::SourceLocation>>,
+) {
+    let value = || figure(two_digits(m.value));
+    let measure = m.measure.to_lowercase();
+    d.title = match (factor, m.limit) {
+        (Some(f), _) => msg!(
+            "Wrong output: the program's element is {} of its reference ({} against {})",
+            f.words(),
+            figure(crate::text::sig3(f.got)),
+            figure(crate::text::sig3(f.want))
+        ),
+        (None, Some(limit)) => msg!(
+            "Wrong output: the program's own check fails, {} {} against a threshold of {}",
+            measure,
+            value(),
+            figure(limit.to_string())
+        ),
+        (None, None) => msg!(
+            "Wrong output: the program's own check fails, {} {}",
+            measure,
+            value()
+        ),
+    };
     let over = m
         .limit
         .filter(|l| *l > 0.0)
-        .map(|l| format!(", {}x what it allows", two_digits(m.value / l)))
+        .map(|l| msg!(", {}x what it allows", figure(two_digits(m.value / l))))
         .unwrap_or_default();
     let arithmetic = "the arithmetic (indexing, masking, scaling, the softmax's running maximum \
                       and sum, accumulation), not a crash";
-    let located = match &late {
-        None => format!(
-            "No tool in this config located a memory fault, so the difference is in {arithmetic}."
+    let located = match late {
+        None => msg!(
+            "No tool in this config located a memory fault, so the difference is in {}.",
+            arithmetic
         ),
-        Some(at) => format!(
+        Some(at) => msg!(
             "The fault a tool located in this config{} came after the program had printed this \
              line (its log shows the line first) and does not explain it: the difference is in \
-             {arithmetic}.",
+             {}.",
             at.as_ref()
-                .map(|l| format!(", at {l},"))
-                .unwrap_or_default()
+                .map(|l| msg!(", at {},", quote(l.to_string())))
+                .unwrap_or_default(),
+            arithmetic
         ),
     };
-    d.explanation = format!(
-        "The program compared its output with its own reference and failed: {said}. The \
-         output differs by {value}{over}, far past rounding: the kernel computes a different \
-         function on these inputs. {located}"
+    d.explanation = msg!(
+        "The program compared its output with its own reference and failed: {}. The output \
+         differs by {}{}, far past rounding: the kernel computes a different function on these \
+         inputs. {}",
+        quote(said),
+        value(),
+        over,
+        located
     );
-    d.fix = "Compare the kernel's output with the reference element by element on the \
-             smallest failing case: the first wrong row and column say which loop or mask is \
-             off. Keep the comparison as a test."
-        .to_string();
+    d.fix = msg!(
+        "Compare the kernel's output with the reference element by element on the smallest \
+         failing case: the first wrong row and column say which loop or mask is off. Keep the \
+         comparison as a test."
+    );
     if let Some(f) = factor {
         d.notes.push(f.mechanism());
         d.fix = f.fix();
@@ -225,45 +267,57 @@ impl Factor {
         self.got / self.want
     }
 
-    fn words(&self) -> String {
+    /// The factor as a figure: "1/32", "2x".
+    fn words(&self) -> Message {
+        let k = self.k.to_string();
         if self.shrunk {
-            format!("1/{}", self.k)
+            msg!("1/{}", k)
         } else {
-            format!("{}x", self.k)
+            msg!("{}x", k)
         }
     }
 
-    fn mechanism(&self) -> String {
-        let k = self.k;
+    /// What a value exactly `k` times (or 1/`k` of) its reference is the shape of.
+    fn mechanism(&self) -> Message {
+        let k = || self.k.to_string();
         if self.shrunk {
-            format!(
-                "The program's element is exactly 1/{k} of the reference: the shape of a \
-                 reduction that keeps one of {k} equal partial results instead of combining \
-                 them (one lane's share of a warp of {k}, one block's of {k}), or a sum divided \
-                 {k} times too often."
+            msg!(
+                "The program's element is exactly 1/{} of the reference: the shape of a \
+                 reduction that keeps one of {} equal partial results instead of combining them \
+                 (one lane's share of a warp of {}, one block's of {}), or a sum divided {} times \
+                 too often.",
+                k(),
+                k(),
+                k(),
+                k(),
+                k()
             )
         } else {
-            format!(
-                "The program's element is exactly {k}x the reference: the shape of a term \
-                 counted {k} times (every lane or block adding what one should, a partial sum \
-                 added again after the reduction), or a normalisation left out."
+            msg!(
+                "The program's element is exactly {}x the reference: the shape of a term counted \
+                 {} times (every lane or block adding what one should, a partial sum added again \
+                 after the reduction), or a normalisation left out.",
+                k(),
+                k()
             )
         }
     }
 
-    fn fix(&self) -> String {
+    /// Where to look for the reduction or the term counted too often.
+    fn fix(&self) -> Message {
+        let k = self.k.to_string();
         if self.shrunk {
-            format!(
-                "Find the reduction whose {k} partial results should be combined and check that \
+            msg!(
+                "Find the reduction whose {} partial results should be combined and check that \
                  they are: a warp reduction (`__shfl_xor_sync`) or a loop over the partials \
                  before the one store, not each thread storing its own.",
-                k = self.k
+                k
             )
         } else {
-            format!(
+            msg!(
                 "Find where {} contributions add what one should: let one thread (or block) add \
                  the combined value, or divide by the count once.",
-                self.k
+                k
             )
         }
     }
@@ -302,6 +356,7 @@ fn two_digits(x: f64) -> String {
     format!("{x:.decimals$}")
 }
 
+/// One draft per config, kernel and error of the harness's launches that failed.
 fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out: Vec<Draft> = Vec::new();
@@ -327,7 +382,7 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
         }) {
             continue;
         }
-        let mut d = Draft::new(RuleId::LaunchFailure, Level::Error, "");
+        let mut d = Draft::new(RuleId::LaunchFailure, Level::Error, Message::new());
         d.symptom_of = Some(Scope::Kernel {
             kernel: kernel.clone(),
             single_launch: false,
@@ -337,14 +392,14 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
         d.gives_way.push(GiveWay::ErrorWithoutFault(kernel.clone()));
         d.location = ctx.kernel_file(config);
         d.key = error.clone();
-        let error = md_text(&error);
         d.confidence = Confidence::Medium;
         d.evidence.push(ctx.result_evidence(
             r,
-            format!(
-                "{} launch of {}: {error}",
+            msg!(
+                "{} launch of {}: {}",
                 super::mode_name(r.result.mode),
-                md_code(&r.result.kernel)
+                code(r.result.kernel.as_str()),
+                quote(&error)
             ),
         ));
         for (i, f) in j.findings.iter().enumerate() {
@@ -354,52 +409,109 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
         }
         d.figures
             .insert("launched".into(), json!(r.result.launched));
-        if CudaError::of_launch_line(&error) == Some(CudaError::LaunchOutOfResources) {
-            d.title = "Launch refused: too many resources requested".to_string();
-            d.explanation = format!(
-                "The launch of `{kernel}` was refused ({error}): a block asks for more registers \
-                 (registers x threads) or shared memory than one SM has. The occupancy diagnosis \
-                 for this config shows which."
-            );
-            d.fix = "Lower registers per thread (`__launch_bounds__`, fewer live fragments), the \
-                     threads per block, or the tile sizes that set shared memory."
-                .to_string();
+        let failed = if CudaError::of_launch_line(&error) == Some(CudaError::LaunchOutOfResources) {
+            Failed::OutOfResources
         } else if !r.result.launched {
-            d.title = format!("Kernel did not launch: {error}");
-            d.explanation = format!(
-                "The harness could not launch `{kernel}`: {error}. Nothing the later stages \
-                 measured for this config ran the kernel."
-            );
-            d.fix = "Fix the load or launch error first (entry point name, cubin arch, \
-                     shared-memory attribute, launch dimensions)."
-                .to_string();
+            Failed::NotLaunched
         } else {
-            d.title = format!("Launch fails on the first launch: {error}");
-            let case = crate::tables::Case::of(r.result).label();
-            d.explanation = format!(
-                "A single launch of `{kernel}` at {case} returned {error}. No sanitizer finding \
-                 for this config names a site, so the fault is device-side but unlocated \
-                 ({}).",
-                sanitizer_coverage(ctx, config, &r.result.shape)
-            );
-            d.fix = format!("Run memcheck on this config at {case} to get the faulting file:line.");
-        }
+            Failed::FirstLaunch {
+                case: crate::tables::Case::of(r.result).label(),
+                coverage: sanitizer_coverage(ctx, config, &r.result.shape),
+            }
+        };
+        word_launch_failed(&mut d, kernel.as_str(), &error, failed);
         out.push(d);
     }
     out
 }
 
+/// How a harness launch failed, as its draft words it.
+enum Failed {
+    /// The runtime refused it: too many resources requested.
+    OutOfResources,
+    /// The harness could not launch the kernel at all.
+    NotLaunched,
+    /// The first launch returned an error: at `case`, with the sanitizers' `coverage`.
+    FirstLaunch {
+        case: String,
+        coverage: Coverage,
+    },
+}
+
+/// A failed harness launch's words: the kernel, the error (scrubbed) and how it failed.
+fn word_launch_failed(d: &mut Draft, kernel: &str, error: &str, failed: Failed) {
+    let said = || quote(error);
+    match failed {
+        Failed::OutOfResources => {
+            d.title = msg!("Launch refused: too many resources requested");
+            d.explanation = msg!(
+                "The launch of {} was refused ({}): a block asks for more registers (registers \
+                 x threads) or shared memory than one SM has. The occupancy diagnosis for this \
+                 config shows which.",
+                code(kernel),
+                said()
+            );
+            d.fix = msg!(
+                "Lower registers per thread (`__launch_bounds__`, fewer live fragments), the \
+                 threads per block, or the tile sizes that set shared memory."
+            );
+        }
+        Failed::NotLaunched => {
+            d.title = msg!("Kernel did not launch: {}", said());
+            d.explanation = msg!(
+                "The harness could not launch {}: {}. Nothing the later stages measured for this \
+                 config ran the kernel.",
+                code(kernel),
+                said()
+            );
+            d.fix = msg!(
+                "Fix the load or launch error first (entry point name, cubin arch, shared-memory \
+                 attribute, launch dimensions)."
+            );
+        }
+        Failed::FirstLaunch { case, coverage } => {
+            d.title = msg!("Launch fails on the first launch: {}", said());
+            d.explanation = msg!(
+                "A single launch of {} at {} returned {}. No sanitizer finding for this config \
+                 names a site, so the fault is device-side but unlocated ({}).",
+                code(kernel),
+                case.as_str(),
+                said(),
+                word_coverage(&coverage)
+            );
+            d.fix = msg!(
+                "Run memcheck on this config at {} to get the faulting file:line.",
+                case
+            );
+        }
+    }
+}
+
+/// Where the sanitizers ran on a config, against the shape that failed.
+enum Coverage {
+    /// No sanitizer stage ran on it.
+    None,
+    /// These tools ran at the failing shape too.
+    ThisShape(Vec<&'static str>),
+    /// These tools ran only at other shapes (empty where the run records none).
+    OtherShapes(Vec<&'static str>, Vec<parsers::harness::Shape>),
+}
+
 /// Where the sanitizers ran on `config`, against the shape that failed: none, other shapes
 /// only, or this one too.
-fn sanitizer_coverage(ctx: &Ctx, config: Option<&str>, failed: &parsers::harness::Shape) -> String {
+fn sanitizer_coverage(
+    ctx: &Ctx,
+    config: Option<&str>,
+    failed: &parsers::harness::Shape,
+) -> Coverage {
     let j = ctx.joined;
     let mut shapes: Vec<parsers::harness::Shape> = Vec::new();
-    let mut tools: Vec<String> = Vec::new();
+    let mut tools: Vec<&'static str> = Vec::new();
     for (i, s) in j.sources.iter().enumerate() {
         if !s.kind.is_sanitizer() || s.config != config {
             continue;
         }
-        let tool = crate::join::kind_name(s.kind).to_string();
+        let tool = crate::join::kind_name(s.kind);
         if !tools.contains(&tool) {
             tools.push(tool);
         }
@@ -410,28 +522,42 @@ fn sanitizer_coverage(ctx: &Ctx, config: Option<&str>, failed: &parsers::harness
         }
     }
     if tools.is_empty() {
-        return "no sanitizer stage ran on this config".to_string();
-    }
-    let tools = crate::text::join_words(&tools);
-    if shapes.contains(failed) {
-        return format!("{tools} ran on this config at this shape too");
-    }
-    let shapes: Vec<String> = shapes
-        .iter()
-        .map(|s| {
-            format!(
-                "B={} H={} S={} D={}",
-                s.batch, s.heads, s.seq_len, s.head_dim
-            )
-        })
-        .collect();
-    if shapes.is_empty() {
-        format!("{tools} ran on this config, at shapes the run does not record")
+        Coverage::None
+    } else if shapes.contains(failed) {
+        Coverage::ThisShape(tools)
     } else {
-        format!(
-            "{tools} ran on this config only at {}",
-            crate::text::join_words(&shapes)
-        )
+        Coverage::OtherShapes(tools, shapes)
+    }
+}
+
+/// The sanitizers' coverage in words: "memcheck ran on this config only at B=1 H=8 S=128 D=64".
+fn word_coverage(coverage: &Coverage) -> Message {
+    let words = |tools: &[&str]| Message::words(tools.iter().map(|&t| t.to_message()).collect());
+    match coverage {
+        Coverage::None => msg!("no sanitizer stage ran on this config"),
+        Coverage::ThisShape(tools) => {
+            msg!("{} ran on this config at this shape too", words(tools))
+        }
+        Coverage::OtherShapes(tools, shapes) if shapes.is_empty() => msg!(
+            "{} ran on this config, at shapes the run does not record",
+            words(tools)
+        ),
+        Coverage::OtherShapes(tools, shapes) => {
+            let shapes = shapes.iter().map(|s| {
+                msg!(
+                    "B={} H={} S={} D={}",
+                    s.batch.to_string(),
+                    s.heads.to_string(),
+                    s.seq_len.to_string(),
+                    s.head_dim.to_string()
+                )
+            });
+            msg!(
+                "{} ran on this config only at {}",
+                words(tools),
+                Message::words(shapes.collect())
+            )
+        }
     }
 }
 

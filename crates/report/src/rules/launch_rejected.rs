@@ -11,9 +11,31 @@ use parsers::FindingKind;
 use parsers::cuda::CudaError;
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
-use crate::text::{bytes, md_code, md_text};
+use crate::kernel_id::KernelId;
+use crate::message::{Message, code, figure, msg, path, quote};
+use crate::text::bytes;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::LaunchRejected,
+    role: Role::SitedFault {
+        rank: 1,
+        unplaced: true,
+    },
+    name: "Launch rejected",
+    description: "A launch the runtime refused before the kernel ran (invalid argument, \
+                  invalid configuration, too many resources) with no device-side record of \
+                  it: one root cause for every stage that failed on it, with the limits the \
+                  build's numbers make likely.",
+    module: "crates/report/src/rules/launch_rejected.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// The calls that launch a kernel, in the runtime and the driver API.
 const LAUNCH_CALLS: &[&str] = &[
@@ -48,16 +70,28 @@ impl Refusal {
         }
     }
 
-    fn words(self) -> &'static str {
+    /// What the runtime said, in its own short words: "invalid argument".
+    fn said(self) -> &'static str {
         match self {
-            Refusal::InvalidValue => "invalid argument (`cudaErrorInvalidValue`)",
-            Refusal::InvalidConfiguration => {
-                "invalid configuration argument (`cudaErrorInvalidConfiguration`)"
-            }
-            Refusal::OutOfResources => {
-                "too many resources requested for launch (`cudaErrorLaunchOutOfResources`)"
-            }
+            Refusal::InvalidValue => "invalid argument",
+            Refusal::InvalidConfiguration => "invalid configuration argument",
+            Refusal::OutOfResources => "too many resources requested for launch",
         }
+    }
+
+    /// The error's name in the runtime: `cudaErrorInvalidValue`.
+    fn error_name(self) -> &'static str {
+        match self {
+            Refusal::InvalidValue => "cudaErrorInvalidValue",
+            Refusal::InvalidConfiguration => "cudaErrorInvalidConfiguration",
+            Refusal::OutOfResources => "cudaErrorLaunchOutOfResources",
+        }
+    }
+
+    /// What the runtime said and the error's name: "invalid argument
+    /// (`cudaErrorInvalidValue`)".
+    fn words(self) -> Message {
+        msg!("{} ({})", self.said(), code(self.error_name()))
     }
 }
 
@@ -157,7 +191,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if !defined.is_empty() && kernels.is_empty() {
             continue;
         }
-        let mut d = Draft::new(RuleId::LaunchRejected, Level::Error, String::new());
+        let mut d = Draft::new(RuleId::LaunchRejected, Level::Error, Message::new());
         d.config = config.map(str::to_string);
         d.explains = explains;
         d.evidence = evidence;
@@ -168,61 +202,31 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 d.evidence.push(ctx.source_evidence(
                     None,
                     config,
-                    format!("the program: {}", md_text(&scrubbed)),
+                    msg!("the program: {}", quote(scrubbed)),
                 ));
             }
         }
-        let named = match kernels.as_slice() {
-            [one] => {
-                d.kernel = Some(one.name.to_string());
-                md_code(&one.name)
-            }
-            [] => "the kernel".to_string(),
-            many => format!(
-                "one of {}",
-                crate::text::join_words(&many.iter().map(|k| md_code(&k.name)).collect::<Vec<_>>())
-            ),
-        };
-        let causes = ranked_causes(ctx, refusal, &kernels, config);
-        d.title = format!(
-            "The launch of {named} was rejected: {}",
-            refusal.words().split(" (").next().unwrap_or("")
-        );
+        if let [one] = kernels.as_slice() {
+            d.kernel = Some(one.name.to_string());
+        }
+        let build = build_of(ctx, &kernels, config);
         d.location = ctx.kernel_file(config).filter(|_| kernels.len() == 1);
         d.confidence = if d.evidence.iter().any(|e| !e.excerpt.is_empty()) {
             Confidence::High
         } else {
             Confidence::Medium
         };
-        let at = d
-            .call_site
-            .as_ref()
-            .map(|c| format!(" (the program checks it at {})", md_code(&c.to_string())))
-            .unwrap_or_default();
-        d.explanation = format!(
-            "The runtime refused the launch of {named} with {}{at}, so that launch never ran: no \
-             tool recorded it on the device{}. Every later failure in this config follows from \
-             it. A launch is refused when its configuration breaks a limit of the device; the \
-             ones this error allows, most likely first from what the build shows: {}",
-            refusal.words(),
-            if profiled.is_empty()
+        let rejected = Rejected {
+            refusal,
+            kernels: kernels.iter().map(|k| &k.name).collect(),
+            unprofiled: profiled.is_empty()
                 && j.sources
                     .iter()
-                    .any(|s| s.config == config && s.kind == crate::run::StageKind::Profile)
-            {
-                ", and Nsight Compute profiled no launch"
-            } else {
-                ""
-            },
-            causes
-                .iter()
-                .enumerate()
-                .map(|(i, c)| format!("({}) {}", i + 1, c.because.trim_end_matches(';')))
-                .collect::<Vec<_>>()
-                .join("; ")
-                + "."
-        );
-        d.fix = causes.first().map(|c| c.fix.clone()).unwrap_or_default();
+                    .any(|s| s.config == config && s.kind == crate::run::StageKind::Profile),
+            causes: ranked_causes(refusal, &build),
+            build,
+        };
+        word_rejected(&mut d, &rejected);
         d.figures
             .insert("refusal".into(), json!(format!("{refusal:?}")));
         d.key = format!("{refusal:?}");
@@ -231,19 +235,93 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     out
 }
 
-/// A cause the refusal allows, in words, with its fix.
-struct Cause {
-    because: String,
-    fix: String,
+/// A refused launch, as its draft words it.
+struct Rejected<'a> {
+    refusal: Refusal,
+    /// The kernels it may be: one the build defined that no profiled launch ran.
+    kernels: Vec<&'a KernelId>,
+    /// Nsight Compute ran in the config and profiled no launch.
+    unprofiled: bool,
+    /// The causes the refusal allows, most likely first.
+    causes: Vec<Cause>,
+    build: Build,
 }
 
-/// The causes `refusal` allows, most likely first: what the build shows moves a cause up.
-fn ranked_causes(
-    ctx: &Ctx,
-    refusal: Refusal,
-    kernels: &[&crate::join::KernelView],
-    config: Option<&str>,
-) -> Vec<Cause> {
+/// The draft's title, explanation and fix (its call site is already set).
+fn word_rejected(d: &mut Draft, r: &Rejected) {
+    let named = match r.kernels.as_slice() {
+        [one] => Message::from(code(one.as_str())),
+        [] => msg!("the kernel"),
+        many => msg!(
+            "one of {}",
+            Message::words(many.iter().map(|k| Message::from(code(k.as_str()))).collect())
+        ),
+    };
+    d.title = msg!(
+        "The launch of {} was rejected: {}",
+        named.clone(),
+        r.refusal.said()
+    );
+    let at = d
+        .call_site
+        .as_ref()
+        .map(|c| msg!(" (the program checks it at {})", path(c)))
+        .unwrap_or_default();
+    let causes = r.causes.iter().enumerate().map(|(i, &c)| {
+        msg!(
+            "({}) {}",
+            (i + 1).to_string(),
+            word_cause(c, &r.build).0
+        )
+    });
+    d.explanation = msg!(
+        "The runtime refused the launch of {} with {}{}, so that launch never ran: no tool \
+         recorded it on the device{}. Every later failure in this config follows from it. A \
+         launch is refused when its configuration breaks a limit of the device; the ones this \
+         error allows, most likely first from what the build shows: {}.",
+        named,
+        r.refusal.words(),
+        at,
+        if r.unprofiled {
+            ", and Nsight Compute profiled no launch"
+        } else {
+            ""
+        },
+        Message::join(causes, "; ")
+    );
+    d.fix = r
+        .causes
+        .first()
+        .map(|&c| word_cause(c, &r.build).1)
+        .unwrap_or_default();
+}
+
+/// A cause a refusal allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// Dynamic shared memory above the default or the opt-in limit.
+    SharedMemory,
+    /// Too many threads per block.
+    Threads,
+    /// A grid dimension past its limit, or zero.
+    Grid,
+    /// Registers per thread times threads per block above the block's registers.
+    Registers,
+}
+
+/// What the build shows about the refused kernels, and the arch's limits they launch under.
+struct Build {
+    arch: String,
+    limits: crate::occupancy::ArchLimits,
+    /// Shared memory the kernel touches that ptxas did not count as static: its shared-memory
+    /// instructions in the SASS, and the kernel.
+    dynamic: Option<(u64, KernelId)>,
+    /// The most registers per thread ptxas gives any of them.
+    registers: Option<u32>,
+}
+
+/// What the build shows about `kernels` in this config.
+fn build_of(ctx: &Ctx, kernels: &[&crate::join::KernelView], config: Option<&str>) -> Build {
     let arch = kernels
         .iter()
         .find_map(|k| k.arch.clone())
@@ -254,8 +332,6 @@ fn ranked_causes(
         })
         .unwrap_or_else(|| "sm_90".to_string());
     let limits = crate::occupancy::limits(&arch).unwrap_or(crate::occupancy::SM_90);
-    let max_threads = limits.max_threads_per_block;
-    let opt_in = limits.max_shared_per_block;
     // Shared memory the kernel touches that ptxas did not count as static: a dynamic tile,
     // sized at launch.
     let dynamic = kernels.iter().find_map(|k| {
@@ -265,65 +341,94 @@ fn ranked_causes(
         (touched > 0 && stat == 0).then_some((touched, k.name.clone()))
     });
     let registers = kernels.iter().filter_map(|k| k.registers()).max();
-    let smem = Cause {
-        because: format!(
-            "dynamic shared memory above the 48 KiB a kernel gets by default, without \
-             `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)` \
-             before the launch (or above the {} an {arch} block may opt in to){};",
-            bytes(opt_in),
-            match &dynamic {
-                Some((touched, name)) => format!(
-                    ": {} accesses shared memory ({touched} LDS/STS/LDSM in its SASS) and ptxas \
-                     reports no static shared memory, so its shared tile is dynamic, sized at \
-                     the launch",
-                    md_code(name)
-                ),
-                None => String::new(),
-            }
-        ),
-        fix: "Before the launch, raise the kernel's limit to the bytes it is launched with: \
-              `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)` \
-              (once per kernel; check its return code), or shrink the tile below 48 KiB."
-            .to_string(),
-    };
-    let threads = Cause {
-        because: format!(
-            "more than {max_threads} threads per block (`blockDim.x * blockDim.y * \
-             blockDim.z`), or `blockDim.z` above 64;"
-        ),
-        fix: format!(
-            "Launch at most {max_threads} threads per block: split the work over more blocks, \
-             or loop inside the block."
-        ),
-    };
-    let grid = Cause {
-        because: "a grid dimension past its limit (`gridDim.y` or `gridDim.z` above 65535, \
-                  `gridDim.x` above 2^31 - 1) or zero;"
-            .to_string(),
-        fix: "Keep `gridDim.y` and `gridDim.z` within 65535 (fold the rest into `gridDim.x`) \
-              and never launch an empty grid."
-            .to_string(),
-    };
-    let regs = Cause {
-        because: match registers {
-            Some(r) => format!(
-                "registers: ptxas gives the kernel {r} per thread, so a block of more than {} \
-                 threads asks for more than the {} registers a block may have;",
-                limits.max_registers_per_block / r.max(1),
-                limits.max_registers_per_block
-            ),
-            None => "registers per thread times threads per block above what a block may have;"
-                .to_string(),
-        },
-        fix: "Launch fewer threads per block, or cap the registers (`__launch_bounds__(threads)` \
-              on the kernel, `-maxrregcount`)."
-            .to_string(),
-    };
+    Build {
+        arch,
+        limits,
+        dynamic,
+        registers,
+    }
+}
+
+/// The causes `refusal` allows, most likely first: what the build shows moves a cause up.
+fn ranked_causes(refusal: Refusal, build: &Build) -> Vec<Cause> {
+    use Cause::*;
     match refusal {
-        Refusal::OutOfResources => vec![regs, smem],
-        Refusal::InvalidConfiguration => vec![threads, grid, smem],
-        Refusal::InvalidValue if dynamic.is_some() => vec![smem, threads, grid],
-        Refusal::InvalidValue => vec![threads, smem, grid],
+        Refusal::OutOfResources => vec![Registers, SharedMemory],
+        Refusal::InvalidConfiguration => vec![Threads, Grid, SharedMemory],
+        Refusal::InvalidValue if build.dynamic.is_some() => vec![SharedMemory, Threads, Grid],
+        Refusal::InvalidValue => vec![Threads, SharedMemory, Grid],
+    }
+}
+
+/// A cause in words, with its fix, from what the build shows.
+fn word_cause(cause: Cause, b: &Build) -> (Message, Message) {
+    let max_threads = b.limits.max_threads_per_block.to_string();
+    match cause {
+        Cause::SharedMemory => (
+            msg!(
+                "dynamic shared memory above the 48 KiB a kernel gets by default, without \
+                 `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, \
+                 bytes)` before the launch (or above the {} an {} block may opt in to){}",
+                figure(bytes(b.limits.max_shared_per_block)),
+                b.arch.as_str(),
+                match &b.dynamic {
+                    Some((touched, name)) => msg!(
+                        ": {} accesses shared memory ({} LDS/STS/LDSM in its SASS) and ptxas \
+                         reports no static shared memory, so its shared tile is dynamic, sized \
+                         at the launch",
+                        code(name.as_str()),
+                        touched.to_string()
+                    ),
+                    None => Message::new(),
+                }
+            ),
+            msg!(
+                "Before the launch, raise the kernel's limit to the bytes it is launched with: \
+                 `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, \
+                 bytes)` (once per kernel; check its return code), or shrink the tile below 48 \
+                 KiB."
+            ),
+        ),
+        Cause::Threads => (
+            msg!(
+                "more than {} threads per block (`blockDim.x * blockDim.y * blockDim.z`), or \
+                 `blockDim.z` above 64",
+                max_threads.clone()
+            ),
+            msg!(
+                "Launch at most {} threads per block: split the work over more blocks, or loop \
+                 inside the block.",
+                max_threads
+            ),
+        ),
+        Cause::Grid => (
+            msg!(
+                "a grid dimension past its limit (`gridDim.y` or `gridDim.z` above 65535, \
+                 `gridDim.x` above 2^31 - 1) or zero"
+            ),
+            msg!(
+                "Keep `gridDim.y` and `gridDim.z` within 65535 (fold the rest into `gridDim.x`) \
+                 and never launch an empty grid."
+            ),
+        ),
+        Cause::Registers => (
+            match b.registers {
+                Some(r) => msg!(
+                    "registers: ptxas gives the kernel {} per thread, so a block of more than {} \
+                     threads asks for more than the {} registers a block may have",
+                    r.to_string(),
+                    (b.limits.max_registers_per_block / r.max(1)).to_string(),
+                    b.limits.max_registers_per_block.to_string()
+                ),
+                None => msg!(
+                    "registers per thread times threads per block above what a block may have"
+                ),
+            },
+            msg!(
+                "Launch fewer threads per block, or cap the registers \
+                 (`__launch_bounds__(threads)` on the kernel, `-maxrregcount`)."
+            ),
+        ),
     }
 }
 
@@ -372,7 +477,7 @@ mod tests {
         assert_eq!(d.location, None);
         // The refused launch and the `cudaGetLastError` that read it back.
         assert_eq!(d.explains.len(), 2, "{:?}", d.explains);
-        assert!(d.title.contains("invalid argument"), "{}", d.title);
+        assert!(d.title.markdown().contains("invalid argument"), "{:?}", d.title);
     }
 
     /// memcheck on `issue12/invalid_args.cu value` (`compute-sanitizer/memcheck_invalid_value.log`):

@@ -10,12 +10,28 @@ use std::collections::BTreeMap;
 use parsers::FindingKind;
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::join::FindingRef;
 use crate::kernel_id::KernelId;
 use crate::model::Library;
-use crate::text::{join_words, plural};
+use crate::message::{Message, ToMessage, code, msg};
+use crate::text::plural;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::LibraryKernel,
+    role: Role::Context,
+    name: "Library kernel",
+    description: "Hazards a sanitizer reported inside a library's kernels (cuDNN, cuBLAS, \
+                  PyTorch's own): one note per library, never a root cause of the program.",
+    module: "crates/report/src/rules/library_kernel.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One note per library whose kernels showed hazards.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -62,20 +78,7 @@ fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
         .collect();
     tools.sort_unstable();
     tools.dedup();
-    let mut d = Draft::new(
-        RuleId::LibraryKernel,
-        Level::Note,
-        format!(
-            "{} in {}'s {}, not the program's code",
-            plural(hazards, "hazard", "hazards"),
-            lib.name(),
-            if kernels.len() == 1 {
-                "kernel"
-            } else {
-                "kernels"
-            }
-        ),
-    );
+    let mut d = Draft::new(RuleId::LibraryKernel, Level::Note, Message::new());
     d.key = lib.name().to_string();
     d.confidence = Confidence::High;
     for f in findings.iter().take(2) {
@@ -83,20 +86,11 @@ fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
     }
     d.figures.insert("hazards".into(), json!(hazards));
     d.figures.insert("kernels".into(), json!(kernels.len()));
-    let names: Vec<String> = kernels
+    let names: Vec<&str> = kernels
         .iter()
         .take(3)
-        .map(|k| {
-            let whole = j.model.kernel(k).map_or(k.as_str(), |f| f.name.as_str());
-            format!("`{whole}`")
-        })
+        .map(|k| j.model.kernel(k).map_or(k.as_str(), |f| f.name.as_str()))
         .collect();
-    let more = kernels.len().saturating_sub(names.len());
-    let listed = if more > 0 {
-        format!("{} and {more} more", join_words(&names))
-    } else {
-        join_words(&names)
-    };
     // Hopper kernels that synchronise shared memory through mbarriers and the tensor memory
     // accelerator: racecheck's model of barriers is `__syncthreads()`-like, so it may report
     // their ordered accesses as hazards.
@@ -104,19 +98,66 @@ fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
         let lower = k.to_ascii_lowercase();
         lower.contains("wgmma") || lower.contains("tma") || lower.contains("sm90")
     });
-    d.explanation = format!(
-        "{} reported {}{} in {listed}: {}'s code, which the program runs in its own process (as \
-         its reference or a building block), not code of this repository. The program's own \
-         kernels are judged without them, and they change no verdict.{}",
-        join_words(&tools),
-        plural(hazards, "hazard", "hazards"),
-        if runs > 1 {
-            format!(" over {runs} runs")
+    let seen = Seen {
+        lib,
+        tools: &tools,
+        hazards,
+        runs,
+        names: &names,
+        kernels: kernels.len(),
+        async_sync,
+        pattern: exclusion_pattern(&kernels),
+    };
+    word_library(&mut d, &seen);
+    d
+}
+
+/// What the sanitizers saw in one library's kernels: the note's words come from this.
+struct Seen<'a> {
+    lib: Library,
+    /// The sanitizer tools that reported them (`racecheck`, `initcheck`, `synccheck`).
+    tools: &'a [String],
+    hazards: u64,
+    /// How many sanitizer runs reported them.
+    runs: usize,
+    /// The first few kernels' whole names.
+    names: &'a [&'a str],
+    /// How many kernels in all.
+    kernels: usize,
+    /// Hopper kernels ordered by mbarriers and TMA, which racecheck does not model.
+    async_sync: bool,
+    /// What `--kernel-name-exclude kns=` takes to leave them out ([`exclusion_pattern`]).
+    pattern: String,
+}
+
+/// The note's title, explanation and fix.
+fn word_library(d: &mut Draft, s: &Seen) {
+    let lib = s.lib.name();
+    d.title = msg!(
+        "{} in {}'s {}, not the program's code",
+        plural(s.hazards, "hazard", "hazards"),
+        lib,
+        if s.kernels == 1 { "kernel" } else { "kernels" }
+    );
+    let mut listed = Message::words(s.names.iter().map(|&n| Message::from(code(n))).collect());
+    let more = s.kernels.saturating_sub(s.names.len());
+    if more > 0 {
+        listed.append(msg!(" and {} more", more.to_string()));
+    }
+    d.explanation = msg!(
+        "{} reported {}{} in {}: {}'s code, which the program runs in its own process (as its \
+         reference or a building block), not code of this repository. The program's own kernels \
+         are judged without them, and they change no verdict.{}",
+        Message::words(s.tools.iter().map(|t| t.to_message()).collect()),
+        plural(s.hazards, "hazard", "hazards"),
+        if s.runs > 1 {
+            msg!(" over {} runs", s.runs.to_string())
         } else {
-            String::new()
+            Message::new()
         },
-        lib.name(),
-        if async_sync {
+        listed,
+        lib,
+        if s.async_sync {
             " These are Hopper kernels whose shared memory is ordered by mbarriers and \
              asynchronous (TMA) copies, which racecheck does not model as barriers: hazards it \
              reports there are not evidence of a race."
@@ -124,13 +165,13 @@ fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
             ""
         }
     );
-    let pattern = exclusion_pattern(&kernels);
-    d.fix = format!(
-        "To check only the program's kernels, leave the library's out of the sanitizer run: \
-         `--kernel-name-exclude kns={pattern}` (compute-sanitizer), or the stage's `args:` in \
-         pipeline.yaml; or run the reference outside the sanitized process."
+    d.fix = msg!(
+        "To check only the program's kernels, leave the library's out of the sanitizer run: {} \
+         (compute-sanitizer), or the stage's `args:` in pipeline.yaml; or run the reference \
+         outside the sanitized process.",
+        // A command for the user to run: the option and its pattern, as code.
+        code(["--kernel-name-exclude kns=", &s.pattern].concat())
     );
-    d
 }
 
 /// The substring that names these kernels for `--kernel-name-exclude kns=`: the prefix they

@@ -4,8 +4,23 @@
 use parsers::FindingKind;
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
+use crate::message::{Message, code, msg};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::RegisterSpills,
+    role: Role::Performance,
+    name: "Register spills and local memory",
+    description: "ptxas spill stores/loads or a stack frame, with LDL/STL in the SASS.",
+    module: "crates/report/src/rules/local_memory.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One draft per launched kernel and config with spills or a stack frame used by LDL/STL.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -38,7 +53,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             })
             .map(|(i, _)| i)
             .collect();
-        let mut d = Draft::new(RuleId::RegisterSpills, Level::Warning, "");
+        let mut d = Draft::new(RuleId::RegisterSpills, Level::Warning, Message::new());
         d.config = view.config.clone();
         d.kernel = Some(view.name.to_string());
         // The local array of a fragment-on-local-memory fault is the stack frame: one
@@ -49,18 +64,20 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.location = ctx.kernel_file(config);
         d.key = if spilled { "spills" } else { "local-array" }.to_string();
         d.explains.extend(&warnings);
-        let registers = k
-            .registers
-            .map(|r| format!("{r} registers, "))
-            .unwrap_or_default();
+        let fact = Local {
+            kernel: &view.name,
+            arch: view.arch.as_deref(),
+            registers: k.registers,
+            stores,
+            loads,
+            stack,
+            ldl,
+            stl,
+        };
         d.evidence.push(ctx.source_evidence(
             view.resources_source,
             config,
-            format!(
-                "ptxas for `{}`{}: {registers}{stores} bytes spill stores, {loads} bytes spill loads, {stack} bytes stack frame",
-                view.name,
-                view.arch.as_deref().map(|a| format!(" ({a})")).unwrap_or_default()
-            ),
+            word_ptxas(&fact),
         ));
         if let Some(&i) = warnings.first()
             && let Some(f) = j.findings.get(i)
@@ -71,7 +88,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.evidence.push(ctx.source_evidence(
                 view.sass_source,
                 config,
-                format!("SASS of `{}`: {ldl} LDL, {stl} STL", view.name),
+                msg!(
+                    "SASS of {}: {} LDL, {} STL",
+                    code(view.name.as_str()),
+                    ldl.to_string(),
+                    stl.to_string()
+                ),
             ));
         }
         let signals =
@@ -83,17 +105,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.figures.insert("ldl".into(), json!(ldl));
         d.figures.insert("stl".into(), json!(stl));
         if spilled {
-            d.title = "Register spills to local memory".to_string();
-            d.explanation = format!(
-                "ptxas spilled {stores} bytes of stores and {loads} bytes of loads to local memory \
-                 ({registers}{stack} bytes stack frame){}. Local memory lives in global memory \
-                 behind L1: every spill is a round trip in the inner loop.",
-                if ldl.saturating_add(stl) > 0 {
-                    format!("; the SASS holds {ldl} LDL and {stl} STL")
-                } else {
-                    String::new()
-                }
-            );
             // A register cap the build imposed: the spills are the price of that cap.
             let cap = k.max_registers_override.or_else(|| {
                 config
@@ -107,33 +118,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             });
             if let Some(cap) = cap {
                 d.figures.insert("maxrregcount".into(), json!(cap));
-                d.explanation.push_str(&format!(
-                    " The build caps registers at {cap} per thread (-maxrregcount): the kernel \
-                     needs more, and the rest goes to local memory."
-                ));
-                d.fix = format!(
-                    "Raise or drop the -maxrregcount={cap} cap (or use `__launch_bounds__` to give \
-                     ptxas a budget per kernel), then check the bench: the cap bought occupancy at \
-                     the price of these spills."
-                );
-                out.push(d);
-                continue;
             }
-            d.fix = "Cut live registers: fewer accumulator fragments per warp (smaller BLOCK_M per \
-                     warp or more warps), no dynamically indexed register arrays, and \
-                     `__launch_bounds__(threads, minBlocks)` so ptxas knows the budget it must meet; \
-                     do not raise -maxrregcount past what occupancy allows."
-                .to_string();
+            word_spills(&mut d, &fact, cap);
         } else {
-            d.title = "Thread-local array in local memory".to_string();
-            d.explanation = format!(
-                "No spills, but a {stack}-byte stack frame with {ldl} LDL and {stl} STL in the \
-                 SASS: an array the kernel indexes with a value the compiler cannot resolve at \
-                 compile time lives in local memory, not registers."
-            );
-            d.fix = "Fully unroll the loops that index the array (`#pragma unroll` with constant \
-                     trip counts) so every index is a constant, or move the array to shared memory."
-                .to_string();
             // The compiler's figures say the array is there, not that it costs: a note, until
             // a profile of the kernel measures its warps waiting on local memory (the
             // `slow-kernel` rule's local-memory cause).
@@ -148,20 +135,138 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                         r.lg_throttle || r.access_space == Some(parsers::MemorySpace::Local)
                     })
             });
-            d.explanation.push_str(if profiled && !flagged {
-                " Its profile names no cost of it: no Nsight Compute rule finds its warps \
-                 waiting on local memory."
-            } else if profiled {
-                " Its profile finds warps waiting on local memory: the `slow-kernel` rule weighs \
-                 what that costs."
-            } else {
-                " What it costs is not measured here: a profile of the kernel shows whether its \
-                 warps wait on local memory."
-            });
+            let cost = match (profiled, flagged) {
+                (false, _) => Cost::NotMeasured,
+                (true, false) => Cost::NoneFound,
+                (true, true) => Cost::Waiting,
+            };
+            word_local_array(&mut d, &fact, cost);
         }
         out.push(d);
     }
     out
+}
+
+/// ptxas's and the SASS's figures for a kernel's local memory.
+struct Local<'k> {
+    kernel: &'k str,
+    arch: Option<&'k str>,
+    registers: Option<u32>,
+    /// Spill stores and loads, and the stack frame, in bytes.
+    stores: u64,
+    loads: u64,
+    stack: u64,
+    /// LDL and STL instructions in the SASS.
+    ldl: u64,
+    stl: u64,
+}
+
+/// What a profile says a thread-local array costs.
+enum Cost {
+    /// No profile of the kernel.
+    NotMeasured,
+    /// Profiled, and no ncu rule finds warps waiting on local memory.
+    NoneFound,
+    /// An ncu rule finds warps waiting on local memory.
+    Waiting,
+}
+
+/// "120 registers, " where ptxas gave the count.
+fn word_registers(f: &Local) -> Message {
+    f.registers
+        .map(|r| msg!("{} registers, ", r.to_string()))
+        .unwrap_or_default()
+}
+
+/// The ptxas evidence's summary.
+fn word_ptxas(f: &Local) -> Message {
+    msg!(
+        "ptxas for {}{}: {}{} bytes spill stores, {} bytes spill loads, {} bytes stack frame",
+        code(f.kernel),
+        f.arch.map(|a| msg!(" ({})", a)).unwrap_or_default(),
+        word_registers(f),
+        f.stores.to_string(),
+        f.loads.to_string(),
+        f.stack.to_string()
+    )
+}
+
+/// The title, explanation and fix of spilled registers (`cap`: the build's -maxrregcount).
+fn word_spills(d: &mut Draft, f: &Local, cap: Option<u32>) {
+    d.title = msg!("Register spills to local memory");
+    let sass = if f.ldl.saturating_add(f.stl) > 0 {
+        msg!(
+            "; the SASS holds {} LDL and {} STL",
+            f.ldl.to_string(),
+            f.stl.to_string()
+        )
+    } else {
+        Message::new()
+    };
+    d.explanation = msg!(
+        "ptxas spilled {} bytes of stores and {} bytes of loads to local memory ({}{} bytes stack \
+         frame){}. Local memory lives in global memory behind L1: every spill is a round trip in \
+         the inner loop.",
+        f.stores.to_string(),
+        f.loads.to_string(),
+        word_registers(f),
+        f.stack.to_string(),
+        sass
+    );
+    match cap {
+        Some(cap) => {
+            d.explanation.append(msg!(
+                " The build caps registers at {} per thread (-maxrregcount): the kernel needs \
+                 more, and the rest goes to local memory.",
+                cap.to_string()
+            ));
+            d.fix = msg!(
+                "Raise or drop the -maxrregcount={} cap (or use `__launch_bounds__` to give ptxas \
+                 a budget per kernel), then check the bench: the cap bought occupancy at the price \
+                 of these spills.",
+                cap.to_string()
+            );
+        }
+        None => {
+            d.fix = msg!(
+                "Cut live registers: fewer accumulator fragments per warp (smaller BLOCK_M per \
+                 warp or more warps), no dynamically indexed register arrays, and \
+                 `__launch_bounds__(threads, minBlocks)` so ptxas knows the budget it must meet; \
+                 do not raise -maxrregcount past what occupancy allows."
+            );
+        }
+    }
+}
+
+/// The title, explanation and fix of a thread-local array in local memory.
+fn word_local_array(d: &mut Draft, f: &Local, cost: Cost) {
+    d.title = msg!("Thread-local array in local memory");
+    d.explanation = msg!(
+        "No spills, but a {}-byte stack frame with {} LDL and {} STL in the SASS: an array the \
+         kernel indexes with a value the compiler cannot resolve at compile time lives in local \
+         memory, not registers.",
+        f.stack.to_string(),
+        f.ldl.to_string(),
+        f.stl.to_string()
+    );
+    d.fix = msg!(
+        "Fully unroll the loops that index the array (`#pragma unroll` with constant trip counts) \
+         so every index is a constant, or move the array to shared memory."
+    );
+    d.explanation.append(match cost {
+        Cost::NoneFound => msg!(
+            " Its profile names no cost of it: no Nsight Compute rule finds its warps waiting on \
+             local memory."
+        ),
+        Cost::Waiting => msg!(
+            " Its profile finds warps waiting on local memory: the `slow-kernel` rule weighs what \
+             that costs."
+        ),
+        Cost::NotMeasured => msg!(
+            " What it costs is not measured here: a profile of the kernel shows whether its warps \
+             wait on local memory."
+        ),
+    });
 }
 
 #[cfg(test)]

@@ -2,9 +2,27 @@
 
 use parsers::{Access, FindingKind, MemorySpace};
 
-use super::{Ctx, RuleId, at_location};
+use super::{Ctx, Proposes, Role, Rule, RuleId, at_location};
 use crate::diagnosis::Draft;
+use crate::message::{Message, msg};
 use crate::text::plural;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::MisalignedAccess,
+    role: Role::SitedFault {
+        rank: 5,
+        unplaced: false,
+    },
+    name: "Misaligned access",
+    description: "memcheck's misaligned address for the access size.",
+    module: "crates/report/src/rules/misaligned.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One draft per distinct misaligned-access site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -14,48 +32,68 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if finding.kind != FindingKind::MisalignedAccess || ctx.explained(index) {
             continue;
         }
-        let space = match finding.space {
-            Some(MemorySpace::Shared) => "shared-memory ",
-            Some(MemorySpace::Global) => "global ",
-            Some(MemorySpace::Local) => "local ",
-            _ => "",
+        let fact = Misaligned {
+            space: match finding.space {
+                Some(MemorySpace::Shared) => "shared-memory ",
+                Some(MemorySpace::Global) => "global ",
+                Some(MemorySpace::Local) => "local ",
+                _ => "",
+            },
+            access: match finding.access {
+                Some(Access::Read) => "read",
+                Some(Access::Write) => "write",
+                None => "access",
+            },
+            size: finding.size,
+            count: finding.count,
         };
-        let access = match finding.access {
-            Some(Access::Read) => "read",
-            Some(Access::Write) => "write",
-            None => "access",
-        };
-        let mut d = ctx.site_draft(
-            RuleId::MisalignedAccess,
-            format!("Misaligned {space}{access}"),
-            index,
-            f,
-        );
+        let mut d = ctx.site_draft(RuleId::MisalignedAccess, Message::new(), index, f);
         for (i, g) in ctx.joined.findings.iter().enumerate() {
             if g.source == f.source && g.finding.kind == FindingKind::HostApiError {
                 d.explains.push(i);
             }
         }
-        let size = finding
-            .size
-            .map(|s| format!("{s}-byte "))
-            .unwrap_or_default();
-        let at = at_location(d.location.as_ref());
-        d.explanation = format!(
-            "memcheck caught {} of a {size}{space}{access}{at} whose address is not a multiple \
-             of its size. Vector loads (float4, uint4), ldmatrix and cp.async need their natural \
-             alignment (up to 16 bytes).",
-            plural(finding.count, "record", "records")
-        );
-        d.fix = format!(
-            "Align the buffer and the offsets to the access size: `__align__(16)` on shared \
-             arrays, row strides and tile offsets in multiples of {} bytes, or narrower accesses \
-             where alignment cannot be guaranteed.",
-            finding.size.unwrap_or(16)
-        );
+        word_misaligned(&mut d, &fact);
         out.push(d);
     }
     out
+}
+
+/// What memcheck saw of one misaligned access: its space ("global ", with its space, or
+/// nothing), its kind ("read", "write", "access"), its size in bytes and its records.
+struct Misaligned {
+    space: &'static str,
+    access: &'static str,
+    size: Option<u32>,
+    count: u64,
+}
+
+/// The words of a misaligned access: title, explanation and fix.
+fn word_misaligned(d: &mut Draft, fact: &Misaligned) {
+    let Misaligned {
+        space,
+        access,
+        size,
+        count,
+    } = *fact;
+    d.title = msg!("Misaligned {}{}", space, access);
+    let size_words = size.map(|s| msg!("{}-byte ", s.to_string())).unwrap_or_default();
+    d.explanation = msg!(
+        "memcheck caught {} of a {}{}{}{} whose address is not a multiple of its size. Vector \
+         loads (float4, uint4), ldmatrix and cp.async need their natural alignment (up to 16 \
+         bytes).",
+        plural(count, "record", "records"),
+        size_words,
+        space,
+        access,
+        at_location(d.location.as_ref())
+    );
+    d.fix = msg!(
+        "Align the buffer and the offsets to the access size: `__align__(16)` on shared \
+         arrays, row strides and tile offsets in multiples of {} bytes, or narrower accesses \
+         where alignment cannot be guaranteed.",
+        size.unwrap_or(16).to_string()
+    );
 }
 
 #[cfg(test)]
@@ -83,7 +121,7 @@ mod tests {
         assert_eq!(d.title, "Misaligned global read");
         assert_eq!(d.kernel.as_deref(), Some("misaligned_global"));
         assert_eq!(place(&d).as_deref(), Some("misaligned.cu:9"));
-        assert!(d.fix.contains("multiples of 4 bytes"), "{}", d.fix);
+        assert!(d.fix.markdown().contains("multiples of 4 bytes"), "{:?}", d.fix);
     }
 
     /// memcheck on `oob.cu` (`compute-sanitizer/memcheck_oob_write.log`): a write past the end

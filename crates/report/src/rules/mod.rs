@@ -10,34 +10,13 @@ use serde_json::json;
 use crate::diagnosis::{Confidence, Draft, EvidenceItem, Figure, Helper, Level, SourceLocation};
 use crate::join::{FindingRef, Joined, ResultRef};
 use crate::kernel_id::KernelId;
-use crate::text::{md_code, md_text, relative_path, scrub};
+use crate::message::{Message, code, figure, msg, quote};
+use crate::text::{relative_path, scrub};
 
-mod barrier;
-mod bottleneck;
-mod catch_all;
-mod check_failed;
-mod compile_error;
-mod debug_build;
-mod host_api;
-mod launch_failure;
-mod launch_rejected;
-mod library_kernel;
-mod local_memory;
-mod misaligned;
-mod occupancy;
-mod out_of_bounds;
 mod profile;
-mod repeated_launch;
-mod shared_race;
-mod slow_kernel;
-pub(crate) mod slower_than_baseline;
-mod tensor_cores;
 mod tensor_path;
 #[cfg(test)]
 mod testing;
-mod uninitialized;
-mod wmma_local;
-mod wrong_output;
 
 pub use crate::rule_id::RuleId;
 
@@ -45,7 +24,7 @@ impl RuleId {
     /// The rule's row in [`RULES`].
     pub fn rule(self) -> &'static Rule {
         // The table lists every id once, in declaration order (a unit test checks it).
-        &RULES[self as usize]
+        RULES[self as usize]
     }
 
     /// What the rule's drafts are, for the fold.
@@ -122,359 +101,21 @@ pub enum Proposes {
     Race,
 }
 
-/// Every rule, in the order they run and rank, one row per [`RuleId`] in its order. Later rules
-/// may ask which findings earlier ones explain ([`Ctx::explained`]), so a finding that a richer
-/// rule took is not drafted twice; `drafting` runs them. `perf-regression` and
-/// `perf-improvement` run in `diff::diff()`, where two runs are compared.
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: RuleId::CompileError,
-        role: Role::SitedFault {
-            rank: 0,
-            unplaced: false,
-        },
-        name: "Compile error",
-        description: "nvcc or ptxas refused the kernel; the error's file:line is the place to look.",
-        module: "crates/report/src/rules/compile_error.rs",
-        run: Some(compile_error::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::WmmaLocalMemory,
-        role: Role::SitedFault {
-            rank: 2,
-            unplaced: false,
-        },
-        name: "Tensor-core fragment on local memory",
-        description: "The compiler's 'cannot perform wmma load or store on local memory' warning, \
-                      corroborated by memcheck's trap (sm_90) or invalid `__local__` access (sm_89) \
-                      and BPT.TRAP or LDL/STL in the kernel's SASS.",
-        module: "crates/report/src/rules/wmma_local.rs",
-        run: Some(wmma_local::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::SharedMemoryRace,
-        role: Role::SitedFault {
-            rank: 3,
-            unplaced: false,
-        },
-        name: "Shared-memory race",
-        description: "racecheck's write and read sites: a barrier is missing between them.",
-        module: "crates/report/src/rules/shared_race.rs",
-        run: Some(shared_race::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Race,
-    },
-    Rule {
-        id: RuleId::OutOfBounds,
-        role: Role::SitedFault {
-            rank: 4,
-            unplaced: false,
-        },
-        name: "Out-of-bounds access",
-        description: "memcheck's invalid global/shared/local access; a few bytes past the end of an \
-                      allocation points at an off-by-one or a missing tail guard.",
-        module: "crates/report/src/rules/out_of_bounds.rs",
-        run: Some(out_of_bounds::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Tail,
-    },
-    Rule {
-        id: RuleId::UninitializedRead,
-        role: Role::SitedFault {
-            rank: 7,
-            unplaced: false,
-        },
-        name: "Uninitialised read",
-        description: "initcheck's read of global memory nothing wrote.",
-        module: "crates/report/src/rules/uninitialized.rs",
-        run: Some(uninitialized::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::DivergentBarrier,
-        role: Role::SitedFault {
-            rank: 6,
-            unplaced: false,
-        },
-        name: "Divergent barrier",
-        description: "synccheck's barrier reached by only part of a block or warp.",
-        module: "crates/report/src/rules/barrier.rs",
-        run: Some(barrier::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::MisalignedAccess,
-        role: Role::SitedFault {
-            rank: 5,
-            unplaced: false,
-        },
-        name: "Misaligned access",
-        description: "memcheck's misaligned address for the access size.",
-        module: "crates/report/src/rules/misaligned.rs",
-        run: Some(misaligned::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::LaunchRejected,
-        role: Role::SitedFault {
-            rank: 1,
-            unplaced: true,
-        },
-        name: "Launch rejected",
-        description: "A launch the runtime refused before the kernel ran (invalid argument, \
-                      invalid configuration, too many resources) with no device-side record of \
-                      it: one root cause for every stage that failed on it, with the limits the \
-                      build's numbers make likely.",
-        module: "crates/report/src/rules/launch_rejected.rs",
-        run: Some(launch_rejected::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::RepeatedLaunchFailure,
-        role: Role::Symptom { rank: 1 },
-        name: "Failure after repeated launches",
-        description: "stress: the first failing launch is after the first (error, output mismatch \
-                      or corrupted canary), told apart from a fault on the first launch.",
-        module: "crates/report/src/rules/repeated_launch.rs",
-        run: Some(repeated_launch::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::WrongOutput,
-        role: Role::Symptom { rank: 2 },
-        name: "Wrong or NaN output",
-        description: "check: NaN, unwritten or wrong elements against the CPU reference, with the \
-                      pattern of failing shapes (masked rows, tail tiles).",
-        module: "crates/report/src/rules/wrong_output.rs",
-        run: Some(wrong_output::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::LaunchFailure,
-        role: Role::Symptom { rank: 0 },
-        name: "Launch failure",
-        description: "The harness could not launch the kernel or a launch returned an error that \
-                      no other diagnosis explains.",
-        module: "crates/report/src/rules/launch_failure.rs",
-        run: Some(launch_failure::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::RegisterSpills,
-        role: Role::Performance,
-        name: "Register spills and local memory",
-        description: "ptxas spill stores/loads or a stack frame, with LDL/STL in the SASS.",
-        module: "crates/report/src/rules/local_memory.rs",
-        run: Some(local_memory::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::OccupancyLimit,
-        role: Role::Performance,
-        name: "Occupancy limited by registers or shared memory",
-        description: "Blocks per SM computed from ptxas's registers and shared memory against the \
-                      arch's limits (sm_90: 65536 registers, 228 KiB shared memory per SM).",
-        module: "crates/report/src/rules/occupancy.rs",
-        run: Some(occupancy::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::TensorCoresIdle,
-        role: Role::Performance,
-        name: "Tensor cores idle",
-        description: "No HMMA/HGMMA in a kernel that is meant to use them (another config of it \
-                      does, or it loads fragments with ldmatrix), or ncu's tensor pipe near 0.",
-        module: "crates/report/src/rules/tensor_cores.rs",
-        run: Some(tensor_cores::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::SlowKernel,
-        role: Role::Performance,
-        name: "Slow kernel",
-        description: "Nsight Compute's rules that name a cause (bank conflicts, uncoalesced \
-                      access, too few blocks, low theoretical occupancy) with an estimated \
-                      speedup over the whole kernel of 20% or more, at the source line that \
-                      holds the cost (its source page), weighed by the kernel's share of the \
-                      profiled GPU time; under 10% of the program, or a launch under 50 µs, is \
-                      a note.",
-        module: "crates/report/src/rules/slow_kernel.rs",
-        run: Some(slow_kernel::run),
-        absorbs: Some((RuleId::OccupancyLimit, slow_kernel::absorb_occupancy_limit)),
-        slows: true,
-        accounts_for_time: true,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::Bottleneck,
-        role: Role::Performance,
-        name: "Bottleneck below the limit",
-        description: "A profiled kernel that no Nsight Compute rule explains, measured against \
-                      its limit: under half the FP32 peak of the GPU the run recorded (its FMAs \
-                      from the source page's instruction mix over its duration), or, with no \
-                      floating-point work, under half the DRAM bandwidth, or under 80% of it \
-                      with most of its warps' stall samples away from its global accesses. The \
-                      stall samples by reason and the Speed Of Light name the unit that holds \
-                      it back (L1 traffic with no reuse, shared-memory loads, barriers, the \
-                      math pipe, instruction issue, bytes in flight) and the fix.",
-        module: "crates/report/src/rules/bottleneck.rs",
-        run: Some(bottleneck::run),
-        absorbs: None,
-        slows: true,
-        accounts_for_time: true,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::SlowerThanBaseline,
-        role: Role::Performance,
-        name: "Slower than its baseline",
-        description: "A program's own benchmark slower than its baseline's benchmark of the same \
-                      name beyond both sides' spread, where no kernel cause of its config tells \
-                      the ratio: the verdict is Slow, with or without a profile stage.",
-        module: "crates/report/src/rules/slower_than_baseline.rs",
-        run: Some(slower_than_baseline::run),
-        absorbs: None,
-        slows: true,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::CheckFailed,
-        role: Role::FailingTest,
-        name: "Failed program check",
-        description: "A user's program reported a check as failed (exhibit.results/1 \
-                      `passed: false`), a test framework a failing test (JUnit XML: pytest, \
-                      GoogleTest, Catch2, ctest), or a Google Benchmark benchmark stopped with an \
-                      error: the test is named with its message and, for a test, its line.",
-        module: "crates/report/src/rules/check_failed.rs",
-        run: Some(check_failed::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::HostApiError,
-        role: Role::Symptom { rank: 4 },
-        name: "CUDA API error",
-        description: "memcheck's failed CUDA calls by class: a device memory allocation that \
-                      failed, and the sticky errors every call returns after a kernel fault.",
-        module: "crates/report/src/rules/host_api.rs",
-        run: Some(host_api::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::DebugBuild,
-        role: Role::Context,
-        name: "Debug build",
-        description: "A config built with -G (device debug): one note that its registers, stack \
-                      frames and local memory are the debug build's; the compiler's -G warnings \
-                      are its evidence, and stack frames and local memory are no findings there.",
-        module: "crates/report/src/rules/debug_build.rs",
-        run: Some(debug_build::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::LibraryKernel,
-        role: Role::Context,
-        name: "Library kernel",
-        description: "Hazards a sanitizer reported inside a library's kernels (cuDNN, cuBLAS, \
-                      PyTorch's own): one note per library, never a root cause of the program.",
-        module: "crates/report/src/rules/library_kernel.rs",
-        run: Some(library_kernel::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::SanitizerError,
-        role: Role::CatchAll,
-        name: "Unexplained tool error",
-        description: "Any error or warning a tool reported that no rule above explains: never \
-                      dropped silently.",
-        module: "crates/report/src/rules/catch_all.rs",
-        run: Some(catch_all::run),
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::PerfRegression,
-        role: Role::Comparison,
-        name: "Performance regression",
-        description: "A kernel's p50 slower than the other run's by more than both runs' \
-                      measured noise.",
-        module: "crates/report/src/diff/perf.rs",
-        run: None,
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-    Rule {
-        id: RuleId::PerfImprovement,
-        role: Role::Comparison,
-        name: "Performance improvement",
-        description: "A kernel's p50 faster than the other run's by more than both runs' \
-                      measured noise.",
-        module: "crates/report/src/diff/perf.rs",
-        run: None,
-        absorbs: None,
-        slows: false,
-        accounts_for_time: false,
-        proposes: Proposes::Hypothesis,
-    },
-];
+/// Declares every rule's module and lists their rows, in the order of their ids.
+macro_rules! registry {
+    ($($module:ident,)*) => {
+        $(pub(crate) mod $module;)*
+
+        /// Every rule, in the order they run and rank: each module's `RULE`, one per [`RuleId`]
+        /// in its order. Later rules may ask which findings earlier ones explain
+        /// ([`Ctx::explained`]), so a finding that a richer rule took is not drafted twice;
+        /// `drafting` runs them. `perf-regression` and `perf-improvement` run in `diff::diff()`,
+        /// where two runs are compared.
+        pub const RULES: &[&Rule] = &[$(&$module::RULE,)*];
+    };
+}
+
+crate::rule_id::with_rule_modules!(registry);
 
 impl Rule {
     /// The rule's drafts over the joined evidence (none for a rule of two runs).
@@ -576,7 +217,7 @@ impl Ctx<'_, '_> {
     pub fn site_draft(
         &self,
         rule: RuleId,
-        title: impl Into<String>,
+        title: impl Into<Message>,
         index: usize,
         f: &FindingRef,
     ) -> Draft {
@@ -608,11 +249,11 @@ impl Ctx<'_, '_> {
                 };
                 let function = r.function.as_deref().unwrap_or("");
                 let label = match function.split_whitespace().next() {
-                    Some("Write") => "the other side of the hazard: a write".to_string(),
-                    Some("Read") => "the other side of the hazard: a read".to_string(),
-                    _ if function.is_empty() => "a related site the tool named".to_string(),
+                    Some("Write") => msg!("the other side of the hazard: a write"),
+                    Some("Read") => msg!("the other side of the hazard: a read"),
+                    _ if function.is_empty() => msg!("a related site the tool named"),
                     // The related site's function: a tool string the join does not index.
-                    _ => format!("a related site, in {}", md_code(&KernelId::of(function))),
+                    _ => msg!("a related site, in {}", code(KernelId::of(function))),
                 };
                 Some(crate::diagnosis::Span::secondary(location, label))
             })
@@ -634,21 +275,21 @@ impl Ctx<'_, '_> {
     pub fn finding_evidence(&self, f: &FindingRef) -> EvidenceItem {
         let source = self.joined.source(f.source);
         let finding = f.finding;
-        let mut summary = format!(
+        let mut summary = msg!(
             "{} × {}",
-            finding.count,
-            md_text(&scrub(&finding.message, &self.joined.repo_files))
+            figure(finding.count.to_string()),
+            quote(scrub(&finding.message, &self.joined.repo_files))
         );
         let (kernel, helpers) = self.kernel_site(f);
-        if let Some(kernel) = &kernel {
-            summary.push_str(&format!(" in {}", md_code(kernel)));
+        if let Some(kernel) = kernel {
+            summary.append(msg!(" in {}", code(kernel)));
         }
-        for h in &helpers {
-            summary.push_str(&format!(" (inlined helper {})", md_code(&h.name)));
+        for h in helpers {
+            summary.append(msg!(" (inlined helper {})", code(h.name)));
         }
-        summary.push_str(&at_location(self.finding_location(finding).as_ref()));
+        summary.append(at_location(self.finding_location(finding).as_ref()));
         if let Some(test) = self.test_of(f.source) {
-            summary.push_str(&format!(", in test {}", md_code(test)));
+            summary.append(msg!(", in test {}", code(test)));
         }
         EvidenceItem {
             stage: source.map(|s| s.stage_name()).unwrap_or_default(),
@@ -768,13 +409,13 @@ impl Ctx<'_, '_> {
     }
 
     /// An evidence item about a harness result, quoting no raw lines (the JSON is the record).
-    pub fn result_evidence(&self, r: &ResultRef, summary: String) -> EvidenceItem {
+    pub fn result_evidence(&self, r: &ResultRef, summary: impl Into<Message>) -> EvidenceItem {
         let source = self.joined.source(r.source);
         EvidenceItem {
             stage: source.map(|s| s.stage_name()).unwrap_or_default(),
             config: r.config.clone(),
             log: source.map(|s| s.path.to_string()).unwrap_or_default(),
-            summary,
+            summary: summary.into(),
             excerpt: Vec::new(),
         }
     }
@@ -784,20 +425,24 @@ impl Ctx<'_, '_> {
         &self,
         source: Option<usize>,
         config: Option<&str>,
-        summary: String,
+        summary: impl Into<Message>,
     ) -> EvidenceItem {
         let source = source.and_then(|i| self.joined.source(i));
         EvidenceItem {
             stage: source.map(|s| s.stage_name()).unwrap_or_default(),
             config: config.map(str::to_string),
             log: source.map(|s| s.path.to_string()).unwrap_or_default(),
-            summary,
+            summary: summary.into(),
             excerpt: Vec::new(),
         }
     }
 
     /// An evidence item with a summary only, for the first metrics log (ncu) of this config.
-    pub fn metric_evidence(&self, config: Option<&str>, summary: String) -> EvidenceItem {
+    pub fn metric_evidence(
+        &self,
+        config: Option<&str>,
+        summary: impl Into<Message>,
+    ) -> EvidenceItem {
         let source = self
             .joined
             .metrics
@@ -1100,11 +745,10 @@ pub fn parse_shape(text: &str) -> Option<parsers::harness::Shape> {
     Some(shape)
 }
 
-/// " at file:line" for a draft's location (escaped for the Markdown its text is), or nothing
-/// when it has none.
-pub fn at_location(location: Option<&SourceLocation>) -> String {
+/// " at file:line" for a draft's location, or nothing when it has none.
+pub fn at_location(location: Option<&SourceLocation>) -> Message {
     location
-        .map(|l| format!(" at {}", md_text(&l.to_string())))
+        .map(|l| msg!(" at {}", quote(l.to_string())))
         .unwrap_or_default()
 }
 
@@ -1112,7 +756,7 @@ pub fn at_location(location: Option<&SourceLocation>) -> String {
 /// see the defect that `caught_by` did. With wgmma or TMA in the config's SASS, says why they can
 /// be blind: both move shared-memory data through the asynchronous proxy, which no sanitizer
 /// follows.
-pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Option<String> {
+pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Option<Message> {
     use crate::join::{Source, kind_name};
     let j = ctx.joined;
     let logs: Vec<_> = j
@@ -1144,10 +788,11 @@ pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Opt
     } else {
         "they were"
     };
-    let mut said = format!(
-        "{} ran on this config and reported no error: {were} blind to this defect, which \
-         {caught_by} caught.",
-        crate::text::join_words(&names)
+    let mut said = msg!(
+        "{} ran on this config and reported no error: {} blind to this defect, which {} caught.",
+        crate::text::join_words(&names),
+        were,
+        caught_by
     );
     let sass: Vec<_> = j
         .kernels
@@ -1158,18 +803,21 @@ pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Opt
     let hgmma: u64 = sass.iter().map(|s| s.hgmma).sum();
     let tma: u64 = sass.iter().map(|s| s.tma).sum();
     if hgmma > 0 && tma > 0 {
-        said.push_str(&format!(
-            " Its SASS has {hgmma} HGMMA (wgmma) and {tma} TMA copies (UTMALDG): TMA writes shared \
+        said.append(msg!(
+            " Its SASS has {} HGMMA (wgmma) and {} TMA copies (UTMALDG): TMA writes shared \
              memory and wgmma reads it through the asynchronous proxy, which no sanitizer \
              follows, so a wrong tensor map or descriptor (box, stride, swizzle), a missing \
-             mbarrier wait or a missing wgmma.wait_group shows only in the results."
+             mbarrier wait or a missing wgmma.wait_group shows only in the results.",
+            figure(hgmma.to_string()),
+            figure(tma.to_string())
         ));
     } else if hgmma > 0 {
-        said.push_str(&format!(
-            " Its SASS has {hgmma} HGMMA (wgmma): wgmma reads its shared-memory operands through \
+        said.append(msg!(
+            " Its SASS has {} HGMMA (wgmma): wgmma reads its shared-memory operands through \
              descriptors and the asynchronous proxy, which no sanitizer follows, so a wrong \
              descriptor (start, stride, swizzle, transpose) or a missing wgmma.wait_group or \
-             fence.proxy.async shows only in the results."
+             fence.proxy.async shows only in the results.",
+            figure(hgmma.to_string())
         ));
     }
     Some(said)

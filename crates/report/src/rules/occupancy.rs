@@ -5,12 +5,28 @@
 
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Figure, Level};
 use crate::hypothesis::{ExperimentKind, Hypothesis};
-use crate::occupancy::Limiter;
-use crate::resources::resources_of;
+use crate::message::{Message, code, msg};
+use crate::occupancy::{Limiter, Occupancy};
+use crate::resources::{KernelResources, resources_of};
 use crate::text::{bytes, fixed};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::OccupancyLimit,
+    role: Role::Performance,
+    name: "Occupancy limited by registers or shared memory",
+    description: "Blocks per SM computed from ptxas's registers and shared memory against the \
+                  arch's limits (sm_90: 65536 registers, 228 KiB shared memory per SM).",
+    module: "crates/report/src/rules/occupancy.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One draft per launched kernel whose occupancy is set by registers or shared memory, merged
 /// across configs with the same limiter.
@@ -38,7 +54,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         } else {
             Level::Note
         };
-        let mut d = Draft::new(RuleId::OccupancyLimit, level, "");
+        let mut d = Draft::new(RuleId::OccupancyLimit, level, Message::new());
         d.config = view.config.clone();
         d.kernel = Some(view.name.to_string());
         d.arch = view.arch.clone();
@@ -49,40 +65,35 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         } else {
             Confidence::Medium
         };
-        let shared_text = match res.dynamic_shared_bytes {
-            Some(_) => format!("{} shared memory", bytes(shared)),
-            None => format!("{} static shared memory (dynamic unknown)", bytes(shared)),
+        let arch = view.arch.as_deref();
+        let fact = Limit {
+            kernel: &view.name,
+            arch,
+            occ: &occ,
+            res: &res,
+            registers,
+            threads,
+            shared,
         };
-        let figures = format!(
-            "{registers} registers x {threads} threads{}, {shared_text} per block",
-            res.threads_from
-                .map(|s| format!(" (threads from {s})"))
-                .unwrap_or_default()
-        );
         d.evidence.push(ctx.source_evidence(
             view.resources_source,
             config,
-            format!(
-                "`{}` {}: {figures} -> {} blocks/SM (registers {}, shared memory {}, threads {}), {}% occupancy",
-                view.name,
-                view.arch.as_deref().unwrap_or(""),
-                occ.blocks_per_sm,
-                occ.by_registers,
-                occ.by_shared,
-                occ.by_threads,
-                fixed(occ.fraction * 100.0, 1)
-            ),
+            word_evidence(&fact),
         ));
         if let Some(n) = crate::resources::ncu_summary(j, config, &view.name) {
             let mut said = Vec::new();
             if let Some(t) = n.theoretical_occupancy_pct {
-                said.push(format!("theoretical occupancy {}%", fixed(t, 1)));
+                said.push(msg!("theoretical occupancy {}%", fixed(t, 1)));
             }
             if let Some(a) = n.achieved_occupancy_pct {
-                said.push(format!("achieved {}%", fixed(a, 1)));
+                said.push(msg!("achieved {}%", fixed(a, 1)));
             }
             if let (Some(r), Some(s)) = (n.block_limit_registers, n.block_limit_shared) {
-                said.push(format!("block limits: registers {r}, shared memory {s}"));
+                said.push(msg!(
+                    "block limits: registers {}, shared memory {}",
+                    r.to_string(),
+                    s.to_string()
+                ));
                 // Nsight Compute computed the same limits: the figures are confirmed.
                 if r == occ.by_registers && s == occ.by_shared {
                     d.confidence = Confidence::High;
@@ -90,7 +101,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             }
             if !said.is_empty() {
                 d.evidence
-                    .push(ctx.metric_evidence(config, format!("ncu: {}", said.join(", "))));
+                    .push(ctx.metric_evidence(config, msg!("ncu: {}", Message::join(said, ", "))));
             }
         }
         d.figures
@@ -116,71 +127,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             )),
             _ => Some(Hypothesis::new(ExperimentKind::Tile, None)),
         };
-        let caveat = res
-            .occupancy_caveat
-            .as_ref()
-            .map(|c| format!(" Caveat: {c}."))
-            .unwrap_or_default();
-        let arch = view.arch.as_deref().unwrap_or("this arch");
         if occ.blocks_per_sm == 0 {
-            d.title = format!("Block does not fit on an SM ({})", occ.limiter.as_str());
-            d.explanation = format!(
-                "{figures} exceeds what one {arch} SM can hold, so the launch fails with \"too many \
-                 resources requested\".{caveat}"
-            );
-            d.fix = match occ.limiter {
-                Limiter::Registers => {
-                    "Lower registers per thread or threads per block.".to_string()
-                }
-                _ => "Lower the shared memory per block (fewer pipeline stages or smaller tiles)."
-                    .to_string(),
-            };
+            word_no_fit(&mut d, &fact);
         } else {
-            d.title = format!("Occupancy limited by {}", occ.limiter.as_str());
-            let binds = if occ.by_registers == occ.by_shared {
-                "the register file and shared memory bind together".to_string()
-            } else {
-                format!("{} binds first", occ.limiter.phrase())
-            };
-            d.explanation = format!(
-                "With {figures}, {} of `{}` fit on an {arch} SM ({} of {} warps); {binds} \
-                 (registers allow {} blocks, shared memory {}, threads {}).{caveat}",
-                crate::text::plural(u64::from(occ.blocks_per_sm), "block", "blocks"),
-                view.name,
-                occ.warps_per_sm,
-                ctx_max_warps(arch),
-                occ.by_registers,
-                occ.by_shared,
-                occ.by_threads
-            );
-            d.fix = match (occ.registers_for_next_block, occ.shared_for_next_block) {
-                (Some(r), Some(s)) => format!(
-                    "If latency hiding is short: registers and shared memory both stop at {}, \
-                     so one more block needs both lowered: at most {r} registers per \
-                     thread (from {registers}; `__launch_bounds__({threads}, {})`) and {} of \
-                     shared memory per block (from {}). Check with the bench stage whether it \
-                     pays: fewer registers can mean spills.",
-                    crate::text::plural(u64::from(occ.blocks_per_sm), "block", "blocks"),
-                    occ.blocks_per_sm + 1,
-                    bytes(s),
-                    bytes(shared)
-                ),
-                (Some(r), None) => format!(
-                    "If latency hiding is short: at {r} registers per thread (from {registers}; \
-                     `__launch_bounds__({threads}, {})`) one more block fits. Check with the bench \
-                     stage whether it pays: fewer registers can mean spills.",
-                    occ.blocks_per_sm + 1
-                ),
-                (None, Some(s)) => format!(
-                    "If latency hiding is short: at {} of shared memory per block (from {}) one \
-                     more block fits (fewer pipeline stages or a smaller tile). Check with the bench stage.",
-                    bytes(s),
-                    bytes(shared)
-                ),
-                (None, None) => {
-                    "No smaller register or shared-memory budget fits another block.".to_string()
-                }
-            };
+            word_limited(&mut d, &fact);
         }
         out.push(d);
     }
@@ -191,6 +141,140 @@ fn ctx_max_warps(arch: &str) -> u32 {
     crate::occupancy::limits(arch)
         .map(|l| l.max_warps_per_sm())
         .unwrap_or(64)
+}
+
+/// A kernel's occupancy limit and the figures behind it: what the wording functions word.
+struct Limit<'k> {
+    kernel: &'k str,
+    arch: Option<&'k str>,
+    occ: &'k Occupancy,
+    res: &'k KernelResources,
+    /// Registers per thread, threads per block and shared memory per block (bytes).
+    registers: u32,
+    threads: u32,
+    shared: u64,
+}
+
+/// "128 registers x 256 threads, 48 KiB shared memory per block".
+fn word_figures(f: &Limit) -> Message {
+    let shared = match f.res.dynamic_shared_bytes {
+        Some(_) => msg!("{} shared memory", bytes(f.shared)),
+        None => msg!("{} static shared memory (dynamic unknown)", bytes(f.shared)),
+    };
+    msg!(
+        "{} registers x {} threads{}, {} per block",
+        f.registers.to_string(),
+        f.threads.to_string(),
+        f.res
+            .threads_from
+            .map(|s| msg!(" (threads from {})", s))
+            .unwrap_or_default(),
+        shared
+    )
+}
+
+/// ptxas's evidence's summary: the figures and the blocks each allows.
+fn word_evidence(f: &Limit) -> Message {
+    let occ = f.occ;
+    msg!(
+        "{} {}: {} -> {} blocks/SM (registers {}, shared memory {}, threads {}), {}% occupancy",
+        code(f.kernel),
+        f.arch.unwrap_or(""),
+        word_figures(f),
+        occ.blocks_per_sm.to_string(),
+        occ.by_registers.to_string(),
+        occ.by_shared.to_string(),
+        occ.by_threads.to_string(),
+        fixed(occ.fraction * 100.0, 1)
+    )
+}
+
+/// " Caveat: dynamic shared memory unknown ...", or nothing.
+fn word_caveat(f: &Limit) -> Message {
+    f.res
+        .occupancy_caveat
+        .as_ref()
+        .map(|c| msg!(" Caveat: {}.", c))
+        .unwrap_or_default()
+}
+
+/// The title, explanation and fix of a block that cannot be resident at all.
+fn word_no_fit(d: &mut Draft, f: &Limit) {
+    d.title = msg!("Block does not fit on an SM ({})", f.occ.limiter.as_str());
+    d.explanation = msg!(
+        "{} exceeds what one {} SM can hold, so the launch fails with \"too many resources \
+         requested\".{}",
+        word_figures(f),
+        f.arch.unwrap_or("this arch"),
+        word_caveat(f)
+    );
+    d.fix = match f.occ.limiter {
+        Limiter::Registers => msg!("Lower registers per thread or threads per block."),
+        _ => msg!("Lower the shared memory per block (fewer pipeline stages or smaller tiles)."),
+    };
+}
+
+/// The title, explanation and fix of occupancy limited by registers or shared memory.
+fn word_limited(d: &mut Draft, f: &Limit) {
+    let occ = f.occ;
+    let arch = f.arch.unwrap_or("this arch");
+    let blocks = crate::text::plural(u64::from(occ.blocks_per_sm), "block", "blocks");
+    d.title = msg!("Occupancy limited by {}", occ.limiter.as_str());
+    let binds = if occ.by_registers == occ.by_shared {
+        msg!("the register file and shared memory bind together")
+    } else {
+        msg!("{} binds first", occ.limiter.phrase())
+    };
+    d.explanation = msg!(
+        "With {}, {} of {} fit on an {} SM ({} of {} warps); {} (registers allow {} blocks, \
+         shared memory {}, threads {}).{}",
+        word_figures(f),
+        blocks.as_str(),
+        code(f.kernel),
+        arch,
+        occ.warps_per_sm.to_string(),
+        ctx_max_warps(arch).to_string(),
+        binds,
+        occ.by_registers.to_string(),
+        occ.by_shared.to_string(),
+        occ.by_threads.to_string(),
+        word_caveat(f)
+    );
+    let next = (occ.blocks_per_sm + 1).to_string();
+    let launch_bounds = code(format!("__launch_bounds__({}, {next})", f.threads));
+    let budget = match (occ.registers_for_next_block, occ.shared_for_next_block) {
+        (Some(r), Some(s)) => msg!(
+            "registers and shared memory both stop at {}, so one more block needs both \
+             lowered: at most {} registers per thread (from {}; {}) and {} of shared memory per \
+             block (from {}). Check with the bench stage whether it pays: fewer registers can \
+             mean spills.",
+            blocks.as_str(),
+            r.to_string(),
+            f.registers.to_string(),
+            launch_bounds,
+            bytes(s),
+            bytes(f.shared)
+        ),
+        (Some(r), None) => msg!(
+            "at {} registers per thread (from {}; {}) one more block fits. Check with the \
+             bench stage whether it pays: fewer registers can mean spills.",
+            r.to_string(),
+            f.registers.to_string(),
+            launch_bounds
+        ),
+        (None, Some(s)) => msg!(
+            "at {} of shared memory per block (from {}) one more block fits (fewer pipeline \
+             stages or a smaller tile). Check with the bench stage.",
+            bytes(s),
+            bytes(f.shared)
+        ),
+        (None, None) => {
+            d.fix = msg!("No smaller register or shared-memory budget fits another block.");
+            return;
+        }
+    };
+    d.fix = msg!("If latency hiding is short: {}", &budget);
+    d.next_block = Some(budget);
 }
 
 #[cfg(test)]

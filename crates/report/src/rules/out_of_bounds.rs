@@ -8,10 +8,29 @@ mod spread;
 use parsers::{Access, FindingKind, MemorySpace};
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
-use crate::text::{bytes, md_code, md_text};
+use crate::message::{Message, code, msg, quote};
+use crate::text::bytes;
 use past_end::{Layout, past_end};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::OutOfBounds,
+    role: Role::SitedFault {
+        rank: 4,
+        unplaced: false,
+    },
+    name: "Out-of-bounds access",
+    description: "memcheck's invalid global/shared/local access; a few bytes past the end of an \
+                  allocation points at an off-by-one or a missing tail guard.",
+    module: "crates/report/src/rules/out_of_bounds.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Tail,
+};
 
 /// One draft per distinct invalid-access site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -35,11 +54,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             None => "access",
         };
         let size = finding.size.map(u64::from);
-        let mut d = Draft::new(
-            RuleId::OutOfBounds,
-            Level::Error,
-            format!("Out-of-bounds {space_word} {access_word}"),
-        );
+        let mut d = Draft::new(RuleId::OutOfBounds, Level::Error, Message::new());
         d.config = f.config.clone();
         (d.kernel, d.helpers) = ctx.kernel_site(f);
         d.location = ctx.place(f);
@@ -69,7 +84,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         });
         let at = super::at_location(d.location.as_ref());
         let records = crate::text::plural(finding.count, "record", "records");
-        let size_text = size.map(|s| format!(" of {s} bytes")).unwrap_or_default();
+        let size_text = size
+            .map(|s| msg!(" of {} bytes", s.to_string()))
+            .unwrap_or_default();
 
         // Gigabytes away from the nearest allocation is no index a step too far: the pointer
         // itself is wrong (null plus an offset, an uninitialised or stale pointer).
@@ -90,10 +107,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         });
         let of_array = array
             .as_deref()
-            .map(|a| format!(" {}", md_code(a)))
+            .map(|a| msg!(" {}", code(a)))
             .unwrap_or_default();
         let the_line = line
-            .map(|l| format!(" The line: {}.", md_code(l)))
+            .map(|l| msg!(" The line: {}.", code(l)))
             .unwrap_or_default();
         let w = Words {
             space_word,
@@ -107,6 +124,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             builtin,
             size,
         };
+        d.title = w.title();
         match (after, before, alloc) {
             (_, Some(n), Some(m)) if let Some(element) = wrapped => {
                 signals += 2;
@@ -152,13 +170,20 @@ struct Words {
     space_word: &'static str,
     access_word: &'static str,
     records: String,
-    size_text: String,
-    at: String,
-    of_array: String,
-    the_line: String,
+    size_text: Message,
+    at: Message,
+    of_array: Message,
+    the_line: Message,
     triton: bool,
     builtin: bool,
     size: Option<u64>,
+}
+
+impl Words {
+    /// The title every wording starts from: "Out-of-bounds global read".
+    fn title(&self) -> Message {
+        msg!("Out-of-bounds {} {}", self.space_word, self.access_word)
+    }
 }
 
 /// A 32-bit index that wrapped: `n` bytes before the start of an `m`-byte buffer of
@@ -180,35 +205,44 @@ fn index_overflow(d: &mut Draft, w: &Words, n: u64, m: u64, element: u64) {
     d.figures.insert("allocation_size".into(), json!(m));
     d.figures.insert("element_bytes".into(), json!(element));
     d.figures.insert("elements".into(), json!(m / element));
-    d.title = format!(
-        "32-bit index overflow: a {space_word} {access_word} {} before the start of \
-         a buffer of {} {element}-byte elements",
+    let element_text = element.to_string();
+    d.title = msg!(
+        "32-bit index overflow: a {} {} {} before the start of a buffer of {} {}-byte elements",
+        space_word,
+        access_word,
         bytes(n),
-        crate::text::thousands(m / element)
+        crate::text::thousands(m / element),
+        &element_text
     );
-    d.explanation = format!(
-        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
-         {} before the start of a {}-byte buffer. With {element}-byte elements the \
-         buffer holds {} of them, more than a 32-bit signed index reaches \
-         (2,147,483,647), and the address lies within 2^31 elements before its \
-         start: where an element offset computed in 32 bits lands once it passes \
-         2^31 and wraps negative. Not a wild pointer: the base is right, the offset \
-         arithmetic is too narrow.",
+    d.explanation = msg!(
+        "memcheck caught {} of a {} {}{}{}, {} before the start of a {}-byte buffer. With \
+         {}-byte elements the buffer holds {} of them, more than a 32-bit signed index \
+         reaches (2,147,483,647), and the address lies within 2^31 elements before its \
+         start: where an element offset computed in 32 bits lands once it passes 2^31 and \
+         wraps negative. Not a wild pointer: the base is right, the offset arithmetic is too \
+         narrow.",
+        records,
+        space_word,
+        access_word,
+        size_text,
+        at,
         bytes(n),
         crate::text::thousands(m),
+        &element_text,
         crate::text::thousands(m / element)
     );
     d.fix = if triton {
-        "Compute the offset in 64 bits: cast the program id before it multiplies a \
-         stride (`tl.program_id(0).to(tl.int64)`), or the offsets tensor \
-         (`offs.to(tl.int64)`); Triton's program ids and the integer arguments it is \
-         given are 32-bit."
-            .to_string()
+        msg!(
+            "Compute the offset in 64 bits: cast the program id before it multiplies a stride \
+             (`tl.program_id(0).to(tl.int64)`), or the offsets tensor (`offs.to(tl.int64)`); \
+             Triton's program ids and the integer arguments it is given are 32-bit."
+        )
     } else {
-        "Compute the offset in 64 bits: widen the index before it multiplies a stride \
-         (`(int64_t)blockIdx.x * stride`, `size_t` loop indices), not an `int` \
-         product of a row and a row length."
-            .to_string()
+        msg!(
+            "Compute the offset in 64 bits: widen the index before it multiplies a stride \
+             (`(int64_t)blockIdx.x * stride`, `size_t` loop indices), not an `int` product of \
+             a row and a row length."
+        )
     };
 }
 
@@ -226,18 +260,27 @@ fn wild_pointer(d: &mut Draft, w: &Words, distance: u64) {
         ..
     } = w;
     d.figures.insert("distance_bytes".into(), json!(distance));
-    d.title = format!("Out-of-bounds {space_word} {access_word} through a wild or null pointer");
-    d.explanation = format!(
-        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} to \
-         an address {} from the nearest allocation: no index a step too far does \
-         that. The pointer itself is wrong: null plus an offset, never initialised, \
-         read from the wrong slot of a table, or freed.",
+    d.title = msg!(
+        "Out-of-bounds {} {} through a wild or null pointer",
+        space_word,
+        access_word
+    );
+    d.explanation = msg!(
+        "memcheck caught {} of a {} {}{}{} to an address {} from the nearest allocation: no \
+         index a step too far does that. The pointer itself is wrong: null plus an offset, \
+         never initialised, read from the wrong slot of a table, or freed.",
+        records,
+        space_word,
+        access_word,
+        size_text,
+        at,
         bytes(distance)
     );
-    d.fix = "Trace the pointer used at the named line back to where it is set (a \
-             table of pointers, a struct field, an argument) and check it is set \
-             before every launch that reads it."
-        .to_string();
+    d.fix = msg!(
+        "Trace the pointer used at the named line back to where it is set (a table of \
+         pointers, a struct field, an argument) and check it is set before every launch that \
+         reads it."
+    );
 }
 
 /// An access `n` bytes before the start of a buffer: a negative index.
@@ -254,19 +297,28 @@ fn before_start(d: &mut Draft, w: &Words, n: u64, alloc: Option<u64>) {
         ..
     } = w;
     d.figures.insert("bytes_before".into(), json!(n));
-    d.title = format!(
-        "Out-of-bounds {space_word} {access_word} before the start of a buffer (negative index)"
+    d.title = msg!(
+        "Out-of-bounds {} {} before the start of a buffer (negative index)",
+        space_word,
+        access_word
     );
-    d.explanation = format!(
-        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, {n} \
-         bytes before the start of {}: a negative index or an unsigned wrap-around.",
+    d.explanation = msg!(
+        "memcheck caught {} of a {} {}{}{}, {} bytes before the start of {}: a negative index \
+         or an unsigned wrap-around.",
+        records,
+        space_word,
+        access_word,
+        size_text,
+        at,
+        n.to_string(),
         alloc
-            .map(|m| format!("a {m}-byte buffer"))
-            .unwrap_or_else(|| "a buffer".to_string())
+            .map(|m| msg!("a {}-byte buffer", m.to_string()))
+            .unwrap_or_else(|| msg!("a buffer"))
     );
-    d.fix = "Clamp or guard the index at the named line (row or column -1, or an \
-             unsigned difference that wrapped)."
-        .to_string();
+    d.fix = msg!(
+        "Clamp or guard the index at the named line (row or column -1, or an unsigned \
+         difference that wrapped)."
+    );
 }
 
 /// An access outside any allocation memcheck could name.
@@ -283,36 +335,42 @@ fn outside_allocation(d: &mut Draft, w: &Words, space: MemorySpace, array: &Opti
         the_line,
         ..
     } = w;
-    d.explanation = format!(
-        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
-         outside any allocation."
+    d.explanation = msg!(
+        "memcheck caught {} of a {} {}{}{} outside any allocation.{}",
+        records,
+        space_word,
+        access_word,
+        size_text,
+        at,
+        the_line
     );
-    d.explanation.push_str(the_line);
     d.fix = match (space, &array) {
         (MemorySpace::Local, Some(array)) => {
-            d.title = format!(
-                "Out-of-bounds {space_word} {access_word} of {}",
-                md_code(array)
+            d.title = msg!(
+                "Out-of-bounds {} {} of {}",
+                space_word,
+                access_word,
+                code(array)
             );
             d.figures.insert("array".into(), json!(array));
-            format!(
-                "Check the index of the thread-local array {} against its declared \
-                 size: an index that counts rows of the whole block or tile, where \
-                 the array holds only this thread's or warp's share, runs past its \
-                 end.",
-                md_code(array)
+            msg!(
+                "Check the index of the thread-local array {} against its declared size: an \
+                 index that counts rows of the whole block or tile, where the array holds only \
+                 this thread's or warp's share, runs past its end.",
+                code(array)
             )
         }
-        (MemorySpace::Shared, _) => "Check the shared-memory index against the size \
-                                     the kernel declares (static) or the launch \
-                                     provides (dynamic shared memory)."
-            .to_string(),
-        (MemorySpace::Local, None) => "Check indices into thread-local arrays against \
-                                       their declared size."
-            .to_string(),
-        _ => "Check the index arithmetic at the named line against the buffer's size \
-              and strides."
-            .to_string(),
+        (MemorySpace::Shared, _) => msg!(
+            "Check the shared-memory index against the size the kernel declares (static) or \
+             the launch provides (dynamic shared memory)."
+        ),
+        (MemorySpace::Local, None) => {
+            msg!("Check indices into thread-local arrays against their declared size.")
+        }
+        _ => msg!(
+            "Check the index arithmetic at the named line against the buffer's size and \
+             strides."
+        ),
     };
 }
 
@@ -334,35 +392,48 @@ fn survives_launches(d: &mut Draft, w: &Words, clean: u64, fail: u64, alloc: Opt
     d.figures.insert("memcheck_clean_at".into(), json!(clean));
     d.figures.insert("memcheck_fails_at".into(), json!(fail));
     let buffer = alloc
-        .map(|m| format!(" of a {m}-byte buffer"))
+        .map(|m| msg!(" of a {}-byte buffer", m.to_string()))
         .unwrap_or_default();
-    d.title = format!(
-        "State that survives launches: from launch {fail} on, a {space_word} \
-         {access_word} past the end{buffer}"
+    d.title = msg!(
+        "State that survives launches: from launch {} on, a {} {} past the end{}",
+        fail.to_string(),
+        space_word,
+        access_word,
+        buffer
     );
     let fill = match (size, alloc) {
-        (Some(s), Some(m)) if s > 0 && m % s == 0 && m / s == clean => {
-            format!(
-                " {clean} launches of one {s}-byte {access_word} each fill the \
-                 {m}-byte buffer exactly; the next one lands past its end."
-            )
-        }
-        _ => String::new(),
+        (Some(s), Some(m)) if s > 0 && m % s == 0 && m / s == clean => msg!(
+            " {} launches of one {}-byte {} each fill the {}-byte buffer exactly; the next one \
+             lands past its end.",
+            clean.to_string(),
+            s.to_string(),
+            access_word,
+            m.to_string()
+        ),
+        _ => Message::new(),
     };
-    d.explanation = format!(
-        "The program's own runs pass at every launch count, but memcheck is clean at \
-         {clean} launch{} and finds {records} of a {space_word} {access_word}{size_text}\
-         {at} from launch {fail} on. A single launch is right: something kept between \
-         launches (a `__device__` counter, a static index, a buffer never reset) moves \
-         the access one step further each launch.{fill} Outside the sanitizer the write \
-         lands in memory nothing checks, so the corruption is silent.",
-        if clean == 1 { "" } else { "es" }
+    d.explanation = msg!(
+        "The program's own runs pass at every launch count, but memcheck is clean at {} \
+         launch{} and finds {} of a {} {}{}{} from launch {} on. A single launch is right: \
+         something kept between launches (a `__device__` counter, a static index, a buffer \
+         never reset) moves the access one step further each launch.{} Outside the sanitizer \
+         the write lands in memory nothing checks, so the corruption is silent.",
+        clean.to_string(),
+        if clean == 1 { "" } else { "es" },
+        records,
+        space_word,
+        access_word,
+        size_text,
+        at,
+        fail.to_string(),
+        fill
     );
-    d.fix = "Reset the state before each launch (`cudaMemset`, `cudaMemcpyToSymbol` of \
-             the counter, or a reset kernel), or bound the index by the buffer's size \
-             (`slot % capacity`, or refuse past the end); re-run the stress stage: \
-             memcheck should stay clean at every count."
-        .to_string();
+    d.fix = msg!(
+        "Reset the state before each launch (`cudaMemset`, `cudaMemcpyToSymbol` of the \
+         counter, or a reset kernel), or bound the index by the buffer's size (`slot % \
+         capacity`, or refuse past the end); re-run the stress stage: memcheck should stay \
+         clean at every count."
+    );
 }
 
 /// A corrupted canary in the same config: evidence that corroborates an out-of-bounds write.
@@ -378,9 +449,9 @@ fn canary_overwritten(ctx: &Ctx, f: &crate::join::FindingRef, d: &mut Draft) -> 
         if r.config == f.config && !corrupted.is_empty() {
             d.evidence.push(ctx.result_evidence(
                 r,
-                format!(
+                msg!(
                     "harness canaries overwritten: {}",
-                    md_text(&corrupted.join(", "))
+                    quote(corrupted.join(", "))
                 ),
             ));
             break;
@@ -437,42 +508,47 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
         if known {
             continue;
         }
-        let mut d = Draft::new(
-            RuleId::OutOfBounds,
-            Level::Error,
-            "Out-of-bounds write caught by the harness's guard regions",
-        );
+        let mut d = Draft::new(RuleId::OutOfBounds, Level::Error, Message::new());
         d.config = r.config.clone();
         d.kernel = Some(kernel.to_string());
         d.gives_way.push(GiveWay::Error(Some(kernel.clone())));
         d.location = ctx.kernel_file(r.config.as_deref());
         d.key = "canary".into();
         d.confidence = Confidence::Medium;
-        d.evidence.push(ctx.result_evidence(
-            r,
-            format!(
-                "{} launch overwrote guard regions: {}",
-                super::mode_name(r.result.mode),
-                md_text(&corrupted.join(", "))
-            ),
-        ));
+        let (summary, words) = word_canaries(super::mode_name(r.result.mode), &corrupted);
+        d.evidence.push(ctx.result_evidence(r, summary));
         for (i, f) in j.findings.iter().enumerate() {
             if f.source == r.source && super::is_harness_kind(f.finding.kind) {
                 d.explains.push(i);
             }
         }
-        d.explanation = format!(
-            "The harness surrounds every buffer with guard regions and found {} overwritten after \
-             a single launch: the kernel writes past (or before) a buffer without faulting. No \
-             memcheck finding names the site for this config.",
-            md_text(&corrupted.join(", "))
-        );
-        d.fix = "Run memcheck on this config to get the file:line of the write, then guard the \
-                 store with the buffer's real bound (rows >= seq_len in the last tile)."
-            .to_string();
+        [d.title, d.explanation, d.fix] = words;
         out.push(d);
     }
     out
+}
+
+/// The words of guard regions a `mode` launch overwrote (`corrupted`, the harness's names):
+/// the evidence's summary, then the draft's title, explanation and fix.
+fn word_canaries(mode: &str, corrupted: &[String]) -> (Message, [Message; 3]) {
+    let names = corrupted.join(", ");
+    let summary = msg!(
+        "{} launch overwrote guard regions: {}",
+        mode,
+        quote(names.as_str())
+    );
+    let title = msg!("Out-of-bounds write caught by the harness's guard regions");
+    let explanation = msg!(
+        "The harness surrounds every buffer with guard regions and found {} overwritten after \
+         a single launch: the kernel writes past (or before) a buffer without faulting. No \
+         memcheck finding names the site for this config.",
+        quote(names)
+    );
+    let fix = msg!(
+        "Run memcheck on this config to get the file:line of the write, then guard the store \
+         with the buffer's real bound (rows >= seq_len in the last tile)."
+    );
+    (summary, [title, explanation, fix])
 }
 
 /// The fix for an out-of-bounds access in a Triton kernel: its loads and stores need a mask.
@@ -491,14 +567,14 @@ fn wrapped_index(before: u64, allocation: u64) -> Option<u64> {
         .find(|element| allocation / element > SIGNED_RANGE && before <= SIGNED_RANGE * element)
 }
 
-fn triton_fix(location: Option<&crate::diagnosis::SourceLocation>) -> String {
-    format!(
+fn triton_fix(location: Option<&crate::diagnosis::SourceLocation>) -> Message {
+    msg!(
         "This is a Triton kernel: give the `tl.load` / `tl.store`{} a `mask=` that excludes \
          offsets past the tensor (`mask=offsets < n_elements`, with `other=` for masked loads), \
          so the last program's block stops at the end.",
         location
             .and_then(|l| l.line)
-            .map(|l| format!(" at line {l}"))
+            .map(|l| msg!(" at line {}", l.to_string()))
             .unwrap_or_default()
     )
 }

@@ -6,9 +6,25 @@
 use parsers::FindingKind;
 use serde_json::json;
 
-use super::{Ctx, RuleId, is_harness_kind};
+use super::{Ctx, Proposes, Role, Rule, RuleId, is_harness_kind};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
-use crate::text::{md_text, plural};
+use crate::message::{Message, msg, quote};
+use crate::text::plural;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::RepeatedLaunchFailure,
+    role: Role::Symptom { rank: 1 },
+    name: "Failure after repeated launches",
+    description: "stress: the first failing launch is after the first (error, output mismatch \
+                  or corrupted canary), told apart from a fault on the first launch.",
+    module: "crates/report/src/rules/repeated_launch.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One draft per failing stress result, and per launch search of a target's program.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -52,15 +68,7 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
             .collect();
         let first = found.first().and_then(|&i| j.findings.get(i));
         let kernel = first.and_then(|f| f.kernel.clone());
-        let failure = md_text(search.failure.as_deref().unwrap_or("failed"));
-        let mut d = Draft::new(
-            RuleId::RepeatedLaunchFailure,
-            Level::Error,
-            format!(
-                "Fails only after repeated launches: clean at {}, fails at {fails}",
-                plural(clean, "launch", "launches")
-            ),
-        );
+        let mut d = Draft::new(RuleId::RepeatedLaunchFailure, Level::Error, Message::new());
         d.key = "search".into();
         d.config = stage.config.clone();
         d.arch = stage.arch.clone();
@@ -69,26 +77,10 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
         d.figures.insert("clean_at".into(), json!(clean));
         d.figures.insert("fails_at".into(), json!(fails));
         d.figures.insert("limit".into(), json!(search.limit));
-        let tried: Vec<String> = search
-            .attempts
-            .iter()
-            .map(|a| {
-                format!(
-                    "{} {}",
-                    a.launches,
-                    if a.passed { "clean" } else { "fails" }
-                )
-            })
-            .collect();
         d.evidence.push(ctx.source_evidence(
             sources.first().copied(),
             config,
-            format!(
-                "stress: the program ran clean with {} and failed with {fails} ({failure}); \
-                 counts tried: {}",
-                plural(clean, "launch", "launches"),
-                tried.join(", ")
-            ),
+            search_summary(search, clean, fails),
         ));
         let mut signals = 2;
         if let Some(f) = first {
@@ -103,25 +95,7 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
                     .then_some(i)
             }));
         d.confidence = Confidence::from_signals(signals);
-        d.explanation = format!(
-            "The same program, run with more launches, is clean up to {clean} and fails from \
-             {fails} on (a search over launch counts, which assumes a failure once seen \
-             persists at higher counts). State that survives a launch (a device-side counter, a workspace \
-             slot or index that is never reset or wrapped) walks one step per launch until it \
-             leaves its buffer.{}",
-            match (first, &d.location) {
-                (Some(_), Some(loc)) => format!(
-                    " memcheck at {fails} launches names the access{}.",
-                    super::at_location(Some(loc))
-                ),
-                _ => format!(" memcheck at {fails} launches reported no error."),
-            }
-        );
-        d.fix = "Reset or wrap per-launch state (index modulo the slot count, or reset it from \
-                 the host before each launch) and derive indices only from the launch's own \
-                 arguments; keep the stress stage at a count above the failing one as a \
-                 regression test."
-            .to_string();
+        word_search(&mut d, clean, fails, first.is_some());
         d.symptom_of = kernel.clone().map(|kernel| Scope::Kernel {
             kernel,
             single_launch: false,
@@ -131,6 +105,56 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
     out
 }
 
+/// The search's evidence: the counts it tried, clean and failing.
+fn search_summary(search: &crate::run::LaunchSearch, clean: u64, fails: u64) -> Message {
+    let tried = search.attempts.iter().map(|a| {
+        msg!(
+            "{} {}",
+            a.launches.to_string(),
+            if a.passed { "clean" } else { "fails" }
+        )
+    });
+    msg!(
+        "stress: the program ran clean with {} and failed with {} ({}); counts tried: {}",
+        plural(clean, "launch", "launches"),
+        fails.to_string(),
+        quote(search.failure.as_deref().unwrap_or("failed")),
+        Message::join(tried, ", ")
+    )
+}
+
+/// A search's words: clean at `clean` launches, fails at `fails`; `found` when memcheck
+/// reported an error at the failing count (the draft's location is already set).
+fn word_search(d: &mut Draft, clean: u64, fails: u64, found: bool) {
+    d.title = msg!(
+        "Fails only after repeated launches: clean at {}, fails at {}",
+        plural(clean, "launch", "launches"),
+        fails.to_string()
+    );
+    d.explanation = msg!(
+        "The same program, run with more launches, is clean up to {} and fails from {} on (a \
+         search over launch counts, which assumes a failure once seen persists at higher \
+         counts). State that survives a launch (a device-side counter, a workspace slot or index \
+         that is never reset or wrapped) walks one step per launch until it leaves its buffer.{}",
+        clean.to_string(),
+        fails.to_string(),
+        match (found, &d.location) {
+            (true, Some(loc)) => msg!(
+                " memcheck at {} launches names the access{}.",
+                fails.to_string(),
+                super::at_location(Some(loc))
+            ),
+            _ => msg!(" memcheck at {} launches reported no error.", fails.to_string()),
+        }
+    );
+    d.fix = msg!(
+        "Reset or wrap per-launch state (index modulo the slot count, or reset it from the host \
+         before each launch) and derive indices only from the launch's own arguments; keep the \
+         stress stage at a count above the failing one as a regression test."
+    );
+}
+
+/// One draft per stress result whose first failure is after launch 1.
 fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out = Vec::new();
@@ -162,6 +186,11 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         } else {
             "error"
         });
+        let failure = match kind {
+            "canary" => Failure::Canary(&stress.canaries_corrupted),
+            "mismatch" => Failure::Mismatch,
+            _ => Failure::Error(r.result.error.as_deref()),
+        };
 
         // Single-launch checks of the same config, and those of this very problem (shape, dtype,
         // mask): a failed one means launch 1 was already wrong.
@@ -181,10 +210,10 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         let wrong = |k: &parsers::harness::Check| {
             !k.passed && (k.max_abs_err > k.tolerance || k.nan_count > 0 || k.unwritten > 0)
         };
-        let first_launch_wrong = checks
+        let first_wrong = checks
             .iter()
             .filter(same_problem)
-            .any(|c| c.result.check.as_ref().is_some_and(wrong));
+            .find(|c| c.result.check.as_ref().is_some_and(wrong));
         let first_launch_right = checks
             .iter()
             .filter(same_problem)
@@ -195,9 +224,10 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         // timing, the signature of a race.
         let launches = stress.launches;
         let progressive = n > 1 && launches >= n && mismatched > launches - n;
-        let scattered = kind == "mismatch" && (!progressive || first_launch_wrong);
+        let scattered =
+            matches!(failure, Failure::Mismatch) && (!progressive || first_wrong.is_some());
 
-        let mut d = Draft::new(RuleId::RepeatedLaunchFailure, Level::Error, "");
+        let mut d = Draft::new(RuleId::RepeatedLaunchFailure, Level::Error, Message::new());
         d.config = r.config.clone();
         d.kernel = Some(kernel.to_string());
         d.explains = harness_findings;
@@ -206,170 +236,56 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         d.figures.insert("first_failure".into(), json!(first));
         d.figures
             .insert("mismatched_launches".into(), json!(mismatched));
-        let what = match kind {
-            "canary" => format!(
-                "overwrote a guard region ({})",
-                md_text(&stress.canaries_corrupted.join(", "))
-            ),
-            "mismatch" => format!(
-                "produced output that differs bitwise from launch 1 ({} of {launches} launches differ)",
-                mismatched
-            ),
-            _ => format!(
-                "failed{}",
-                r.result
-                    .error
-                    .as_deref()
-                    .map(|e| format!(": {}", md_text(e)))
-                    .unwrap_or_default()
-            ),
+        let mut seen = Stress {
+            launches,
+            first: n,
+            mismatched,
+            failure,
+            sync: &stress.sync,
+            first_launch_wrong: false,
+            first_launch_right,
+            checks_pass: false,
+            memcheck_clean: false,
+            memcheck_found: false,
+            blind: None,
         };
-        let summary = format!(
-            "stress ({launches} launches, sync {}): launch {n} {what}",
-            md_text(&stress.sync)
-        );
-        d.evidence.push(ctx.result_evidence(r, summary));
+        d.evidence.push(ctx.result_evidence(r, stress_summary(&seen)));
         let mut signals = 1;
 
         // Single-launch evidence for the same config: a passing check and a clean memcheck.
-        let checks_pass = !checks.is_empty()
-            && checks
-                .iter()
-                .all(|c| c.result.check.as_ref().is_some_and(|k| k.passed));
-        if checks_pass {
+        if let Some(passed) = passing_checks(ctx, &checks) {
+            seen.checks_pass = true;
             signals += 1;
-            d.evidence.push(ctx.result_evidence(
-                checks[0],
-                format!(
-                    "check: {} single-launch {} passed against the CPU reference",
-                    checks.len(),
-                    if checks.len() == 1 { "shape" } else { "shapes" }
-                ),
-            ));
+            d.evidence.push(passed);
         }
-        let memcheck_clean = j.sources.iter().enumerate().any(|(i, s)| {
-            s.kind == crate::run::StageKind::Memcheck
-                && s.config == config
-                && s.log.complete
-                && !j
-                    .findings
-                    .iter()
-                    .any(|f| f.source == i && super::is_error(f.finding))
-        });
-        if memcheck_clean {
+        if let Some(clean) = clean_memcheck(ctx, config) {
+            seen.memcheck_clean = true;
             signals += 1;
-            if let Some((i, s)) = j
-                .sources
-                .iter()
-                .enumerate()
-                .find(|(_, s)| s.kind == crate::run::StageKind::Memcheck && s.config == config)
-            {
-                d.evidence.push(ctx.source_evidence(
-                    Some(i),
-                    config,
-                    format!(
-                        "memcheck: 0 errors on a single launch ({})",
-                        md_text(s.path)
-                    ),
-                ));
-            }
+            d.evidence.extend(clean);
         }
-        let memcheck_found = j.findings.iter().any(|f| {
+        seen.memcheck_found = j.findings.iter().any(|f| {
             f.config.as_deref() == config
                 && j.source(f.source).is_some_and(|s| s.kind.is_sanitizer())
                 && f.finding.kind == FindingKind::InvalidAccess
         });
-
         if scattered {
-            d.title = format!(
-                "Non-deterministic output: {} of {launches} launches differ from the first",
-                mismatched
-            );
-            d.key = "nondeterministic".into();
-            d.explanation = if first_launch_wrong {
-                if let Some(c) = checks
-                    .iter()
-                    .find(|c| same_problem(c) && c.result.check.as_ref().is_some_and(wrong))
-                {
-                    signals += 1;
-                    d.evidence.push(
-                        ctx.result_evidence(
-                            c,
-                            "check: a single launch of this problem already fails against the CPU \
+            if let Some(c) = first_wrong {
+                seen.first_launch_wrong = true;
+                signals += 1;
+                d.evidence.push(ctx.result_evidence(
+                    c,
+                    msg!(
+                        "check: a single launch of this problem already fails against the CPU \
                          reference"
-                                .to_string(),
-                        ),
-                    );
-                }
-                format!(
-                    "Identical inputs, {launches} launches: {} differ bitwise from launch 1, the \
-                     first at launch {n}, and a single launch of this problem already fails the \
-                     check, so this is not a fault that needs repeated launches. Output that is \
-                     wrong and changes from launch to launch depends on timing: a race (on shared \
-                     memory, or with asynchronous copies that a barrier wait should order) or a \
-                     read of memory nothing wrote.",
-                    plural(mismatched, "launch", "launches")
-                )
-            } else {
-                format!(
-                    "Identical inputs, {launches} launches: {} differ bitwise from launch 1, the \
-                     first at launch {n}, and not every launch after it. Scattered differences \
-                     are what a race (shared memory or global atomics in varying order) or a read \
-                     of uninitialised memory produce.",
-                    plural(mismatched, "launch", "launches")
-                )
-            };
-            if let Some(blind) = super::blind_sanitizers(ctx, config, "the stress mode") {
-                d.explanation.push(' ');
-                d.explanation.push_str(&blind);
-                d.fix = "Order shared-memory accesses with barriers, wait on the barrier of every \
-                         asynchronous copy (cp.async, TMA) before reading its data, and make \
-                         reductions deterministic (fixed order, no float atomics)."
-                    .to_string();
-            } else {
-                d.fix = "Run racecheck and initcheck on this config; order shared-memory \
-                         accesses with barriers (and wait on the barrier of every asynchronous \
-                         copy before reading its data), and make reductions deterministic (fixed \
-                         order, no float atomics)."
-                    .to_string();
+                    ),
+                ));
             }
+            seen.blind = super::blind_sanitizers(ctx, config, "the stress mode");
+            d.key = "nondeterministic".into();
+            word_nondeterministic(&mut d, &seen);
         } else {
-            d.title = format!(
-                "Fails only after repeated launches (first failure at launch {n} of {launches})"
-            );
             d.key = "repeated".into();
-            let single = match (checks_pass, memcheck_clean) {
-                (true, true) => " A single launch is clean: it passes check and memcheck.",
-                (true, false) => " A single launch passes check.",
-                (false, true) => " A single launch is clean under memcheck.",
-                (false, false) => "",
-            };
-            // Launch 1 is known right only from a passing check of this problem; the stress
-            // mode itself compares launches with each other.
-            let before = match (first_launch_right, n) {
-                (true, 2) => format!("Launch 1 ran correctly, then launch 2 {what}."),
-                (true, _) => format!(
-                    "Launches 1 to {} ran correctly, then launch {n} {what}.",
-                    n.saturating_sub(1)
-                ),
-                (false, _) => format!("Launch {n} was the first that {what}."),
-            };
-            d.explanation = format!(
-                "{before}{single} A fault that needs several launches is state that survives a \
-                 launch: a global counter, workspace or index that is not reset, or memory reused \
-                 without reinitialisation, walking a little further each time until it leaves \
-                 its buffer.{}",
-                if memcheck_found {
-                    " memcheck's out-of-bounds finding for this config is the access it ends in."
-                } else {
-                    ""
-                }
-            );
-            d.fix = format!(
-                "Reset per-launch state at the start of every launch (or from the host before it) \
-                 and derive indices only from blockIdx, threadIdx and the arguments. To catch the \
-                 access, run memcheck around the stress mode with at least {n} launches."
-            );
+            word_repeated(&mut d, &seen);
         }
         d.confidence = Confidence::from_signals(signals);
         d.level = Level::Error;
@@ -382,6 +298,209 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         out.push(d);
     }
     out
+}
+
+/// The evidence that every single-launch check of the config passed, where there are any
+/// and all did.
+fn passing_checks(
+    ctx: &Ctx,
+    checks: &[&crate::join::ResultRef],
+) -> Option<crate::diagnosis::EvidenceItem> {
+    let passed = checks
+        .iter()
+        .all(|c| c.result.check.as_ref().is_some_and(|k| k.passed));
+    let first = checks.first().filter(|_| passed)?;
+    Some(ctx.result_evidence(
+        first,
+        msg!(
+            "check: {} single-launch {} passed against the CPU reference",
+            checks.len().to_string(),
+            if checks.len() == 1 { "shape" } else { "shapes" }
+        ),
+    ))
+}
+
+/// Whether memcheck saw a single launch of the config clean (a complete memcheck log of it
+/// names no error), and if so the evidence: a summary of the config's first memcheck log.
+fn clean_memcheck(ctx: &Ctx, config: Option<&str>) -> Option<Option<crate::diagnosis::EvidenceItem>> {
+    let j = ctx.joined;
+    let memcheck = |s: &&crate::join::Source| {
+        s.kind == crate::run::StageKind::Memcheck && s.config == config
+    };
+    let clean = j.sources.iter().enumerate().any(|(i, s)| {
+        memcheck(&s)
+            && s.log.complete
+            && !j
+                .findings
+                .iter()
+                .any(|f| f.source == i && super::is_error(f.finding))
+    });
+    clean.then(|| {
+        let (i, s) = j.sources.iter().enumerate().find(|(_, s)| memcheck(s))?;
+        Some(ctx.source_evidence(
+            Some(i),
+            config,
+            msg!("memcheck: 0 errors on a single launch ({})", quote(s.path)),
+        ))
+    })
+}
+
+/// How the failing launch failed.
+enum Failure<'a> {
+    /// It overwrote these guard regions.
+    Canary(&'a [String]),
+    /// Its output differs bitwise from launch 1's.
+    Mismatch,
+    /// It failed, with the harness's error where it gave one.
+    Error(Option<&'a str>),
+}
+
+/// What a stress result and the config's single-launch evidence show: its draft's words come
+/// from this.
+struct Stress<'a> {
+    launches: u64,
+    /// The first failing launch.
+    first: u64,
+    /// How many launches differ from launch 1.
+    mismatched: u64,
+    failure: Failure<'a>,
+    /// The stress mode's synchronisation.
+    sync: &'a str,
+    /// A single launch of this problem already fails its check.
+    first_launch_wrong: bool,
+    /// A single launch of this problem passes its check.
+    first_launch_right: bool,
+    /// Every single-launch check of the config passed.
+    checks_pass: bool,
+    /// memcheck ran clean on a single launch of the config.
+    memcheck_clean: bool,
+    /// A sanitizer found an out-of-bounds access in the config.
+    memcheck_found: bool,
+    /// What the sanitizers did not see, where every one that ran was clean.
+    blind: Option<Message>,
+}
+
+/// What the failing launch did: "overwrote a guard region (...)".
+fn what_failed(s: &Stress) -> Message {
+    match s.failure {
+        Failure::Canary(guards) => msg!(
+            "overwrote a guard region ({})",
+            quote(guards.join(", "))
+        ),
+        Failure::Mismatch => msg!(
+            "produced output that differs bitwise from launch 1 ({} of {} launches differ)",
+            s.mismatched.to_string(),
+            s.launches.to_string()
+        ),
+        Failure::Error(error) => msg!(
+            "failed{}",
+            error.map(|e| msg!(": {}", quote(e))).unwrap_or_default()
+        ),
+    }
+}
+
+/// The stress result's evidence: its launches, its sync and what the failing launch did.
+fn stress_summary(s: &Stress) -> Message {
+    msg!(
+        "stress ({} launches, sync {}): launch {} {}",
+        s.launches.to_string(),
+        quote(s.sync),
+        s.first.to_string(),
+        what_failed(s)
+    )
+}
+
+/// Scattered differences between launches: non-deterministic output.
+fn word_nondeterministic(d: &mut Draft, s: &Stress) {
+    let launches = s.launches.to_string();
+    d.title = msg!(
+        "Non-deterministic output: {} of {} launches differ from the first",
+        s.mismatched.to_string(),
+        launches.clone()
+    );
+    d.explanation = if s.first_launch_wrong {
+        msg!(
+            "Identical inputs, {} launches: {} differ bitwise from launch 1, the first at launch \
+             {}, and a single launch of this problem already fails the check, so this is not a \
+             fault that needs repeated launches. Output that is wrong and changes from launch to \
+             launch depends on timing: a race (on shared memory, or with asynchronous copies \
+             that a barrier wait should order) or a read of memory nothing wrote.",
+            launches,
+            plural(s.mismatched, "launch", "launches"),
+            s.first.to_string()
+        )
+    } else {
+        msg!(
+            "Identical inputs, {} launches: {} differ bitwise from launch 1, the first at launch \
+             {}, and not every launch after it. Scattered differences are what a race (shared \
+             memory or global atomics in varying order) or a read of uninitialised memory \
+             produce.",
+            launches,
+            plural(s.mismatched, "launch", "launches"),
+            s.first.to_string()
+        )
+    };
+    if let Some(blind) = &s.blind {
+        d.explanation.append(msg!(" {}", blind));
+        d.fix = msg!(
+            "Order shared-memory accesses with barriers, wait on the barrier of every \
+             asynchronous copy (cp.async, TMA) before reading its data, and make reductions \
+             deterministic (fixed order, no float atomics)."
+        );
+    } else {
+        d.fix = msg!(
+            "Run racecheck and initcheck on this config; order shared-memory accesses with \
+             barriers (and wait on the barrier of every asynchronous copy before reading its \
+             data), and make reductions deterministic (fixed order, no float atomics)."
+        );
+    }
+}
+
+/// A failure that needs several launches: state that survives a launch.
+fn word_repeated(d: &mut Draft, s: &Stress) {
+    let n = s.first;
+    let what = what_failed(s);
+    d.title = msg!(
+        "Fails only after repeated launches (first failure at launch {} of {})",
+        n.to_string(),
+        s.launches.to_string()
+    );
+    let single = match (s.checks_pass, s.memcheck_clean) {
+        (true, true) => " A single launch is clean: it passes check and memcheck.",
+        (true, false) => " A single launch passes check.",
+        (false, true) => " A single launch is clean under memcheck.",
+        (false, false) => "",
+    };
+    // Launch 1 is known right only from a passing check of this problem; the stress mode itself
+    // compares launches with each other.
+    let before = match (s.first_launch_right, n) {
+        (true, 2) => msg!("Launch 1 ran correctly, then launch 2 {}.", what),
+        (true, _) => msg!(
+            "Launches 1 to {} ran correctly, then launch {} {}.",
+            n.saturating_sub(1).to_string(),
+            n.to_string(),
+            what
+        ),
+        (false, _) => msg!("Launch {} was the first that {}.", n.to_string(), what),
+    };
+    d.explanation = msg!(
+        "{}{} A fault that needs several launches is state that survives a launch: a global \
+         counter, workspace or index that is not reset, or memory reused without \
+         reinitialisation, walking a little further each time until it leaves its buffer.{}",
+        before,
+        single,
+        if s.memcheck_found {
+            " memcheck's out-of-bounds finding for this config is the access it ends in."
+        } else {
+            ""
+        }
+    );
+    d.fix = msg!(
+        "Reset per-launch state at the start of every launch (or from the host before it) and \
+         derive indices only from blockIdx, threadIdx and the arguments. To catch the access, \
+         run memcheck around the stress mode with at least {} launches.",
+        n.to_string()
+    );
 }
 
 #[cfg(test)]

@@ -2,18 +2,45 @@
 //! same shared-memory address with no barrier between them. A race between lanes of one warp
 //! (racecheck's warp-level programming hazard, the finding's `sync_scope` of warp) is missing a
 //! `__syncwarp()`; a race between warps of a block is missing a `__syncthreads()`.
+//!
+//! Detection reads each finding into a [`Race`] and each pair of sites into a [`Pair`], whose
+//! [`PairKind`] picks the diagnosis; one `word_*` function per diagnosis ([`words`]) words it.
+//! The merging of drafts ([`merge`]) reads what each span marks from its [`Mark`], never from
+//! its label.
 
 mod merge;
+mod words;
 
 use parsers::facts::HazardType;
 use parsers::{Access, FindingKind, Severity};
 use serde_json::json;
 
-use super::{Ctx, RuleId};
-use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, inlined_in};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
+use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, Span};
 use crate::kernel_id::KernelId;
-use crate::text::{md_code, md_text};
+use crate::message::Message;
 use merge::{merge_adjacent_writes, merge_sites_of_one_barrier};
+use words::{
+    word_async_copies, word_barrier_pair, word_mark, word_one_site, word_unsaid_scope,
+    word_warp_pair, word_write_after_read,
+};
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::SharedMemoryRace,
+    role: Role::SitedFault {
+        rank: 3,
+        unplaced: false,
+    },
+    name: "Shared-memory race",
+    description: "racecheck's write and read sites: a barrier is missing between them.",
+    module: "crates/report/src/rules/shared_race.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Race,
+};
 
 /// One draft per distinct pair of sites.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -31,6 +58,33 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
     }
     merge_adjacent_writes(merge_sites_of_one_barrier(out, &j.repo_files))
+        .into_iter()
+        .map(RaceDraft::into_draft)
+        .collect()
+}
+
+/// What a span of a race draft marks: an access (the write, or the other side's read or
+/// write), or the program's call that inlines the write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    Access(Access),
+    InliningCall,
+}
+
+/// A race draft while its drafts merge: its spans held beside it, each with what it marks, so
+/// that merging reads typed marks rather than labels.
+struct RaceDraft {
+    draft: Draft,
+    spans: Vec<(Span, Mark)>,
+}
+
+impl RaceDraft {
+    /// The finished draft, its spans in place.
+    fn into_draft(self) -> Draft {
+        let mut d = self.draft;
+        d.spans = self.spans.into_iter().map(|(span, _)| span).collect();
+        d
+    }
 }
 
 /// One side of a race besides the finding's own site: its access, its place, and the helper
@@ -168,55 +222,109 @@ fn sides_of(ctx: &Ctx, race: &Race) -> Vec<Side> {
     sides
 }
 
-/// Both sides of the hazard (the one the diagnosis points at is its primary span), and where the
-/// program's own code brought the write in, when it sits in an inlined helper (a header's copy
-/// primitive, a wrapper): the SASS line table's inlining.
+/// Both sides of the hazard, each with what it marks (the one the diagnosis points at becomes its
+/// primary span), and where the program's own code brought the write in, when it sits in an
+/// inlined helper (a header's copy primitive, a wrapper): the SASS line table's inlining.
 fn spans(
     ctx: &Ctx,
     config: Option<&str>,
     write: &Option<SourceLocation>,
     other: &Option<SourceLocation>,
-    other_word: &str,
-) -> Vec<crate::diagnosis::Span> {
-    let mut spans: Vec<crate::diagnosis::Span> = [
-        (write.clone(), "the write".to_string()),
-        (other.clone(), format!("the {other_word}")),
+    other_access: Access,
+) -> Vec<(Span, Mark)> {
+    let mut spans: Vec<(Span, Mark)> = [
+        (write.clone(), Mark::Access(Access::Write)),
+        (other.clone(), Mark::Access(other_access)),
     ]
     .into_iter()
-    .filter_map(|(loc, label)| Some(crate::diagnosis::Span::secondary(loc?, label)))
+    .filter_map(|(loc, mark)| Some((Span::secondary(loc?, word_mark(mark)), mark)))
     .collect();
     if let Some(at) = write {
         for call in ctx.inlined_into(config, at) {
-            if !spans.iter().any(|s| s.location == call) {
-                spans.push(crate::diagnosis::Span::secondary(
-                    call,
-                    "the program's call that inlines the write",
-                ));
+            if !spans.iter().any(|(s, _)| s.location == call) {
+                let mark = Mark::InliningCall;
+                spans.push((Span::secondary(call, word_mark(mark)), mark));
             }
         }
     }
     spans
 }
 
-/// What the wording of one pair reads: its two sites, how they race, and the counts and
-/// kernel already worded.
+/// What the wording of one pair reads: its two sites, how they race, its hazards and kernel.
 #[derive(Clone, Copy)]
 struct Pair<'p> {
     write: &'p Option<SourceLocation>,
     other: &'p Option<SourceLocation>,
     other_access: Access,
-    other_word: &'static str,
     same_file: bool,
     write_line: Option<u32>,
     other_line: Option<u32>,
-    hazards_text: &'p str,
-    kernel_text: &'p str,
-    /// The two sites as the advice names them (`line 17`, `` `common.cuh:17` ``).
-    ws: &'p str,
-    os: &'p str,
+    /// The tool's count for this pair, where it counted per side.
+    side_hazards: Option<u64>,
+    /// The finding's count, shared by its `pairs` pairs.
+    hazards: u64,
+    pairs: usize,
+    kernel: Option<&'p str>,
+    /// The helpers inlined into the kernel where the sites are.
+    helpers: &'p [Helper],
+    /// The write's source line, as the program has it.
+    site_line: Option<&'p str>,
     warp: bool,
     cp_async: bool,
     async_copy: bool,
+}
+
+/// Which diagnosis a pair is, with the write's line (`w`) and the other side's (`o`).
+#[derive(Clone, Copy)]
+enum PairKind {
+    /// Lanes of one warp racing at two lines: a missing `__syncwarp()`.
+    Warp { w: u32, o: u32 },
+    /// A write after a read of one file in program order: the next iteration overwrites what a
+    /// slower warp still reads.
+    WriteAfterRead { w: u32, o: u32 },
+    /// Threads racing at two lines with no barrier between them: a missing `__syncthreads()`.
+    Barrier { w: u32, o: u32 },
+    /// Two writes by the same asynchronous copy instruction: two copies into one destination in
+    /// flight at once.
+    AsyncCopies,
+    /// One site, or sites without lines.
+    OneSite,
+}
+
+impl PairKind {
+    /// The diagnosis of a pair.
+    fn of(p: &Pair) -> PairKind {
+        match (p.write_line, p.other_line) {
+            (Some(w), Some(o)) if p.warp && w != o => PairKind::Warp { w, o },
+            (Some(w), Some(o)) if p.same_file && w > o && p.other_access == Access::Read => {
+                PairKind::WriteAfterRead { w, o }
+            }
+            (Some(w), Some(o)) if w != o || !p.same_file => PairKind::Barrier { w, o },
+            (Some(w), Some(o))
+                if w == o && p.same_file && p.other_access == Access::Write && p.async_copy =>
+            {
+                PairKind::AsyncCopies
+            }
+            _ => PairKind::OneSite,
+        }
+    }
+
+    /// Where the diagnosis is sited: the read for a missing barrier before it, the write for
+    /// one after it or for a copy, else whichever site there is.
+    fn place(self, p: &Pair) -> Option<SourceLocation> {
+        match self {
+            PairKind::Warp { .. } | PairKind::Barrier { .. } => p.other.clone(),
+            PairKind::WriteAfterRead { .. } | PairKind::AsyncCopies => p.write.clone(),
+            PairKind::OneSite => p.write.clone().or(p.other.clone()),
+        }
+    }
+}
+
+/// The words of one diagnosis.
+struct Words {
+    title: Message,
+    explanation: Message,
+    fix: Message,
 }
 
 /// The draft of one pair: the finding's own site and one other side.
@@ -228,7 +336,7 @@ fn pair_draft(
     side: usize,
     (second_access, second, other_helper): Side,
     pairs: usize,
-) -> Draft {
+) -> RaceDraft {
     let Race {
         finding,
         first_access,
@@ -258,10 +366,6 @@ fn pair_draft(
         (Some(Access::Read), None) => (second.clone(), first.clone(), Access::Read),
         _ => (first.clone(), second.clone(), Access::Read),
     };
-    let other_word = match other_access {
-        Access::Read => "read",
-        Access::Write => "write",
-    };
 
     // racecheck's own severity, kept: an Error is a race; a Warning between two writes
     // (lanes writing the value every other lane holds) may be benign and never
@@ -272,23 +376,15 @@ fn pair_draft(
     } else {
         Level::Warning
     };
-    let mut d = Draft::new(
-        RuleId::SharedMemoryRace,
-        level,
-        if warp {
-            "Shared-memory race within a warp: missing `__syncwarp()`"
-        } else {
-            "Shared-memory race: missing barrier"
-        },
-    );
+    let mut d = Draft::new(RuleId::SharedMemoryRace, level, Message::new());
     d.config = f.config.clone();
     d.kernel = kernel.clone();
-    d.helpers = helpers.clone();
-    d.helpers
-        .extend(other_helper.filter(|h| !helpers.contains(h)));
+    let mut all_helpers = helpers.clone();
+    all_helpers.extend(other_helper.filter(|h| !helpers.contains(h)));
+    d.helpers = all_helpers.clone();
     d.evidence.push(ctx.finding_evidence(f));
     d.explains.push(index);
-    d.spans = spans(ctx, f.config.as_deref(), &write, &other, other_word);
+    let spans = spans(ctx, f.config.as_deref(), &write, &other, other_access);
     d.figures
         .insert("hazards".into(), json!(side_hazards.unwrap_or(hazards)));
     if let Some(t) = hazard_type {
@@ -308,289 +404,54 @@ fn pair_draft(
         (Some(a), Some(b)) => a.file == b.file,
         _ => false,
     };
-    let write_line = write.as_ref().and_then(|l| l.line);
-    let other_line = other.as_ref().and_then(|l| l.line);
-    let hazards_text = match side_hazards {
-        Some(n) => crate::text::plural(n, "hazard", "hazards"),
-        None if pairs > 1 => format!(
-            "{} between this site and {pairs} others",
-            crate::text::plural(hazards, "hazard", "hazards")
-        ),
-        None => crate::text::plural(hazards, "hazard", "hazards"),
-    };
-    let kernel_text = match (&d.kernel, inlined_in(&d.helpers)) {
-        (Some(k), Some(inlined)) => format!(" in {}, {inlined}", md_code(k)),
-        (Some(k), None) => format!(" in {}", md_code(k)),
-        (None, Some(inlined)) => format!(" {inlined}"),
-        (None, None) => String::new(),
-    };
-    // "line 17", or "`common.cuh:17`" when the two sites are in different files.
-    let spot = |l: &Option<SourceLocation>| match l {
-        Some(loc) if !same_file => md_code(&format!(
-            "{}:{}",
-            loc.file.rsplit('/').next().unwrap_or(&loc.file),
-            loc.line.map(|n| n.to_string()).unwrap_or_default()
-        )),
-        Some(loc) => format!(
-            "line {}",
-            loc.line.map(|n| n.to_string()).unwrap_or_default()
-        ),
-        None => "an unnamed site".to_string(),
-    };
-    let (ws, os) = (spot(&write), spot(&other));
     let pair = Pair {
         write: &write,
         other: &other,
         other_access,
-        other_word,
         same_file,
-        write_line,
-        other_line,
-        hazards_text: &hazards_text,
-        kernel_text: &kernel_text,
-        ws: &ws,
-        os: &os,
+        write_line: write.as_ref().and_then(|l| l.line),
+        other_line: other.as_ref().and_then(|l| l.line),
+        side_hazards,
+        hazards,
+        pairs,
+        kernel: kernel.as_deref(),
+        helpers: &all_helpers,
+        site_line: write.as_ref().and_then(|at| ctx.site_line(at)),
         warp,
         cp_async,
         async_copy,
     };
-    word_pair(ctx, &mut d, &pair);
-    finish_pair(ctx, &mut d, finding, &pair, pairs);
-    d
-}
-
-/// The title, explanation, fix and primary place of one pair: a race within a warp, a write
-/// after a read, a missing barrier between two lines, two asynchronous copies in flight, or one
-/// site.
-fn word_pair(ctx: &Ctx, d: &mut Draft, p: &Pair) {
-    let Pair {
-        write,
-        other,
-        other_access,
-        same_file,
-        write_line,
-        other_line,
-        hazards_text,
-        kernel_text,
-        warp,
-        async_copy,
-        ..
-    } = *p;
-    match (write_line, other_line) {
-        (Some(w), Some(o)) if warp && w != o => {
-            warp_pair(d, p, w, o);
-        }
-        (Some(w), Some(o)) if same_file && w > o && other_access == Access::Read => {
-            // Write after read in program order: the next iteration overwrites what a slower
-            // warp still reads.
-            d.title = format!(
-                "Shared-memory race: missing barrier between the read at line {o} and the write at line {w}"
-            );
-            d.location = write.clone();
-            d.explanation = format!(
-                "racecheck reports {hazards_text}{kernel_text} between the read at {} and the \
-             later write at {} (write-after-read): a warp that finished its read moves on \
-             and overwrites the shared data while another warp may still be reading it.",
-                line(other),
-                line(write)
-            );
-            d.fix = format!(
-                "Add `__syncthreads()` after the read at line {o} and before the write at \
-                 line {w} (in a loop, before the next iteration's write; or double-buffer \
-                 the tile and wait on the stage you are about to overwrite)."
-            );
-        }
-        (Some(w), Some(o)) if w != o || !same_file => {
-            barrier_pair(d, p, w, o);
-        }
-        (Some(w), Some(o))
-            if w == o && same_file && other_access == Access::Write && async_copy =>
-        {
-            // Two writes by the same asynchronous copy instruction: two copies into one
-            // destination are in flight at once.
-            d.title = format!(
-                "cp.async race: two asynchronous copies into the same shared address in \
-                 flight at once at {}",
-                line(write)
-            );
-            d.location = write.clone();
-            d.explanation = format!(
-                "racecheck reports {hazards_text}{kernel_text} between two writes of the \
-                 asynchronous copy at {}{}: {ASYNC_MECHANISM}",
-                line(write),
-                write
-                    .as_ref()
-                    .and_then(|at| ctx.site_line(at))
-                    .map(|l| format!(" (the line: {})", md_code(l)))
-                    .unwrap_or_default()
-            );
-            d.fix = ASYNC_FIX.to_string();
-        }
-        _ => {
-            d.title = if warp {
-                format!("Shared-memory race within a warp at {}", line(write))
-            } else {
-                format!("Shared-memory race at {}", line(write))
-            };
-            d.location = write.clone().or(other.clone());
-            d.explanation = format!(
-                "racecheck reports {hazards_text}{kernel_text} at {}{}: several threads access \
-             the same shared-memory address, at least one of them writing, with no barrier \
-             ordering them.",
-                line(write),
-                other
-                    .as_ref()
-                    .map(|o| format!(" and {}", md_text(&o.to_string())))
-                    .unwrap_or_default()
-            );
-            d.fix = if warp {
-                "Order the accesses with `__syncwarp()` (the racing threads are lanes of \
-                 one warp, which are not implicitly synchronous since Volta), or give each \
-                 lane its own address."
-            } else {
-                "Order the accesses with `__syncthreads()` (or `__syncwarp()` within a \
-                 warp), or give each thread its own address."
-            }
-            .to_string();
-        }
-    }
-}
-
-/// A site as an explanation names it, or "an unnamed site".
-fn line(l: &Option<SourceLocation>) -> String {
-    l.as_ref()
-        .map(|l| md_text(&l.to_string()))
-        .unwrap_or_else(|| "an unnamed site".to_string())
-}
-
-/// Lanes of one warp racing at two lines (`w`, the write's; `o`, the other side's): a missing
-/// `__syncwarp()`.
-fn warp_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
-    let Pair {
-        write,
-        other,
-        other_access,
-        other_word,
-        same_file,
-        hazards_text,
-        kernel_text,
-        ws,
-        os,
-        ..
-    } = *p;
-    // Lanes of one warp: racecheck's warp-level programming hazard. Program order
-    // says little here (a warp-synchronous loop writes at one line and the next
-    // step reads at an earlier one), so the advice names both lines.
-    d.title = if same_file && w > o && other_access == Access::Read {
-        format!(
-            "Shared-memory race within a warp: missing `__syncwarp()` between the \
-             read at line {o} and the write at line {w}"
-        )
-    } else {
-        if same_file {
-            format!(
-                "Shared-memory race within a warp: missing `__syncwarp()` between \
-                 line {} and line {}",
-                w.min(o),
-                w.max(o)
-            )
-        } else {
-            format!(
-                "Shared-memory race within a warp: missing `__syncwarp()` between \
-                 the write at {ws} and the {other_word} at {os}"
-            )
-        }
+    let kind = PairKind::of(&pair);
+    d.location = kind.place(&pair);
+    let words = match kind {
+        PairKind::Warp { w, o } => word_warp_pair(&pair, w, o),
+        PairKind::WriteAfterRead { w, o } => word_write_after_read(&pair, w, o),
+        PairKind::Barrier { w, o } => word_barrier_pair(&pair, w, o),
+        PairKind::AsyncCopies => word_async_copies(&pair),
+        PairKind::OneSite => word_one_site(&pair),
     };
-    d.location = other.clone();
-    d.explanation = format!(
-        "racecheck reports {hazards_text}{kernel_text} between threads of one warp \
-         (a warp-level programming hazard): lanes {other_word} at {} what other \
-         lanes of the same warp write at {}, with no `__syncwarp()` between the \
-         two. Since Volta (independent thread scheduling) the lanes of a warp are \
-         not implicitly synchronous: code that assumes they run in lockstep \
-         (warp-synchronous programming, `volatile` shared memory included) may \
-         {other_word} the old or a half-written value.",
-        line(other),
-        line(write)
-    );
-    d.fix = format!(
-        "Add `__syncwarp()` between the write at {ws} and the {other_word} at \
-         {os} (in a loop, between one step's writes and the next step's \
-         reads), where every lane of the warp reaches it: outside lane-dependent \
-         branches, or with a mask naming exactly the lanes that call it. The \
-         racing threads are lanes of one warp, so `__syncthreads()` is not the \
-         fix; keeping the values in registers with `__shfl_down_sync()` avoids \
-         the shared memory altogether."
-    );
-}
-
-/// Threads racing at two lines (`w`, the write's; `o`, the other side's) with no barrier
-/// between them: a missing `__syncthreads()`.
-fn barrier_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
-    let Pair {
-        write,
-        other,
-        other_word,
-        same_file,
-        hazards_text,
-        kernel_text,
-        ws,
-        os,
-        cp_async,
-        ..
-    } = *p;
-    d.title = if same_file {
-        format!(
-            "Shared-memory race: missing barrier between line {} and line {}",
-            w.min(o),
-            w.max(o)
-        )
-    } else {
-        format!(
-            "Shared-memory race: missing barrier between the write at {ws} and \
-             the {other_word} at {os}"
-        )
-    };
-    d.location = other.clone();
-    d.explanation = format!(
-        "racecheck reports {hazards_text}{kernel_text}: threads {other_word} at {} \
-     what other threads write at {}, with no barrier between the two, so the \
-     {other_word} may see the old or a half-written value.",
-        line(other),
-        line(write)
-    );
-    d.fix = format!(
-        "Add `__syncthreads()` between the write at {ws} and the {other_word} at \
-         {os}{}.",
-        if cp_async {
-            " (after cp.async writes: `cp.async.wait_group` / \
-             `__pipeline_wait_prior` first, then the barrier)"
-        } else {
-            ""
-        }
-    );
+    d.title = words.title;
+    d.explanation = words.explanation;
+    d.fix = words.fix;
+    finish_pair(ctx, &mut d, finding, &pair);
+    RaceDraft { draft: d, spans }
 }
 
 /// What every pair's draft adds once worded: the advice for a warning of unsaid scope, its key,
 /// the number of pairs, and for two asynchronous copies, the user's own line as its place.
-fn finish_pair(ctx: &Ctx, d: &mut Draft, finding: &parsers::Finding, p: &Pair, pairs: usize) {
+fn finish_pair(ctx: &Ctx, d: &mut Draft, finding: &parsers::Finding, p: &Pair) {
     let j = ctx.joined;
     let Pair {
         write,
         other,
         async_copy,
+        pairs,
         ..
     } = *p;
     // A warning whose scope racecheck did not say (its analysis report): the threads
     // may be lanes of one warp or warps of a block. The barrier that orders both leads.
     if finding.severity == Severity::Warning && finding.sync_scope.is_none() && !async_copy {
-        d.fix.push_str(
-            " racecheck reports this race as a warning without saying whether the \
-             racing threads are lanes of one warp or warps of a block: with blocks of \
-             more than one warp, `__syncthreads()` is the fix; only where every racing \
-             thread is a lane of one warp (a block of 32 threads, warp-synchronous code) \
-             is `__syncwarp()` enough.",
-        );
+        d.fix.append(word_unsaid_scope());
     }
     d.key = format!(
         "{}|{}",
@@ -642,22 +503,6 @@ fn has_cp_async(ctx: &Ctx, f: &crate::join::FindingRef) -> bool {
             .any(cp_async),
     }
 }
-
-/// How an asynchronous copy races, whichever the other side is.
-const ASYNC_MECHANISM: &str = "the copy is in flight (issued, not yet retired by \
-    `cp.async.wait_group` or `__pipeline_wait_prior`) while the same bytes are copied into again \
-    or read. A barrier alone does not order an asynchronous copy; only a wait on its group does. \
-    It is what a pipeline does when its wait count does not match the copies in flight, or when \
-    it refills a stage before the copy already filling it completed: a prologue that prefetches \
-    S stages followed by a loop that loads tile n + 1 instead of n + S issues each tile twice, \
-    and `wait_group<S - 1>` then no longer means that the stage read next is complete.";
-
-/// The fix for [`ASYNC_MECHANISM`].
-const ASYNC_FIX: &str = "Issue each tile's copy once: the loop loads the tile the prologue has \
-    not (n + STAGES), into the stage the previous iteration's compute finished with, after a \
-    `__syncthreads()`; and read a stage only after `cp.async.wait_group<N>` (or \
-    `__pipeline_wait_prior(N)`) has retired the group that filled it, N being the groups \
-    committed after it, followed by `__syncthreads()`.";
 
 /// Whether a write is an asynchronous copy into shared memory, as the function racecheck names
 /// there (the toolkit's `cp_async` primitive under `__pipeline_memcpy_async`, a `cp_async`

@@ -13,7 +13,7 @@ mod words;
 use baseline::against_baseline;
 use parsers::{OccupancyLimiter, ProfilerRule, SourceLine, SpeedupType};
 use scalar_product::no_tensor_cores;
-use words::describe;
+use words::{Weight, describe, word_weight};
 
 use crate::hypothesis::{ExperimentKind, Hypothesis};
 use serde_json::json;
@@ -21,10 +21,30 @@ use serde_json::json;
 use crate::join::FindingRef;
 
 use super::profile::{Scope, duration_us, metric, microseconds, source_lines};
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Figure, Level, SourceLocation};
 use crate::kernel_id::KernelId;
-use crate::text::{md_code, relative_path};
+use crate::message::{Message, code, figure, msg};
+use crate::text::relative_path;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::SlowKernel,
+    role: Role::Performance,
+    name: "Slow kernel",
+    description: "Nsight Compute's rules that name a cause (bank conflicts, uncoalesced \
+                  access, too few blocks, low theoretical occupancy) with an estimated \
+                  speedup over the whole kernel of 20% or more, at the source line that \
+                  holds the cost (its source page), weighed by the kernel's share of the \
+                  profiled GPU time; under 10% of the program, or a launch under 50 µs, is \
+                  a note.",
+    module: "crates/report/src/rules/slow_kernel.rs",
+    run: Some(run),
+    absorbs: Some((RuleId::OccupancyLimit, absorb_occupancy_limit)),
+    slows: true,
+    accounts_for_time: true,
+    proposes: Proposes::Hypothesis,
+};
 
 /// ncu's rules whose estimate comes from counters per instruction (the excessive sectors or
 /// wavefronts the source page lists), rather than from a unit's overall traffic: they lead
@@ -243,93 +263,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.explains.push(index);
             continue;
         }
-        let duration = duration_us(ctx, scope, kernel.as_ref());
-        let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, String::new());
-        d.config = f.config.clone();
-        d.kernel = kernel.clone().map(String::from);
-        d.key = class.key().to_string();
-        // An occupancy cause takes over `occupancy-limit`'s note for its kernel.
-        d.absorbs = class == Class::Occupancy;
-        d.explains.push(index);
-        d.evidence.push(ctx.finding_evidence(f));
-        if let Some(us) = duration {
-            d.figures.insert("duration_us".into(), json!(us));
-        }
-        let lines = source_lines(ctx, scope, kernel.as_ref());
-        let hot = class.hottest(&lines);
-        if let Some(line) = hot {
-            d.location = Some(ctx.tool_place(&line.file, line.line, f.config.as_deref()));
-        }
-        describe(ctx, &mut d, class, (f, ncu), hot, &lines, scope);
-        let named = kernel
-            .as_deref()
-            .map(md_code)
-            .unwrap_or_else(|| "the kernel".into());
-        Figure::EstimatedSpeedup.set(&mut d.figures, json!(speedup));
-        if duration.is_some_and(|us| us < MIN_DURATION_US) {
-            d.level = Level::Note;
-            d.explanation.push_str(&format!(
-                " The profiled launch of {named} took {:.1} µs: too short a launch to judge \
-                 its speed, whatever a rule estimates; profile a larger one.",
-                duration.unwrap_or_default()
-            ));
-        }
-        d.confidence = match (
-            hot.is_some(),
-            speedup >= 50.0 || class == Class::LocalMemory,
-        ) {
-            (true, true) => Confidence::High,
-            (true, false) | (false, true) => Confidence::Medium,
-            (false, false) => Confidence::Low,
-        };
-        match latency.filter(|_| class == Class::Occupancy) {
-            Some((memory, compute)) => d.explanation.push_str(&format!(
-                " {named} is latency-bound: it ran at {memory:.0}% of the GPU's peak memory \
-                 throughput and {compute:.0}% of its compute throughput, both under ncu's 60% \
-                 mark, so its warps wait rather than any unit being busy, and its speed follows \
-                 the warps resident. Nsight Compute estimates up to {speedup:.0}% for the \
-                 occupancy it lacks."
-            )),
-            None => d.explanation.push_str(&format!(
-                " Nsight Compute estimates {named} could run up to {speedup:.0}% faster without \
-                 it."
-            )),
-        }
-        // How far from the GPU's peak the kernel runs: its throughput, in ncu's own terms.
-        let peak = |name: &str| metric(ctx, scope, kernel.as_ref(), name);
-        if let (Some(memory), Some(compute), Some(dram), None) = (
-            peak("Memory Throughput"),
-            peak("Compute (SM) Throughput"),
-            peak("DRAM Throughput"),
-            latency,
-        ) {
-            d.figures
-                .insert("memory_throughput_pct".into(), json!(memory));
-            d.figures
-                .insert("compute_throughput_pct".into(), json!(compute));
-            d.explanation.push_str(&format!(
-                " It ran at {memory:.0}% of the GPU's peak memory throughput (DRAM {dram:.0}%) \
-                 and {compute:.0}% of its compute throughput."
-            ));
-        }
-        // Weighed by the kernel's share of the profiled GPU time: a cause in a kernel that is a
-        // small part of the program is a note, however large its own estimate.
-        if let Some(share) = time_share(ctx, scope, kernel.as_ref()) {
-            let gain = speedup * share;
-            d.figures.insert("time_share".into(), json!(share));
-            Figure::ProgramGain.set(&mut d.figures, json!(gain));
-            if share < 0.999 {
-                d.explanation.push_str(&format!(
-                    " {named} takes {:.0}% of the GPU time of the profiled launches, so the \
-                     program could gain up to {gain:.0}%.",
-                    share * 100.0
-                ));
-            }
-            if gain < MIN_PROGRAM_GAIN && d.level == Level::Warning {
-                d.level = Level::Note;
-            }
-        }
-        out.push(d);
+        out.push(cause(ctx, (index, f, ncu), class, kernel, speedup, latency));
     }
     no_tensor_cores(ctx, &mut out);
     super::tensor_path::run(ctx, &mut out);
@@ -337,6 +271,91 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     against_baseline(ctx, &mut out);
     minor_suggestions(ctx, &minor, &mut out);
     out
+}
+
+/// The draft of a cause: the lead rule's finding (`index`, with its ncu rule), its class, its
+/// kernel, ncu's estimate and, for a latency-bound kernel, its memory and compute throughput.
+fn cause(
+    ctx: &Ctx,
+    (index, f, ncu): (usize, &FindingRef, &ProfilerRule),
+    class: Class,
+    kernel: Option<KernelId>,
+    speedup: f64,
+    latency: Option<(f64, f64)>,
+) -> Draft {
+    let scope = scope_of(f);
+    let duration = duration_us(ctx, scope, kernel.as_ref());
+    let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, Message::new());
+    d.config = f.config.clone();
+    d.kernel = kernel.clone().map(String::from);
+    d.key = class.key().to_string();
+    // An occupancy cause takes over `occupancy-limit`'s note for its kernel.
+    d.absorbs = class == Class::Occupancy;
+    d.explains.push(index);
+    d.evidence.push(ctx.finding_evidence(f));
+    if let Some(us) = duration {
+        d.figures.insert("duration_us".into(), json!(us));
+    }
+    let lines = source_lines(ctx, scope, kernel.as_ref());
+    let hot = class.hottest(&lines);
+    if let Some(line) = hot {
+        d.location = Some(ctx.tool_place(&line.file, line.line, f.config.as_deref()));
+    }
+    Figure::EstimatedSpeedup.set(&mut d.figures, json!(speedup));
+    let short_launch = duration.filter(|&us| us < MIN_DURATION_US);
+    if short_launch.is_some() {
+        d.level = Level::Note;
+    }
+    d.confidence = match (
+        hot.is_some(),
+        speedup >= 50.0 || class == Class::LocalMemory,
+    ) {
+        (true, true) => Confidence::High,
+        (true, false) | (false, true) => Confidence::Medium,
+        (false, false) => Confidence::Low,
+    };
+    // How far from the GPU's peak the kernel runs: its throughput, in ncu's own terms.
+    let peak = |name: &str| metric(ctx, scope, kernel.as_ref(), name);
+    let peaks = match (
+        peak("Memory Throughput"),
+        peak("Compute (SM) Throughput"),
+        peak("DRAM Throughput"),
+        latency,
+    ) {
+        (Some(memory), Some(compute), Some(dram), None) => {
+            d.figures
+                .insert("memory_throughput_pct".into(), json!(memory));
+            d.figures
+                .insert("compute_throughput_pct".into(), json!(compute));
+            Some((memory, dram, compute))
+        }
+        _ => None,
+    };
+    // Weighed by the kernel's share of the profiled GPU time: a cause in a kernel that is a
+    // small part of the program is a note, however large its own estimate.
+    let mut told_share = None;
+    if let Some(share) = time_share(ctx, scope, kernel.as_ref()) {
+        let gain = speedup * share;
+        d.figures.insert("time_share".into(), json!(share));
+        Figure::ProgramGain.set(&mut d.figures, json!(gain));
+        if share < 0.999 {
+            told_share = Some((share, gain));
+        }
+        if gain < MIN_PROGRAM_GAIN && d.level == Level::Warning {
+            d.level = Level::Note;
+        }
+    }
+    describe(ctx, &mut d, class, (f, ncu), hot, &lines, scope);
+    let weight = Weight {
+        kernel: kernel.as_ref(),
+        short_launch,
+        speedup,
+        latency: latency.filter(|_| class == Class::Occupancy),
+        peaks,
+        share: told_share,
+    };
+    word_weight(&mut d, &weight);
+    d
 }
 
 /// How far each cause's kernel is from what the GPU can do: its floating-point rate against the
@@ -361,9 +380,9 @@ fn against_the_limit(ctx: &Ctx, drafts: &mut [Draft]) {
         if d.figures.contains_key("tensor_peak_gflops") {
             continue;
         }
-        d.explanation.push_str(&format!(
+        d.explanation.append(msg!(
             " Against the limit: {} runs {}.",
-            md_code(&kernel),
+            code(kernel.as_str()),
             p.phrase()
         ));
     }
@@ -387,13 +406,13 @@ pub fn absorb_occupancy_limit(cause: &mut Draft, note: &Draft) {
             cause.figures.entry(key.into()).or_insert_with(|| v.clone());
         }
     }
-    cause.notes.push(format!(
+    cause.notes.push(msg!(
         "From ptxas's figures: {}",
-        crate::text::lowercase_first(&note.explanation)
+        note.explanation.uncapitalised()
     ));
     // The note hedges ("if latency hiding is short"); the cause has shown it is.
-    if let Some(budget) = note.fix.strip_prefix("If latency hiding is short: ") {
-        cause.help.push(crate::text::uppercase_first(budget));
+    if let Some(budget) = &note.next_block {
+        cause.help.push(budget.capitalised());
     }
     cause.evidence.extend(note.evidence.iter().cloned());
 }
@@ -420,14 +439,7 @@ fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Dr
     }
     for ((config, kernel), mut rules) in groups {
         rules.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let mut d = Draft::new(
-            RuleId::SlowKernel,
-            Level::Note,
-            format!(
-                "Other suggestions from Nsight Compute for {}",
-                md_code(&kernel)
-            ),
-        );
+        let mut d = Draft::new(RuleId::SlowKernel, Level::Note, Message::new());
         // One note per config: the estimates differ from one build to the next.
         d.key = format!("minor|{}", config.as_deref().unwrap_or(""));
         d.config = config;
@@ -440,21 +452,11 @@ fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Dr
                 .map(|r| r.speedup_type)
                 == Some(Some(SpeedupType::Local))
         };
-        let listed: Vec<String> = rules
+        let listed: Vec<(&str, f64, bool)> = rules
             .iter()
-            .map(|(index, speedup, rule)| {
-                let scope = if local(*index) { " of its section" } else { "" };
-                format!("{} ({speedup:.0}%{scope})", md_code(rule))
-            })
+            .map(|(index, speedup, rule)| (*rule, *speedup, local(*index)))
             .collect();
-        d.explanation = format!(
-            "ncu's rules that name no cause of their own (under-used pipes, issue slots, stall \
-             cycles, L2 compression, ...), estimate less than {MIN_SPEEDUP:.0}% of the kernel's \
-             time, or estimate only for their own section where the kernel is not \
-             latency-bound, with their estimated speedups: {}. Each is a hint about how the \
-             kernel runs, not a cause.",
-            crate::text::join_words(&listed)
-        );
+        word_minor(&mut d, &kernel, &listed);
         for (index, _, _) in &rules {
             d.explains.push(*index);
             if let Some(f) = j.findings.get(*index)
@@ -465,6 +467,34 @@ fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Dr
         }
         out.push(d);
     }
+}
+
+/// The title and explanation of a kernel's other suggestions from ncu: each rule's name, its
+/// estimated speedup and whether that is for its own section only.
+fn word_minor(d: &mut Draft, kernel: &KernelId, listed: &[(&str, f64, bool)]) {
+    d.title = msg!(
+        "Other suggestions from Nsight Compute for {}",
+        code(kernel.as_str())
+    );
+    let listed = listed
+        .iter()
+        .map(|(rule, speedup, local)| {
+            msg!(
+                "{} ({}%{})",
+                code(*rule),
+                figure(format!("{speedup:.0}")),
+                if *local { " of its section" } else { "" }
+            )
+        })
+        .collect();
+    d.explanation = msg!(
+        "ncu's rules that name no cause of their own (under-used pipes, issue slots, stall \
+         cycles, L2 compression, ...), estimate less than {}% of the kernel's time, or estimate \
+         only for their own section where the kernel is not latency-bound, with their estimated \
+         speedups: {}. Each is a hint about how the kernel runs, not a cause.",
+        figure(format!("{MIN_SPEEDUP:.0}")),
+        Message::words(listed)
+    );
 }
 
 /// A kernel's share of the GPU time of every profiled launch in its profiling run (each
@@ -561,7 +591,7 @@ mod rule_tests {
         };
         assert_eq!(d.rule, RuleId::SlowKernel);
         assert_eq!(d.kernel.as_deref(), Some("transpose"));
-        assert!(d.title.contains("bank conflicts"), "{}", d.title);
+        assert!(d.title.markdown().contains("bank conflicts"), "{:?}", d.title);
         assert!(
             d.location.as_ref().is_some_and(|l| l.line.is_some()),
             "{:?}",

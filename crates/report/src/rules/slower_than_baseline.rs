@@ -7,29 +7,45 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, EvidenceItem, GiveWay, Level};
 use crate::run::StageKind;
-use crate::text::{md_code, sig3};
+use crate::message::{Message, code, figure, msg};
+use crate::text::sig3;
 use crate::timings::TimingRow;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::SlowerThanBaseline,
+    role: Role::Performance,
+    name: "Slower than its baseline",
+    description: "A program's own benchmark slower than its baseline's benchmark of the same \
+                  name beyond both sides' spread, where no kernel cause of its config tells \
+                  the ratio: the verdict is Slow, with or without a profile stage.",
+    module: "crates/report/src/rules/slower_than_baseline.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: true,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// Without a spread from either side, a slowdown counts beyond this ratio (baseline / program).
 const WITHOUT_SPREAD: f64 = 0.8;
 
 /// The verdict's words for the program's largest slowdown against its baseline beyond noise:
 /// "24.1x slower than its baseline by its own benchmark `64`". `None` when no benchmark is.
-pub fn verdict_phrase(j: &crate::join::Joined) -> Option<String> {
+pub fn verdict_words(j: &crate::join::Joined) -> Option<Message> {
     let timings = crate::timings::timings(j);
     slowest(&timings)
         .into_values()
         .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(row, slower)| {
-            format!(
-                "{}x slower than its baseline by its own benchmark {}",
-                sig3(slower),
-                md_code(&row.bench.timing.name)
-            )
-        })
+        .map(|(row, slower)| word_title(row, slower))
+}
+
+/// [`verdict_words`] as inline Markdown, for the verdict line that still words in Markdown.
+pub fn verdict_phrase(j: &crate::join::Joined) -> Option<String> {
+    verdict_words(j).map(|m| m.markdown())
 }
 
 /// Each config's slowest benchmark beyond noise: (row, how many times slower).
@@ -70,27 +86,25 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let Some(base) = row.baseline.as_ref() else {
             continue;
         };
-        let name = md_code(&row.bench.timing.name);
         let statistic = row.statistic.unwrap_or("mean");
         let value = |t: &parsers::Timing| match statistic {
             "median" => t.median_us,
             _ => t.mean_us,
         };
-        let times = match (value(&row.bench.timing), value(&base.timing)) {
-            (Some(p), Some(b)) => format!(" ({statistic} {} µs against {} µs)", sig3(p), sig3(b)),
-            _ => String::new(),
+        let slow = Slow {
+            row,
+            slower,
+            times: match (value(&row.bench.timing), value(&base.timing)) {
+                (Some(p), Some(b)) => Some((statistic, p, b)),
+                _ => None,
+            },
+            spread: row.spread,
+            profiled,
         };
-        let spread = row
-            .spread
-            .map(|s| format!(", beyond both sides' spread ({:.0}%)", s * 100.0))
-            .unwrap_or_default();
         let mut d = Draft::new(
             RuleId::SlowerThanBaseline,
             Level::Warning,
-            format!(
-                "{}x slower than its baseline by its own benchmark {name}",
-                sig3(slower)
-            ),
+            Message::new(),
         );
         d.config = config.map(str::to_string);
         // A profile's cause for this config says more than the comparison.
@@ -100,30 +114,73 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.figures
             .insert("baseline_ratio".into(), json!(1.0 / slower));
         d.figures.insert("slowdown".into(), json!(slower));
-        d.explanation = format!(
-            "The program's own benchmark {name} runs {}x slower than the baseline's benchmark \
-             of the same name{times}{spread}.",
-            sig3(slower)
-        );
-        d.fix = if profiled {
-            "Read the profile's causes for this config: the kernel they name is where the time \
-             goes."
-                .to_string()
-        } else {
-            "Add `profile:` to the pipeline: Nsight Compute's Speed Of Light and source page \
-             would say why, at the lines that hold the time."
-                .to_string()
-        };
+        let summary = word_slow(&slow, &mut d);
         d.evidence.push(EvidenceItem {
             stage: "bench".into(),
             config: d.config.clone(),
             log: row.bench.log.clone(),
-            summary: format!("{name}: {}x the baseline's time{times}", sig3(slower)),
+            summary,
             excerpt: Vec::new(),
         });
         out.push(d);
     }
     out
+}
+
+/// A benchmark slower than its baseline's: what [`word_slow`] words.
+struct Slow<'t> {
+    row: &'t TimingRow,
+    /// How many times slower.
+    slower: f64,
+    /// The statistic compared and its two values (µs): the program's, the baseline's.
+    times: Option<(&'static str, f64, f64)>,
+    /// The larger relative spread of the two sides.
+    spread: Option<f64>,
+    /// Whether the run has a profile stage.
+    profiled: bool,
+}
+
+/// "24.1x slower than its baseline by its own benchmark `64`".
+fn word_title(row: &TimingRow, slower: f64) -> Message {
+    msg!(
+        "{}x slower than its baseline by its own benchmark {}",
+        sig3(slower),
+        code(&row.bench.timing.name)
+    )
+}
+
+/// The draft's title, explanation and fix for a slow benchmark; returns its evidence's summary.
+fn word_slow(s: &Slow, d: &mut Draft) -> Message {
+    let name = code(&s.row.bench.timing.name);
+    let times = s
+        .times
+        .map(|(statistic, p, b)| msg!(" ({} {} µs against {} µs)", statistic, sig3(p), sig3(b)))
+        .unwrap_or_default();
+    let spread = s
+        .spread
+        .map(|s| msg!(", beyond both sides' spread ({})", figure(format!("{:.0}%", s * 100.0))))
+        .unwrap_or_default();
+    d.title = word_title(s.row, s.slower);
+    d.explanation = msg!(
+        "The program's own benchmark {} runs {}x slower than the baseline's benchmark of the \
+         same name{}{}.",
+        name.clone(),
+        sig3(s.slower),
+        &times,
+        spread
+    );
+    d.fix = if s.profiled {
+        msg!(
+            "Read the profile's causes for this config: the kernel they name is where the time \
+             goes."
+        )
+    } else {
+        msg!(
+            "Add `profile:` to the pipeline: Nsight Compute's Speed Of Light and source page \
+             would say why, at the lines that hold the time."
+        )
+    };
+    msg!("{}: {}x the baseline's time{}", name, sig3(s.slower), times)
 }
 
 #[cfg(test)]
@@ -159,7 +216,7 @@ mod tests {
         assert_eq!(d.config.as_deref(), Some("default"));
         assert_eq!(d.kernel, None);
         assert_eq!(d.location, None);
-        assert!(d.title.contains("test_sort_reversed"), "{}", d.title);
+        assert!(d.title.markdown().contains("test_sort_reversed"), "{:?}", d.title);
         let slowdown = d.figures["slowdown"].as_f64().unwrap_or(0.0);
         assert!((1000.0..2000.0).contains(&slowdown), "{slowdown}");
     }

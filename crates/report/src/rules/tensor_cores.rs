@@ -4,10 +4,26 @@
 
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
+use crate::message::{Message, code, msg};
 use crate::resources::ncu_summary;
 use crate::text::fixed;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::TensorCoresIdle,
+    role: Role::Performance,
+    name: "Tensor cores idle",
+    description: "No HMMA/HGMMA in a kernel that is meant to use them (another config of it \
+                  does, or it loads fragments with ldmatrix), or ncu's tensor pipe near 0.",
+    module: "crates/report/src/rules/tensor_cores.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// Tensor pipe utilisation (percent of peak) at or below which the pipe counts as idle.
 pub const IDLE_PCT: f64 = 1.0;
@@ -19,21 +35,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     for view in j.target_kernels() {
         let config = view.config.as_deref();
         let tensor = view.tensor_instructions();
-        let siblings: Vec<String> = j
+        // (config, arch) of each.
+        let siblings: Vec<(Option<&str>, Option<&str>)> = j
             .kernels
             .iter()
             .filter(|k| k.name == view.name && k.tensor_instructions().unwrap_or(0) > 0)
             .filter(|k| k.config != view.config || k.arch != view.arch)
-            .map(|k| {
-                format!(
-                    "{}{}",
-                    k.config.as_deref().unwrap_or("-"),
-                    k.arch
-                        .as_deref()
-                        .map(|a| format!(" ({a})"))
-                        .unwrap_or_default()
-                )
-            })
+            .map(|k| (k.config.as_deref(), k.arch.as_deref()))
             .collect();
         let ldsm = view.sass.map(|s| s.ldsm).unwrap_or(0);
         let pipe = ncu_summary(j, config, &view.name).and_then(|n| n.tensor_pipe_pct);
@@ -48,7 +56,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if !(no_mma && intended || idle_with_mma) {
             continue;
         }
-        let mut d = Draft::new(RuleId::TensorCoresIdle, Level::Warning, "");
+        let mut d = Draft::new(RuleId::TensorCoresIdle, Level::Warning, Message::new());
         d.config = view.config.clone();
         d.kernel = Some(view.name.to_string());
         // Fragments on local memory already say why its tensor cores are idle.
@@ -61,9 +69,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.evidence.push(ctx.source_evidence(
                 view.sass_source,
                 config,
-                format!(
-                    "SASS of `{}`: {} HMMA, {} HGMMA, {} IMMA, {} LDSM of {} instructions",
-                    view.name, sass.hmma, sass.hgmma, sass.imma, sass.ldsm, sass.total
+                msg!(
+                    "SASS of {}: {} HMMA, {} HGMMA, {} IMMA, {} LDSM of {} instructions",
+                    code(view.name.as_str()),
+                    sass.hmma.to_string(),
+                    sass.hgmma.to_string(),
+                    sass.imma.to_string(),
+                    sass.ldsm.to_string(),
+                    sass.total.to_string()
                 ),
             ));
         }
@@ -71,7 +84,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.figures
                 .insert("tensor_pipe_pct".into(), crate::text::round_json(p));
             d.evidence.push(
-                ctx.metric_evidence(config, format!("ncu: tensor pipe {}% of peak", fixed(p, 2))),
+                ctx.metric_evidence(config, msg!("ncu: tensor pipe {}% of peak", fixed(p, 2))),
             );
         }
         d.figures
@@ -79,56 +92,94 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if no_mma {
             signals += 1;
             d.key = "no-mma".into();
-            d.title = format!("No tensor-core instructions in `{}`", view.name);
             let mut why = Vec::new();
             if !siblings.is_empty() {
                 signals += 1;
-                why.push(format!(
-                    "the same kernel in {} does use them",
-                    siblings.join(", ")
-                ));
+                why.push(Why::Siblings(&siblings));
             }
             if ldsm > 0 {
                 signals += 1;
-                why.push(format!(
-                    "it loads {ldsm} ldmatrix fragments (LDSM) that only MMA consumes"
-                ));
+                why.push(Why::Ldmatrix(ldsm));
             }
             if pipe_idle {
                 signals += 1;
             }
-            d.explanation = format!(
-                "The SASS of `{}` holds no HMMA, HGMMA or IMMA, yet {}: the matrix products run on \
-                 the FMA pipes at a fraction of the tensor-core rate. A template or #if path that \
-                 falls back to scalar code for this config's tile sizes or head dim does this.",
-                view.name,
-                crate::text::join_words(&why)
-            );
-            d.fix = "Check which code path this config's defines select (tile sizes that are not \
-                     multiples of the MMA shape, a disabled USE_* flag) and make it issue \
-                     mma.sync/wgmma; confirm with the sass stage's HMMA/HGMMA count."
-                .to_string();
+            word_no_mma(&mut d, &view.name, &why);
         } else {
             signals += 2;
             d.key = "pipe-idle".into();
-            d.title = format!("Tensor pipe idle in the profiled launch of `{}`", view.name);
-            d.explanation = format!(
-                "The SASS of `{}` holds {} tensor-core instructions, but ncu measured the tensor \
-                 pipe at {}% of peak in the profiled launch: the MMA path exists but did not run \
-                 for this shape (a runtime branch chose the scalar path) or it is starved.",
-                view.name,
-                tensor.unwrap_or(0),
-                fixed(pipe.unwrap_or(0.0), 2)
-            );
-            d.fix =
-                "Check the runtime condition that selects the MMA path for the profiled shape, \
-                     then the memory-bound signs in the ncu summary (DRAM throughput, stalls)."
-                    .to_string();
+            word_pipe_idle(&mut d, &view.name, tensor.unwrap_or(0), pipe.unwrap_or(0.0));
         }
         d.confidence = Confidence::from_signals(signals);
         out.push(d);
     }
     out
+}
+
+/// Why a kernel without tensor-core instructions was meant to have them.
+enum Why<'s> {
+    /// The (config, arch) of each other build of the same kernel that issues them.
+    Siblings(&'s [(Option<&'s str>, Option<&'s str>)]),
+    /// The ldmatrix fragments (LDSM) it loads.
+    Ldmatrix(u64),
+}
+
+/// The title, explanation and fix of a kernel with no tensor-core instructions.
+fn word_no_mma(d: &mut Draft, kernel: &str, why: &[Why]) {
+    let why = why
+        .iter()
+        .map(|w| match w {
+            Why::Siblings(s) => {
+                // "default (sm_90), large": each config, with its arch where known.
+                let builds = s.iter().map(|(config, arch)| {
+                    msg!(
+                        "{}{}",
+                        config.unwrap_or("-"),
+                        arch.map(|a| msg!(" ({})", a)).unwrap_or_default()
+                    )
+                });
+                msg!(
+                    "the same kernel in {} does use them",
+                    Message::join(builds, ", ")
+                )
+            }
+            Why::Ldmatrix(n) => msg!(
+                "it loads {} ldmatrix fragments (LDSM) that only MMA consumes",
+                n.to_string()
+            ),
+        })
+        .collect();
+    d.title = msg!("No tensor-core instructions in {}", code(kernel));
+    d.explanation = msg!(
+        "The SASS of {} holds no HMMA, HGMMA or IMMA, yet {}: the matrix products run on the FMA \
+         pipes at a fraction of the tensor-core rate. A template or #if path that falls back to \
+         scalar code for this config's tile sizes or head dim does this.",
+        code(kernel),
+        Message::words(why)
+    );
+    d.fix = msg!(
+        "Check which code path this config's defines select (tile sizes that are not multiples \
+         of the MMA shape, a disabled USE_* flag) and make it issue mma.sync/wgmma; confirm with \
+         the sass stage's HMMA/HGMMA count."
+    );
+}
+
+/// The title, explanation and fix of a kernel whose tensor-core instructions did not run in
+/// its profiled launch (`pipe`: ncu's tensor pipe utilisation, percent of peak).
+fn word_pipe_idle(d: &mut Draft, kernel: &str, tensor: u64, pipe: f64) {
+    d.title = msg!("Tensor pipe idle in the profiled launch of {}", code(kernel));
+    d.explanation = msg!(
+        "The SASS of {} holds {} tensor-core instructions, but ncu measured the tensor pipe at \
+         {}% of peak in the profiled launch: the MMA path exists but did not run for this shape \
+         (a runtime branch chose the scalar path) or it is starved.",
+        code(kernel),
+        tensor.to_string(),
+        fixed(pipe, 2)
+    );
+    d.fix = msg!(
+        "Check the runtime condition that selects the MMA path for the profiled shape, then the \
+         memory-bound signs in the ncu summary (DRAM throughput, stalls)."
+    );
 }
 
 #[cfg(test)]

@@ -15,8 +15,9 @@ use super::profile::{Scope, duration_us, source_lines};
 use super::{Ctx, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
 use crate::kernel_id::KernelId;
+use crate::message::{Message, code, figure, msg};
 use crate::roofline::{Limit, Position};
-use crate::text::{md_code, relative_path};
+use crate::text::relative_path;
 
 /// The share of executed instructions that must be scalar multiply-adds: the inner loop of a
 /// register-tiled product is nearly all FFMA (SGEMM_CUDA's kernels 6 and 10 on an H100).
@@ -28,6 +29,8 @@ const MAX_MUFU_PER_FMA: f64 = 1.0 / 16.0;
 /// A profiled launch shorter than this says too little of a kernel's speed.
 const MIN_DURATION_US: f64 = 50.0;
 
+/// Drafts a tensor-core-path cause for each own kernel of scalar multiply-adds at its
+/// FP32 (or FP16) ceiling that no half-precision cause names already.
 pub(super) fn run(ctx: &Ctx, out: &mut Vec<Draft>) {
     let j = ctx.joined;
     for (index, source) in j.sources.iter().enumerate() {
@@ -69,6 +72,7 @@ pub(super) fn run(ctx: &Ctx, out: &mut Vec<Draft>) {
     }
 }
 
+/// The cause of one kernel: its hottest own line, figures and words.
 fn draft(
     ctx: &Ctx,
     page: Scope,
@@ -79,7 +83,7 @@ fn draft(
 ) -> Draft {
     let j = ctx.joined;
     let config = page.config;
-    let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, String::new());
+    let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, Message::new());
     d.config = config.map(str::to_string);
     d.kernel = Some(kernel.to_string());
     d.key = "tensor-core-path".to_string();
@@ -98,77 +102,33 @@ fn draft(
             line: Some(line.line),
         });
     }
-    let named = md_code(kernel);
-    let (op, tensor_limit) = match p.limit {
-        Limit::Fp16 => ("HFMA2", Limit::Tensor),
-        _ => ("FFMA", Limit::Tf32Tensor),
-    };
-    // The tensor peak of the same device at the same clock as the kernel's own.
-    let tensor_peak = match p.limit {
-        Limit::Fp16 => p.tensor_peak_gflops,
-        _ => p.tf32_peak_gflops,
-    };
-    d.title = match p.limit {
-        Limit::Fp16 => "Half-precision FMAs where the tensor cores would lift the ceiling",
-        _ => "FP32 FMAs where the tensor cores would lift the ceiling",
-    }
-    .to_string();
     d.figures
         .insert("fma_share".into(), json!((share * 1000.0).round() / 1000.0));
     d.figures.insert(
         "of_peak".into(),
         json!((p.of_peak * 1000.0).round() / 1000.0),
     );
-    let ceiling = match (tensor_peak, p.peak_gflops) {
-        (Some(t), Some(peak)) => {
-            d.figures
-                .insert("tensor_peak_gflops".into(), json!(t.round()));
-            format!(
-                ": {:.0} GFLOP/s on this GPU, {:.0}x its {} peak of {:.0}",
-                t,
-                t / peak,
-                p.limit.name(),
-                peak
-            )
-        }
-        _ => String::new(),
+    // The tensor peak of the same device at the same clock as the kernel's own.
+    let tensor_peak = match p.limit {
+        Limit::Fp16 => p.tensor_peak_gflops,
+        _ => p.tf32_peak_gflops,
     };
-    d.explanation = format!(
-        "{}% of the instructions {named} executes are scalar multiply-adds ({fmas} warp-level \
-         `{op}`), with no tensor-core instruction, and it runs {}: its ceiling is the \
-         {} peak of the CUDA cores. If those multiply-adds are a matrix product (a GEMM, a \
-         convolution, attention), the tensor cores raise the ceiling to the {} peak{ceiling}.",
-        (share * 100.0).round(),
-        p.phrase(),
-        p.limit.name(),
-        tensor_limit.name(),
-    );
-    if let Some(beside) = tensor_kernel_beside(ctx, config, kernel) {
-        d.explanation.push_str(&format!(" {beside}"));
+    if let (Some(t), Some(_)) = (tensor_peak, p.peak_gflops) {
+        d.figures
+            .insert("tensor_peak_gflops".into(), json!(t.round()));
     }
-    d.fix = match p.limit {
-        Limit::Fp16 => "Issue the product as tensor-core instructions: `mma.sync` (or WMMA) on \
-                        FP16/BF16 fragments with FP32 accumulators, wgmma on sm_90; or call \
-                        cuBLAS or CUTLASS for it. The precision is the same as the FMAs'."
-            .to_string(),
-        _ => "Run the product on the tensor cores with TF32 inputs: `mma.sync` or WMMA \
-              (`wmma::precision::tf32`), or cuBLAS with `CUBLAS_COMPUTE_32F_FAST_TF32`. TF32 \
-              keeps FP32's range and accumulation but rounds each input to a 10-bit mantissa \
-              (a relative error near 1e-3 per product); where that is too coarse, 3xTF32 \
-              (CUTLASS) recovers FP32 accuracy at about a third of the TF32 rate, and FP16/BF16 \
-              inputs double the TF32 rate again."
-            .to_string(),
+    let path = Path {
+        kernel,
+        p,
+        share,
+        fmas,
+        executed,
+        tensor_peak,
+        beside: tensor_kernel_beside(ctx, config, kernel),
     };
-    d.evidence.push(ctx.source_evidence(
-        page.log,
-        config,
-        format!(
-            "instruction mix of {named}: {fmas} of {executed} executed instructions `{op}` \
-             ({:.0}%), 0 tensor-core instructions; {}",
-            share * 100.0,
-            p.cell()
-        ),
-    ));
+    let summary = word_path(&mut d, &path);
+    d.evidence
+        .push(ctx.source_evidence(page.log, config, summary));
     let scope = Scope { config, log: None };
     if duration_us(ctx, scope, Some(kernel)).is_some_and(|us| us < MIN_DURATION_US) {
         d.level = Level::Note;
@@ -179,10 +139,10 @@ fn draft(
 /// A kernel the program did not write that ran on the tensor cores in the same config (the
 /// baseline's, or a library's launched beside the program's own), with its rate: "cuBLAS's
 /// `sm90_xmma_gemm_...` ran on the tensor cores at 612000 GFLOP/s (FP16 tensor 61.9%)".
-fn tensor_kernel_beside(ctx: &Ctx, config: Option<&str>, own: &KernelId) -> Option<String> {
+fn tensor_kernel_beside(ctx: &Ctx, config: Option<&str>, own: &KernelId) -> Option<Message> {
     let j = ctx.joined;
     let mut seen: Vec<&KernelId> = Vec::new();
-    let mut best: Option<(f64, String)> = None;
+    let mut best: Option<(f64, Message)> = None;
     let baseline = crate::resources::beside_baseline(j)
         .map(|(_, theirs)| theirs)
         .unwrap_or_default();
@@ -192,7 +152,7 @@ fn tensor_kernel_beside(ctx: &Ctx, config: Option<&str>, own: &KernelId) -> Opti
             && let Some(g) = p.gflops
             && best.as_ref().is_none_or(|(b, _)| g > *b)
         {
-            best = Some((g, format!("The baseline's {}", md_code(&k.summary.kernel))));
+            best = Some((g, msg!("The baseline's {}", code(&k.summary.kernel))));
         }
     }
     for m in j.metrics.iter().filter(|m| m.config.as_deref() == config) {
@@ -207,13 +167,96 @@ fn tensor_kernel_beside(ctx: &Ctx, config: Option<&str>, own: &KernelId) -> Opti
             && let Some(g) = p.gflops
             && best.as_ref().is_none_or(|(b, _)| g > *b)
         {
-            best = Some((g, format!("{}, launched beside it,", md_code(&m.kernel))));
+            best = Some((g, msg!("{}, launched beside it,", code(m.kernel.as_str()))));
         }
     }
     let (gflops, who) = best?;
-    Some(format!(
-        "{who} ran on the tensor cores at {gflops:.0} GFLOP/s in this run."
+    Some(msg!(
+        "{} ran on the tensor cores at {} GFLOP/s in this run.",
+        who,
+        figure(format!("{gflops:.0}"))
     ))
+}
+
+/// A kernel of scalar multiply-adds at its FP32 (or FP16) ceiling: what [`word_path`] words.
+struct Path<'k> {
+    kernel: &'k KernelId,
+    p: &'k Position,
+    /// The multiply-adds' share of the executed instructions.
+    share: f64,
+    /// Warp-level multiply-adds (FFMA or HFMA2), of the instructions executed.
+    fmas: u64,
+    executed: u64,
+    /// The tensor peak (GFLOP/s) of the same device at the kernel's clock.
+    tensor_peak: Option<f64>,
+    /// A kernel beside it that ran on the tensor cores, in words.
+    beside: Option<Message>,
+}
+
+/// The title, explanation and fix; returns the instruction mix's evidence summary.
+fn word_path(d: &mut Draft, f: &Path) -> Message {
+    let p = f.p;
+    let named = code(f.kernel.as_str());
+    let (op, tensor_limit) = match p.limit {
+        Limit::Fp16 => ("HFMA2", Limit::Tensor),
+        _ => ("FFMA", Limit::Tf32Tensor),
+    };
+    d.title = match p.limit {
+        Limit::Fp16 => msg!("Half-precision FMAs where the tensor cores would lift the ceiling"),
+        _ => msg!("FP32 FMAs where the tensor cores would lift the ceiling"),
+    };
+    let ceiling = match (f.tensor_peak, p.peak_gflops) {
+        (Some(t), Some(peak)) => msg!(
+            ": {} GFLOP/s on this GPU, {}x its {} peak of {}",
+            figure(format!("{t:.0}")),
+            figure(format!("{:.0}", t / peak)),
+            p.limit.name(),
+            figure(format!("{peak:.0}"))
+        ),
+        _ => Message::new(),
+    };
+    d.explanation = msg!(
+        "{}% of the instructions {} executes are scalar multiply-adds ({} warp-level {}), with \
+         no tensor-core instruction, and it runs {}: its ceiling is the {} peak of the CUDA \
+         cores. If those multiply-adds are a matrix product (a GEMM, a convolution, attention), \
+         the tensor cores raise the ceiling to the {} peak{}.",
+        figure(format!("{}", (f.share * 100.0).round())),
+        named.clone(),
+        f.fmas.to_string(),
+        code(op),
+        p.phrase(),
+        p.limit.name(),
+        tensor_limit.name(),
+        ceiling
+    );
+    if let Some(beside) = &f.beside {
+        d.explanation.append(msg!(" {}", beside));
+    }
+    d.fix = match p.limit {
+        Limit::Fp16 => msg!(
+            "Issue the product as tensor-core instructions: `mma.sync` (or WMMA) on FP16/BF16 \
+             fragments with FP32 accumulators, wgmma on sm_90; or call cuBLAS or CUTLASS for it. \
+             The precision is the same as the FMAs'."
+        ),
+        _ => msg!(
+            "Run the product on the tensor cores with TF32 inputs: `mma.sync` or WMMA \
+             (`wmma::precision::tf32`), or cuBLAS with `CUBLAS_COMPUTE_32F_FAST_TF32`. TF32 keeps \
+             FP32's range and accumulation but rounds each input to a 10-bit mantissa (a \
+             relative error near 1e-3 per product); where that is too coarse, 3xTF32 (CUTLASS) \
+             recovers FP32 accuracy at about a third of the TF32 rate, and FP16/BF16 inputs \
+             double the TF32 rate again."
+        ),
+    };
+    msg!(
+        "instruction mix of {}: {} of {} executed instructions {} ({}%), 0 tensor-core \
+         instructions; {}",
+        named,
+        f.fmas.to_string(),
+        f.executed.to_string(),
+        code(op),
+        figure(format!("{:.0}", f.share * 100.0)),
+        p.cell()
+    )
 }
 
 #[cfg(test)]

@@ -242,7 +242,7 @@ pub(crate) use repo_file;
 pub fn only(drafts: Vec<Draft>) -> Draft {
     let titles: Vec<String> = drafts
         .iter()
-        .map(|d| format!("{}: {}", d.rule, d.title))
+        .map(|d| format!("{}: {}", d.rule, d.title.plain()))
         .collect();
     let mut drafts = drafts;
     match (drafts.pop(), drafts.is_empty()) {

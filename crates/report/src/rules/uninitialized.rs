@@ -2,9 +2,27 @@
 
 use parsers::FindingKind;
 
-use super::{Ctx, RuleId, at_location};
+use super::{Ctx, Proposes, Role, Rule, RuleId, at_location};
 use crate::diagnosis::Draft;
+use crate::message::{Message, msg};
 use crate::text::plural;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::UninitializedRead,
+    role: Role::SitedFault {
+        rank: 7,
+        unplaced: false,
+    },
+    name: "Uninitialised read",
+    description: "initcheck's read of global memory nothing wrote.",
+    module: "crates/report/src/rules/uninitialized.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// One draft per distinct uninitialised-read site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
@@ -14,28 +32,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if finding.kind != FindingKind::UninitializedRead || ctx.explained(index) {
             continue;
         }
-        let mut d = ctx.site_draft(
-            RuleId::UninitializedRead,
-            "Read of uninitialised global memory",
-            index,
-            f,
-        );
-        let at = at_location(d.location.as_ref());
-        let size = finding
-            .size
-            .map(|s| format!(" of {s} bytes"))
-            .unwrap_or_default();
-        d.explanation = format!(
-            "initcheck caught {} of global memory{size}{at} that no kernel or copy had written \
-             since it was allocated: the value read is whatever the allocator left there, so the \
-             result depends on the previous user of that memory.",
-            plural(finding.count, "read", "reads")
-        );
-        d.fix = "Initialise before reading: keep accumulators in registers or shared memory and \
-                 zero them in the kernel instead of reading them back from an output buffer, or \
-                 write (memset) the buffer before the launch."
-            .to_string();
-        if let Some(first) = first_uninitialised_thread(&finding.threads) {
+        let mut d = ctx.site_draft(RuleId::UninitializedRead, Message::new(), index, f);
+        let partly = first_uninitialised_thread(&finding.threads).map(|first| {
             // The first block's lower threads run the same code without a record: the buffer
             // was written, but only its first part. With records left unprinted that is likely,
             // not shown.
@@ -45,29 +43,67 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .map_or(0, |s| s.log.unprinted_errors);
             d.figures
                 .insert("first_uninitialised_thread".into(), first.into());
-            d.title = "Read of partly initialised global memory".to_string();
-            d.explanation.push_str(&if unprinted == 0 {
-                format!(
-                    " In the first block, threads 0 to {} read without a record and thread \
-                     {first} is the first that does: the buffer was written, but only its first \
-                     part.",
-                    first - 1
-                )
-            } else {
-                format!(
-                    " The lowest thread of the first block among the printed records is \
-                     {first} ({unprinted} more records were not printed): the lower threads \
-                     likely read initialised data, so the buffer was written only in part."
-                )
-            });
-            d.fix = "Check the size of the memset or copy that fills this buffer: `cudaMemset(p, \
-                     0, n)` and `cudaMemcpy(d, h, n, ...)` take bytes, not elements (`n * \
-                     sizeof(float)`), and a copy of the wrong count leaves the tail unwritten."
-                .to_string();
-        }
+            Partly { first, unprinted }
+        });
+        word_uninitialised(&mut d, finding.size, finding.count, partly.as_ref());
         out.push(d);
     }
     out
+}
+
+/// A buffer written only in its first part: the first thread of block (0,0,0) with a record,
+/// and how many records the tool left unprinted.
+struct Partly {
+    first: u64,
+    unprinted: u64,
+}
+
+/// The words of an uninitialised read of `size` bytes, `count` records; `partly` where the
+/// buffer was written only in its first part.
+fn word_uninitialised(d: &mut Draft, size: Option<u32>, count: u64, partly: Option<&Partly>) {
+    let at = at_location(d.location.as_ref());
+    let size = size
+        .map(|s| msg!(" of {} bytes", s.to_string()))
+        .unwrap_or_default();
+    d.title = msg!("Read of uninitialised global memory");
+    d.explanation = msg!(
+        "initcheck caught {} of global memory{}{} that no kernel or copy had written since it \
+         was allocated: the value read is whatever the allocator left there, so the result \
+         depends on the previous user of that memory.",
+        plural(count, "read", "reads"),
+        size,
+        at
+    );
+    d.fix = msg!(
+        "Initialise before reading: keep accumulators in registers or shared memory and zero \
+         them in the kernel instead of reading them back from an output buffer, or write \
+         (memset) the buffer before the launch."
+    );
+    let Some(&Partly { first, unprinted }) = partly else {
+        return;
+    };
+    d.title = msg!("Read of partly initialised global memory");
+    d.explanation.append(if unprinted == 0 {
+        msg!(
+            " In the first block, threads 0 to {} read without a record and thread {} is the \
+             first that does: the buffer was written, but only its first part.",
+            (first - 1).to_string(),
+            first.to_string()
+        )
+    } else {
+        msg!(
+            " The lowest thread of the first block among the printed records is {} ({} more \
+             records were not printed): the lower threads likely read initialised data, so the \
+             buffer was written only in part.",
+            first.to_string(),
+            unprinted.to_string()
+        )
+    });
+    d.fix = msg!(
+        "Check the size of the memset or copy that fills this buffer: `cudaMemset(p, 0, n)` \
+         and `cudaMemcpy(d, h, n, ...)` take bytes, not elements (`n * sizeof(float)`), and a \
+         copy of the wrong count leaves the tail unwritten."
+    );
 }
 
 /// The lowest thread of block (0,0,0) among a finding's examples, when it is not thread 0:

@@ -11,11 +11,31 @@ use std::collections::BTreeSet;
 use parsers::{FindingKind, MemorySpace};
 use serde_json::json;
 
-use super::{Ctx, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
 use crate::join::FindingRef;
 use crate::kernel_id::KernelId;
-use crate::text::{join_words, plural};
+use crate::message::{Message, code, msg, path, quote};
+use crate::text::plural;
+
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::WmmaLocalMemory,
+    role: Role::SitedFault {
+        rank: 2,
+        unplaced: false,
+    },
+    name: "Tensor-core fragment on local memory",
+    description: "The compiler's 'cannot perform wmma load or store on local memory' warning, \
+                  corroborated by memcheck's trap (sm_90) or invalid `__local__` access (sm_89) \
+                  and BPT.TRAP or LDL/STL in the kernel's SASS.",
+    module: "crates/report/src/rules/wmma_local.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
 
 /// A finding and its index in [`crate::join::Joined::findings`].
 type Hit<'j, 'a> = (usize, &'j FindingRef<'a>);
@@ -25,12 +45,13 @@ type Hit<'j, 'a> = (usize, &'j FindingRef<'a>);
 /// The figure that marks a draft placed at its trap's line (where the compiler put the trap),
 /// which a place from another build of the same kernel replaces.
 /// What a place at a trap's line is, and how to get the call's.
-fn trap_note(at: &SourceLocation) -> String {
-    format!(
-        "`{at}` is where the compiler put the trap, not the call: a release build keeps no line \
-         of the fragment access it replaced. A `-G` build of the same kernel keeps \
+fn trap_note(at: &SourceLocation) -> Message {
+    msg!(
+        "{} is where the compiler put the trap, not the call: a release build keeps no line of \
+         the fragment access it replaced. A `-G` build of the same kernel keeps \
          `load_matrix_sync` a function of its own, and its line table names the call: with a \
-         config built with `-G` beside this one, the report places this root cause there."
+         config built with `-G` beside this one, the report places this root cause there.",
+        path(at)
     )
 }
 
@@ -173,15 +194,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     out
 }
 
-/// The operation with its first letter capitalised, for a title.
-fn capitalised(op: &str) -> String {
-    let mut chars = op.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
-}
-
 /// Whether the warnings are of the compiler-planted-trap family.
 fn is_local_memory_warning(kind: FindingKind) -> bool {
     matches!(
@@ -233,16 +245,7 @@ fn ran_without_trapping(j: &crate::join::Joined, config: Option<&str>) -> bool {
 /// One note for the kernels whose planted trap never fired: the build's latent faults.
 fn latent_draft(ctx: &Ctx, config: Option<&str>, latent: &[(KernelId, Vec<Hit>)]) -> Draft {
     let warnings: Vec<Hit> = latent.iter().flat_map(|(_, w)| w.iter().copied()).collect();
-    let op = operation(&warnings);
-    let names: Vec<String> = latent.iter().map(|(k, _)| format!("`{k}`")).collect();
-    let mut d = Draft::new(
-        RuleId::WmmaLocalMemory,
-        Level::Note,
-        format!(
-            "Latent: {op} on local memory in {} that no run reached",
-            plural(latent.len() as u64, "kernel", "kernels")
-        ),
-    );
+    let mut d = Draft::new(RuleId::WmmaLocalMemory, Level::Note, Message::new());
     d.config = config.map(str::to_string);
     d.key = "latent".into();
     if let Some((_, first)) = warnings.first() {
@@ -256,7 +259,11 @@ fn latent_draft(ctx: &Ctx, config: Option<&str>, latent: &[(KernelId, Vec<Hit>)]
             d.evidence.push(ctx.source_evidence(
                 view.sass_source,
                 config,
-                format!("SASS of `{kernel}`: {} BPT.TRAP", sass.bpt_trap),
+                msg!(
+                    "SASS of {}: {} BPT.TRAP",
+                    code(kernel.as_str()),
+                    sass.bpt_trap.to_string()
+                ),
             ));
         }
     }
@@ -266,43 +273,71 @@ fn latent_draft(ctx: &Ctx, config: Option<&str>, latent: &[(KernelId, Vec<Hit>)]
     d.confidence = Confidence::Medium;
     // What the run's own records say of each: a kernel a tool saw run reached no trap; of the
     // others, no record says whether they launched.
-    let launched: Vec<String> = latent
+    let launched: Vec<&KernelId> = latent
         .iter()
         .filter(|(k, _)| ctx.joined.model.ran(config, k))
-        .map(|(k, _)| format!("`{k}`"))
+        .map(|(k, _)| k)
         .collect();
-    let how = if launched.is_empty() {
-        "they were never launched, or never reached the operation".to_string()
-    } else if launched.len() == names.len() {
-        "each was launched (a tool recorded it) and never reached the operation".to_string()
-    } else {
-        format!(
-            "{} launched and never reached the operation; no record says whether the others \
-             launched",
-            join_words(&launched)
-        )
-    };
-    d.explanation = format!(
-        "The compiler warned that it cannot perform {op} on local memory and planted a trap \
-         (BPT.TRAP) in {}. The program ran under memcheck (or passed its check) with no trap \
-         record in any of them: {how}. A launch that does reach it fails with an unspecified \
-         launch failure.",
-        join_words(&names)
-    );
-    d.fix = if is_fragment(&warnings) {
-        "Before launching them, pass the fragment operation a pointer into shared (or global) \
-         memory, not a thread-local array; or stop instantiating the variants no caller uses."
-            .to_string()
-    } else {
-        format!(
-            "Before launching them, give the {op} a shared- or global-memory address (a \
-             per-thread array is private, so the operation needs no atomicity there: a plain \
-             update does); or stop instantiating the variants no caller uses."
-        )
-    };
+    let kernels: Vec<&KernelId> = latent.iter().map(|(k, _)| k).collect();
+    word_latent(&mut d, &operation(&warnings), is_fragment(&warnings), &kernels, &launched);
     d
 }
 
+/// Kernels as a list of code: "`a`, `b` and `c`".
+fn kernel_list(kernels: &[&KernelId]) -> Message {
+    Message::words(kernels.iter().map(|k| code(k.as_str()).into()).collect())
+}
+
+/// The words of the latent note: `op` on local memory in `kernels`, of which `launched` ran.
+fn word_latent(
+    d: &mut Draft,
+    op: &str,
+    fragment: bool,
+    kernels: &[&KernelId],
+    launched: &[&KernelId],
+) {
+    d.title = msg!(
+        "Latent: {} on local memory in {} that no run reached",
+        op,
+        plural(kernels.len() as u64, "kernel", "kernels")
+    );
+    let how = if launched.is_empty() {
+        msg!("they were never launched, or never reached the operation")
+    } else if launched.len() == kernels.len() {
+        msg!("each was launched (a tool recorded it) and never reached the operation")
+    } else {
+        msg!(
+            "{} launched and never reached the operation; no record says whether the others \
+             launched",
+            kernel_list(launched)
+        )
+    };
+    d.explanation = msg!(
+        "The compiler warned that it cannot perform {} on local memory and planted a trap \
+         (BPT.TRAP) in {}. The program ran under memcheck (or passed its check) with no trap \
+         record in any of them: {}. A launch that does reach it fails with an unspecified \
+         launch failure.",
+        op,
+        kernel_list(kernels),
+        how
+    );
+    d.fix = if fragment {
+        msg!(
+            "Before launching them, pass the fragment operation a pointer into shared (or \
+             global) memory, not a thread-local array; or stop instantiating the variants no \
+             caller uses."
+        )
+    } else {
+        msg!(
+            "Before launching them, give the {} a shared- or global-memory address (a \
+             per-thread array is private, so the operation needs no atomicity there: a plain \
+             update does); or stop instantiating the variants no caller uses.",
+            op
+        )
+    };
+}
+
+/// One draft for a config and kernel with the compiler's warning or a local-memory fault.
 fn draft(
     ctx: &Ctx,
     config: Option<&str>,
@@ -313,32 +348,14 @@ fn draft(
     let j = ctx.joined;
     let fragment = is_fragment(warnings);
     let op = operation(warnings);
-    let mut d = Draft::new(
-        RuleId::WmmaLocalMemory,
-        Level::Error,
-        if fragment {
-            "Tensor-core fragment loaded from thread-local memory".to_string()
-        } else {
-            format!(
-                "{} on thread-local memory: the compiler planted a trap",
-                capitalised(&op)
-            )
-        },
-    );
+    let mut d = Draft::new(RuleId::WmmaLocalMemory, Level::Error, Message::new());
     d.config = config.map(str::to_string);
     d.kernel = kernel.map(KernelId::to_string);
     let view = kernel.and_then(|k| j.kernel(config, k));
     d.arch = view.and_then(|v| v.arch.clone());
 
-    let mut said: Vec<String> = Vec::new();
+    let mut said: Vec<Message> = Vec::new();
     let mut signals = 0;
-    let count = |hits: &[Hit], kind: FindingKind| -> u64 {
-        hits.iter()
-            .filter(|(_, f)| f.finding.kind == kind)
-            .map(|(_, f)| f.finding.count)
-            .fold(0, u64::saturating_add)
-    };
-
     if let Some((_, first)) = warnings.first() {
         signals += 1;
         let n = warnings
@@ -346,14 +363,15 @@ fn draft(
             .map(|(_, f)| f.finding.count)
             .fold(0, u64::saturating_add);
         said.push(if fragment {
-            format!(
+            msg!(
                 "the compiler warned {} that a WMMA load or store operates on local memory",
                 plural(n, "time", "times")
             )
         } else {
-            format!(
-                "the compiler warned {} that it cannot perform {op} on local memory",
-                plural(n, "time", "times")
+            msg!(
+                "the compiler warned {} that it cannot perform {} on local memory",
+                plural(n, "time", "times"),
+                &op
             )
         });
         d.evidence.push(ctx.finding_evidence(first));
@@ -364,106 +382,30 @@ fn draft(
     let fault_sources: BTreeSet<usize> = faults.iter().map(|(_, f)| f.source).collect();
     if !faults.is_empty() {
         signals += 1;
-        let traps = count(faults, FindingKind::Trap);
-        let local = count(faults, FindingKind::InvalidAccess);
-        let mut what = Vec::new();
-        if traps > 0 {
-            what.push(format!("{traps} \"Trace/breakpoint trap\" records"));
-        }
-        if local > 0 {
-            what.push(format!("{local} invalid `__local__` accesses"));
-        }
-        // The printed records are capped by --print-limit; the summary counts them all.
-        let reported: u64 = fault_sources
-            .iter()
-            .filter_map(|&s| j.source(s))
-            .filter_map(|s| s.log.reported_errors)
-            .fold(0, u64::saturating_add);
-        let total = if reported > traps.saturating_add(local) {
-            format!(" ({reported} errors in the summary)")
-        } else {
-            String::new()
+        let fact = Wmma {
+            fragment,
+            op: op.clone(),
+            how_inside: false,
         };
-        said.push(format!(
-            "memcheck printed {}{}{total}",
-            join_words(&what),
-            kernel.map(|k| format!(" in `{k}`")).unwrap_or_default()
-        ));
-        for (_, f) in faults.iter().take(2) {
-            d.evidence.push(ctx.finding_evidence(f));
-            if in_intrinsic(f.finding) {
-                // The toolkit's header holds the instruction, not the mistake: a label.
-                if let Some(header) = ctx.finding_location(f.finding) {
-                    d.spans.push(crate::diagnosis::Span::secondary(
-                        header,
-                        "the fragment access, inside the toolkit's WMMA header",
-                    ));
-                }
-                said.push(format!(
-                    "the accesses are inside `{}`, the toolkit's fragment {}",
-                    f.kernel.as_deref().unwrap_or_default(),
-                    if is_store(f.finding) { "store" } else { "load" }
-                ));
-                // Where the user calls it, from the line table of a build that keeps it a
-                // function of its own (`-G`).
-                let calls = user_calls(ctx, config, f.finding);
-                if let Some(first) = calls.first()
-                    && d.location.is_none()
-                {
-                    d.location = Some(first.clone());
-                    said.push(format!(
-                        "the SASS line table has {} call of it from the program's own code: {}",
-                        if calls.len() == 1 { "one" } else { "each" },
-                        join_words(&calls.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>())
-                    ));
-                    for other in calls.iter().skip(1) {
-                        d.spans.push(crate::diagnosis::Span::secondary(
-                            other.clone(),
-                            "another call of the same fragment operation",
-                        ));
-                    }
-                }
-            } else if d.location.is_none() {
-                d.location = ctx.place(f);
-                // A trap the compiler planted has the line it put the trap on, not the call
-                // whose fragment access it replaced.
-                if f.finding.kind == FindingKind::Trap
-                    && let Some(at) = &d.location
-                {
-                    d.stands_in(if fragment {
-                        trap_note(at)
-                    } else {
-                        format!(
-                            "`{at}` is where the compiler put the trap: it proved the {op} \
-                             always reaches the local array and moved the trap up to the \
-                             first place that leads to it (a loop's test, the branch before \
-                             it), so the {op} itself is at or just after this line."
-                        )
-                    });
-                }
-            }
-        }
-        d.figures.insert("trap_records".into(), json!(traps));
-        d.figures
-            .insert("invalid_local_accesses".into(), json!(local));
+        fault_records(ctx, &mut d, &mut said, (config, kernel), faults, &fact);
     }
 
     if let Some(sass) = view.and_then(|v| v.sass)
         && (sass.bpt_trap > 0 || sass.ldl.saturating_add(sass.stl) > 0)
     {
         signals += 1;
-        let summary = format!(
-            "SASS of `{}`: {} BPT.TRAP, {} LDL, {} STL, {} HMMA",
-            kernel.map_or("?", KernelId::as_str),
-            sass.bpt_trap,
-            sass.ldl,
-            sass.stl,
-            sass.hmma
+        let summary = msg!(
+            "SASS of {}: {} BPT.TRAP, {} LDL, {} STL, {} HMMA",
+            code(kernel.map_or("?", KernelId::as_str)),
+            sass.bpt_trap.to_string(),
+            sass.ldl.to_string(),
+            sass.stl.to_string(),
+            sass.hmma.to_string()
         );
-        said.push(format!(
+        said.push(msg!(
             "its SASS holds {} BPT.TRAP and {} LDL/STL",
-            sass.bpt_trap,
-            sass.ldl.saturating_add(sass.stl)
+            sass.bpt_trap.to_string(),
+            sass.ldl.saturating_add(sass.stl).to_string()
         ));
         d.evidence
             .push(ctx.source_evidence(view.and_then(|v| v.sass_source), config, summary));
@@ -478,11 +420,11 @@ fn draft(
         if same && let Some(err) = &r.result.error {
             d.evidence.push(ctx.result_evidence(
                 r,
-                format!(
+                msg!(
                     "{} launch of {} failed: {}",
                     super::mode_name(r.result.mode),
-                    crate::text::md_code(&r.result.kernel),
-                    crate::text::md_text(&crate::text::scrub(err, &j.repo_files))
+                    code(r.result.kernel.as_str()),
+                    quote(crate::text::scrub(err, &j.repo_files))
                 ),
             ));
             break;
@@ -510,10 +452,8 @@ fn draft(
     // A toolkit header (the warning's `mma.hpp`) holds the instruction, not the mistake: it is
     // a label, and the headline points at the kernel's own file where one is known.
     if let Some(header) = d.location.take_if(|l| l.file.starts_with('<')) {
-        d.spans.push(crate::diagnosis::Span::secondary(
-            header,
-            "the fragment access, inside the toolkit's WMMA header",
-        ));
+        d.spans
+            .push(crate::diagnosis::Span::secondary(header, header_label()));
         d.location = ctx.kernel_file(config).filter(|l| !l.file.starts_with('<'));
     }
     // An invalid local access inside the fragment intrinsic itself names this fault twice over:
@@ -524,46 +464,192 @@ fn draft(
     }
     d.confidence = Confidence::from_signals(signals);
     d.figures.insert("signals".into(), json!(signals));
-    let how = if warnings.is_empty() && inside {
-        "In a `-G` build the compiler neither warns nor plants a trap: the intrinsic runs as a \
-         call and reads the thread-local address as if it were a fragment's memory, outside \
-         any valid window (`Invalid __local__` access), and the launch fails with an \
-         unspecified launch failure."
-    } else {
-        "The compiler warns and, on sm_90, plants a trap (BPT.TRAP) that fires at run time as \
-         \"Trace/breakpoint trap\"; older archs (and `-G` builds) report \"Invalid `__local__` \
-         read\" instead. Either way the launch fails with an unspecified launch failure."
+    let fact = Wmma {
+        fragment,
+        op,
+        how_inside: warnings.is_empty() && inside,
     };
-    if !fragment {
-        d.explanation = format!(
-            "Evidence: {}. An {op} was given an address in a thread-local array. Local memory \
-             is private to each thread, and the compiler cannot perform the operation there: it \
+    word_wmma(&mut d, &fact, said);
+    d
+}
+
+/// What a draft's words turn on: a fragment access (else `op`, an operation the compiler
+/// names), and whether only a `-G` build's invalid access inside the intrinsic shows it.
+struct Wmma {
+    fragment: bool,
+    op: String,
+    how_inside: bool,
+}
+
+/// The label of a place inside the toolkit's WMMA header.
+fn header_label() -> Message {
+    msg!("the fragment access, inside the toolkit's WMMA header")
+}
+
+/// The faults' records: what memcheck printed (into `said`), their evidence, the place and
+/// the calls of the intrinsic they are inside, and the stand-in note of a trap's line.
+fn fault_records(
+    ctx: &Ctx,
+    d: &mut Draft,
+    said: &mut Vec<Message>,
+    (config, kernel): (Option<&str>, Option<&KernelId>),
+    faults: &[Hit],
+    fact: &Wmma,
+) {
+    let j = ctx.joined;
+    let count = |kind: FindingKind| -> u64 {
+        faults
+            .iter()
+            .filter(|(_, f)| f.finding.kind == kind)
+            .map(|(_, f)| f.finding.count)
+            .fold(0, u64::saturating_add)
+    };
+    let fault_sources: BTreeSet<usize> = faults.iter().map(|(_, f)| f.source).collect();
+    let traps = count(FindingKind::Trap);
+    let local = count(FindingKind::InvalidAccess);
+    let mut what = Vec::new();
+    if traps > 0 {
+        what.push(msg!(
+            "{} \"Trace/breakpoint trap\" records",
+            traps.to_string()
+        ));
+    }
+    if local > 0 {
+        what.push(msg!("{} invalid `__local__` accesses", local.to_string()));
+    }
+    // The printed records are capped by --print-limit; the summary counts them all.
+    let reported: u64 = fault_sources
+        .iter()
+        .filter_map(|&s| j.source(s))
+        .filter_map(|s| s.log.reported_errors)
+        .fold(0, u64::saturating_add);
+    let total = if reported > traps.saturating_add(local) {
+        msg!(" ({} errors in the summary)", reported.to_string())
+    } else {
+        Message::new()
+    };
+    said.push(msg!(
+        "memcheck printed {}{}{}",
+        Message::words(what),
+        kernel
+            .map(|k| msg!(" in {}", code(k.as_str())))
+            .unwrap_or_default(),
+        total
+    ));
+    for (_, f) in faults.iter().take(2) {
+        d.evidence.push(ctx.finding_evidence(f));
+        if in_intrinsic(f.finding) {
+            // The toolkit's header holds the instruction, not the mistake: a label.
+            if let Some(header) = ctx.finding_location(f.finding) {
+                d.spans
+                    .push(crate::diagnosis::Span::secondary(header, header_label()));
+            }
+            said.push(msg!(
+                "the accesses are inside {}, the toolkit's fragment {}",
+                code(f.kernel.as_deref().unwrap_or_default()),
+                if is_store(f.finding) { "store" } else { "load" }
+            ));
+            // Where the user calls it, from the line table of a build that keeps it a
+            // function of its own (`-G`).
+            let calls = user_calls(ctx, config, f.finding);
+            if let Some(first) = calls.first()
+                && d.location.is_none()
+            {
+                d.location = Some(first.clone());
+                said.push(msg!(
+                    "the SASS line table has {} call of it from the program's own code: {}",
+                    if calls.len() == 1 { "one" } else { "each" },
+                    Message::words(calls.iter().map(|c| path(c).into()).collect())
+                ));
+                for other in calls.iter().skip(1) {
+                    d.spans.push(crate::diagnosis::Span::secondary(
+                        other.clone(),
+                        msg!("another call of the same fragment operation"),
+                    ));
+                }
+            }
+        } else if d.location.is_none() {
+            d.location = ctx.place(f);
+            // A trap the compiler planted has the line it put the trap on, not the call
+            // whose fragment access it replaced.
+            if f.finding.kind == FindingKind::Trap
+                && let Some(at) = &d.location
+            {
+                d.stands_in(if fact.fragment {
+                    trap_note(at)
+                } else {
+                    msg!(
+                        "{} is where the compiler put the trap: it proved the {} always reaches \
+                         the local array and moved the trap up to the first place that leads \
+                         to it (a loop's test, the branch before it), so the {} itself is at \
+                         or just after this line.",
+                        path(at),
+                        &fact.op,
+                        &fact.op
+                    )
+                });
+            }
+        }
+    }
+    d.figures.insert("trap_records".into(), json!(traps));
+    d.figures
+        .insert("invalid_local_accesses".into(), json!(local));
+}
+
+/// The words of a local-memory fault: title, explanation (on the evidence `said`) and fix.
+fn word_wmma(d: &mut Draft, fact: &Wmma, said: Vec<Message>) {
+    let said = Message::words(said);
+    let op = fact.op.as_str();
+    if !fact.fragment {
+        d.title = msg!("{} on thread-local memory: the compiler planted a trap", op).capitalised();
+        d.explanation = msg!(
+            "Evidence: {}. An {} was given an address in a thread-local array. Local memory is \
+             private to each thread, and the compiler cannot perform the operation there: it \
              warns and plants a trap (BPT.TRAP) in its place, which fires at run time as \
              \"Trace/breakpoint trap\" and fails the launch with an unspecified launch failure.",
-            join_words(&said)
+            said,
+            op
         );
-        d.fix = format!(
-            "Give the {op} a shared- or global-memory address: a per-block `__shared__` array \
+        d.fix = msg!(
+            "Give the {} a shared- or global-memory address: a per-block `__shared__` array \
              updated by the block's threads, then combined into global memory once per block. A \
              per-thread array needs no atomic at all: a plain update does. Re-run memcheck: the \
-             trap in the SASS should be gone."
+             trap in the SASS should be gone.",
+            op
         );
-        return d;
+        return;
     }
-    d.explanation = format!(
+    d.title = msg!("Tensor-core fragment loaded from thread-local memory");
+    let how = if fact.how_inside {
+        msg!(
+            "In a `-G` build the compiler neither warns nor plants a trap: the intrinsic runs as \
+             a call and reads the thread-local address as if it were a fragment's memory, \
+             outside any valid window (`Invalid __local__` access), and the launch fails with \
+             an unspecified launch failure."
+        )
+    } else {
+        msg!(
+            "The compiler warns and, on sm_90, plants a trap (BPT.TRAP) that fires at run time \
+             as \"Trace/breakpoint trap\"; older archs (and `-G` builds) report \"Invalid \
+             `__local__` read\" instead. Either way the launch fails with an unspecified launch \
+             failure."
+        )
+    };
+    d.explanation = msg!(
         "Evidence: {}. A tensor-core fragment load or store (wmma::load_matrix_sync / \
          store_matrix_sync, or ldmatrix) was given a pointer into a thread-local array. Local \
          memory is private to each thread, so a warp-collective fragment access cannot use it. \
-         {how}",
-        join_words(&said)
+         {}",
+        said,
+        how
     );
-    d.fix = "Stage the tile in shared memory: declare it `__shared__` (or carve it from the \
-             dynamic shared-memory buffer, 16-byte aligned), fill it cooperatively from global \
-             memory, `__syncthreads()`, and pass the shared-memory pointer to load_matrix_sync \
-             (or load the fragment with ldmatrix from shared memory). Re-run memcheck: the trap \
-             and the LDL/STL in the SASS should be gone."
-        .to_string();
-    d
+    d.fix = msg!(
+        "Stage the tile in shared memory: declare it `__shared__` (or carve it from the dynamic \
+         shared-memory buffer, 16-byte aligned), fill it cooperatively from global memory, \
+         `__syncthreads()`, and pass the shared-memory pointer to load_matrix_sync (or load the \
+         fragment with ldmatrix from shared memory). Re-run memcheck: the trap and the LDL/STL \
+         in the SASS should be gone."
+    );
 }
 
 /// The tensor-core intrinsics whose pointer must be shared or global memory.

@@ -7,13 +7,30 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::{Ctx, RuleId, is_harness_kind};
+use super::{Ctx, Proposes, Role, Rule, RuleId, is_harness_kind};
 use crate::check_failure::{second_launch_differs, within_tolerance_failure};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::ResultRef;
 use crate::kernel_id::KernelId;
-use crate::text::{md_text, sig3};
+use crate::message::{Message, figure, msg, quote};
+use crate::text::sig3;
 
+/// This rule's row in the registry ([`super::RULES`]).
+pub(crate) const RULE: Rule = Rule {
+    id: RuleId::WrongOutput,
+    role: Role::Symptom { rank: 2 },
+    name: "Wrong or NaN output",
+    description: "check: NaN, unwritten or wrong elements against the CPU reference, with the \
+                  pattern of failing shapes (masked rows, tail tiles).",
+    module: "crates/report/src/rules/wrong_output.rs",
+    run: Some(run),
+    absorbs: None,
+    slows: false,
+    accounts_for_time: false,
+    proposes: Proposes::Hypothesis,
+};
+
+/// The kind of wrongness a failed check shows, most telling first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Category {
     Unwritten,
@@ -76,6 +93,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     out
 }
 
+/// The draft for one config, kernel and kind of wrongness.
 fn draft(
     ctx: &Ctx,
     config: Option<&str>,
@@ -86,7 +104,7 @@ fn draft(
     all: &[&ResultRef],
 ) -> Draft {
     let j = ctx.joined;
-    let mut d = Draft::new(RuleId::WrongOutput, Level::Error, "");
+    let mut d = Draft::new(RuleId::WrongOutput, Level::Error, Message::new());
     d.config = config.map(str::to_string);
     d.kernel = Some(kernel.to_string());
     d.location = ctx.kernel_file(config);
@@ -103,12 +121,15 @@ fn draft(
     if failing.len() > 3 {
         d.evidence.push(ctx.result_evidence(
             failing[3],
-            format!("… and {} more failing shapes", failing.len() - 3),
+            msg!(
+                "… and {} more failing shapes",
+                (failing.len() - 3).to_string()
+            ),
         ));
     }
-    let max_err = failing
-        .iter()
-        .filter_map(|r| r.result.check.as_ref().map(|c| c.max_abs_err))
+    let checks = || failing.iter().filter_map(|r| r.result.check.as_ref());
+    let max_err = checks()
+        .map(|c| c.max_abs_err)
         .filter(|x| x.is_finite())
         .fold(0.0f64, f64::max);
     d.figures.insert("failing".into(), json!(failing.len()));
@@ -116,12 +137,6 @@ fn draft(
     d.figures
         .insert("max_abs_err".into(), crate::text::round_json(max_err));
 
-    let n_fail = format!(
-        "{} of {} checked {}",
-        failing.len(),
-        all.len(),
-        if all.len() == 1 { "shape" } else { "shapes" }
-    );
     let causal_only = failing.iter().all(|r| r.result.causal)
         && passing.iter().any(|r| !r.result.causal)
         && !passing.is_empty();
@@ -139,183 +154,292 @@ fn draft(
         kernel: kernel.clone(),
         single_launch: false,
     });
-
+    let seen = Seen {
+        failing: failing.len(),
+        checked: all.len(),
+        causal_only,
+        tile,
+        max_err,
+        tol: checks().map(|c| c.tolerance).fold(0.0f64, f64::max),
+        blind: super::blind_sanitizers(ctx, config, "the CPU-reference check"),
+    };
     match cat {
         Category::Unwritten => {
-            let unwritten: u64 = failing
-                .iter()
-                .filter_map(|r| r.result.check.as_ref())
-                .map(|c| c.unwritten)
-                .fold(0, u64::saturating_add);
+            let unwritten: u64 = checks().map(|c| c.unwritten).fold(0, u64::saturating_add);
             d.figures.insert("unwritten".into(), json!(unwritten));
             d.key = "unwritten".into();
-            if let Some((label, name)) = tile.clone() {
-                d.title = format!(
-                    "Output rows of the last partial tile are never written (S not a multiple of {label})"
-                );
-                d.explanation = format!(
-                    "{n_fail} left {unwritten} output elements holding the NaN \
-                     poison, and every failing shape has a sequence length that is not a multiple \
-                     of {label} while lengths that are pass: the blocks that own the last, \
-                     partial tile do not store it (a grid of S/{name} rounded down, or a store \
-                     guard that drops the whole tile)."
-                );
-                d.fix = format!(
-                    "Launch ceil(S/{name}) tiles and guard each row's store with `row < seq_len` \
-                     instead of skipping the partial tile."
-                );
-            } else {
-                d.title = "Output elements never written".to_string();
-                d.explanation = format!(
-                    "{n_fail} left {unwritten} output elements holding the NaN \
-                     poison the harness writes before each launch: no block stores them."
-                );
-                d.fix = "Check that the grid covers every (batch, head, row-tile) and that no \
-                         early return skips the final store."
-                    .to_string();
-            }
+            word_unwritten(&mut d, &seen, unwritten);
         }
         Category::Nan => {
-            let nans: u64 = failing
-                .iter()
-                .filter_map(|r| r.result.check.as_ref())
-                .map(|c| c.nan_count)
-                .fold(0, u64::saturating_add);
+            let nans: u64 = checks().map(|c| c.nan_count).fold(0, u64::saturating_add);
             d.figures.insert("nan".into(), json!(nans));
             d.key = "nan".into();
-            if causal_only {
-                d.title = "NaN outputs under the causal mask (fully masked rows)".to_string();
-                d.explanation = format!(
-                    "{n_fail} produced {nans} NaN elements, all with the \
-                     causal mask, while non-causal shapes pass. A row (or row tile) whose scores \
-                     are all masked keeps its running maximum at -inf, and the online softmax then \
-                     computes exp(-inf - (-inf)) = NaN and divides by a zero row sum."
-                );
-                d.fix = "Guard the masked case: when the running max is -inf use 0 in its place \
-                         (so exp(s - m) is 0, not NaN), and write 0 instead of dividing when the \
-                         row sum is 0."
-                    .to_string();
-            } else if let Some((label, _)) = tile.clone() {
-                d.title = format!("NaN outputs when S is not a multiple of {label} (tail tile)");
-                d.explanation = format!(
-                    "{n_fail} produced {nans} NaN elements, only where the \
-                     sequence length is not a multiple of {label}: the last, partial tile \
-                     reads keys past seq_len (poison or garbage) or masks a whole row to -inf."
-                );
-                d.fix = format!(
-                    "Mask keys with index >= seq_len in the last tile to -inf before the max, load \
-                     zeros for rows past seq_len, and guard the row max as for fully masked rows \
-                     ({label})."
-                );
-            } else {
-                d.title = "NaN outputs".to_string();
-                d.explanation = format!(
-                    "{n_fail} produced {nans} NaN elements (NaN never passes): \
-                     an overflow in the softmax (a missing max subtraction), a division by a zero \
-                     row sum, or uninitialised inputs to the accumulation."
-                );
-                d.fix = "Subtract the running row max before exp, guard divisions by the row sum, \
-                         and run initcheck to rule out uninitialised reads."
-                    .to_string();
-            }
+            word_nan(&mut d, &seen, nans);
         }
         Category::Wrong => {
-            d.key = "wrong".into();
-            let tol = failing
-                .iter()
-                .filter_map(|r| r.result.check.as_ref().map(|c| c.tolerance))
-                .fold(0.0f64, f64::max);
             let within_tolerance = failing
                 .iter()
                 .all(|r| within_tolerance_failure(r.result).is_some());
-            let second_launch = failing
-                .iter()
-                .all(|r| second_launch_differs(r.result).is_some());
-            if within_tolerance {
-                // The error passes; something else the check gates on does not.
-                d.key = "within-tolerance".into();
-                d.title = if second_launch {
-                    "Output differs between two launches on the same inputs".to_string()
-                } else {
-                    "Checks fail although the error is within tolerance".to_string()
-                };
-                let rel_l2 = failing
+            let gate = within_tolerance.then(|| Gate {
+                second_launch: failing
                     .iter()
-                    .filter_map(|r| r.result.check.as_ref().map(|c| c.rel_l2_err))
+                    .all(|r| second_launch_differs(r.result).is_some()),
+                rel_l2: checks()
+                    .map(|c| c.rel_l2_err)
                     .filter(|x| x.is_finite())
-                    .fold(0.0f64, f64::max);
-                d.explanation = format!(
-                    "{n_fail} failed although the error is within tolerance (relative L2 error \
-                     {} against a tolerance of {}; max abs error {}): the check gates on more \
-                     than the error, and each shape's evidence says what it failed on.{}",
-                    sig3(rel_l2),
-                    sig3(tol),
-                    sig3(max_err),
-                    if second_launch {
-                        " A second launch on the same inputs did not reproduce the first output: \
-                         what the kernel computes depends on more than its inputs (memory it \
-                         reads before writing, state a launch leaves behind, or a race)."
-                    } else {
-                        ""
-                    }
-                );
-                d.fix = if second_launch {
-                    "Run initcheck and racecheck on this config: a read of uninitialised or \
-                     stale memory, or a missing barrier, is what makes two launches differ."
-                        .to_string()
-                } else {
-                    "Read the failing shapes' figures in the harness JSON (`details`) and fix \
-                     what they name."
-                        .to_string()
-                };
-            } else if let Some((label, name)) = tile.clone() {
-                d.title = format!(
-                    "Wrong results when S is not a multiple of {label} (tail tile off-by-one)"
-                );
-                d.explanation = format!(
-                    "{n_fail} differ from the CPU reference (max abs error {} \
-                     against a tolerance of {}), and every failing shape has a sequence length \
-                     that is not a multiple of {label} while lengths that are pass: the last, \
-                     partial tile is mishandled, typically a bound off by one (`<=` for `<`) or a \
-                     mask that uses the tile size instead of seq_len.",
-                    sig3(max_err),
-                    sig3(tol)
-                );
-                d.fix = format!(
-                    "In the last tile, mask key columns >= seq_len (not >= {name}) and guard rows \
-                     >= seq_len on load and store; check every bound against seq_len with `<`."
-                );
-            } else if causal_only {
-                d.title = "Wrong results under the causal mask".to_string();
-                d.explanation = format!(
-                    "{n_fail} differ from the CPU reference (max abs error {} \
-                     against a tolerance of {}), all with the causal mask, while non-causal shapes \
-                     pass: the mask condition or the tile-skipping bound is off.",
-                    sig3(max_err),
-                    sig3(tol)
-                );
-                d.fix = "Check the causal condition (key index <= query index, in absolute \
-                         positions) and the last key tile each query tile visits."
-                    .to_string();
+                    .fold(0.0f64, f64::max),
+            });
+            // The error passes; something else the check gates on does not.
+            d.key = if gate.is_some() {
+                "within-tolerance"
             } else {
-                d.title = "Wrong results against the CPU reference".to_string();
-                d.explanation = format!(
-                    "{n_fail} differ from the CPU reference (max abs error {} \
-                     against a tolerance of {}).",
-                    sig3(max_err),
-                    sig3(tol)
-                );
-                d.fix = "Compare intermediate values (scores, row max, row sum) for the smallest \
-                         failing shape against the reference."
-                    .to_string();
+                "wrong"
             }
+            .into();
+            word_wrong(&mut d, &seen, gate.as_ref());
         }
     }
-    if let Some(blind) = super::blind_sanitizers(ctx, config, "the CPU-reference check") {
-        d.explanation.push(' ');
-        d.explanation.push_str(&blind);
+    if let Some(blind) = &seen.blind {
+        d.explanation.append(msg!(" {}", blind));
     }
     d
+}
+
+/// What the failing checks of one kind show: the draft's words come from this.
+struct Seen {
+    /// How many shapes failed, of how many checked.
+    failing: usize,
+    checked: usize,
+    /// Every failing shape is causal, and some non-causal shape passes.
+    causal_only: bool,
+    /// The tile size that separates failing from passing sequence lengths ([`tail_tile`]).
+    tile: Option<Tile>,
+    /// The largest finite max abs error, and the largest tolerance, of the failing shapes.
+    max_err: f64,
+    tol: f64,
+    /// What the sanitizers did not see, where every one that ran was clean.
+    blind: Option<Message>,
+}
+
+impl Seen {
+    /// "2 of 5 checked shapes".
+    fn n_fail(&self) -> Message {
+        msg!(
+            "{} of {} checked {}",
+            self.failing.to_string(),
+            self.checked.to_string(),
+            if self.checked == 1 { "shape" } else { "shapes" }
+        )
+    }
+
+    /// "(max abs error 0.5 against a tolerance of 0.01".
+    fn error(&self) -> Message {
+        msg!(
+            "max abs error {} against a tolerance of {}",
+            figure(sig3(self.max_err)),
+            figure(sig3(self.tol))
+        )
+    }
+}
+
+/// Failing checks whose error is within tolerance: what else the check gated on.
+struct Gate {
+    /// A second launch on the same inputs did not reproduce the first output.
+    second_launch: bool,
+    /// The largest finite relative L2 error of the failing shapes.
+    rel_l2: f64,
+}
+
+/// A tile size that separates failing from passing sequence lengths: the config's parameter
+/// (`BLOCK_N`, `BLOCK_M`) where the compile command names it.
+#[derive(Debug, Clone, Copy)]
+struct Tile {
+    param: Option<&'static str>,
+    size: u64,
+}
+
+impl Tile {
+    /// "BLOCK_N=64", or "64" without a parameter.
+    fn label(&self) -> Message {
+        match self.param {
+            Some(p) => msg!("{}={}", p, self.size.to_string()),
+            None => msg!("{}", self.size.to_string()),
+        }
+    }
+
+    /// "BLOCK_N", or "the tile" without a parameter.
+    fn name(&self) -> &'static str {
+        self.param.unwrap_or("the tile")
+    }
+}
+
+/// Output elements never written: at the tail tile, or anywhere.
+fn word_unwritten(d: &mut Draft, s: &Seen, unwritten: u64) {
+    if let Some(tile) = s.tile {
+        d.title = msg!(
+            "Output rows of the last partial tile are never written (S not a multiple of {})",
+            tile.label()
+        );
+        d.explanation = msg!(
+            "{} left {} output elements holding the NaN poison, and every failing shape has a \
+             sequence length that is not a multiple of {} while lengths that are pass: the \
+             blocks that own the last, partial tile do not store it (a grid of S/{} rounded \
+             down, or a store guard that drops the whole tile).",
+            s.n_fail(),
+            unwritten.to_string(),
+            tile.label(),
+            tile.name()
+        );
+        d.fix = msg!(
+            "Launch ceil(S/{}) tiles and guard each row's store with `row < seq_len` instead of \
+             skipping the partial tile.",
+            tile.name()
+        );
+    } else {
+        d.title = msg!("Output elements never written");
+        d.explanation = msg!(
+            "{} left {} output elements holding the NaN poison the harness writes before each \
+             launch: no block stores them.",
+            s.n_fail(),
+            unwritten.to_string()
+        );
+        d.fix = msg!(
+            "Check that the grid covers every (batch, head, row-tile) and that no early return \
+             skips the final store."
+        );
+    }
+}
+
+/// NaN outputs: under the causal mask, at the tail tile, or anywhere.
+fn word_nan(d: &mut Draft, s: &Seen, nans: u64) {
+    let nans = nans.to_string();
+    if s.causal_only {
+        d.title = msg!("NaN outputs under the causal mask (fully masked rows)");
+        d.explanation = msg!(
+            "{} produced {} NaN elements, all with the causal mask, while non-causal shapes \
+             pass. A row (or row tile) whose scores are all masked keeps its running maximum at \
+             -inf, and the online softmax then computes exp(-inf - (-inf)) = NaN and divides by \
+             a zero row sum.",
+            s.n_fail(),
+            nans
+        );
+        d.fix = msg!(
+            "Guard the masked case: when the running max is -inf use 0 in its place (so exp(s - \
+             m) is 0, not NaN), and write 0 instead of dividing when the row sum is 0."
+        );
+    } else if let Some(tile) = s.tile {
+        d.title = msg!(
+            "NaN outputs when S is not a multiple of {} (tail tile)",
+            tile.label()
+        );
+        d.explanation = msg!(
+            "{} produced {} NaN elements, only where the sequence length is not a multiple of \
+             {}: the last, partial tile reads keys past seq_len (poison or garbage) or masks a \
+             whole row to -inf.",
+            s.n_fail(),
+            nans,
+            tile.label()
+        );
+        d.fix = msg!(
+            "Mask keys with index >= seq_len in the last tile to -inf before the max, load zeros \
+             for rows past seq_len, and guard the row max as for fully masked rows ({}).",
+            tile.label()
+        );
+    } else {
+        d.title = msg!("NaN outputs");
+        d.explanation = msg!(
+            "{} produced {} NaN elements (NaN never passes): an overflow in the softmax (a \
+             missing max subtraction), a division by a zero row sum, or uninitialised inputs to \
+             the accumulation.",
+            s.n_fail(),
+            nans
+        );
+        d.fix = msg!(
+            "Subtract the running row max before exp, guard divisions by the row sum, and run \
+             initcheck to rule out uninitialised reads."
+        );
+    }
+}
+
+/// Wrong values: within tolerance (`gate`), at the tail tile, under the causal mask, or
+/// anywhere.
+fn word_wrong(d: &mut Draft, s: &Seen, gate: Option<&Gate>) {
+    if let Some(g) = gate {
+        d.title = if g.second_launch {
+            msg!("Output differs between two launches on the same inputs")
+        } else {
+            msg!("Checks fail although the error is within tolerance")
+        };
+        d.explanation = msg!(
+            "{} failed although the error is within tolerance (relative L2 error {} against a \
+             tolerance of {}; max abs error {}): the check gates on more than the error, and \
+             each shape's evidence says what it failed on.{}",
+            s.n_fail(),
+            figure(sig3(g.rel_l2)),
+            figure(sig3(s.tol)),
+            figure(sig3(s.max_err)),
+            if g.second_launch {
+                " A second launch on the same inputs did not reproduce the first output: what \
+                 the kernel computes depends on more than its inputs (memory it reads before \
+                 writing, state a launch leaves behind, or a race)."
+            } else {
+                ""
+            }
+        );
+        d.fix = if g.second_launch {
+            msg!(
+                "Run initcheck and racecheck on this config: a read of uninitialised or stale \
+                 memory, or a missing barrier, is what makes two launches differ."
+            )
+        } else {
+            msg!(
+                "Read the failing shapes' figures in the harness JSON (`details`) and fix what \
+                 they name."
+            )
+        };
+    } else if let Some(tile) = s.tile {
+        d.title = msg!(
+            "Wrong results when S is not a multiple of {} (tail tile off-by-one)",
+            tile.label()
+        );
+        d.explanation = msg!(
+            "{} differ from the CPU reference ({}), and every failing shape has a sequence \
+             length that is not a multiple of {} while lengths that are pass: the last, partial \
+             tile is mishandled, typically a bound off by one (`<=` for `<`) or a mask that uses \
+             the tile size instead of seq_len.",
+            s.n_fail(),
+            s.error(),
+            tile.label()
+        );
+        d.fix = msg!(
+            "In the last tile, mask key columns >= seq_len (not >= {}) and guard rows >= seq_len \
+             on load and store; check every bound against seq_len with `<`.",
+            tile.name()
+        );
+    } else if s.causal_only {
+        d.title = msg!("Wrong results under the causal mask");
+        d.explanation = msg!(
+            "{} differ from the CPU reference ({}), all with the causal mask, while non-causal \
+             shapes pass: the mask condition or the tile-skipping bound is off.",
+            s.n_fail(),
+            s.error()
+        );
+        d.fix = msg!(
+            "Check the causal condition (key index <= query index, in absolute positions) and the \
+             last key tile each query tile visits."
+        );
+    } else {
+        d.title = msg!("Wrong results against the CPU reference");
+        d.explanation = msg!(
+            "{} differ from the CPU reference ({}).",
+            s.n_fail(),
+            s.error()
+        );
+        d.fix = msg!(
+            "Compare intermediate values (scores, row max, row sum) for the smallest failing \
+             shape against the reference."
+        );
+    }
 }
 
 /// A tile size that separates the shapes: every failing shape's sequence length is not a
@@ -326,7 +450,7 @@ fn tail_tile(
     config: Option<&str>,
     failing: &[&ResultRef],
     passing: &[&ResultRef],
-) -> Option<(String, &'static str)> {
+) -> Option<Tile> {
     if passing.is_empty() {
         return None;
     }
@@ -346,14 +470,10 @@ fn tail_tile(
             if let Some(t) = params.number(name)
                 && separates(t)
             {
-                return Some((
-                    format!("{name}={t}"),
-                    if name == "BLOCK_N" {
-                        "BLOCK_N"
-                    } else {
-                        "BLOCK_M"
-                    },
-                ));
+                return Some(Tile {
+                    param: Some(name),
+                    size: t,
+                });
             }
         }
     }
@@ -362,44 +482,49 @@ fn tail_tile(
     [16, 32, 64, 128, 256]
         .into_iter()
         .find(|t| separates(*t))
-        .map(|t| (t.to_string(), "the tile"))
+        .map(|t| Tile {
+            param: None,
+            size: t,
+        })
 }
 
 /// One line about a check result.
-pub fn describe(r: &ResultRef) -> String {
+pub fn describe(r: &ResultRef) -> Message {
     let res = r.result;
     let s = &res.shape;
-    let shape = format!(
+    let shape = msg!(
         "B={} H={} S={} D={} {}{}",
-        s.batch,
-        s.heads,
-        s.seq_len,
-        s.head_dim,
-        res.dtype,
+        s.batch.to_string(),
+        s.heads.to_string(),
+        s.seq_len.to_string(),
+        s.head_dim.to_string(),
+        res.dtype.to_string(),
         if res.causal { " causal" } else { "" }
     );
     let within = within_tolerance_failure(res)
-        .map(|why| format!(" although the error is within tolerance: {}", md_text(&why)))
+        .map(|why| msg!(" although the error is within tolerance: {}", quote(why)))
         .unwrap_or_default();
     match &res.check {
-        Some(c) => format!(
-            "check {shape}: {} (max abs err {}, rel L2 {}, tolerance {}, {} NaN, {} unwritten{}){within}",
+        Some(c) => msg!(
+            "check {}: {} (max abs err {}, rel L2 {}, tolerance {}, {} NaN, {} unwritten{}){}",
+            shape,
             if c.passed { "passed" } else { "failed" },
-            sig3(c.max_abs_err),
-            sig3(c.rel_l2_err),
-            sig3(c.tolerance),
-            c.nan_count,
-            c.unwritten,
+            figure(sig3(c.max_abs_err)),
+            figure(sig3(c.rel_l2_err)),
+            figure(sig3(c.tolerance)),
+            c.nan_count.to_string(),
+            c.unwritten.to_string(),
             if c.canaries_corrupted.is_empty() {
-                String::new()
+                Message::new()
             } else {
-                format!(
+                msg!(
                     ", canaries overwritten: {}",
-                    c.canaries_corrupted.join(", ")
+                    quote(c.canaries_corrupted.join(", "))
                 )
-            }
+            },
+            within
         ),
-        None => format!("{} {shape}", super::mode_name(res.mode)),
+        None => msg!("{} {}", super::mode_name(res.mode), shape),
     }
 }
 
@@ -428,7 +553,7 @@ mod tests {
         assert_eq!(d.config.as_deref(), Some("tail_off_by_one"));
         assert_eq!(d.kernel.as_deref(), Some("attention_fwd_f16"));
         assert_eq!(d.location, None);
-        assert!(d.title.contains("NaN"), "{}", d.title);
+        assert!(d.title.markdown().contains("NaN"), "{:?}", d.title);
     }
 
     /// The harness's check of the clean attention kernel at S=512

@@ -70,7 +70,7 @@ fn wmma_fragment_on_local_memory_is_named_from_warning_trap_and_sass() {
     let d = &a[0];
     // Warning, trap and BPT.TRAP: three independent signals.
     assert_eq!(d.confidence, Confidence::High);
-    assert!(d.fix().contains("shared memory"));
+    assert!(d.fix().markdown().contains("shared memory"));
     // The trap records and the launch failure they cause are one root cause, not several.
     assert_eq!(
         a.iter().filter(|d| d.level == Level::Error).count(),
@@ -199,10 +199,10 @@ fn shared_memory_race_names_the_missing_barriers() {
         "shared-memory-race",
         None,
     );
-    let titles: Vec<&str> = a
+    let titles: Vec<String> = a
         .iter()
         .filter(|d| d.rule == "shared-memory-race")
-        .map(|d| d.title.as_str())
+        .map(|d| d.title.markdown())
         .collect();
     // race.cu: write at 10, read at 12 (RAW), write again at 14 (WAR).
     assert!(
@@ -254,7 +254,7 @@ fn out_of_bounds_write_one_byte_past_the_end_is_an_off_by_one() {
         None,
     );
     let d = &a[0];
-    assert!(d.title.starts_with("Off-by-one"), "{}", d.title);
+    assert!(d.title.markdown().starts_with("Off-by-one"), "{}", d.title);
     assert_eq!(d.figures.get("bytes_after"), Some(&serde_json::json!(1)));
     // The launch failure memcheck reports after the fault is its echo, not a second cause.
     assert!(
@@ -466,7 +466,7 @@ fn wmma_fault_variant_is_named_from_its_build_and_its_failing_launches() {
     assert_eq!(d.kernels, vec!["attention_fwd_f16".to_string()]);
     // The failing launches are this root cause's symptom, not a second one.
     assert!(
-        d.explanation().contains("Seen downstream"),
+        d.explanation().markdown().contains("Seen downstream"),
         "{}",
         d.explanation()
     );
@@ -524,7 +524,10 @@ fn a_race_in_inlined_helpers_names_the_launched_kernel_first() {
     let race = a
         .diagnoses
         .iter()
-        .find(|d| d.rule == "shared-memory-race" && d.explanation().contains("attention.cu:136"))
+        .find(|d| {
+            d.rule == "shared-memory-race"
+                && d.explanation().markdown().contains("attention.cu:136")
+        })
         .unwrap_or_else(|| panic!("no race at line 136: {:#?}", a.diagnoses));
     assert_eq!(
         race.kernel.as_deref(),
@@ -555,7 +558,7 @@ fn a_race_in_inlined_helpers_names_the_launched_kernel_first() {
         ]
     );
     assert!(
-        race.explanation().starts_with(
+        race.explanation().markdown().starts_with(
             "racecheck reports 2246080 hazards in total in `attention_fwd_f16`, in the inlined \
              helpers `cp_async_16` (`kernel/attention.cu:120`), `ldmatrix_x4` \
              (`kernel/attention.cu:136`) and `ldmatrix_x4_trans` (`kernel/attention.cu:142`), \
@@ -604,12 +607,13 @@ fn a_refused_launch_beside_kernels_that_ran_is_one_root_cause() {
     assert_eq!(d.rule, "launch-rejected", "{d:#?}");
     assert!(
         d.title
+            .markdown()
             .starts_with("The launch of one of `read_past_end` and `write_past_end` was rejected"),
         "{}",
         d.title
     );
     assert!(
-        !d.explanation().contains("profiled no launch"),
+        !d.explanation().markdown().contains("profiled no launch"),
         "{}",
         d.explanation()
     );

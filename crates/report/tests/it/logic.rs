@@ -332,7 +332,7 @@ fn failures_only_where_s_is_not_a_multiple_of_block_n_point_at_the_tail_tile() {
     let a = analyze(&ev);
     let d = &a.diagnoses[0];
     assert_eq!(d.rule, "wrong-output");
-    assert!(d.title.contains("BLOCK_N=64"), "{}", d.title);
+    assert!(d.title.markdown().contains("BLOCK_N=64"), "{}", d.title);
     assert_eq!(a.verdict.kind, VerdictKind::Failing);
     // Five check executions of one config sum to one evidence cell.
     let md = render(&ev, OutputFormat::Markdown);
@@ -351,7 +351,11 @@ fn nan_only_under_the_causal_mask_points_at_fully_masked_rows() {
         .into_iter()
         .next()
         .expect("a diagnosis");
-    assert!(d.title.contains("fully masked rows"), "{}", d.title);
+    assert!(
+        d.title.markdown().contains("fully masked rows"),
+        "{}",
+        d.title
+    );
     // Without a passing non-causal shape the evidence cannot single out the mask.
     let ev = harness_run(vec![checked(512, true, check(false, f64::NAN, 4096))]);
     let d = analyze(&ev)
@@ -397,9 +401,15 @@ fn a_failure_after_several_launches_is_told_apart_from_a_single_launch_fault() {
         .next()
         .expect("a diagnosis");
     assert_eq!(d.rule, "repeated-launch-failure");
-    assert!(d.title.contains("launch 7 of 200"), "{}", d.title);
     assert!(
-        d.explanation().contains("single launch passes check"),
+        d.title.markdown().contains("launch 7 of 200"),
+        "{}",
+        d.title
+    );
+    assert!(
+        d.explanation()
+            .markdown()
+            .contains("single launch passes check"),
         "{}",
         d.explanation()
     );
@@ -425,7 +435,9 @@ fn a_failure_after_several_launches_is_told_apart_from_a_single_launch_fault() {
         .next()
         .expect("a diagnosis");
     assert!(
-        d.title.starts_with("Fails only after repeated launches"),
+        d.title
+            .markdown()
+            .starts_with("Fails only after repeated launches"),
         "{}",
         d.title
     );
@@ -437,7 +449,7 @@ fn a_failure_after_several_launches_is_told_apart_from_a_single_launch_fault() {
         .next()
         .expect("a diagnosis");
     assert!(
-        d.title.starts_with("Non-deterministic output"),
+        d.title.markdown().starts_with("Non-deterministic output"),
         "{}",
         d.title
     );
@@ -454,19 +466,23 @@ fn a_failure_after_several_launches_is_told_apart_from_a_single_launch_fault() {
         .find(|d| d.rule == "repeated-launch-failure")
         .expect("a stress diagnosis");
     assert!(
-        stress.title.starts_with("Non-deterministic output"),
+        stress
+            .title
+            .markdown()
+            .starts_with("Non-deterministic output"),
         "{}",
         stress.title
     );
     assert!(
         stress
             .explanation()
+            .markdown()
             .contains("a single launch of this problem already fails the check"),
         "{}",
         stress.explanation()
     );
     assert!(
-        !stress.explanation().contains("ran correctly"),
+        !stress.explanation().markdown().contains("ran correctly"),
         "{}",
         stress.explanation()
     );
@@ -892,7 +908,9 @@ fn symptoms_join_the_root_cause_a_sanitizer_found_on_one_launch() {
     );
     let race = &a.diagnoses[0];
     assert!(
-        race.explanation().contains("Seen downstream: NaN outputs"),
+        race.explanation()
+            .markdown()
+            .contains("Seen downstream: NaN outputs"),
         "{}",
         race.explanation()
     );
@@ -943,7 +961,11 @@ fn a_fault_that_needs_several_launches_is_its_own_root_cause() {
     let a = analyze(&ev);
     let d = &a.diagnoses[0];
     assert_eq!(d.rule, "repeated-launch-failure");
-    assert!(d.fix().contains("Reset per-launch state"), "{}", d.fix());
+    assert!(
+        d.fix().markdown().contains("Reset per-launch state"),
+        "{}",
+        d.fix()
+    );
     insta::assert_snapshot!(
         "repeated_launch",
         redact(&render(&ev, OutputFormat::Markdown))
@@ -990,11 +1012,12 @@ fn a_check_failed_within_tolerance_says_what_failed_it() {
     );
     assert!(
         d.explanation()
+            .markdown()
             .contains("failed although the error is within tolerance"),
         "{}",
         d.explanation()
     );
-    let line = &d.evidence[0].summary;
+    let line = &d.evidence[0].summary.markdown();
     assert!(
         line.ends_with(
             "failed (max abs err 1.6e-4, rel L2 2.7e-4, tolerance 0.001, 0 NaN, 0 unwritten) \

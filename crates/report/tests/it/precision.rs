@@ -39,24 +39,33 @@ fn at(d: &Diagnosis) -> (String, Option<u32>) {
 fn assert_warp_advice(d: &Diagnosis) {
     assert!(
         d.title
+            .markdown()
             .starts_with("Shared-memory race within a warp: missing `__syncwarp()` between"),
         "{}",
         d.title
     );
     assert!(
-        d.fix().starts_with("Add `__syncwarp()` between"),
+        d.fix().markdown().starts_with("Add `__syncwarp()` between"),
         "{}",
         d.fix()
     );
     assert!(
-        !d.fix().contains("Add `__syncthreads()`"),
+        !d.fix().markdown().contains("Add `__syncthreads()`"),
         "a warp-level race is not fixed by __syncthreads(): {}",
         d.fix()
     );
-    assert!(d.explanation().contains("one warp"), "{}", d.explanation());
-    assert!(d.explanation().contains("Volta"), "{}", d.explanation());
     assert!(
-        !d.fix().contains("cp.async"),
+        d.explanation().markdown().contains("one warp"),
+        "{}",
+        d.explanation()
+    );
+    assert!(
+        d.explanation().markdown().contains("Volta"),
+        "{}",
+        d.explanation()
+    );
+    assert!(
+        !d.fix().markdown().contains("cp.async"),
         "no cp.async here: {}",
         d.fix()
     );
@@ -83,12 +92,13 @@ fn a_warp_level_race_in_hazard_mode_asks_for_syncwarp() {
         let d = &ds[0];
         assert_warp_advice(d);
         assert!(
-            d.title.ends_with("between line 26 and line 29"),
+            d.title.markdown().ends_with("between line 26 and line 29"),
             "{}",
             d.title
         );
         assert!(
             d.fix()
+                .markdown()
                 .contains("between the write at line 26 and the read at line 29"),
             "{}",
             d.fix()
@@ -123,11 +133,19 @@ fn a_race_in_analysis_mode_names_both_barriers_since_its_warning_says_no_scope()
         );
         assert_eq!(ds.len(), 2, "{name}: {ds:#?}");
         for d in &ds {
-            assert!(!d.title.contains("within a warp"), "{}", d.title);
-            assert!(d.fix().starts_with("Add `__syncthreads()`"), "{}", d.fix());
-            assert!(d.fix().contains("is `__syncwarp()` enough"), "{}", d.fix());
+            assert!(!d.title.markdown().contains("within a warp"), "{}", d.title);
+            assert!(
+                d.fix().markdown().starts_with("Add `__syncthreads()`"),
+                "{}",
+                d.fix()
+            );
+            assert!(
+                d.fix().markdown().contains("is `__syncwarp()` enough"),
+                "{}",
+                d.fix()
+            );
         }
-        let titles: Vec<&str> = ds.iter().map(|d| d.title.as_str()).collect();
+        let titles: Vec<String> = ds.iter().map(|d| d.title.markdown()).collect();
         assert!(
             titles
                 .iter()
@@ -168,7 +186,11 @@ fn a_block_level_race_keeps_the_syncthreads_advice() {
             "Add `__syncthreads()` between the write at line 20 and the read at line 23.",
             "{name}"
         );
-        assert!(!d.explanation().contains("warp"), "{}", d.explanation());
+        assert!(
+            !d.explanation().markdown().contains("warp"),
+            "{}",
+            d.explanation()
+        );
         assert!(!d.figures.contains_key("scope"), "{name}");
         assert_eq!(at(d), ("block_race.cu".to_string(), Some(23)));
         if name == "racecheck_block_race_hazard.log" {
@@ -204,6 +226,7 @@ fn the_cp_async_sentence_needs_ldgsts_in_the_sass() {
             .find(|d| d.rule == "shared-memory-race")
             .expect("a race diagnosis")
             .fix()
+            .markdown()
     };
     let with = fix(&with_sass);
     assert!(with.contains("`cp.async.wait_group`"), "{with}");
@@ -224,29 +247,33 @@ fn an_invalid_syncwarp_mask_is_diagnosed_as_a_mask_error() {
     assert_eq!(ds.len(), 1, "{ds:#?}");
     let d = &ds[0];
     assert_eq!(
-        d.title,
+        d.title.markdown(),
         "Invalid `__syncwarp(mask)`: the mask does not name exactly the lanes that call it"
     );
-    assert!(!d.title.contains("Divergent"), "{}", d.title);
+    assert!(!d.title.markdown().contains("Divergent"), "{}", d.title);
     assert_eq!(at(d), ("syncwarp_mask.cu".to_string(), Some(18)));
     assert_eq!(d.kernel.as_deref(), Some("half_sync"));
     assert!(
-        d.explanation().contains("own bit set in the mask"),
+        d.explanation()
+            .markdown()
+            .contains("own bit set in the mask"),
         "{}",
         d.explanation()
     );
     assert!(
-        d.fix().contains("Pass a mask naming exactly the lanes"),
+        d.fix()
+            .markdown()
+            .contains("Pass a mask naming exactly the lanes"),
         "{}",
         d.fix()
     );
-    assert!(d.fix().contains("`0xffffffff`"), "{}", d.fix());
+    assert!(d.fix().markdown().contains("`0xffffffff`"), "{}", d.fix());
     assert!(
-        d.fix().contains("`__activemask()` only where"),
+        d.fix().markdown().contains("`__activemask()` only where"),
         "{}",
         d.fix()
     );
-    assert!(!d.fix().contains("__syncthreads"), "{}", d.fix());
+    assert!(!d.fix().markdown().contains("__syncthreads"), "{}", d.fix());
     insta::assert_snapshot!("precision_syncwarp_mask", md);
 }
 
@@ -263,12 +290,13 @@ fn a_divergent_barrier_is_still_divergent() {
         let (ds, _) = diagnoses(files, "divergent-barrier");
         let d = &ds[0];
         assert_eq!(
-            d.title,
+            d.title.markdown(),
             format!("Divergent barrier: not every thread of the {scope} reaches it"),
             "{files:?}"
         );
         assert!(
             d.fix()
+                .markdown()
                 .starts_with("Make every thread of the block reach the barrier")
         );
     }

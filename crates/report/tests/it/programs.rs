@@ -125,11 +125,12 @@ fn a_program_slower_than_its_baseline_by_its_own_benchmark_reads_slow() {
     );
     assert!(
         d.title
+            .markdown()
             .contains("x slower than its baseline by its own benchmark"),
         "{}",
         d.title
     );
-    assert!(d.fix().contains("Add `profile:`"), "{}", d.fix());
+    assert!(d.fix().markdown().contains("Add `profile:`"), "{}", d.fix());
     // The fast program against the slow baseline stays clean.
     let fine = evidence(
         "faster_than_baseline",
@@ -207,7 +208,7 @@ fn google_benchmark_errors_fail_the_verdict_and_timings_are_listed() {
     assert_eq!(d.rule, "check-failed");
     assert_eq!(d.level, Level::Error);
     assert_eq!(
-        d.title,
+        d.title.markdown(),
         "Benchmark `failing_setup` stopped with an error: reference output not found"
     );
     assert_eq!(a.diagnoses.len(), 1, "{:#?}", a.diagnoses);
@@ -237,7 +238,7 @@ fn a_failed_program_check_is_a_root_cause_naming_the_test() {
     );
     let a = analyze(&ev);
     assert_eq!(a.verdict.kind, VerdictKind::Failing, "{}", a.verdict.line);
-    let mut titles: Vec<&str> = a.diagnoses.iter().map(|d| d.title.as_str()).collect();
+    let mut titles: Vec<String> = a.diagnoses.iter().map(|d| d.title.markdown()).collect();
     titles.sort();
     assert_eq!(
         titles,
@@ -250,7 +251,7 @@ fn a_failed_program_check_is_a_root_cause_naming_the_test() {
     let tail = a
         .diagnoses
         .iter()
-        .find(|d| d.title.contains("tail"))
+        .find(|d| d.title.markdown().contains("tail"))
         .unwrap();
     assert_eq!(tail.figures["max_abs_err"], 0.03125);
     let md = markdown(&ev);
@@ -318,6 +319,7 @@ fn a_slow_cause_says_how_the_program_compares_with_its_baseline() {
     assert!(
         cause
             .explanation()
+            .markdown()
             .contains("x slower than its baseline (median of each)"),
         "{}",
         cause.explanation()
@@ -357,7 +359,9 @@ fn a_slow_cause_says_how_the_program_compares_with_its_baseline() {
     assert!(
         a.diagnoses.iter().any(|d| d.rule == "slow-kernel"
             && d.level == Level::Note
-            && d.explanation().contains("what ncu estimates is headroom")),
+            && d.explanation()
+                .markdown()
+                .contains("what ncu estimates is headroom")),
         "{:#?}",
         a.diagnoses
     );
@@ -456,7 +460,7 @@ fn an_occupancy_suggestion_is_untested_until_a_run_tests_it() {
         let d = a
             .diagnoses
             .iter()
-            .find(|d| d.title.starts_with("Occupancy limited by"))
+            .find(|d| d.title.markdown().starts_with("Occupancy limited by"))
             .unwrap_or_else(|| panic!("{name}: an occupancy cause in {:#?}", a.diagnoses));
         assert!(d.untested(), "{name}: {d:#?}");
         let h = d.hypothesis.as_ref().expect("a hypothesis");

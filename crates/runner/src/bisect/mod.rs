@@ -144,27 +144,12 @@ pub fn bisect(
             ))
         })?
         .to_path_buf();
-    let good = git.resolve(&request.good)?;
-    let bad = git.resolve(&request.bad)?;
-    if good == bad {
-        return Err(BisectError::Usage(format!(
-            "GOOD `{}` and BAD `{}` are the same commit",
-            request.good, request.bad
-        )));
-    }
-    if !git.is_ancestor(&good, &bad)? {
-        return Err(BisectError::Usage(format!(
-            "GOOD `{}` is not an ancestor of BAD `{}`: the search needs GOOD before BAD",
-            request.good, request.bad
-        )));
-    }
-    let (candidates, merges) = git.between(&good, &bad)?;
-    if candidates.is_empty() {
-        return Err(BisectError::Usage(format!(
-            "no commit leads from GOOD `{}` to BAD `{}`",
-            request.good, request.bad
-        )));
-    }
+    let Range {
+        good,
+        bad,
+        candidates,
+        merges,
+    } = range(&git, request)?;
     let _lock = lock::Lock::acquire(&git.common)?;
     let pipeline_text = std::fs::read(&pipeline)
         .map_err(|e| BisectError::Usage(format!("{}: {e}", request.pipeline.display())))?;
@@ -228,33 +213,7 @@ pub fn bisect(
             None,
         ),
     };
-    let mut notes = std::mem::take(&mut session.notes);
-    if merges {
-        notes.insert(
-            0,
-            "the range holds merges: the search walked BAD's first-parent history, so a fault a \
-             merge brought in is named at that merge (as `git bisect --first-parent` does)"
-                .to_string(),
-        );
-    }
-    if differs {
-        notes.insert(
-            0,
-            format!(
-                "every step ran `{}` as the working tree has it, which differs from BAD's",
-                rundir::slash(&session.pipeline)
-            ),
-        );
-    }
-    if session.git.dirty() {
-        notes.insert(
-            0,
-            format!(
-                "the working tree has uncommitted changes: BAD is the commit `{}` names, without them",
-                request.bad
-            ),
-        );
-    }
+    let notes = session.answer_notes(request, merges, differs);
     let commit = |hash: &str| session.git.commit(hash);
     let bisection = Bisection {
         schema: "exhibit.bisect/1".to_string(),
@@ -270,19 +229,68 @@ pub fn bisect(
         seconds: clock.elapsed().as_secs_f64(),
         notes,
     };
-    for (name, format) in [
-        ("bisect.md", report::OutputFormat::Markdown),
-        ("bisect.json", report::OutputFormat::Json),
-    ] {
-        let text = report::render_bisect(&bisection, format, false);
-        rundir::write_atomic(&out.join(name), text.as_bytes())
-            .map_err(|e| BisectError::Io(e.to_string()))?;
-    }
+    write_answer(&out, &bisection)?;
     Ok(Finished {
         bisection,
         dir: out,
         interrupted: session.interrupted,
     })
+}
+
+/// The commits a bisection searches: GOOD and BAD resolved, and the commits after GOOD up to
+/// BAD on BAD's first-parent history.
+struct Range {
+    good: String,
+    bad: String,
+    /// After GOOD, up to BAD, oldest first.
+    candidates: Vec<String>,
+    /// Whether the range holds merges.
+    merges: bool,
+}
+
+/// Resolves the request's GOOD and BAD and the commits between them; refuses GOOD and BAD that
+/// are the same commit, a GOOD that is not an ancestor of BAD, and a range with no commit.
+fn range(git: &Git<'_>, request: &Request) -> Result<Range, BisectError> {
+    let good = git.resolve(&request.good)?;
+    let bad = git.resolve(&request.bad)?;
+    if good == bad {
+        return Err(BisectError::Usage(format!(
+            "GOOD `{}` and BAD `{}` are the same commit",
+            request.good, request.bad
+        )));
+    }
+    if !git.is_ancestor(&good, &bad)? {
+        return Err(BisectError::Usage(format!(
+            "GOOD `{}` is not an ancestor of BAD `{}`: the search needs GOOD before BAD",
+            request.good, request.bad
+        )));
+    }
+    let (candidates, merges) = git.between(&good, &bad)?;
+    if candidates.is_empty() {
+        return Err(BisectError::Usage(format!(
+            "no commit leads from GOOD `{}` to BAD `{}`",
+            request.good, request.bad
+        )));
+    }
+    Ok(Range {
+        good,
+        bad,
+        candidates,
+        merges,
+    })
+}
+
+/// Writes the answer into the bisection's directory `out`: `bisect.md` and `bisect.json`.
+fn write_answer(out: &Path, bisection: &Bisection) -> Result<(), BisectError> {
+    for (name, format) in [
+        ("bisect.md", report::OutputFormat::Markdown),
+        ("bisect.json", report::OutputFormat::Json),
+    ] {
+        let text = report::render_bisect(bisection, format, false);
+        rundir::write_atomic(&out.join(name), text.as_bytes())
+            .map_err(|e| BisectError::Io(e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// A run at one commit.
@@ -294,6 +302,40 @@ enum Outcome {
 }
 
 impl Session<'_> {
+    /// The answer's notes: those the search found, after what the answer rests on: a working
+    /// tree with uncommitted changes, a pipeline file that differs from BAD's (`differs`), a
+    /// range that holds merges.
+    fn answer_notes(&mut self, request: &Request, merges: bool, differs: bool) -> Vec<String> {
+        let mut notes = std::mem::take(&mut self.notes);
+        if merges {
+            notes.insert(
+                0,
+                "the range holds merges: the search walked BAD's first-parent history, so a fault a \
+                 merge brought in is named at that merge (as `git bisect --first-parent` does)"
+                    .to_string(),
+            );
+        }
+        if differs {
+            notes.insert(
+                0,
+                format!(
+                    "every step ran `{}` as the working tree has it, which differs from BAD's",
+                    rundir::slash(&self.pipeline)
+                ),
+            );
+        }
+        if self.git.dirty() {
+            notes.insert(
+                0,
+                format!(
+                    "the working tree has uncommitted changes: BAD is the commit `{}` names, without them",
+                    request.bad
+                ),
+            );
+        }
+        notes
+    }
+
     /// The search's answer, and what it looked for once it knew.
     fn search(
         &mut self,

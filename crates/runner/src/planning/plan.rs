@@ -91,18 +91,7 @@ pub fn plan(
     preflight: &Preflight,
     selection: &Selection,
 ) -> Result<Plan, PlanError> {
-    for stage in &selection.stages {
-        if pipeline.stage(stage).is_none() {
-            let names: Vec<&str> = pipeline.stages.iter().map(|s| s.name.as_str()).collect();
-            return Err(PlanError::UnknownStage(stage.clone(), names.join(", ")));
-        }
-    }
-    for config in &selection.configs {
-        if !pipeline.matrix.configs.contains_key(config) {
-            let names: Vec<&str> = pipeline.matrix.configs.keys().map(String::as_str).collect();
-            return Err(PlanError::UnknownConfig(config.clone(), names.join(", ")));
-        }
-    }
+    check_selection(pipeline, selection)?;
     let configs: Vec<&String> = pipeline
         .matrix
         .configs
@@ -137,16 +126,7 @@ pub fn plan(
                 blocked: blocked.clone(),
                 dir,
                 serves: Vec::new(),
-                parallel: if stage.split.is_some() && config::is_sanitizer(stage.kind) {
-                    Parallel::Tests
-                } else if stage.kind == StageKind::Stress
-                    && stage.launches.is_some()
-                    && pipeline.target.is_some()
-                {
-                    Parallel::Launches
-                } else {
-                    Parallel::One
-                },
+                parallel: parallel_of(pipeline, stage),
                 profiles_baseline: None,
             }
         };
@@ -228,35 +208,79 @@ pub fn plan(
     }
     // The baseline's kernels beside the program's: a target's pipeline that profiles its
     // program and runs a baseline of its own command profiles that command too, once.
-    if pipeline.kernel.is_none() {
-        let runs = |kind: StageKind| {
-            pipeline
-                .stages
-                .iter()
-                .enumerate()
-                .find(|(_, s)| s.kind == kind && config::runs(pipeline, &selection.stages, s))
-        };
-        if let (Some((profile, stage)), Some((baseline, _))) =
-            (runs(StageKind::Profile), runs(StageKind::Baseline))
-        {
-            units.push(Unit {
-                stage: profile,
-                name: stage.name.clone(),
-                kind: StageKind::Profile,
-                config: None,
-                arch: None,
-                case: None,
-                cases: Vec::new(),
-                compile: None,
-                blocked: stage_blocked(stage, preflight),
-                dir: PathBuf::from(&stage.name).join(BASELINE_DIR),
-                serves: Vec::new(),
-                parallel: Parallel::One,
-                profiles_baseline: Some(baseline),
-            });
+    units.extend(baseline_profile(pipeline, preflight, selection));
+    Ok(Plan { units })
+}
+
+/// Refuses a selection that names a stage or config the pipeline does not have.
+fn check_selection(pipeline: &Pipeline, selection: &Selection) -> Result<(), PlanError> {
+    for stage in &selection.stages {
+        if pipeline.stage(stage).is_none() {
+            let names: Vec<&str> = pipeline.stages.iter().map(|s| s.name.as_str()).collect();
+            return Err(PlanError::UnknownStage(stage.clone(), names.join(", ")));
         }
     }
-    Ok(Plan { units })
+    for config in &selection.configs {
+        if !pipeline.matrix.configs.contains_key(config) {
+            let names: Vec<&str> = pipeline.matrix.configs.keys().map(String::as_str).collect();
+            return Err(PlanError::UnknownConfig(config.clone(), names.join(", ")));
+        }
+    }
+    Ok(())
+}
+
+/// The processes a unit of `stage` runs at once: a sanitizer's `split:` its tests, a target's
+/// stress search (`launches:`) its launch counts, any other one.
+fn parallel_of(pipeline: &Pipeline, stage: &config::Stage) -> Parallel {
+    if stage.split.is_some() && config::is_sanitizer(stage.kind) {
+        Parallel::Tests
+    } else if stage.kind == StageKind::Stress
+        && stage.launches.is_some()
+        && pipeline.target.is_some()
+    {
+        Parallel::Launches
+    } else {
+        Parallel::One
+    }
+}
+
+/// The unit that profiles the baseline's command, when a target's pipeline (not the built-in
+/// kernel's) runs both a profile stage and a baseline stage of the selection.
+fn baseline_profile(
+    pipeline: &Pipeline,
+    preflight: &Preflight,
+    selection: &Selection,
+) -> Option<Unit> {
+    if pipeline.kernel.is_some() {
+        return None;
+    }
+    let runs = |kind: StageKind| {
+        pipeline
+            .stages
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.kind == kind && config::runs(pipeline, &selection.stages, s))
+    };
+    let (Some((profile, stage)), Some((baseline, _))) =
+        (runs(StageKind::Profile), runs(StageKind::Baseline))
+    else {
+        return None;
+    };
+    Some(Unit {
+        stage: profile,
+        name: stage.name.clone(),
+        kind: StageKind::Profile,
+        config: None,
+        arch: None,
+        case: None,
+        cases: Vec::new(),
+        compile: None,
+        blocked: stage_blocked(stage, preflight),
+        dir: PathBuf::from(&stage.name).join(BASELINE_DIR),
+        serves: Vec::new(),
+        parallel: Parallel::One,
+        profiles_baseline: Some(baseline),
+    })
 }
 
 /// The directory, under the profile stage's, of the unit that profiles the baseline.

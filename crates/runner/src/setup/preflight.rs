@@ -111,23 +111,7 @@ pub fn check(
         }
     }
 
-    let harness = match pipeline.toolchain.tools.get("harness") {
-        Some(path) => {
-            let resolved = pipeline.resolve(path);
-            if resolved.is_file() {
-                Ok(vec![resolved])
-            } else {
-                Err(format!(
-                    "harness not found at {} (toolchain.tools.harness)",
-                    path.display()
-                ))
-            }
-        }
-        None => match builtin_harness {
-            BuiltinHarness::Available(exe) => Ok(vec![exe.clone(), PathBuf::from("harness")]),
-            BuiltinHarness::Unavailable(reason) => Err(reason.clone()),
-        },
-    };
+    let harness = harness_argv(pipeline, builtin_harness);
     let smi = which("nvidia-smi");
     let key = GpuKey::new(
         Path::new(facts::DRIVER_DIR),
@@ -166,42 +150,10 @@ pub fn check(
         None
     };
 
-    // Modules no import answered for: found or not, asked in one quick process.
-    let unasked: Vec<&str> = config::PYTHON_MODULES
-        .iter()
-        .copied()
-        .filter(|m| wanted.contains_key(*m) && !(*m == "torch" && torch.is_some()))
-        .collect();
-    let modules = match (unasked.is_empty(), tools.get("python3")) {
-        (true, _) => BTreeMap::new(),
-        (false, None) => unasked
-            .iter()
-            .map(|m| {
-                (
-                    m.to_string(),
-                    Err(format!("{m} not importable: python3 not found")),
-                )
-            })
-            .collect(),
-        (false, Some(python)) => find_modules(&python.path, &pipeline.root, &unasked, interrupt),
-    };
+    let modules = unasked_modules(pipeline, &tools, &wanted, torch.is_some(), interrupt);
 
     let counters_permitted = tools.get("ncu").and_then(|_| counters_permitted());
-    let mut versions: BTreeMap<String, String> = tools
-        .tools
-        .iter()
-        .map(|(name, tool)| {
-            (
-                name.clone(),
-                tool.version
-                    .clone()
-                    .unwrap_or_else(|| "version unknown".to_string()),
-            )
-        })
-        .collect();
-    if let Some(Ok(version)) = &torch {
-        versions.insert("torch".to_string(), version.clone());
-    }
+    let versions = versions(&tools, torch.as_ref());
     if let Err(e) = facts.save() {
         notes.push(format!("failed to keep the preflight's facts: {e}"));
     }
@@ -230,6 +182,81 @@ pub fn check(
         modules,
         notes,
     }
+}
+
+/// How to start the harness: the pipeline's `toolchain.tools.harness`, which must be a file,
+/// else this executable's `harness` subcommand, when it has one.
+fn harness_argv(
+    pipeline: &Pipeline,
+    builtin_harness: &BuiltinHarness,
+) -> Result<Vec<PathBuf>, String> {
+    match pipeline.toolchain.tools.get("harness") {
+        Some(path) => {
+            let resolved = pipeline.resolve(path);
+            if resolved.is_file() {
+                Ok(vec![resolved])
+            } else {
+                Err(format!(
+                    "harness not found at {} (toolchain.tools.harness)",
+                    path.display()
+                ))
+            }
+        }
+        None => match builtin_harness {
+            BuiltinHarness::Available(exe) => Ok(vec![exe.clone(), PathBuf::from("harness")]),
+            BuiltinHarness::Unavailable(reason) => Err(reason.clone()),
+        },
+    }
+}
+
+/// The Python modules the stages want that no import answered for (`torch` when it was
+/// imported, `asked_torch`, is not asked again): found or not, asked in one quick process.
+fn unasked_modules(
+    pipeline: &Pipeline,
+    tools: &Toolchain,
+    wanted: &BTreeMap<String, bool>,
+    asked_torch: bool,
+    interrupt: &Interrupt,
+) -> BTreeMap<String, Result<(), String>> {
+    let unasked: Vec<&str> = config::PYTHON_MODULES
+        .iter()
+        .copied()
+        .filter(|m| wanted.contains_key(*m) && !(*m == "torch" && asked_torch))
+        .collect();
+    match (unasked.is_empty(), tools.get("python3")) {
+        (true, _) => BTreeMap::new(),
+        (false, None) => unasked
+            .iter()
+            .map(|m| {
+                (
+                    m.to_string(),
+                    Err(format!("{m} not importable: python3 not found")),
+                )
+            })
+            .collect(),
+        (false, Some(python)) => find_modules(&python.path, &pipeline.root, &unasked, interrupt),
+    }
+}
+
+/// Each tool's version as the manifest records it ("version unknown" where it said none), and
+/// torch's where it imports.
+fn versions(tools: &Toolchain, torch: Option<&Result<String, String>>) -> BTreeMap<String, String> {
+    let mut versions: BTreeMap<String, String> = tools
+        .tools
+        .iter()
+        .map(|(name, tool)| {
+            (
+                name.clone(),
+                tool.version
+                    .clone()
+                    .unwrap_or_else(|| "version unknown".to_string()),
+            )
+        })
+        .collect();
+    if let Some(Ok(version)) = torch {
+        versions.insert("torch".to_string(), version.clone());
+    }
+    versions
 }
 
 /// Asks the machine about its GPUs: whether the loader finds `libcuda`, what `nvidia-smi` lists,

@@ -5,6 +5,7 @@ use parsers::Access;
 use serde_json::json;
 
 use crate::diagnosis::{Draft, Figure};
+use crate::message::{Message, msg};
 use crate::text::bytes;
 
 use super::spread::{Slot, SlotText, Spread, Tail};
@@ -38,23 +39,20 @@ fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64
     Figure::OvershootBytes.set(&mut d.figures, json!(tail.reach));
     d.figures.insert("threads".into(), json!(spread.threads));
     let one_block = spread.blocks <= 1;
-    d.title = format!(
-        "Unguarded tail: {} {}{of_array} up to {} past the end of a \
-         {}-byte buffer",
-        tail.who,
-        if one_block {
-            format!("{access_word}s")
-        } else {
-            access_word.to_string()
-        },
+    d.title = msg!(
+        "Unguarded tail: {} {}{}{} up to {} past the end of a {}-byte buffer",
+        &tail.who,
+        access_word,
+        if one_block { "s" } else { "" },
+        of_array,
         bytes(tail.reach),
-        m
+        m.to_string()
     );
     let (lo, _) = spread.after;
     let start = if lo <= 1 {
-        "the first byte past the end".to_string()
+        msg!("the first byte past the end")
     } else {
-        format!("{} past the end", bytes(lo.saturating_sub(1)))
+        msg!("{} past the end", bytes(lo.saturating_sub(1)))
     };
     let within = if tail.reach <= m / 100 {
         ", within a hundredth of the buffer"
@@ -68,26 +66,38 @@ fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64
         "no record comes from any block before them: the last blocks of a grid \
          sized past the data run past its end"
     };
-    d.explanation = format!(
-        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at} \
-         from {} in {}. Together they start at {start} of a {m}-byte buffer and \
-         reach {} beyond it{}{within}, and {who} \
-         unguarded, as the last tile does when the length is not a multiple of \
-         the tile. memcheck stops a thread at its first bad access, so the \
-         overshoot may reach further than this.{the_line}",
+    d.explanation = msg!(
+        "memcheck caught {} of a {} {}{}{} from {} in {}. Together they start at {} of a \
+         {}-byte buffer and reach {} beyond it{}{}, and {} unguarded, as the last tile does \
+         when the length is not a multiple of the tile. memcheck stops a thread at its first \
+         bad access, so the overshoot may reach further than this.{}",
+        records,
+        space_word,
+        access_word,
+        size_text,
+        at,
         crate::text::plural(spread.threads, "thread", "threads"),
-        tail.who,
+        &tail.who,
+        start,
+        m.to_string(),
         bytes(tail.reach),
         match size.filter(|s| *s > 0) {
-            Some(s) => format!(" ({} {s}-byte elements)", tail.reach.div_ceil(s)),
-            None => String::new(),
-        }
+            Some(s) => msg!(
+                " ({} {}-byte elements)",
+                tail.reach.div_ceil(s).to_string(),
+                s.to_string()
+            ),
+            None => Message::new(),
+        },
+        within,
+        who,
+        the_line
     );
-    d.fix = "Guard the last tile: skip (or mask) the rows or elements past the end \
-             with the real length (`if (row < rows)`) around the access, or pad the \
-             buffer to a whole number of tiles; re-run memcheck with a length that \
-             is not a multiple of the tile."
-        .to_string();
+    d.fix = msg!(
+        "Guard the last tile: skip (or mask) the rows or elements past the end with the real \
+         length (`if (row < rows)`) around the access, or pad the buffer to a whole number of \
+         tiles; re-run memcheck with a length that is not a multiple of the tile."
+    );
 }
 
 /// An access just past the end of an `m`-byte buffer, `past` bytes beyond it: an off-by-one
@@ -116,56 +126,67 @@ fn just_past_end(
         ..
     } = *w;
     d.title = if one_element && spread.threads <= 1 && !builtin && !triton {
-        format!(
-            "Off-by-one: a {space_word} {access_word} of the element just past \
-             the end of a {m}-byte buffer"
+        msg!(
+            "Off-by-one: a {} {} of the element just past the end of a {}-byte buffer",
+            space_word,
+            access_word,
+            m.to_string()
         )
     } else {
-        format!(
-            "Out-of-bounds {space_word} {access_word} just past the end of a buffer (off-by-one or unguarded tail)"
+        msg!(
+            "Out-of-bounds {} {} just past the end of a buffer (off-by-one or unguarded tail)",
+            space_word,
+            access_word
         )
     };
     // Triton vectorises its loads: the access size is no element size.
     let index = match size.filter(|s| *s > 0 && m.is_multiple_of(*s) && !triton) {
-        Some(s) => format!(
-            " With {s}-byte elements it is element {} of a {}-element buffer{}.",
-            (m / s).saturating_add(past / s),
-            m / s,
+        Some(s) => msg!(
+            " With {}-byte elements it is element {} of a {}-element buffer{}.",
+            s.to_string(),
+            (m / s).saturating_add(past / s).to_string(),
+            (m / s).to_string(),
             if past < s { ": one past the last" } else { "" }
         ),
-        None => String::new(),
+        None => Message::new(),
     };
     let row_hint = match (row_bytes, &shape) {
-        (Some(row), Some((s, _))) if tensor_bytes == Some(m) => format!(
-            " It lands in row {} of the last head, whose rows end at {}: what an \
-             unguarded last tile or a `<=` bound reads.",
-            u64::from(s.seq_len).saturating_add(past / row.max(1)),
-            s.seq_len - 1
+        (Some(row), Some((s, _))) if tensor_bytes == Some(m) => msg!(
+            " It lands in row {} of the last head, whose rows end at {}: what an unguarded \
+             last tile or a `<=` bound reads.",
+            u64::from(s.seq_len)
+                .saturating_add(past / row.max(1))
+                .to_string(),
+            (s.seq_len - 1).to_string()
         ),
-        _ => String::new(),
+        _ => Message::new(),
     };
     if triton {
-        d.explanation.push_str(
-            " The last program's block reaches past the end: its offsets are not \
-             masked against the tensor's size.",
-        );
+        d.explanation.append(msg!(
+            " The last program's block reaches past the end: its offsets are not masked \
+             against the tensor's size."
+        ));
     } else {
-        d.explanation.push_str(&format!(
-            "{index} An index a step too far, not a wild pointer.{row_hint}"
+        d.explanation.append(msg!(
+            "{} An index a step too far, not a wild pointer.{}",
+            index,
+            row_hint
         ));
     }
     d.fix = if triton {
         triton_fix(d.location.as_ref())
     } else if builtin {
-        "Guard the access with the real bound: mask rows and columns with index \
-         >= seq_len in the last (partial) tile, and check loop bounds use `<`, \
-         not `<=`. Re-run memcheck, and check with S not a multiple of the tile."
-            .to_string()
+        msg!(
+            "Guard the access with the real bound: mask rows and columns with index >= \
+             seq_len in the last (partial) tile, and check loop bounds use `<`, not `<=`. \
+             Re-run memcheck, and check with S not a multiple of the tile."
+        )
     } else {
-        "Guard the access with the real bound (`if (i < n)`, loop bounds with \
-         `<`, not `<=`), including the last partial block; re-run memcheck with a \
-         size that is not a multiple of the block size."
-            .to_string()
+        msg!(
+            "Guard the access with the real bound (`if (i < n)`, loop bounds with `<`, not \
+             `<=`), including the last partial block; re-run memcheck with a size that is not \
+             a multiple of the block size."
+        )
     };
 }
 
@@ -178,44 +199,49 @@ fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
         triton,
         ..
     } = *w;
-    d.title = format!(
-        "Out-of-bounds {space_word} {access_word} {} past the end of the nearest allocation",
+    d.title = msg!(
+        "Out-of-bounds {} {} {} past the end of the nearest allocation",
+        space_word,
+        access_word,
         bytes(past.saturating_add(1))
     );
-    d.explanation.push_str(&format!(
-        " memcheck names the allocation nearest the address, which need not be the \
-         buffer the index was meant for: {} past the end of a {m}-byte buffer is \
-         more than one element past it, so either the index runs several \
-         elements past this buffer or it was computed for another one.",
-        bytes(past.saturating_add(1))
+    d.explanation.append(msg!(
+        " memcheck names the allocation nearest the address, which need not be the buffer \
+         the index was meant for: {} past the end of a {}-byte buffer is more than one \
+         element past it, so either the index runs several elements past this buffer or it \
+         was computed for another one.",
+        bytes(past.saturating_add(1)),
+        m.to_string()
     ));
     d.fix = if triton {
         triton_fix(d.location.as_ref())
     } else {
-        "Check which buffer the access at the named line means to read, and the \
-         index against that buffer's size (a table indexed with a value meant for \
-         another array, a stale index, a size in bytes used as a count)."
-            .to_string()
+        msg!(
+            "Check which buffer the access at the named line means to read, and the index \
+             against that buffer's size (a table indexed with a value meant for another \
+             array, a stale index, a size in bytes used as a count)."
+        )
     };
 }
 
 /// An access far past the end: a wrong stride, base pointer or dimension.
 fn far_past_end(d: &mut Draft, w: &Words) {
     let Words { builtin, .. } = *w;
-    d.explanation.push_str(
+    d.explanation.append(msg!(
         " That is far past the end: a wrong stride, a wrong base pointer or an index \
-         computed from the wrong dimension.",
-    );
+         computed from the wrong dimension."
+    ));
     d.fix = if builtin {
-        "Check the index arithmetic at the named line against the tensor's \
-         [batch, heads, seq_len, head_dim] strides, and that the pointer is the \
-         buffer the launch passed."
+        msg!(
+            "Check the index arithmetic at the named line against the tensor's [batch, heads, \
+             seq_len, head_dim] strides, and that the pointer is the buffer the launch passed."
+        )
     } else {
-        "Check the index arithmetic at the named line against the buffer's \
-         dimensions and strides, and that the pointer is the buffer the launch \
-         passed."
-    }
-    .to_string();
+        msg!(
+            "Check the index arithmetic at the named line against the buffer's dimensions and \
+             strides, and that the pointer is the buffer the launch passed."
+        )
+    };
 }
 
 /// An access `n` bytes past the end of an `m`-byte buffer: a slot a pointer stores past, an
@@ -259,20 +285,26 @@ pub(super) fn past_end(
     // too far, the classic off-by-one or unmasked tail.
     let near = past < row_bytes.unwrap_or(256).max(size.unwrap_or(1));
     let what = match (tensor_bytes, &shape) {
-        (Some(t), Some((s, _))) if t == m => format!(
+        (Some(t), Some((s, _))) if t == m => msg!(
             "a [{}, {}, {}, {}] tensor ({})",
-            s.batch,
-            s.heads,
-            s.seq_len,
-            s.head_dim,
+            s.batch.to_string(),
+            s.heads.to_string(),
+            s.seq_len.to_string(),
+            s.head_dim.to_string(),
             bytes(m)
         ),
-        _ => format!("a {m}-byte buffer"),
+        _ => msg!("a {}-byte buffer", m.to_string()),
     };
-    d.explanation = format!(
-        "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
-         \"{n} bytes after\" the end of {what} (memcheck counts the first byte past \
-         the end as 1)."
+    d.explanation = msg!(
+        "memcheck caught {} of a {} {}{}{}, \"{} bytes after\" the end of {} (memcheck \
+         counts the first byte past the end as 1).",
+        records,
+        space_word,
+        access_word,
+        size_text,
+        at,
+        n.to_string(),
+        what
     );
     // Off by one only when the access starts within one element of the end; the
     // attention kernel's rows (its tail tile) are its own, known layout.

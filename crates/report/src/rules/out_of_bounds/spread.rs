@@ -4,7 +4,8 @@
 use serde_json::json;
 
 use crate::diagnosis::Draft;
-use crate::text::{bytes, md_code};
+use crate::message::{Message, code, msg};
+use crate::text::bytes;
 
 /// What all of a finding's records say together (the parser keeps their spread): the range of
 /// "bytes after", how many threads and blocks made them.
@@ -19,7 +20,7 @@ pub(super) struct Spread {
 
 /// A tail overshoot: who made it and how far past the end it reaches.
 pub(super) struct Tail {
-    pub(super) who: String,
+    pub(super) who: Message,
     pub(super) reach: u64,
 }
 
@@ -60,9 +61,9 @@ impl Spread {
         let within_a_tile = reach <= allocation / 2 || reach <= 64 * 1024;
         (starts_at_end && several && few_blocks && within_a_tile).then(|| Tail {
             who: match self.block_names.as_slice() {
-                [one] => format!("block {one}"),
-                [a, b] => format!("blocks {a} and {b}"),
-                _ => crate::text::plural(self.blocks, "block", "blocks"),
+                [one] => msg!("block {}", one),
+                [a, b] => msg!("blocks {} and {}", a, b),
+                _ => msg!("{}", crate::text::plural(self.blocks, "block", "blocks")),
             },
             reach,
         })
@@ -100,11 +101,11 @@ pub(super) struct SlotText<'a> {
     pub(super) space_word: &'a str,
     pub(super) access_word: &'a str,
     pub(super) records: &'a str,
-    pub(super) size_text: &'a str,
-    pub(super) at: &'a str,
+    pub(super) size_text: &'a Message,
+    pub(super) at: &'a crate::message::Message,
     pub(super) allocation: u64,
     pub(super) triton: bool,
-    pub(super) the_line: &'a str,
+    pub(super) the_line: &'a Message,
 }
 
 impl Slot {
@@ -137,125 +138,186 @@ impl Slot {
         })
     }
 
+    /// Words the draft by the slot's shape, and keys it apart from the rule's other drafts.
     pub(super) fn diagnose(&self, d: &mut Draft, t: SlotText<'_>) {
-        let SlotText {
-            space_word,
-            access_word,
-            records,
-            size_text,
-            at,
-            allocation,
-            triton,
-            the_line,
-        } = t;
-        let blocks = if triton { "programs" } else { "blocks" };
-        let pointer = self.pointer.as_deref().map(md_code);
-        let through = pointer
-            .as_deref()
-            .map(|p| format!(" through {p}"))
-            .unwrap_or_default();
         d.figures.insert("blocks".into(), json!(self.blocks));
         if let Some(p) = &self.pointer {
             d.figures.insert("pointer".into(), json!(p));
         }
-        d.key = format!("{space_word}|{access_word}|slot");
-        let scalar = match &pointer {
-            Some(p) => format!(
-                " The line {access_word}s one value{through}, with no index and so no offset \
-                 to {}; the pointer {p} itself has moved past the buffer.",
-                if triton { "mask" } else { "guard" }
-            ),
-            None => String::new(),
-        };
+        d.key = format!("{}|{}|slot", t.space_word, t.access_word);
         match self.shape {
-            SlotShape::Shared => {
-                let unit = if triton { "program" } else { "block" };
-                let address = if self.past == 0 {
-                    "the first byte past the end".to_string()
-                } else {
-                    format!("{} past the end", bytes(self.past))
-                };
-                d.title = format!(
-                    "Out-of-bounds {space_word} {access_word}{through}: {} {blocks} write the \
-                     same slot past the end of a {allocation}-byte buffer",
-                    self.blocks
-                );
-                let (mechanism, fix) = match &pointer {
-                    Some(p) => (
-                        format!(
-                            " Several {blocks} reaching one slot past the end means each {unit} \
-                             writes to more slots than it owns: a pointer moved on one slot per \
-                             iteration of a loop writes a slot per iteration, so each {unit} \
-                             overwrites the slots of the ones after it, and the last ones run \
-                             past the buffer. The wrong values in the slots inside it are the \
-                             same fault."
-                        ),
-                        format!(
-                            "Store once per slot: accumulate in the loop and store the total \
-                             once, after it, with {p} left at the {unit}'s own slot; or, if \
-                             every iteration is meant to have a slot of its own, allocate one \
-                             per iteration and offset by the iteration as well as the {}.",
-                            if triton { "program id" } else { "block index" }
-                        ),
-                    ),
-                    None => (
-                        format!(
-                            " The index at the line names the same slot in every {unit} that \
-                             reaches the end: it does not depend on the {unit} (a length used \
-                             as an index), or each {unit} writes past its own slots into the \
-                             next ones'."
-                        ),
-                        format!(
-                            "Check the index at the named line against the buffer's length and \
-                             against the {unit}: which slots each {unit} owns, and whether the \
-                             last {unit}'s index stays below the length."
-                        ),
-                    ),
-                };
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
-                     one thread in each of {} {blocks}, all at one address: {address} of a \
-                     {allocation}-byte buffer.{scalar}{mechanism}{the_line}",
-                    self.blocks,
-                );
-                d.fix = fix;
-            }
-            SlotShape::PerBlock => {
-                d.title = format!(
-                    "Out-of-bounds {space_word} {access_word}{through}: one slot per {}, more \
-                     {blocks} than slots",
-                    if triton { "program" } else { "block" }
-                );
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
-                     one thread in each of {} {blocks}, at consecutive slots past the end of a \
-                     {allocation}-byte buffer.{scalar} Each {} {access_word}s its own slot, and \
-                     the grid has more {blocks} than the buffer has slots.{the_line}",
-                    self.blocks,
-                    if triton { "program" } else { "block" },
-                );
-                d.fix = format!(
-                    "Size the buffer from the grid (one slot per {}), or the grid from the \
-                     buffer; where the last {blocks} have no slot, return before the store.",
-                    if triton { "program" } else { "block" }
-                );
-            }
-            SlotShape::Past => {
-                d.title = format!(
-                    "Out-of-bounds {space_word} {access_word}{through} past the end of a \
-                     {allocation}-byte buffer"
-                );
-                d.explanation = format!(
-                    "memcheck caught {records} of a {space_word} {access_word}{size_text}{at}, \
-                     past the end of a {allocation}-byte buffer.{scalar}{the_line}"
-                );
-                d.fix = format!(
-                    "Trace the pointer{through} back to where it is set and advanced (per \
-                     {}, per loop iteration) and check every value it takes against the \
-                     buffer's length.",
-                    if triton { "program" } else { "block" }
-                );
-            }
+            SlotShape::Shared => self.word_shared(d, &t),
+            SlotShape::PerBlock => self.word_per_block(d, &t),
+            SlotShape::Past => self.word_past(d, &t),
         }
+    }
+
+    /// " through `p`" where the line was read, else nothing.
+    fn through(&self) -> Message {
+        self.pointer
+            .as_deref()
+            .map(|p| msg!(" through {}", code(p)))
+            .unwrap_or_default()
+    }
+
+    /// What the line shows of a scalar store: one value through a pointer that has moved.
+    fn scalar(&self, t: &SlotText<'_>) -> Message {
+        match &self.pointer {
+            Some(p) => msg!(
+                " The line {}s one value{}, with no index and so no offset to {}; the pointer \
+                 {} itself has moved past the buffer.",
+                t.access_word,
+                self.through(),
+                if t.triton { "mask" } else { "guard" },
+                code(p)
+            ),
+            None => Message::new(),
+        }
+    }
+
+    /// The words of several blocks at one slot past the end ([`SlotShape::Shared`]).
+    fn word_shared(&self, d: &mut Draft, t: &SlotText<'_>) {
+        let blocks = if t.triton { "programs" } else { "blocks" };
+        let unit = if t.triton { "program" } else { "block" };
+        let address = if self.past == 0 {
+            msg!("the first byte past the end")
+        } else {
+            msg!("{} past the end", bytes(self.past))
+        };
+        d.title = msg!(
+            "Out-of-bounds {} {}{}: {} {} write the same slot past the end of a {}-byte buffer",
+            t.space_word,
+            t.access_word,
+            self.through(),
+            self.blocks.to_string(),
+            blocks,
+            t.allocation.to_string()
+        );
+        let (mechanism, fix) = match &self.pointer {
+            Some(p) => (
+                msg!(
+                    " Several {} reaching one slot past the end means each {} writes to more \
+                     slots than it owns: a pointer moved on one slot per iteration of a loop \
+                     writes a slot per iteration, so each {} overwrites the slots of the ones \
+                     after it, and the last ones run past the buffer. The wrong values in the \
+                     slots inside it are the same fault.",
+                    blocks,
+                    unit,
+                    unit
+                ),
+                msg!(
+                    "Store once per slot: accumulate in the loop and store the total once, \
+                     after it, with {} left at the {}'s own slot; or, if every iteration is \
+                     meant to have a slot of its own, allocate one per iteration and offset by \
+                     the iteration as well as the {}.",
+                    code(p),
+                    unit,
+                    if t.triton { "program id" } else { "block index" }
+                ),
+            ),
+            None => (
+                msg!(
+                    " The index at the line names the same slot in every {} that reaches the \
+                     end: it does not depend on the {} (a length used as an index), or each {} \
+                     writes past its own slots into the next ones'.",
+                    unit,
+                    unit,
+                    unit
+                ),
+                msg!(
+                    "Check the index at the named line against the buffer's length and \
+                     against the {}: which slots each {} owns, and whether the last {}'s index \
+                     stays below the length.",
+                    unit,
+                    unit,
+                    unit
+                ),
+            ),
+        };
+        d.explanation = msg!(
+            "memcheck caught {} of a {} {}{}{}, one thread in each of {} {}, all at one \
+             address: {} of a {}-byte buffer.{}{}{}",
+            t.records,
+            t.space_word,
+            t.access_word,
+            t.size_text,
+            t.at,
+            self.blocks.to_string(),
+            blocks,
+            address,
+            t.allocation.to_string(),
+            self.scalar(t),
+            mechanism,
+            t.the_line
+        );
+        d.fix = fix;
+    }
+
+    /// The words of one slot per block and more blocks than slots ([`SlotShape::PerBlock`]).
+    fn word_per_block(&self, d: &mut Draft, t: &SlotText<'_>) {
+        let blocks = if t.triton { "programs" } else { "blocks" };
+        let unit = if t.triton { "program" } else { "block" };
+        d.title = msg!(
+            "Out-of-bounds {} {}{}: one slot per {}, more {} than slots",
+            t.space_word,
+            t.access_word,
+            self.through(),
+            unit,
+            blocks
+        );
+        d.explanation = msg!(
+            "memcheck caught {} of a {} {}{}{}, one thread in each of {} {}, at consecutive \
+             slots past the end of a {}-byte buffer.{} Each {} {}s its own slot, and the grid \
+             has more {} than the buffer has slots.{}",
+            t.records,
+            t.space_word,
+            t.access_word,
+            t.size_text,
+            t.at,
+            self.blocks.to_string(),
+            blocks,
+            t.allocation.to_string(),
+            self.scalar(t),
+            unit,
+            t.access_word,
+            blocks,
+            t.the_line
+        );
+        d.fix = msg!(
+            "Size the buffer from the grid (one slot per {}), or the grid from the buffer; \
+             where the last {} have no slot, return before the store.",
+            unit,
+            blocks
+        );
+    }
+
+    /// The words of a scalar store past the end ([`SlotShape::Past`]).
+    fn word_past(&self, d: &mut Draft, t: &SlotText<'_>) {
+        let unit = if t.triton { "program" } else { "block" };
+        let allocation = t.allocation.to_string();
+        d.title = msg!(
+            "Out-of-bounds {} {}{} past the end of a {}-byte buffer",
+            t.space_word,
+            t.access_word,
+            self.through(),
+            &allocation
+        );
+        d.explanation = msg!(
+            "memcheck caught {} of a {} {}{}{}, past the end of a {}-byte buffer.{}{}",
+            t.records,
+            t.space_word,
+            t.access_word,
+            t.size_text,
+            t.at,
+            &allocation,
+            self.scalar(t),
+            t.the_line
+        );
+        d.fix = msg!(
+            "Trace the pointer{} back to where it is set and advanced (per {}, per loop \
+             iteration) and check every value it takes against the buffer's length.",
+            self.through(),
+            unit
+        );
     }
 }

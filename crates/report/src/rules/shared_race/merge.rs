@@ -1,13 +1,18 @@
 //! Merging race drafts: the records of one missing barrier (one write site, several other
 //! sites) into one draft, and writes on neighbouring lines with no racing access between them
-//! into one more.
+//! into one more. Which span is the write, or a read, is read from its [`Mark`], never from its
+//! label; the words of a merged draft come from [`word_block`], [`word_one_barrier`] and
+//! [`word_async_sites`].
 
+use parsers::Access;
 use serde_json::json;
 
-use crate::diagnosis::{Draft, SourceLocation, inlined_in};
-use crate::text::md_code;
+use crate::diagnosis::{Draft, SourceLocation, Span, inlined_in};
+use crate::message::{Message, Part, code, msg, path};
+use crate::text::plural;
 
-use super::{ASYNC_FIX, ASYNC_MECHANISM, is_users};
+use super::words::{async_fix, async_mechanism};
+use super::{Mark, RaceDraft, is_users};
 
 /// Takes `d`'s records into `first`, which speaks for both: their hazards (the total, which it
 /// returns), evidence, findings and inlined helpers. `d` keeps its place and spans.
@@ -72,13 +77,13 @@ const NEIGHBOURING: u32 = 2;
 /// access between them (`s_U[i] = ...; s_V[i] = ...; s_W[i] = ...;`, each racing with its own
 /// reads) are one fault: the barriers that order the block's first and last write order every
 /// one of them. One draft names every write and site, and where the barriers go.
-pub(super) fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
-    let mut out: Vec<Draft> = Vec::new();
+pub(super) fn merge_adjacent_writes(drafts: Vec<RaceDraft>) -> Vec<RaceDraft> {
+    let mut out: Vec<RaceDraft> = Vec::new();
     // Per draft in `out`: its writes and the sites racing with them, when it merged.
     let mut blocks: Vec<Option<Block>> = Vec::new();
     for mut d in drafts {
-        let parsed = (!d.figures.contains_key("async_copy"))
-            .then(|| write_and_sites(&d))
+        let parsed = (!d.draft.figures.contains_key("async_copy"))
+            .then(|| write_and_sites(&d.draft))
             .flatten();
         let Some((write, sites)) = parsed else {
             out.push(d);
@@ -86,9 +91,10 @@ pub(super) fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
             continue;
         };
         let joins = out.iter().zip(&blocks).position(|(o, block)| {
-            if o.config != d.config
-                || o.kernel != d.kernel
-                || o.figures.get("scope") != d.figures.get("scope")
+            let o = &o.draft;
+            if o.config != d.draft.config
+                || o.kernel != d.draft.kernel
+                || o.figures.get("scope") != d.draft.figures.get("scope")
                 || o.figures.contains_key("async_copy")
             {
                 return false;
@@ -121,7 +127,7 @@ pub(super) fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
         };
         let (mut writes, mut others) = match blocks[at].take() {
             Some(block) => block,
-            None => match write_and_sites(&out[at]) {
+            None => match write_and_sites(&out[at].draft) {
                 Some((w, s)) => (vec![w], s),
                 None => (Vec::new(), Vec::new()),
             },
@@ -135,34 +141,45 @@ pub(super) fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
         writes.sort();
         others.sort();
         let first = &mut out[at];
-        let total = take_records(first, &mut d);
-        for span in d.spans {
-            if !first.spans.iter().any(|s| s.location == span.location) {
-                first.spans.push(crate::diagnosis::Span {
+        let total = take_records(&mut first.draft, &mut d.draft);
+        for (span, mark) in d.spans {
+            if !first.spans.iter().any(|(s, _)| s.location == span.location) {
+                let span = Span {
                     primary: false,
                     ..span
-                });
+                };
+                first.spans.push((span, mark));
             }
         }
-        word_block(first, &writes, &others, total);
+        first.draft.figures.insert(
+            "writes".into(),
+            json!(
+                writes
+                    .iter()
+                    .map(|(f, l)| format!("{f}:{l}"))
+                    .collect::<Vec<_>>()
+            ),
+        );
+        word_block(&mut first.draft, &writes, &others, total);
         // The block's first write is where it is sited; every other place supports it.
         if let Some((file, line)) = writes.first() {
-            first.location = Some(SourceLocation {
+            first.draft.location = Some(SourceLocation {
                 file: file.clone(),
                 line: Some(*line),
             });
         }
-        for span in &mut first.spans {
-            span.primary =
-                first.location.as_ref() == Some(&span.location) && span.label == "the write";
+        for (span, mark) in &mut first.spans {
+            span.primary = first.draft.location.as_ref() == Some(&span.location)
+                && *mark == Mark::Access(Access::Write);
         }
         first
             .spans
-            .sort_by_key(|s| (!s.primary, s.location.file.clone(), s.location.line));
+            .sort_by_key(|(s, _)| (!s.primary, s.location.file.clone(), s.location.line));
         blocks[at] = Some((writes, others));
     }
     // A write raced by sites both before and after it needs a barrier on each side.
     for (d, block) in out.iter_mut().zip(&blocks) {
+        let d = &mut d.draft;
         if block.is_some() || d.figures.contains_key("async_copy") {
             continue;
         }
@@ -180,57 +197,66 @@ pub(super) fn merge_adjacent_writes(drafts: Vec<Draft>) -> Vec<Draft> {
 
 /// The barrier a race draft's fix adds: `__syncwarp()` for a race between lanes of one warp
 /// (its `scope` figure), else `__syncthreads()`.
-fn barrier_call(d: &Draft) -> &'static str {
+fn barrier_call(d: &Draft) -> Part {
     if d.figures.contains_key("scope") {
-        "`__syncwarp()`"
+        code("__syncwarp()")
     } else {
-        "`__syncthreads()`"
+        code("__syncthreads()")
     }
 }
 
 /// A site as the report names it: `file.cu:12`.
-fn site_name((file, line): &Site) -> String {
-    md_code(&format!(
+fn site_name((file, line): &Site) -> Part {
+    path(format!(
         "{}:{line}",
         file.rsplit('/').next().unwrap_or(file)
     ))
+}
+
+/// Sites as a list in words: "`a.cu:1`, `a.cu:2` and `a.cu:3`".
+fn site_names<'s>(sites: impl IntoIterator<Item = &'s Site>) -> Message {
+    Message::words(
+        sites
+            .into_iter()
+            .map(|s| Message::from(site_name(s)))
+            .collect(),
+    )
 }
 
 /// Where the barriers go for writes (sorted, one file) and the sites racing with them: one after
 /// the last write, before the sites that follow it, and one before the first write, after the
 /// sites that precede it (the previous iteration's reads). `None` when no site is in the
 /// writes' file.
-fn barrier_fix(barrier: &str, writes: &[Site], others: &[Site]) -> Option<String> {
+fn barrier_fix(barrier: Part, writes: &[Site], others: &[Site]) -> Option<Message> {
     let (first, last) = (writes.first()?, writes.last()?);
     let (before, after): (Vec<&Site>, Vec<&Site>) = others
         .iter()
         .filter(|(f, _)| *f == first.0)
         .partition(|(_, l)| *l < first.1);
-    let names = |list: &[&Site]| {
-        crate::text::join_words(&list.iter().map(|s| site_name(s)).collect::<Vec<_>>())
-    };
     let (one, many) = if writes.len() == 1 {
         ("the write", "the write")
     } else {
         ("the last write", "the first write")
     };
-    let mut steps: Vec<String> = Vec::new();
+    let mut steps: Vec<Message> = Vec::new();
     if !after.is_empty() {
-        steps.push(format!(
-            "one after {one} ({}) and before the first of {}",
+        steps.push(msg!(
+            "one after {} ({}) and before the first of {}",
+            one,
             site_name(last),
-            names(&after)
+            site_names(after)
         ));
     }
     if !before.is_empty() {
-        steps.push(format!(
-            "one after {} and before {many} ({}), so that no thread overwrites what another \
+        steps.push(msg!(
+            "one after {} and before {} ({}), so that no thread overwrites what another \
              has yet to read",
-            names(&before),
+            site_names(before),
+            many,
             site_name(first)
         ));
     }
-    (!steps.is_empty()).then(|| format!("Add {barrier}: {}.", steps.join("; and ")))
+    (!steps.is_empty()).then(|| msg!("Add {}: {}.", barrier, Message::join(steps, "; and ")))
 }
 
 /// The title, explanation and fix of a block of neighbouring writes and the sites racing with
@@ -238,165 +264,231 @@ fn barrier_fix(barrier: &str, writes: &[Site], others: &[Site]) -> Option<String
 fn word_block(d: &mut Draft, writes: &[Site], others: &[Site], total: u64) {
     let warp = d.figures.contains_key("scope");
     let barrier = barrier_call(d);
-    let write_names = crate::text::join_words(&writes.iter().map(site_name).collect::<Vec<_>>());
-    d.title = format!(
+    let write_names = site_names(writes);
+    d.title = msg!(
         "Shared-memory race: missing {} around the writes at {}–{} and the {} that race with \
          them",
-        if warp { barrier } else { "barriers" },
+        if warp {
+            Message::from(barrier.clone())
+        } else {
+            msg!("barriers")
+        },
         site_name(&writes[0]),
-        writes.last().map(|w| w.1).unwrap_or(0),
-        crate::text::plural(others.len() as u64, "site", "sites")
+        writes.last().map(|w| w.1).unwrap_or(0).to_string(),
+        plural(others.len() as u64, "site", "sites")
     );
-    d.figures.insert(
-        "writes".into(),
-        json!(
-            writes
-                .iter()
-                .map(|(f, l)| format!("{f}:{l}"))
-                .collect::<Vec<_>>()
-        ),
-    );
-    d.explanation = format!(
-        "racecheck reports {} in total between the writes at {write_names}, neighbouring \
+    d.explanation = msg!(
+        "racecheck reports {} in total between the writes at {}, neighbouring \
          statements with no racing access between them, and {} ({}), each pair its own record: \
          they are one block of writes, so the same barriers order all of them. Threads there \
          may see the old or a half-written value.",
-        crate::text::plural(total, "hazard", "hazards"),
-        crate::text::plural(others.len() as u64, "other site", "other sites"),
-        crate::text::join_words(&others.iter().map(site_name).collect::<Vec<_>>())
+        plural(total, "hazard", "hazards"),
+        write_names.clone(),
+        plural(others.len() as u64, "other site", "other sites"),
+        site_names(others)
     );
-    d.fix = barrier_fix(barrier, writes, others).unwrap_or_else(|| {
-        format!(
-            "Add {barrier} between the writes at {write_names} and the sites that race with them."
+    d.fix = barrier_fix(barrier.clone(), writes, others).unwrap_or_else(|| {
+        msg!(
+            "Add {} between the writes at {} and the sites that race with them.",
+            barrier,
+            write_names
         )
     });
 }
 
 /// Drafts of one kernel and config whose races share the write site (racecheck reports each
 /// read site as its own record) are one missing barrier: one draft, naming every other site.
-pub(super) fn merge_sites_of_one_barrier(drafts: Vec<Draft>, repo_files: &[String]) -> Vec<Draft> {
-    let mut out: Vec<Draft> = Vec::new();
+pub(super) fn merge_sites_of_one_barrier(
+    drafts: Vec<RaceDraft>,
+    repo_files: &[String],
+) -> Vec<RaceDraft> {
+    let mut out: Vec<RaceDraft> = Vec::new();
     for mut d in drafts {
-        let write = d.key.split('|').next().unwrap_or("").to_string();
-        let scope = d.figures.get("scope").cloned();
+        let write = d.draft.key.split('|').next().unwrap_or("").to_string();
+        let scope = d.draft.figures.get("scope").cloned();
         let same = out.iter_mut().find(|o| {
             !write.is_empty()
-                && o.config == d.config
-                && o.kernel == d.kernel
-                && o.key.split('|').next() == Some(write.as_str())
-                && o.figures.get("scope") == scope.as_ref()
+                && o.draft.config == d.draft.config
+                && o.draft.kernel == d.draft.kernel
+                && o.draft.key.split('|').next() == Some(write.as_str())
+                && o.draft.figures.get("scope") == scope.as_ref()
         });
         let Some(first) = same else {
             out.push(d);
             continue;
         };
-        if d.figures.contains_key("async_copy") {
-            first.figures.insert("async_copy".into(), json!(true));
+        if d.draft.figures.contains_key("async_copy") {
+            first.draft.figures.insert("async_copy".into(), json!(true));
         }
-        let other = d.key.split('|').nth(1).unwrap_or("").to_string();
+        let other = d.draft.key.split('|').nth(1).unwrap_or("").to_string();
+        let key = first.draft.key.clone();
         let sites = first
+            .draft
             .figures
             .entry("other_sites".into())
-            .or_insert_with(|| json!([first.key.split('|').nth(1).unwrap_or("")]));
+            .or_insert_with(|| json!([key.split('|').nth(1).unwrap_or("")]));
         if let Some(list) = sites.as_array_mut()
             && !list.iter().any(|v| v.as_str() == Some(other.as_str()))
         {
             list.push(json!(other));
         }
-        let total = take_records(first, &mut d);
+        let total = take_records(&mut first.draft, &mut d.draft);
         let others: Vec<String> = first
+            .draft
             .figures
             .get("other_sites")
             .and_then(|v| v.as_array())
             .map(|l| {
                 l.iter()
                     .filter_map(|v| v.as_str())
-                    .map(|site| md_code(site.rsplit('/').next().unwrap_or(site)))
+                    .map(str::to_string)
                     .collect()
             })
             .unwrap_or_default();
-        let write_name = md_code(write.rsplit('/').next().unwrap_or(&write));
-        let n = others.len();
-        let joined = crate::text::join_words(&others);
-        if first.figures.contains_key("async_copy") {
-            let kernel_text = first
-                .kernel
-                .as_deref()
-                .map(|k| format!(" in {}", md_code(k)))
-                .unwrap_or_default();
-            let own = first
-                .location
-                .as_ref()
-                .filter(|l| is_users(l, repo_files))
-                .or(d.location.as_ref().filter(|l| is_users(l, repo_files)))
-                .cloned();
-            let read_there = own.as_ref().is_some_and(|own| {
-                first
-                    .spans
-                    .iter()
-                    .chain(&d.spans)
-                    .any(|s| s.label == "the read" && s.location == *own)
-            });
-            first.title = match own {
-                Some(own) => format!(
-                    "cp.async race: shared memory {} at {} while an asynchronous copy into it \
-                     is in flight",
-                    if read_there { "read" } else { "used" },
-                    md_code(&format!(
-                        "{}:{}",
-                        own.file.rsplit('/').next().unwrap_or(&own.file),
-                        own.line.unwrap_or(0)
-                    ))
-                ),
-                None => format!(
-                    "cp.async race: shared memory used while an asynchronous copy into it is in \
-                     flight ({write_name})"
-                ),
-            };
-            first.explanation = format!(
-                "racecheck reports {} in total{kernel_text} between the asynchronous copy at \
-                 {write_name} and {n} other sites ({joined}): {ASYNC_MECHANISM}",
-                crate::text::plural(total, "hazard", "hazards")
-            );
-            first.fix = ASYNC_FIX.to_string();
-            if first
-                .location
-                .as_ref()
-                .is_none_or(|l| !is_users(l, repo_files))
-                && let Some(own) = d.location.filter(|l| is_users(l, repo_files))
-            {
-                first.location = Some(own);
-            }
+        if !first.draft.figures.contains_key("async_copy") {
+            word_one_barrier(&mut first.draft, &write, &others, total, scope.is_some());
             continue;
         }
-        first.title = format!(
-            "Shared-memory race: missing {} between the write at {write_name} and {} that read \
-             it",
-            if scope.is_some() {
-                "`__syncwarp()`"
-            } else {
-                "barrier"
-            },
-            crate::text::plural(n as u64, "site", "sites")
-        );
-        let kernel_text = match (&first.kernel, inlined_in(&first.helpers)) {
-            (Some(k), Some(inlined)) => format!(" in {}, {inlined},", md_code(k)),
-            (Some(k), None) => format!(" in {}", md_code(k)),
-            (None, Some(inlined)) => format!(" {inlined},"),
-            (None, None) => String::new(),
+        let own = first
+            .draft
+            .location
+            .as_ref()
+            .filter(|l| is_users(l, repo_files))
+            .or(d.draft.location.as_ref().filter(|l| is_users(l, repo_files)))
+            .cloned();
+        let read_there = own.as_ref().is_some_and(|own| {
+            first
+                .spans
+                .iter()
+                .chain(&d.spans)
+                .any(|(s, mark)| *mark == Mark::Access(Access::Read) && s.location == *own)
+        });
+        let sites = AsyncSites {
+            write: &write,
+            others: &others,
+            total,
+            own: own.as_ref(),
+            read_there,
         };
-        first.explanation = format!(
-            "racecheck reports {} in total{kernel_text} between the write at {write_name} and \
-             {n} other sites ({joined}), each its own record: they share the write, so one \
-             missing barrier explains them all. Threads there may see the old or a half-written \
-             value.",
-            crate::text::plural(total, "hazard", "hazards")
-        );
-        first.fix = format!(
-            "Add {} after the write at {write_name} and before the first of {joined}: one \
-             barrier orders every one of them.",
-            barrier_call(first)
-        );
+        word_async_sites(&mut first.draft, &sites);
+        if first
+            .draft
+            .location
+            .as_ref()
+            .is_none_or(|l| !is_users(l, repo_files))
+            && let Some(own) = d.draft.location.filter(|l| is_users(l, repo_files))
+        {
+            first.draft.location = Some(own);
+        }
     }
     out
+}
+
+/// A site named in a draft's key or other sites (`path/file.cu:12`) as the report names it:
+/// `file.cu:12`.
+fn key_site_name(site: &str) -> Part {
+    path(site.rsplit('/').next().unwrap_or(site))
+}
+
+/// The title, explanation and fix of races sharing one write (`write`, as the key names it)
+/// with `others`: one missing barrier, `__syncwarp()` where the race is within a warp.
+fn word_one_barrier(d: &mut Draft, write: &str, others: &[String], total: u64, warp: bool) {
+    let write_name = key_site_name(write);
+    let joined = Message::words(
+        others
+            .iter()
+            .map(|s| Message::from(key_site_name(s)))
+            .collect(),
+    );
+    d.title = msg!(
+        "Shared-memory race: missing {} between the write at {} and {} that read \
+         it",
+        if warp {
+            msg!("`__syncwarp()`")
+        } else {
+            msg!("barrier")
+        },
+        write_name.clone(),
+        plural(others.len() as u64, "site", "sites")
+    );
+    let kernel_text = match (&d.kernel, inlined_in(&d.helpers)) {
+        (Some(k), Some(inlined)) => msg!(" in {}, {},", code(k), inlined),
+        (Some(k), None) => msg!(" in {}", code(k)),
+        (None, Some(inlined)) => msg!(" {},", inlined),
+        (None, None) => Message::new(),
+    };
+    d.explanation = msg!(
+        "racecheck reports {} in total{} between the write at {} and \
+         {} other sites ({}), each its own record: they share the write, so one \
+         missing barrier explains them all. Threads there may see the old or a half-written \
+         value.",
+        plural(total, "hazard", "hazards"),
+        kernel_text,
+        write_name.clone(),
+        others.len().to_string(),
+        joined.clone()
+    );
+    d.fix = msg!(
+        "Add {} after the write at {} and before the first of {}: one \
+         barrier orders every one of them.",
+        barrier_call(d),
+        write_name,
+        joined
+    );
+}
+
+/// What the words of asynchronous copies racing with several sites read.
+struct AsyncSites<'a> {
+    /// The copy's site, as the key names it.
+    write: &'a str,
+    others: &'a [String],
+    total: u64,
+    /// The user's own line among the sites, where there is one.
+    own: Option<&'a SourceLocation>,
+    /// Whether that line is a read.
+    read_there: bool,
+}
+
+/// The title, explanation and fix of an asynchronous copy racing with several sites.
+fn word_async_sites(d: &mut Draft, s: &AsyncSites) {
+    let write_name = key_site_name(s.write);
+    let joined = Message::words(
+        s.others
+            .iter()
+            .map(|s| Message::from(key_site_name(s)))
+            .collect(),
+    );
+    let kernel_text = d
+        .kernel
+        .as_deref()
+        .map(|k| msg!(" in {}", code(k)))
+        .unwrap_or_default();
+    d.title = match s.own {
+        Some(own) => msg!(
+            "cp.async race: shared memory {} at {} while an asynchronous copy into it \
+             is in flight",
+            if s.read_there { "read" } else { "used" },
+            path(format!(
+                "{}:{}",
+                own.file.rsplit('/').next().unwrap_or(&own.file),
+                own.line.unwrap_or(0)
+            ))
+        ),
+        None => msg!(
+            "cp.async race: shared memory used while an asynchronous copy into it is in \
+             flight ({})",
+            write_name.clone()
+        ),
+    };
+    d.explanation = msg!(
+        "racecheck reports {} in total{} between the asynchronous copy at \
+         {} and {} other sites ({}): {}",
+        plural(s.total, "hazard", "hazards"),
+        kernel_text,
+        write_name,
+        s.others.len().to_string(),
+        joined,
+        async_mechanism()
+    );
+    d.fix = async_fix();
 }

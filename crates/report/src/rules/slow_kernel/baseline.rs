@@ -1,6 +1,7 @@
 //! The program's kernels set beside the baseline's: where each stands against the baseline the run compared it with, and what the baseline does that it does not.
 
 use super::*;
+use crate::message::{Message, code, figure, msg};
 
 /// What makes a cause matter: the program's own benchmark against its baseline, in the same
 /// config, when the run has both. The benchmark furthest behind its baseline is named.
@@ -16,21 +17,13 @@ pub(super) fn against_baseline(ctx: &Ctx, drafts: &mut [Draft]) {
             .min_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((row, ratio)) = slowest {
             d.figures.insert("baseline_ratio".into(), json!(ratio));
-            let pace = if ratio > 0.0 && ratio < 1.0 {
-                format!(
-                    "{}x slower than its baseline",
-                    crate::text::sig3(1.0 / ratio)
-                )
-            } else {
-                format!("at {ratio:.2}x its baseline's speed")
-            };
-            d.explanation.push_str(&format!(
-                " The program's own benchmark {} runs {pace} ({} of each).",
-                md_code(&row.bench.timing.name),
-                row.statistic.unwrap_or("mean")
+            d.explanation.append(word_own_benchmark(
+                &row.bench.timing.name,
+                ratio,
+                row.statistic.unwrap_or("mean"),
             ));
         } else if let Some(line) = against_harness_baseline(&harness, d, profiled_case(ctx, d)) {
-            d.explanation.push_str(&line);
+            d.explanation.append(line);
         }
         // A kernel at least as fast as its baseline is not slow, whatever ncu still sees.
         if d.figures
@@ -39,10 +32,10 @@ pub(super) fn against_baseline(ctx: &Ctx, drafts: &mut [Draft]) {
             .is_some_and(|r| r >= 1.0)
         {
             d.level = Level::Note;
-            d.explanation.push_str(
-                " It already runs at least as fast as its baseline: what ncu estimates is headroom, \
-                 not a slowness.",
-            );
+            d.explanation.append(msg!(
+                " It already runs at least as fast as its baseline: what ncu estimates is \
+                 headroom, not a slowness."
+            ));
         }
     }
     what_the_baseline_does(ctx, drafts);
@@ -87,20 +80,12 @@ fn what_the_baseline_does(ctx: &Ctx, drafts: &mut [Draft]) {
     else {
         return;
     };
-    let named = md_code(&kernel);
-    let mut differences: Vec<String> = Vec::new();
+    let mut differences: Vec<Difference> = Vec::new();
     if ours.tensor_instructions == Some(0) && best.tensor_instructions.is_some_and(|n| n > 0) {
-        let place = best
-            .summary
-            .limit
-            .as_ref()
-            .map(|p| format!(", {}", p.cell()))
-            .unwrap_or_default();
-        differences.push(format!(
-            "it runs on the tensor cores ({} tensor-core instructions executed{place}) where \
-             {named} issues none",
-            best.tensor_instructions.unwrap_or(0)
-        ));
+        differences.push(Difference::TensorCores {
+            instructions: best.tensor_instructions.unwrap_or(0),
+            place: best.summary.limit.as_ref().map(|p| p.cell()),
+        });
         d.figures.insert(
             "baseline_tensor_instructions".into(),
             json!(best.tensor_instructions),
@@ -110,12 +95,7 @@ fn what_the_baseline_does(ctx: &Ctx, drafts: &mut [Draft]) {
         && t >= 4.0 * o
         && t > 0.0
     {
-        differences.push(format!(
-            "it does {} floating-point operations per byte it loads from global memory, {named} \
-             {}: it keeps on chip (shared memory, registers) what {named} loads again",
-            crate::text::sig3(t),
-            crate::text::sig3(o)
-        ));
+        differences.push(Difference::Reuse { theirs: t, ours: o });
     }
     if let (Some(og), Some(tg), Some(sms)) = (
         ours.summary.grid_size,
@@ -124,18 +104,96 @@ fn what_the_baseline_does(ctx: &Ctx, drafts: &mut [Draft]) {
     ) && og < u64::from(sms)
         && tg >= u64::from(sms)
     {
-        differences.push(format!(
-            "its grid of {tg} blocks fills the {sms} SMs, where {named} launches {og}"
-        ));
+        differences.push(Difference::Grid {
+            theirs: tg,
+            ours: og,
+            sms,
+        });
     }
     if differences.is_empty() {
         return;
     }
-    d.explanation.push_str(&format!(
-        " What the baseline does that {named} does not, by its {}: {}.",
-        md_code(&best.summary.kernel),
-        crate::text::join_words(&differences)
+    d.explanation.append(word_differences(
+        &kernel,
+        &best.summary.kernel,
+        &differences,
     ));
+}
+
+/// " The program's own benchmark `64` runs 3.2x slower than its baseline (median of each)."
+fn word_own_benchmark(name: &str, ratio: f64, statistic: &str) -> Message {
+    let pace = if ratio > 0.0 && ratio < 1.0 {
+        msg!(
+            "{}x slower than its baseline",
+            crate::text::sig3(1.0 / ratio)
+        )
+    } else {
+        msg!("at {}x its baseline's speed", figure(format!("{ratio:.2}")))
+    };
+    msg!(
+        " The program's own benchmark {} runs {} ({} of each).",
+        code(name),
+        pace,
+        statistic
+    )
+}
+
+/// What the baseline's longest kernel does that the program's does not.
+enum Difference {
+    /// It runs on the tensor cores: its tensor-core instructions, and where it stands against
+    /// the limit (a roofline cell).
+    TensorCores {
+        instructions: u64,
+        place: Option<String>,
+    },
+    /// It reuses on chip: floating-point operations per byte loaded, its and ours.
+    Reuse { theirs: f64, ours: f64 },
+    /// Its grid fills the SMs: its blocks and ours, and the SMs.
+    Grid { theirs: u64, ours: u64, sms: u32 },
+}
+
+/// " What the baseline does that `k` does not, by its `theirs`: ...".
+fn word_differences(kernel: &KernelId, theirs: &str, differences: &[Difference]) -> Message {
+    let named = || code(kernel.as_str());
+    let differences = differences
+        .iter()
+        .map(|d| match d {
+            Difference::TensorCores {
+                instructions,
+                place,
+            } => msg!(
+                "it runs on the tensor cores ({} tensor-core instructions executed{}) where {} \
+                 issues none",
+                instructions.to_string(),
+                place
+                    .as_ref()
+                    .map(|p| msg!(", {}", p))
+                    .unwrap_or_default(),
+                named()
+            ),
+            Difference::Reuse { theirs, ours } => msg!(
+                "it does {} floating-point operations per byte it loads from global memory, {} \
+                 {}: it keeps on chip (shared memory, registers) what {} loads again",
+                crate::text::sig3(*theirs),
+                named(),
+                crate::text::sig3(*ours),
+                named()
+            ),
+            Difference::Grid { theirs, ours, sms } => msg!(
+                "its grid of {} blocks fills the {} SMs, where {} launches {}",
+                theirs.to_string(),
+                sms.to_string(),
+                named(),
+                ours.to_string()
+            ),
+        })
+        .collect();
+    msg!(
+        " What the baseline does that {} does not, by its {}: {}.",
+        named(),
+        code(theirs),
+        Message::words(differences)
+    )
 }
 
 /// The problem the profiling run behind a cause ran: the harness result its unit kept beside
@@ -162,7 +220,7 @@ fn against_harness_baseline(
     rows: &[crate::tables::BenchRow],
     d: &mut Draft,
     profiled: Option<crate::tables::Case>,
-) -> Option<String> {
+) -> Option<Message> {
     let config = d.config.as_deref()?;
     let profiled = profiled.filter(|p| {
         rows.iter()
@@ -182,14 +240,15 @@ fn against_harness_baseline(
         })
         .min_by(|a, b| a.2.total_cmp(&b.2))?;
     d.figures.insert("baseline_ratio".into(), json!(ratio));
-    Some(format!(
-        " In this run's benchmark, config {} at {} runs at {ratio:.2}x the speed of {} (p50 \
-         {:.1} µs against {:.1} µs, timed the same way; below 1 it is slower), at {:.0} TFLOP/s.",
-        md_code(config),
+    Some(msg!(
+        " In this run's benchmark, config {} at {} runs at {}x the speed of {} (p50 {} µs \
+         against {} µs, timed the same way; below 1 it is slower), at {} TFLOP/s.",
+        code(config),
         kernel.case.label(),
-        md_code(&baseline.implementation),
-        kernel.p50_us,
-        baseline.p50_us,
-        kernel.tflops
+        figure(format!("{ratio:.2}")),
+        code(&baseline.implementation),
+        figure(format!("{:.1}", kernel.p50_us)),
+        figure(format!("{:.1}", baseline.p50_us)),
+        figure(format!("{:.0}", kernel.tflops))
     ))
 }

@@ -1,6 +1,7 @@
 //! A matrix product on scalar FMAs where tensor cores would serve: the instruction mix of a source page that shows it.
 
 use super::*;
+use crate::message::{Message, code, figure, msg, path};
 
 /// The least a chain of multiply-adds must run to read as a dot product (a matrix product's
 /// inner loop, unrolled), not an element-wise formula.
@@ -34,7 +35,7 @@ pub(super) fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
             }) {
                 continue;
             }
-            let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, String::new());
+            let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, Message::new());
             d.config = config.map(str::to_string);
             d.kernel = Some(kernel.to_string());
             d.key = "no-tensor-cores".to_string();
@@ -66,70 +67,23 @@ pub(super) fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
                     line: Some(line.line),
                 });
             }
-            let named = md_code(&kernel);
-            d.title = "No tensor cores: half-precision products on scalar FMA units".to_string();
-            d.explanation = format!(
-                "{named} multiplies half-precision values as floats: its SASS widens halves to \
-                 float ({} executed `HADD2.F32`) and accumulates products in chains of up to {} \
-                 dependent multiply-adds ({} executed FFMA), the inner loop of a matrix product, \
-                 and executes no tensor-core instruction (0 HMMA or HGMMA). On an sm_80 or \
-                 sm_90 GPU the tensor cores run half-precision products many times faster than \
-                 the FMA units{}.",
-                mix.half_to_float,
-                mix.fma_chain,
-                mix.fma,
-                hot.map(|l| format!(
-                    "; the loop is at {} ({})",
-                    md_code(&format!(
-                        "{}:{}",
-                        relative_path(&l.file, &j.repo_files),
-                        l.line
-                    )),
-                    md_code(&l.text)
-                ))
-                .unwrap_or_default()
-            );
-            d.fix = "Compute the product on tensor cores: tile it through shared memory and use \
-                     WMMA (`nvcuda::wmma`), `mma.sync` or, on sm_90, wgmma; or call cuBLAS or \
-                     CUTLASS for it."
-                .to_string();
             d.evidence.push(ctx.source_evidence(
                 Some(source_index),
                 config,
-                format!(
-                    "instruction mix of {named}: {} executed, {} FFMA, {} `HADD2.F32`, 0 MMA, a \
-                     chain of {} multiply-adds",
-                    mix.executed, mix.fma, mix.half_to_float, mix.fma_chain
-                ),
+                word_mix(&kernel, mix),
             ));
             // What tensor cores would take over: the conversions and multiply-adds, as a share
             // of the instructions the kernel executes (ncu has no estimate of its own here).
             let replaced =
                 (mix.fma + mix.half_to_float) as f64 * 100.0 / mix.executed.max(1) as f64;
-            d.explanation.push_str(&format!(
-                " Those conversions and multiply-adds are {replaced:.0}% of the instructions \
-                 {named} executes; one `mma.sync` (m16n8k16) does the multiply-adds of 64 warp-wide \
-                 FFMAs."
-            ));
-            // The ceiling the tensor cores would give the same products on this device.
-            if let Some(p) = crate::roofline::of_kernel(j, config, &kernel)
-                && p.limit == crate::roofline::Limit::Fp32
-                && let (Some(done), Some(fp32), Some(tensor)) =
-                    (p.gflops, p.peak_gflops, p.tensor_peak_gflops)
-            {
+            // The ceiling the tensor cores would give the same products on this device:
+            // (GFLOP/s done, of the FP32 peak, FP32 peak, FP16 tensor peak).
+            let ceiling = crate::roofline::of_kernel(j, config, &kernel)
+                .filter(|p| p.limit == crate::roofline::Limit::Fp32)
+                .and_then(|p| Some((p.gflops?, p.of_peak, p.peak_gflops?, p.tensor_peak_gflops?)));
+            if let Some((_, _, _, tensor)) = ceiling {
                 d.figures
                     .insert("tensor_peak_gflops".into(), json!(tensor.round()));
-                d.explanation.push_str(&format!(
-                    " Its FMAs run at {:.0} GFLOP/s, {:.1}% of this GPU's FP32 peak ({:.0} \
-                     GFLOP/s); its FP16 tensor peak is {:.0} GFLOP/s, {:.0}x higher, where the \
-                     same rate would be {:.1}%.",
-                    done,
-                    p.of_peak * 100.0,
-                    fp32,
-                    tensor,
-                    tensor / fp32,
-                    done * 100.0 / tensor
-                ));
             }
             let mut estimate = replaced;
             // The loop's own memory causes (uncoalesced loads, bank conflicts) are how an
@@ -144,18 +98,15 @@ pub(super) fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
                         && o.location.as_ref().is_none_or(|l| l.line == line)
                 });
             *out = kept;
+            // The absorbed causes: (title, ncu's estimate).
+            let mut absorbed = Vec::new();
             for t in taken {
                 let speedup = Figure::EstimatedSpeedup
                     .of(&t.figures)
                     .and_then(|v| v.as_f64())
                     .unwrap_or(0.0);
                 estimate = estimate.max(speedup);
-                d.explanation.push_str(&format!(
-                    " The same loop reads its operands straight from global memory ({}; Nsight \
-                     Compute estimates {speedup:.0}%); tiling the product through shared memory \
-                     for the tensor cores removes that too.",
-                    crate::text::lowercase_first(&t.title)
-                ));
+                absorbed.push((t.title.clone(), speedup));
                 d.evidence.extend(t.evidence);
                 d.explains.extend(t.explains);
             }
@@ -169,15 +120,13 @@ pub(super) fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
             if let Some(us) = duration {
                 d.figures.insert("duration_us".into(), json!(us));
             }
+            let mut told_share = None;
             if let Some(share) = time_share(ctx, scope, Some(&kernel)) {
                 let gain = estimate * share;
                 d.figures.insert("time_share".into(), json!(share));
                 Figure::ProgramGain.set(&mut d.figures, json!(gain));
                 if share < 0.999 {
-                    d.explanation.push_str(&format!(
-                        " {named} takes {:.0}% of the GPU time of the profiled launches.",
-                        share * 100.0
-                    ));
+                    told_share = Some(share);
                 }
                 if gain < MIN_PROGRAM_GAIN {
                     d.level = Level::Note;
@@ -186,7 +135,110 @@ pub(super) fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
             if duration.is_some_and(|us| us < MIN_DURATION_US) {
                 d.level = Level::Note;
             }
+            let product = ScalarProduct {
+                kernel: &kernel,
+                mix,
+                hot: hot.map(|l| (relative_path(&l.file, &j.repo_files), l)),
+                replaced,
+                ceiling,
+                absorbed,
+                share: told_share,
+            };
+            word_scalar_product(&mut d, &product);
             out.push(d);
         }
     }
+}
+
+/// A matrix product of halves on the scalar FMA units: what [`word_scalar_product`] words.
+struct ScalarProduct<'k> {
+    kernel: &'k KernelId,
+    mix: &'k parsers::InstructionMix,
+    /// The loop's line: its file relative to the repository, and the line.
+    hot: Option<(String, &'k SourceLine)>,
+    /// The conversions' and multiply-adds' share of the executed instructions (percent).
+    replaced: f64,
+    /// GFLOP/s done, of the FP32 peak, the FP32 peak and the FP16 tensor peak (GFLOP/s).
+    ceiling: Option<(f64, f64, f64, f64)>,
+    /// The loop's memory causes it takes in: their titles and ncu's estimates.
+    absorbed: Vec<(Message, f64)>,
+    /// The kernel's share of the profiled GPU time, where it is not all of it.
+    share: Option<f64>,
+}
+
+/// The title, explanation and fix.
+fn word_scalar_product(d: &mut Draft, f: &ScalarProduct) {
+    let named = || code(f.kernel.as_str());
+    let mix = f.mix;
+    d.title = msg!("No tensor cores: half-precision products on scalar FMA units");
+    d.explanation = msg!(
+        "{} multiplies half-precision values as floats: its SASS widens halves to float ({} \
+         executed `HADD2.F32`) and accumulates products in chains of up to {} dependent \
+         multiply-adds ({} executed FFMA), the inner loop of a matrix product, and executes no \
+         tensor-core instruction (0 HMMA or HGMMA). On an sm_80 or sm_90 GPU the tensor cores \
+         run half-precision products many times faster than the FMA units{}.",
+        named(),
+        mix.half_to_float.to_string(),
+        mix.fma_chain.to_string(),
+        mix.fma.to_string(),
+        f.hot
+            .as_ref()
+            .map(|(file, l)| msg!(
+                "; the loop is at {} ({})",
+                path(format!("{file}:{}", l.line)),
+                code(&l.text)
+            ))
+            .unwrap_or_default()
+    );
+    d.fix = msg!(
+        "Compute the product on tensor cores: tile it through shared memory and use WMMA \
+         (`nvcuda::wmma`), `mma.sync` or, on sm_90, wgmma; or call cuBLAS or CUTLASS for it."
+    );
+    d.explanation.append(msg!(
+        " Those conversions and multiply-adds are {}% of the instructions {} executes; one \
+         `mma.sync` (m16n8k16) does the multiply-adds of 64 warp-wide FFMAs.",
+        figure(format!("{:.0}", f.replaced)),
+        named()
+    ));
+    if let Some((done, of_peak, fp32, tensor)) = f.ceiling {
+        d.explanation.append(msg!(
+            " Its FMAs run at {} GFLOP/s, {}% of this GPU's FP32 peak ({} GFLOP/s); its FP16 \
+             tensor peak is {} GFLOP/s, {}x higher, where the same rate would be {}%.",
+            figure(format!("{done:.0}")),
+            figure(format!("{:.1}", of_peak * 100.0)),
+            figure(format!("{fp32:.0}")),
+            figure(format!("{tensor:.0}")),
+            figure(format!("{:.0}", tensor / fp32)),
+            figure(format!("{:.1}", done * 100.0 / tensor))
+        ));
+    }
+    for (title, speedup) in &f.absorbed {
+        d.explanation.append(msg!(
+            " The same loop reads its operands straight from global memory ({}; Nsight Compute \
+             estimates {}%); tiling the product through shared memory for the tensor cores \
+             removes that too.",
+            title.uncapitalised(),
+            figure(format!("{speedup:.0}"))
+        ));
+    }
+    if let Some(share) = f.share {
+        d.explanation.append(msg!(
+            " {} takes {}% of the GPU time of the profiled launches.",
+            named(),
+            figure(format!("{:.0}", share * 100.0))
+        ));
+    }
+}
+
+/// The instruction mix's evidence summary.
+fn word_mix(kernel: &KernelId, mix: &parsers::InstructionMix) -> Message {
+    msg!(
+        "instruction mix of {}: {} executed, {} FFMA, {} `HADD2.F32`, 0 MMA, a chain of {} \
+         multiply-adds",
+        code(kernel.as_str()),
+        mix.executed.to_string(),
+        mix.fma.to_string(),
+        mix.half_to_float.to_string(),
+        mix.fma_chain.to_string()
+    )
 }

@@ -1,6 +1,9 @@
-//! A cause's words: what ncu's rule means at the line that holds the cost, and which fragment call a WMMA intrinsic line belongs to.
+//! A cause's words: what ncu's rule means at the line that holds the cost (one wording function
+//! per class of cause), how the cause weighs, and which fragment call a WMMA intrinsic line
+//! belongs to.
 
 use super::*;
+use crate::message::{Message, code, figure, msg, path};
 
 /// The title, mechanism and fix of a cause, in words from ncu's numbers.
 pub(super) fn describe(
@@ -12,12 +15,11 @@ pub(super) fn describe(
     lines: &[&SourceLine],
     scope: Scope,
 ) {
-    let config = scope.config;
-    // The first figure ncu's rules state for this kernel in this profiling run, the lead
-    // rule's first (a class's rules each state some of its figures).
+    // ncu's rules for this kernel in this profiling run, the lead rule first: the first figure
+    // they state is the cause's (a class's rules each state some of its figures).
     let kernel = finding.kernel.as_ref();
-    let rules = || {
-        std::iter::once(rule).chain(
+    let rules: Vec<&ProfilerRule> = std::iter::once(rule)
+        .chain(
             ctx.joined
                 .findings
                 .iter()
@@ -25,244 +27,429 @@ pub(super) fn describe(
                 .filter(|f| f.kernel.as_ref() == kernel)
                 .filter_map(profiler_rule),
         )
-    };
-    // " The cost sits at `file:line` (`text`)<extra>.", or nothing without a source page.
-    let at = |extra: String| {
-        hot.map(|l| {
-            let at = ctx.tool_place(&l.file, l.line, config);
-            format!(
-                " The cost sits at {} ({}){extra}.",
-                md_code(&format!("{}:{}", at.file, at.line.unwrap_or(l.line))),
-                md_code(&l.text)
-            )
-        })
-        .unwrap_or_default()
-    };
-    let share = |part: u64, all: u64| {
-        if all == 0 {
-            0.0
-        } else {
-            part as f64 * 100.0 / all as f64
-        }
-    };
+        .collect();
+    let at = |extra: Message| word_at(ctx, hot, scope.config, extra);
     match class {
-        Class::BankConflicts => {
-            let way = rules().find_map(|r| r.bank_conflict_ways);
-            d.title = match way {
-                Some(w) => format!("Shared-memory bank conflicts: {w:.0}-way on average"),
-                None => "Shared-memory bank conflicts".to_string(),
-            };
-            let excessive: u64 = lines.iter().map(|l| l.shared_excessive).sum();
-            let total: u64 = lines.iter().map(|l| l.shared_wavefronts).sum();
-            d.explanation = format!(
-                "The lanes of a warp read shared-memory addresses in the same bank{}, so each \
-                 access is replayed once per conflicting lane.{}",
-                way.map(|w| format!(" ({w:.1} lanes per bank on average)"))
-                    .unwrap_or_default(),
-                at(hot
-                    .map(|l| format!(
-                        ": {:.0}% of the kernel's excessive shared wavefronts ({} of the {} \
-                         shared wavefronts there, {} in the kernel)",
-                        share(l.shared_excessive, excessive),
-                        l.shared_excessive,
-                        l.shared_wavefronts,
-                        total
-                    ))
-                    .unwrap_or_default())
-            );
-            d.fix = "Make a warp's 32 lanes hit 32 banks: pad each row of the shared tile by one \
-                     element (`tile[32][33]`), or swizzle the column index (XOR with the row); a \
-                     column read of a 32-wide float tile is 32-way otherwise."
-                .to_string();
-            if let Some((what, calls)) = hot.and_then(|l| wmma_fragment(ctx, l, lines)) {
-                d.explanation.push_str(&format!(
-                    " That line is the toolkit's WMMA {what}, inlined into the kernel from its \
-                     `wmma::{}` calls{}: a fragment moves 16 rows of the shared tile at once, and \
-                     with a leading dimension (`ldm`) that is a multiple of 128 bytes every row \
-                     starts in the same bank.",
-                    if what.starts_with("store") {
-                        "store_matrix_sync"
-                    } else {
-                        "load_matrix_sync"
-                    },
-                    if calls.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", crate::text::join_words(&calls))
-                    }
-                ));
-                d.fix = "Pad the shared tile's rows by 16 bytes (8 halves, 4 floats): \
-                         `__half tile[ROWS][COLS + 8]`, passed as `ldm = COLS + 8`, so the rows \
-                         of a fragment start in different banks."
-                    .to_string();
-            }
-        }
-        Class::Uncoalesced => {
-            // The class's own rules' figures: a local-memory pattern's bytes per sector are
-            // another cause's.
-            let own = || rules().filter(|r| Class::of(r) == Some(Class::Uncoalesced));
-            let used = own().find_map(|r| r.sector_bytes_used);
-            let excessive = own().find_map(|r| r.excessive.map(|e| e.percent));
-            d.title = match used {
-                Some(u) => format!("Uncoalesced global access: {u:.1} of 32 bytes used per sector"),
-                None => "Uncoalesced global access".to_string(),
-            };
-            d.explanation = format!(
-                "The lanes of a warp touch addresses far apart, so each memory request moves \
-                 many 32-byte sectors of which it uses little{}{}.{}",
-                used.map(|u| format!(" ({u:.1} bytes of each 32)"))
-                    .unwrap_or_default(),
-                excessive
-                    .map(|p| format!("; {p}% of the sectors moved are excessive"))
-                    .unwrap_or_default(),
-                at(hot
-                    .map(|l| format!(
-                        ": {} excessive sectors of its {}",
-                        l.global_excessive, l.global_sectors
-                    ))
-                    .unwrap_or_default())
-            );
-            d.fix = "Make consecutive lanes touch consecutive addresses: index with \
-                     `threadIdx.x` in the fastest-moving dimension, stage a transposed tile \
-                     through shared memory, or change the data layout."
-                .to_string();
-        }
+        Class::BankConflicts => bank_conflicts(ctx, d, &rules, hot, lines, at),
+        Class::Uncoalesced => uncoalesced(d, &rules, hot, at),
         Class::FewBlocks => {
-            let blocks = rule.grid_blocks;
             let sms = ctx
                 .joined
                 .run
                 .and_then(|r| r.environment.gpus.first())
                 .and_then(|g| g.sm_count);
-            d.title = match (blocks, sms) {
-                (Some(b), Some(s)) => format!("Too few blocks: {b} for {s} SMs"),
-                (Some(b), None) => format!("Too few blocks: {b}"),
-                _ => "Too few blocks to fill the GPU".to_string(),
-            };
-            d.explanation = format!(
-                "The grid has fewer blocks than the GPU has multiprocessors, so most of them sit \
-                 idle for the whole launch.{}",
-                at(String::new())
-            );
-            d.fix = "Launch at least one block per SM, better several (a grid-stride loop over \
-                     a grid of 2-8x the SM count), or split the work of one block across many."
-                .to_string();
+            few_blocks(d, rule.grid_blocks, sms, at(Message::new()));
         }
         Class::LocalMemory => {
-            let bytes = kernel_stack(ctx, config, d.kernel.as_deref()).unwrap_or(0);
-            d.title = format!("Local memory: a {bytes}-byte stack frame per thread");
-            d.explanation = format!(
-                "ptxas gives the kernel a {bytes}-byte stack frame without spilling registers: an \
-                 array indexed at run time lives in local memory, which is device memory behind \
-                 the L1 cache, and warps stall on its loads and stores (ncu: {}).{}",
-                md_code(&format!("{}: {}", rule.name, rule.headline)),
-                at(String::new())
-            );
-            d.fix = "Keep the array in registers: index it only with compile-time constants \
-                     (unroll the loops over it), or move a table every thread shares to shared \
-                     memory; the stack frame in ptxas's output should go to 0."
-                .to_string();
+            let bytes = kernel_stack(ctx, scope.config, d.kernel.as_deref()).unwrap_or(0);
+            local_memory(d, bytes, rule, at(Message::new()));
         }
         Class::Occupancy => {
-            let warps = rule.theoretical_warps_per_scheduler;
-            let limits = [
-                (OccupancyLimiter::SharedMemory, "shared memory"),
-                (OccupancyLimiter::Registers, "registers"),
-                (OccupancyLimiter::WarpsPerBlock, "the block size"),
-                (OccupancyLimiter::BlocksPerSm, "the blocks an SM can hold"),
-            ];
-            // ncu names the limiters ("limited by the number of blocks that can fit on the SM,
-            // and the required amount of shared memory"): those it names that allow the fewest
-            // blocks (its Block Limit metrics) bind, else the smallest block limit of all. With
-            // small blocks the SM's block count binds, and the shared memory each block
-            // reserves ties with it: larger blocks lift both, so the block count alone is named.
-            let value = |l: OccupancyLimiter| {
-                metric(ctx, scope, finding.kernel.as_ref(), l.block_limit_metric())
-            };
-            let what = |l: OccupancyLimiter| limits.iter().find(|(m, _)| *m == l).map(|(_, w)| *w);
-            let candidates: Vec<(f64, &str)> = if rule.occupancy_limiters.is_empty() {
-                limits
-                    .iter()
-                    .filter_map(|(l, w)| Some((value(*l)?, *w)))
-                    .collect()
-            } else {
-                rule.occupancy_limiters
-                    .iter()
-                    .filter_map(|l| Some((value(*l)?, what(*l)?)))
-                    .collect()
-            };
-            let fewest = candidates.iter().map(|c| c.0).min_by(f64::total_cmp);
-            let mut binding: Vec<&str> = candidates
-                .iter()
-                .filter(|c| Some(c.0) == fewest)
-                .map(|c| c.1)
-                .collect();
-            if binding.contains(&"the blocks an SM can hold") {
-                binding = vec!["the blocks an SM can hold"];
-            }
-            let names =
-                crate::text::join_words(&binding.iter().map(|w| w.to_string()).collect::<Vec<_>>());
-            d.title = match fewest {
-                Some(blocks) => format!(
-                    "Occupancy limited by {names}: {} per SM",
-                    crate::text::plural(blocks as u64, "block", "blocks")
-                ),
-                None => "Low theoretical occupancy".to_string(),
-            };
-            d.explanation = format!(
-                "Too few warps can be resident to hide latency{}{}.{}",
-                warps
-                    .map(|w| format!(": {w:.1} warps per scheduler of 16"))
-                    .unwrap_or_default(),
-                fewest
-                    .map(|b| format!(
-                        ", because {names} {} only {} per SM",
-                        if binding.len() > 1 || names == "registers" {
-                            "allow"
-                        } else {
-                            "allows"
-                        },
-                        crate::text::plural(b as u64, "block", "blocks")
-                    ))
-                    .unwrap_or_default(),
-                at(String::new())
-            );
-            let fixes: Vec<&str> = binding
-                .iter()
-                .map(|w| match *w {
-                    "shared memory" => {
-                        "Use less shared memory per block (a smaller tile, or \
-                                        fewer stages), so more blocks fit on an SM."
-                    }
-                    "registers" => {
-                        "Cap registers (`__launch_bounds__`, `-maxrregcount`) or \
-                                    restructure to keep fewer values live."
-                    }
-                    "the blocks an SM can hold" => {
-                        "Launch larger blocks: an SM holds at most \
-                                                    32 blocks, so small blocks leave most of its \
-                                                    warp slots empty; 128 to 256 threads per \
-                                                    block lift the limit."
-                    }
-                    _ => "Launch larger blocks or more of them per SM.",
-                })
-                .collect();
-            d.fix = fixes.join(" ");
+            let (binding, fewest) = binding_limiters(ctx, scope, finding, rule);
             // More resident warps is a prediction, not a measurement: one more run at another
             // register budget, block size or tile tests it.
-            let test = if binding.contains(&"registers") {
+            let test = if binding.contains(&OccupancyLimiter::Registers) {
                 Some(ExperimentKind::Registers)
-            } else if binding.contains(&"shared memory") {
+            } else if binding.contains(&OccupancyLimiter::SharedMemory) {
                 Some(ExperimentKind::Tile)
-            } else if binding
-                .iter()
-                .any(|w| matches!(*w, "the block size" | "the blocks an SM can hold"))
-            {
+            } else if binding.iter().any(|l| {
+                matches!(
+                    l,
+                    OccupancyLimiter::WarpsPerBlock | OccupancyLimiter::BlocksPerSm
+                )
+            }) {
                 Some(ExperimentKind::BlockSize)
             } else {
                 None
             };
             d.hypothesis = test.map(|kind| Hypothesis::new(kind, None));
+            let warps = rule.theoretical_warps_per_scheduler;
+            occupancy(d, &binding, fewest, warps, at(Message::new()));
+        }
+    }
+}
+
+/// " The cost sits at `file:line` (`text`)<extra>.", or nothing without a source page.
+fn word_at(ctx: &Ctx, hot: Option<&SourceLine>, config: Option<&str>, extra: Message) -> Message {
+    hot.map(|l| {
+        let at = ctx.tool_place(&l.file, l.line, config);
+        msg!(
+            " The cost sits at {} ({}){}.",
+            path(format!("{}:{}", at.file, at.line.unwrap_or(l.line))),
+            code(&l.text),
+            extra
+        )
+    })
+    .unwrap_or_default()
+}
+
+/// `part` in percent of `all`.
+fn share(part: u64, all: u64) -> f64 {
+    if all == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / all as f64
+    }
+}
+
+/// Shared-memory bank conflicts: the ways ncu measured, the hot line's share of the excessive
+/// wavefronts, and a WMMA fragment's padding where the line is one.
+fn bank_conflicts(
+    ctx: &Ctx,
+    d: &mut Draft,
+    rules: &[&ProfilerRule],
+    hot: Option<&SourceLine>,
+    lines: &[&SourceLine],
+    at: impl Fn(Message) -> Message,
+) {
+    let way = rules.iter().find_map(|r| r.bank_conflict_ways);
+    d.title = match way {
+        Some(w) => msg!(
+            "Shared-memory bank conflicts: {}-way on average",
+            figure(format!("{w:.0}"))
+        ),
+        None => msg!("Shared-memory bank conflicts"),
+    };
+    let excessive: u64 = lines.iter().map(|l| l.shared_excessive).sum();
+    let total: u64 = lines.iter().map(|l| l.shared_wavefronts).sum();
+    let there = hot
+        .map(|l| {
+            msg!(
+                ": {}% of the kernel's excessive shared wavefronts ({} of the {} shared \
+                 wavefronts there, {} in the kernel)",
+                figure(format!("{:.0}", share(l.shared_excessive, excessive))),
+                l.shared_excessive.to_string(),
+                l.shared_wavefronts.to_string(),
+                total.to_string()
+            )
+        })
+        .unwrap_or_default();
+    d.explanation = msg!(
+        "The lanes of a warp read shared-memory addresses in the same bank{}, so each access is \
+         replayed once per conflicting lane.{}",
+        way.map(|w| msg!(" ({} lanes per bank on average)", figure(format!("{w:.1}"))))
+            .unwrap_or_default(),
+        at(there)
+    );
+    d.fix = msg!(
+        "Make a warp's 32 lanes hit 32 banks: pad each row of the shared tile by one element \
+         (`tile[32][33]`), or swizzle the column index (XOR with the row); a column read of a \
+         32-wide float tile is 32-way otherwise."
+    );
+    if let Some((what, calls)) = hot.and_then(|l| wmma_fragment(ctx, l, lines)) {
+        let calls = if calls.is_empty() {
+            Message::new()
+        } else {
+            msg!(
+                " ({})",
+                Message::words(calls.into_iter().map(|c| Message::from(path(c))).collect())
+            )
+        };
+        d.explanation.append(msg!(
+            " That line is the toolkit's WMMA {}, inlined into the kernel from its {} calls{}: a \
+             fragment moves 16 rows of the shared tile at once, and with a leading dimension \
+             (`ldm`) that is a multiple of 128 bytes every row starts in the same bank.",
+            what.words(),
+            code(format!("wmma::{}", what.call())),
+            calls
+        ));
+        d.fix = msg!(
+            "Pad the shared tile's rows by 16 bytes (8 halves, 4 floats): `__half \
+             tile[ROWS][COLS + 8]`, passed as `ldm = COLS + 8`, so the rows of a fragment start \
+             in different banks."
+        );
+    }
+}
+
+/// Uncoalesced global access: the bytes used of each sector and the excessive sectors, from
+/// the class's own rules (a local-memory pattern's bytes per sector are another cause's).
+fn uncoalesced(
+    d: &mut Draft,
+    rules: &[&ProfilerRule],
+    hot: Option<&SourceLine>,
+    at: impl Fn(Message) -> Message,
+) {
+    let own = || {
+        rules
+            .iter()
+            .filter(|r| Class::of(r) == Some(Class::Uncoalesced))
+    };
+    let used = own().find_map(|r| r.sector_bytes_used);
+    let excessive = own().find_map(|r| r.excessive.map(|e| e.percent));
+    d.title = match used {
+        Some(u) => msg!(
+            "Uncoalesced global access: {} of 32 bytes used per sector",
+            figure(format!("{u:.1}"))
+        ),
+        None => msg!("Uncoalesced global access"),
+    };
+    let there = hot
+        .map(|l| {
+            msg!(
+                ": {} excessive sectors of its {}",
+                l.global_excessive.to_string(),
+                l.global_sectors.to_string()
+            )
+        })
+        .unwrap_or_default();
+    d.explanation = msg!(
+        "The lanes of a warp touch addresses far apart, so each memory request moves many \
+         32-byte sectors of which it uses little{}{}.{}",
+        used.map(|u| msg!(" ({} bytes of each 32)", figure(format!("{u:.1}"))))
+            .unwrap_or_default(),
+        excessive
+            .map(|p| msg!("; {}% of the sectors moved are excessive", figure(p.to_string())))
+            .unwrap_or_default(),
+        at(there)
+    );
+    d.fix = msg!(
+        "Make consecutive lanes touch consecutive addresses: index with `threadIdx.x` in the \
+         fastest-moving dimension, stage a transposed tile through shared memory, or change the \
+         data layout."
+    );
+}
+
+/// Too few blocks for the GPU's multiprocessors (`sms`, where the run knows them).
+fn few_blocks(d: &mut Draft, blocks: Option<u64>, sms: Option<u32>, at: Message) {
+    d.title = match (blocks, sms) {
+        (Some(b), Some(s)) => msg!("Too few blocks: {} for {} SMs", b.to_string(), s.to_string()),
+        (Some(b), None) => msg!("Too few blocks: {}", b.to_string()),
+        _ => msg!("Too few blocks to fill the GPU"),
+    };
+    d.explanation = msg!(
+        "The grid has fewer blocks than the GPU has multiprocessors, so most of them sit idle \
+         for the whole launch.{}",
+        at
+    );
+    d.fix = msg!(
+        "Launch at least one block per SM, better several (a grid-stride loop over a grid of \
+         2-8x the SM count), or split the work of one block across many."
+    );
+}
+
+/// Warps stalled on a stack frame of `bytes` per thread (ncu's `rule` says so).
+fn local_memory(d: &mut Draft, bytes: u64, rule: &ProfilerRule, at: Message) {
+    d.title = msg!(
+        "Local memory: a {}-byte stack frame per thread",
+        bytes.to_string()
+    );
+    d.explanation = msg!(
+        "ptxas gives the kernel a {}-byte stack frame without spilling registers: an array \
+         indexed at run time lives in local memory, which is device memory behind the L1 cache, \
+         and warps stall on its loads and stores (ncu: {}).{}",
+        bytes.to_string(),
+        code(format!("{}: {}", rule.name, rule.headline)),
+        at
+    );
+    d.fix = msg!(
+        "Keep the array in registers: index it only with compile-time constants (unroll the \
+         loops over it), or move a table every thread shares to shared memory; the stack frame \
+         in ptxas's output should go to 0."
+    );
+}
+
+/// The limiters of theoretical occupancy that bind, and the blocks per SM they allow.
+///
+/// ncu names the limiters ("limited by the number of blocks that can fit on the SM, and the
+/// required amount of shared memory"): those it names that allow the fewest blocks (its Block
+/// Limit metrics) bind, else the smallest block limit of all. With small blocks the SM's block
+/// count binds, and the shared memory each block reserves ties with it: larger blocks lift
+/// both, so the block count alone is named.
+fn binding_limiters(
+    ctx: &Ctx,
+    scope: Scope,
+    finding: &FindingRef,
+    rule: &ProfilerRule,
+) -> (Vec<OccupancyLimiter>, Option<f64>) {
+    const ALL: [OccupancyLimiter; 4] = [
+        OccupancyLimiter::SharedMemory,
+        OccupancyLimiter::Registers,
+        OccupancyLimiter::WarpsPerBlock,
+        OccupancyLimiter::BlocksPerSm,
+    ];
+    let value =
+        |l: OccupancyLimiter| metric(ctx, scope, finding.kernel.as_ref(), l.block_limit_metric());
+    let named: &[OccupancyLimiter] = if rule.occupancy_limiters.is_empty() {
+        &ALL
+    } else {
+        &rule.occupancy_limiters
+    };
+    let candidates: Vec<(f64, OccupancyLimiter)> = named
+        .iter()
+        .filter_map(|l| Some((value(*l)?, *l)))
+        .collect();
+    let fewest = candidates.iter().map(|c| c.0).min_by(f64::total_cmp);
+    let mut binding: Vec<OccupancyLimiter> = candidates
+        .iter()
+        .filter(|c| Some(c.0) == fewest)
+        .map(|c| c.1)
+        .collect();
+    if binding.contains(&OccupancyLimiter::BlocksPerSm) {
+        binding = vec![OccupancyLimiter::BlocksPerSm];
+    }
+    (binding, fewest)
+}
+
+/// A limiter of occupancy in words: "shared memory", "the blocks an SM can hold".
+fn limiter_words(l: OccupancyLimiter) -> &'static str {
+    match l {
+        OccupancyLimiter::SharedMemory => "shared memory",
+        OccupancyLimiter::Registers => "registers",
+        OccupancyLimiter::WarpsPerBlock => "the block size",
+        OccupancyLimiter::BlocksPerSm => "the blocks an SM can hold",
+    }
+}
+
+/// Low theoretical occupancy: the limiters that bind, the blocks per SM they allow (`fewest`)
+/// and ncu's theoretical warps per scheduler.
+fn occupancy(
+    d: &mut Draft,
+    binding: &[OccupancyLimiter],
+    fewest: Option<f64>,
+    warps: Option<f64>,
+    at: Message,
+) {
+    let names = Message::words(
+        binding
+            .iter()
+            .map(|l| msg!("{}", limiter_words(*l)))
+            .collect(),
+    );
+    let blocks = |b: f64| crate::text::plural(b as u64, "block", "blocks");
+    d.title = match fewest {
+        Some(b) => msg!("Occupancy limited by {}: {} per SM", &names, blocks(b)),
+        None => msg!("Low theoretical occupancy"),
+    };
+    let allow = if binding.len() > 1 || binding == [OccupancyLimiter::Registers] {
+        "allow"
+    } else {
+        "allows"
+    };
+    d.explanation = msg!(
+        "Too few warps can be resident to hide latency{}{}.{}",
+        warps
+            .map(|w| msg!(": {} warps per scheduler of 16", figure(format!("{w:.1}"))))
+            .unwrap_or_default(),
+        fewest
+            .map(|b| msg!(", because {} {} only {} per SM", &names, allow, blocks(b)))
+            .unwrap_or_default(),
+        at
+    );
+    let fixes = binding.iter().map(|l| match l {
+        OccupancyLimiter::SharedMemory => msg!(
+            "Use less shared memory per block (a smaller tile, or fewer stages), so more blocks \
+             fit on an SM."
+        ),
+        OccupancyLimiter::Registers => msg!(
+            "Cap registers (`__launch_bounds__`, `-maxrregcount`) or restructure to keep fewer \
+             values live."
+        ),
+        OccupancyLimiter::BlocksPerSm => msg!(
+            "Launch larger blocks: an SM holds at most 32 blocks, so small blocks leave most of \
+             its warp slots empty; 128 to 256 threads per block lift the limit."
+        ),
+        OccupancyLimiter::WarpsPerBlock => msg!("Launch larger blocks or more of them per SM."),
+    });
+    d.fix = Message::join(fixes, " ");
+}
+
+/// How a cause weighs: the figures its explanation tells after the mechanism.
+pub(super) struct Weight<'k> {
+    pub(super) kernel: Option<&'k KernelId>,
+    /// The profiled launch's duration (µs), where it is too short to judge.
+    pub(super) short_launch: Option<f64>,
+    /// ncu's estimated speedup (percent of the kernel's time).
+    pub(super) speedup: f64,
+    /// Memory and compute throughput (percent of peak) of a latency-bound kernel whose cause is
+    /// its occupancy.
+    pub(super) latency: Option<(f64, f64)>,
+    /// Memory, DRAM and compute throughput (percent of peak) of a kernel that is not
+    /// latency-bound.
+    pub(super) peaks: Option<(f64, f64, f64)>,
+    /// The kernel's share of the profiled GPU time and the program's gain (percent), where it
+    /// is not all of it.
+    pub(super) share: Option<(f64, f64)>,
+}
+
+/// What a cause's explanation says after its mechanism: a launch too short to judge, ncu's
+/// estimate (with the latency-bound reading for occupancy), the throughput and the share.
+pub(super) fn word_weight(d: &mut Draft, w: &Weight) {
+    let named = || {
+        w.kernel
+            .map(|k| msg!("{}", code(k.as_str())))
+            .unwrap_or_else(|| msg!("the kernel"))
+    };
+    let pct = |x: f64| figure(format!("{x:.0}"));
+    if let Some(us) = w.short_launch {
+        d.explanation.append(msg!(
+            " The profiled launch of {} took {} µs: too short a launch to judge its speed, \
+             whatever a rule estimates; profile a larger one.",
+            named(),
+            figure(format!("{us:.1}"))
+        ));
+    }
+    d.explanation.append(match w.latency {
+        Some((memory, compute)) => msg!(
+            " {} is latency-bound: it ran at {}% of the GPU's peak memory throughput and {}% of \
+             its compute throughput, both under ncu's 60% mark, so its warps wait rather than \
+             any unit being busy, and its speed follows the warps resident. Nsight Compute \
+             estimates up to {}% for the occupancy it lacks.",
+            named(),
+            pct(memory),
+            pct(compute),
+            pct(w.speedup)
+        ),
+        None => msg!(
+            " Nsight Compute estimates {} could run up to {}% faster without it.",
+            named(),
+            pct(w.speedup)
+        ),
+    });
+    if let Some((memory, dram, compute)) = w.peaks {
+        d.explanation.append(msg!(
+            " It ran at {}% of the GPU's peak memory throughput (DRAM {}%) and {}% of its \
+             compute throughput.",
+            pct(memory),
+            pct(dram),
+            pct(compute)
+        ));
+    }
+    if let Some((share, gain)) = w.share {
+        d.explanation.append(msg!(
+            " {} takes {}% of the GPU time of the profiled launches, so the program could gain \
+             up to {}%.",
+            named(),
+            pct(share * 100.0),
+            pct(gain)
+        ));
+    }
+}
+
+/// A WMMA fragment's load or store, as the toolkit's intrinsic names it.
+#[derive(Clone, Copy)]
+pub(super) enum Fragment {
+    LoadA,
+    LoadB,
+    LoadAccumulator,
+    StoreAccumulator,
+}
+
+impl Fragment {
+    /// "load of a `matrix_a` fragment".
+    fn words(self) -> Message {
+        match self {
+            Fragment::LoadA => msg!("load of a `matrix_a` fragment"),
+            Fragment::LoadB => msg!("load of a `matrix_b` fragment"),
+            Fragment::LoadAccumulator => msg!("load of an accumulator fragment"),
+            Fragment::StoreAccumulator => msg!("store of an accumulator fragment"),
+        }
+    }
+
+    /// The WMMA call the kernel's own code makes for it.
+    fn call(self) -> &'static str {
+        match self {
+            Fragment::StoreAccumulator => "store_matrix_sync",
+            _ => "load_matrix_sync",
         }
     }
 }
@@ -274,7 +461,7 @@ fn wmma_fragment(
     ctx: &Ctx,
     hot: &SourceLine,
     lines: &[&SourceLine],
-) -> Option<(&'static str, Vec<String>)> {
+) -> Option<(Fragment, Vec<String>)> {
     let repo = &ctx.joined.repo_files;
     if repo.contains(&relative_path(&hot.file, repo)) {
         return None;
@@ -283,27 +470,23 @@ fn wmma_fragment(
     let what = if !text.contains("__hmma_") {
         return None;
     } else if text.contains("_ld_a") {
-        "load of a `matrix_a` fragment"
+        Fragment::LoadA
     } else if text.contains("_ld_b") {
-        "load of a `matrix_b` fragment"
+        Fragment::LoadB
     } else if text.contains("_ld_c") {
-        "load of an accumulator fragment"
+        Fragment::LoadAccumulator
     } else if text.contains("_st_c") {
-        "store of an accumulator fragment"
+        Fragment::StoreAccumulator
     } else {
         return None;
     };
-    let call = if what.starts_with("store") {
-        "store_matrix_sync"
-    } else {
-        "load_matrix_sync"
-    };
+    // (file, line) of each call, sorted as the places they are.
     let mut calls: Vec<String> = lines
         .iter()
-        .filter(|l| l.function == hot.function && l.text.contains(call))
+        .filter(|l| l.function == hot.function && l.text.contains(what.call()))
         .map(|l| (relative_path(&l.file, repo), l.line))
         .filter(|(file, _)| repo.contains(file))
-        .map(|(file, line)| md_code(&format!("{file}:{line}")))
+        .map(|(file, line)| format!("{file}:{line}"))
         .collect();
     calls.sort();
     calls.dedup();

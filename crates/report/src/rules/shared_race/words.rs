@@ -1,0 +1,323 @@
+//! The words of the `shared-memory-race` diagnoses: one `word_*` function per diagnosis of a
+//! pair of sites (its [`Pair`] and [`super::PairKind`] decided in the rule), the labels of its spans,
+//! and the mechanism and fix of a race with an asynchronous copy.
+
+use parsers::Access;
+
+use super::{Mark, Pair, Words};
+use crate::diagnosis::{SourceLocation, inlined_in};
+use crate::message::{Message, code, msg, path, quote};
+use crate::text::plural;
+
+/// A span's label: what it marks, in a few words.
+pub(super) fn word_mark(mark: Mark) -> Message {
+    match mark {
+        Mark::Access(access) => msg!("the {}", access_word(access)),
+        Mark::InliningCall => msg!("the program's call that inlines the write"),
+    }
+}
+
+/// An access as the words name it: "read", "write".
+fn access_word(access: Access) -> &'static str {
+    match access {
+        Access::Read => "read",
+        Access::Write => "write",
+    }
+}
+
+/// The pair's hazards: the tool's count for it, or the finding's count between this site and
+/// the others where the tool did not count per side.
+fn word_hazards(p: &Pair) -> Message {
+    match p.side_hazards {
+        Some(n) => msg!("{}", plural(n, "hazard", "hazards")),
+        None if p.pairs > 1 => msg!(
+            "{} between this site and {} others",
+            plural(p.hazards, "hazard", "hazards"),
+            p.pairs.to_string()
+        ),
+        None => msg!("{}", plural(p.hazards, "hazard", "hazards")),
+    }
+}
+
+/// " in `kernel`", with the inlined helpers the sites are in, or nothing.
+fn word_kernel(p: &Pair) -> Message {
+    match (p.kernel, inlined_in(p.helpers)) {
+        (Some(k), Some(inlined)) => msg!(" in {}, {}", code(k), inlined),
+        (Some(k), None) => msg!(" in {}", code(k)),
+        (None, Some(inlined)) => msg!(" {}", inlined),
+        (None, None) => Message::new(),
+    }
+}
+
+/// A site as the advice names it: "line 17", or `common.cuh:17` when the two sites are in
+/// different files, or "an unnamed site".
+fn word_spot(p: &Pair, l: &Option<SourceLocation>) -> Message {
+    let line = |loc: &SourceLocation| loc.line.map(|n| n.to_string()).unwrap_or_default();
+    match l {
+        Some(loc) if !p.same_file => Message::from(path(format!(
+            "{}:{}",
+            loc.file.rsplit('/').next().unwrap_or(&loc.file),
+            line(loc)
+        ))),
+        Some(loc) => msg!("line {}", line(loc)),
+        None => msg!("an unnamed site"),
+    }
+}
+
+/// A site as an explanation names it, or "an unnamed site".
+fn word_site(l: &Option<SourceLocation>) -> Message {
+    l.as_ref()
+        .map(|l| Message::from(quote(l.to_string())))
+        .unwrap_or_else(|| msg!("an unnamed site"))
+}
+
+/// Lanes of one warp racing at two lines (`w`, the write's; `o`, the other side's): a missing
+/// `__syncwarp()`.
+pub(super) fn word_warp_pair(p: &Pair, w: u32, o: u32) -> Words {
+    let other_word = access_word(p.other_access);
+    let (ws, os) = (word_spot(p, p.write), word_spot(p, p.other));
+    // Lanes of one warp: racecheck's warp-level programming hazard. Program order
+    // says little here (a warp-synchronous loop writes at one line and the next
+    // step reads at an earlier one), so the advice names both lines.
+    let title = if p.same_file && w > o && p.other_access == Access::Read {
+        msg!(
+            "Shared-memory race within a warp: missing `__syncwarp()` between the \
+             read at line {} and the write at line {}",
+            o.to_string(),
+            w.to_string()
+        )
+    } else if p.same_file {
+        msg!(
+            "Shared-memory race within a warp: missing `__syncwarp()` between \
+             line {} and line {}",
+            w.min(o).to_string(),
+            w.max(o).to_string()
+        )
+    } else {
+        msg!(
+            "Shared-memory race within a warp: missing `__syncwarp()` between \
+             the write at {} and the {} at {}",
+            ws.clone(),
+            other_word,
+            os.clone()
+        )
+    };
+    let explanation = msg!(
+        "racecheck reports {}{} between threads of one warp \
+         (a warp-level programming hazard): lanes {} at {} what other \
+         lanes of the same warp write at {}, with no `__syncwarp()` between the \
+         two. Since Volta (independent thread scheduling) the lanes of a warp are \
+         not implicitly synchronous: code that assumes they run in lockstep \
+         (warp-synchronous programming, `volatile` shared memory included) may \
+         {} the old or a half-written value.",
+        word_hazards(p),
+        word_kernel(p),
+        other_word,
+        word_site(p.other),
+        word_site(p.write),
+        other_word
+    );
+    let fix = msg!(
+        "Add `__syncwarp()` between the write at {} and the {} at \
+         {} (in a loop, between one step's writes and the next step's \
+         reads), where every lane of the warp reaches it: outside lane-dependent \
+         branches, or with a mask naming exactly the lanes that call it. The \
+         racing threads are lanes of one warp, so `__syncthreads()` is not the \
+         fix; keeping the values in registers with `__shfl_down_sync()` avoids \
+         the shared memory altogether.",
+        ws,
+        other_word,
+        os
+    );
+    Words {
+        title,
+        explanation,
+        fix,
+    }
+}
+
+/// A write after a read in program order (`w`, the write's line; `o`, the read's): the next
+/// iteration overwrites what a slower warp still reads.
+pub(super) fn word_write_after_read(p: &Pair, w: u32, o: u32) -> Words {
+    let title = msg!(
+        "Shared-memory race: missing barrier between the read at line {} and the write at line {}",
+        o.to_string(),
+        w.to_string()
+    );
+    let explanation = msg!(
+        "racecheck reports {}{} between the read at {} and the \
+         later write at {} (write-after-read): a warp that finished its read moves on \
+         and overwrites the shared data while another warp may still be reading it.",
+        word_hazards(p),
+        word_kernel(p),
+        word_site(p.other),
+        word_site(p.write)
+    );
+    let fix = msg!(
+        "Add `__syncthreads()` after the read at line {} and before the write at \
+         line {} (in a loop, before the next iteration's write; or double-buffer \
+         the tile and wait on the stage you are about to overwrite).",
+        o.to_string(),
+        w.to_string()
+    );
+    Words {
+        title,
+        explanation,
+        fix,
+    }
+}
+
+/// Threads racing at two lines (`w`, the write's; `o`, the other side's) with no barrier
+/// between them: a missing `__syncthreads()`.
+pub(super) fn word_barrier_pair(p: &Pair, w: u32, o: u32) -> Words {
+    let other_word = access_word(p.other_access);
+    let (ws, os) = (word_spot(p, p.write), word_spot(p, p.other));
+    let title = if p.same_file {
+        msg!(
+            "Shared-memory race: missing barrier between line {} and line {}",
+            w.min(o).to_string(),
+            w.max(o).to_string()
+        )
+    } else {
+        msg!(
+            "Shared-memory race: missing barrier between the write at {} and \
+             the {} at {}",
+            ws.clone(),
+            other_word,
+            os.clone()
+        )
+    };
+    let explanation = msg!(
+        "racecheck reports {}{}: threads {} at {} \
+         what other threads write at {}, with no barrier between the two, so the \
+         {} may see the old or a half-written value.",
+        word_hazards(p),
+        word_kernel(p),
+        other_word,
+        word_site(p.other),
+        word_site(p.write),
+        other_word
+    );
+    let after_cp_async = if p.cp_async {
+        msg!(
+            " (after cp.async writes: `cp.async.wait_group` / \
+             `__pipeline_wait_prior` first, then the barrier)"
+        )
+    } else {
+        Message::new()
+    };
+    let fix = msg!(
+        "Add `__syncthreads()` between the write at {} and the {} at {}{}.",
+        ws,
+        other_word,
+        os,
+        after_cp_async
+    );
+    Words {
+        title,
+        explanation,
+        fix,
+    }
+}
+
+/// Two writes by the same asynchronous copy instruction: two copies into one destination are
+/// in flight at once.
+pub(super) fn word_async_copies(p: &Pair) -> Words {
+    let the_line = p
+        .site_line
+        .map(|l| msg!(" (the line: {})", code(l)))
+        .unwrap_or_default();
+    Words {
+        title: msg!(
+            "cp.async race: two asynchronous copies into the same shared address in \
+             flight at once at {}",
+            word_site(p.write)
+        ),
+        explanation: msg!(
+            "racecheck reports {}{} between two writes of the \
+             asynchronous copy at {}{}: {}",
+            word_hazards(p),
+            word_kernel(p),
+            word_site(p.write),
+            the_line,
+            async_mechanism()
+        ),
+        fix: async_fix(),
+    }
+}
+
+/// A race at one site (or at sites without lines): several threads at one address, no barrier.
+pub(super) fn word_one_site(p: &Pair) -> Words {
+    let title = if p.warp {
+        msg!("Shared-memory race within a warp at {}", word_site(p.write))
+    } else {
+        msg!("Shared-memory race at {}", word_site(p.write))
+    };
+    let and_other = p
+        .other
+        .as_ref()
+        .map(|o| msg!(" and {}", quote(o.to_string())))
+        .unwrap_or_default();
+    let explanation = msg!(
+        "racecheck reports {}{} at {}{}: several threads access \
+         the same shared-memory address, at least one of them writing, with no barrier \
+         ordering them.",
+        word_hazards(p),
+        word_kernel(p),
+        word_site(p.write),
+        and_other
+    );
+    let fix = if p.warp {
+        msg!(
+            "Order the accesses with `__syncwarp()` (the racing threads are lanes of \
+             one warp, which are not implicitly synchronous since Volta), or give each \
+             lane its own address."
+        )
+    } else {
+        msg!(
+            "Order the accesses with `__syncthreads()` (or `__syncwarp()` within a \
+             warp), or give each thread its own address."
+        )
+    };
+    Words {
+        title,
+        explanation,
+        fix,
+    }
+}
+
+/// The advice a warning of unsaid scope adds to the fix: which barrier, for which threads.
+pub(super) fn word_unsaid_scope() -> Message {
+    msg!(
+        " racecheck reports this race as a warning without saying whether the \
+         racing threads are lanes of one warp or warps of a block: with blocks of \
+         more than one warp, `__syncthreads()` is the fix; only where every racing \
+         thread is a lane of one warp (a block of 32 threads, warp-synchronous code) \
+         is `__syncwarp()` enough."
+    )
+}
+
+/// How an asynchronous copy races, whichever the other side is.
+pub(super) fn async_mechanism() -> Message {
+    msg!(
+        "the copy is in flight (issued, not yet retired by \
+         `cp.async.wait_group` or `__pipeline_wait_prior`) while the same bytes are copied into \
+         again or read. A barrier alone does not order an asynchronous copy; only a wait on its \
+         group does. It is what a pipeline does when its wait count does not match the copies in \
+         flight, or when it refills a stage before the copy already filling it completed: a \
+         prologue that prefetches S stages followed by a loop that loads tile n + 1 instead of \
+         n + S issues each tile twice, and `wait_group<S - 1>` then no longer means that the \
+         stage read next is complete."
+    )
+}
+
+/// The fix for [`async_mechanism`].
+pub(super) fn async_fix() -> Message {
+    msg!(
+        "Issue each tile's copy once: the loop loads the tile the prologue has \
+         not (n + STAGES), into the stage the previous iteration's compute finished with, after \
+         a `__syncthreads()`; and read a stage only after `cp.async.wait_group<N>` (or \
+         `__pipeline_wait_prior(N)`) has retired the group that filled it, N being the groups \
+         committed after it, followed by `__syncthreads()`."
+    )
+}
