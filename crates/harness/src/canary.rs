@@ -10,6 +10,8 @@
 //! Under compute-sanitizer memcheck, guards hide out-of-bounds accesses from the sanitizer
 //! (they stay inside the allocation): run it with `--guard-bytes 0`.
 
+use parsers::harness::figures::Corruption;
+
 use crate::prng::SplitMix64;
 
 /// Bytes of each guard region unless `--guard-bytes` says otherwise.
@@ -99,20 +101,6 @@ pub fn guard_pattern(seed: u64, buffer: &str, side: Side, len: usize) -> Vec<u8>
 /// `buffer.side`, the name a corrupted guard is reported under (e.g. `o.after`).
 pub fn region_name(buffer: &str, side: Side) -> String {
     format!("{buffer}.{}", side.name())
-}
-
-/// A guard whose bytes changed.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Corruption {
-    /// `buffer.side`.
-    pub region: String,
-    /// Number of bytes that differ.
-    pub bytes_changed: usize,
-    /// Distance in bytes from the data to the nearest changed byte: 0 is the byte right after
-    /// the data's end (`after`) or right before its start (`before`).
-    pub nearest_to_data: usize,
-    /// Distance from the data to the farthest changed byte.
-    pub farthest_from_data: usize,
 }
 
 /// Compares a guard read back from the device with its expected pattern.

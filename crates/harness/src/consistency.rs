@@ -3,7 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::canary::{Corruption, Side, find_corruption};
+use parsers::harness::figures::{Corruption, MismatchDetail};
+
+use crate::canary::{Side, find_corruption};
 
 /// What went wrong first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,14 +35,6 @@ pub struct GuardSpec {
     pub buffer: String,
     pub side: Side,
     pub expected: Vec<u8>,
-}
-
-/// The first launch whose output differed, and how.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct MismatchDetail {
-    pub launch: u64,
-    pub elements_differing: u64,
-    pub first_index: usize,
 }
 
 /// Accumulates the launches of one stress run, in launch order.

@@ -1,5 +1,5 @@
 //! The `exhibit.harness/1` document: the schema types from `parsers::harness` (each result with
-//! its `details` object), with a top-level `harness` object added (a field the schema does not
+//! its figures, the `details` object), with a top-level `harness` object added (a field the schema does not
 //! have; readers that do not know it ignore it), and a one-line-per-result summary for
 //! terminals.
 
@@ -74,11 +74,7 @@ pub fn summary(records: &[Record]) -> String {
             if !c.canaries_corrupted.is_empty() {
                 line += &format!(" corrupted={}", c.canaries_corrupted.join(","));
             }
-            if let Some(n) = r
-                .result
-                .details
-                .get("repeat_elements_differing")
-                .and_then(|v| v.as_u64())
+            if let Some(n) = res.figures.repeat_elements_differing
                 && n > 0
             {
                 line += &format!(" second_launch_differs={n}");

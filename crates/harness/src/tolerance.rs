@@ -21,6 +21,8 @@
 //! Beyond the numbers: NaN or infinity never passes, every element must have been written (no
 //! element may still hold the poison pattern), and no guard region may have changed.
 
+use parsers::harness::figures::{ElementAt, WorstElement};
+
 use crate::float::{Dtype, POISON_BITS};
 use crate::problem::Problem;
 use crate::reference::Reference;
@@ -61,24 +63,6 @@ impl Tolerance {
             + seq_len as f64 * f64::from(f32::EPSILON) / 2.0 * weight
             + 1e-7
     }
-}
-
-/// Where an element sits in `[batch, heads, seq_len, head_dim]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct ElementAt {
-    pub batch: usize,
-    pub head: usize,
-    pub row: usize,
-    pub col: usize,
-}
-
-/// The worst element against its bound.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct WorstElement {
-    pub at: ElementAt,
-    pub got: f64,
-    pub expected: f64,
-    pub bound: f64,
 }
 
 /// The outcome of comparing one output with the reference.

@@ -50,6 +50,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::facts::TestFacts;
 use crate::model::{FindingKind, Format, ParsedLog, ProgramCheck, Severity, Timing};
 use crate::site::{Record, Site, Sites};
 use crate::util::note_unparsed;
@@ -218,8 +219,11 @@ pub(crate) fn parse_google(text: &str) -> ParsedLog {
                 occurrences: 1,
             });
             if let Some(f) = sites.get_mut(index) {
-                f.details.insert("benchmark".into(), json!(run_name));
-                f.details.insert("error_message".into(), json!(message));
+                f.facts.test = Some(Box::new(TestFacts {
+                    name: run_name,
+                    message: Some(message),
+                    ..TestFacts::default()
+                }));
             }
             continue;
         }
@@ -312,14 +316,13 @@ pub(crate) fn parse_results(text: &str) -> ParsedLog {
                 occurrences: 1,
             });
             if let Some(f) = sites.get_mut(index) {
-                f.details.insert("program".into(), json!(doc.program));
-                f.details.insert("test".into(), json!(entry.name));
-                if let Some(m) = &entry.message {
-                    f.details.insert("message".into(), json!(m));
-                }
-                if let Some(err) = entry.max_abs_err.filter(|e| e.is_finite()) {
-                    f.details.insert("max_abs_err".into(), json!(err));
-                }
+                f.facts.test = Some(Box::new(TestFacts {
+                    name: entry.name.clone(),
+                    program: Some(doc.program.clone()),
+                    message: entry.message.clone(),
+                    max_abs_err: entry.max_abs_err.filter(|e| e.is_finite()),
+                    ..TestFacts::default()
+                }));
             }
         }
         log.checks.push(entry);

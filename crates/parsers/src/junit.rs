@@ -21,8 +21,8 @@ use std::sync::LazyLock;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
 use regex::Regex;
-use serde_json::json;
 
+use crate::facts::TestFacts;
 use crate::model::{Finding, FindingKind, Format, ParsedLog, Severity, TestCase, TestOutcome};
 use crate::site::{Record, Site, Sites};
 
@@ -438,15 +438,14 @@ fn findings(tests: &[TestCase], framework: &str) -> Vec<Finding> {
             occurrences: 1,
         });
         if let Some(f) = sites.get_mut(index) {
-            f.details.insert("test".into(), json!(test.id));
-            f.details.insert("program".into(), json!(framework));
-            f.details.insert("outcome".into(), json!(verb));
-            if let Some(m) = &test.message {
-                f.details.insert("message".into(), json!(m));
-            }
-            if let Some(p) = &test.param {
-                f.details.insert("param".into(), json!(p));
-            }
+            f.facts.test = Some(Box::new(TestFacts {
+                name: test.id.clone(),
+                program: Some(framework.to_string()),
+                outcome: Some(test.outcome),
+                message: test.message.clone(),
+                param: test.param.clone(),
+                max_abs_err: None,
+            }));
         }
     }
     sites.into_findings()

@@ -1,10 +1,11 @@
 //! Typed findings from raw GPU tool output.
 //!
 //! Brief overview: [`detect`] guesses a log's [`Format`] from its text, and [`parse`] turns the
-//! text into a [`ParsedLog`]: [`Finding`]s (one per distinct site, with an occurrence count and a
-//! stable fingerprint), per-[`Kernel`] resource usage and SASS counts, Nsight Compute
-//! [`Metric`]s, and harness results. [`parse_reader`] does the same from any [`BufRead`] without
-//! holding the log in memory, for multi-gigabyte sanitizer logs. Parsers do no I/O of their own,
+//! text into a [`ParsedLog`]: [`Finding`]s (one per distinct site, with an occurrence count, a
+//! stable fingerprint and the [`facts::Facts`] its tool stated), per-[`Kernel`] resource usage
+//! and SASS counts, Nsight Compute [`Metric`]s, and harness results. [`parse_reader`] does the
+//! same from any [`BufRead`] without holding the log in memory, for multi-gigabyte sanitizer
+//! logs. Parsers do no I/O of their own,
 //! never read the clock and never panic: lines they do not recognise are counted in
 //! `unparsed_lines`, and a log without its summary is marked incomplete.
 //!
@@ -29,6 +30,7 @@ pub mod bench_json;
 mod csv_line;
 pub mod cuda;
 mod demangle;
+pub mod facts;
 pub mod harness;
 mod junit;
 mod lines;

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::facts::Facts;
+
 /// What kind of log a file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -273,19 +275,18 @@ pub struct Finding {
     /// and, for a Python program, its Python frames.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_frames: Vec<Location>,
-    /// Kind-specific figures, e.g. `bytes_after`, `allocation_size`, `hazards`, `error_code`,
-    /// `api_call`, `max_abs_err`, `first_failing_launch`. Numbers are numbers.
-    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
-    pub details: serde_json::Map<String, serde_json::Value>,
+    /// What the tool states beyond the site, typed and grouped by the kind of record: bytes
+    /// past an allocation, a race's hazards, a CUDA call's error, a failed test's message, ...
+    #[serde(default, skip_serializing_if = "Facts::is_empty")]
+    pub facts: Facts,
     /// How many lines of the program's own output a sanitizer log held before this site's
     /// first record: with [`ParsedLog::failure_output`], whether the program had already printed
     /// its failure when the fault happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_before: Option<u32>,
-    /// An Nsight Compute rule result's name, type, estimated speedup and the figures its
-    /// message states ([`FindingKind::ProfilerRule`] only). Not serialised: `details` keeps the
-    /// rule's columns for `runner parse --json`.
-    #[serde(default, skip_serializing)]
+    /// An Nsight Compute rule result's name, type, section, estimated speedup and the figures
+    /// its message states ([`FindingKind::ProfilerRule`] only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profiler_rule: Option<Box<crate::ProfilerRule>>,
 }
 

@@ -7,8 +7,6 @@
 //! the csv crate, so kernel names holding commas and template arguments stay whole; numbers lose
 //! their thousands separators.
 
-use serde_json::json;
-
 use crate::model::{FindingKind, Format, Metric, ParsedLog, Severity};
 use crate::ncu_rule;
 use crate::site::{Record, Site, Sites};
@@ -260,25 +258,9 @@ impl NcuParser {
                 occurrences: 1,
             });
             if new && let Some(f) = self.sites.get_mut(i) {
-                f.details.insert("rule".into(), json!(rule));
-                f.details.insert("rule_type".into(), json!(rule_type));
-                if !section.is_empty() {
-                    f.details.insert("section".into(), json!(section));
-                }
-                if !speedup_type.is_empty() {
-                    f.details
-                        .insert("estimated_speedup_type".into(), json!(speedup_type));
-                }
-                if let Some(s) = speedup {
-                    f.details.insert("estimated_speedup".into(), json!(s));
-                }
-                f.profiler_rule = Some(Box::new(ncu_rule::read(
-                    rule,
-                    rule_type,
-                    text,
-                    speedup_type,
-                    speedup,
-                )));
+                let mut read = ncu_rule::read(rule, rule_type, text, speedup_type, speedup);
+                read.section = (!section.is_empty()).then(|| section.to_string());
+                f.profiler_rule = Some(Box::new(read));
             }
         }
     }
@@ -334,8 +316,7 @@ impl NcuParser {
             // Say on the failure itself how much of the page is no measurement.
             for f in &mut self.log.findings {
                 if f.kind == FindingKind::ToolError && f.message.contains("LaunchFailed") {
-                    f.details
-                        .insert("nan_metrics".into(), json!(self.nan_values));
+                    f.facts.nan_metrics = Some(self.nan_values);
                 }
             }
         }

@@ -18,6 +18,9 @@ pub struct ProfilerRule {
     pub name: String,
     /// Its type (`Rule Type`) as ncu prints it: `OPT`, `WRN`, `INF`, `ERR`.
     pub rule_type: String,
+    /// The section it belongs to (`Section Name`), where the page gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
     /// `Estimated Speedup`, in percent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimated_speedup: Option<f64>,
@@ -184,6 +187,7 @@ pub(crate) fn read(
     ProfilerRule {
         name: name.to_string(),
         rule_type: rule_type.to_string(),
+        section: None,
         estimated_speedup: speedup,
         speedup_type: match speedup_type {
             "global" => Some(SpeedupType::Global),

@@ -11,9 +11,8 @@
 
 use std::collections::HashMap;
 
-use serde_json::json;
-
 use crate::demangle::demangle;
+use crate::facts::SpillFacts;
 use crate::model::{FindingKind, Format, Kernel, ParsedLog, Severity};
 use crate::site::{Record, Site, Sites};
 use crate::util::{note_unparsed, parse_u32, parse_u64, scrub_addresses};
@@ -482,20 +481,14 @@ impl PtxasParser {
             occurrences: 1,
         });
         if let Some(f) = self.sites.get_mut(i) {
-            f.details.insert("spill_store_bytes".into(), json!(stores));
-            f.details.insert("spill_load_bytes".into(), json!(loads));
-            if let Some(arch) = &k.arch {
-                f.details.insert("arch".into(), json!(arch));
-            }
-            if let Some(r) = k.registers {
-                f.details.insert("registers".into(), json!(r));
-            }
-            if let Some(r) = k.max_registers_override {
-                f.details.insert("max_registers_override".into(), json!(r));
-            }
-            if !k.mangled.is_empty() {
-                f.details.insert("mangled".into(), json!(k.mangled));
-            }
+            f.facts.spill = Some(Box::new(SpillFacts {
+                store_bytes: stores,
+                load_bytes: loads,
+                arch: k.arch.clone(),
+                registers: k.registers,
+                max_registers_override: k.max_registers_override,
+                mangled: (!k.mangled.is_empty()).then(|| k.mangled.clone()),
+            }));
         }
     }
 }

@@ -7,11 +7,11 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde_json::{Value, json};
 
-use crate::model::{Access, Finding, FindingKind, Location, SyncScope, ThreadIndex};
+use crate::facts::HazardType;
+use crate::model::{Access, Finding, FindingKind, Location, Severity, SyncScope, ThreadIndex};
 
-/// Fills a finding's typed payload from its examples, excerpt and details.
+/// Fills what a finding's parser left of its typed payload from its examples and excerpt.
 pub(crate) fn type_payload(f: &mut Finding) {
     if f.threads.is_empty() {
         f.threads = f
@@ -24,28 +24,21 @@ pub(crate) fn type_payload(f: &mut Finding) {
         f.device_frames = frames(&f.excerpt, "Device Frame:");
     }
     if f.host_frames.is_empty() {
-        let mut host = frames(&f.excerpt, "Host Frame:");
-        // The Python frames the parser kept past the excerpt's end.
-        if let Some(Value::Array(python)) = f.details.remove("python_frames") {
-            for frame in python.iter().filter_map(Value::as_str) {
-                let frame = frame_location(frame);
-                if !host.contains(&frame) {
-                    host.push(frame);
-                }
-            }
-        }
-        f.host_frames = host;
+        f.host_frames = host_frames(&f.excerpt, &[]);
     }
     if f.kind == FindingKind::Race {
         race_accesses(f);
-        // The scope where the record says it; an analysis report's warning says none.
-        f.sync_scope = match f.details.get("scope").and_then(Value::as_str) {
-            Some("warp") => Some(SyncScope::Warp),
-            Some(_) => Some(SyncScope::Block),
-            None if f.message.contains("Warp Level Programming") => Some(SyncScope::Warp),
-            None if f.severity == crate::model::Severity::Error => Some(SyncScope::Block),
-            None => None,
-        };
+        // The scope where the record says it (the text parser reads it from the record's
+        // category and severity); an analysis report's warning says none.
+        if f.sync_scope.is_none() {
+            f.sync_scope = if f.message.contains("Warp Level Programming") {
+                Some(SyncScope::Warp)
+            } else if f.severity == Severity::Error {
+                Some(SyncScope::Block)
+            } else {
+                None
+            };
+        }
     }
     if f.kind == FindingKind::BarrierError {
         let message = f.message.to_lowercase();
@@ -56,6 +49,19 @@ pub(crate) fn type_payload(f: &mut Finding) {
             SyncScope::Block
         });
     }
+}
+
+/// A record's host backtrace: the `Host Frame:` lines of its excerpt, then the Python frames
+/// (`<module> in oracle.py:49`) its parser kept past the excerpt's end, innermost first.
+pub(crate) fn host_frames(excerpt: &[String], python: &[String]) -> Vec<Location> {
+    let mut host = frames(excerpt, "Host Frame:");
+    for frame in python {
+        let frame = frame_location(frame);
+        if !host.contains(&frame) {
+            host.push(frame);
+        }
+    }
+    host
 }
 
 /// The frames printed on lines carrying `marker` (`Device Frame:`), innermost first.
@@ -95,7 +101,8 @@ fn access(word: &str) -> Option<Access> {
 
 /// The accesses of a race's two sides where its lines did not name them: from the tool's
 /// wording ("Read access ... and Write access"), else from the hazard type (RAW: a write then
-/// a read; WAR: a read then a write; WAW: two writes), which is kept as `hazard_type`.
+/// a read; WAR: a read then a write; WAW: two writes), which is kept in the race's facts
+/// where the record's own lines did not give it.
 fn race_accesses(f: &mut Finding) {
     static PAIR: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?is)\b(write|read)\s+access\b.*?\band\s+(write|read)\s+access\b")
@@ -103,12 +110,15 @@ fn race_accesses(f: &mut Finding) {
     });
     static TYPE: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"\b(RAW|WAR|WAW)\b").expect("valid regex"));
-    let hazard_type = match f.details.get("hazard_type").and_then(Value::as_str) {
-        Some(t) => Some(t.to_uppercase()),
-        None => TYPE.captures(&f.message).map(|c| c[1].to_string()),
-    };
-    if let Some(t) = &hazard_type {
-        f.details.insert("hazard_type".into(), json!(t));
+    let stated = f.facts.race.as_deref().and_then(|r| r.hazard_type);
+    let hazard_type = stated.or_else(|| {
+        let word = TYPE.captures(&f.message)?;
+        HazardType::of_word(word.get(1)?.as_str())
+    });
+    if stated.is_none()
+        && let Some(t) = hazard_type
+    {
+        f.facts.race.get_or_insert_default().hazard_type = Some(t);
     }
     let other = f.sides.iter().find_map(|s| s.access);
     if f.access.is_some() && other.is_some() {
@@ -121,10 +131,10 @@ fn race_accesses(f: &mut Finding) {
     let pair = if let Some(c) = PAIR.captures(&text) {
         Some((access(&c[1]), access(&c[2])))
     } else {
-        hazard_type.as_deref().map(|t| match t {
-            "RAW" => (Some(Access::Write), Some(Access::Read)),
-            "WAR" => (Some(Access::Read), Some(Access::Write)),
-            _ => (Some(Access::Write), Some(Access::Write)),
+        hazard_type.map(|t| match t {
+            HazardType::Raw => (Some(Access::Write), Some(Access::Read)),
+            HazardType::War => (Some(Access::Read), Some(Access::Write)),
+            HazardType::Waw => (Some(Access::Write), Some(Access::Write)),
         })
     };
     f.race_accesses = pair.map(|(first, second)| [first, second]);

@@ -9,13 +9,15 @@
 
 use std::io::BufRead;
 
-use quick_xml::Reader;
-use quick_xml::events::Event;
-use serde_json::json;
-
-use crate::model::{Access, FindingKind, Format, Location, MemorySpace, ParsedLog, Severity, Tool};
+use crate::facts::{AccessError, ApiError};
+use crate::model::{
+    Access, Finding, FindingKind, Format, Location, MemorySpace, ParsedLog, RaceSide, Severity,
+    Tool,
+};
 use crate::site::{Record, Site, Sites, file_key};
 use crate::util::{parse_u32, parse_u64, scrub_addresses};
+use quick_xml::Reader;
+use quick_xml::events::Event;
 
 /// Deepest element nesting followed; deeper elements are skipped.
 const MAX_DEPTH: usize = 64;
@@ -213,37 +215,18 @@ fn side(s: &mut Side, rel: &[&str], text: &str) {
     }
 }
 
+/// Files a closed `<record>` as a finding of its site: its kind (or an unparsed example, for a
+/// kind not known), severity, memory space, access and message, then its facts.
 fn finish_record(rec: &XRec, sites: &mut Sites, tools: &mut [bool; 4], log: &mut ParsedLog) {
-    let text_lower = rec.text.to_ascii_lowercase();
-    let (kind, tool) = match rec.kind.as_str() {
-        "Api" => (FindingKind::HostApiError, None),
-        "Analysis" | "Hazard" => (FindingKind::Race, Some(1)),
-        "Initcheck" if text_lower.starts_with("unused") => (FindingKind::UnusedMemory, Some(2)),
-        "Initcheck" => (FindingKind::UninitializedRead, Some(2)),
-        "Synccheck" => (FindingKind::BarrierError, Some(3)),
-        _ if text_lower.contains("race") || text_lower.contains("hazard") => {
-            (FindingKind::Race, Some(1))
+    let Some((kind, tool)) = classify(rec) else {
+        log.unparsed_lines += 1;
+        if log.unparsed_examples.len() < crate::MAX_UNPARSED_EXAMPLES {
+            log.unparsed_examples.push(format!(
+                "unrecognised record kind {:?}: {}",
+                rec.kind, rec.text
+            ));
         }
-        _ if text_lower.starts_with("leaked") || rec.kind == "Leak" => {
-            (FindingKind::MemoryLeak, Some(0))
-        }
-        _ if text_lower.contains("malloc/free") => (FindingKind::AllocationError, Some(0)),
-        _ if rec.exception.contains("Trace/breakpoint trap") => (FindingKind::Trap, Some(0)),
-        _ if !rec.exception.is_empty() => (FindingKind::DeviceException, Some(0)),
-        _ if rec.error.contains("misaligned") => (FindingKind::MisalignedAccess, Some(0)),
-        _ if text_lower.starts_with("invalid") || !rec.space.is_empty() => {
-            (FindingKind::InvalidAccess, Some(0))
-        }
-        _ => {
-            log.unparsed_lines += 1;
-            if log.unparsed_examples.len() < crate::MAX_UNPARSED_EXAMPLES {
-                log.unparsed_examples.push(format!(
-                    "unrecognised record kind {:?}: {}",
-                    rec.kind, rec.text
-                ));
-            }
-            return;
-        }
+        return;
     };
     if let Some(t) = tool
         && let Some(slot) = tools.get_mut(t)
@@ -256,7 +239,73 @@ fn finish_record(rec: &XRec, sites: &mut Sites, tools: &mut [bool; 4], log: &mut
         _ if kind == FindingKind::UnusedMemory => Severity::Warning,
         _ => Severity::Error,
     };
-    // initcheck names the space only in its text ("Uninitialized __global__ memory read").
+    // A race is located at its source side; any other record at its `<where>`.
+    let (func, path, line, primary_access) = if kind == FindingKind::Race {
+        (
+            &rec.source.func,
+            &rec.source.path,
+            rec.source.line,
+            direction(&rec.source.direction),
+        )
+    } else {
+        (&rec.func, &rec.path, rec.line, direction(&rec.direction))
+    };
+    let (message, discriminator) = message_and_discriminator(rec, kind, primary_access);
+    let example = (!rec.thread[0].is_empty()).then(|| {
+        format!(
+            "thread ({},{},{}) in block ({},{},{})",
+            rec.thread[0], rec.thread[1], rec.thread[2], rec.block[0], rec.block[1], rec.block[2]
+        )
+    });
+    let excerpt = [excerpt_line(rec, path, line)];
+    let (i, new) = sites.add(Record {
+        site: Site {
+            kind,
+            kernel: (!func.is_empty()).then_some(func.as_str()),
+            file: (!path.is_empty()).then_some(path.as_str()),
+            line,
+            space: space(rec, kind),
+            size: rec.size,
+            discriminator: &discriminator,
+        },
+        severity,
+        access: primary_access,
+        message: &message,
+        example: example.as_deref(),
+        excerpt: &excerpt,
+        occurrences: 1,
+    });
+    if let Some(f) = sites.get_mut(i) {
+        add_facts(f, rec, kind, new);
+    }
+}
+
+/// A record's finding kind, and the tool it tells (the index into `tools`: memcheck,
+/// racecheck, initcheck, synccheck); `None` for a kind not known.
+fn classify(rec: &XRec) -> Option<(FindingKind, Option<usize>)> {
+    let text = rec.text.to_ascii_lowercase();
+    Some(match rec.kind.as_str() {
+        "Api" => (FindingKind::HostApiError, None),
+        "Analysis" | "Hazard" => (FindingKind::Race, Some(1)),
+        "Initcheck" if text.starts_with("unused") => (FindingKind::UnusedMemory, Some(2)),
+        "Initcheck" => (FindingKind::UninitializedRead, Some(2)),
+        "Synccheck" => (FindingKind::BarrierError, Some(3)),
+        _ if text.contains("race") || text.contains("hazard") => (FindingKind::Race, Some(1)),
+        _ if text.starts_with("leaked") || rec.kind == "Leak" => (FindingKind::MemoryLeak, Some(0)),
+        _ if text.contains("malloc/free") => (FindingKind::AllocationError, Some(0)),
+        _ if rec.exception.contains("Trace/breakpoint trap") => (FindingKind::Trap, Some(0)),
+        _ if !rec.exception.is_empty() => (FindingKind::DeviceException, Some(0)),
+        _ if rec.error.contains("misaligned") => (FindingKind::MisalignedAccess, Some(0)),
+        _ if text.starts_with("invalid") || !rec.space.is_empty() => {
+            (FindingKind::InvalidAccess, Some(0))
+        }
+        _ => return None,
+    })
+}
+
+/// The memory space a record names: its `<space>`, else (initcheck names it only in its text,
+/// "Uninitialized __global__ memory read") the space its text names; a race's is shared.
+fn space(rec: &XRec, kind: FindingKind) -> Option<MemorySpace> {
     let named = if rec.space.is_empty() {
         ["__global__", "__shared__", "__local__"]
             .into_iter()
@@ -265,34 +314,41 @@ fn finish_record(rec: &XRec, sites: &mut Sites, tools: &mut [bool; 4], log: &mut
     } else {
         rec.space.as_str()
     };
-    let space = match named {
+    match named {
         "__global__" => Some(MemorySpace::Global),
         "__shared__" => Some(MemorySpace::Shared),
         "__local__" => Some(MemorySpace::Local),
         "" if kind == FindingKind::Race => Some(MemorySpace::Shared),
         "" => None,
         _ => Some(MemorySpace::Generic),
-    };
-    let access = |d: &str| match d.to_ascii_lowercase().as_str() {
+    }
+}
+
+/// An access as a `<direction>` names it.
+fn direction(d: &str) -> Option<Access> {
+    match d.to_ascii_lowercase().as_str() {
         "read" => Some(Access::Read),
         "write" => Some(Access::Write),
         _ => None,
-    };
-    let access_name = |a: Option<Access>| match a {
+    }
+}
+
+fn access_name(a: Option<Access>) -> &'static str {
+    match a {
         Some(Access::Read) => "read",
         Some(Access::Write) => "write",
         None => "",
-    };
-    let (func, path, line, primary_access) = if kind == FindingKind::Race {
-        (
-            &rec.source.func,
-            &rec.source.path,
-            rec.source.line,
-            access(&rec.source.direction),
-        )
-    } else {
-        (&rec.func, &rec.path, rec.line, access(&rec.direction))
-    };
+    }
+}
+
+/// A record's message (its text, addresses scrubbed; a barrier error's with its `<type>`), and
+/// what tells its site from another at the same place: the same words the text parser keys the
+/// same record on.
+fn message_and_discriminator(
+    rec: &XRec,
+    kind: FindingKind,
+    primary_access: Option<Access>,
+) -> (String, String) {
     let mut discriminator = String::new();
     let mut message = if rec.text.is_empty() {
         rec.exception.clone()
@@ -312,7 +368,7 @@ fn finish_record(rec: &XRec, sites: &mut Sites, tools: &mut [bool; 4], log: &mut
             for d in &rec.destinations {
                 discriminator.push_str(&format!(
                     "|{}@{}:{}",
-                    access_name(access(&d.direction)),
+                    access_name(direction(&d.direction)),
                     if d.path.is_empty() {
                         d.func.as_str()
                     } else {
@@ -334,13 +390,12 @@ fn finish_record(rec: &XRec, sites: &mut Sites, tools: &mut [bool; 4], log: &mut
         }
         _ => {}
     }
-    let example = (!rec.thread[0].is_empty()).then(|| {
-        format!(
-            "thread ({},{},{}) in block ({},{},{})",
-            rec.thread[0], rec.thread[1], rec.thread[2], rec.block[0], rec.block[1], rec.block[2]
-        )
-    });
-    let excerpt = [format!(
+    (message, discriminator)
+}
+
+/// The one line a record is quoted by: `<record> kind=K TEXT at PATH:LINE`.
+fn excerpt_line(rec: &XRec, path: &str, line: Option<u32>) -> String {
+    format!(
         "<record> kind={} {}{}",
         rec.kind,
         if rec.text.is_empty() {
@@ -357,36 +412,16 @@ fn finish_record(rec: &XRec, sites: &mut Sites, tools: &mut [bool; 4], log: &mut
                 line.map(|l| l.to_string()).unwrap_or_default()
             )
         }
-    )];
-    let (i, new) = sites.add(Record {
-        site: Site {
-            kind,
-            kernel: (!func.is_empty()).then_some(func.as_str()),
-            file: (!path.is_empty()).then_some(path.as_str()),
-            line,
-            space,
-            size: rec.size,
-            discriminator: &discriminator,
-        },
-        severity,
-        access: primary_access,
-        message: &message,
-        example: example.as_deref(),
-        excerpt: &excerpt,
-        occurrences: 1,
-    });
-    let Some(f) = sites.get_mut(i) else {
-        return;
-    };
+    )
+}
+
+/// What a record adds to its finding: a race's hazards (every record's); and from the first
+/// record of a finding, a race's other sides, the access error and the API call's error.
+fn add_facts(f: &mut Finding, rec: &XRec, kind: FindingKind, new: bool) {
     if kind == FindingKind::Race {
         let hazards: u64 = rec.destinations.iter().map(|d| d.count.unwrap_or(1)).sum();
-        let old = f
-            .details
-            .get("hazards")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0);
-        f.details
-            .insert("hazards".into(), json!(old.saturating_add(hazards.max(1))));
+        let race = f.facts.race.get_or_insert_default();
+        race.hazards = Some(race.hazards.unwrap_or(0).saturating_add(hazards.max(1)));
     }
     if !new {
         return;
@@ -396,7 +431,11 @@ fn finish_record(rec: &XRec, sites: &mut Sites, tools: &mut [bool; 4], log: &mut
             .destinations
             .iter()
             .map(|d| Location {
-                function: Some(format!("{} {}", access_name(access(&d.direction)), d.func)),
+                function: Some(format!(
+                    "{} {}",
+                    access_name(direction(&d.direction)),
+                    d.func
+                )),
                 file: (!d.path.is_empty()).then(|| d.path.clone()),
                 line: d.line,
             })
@@ -404,8 +443,8 @@ fn finish_record(rec: &XRec, sites: &mut Sites, tools: &mut [bool; 4], log: &mut
         f.sides = rec
             .destinations
             .iter()
-            .map(|d| crate::model::RaceSide {
-                access: access(&d.direction),
+            .map(|d| RaceSide {
+                access: direction(&d.direction),
                 location: Location {
                     function: Some(d.func.clone()),
                     file: (!d.path.is_empty()).then(|| d.path.clone()),
@@ -415,21 +454,24 @@ fn finish_record(rec: &XRec, sites: &mut Sites, tools: &mut [bool; 4], log: &mut
             })
             .collect();
     }
-    if !rec.error.is_empty() {
-        f.details.insert("error".into(), json!(rec.error));
+    // An `Api` record's `<error>` is the error's name, read below; any other's says why the
+    // access was invalid.
+    if kind != FindingKind::HostApiError
+        && let Some(error) = AccessError::of_words(&rec.error)
+    {
+        f.facts.memory.get_or_insert_default().access_error = Some(error);
     }
     if kind == FindingKind::HostApiError {
-        if let Some(name) = rec.text.split_whitespace().nth(2) {
-            f.details.insert("error_name".into(), json!(name));
-        }
-        if let Some(code) = rec.result {
-            f.details.insert("error_code".into(), json!(code));
-        }
-        if !rec.message.is_empty() {
-            f.details.insert("error_message".into(), json!(rec.message));
-        }
-        if !rec.api.is_empty() {
-            f.details.insert("api_call".into(), json!(rec.api));
-        }
+        f.facts.api_error = Some(Box::new(ApiError {
+            name: rec
+                .text
+                .split_whitespace()
+                .nth(2)
+                .unwrap_or_default()
+                .to_string(),
+            code: rec.result,
+            message: (!rec.message.is_empty()).then(|| rec.message.clone()),
+            call: (!rec.api.is_empty()).then(|| rec.api.clone()),
+        }));
     }
 }

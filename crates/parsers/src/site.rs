@@ -218,7 +218,7 @@ impl Sites {
     }
 
     /// Adds a record; returns the index of its finding and whether the finding is new, so the
-    /// caller can fill kind-specific details once.
+    /// caller can fill kind-specific facts once.
     pub(crate) fn add(&mut self, r: Record<'_>) -> (usize, bool) {
         let hash = r.site.hash64();
         if let Some(i) = self.find_hashed(&r.site, hash) {
@@ -248,7 +248,7 @@ impl Sites {
             threads: Vec::new(),
             device_frames: Vec::new(),
             host_frames: Vec::new(),
-            details: serde_json::Map::new(),
+            facts: Default::default(),
             output_before: None,
             profiler_rule: None,
         });

@@ -15,15 +15,16 @@ pub fn within_tolerance(check: &Check) -> bool {
 }
 
 /// What failed a check besides the error, as the harness recorded it in the result's fields
-/// and `details`: each with its figure, in a fixed order.
+/// and figures: each with its figure, in a fixed order.
 pub fn reasons(result: &HarnessResult) -> Vec<String> {
     let Some(check) = &result.check else {
         return Vec::new();
     };
-    let detail = |key: &str| result.details.get(key).and_then(|v| v.as_u64());
+    let figures = &result.figures;
     let mut out = Vec::new();
     if let Some(n) = second_launch_differs(result) {
-        let of = detail("elements_total")
+        let of = figures
+            .elements_total
             .map(|t| format!(" of {t}"))
             .unwrap_or_default();
         out.push(format!(
@@ -33,7 +34,7 @@ pub fn reasons(result: &HarnessResult) -> Vec<String> {
     if check.nan_count > 0 {
         out.push(plural(check.nan_count, "NaN element", "NaN elements"));
     }
-    if let Some(n) = detail("inf_count").filter(|n| *n > 0) {
+    if let Some(n) = figures.inf_count.filter(|n| *n > 0) {
         out.push(plural(n, "Inf element", "Inf elements"));
     }
     if check.unwritten > 0 {
@@ -48,13 +49,13 @@ pub fn reasons(result: &HarnessResult) -> Vec<String> {
             check.canaries_corrupted.join(", ")
         ));
     }
-    if let Some(n) = detail("elements_over_bound").filter(|n| *n > 0) {
+    if let Some(n) = figures.elements_over_bound.filter(|n| *n > 0) {
         out.push(format!(
             "{} beyond their own error bound",
             plural(n, "element", "elements")
         ));
     }
-    if detail("elements_compared") == Some(0) {
+    if figures.elements_compared == Some(0) {
         out.push("no element compared with the reference".to_string());
     }
     out
@@ -63,11 +64,7 @@ pub fn reasons(result: &HarnessResult) -> Vec<String> {
 /// How many output elements a second launch on the same inputs changed, when it changed any
 /// (the harness's `repeat_elements_differing`).
 pub fn second_launch_differs(result: &HarnessResult) -> Option<u64> {
-    result
-        .details
-        .get("repeat_elements_differing")
-        .and_then(|v| v.as_u64())
-        .filter(|n| *n > 0)
+    result.figures.repeat_elements_differing.filter(|n| *n > 0)
 }
 
 /// For a failed check whose error is within its tolerance: what failed it, or that the

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, result};
+use parsers::harness::figures::Corruption;
 
 use super::{Call, CudaError, Gpu};
-use crate::canary::{Corruption, GuardedLayout, Side, find_corruption, guard_pattern};
+use crate::canary::{GuardedLayout, Side, find_corruption, guard_pattern};
 
 /// One `cuMemAlloc` allocation, freed on drop.
 pub struct DeviceBuffer {

@@ -81,7 +81,7 @@ fn bench(
     let clock_before = match &probe {
         Ok(p) => p.measure_mhz(gpu).ok(),
         Err(e) => {
-            record.detail("clock_probe_error", e.to_string());
+            record.result.figures.clock_probe_error = Some(e.to_string());
             None
         }
     };
@@ -115,7 +115,7 @@ fn bench(
         }
         _ => None,
     };
-    record.detail("launches_per_sample", per_replay);
+    record.result.figures.launches_per_sample = Some(per_replay);
 
     let rule = StopRule {
         target_noise: opts.target_noise,
@@ -178,24 +178,22 @@ fn bench(
         throttled,
         samples_us: samples.clone(),
     });
-    record.detail("max_us", summary.max);
-    record.detail("stop_reason", stop.name());
-    record.detail("median_ci_rel", median_ci_relative(&sorted).map(finite));
-    record.detail("mean_rel_sem", relative_sem(&summary).map(finite));
-    record.detail("target_noise", opts.target_noise);
-    record.detail("sampling_seconds", sampling_seconds);
-    record.detail("flops", problem.flops());
-    record.detail("bytes", problem.min_bytes());
-    record.detail(
-        "clock_method",
+    let figures = &mut record.result.figures;
+    figures.max_us = Some(summary.max);
+    figures.stop_reason = Some(stop.name().to_string());
+    figures.median_ci_rel = median_ci_relative(&sorted).map(finite);
+    figures.mean_rel_sem = relative_sem(&summary).map(finite);
+    figures.target_noise = Some(opts.target_noise);
+    figures.sampling_seconds = Some(sampling_seconds);
+    figures.flops = Some(problem.flops());
+    figures.bytes = Some(problem.min_bytes());
+    figures.clock_method = Some(
         "SM clock from a 2 ms one-thread spin kernel (%clock64 cycles over %globaltimer ns), \
          run just before warm-up and just after the last sample; throttled = after more than \
-         5% under before",
+         5% under before"
+            .to_string(),
     );
-    record.detail(
-        "max_sm_clock_mhz",
-        gpu.info().max_sm_clock_khz.map(|k| f64::from(k) / 1e3),
-    );
+    figures.max_sm_clock_mhz = gpu.info().max_sm_clock_khz.map(|k| f64::from(k) / 1e3);
     if opts.measure_peaks {
         record_peaks(gpu, gbps, record);
     }
@@ -206,7 +204,7 @@ fn bench(
 fn flush_buffer(gpu: &Gpu, record: &mut Record) -> Result<DeviceBuffer, Failure> {
     let l2 = gpu.info().l2_bytes.unwrap_or(64 << 20) as usize;
     let bytes = (2 * l2).max(64 << 20);
-    record.detail("flush_bytes", bytes);
+    record.result.figures.flush_bytes = Some(bytes as u64);
     harness(gpu.alloc(bytes))
 }
 
@@ -215,8 +213,8 @@ fn flush_buffer(gpu: &Gpu, record: &mut Record) -> Result<DeviceBuffer, Failure>
 fn check_output(gpu: &Gpu, dp: &DeviceProblem, record: &mut Record) -> Result<(), Failure> {
     let out = harness(dp.read_output(gpu))?;
     let (unwritten, nan, inf) = scan_output(dp.problem.dtype, &out);
-    record.detail("output_unwritten", unwritten);
-    record.detail("output_nonfinite", nan + inf);
+    record.result.figures.output_unwritten = Some(unwritten);
+    record.result.figures.output_nonfinite = Some(nan + inf);
     if unwritten + nan + inf > 0 {
         record.verdict = Verdict::KernelFailure;
     }
@@ -251,8 +249,8 @@ fn warm_up(
         }
     }
     let launch_us = warm_ms * 1e3 / warm_launches as f64;
-    record.detail("warmup_launches", warm_launches);
-    record.detail("warmup_mean_us", launch_us);
+    record.result.figures.warmup_launches = Some(warm_launches);
+    record.result.figures.warmup_mean_us = Some(launch_us);
     Ok(launch_us)
 }
 
@@ -317,17 +315,18 @@ fn take_samples(
 /// `--measure-peaks`: the device's copy bandwidth, measured, and the kernel's share of it
 /// (`gbps`), beside the DRAM's theoretical bandwidth.
 fn record_peaks(gpu: &Gpu, gbps: f64, record: &mut Record) {
+    let figures = &mut record.result.figures;
     match measure_copy_gbps(gpu) {
         Ok(peak) => {
-            record.detail("peak_copy_gbps", peak);
-            record.detail("gbps_share_of_copy_peak", finite(gbps / peak));
+            figures.peak_copy_gbps = Some(peak);
+            figures.gbps_share_of_copy_peak = Some(finite(gbps / peak));
         }
-        Err(e) => record.detail("peak_copy_error", e.to_string()),
+        Err(e) => figures.peak_copy_error = Some(e.to_string()),
     }
-    record.detail("dram_theoretical_gbps", gpu.info().theoretical_dram_gbps());
-    record.detail(
-        "compute_peak",
-        "not measured (no matrix-product library is linked; compare with the SDPA baseline)",
+    figures.dram_theoretical_gbps = gpu.info().theoretical_dram_gbps();
+    figures.compute_peak = Some(
+        "not measured (no matrix-product library is linked; compare with the SDPA baseline)"
+            .to_string(),
     );
 }
 

@@ -51,7 +51,7 @@ pub fn run_check(
         // Each problem draws its own inputs.
         let seed = opts.seed.wrapping_add(index as u64);
         let record = check_one(gpu, kernel, opts, p, seed);
-        if record.result.details.get("cuda_error_sticky") == Some(&serde_json::Value::Bool(true)) {
+        if record.result.figures.cuda_error_sticky == Some(true) {
             lost = Some(format!(
                 "not run: the CUDA context was lost to the fault in check {} ({})",
                 index + 1,
@@ -71,7 +71,7 @@ fn check_one(
     seed: u64,
 ) -> Record {
     let mut record = Record::new(Mode::Check, kernel.name(), opts, &problem);
-    record.detail("seed", seed);
+    record.result.figures.seed = Some(seed);
     let run_opts = RunOptions {
         seed,
         ..opts.clone()
@@ -92,7 +92,7 @@ fn check_one(
     let repeat_differing = match repeat {
         Ok(second) => out.iter().zip(&second).filter(|(a, b)| a != b).count(),
         Err(e) => {
-            record.detail("failed_on", "second launch");
+            record.result.figures.failed_on = Some("second launch".to_string());
             record.fail_cuda(&e, false);
             return record;
         }
@@ -146,21 +146,22 @@ fn check_one(
         unwritten: cmp.unwritten,
         canaries_corrupted: names,
     });
-    record.detail("repeat_elements_differing", repeat_differing);
-    record.detail("inf_count", cmp.inf_count);
-    record.detail("elements_over_bound", cmp.over_bound);
-    record.detail("worst_bound_ratio", finite(cmp.worst_ratio()));
-    record.detail("worst_element", cmp.worst);
-    record.detail("first_unwritten", cmp.first_unwritten);
-    record.detail("first_nonfinite", cmp.first_nonfinite);
-    record.detail("elements_compared", cmp.compared);
-    record.detail("elements_total", cmp.total);
-    record.detail("rows_compared_per_head", rows.rows().len());
-    record.detail("reference_complete", rows.is_complete());
-    record.detail("unit_roundoff", tol.unit_roundoff);
-    record.detail("element_bound_factor", tol.element_factor);
-    record.detail("reference_seconds", reference_seconds);
     corrupted.sort_by(|a, b| a.region.cmp(&b.region));
-    record.detail("canary_details", &corrupted);
+    let figures = &mut record.result.figures;
+    figures.repeat_elements_differing = Some(repeat_differing as u64);
+    figures.inf_count = Some(cmp.inf_count);
+    figures.elements_over_bound = Some(cmp.over_bound);
+    figures.worst_bound_ratio = Some(finite(cmp.worst_ratio()));
+    figures.worst_element = cmp.worst;
+    figures.first_unwritten = cmp.first_unwritten;
+    figures.first_nonfinite = cmp.first_nonfinite;
+    figures.elements_compared = Some(cmp.compared);
+    figures.elements_total = Some(cmp.total);
+    figures.rows_compared_per_head = Some(rows.rows().len() as u64);
+    figures.reference_complete = Some(rows.is_complete());
+    figures.unit_roundoff = Some(tol.unit_roundoff);
+    figures.element_bound_factor = Some(tol.element_factor);
+    figures.reference_seconds = Some(reference_seconds);
+    figures.canary_details = Some(corrupted);
     record
 }

@@ -1,5 +1,6 @@
-//! The four modes. Each turns a loaded kernel and a problem into [`Record`]s: a schema result,
-//! mode-specific `details`, and a [`Verdict`] that decides the exit code.
+//! The four modes. Each turns a loaded kernel and a problem into [`Record`]s: a schema result
+//! with its mode's typed figures (the result's `details` object, `parsers::harness::figures`),
+//! and a [`Verdict`] that decides the exit code.
 
 mod bench;
 mod check;
@@ -12,9 +13,9 @@ pub use once::run_once;
 pub use stress::run_stress;
 
 use parsers::harness::HarnessResult;
-use serde_json::{Map, Value};
+use parsers::harness::figures::{Corruption, ResultFigures};
 
-use crate::canary::{Corruption, GuardedLayout};
+use crate::canary::GuardedLayout;
 use crate::cli::{Mode, RunOptions};
 use crate::float::{Dtype, POISON_BITS};
 use crate::gpu::{AttentionKernel, CudaError, Gpu, GuardedBuffer, KernelArgs};
@@ -55,24 +56,18 @@ impl Record {
                 check: None,
                 stress: None,
                 bench: None,
-                details: Map::new(),
+                figures: ResultFigures::default(),
             },
             verdict: Verdict::Pass,
         }
-    }
-
-    /// Sets the result's `details[key]`: a figure the schema has no field for.
-    pub fn detail(&mut self, key: &str, value: impl serde::Serialize) {
-        let value = serde_json::to_value(value).unwrap_or(Value::Null);
-        self.result.details.insert(key.to_string(), value);
     }
 
     /// Marks the result failed by a CUDA error. Faults in the kernel and launch rejections are
     /// the kernel's; `infrastructure` marks errors of the harness's own calls before launch.
     pub fn fail_cuda(&mut self, error: &CudaError, infrastructure: bool) {
         self.result.error = Some(format!("{} (at {})", error.summary(), error.call));
-        self.detail("cuda_error_call", error.call);
-        self.detail("cuda_error_sticky", error.is_sticky());
+        self.result.figures.cuda_error_call = Some(error.call.to_string());
+        self.result.figures.cuda_error_sticky = Some(error.is_sticky());
         self.verdict = self.verdict.max(if infrastructure {
             Verdict::Infrastructure
         } else {

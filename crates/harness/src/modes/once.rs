@@ -22,15 +22,16 @@ pub fn run_once(
         return record;
     };
     let (unwritten, nan, inf) = scan_output(problem.dtype, &out);
-    record.detail("unwritten", unwritten);
-    record.detail("nan_count", nan);
-    record.detail("inf_count", inf);
+    let figures = &mut record.result.figures;
+    figures.unwritten = Some(unwritten);
+    figures.nan_count = Some(nan);
+    figures.inf_count = Some(inf);
     match dp.check_guards(gpu) {
         Ok(corrupted) => {
             if !corrupted.is_empty() {
                 record.verdict = Verdict::KernelFailure;
             }
-            record.detail("canaries_corrupted", &corrupted);
+            record.result.figures.canaries_corrupted = Some(corrupted);
         }
         Err(e) => record.fail_cuda(&e, true),
     }

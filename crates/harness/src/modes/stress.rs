@@ -8,6 +8,7 @@
 use std::time::Instant;
 
 use parsers::harness::Stress;
+use parsers::harness::figures::{LaunchCorruption, OutputScan};
 
 use super::{DeviceProblem, Record, Verdict, scan_output, setup};
 use crate::canary::Side;
@@ -122,7 +123,7 @@ pub fn run_stress(
         record.fail_cuda(e, *infrastructure);
     }
     record_consistency(&mut record, &tracker, opts, failure_window, problem.dtype);
-    record.detail("seconds", seconds);
+    record.result.figures.seconds = Some(seconds);
     record
 }
 
@@ -198,20 +199,22 @@ fn record_consistency(
         failure_kind: failure.map(|(_, kind)| kind.name().to_string()),
         canaries_corrupted: tracker.corrupted(),
     });
-    record.detail("launches_verified", tracker.verified());
-    record.detail("failure_window", failure_window);
-    record.detail("first_mismatch", tracker.first_mismatch());
-    record.detail(
-        "first_corruption",
-        tracker
-            .first_corruption()
-            .map(|(launch, c)| serde_json::json!({"launch": launch, "corruption": c})),
-    );
-    if let Some(first) = tracker.first_output() {
-        let (unwritten, nan, inf) = scan_output(dtype, first);
-        record.detail(
-            "first_output",
-            serde_json::json!({"unwritten": unwritten, "nan_count": nan, "inf_count": inf}),
-        );
-    }
+    let figures = &mut record.result.figures;
+    figures.launches_verified = Some(tracker.verified());
+    figures.failure_window = failure_window;
+    figures.first_mismatch = tracker.first_mismatch().cloned();
+    figures.first_corruption = tracker
+        .first_corruption()
+        .map(|(launch, c)| LaunchCorruption {
+            launch: *launch,
+            corruption: c.clone(),
+        });
+    figures.first_output = tracker.first_output().map(|first| {
+        let (unwritten, nan_count, inf_count) = scan_output(dtype, first);
+        OutputScan {
+            unwritten,
+            nan_count,
+            inf_count,
+        }
+    });
 }

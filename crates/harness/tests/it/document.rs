@@ -41,7 +41,7 @@ fn record(verdict: Verdict) -> Record {
         unwritten: 0,
         canaries_corrupted: vec![],
     });
-    r.detail("elements_over_bound", 0);
+    r.result.figures.elements_over_bound = Some(0);
     r.verdict = verdict;
     r
 }

@@ -1,8 +1,7 @@
 //! A finished record folded into its site's finding, and the cross-check of the findings read
 //! against the counts the tool's summary printed.
 
-use serde_json::{Value, json};
-
+use crate::facts::{MemoryFacts, RaceFacts};
 use crate::model::{Finding, FindingKind, Location, ParsedLog, RaceSide, Severity, Tool};
 use crate::site::{Record, Site};
 use crate::util::scrub_addresses;
@@ -42,10 +41,12 @@ impl SanitizerParser {
                 first_record(f, r, self.output_lines);
             }
             if hazards > 0 {
-                add_u64(f, "hazards", hazards);
+                let race = f.facts.race.get_or_insert_default();
+                race.hazards = Some(race.hazards.unwrap_or(0).saturating_add(hazards));
             }
             if leaked > 0 {
-                add_u64(f, "leaked_bytes", leaked);
+                let memory = f.facts.memory.get_or_insert_default();
+                memory.leaked_bytes = Some(memory.leaked_bytes.unwrap_or(0).saturating_add(leaked));
             }
         }
         self.rec.reset();
@@ -109,14 +110,8 @@ impl SanitizerParser {
     /// Adds the record's distance past (or before) its allocation, and its thread and block, to
     /// the spread of finding `i`.
     fn spread_record(&mut self, i: usize) {
-        let detail = |key: &str| {
-            self.rec
-                .details
-                .iter()
-                .find(|(k, _)| *k == key)
-                .and_then(|(_, v)| v.as_u64())
-        };
-        let (after, before) = (detail("bytes_after"), detail("bytes_before"));
+        let memory = &self.rec.memory;
+        let (after, before) = (memory.bytes_after, memory.bytes_before);
         if self.spreads.len() <= i {
             self.spreads.resize(i + 1, Spread::default());
         }
@@ -153,17 +148,23 @@ impl Rec {
 }
 
 /// What the first record of a finding gives it: where it came in the program's output, the
-/// record's details and Python frames, the other sides of a race, and the function the record
-/// is in when that is not the kernel.
+/// facts its lines state, its host frames with the Python frames past the excerpt's end, the
+/// other sides of a race, and the function the record is in when that is not the kernel.
 fn first_record(f: &mut Finding, r: &Rec, output_lines: u32) {
     f.output_before = Some(output_lines);
-    for (k, v) in &r.details {
-        f.details.entry(k.to_string()).or_insert_with(|| v.clone());
+    if r.memory != MemoryFacts::default() {
+        f.facts.memory = Some(Box::new(r.memory.clone()));
     }
-    if !r.python_frames.is_empty() {
-        f.details
-            .insert("python_frames".into(), json!(r.python_frames));
+    f.facts.api_error = r.api_error.clone().map(Box::new);
+    if r.race_category.is_some() || r.hazard_type.is_some() {
+        f.facts.race = Some(Box::new(RaceFacts {
+            hazards: None,
+            hazard_type: r.hazard_type,
+            category: r.race_category.clone(),
+        }));
     }
+    f.sync_scope = r.scope;
+    f.host_frames = crate::records::host_frames(&f.excerpt, &r.python_frames);
     let sides = r.related.iter().take(r.related_len);
     f.related = sides
         .clone()
@@ -191,8 +192,7 @@ fn first_record(f: &mut Finding, r: &Rec, output_lines: u32) {
         })
         .collect();
     if r.has_location && !r.function.is_empty() && r.kernel() != Some(r.function.as_str()) {
-        f.details
-            .insert("function".to_string(), json!(r.function.clone()));
+        f.facts.function = Some(r.function.clone());
     }
 }
 
@@ -217,8 +217,6 @@ pub(super) fn cross_check(log: &mut ParsedLog) {
         Tool::Initcheck => "initcheck",
         Tool::Synccheck => "synccheck",
     });
-    let mut details = serde_json::Map::new();
-    details.insert("reported".into(), json!(reported));
     log.findings.push(Finding {
         kind: FindingKind::UnreadErrors,
         severity: Severity::Error,
@@ -252,14 +250,8 @@ pub(super) fn cross_check(log: &mut ParsedLog) {
         threads: Vec::new(),
         device_frames: Vec::new(),
         host_frames: Vec::new(),
-        details,
+        facts: Default::default(),
         output_before: None,
         profiler_rule: None,
     });
-}
-
-fn add_u64(f: &mut Finding, key: &str, n: u64) {
-    let old = f.details.get(key).and_then(Value::as_u64).unwrap_or(0);
-    f.details
-        .insert(key.to_string(), json!(old.saturating_add(n)));
 }

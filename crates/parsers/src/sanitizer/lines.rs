@@ -1,9 +1,8 @@
 //! Reading a record's lines: its unindented header, the indented location, thread, address and
 //! frame lines, race sides and hazards, and the summaries that close the log.
 
-use serde_json::json;
-
-use crate::model::{FindingKind, MemorySpace, Severity};
+use crate::facts::{AccessError, ApiError, HazardType};
+use crate::model::{FindingKind, MemorySpace, Severity, SyncScope};
 use crate::util::{parse_u64, scrub_addresses};
 
 use super::fields::{
@@ -44,7 +43,10 @@ impl SanitizerParser {
                 self.start(FindingKind::UnusedMemory, Severity::Warning, text, line);
                 self.tools.initcheck = true;
                 if let Some(size) = size_after(text, "of size ") {
-                    self.rec.details.push(("allocation_size", json!(size)));
+                    self.rec
+                        .memory
+                        .allocation_size
+                        .get_or_insert(u64::from(size));
                 }
             }
             b'P' if text.starts_with("Program hit ") => {
@@ -163,9 +165,9 @@ impl SanitizerParser {
                     if self.rec.kind == Some(FindingKind::InvalidAccess) {
                         self.rec.kind = Some(FindingKind::MisalignedAccess);
                     }
-                    self.rec.details.push(("error", json!("misaligned")));
+                    self.rec.access_error(AccessError::Misaligned);
                 } else if text.ends_with("is out of bounds") {
-                    self.rec.details.push(("error", json!("out of bounds")));
+                    self.rec.access_error(AccessError::OutOfBounds);
                 }
             }
             b'a' if text.starts_with("and is ") => {
@@ -216,16 +218,12 @@ impl SanitizerParser {
             .rsplit_once("API call to ")
             .map(|(_, c)| c.trim_end_matches('.').trim());
         let r = &mut self.rec;
-        r.details.push(("error_name", json!(name)));
-        if let Some(code) = code {
-            r.details.push(("error_code", json!(code)));
-        }
-        if let Some(message) = message {
-            r.details.push(("error_message", json!(message)));
-        }
-        if let Some(call) = call {
-            r.details.push(("api_call", json!(call)));
-        }
+        r.api_error.get_or_insert_with(|| ApiError {
+            name: name.to_string(),
+            code,
+            message: message.map(str::to_string),
+            call: call.map(str::to_string),
+        });
         r.discriminator.push_str(name);
         r.discriminator.push(':');
         r.discriminator.push_str(call.unwrap_or(""));
@@ -235,16 +233,20 @@ impl SanitizerParser {
         // "and is 13 bytes after the nearest allocation at 0x... of size 4,000 bytes"
         // "and is inside the nearest allocation at 0x... of size 4,096 bytes"
         let rest = text.get("and is ".len()..).unwrap_or("");
-        let r = &mut self.rec;
+        let memory = &mut self.rec.memory;
         if rest.starts_with("inside") {
-            r.details.push(("inside_allocation", json!(true)));
+            memory.inside_allocation = true;
         } else {
             let mut words = rest.split_whitespace();
             let n = words.next().and_then(parse_u64);
             let _bytes = words.next();
             match (n, words.next()) {
-                (Some(n), Some("after")) => r.details.push(("bytes_after", json!(n))),
-                (Some(n), Some("before")) => r.details.push(("bytes_before", json!(n))),
+                (Some(n), Some("after")) => {
+                    memory.bytes_after.get_or_insert(n);
+                }
+                (Some(n), Some("before")) => {
+                    memory.bytes_before.get_or_insert(n);
+                }
                 _ => {}
             }
         }
@@ -253,13 +255,13 @@ impl SanitizerParser {
             .and_then(|(_, s)| s.split_whitespace().next())
             .and_then(parse_u64)
         {
-            r.details.push(("allocation_size", json!(size)));
+            memory.allocation_size.get_or_insert(size);
         }
     }
 
     /// Opens a racecheck record: an error unless racecheck calls it a warning. Records whether
-    /// the race is between threads of one warp (`"scope": "warp"`) or of a block (`"block"`)
-    /// where the record says: the hazard report tags warp-level programming hazards "(Warp
+    /// the race is between threads of one warp ([`SyncScope::Warp`]) or of a block
+    /// ([`SyncScope::Block`]) where the record says: the hazard report tags warp-level programming hazards "(Warp
     /// Level Programming)", and an error is a race between warps. The analysis report's
     /// warnings say neither: racecheck gives them to hazards between lanes of one warp and to
     /// some between warps (a block's total written by thread 0 and read by every thread of a
@@ -278,13 +280,14 @@ impl SanitizerParser {
             None => (severity == Severity::Error).then_some(false),
         };
         let r = &mut self.rec;
-        if let Some(c) = category {
-            r.details.push(("category", json!(c)));
-        }
-        if let Some(warp) = warp {
-            r.details
-                .push(("scope", json!(if warp { "warp" } else { "block" })));
-        }
+        r.race_category = category.map(str::to_string);
+        r.scope = warp.map(|warp| {
+            if warp {
+                SyncScope::Warp
+            } else {
+                SyncScope::Block
+            }
+        });
         // Two records of one pair of lines at two severities are two facts: the stronger one
         // sets the fix.
         if severity == Severity::Warning {
@@ -331,7 +334,7 @@ impl SanitizerParser {
         let block = words.nth(2).zip(words.next());
         let r = &mut self.rec;
         r.hazards = 1;
-        r.details.push(("hazard_type", json!(hazard_type)));
+        r.hazard_type = HazardType::of_word(hazard_type);
         r.discriminator.push_str(hazard_type);
         r.space = space.or(Some(MemorySpace::Shared));
         if let Some((word, index)) = block {

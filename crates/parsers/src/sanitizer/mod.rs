@@ -13,9 +13,10 @@ mod fields;
 mod finding;
 mod lines;
 
-use serde_json::{Value, json};
-
-use crate::model::{Access, Finding, FindingKind, Format, MemorySpace, ParsedLog, Severity, Tool};
+use crate::facts::{AccessError, ApiError, ByteRange, HazardType, MemoryFacts, RecordSpread};
+use crate::model::{
+    Access, Finding, FindingKind, Format, MemorySpace, ParsedLog, Severity, SyncScope, Tool,
+};
 use crate::site::{MAX_EXCERPT, Site, Sites, file_key};
 use crate::util::note_unparsed;
 pub(crate) use fields::parse_location;
@@ -87,32 +88,20 @@ impl Spread {
         }
     }
 
-    /// Writes the spread into a finding's details (only what was seen).
+    /// The spread as a finding's fact (only what was seen; nothing when nothing was).
     fn write(&self, f: &mut Finding) {
-        if let Some((lo, hi)) = self.after {
-            f.details.insert("bytes_after_min".into(), json!(lo));
-            f.details.insert("bytes_after_max".into(), json!(hi));
-        }
-        if let Some((lo, hi)) = self.before {
-            f.details.insert("bytes_before_min".into(), json!(lo));
-            f.details.insert("bytes_before_max".into(), json!(hi));
-        }
-        if !self.threads.is_empty() {
-            f.details
-                .insert("distinct_threads".into(), json!(self.threads.len()));
-            f.details
-                .insert("distinct_blocks".into(), json!(self.blocks.len()));
-            if self.more {
-                f.details
-                    .insert("distinct_threads_more".into(), json!(true));
-            }
-            let blocks: Vec<String> = self
-                .blocks
-                .iter()
-                .take(8)
-                .map(|b| format!("({},{},{})", b[0], b[1], b[2]))
-                .collect();
-            f.details.insert("blocks".into(), json!(blocks));
+        let range = |r: Option<(u64, u64)>| r.map(|(min, max)| ByteRange { min, max });
+        let seen = !self.threads.is_empty();
+        let spread = RecordSpread {
+            bytes_after: range(self.after),
+            bytes_before: range(self.before),
+            distinct_threads: seen.then_some(self.threads.len() as u64),
+            more_threads: seen && self.more,
+            distinct_blocks: seen.then_some(self.blocks.len() as u64),
+            blocks: self.blocks.iter().take(8).copied().collect(),
+        };
+        if spread != RecordSpread::default() {
+            f.facts.spread = Some(Box::new(spread));
         }
     }
 }
@@ -238,7 +227,15 @@ struct Rec {
     has_frame: bool,
     example: String,
     discriminator: String,
-    details: Vec<(&'static str, Value)>,
+    /// What the record's address lines say of the access and its allocation, or its header of
+    /// an unused allocation.
+    memory: MemoryFacts,
+    /// A "Program hit ..." record's error and call.
+    api_error: Option<ApiError>,
+    /// A racecheck record's category, hazard type, and whether its threads share a warp.
+    race_category: Option<String>,
+    hazard_type: Option<HazardType>,
+    scope: Option<SyncScope>,
     /// The other sides of a race as (access, location text); parsed into [`Location`]s only
     /// for the first record of a finding.
     related: Vec<(Option<Access>, String, Option<u64>)>,
@@ -270,13 +267,22 @@ impl Rec {
         self.has_frame = false;
         self.example.clear();
         self.discriminator.clear();
-        self.details.clear();
+        self.memory = MemoryFacts::default();
+        self.api_error = None;
+        self.race_category = None;
+        self.hazard_type = None;
+        self.scope = None;
         self.related_len = 0;
         self.has_related_example = false;
         self.hazards = 0;
         self.leaked = 0;
         self.raw_len = 0;
         self.python_frames.clear();
+    }
+
+    /// Why the access was invalid, as its address line says (the first such line).
+    fn access_error(&mut self, error: AccessError) {
+        self.memory.access_error.get_or_insert(error);
     }
 
     fn push_raw(&mut self, line: &str) {

@@ -180,7 +180,9 @@ fn google_benchmark_errors_become_findings() {
         "{}",
         f.message
     );
-    assert_eq!(f.details["error_message"], "reference output not found");
+    let test = f.facts.test.as_deref().expect("the benchmark's facts");
+    assert_eq!(test.name, "failing_setup");
+    assert_eq!(test.message.as_deref(), Some("reference output not found"));
     assert_eq!(
         f.excerpt,
         [
@@ -234,9 +236,10 @@ fn program_results_become_checks_and_failures_findings() {
         "check_softmax: softmax_f16_tail_1000 failed (max abs error 0.03125): row 999 differs: \
          got 0.0, expected 0.03125"
     );
-    assert_eq!(tail.details["test"], "softmax_f16_tail_1000");
-    assert_eq!(tail.details["program"], "check_softmax");
-    assert_eq!(tail.details["max_abs_err"], 0.03125);
+    let test = tail.facts.test.as_deref().expect("the check's facts");
+    assert_eq!(test.name, "softmax_f16_tail_1000");
+    assert_eq!(test.program.as_deref(), Some("check_softmax"));
+    assert_eq!(test.max_abs_err, Some(0.03125));
     assert_eq!(
         log.findings[1].message,
         "check_softmax: softmax_bf16_nan_row failed"

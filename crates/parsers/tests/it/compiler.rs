@@ -41,8 +41,9 @@ fn spills_and_the_maxrregcount_override() {
             .filter(|f| f.kind == FindingKind::RegisterSpill)
             .collect();
         assert_eq!(spills.len(), 1);
-        assert_eq!(spills[0].details["spill_store_bytes"], 540);
-        assert_eq!(spills[0].details["max_registers_override"], 32);
+        let spill = spills[0].facts.spill.as_deref().expect("the spill's facts");
+        assert_eq!(spill.store_bytes, 540);
+        assert_eq!(spill.max_registers_override, Some(32));
     }
 }
 

@@ -25,7 +25,7 @@ fn result(mode: Mode) -> HarnessResult {
         check: None,
         stress: None,
         bench: None,
-        details: Default::default(),
+        figures: Default::default(),
     }
 }
 
@@ -87,7 +87,12 @@ fn every_failed_check_becomes_a_finding() {
         ]
     );
     let log = parsers::parse(Format::Harness, &text);
-    assert_eq!(log.findings[2].details["unwritten"], 4096);
+    let facts = log.findings[2]
+        .facts
+        .harness
+        .as_ref()
+        .expect("the result's facts");
+    assert_eq!((facts.mode, facts.unwritten), (Mode::Check, Some(4096)));
     assert_eq!(log.results.len(), 1);
 }
 
@@ -111,7 +116,13 @@ fn launch_errors_and_stress_failures() {
         [FindingKind::LaunchError, FindingKind::Nondeterminism]
     );
     let log = parsers::parse(Format::Harness, &text);
-    assert_eq!(log.findings[1].details["first_failing_launch"], 7);
+    let facts = log.findings[1]
+        .facts
+        .harness
+        .as_ref()
+        .expect("the result's facts");
+    assert_eq!(facts.first_failing_launch, Some(7));
+    assert_eq!(facts.mismatched_launches, Some(3));
 }
 
 #[test]

@@ -66,11 +66,10 @@ fn pytest_names_the_failing_test_by_its_node_id_at_its_assertion() {
             Some(27)
         )
     );
-    assert_eq!(
-        f.details["test"],
-        "tests/test_softmax.py::test_tail_tile[200]"
-    );
-    assert_eq!(f.details["program"], "pytest");
+    let test = f.facts.test.as_deref().expect("the test's facts");
+    assert_eq!(test.name, "tests/test_softmax.py::test_tail_tile[200]");
+    assert_eq!(test.program.as_deref(), Some("pytest"));
+    assert_eq!(test.outcome, Some(parsers::TestOutcome::Failed));
 }
 
 #[test]

@@ -2,7 +2,8 @@
 
 use std::io::BufReader;
 
-use parsers::{Access, FindingKind, Format, MemorySpace, ParsedLog, Severity, Tool};
+use parsers::facts::{AccessError, HazardType, MemoryFacts, RaceFacts};
+use parsers::{Access, FindingKind, Format, MemorySpace, ParsedLog, Severity, SyncScope, Tool};
 
 use crate::{fixture, parse_fixture};
 
@@ -15,6 +16,14 @@ fn only(log: &ParsedLog, kind: FindingKind) -> &parsers::Finding {
         log.findings
     );
     found[0]
+}
+
+fn memory(f: &parsers::Finding) -> &MemoryFacts {
+    f.facts.memory.as_deref().expect("memory facts")
+}
+
+fn race(f: &parsers::Finding) -> &RaceFacts {
+    f.facts.race.as_deref().expect("race facts")
 }
 
 fn fingerprints(log: &ParsedLog) -> Vec<(FindingKind, String, u64)> {
@@ -48,8 +57,8 @@ fn identical_out_of_bounds_reads_fold_into_one_finding() {
         "========= Invalid __global__ read of size 4 bytes"
     );
     assert!(f.excerpt.iter().any(|l| l.contains("Host Frame:")));
-    assert_eq!(f.details["bytes_after"], 1);
-    assert_eq!(f.details["allocation_size"], 4000);
+    assert_eq!(memory(f).bytes_after, Some(1));
+    assert_eq!(memory(f).allocation_size, Some(4000));
     assert_eq!(f.fingerprint.len(), 16);
     // 8 device records and 3 host errors: every counted error is accounted for.
     let total: u64 = log.findings.iter().map(|f| f.count).sum();
@@ -156,7 +165,7 @@ fn singular_summaries() {
     assert_eq!(leak.reported_errors, Some(1));
     assert!(leak.complete);
     let f = only(&leak, FindingKind::MemoryLeak);
-    assert_eq!(f.details["leaked_bytes"], 1024);
+    assert_eq!(memory(f).leaked_bytes, Some(1024));
     assert_eq!(f.message, "Leaked 1,024 bytes at 0x…");
 
     let race = parse_fixture("compute-sanitizer/racecheck_race.log");
@@ -178,7 +187,7 @@ fn racecheck_default_form_keeps_every_side_of_the_race() {
         (Some("race.cu"), Some(12), Some(Access::Read))
     );
     assert_eq!(f.space, Some(MemorySpace::Shared));
-    assert_eq!(f.details["hazards"], 1024);
+    assert_eq!(race(f).hazards, Some(1024));
     let related: Vec<_> = f.related.iter().map(|l| l.line).collect();
     assert_eq!(related, [Some(10), Some(14)]);
     assert_eq!(f.excerpt.len(), 3);
@@ -189,7 +198,7 @@ fn racecheck_hazard_form() {
     let log = parse_fixture("compute-sanitizer/racecheck_race_hazard.log");
     let f = only(&log, FindingKind::Race);
     assert_eq!(f.count, 100);
-    assert_eq!(f.details["hazard_type"], "RAW");
+    assert_eq!(race(f).hazard_type, Some(HazardType::Raw));
     assert_eq!(
         (f.file.as_deref(), f.line, f.access),
         (Some("race.cu"), Some(10), Some(Access::Write))
@@ -207,17 +216,21 @@ fn racecheck_hazard_form() {
 fn host_api_errors_carry_the_cuda_error_and_call() {
     let log = parse_fixture("compute-sanitizer/memcheck_doublefree_host.log");
     let f = only(&log, FindingKind::HostApiError);
-    assert_eq!(f.details["error_name"], "cudaErrorInvalidValue");
-    assert_eq!(f.details["error_code"], 1);
-    assert_eq!(f.details["error_message"], "invalid argument");
-    assert_eq!(f.details["api_call"], "cudaFree");
+    let api = f.facts.api_error.as_deref().expect("the call's error");
+    assert_eq!(api.name, "cudaErrorInvalidValue");
+    assert_eq!(api.code, Some(1));
+    assert_eq!(api.message.as_deref(), Some("invalid argument"));
+    assert_eq!(api.call.as_deref(), Some("cudaFree"));
 
     let log = parse_fixture("compute-sanitizer/memcheck_oob_write.log");
     let calls: Vec<_> = log
         .findings
         .iter()
         .filter(|f| f.kind == FindingKind::HostApiError)
-        .map(|f| (f.details["api_call"].as_str().unwrap().to_string(), f.count))
+        .map(|f| {
+            let call = f.facts.api_error.as_deref().and_then(|a| a.call.clone());
+            (call.expect("a call"), f.count)
+        })
         .collect();
     assert_eq!(
         calls,
@@ -236,7 +249,10 @@ fn device_frames_name_the_kernel_of_an_inlined_function() {
         f.kernel.as_deref(),
         Some("write_past_end(float *, int, int)")
     );
-    assert_eq!(f.details["function"], "store_one(float *, int, float)");
+    assert_eq!(
+        f.facts.function.as_deref(),
+        Some("store_one(float *, int, float)")
+    );
     assert_eq!(f.line, Some(17));
 
     let log = parse_fixture("compute-sanitizer/memcheck_templ.log");
@@ -261,7 +277,7 @@ fn misaligned_and_allocation_errors() {
             (32, Some(space), Some(4)),
             "{name}"
         );
-        assert_eq!(f.details["error"], "misaligned");
+        assert_eq!(memory(f).access_error, Some(AccessError::Misaligned));
     }
     let log = parse_fixture("compute-sanitizer/memcheck_doublefree_device.log");
     let f = only(&log, FindingKind::AllocationError);
@@ -410,8 +426,10 @@ fn the_harness_under_memcheck_driver_api_and_rust_frames() {
         (Some("wmma_local_q.cu"), Some(88))
     );
     assert_eq!(
-        trap.details["function"],
-        "void fw_attention<__half>(const T1 *, const T1 *, const T1 *, T1 *, int, float, int)"
+        trap.facts.function.as_deref(),
+        Some(
+            "void fw_attention<__half>(const T1 *, const T1 *, const T1 *, T1 *, int, float, int)"
+        )
     );
     assert_eq!(
         (log.reported_errors, log.unprinted_errors),
@@ -546,10 +564,14 @@ fn warp_level_hazard_records_are_read_as_warp_scoped_race_warnings() {
         let f = only(&log, FindingKind::Race);
         assert_eq!(f.severity, Severity::Warning, "{name}");
         assert_eq!(f.count, 20, "{name}: 20 records printed");
-        assert_eq!(f.details["hazards"], 20, "{name}");
-        assert_eq!(f.details["hazard_type"], "RAW", "{name}");
-        assert_eq!(f.details["scope"], "warp", "{name}");
-        assert_eq!(f.details["category"], "Warp Level Programming", "{name}");
+        assert_eq!(race(f).hazards, Some(20), "{name}");
+        assert_eq!(race(f).hazard_type, Some(HazardType::Raw), "{name}");
+        assert_eq!(f.sync_scope, Some(SyncScope::Warp), "{name}");
+        assert_eq!(
+            race(f).category.as_deref(),
+            Some("Warp Level Programming"),
+            "{name}"
+        );
         assert_eq!(
             f.kernel.as_deref(),
             Some("warp_sum(const float *, float *)")
@@ -602,9 +624,9 @@ fn block_level_hazard_records_are_read_as_block_scoped_race_errors() {
         let f = only(&log, FindingKind::Race);
         assert_eq!(f.severity, Severity::Error, "{name}");
         assert_eq!(f.count, 20, "{name}");
-        assert_eq!(f.details["hazard_type"], "RAW", "{name}");
-        assert_eq!(f.details["scope"], "block", "{name}");
-        assert!(!f.details.contains_key("category"), "{name}");
+        assert_eq!(race(f).hazard_type, Some(HazardType::Raw), "{name}");
+        assert_eq!(f.sync_scope, Some(SyncScope::Block), "{name}");
+        assert_eq!(race(f).category, None, "{name}");
         let (at, others) = race_sides(f);
         assert_eq!(at, (Some("block_race.cu"), Some(20)), "{name}");
         assert_eq!(others, vec![("read".to_string(), Some(23))], "{name}");
@@ -639,12 +661,11 @@ fn analysis_records_take_a_scope_only_from_an_error() {
         assert_eq!(lines, vec![(Some(26), 1), (Some(30), 4)], "{name}");
         for f in &races {
             assert_eq!(f.severity, Severity::Warning, "{name}");
-            assert_eq!(f.details.get("scope"), None, "{name}");
             assert_eq!(f.sync_scope, None, "{name}");
             assert_eq!(race_sides(f).1, vec![("read".to_string(), Some(29))]);
         }
-        assert_eq!(races[0].details["hazards"], 128);
-        assert_eq!(races[1].details["hazards"], 64 + 32 + 16 + 8);
+        assert_eq!(race(races[0]).hazards, Some(128));
+        assert_eq!(race(races[1]).hazards, Some(64 + 32 + 16 + 8));
     }
     for name in [
         "racecheck_block_race.log",
@@ -654,7 +675,7 @@ fn analysis_records_take_a_scope_only_from_an_error() {
         let log = parse_fixture(&format!("compute-sanitizer/{name}"));
         let f = only(&log, FindingKind::Race);
         assert_eq!(f.severity, Severity::Error, "{name}");
-        assert_eq!(f.details["scope"], "block", "{name}");
+        assert_eq!(f.sync_scope, Some(SyncScope::Block), "{name}");
     }
     let hazard = parse_fixture("compute-sanitizer/racecheck_block_race_hazard.log");
     let analysis = parse_fixture("compute-sanitizer/racecheck_block_race.log");
@@ -663,8 +684,8 @@ fn analysis_records_take_a_scope_only_from_an_error() {
         only(&analysis, FindingKind::Race),
     );
     assert_eq!(race_sides(h), race_sides(a));
-    assert_eq!(h.details["scope"], a.details["scope"]);
-    assert_eq!(a.details["hazards"], 256);
+    assert_eq!(h.sync_scope, a.sync_scope);
+    assert_eq!(race(a).hazards, Some(256));
 }
 
 /// The fixed warp reduction (`__syncwarp()` after each step) is clean.
@@ -690,7 +711,10 @@ fn an_invalid_syncwarp_mask_is_a_barrier_error_with_the_user_frame() {
     assert_eq!(f.count, 20);
     assert!(f.message.contains("Invalid arguments"), "{}", f.message);
     assert_eq!(f.kernel.as_deref(), Some("half_sync(int *, unsigned int)"));
-    assert_eq!(f.details["function"], "__syncwarp(unsigned int)");
+    assert_eq!(
+        f.facts.function.as_deref(),
+        Some("__syncwarp(unsigned int)")
+    );
     assert!(
         f.excerpt
             .iter()

@@ -218,7 +218,7 @@ fn sanitizer_figure(joined: &Joined, sources: &[usize], k: StageKind) -> String 
     let mut text = if k == StageKind::Racecheck {
         let hazards: u64 = findings()
             .filter(|f| f.finding.kind == parsers::FindingKind::Race)
-            .map(|f| crate::rules::detail_u64(f.finding, "hazards").unwrap_or(f.finding.count))
+            .map(|f| f.finding.facts.race_hazards().unwrap_or(f.finding.count))
             .fold(0, u64::saturating_add);
         let warnings: u64 = logs
             .iter()

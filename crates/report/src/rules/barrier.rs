@@ -149,11 +149,7 @@ fn word_invalid_arguments(d: &mut Draft, count: u64) {
 /// its call stack.
 fn at_syncwarp(finding: &Finding) -> bool {
     let named = |s: &str| s.contains("__syncwarp");
-    finding
-        .details
-        .get("function")
-        .and_then(|v| v.as_str())
-        .is_some_and(named)
+    finding.facts.function.as_deref().is_some_and(named)
         || finding.kernel.as_deref().is_some_and(named)
         || finding
             .device_frames

@@ -2,7 +2,7 @@
 //! `"passed": false`), or one of its Google Benchmark benchmarks stopped with an error. The
 //! program's own verdict is the evidence; the diagnosis names the test and quotes its message.
 
-use parsers::{FindingKind, Format};
+use parsers::{FindingKind, Format, TestOutcome};
 use serde_json::json;
 
 use super::{Ctx, Proposes, Role, Rule, RuleId};
@@ -61,7 +61,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.explains.push(index);
             continue;
         }
-        let detail = |key: &str| finding.details.get(key).and_then(|v| v.as_str());
+        let facts = finding.facts.test.as_deref();
         let benchmark = j
             .source(f.source)
             .is_some_and(|s| s.log.format == Format::GoogleBenchmark);
@@ -69,14 +69,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let test_case = j
             .source(f.source)
             .is_some_and(|s| s.log.format == Format::JUnit);
-        let test = detail("test")
-            .or_else(|| detail("benchmark"))
-            .unwrap_or("?")
-            .to_string();
-        let said = detail("message")
-            .or_else(|| detail("error_message"))
+        let test = facts.map_or("?", |t| t.name.as_str()).to_string();
+        let said = facts
+            .and_then(|t| t.message.as_deref())
             .map(|m| scrub(m, &j.repo_files));
-        let errored = detail("outcome") == Some("errored");
+        let errored = facts.and_then(|t| t.outcome) == Some(TestOutcome::Error);
+        // A figure of the draft, quoted in its wording as JSON spells it.
+        let max_abs_err = facts.and_then(|t| t.max_abs_err).map(|e| json!(e));
         let mut d = Draft::new(RuleId::CheckFailed, Level::Error, Message::new());
         d.config = f.config.clone();
         // A failed check in a config whose fault a tool located is that fault's symptom; a
@@ -94,13 +93,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.evidence.push(ctx.finding_evidence(f));
         d.explains.push(index);
         Figure::Test.set(&mut d.figures, json!(test));
-        if let Some(err) = finding.details.get("max_abs_err") {
+        if let Some(err) = &max_abs_err {
             d.figures.insert("max_abs_err".into(), err.clone());
         }
         let kind = if test_case {
             Kind::Test {
                 errored,
-                param: detail("param"),
+                param: facts.and_then(|t| t.param.as_deref()),
             }
         } else if benchmark {
             Kind::Benchmark
@@ -111,8 +110,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             kind,
             test: &test,
             said: said.as_deref(),
-            program: detail("program"),
-            max_abs_err: finding.details.get("max_abs_err"),
+            program: facts.and_then(|t| t.program.as_deref()),
+            max_abs_err: max_abs_err.as_ref(),
         };
         word_failed(&mut d, &failed);
         out.push(d);

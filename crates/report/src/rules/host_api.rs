@@ -5,6 +5,7 @@
 //! that rejected its arguments. Records no class covers are left to `sanitizer-error`.
 
 use parsers::cuda::{ApiCall, CudaError};
+use parsers::facts::ApiError;
 use parsers::{Finding, FindingKind};
 use serde_json::json;
 
@@ -40,8 +41,14 @@ fn is_device_fault(kind: FindingKind) -> bool {
     )
 }
 
-fn detail<'f>(finding: &'f Finding, key: &str) -> Option<&'f str> {
-    finding.details.get(key).and_then(|v| v.as_str())
+/// The call and error a "Program hit ..." record names.
+fn api_error(finding: &Finding) -> Option<&ApiError> {
+    finding.facts.api_error.as_deref()
+}
+
+/// The call that returned the error.
+fn api_call(finding: &Finding) -> Option<&str> {
+    api_error(finding).and_then(|a| a.call.as_deref())
 }
 
 /// One draft per log and class.
@@ -67,10 +74,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .findings
             .iter()
             .any(|f| f.source == source_index && is_device_fault(f.finding.kind));
-        let error_name = |f: &FindingRef| detail(f.finding, "error_name").unwrap_or("").to_string();
-        let error =
-            |f: &FindingRef| CudaError::of_name(detail(f.finding, "error_name").unwrap_or(""));
-        let call_kind = |f: &FindingRef| detail(f.finding, "api_call").map(ApiCall::of_name);
+        let error_name =
+            |f: &FindingRef| api_error(f.finding).map_or(String::new(), |a| a.name.clone());
+        let error = |f: &FindingRef| api_error(f.finding).map_or(CudaError::Other, ApiError::error);
+        let call_kind = |f: &FindingRef| api_call(f.finding).map(ApiCall::of_name);
 
         // The sticky cascade: a kernel faulted, and every later call reports its error.
         let sticky: Vec<&(usize, &FindingRef)> = host
@@ -80,7 +87,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if device_fault && !sticky.is_empty() {
             let calls: Vec<&str> = sticky
                 .iter()
-                .filter_map(|(_, f)| detail(f.finding, "api_call"))
+                .filter_map(|(_, f)| api_call(f.finding))
                 .collect();
             let mut d = Draft::new(RuleId::HostApiError, Level::Error, Message::new());
             word_sticky(&mut d, &error_name(sticky[0].1), &calls);
@@ -104,7 +111,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .iter()
             .find(|(_, f)| call_kind(f) == Some(ApiCall::Allocation))
         {
-            let call = detail(first.finding, "api_call").unwrap_or("cudaMalloc");
+            let call = api_call(first.finding).unwrap_or("cudaMalloc");
             let failed = allocation
                 .iter()
                 .filter(|(_, f)| call_kind(f) == Some(ApiCall::Allocation))
@@ -141,9 +148,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .iter()
             .find(|(_, f)| call_kind(f).is_some_and(|c| c != ApiCall::ErrorQuery))
         {
-            let call = detail(first.finding, "api_call").unwrap_or("a CUDA call");
+            let call = api_call(first.finding).unwrap_or("a CUDA call");
             let name = error_name(first);
-            let said = detail(first.finding, "error_message").unwrap_or("invalid argument");
+            let said = api_error(first.finding)
+                .and_then(|a| a.message.as_deref())
+                .unwrap_or("invalid argument");
             let mut d = Draft::new(RuleId::HostApiError, Level::Error, Message::new());
             d.key = format!("invalid|{call}");
             d.config = config.map(str::to_string);

@@ -130,9 +130,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             if !in_config(&f.config) || f.finding.kind != FindingKind::HostApiError {
                 continue;
             }
-            let detail = |k: &str| f.finding.details.get(k).and_then(|v| v.as_str());
-            let at_launch = detail("api_call").is_some_and(|c| LAUNCH_CALLS.contains(&c));
-            let class = detail("error_name").and_then(|name| Refusal::of(CudaError::of_name(name)));
+            let api = f.finding.facts.api_error.as_deref();
+            let at_launch = api
+                .and_then(|a| a.call.as_deref())
+                .is_some_and(|c| LAUNCH_CALLS.contains(&c));
+            let class = api.and_then(|a| Refusal::of(a.error()));
             match class {
                 Some(class) if at_launch => {
                     refusal.get_or_insert(class);

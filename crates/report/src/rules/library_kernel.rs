@@ -55,7 +55,12 @@ fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
     kernels.dedup();
     let hazards: u64 = findings
         .iter()
-        .map(|f| super::detail_u64(f.finding, "hazards").unwrap_or(f.finding.count.max(1)))
+        .map(|f| {
+            f.finding
+                .facts
+                .race_hazards()
+                .unwrap_or(f.finding.count.max(1))
+        })
         .fold(0, u64::saturating_add);
     let runs = findings
         .iter()

@@ -378,9 +378,9 @@ impl Ctx<'_, '_> {
                 || l.file.ends_with(".cuh")
         });
         let function = finding
-            .details
-            .get("function")
-            .and_then(|v| v.as_str())
+            .facts
+            .function
+            .as_deref()
             .map(KernelId::of)
             .filter(|func| in_user_source && Some(func) != named);
         (
@@ -619,15 +619,6 @@ pub fn is_harness_kind(kind: FindingKind) -> bool {
             | FindingKind::LaunchError
             | FindingKind::Nondeterminism
     )
-}
-
-/// A finding's numeric detail, e.g. `bytes_after`.
-pub fn detail_u64(finding: &Finding, key: &str) -> Option<u64> {
-    finding.details.get(key).and_then(|v| {
-        v.as_u64()
-            .or_else(|| v.as_f64().filter(|x| *x >= 0.0).map(|x| x as u64))
-            .or_else(|| v.as_str().and_then(|s| s.replace(',', "").parse().ok()))
-    })
 }
 
 /// Whether a finding is at error severity.

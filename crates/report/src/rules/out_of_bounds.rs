@@ -8,7 +8,7 @@ mod spread;
 use parsers::{Access, FindingKind, MemorySpace};
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId, detail_u64};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
 use crate::message::{Message, code, msg, quote};
 use crate::text::bytes;
@@ -69,9 +69,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         let mut signals = 1;
 
-        let after = detail_u64(finding, "bytes_after");
-        let before = detail_u64(finding, "bytes_before");
-        let alloc = detail_u64(finding, "allocation_size");
+        let memory = finding.facts.memory.as_deref();
+        let after = memory.and_then(|m| m.bytes_after);
+        let before = memory.and_then(|m| m.bytes_before);
+        let alloc = memory.and_then(|m| m.allocation_size);
         let shape = super::stage_shape(ctx, f.source);
         let row_bytes = shape.as_ref().map(|(s, elem)| u64::from(s.head_dim) * elem);
         let tensor_bytes = shape.as_ref().map(|(s, elem)| {

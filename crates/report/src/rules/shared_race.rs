@@ -1,6 +1,6 @@
 //! `shared-memory-race`: racecheck's hazard between a write and a read (or two writes) of the
 //! same shared-memory address with no barrier between them. A race between lanes of one warp
-//! (racecheck's warp-level programming hazard, the parser's `"scope": "warp"`) is missing a
+//! (racecheck's warp-level programming hazard, the finding's `sync_scope` of warp) is missing a
 //! `__syncwarp()`; a race between warps of a block is missing a `__syncthreads()`.
 //!
 //! Detection reads each finding into a [`Race`] and each pair of sites into a [`Pair`], whose
@@ -11,10 +11,11 @@
 mod merge;
 mod words;
 
+use parsers::facts::HazardType;
 use parsers::{Access, FindingKind, Severity};
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId, detail_u64};
+use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, Span};
 use crate::kernel_id::KernelId;
 use crate::message::Message;
@@ -98,7 +99,7 @@ struct Race<'f> {
     /// The finding's own site.
     first: Option<SourceLocation>,
     hazards: u64,
-    hazard_type: Option<String>,
+    hazard_type: Option<HazardType>,
     warp: bool,
     cp_async: bool,
     /// Two asynchronous copies into the same bytes.
@@ -115,8 +116,8 @@ impl<'f> Race<'f> {
         let finding = f.finding;
         let (first_access, fallback_access) = accesses(finding);
         let first = ctx.finding_location(finding);
-        let hazards = detail_u64(finding, "hazards").unwrap_or(finding.count);
-        let hazard_type = hazard_type(finding);
+        let hazards = finding.facts.race_hazards().unwrap_or(finding.count);
+        let hazard_type = finding.facts.race.as_deref().and_then(|r| r.hazard_type);
         let warp = is_warp_level(finding);
         let cp_async = has_cp_async(ctx, f);
         // A write by an asynchronous copy (cp.async): the finding's own site or a side's, by
@@ -386,8 +387,8 @@ fn pair_draft(
     let spans = spans(ctx, f.config.as_deref(), &write, &other, other_access);
     d.figures
         .insert("hazards".into(), json!(side_hazards.unwrap_or(hazards)));
-    if let Some(t) = &hazard_type {
-        d.figures.insert("hazard_type".into(), json!(t));
+    if let Some(t) = hazard_type {
+        d.figures.insert("hazard_type".into(), json!(t.word()));
     }
     if warp {
         d.figures.insert("scope".into(), json!("warp"));
@@ -523,12 +524,6 @@ fn accesses(finding: &parsers::Finding) -> (Option<Access>, Option<Access>) {
         Some([first, second]) => (first, second),
         None => (finding.access, other),
     }
-}
-
-/// The hazard type (RAW, WAR, WAW) the parser read from the record.
-fn hazard_type(finding: &parsers::Finding) -> Option<String> {
-    let t = finding.details.get("hazard_type")?.as_str()?;
-    Some(t.to_uppercase())
 }
 
 #[cfg(test)]

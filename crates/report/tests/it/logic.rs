@@ -196,7 +196,7 @@ pub fn result(mode: Mode, config: &str, seq_len: u32, causal: bool) -> HarnessRe
         check: None,
         stress: None,
         bench: None,
-        details: Default::default(),
+        figures: Default::default(),
     }
 }
 
@@ -974,8 +974,8 @@ fn a_fault_that_needs_several_launches_is_its_own_root_cause() {
 
 /// A check within its tolerance that failed on something else: harness results as the
 /// uninit_row_sum fault's check wrote them (the reference run's figures), with and without the
-/// harness's `details`.
-fn within_tolerance(seq_len: u32, details: bool) -> (StageKind, HarnessResult) {
+/// harness's figures beyond the check's fields.
+fn within_tolerance(seq_len: u32, figures: bool) -> (StageKind, HarnessResult) {
     let (kind, mut r) = checked(
         seq_len,
         false,
@@ -989,11 +989,10 @@ fn within_tolerance(seq_len: u32, details: bool) -> (StageKind, HarnessResult) {
             canaries_corrupted: Vec::new(),
         },
     );
-    if details {
-        r.details
-            .insert("repeat_elements_differing".into(), 352256.into());
-        r.details.insert("elements_total".into(), 524288.into());
-        r.details.insert("elements_over_bound".into(), 0.into());
+    if figures {
+        r.figures.repeat_elements_differing = Some(352256);
+        r.figures.elements_total = Some(524288);
+        r.figures.elements_over_bound = Some(0);
     }
     (kind, r)
 }
@@ -1045,7 +1044,7 @@ fn a_check_failed_within_tolerance_says_what_failed_it() {
         json["checks"]
     );
 
-    // Without the harness's details, the report says it has no other reason, not one made up.
+    // Without the harness's figures, the report says it has no other reason, not one made up.
     let ev = harness_run(vec![within_tolerance(512, false)]);
     let md = render(&ev, OutputFormat::Markdown);
     assert!(

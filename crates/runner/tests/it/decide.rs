@@ -53,7 +53,7 @@ fn result(launched: bool, check: Option<Check>) -> HarnessResult {
         check,
         stress: None,
         bench: None,
-        details: Default::default(),
+        figures: Default::default(),
     }
 }
 
@@ -221,12 +221,8 @@ fn harness_outcomes() {
             canaries_corrupted: vec![],
         }),
     );
-    repeat
-        .details
-        .insert("repeat_elements_differing".into(), 352256.into());
-    repeat
-        .details
-        .insert("elements_total".into(), 524288.into());
+    repeat.figures.repeat_elements_differing = Some(352256);
+    repeat.figures.elements_total = Some(524288);
     check(
         StageKind::Check,
         Ending::Exited(1),

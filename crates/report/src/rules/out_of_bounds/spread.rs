@@ -4,7 +4,6 @@
 use serde_json::json;
 
 use crate::diagnosis::Draft;
-use crate::rules::detail_u64;
 use crate::message::{Message, code, msg};
 use crate::text::bytes;
 
@@ -27,19 +26,20 @@ pub(super) struct Tail {
 
 impl Spread {
     pub(super) fn of(finding: &parsers::Finding, first: u64) -> Spread {
-        let lo = detail_u64(finding, "bytes_after_min").unwrap_or(first);
-        let hi = detail_u64(finding, "bytes_after_max").unwrap_or(first);
+        let spread = finding.facts.spread.as_deref();
+        let after = spread.and_then(|s| s.bytes_after);
         Spread {
-            after: (lo, hi),
-            threads: detail_u64(finding, "distinct_threads").unwrap_or(1),
-            blocks: detail_u64(finding, "distinct_blocks").unwrap_or(1),
-            block_names: finding
-                .details
-                .get("blocks")
-                .and_then(|v| v.as_array())
-                .map(|l| {
-                    l.iter()
-                        .filter_map(|b| b.as_str().map(str::to_string))
+            after: (
+                after.map_or(first, |r| r.min),
+                after.map_or(first, |r| r.max),
+            ),
+            threads: spread.and_then(|s| s.distinct_threads).unwrap_or(1),
+            blocks: spread.and_then(|s| s.distinct_blocks).unwrap_or(1),
+            block_names: spread
+                .map(|s| {
+                    s.blocks
+                        .iter()
+                        .map(|[x, y, z]| format!("({x},{y},{z})"))
                         .collect()
                 })
                 .unwrap_or_default(),
