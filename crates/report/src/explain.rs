@@ -16,10 +16,8 @@ pub struct Explanation {
     pub verdict: Verdict,
     /// Ranked: most severe, most certain first.
     pub diagnoses: Vec<Diagnosis>,
-    /// One row per log: its inferred stage, status and key figure.
+    /// One row per log: its inferred stage, status, key figure and tests.
     pub logs: Vec<CoverageRow>,
-    /// The test cases of each row's log (JUnit XML), by row: JUnit output lists them.
-    pub tests: Vec<Vec<parsers::TestCase>>,
 }
 
 impl Explanation {
@@ -58,24 +56,9 @@ pub fn explain(logs: &[(String, ParsedLog)]) -> Explanation {
             );
         }
     }
-    let tests = analysis
-        .coverage
-        .iter()
-        .map(|row| {
-            let paths: Vec<&str> = row.logs.iter().map(String::as_str).collect();
-            analysis
-                .joined
-                .sources_at(&paths)
-                .into_iter()
-                .filter_map(|i| analysis.joined.source(i))
-                .flat_map(|s| s.log.tests.iter().cloned())
-                .collect()
-        })
-        .collect();
     Explanation {
         verdict,
         diagnoses: analysis.diagnoses,
         logs: analysis.coverage,
-        tests,
     }
 }

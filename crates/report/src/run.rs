@@ -102,6 +102,8 @@ pub struct Environment {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Gpu {
     pub name: String,
+    /// The card's own id: the run keeps it, a report never shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
     pub sm_count: Option<u32>,
     pub compute_capability: Option<String>,

@@ -140,7 +140,7 @@ pub fn check_rows(joined: &Joined) -> Vec<CheckRow> {
                 kernel: r.kernel.to_string(),
                 case: Case::of(r.result),
                 launched: r.result.launched,
-                error: r.result.error.clone(),
+                error: r.result.error.as_deref().map(|e| joined.scrub(e)),
                 passed: c.map(|c| c.passed),
                 max_abs_err: c.map(|c| c.max_abs_err),
                 rel_l2_err: c.map(|c| c.rel_l2_err),
@@ -173,7 +173,7 @@ pub fn stress_rows(joined: &Joined) -> Vec<StressRow> {
                 failure_kind: s.failure_kind.clone(),
                 mismatched_launches: s.mismatched_launches,
                 canaries_corrupted: s.canaries_corrupted.clone(),
-                error: r.result.error.clone(),
+                error: r.result.error.as_deref().map(|e| joined.scrub(e)),
             })
         })
         .collect();
@@ -245,6 +245,54 @@ fn bench_row(r: &ResultRef) -> Option<BenchRow> {
         speedup: None,
         best: false,
     })
+}
+
+/// A benchmark the program did not time, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NotTimed {
+    pub kernel: String,
+    pub case: Case,
+    /// Why, as the program said it (scrubbed of paths, addresses and pids).
+    pub why: String,
+}
+
+/// The results the program skipped instead of timing, in the order the logs list them.
+pub fn not_timed(joined: &Joined) -> Vec<NotTimed> {
+    joined
+        .results
+        .iter()
+        .filter_map(|r| {
+            let why = r.result.skipped.as_deref()?;
+            Some(NotTimed {
+                kernel: r.result.kernel.clone(),
+                case: Case::of(r.result),
+                why: joined.scrub(why),
+            })
+        })
+        .collect()
+}
+
+/// A rule result of Nsight Compute's, as it words it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProfilerRemark {
+    pub config: Option<String>,
+    pub kernel: Option<String>,
+    /// Its words (scrubbed of paths, addresses and pids).
+    pub message: String,
+}
+
+/// Every Nsight Compute rule result of the run, in the order the logs list them.
+pub fn profiler_remarks(joined: &Joined) -> Vec<ProfilerRemark> {
+    joined
+        .findings
+        .iter()
+        .filter(|f| f.finding.kind == parsers::FindingKind::ProfilerRule)
+        .map(|f| ProfilerRemark {
+            config: f.config.clone(),
+            kernel: f.kernel.as_ref().map(|k| k.to_string()),
+            message: joined.scrub(&f.finding.message),
+        })
+        .collect()
 }
 
 /// A stage's case as people read it, e.g. `2,8,512,64 f16 causal`; the cases of a unit that

@@ -3,8 +3,13 @@
 //! `ParsedLog.timings`): each benchmark of a bench stage beside the
 //! baseline stage's benchmark of the same name, with their ratio.
 
+use std::collections::BTreeMap;
+
 use parsers::Timing;
 use serde::Serialize;
+
+use crate::message::{Message, code, msg};
+use crate::text::sig3;
 
 use crate::join::Joined;
 use crate::run::StageKind;
@@ -42,6 +47,62 @@ pub struct Timings {
 impl Timings {
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty() && self.unpaired_baselines.is_empty()
+    }
+
+    /// Each config's slowest benchmark that is slower than its baseline beyond noise: beyond
+    /// the larger relative spread of the two sides, counted on both.
+    pub fn slowest_per_config(&self) -> BTreeMap<Option<&str>, Slowdown<'_>> {
+        let mut slowest: BTreeMap<Option<&str>, Slowdown> = BTreeMap::new();
+        for row in &self.rows {
+            let Some(ratio) = row.ratio.filter(|r| *r > 0.0) else {
+                continue;
+            };
+            let limit = match row.spread {
+                Some(spread) => 1.0 / (1.0 + 2.0 * spread),
+                None => WITHOUT_SPREAD,
+            };
+            if ratio >= limit || row.baseline.is_none() {
+                continue;
+            }
+            let config = row.bench.config.as_deref();
+            let slower = 1.0 / ratio;
+            if slowest
+                .get(&config)
+                .is_none_or(|known| known.slower < slower)
+            {
+                slowest.insert(config, Slowdown { row, slower });
+            }
+        }
+        slowest
+    }
+
+    /// The program's largest slowdown against its baseline beyond noise, over its configs.
+    pub fn slowest(&self) -> Option<Slowdown<'_>> {
+        self.slowest_per_config()
+            .into_values()
+            .max_by(|a, b| a.slower.total_cmp(&b.slower))
+    }
+}
+
+/// Without a spread from either side, a slowdown counts beyond this ratio (baseline / program).
+const WITHOUT_SPREAD: f64 = 0.8;
+
+/// A benchmark slower than its baseline's benchmark of the same name beyond noise.
+#[derive(Debug, Clone, Copy)]
+pub struct Slowdown<'t> {
+    pub row: &'t TimingRow,
+    /// How many times slower.
+    pub slower: f64,
+}
+
+impl Slowdown<'_> {
+    /// "24.1x slower than its baseline by its own benchmark `64`".
+    pub fn words(&self) -> Message {
+        msg!(
+            "{}x slower than its baseline by its own benchmark {}",
+            sig3(self.slower),
+            code(&self.row.bench.timing.name)
+        )
     }
 }
 

@@ -40,6 +40,10 @@ pub struct CoverageRow {
     /// A profile unit's launches, and who chose them (the stage's arguments or the runner).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_launches: Option<crate::run::ProfileLaunches>,
+    /// The program's own tests its logs reported (JUnit XML), in their order: JUnit output
+    /// lists each beside its stage execution.
+    #[serde(skip)]
+    pub tests: Vec<parsers::TestCase>,
 }
 
 pub(super) fn coverage(joined: &Joined) -> Vec<CoverageRow> {
@@ -82,6 +86,15 @@ pub(super) fn coverage(joined: &Joined) -> Vec<CoverageRow> {
             };
             rows.push(r);
         }
+    }
+    for row in &mut rows {
+        let logs: Vec<&str> = row.logs.iter().map(String::as_str).collect();
+        row.tests = joined
+            .sources_at(&logs)
+            .into_iter()
+            .filter_map(|i| joined.source(i))
+            .flat_map(|s| s.log.tests.iter().cloned())
+            .collect();
     }
     rows
 }
@@ -152,6 +165,7 @@ fn row(
             })
             .map(|s| s.duration_ms),
         profile_launches: stage.and_then(|s| s.unit.profile_launches),
+        tests: Vec::new(),
     }
 }
 

@@ -16,7 +16,7 @@ use crate::diagnosis::{Diagnosis, Figure, Level};
 use crate::join::{Joined, Unconcluded, join};
 use crate::text::{join_words, plural};
 use crate::{
-    evidence::Evidence, kernel_id::KernelId, run::Stage, run::StageKind, run::StageStatus,
+    evidence::Evidence, kernel_id::KernelId, run::StageKind, run::StageStatus,
 };
 
 /// Joins, diagnoses and judges a run.
@@ -28,7 +28,9 @@ pub fn analyze(evidence: &Evidence) -> Analysis<'_> {
 /// A run (or a set of logs) analysed.
 #[derive(Debug, Clone)]
 pub struct Analysis<'a> {
-    pub joined: Joined<'a>,
+    /// The evidence joined: what the rules and experiments read. No emitter reads it; each
+    /// renders the fields below.
+    pub(crate) joined: Joined<'a>,
     /// Ranked: most severe, most certain first.
     pub diagnoses: Vec<Diagnosis>,
     pub verdict: Verdict,
@@ -39,6 +41,51 @@ pub struct Analysis<'a> {
     pub launch_searches: Vec<crate::experiment::LaunchSearchRow>,
     /// The report's tables, built once from the evidence.
     pub tables: Tables,
+    /// The machine the run ran on, as the report shows it: versions and reasons scrubbed of
+    /// paths, no card's id. `None` for logs given without a run.
+    pub environment: Option<crate::run::Environment>,
+    /// The configs whose build another config's build served, by stage.
+    pub served: Vec<Served>,
+}
+
+/// A config whose build another config's build served (their builds are the same).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Served {
+    pub stage: String,
+    pub config: String,
+    /// The config whose build served it.
+    pub by: String,
+}
+
+/// The run's environment as the report shows it ([`Analysis::environment`]).
+fn environment(joined: &Joined) -> Option<crate::run::Environment> {
+    let mut env = joined.run?.environment.clone();
+    for version in env.tools.values_mut() {
+        *version = joined.scrub(version);
+    }
+    for text in [&mut env.gpu_unavailable, &mut env.provisioning_failed] {
+        *text = text.take().map(|t| joined.scrub(&t));
+    }
+    for gpu in &mut env.gpus {
+        gpu.uuid = None;
+    }
+    Some(env)
+}
+
+/// Which configs' builds other configs' builds served.
+fn served(joined: &Joined) -> Vec<Served> {
+    let mut out = Vec::new();
+    for stage in joined.stages() {
+        let Some(by) = &stage.config else {
+            continue;
+        };
+        out.extend(stage.unit().serves.iter().map(|c| Served {
+            stage: stage.name.clone(),
+            config: c.clone(),
+            by: by.clone(),
+        }));
+    }
+    out
 }
 
 /// The tables every emitter shows, built once per run.
@@ -54,6 +101,18 @@ pub struct Tables {
     pub bench: Vec<crate::tables::BenchRow>,
     /// Nsight Compute's figures per profiled kernel.
     pub ncu: Vec<crate::resources::NcuSummary>,
+    /// The bench and baseline stages' timings, paired by name.
+    pub timings: crate::timings::Timings,
+    /// The benchmarks the program skipped instead of timing, and why.
+    pub not_timed: Vec<crate::tables::NotTimed>,
+    /// Nsight Compute's rule results, as it words them.
+    pub profiler_remarks: Vec<crate::tables::ProfilerRemark>,
+    /// The program's longest profiled kernel beside the baseline's two longest, each as its
+    /// own profile measured it; `None` without a profile of both.
+    pub beside_baseline: Option<(
+        Vec<crate::resources::KernelFigures>,
+        Vec<crate::resources::KernelFigures>,
+    )>,
 }
 
 impl Tables {
@@ -64,6 +123,10 @@ impl Tables {
             stress: crate::tables::stress_rows(joined),
             bench: crate::tables::bench_rows(joined),
             ncu: crate::resources::ncu_summaries(joined),
+            timings: crate::timings::timings(joined),
+            not_timed: crate::tables::not_timed(joined),
+            profiler_remarks: crate::tables::profiler_remarks(joined),
+            beside_baseline: crate::resources::beside_baseline(joined),
         }
     }
 }
@@ -94,6 +157,8 @@ impl<'a> Analysis<'a> {
         }
         let tables = Tables::of(&joined);
         let verdict = verdict(&joined, &diagnoses, &coverage, &tables);
+        let environment = environment(&joined);
+        let served = served(&joined);
         Analysis {
             joined,
             diagnoses,
@@ -102,6 +167,8 @@ impl<'a> Analysis<'a> {
             experiments,
             launch_searches,
             tables,
+            environment,
+            served,
         }
     }
 }
@@ -173,7 +240,7 @@ fn verdict(
         count(Level::Note),
     );
     let unconcluded = joined.unconcluded();
-    let not_run = not_run(joined.stages());
+    let not_run = not_run(joined);
     // The measured performance causes, strongest first (diagnoses come ranked).
     let slow: Vec<&Diagnosis> = diagnoses
         .iter()
@@ -253,10 +320,14 @@ fn verdict(
             ),
             ran_tools(coverage)
         ),
-        VerdictKind::Slow => match crate::rules::slower_than_baseline::verdict_phrase(joined) {
+        VerdictKind::Slow => match tables.timings.slowest() {
             // The program's own benchmark says how slow; the causes say why.
             Some(slower) if slow.iter().any(|d| d.rule != RuleId::SlowerThanBaseline) => {
-                format!("Slow: {slower}; {}.", slow_line(joined, &slow))
+                format!(
+                    "Slow: {}; {}.",
+                    slower.words().markdown(),
+                    slow_line(joined, &slow)
+                )
             }
             _ => format!("Slow: {}.", slow_line(joined, &slow)),
         },
@@ -285,7 +356,10 @@ fn verdict(
             }
         ),
     };
-    let missing = crate::missing::of_stages(joined.stages());
+    let mut missing = crate::missing::of_stages(joined.stages());
+    for m in &mut missing {
+        m.reason = m.reason.take().map(|r| joined.scrub(&r));
+    }
     with_gaps(&mut line, kind, &missing, &unconcluded, &not_run);
     Verdict {
         kind,
@@ -420,13 +494,17 @@ fn ran_tools(coverage: &[CoverageRow]) -> String {
     }
 }
 
-fn not_run(stages: &[Stage]) -> Vec<NotRun> {
+fn not_run(joined: &Joined) -> Vec<NotRun> {
     let mut out: Vec<NotRun> = Vec::new();
-    for stage in stages.iter().filter(|s| s.status == StageStatus::Skipped) {
+    for stage in joined
+        .stages()
+        .iter()
+        .filter(|s| s.status == StageStatus::Skipped)
+    {
         let reason = stage
             .reason
-            .clone()
-            .unwrap_or_else(|| "no reason recorded".to_string());
+            .as_deref()
+            .map_or_else(|| "no reason recorded".to_string(), |r| joined.scrub(r));
         match out
             .iter_mut()
             .find(|n| n.stage == stage.name && n.reason == reason)

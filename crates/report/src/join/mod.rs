@@ -488,6 +488,12 @@ impl<'a> Joined<'a> {
             index,
         }
     }
+
+    /// A line the report quotes from a log or a stage record, without what changes from one
+    /// run or machine to the next ([`crate::text::scrub`]).
+    pub fn scrub(&self, line: &str) -> String {
+        crate::text::scrub(line, &self.repo_files)
+    }
 }
 
 /// Repository-relative paths of the run's inputs (its `flags:` inputs left out).

@@ -145,6 +145,10 @@ impl Joined<'_> {
                 });
             }
         }
+        // As the report quotes them: without paths, addresses or pids.
+        for u in &mut out {
+            u.reason = u.reason.take().map(|r| self.scrub(&r));
+        }
         out
     }
 }

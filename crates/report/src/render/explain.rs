@@ -29,9 +29,7 @@ pub fn render_explanation(e: &Explanation, format: OutputFormat) -> String {
             crate::render::sarif::render_diagnoses(&e.diagnoses, None, &Default::default())
         }
         OutputFormat::Junit => {
-            let tests: Vec<Vec<&parsers::TestCase>> =
-                e.tests.iter().map(|t| t.iter().collect()).collect();
-            crate::render::junit::render_with_tests(&e.logs, &e.diagnoses, &tests, None)
+            crate::render::junit::render_parts(&e.logs, &e.diagnoses, None)
         }
     })
 }

@@ -45,7 +45,7 @@ pub fn document(a: &Analysis, run: Option<&Run>) -> Value {
         "stress": &a.tables.stress,
         "bench": &a.tables.bench,
         "ncu": &a.tables.ncu,
-        "environment": run.map(|r| &r.environment),
+        "environment": a.environment,
     });
     round(value)
 }

@@ -11,14 +11,9 @@ use parsers::{TestCase, TestOutcome};
 
 use crate::analysis::{Analysis, CoverageRow, stage_status_word};
 
-/// A stage execution and its program's tests.
-type Row<'r> = (&'r CoverageRow, &'r [&'r TestCase]);
-
 struct Parts<'p> {
     coverage: &'p [CoverageRow],
     diagnoses: &'p [Diagnosis],
-    /// Each coverage row's program tests (its logs' JUnit test cases), by row.
-    tests: &'p [Vec<&'p TestCase>],
 }
 use crate::diagnosis::{Diagnosis, Level};
 use crate::text::xml_escape;
@@ -26,57 +21,32 @@ use crate::{run::Run, run::StageStatus};
 
 /// Renders the JUnit XML document.
 pub fn render(a: &Analysis, run: Option<&Run>) -> String {
-    let tests: Vec<Vec<&TestCase>> = a
-        .coverage
-        .iter()
-        .map(|row| {
-            let paths: Vec<&str> = row.logs.iter().map(String::as_str).collect();
-            a.joined
-                .sources_at(&paths)
-                .into_iter()
-                .filter_map(|i| a.joined.source(i))
-                .flat_map(|s| &s.log.tests)
-                .collect()
-        })
-        .collect();
-    render_with_tests(&a.coverage, &a.diagnoses, &tests, run)
+    render_parts(&a.coverage, &a.diagnoses, run)
 }
 
-/// Renders JUnit XML from coverage rows and diagnoses (a run's, or those `explain` found).
+/// Renders JUnit XML from coverage rows (each with its program's tests) and diagnoses (a
+/// run's, those `explain` found, or a diff's new ones without rows).
 pub fn render_parts(
     coverage: &[CoverageRow],
     diagnoses: &[Diagnosis],
     run: Option<&Run>,
 ) -> String {
-    render_with_tests(coverage, diagnoses, &[], run)
-}
-
-/// [`render_parts`], with each row's program tests (`tests[i]` for `coverage[i]`; rows past its
-/// end have none).
-pub fn render_with_tests(
-    coverage: &[CoverageRow],
-    diagnoses: &[Diagnosis],
-    tests: &[Vec<&TestCase>],
-    run: Option<&Run>,
-) -> String {
     let a = Parts {
         coverage,
         diagnoses,
-        tests,
     };
-    let all_tests = || a.tests.iter().flatten();
+    let all_tests = || a.coverage.iter().flat_map(|r| &r.tests);
     let tally = |outcomes: &[TestOutcome]| {
         all_tests()
             .filter(|t| outcomes.contains(&t.outcome))
             .count()
     };
     // Each row with its program tests, by stage.
-    let mut suites: Vec<(String, Vec<Row>)> = Vec::new();
-    for (i, row) in a.coverage.iter().enumerate() {
-        let tests = a.tests.get(i).map_or(&[][..], Vec::as_slice);
+    let mut suites: Vec<(String, Vec<&CoverageRow>)> = Vec::new();
+    for row in a.coverage {
         match suites.iter_mut().find(|(name, _)| *name == row.stage) {
-            Some((_, rows)) => rows.push((row, tests)),
-            None => suites.push((row.stage.clone(), vec![(row, tests)])),
+            Some((_, rows)) => rows.push(row),
+            None => suites.push((row.stage.clone(), vec![row])),
         }
     }
     let name = run
@@ -105,25 +75,25 @@ pub fn render_with_tests(
     for (suite, rows) in &suites {
         let count = |outcome: TestOutcome| {
             rows.iter()
-                .flat_map(|(_, tests)| tests.iter())
+                .flat_map(|r| &r.tests)
                 .filter(|t| t.outcome == outcome)
                 .count()
         };
-        let f = rows.iter().filter(|(r, _)| is_failure(&a, r)).count() + count(TestOutcome::Failed);
-        let e = rows.iter().filter(|(r, _)| is_error(r)).count() + count(TestOutcome::Error);
+        let f = rows.iter().filter(|r| is_failure(&a, r)).count() + count(TestOutcome::Failed);
+        let e = rows.iter().filter(|r| is_error(r)).count() + count(TestOutcome::Error);
         let s = rows
             .iter()
-            .filter(|(r, _)| r.status == StageStatus::Skipped)
+            .filter(|r| r.status == StageStatus::Skipped)
             .count()
             + count(TestOutcome::Skipped);
-        let n = rows.len() + rows.iter().map(|(_, tests)| tests.len()).sum::<usize>();
+        let n = rows.len() + rows.iter().map(|r| r.tests.len()).sum::<usize>();
         let _ = writeln!(
             out,
             r#"  <testsuite name="{}" tests="{n}" failures="{f}" errors="{e}" skipped="{s}">"#,
             xml_escape(suite),
         );
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-        for &(row, tests) in rows {
+        for &row in rows {
             let mut case = row.config.clone().unwrap_or_else(|| "run".to_string());
             if let Some(c) = &row.case {
                 case.push_str(&format!(" [{c}]"));
@@ -151,7 +121,7 @@ pub fn render_with_tests(
             out.push_str(&site(diagnoses.first().copied(), run));
             stage_outcome(&mut out, row, &diagnoses);
             let classname = format!("exhibit.{suite}.{}", row.config.as_deref().unwrap_or("run"));
-            for test in tests {
+            for test in &row.tests {
                 program_test(&mut out, test, &classname);
             }
         }

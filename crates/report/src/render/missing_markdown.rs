@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::analysis::Analysis;
-use crate::text::{md_code, md_text, scrub};
+use crate::text::{md_code, md_text};
 
 /// "Missing here:": each thing the skipped stages lacked, why, how to get it, what it kept
 /// from running.
@@ -26,7 +26,7 @@ pub fn missing_here(out: &mut String, a: &Analysis) {
                 md_text(&m.what),
                 m.reason
                     .as_deref()
-                    .map(|r| format!(" ({})", md_text(&scrub(r, &a.joined.repo_files))))
+                    .map(|r| format!(" ({})", md_text(r)))
                     .unwrap_or_default(),
                 m.stages
                     .iter()
@@ -44,13 +44,7 @@ pub fn missing_here(out: &mut String, a: &Analysis) {
 pub fn test_lines(a: &Analysis) -> Vec<String> {
     let mut lines = Vec::new();
     for r in &a.coverage {
-        let logs: Vec<&str> = r.logs.iter().map(String::as_str).collect();
-        let sources = a.joined.sources_at(&logs);
-        let tests: Vec<&parsers::TestCase> = sources
-            .iter()
-            .filter_map(|&i| a.joined.source(i))
-            .flat_map(|s| &s.log.tests)
-            .collect();
+        let tests = &r.tests;
         if tests.is_empty() {
             continue;
         }

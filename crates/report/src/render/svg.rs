@@ -327,12 +327,12 @@ fn roofline_points(a: &Analysis) -> Vec<Point> {
             })
         })
         .collect();
-    if let Some((_, theirs)) = crate::resources::beside_baseline(&a.joined) {
-        points.extend(theirs.into_iter().filter_map(|k| {
+    if let Some((_, theirs)) = &a.tables.beside_baseline {
+        points.extend(theirs.iter().filter_map(|k| {
             Some(Point {
                 name: crate::text::short_kernel(&k.summary.kernel),
                 baseline: true,
-                position: k.summary.limit?,
+                position: k.summary.limit.clone()?,
             })
         }));
     }

@@ -2,12 +2,12 @@
 
 use crate::analysis::Analysis;
 use crate::text::{fixed, md_cell, md_code, md_text, sig3};
-use crate::timings::{NOISY, timings, typical};
+use crate::timings::{NOISY, typical};
 use std::fmt::Write;
 
 /// Renders the "Timings" section of the Markdown report; nothing when there are no timings.
 pub(crate) fn render(out: &mut String, a: &Analysis) {
-    let t = timings(&a.joined);
+    let t = &a.tables.timings;
     if t.is_empty() {
         return;
     }

@@ -3,8 +3,6 @@
 //! that it is slow. With a kernel cause in the same config (ncu's, or a bottleneck) the ratio is
 //! told there instead; without a profile stage the help says that `profile:` would say why.
 
-use std::collections::BTreeMap;
-
 use serde_json::json;
 
 use super::{Ctx, Proposes, Role, Rule, RuleId};
@@ -12,7 +10,7 @@ use crate::diagnosis::{Confidence, Draft, EvidenceItem, GiveWay, Level};
 use crate::run::StageKind;
 use crate::message::{Message, code, figure, msg};
 use crate::text::sig3;
-use crate::timings::TimingRow;
+use crate::timings::{Slowdown, TimingRow};
 
 /// This rule's row in the registry ([`super::RULES`]).
 pub(crate) const RULE: Rule = Rule {
@@ -30,59 +28,13 @@ pub(crate) const RULE: Rule = Rule {
     proposes: Proposes::Hypothesis,
 };
 
-/// Without a spread from either side, a slowdown counts beyond this ratio (baseline / program).
-const WITHOUT_SPREAD: f64 = 0.8;
-
-/// The verdict's words for the program's largest slowdown against its baseline beyond noise:
-/// "24.1x slower than its baseline by its own benchmark `64`". `None` when no benchmark is.
-pub fn verdict_words(j: &crate::join::Joined) -> Option<Message> {
-    let timings = crate::timings::timings(j);
-    slowest(&timings)
-        .into_values()
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(row, slower)| word_title(row, slower))
-}
-
-/// [`verdict_words`] as inline Markdown, for the verdict line that still words in Markdown.
-pub fn verdict_phrase(j: &crate::join::Joined) -> Option<String> {
-    verdict_words(j).map(|m| m.markdown())
-}
-
-/// Each config's slowest benchmark beyond noise: (row, how many times slower).
-fn slowest(timings: &crate::timings::Timings) -> BTreeMap<Option<&str>, (&TimingRow, f64)> {
-    let mut slowest: BTreeMap<Option<&str>, (&TimingRow, f64)> = BTreeMap::new();
-    for row in &timings.rows {
-        let Some(ratio) = row.ratio.filter(|r| *r > 0.0) else {
-            continue;
-        };
-        // Slower beyond the larger relative spread of the two sides, counted on both.
-        let limit = match row.spread {
-            Some(spread) => 1.0 / (1.0 + 2.0 * spread),
-            None => WITHOUT_SPREAD,
-        };
-        if ratio >= limit || row.baseline.is_none() {
-            continue;
-        }
-        let config = row.bench.config.as_deref();
-        let slower = 1.0 / ratio;
-        if slowest
-            .get(&config)
-            .is_none_or(|(_, known)| *known < slower)
-        {
-            slowest.insert(config, (row, slower));
-        }
-    }
-    slowest
-}
-
 /// One warning per config whose slowest benchmark is slower than its baseline beyond noise.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let timings = crate::timings::timings(j);
     let profiled = j.sources.iter().any(|s| s.kind == StageKind::Profile);
-    let slowest = slowest(&timings);
     let mut out = Vec::new();
-    for (config, (row, slower)) in slowest {
+    for (config, Slowdown { row, slower }) in timings.slowest_per_config() {
         let Some(base) = row.baseline.as_ref() else {
             continue;
         };
@@ -140,15 +92,6 @@ struct Slow<'t> {
     profiled: bool,
 }
 
-/// "24.1x slower than its baseline by its own benchmark `64`".
-fn word_title(row: &TimingRow, slower: f64) -> Message {
-    msg!(
-        "{}x slower than its baseline by its own benchmark {}",
-        sig3(slower),
-        code(&row.bench.timing.name)
-    )
-}
-
 /// The draft's title, explanation and fix for a slow benchmark; returns its evidence's summary.
 fn word_slow(s: &Slow, d: &mut Draft) -> Message {
     let name = code(&s.row.bench.timing.name);
@@ -160,7 +103,11 @@ fn word_slow(s: &Slow, d: &mut Draft) -> Message {
         .spread
         .map(|s| msg!(", beyond both sides' spread ({})", figure(format!("{:.0}%", s * 100.0))))
         .unwrap_or_default();
-    d.title = word_title(s.row, s.slower);
+    d.title = Slowdown {
+        row: s.row,
+        slower: s.slower,
+    }
+    .words();
     d.explanation = msg!(
         "The program's own benchmark {} runs {}x slower than the baseline's benchmark of the \
          same name{}{}.",

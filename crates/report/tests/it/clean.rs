@@ -195,7 +195,7 @@ fn clean_kernel_checked_and_timed_against_sdpa_on_the_gpu() {
     let ev = clean_gpu();
     let a = analyze(&ev);
     assert_eq!(a.verdict.kind, VerdictKind::Clean, "{:#?}", a.diagnoses);
-    let rows = report::tables::bench_rows(&a.joined);
+    let rows = a.tables.bench.clone();
     let sdpa_events = rows
         .iter()
         .find(|r| r.baseline && r.timing == "events")

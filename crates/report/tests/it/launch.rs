@@ -3,7 +3,7 @@
 //! and the occupancy figure when Nsight Compute did not profile the kernel.
 
 use parsers::Format;
-use report::resources::{HARNESS, kernel_resources};
+use report::resources::HARNESS;
 use report::{StageKind, StageStatus, analyze};
 
 use crate::support::{Step, compile, evidence, harness, markdown, read, sass};
@@ -28,7 +28,7 @@ fn the_harness_launch_info_gives_dynamic_shared_memory_and_threads() {
         &["kernel/attention.cu"],
     );
     let a = analyze(&ev);
-    let rows = kernel_resources(&a.joined);
+    let rows = a.tables.kernels.clone();
     // Only the kernel the harness launched: not the 1-thread `attention_launch_info` helper.
     let names: Vec<&str> = rows.iter().map(|r| r.kernel.as_str()).collect();
     assert_eq!(names, ["attention_fwd_f16"]);
@@ -60,7 +60,7 @@ fn without_launch_info_dynamic_shared_memory_stays_unknown() {
         &["kernel/attention.cu"],
     );
     let a = analyze(&ev);
-    let rows = kernel_resources(&a.joined);
+    let rows = a.tables.kernels.clone();
     let f16 = rows
         .iter()
         .find(|r| r.kernel == "attention_fwd_f16")
@@ -126,7 +126,7 @@ fn a_skipped_stage_command_names_the_kernel_the_table_shows() {
         &[compile(CONFIG, PTXAS), sass(CONFIG, SASS), check.clone()],
         &["kernel/attention.cu"],
     );
-    let rows = kernel_resources(&analyze(&ev).joined);
+    let rows = analyze(&ev).tables.kernels;
     let names: Vec<&str> = rows.iter().map(|r| r.kernel.as_str()).collect();
     assert_eq!(names, ["attention_fwd_f16"]);
     assert!(!markdown(&ev).contains("`attention_launch_info`"));
@@ -138,6 +138,6 @@ fn a_skipped_stage_command_names_the_kernel_the_table_shows() {
         &[compile(CONFIG, PTXAS), sass(CONFIG, SASS), check],
         &["kernel/attention.cu"],
     );
-    let rows = kernel_resources(&analyze(&ev).joined);
+    let rows = analyze(&ev).tables.kernels;
     assert!(rows.iter().any(|r| r.kernel == "attention_launch_info"));
 }

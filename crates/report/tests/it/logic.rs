@@ -58,15 +58,21 @@ fn occupancy_agrees_with_nsight_compute_on_a_real_profile() {
         &[],
     );
     let a = analyze(&ev);
-    let rows = report::resources::kernel_resources(&a.joined);
+    let rows = a.tables.kernels.clone();
     let row = rows
         .iter()
         .find(|r| r.kernel.contains("scale_tail"))
         .expect("scale_tail resources");
     let occ = row.occupancy.expect("occupancy");
-    let ncu =
-        report::resources::ncu_summary(&a.joined, Some("cfg"), &report::KernelId::of(&row.kernel))
-            .expect("ncu summary");
+    let ncu = a
+        .tables
+        .ncu
+        .iter()
+        .find(|n| {
+            n.config.as_deref() == Some("cfg")
+                && report::KernelId::of(&n.kernel) == report::KernelId::of(&row.kernel)
+        })
+        .expect("ncu summary");
     assert_eq!(row.threads_per_block, Some(129));
     assert_eq!(Some(occ.by_registers), ncu.block_limit_registers);
     assert_eq!(Some(occ.by_shared), ncu.block_limit_shared);
@@ -533,7 +539,7 @@ fn bench_run(gpu: &str, p50: f64, baseline_p50: f64) -> Evidence {
 #[test]
 fn bench_table_and_chart_compare_with_each_baseline() {
     let ev = bench_run("NVIDIA H100 80GB HBM3", 100.0, 125.0);
-    let rows = report::tables::bench_rows(&analyze(&ev).joined);
+    let rows = analyze(&ev).tables.bench;
     let sdpa = rows.iter().find(|r| r.baseline).expect("baseline row");
     assert!((sdpa.speedup.expect("speed-up") - 1.25).abs() < 1e-9);
     assert!(rows.iter().any(|r| r.best && r.implementation == "cfg"));

@@ -212,7 +212,7 @@ fn google_benchmark_errors_fail_the_verdict_and_timings_are_listed() {
         "Benchmark `failing_setup` stopped with an error: reference output not found"
     );
     assert_eq!(a.diagnoses.len(), 1, "{:#?}", a.diagnoses);
-    let t = timings(&a.joined);
+    let t = &a.tables.timings;
     assert_eq!(t.rows.len(), 4);
     assert!(
         t.rows

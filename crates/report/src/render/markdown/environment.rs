@@ -5,10 +5,12 @@ use std::fmt::Write;
 use crate::analysis::Analysis;
 use crate::diagnosis::Level;
 use crate::run::Run;
-use crate::text::{md_code, md_text, scrub};
+use crate::text::{md_code, md_text};
 
 pub(super) fn environment(out: &mut String, a: &Analysis, run: &Run) {
-    let env = &run.environment;
+    let Some(env) = &a.environment else {
+        return;
+    };
     let _ = writeln!(out, "## Environment\n");
     let _ = writeln!(out, "| Item | Value |");
     let _ = writeln!(out, "|---|---|");
@@ -18,7 +20,7 @@ pub(super) fn environment(out: &mut String, a: &Analysis, run: &Run) {
             "| GPU | none{} |",
             env.gpu_unavailable
                 .as_deref()
-                .map(|r| format!(" ({})", md_text(&scrub(r, &a.joined.repo_files))))
+                .map(|r| format!(" ({})", md_text(r)))
                 .unwrap_or_default()
         );
     }
@@ -59,7 +61,7 @@ pub(super) fn environment(out: &mut String, a: &Analysis, run: &Run) {
             out,
             "| {} | {} |",
             md_text(tool),
-            md_text(&scrub(version, &a.joined.repo_files))
+            md_text(version)
         );
     }
     if let Some(s) = &env.toolchain_source {
@@ -69,7 +71,7 @@ pub(super) fn environment(out: &mut String, a: &Analysis, run: &Run) {
         let _ = writeln!(
             out,
             "| Toolchain | failed to {} |",
-            md_text(&scrub(failed, &a.joined.repo_files))
+            md_text(failed)
         );
     }
     if let Some(git) = &run.git {
@@ -134,7 +136,7 @@ pub(super) fn next_steps(out: &mut String, a: &Analysis) {
                 md_text(&u.what),
                 u.reason
                     .as_deref()
-                    .map(|r| format!(" ({})", md_text(&scrub(r, &a.joined.repo_files))))
+                    .map(|r| format!(" ({})", md_text(r)))
                     .unwrap_or_default()
             ),
         );
@@ -160,7 +162,7 @@ pub(super) fn next_steps(out: &mut String, a: &Analysis) {
             format!(
                 "Run {} where they can run: skipped here ({}).",
                 crate::text::join_words(&stages.iter().map(|s| md_code(s)).collect::<Vec<_>>()),
-                md_text(&scrub(&reason, &a.joined.repo_files))
+                md_text(&reason)
             ),
         );
     }

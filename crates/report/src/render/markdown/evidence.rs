@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use crate::analysis::{Analysis, CoverageRow, stage_status_word};
 use crate::run::StageStatus;
-use crate::text::{md_cell, md_code, md_text, scrub};
+use crate::text::{md_cell, md_code, md_text};
 
 use super::{seconds, status_icon};
 
@@ -105,14 +105,12 @@ fn coverage_cell(a: &Analysis, stage: &str, config: Option<&str>) -> String {
     if rows.is_empty() {
         // A config whose build another config's build served.
         let owner = config.and_then(|c| {
-            a.joined.stages().iter().find_map(|s| {
-                (s.name == stage && s.unit().serves.iter().any(|x| x == c))
-                    .then(|| s.config.clone())
-                    .flatten()
-            })
+            a.served
+                .iter()
+                .find(|s| s.stage == stage && s.config == c)
         });
         return owner
-            .map(|o| format!("↗ the build of {}", md_code(&o)))
+            .map(|o| format!("↗ the build of {}", md_code(&o.by)))
             .unwrap_or_default();
     }
     let worst = rows
@@ -199,7 +197,7 @@ fn not_run(out: &mut String, a: &Analysis) {
                 c.dedup();
                 format!(" ({})", md_text(&c.join(", ")))
             },
-            md_text(&scrub(&n.reason, &a.joined.repo_files))
+            md_text(&n.reason)
         );
     }
     let _ = writeln!(out);

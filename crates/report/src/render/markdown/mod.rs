@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use crate::analysis::{Analysis, CoverageRow, VerdictKind};
 use crate::diagnosis::{Diagnosis, Level};
-use crate::text::{md_code, md_text, scrub};
+use crate::text::{md_code, md_text};
 use crate::{run::Run, run::StageStatus};
 
 pub(crate) mod causes;
@@ -180,7 +180,7 @@ fn verdict(out: &mut String, a: &Analysis) {
                 md_text(&u.what),
                 u.reason
                     .as_deref()
-                    .map(|r| format!(" — {}", md_text(&scrub(r, &a.joined.repo_files))))
+                    .map(|r| format!(" — {}", md_text(r)))
                     .unwrap_or_default()
             );
         }

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use crate::analysis::Analysis;
 use crate::run::Run;
-use crate::text::{bytes, fixed, md_cell, md_code, md_text, scrub, sig3};
+use crate::text::{bytes, fixed, md_cell, md_code, md_text, sig3};
 use crate::timings::NOISY;
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -153,7 +153,7 @@ pub(super) fn correctness(out: &mut String, a: &Analysis) {
         let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|");
         for c in checks {
             let result = match (c.passed, &c.error) {
-                (_, Some(e)) => format!("💥 {}", md_text(&scrub(e, &a.joined.repo_files))),
+                (_, Some(e)) => format!("💥 {}", md_text(e)),
                 (Some(true), None) => "✅ pass".to_string(),
                 (Some(false), None) => {
                     if let Some(why) = &c.failed_within_tolerance {
@@ -201,7 +201,7 @@ pub(super) fn correctness(out: &mut String, a: &Analysis) {
                     md_text(kind.as_deref().unwrap_or("failure")),
                     s.error
                         .as_deref()
-                        .map(|e| format!(" ({})", md_text(&scrub(e, &a.joined.repo_files))))
+                        .map(|e| format!(" ({})", md_text(e)))
                         .unwrap_or_default()
                 ),
                 (None, _) if s.mismatched_launches > 0 => "❌ mismatch".to_string(),
@@ -282,18 +282,16 @@ pub(super) fn bench(out: &mut String, a: &Analysis, run: &Run) {
     }
     let _ = writeln!(out);
     let skipped: Vec<String> = a
-        .joined
-        .results
+        .tables
+        .not_timed
         .iter()
-        .filter_map(|r| {
-            r.result.skipped.as_ref().map(|why| {
-                format!(
-                    "{} ({}): {}",
-                    md_code(&r.result.kernel),
-                    md_text(&crate::tables::Case::of(r.result).label()),
-                    md_text(&scrub(why, &a.joined.repo_files))
-                )
-            })
+        .map(|n| {
+            format!(
+                "{} ({}): {}",
+                md_code(&n.kernel),
+                md_text(&n.case.label()),
+                md_text(&n.why)
+            )
         })
         .collect();
     if !skipped.is_empty() {
@@ -315,7 +313,7 @@ pub(super) fn bench(out: &mut String, a: &Analysis, run: &Run) {
 /// The program's longest kernel beside the baseline's two longest, each as its own profile
 /// measured it.
 pub(super) fn beside_baseline(out: &mut String, a: &Analysis) {
-    let Some((own, theirs)) = crate::resources::beside_baseline(&a.joined) else {
+    let Some((own, theirs)) = &a.tables.beside_baseline else {
         return;
     };
     let _ = writeln!(
@@ -435,12 +433,7 @@ pub(super) fn ncu(out: &mut String, a: &Analysis, run: &Run) {
             crate::render::svg::roofline_svg_file_name(run)
         );
     }
-    let advice: Vec<&crate::join::FindingRef> = a
-        .joined
-        .findings
-        .iter()
-        .filter(|f| f.finding.kind == parsers::FindingKind::ProfilerRule)
-        .collect();
+    let advice = &a.tables.profiler_remarks;
     if !advice.is_empty() {
         let _ = writeln!(
             out,
@@ -456,7 +449,7 @@ pub(super) fn ncu(out: &mut String, a: &Analysis, run: &Run) {
                     .map(|c| format!("{} ", md_code(c)))
                     .unwrap_or_default(),
                 f.kernel.as_deref().map(md_code).unwrap_or_default(),
-                md_text(&scrub(&f.finding.message, &a.joined.repo_files))
+                md_text(&f.message)
             );
         }
         let _ = writeln!(out, "\n</details>\n");
