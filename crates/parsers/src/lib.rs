@@ -51,6 +51,7 @@ pub mod text_timings;
 mod util;
 
 pub use model::*;
+pub use ncu_source::WmmaFragment;
 pub use ncu_rule::{Excessive, ExcessiveUnit, OccupancyLimiter, ProfilerRule, SpeedupType};
 pub use ptxas::local_memory_operation;
 

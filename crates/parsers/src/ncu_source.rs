@@ -9,6 +9,50 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use crate::model::{Format, InstructionMix, ParsedLog, SourceLine};
 use crate::util::{note_unparsed, parse_u64};
 
+/// What a WMMA fragment load or store moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WmmaFragment {
+    LoadA,
+    LoadB,
+    LoadAccumulator,
+    StoreAccumulator,
+}
+
+impl SourceLine {
+    /// The toolkit's WMMA fragment intrinsic this line is, inlined from `crt/mma.hpp`
+    /// (`__hmma_m16n16k16_ld_b`): what it moves.
+    pub fn wmma_intrinsic(&self) -> Option<WmmaFragment> {
+        let text = self.text.as_str();
+        if !text.contains("__hmma_") {
+            return None;
+        }
+        [
+            ("_ld_a", WmmaFragment::LoadA),
+            ("_ld_b", WmmaFragment::LoadB),
+            ("_ld_c", WmmaFragment::LoadAccumulator),
+            ("_st_c", WmmaFragment::StoreAccumulator),
+        ]
+        .into_iter()
+        .find_map(|(mark, fragment)| text.contains(mark).then_some(fragment))
+    }
+
+    /// Whether this line calls the WMMA function that moves `fragment` (`load_matrix_sync`,
+    /// `store_matrix_sync`).
+    pub fn calls_wmma(&self, fragment: WmmaFragment) -> bool {
+        self.text.contains(fragment.call())
+    }
+}
+
+impl WmmaFragment {
+    /// The WMMA function a kernel's own code calls for it (`load_matrix_sync`).
+    pub fn call(self) -> &'static str {
+        match self {
+            WmmaFragment::StoreAccumulator => "store_matrix_sync",
+            _ => "load_matrix_sync",
+        }
+    }
+}
+
 /// The columns read, by their header names.
 struct Columns {
     /// How many cells a row has.

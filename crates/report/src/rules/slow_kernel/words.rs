@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::message::{Message, code, figure, msg, path};
+use parsers::WmmaFragment;
 
 /// The title, mechanism and fix of a cause, in words from ncu's numbers.
 pub(super) fn describe(
@@ -149,7 +150,7 @@ fn bank_conflicts(
             " That line is the toolkit's WMMA {}, inlined into the kernel from its {} calls{}: a \
              fragment moves 16 rows of the shared tile at once, and with a leading dimension \
              (`ldm`) that is a multiple of 128 bytes every row starts in the same bank.",
-            what.words(),
+            fragment_words(what),
             code(format!("wmma::{}", what.call())),
             calls
         ));
@@ -425,32 +426,13 @@ pub(super) fn word_weight(d: &mut Draft, w: &Weight) {
     }
 }
 
-/// A WMMA fragment's load or store, as the toolkit's intrinsic names it.
-#[derive(Clone, Copy)]
-pub(super) enum Fragment {
-    LoadA,
-    LoadB,
-    LoadAccumulator,
-    StoreAccumulator,
-}
-
-impl Fragment {
-    /// "load of a `matrix_a` fragment".
-    fn words(self) -> Message {
-        match self {
-            Fragment::LoadA => msg!("load of a `matrix_a` fragment"),
-            Fragment::LoadB => msg!("load of a `matrix_b` fragment"),
-            Fragment::LoadAccumulator => msg!("load of an accumulator fragment"),
-            Fragment::StoreAccumulator => msg!("store of an accumulator fragment"),
-        }
-    }
-
-    /// The WMMA call the kernel's own code makes for it.
-    fn call(self) -> &'static str {
-        match self {
-            Fragment::StoreAccumulator => "store_matrix_sync",
-            _ => "load_matrix_sync",
-        }
+/// What a WMMA fragment's load or store moves: "load of a `matrix_a` fragment".
+fn fragment_words(fragment: WmmaFragment) -> Message {
+    match fragment {
+        WmmaFragment::LoadA => msg!("load of a `matrix_a` fragment"),
+        WmmaFragment::LoadB => msg!("load of a `matrix_b` fragment"),
+        WmmaFragment::LoadAccumulator => msg!("load of an accumulator fragment"),
+        WmmaFragment::StoreAccumulator => msg!("store of an accumulator fragment"),
     }
 }
 
@@ -461,29 +443,16 @@ fn wmma_fragment(
     ctx: &Ctx,
     hot: &SourceLine,
     lines: &[&SourceLine],
-) -> Option<(Fragment, Vec<String>)> {
+) -> Option<(WmmaFragment, Vec<String>)> {
     let repo = &ctx.joined.repo_files;
     if repo.contains(&relative_path(&hot.file, repo)) {
         return None;
     }
-    let text = &hot.text;
-    let what = if !text.contains("__hmma_") {
-        return None;
-    } else if text.contains("_ld_a") {
-        Fragment::LoadA
-    } else if text.contains("_ld_b") {
-        Fragment::LoadB
-    } else if text.contains("_ld_c") {
-        Fragment::LoadAccumulator
-    } else if text.contains("_st_c") {
-        Fragment::StoreAccumulator
-    } else {
-        return None;
-    };
+    let what = hot.wmma_intrinsic()?;
     // (file, line) of each call, sorted as the places they are.
     let mut calls: Vec<String> = lines
         .iter()
-        .filter(|l| l.function == hot.function && l.text.contains(what.call()))
+        .filter(|l| l.function == hot.function && l.calls_wmma(what))
         .map(|l| (relative_path(&l.file, repo), l.line))
         .filter(|(file, _)| repo.contains(file))
         .map(|(file, line)| format!("{file}:{line}"))
