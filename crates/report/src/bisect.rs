@@ -342,7 +342,8 @@ pub fn choose_slower(
     let d = diff(good, bad, opts);
     if let Some(why) = &d.timing_refused {
         return Err(format!(
-            "GOOD's and BAD's timings cannot be compared: {why}"
+            "GOOD's and BAD's timings cannot be compared: {}",
+            why.words().markdown()
         ));
     }
     let named: Vec<&PerfChange> = named(bench, &d.perf);
@@ -507,7 +508,7 @@ pub fn judge(
             };
             let d = diff(good, step, opts);
             if let Some(why) = d.timing_refused {
-                return Judged::new(StepVerdict::Skip, why);
+                return Judged::new(StepVerdict::Skip, why.words().markdown());
             }
             let named = named(&s.bench, &d.perf);
             if named.is_empty() {

@@ -313,6 +313,9 @@ pub enum Figure {
     OvershootBytes,
     /// Registers per thread.
     Registers,
+    /// The percent of its binding peak a kernel reached, where the diagnosis's title states it
+    /// ("... at 42.0% of the FP32 peak"): the verdict then does not say it again.
+    PercentOfPeak,
 }
 
 impl Figure {
@@ -324,6 +327,7 @@ impl Figure {
             Figure::EstimatedSpeedup => "estimated_speedup",
             Figure::OvershootBytes => "overshoot_bytes",
             Figure::Registers => "registers",
+            Figure::PercentOfPeak => "percent_of_peak",
         }
     }
 

@@ -31,6 +31,7 @@ use crate::resources::KernelResources;
 use crate::tables::Case;
 use crate::text::{relative_path, scrub};
 use crate::{evidence::Evidence, run::Run, run::Stage};
+pub use perf::{Differ, TimingRefusal};
 use perf::{perf_changes, perf_diagnoses, refuse_timing};
 use retest::{StageIndex, diagnosis_stages, untested};
 
@@ -92,8 +93,8 @@ pub struct Diff {
     pub not_retested_findings: Vec<NotRetested<FindingChange>>,
     pub resources: Vec<ResourceChange>,
     pub perf: Vec<PerfChange>,
-    /// Why timings were not compared, when they were not.
-    pub timing_refused: Option<String>,
+    /// Why timings were not compared, when they were not (in JSON, its words).
+    pub timing_refused: Option<TimingRefusal>,
     /// `perf-regression` and `perf-improvement` diagnoses.
     pub perf_diagnoses: Vec<Diagnosis>,
     /// Timings in both runs that are one measurement (B's unit was served from the cache of

@@ -6,7 +6,7 @@
 
 use serde::{Serialize, Serializer};
 
-use crate::text::{md_code, md_text, plain_text};
+use crate::text::{md_code, md_text};
 
 /// One styled piece of a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,16 +21,12 @@ pub enum Part {
     Figure(String),
     /// Words quoted from a tool or the program, as written: never read as markup.
     Quote(String),
-    /// Text already written as inline Markdown (code spans, escapes), kept as it is: an
-    /// experiment's conclusion (`experiment::Conclusion::sentence`), which is still worded as
-    /// Markdown. No rule uses it.
-    Markdown(String),
 }
 
 impl Part {
     fn markdown(&self, out: &mut String) {
         match self {
-            Part::Text(s) | Part::Figure(s) | Part::Markdown(s) => out.push_str(s),
+            Part::Text(s) | Part::Figure(s) => out.push_str(s),
             Part::Code(s) | Part::Path(s) => out.push_str(&md_code(s)),
             Part::Quote(s) => out.push_str(&md_text(s)),
         }
@@ -42,18 +38,12 @@ impl Part {
                 out.push_str(&s.replace(['\n', '\r'], " "))
             }
             Part::Quote(s) => out.push_str(&s.replace(['\n', '\r'], " ")),
-            Part::Markdown(s) => out.push_str(&plain_text(s)),
         }
     }
 
     fn text(&self) -> &str {
         match self {
-            Part::Text(s)
-            | Part::Code(s)
-            | Part::Path(s)
-            | Part::Figure(s)
-            | Part::Quote(s)
-            | Part::Markdown(s) => s,
+            Part::Text(s) | Part::Code(s) | Part::Path(s) | Part::Figure(s) | Part::Quote(s) => s,
         }
     }
 }
@@ -136,7 +126,6 @@ impl Message {
         }
         match (self.0.last_mut(), part) {
             (Some(Part::Text(last)), Part::Text(s)) => last.push_str(&s),
-            (Some(Part::Markdown(last)), Part::Markdown(s)) => last.push_str(&s),
             (_, part) => self.0.push(part),
         }
     }
@@ -183,7 +172,7 @@ impl Message {
     /// The message without the full stop it may end with.
     pub fn without_full_stop(&self) -> Message {
         let mut out = self.clone();
-        if let Some(Part::Text(last) | Part::Markdown(last)) = out.0.last_mut() {
+        if let Some(Part::Text(last)) = out.0.last_mut() {
             let kept = last.trim_end_matches('.').len();
             last.truncate(kept);
             if last.is_empty() {
@@ -199,12 +188,9 @@ impl Message {
         let mut out = Message::new();
         for part in &self.0 {
             match part {
-                Part::Text(s) | Part::Markdown(s) if s.contains(". ") => {
+                Part::Text(s) if s.contains(". ") => {
                     let head = &s[..s.find(". ").unwrap_or(s.len())];
-                    out.push(match part {
-                        Part::Text(_) => Part::Text(head.to_string()),
-                        _ => Part::Markdown(head.to_string()),
-                    });
+                    out.push(Part::Text(head.to_string()));
                     return out;
                 }
                 part => out.push(part.clone()),
@@ -215,15 +201,12 @@ impl Message {
 
     /// The message after `prefix`, where its own words begin with it.
     pub fn strip_prefix(&self, prefix: &str) -> Option<Message> {
-        let (Part::Text(first) | Part::Markdown(first)) = self.0.first()? else {
+        let Part::Text(first) = self.0.first()? else {
             return None;
         };
         let rest = first.strip_prefix(prefix)?;
         let mut out = Message::new();
-        out.push(match &self.0[0] {
-            Part::Text(_) => Part::Text(rest.to_string()),
-            _ => Part::Markdown(rest.to_string()),
-        });
+        out.push(Part::Text(rest.to_string()));
         for part in &self.0[1..] {
             out.push(part.clone());
         }
@@ -233,7 +216,7 @@ impl Message {
     /// The message with its first letter in upper case, where it begins with its own words.
     pub fn capitalised(&self) -> Message {
         let mut out = self.clone();
-        if let Some(Part::Text(first) | Part::Markdown(first)) = out.0.first_mut() {
+        if let Some(Part::Text(first)) = out.0.first_mut() {
             *first = crate::text::uppercase_first(first);
         }
         out
@@ -242,7 +225,7 @@ impl Message {
     /// The message with its first letter in lower case, where it begins with its own words.
     pub fn uncapitalised(&self) -> Message {
         let mut out = self.clone();
-        if let Some(Part::Text(first) | Part::Markdown(first)) = out.0.first_mut() {
+        if let Some(Part::Text(first)) = out.0.first_mut() {
             *first = crate::text::lowercase_first(first);
         }
         out

@@ -589,8 +589,9 @@ pub struct Conclusion {
     pub cause: String,
     pub prediction: String,
     pub outcome: Outcome,
-    /// "Fails exactly when SEQ_LEN % 32 != 0: 32 and 64 pass, 20 and 48 fail."
-    pub sentence: String,
+    /// "Fails exactly when SEQ_LEN % 32 != 0: 32 and 64 pass, 20 and 48 fail." (in JSON, as
+    /// its Markdown).
+    pub sentence: crate::message::Message,
     pub rows: Vec<TrialRow>,
     /// Runs, those served from the cache, and the time the others took.
     pub runs: usize,

@@ -390,7 +390,7 @@ fn slow_line(joined: &Joined, slow: &[&Diagnosis]) -> String {
         .copied();
     // The top cause's kernel against its binding roof, where its title does not say it.
     let roof = top
-        .filter(|d| !d.title.markdown().contains("% of"))
+        .filter(|d| Figure::PercentOfPeak.of(&d.figures).is_none())
         .and_then(|d| {
             let kernel = KernelId::of(d.kernel.as_deref()?);
             crate::roofline::of_kernel(joined, d.config.as_deref(), &kernel)

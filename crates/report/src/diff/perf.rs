@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Serialize, Serializer};
 use serde_json::json;
 
 use crate::analysis::Analysis;
@@ -16,64 +17,81 @@ use crate::text::{fixed, short_hash};
 
 use super::{DiffOptions, PerfChange};
 
-/// Why timings of the two runs must not be compared, unless the options allow it: as inline
-/// Markdown, the diff report's text for it ([`refusal_words`] words it).
-pub(super) fn refuse_timing(a: &Run, b: &Run, opts: &DiffOptions) -> Option<String> {
-    let refusal = if a.id == b.id {
-        Refusal::OneRun
-    } else if opts.allow_different_gpu {
+/// Why timings of the two runs must not be compared, unless the options allow it.
+pub(super) fn refuse_timing(a: &Run, b: &Run, opts: &DiffOptions) -> Option<TimingRefusal> {
+    if a.id == b.id {
+        return Some(TimingRefusal::OneRun { run: a.id.clone() });
+    }
+    if opts.allow_different_gpu {
         return None;
-    } else {
-        let gpu = |r: &Run| r.environment.gpus.first().map(|g| g.name.clone());
-        let driver = |r: &Run| r.environment.driver.clone();
-        let differ = |x: Option<String>, y: Option<String>| (x != y).then_some((x, y));
-        let gpus = differ(gpu(a), gpu(b));
-        let drivers = differ(driver(a), driver(b));
-        if gpus.is_none() && drivers.is_none() {
-            return None;
-        }
-        Refusal::Machines { gpus, drivers }
-    };
-    Some(refusal_words(&refusal, a).markdown())
+    }
+    let gpu = |r: &Run| r.environment.gpus.first().map(|g| g.name.clone());
+    let driver = |r: &Run| r.environment.driver.clone();
+    let differ = |a: Option<String>, b: Option<String>| (a != b).then_some(Differ { a, b });
+    let gpus = differ(gpu(a), gpu(b));
+    let drivers = differ(driver(a), driver(b));
+    (gpus.is_some() || drivers.is_some()).then_some(TimingRefusal::Machines { gpus, drivers })
 }
 
-/// Why two runs' timings are not compared.
-enum Refusal {
-    /// A and B are one run.
-    OneRun,
-    /// The GPUs or the drivers differ: (A's, B's) of each that does.
+/// Why two runs' timings are not compared ([`super::Diff::timing_refused`]). In JSON, its
+/// words ([`TimingRefusal::words`]) as Markdown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TimingRefusal {
+    /// A and B are one run: its id.
+    OneRun { run: String },
+    /// The runs' GPUs or drivers differ (one of them at least): A's and B's of each that does.
     Machines {
-        gpus: Option<(Option<String>, Option<String>)>,
-        drivers: Option<(Option<String>, Option<String>)>,
+        gpus: Option<Differ>,
+        drivers: Option<Differ>,
     },
 }
 
-/// The words of a [`Refusal`] (`a`: run A).
-fn refusal_words(refusal: &Refusal, a: &Run) -> Message {
-    let (gpus, drivers) = match refusal {
-        Refusal::OneRun => {
-            return msg!(
-                "A and B are one run ({}): timings not compared",
-                code(&a.id)
-            );
+/// A value the two runs recorded differently: A's and B's (`None`: the run recorded none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Differ {
+    pub a: Option<String>,
+    pub b: Option<String>,
+}
+
+impl TimingRefusal {
+    /// The refusal in words: its reason, and that the timings were not compared (and how to
+    /// compare them anyway, where the machines differ).
+    pub fn words(&self) -> Message {
+        match self {
+            TimingRefusal::OneRun { .. } => msg!("{}: timings not compared", self.reason()),
+            TimingRefusal::Machines { .. } => msg!(
+                "{}: timings not compared (pass --allow-different-gpu to compare anyway)",
+                self.reason()
+            ),
         }
-        Refusal::Machines { gpus, drivers } => (gpus, drivers),
-    };
-    let side = |s: &Option<String>| match s {
-        Some(s) => quote(s),
-        None => quote("none"),
-    };
-    let mut why = Vec::new();
-    if let Some((x, y)) = gpus {
-        why.push(msg!("GPUs differ ({} vs {})", side(x), side(y)));
     }
-    if let Some((x, y)) = drivers {
-        why.push(msg!("drivers differ ({} vs {})", side(x), side(y)));
-    }
-    msg!(
-        "{}: timings not compared (pass --allow-different-gpu to compare anyway)",
+
+    /// Its reason alone, for a summary: "A and B are one run (`id`)", "GPUs differ (H100 vs
+    /// H200)".
+    pub fn reason(&self) -> Message {
+        let (gpus, drivers) = match self {
+            TimingRefusal::OneRun { run } => {
+                return msg!("A and B are one run ({})", code(run));
+            }
+            TimingRefusal::Machines { gpus, drivers } => (gpus, drivers),
+        };
+        let side = |s: &Option<String>| quote(s.as_deref().unwrap_or("none"));
+        let mut why = Vec::new();
+        if let Some(Differ { a, b }) = gpus {
+            why.push(msg!("GPUs differ ({} vs {})", side(a), side(b)));
+        }
+        if let Some(Differ { a, b }) = drivers {
+            why.push(msg!("drivers differ ({} vs {})", side(a), side(b)));
+        }
         Message::join(why, "; ")
-    )
+    }
+}
+
+/// JSON carries a refusal as its words, in Markdown.
+impl Serialize for TimingRefusal {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.words().serialize(serializer)
+    }
 }
 
 /// The timings both runs have, judged; and how many of them are one measurement.

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::hypothesis::{ExperimentKind, Outcome};
+use crate::message::{Message, figure, msg, quote};
 use crate::run::{
     Conclusion, Expect, Experiment, Run, Stage, StageKind, StageStatus, Trial, TrialRow,
 };
@@ -23,7 +24,23 @@ fn stage_of(trial: &Trial) -> Option<&Stage> {
     trial.units.iter().find(|u| u.name == trial.stage)
 }
 
-fn why_not(trial: &Trial) -> String {
+/// Why a trial has no outcome: its stage's status and the reason it gives (quoted), or that
+/// it did not run.
+fn why_not(trial: &Trial) -> Message {
+    match stage_of(trial) {
+        Some(s) => {
+            let status = format!("{:?}", s.status).to_lowercase();
+            match s.reason.as_deref() {
+                Some(r) => msg!("{}: {}", status, quote(r)),
+                None => msg!("{}", status),
+            }
+        }
+        None => msg!("did not run"),
+    }
+}
+
+/// [`why_not`] as a trial row's outcome: the reason as the stage gives it.
+fn why_not_row(trial: &Trial) -> String {
     match stage_of(trial) {
         Some(s) => format!(
             "{}{}",
@@ -96,7 +113,7 @@ pub fn conclude(e: &Experiment, run: &Run, logs: &dyn TrialLogs) -> Conclusion {
 
 type Row<'a> = dyn Fn(&Trial, String) -> TrialRow + 'a;
 
-fn tail_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
+fn tail_outcome(e: &Experiment, row: &Row) -> (Outcome, Message, Vec<TrialRow>) {
     let rows = e
         .trials
         .iter()
@@ -104,7 +121,7 @@ fn tail_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
             let said = match ended_clean(t) {
                 Some(true) => "clean".to_string(),
                 Some(false) => "fails".to_string(),
-                None => why_not(t),
+                None => why_not_row(t),
             };
             row(t, said)
         })
@@ -131,17 +148,24 @@ fn tail_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
             (b > a).then_some(b - a)
         })
         .unwrap_or(32);
-    let values = |expect: Expect, clean: bool| -> Vec<String> {
-        e.trials
-            .iter()
-            .filter(|t| t.expect == Some(expect) && ended_clean(t) == Some(clean))
-            .filter_map(|t| t.value.map(|v| v.to_string()))
-            .collect()
+    // The knob's values, quoted as the pipeline sets them, in words: "32 and 64".
+    let values = |expect: Expect, clean: bool| -> Message {
+        Message::words(
+            e.trials
+                .iter()
+                .filter(|t| t.expect == Some(expect) && ended_clean(t) == Some(clean))
+                .filter_map(|t| t.value.map(|v| quote(v.to_string()).into()))
+                .collect(),
+        )
     };
     if let Some(t) = e.trials.iter().find(|t| ended_clean(t).is_none()) {
         return (
             Outcome::Inconclusive,
-            format!("{} {}: the sizes cannot be compared.", t.label, why_not(t)),
+            msg!(
+                "{} {}: the sizes cannot be compared.",
+                quote(&t.label),
+                why_not(t)
+            ),
             rows,
         );
     }
@@ -149,43 +173,48 @@ fn tail_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
     let fail = values(Expect::Fails, false);
     let wrong_fail = values(Expect::Clean, false);
     let wrong_pass = values(Expect::Fails, true);
-    let words = crate::text::join_words;
+    let tile = figure(tile.to_string());
     if wrong_fail.is_empty() && wrong_pass.is_empty() {
         (
             Outcome::Confirmed,
-            format!(
-                "Fails exactly when {name} % {tile} != 0: {} pass, {} fail.",
-                words(&pass),
-                words(&fail)
+            msg!(
+                "Fails exactly when {} % {} != 0: {} pass, {} fail.",
+                quote(name),
+                tile,
+                pass,
+                fail
             ),
             rows,
         )
     } else {
         let mut parts = Vec::new();
         if !wrong_fail.is_empty() {
-            parts.push(format!(
-                "fails at {} too, a multiple of {tile}",
-                words(&wrong_fail)
+            parts.push(msg!(
+                "fails at {} too, a multiple of {}",
+                wrong_fail,
+                tile.clone()
             ));
         }
         if !wrong_pass.is_empty() {
-            parts.push(format!(
-                "clean at {}, not a multiple of {tile}",
-                words(&wrong_pass)
+            parts.push(msg!(
+                "clean at {}, not a multiple of {}",
+                wrong_pass,
+                tile.clone()
             ));
         }
         (
             Outcome::Refuted,
-            format!(
-                "Not a tail of {tile}: {}. The tail explanation is withdrawn; the fault stands.",
-                parts.join("; ")
+            msg!(
+                "Not a tail of {}: {}. The tail explanation is withdrawn; the fault stands.",
+                tile,
+                Message::join(parts, "; ")
             ),
             rows,
         )
     }
 }
 
-fn race_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
+fn race_outcome(e: &Experiment, row: &Row) -> (Outcome, Message, Vec<TrialRow>) {
     // Outputs in order of first appearance: A, B, ...
     let mut seen: Vec<&str> = Vec::new();
     let mut rows = Vec::new();
@@ -202,7 +231,7 @@ fn race_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
                 let letter = char::from(b'A' + u8::try_from(i % 26).unwrap_or(0));
                 format!("output {letter}")
             }
-            _ => why_not(t),
+            _ => why_not_row(t),
         };
         rows.push(row(t, said));
     }
@@ -216,7 +245,11 @@ fn race_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
     if n < 2 {
         return (
             Outcome::Inconclusive,
-            format!("{n} of {} runs left an output to compare.", e.trials.len()),
+            msg!(
+                "{} of {} runs left an output to compare.",
+                n.to_string(),
+                e.trials.len().to_string()
+            ),
             rows,
         );
     }
@@ -225,19 +258,22 @@ fn race_outcome(e: &Experiment, row: &Row) -> (Outcome, String, Vec<TrialRow>) {
     if differ > 0 {
         (
             Outcome::Confirmed,
-            format!(
-                "The output differs between identical runs: {differ} of {n} differ from the \
-                 first ({} distinct outputs).",
-                seen.len()
+            msg!(
+                "The output differs between identical runs: {} of {} differ from the first ({} \
+                 distinct outputs).",
+                differ.to_string(),
+                n.to_string(),
+                seen.len().to_string()
             ),
             rows,
         )
     } else {
         (
             Outcome::NotSeen,
-            format!(
-                "Identical in {n} runs: the race has not shown in the output yet. The hazard \
-                 racecheck reported stands."
+            msg!(
+                "Identical in {} runs: the race has not shown in the output yet. The hazard \
+                 racecheck reported stands.",
+                n.to_string()
             ),
             rows,
         )
@@ -254,9 +290,9 @@ fn benched_outcome(
     run: &Run,
     logs: &dyn TrialLogs,
     row: &Row,
-) -> (Outcome, String, Vec<TrialRow>) {
+) -> (Outcome, Message, Vec<TrialRow>) {
     let Some(capped) = e.trials.iter().find(|t| t.value.is_some()) else {
-        return (Outcome::Inconclusive, "No trial.".into(), Vec::new());
+        return (Outcome::Inconclusive, msg!("No trial."), Vec::new());
     };
     let again = e.trials.iter().find(|t| t.value.is_none());
     let kernel = e.kernel.as_deref().unwrap_or("");
@@ -301,13 +337,13 @@ fn benched_outcome(
         .collect();
     let mut rows = vec![];
     if pairs.is_empty() {
-        rows.push(row(capped, why_not(capped)));
+        rows.push(row(capped, why_not_row(capped)));
         return (
             Outcome::Inconclusive,
-            format!(
+            msg!(
                 "No timing to compare: {} of the build as it ran, {} of the capped one.",
-                before.len(),
-                after.len()
+                before.len().to_string(),
+                after.len().to_string()
             ),
             rows,
         );
@@ -318,9 +354,10 @@ fn benched_outcome(
         rows.push(row(capped, format!("{a} registers")));
         return (
             Outcome::Inconclusive,
-            format!(
-                "The budget did not take: the capped build still uses {a} registers per thread \
-                 (a `__launch_bounds__` on the kernel sets its own)."
+            msg!(
+                "The budget did not take: the capped build still uses {} registers per thread \
+                 (a `__launch_bounds__` on the kernel sets its own).",
+                figure(a.to_string())
             ),
             rows,
         );
@@ -332,66 +369,82 @@ fn benched_outcome(
         .max_by(|x, y| x.0.total_cmp(&y.0))
         .unwrap_or((0.0, 0.0));
     let regs = match (registers, regs_before, regs_after) {
-        (true, Some(b), Some(a)) => format!("{b} -> {a} registers"),
-        (true, _, Some(a)) => format!("{a} registers"),
-        _ => capped.label.clone(),
+        (true, Some(b), Some(a)) => msg!("{} registers", figure(format!("{b} -> {a}"))),
+        (true, _, Some(a)) => msg!("{} registers", figure(a.to_string())),
+        _ => quote(&capped.label).into(),
     };
     let spill_text = match spills {
-        Some(0) => Some("no spills".to_string()),
-        Some(s) => Some(format!("{} of spill stores", crate::text::bytes(s))),
-        None if registers => Some("spills unknown".to_string()),
+        Some(0) => Some(msg!("no spills")),
+        Some(s) => Some(msg!("{} of spill stores", figure(crate::text::bytes(s)))),
+        None if registers => Some(msg!("spills unknown")),
         None => None,
     };
     let over = if pairs.len() > 1 {
-        format!(" over {} timings", pairs.len())
+        msg!(" over {} timings", pairs.len().to_string())
     } else {
-        String::new()
+        Message::new()
     };
     let noise_text = (!second.is_empty()).then(|| {
-        format!(
-            "two runs of the build as it ran differ by {:.1}%",
-            noise * 100.0
+        msg!(
+            "two runs of the build as it ran differ by {}",
+            figure(format!("{:.1}%", noise * 100.0))
         )
     });
-    let said: Vec<String> = spill_text.into_iter().chain(noise_text).collect();
+    let said: Vec<Message> = spill_text.into_iter().chain(noise_text).collect();
     let detail = if said.is_empty() {
-        String::new()
+        Message::new()
     } else {
-        format!(" ({})", said.join("; "))
+        msg!(" ({})", Message::join(said, "; "))
     };
     rows.push(row(
         capped,
         format!(
-            "{speedup:.2}x{over}; the longest {longest_after:.1} µs against {longest_before:.1} µs"
+            "{speedup:.2}x{}; the longest {longest_after:.1} µs against {longest_before:.1} µs",
+            over.plain()
         ),
     ));
     if let Some(t) = again {
         let said = if second.is_empty() {
-            why_not(t)
+            why_not_row(t)
         } else {
             format!("{:.1}% from the first run", noise * 100.0)
         };
         rows.push(row(t, said));
     }
-    let (outcome, verdict) = if speedup >= 1.0 + band {
+    let (outcome, verdict) = benched_verdict(speedup, band, over, detail);
+    (outcome, msg!("{}: {}", regs, verdict), rows)
+}
+
+/// A benched trial's verdict in words: faster beyond the noise `band` confirms the suggestion;
+/// slower, or no change, withdraws it. `over` says over how many timings, `detail` what else
+/// the trial showed.
+fn benched_verdict(speedup: f64, band: f64, over: Message, detail: Message) -> (Outcome, Message) {
+    let times = figure(format!("{speedup:.2}x"));
+    if speedup >= 1.0 + band {
         (
             Outcome::Confirmed,
-            format!("{speedup:.2}x faster{over}{detail}."),
+            msg!("{} faster{}{}.", times, over, detail),
         )
     } else if speedup <= 1.0 - band {
         (
             Outcome::Refuted,
-            format!("slower, {speedup:.2}x{over}{detail}: the suggestion is withdrawn."),
+            msg!(
+                "slower, {}{}{}: the suggestion is withdrawn.",
+                times,
+                over,
+                detail
+            ),
         )
     } else {
         (
             Outcome::Refuted,
-            format!(
-                "no change beyond {:.0}%, {speedup:.2}x{over}{detail}: the suggestion is \
-                 withdrawn.",
-                band * 100.0
+            msg!(
+                "no change beyond {}, {}{}{}: the suggestion is withdrawn.",
+                figure(format!("{:.0}%", band * 100.0)),
+                times,
+                over,
+                detail
             ),
         )
-    };
-    (outcome, format!("{regs}: {verdict}"), rows)
+    }
 }

@@ -14,7 +14,7 @@
 mod conclude;
 mod propose;
 
-use crate::message::{Part, msg};
+use crate::message::{Message, msg};
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -96,31 +96,20 @@ pub fn apply(diagnoses: &mut [Diagnosis], conclusions: &[Conclusion], run: Optio
         match c.outcome {
             Outcome::Confirmed => {
                 d.confidence = Confidence::High;
-                d.notes.push(msg!(
-                    "Confirmed by experiment: {}",
-                    Part::Markdown(c.sentence.clone())
-                ));
+                d.notes
+                    .push(msg!("Confirmed by experiment: {}", &c.sentence));
             }
             Outcome::Refuted if suggestion => {
-                d.help = vec![msg!(
-                    "Withdrawn by experiment: {}",
-                    Part::Markdown(c.sentence.clone())
-                )];
+                d.help = vec![msg!("Withdrawn by experiment: {}", &c.sentence)];
                 d.level = d.level.min(Level::Note);
             }
             Outcome::Refuted => {
                 d.confidence = Confidence::Low;
-                d.notes.push(msg!(
-                    "Refuted by experiment: {}",
-                    Part::Markdown(c.sentence.clone())
-                ));
+                d.notes.push(msg!("Refuted by experiment: {}", &c.sentence));
             }
             Outcome::NotSeen | Outcome::Inconclusive => {
-                d.notes.push(msg!(
-                    "Experiment ({}): {}",
-                    c.outcome.as_str(),
-                    Part::Markdown(c.sentence.clone())
-                ));
+                d.notes
+                    .push(msg!("Experiment ({}): {}", c.outcome.as_str(), &c.sentence));
             }
         }
     }
@@ -151,7 +140,8 @@ pub struct LaunchSearchRow {
     pub stage: String,
     pub config: Option<String>,
     pub outcome: Outcome,
-    pub sentence: String,
+    /// In JSON, as its Markdown.
+    pub sentence: Message,
     /// `launches` and how each ended.
     pub tried: Vec<(u64, bool)>,
 }
@@ -169,27 +159,37 @@ pub fn launch_searches(run: &Run) -> Vec<LaunchSearchRow> {
             let (outcome, sentence) = match (search.clean_at, search.fails_at, under_memcheck) {
                 (Some(c), Some(f), _) => (
                     Outcome::Confirmed,
-                    format!("Clean at {c} launches, fails at {f}."),
+                    msg!(
+                        "Clean at {} launches, fails at {}.",
+                        c.to_string(),
+                        f.to_string()
+                    ),
                 ),
                 (None, Some(f), _) => (
                     Outcome::Refuted,
-                    format!("Fails at {f} launches, the fewest tried: not only after repeats."),
+                    msg!(
+                        "Fails at {} launches, the fewest tried: not only after repeats.",
+                        f.to_string()
+                    ),
                 ),
                 (_, None, Some(m)) if m.fails_at.is_some() => (
                     Outcome::Confirmed,
-                    format!(
+                    msg!(
                         "The program's own runs are clean at every count up to {}; under \
                          memcheck {}errors from {} launches on.",
-                        search.limit,
+                        search.limit.to_string(),
                         m.clean_at
                             .map(|c| format!("clean at {c}, "))
                             .unwrap_or_default(),
-                        m.fails_at.unwrap_or_default()
+                        m.fails_at.unwrap_or_default().to_string()
                     ),
                 ),
                 _ => (
                     Outcome::NotSeen,
-                    format!("Clean at every count up to {} launches.", search.limit),
+                    msg!(
+                        "Clean at every count up to {} launches.",
+                        search.limit.to_string()
+                    ),
                 ),
             };
             let attempts = match under_memcheck {

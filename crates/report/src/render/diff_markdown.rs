@@ -221,7 +221,7 @@ fn performance(out: &mut String, d: &Diff) {
         );
     }
     if let Some(why) = &d.timing_refused {
-        let _ = writeln!(out, "{}.\n", md_text(why));
+        let _ = writeln!(out, "{}.\n", why.words().markdown());
     } else if d.perf.is_empty() {
         if d.same_measurement == 0 {
             let _ = writeln!(out, "No timing appears in both runs.\n");
@@ -339,8 +339,10 @@ fn verdict_line(d: &Diff) -> String {
     }
     let same = d.kernel_timings(Judgement::Same);
     if let Some(why) = &d.timing_refused {
-        let why = why.split(": timings not compared").next().unwrap_or(why);
-        parts.push(format!("timings not compared ({why})"));
+        parts.push(format!(
+            "timings not compared ({})",
+            why.reason().markdown()
+        ));
     } else if d.perf.iter().all(|p| p.baseline) {
         parts.push(if d.same_measurement > 0 {
             "timings not compared (one measurement: B's were served from the cache)".to_string()

@@ -730,6 +730,11 @@ mod rule_tests {
         assert_eq!(d.kernel.as_deref(), Some("block_sum"));
         assert_eq!(place(&d).as_deref(), Some("src/sum.cu:63"));
         assert!(d.title.markdown().contains("70.8% of DRAM bandwidth"), "{:?}", d.title);
+        // The percent the title states, as a figure the verdict reads.
+        assert_eq!(
+            crate::diagnosis::Figure::PercentOfPeak.of(&d.figures),
+            Some(&serde_json::json!(70.8))
+        );
     }
 
     /// The same example's `fast` config (`profile/fast/sm_90/`): `block_sum` reading at the

@@ -4,6 +4,7 @@
 
 use parsers::harness::{Bench, Check, HarnessResult, Mode, Shape, Stress};
 use parsers::{Format, ParsedLog};
+use report::diff::{Differ, TimingRefusal};
 use report::noise::{Judgement, NoiseOptions, judge};
 use report::occupancy::{Limiter, OccupancyInput, SM_90, compute};
 use report::{
@@ -583,11 +584,15 @@ fn diff_judges_timings_against_noise_and_refuses_other_gpus() {
     let other = bench_run("NVIDIA H200", 110.0, 125.0);
     let refused = diff(&a, &other, &DiffOptions::default());
     assert!(refused.perf.is_empty());
-    assert!(
-        refused
-            .timing_refused
-            .as_deref()
-            .is_some_and(|r| r.contains("GPUs differ"))
+    assert_eq!(
+        refused.timing_refused,
+        Some(TimingRefusal::Machines {
+            gpus: Some(Differ {
+                a: Some("NVIDIA H100 80GB HBM3".into()),
+                b: Some("NVIDIA H200".into()),
+            }),
+            drivers: None,
+        })
     );
     assert!(!refused.has_regression());
     let allowed = diff(
@@ -649,6 +654,27 @@ fn a_diff_across_gpus_says_its_timings_were_not_compared() {
          differ (NVIDIA H100 80GB HBM3 vs NVIDIA H200))."
     );
     assert!(!line.contains("no change in timings"));
+    // The report's body and its JSON give the refusal's words, the JSON as a string.
+    let why = "GPUs differ (NVIDIA H100 80GB HBM3 vs NVIDIA H200): timings not compared (pass \
+               --allow-different-gpu to compare anyway)";
+    let md = render_diff(&d, OutputFormat::Markdown);
+    assert!(md.contains(&format!("\n{why}.\n")), "{md}");
+    let json = serde_json::to_value(&d).expect("JSON");
+    assert_eq!(json["timing_refused"], why);
+    // A run against itself: its id is code.
+    let same = diff(&a, &a, &DiffOptions::default());
+    let id = &a.run.id;
+    assert_eq!(
+        serde_json::to_value(&same).expect("JSON")["timing_refused"],
+        format!("A and B are one run (`{id}`): timings not compared")
+    );
+    assert!(
+        diff_verdict(&same).contains(&format!(
+            "timings not compared (A and B are one run (`{id}`))"
+        )),
+        "{}",
+        diff_verdict(&same)
+    );
 }
 
 #[test]

@@ -203,7 +203,7 @@ pub(super) fn experiments(out: &mut String, a: &Analysis) {
             out,
             "\n**Conclusion ({}):** {}\n\nCost: {}, {} of them from the cache, {} of unit time.\n",
             c.outcome.as_str(),
-            md_text(&c.sentence),
+            c.sentence.markdown(),
             crate::text::plural(c.runs as u64, "run", "runs"),
             c.cached,
             seconds(c.cost_ms)
@@ -228,7 +228,7 @@ pub(super) fn experiments(out: &mut String, a: &Analysis) {
                 .unwrap_or_default(),
             tried.join(", "),
             s.outcome.as_str(),
-            md_text(&s.sentence)
+            s.sentence.markdown()
         );
     }
 }

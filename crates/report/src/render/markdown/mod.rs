@@ -76,7 +76,7 @@ pub fn render_summary(analysis: &Analysis, run: &Run) -> String {
                 "- {} ({}): {}",
                 c.cause,
                 c.outcome.as_str(),
-                md_text(&c.sentence)
+                c.sentence.markdown()
             );
         }
         let _ = writeln!(out);

@@ -2,6 +2,7 @@
 //! kernel far below the DRAM bandwidth.
 
 use super::*;
+use crate::diagnosis::Figure;
 use crate::message::{Message, code, figure, msg, path, quote};
 
 /// A kernel far below the FP32 peak: what [`word_fp32`] words.
@@ -26,6 +27,13 @@ pub(super) struct Fp32Bound<'k> {
     /// L1/TEX and DRAM throughput (percent of peak).
     pub(super) l1: f64,
     pub(super) dram: f64,
+}
+
+/// Records the percent of its binding peak that a title states (`percent`, shown to one
+/// decimal): the same number, as the title shows it.
+fn percent_of_peak(d: &mut Draft, percent: f64) {
+    let shown: f64 = format!("{percent:.1}").parse().unwrap_or(percent);
+    Figure::PercentOfPeak.set(&mut d.figures, serde_json::json!(shown));
 }
 
 /// The title, explanation and fix of a kernel far below the FP32 peak; returns its evidence's
@@ -101,6 +109,7 @@ pub(super) fn word_fp32(d: &mut Draft, f: &Fp32Bound) -> Message {
             ),
         ),
     };
+    percent_of_peak(d, f.fraction * 100.0);
     d.title = msg!("{}: {} at {}% of the FP32 peak", title, name(), pct.clone());
     d.explanation = msg!("{} {}", scale, why);
     d.fix = fix;
@@ -224,6 +233,7 @@ pub(super) fn word_memory(d: &mut Draft, f: &MemoryBound) -> Message {
         ),
         None => Message::new(),
     };
+    percent_of_peak(d, f.dram);
     d.title = msg!("{} at {}% of DRAM bandwidth", title, fig(f.dram, 1));
     d.explanation = msg!("{} {}", scale, why);
     d.fix = fix.then(also);
