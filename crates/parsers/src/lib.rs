@@ -51,8 +51,8 @@ pub mod text_timings;
 mod util;
 
 pub use model::*;
-pub use ncu_source::WmmaFragment;
 pub use ncu_rule::{Excessive, ExcessiveUnit, OccupancyLimiter, ProfilerRule, SpeedupType};
+pub use ncu_source::WmmaFragment;
 pub use ptxas::local_memory_operation;
 
 /// How many unparsed lines a log keeps as examples.

@@ -15,9 +15,7 @@ use serde::Serialize;
 use crate::diagnosis::{Diagnosis, Figure, Level};
 use crate::join::{Joined, Unconcluded, join};
 use crate::text::{join_words, plural};
-use crate::{
-    evidence::Evidence, kernel_id::KernelId, run::StageKind, run::StageStatus,
-};
+use crate::{evidence::Evidence, kernel_id::KernelId, run::StageKind, run::StageStatus};
 
 /// Joins, diagnoses and judges a run.
 pub fn analyze(evidence: &Evidence) -> Analysis<'_> {

@@ -28,9 +28,7 @@ pub fn render_explanation(e: &Explanation, format: OutputFormat) -> String {
         OutputFormat::Sarif => {
             crate::render::sarif::render_diagnoses(&e.diagnoses, None, &Default::default())
         }
-        OutputFormat::Junit => {
-            crate::render::junit::render_parts(&e.logs, &e.diagnoses, None)
-        }
+        OutputFormat::Junit => crate::render::junit::render_parts(&e.logs, &e.diagnoses, None),
     })
 }
 

@@ -57,22 +57,13 @@ pub(super) fn environment(out: &mut String, a: &Analysis, run: &Run) {
         );
     }
     for (tool, version) in &env.tools {
-        let _ = writeln!(
-            out,
-            "| {} | {} |",
-            md_text(tool),
-            md_text(version)
-        );
+        let _ = writeln!(out, "| {} | {} |", md_text(tool), md_text(version));
     }
     if let Some(s) = &env.toolchain_source {
         let _ = writeln!(out, "| Toolchain | {} |", md_text(s));
     }
     if let Some(failed) = &env.provisioning_failed {
-        let _ = writeln!(
-            out,
-            "| Toolchain | failed to {} |",
-            md_text(failed)
-        );
+        let _ = writeln!(out, "| Toolchain | failed to {} |", md_text(failed));
     }
     if let Some(git) = &run.git {
         let _ = writeln!(

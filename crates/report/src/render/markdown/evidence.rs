@@ -104,11 +104,8 @@ fn coverage_cell(a: &Analysis, stage: &str, config: Option<&str>) -> String {
         .collect();
     if rows.is_empty() {
         // A config whose build another config's build served.
-        let owner = config.and_then(|c| {
-            a.served
-                .iter()
-                .find(|s| s.stage == stage && s.config == c)
-        });
+        let owner =
+            config.and_then(|c| a.served.iter().find(|s| s.stage == stage && s.config == c));
         return owner
             .map(|o| format!("↗ the build of {}", md_code(&o.by)))
             .unwrap_or_default();
