@@ -50,6 +50,7 @@ mod site;
 pub mod text_timings;
 mod util;
 
+pub use facts::TestOutcome;
 pub use model::*;
 pub use ncu_rule::{Excessive, ExcessiveUnit, OccupancyLimiter, ProfilerRule, SpeedupType};
 pub use ptxas::local_memory_operation;
@@ -212,7 +213,7 @@ pub fn parse_reader<R: BufRead>(format: Format, reader: R) -> io::Result<ParsedL
         }
         Format::ComputeSanitizerXml => sanitizer_xml::parse(reader),
         Format::JUnit => junit::parse(reader),
-        Format::Harness => harness::parse_document(&read_json(reader)?),
+        Format::Harness => harness::findings::parse_document(&read_json(reader)?),
         Format::PytestBenchmark => bench_json::parse_pytest(&read_json(reader)?),
         Format::GoogleBenchmark => bench_json::parse_google(&read_json(reader)?),
         Format::Nvbench => nvbench::parse(&read_json(reader)?),

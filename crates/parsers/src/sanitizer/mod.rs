@@ -17,10 +17,10 @@ use crate::facts::{AccessError, ApiError, ByteRange, HazardType, MemoryFacts, Re
 use crate::model::{
     Access, Finding, FindingKind, Format, MemorySpace, ParsedLog, Severity, SyncScope, Tool,
 };
+use crate::records::{Loc, parse_location};
 use crate::site::{MAX_EXCERPT, Site, Sites, file_key};
 use crate::util::note_unparsed;
-pub(crate) use fields::parse_location;
-use fields::{Loc, access_name, glued_marker};
+use fields::{access_name, glued_marker};
 use finding::cross_check;
 
 /// The prefix compute-sanitizer puts on each line it prints.
