@@ -10,15 +10,14 @@
 //!
 //! Fields may be added; none is renamed or removed. Times are microseconds. Each result's
 //! `details` object is typed in [`figures`] (a figure with no value is left out; older harnesses
-//! wrote `null`); `findings` reads a document into a parsed log, its results' failures as
-//! findings.
+//! wrote `null`). The parser reads a document into a parsed log, its results' failures as
+//! findings (`harness_json.rs`); the schema itself reads nothing.
 
 use serde::{Deserialize, Serialize};
 
 use figures::ResultFigures;
 
 pub mod figures;
-pub(crate) mod findings;
 
 pub const SCHEMA: &str = "exhibit.harness/1";
 

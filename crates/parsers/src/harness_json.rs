@@ -1,8 +1,8 @@
 //! A harness or baseline document as a parsed log: each result's failures as findings, and its
 //! bench figures as metrics.
 
-use super::{Bench, Check, HarnessOutput, HarnessResult, LaunchInfo, SCHEMA, Stress};
 use crate::facts::HarnessFacts;
+use crate::harness::{Bench, Check, HarnessOutput, HarnessResult, LaunchInfo, SCHEMA, Stress};
 use crate::model::{FindingKind, Format, Metric, ParsedLog, Severity};
 use crate::site::{Record, Site, Sites};
 
