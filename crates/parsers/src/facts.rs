@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::cuda::CudaError;
 use crate::harness::Mode;
-use crate::model::TestOutcome;
 
 /// The facts of one finding, grouped by the kind of record that states them. A finding holds
 /// one group or two, so each is boxed: an empty group costs a pointer.
@@ -247,6 +246,18 @@ pub struct TestFacts {
     /// The check's largest absolute difference from its reference, when finite.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_abs_err: Option<f64>,
+}
+
+/// How a test case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestOutcome {
+    Passed,
+    /// An assertion of the test did not hold.
+    Failed,
+    /// The test, or its setup, raised before an assertion could decide.
+    Error,
+    Skipped,
 }
 
 /// A harness result's failure: which result, and the figures of its check or stress run.

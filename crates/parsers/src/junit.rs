@@ -22,8 +22,8 @@ use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
 use regex::Regex;
 
-use crate::facts::TestFacts;
-use crate::model::{Finding, FindingKind, Format, ParsedLog, Severity, TestCase, TestOutcome};
+use crate::facts::{TestFacts, TestOutcome};
+use crate::model::{Finding, FindingKind, Format, ParsedLog, Severity, TestCase};
 use crate::site::{Record, Site, Sites};
 
 /// Elements nested deeper than this are passed over.

@@ -11,11 +11,11 @@
 //!
 //! One module per format: `ptxas` (nvcc `-Xptxas -v`), `sass` (cuobjdump and nvdisasm),
 //! `sanitizer` (compute-sanitizer text), `sanitizer_xml` (`--xml --save`), `ncu` (Nsight Compute
-//! CSV), [`harness`] (the `exhibit.harness/1` JSON) and [`bench_json`] (what users' own programs
-//! print: pytest-benchmark and Google Benchmark JSON timings, `exhibit.results/1` checks) and
-//! [`nvbench`] (nvbench's `--json` timings) and [`text_timings`] (timings in a program's plain
-//! text, read with a stage's regular expression: [`text_timings::parse`]). `site`
-//! folds records into findings and computes fingerprints.
+//! CSV), `harness_json` (the `exhibit.harness/1` JSON, whose schema is [`harness`]) and
+//! [`bench_json`] (what users' own programs print: pytest-benchmark and Google Benchmark JSON
+//! timings, `exhibit.results/1` checks) and [`nvbench`] (nvbench's `--json` timings) and
+//! [`text_timings`] (timings in a program's plain text, read with a stage's regular expression:
+//! [`text_timings::parse`]). `site` folds records into findings and computes fingerprints.
 //!
 //! ```
 //! let log = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n";
@@ -32,6 +32,7 @@ pub mod cuda;
 mod demangle;
 pub mod facts;
 pub mod harness;
+mod harness_json;
 mod junit;
 mod lines;
 mod model;
@@ -50,15 +51,12 @@ mod site;
 pub mod text_timings;
 mod util;
 
+pub use facts::TestOutcome;
 pub use model::*;
 pub use ncu_rule::{Excessive, ExcessiveUnit, OccupancyLimiter, ProfilerRule, SpeedupType};
 pub use ncu_source::WmmaFragment;
 pub use ptxas::local_memory_operation;
 
-/// How many unparsed lines a log keeps as examples.
-pub(crate) const MAX_UNPARSED_EXAMPLES: usize = 8;
-/// How long an unparsed example may be.
-pub(crate) const UNPARSED_EXAMPLE_LEN: usize = 240;
 /// How much of a log [`detect`] looks at.
 const DETECT_WINDOW: usize = 256 * 1024;
 /// The largest JSON document (harness, benchmark, results) read by [`parse_reader`].
@@ -213,7 +211,7 @@ pub fn parse_reader<R: BufRead>(format: Format, reader: R) -> io::Result<ParsedL
         }
         Format::ComputeSanitizerXml => sanitizer_xml::parse(reader),
         Format::JUnit => junit::parse(reader),
-        Format::Harness => harness::parse_document(&read_json(reader)?),
+        Format::Harness => harness_json::parse_document(&read_json(reader)?),
         Format::PytestBenchmark => bench_json::parse_pytest(&read_json(reader)?),
         Format::GoogleBenchmark => bench_json::parse_google(&read_json(reader)?),
         Format::Nvbench => nvbench::parse(&read_json(reader)?),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::facts::Facts;
+use crate::facts::{Facts, TestOutcome};
 
 /// What kind of log a file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -382,18 +382,6 @@ pub struct Timing {
     /// `--benchmark-save-data`). `runner diff` tests a change on them for significance.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub samples_us: Vec<f64>,
-}
-
-/// How a test case ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TestOutcome {
-    Passed,
-    /// An assertion of the test did not hold.
-    Failed,
-    /// The test, or its setup, raised before an assertion could decide.
-    Error,
-    Skipped,
 }
 
 /// One test case of a JUnit document.

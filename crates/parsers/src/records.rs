@@ -2,7 +2,9 @@
 //! the example threads as coordinates, the device and host call stacks as locations, and for a
 //! race the accesses of both sides and the hazard type where the record's own lines did not
 //! give them. Both sanitizer parsers (text and XML) end with [`type_payload`], so the report
-//! reads typed fields and never the tool's wording.
+//! reads typed fields and never the tool's wording. A location as the tool prints it
+//! (`F+0x10 in f.cu:12`) is read here too ([`parse_location`]): the frames of both parsers and
+//! the text parser's record lines.
 
 use std::sync::LazyLock;
 
@@ -10,6 +12,7 @@ use regex::Regex;
 
 use crate::facts::HazardType;
 use crate::model::{Access, Finding, FindingKind, Location, Severity, SyncScope, ThreadIndex};
+use crate::util::parse_u32;
 
 /// Fills what a finding's parser left of its typed payload from its examples and excerpt.
 pub(crate) fn type_payload(f: &mut Finding) {
@@ -75,7 +78,7 @@ fn frames(excerpt: &[String], marker: &str) -> Vec<Location> {
 /// A frame as compute-sanitizer prints it: `f+0x60 in file.cu:26`, `<module> in oracle.py:49`,
 /// `cuLaunchKernel [0x2f3a1b] in libcuda.so.1`, or a function alone.
 fn frame_location(frame: &str) -> Location {
-    let loc = crate::sanitizer::parse_location(frame.trim());
+    let loc = parse_location(frame.trim());
     // A native frame's offset (`cuLaunchKernel [0x2f3a1b]`) is an address, not its name.
     let function = match loc.function.rsplit_once(" [0x") {
         Some((name, offset)) if offset.ends_with(']') => name,
@@ -87,6 +90,74 @@ fn frame_location(frame: &str) -> Location {
         file: loc.file.map(str::to_string),
         line: loc.line,
     }
+}
+
+/// A location as compute-sanitizer prints it.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Loc<'a> {
+    pub function: &'a str,
+    /// The kernel a `[clone K]` prefix names: the function was inlined or cloned into K.
+    pub clone_of: Option<&'a str>,
+    pub file: Option<&'a str>,
+    pub line: Option<u32>,
+}
+
+/// Parses "F+0x10 in f.cu:12", "F+0x20" and "[clone K] F+0x10 in f.cu:12".
+pub(crate) fn parse_location(text: &str) -> Loc<'_> {
+    let text = text.trim();
+    let (func_part, file, line) = match text.rsplit_once(" in ") {
+        Some((f, place)) if looks_like_place(place) => {
+            let place = place.trim();
+            match place.rsplit_once(':') {
+                Some((file, line)) if line.bytes().all(|b| b.is_ascii_digit()) => {
+                    (f, Some(file), parse_u32(line))
+                }
+                _ => (f, Some(place), None),
+            }
+        }
+        _ => (text, None, None),
+    };
+    let mut func = func_part.trim();
+    let mut clone_of = None;
+    if let Some(rest) = func.strip_prefix("[clone ")
+        && let Some(close) = matching_bracket(rest)
+    {
+        clone_of = rest.get(..close).map(str::trim);
+        func = rest.get(close + 1..).unwrap_or("").trim();
+    }
+    if let Some(plus) = func.rfind("+0x")
+        && func
+            .get(plus + 3..)
+            .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        func = func.get(..plus).unwrap_or(func);
+    }
+    Loc {
+        function: func,
+        clone_of,
+        file,
+        line,
+    }
+}
+
+/// A place is "file:line" or a file name: no spaces before the last colon part, no parentheses.
+fn looks_like_place(place: &str) -> bool {
+    let place = place.trim();
+    !place.is_empty() && !place.contains('(') && !place.contains(' ')
+}
+
+/// The index of the `]` closing a bracket already opened, skipping nested ones.
+fn matching_bracket(s: &str) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, c) in s.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth == 0 => return Some(i),
+            ']' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
 }
 
 fn access(word: &str) -> Option<Access> {
@@ -138,4 +209,44 @@ fn race_accesses(f: &mut Finding) {
         })
     };
     f.race_accesses = pair.map(|(first, second)| [first, second]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_in_every_printed_form() {
+        assert_eq!(
+            parse_location("read_past_end(const float *, float *, int, int)+0xc0 in oob.cu:11"),
+            Loc {
+                function: "read_past_end(const float *, float *, int, int)",
+                clone_of: None,
+                file: Some("oob.cu"),
+                line: Some(11)
+            }
+        );
+        assert_eq!(
+            parse_location("wmma_from_local(const __half *, const __half *, float *)+0x20"),
+            Loc {
+                function: "wmma_from_local(const __half *, const __half *, float *)",
+                clone_of: None,
+                file: None,
+                line: None
+            }
+        );
+        let l = parse_location(
+            "[clone void exhibit::faults::scale_tail<float, (int)4>(T1 *, int, T1)] void \
+             exhibit::faults::scale_store<float, (int)4>(T1 *, int, T1)+0x2c0 in templ.cu:11",
+        );
+        assert_eq!(
+            l.clone_of,
+            Some("void exhibit::faults::scale_tail<float, (int)4>(T1 *, int, T1)")
+        );
+        assert_eq!(
+            l.function,
+            "void exhibit::faults::scale_store<float, (int)4>(T1 *, int, T1)"
+        );
+        assert_eq!((l.file, l.line), (Some("templ.cu"), Some(11)));
+    }
 }

@@ -220,7 +220,7 @@ fn side(s: &mut Side, rel: &[&str], text: &str) {
 fn finish_record(rec: &XRec, sites: &mut Sites, tools: &mut [bool; 4], log: &mut ParsedLog) {
     let Some((kind, tool)) = classify(rec) else {
         log.unparsed_lines += 1;
-        if log.unparsed_examples.len() < crate::MAX_UNPARSED_EXAMPLES {
+        if log.unparsed_examples.len() < crate::util::MAX_UNPARSED_EXAMPLES {
             log.unparsed_examples.push(format!(
                 "unrecognised record kind {:?}: {}",
                 rec.kind, rec.text

@@ -1,7 +1,11 @@
 //! Small text helpers shared by the parsers.
 
-use crate::ParsedLog;
-use crate::{MAX_UNPARSED_EXAMPLES, UNPARSED_EXAMPLE_LEN};
+use crate::model::ParsedLog;
+
+/// How many unparsed lines a log keeps as examples.
+pub(crate) const MAX_UNPARSED_EXAMPLES: usize = 8;
+/// How long an unparsed example may be.
+pub(crate) const UNPARSED_EXAMPLE_LEN: usize = 240;
 
 /// Parses an unsigned integer that may carry thousands separators (`8,393,728`).
 pub(crate) fn parse_u64(s: &str) -> Option<u64> {

@@ -10,14 +10,14 @@
 //!
 //! Fields may be added; none is renamed or removed. Times are microseconds. Each result's
 //! `details` object is typed in [`figures`] (a figure with no value is left out; older harnesses
-//! wrote `null`); `findings` turns a result's failures into findings.
+//! wrote `null`). The parser reads a document into a parsed log, its results' failures as
+//! findings (`harness_json.rs`); the schema itself reads nothing.
 
 use serde::{Deserialize, Serialize};
 
 use figures::ResultFigures;
 
 pub mod figures;
-mod findings;
 
 pub const SCHEMA: &str = "exhibit.harness/1";
 
@@ -170,54 +170,4 @@ pub struct LaunchInfo {
     pub dynamic_smem_bytes: u64,
     #[serde(default)]
     pub head_dim: Option<u32>,
-}
-
-/// Reads `harness.launch_info` from a document's text, if it has a well-formed one. A missing
-/// or malformed object is not an error: the results still parse without it.
-fn launch_info(json: &str) -> Option<LaunchInfo> {
-    let value: serde_json::Value = serde_json::from_str(json).ok()?;
-    let info = value.get("harness")?.get("launch_info")?;
-    serde_json::from_value(info.clone()).ok()
-}
-
-/// Turns a harness or baseline document into findings: failed checks, NaNs, unwritten elements,
-/// corrupted canaries, launch errors and stress failures; bench results become metrics.
-pub(crate) fn parse_document(text: &str) -> crate::ParsedLog {
-    use crate::model::{Format, ParsedLog};
-
-    let mut log = ParsedLog::new(Format::Harness, None);
-    let doc = serde_json::from_str::<HarnessOutput>(text)
-        .map(|doc| (doc, text))
-        .or_else(|first| {
-            // Tolerate lines printed before the document (a banner, a warning).
-            match text.find("\n{") {
-                Some(i) => {
-                    let json = text.get(i + 1..).unwrap_or("");
-                    serde_json::from_str::<HarnessOutput>(json).map(|doc| (doc, json))
-                }
-                None => Err(first),
-            }
-        });
-    let (doc, json) = match doc {
-        Ok(found) => found,
-        Err(e) => {
-            log.unparsed_lines = text.lines().filter(|l| !l.trim().is_empty()).count() as u64;
-            log.unparsed_examples
-                .push(format!("not an {SCHEMA} document: {e}"));
-            return log;
-        }
-    };
-    if doc.schema != SCHEMA {
-        log.unparsed_examples
-            .push(format!("schema {:?}, expected {SCHEMA:?}", doc.schema));
-    }
-    let mut sites = crate::site::Sites::default();
-    for r in &doc.results {
-        findings::of_result(r, &mut sites, &mut log);
-    }
-    log.complete = doc.schema == SCHEMA;
-    log.findings = sites.into_findings();
-    log.results = doc.results;
-    log.launch = launch_info(json);
-    log
 }

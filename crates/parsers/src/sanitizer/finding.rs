@@ -3,10 +3,11 @@
 
 use crate::facts::{MemoryFacts, RaceFacts};
 use crate::model::{Finding, FindingKind, Location, ParsedLog, RaceSide, Severity, Tool};
+use crate::records::parse_location;
 use crate::site::{Record, Site};
 use crate::util::scrub_addresses;
 
-use super::fields::{access_name, parse_location};
+use super::fields::access_name;
 use super::{LastSite, Rec, SanitizerParser, Spread};
 
 impl SanitizerParser {

@@ -3,11 +3,12 @@
 
 use crate::facts::{AccessError, ApiError, HazardType};
 use crate::model::{FindingKind, MemorySpace, Severity, SyncScope};
+use crate::records::parse_location;
 use crate::util::{parse_u64, scrub_addresses};
 
 use super::fields::{
-    access_at, access_name, access_of, parse_location, race_body, race_category, size_after,
-    space_of, strip_hazard_count,
+    access_at, access_name, access_of, race_body, race_category, size_after, space_of,
+    strip_hazard_count,
 };
 use super::{MAX_PYTHON_FRAMES, SanitizerParser};
 

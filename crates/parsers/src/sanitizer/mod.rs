@@ -15,12 +15,13 @@ mod lines;
 
 use crate::facts::{AccessError, ApiError, ByteRange, HazardType, MemoryFacts, RecordSpread};
 use crate::model::{
-    Access, Finding, FindingKind, Format, MemorySpace, ParsedLog, Severity, SyncScope, Tool,
+    Access, Finding, FindingKind, Format, MemorySpace, OutputLine, ParsedLog, Severity, SyncScope,
+    Tool,
 };
+use crate::records::{Loc, parse_location};
 use crate::site::{MAX_EXCERPT, Site, Sites, file_key};
 use crate::util::note_unparsed;
-pub(crate) use fields::parse_location;
-use fields::{Loc, access_name, glued_marker};
+use fields::{access_name, glued_marker};
 use finding::cross_check;
 
 /// The prefix compute-sanitizer puts on each line it prints.
@@ -442,7 +443,7 @@ impl SanitizerParser {
             let lines = self.output.iter().map(String::as_str);
             self.log.failure_output = crate::program::telling_line(lines).and_then(|text| {
                 let index = self.output.iter().position(|l| l.trim() == text)?;
-                Some(crate::OutputLine {
+                Some(OutputLine {
                     text: text.to_string(),
                     index: u32::try_from(index).ok()?,
                 })

@@ -1,11 +1,10 @@
 //! The files a pipeline's target is built from: every file under its `sources`, and the C,
-//! C++ and CUDA files beside a translation unit.
+//! C++ and CUDA files beside a translation unit. The walks take the pipeline's root as a path,
+//! not the `Pipeline`: reading the file (`config`) walks with them.
 
 use std::path::{Path, PathBuf};
 
 use walkdir::WalkDir;
-
-use crate::pipeline::config::{Pipeline, Target};
 
 /// Directory names never walked as sources or products: version control, caches, the runner's
 /// own output.
@@ -42,19 +41,19 @@ pub(crate) fn files_under(
         .filter(|e| e.file_type().is_file())
 }
 
-/// Every file under the target's `sources` (default: the pipeline's directory), relative to
-/// the pipeline root, sorted: the build's inputs, hashed for the cache. Files reached through a
-/// symbolic link are included ([`link_of`] names the link).
-pub fn source_files(pipeline: &Pipeline, target: &Target) -> Vec<PathBuf> {
-    let roots: Vec<PathBuf> = if target.sources.is_empty() {
+/// Every file under a target's `sources` (relative to the pipeline's `root`; none: the whole of
+/// `root`), relative to `root`, sorted: the build's inputs, hashed for the cache. Files reached
+/// through a symbolic link are included ([`link_of`] names the link).
+pub fn source_files(root: &Path, sources: &[PathBuf]) -> Vec<PathBuf> {
+    let dirs: Vec<PathBuf> = if sources.is_empty() {
         vec![PathBuf::new()]
     } else {
-        target.sources.clone()
+        sources.to_vec()
     };
     let mut files = Vec::new();
-    for root in roots {
-        for entry in files_under(&pipeline.resolve(&root), true, true) {
-            if let Ok(relative) = entry.path().strip_prefix(&pipeline.root) {
+    for dir in dirs {
+        for entry in files_under(&root.join(&dir), true, true) {
+            if let Ok(relative) = entry.path().strip_prefix(root) {
                 files.push(relative.to_path_buf());
             }
         }
@@ -64,26 +63,22 @@ pub fn source_files(pipeline: &Pipeline, target: &Target) -> Vec<PathBuf> {
     files
 }
 
-/// The C, C++ and CUDA sources and headers under `dir` (relative to the pipeline root), sorted:
-/// what a translation unit there may include. The built-in kernel's compile hashes these, so a
-/// header nobody listed in `kernel.includes` still invalidates the cache.
-pub fn headers_near(pipeline: &Pipeline, dir: &Path) -> Vec<PathBuf> {
+/// The C, C++ and CUDA sources and headers under `dir` (relative to the pipeline's `root`),
+/// relative to `root`, sorted: what a translation unit there may include. The built-in kernel's
+/// compile hashes these, so a header nobody listed in `kernel.includes` still invalidates the
+/// cache.
+pub fn headers_near(root: &Path, dir: &Path) -> Vec<PathBuf> {
     const EXTENSIONS: &[&str] = &[
         "cu", "cuh", "h", "hpp", "hh", "c", "cc", "cpp", "cxx", "inc", "inl",
     ];
-    let mut files: Vec<PathBuf> = files_under(&pipeline.resolve(dir), true, true)
+    let mut files: Vec<PathBuf> = files_under(&root.join(dir), true, true)
         .filter(|e| {
             e.path()
                 .extension()
                 .and_then(|x| x.to_str())
                 .is_some_and(|x| EXTENSIONS.contains(&x))
         })
-        .filter_map(|e| {
-            e.path()
-                .strip_prefix(&pipeline.root)
-                .ok()
-                .map(Path::to_path_buf)
-        })
+        .filter_map(|e| e.path().strip_prefix(root).ok().map(Path::to_path_buf))
         .collect();
     files.sort();
     files

@@ -35,7 +35,7 @@ pub(super) fn input_hashes(
         hash_input(&mut inputs, source)?;
     }
     if let Some(target) = &pipeline.target {
-        for file in crate::pipeline::files::source_files(pipeline, target) {
+        for file in crate::pipeline::files::source_files(&pipeline.root, &target.sources) {
             hash_input(&mut inputs, &file)?;
         }
     }

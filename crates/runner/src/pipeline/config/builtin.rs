@@ -87,7 +87,7 @@ pub(super) fn as_target(pipeline: &mut Pipeline) {
         .filter_map(|f| f.parent().map(Path::to_path_buf))
         .collect();
     for dir in dirs {
-        sources.extend(crate::pipeline::files::headers_near(pipeline, &dir));
+        sources.extend(crate::pipeline::files::headers_near(&pipeline.root, &dir));
     }
     let mut seen = BTreeSet::new();
     sources.retain(|s| seen.insert(s.clone()));

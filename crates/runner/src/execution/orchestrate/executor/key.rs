@@ -44,7 +44,9 @@ impl Executor<'_> {
                 _ => !target.program.reads_only_build,
             };
             if reads_sources {
-                for file in crate::pipeline::files::source_files(self.pipeline, target) {
+                for file in
+                    crate::pipeline::files::source_files(&self.pipeline.root, &target.sources)
+                {
                     key.files.insert(key_path(&file), self.input_sha(&file));
                 }
             }

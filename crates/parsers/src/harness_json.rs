@@ -1,13 +1,62 @@
-//! A harness result's failures as findings, and its bench figures as metrics.
+//! A harness or baseline document as a parsed log: each result's failures as findings, and its
+//! bench figures as metrics.
 
-use super::{Bench, Check, HarnessResult, Stress};
 use crate::facts::HarnessFacts;
-use crate::model::{FindingKind, Metric, ParsedLog, Severity};
+use crate::harness::{Bench, Check, HarnessOutput, HarnessResult, LaunchInfo, SCHEMA, Stress};
+use crate::model::{FindingKind, Format, Metric, ParsedLog, Severity};
 use crate::site::{Record, Site, Sites};
+
+/// Reads `harness.launch_info` from a document's text, if it has a well-formed one. A missing
+/// or malformed object is not an error: the results still parse without it.
+fn launch_info(json: &str) -> Option<LaunchInfo> {
+    let value: serde_json::Value = serde_json::from_str(json).ok()?;
+    let info = value.get("harness")?.get("launch_info")?;
+    serde_json::from_value(info.clone()).ok()
+}
+
+/// Turns a harness or baseline document into findings: failed checks, NaNs, unwritten elements,
+/// corrupted canaries, launch errors and stress failures; bench results become metrics.
+pub(crate) fn parse_document(text: &str) -> ParsedLog {
+    let mut log = ParsedLog::new(Format::Harness, None);
+    let doc = serde_json::from_str::<HarnessOutput>(text)
+        .map(|doc| (doc, text))
+        .or_else(|first| {
+            // Tolerate lines printed before the document (a banner, a warning).
+            match text.find("\n{") {
+                Some(i) => {
+                    let json = text.get(i + 1..).unwrap_or("");
+                    serde_json::from_str::<HarnessOutput>(json).map(|doc| (doc, json))
+                }
+                None => Err(first),
+            }
+        });
+    let (doc, json) = match doc {
+        Ok(found) => found,
+        Err(e) => {
+            log.unparsed_lines = text.lines().filter(|l| !l.trim().is_empty()).count() as u64;
+            log.unparsed_examples
+                .push(format!("not an {SCHEMA} document: {e}"));
+            return log;
+        }
+    };
+    if doc.schema != SCHEMA {
+        log.unparsed_examples
+            .push(format!("schema {:?}, expected {SCHEMA:?}", doc.schema));
+    }
+    let mut sites = Sites::default();
+    for r in &doc.results {
+        of_result(r, &mut sites, &mut log);
+    }
+    log.complete = doc.schema == SCHEMA;
+    log.findings = sites.into_findings();
+    log.results = doc.results;
+    log.launch = launch_info(json);
+    log
+}
 
 /// Turns one result into findings (a launch error, a failed check, a stress run's failures)
 /// and its bench figures into metrics.
-pub(super) fn of_result(r: &HarnessResult, sites: &mut Sites, log: &mut ParsedLog) {
+fn of_result(r: &HarnessResult, sites: &mut Sites, log: &mut ParsedLog) {
     let mut out = ResultFindings {
         result: r,
         case: case_name(r),
