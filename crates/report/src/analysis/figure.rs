@@ -9,11 +9,17 @@ use crate::kernel_id::KernelId;
 use crate::run::StageKind;
 use crate::text::plural;
 
-/// Where the longest profiled kernel stands, for a clean verdict: clean is no cause found, not
+/// Where the program's longest profiled kernel stands, for a clean verdict: clean is no cause found, not
 /// at the limit (" Its longest kernel, reduce3<int>, runs at 52.1% of DRAM bandwidth.").
-pub(super) fn longest_against_the_limit(ncu: &[crate::resources::NcuSummary]) -> String {
+pub(super) fn longest_against_the_limit(
+    joined: &Joined,
+    ncu: &[crate::resources::NcuSummary],
+) -> String {
     ncu.iter()
         .filter(|n| n.limit.is_some())
+        // The program's own: a framework's kernel it launched (PyTorch's softmax as its
+        // reference) is measured, but the verdict speaks of the program.
+        .filter(|n| joined.is_own(n.config.as_deref(), &KernelId::of(&n.kernel)))
         .max_by(|a, b| {
             a.duration_us
                 .unwrap_or(0.0)

@@ -332,7 +332,7 @@ fn verdict(
         VerdictKind::Clean => format!(
             "Clean: no problems found by {}{on}.{}",
             ran_tools(coverage),
-            longest_against_the_limit(&tables.ncu)
+            longest_against_the_limit(joined, &tables.ncu)
         ),
         // Worded below, once what is missing is known.
         VerdictKind::NotChecked => String::new(),

@@ -400,6 +400,30 @@ fn the_hopper_runs_are_clean_and_name_both_wgmma_faults() {
     );
 }
 
+/// `examples/triton` on an H200 (`docs/measurements/2026-11-27-h200-triton-clean/`): the
+/// program profiles its own `softmax_kernel` and PyTorch's `softmax_warp_forward`, the
+/// reference it checks against, which runs longer. The clean verdict speaks of the program's
+/// own longest kernel, never of the framework's.
+#[test]
+fn the_clean_verdict_speaks_of_the_programs_own_longest_kernel() {
+    let run = repo()
+        .join("docs/measurements/2026-11-27-h200-triton-clean/runs/20261127T225907Z-c5832cfc");
+    let json: Value = serde_json::from_str(&report(&run, "json")).unwrap();
+    assert_eq!(json["verdict"]["kind"], "clean", "{}", json["verdict"]);
+    let line = json["verdict"]["line"].as_str().unwrap_or_default();
+    assert!(
+        line.contains("Its longest kernel, softmax_kernel, runs at 73.3% of L2 bandwidth"),
+        "{line}"
+    );
+    assert!(!line.contains("softmax_warp_forward"), "{line}");
+    // The framework's kernel is still shown, as measured and not the program's own.
+    let md = report(&run, "md");
+    assert!(
+        md.contains("also measured, not the program's own: softmax_warp_forward"),
+        "{md}"
+    );
+}
+
 /// The default Hopper path (TMA producer, overlapped and turn-taking consumers) on an H100
 /// (`docs/measurements/2026-11-23-h100-tma/runs/`): the pipeline is clean, counts HGMMA and TMA
 /// copies on both wgmma configs, and its bench names them the fastest of the kernel's configs
