@@ -35,6 +35,7 @@ pub mod harness;
 mod harness_json;
 mod junit;
 mod lines;
+mod memory_space;
 mod model;
 mod ncu;
 mod ncu_rule;
@@ -52,6 +53,7 @@ pub mod text_timings;
 mod util;
 
 pub use facts::TestOutcome;
+pub use memory_space::MemorySpace;
 pub use model::*;
 pub use ncu_rule::{Excessive, ExcessiveUnit, OccupancyLimiter, ProfilerRule, SpeedupType};
 pub use ncu_source::WmmaFragment;

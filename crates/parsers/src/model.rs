@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::facts::{Facts, TestOutcome};
+use crate::memory_space::MemorySpace;
 
 /// What kind of log a file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -136,16 +137,6 @@ pub enum FindingKind {
     UnreadErrors,
     /// An Nsight Compute rule result (rule name, type such as OPT or WRN, and its advice).
     ProfilerRule,
-}
-
-/// A memory space named by compute-sanitizer (or by Nsight Compute's access-pattern rules).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MemorySpace {
-    Global,
-    Shared,
-    Local,
-    Generic,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -287,7 +278,7 @@ pub struct Finding {
     /// An Nsight Compute rule result's name, type, section, estimated speedup and the figures
     /// its message states ([`FindingKind::ProfilerRule`] only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profiler_rule: Option<Box<crate::ProfilerRule>>,
+    pub profiler_rule: Option<Box<crate::ncu_rule::ProfilerRule>>,
 }
 
 /// Per-kernel counts from a SASS listing.

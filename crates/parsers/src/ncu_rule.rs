@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::MemorySpace;
+use crate::memory_space::MemorySpace;
 
 /// One Nsight Compute rule result (a [`crate::FindingKind::ProfilerRule`] finding's payload).
 /// The figures are those the rule's message states; each is absent (or false) where the message

@@ -469,7 +469,7 @@ impl PtxasParser {
                 kernel: Some(&k.name),
                 file: None,
                 line: None,
-                space: Some(crate::model::MemorySpace::Local),
+                space: Some(crate::memory_space::MemorySpace::Local),
                 size: None,
                 discriminator: &arch,
             },

@@ -10,9 +10,9 @@
 use std::io::BufRead;
 
 use crate::facts::{AccessError, ApiError};
+use crate::memory_space::MemorySpace;
 use crate::model::{
-    Access, Finding, FindingKind, Format, Location, MemorySpace, ParsedLog, RaceSide, Severity,
-    Tool,
+    Access, Finding, FindingKind, Format, Location, ParsedLog, RaceSide, Severity, Tool,
 };
 use crate::site::{Record, Site, Sites, file_key};
 use crate::util::{parse_u32, parse_u64, scrub_addresses};

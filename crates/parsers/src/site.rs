@@ -11,7 +11,8 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use sha2::{Digest, Sha256};
 
-use crate::model::{Access, Finding, FindingKind, MemorySpace, Severity};
+use crate::memory_space::MemorySpace;
+use crate::model::{Access, Finding, FindingKind, Severity};
 
 /// How many example threads/blocks a finding keeps.
 pub(crate) const MAX_EXAMPLES: usize = 4;

@@ -1,7 +1,8 @@
 //! The pieces of one line: access and memory-space words, race bodies and categories, hazard
 //! counts and a tool line glued to the program's output.
 
-use crate::model::{Access, MemorySpace};
+use crate::memory_space::MemorySpace;
+use crate::model::Access;
 use crate::util::{parse_u32, parse_u64};
 
 use super::PREFIX;

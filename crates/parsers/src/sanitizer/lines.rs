@@ -2,7 +2,8 @@
 //! frame lines, race sides and hazards, and the summaries that close the log.
 
 use crate::facts::{AccessError, ApiError, HazardType};
-use crate::model::{FindingKind, MemorySpace, Severity, SyncScope};
+use crate::memory_space::MemorySpace;
+use crate::model::{FindingKind, Severity, SyncScope};
 use crate::records::parse_location;
 use crate::util::{parse_u64, scrub_addresses};
 

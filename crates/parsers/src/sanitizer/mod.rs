@@ -14,9 +14,9 @@ mod finding;
 mod lines;
 
 use crate::facts::{AccessError, ApiError, ByteRange, HazardType, MemoryFacts, RecordSpread};
+use crate::memory_space::MemorySpace;
 use crate::model::{
-    Access, Finding, FindingKind, Format, MemorySpace, OutputLine, ParsedLog, Severity, SyncScope,
-    Tool,
+    Access, Finding, FindingKind, Format, OutputLine, ParsedLog, Severity, SyncScope, Tool,
 };
 use crate::records::{Loc, parse_location};
 use crate::site::{MAX_EXCERPT, Site, Sites, file_key};
