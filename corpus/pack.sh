@@ -17,5 +17,7 @@ mv "$run" "$work/run"
 cp "$work/environment.txt" "$work/run/environment.txt"
 find "$work/run" -depth -type d -name jit -path '*/build/*' -exec rm -rf {} +
 find "$work/run" -type f \( -name '*.so' -o -name '*.o' -o -name '*.cubin' -o -name '*.ncu-rep' \) -delete
+# A build's own products (the program it linked, in its stage's build directory).
+find "$work/run" -type f -path '*/build/*/build/*' -perm -u+x -delete
 tar -cJf "$here/$entry/run.tar.xz" -C "$work" run
 echo "$here/$entry/run.tar.xz: $(tar -tJf "$here/$entry/run.tar.xz" | wc -l) entries"
