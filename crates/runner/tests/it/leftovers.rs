@@ -322,8 +322,14 @@ nohup sh -c 'echo $$ > "$0/nohup.pid"; exec "$0/leftover-sleep" 60' "$here" > /d
         })
         .collect();
     assert!(pids.iter().all(|&p| crate::util::alive(p)));
-    // The stage's shell, its sleep and the two grandchildren.
-    let before = survivors(&project.root);
+    // The stage's shell, its sleep and the two grandchildren: the shell writes the pid files
+    // before it starts its own sleep, so wait for all four.
+    let started = Instant::now();
+    let mut before = survivors(&project.root);
+    while before.len() < 4 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+        before = survivors(&project.root);
+    }
     assert!(before.len() >= 4, "{before:#?}");
 
     signal(&runner, Signal::SIGKILL);
