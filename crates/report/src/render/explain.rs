@@ -6,7 +6,7 @@ use std::fmt::Write;
 use crate::analysis::stage_status_word;
 use crate::explain::Explanation;
 use crate::render::OutputFormat;
-use crate::render::markdown::causes::{diagnosis_meta, sites_line};
+use crate::render::markdown::causes::diagnosis_head;
 use crate::render::markdown::verdict_icon;
 
 /// Renders an explanation: Markdown (also fine on a terminal), JSON, SARIF or JUnit.
@@ -58,15 +58,7 @@ fn markdown(e: &Explanation) -> String {
     }
     let _ = writeln!(out);
     for (i, d) in e.diagnoses.iter().enumerate() {
-        let _ = writeln!(out, "## {}. {}\n", i + 1, d.title.markdown());
-        let _ = writeln!(out, "{}\n", diagnosis_meta(d));
-        if let Some(sites) = sites_line(d) {
-            let _ = writeln!(out, "{sites}\n");
-        }
-        let _ = writeln!(out, "{}\n", d.explanation().markdown());
-        if !d.fix().is_empty() {
-            let _ = writeln!(out, "**Fix:** {}\n", d.fix().markdown());
-        }
+        diagnosis_head(&mut out, "##", i + 1, d);
         for ev in &d.evidence {
             let _ = writeln!(
                 out,

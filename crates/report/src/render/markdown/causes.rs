@@ -121,15 +121,7 @@ pub(super) fn root_causes(out: &mut String, a: &Analysis) {
     }
     let _ = writeln!(out, "## Root causes\n");
     for (i, d) in causes.iter().enumerate() {
-        let _ = writeln!(out, "### {}. {}\n", i + 1, d.title.markdown());
-        let _ = writeln!(out, "{}\n", diagnosis_meta(d));
-        if let Some(sites) = sites_line(d) {
-            let _ = writeln!(out, "{sites}\n");
-        }
-        let _ = writeln!(out, "{}\n", d.explanation().markdown());
-        if !d.fix().is_empty() {
-            let _ = writeln!(out, "**Fix:** {}\n", d.fix().markdown());
-        }
+        diagnosis_head(out, "###", i + 1, d);
         if let Some(settle) = untested(d) {
             let _ = writeln!(out, "**Untested:** {}.", settle.why);
             let yaml = settle.yaml();
@@ -144,6 +136,20 @@ pub(super) fn root_causes(out: &mut String, a: &Analysis) {
             }
         }
         evidence_items(out, d);
+    }
+}
+
+/// A numbered diagnosis's heading, its line of facts, its sites, its explanation and its fix:
+/// the head both the report and `explain` show.
+pub(crate) fn diagnosis_head(out: &mut String, heading: &str, number: usize, d: &Diagnosis) {
+    let _ = writeln!(out, "{heading} {number}. {}\n", d.title.markdown());
+    let _ = writeln!(out, "{}\n", diagnosis_meta(d));
+    if let Some(sites) = sites_line(d) {
+        let _ = writeln!(out, "{sites}\n");
+    }
+    let _ = writeln!(out, "{}\n", d.explanation().markdown());
+    if !d.fix().is_empty() {
+        let _ = writeln!(out, "**Fix:** {}\n", d.fix().markdown());
     }
 }
 
