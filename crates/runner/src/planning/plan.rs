@@ -168,6 +168,17 @@ pub fn plan(
                     }
                 }
             }
+            StageKind::Baseline if !compile_units.is_empty() && pipeline.kernel.is_none() => {
+                // A target's baseline runs what the build made: in the build of each config
+                // it is bound to, so that `{build_dir}` and `EXHIBIT_BUILD_DIR` are that
+                // build's.
+                for config in baseline_configs(pipeline, stage, &configs) {
+                    let arch = gpu_arches(pipeline, preflight, config).into_iter().next();
+                    let mut u = unit(Some(config), arch.as_deref(), None);
+                    attach_compile(&mut u, &compile_units, &units, pipeline);
+                    units.push(u);
+                }
+            }
             StageKind::Baseline => {
                 // One process for every case (the built-in kernel's baseline command takes
                 // them all): the baseline imports torch once.
@@ -207,8 +218,20 @@ pub fn plan(
         }
     }
     // The baseline's kernels beside the program's: a target's pipeline that profiles its
-    // program and runs a baseline of its own command profiles that command too, once.
-    units.extend(baseline_profile(pipeline, preflight, selection));
+    // program and runs a baseline of its own command profiles that command too, once, in the
+    // build of the first config the baseline ran in.
+    let bound = units
+        .iter()
+        .position(|u| u.kind == StageKind::Baseline && u.config.is_some());
+    units.extend(baseline_profile(pipeline, preflight, selection).map(|mut u| {
+        if let Some(b) = bound.and_then(|i| units.get(i)) {
+            (u.config, u.arch, u.compile) = (b.config.clone(), b.arch.clone(), b.compile);
+            if u.blocked.is_none() {
+                u.blocked.clone_from(&b.blocked);
+            }
+        }
+        u
+    }));
     Ok(Plan { units })
 }
 
@@ -281,6 +304,39 @@ fn baseline_profile(
         parallel: Parallel::One,
         profiles_baseline: Some(baseline),
     })
+}
+
+/// The configs a target's baseline runs in, each in that config's build: every config of the
+/// stage when its command or environment names one of a config's placeholders (`{build_dir}`,
+/// `{config}`, `{arch}`, `{source}`, `{env:NAME}`), else the first (the matrix's only one, or
+/// any: the command is the same in each). Configs are the matrix's, sorted.
+pub fn baseline_configs<'c>(
+    pipeline: &Pipeline,
+    stage: &config::Stage,
+    configs: &[&'c String],
+) -> Vec<&'c String> {
+    let mut of_stage = configs
+        .iter()
+        .copied()
+        .filter(|c| stage.configs.is_empty() || stage.configs.contains(c));
+    let per_config = stage
+        .command
+        .iter()
+        .chain(stage.args.iter())
+        .chain(stage.env.values())
+        .any(|w| names_config(w));
+    if per_config || pipeline.matrix.configs.len() == 1 {
+        of_stage.collect()
+    } else {
+        of_stage.next().into_iter().collect()
+    }
+}
+
+/// Whether a command word names a value that differs between configs.
+pub fn names_config(word: &str) -> bool {
+    ["{build_dir}", "{config}", "{arch}", "{source}", "{env:"]
+        .iter()
+        .any(|p| word.contains(p))
 }
 
 /// The directory, under the profile stage's, of the unit that profiles the baseline.

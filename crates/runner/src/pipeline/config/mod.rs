@@ -350,12 +350,19 @@ impl Pipeline {
             StageKind::Baseline
                 if !pattern.labelled
                     && pattern.label.is_none()
-                    && self.matrix.configs.len() > 1 =>
+                    && self.matrix.configs.len() > 1
+                    && !stage
+                        .command
+                        .iter()
+                        .chain(stage.args.iter())
+                        .chain(stage.env.values())
+                        .any(|w| crate::planning::plan::names_config(w)) =>
             {
                 Err(
                     "the baseline runs once for every config, so its pattern names its timing: \
                      give `label:` (the name of the bench timing it is compared with) or a \
-                     `label` group"
+                     `label` group, or name `{build_dir}` or `{config}` in its command to run \
+                     it in each config"
                         .into(),
                 )
             }
@@ -549,10 +556,49 @@ impl Pipeline {
         for stage in &self.stages {
             check_placeholders(&stage.command, PROGRAM_PLACEHOLDERS)
                 .and_then(|()| check_placeholders(&stage.args, PROGRAM_PLACEHOLDERS))
+                .and_then(|()| unresolved_placeholder(stage, target.build.is_some()))
                 .map_err(|m| self.semantic(format!("stages.{}.command", stage.name), m))?;
         }
         Ok(())
     }
+}
+
+/// Refuses a placeholder in a stage's own command that has no value where the stage runs it:
+/// `{build_dir}` without a build (it would name a directory nothing made), `{launches}` outside
+/// a stress stage, and a case's `{case}`, `{shape}`, `{dtype}` or `{causal}` in a stage that
+/// runs no case (a baseline runs none). Each would expand to a path or a word the user did not
+/// mean, and the program would fail to start or run something else.
+fn unresolved_placeholder(stage: &Stage, has_build: bool) -> Result<(), String> {
+    let words = || stage.command.iter().chain(stage.args.iter());
+    let used = |p: &str| words().find(|w| w.contains(p));
+    if !has_build && let Some(word) = used("{build_dir}") {
+        return Err(format!(
+            "`{word}` names `{{build_dir}}`, the config's build directory, and the target has \
+             no build: give `target.build`, or name the program's path"
+        ));
+    }
+    if stage.kind != StageKind::Stress
+        && let Some(word) = used("{launches}")
+    {
+        return Err(format!(
+            "`{word}` names `{{launches}}`, which only a stress stage's run has a value for"
+        ));
+    }
+    if stage.cases.is_empty() {
+        for p in ["{case}", "{shape}", "{dtype}", "{causal}"] {
+            if let Some(word) = used(p) {
+                return Err(format!(
+                    "`{word}` names `{p}`, and this stage runs no case: name its `cases:`{}",
+                    if stage.kind == StageKind::Baseline {
+                        " (a target's baseline runs none: give the problem in its command)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Why `path` cannot be run as a tool, if it cannot.
