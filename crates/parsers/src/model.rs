@@ -527,6 +527,88 @@ pub struct InstructionMix {
     /// under every file of its inlining chain). Reasons with no sample are left out.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stalls: BTreeMap<String, u64>,
+    /// What its memory instructions asked of each space, by opcode.
+    #[serde(default)]
+    pub memory: MemoryMix,
+}
+
+/// A function's memory instructions by space, from its SASS page: the figures that tell two
+/// kernels doing the same work apart (sectors per request, atomics, local traffic).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryMix {
+    /// Global loads (`LDG`, `LDGSTS`): warp-level requests (ncu's L1 tag requests, else the
+    /// instructions executed), the 32-byte sectors they touched at L2, and the fewest sectors
+    /// their bytes needed (ncu's ideal).
+    pub global_load_requests: u64,
+    pub global_load_sectors: u64,
+    #[serde(default)]
+    pub global_load_ideal: u64,
+    /// Global stores (`STG`), the same way.
+    pub global_store_requests: u64,
+    pub global_store_sectors: u64,
+    #[serde(default)]
+    pub global_store_ideal: u64,
+    /// Atomics and reductions on global memory (`RED`, `ATOM`, `ATOMG`): warp instructions, and
+    /// the thread operations they carry (predicated-on lanes).
+    pub global_atomics: u64,
+    pub global_atomic_lanes: u64,
+    /// Local-memory loads and stores (`LDL`, `STL`): warp instructions, and the bytes their
+    /// threads moved (the stack frame's traffic).
+    pub local_instructions: u64,
+    pub local_bytes: u64,
+    /// Shared-memory accesses (`LDS`, `STS`, `LDSM`, `ATOMS`): warp instructions, the
+    /// wavefronts they took and the fewest they could have taken, when the page counts them
+    /// (more than the ideal: bank conflicts).
+    pub shared_requests: u64,
+    pub shared_wavefronts: u64,
+    #[serde(default)]
+    pub shared_ideal: u64,
+}
+
+impl MemoryMix {
+    /// Adds another listing's counts of the same function.
+    pub fn add(&mut self, o: &MemoryMix) {
+        self.global_load_requests += o.global_load_requests;
+        self.global_load_sectors += o.global_load_sectors;
+        self.global_store_requests += o.global_store_requests;
+        self.global_store_sectors += o.global_store_sectors;
+        self.global_load_ideal += o.global_load_ideal;
+        self.global_store_ideal += o.global_store_ideal;
+        self.global_atomics += o.global_atomics;
+        self.global_atomic_lanes += o.global_atomic_lanes;
+        self.local_instructions += o.local_instructions;
+        self.local_bytes += o.local_bytes;
+        self.shared_requests += o.shared_requests;
+        self.shared_wavefronts += o.shared_wavefronts;
+        self.shared_ideal += o.shared_ideal;
+    }
+
+    /// Sectors per global load request (4 is a warp reading 32 consecutive floats; 32 is every
+    /// thread in a sector of its own).
+    pub fn load_sectors_per_request(&self) -> Option<f64> {
+        ratio(self.global_load_sectors, self.global_load_requests)
+    }
+
+    /// Sectors the global loads touched over the fewest their bytes needed: 1 when coalesced,
+    /// 8 when each 4-byte value costs a 32-byte sector of its own.
+    pub fn load_sectors_per_ideal(&self) -> Option<f64> {
+        ratio(self.global_load_sectors, self.global_load_ideal)
+    }
+
+    /// The same for global stores.
+    pub fn store_sectors_per_ideal(&self) -> Option<f64> {
+        ratio(self.global_store_sectors, self.global_store_ideal)
+    }
+
+    /// Shared-memory wavefronts over the fewest the accesses needed (1 without bank
+    /// conflicts; 32 when a warp's 32 lanes hit one bank).
+    pub fn shared_wavefronts_per_ideal(&self) -> Option<f64> {
+        ratio(self.shared_wavefronts, self.shared_ideal)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> Option<f64> {
+    (b > 0).then(|| a as f64 / b as f64)
 }
 
 /// A call from one device function to another, at the source line the line table gives the
@@ -580,6 +662,9 @@ pub struct SourceLine {
     /// Global-memory sectors at L2: all, and beyond the ideal (uncoalesced access).
     pub global_sectors: u64,
     pub global_excessive: u64,
+    /// Global atomics and reductions (`RED`, `ATOM`) executed on the line, warp level.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub atomics: u64,
 }
 
 impl ParsedLog {

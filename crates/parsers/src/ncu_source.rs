@@ -69,8 +69,12 @@ struct Columns {
     active_lanes: Option<usize>,
     shared: Option<usize>,
     shared_excessive: Option<usize>,
+    shared_ideal: Option<usize>,
     global: Option<usize>,
     global_excessive: Option<usize>,
+    global_ideal: Option<usize>,
+    /// L1 tag requests to global memory (one per warp instruction and 128-byte line set).
+    requests: Option<usize>,
     /// `stall_*` columns of all samples (not the `(Not Issued)` ones), with their names.
     reasons: Vec<(usize, String)>,
     /// A SASS-only page: no `Line No`, its one `Source` column the instruction.
@@ -93,6 +97,8 @@ pub(crate) struct SourceParser {
     /// The reader of every record of the page.
     csv: crate::csv_line::CsvLine,
     last_fma_dest: Option<String>,
+    /// The source line (index into the log's lines) whose instructions the rows now list.
+    current: Option<usize>,
 }
 
 impl SourceParser {
@@ -107,6 +113,7 @@ impl SourceParser {
             mix: None,
             chain: 0,
             last_fma_dest: None,
+            current: None,
             csv: crate::csv_line::CsvLine::new(),
         }
     }
@@ -130,6 +137,7 @@ impl SourceParser {
             "File Path" => {
                 self.file = cells.get(1).cloned().unwrap_or_default();
                 self.columns = None;
+                self.current = None;
             }
             // A SASS-only page (`--print-source sass`, for code without line information)
             // names each kernel this way, with no file.
@@ -138,6 +146,7 @@ impl SourceParser {
                     self.file.clear();
                 }
                 self.end_function();
+                self.current = None;
                 self.function = cells.get(1).cloned().unwrap_or_default();
                 self.mix = Some(InstructionMix {
                     function: self.function.clone(),
@@ -191,6 +200,14 @@ impl SourceParser {
             .filter(|(_, n)| *n > 0)
             .collect();
         let Some(line) = line else {
+            let sass = cells.get(c.sass).map(String::as_str).unwrap_or("");
+            // Every line that lists a global atomic counts it: the toolkit header's
+            // `atomicAdd` and the user's line it was inlined into alike.
+            if is_global_atomic(sass)
+                && let Some(line) = self.current.and_then(|i| self.log.source_lines.get_mut(i))
+            {
+                line.atomics += get(c.instructions);
+            }
             let address = c.address.and_then(|i| cells.get(i)).map(|a| a.trim());
             if let Some(address) = address.filter(|a| !a.is_empty()) {
                 let key = (self.function.clone(), address.to_string());
@@ -198,8 +215,16 @@ impl SourceParser {
                     return;
                 }
             }
-            let sass = cells.get(c.sass).map(String::as_str).unwrap_or("");
-            self.instruction(sass, get(c.instructions), get(c.active_lanes), stalls);
+            let counts = Counts {
+                executed: get(c.instructions),
+                lanes: get(c.active_lanes),
+                requests: get(c.requests),
+                sectors: get(c.global),
+                ideal_sectors: get(c.global_ideal),
+                wavefronts: get(c.shared),
+                ideal: get(c.shared_ideal),
+            };
+            self.instruction(sass, counts, stalls);
             return;
         };
         let top_stall = stalls
@@ -223,8 +248,13 @@ impl SourceParser {
             shared_excessive: get(c.shared_excessive),
             global_sectors: get(c.global),
             global_excessive: get(c.global_excessive),
+            atomics: 0,
         };
         let key = (row.file.clone(), row.function.clone(), line);
+        self.current = Some(match self.seen.get(&key) {
+            Some(&i) => i,
+            None => self.log.source_lines.len(),
+        });
         match self.seen.get(&key) {
             // The same line listed again (inlined into the function twice): add it up.
             Some(&i) => {
@@ -248,15 +278,12 @@ impl SourceParser {
         }
     }
 
-    /// Counts one SASS instruction (`@P0 FFMA R1, R2, R3, R1`) executed `executed` times by
-    /// warps and `lanes` times by threads (predicated on), with its warp-stall samples.
-    fn instruction(
-        &mut self,
-        sass: &str,
-        executed: u64,
-        lanes: u64,
-        stalls: BTreeMap<String, u64>,
-    ) {
+    /// Counts one SASS instruction (`@P0 FFMA R1, R2, R3, R1`) with what its row counted, and
+    /// its warp-stall samples.
+    fn instruction(&mut self, sass: &str, counts: Counts, stalls: BTreeMap<String, u64>) {
+        let Counts {
+            executed, lanes, ..
+        } = counts;
         let Some(mix) = &mut self.mix else { return };
         for (reason, n) in stalls {
             *mix.stalls.entry(reason).or_default() += n;
@@ -316,6 +343,30 @@ impl SourceParser {
                 mix.global_load_bytes = mix
                     .global_load_bytes
                     .saturating_add(lanes.saturating_mul(access_bytes(op)));
+                mix.memory.global_load_requests += counts.requests_or_executed();
+                mix.memory.global_load_sectors += counts.sectors;
+                mix.memory.global_load_ideal += counts.ideal_sectors;
+            }
+            "STG" => {
+                mix.memory.global_store_requests += counts.requests_or_executed();
+                mix.memory.global_store_sectors += counts.sectors;
+                mix.memory.global_store_ideal += counts.ideal_sectors;
+            }
+            "RED" | "REDG" | "ATOM" | "ATOMG" => {
+                mix.memory.global_atomics += executed;
+                mix.memory.global_atomic_lanes += lanes;
+            }
+            "LDL" | "STL" => {
+                mix.memory.local_instructions += executed;
+                mix.memory.local_bytes = mix
+                    .memory
+                    .local_bytes
+                    .saturating_add(lanes.saturating_mul(access_bytes(op)));
+            }
+            "LDS" | "STS" | "LDSM" | "ATOMS" => {
+                mix.memory.shared_requests += executed;
+                mix.memory.shared_wavefronts += counts.wavefronts;
+                mix.memory.shared_ideal += counts.ideal;
             }
             _ => {}
         }
@@ -348,6 +399,7 @@ impl SourceParser {
                     m.mufu += mix.mufu;
                     m.global_load_bytes += mix.global_load_bytes;
                     m.fma_chain = m.fma_chain.max(mix.fma_chain);
+                    m.memory.add(&mix.memory);
                     for (reason, n) in mix.stalls {
                         *m.stalls.entry(reason).or_default() += n;
                     }
@@ -364,6 +416,45 @@ impl SourceParser {
         self.log.complete =
             !self.log.source_lines.is_empty() || !self.log.instruction_mix.is_empty();
         self.log
+    }
+}
+
+/// Whether a SASS instruction (`@P0 REDG.E.ADD.STRONG.GPU ...`) is an atomic or a reduction on
+/// global memory.
+fn is_global_atomic(sass: &str) -> bool {
+    let op = sass
+        .split_whitespace()
+        .find(|w| !w.starts_with('@'))
+        .unwrap_or("");
+    matches!(
+        op.split('.').next().unwrap_or(""),
+        "RED" | "REDG" | "ATOM" | "ATOMG"
+    )
+}
+
+/// What one SASS row counted of its instruction.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    /// Warp-level executions, and thread-level ones with the predicate on.
+    executed: u64,
+    lanes: u64,
+    /// L1 tag requests to global memory, L2 sectors of global memory, shared wavefronts and
+    /// the ideal number of them.
+    requests: u64,
+    sectors: u64,
+    ideal_sectors: u64,
+    wavefronts: u64,
+    ideal: u64,
+}
+
+impl Counts {
+    /// The requests of a global access: ncu's count, else one per warp instruction executed.
+    fn requests_or_executed(&self) -> u64 {
+        if self.requests > 0 {
+            self.requests
+        } else {
+            self.executed
+        }
     }
 }
 
@@ -427,8 +518,11 @@ fn columns(header: &[String]) -> Columns {
         active_lanes: find("Predicated-On Thread Instructions Executed"),
         shared: find("L1 Wavefronts Shared"),
         shared_excessive: find("L1 Wavefronts Shared Excessive"),
+        shared_ideal: find("L1 Wavefronts Shared Ideal"),
         global: find("L2 Theoretical Sectors Global"),
         global_excessive: find("L2 Theoretical Sectors Global Excessive"),
+        requests: find("L1 Tag Requests Global"),
+        global_ideal: find("L2 Theoretical Sectors Global Ideal"),
         reasons: header
             .iter()
             .enumerate()

@@ -274,6 +274,10 @@ pub struct Draft {
     /// latency hiding is short"): the help of a cause that has shown the kernel latency-bound
     /// ([`crate::rules::slow_kernel::absorb_occupancy_limit`]).
     pub next_block: Option<Message>,
+    /// The figures of the profile the cause stands on, which the comparison with the
+    /// baseline's profile weighs ([`crate::contrast::weigh`]): a cause whose figures the
+    /// baseline shares is no reason the program is slower.
+    pub stands_on: Vec<crate::contrast::Measure>,
 }
 
 /// A condition on the drafts of earlier rules (in `rules::RULES`' order), each of the
@@ -396,6 +400,7 @@ impl Draft {
             stand_in: None,
             gives_way: Vec::new(),
             next_block: None,
+            stands_on: Vec::new(),
         }
     }
 

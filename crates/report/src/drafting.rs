@@ -1,7 +1,9 @@
 //! The registry pass: every rule of [`RULES`] over the joined evidence, in the table's order.
 //! Here alone one rule's drafts meet another's before the fold: a finding belongs to the first
 //! rule whose draft explains it ([`Ctx::claimed`]), and a draft gives way where an earlier
-//! rule's draft meets one of its [`GiveWay`] conditions. No rule reads another rule's drafts.
+//! rule's draft meets one of its [`GiveWay`] conditions; then the comparison with the
+//! baseline's profile ([`crate::contrast::weigh`]) weighs the performance causes. No rule reads
+//! another rule's drafts.
 
 use std::collections::BTreeSet;
 
@@ -27,6 +29,23 @@ pub fn draft_all(joined: &Joined) -> Vec<Draft> {
         claimed.extend(new.iter().flat_map(|d| d.explains.iter().copied()));
         kept.extend(new);
     }
+    // The baseline's profile weighs the performance causes: what the two kernels share is no
+    // cause of the difference, and what separates them is.
+    // A draft that gives way where a cause accounts for its kernel's time gives way to the
+    // causes the comparison adds too.
+    let added = crate::contrast::weigh(
+        &Ctx {
+            joined,
+            claimed: &claimed,
+        },
+        &mut kept,
+    );
+    kept.retain(|d| {
+        !d.gives_way
+            .iter()
+            .any(|c| matches!(c, GiveWay::TimeAccounted(_)) && holds(c, d, &added))
+    });
+    kept.extend(added);
     annotate(joined, &mut kept);
     kept
 }

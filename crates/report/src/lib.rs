@@ -48,6 +48,7 @@
 mod analysis;
 pub mod bisect;
 pub mod check_failure;
+pub mod contrast;
 mod diagnosis;
 pub mod diff;
 mod drafting;

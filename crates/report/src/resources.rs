@@ -319,6 +319,16 @@ pub struct KernelFigures {
     /// Floating-point operations per byte its threads asked of global memory, from the same
     /// instruction mix: how much it does with what it loads before loading it again.
     pub flops_per_load_byte: Option<f64>,
+    /// ncu's waves of blocks per SM, warps active per SM (achieved) and L2 throughput (percent
+    /// of peak), and the kernel's instruction mix: what `contrast` sets beside the baseline's.
+    #[serde(skip)]
+    pub waves_per_sm: Option<f64>,
+    #[serde(skip)]
+    pub active_warps_per_sm: Option<f64>,
+    #[serde(skip)]
+    pub l2_throughput_pct: Option<f64>,
+    #[serde(skip)]
+    pub mix: Option<parsers::InstructionMix>,
 }
 
 /// The program's kernels and the baseline's, each the longest launch first (the baseline's
@@ -343,10 +353,21 @@ pub fn beside_baseline(joined: &Joined) -> Option<(Vec<KernelFigures>, Vec<Kerne
                         + m.tensor_flops as f64;
                     flops / m.global_load_bytes as f64
                 });
+                let value = |name: &str| {
+                    j.metrics_of_kernel(summary.config.as_deref(), &kernel)
+                        .map(|m| m.metric)
+                        .filter(|m| summary.launch.is_none() || m.launch == summary.launch)
+                        .find(|m| m.name == name)
+                        .map(|m| m.value)
+                };
                 KernelFigures {
-                    summary,
                     tensor_instructions: mix.map(|m| m.mma),
                     flops_per_load_byte,
+                    waves_per_sm: value("Waves Per SM"),
+                    active_warps_per_sm: value("Achieved Active Warps Per SM"),
+                    l2_throughput_pct: value("L2 Cache Throughput"),
+                    mix: mix.cloned(),
+                    summary,
                 }
             })
             .collect();

@@ -258,12 +258,14 @@ fn verdict(
         VerdictKind::Failing
     } else if joined.run.is_some() && unconcluded.is_empty() && !checked && !not_run.is_empty() {
         VerdictKind::NotChecked
+    } else if !slow.is_empty() && ran {
+        // A measured slowness stands whatever else could not conclude; those stages are
+        // listed after it.
+        VerdictKind::Slow
     } else if !unconcluded.is_empty() || !ran {
         VerdictKind::Inconclusive
     } else if gpu_planned && !gpu_ran {
         VerdictKind::CompileOnly
-    } else if !slow.is_empty() {
-        VerdictKind::Slow
     } else if warnings > 0 {
         VerdictKind::Warnings
     } else {
@@ -450,7 +452,7 @@ fn with_gaps(
             line.push_str(&format!(" Missing: {}.", join_words(&needs)));
         }
     }
-    if kind == VerdictKind::Failing && !unconcluded.is_empty() {
+    if matches!(kind, VerdictKind::Failing | VerdictKind::Slow) && !unconcluded.is_empty() {
         line.push_str(&format!(
             " {} could not conclude.",
             plural(unconcluded.len() as u64, "stage", "stages")

@@ -28,8 +28,37 @@ pub fn render() -> String {
         }
         out.push_str(&format!("- Source: `{}`.\n", rule.module));
     }
+    out.push_str(WEIGHING);
     out
 }
+
+/// How performance causes are costed, ranked and set against the baseline's profile.
+const WEIGHING: &str = "
+## How performance causes are weighed
+
+**What a cause costs.** Each performance cause carries its cost as an estimated speedup, in \
+percent of its kernel's time, and the gain to the program (that times the kernel's share of the \
+profiled GPU time); causes rank by it, a measured cause before a suggestion no run tested. \
+The cost is what the profile measured: Nsight Compute's own estimate where its rule names the \
+cause; the share of the kernel's warp-stall samples on the lines that hold the cause (excess \
+global sectors, excess shared wavefronts, atomics); for local memory, the share of its threads' \
+memory traffic that is the stack frame's; for a figure of the whole launch (tensor cores, waves, \
+warps), the part of the kernel's time that the baseline's launch does without. A suggestion no \
+run tested (an occupancy change with no experiment) never ranks first, and says so.
+
+**Beside the baseline** (`crates/report/src/contrast.rs`). When the program and its baseline \
+are both profiled, the program's longest kernel is set beside the baseline's longest on the \
+figures that explain time: sectors per global load and store request, shared-memory \
+wavefronts over the ideal, tensor-core instructions, waves of blocks per SM, warps active per \
+SM, global atomics and local-memory bytes per thread launched, and floating-point operations per \
+byte loaded. Only a kernel slower than the baseline's is weighed. A cause whose figure the \
+baseline shares (the program's within 1.5 times the baseline's) becomes a note that says so: \
+it is not why the program is slower. A cause whose figure is far worse (twice for sectors and \
+wavefronts, four times for the others, or none where the baseline has some) says both figures; \
+a figure that far worse that no rule named becomes a `slow-kernel` cause of its own, at the \
+user's line that holds it (a toolkit header's line is placed at the user's call it was \
+inlined into), costed as above.
+";
 
 fn role(role: Role) -> &'static str {
     match role {

@@ -15,6 +15,7 @@ use parsers::{OccupancyLimiter, ProfilerRule, SourceLine, SpeedupType};
 use scalar_product::no_tensor_cores;
 use words::{Weight, describe, word_weight};
 
+use crate::contrast::Measure;
 use crate::hypothesis::{ExperimentKind, Hypothesis};
 use serde_json::json;
 
@@ -104,6 +105,17 @@ impl Class {
             "TheoreticalOccupancy" => Some(Class::Occupancy),
             "CPIStall" if rule.lg_throttle => Some(Class::LocalMemory),
             _ => None,
+        }
+    }
+
+    /// The profile's figures the cause stands on, for the comparison with the baseline.
+    fn measures(self) -> &'static [Measure] {
+        match self {
+            Class::BankConflicts => &[Measure::SharedWavefronts],
+            Class::Uncoalesced => &[Measure::LoadSectors, Measure::StoreSectors],
+            Class::FewBlocks => &[Measure::WavesPerSm],
+            Class::Occupancy => &[Measure::WarpsPerSm],
+            Class::LocalMemory => &[Measure::LocalBytes],
         }
     }
 
@@ -289,6 +301,7 @@ fn cause(
     d.config = f.config.clone();
     d.kernel = kernel.clone().map(String::from);
     d.key = class.key().to_string();
+    d.stands_on = class.measures().to_vec();
     // An occupancy cause takes over `occupancy-limit`'s note for its kernel.
     d.absorbs = class == Class::Occupancy;
     d.explains.push(index);

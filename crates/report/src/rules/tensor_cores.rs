@@ -57,6 +57,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             continue;
         }
         let mut d = Draft::new(RuleId::TensorCoresIdle, Level::Warning, Message::new());
+        if no_mma {
+            d.stands_on = vec![crate::contrast::Measure::TensorInstructions];
+        }
         d.config = view.config.clone();
         d.kernel = Some(view.name.to_string());
         // Fragments on local memory already say why its tensor cores are idle.

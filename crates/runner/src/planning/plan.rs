@@ -223,15 +223,17 @@ pub fn plan(
     let bound = units
         .iter()
         .position(|u| u.kind == StageKind::Baseline && u.config.is_some());
-    units.extend(baseline_profile(pipeline, preflight, selection).map(|mut u| {
-        if let Some(b) = bound.and_then(|i| units.get(i)) {
-            (u.config, u.arch, u.compile) = (b.config.clone(), b.arch.clone(), b.compile);
-            if u.blocked.is_none() {
-                u.blocked.clone_from(&b.blocked);
+    units.extend(
+        baseline_profile(pipeline, preflight, selection).map(|mut u| {
+            if let Some(b) = bound.and_then(|i| units.get(i)) {
+                (u.config, u.arch, u.compile) = (b.config.clone(), b.arch.clone(), b.compile);
+                if u.blocked.is_none() {
+                    u.blocked.clone_from(&b.blocked);
+                }
             }
-        }
-        u
-    }));
+            u
+        }),
+    );
     Ok(Plan { units })
 }
 

@@ -386,3 +386,95 @@ fn the_pipeline_runs_the_baseline_once_for_every_case() {
     );
     assert_eq!(stages(&project.manifest(), "baseline").len(), 1);
 }
+
+/// A stored run's JSON report, through `runner report`.
+fn report_json(run: &Path) -> Value {
+    let out = Command::new(crate::util::BIN)
+        .args(["report", "--format", "json"])
+        .arg(run)
+        .output()
+        .expect("run runner report");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
+}
+
+/// The root causes (warnings and errors) of a JSON report, and its notes, as `rule: title`.
+fn causes_and_notes(json: &Value) -> (Vec<String>, Vec<String>) {
+    let line = |d: &Value| format!("{}: {}", d["rule"].as_str().unwrap_or(""), d["title"]);
+    let all = json["diagnoses"].as_array().cloned().unwrap_or_default();
+    let (notes, causes): (Vec<Value>, Vec<Value>) =
+        all.into_iter().partition(|d| d["level"] == "note");
+    (
+        causes.iter().map(line).collect(),
+        notes.iter().map(line).collect(),
+    )
+}
+
+/// `examples/baseline-contrast/walk.yaml` on an H200: one warp sums 32 columns with lane =
+/// column, beside the same sums with lane = row. Both launch one block for 132 SMs, so "too
+/// few blocks" is no reason the program is slower: it is a note that says the baseline shares
+/// it, and the cause is the loads' coalescing, both figures given, at the line that loads.
+#[test]
+fn a_cause_the_baseline_shares_gives_way_to_what_separates_the_two() {
+    let run =
+        repo().join("examples/baseline-contrast/reference/artifacts/20261129T004548Z-f71a10ca");
+    let json = report_json(&run);
+    assert_eq!(json["verdict"]["kind"], "slow", "{:#}", json["verdict"]);
+    let (causes, notes) = causes_and_notes(&json);
+    let top = causes.first().cloned().unwrap_or_default();
+    assert!(
+        top.starts_with("slow-kernel: ") && top.contains("Uncoalesced global loads: 8.0"),
+        "{causes:#?}"
+    );
+    assert!(top.contains("(the baseline: 1.0)"), "{top}");
+    assert_eq!(
+        json["diagnoses"][0]["location"]["line"], 34,
+        "{:#}",
+        json["diagnoses"][0]
+    );
+    assert!(
+        !causes.iter().any(|c| c.contains("Too few blocks")),
+        "{causes:#?}"
+    );
+    let few = json["diagnoses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|d| d["title"].to_string().contains("Too few blocks"))
+        .unwrap_or_else(|| panic!("no too-few-blocks note in {notes:#?}"));
+    assert!(
+        few["notes"].to_string().contains("shares it"),
+        "{:#}",
+        few["notes"]
+    );
+}
+
+/// `examples/baseline-contrast/sum.yaml` on an H200: every thread adds to one address with
+/// `atomicAdd`, beside a block-level tree with one atomic per block, 858x faster. The cause is
+/// the atomics' contention at the user's line (not latency, which the bottleneck rule read
+/// before the comparison), with the reduce-in-the-block fix, and it takes the time the profile
+/// measured there.
+#[test]
+fn contended_atomics_are_named_beside_a_block_reduction() {
+    let run =
+        repo().join("examples/baseline-contrast/reference/artifacts/20261129T004608Z-4fbe9146");
+    let json = report_json(&run);
+    let (causes, _) = causes_and_notes(&json);
+    assert_eq!(causes.len(), 1, "{causes:#?}");
+    let top = &json["diagnoses"][0];
+    assert!(
+        top["title"].to_string().contains("Atomic contention"),
+        "{top:#}"
+    );
+    assert_eq!(top["location"]["file"], "contrast.cu", "{top:#}");
+    assert_eq!(top["location"]["line"], 50, "{top:#}");
+    assert!(
+        top["help"].to_string().contains("one atomic per block"),
+        "{top:#}"
+    );
+    let cost = top["figures"]["estimated_speedup"].as_f64().unwrap_or(0.0);
+    assert!(cost >= 50.0, "{top:#}");
+    assert!(
+        !causes.iter().any(|c| c.contains("Latency-bound")),
+        "{causes:#?}"
+    );
+}

@@ -687,6 +687,69 @@ fn timings_read_from_text_with_a_pattern_pair_with_the_baseline_and_read_slow() 
     assert_eq!(table(&again), table(&report), "{again}");
 }
 
+/// A baseline runs what the build made: its `{build_dir}` (and `EXHIBIT_BUILD_DIR`) is the
+/// config's build directory, where the build wrote a slow program and a fast one. The
+/// baseline's unit is the config's, the two timings pair, and the run reads Slow.
+#[test]
+fn a_baseline_runs_the_program_its_config_built() {
+    let script = |name: &str, ms: &str| {
+        format!("printf '#!/bin/sh\\necho t: {ms} ms\\n' > \"$0/{name}\" && chmod +x \"$0/{name}\"")
+    };
+    let build = format!(
+        "  build:\n    command: [sh, -c, 'mkdir -p \"$0\" && {} && {}', \"{{build_dir}}\"]\n  program:\n    command: [\"{{build_dir}}/slow\"]",
+        script("slow", "2.0"),
+        script("fast", "1.0")
+    );
+    let timing = "    pattern: '^t: (?P<value>[0-9.]+) ms$'\n    unit: ms";
+    let project = project(
+        &build,
+        &format!(
+            "  build:\n    timeout: 30s\n    needs: {{ tools: [] }}\n  bench:\n    needs: {{ gpu: false }}\n    timeout: 30s\n{timing}\n\
+             \x20 baseline:\n    needs: {{ gpu: false }}\n    timeout: 30s\n    command: [\"{{build_dir}}/fast\"]\n{timing}"
+        ),
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let manifest = project.manifest();
+    let baseline = stage(&manifest, "baseline");
+    assert_eq!(baseline["status"], "passed", "{baseline:#}");
+    assert_eq!(baseline["unit"]["config"], "plain", "{baseline:#}");
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    assert!(
+        report.contains("Slow: 2.00x slower than its baseline"),
+        "{report}"
+    );
+}
+
+/// `runner check` refuses a placeholder in a stage's own command that would expand to nothing
+/// or to a directory nothing made, naming the stage and the word.
+#[test]
+fn check_refuses_a_placeholder_a_stage_cannot_resolve() {
+    let cases = [
+        (
+            "  program:\n    command: [bin/ring]",
+            "  baseline:\n    timeout: 30s\n    command: [\"{build_dir}/fast\"]",
+            "stages.baseline.command: `{build_dir}/fast` names `{build_dir}`",
+        ),
+        (
+            "  program:\n    command: [bin/ring]",
+            "  baseline:\n    timeout: 30s\n    command: [bin/ring, \"{launches}\"]",
+            "names `{launches}`, which only a stress stage's run has a value for",
+        ),
+        (
+            "  program:\n    command: [bin/ring]",
+            "  baseline:\n    timeout: 30s\n    command: [bin/ring, \"--shape={shape}\"]",
+            "names `{shape}`, and this stage runs no case",
+        ),
+    ];
+    for (target, stages, expected) in cases {
+        let project = project(target, stages);
+        let out = project.run(&["check", "pipeline.yaml"]);
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        assert!(stderr(&out).contains(expected), "{}", stderr(&out));
+    }
+}
+
 /// A Python driver's `name: 1.234 ms` lines: a bench pattern and a baseline pattern without a
 /// `label` group, in the unit given beside them, name their timings after the one config, so
 /// they pair.

@@ -1,0 +1,712 @@
+//! The program's kernel set beside the baseline's, figure by figure: what separates the two.
+//!
+//! When the program and its baseline are both profiled, the program's longest kernel and the
+//! baseline's longest are compared on the figures that explain time: sectors per global load
+//! and store request (coalescing), shared-memory wavefronts per request (bank conflicts),
+//! tensor-core instructions, waves of blocks per SM and warps active per SM, global atomics
+//! and local-memory bytes per thread, floating-point operations per byte loaded. A cause whose
+//! figure the baseline shares is not why the program is slower; a figure far worse than the
+//! baseline's is. Counts are per thread launched, so two launches of different sizes still
+//! compare; ratios of requests compare as they are.
+
+use serde_json::json;
+
+use crate::diagnosis::{Confidence, Draft, Figure, Level};
+use crate::join::Joined;
+use crate::kernel_id::KernelId;
+use crate::message::{Message, code, figure, msg};
+use crate::resources::KernelFigures;
+use crate::rules::RuleId;
+
+/// A figure the comparison reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Measure {
+    /// 32-byte sectors the global loads touched over the fewest their bytes needed: 1 when
+    /// coalesced.
+    LoadSectors,
+    /// The same for global stores.
+    StoreSectors,
+    /// Shared-memory wavefronts over the ideal: 1 without bank conflicts.
+    SharedWavefronts,
+    /// Tensor-core instructions executed.
+    TensorInstructions,
+    /// Waves of blocks per SM (ncu's `Waves Per SM`).
+    WavesPerSm,
+    /// Warps active per SM, achieved.
+    WarpsPerSm,
+    /// Global atomic operations per thread launched.
+    Atomics,
+    /// Local-memory bytes per thread launched.
+    LocalBytes,
+    /// Floating-point operations per byte loaded from global memory.
+    Reuse,
+}
+
+impl Measure {
+    /// Whether a larger value costs time (else a smaller one does).
+    fn higher_is_worse(self) -> bool {
+        matches!(
+            self,
+            Measure::LoadSectors
+                | Measure::StoreSectors
+                | Measure::SharedWavefronts
+                | Measure::Atomics
+                | Measure::LocalBytes
+        )
+    }
+
+    /// How much worse than the baseline a figure must be to separate the two: sectors and
+    /// wavefronts are bounded (4 to 32, 1 to 32), counts and rates are not.
+    fn separates_at(self) -> f64 {
+        match self {
+            Measure::LoadSectors | Measure::StoreSectors | Measure::SharedWavefronts => 2.0,
+            _ => 4.0,
+        }
+    }
+}
+
+/// One figure of the program's kernel and the baseline's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Contrast {
+    pub measure: Measure,
+    pub ours: f64,
+    pub theirs: f64,
+}
+
+impl Contrast {
+    /// How many times worse the program's figure is than the baseline's (1: the same; below 1:
+    /// better; infinite where the baseline's is none and the program's is some, or the other
+    /// way for a figure whose lack costs).
+    pub fn worse_by(&self) -> f64 {
+        let (over, under) = if self.measure.higher_is_worse() {
+            (self.ours, self.theirs)
+        } else {
+            (self.theirs, self.ours)
+        };
+        match (over > 0.0, under > 0.0) {
+            (false, false) => 1.0,
+            (false, true) => 0.0,
+            (true, false) => f64::INFINITY,
+            (true, true) => over / under,
+        }
+    }
+
+    /// Whether the figure separates the program from the baseline.
+    pub fn separates(&self) -> bool {
+        self.worse_by() >= self.measure.separates_at()
+    }
+
+    /// Whether the baseline's figure is as bad, or nearly: a cause standing on it is shared.
+    pub fn shared(&self) -> bool {
+        self.worse_by() < 1.5
+    }
+}
+
+/// The program's kernel beside the baseline's, and their figures.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub kernel: KernelId,
+    pub config: Option<String>,
+    /// The baseline's kernel, as ncu named it.
+    pub baseline_kernel: String,
+    /// The two launches' durations (µs), when ncu measured both.
+    pub durations: Option<(f64, f64)>,
+    /// Of the program kernel's threads' memory traffic (global loads and local bytes), the
+    /// share that is local memory's.
+    pub local_share: Option<f64>,
+    /// The threads at work in each of the program kernel's global atomics (32: a warp's
+    /// lanes each add; 1: one thread spins).
+    pub atomic_lanes: Option<f64>,
+    pub contrasts: Vec<Contrast>,
+}
+
+impl Comparison {
+    /// The program's longest profiled kernel beside the baseline's longest, when both were
+    /// profiled.
+    pub fn of(joined: &Joined) -> Option<Comparison> {
+        let (own, theirs) = crate::resources::beside_baseline(joined)?;
+        let ours = own.first()?;
+        // The baseline's kernel of the same name (another build of the same function), else
+        // its longest.
+        let best = theirs
+            .iter()
+            .find(|k| KernelId::of(&k.summary.kernel) == KernelId::of(&ours.summary.kernel))
+            .or(theirs.first())?;
+        Some(Comparison {
+            kernel: KernelId::of(&ours.summary.kernel),
+            config: ours.summary.config.clone(),
+            baseline_kernel: best.summary.kernel.clone(),
+            durations: ours.summary.duration_us.zip(best.summary.duration_us),
+            local_share: ours.mix.as_ref().and_then(|m| {
+                let all = m.memory.local_bytes + m.global_load_bytes;
+                (all > 0).then(|| m.memory.local_bytes as f64 / all as f64)
+            }),
+            atomic_lanes: ours.mix.as_ref().and_then(|m| {
+                let n = m.memory.global_atomics;
+                (n > 0).then(|| m.memory.global_atomic_lanes as f64 / n as f64)
+            }),
+            contrasts: contrasts(ours, best),
+        })
+    }
+
+    pub fn get(&self, measure: Measure) -> Option<&Contrast> {
+        self.contrasts.iter().find(|c| c.measure == measure)
+    }
+}
+
+/// Every figure both kernels' profiles hold.
+pub fn contrasts(ours: &KernelFigures, theirs: &KernelFigures) -> Vec<Contrast> {
+    let threads = |k: &KernelFigures| {
+        let n = k.summary.grid_size? * u64::from(k.summary.block_size?);
+        (n > 0).then_some(n as f64)
+    };
+    let per_thread = |k: &KernelFigures, f: fn(&parsers::MemoryMix) -> u64| {
+        Some(f(&k.mix.as_ref()?.memory) as f64 / threads(k)?)
+    };
+    let memory = |k: &KernelFigures| k.mix.as_ref().map(|m| m.memory);
+    let pairs: [(Measure, Option<f64>, Option<f64>); 9] = [
+        (
+            Measure::LoadSectors,
+            memory(ours).and_then(|m| m.load_sectors_per_ideal()),
+            memory(theirs).and_then(|m| m.load_sectors_per_ideal()),
+        ),
+        (
+            Measure::StoreSectors,
+            memory(ours).and_then(|m| m.store_sectors_per_ideal()),
+            memory(theirs).and_then(|m| m.store_sectors_per_ideal()),
+        ),
+        (
+            Measure::SharedWavefronts,
+            memory(ours).and_then(|m| m.shared_wavefronts_per_ideal()),
+            memory(theirs).and_then(|m| m.shared_wavefronts_per_ideal()),
+        ),
+        (
+            Measure::TensorInstructions,
+            ours.tensor_instructions.map(|n| n as f64),
+            theirs.tensor_instructions.map(|n| n as f64),
+        ),
+        (Measure::WavesPerSm, ours.waves_per_sm, theirs.waves_per_sm),
+        (
+            Measure::WarpsPerSm,
+            ours.active_warps_per_sm,
+            theirs.active_warps_per_sm,
+        ),
+        (
+            Measure::Atomics,
+            per_thread(ours, |m| m.global_atomic_lanes),
+            per_thread(theirs, |m| m.global_atomic_lanes),
+        ),
+        (
+            Measure::LocalBytes,
+            per_thread(ours, |m| m.local_bytes),
+            per_thread(theirs, |m| m.local_bytes),
+        ),
+        (
+            Measure::Reuse,
+            ours.flops_per_load_byte,
+            theirs.flops_per_load_byte,
+        ),
+    ];
+    pairs
+        .into_iter()
+        .filter_map(|(measure, ours, theirs)| {
+            Some(Contrast {
+                measure,
+                ours: ours?,
+                theirs: theirs?,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(measure: Measure, ours: f64, theirs: f64) -> Contrast {
+        Contrast {
+            measure,
+            ours,
+            theirs,
+        }
+    }
+
+    #[test]
+    fn a_figure_far_worse_than_the_baselines_separates_and_a_shared_one_does_not() {
+        assert!(c(Measure::LoadSectors, 8.0, 1.0).separates());
+        assert!(!c(Measure::LoadSectors, 8.0, 1.0).shared());
+        assert!(c(Measure::WavesPerSm, 0.01, 0.01).shared());
+        assert!(!c(Measure::WavesPerSm, 0.01, 0.01).separates());
+        // Fewer waves than the baseline's is worse; more is not.
+        assert!(c(Measure::WavesPerSm, 0.1, 4.0).separates());
+        assert!(c(Measure::WavesPerSm, 4.0, 0.1).shared());
+        // None where the baseline has some.
+        assert!(c(Measure::TensorInstructions, 0.0, 1e6).separates());
+        assert!(c(Measure::Atomics, 1.0, 0.0).separates());
+        assert!(c(Measure::Atomics, 0.0, 0.0).shared());
+    }
+}
+
+/// The comparison's part in drafting, after every rule ran: each cause of the compared kernel
+/// that stands on a figure the baseline shares becomes a note that says so; each that stands
+/// on a figure separating the two says both figures and is costed by the comparison when its
+/// rule gave it no cost; and each separating figure no cause names becomes a cause of its own,
+/// at the user's line that holds it, costed by what the profile measured there.
+/// Returns the causes it added.
+pub fn weigh(ctx: &crate::rules::Ctx, drafts: &mut [Draft]) -> Vec<Draft> {
+    let mut added = Vec::new();
+    let Some(cmp) = Comparison::of(ctx.joined) else {
+        return added;
+    };
+    // Only a kernel slower than the baseline's has something that separates it.
+    if !cmp.durations.is_some_and(|(ours, theirs)| ours > theirs) {
+        return added;
+    }
+    let lines = kernel_lines(ctx.joined, &cmp);
+    let of_kernel = |d: &Draft| {
+        d.config == cmp.config
+            && d.kernel
+                .as_deref()
+                .is_some_and(|k| crate::rules::draft_kernel_is(k, &cmp.kernel))
+    };
+    let mut named: Vec<Measure> = Vec::new();
+    for d in drafts.iter_mut().filter(|d| of_kernel(d)) {
+        let rows: Vec<&Contrast> = d.stands_on.iter().filter_map(|m| cmp.get(*m)).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        if rows.iter().all(|c| c.shared()) {
+            if d.level == Level::Warning {
+                d.level = Level::Note;
+            }
+            d.explanation.append(msg!(
+                " The baseline's {} shares it ({}), so it is not what makes {} slower than the \
+                 baseline.",
+                code(KernelId::of(&cmp.baseline_kernel)),
+                Message::words(rows.iter().map(|c| both(c)).collect()),
+                code(cmp.kernel.as_str())
+            ));
+            continue;
+        }
+        let apart: Vec<&Contrast> = rows.iter().copied().filter(|c| c.separates()).collect();
+        if let Some(top) = apart.first() {
+            named.extend(apart.iter().map(|c| c.measure));
+            d.explanation.append(msg!(
+                " Beside the baseline's {}: {}.",
+                code(KernelId::of(&cmp.baseline_kernel)),
+                Message::words(apart.iter().map(|c| both(c)).collect())
+            ));
+            let pct = cost(ctx, top, &cmp, &lines);
+            if Figure::EstimatedSpeedup.of(&d.figures).is_none() {
+                set_cost(d, pct);
+            }
+            // A note its rule weighed down stands as a cause where the comparison measured
+            // that it costs time; a suggestion no run tested stays a note.
+            let untested = d.hypothesis.as_ref().is_some_and(|h| h.untested());
+            if d.level == Level::Note && !untested && pct.is_some_and(|p| p >= MIN_COST) {
+                set_cost(d, pct);
+                d.level = Level::Warning;
+            }
+        }
+    }
+    for c in cmp.contrasts.iter().filter(|c| c.separates()) {
+        if named.contains(&c.measure) || !Measure::causes().contains(&c.measure) {
+            continue;
+        }
+        named.push(c.measure);
+        added.push(cause(ctx, &cmp, c, &lines));
+    }
+    added
+}
+
+/// The least a figure must cost (percent of its kernel's time) to be a cause rather than a
+/// note.
+const MIN_COST: f64 = 10.0;
+
+impl Measure {
+    /// The measures that make a cause of their own when they separate the two kernels (the
+    /// rest describe, as the reuse of loaded bytes does).
+    fn causes() -> &'static [Measure] {
+        &[
+            Measure::LoadSectors,
+            Measure::StoreSectors,
+            Measure::SharedWavefronts,
+            Measure::TensorInstructions,
+            Measure::WavesPerSm,
+            Measure::WarpsPerSm,
+            Measure::Atomics,
+            Measure::LocalBytes,
+        ]
+    }
+
+    /// What the figure is called after its value.
+    fn unit(self) -> &'static str {
+        match self {
+            Measure::LoadSectors => "global load sectors for each one the bytes need",
+            Measure::StoreSectors => "global store sectors for each one the bytes need",
+            Measure::SharedWavefronts => "shared-memory wavefronts per ideal one",
+            Measure::TensorInstructions => "tensor-core instructions",
+            Measure::WavesPerSm => "waves of blocks per SM",
+            Measure::WarpsPerSm => "warps active per SM",
+            Measure::Atomics => "global atomics per thread",
+            Measure::LocalBytes => "local-memory bytes per thread",
+            Measure::Reuse => "floating-point operations per byte loaded",
+        }
+    }
+}
+
+/// "8.0 global load sectors for each one the bytes need (the baseline: 1.0)".
+fn both(c: &Contrast) -> Message {
+    msg!(
+        "{} {} (the baseline: {})",
+        figure(value(c.ours)),
+        c.measure.unit(),
+        figure(value(c.theirs))
+    )
+}
+
+/// A figure as the report prints it: whole numbers with thousands separators, small ones to
+/// one decimal or three significant places.
+fn value(v: f64) -> String {
+    if v == 0.0 {
+        "0".to_string()
+    } else if v.abs() >= 1000.0 && v.fract() == 0.0 {
+        crate::text::thousands(v as u64)
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 0.1 {
+        format!("{v:.1}")
+    } else {
+        crate::text::sig3(v)
+    }
+}
+
+/// The compared kernel's source-page lines.
+fn kernel_lines<'j>(joined: &'j Joined, cmp: &Comparison) -> Vec<&'j parsers::SourceLine> {
+    joined
+        .sources
+        .iter()
+        .filter(|s| s.config == cmp.config.as_deref())
+        .filter(|s| {
+            s.stage
+                .is_none_or(|st| st.unit().target != crate::run::TargetKind::Baseline)
+        })
+        .flat_map(|s| &s.log.source_lines)
+        .filter(|l| KernelId::of(&l.function) == cmp.kernel)
+        .collect()
+}
+
+/// Whether a source-page line is in the user's own files (not a toolkit header's).
+fn is_own(ctx: &crate::rules::Ctx, l: &parsers::SourceLine) -> bool {
+    let j = ctx.joined;
+    j.repo_files
+        .contains(&crate::text::relative_path(&l.file, &j.repo_files))
+}
+
+/// The user's lines that hold a figure's cost: those that hold it themselves, and those a
+/// toolkit header's line that holds it was inlined into (`atomicAdd`'s body is the header's;
+/// the statement that calls it is the user's). A header's lines where no user line is known.
+fn cause_lines<'l>(
+    ctx: &crate::rules::Ctx,
+    cmp: &Comparison,
+    measure: Measure,
+    lines: &[&'l parsers::SourceLine],
+) -> Vec<&'l parsers::SourceLine> {
+    let config = cmp.config.as_deref();
+    let direct: Vec<&parsers::SourceLine> = lines
+        .iter()
+        .copied()
+        .filter(|l| holds(measure, l))
+        .collect();
+    let mut out: Vec<&parsers::SourceLine> = Vec::new();
+    for l in &direct {
+        if is_own(ctx, l) {
+            out.push(l);
+            continue;
+        }
+        let at = ctx.tool_place(&l.file, l.line, config);
+        for up in ctx.inlined_into(config, &at) {
+            out.extend(lines.iter().copied().filter(|u| {
+                is_own(ctx, u)
+                    && u.line == up.line.unwrap_or(0)
+                    && crate::text::relative_path(&u.file, &ctx.joined.repo_files) == up.file
+            }));
+        }
+    }
+    if out.is_empty() {
+        return direct;
+    }
+    out.sort_by_key(|l| (l.file.clone(), l.line));
+    out.dedup_by_key(|l| (l.file.clone(), l.line));
+    out
+}
+
+/// The lines that hold a figure's cost: those with excess sectors, excess wavefronts, atomics;
+/// none for a figure of the whole launch.
+fn holds(measure: Measure, l: &parsers::SourceLine) -> bool {
+    match measure {
+        Measure::LoadSectors | Measure::StoreSectors => l.global_excessive > 0,
+        Measure::SharedWavefronts => l.shared_excessive > 0,
+        Measure::Atomics => l.atomics > 0,
+        _ => false,
+    }
+}
+
+/// What a separating figure costs, in percent of the kernel's time, from what was measured:
+/// the share of the kernel's warp-stall samples on the lines that hold it (sectors,
+/// wavefronts, atomics); for local memory, the share of its threads' memory traffic that is
+/// the stack frame's; for a figure of the whole launch (tensor cores, waves, warps) the gap
+/// between the two launches' durations. `None` where nothing measured it.
+fn cost(
+    ctx: &crate::rules::Ctx,
+    c: &Contrast,
+    cmp: &Comparison,
+    lines: &[&parsers::SourceLine],
+) -> Option<f64> {
+    let own: Vec<&parsers::SourceLine> = lines.iter().copied().filter(|l| is_own(ctx, l)).collect();
+    let total: u64 = own.iter().map(|l| l.stall_samples).sum();
+    let mut on: u64 = cause_lines(ctx, cmp, c.measure, lines)
+        .iter()
+        .filter(|l| is_own(ctx, l))
+        .map(|l| l.stall_samples)
+        .sum();
+    // Atomics one thread issues while its block waits: the block's warps stalled at the
+    // barrier wait for it too.
+    if c.measure == Measure::Atomics && cmp.atomic_lanes.is_some_and(|l| l < 2.0) {
+        on += own
+            .iter()
+            .filter_map(|l| l.stalls.get("stall_barrier"))
+            .sum::<u64>();
+    }
+    let gap = cmp
+        .durations
+        .map(|(ours, theirs)| 100.0 * (1.0 - theirs / ours).max(0.0));
+    let pct = match c.measure {
+        Measure::LoadSectors
+        | Measure::StoreSectors
+        | Measure::SharedWavefronts
+        | Measure::Atomics => (total > 0 && on > 0).then(|| 100.0 * on as f64 / total as f64),
+        Measure::LocalBytes => cmp.local_share.map(|s| 100.0 * s),
+        // The SMs a grid of less than a wave leaves idle, and the warps fewer than the
+        // baseline's, each no more than the gap.
+        Measure::WavesPerSm => gap.map(|g| g.min(100.0 * (1.0 - c.ours.min(1.0)))),
+        Measure::WarpsPerSm => gap.map(|g| g.min(100.0 * (1.0 - c.ours / c.theirs).max(0.0))),
+        Measure::TensorInstructions | Measure::Reuse => gap,
+    }?;
+    Some((pct * 10.0).round() / 10.0)
+}
+
+/// Sets a cause's cost: its estimated speedup, and the program's gain by its kernel's share of
+/// the profiled time where the rule measured one.
+fn set_cost(d: &mut Draft, pct: Option<f64>) {
+    let Some(pct) = pct else { return };
+    Figure::EstimatedSpeedup.set(&mut d.figures, json!(pct));
+    let share = d
+        .figures
+        .get("time_share")
+        .and_then(|v| v.as_f64())
+        .unwrap_or(1.0);
+    Figure::ProgramGain.set(&mut d.figures, json!(pct * share));
+}
+
+/// A separating figure no rule named, as a cause of its own.
+fn cause(
+    ctx: &crate::rules::Ctx,
+    cmp: &Comparison,
+    c: &Contrast,
+    lines: &[&parsers::SourceLine],
+) -> Draft {
+    let theirs = code(KernelId::of(&cmp.baseline_kernel));
+    let kernel = code(cmp.kernel.as_str());
+    let (title, mechanism, fix) = match c.measure {
+        Measure::LoadSectors | Measure::StoreSectors => {
+            let what = if c.measure == Measure::LoadSectors {
+                "loads"
+            } else {
+                "stores"
+            };
+            (
+                msg!("Uncoalesced global {}: {}", what, both(c)),
+                msg!(
+                    "The warps' requests touch {} 32-byte sectors for each one their bytes fill, \
+                     so the memory system moves that many times the bytes the threads use.",
+                    figure(format!("{:.1}", c.ours))
+                ),
+                msg!(
+                    "Make consecutive threads touch consecutive addresses: index the \
+                     fastest-varying dimension by `threadIdx.x`, or stage the tile through shared \
+                     memory and write it out in order, as the baseline's kernel does."
+                ),
+            )
+        }
+        Measure::SharedWavefronts => (
+            msg!("Shared-memory bank conflicts: {}", both(c)),
+            msg!(
+                "Each shared-memory request of a warp is replayed {} times where the baseline's \
+                 takes {}: the threads of a warp hit the same banks.",
+                figure(format!("{:.1}", c.ours)),
+                figure(format!("{:.1}", c.theirs))
+            ),
+            msg!(
+                "Pad the shared array's rows by one element, or swizzle its index, so that a \
+                 warp's 32 accesses fall in 32 different banks."
+            ),
+        ),
+        Measure::TensorInstructions => (
+            msg!(
+                "No tensor cores: the baseline runs {} tensor-core instructions, {} none",
+                figure(value(c.theirs)),
+                kernel.clone()
+            ),
+            msg!(
+                "The baseline's {} runs its product on the tensor cores; {} runs every \
+                 multiply-add on the FMA pipes, whose peak is a fraction of theirs.",
+                theirs.clone(),
+                kernel.clone()
+            ),
+            msg!(
+                "Compute the product with tensor-core instructions (WMMA or `mma.sync` fragments, \
+                 `tl.dot`, or a library GEMM)."
+            ),
+        ),
+        Measure::WavesPerSm => (
+            msg!("A grid too small for the GPU: {}", both(c)),
+            msg!(
+                "Most SMs have no block to run for the launch's whole length; the baseline's \
+                 grid gives every SM work."
+            ),
+            msg!(
+                "Split the work over more blocks: at least a few times the SM count, each \
+                 smaller, as the baseline's grid does."
+            ),
+        ),
+        Measure::WarpsPerSm => (
+            msg!("Too few warps at work: {}", both(c)),
+            msg!(
+                "With so few warps per SM there is too little independent work to hide the \
+                 latency of memory and arithmetic."
+            ),
+            msg!(
+                "Give each SM more warps that work: more threads per block doing work (not \
+                 waiting at a barrier), or more blocks per SM."
+            ),
+        ),
+        Measure::Atomics if cmp.atomic_lanes.is_some_and(|l| l < 2.0) => (
+            msg!(
+                "A serialised wait: one thread spins on global atomics, {}",
+                both(c)
+            ),
+            msg!(
+                "The atomics are issued by one thread at a time, again and again: a spin-wait on \
+                 a flag another block sets, so the blocks finish one after another."
+            ),
+            msg!(
+                "Do not wait on one other block: read what the blocks before have already \
+                 published (several at once, as a decoupled look-back does), or split the work \
+                 into passes separated by launches."
+            ),
+        ),
+        Measure::Atomics => (
+            msg!("Atomic contention: {}", both(c)),
+            msg!(
+                "Every thread's atomic on global memory goes to L2, and atomics to one address \
+                 are applied one after another: the threads contend for a few addresses. The \
+                 baseline reduces on chip first."
+            ),
+            msg!(
+                "Reduce within the block first (warp shuffles, then shared memory, or a \
+                 per-block copy of the bins) and issue one atomic per block and address, or \
+                 write per-block partial results and reduce them in a second pass."
+            ),
+        ),
+        Measure::LocalBytes | Measure::Reuse => (
+            msg!("Local memory: {}", both(c)),
+            msg!(
+                "Per-thread arrays indexed at run time, or spills, live in local memory, which \
+                 goes through L1 and L2 like global memory."
+            ),
+            msg!(
+                "Keep per-thread arrays in registers (constant indices, unrolled loops) or move \
+                 them to shared memory."
+            ),
+        ),
+    };
+    let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, title);
+    d.config = cmp.config.clone();
+    d.kernel = Some(cmp.kernel.to_string());
+    d.key = format!("baseline-{:?}", c.measure).to_lowercase();
+    d.stands_on = vec![c.measure];
+    // Atomics sit where most are executed; the other figures where the stalls are.
+    let hot = cause_lines(ctx, cmp, c.measure, lines)
+        .into_iter()
+        .max_by_key(|l| {
+            if c.measure == Measure::Atomics {
+                (l.atomics, l.stall_samples)
+            } else {
+                (l.stall_samples, 0)
+            }
+        });
+    d.location = hot.map(|l| user_place(ctx, cmp.config.as_deref(), l));
+    d.confidence = if d.location.is_some() {
+        Confidence::High
+    } else {
+        Confidence::Medium
+    };
+    let pct = cost(ctx, c, cmp, lines);
+    let basis = match c.measure {
+        Measure::Atomics if cmp.atomic_lanes.is_some_and(|l| l < 2.0) => {
+            "of the kernel's warp-stall samples are on the spinning line or at a barrier, waiting \
+             for it"
+        }
+        Measure::LoadSectors
+        | Measure::StoreSectors
+        | Measure::SharedWavefronts
+        | Measure::Atomics => "of the kernel's warp-stall samples sit on the lines that hold it",
+        Measure::LocalBytes => "of its threads' memory traffic is the stack frame's",
+        Measure::WavesPerSm => "of the SMs have no block to run",
+        Measure::WarpsPerSm => "fewer warps are at work than in the baseline's launch",
+        Measure::TensorInstructions | Measure::Reuse => {
+            "of the kernel's time is what the baseline's launch does without"
+        }
+    };
+    let costed = pct
+        .map(|p| msg!(" {} {}.", figure(format!("{p:.0}%")), basis))
+        .unwrap_or_default();
+    d.explanation = msg!(
+        "Beside the baseline's {}, {} differs most in this: {}. {}{}",
+        theirs.clone(),
+        kernel.clone(),
+        both(c),
+        mechanism,
+        costed
+    );
+    d.fix = fix;
+    d.figures.insert("baseline_figure".into(), json!(c.theirs));
+    d.figures.insert("figure".into(), json!(c.ours));
+    set_cost(&mut d, pct);
+    if pct.is_some_and(|p| p < MIN_COST) {
+        d.level = Level::Note;
+    }
+    d.evidence.push(ctx.metric_evidence(
+        cmp.config.as_deref(),
+        msg!("{} beside {}: {}", kernel, theirs, both(c)),
+    ));
+    d
+}
+
+/// A source-page line's place, at the user's own line: a toolkit header's line (WMMA's
+/// `mma.hpp`) is placed at the user's call it was inlined into.
+fn user_place(
+    ctx: &crate::rules::Ctx,
+    config: Option<&str>,
+    l: &parsers::SourceLine,
+) -> crate::diagnosis::SourceLocation {
+    let at = ctx.tool_place(&l.file, l.line, config);
+    if ctx.joined.repo_files.contains(&at.file) {
+        return at;
+    }
+    ctx.inlined_into(config, &at)
+        .into_iter()
+        .next()
+        .unwrap_or(at)
+}
