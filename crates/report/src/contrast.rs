@@ -219,41 +219,19 @@ pub fn contrasts(ours: &KernelFigures, theirs: &KernelFigures) -> Vec<Contrast> 
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn c(measure: Measure, ours: f64, theirs: f64) -> Contrast {
-        Contrast {
-            measure,
-            ours,
-            theirs,
-        }
-    }
-
-    #[test]
-    fn a_figure_far_worse_than_the_baselines_separates_and_a_shared_one_does_not() {
-        assert!(c(Measure::LoadSectors, 8.0, 1.0).separates());
-        assert!(!c(Measure::LoadSectors, 8.0, 1.0).shared());
-        assert!(c(Measure::WavesPerSm, 0.01, 0.01).shared());
-        assert!(!c(Measure::WavesPerSm, 0.01, 0.01).separates());
-        // Fewer waves than the baseline's is worse; more is not.
-        assert!(c(Measure::WavesPerSm, 0.1, 4.0).separates());
-        assert!(c(Measure::WavesPerSm, 4.0, 0.1).shared());
-        // None where the baseline has some.
-        assert!(c(Measure::TensorInstructions, 0.0, 1e6).separates());
-        assert!(c(Measure::Atomics, 1.0, 0.0).separates());
-        assert!(c(Measure::Atomics, 0.0, 0.0).shared());
-    }
-}
-
 /// The comparison's part in drafting, after every rule ran: each cause of the compared kernel
 /// that stands on a figure the baseline shares becomes a note that says so; each that stands
 /// on a figure separating the two says both figures and is costed by the comparison when its
 /// rule gave it no cost; and each separating figure no cause names becomes a cause of its own,
 /// at the user's line that holds it, costed by what the profile measured there.
-/// Returns the causes it added.
+/// Returns the causes it added. Before the comparison, each cause its rule gave no cost is
+/// costed by its own profile where it can be ([`cost_alone`]).
 pub fn weigh(ctx: &crate::rules::Ctx, drafts: &mut [Draft]) -> Vec<Draft> {
+    for d in drafts.iter_mut() {
+        if Figure::EstimatedSpeedup.of(&d.figures).is_none() {
+            set_cost(d, cost_alone(ctx, d));
+        }
+    }
     let mut added = Vec::new();
     let Some(cmp) = Comparison::of(ctx.joined) else {
         return added;
@@ -357,12 +335,28 @@ impl Measure {
 
 /// "8.0 global load sectors for each one the bytes need (the baseline: 1.0)".
 fn both(c: &Contrast) -> Message {
+    let shown = |v: f64| {
+        if c.measure == Measure::WavesPerSm {
+            waves(v)
+        } else {
+            value(v)
+        }
+    };
     msg!(
         "{} {} (the baseline: {})",
-        figure(value(c.ours)),
+        figure(shown(c.ours)),
         c.measure.unit(),
-        figure(value(c.theirs))
+        figure(shown(c.theirs))
     )
+}
+
+/// Waves of blocks per SM as ncu prints them (two decimals): 0 is under 0.01.
+pub fn waves(v: f64) -> String {
+    if v < 0.005 {
+        "under 0.01".to_string()
+    } else {
+        crate::text::sig3(v)
+    }
 }
 
 /// A figure as the report prints it: whole numbers with thousands separators, small ones to
@@ -493,6 +487,39 @@ fn cost(
         Measure::WarpsPerSm => gap.map(|g| g.min(100.0 * (1.0 - c.ours / c.theirs).max(0.0))),
         Measure::TensorInstructions | Measure::Reuse => gap,
     }?;
+    Some((pct * 10.0).round() / 10.0)
+}
+
+/// What a cause standing on a figure costs by its kernel's own profile, with no baseline: for
+/// local memory, the share of the kernel's threads' memory traffic that is the stack frame's;
+/// for a product on the FMA pipes, the part of the tensor peak it leaves unused (an FP16
+/// product at 1.3% of the tensor peak costs 98.7%: a factor, not a percent).
+fn cost_alone(ctx: &crate::rules::Ctx, d: &Draft) -> Option<f64> {
+    let j = ctx.joined;
+    let kernel = KernelId::of(d.kernel.as_deref()?);
+    let config = d.config.as_deref();
+    let pct = d.stands_on.iter().find_map(|m| match m {
+        Measure::LocalBytes => {
+            let mix = j
+                .sources
+                .iter()
+                .filter(|s| s.config == config)
+                .flat_map(|s| &s.log.instruction_mix)
+                .find(|m| KernelId::of(&m.function) == kernel)?;
+            let all = mix.memory.local_bytes + mix.global_load_bytes;
+            (all > 0).then(|| 100.0 * mix.memory.local_bytes as f64 / all as f64)
+        }
+        Measure::TensorInstructions => {
+            let p = crate::roofline::of_kernel(j, config, &kernel)?;
+            let peak = match p.limit {
+                crate::roofline::Limit::Fp32 => p.tf32_peak_gflops,
+                _ => p.tensor_peak_gflops,
+            }?;
+            let achieved = p.gflops?;
+            (peak > 0.0).then(|| 100.0 * (1.0 - achieved / peak).max(0.0))
+        }
+        _ => None,
+    })?;
     Some((pct * 10.0).round() / 10.0)
 }
 
@@ -709,4 +736,32 @@ fn user_place(
         .into_iter()
         .next()
         .unwrap_or(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(measure: Measure, ours: f64, theirs: f64) -> Contrast {
+        Contrast {
+            measure,
+            ours,
+            theirs,
+        }
+    }
+
+    #[test]
+    fn a_figure_far_worse_than_the_baselines_separates_and_a_shared_one_does_not() {
+        assert!(c(Measure::LoadSectors, 8.0, 1.0).separates());
+        assert!(!c(Measure::LoadSectors, 8.0, 1.0).shared());
+        assert!(c(Measure::WavesPerSm, 0.01, 0.01).shared());
+        assert!(!c(Measure::WavesPerSm, 0.01, 0.01).separates());
+        // Fewer waves than the baseline's is worse; more is not.
+        assert!(c(Measure::WavesPerSm, 0.1, 4.0).separates());
+        assert!(c(Measure::WavesPerSm, 4.0, 0.1).shared());
+        // None where the baseline has some.
+        assert!(c(Measure::TensorInstructions, 0.0, 1e6).separates());
+        assert!(c(Measure::Atomics, 1.0, 0.0).separates());
+        assert!(c(Measure::Atomics, 0.0, 0.0).shared());
+    }
 }

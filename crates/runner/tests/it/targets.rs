@@ -692,31 +692,28 @@ fn timings_read_from_text_with_a_pattern_pair_with_the_baseline_and_read_slow() 
 /// baseline's unit is the config's, the two timings pair, and the run reads Slow.
 #[test]
 fn a_baseline_runs_the_program_its_config_built() {
-    let script = |name: &str, ms: &str| {
-        format!("printf '#!/bin/sh\\necho t: {ms} ms\\n' > \"$0/{name}\" && chmod +x \"$0/{name}\"")
-    };
-    let build = format!(
-        "  build:\n    command: [sh, -c, 'mkdir -p \"$0\" && {} && {}', \"{{build_dir}}\"]\n  program:\n    command: [\"{{build_dir}}/slow\"]",
-        script("slow", "2.0"),
-        script("fast", "1.0")
-    );
     let timing = "    pattern: '^t: (?P<value>[0-9.]+) ms$'\n    unit: ms";
     let project = project(
-        &build,
+        "  build:\n    command: [bin/make-two, \"{build_dir}\"]\n  program:\n    command: [\"{build_dir}/slow\"]",
         &format!(
             "  build:\n    timeout: 30s\n    needs: {{ tools: [] }}\n  bench:\n    needs: {{ gpu: false }}\n    timeout: 30s\n{timing}\n\
              \x20 baseline:\n    needs: {{ gpu: false }}\n    timeout: 30s\n    command: [\"{{build_dir}}/fast\"]\n{timing}"
         ),
+    );
+    // The build: two programs in the directory it is given, one twice as slow as the other.
+    project.tool(
+        "make-two",
+        "#!/bin/sh\nmkdir -p \"$1\"\nprintf '#!/bin/sh\\necho t: 2.0 ms\\n' > \"$1/slow\"\nprintf '#!/bin/sh\\necho t: 1.0 ms\\n' > \"$1/fast\"\nchmod +x \"$1/slow\" \"$1/fast\"\n",
     );
     let out = project.run(&["pipeline.yaml"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let manifest = project.manifest();
     let baseline = stage(&manifest, "baseline");
     assert_eq!(baseline["status"], "passed", "{baseline:#}");
-    assert_eq!(baseline["unit"]["config"], "plain", "{baseline:#}");
+    assert_eq!(baseline["config"], "plain", "{baseline:#}");
     let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
     assert!(
-        report.contains("Slow: 2.00x slower than its baseline"),
+        report.contains("Slow: 1 cause, top: 2.00x slower than its baseline"),
         "{report}"
     );
 }

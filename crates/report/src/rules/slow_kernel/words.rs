@@ -39,7 +39,14 @@ pub(super) fn describe(
                 .run
                 .and_then(|r| r.environment.gpus.first())
                 .and_then(|g| g.sm_count);
-            few_blocks(d, rule.grid_blocks, sms, at(Message::new()));
+            let of_launch = |name: &str| metric(ctx, scope, kernel, name);
+            let grid = Grid {
+                blocks: rule.grid_blocks,
+                sms,
+                waves: of_launch("Waves Per SM"),
+                warps: of_launch("Achieved Active Warps Per SM"),
+            };
+            few_blocks(d, &grid, at(Message::new()));
         }
         Class::LocalMemory => {
             let bytes = kernel_stack(ctx, scope.config, d.kernel.as_deref()).unwrap_or(0);
@@ -211,15 +218,36 @@ fn uncoalesced(
 }
 
 /// Too few blocks for the GPU's multiprocessors (`sms`, where the run knows them).
-fn few_blocks(d: &mut Draft, blocks: Option<u64>, sms: Option<u32>, at: Message) {
-    d.title = match (blocks, sms) {
+/// A launch's grid as ncu counted it: blocks, SMs, waves of blocks per SM and warps active per
+/// SM (achieved).
+struct Grid {
+    blocks: Option<u64>,
+    sms: Option<u32>,
+    waves: Option<f64>,
+    warps: Option<f64>,
+}
+
+fn few_blocks(d: &mut Draft, grid: &Grid, at: Message) {
+    d.title = match (grid.blocks, grid.sms) {
         (Some(b), Some(s)) => msg!("Too few blocks: {} for {} SMs", b.to_string(), s.to_string()),
         (Some(b), None) => msg!("Too few blocks: {}", b.to_string()),
         _ => msg!("Too few blocks to fill the GPU"),
     };
+    // The grid counted the way the GPU runs it: a fraction of one wave of blocks, and the
+    // warps each SM has at work.
+    let counted = match (grid.waves.map(crate::contrast::waves), grid.warps) {
+        (Some(waves), Some(warps)) => msg!(
+            " The launch is {} waves of blocks per SM, with {} warps active per SM.",
+            figure(waves),
+            figure(crate::text::sig3(warps))
+        ),
+        (Some(waves), None) => msg!(" The launch is {} waves of blocks per SM.", figure(waves)),
+        _ => Message::new(),
+    };
     d.explanation = msg!(
         "The grid has fewer blocks than the GPU has multiprocessors, so most of them sit idle \
-         for the whole launch.{}",
+         for the whole launch.{}{}",
+        counted,
         at
     );
     d.fix = msg!(
