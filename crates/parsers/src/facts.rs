@@ -46,6 +46,10 @@ pub struct Facts {
     /// its failed launch (`==ERROR== LaunchFailed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nan_metrics: Option<u64>,
+    /// compute-sanitizer's host API access ("Host API memory access error ... on access by
+    /// cudaMemcpy source"): the CUDA call and operand whose access it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_call: Option<String>,
 }
 
 impl Facts {

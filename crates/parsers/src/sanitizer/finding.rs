@@ -157,6 +157,7 @@ fn first_record(f: &mut Finding, r: &Rec, output_lines: u32) {
         f.facts.memory = Some(Box::new(r.memory.clone()));
     }
     f.facts.api_error = r.api_error.clone().map(Box::new);
+    f.facts.host_call.clone_from(&r.host_call);
     if r.race_category.is_some() || r.hazard_type.is_some() {
         f.facts.race = Some(Box::new(RaceFacts {
             hazards: None,

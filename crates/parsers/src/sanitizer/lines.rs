@@ -51,6 +51,15 @@ impl SanitizerParser {
                         .get_or_insert(u64::from(size));
                 }
             }
+            b'H' if text.starts_with("Host API memory access error") => {
+                // "Host API memory access error at host access to 0x... of size 128 bytes": a
+                // CUDA API call (a copy, a memset) touched device memory it should not; the
+                // detail line says how. Until it does, an invalid access by the host.
+                self.start(FindingKind::InvalidAccess, Severity::Error, text, line);
+                self.rec.space = Some(MemorySpace::Global);
+                self.rec.size = size_after(text, "of size ");
+                self.rec.discriminator.push_str("host");
+            }
             b'P' if text.starts_with("Program hit ") => {
                 self.start(FindingKind::HostApiError, Severity::Error, text, line);
                 self.host_api(text);
@@ -109,6 +118,22 @@ impl SanitizerParser {
             }
             b'R' if text.starts_with("RACECHECK SUMMARY:") => self.racecheck_summary(text),
             b'C' if text.starts_with("COMPUTE-SANITIZER") => self.end_record(),
+            b'W' | b'D' if text.ends_with(" assert") && self.last_assert.is_some() => {
+                // "Warp assert": a device-side `assert` failed; its place is the assertion
+                // line the program printed before the record.
+                self.start(FindingKind::DeviceException, Severity::Error, text, line);
+                self.tools.memcheck = true;
+                if let Some(a) = self.last_assert.clone() {
+                    self.rec.set_location(&crate::records::Loc {
+                        function: &a.function,
+                        clone_of: None,
+                        file: Some(&a.file),
+                        line: Some(a.line),
+                    });
+                    self.rec.discriminator.push_str("assert: ");
+                    self.rec.discriminator.push_str(&a.condition);
+                }
+            }
             _ => {
                 // Another device exception ("Illegal Instruction", "Warp Illegal Address", ...)
                 // is confirmed by the location or thread lines that follow it.
@@ -157,8 +182,11 @@ impl SanitizerParser {
                     r.frame_text.push_str(text);
                     let loc =
                         parse_location(text.get("Device Frame:".len()..).unwrap_or("").trim());
-                    r.outer_frame.clear();
-                    r.outer_frame.push_str(loc.function);
+                    // The runtime's `__assertfail` is where an assert traps, not the kernel.
+                    if !loc.function.starts_with("__assertfail") {
+                        r.outer_frame.clear();
+                        r.outer_frame.push_str(loc.function);
+                    }
                 }
             }
             b'A' if text.starts_with("Access to ") || text.starts_with("Address ") => {
@@ -185,6 +213,20 @@ impl SanitizerParser {
             {
                 self.rec.push_raw(line);
                 self.hazard_thread(text);
+            }
+            b'U' if text.starts_with("Uninitialized access to ") => {
+                // "Uninitialized access to 0x... on access by cudaMemcpy source": initcheck's
+                // detail of a host API access, device memory no kernel or copy wrote, read by
+                // the call it names.
+                self.rec.push_raw(line);
+                self.tools.initcheck = true;
+                self.rec.kind = Some(FindingKind::UninitializedRead);
+                self.rec.access = Some(crate::model::Access::Read);
+                if let Some((_, by)) = text.split_once(" on access by ") {
+                    self.rec.discriminator.push(':');
+                    self.rec.discriminator.push_str(by.trim());
+                    self.rec.host_call = Some(by.trim().to_string());
+                }
             }
             b'C' | b'I'
                 if text.starts_with("Current Value") || text.starts_with("Incoming Value") =>

@@ -42,6 +42,39 @@ pub(crate) struct SanitizerParser {
     /// failed; and how many it printed in all.
     output: Vec<String>,
     output_lines: u32,
+    /// The last device-side assertion the program's output printed (`f.cu:30: void k(int *):
+    /// block: [0,0,0], thread: [0,0,0] Assertion `v >= 0` failed.`): the place of the
+    /// `assert` record that follows it, which names only `__assertfail`.
+    last_assert: Option<DeviceAssert>,
+}
+
+/// A device-side assertion as the CUDA runtime prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DeviceAssert {
+    file: String,
+    line: u32,
+    function: String,
+    condition: String,
+}
+
+impl DeviceAssert {
+    /// Reads `FILE:LINE: FUNCTION: block: [..], thread: [..] Assertion `COND` failed.`.
+    fn parse(line: &str) -> Option<DeviceAssert> {
+        let (place, rest) = line.split_once(": block: [")?;
+        let condition = rest
+            .split_once("Assertion `")?
+            .1
+            .strip_suffix("` failed.")?
+            .to_string();
+        let (at, function) = place.split_once(": ")?;
+        let (file, number) = at.rsplit_once(':')?;
+        Some(DeviceAssert {
+            file: file.to_string(),
+            line: number.trim().parse().ok()?,
+            function: function.trim().to_string(),
+            condition,
+        })
+    }
 }
 
 /// The most lines of the program's own output kept to find its failure line; past them, the
@@ -249,6 +282,8 @@ struct Rec {
     /// The host backtrace's Python frames (`<module> in oracle.py:49`), innermost first: they
     /// often come after more native frames than an excerpt keeps.
     python_frames: Vec<String>,
+    /// A host API access's call and operand ("cudaMemcpy source").
+    host_call: Option<String>,
 }
 
 /// The most Python frames a record keeps.
@@ -270,6 +305,7 @@ impl Rec {
         self.discriminator.clear();
         self.memory = MemoryFacts::default();
         self.api_error = None;
+        self.host_call = None;
         self.race_category = None;
         self.hazard_type = None;
         self.scope = None;
@@ -355,6 +391,7 @@ impl SanitizerParser {
             spreads: Vec::new(),
             output: Vec::new(),
             output_lines: 0,
+            last_assert: None,
         }
     }
 
@@ -387,6 +424,11 @@ impl SanitizerParser {
     }
 
     fn unparsed(&mut self, line: &str) {
+        if !line.starts_with(PREFIX)
+            && let Some(assert) = DeviceAssert::parse(line.trim_end())
+        {
+            self.last_assert = Some(assert);
+        }
         if !line.starts_with(PREFIX) && !line.trim().is_empty() {
             self.output_lines = self.output_lines.saturating_add(1);
             if self.output.len() < MAX_OUTPUT {

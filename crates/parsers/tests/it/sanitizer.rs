@@ -839,3 +839,89 @@ fn the_programs_failure_line_is_placed_among_the_records() {
         log.findings
     );
 }
+
+/// initcheck's record of a host API call that read device memory no kernel wrote
+/// (`records.cu hostread`: a kernel fills 31 of 32 floats, `cudaMemcpy` copies all 32 back):
+/// one uninitialised global read of 128 bytes by the host, with its host frame; no error is
+/// left unread.
+#[test]
+fn a_host_api_access_to_unwritten_memory_is_an_uninitialised_read() {
+    let log = parse_fixture("compute-sanitizer/initcheck_host_read.log");
+    assert_eq!(log.tool, Some(parsers::Tool::Initcheck));
+    assert_eq!(log.reported_errors, Some(1));
+    assert!(
+        !log.findings
+            .iter()
+            .any(|f| f.kind == FindingKind::UnreadErrors),
+        "{:#?}",
+        log.findings
+    );
+    let [f] = log.findings.as_slice() else {
+        panic!("{:#?}", log.findings);
+    };
+    assert_eq!(f.kind, FindingKind::UninitializedRead);
+    assert_eq!(f.size, Some(128));
+    assert_eq!(f.access, Some(parsers::Access::Read));
+    assert!(
+        f.message.starts_with("Host API memory access error"),
+        "{f:#?}"
+    );
+    assert_eq!(
+        f.host_frames.first().and_then(|h| h.function.as_deref()),
+        Some("main")
+    );
+}
+
+/// A failed device-side `assert` under memcheck (`records.cu assert`, 32 threads): the runtime
+/// prints one assertion line per thread before the tool's `Warp assert` record, which names only
+/// `__assertfail`. The record takes the assertion's place and kernel, and the thread lines are
+/// its examples; the host's `cudaErrorAssert` is read too.
+#[test]
+fn a_device_assert_is_placed_at_the_assertion_the_program_printed() {
+    let log = parse_fixture("compute-sanitizer/memcheck_device_assert.log");
+    let assert = log
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::DeviceException)
+        .unwrap_or_else(|| panic!("{:#?}", log.findings));
+    assert_eq!(assert.file.as_deref(), Some("records.cu"));
+    assert_eq!(assert.line, Some(30));
+    assert_eq!(assert.count, 32);
+    assert!(
+        assert
+            .kernel
+            .as_deref()
+            .is_some_and(|k| k.contains("checked")),
+        "{assert:#?}"
+    );
+    assert!(
+        log.findings
+            .iter()
+            .any(|f| f.kind == FindingKind::HostApiError && f.message.contains("cudaErrorAssert")),
+        "{:#?}",
+        log.findings
+    );
+}
+
+/// racecheck's severity is not the racing threads' scope. One kernel's unsynchronised
+/// reduction (`records.cu lanes N`, every step's read and write at line 23) races within warp
+/// 0 at 32 threads (a Warning) and across warps at 128 (an Error): the Error says its scope
+/// (block), the Warning none, since a warning was also seen across warps (`program-model`'s
+/// `block_reduce_race` at 64 threads, a value one warp wrote read by the other).
+#[test]
+fn racecheck_severity_alone_does_not_give_a_warnings_scope() {
+    let within = parse_fixture("compute-sanitizer/racecheck_lanes_32.log");
+    let across = parse_fixture("compute-sanitizer/racecheck_lanes_128.log");
+    let race = |log: &parsers::ParsedLog| {
+        log.findings
+            .iter()
+            .find(|f| f.kind == FindingKind::Race)
+            .cloned()
+            .unwrap_or_else(|| panic!("{:#?}", log.findings))
+    };
+    let (w, e) = (race(&within), race(&across));
+    assert_eq!((w.severity, w.line), (Severity::Warning, Some(23)));
+    assert_eq!((e.severity, e.line), (Severity::Error, Some(23)));
+    assert_eq!(w.sync_scope, None);
+    assert_eq!(e.sync_scope, Some(parsers::SyncScope::Block));
+}

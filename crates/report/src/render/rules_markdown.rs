@@ -29,8 +29,26 @@ pub fn render() -> String {
         out.push_str(&format!("- Source: `{}`.\n", rule.module));
     }
     out.push_str(WEIGHING);
+    out.push_str(RACE_SCOPE);
     out
 }
+
+/// What racecheck's severity says of a race's scope, as measured.
+const RACE_SCOPE: &str = "
+## What racecheck's severity says
+
+racecheck's severity is not the racing threads' scope, so `shared-memory-race` takes a race's \
+scope (and its fix: `__syncwarp()` between lanes of one warp, `__syncthreads()` between \
+warps) from what the record says. Measured on an H200 with compute-sanitizer 2025.3.1 \
+(`crates/parsers/fixtures/programs/records.cu`, the fixtures `racecheck_lanes_32.log` and \
+`racecheck_lanes_128.log`): one kernel's reduction with no barrier between its steps races \
+within warp 0 at blocks of 32 and 64 threads and is reported as a Warning (60 and 124 \
+hazards), and across warps at 128 threads as an Error (252 hazards). But a value one warp \
+wrote and the other read with no barrier, in a block of 64 threads, was reported as a \
+Warning too (`examples/program-model`, `block_reduce_race`, on an H100). An Error is a race \
+between warps; a Warning with no \"Warp Level Programming\" category says no scope, and the \
+fix names the barrier that orders both.
+";
 
 /// How performance causes are costed, ranked and set against the baseline's profile.
 const WEIGHING: &str = "

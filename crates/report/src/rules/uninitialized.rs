@@ -4,7 +4,7 @@ use parsers::FindingKind;
 
 use super::{Ctx, Proposes, Role, Rule, RuleId, at_location};
 use crate::diagnosis::Draft;
-use crate::message::{Message, msg};
+use crate::message::{Message, code, msg};
 use crate::text::plural;
 
 /// This rule's row in the registry ([`super::RULES`]).
@@ -45,7 +45,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .insert("first_uninitialised_thread".into(), first.into());
             Partly { first, unprinted }
         });
-        word_uninitialised(&mut d, finding.size, finding.count, partly.as_ref());
+        match finding.facts.host_call.as_deref() {
+            Some(call) => word_host_read(&mut d, call, finding.size),
+            None => word_uninitialised(&mut d, finding.size, finding.count, partly.as_ref()),
+        }
         out.push(d);
     }
     out
@@ -106,6 +109,27 @@ fn word_uninitialised(d: &mut Draft, size: Option<u32>, count: u64, partly: Opti
     );
 }
 
+/// The words of a host API call (`cudaMemcpy source`) that read device memory nothing wrote:
+/// the buffer went back to the host with part of it never written by the kernel that fills it.
+fn word_host_read(d: &mut Draft, call: &str, size: Option<u32>) {
+    let size = size
+        .map(|s| msg!("{} bytes of ", s.to_string()))
+        .unwrap_or_default();
+    d.title = msg!("Device memory copied back before anything wrote it");
+    d.explanation = msg!(
+        "initcheck caught the host's {} reading {}device memory that no kernel or copy had \
+         written: the kernel that fills this buffer left part of it unwritten, so the host \
+         receives whatever the allocator left there.",
+        code(call),
+        size
+    );
+    d.fix = msg!(
+        "Make the kernel that fills the buffer write every element it is copied back with: \
+         check its guard (`i < n`, not `i < n - 1`) and that its grid covers all `n`; or copy \
+         back only the part it writes."
+    );
+}
+
 /// The lowest thread of block (0,0,0) among a finding's examples, when it is not thread 0:
 /// evidence that the threads before it read initialised data.
 fn first_uninitialised_thread(threads: &[parsers::ThreadIndex]) -> Option<u64> {
@@ -143,6 +167,50 @@ mod tests {
         assert_eq!(d.kernel.as_deref(), Some("scale"));
         assert_eq!(place(&d).as_deref(), Some("initcheck_partial.cu:17"));
         assert_eq!(d.figures["first_uninitialised_thread"], 96);
+    }
+
+    /// initcheck on `records.cu hostread` (`compute-sanitizer/initcheck_host_read.log`): a
+    /// kernel fills 31 of 32 floats and `cudaMemcpy` copies all 32 back. The record is a
+    /// fault of its own, named by the call that read the memory, with a fix about the writes.
+    #[test]
+    fn names_a_host_copy_of_memory_the_kernel_left_unwritten() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Initcheck,
+                    "release",
+                    "sm_90",
+                    parsers_fixture!("compute-sanitizer/initcheck_host_read.log"),
+                )
+                .drafts(RuleId::UninitializedRead),
+        );
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(
+            d.title,
+            "Device memory copied back before anything wrote it"
+        );
+        assert!(
+            d.explanation.markdown().contains("`cudaMemcpy source`"),
+            "{:?}",
+            d.explanation
+        );
+        assert!(d.fix.markdown().contains("write every element"), "{:?}", d.fix);
+        // The whole report: a root cause that fails the run, not records left unread.
+        let case = Case::new().log(
+            StageKind::Initcheck,
+            "release",
+            "sm_90",
+            parsers_fixture!("compute-sanitizer/initcheck_host_read.log"),
+        );
+        let evidence = case.evidence();
+        let analysis = crate::analysis::analyze(&evidence);
+        let causes: Vec<_> = analysis
+            .diagnoses
+            .iter()
+            .filter(|d| d.level == Level::Error)
+            .map(|d| d.rule)
+            .collect();
+        assert_eq!(causes, vec![RuleId::UninitializedRead], "{:#?}", analysis.diagnoses);
     }
 
     /// initcheck on `clean.cu` (`compute-sanitizer/initcheck_clean.log`): 0 errors.
