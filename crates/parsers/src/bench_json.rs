@@ -321,6 +321,10 @@ pub(crate) fn parse_results(text: &str) -> ParsedLog {
                     program: Some(doc.program.clone()),
                     message: entry.message.clone(),
                     max_abs_err: entry.max_abs_err.filter(|e| e.is_finite()),
+                    mismatch: entry
+                        .message
+                        .as_deref()
+                        .and_then(crate::program::element_mismatch),
                     ..TestFacts::default()
                 }));
             }

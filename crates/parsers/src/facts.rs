@@ -250,6 +250,10 @@ pub struct TestFacts {
     /// The check's largest absolute difference from its reference, when finite.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_abs_err: Option<f64>,
+    /// Which elements the test's comparison found wrong (JUnit, a standard comparison's
+    /// message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mismatch: Option<crate::program::ElementMismatch>,
 }
 
 /// How a test case ended.

@@ -252,6 +252,9 @@ fn finish(case: Open, log: &mut ParsedLog) {
         file: location.as_ref().map(|(f, _)| f.clone()),
         line: location.and_then(|(_, l)| l),
         param: case.param,
+        mismatch: failed
+            .then(|| crate::program::element_mismatch(&text))
+            .flatten(),
     });
 }
 
@@ -444,7 +447,8 @@ fn findings(tests: &[TestCase], framework: &str) -> Vec<Finding> {
                 outcome: Some(test.outcome),
                 message: test.message.clone(),
                 param: test.param.clone(),
-                max_abs_err: None,
+                max_abs_err: test.mismatch.as_ref().and_then(|m| m.greatest_abs),
+                mismatch: test.mismatch.clone(),
             }));
         }
     }

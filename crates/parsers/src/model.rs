@@ -394,6 +394,10 @@ pub struct TestCase {
     pub line: Option<u32>,
     /// GoogleTest's `value_param`: the parameter of a parametrized test.
     pub param: Option<String>,
+    /// Which elements its comparison found wrong, where it used a standard one
+    /// (`torch.testing`, `numpy.testing`) that says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mismatch: Option<crate::program::ElementMismatch>,
 }
 
 /// One check a user's program reported (`exhibit.results/1`).

@@ -184,3 +184,34 @@ fn test_cases_are_what_a_junit_file_holds() {
     none.tests.clear();
     assert!(none.holds_nothing());
 }
+
+/// pytest's JUnit XML of three failing comparisons (`programs/test_mismatch.py`, on the GPU
+/// machine): each test keeps which elements its comparison found wrong, from the message
+/// `torch.testing` or `numpy.testing` printed. numpy's listing of the first mismatches shows
+/// the 40 wrong elements of 1000 are exactly the last 40.
+#[test]
+fn a_standard_comparisons_mismatch_summary_is_kept_with_its_test() {
+    let log = parsers::parse(
+        parsers::Format::JUnit,
+        &fixture("junit/pytest_mismatch.xml"),
+    );
+    let of = |id: &str| {
+        test(&log, id)
+            .mismatch
+            .clone()
+            .unwrap_or_else(|| panic!("{id}: {:#?}", test(&log, id)))
+    };
+    let rows = of("test_mismatch.py::test_rows_of_a_tile_wrong");
+    assert_eq!((rows.mismatched, rows.total), (2048, 4096));
+    assert_eq!(rows.greatest_abs, Some(0.5));
+    assert_eq!(rows.greatest_at, vec![1, 0]);
+    assert_eq!(rows.tail(), None);
+    let tail = of("test_mismatch.py::test_tail_wrong_numpy");
+    assert_eq!((tail.mismatched, tail.total), (40, 1000));
+    assert_eq!(tail.first.first(), Some(&vec![960]));
+    assert_eq!(tail.greatest_abs, Some(2.0));
+    assert_eq!(tail.tail(), Some((960, 40)));
+    let all = of("test_mismatch.py::test_everything_scaled");
+    assert_eq!((all.mismatched, all.total), (256, 256));
+    assert_eq!(all.greatest_at, vec![255]);
+}

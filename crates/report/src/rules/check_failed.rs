@@ -114,6 +114,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             max_abs_err: max_abs_err.as_ref(),
         };
         word_failed(&mut d, &failed);
+        if let Some(m) = facts.and_then(|t| t.mismatch.as_ref()) {
+            word_mismatch(&mut d, m);
+        }
         out.push(d);
     }
     out
@@ -144,6 +147,70 @@ struct Failed<'a> {
     program: Option<&'a str>,
     /// The largest absolute error a check reported.
     max_abs_err: Option<&'a serde_json::Value>,
+}
+
+/// Which elements the comparison found wrong, and what that pattern says: every element (a
+/// systematic error), exactly the last ones (a tail no block covers), else the fraction and
+/// where the greatest difference is.
+fn word_mismatch(d: &mut Draft, m: &parsers::program::ElementMismatch) {
+    let count = |n: u64| crate::text::thousands(n);
+    d.figures.insert("mismatched".into(), json!(m.mismatched));
+    d.figures.insert("compared".into(), json!(m.total));
+    let index = |i: &[u64]| {
+        let parts: Vec<String> = i.iter().map(u64::to_string).collect();
+        code(format!("[{}]", parts.join(", ")))
+    };
+    let greatest = m
+        .greatest_abs
+        .map(|v| {
+            let at = if m.greatest_at.is_empty() {
+                Message::new()
+            } else {
+                msg!(" at index {}", index(&m.greatest_at))
+            };
+            msg!(
+                "; the greatest absolute difference is {}{}",
+                figure(crate::text::sig3(v)),
+                at
+            )
+        })
+        .unwrap_or_default();
+    if m.total > 0 && m.mismatched == m.total {
+        d.explanation.append(msg!(
+            " Every element differs ({} of {}){}: a systematic error (the formula, a scale, the \
+             layout or the index map), not a tail, a mask or a race, which leave elements right.",
+            figure(count(m.mismatched)),
+            figure(count(m.total)),
+            greatest
+        ));
+        d.fix = msg!(
+            "Compare the kernel's formula, scale and layout with the reference's on a small \
+             input: every element is off, so the error is in what every thread computes."
+        );
+    } else if let Some((start, n)) = m.tail() {
+        d.explanation.append(msg!(
+            " The wrong elements are exactly the last {} of {}, from index {}{}: a tail that \
+             no block covers, or a guard that stops short of it.",
+            figure(count(n)),
+            figure(count(m.total)),
+            index(&[start]),
+            greatest
+        ));
+        d.fix = msg!(
+            "Cover the tail: launch enough blocks for all {} elements (a grid of \
+             `ceil(n / block)`) and guard with `i < n`, then write every element up to the end.",
+            figure(count(m.total))
+        );
+    } else if m.total > 0 {
+        let pct = 100.0 * m.mismatched as f64 / m.total as f64;
+        d.explanation.append(msg!(
+            " {} of {} elements differ ({}){}.",
+            figure(count(m.mismatched)),
+            figure(count(m.total)),
+            figure(format!("{}%", crate::text::sig3(pct))),
+            greatest
+        ));
+    }
 }
 
 /// The draft's title, explanation and fix for a failed check (its location is already set).
@@ -266,6 +333,55 @@ mod tests {
             "{:?}",
             d.figures
         );
+    }
+
+    /// pytest's JUnit XML of `programs/test_mismatch.py` (`junit/pytest_mismatch.xml`, run on
+    /// the GPU machine): what each comparison found wrong decides the words. Every element
+    /// halved is a systematic error; the last 40 of 1000 elements wrong is a tail; half the
+    /// elements is a fraction with the greatest difference's index.
+    #[test]
+    fn a_failed_comparison_says_which_elements_are_wrong() {
+        let drafts = Case::new()
+            .log(
+                StageKind::Check,
+                "default",
+                "sm_90",
+                parsers_fixture!("junit/pytest_mismatch.xml"),
+            )
+            .drafts(RuleId::CheckFailed);
+        let of = |test: &str| {
+            drafts
+                .iter()
+                .find(|d| d.figures["test"].as_str().is_some_and(|t| t.ends_with(test)))
+                .unwrap_or_else(|| panic!("{test}: {drafts:#?}"))
+        };
+        let all = of("test_everything_scaled");
+        assert!(
+            all.explanation
+                .markdown()
+                .contains("Every element differs (256 of 256)"),
+            "{:?}",
+            all.explanation
+        );
+        assert!(all.explanation.markdown().contains("systematic error"));
+        let tail = of("test_tail_wrong_numpy");
+        assert!(
+            tail.explanation
+                .markdown()
+                .contains("exactly the last 40 of 1,000, from index `[960]`"),
+            "{:?}",
+            tail.explanation
+        );
+        assert!(tail.fix.markdown().contains("`i < n`"), "{:?}", tail.fix);
+        let rows = of("test_rows_of_a_tile_wrong");
+        assert!(
+            rows.explanation
+                .markdown()
+                .contains("2,048 of 4,096 elements differ (50.0%); the greatest absolute difference is 0.500 at index `[1, 0]`"),
+            "{:?}",
+            rows.explanation
+        );
+        assert_eq!(rows.figures["mismatched"], 2048);
     }
 
     /// The built-in harness's check of the clean attention kernel
