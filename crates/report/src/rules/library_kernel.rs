@@ -38,6 +38,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut by_library: BTreeMap<Library, Vec<&FindingRef>> = BTreeMap::new();
     for f in &j.library_findings {
+        // A read of the program's unwritten buffer is the program's fault
+        // (`uninitialized-read` follows the data there), not the library's.
+        if super::uninitialized::program_data_read(ctx, f).is_some() {
+            continue;
+        }
         if let Some(lib) = f.kernel.as_ref().and_then(|k| j.model.library(k)) {
             by_library.entry(lib).or_default().push(f);
         }

@@ -3,7 +3,7 @@
 use parsers::FindingKind;
 
 use super::{Ctx, Proposes, Role, Rule, RuleId, at_location};
-use crate::diagnosis::Draft;
+use crate::diagnosis::{Confidence, Draft, Level};
 use crate::message::{Message, code, msg};
 use crate::text::plural;
 
@@ -51,7 +51,87 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         out.push(d);
     }
+    // Follow the data across a library boundary: a library's kernel that read memory nothing
+    // wrote, called from the program's own line, read the program's buffer.
+    for f in &ctx.joined.library_findings {
+        let Some(at) = program_data_read(ctx, f) else {
+            continue;
+        };
+        let key = format!("library-read|{at}");
+        if let Some(d) = out.iter_mut().find(|d| d.config == f.config && d.key == key) {
+            d.evidence.push(ctx.finding_evidence(f));
+            continue;
+        }
+        let mut d = Draft::new(RuleId::UninitializedRead, Level::Error, Message::new());
+        d.config = f.config.clone();
+        d.key = key;
+        d.location = Some(at.clone());
+        d.call_site = Some(at.clone());
+        d.confidence = Confidence::High;
+        d.evidence.push(ctx.finding_evidence(f));
+        let j = ctx.joined;
+        let lib = f.kernel.as_ref().and_then(|k| j.model.library(k));
+        let reader = f
+            .kernel
+            .as_ref()
+            .map(|k| j.model.kernel(k).map_or(k.as_str(), |m| m.name.as_str()))
+            .unwrap_or("a library kernel");
+        word_library_read(
+            &mut d,
+            lib.map_or("a library", |l| l.name()),
+            reader,
+            &at,
+            f.finding.count,
+        );
+        out.push(d);
+    }
     out
+}
+
+/// Where the program handed a library the memory a library kernel read uninitialised: the
+/// program's own line in the read's host frames (a Python line of one of the run's files),
+/// when the read is initcheck's. A library's kernel reading the program's valid data wrongly
+/// (an out-of-bounds access) is the library's, and stays in `library-kernel`'s note.
+pub(crate) fn program_data_read(
+    ctx: &Ctx,
+    f: &crate::join::FindingRef,
+) -> Option<crate::diagnosis::SourceLocation> {
+    if f.finding.kind != FindingKind::UninitializedRead {
+        return None;
+    }
+    let at = super::python_call_site(f.finding, &ctx.joined.repo_files)?;
+    ctx.joined.repo_files.contains(&at.file).then_some(at)
+}
+
+/// The words of the program's buffer read uninitialised by a library kernel it called.
+fn word_library_read(
+    d: &mut Draft,
+    lib: &str,
+    reader: &str,
+    at: &crate::diagnosis::SourceLocation,
+    count: u64,
+) {
+    d.title = msg!(
+        "Memory the program never wrote, read by {}'s kernel, from {}",
+        lib,
+        crate::message::path(at)
+    );
+    d.explanation = msg!(
+        "initcheck caught {} of uninitialised global memory inside {}'s {}, launched from the \
+         program's line {}. The library is the detector, not the culprit: the memory is the \
+         buffer the program passed it there, and part of it was never written before the call \
+         (an allocation with `torch.empty` or `cudaMalloc` that the program's own kernel fills \
+         only in part: an early return, a masked store, a grid that does not cover it).",
+        plural(count, "read", "reads"),
+        lib,
+        code(reader),
+        crate::message::path(at)
+    );
+    d.fix = msg!(
+        "Make the kernel that fills this buffer write every element the call at {} reads, or \
+         allocate it zeroed (`torch.zeros`) where the unwritten part is meant to be zero.",
+        crate::message::path(at)
+    );
 }
 
 /// A buffer written only in its first part: the first thread of block (0,0,0) with a record,
@@ -211,6 +291,35 @@ mod tests {
             .map(|d| d.rule)
             .collect();
         assert_eq!(causes, vec![RuleId::UninitializedRead], "{:#?}", analysis.diagnoses);
+    }
+
+    /// initcheck on `programs/partials.py` (`compute-sanitizer/initcheck_torch_sum.log`, an
+    /// H200): a `torch.empty` buffer the program fills in 48 of 64 rows, summed with
+    /// `torch.sum`. Every record is in PyTorch's `reduce_kernel`; the read is the program's
+    /// fault, at its own line, and no note calls the library's hazards "not the program's".
+    #[test]
+    fn follows_a_library_kernels_uninitialised_read_to_the_programs_line() {
+        let case = Case::new()
+            .input("partials.py")
+            .log(
+                StageKind::Initcheck,
+                "default",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/initcheck_torch_sum.log"),
+            );
+        let d = only(case.drafts(RuleId::UninitializedRead));
+        assert_eq!(d.level, Level::Error);
+        assert_eq!(place(&d).as_deref(), Some("partials.py:14"));
+        assert!(d.title.markdown().contains("PyTorch"), "{:?}", d.title);
+        assert!(
+            d.explanation.markdown().contains("not the culprit"),
+            "{:?}",
+            d.explanation
+        );
+        assert!(case.drafts(RuleId::LibraryKernel).is_empty());
+        let evidence = case.evidence();
+        let analysis = crate::analysis::analyze(&evidence);
+        assert_eq!(analysis.verdict.kind, crate::analysis::VerdictKind::Failing);
     }
 
     /// initcheck on `clean.cu` (`compute-sanitizer/initcheck_clean.log`): 0 errors.
