@@ -718,6 +718,51 @@ fn a_baseline_runs_the_program_its_config_built() {
     );
 }
 
+/// A slowdown the program measured beside its baseline stands when another stage could not
+/// conclude (here the SASS stage, whose stand-in cuobjdump finds no device code in the build's
+/// scripts): the verdict is Slow, and it says a stage could not conclude.
+#[test]
+fn a_measured_slowdown_stands_beside_a_stage_that_could_not_conclude() {
+    let timing = "    pattern: '^t: (?P<value>[0-9.]+) ms$'\n    unit: ms";
+    let project = project(
+        "  build:\n    command: [bin/make-two, \"{build_dir}\"]\n  program:\n    command: [\"{build_dir}/slow\"]",
+        &format!(
+            "  build:\n    timeout: 30s\n    needs: {{ tools: [] }}\n  sass:\n    timeout: 30s\n  bench:\n    needs: {{ gpu: false }}\n    timeout: 30s\n{timing}\n\
+             \x20 baseline:\n    needs: {{ gpu: false }}\n    timeout: 30s\n    command: [\"{{build_dir}}/fast\"]\n{timing}"
+        ),
+    );
+    project.tool(
+        "make-two",
+        "#!/bin/sh\nmkdir -p \"$1\"\nprintf '#!/bin/sh\\necho t: 3.0 ms\\n' > \"$1/slow\"\nprintf '#!/bin/sh\\necho t: 1.0 ms\\n' > \"$1/fast\"\nchmod +x \"$1/slow\" \"$1/fast\"\n",
+    );
+    // A stand-in cuobjdump (hand-written) that finds no device code, as the real one says of
+    // a host-only file.
+    project.tool(
+        "cuobjdump",
+        "#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then echo \"release 0.0 (stand-in)\"; exit 0; fi\n\
+         echo \"cuobjdump info    : File '$2' does not contain device code\" >&2\n",
+    );
+    let out = project.run(&["pipeline.yaml"]);
+    let manifest = project.manifest();
+    assert_eq!(
+        stage(&manifest, "sass")["status"],
+        "inconclusive",
+        "{}",
+        stderr(&out)
+    );
+    let report = std::fs::read_to_string(project.root.join("reports/latest.md")).expect("report");
+    let verdict = report
+        .lines()
+        .find(|l| l.starts_with("**Verdict:**"))
+        .unwrap_or_else(|| panic!("no verdict in\n{report}"));
+    assert!(verdict.contains("Slow: "), "{verdict}");
+    assert!(
+        verdict.contains("3.00x slower than its baseline"),
+        "{verdict}"
+    );
+    assert!(verdict.contains("1 stage could not conclude"), "{verdict}");
+}
+
 /// `runner check` refuses a placeholder in a stage's own command that would expand to nothing
 /// or to a directory nothing made, naming the stage and the word.
 #[test]
