@@ -376,18 +376,9 @@ fn verdict(
 /// "N causes, top: <title> in <kernel>": the performance causes, beside any fault; the top one
 /// is the largest estimated gain, a measured one before an untested suggestion.
 fn slow_line(joined: &Joined, slow: &[&Diagnosis]) -> String {
-    // The largest estimated gain; among equal ones the first in rank order, as the
-    // root causes list them.
-    // A suggestion no run tested leads only where nothing measured does.
-    let top = slow
-        .iter()
-        .rev()
-        .max_by(|a, b| {
-            b.untested()
-                .cmp(&a.untested())
-                .then(speedup(a).total_cmp(&speedup(b)))
-        })
-        .copied();
+    // The first in rank order, as the root causes list them (`fold::rank`: a measured cause
+    // before a suggestion no run tested, then the largest gain to the program).
+    let top = slow.first().copied();
     // The top cause's kernel against its binding roof, where its title does not say it.
     let roof = top
         .filter(|d| Figure::PercentOfPeak.of(&d.figures).is_none())
@@ -467,14 +458,6 @@ fn with_gaps(
         };
         line.push_str(&format!(" {label}: {}.", join_words(&names)));
     }
-}
-
-/// A performance cause's estimated speedup (percent), 0 when it has none.
-fn speedup(d: &Diagnosis) -> f64 {
-    Figure::EstimatedSpeedup
-        .of(&d.figures)
-        .and_then(|v| v.as_f64())
-        .unwrap_or(0.0)
 }
 
 fn ran_tools(coverage: &[CoverageRow]) -> String {
