@@ -324,7 +324,7 @@ pub(crate) fn parse_results(text: &str) -> ParsedLog {
                     mismatch: entry
                         .message
                         .as_deref()
-                        .and_then(crate::program::element_mismatch),
+                        .and_then(crate::mismatch::element_mismatch),
                     ..TestFacts::default()
                 }));
             }

@@ -253,7 +253,7 @@ pub struct TestFacts {
     /// Which elements the test's comparison found wrong (JUnit, a standard comparison's
     /// message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mismatch: Option<crate::program::ElementMismatch>,
+    pub mismatch: Option<crate::mismatch::ElementMismatch>,
 }
 
 /// How a test case ended.

@@ -253,7 +253,7 @@ fn finish(case: Open, log: &mut ParsedLog) {
         line: location.and_then(|(_, l)| l),
         param: case.param,
         mismatch: failed
-            .then(|| crate::program::element_mismatch(&text))
+            .then(|| crate::mismatch::element_mismatch(&text))
             .flatten(),
     });
 }

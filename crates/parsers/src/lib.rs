@@ -36,6 +36,7 @@ mod harness_json;
 mod junit;
 mod lines;
 mod memory_space;
+pub mod mismatch;
 mod model;
 mod ncu;
 mod ncu_rule;

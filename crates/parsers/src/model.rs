@@ -397,7 +397,7 @@ pub struct TestCase {
     /// Which elements its comparison found wrong, where it used a standard one
     /// (`torch.testing`, `numpy.testing`) that says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mismatch: Option<crate::program::ElementMismatch>,
+    pub mismatch: Option<crate::mismatch::ElementMismatch>,
 }
 
 /// One check a user's program reported (`exhibit.results/1`).

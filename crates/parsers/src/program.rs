@@ -5,7 +5,6 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 
 /// A comparison the program printed: what it measured, the figure, and its limit when it
 /// printed one.
@@ -119,95 +118,6 @@ pub fn telling_line<'a>(
         .or_else(|| lines.clone().find(undecided))
         .or_else(|| lines.clone().rev().find(|l| FAILED.is_match(l)))
         .map(str::trim)
-}
-
-/// Which elements a standard comparison found wrong, as it printed them: `torch.testing`'s
-/// `assert_close` ("Mismatched elements: 2048 / 4096 (50.0%)", "Greatest absolute difference:
-/// 0.5 at index (1, 0) (up to 1e-05 allowed)") and `numpy.testing`'s `assert_allclose`
-/// ("Mismatched elements: 40 / 1000 (4%)", "First 5 mismatches are at indices:", " [960]:
-/// 0.0 (ACTUAL), 1.96 (DESIRED)", "Max absolute difference among violations: 2.").
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ElementMismatch {
-    /// Elements outside the tolerance, of all compared.
-    pub mismatched: u64,
-    pub total: u64,
-    /// The greatest absolute difference, and the index torch gives it at.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub greatest_abs: Option<f64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub greatest_at: Vec<u64>,
-    /// The first mismatched indices numpy lists, in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub first: Vec<Vec<u64>>,
-}
-
-impl ElementMismatch {
-    /// The wrong elements' range where they are exactly the last ones: the first mismatch
-    /// numpy lists, when the listed ones are consecutive flat indices and as many elements as
-    /// are wrong run from it to the end (nothing else can be wrong). `(first, count)`.
-    pub fn tail(&self) -> Option<(u64, u64)> {
-        let flat: Vec<u64> = self
-            .first
-            .iter()
-            .map(|i| match i.as_slice() {
-                [one] => Some(*one),
-                _ => None,
-            })
-            .collect::<Option<_>>()?;
-        let start = *flat.first()?;
-        let consecutive = flat.windows(2).all(|w| w[1] == w[0] + 1);
-        (consecutive && self.mismatched > 0 && start + self.mismatched == self.total)
-            .then_some((start, self.mismatched))
-    }
-}
-
-/// The mismatch summary of a standard comparison in `text`, if it printed one.
-pub fn element_mismatch(text: &str) -> Option<ElementMismatch> {
-    let mut out: Option<ElementMismatch> = None;
-    let mut listing = false;
-    for line in text.lines() {
-        let line = line.trim_start_matches(['E', ' ']).trim();
-        if let Some(rest) = line.strip_prefix("Mismatched elements:") {
-            let (m, rest) = rest.split_once('/')?;
-            let total = rest.split_whitespace().next()?;
-            out = Some(ElementMismatch {
-                mismatched: crate::util::parse_u64(m.trim())?,
-                total: crate::util::parse_u64(total)?,
-                ..ElementMismatch::default()
-            });
-            continue;
-        }
-        let Some(m) = out.as_mut() else { continue };
-        if let Some(rest) = line.strip_prefix("Greatest absolute difference:") {
-            let (value, at) = rest.split_once(" at index ").unwrap_or((rest, ""));
-            m.greatest_abs = value.trim().parse().ok();
-            m.greatest_at = index(at.split(" (up to").next().unwrap_or(""));
-        } else if let Some(rest) = line
-            .strip_prefix("Max absolute difference among violations:")
-            .or_else(|| line.strip_prefix("Max absolute difference:"))
-        {
-            m.greatest_abs = rest.trim().trim_end_matches('.').parse().ok();
-        } else if line.starts_with("First ") && line.ends_with("are at indices:") {
-            listing = true;
-        } else if listing && line.starts_with('[') {
-            if let Some((at, _)) = line.split_once("]:") {
-                m.first.push(index(&format!("{at}]")));
-            }
-        } else {
-            listing = false;
-        }
-    }
-    out
-}
-
-/// `(1, 0)`, `(255,)`, `[960]` as a list of indices.
-fn index(text: &str) -> Vec<u64> {
-    text.trim()
-        .trim_start_matches(['(', '['])
-        .trim_end_matches([')', ']'])
-        .split(',')
-        .filter_map(|n| crate::util::parse_u64(n.trim()))
-        .collect()
 }
 
 #[cfg(test)]

@@ -14,56 +14,10 @@ use serde_json::json;
 use crate::diagnosis::{Confidence, Draft, Figure, Level};
 use crate::join::Joined;
 use crate::kernel_id::KernelId;
+pub use crate::measure::Measure;
 use crate::message::{Message, code, figure, msg};
 use crate::resources::KernelFigures;
 use crate::rules::RuleId;
-
-/// A figure the comparison reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Measure {
-    /// 32-byte sectors the global loads touched over the fewest their bytes needed: 1 when
-    /// coalesced.
-    LoadSectors,
-    /// The same for global stores.
-    StoreSectors,
-    /// Shared-memory wavefronts over the ideal: 1 without bank conflicts.
-    SharedWavefronts,
-    /// Tensor-core instructions executed.
-    TensorInstructions,
-    /// Waves of blocks per SM (ncu's `Waves Per SM`).
-    WavesPerSm,
-    /// Warps active per SM, achieved.
-    WarpsPerSm,
-    /// Global atomic operations per thread launched.
-    Atomics,
-    /// Local-memory bytes per thread launched.
-    LocalBytes,
-    /// Floating-point operations per byte loaded from global memory.
-    Reuse,
-}
-
-impl Measure {
-    /// Whether a larger value costs time (else a smaller one does).
-    fn higher_is_worse(self) -> bool {
-        matches!(
-            self,
-            Measure::LoadSectors
-                | Measure::StoreSectors
-                | Measure::SharedWavefronts
-                | Measure::Atomics
-                | Measure::LocalBytes
-        )
-    }
-
-    /// How much worse than the baseline a figure must be to separate the two: sectors and
-    /// wavefronts are bounded (4 to 32, 1 to 32), counts and rates are not.
-    fn separates_at(self) -> f64 {
-        match self {
-            Measure::LoadSectors | Measure::StoreSectors | Measure::SharedWavefronts => 2.0,
-            _ => 4.0,
-        }
-    }
-}
 
 /// One figure of the program's kernel and the baseline's.
 #[derive(Debug, Clone, Copy, PartialEq)]

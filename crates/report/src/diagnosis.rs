@@ -277,7 +277,7 @@ pub struct Draft {
     /// The figures of the profile the cause stands on, which the comparison with the
     /// baseline's profile weighs ([`crate::contrast::weigh`]): a cause whose figures the
     /// baseline shares is no reason the program is slower.
-    pub stands_on: Vec<crate::contrast::Measure>,
+    pub stands_on: Vec<crate::measure::Measure>,
 }
 
 /// A condition on the drafts of earlier rules (in `rules::RULES`' order), each of the

@@ -59,6 +59,7 @@ mod fold;
 pub mod hypothesis;
 pub mod join;
 mod kernel_id;
+pub mod measure;
 pub mod message;
 pub mod missing;
 pub mod model;

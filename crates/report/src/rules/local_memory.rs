@@ -54,7 +54,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .map(|(i, _)| i)
             .collect();
         let mut d = Draft::new(RuleId::RegisterSpills, Level::Warning, Message::new());
-        d.stands_on = vec![crate::contrast::Measure::LocalBytes];
+        d.stands_on = vec![crate::measure::Measure::LocalBytes];
         d.config = view.config.clone();
         d.kernel = Some(view.name.to_string());
         // The local array of a fragment-on-local-memory fault is the stack frame: one

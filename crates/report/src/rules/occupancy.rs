@@ -55,7 +55,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             Level::Note
         };
         let mut d = Draft::new(RuleId::OccupancyLimit, level, Message::new());
-        d.stands_on = vec![crate::contrast::Measure::WarpsPerSm];
+        d.stands_on = vec![crate::measure::Measure::WarpsPerSm];
         d.config = view.config.clone();
         d.kernel = Some(view.name.to_string());
         d.arch = view.arch.clone();

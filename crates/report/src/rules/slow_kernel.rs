@@ -15,7 +15,7 @@ use parsers::{OccupancyLimiter, ProfilerRule, SourceLine, SpeedupType};
 use scalar_product::no_tensor_cores;
 use words::{Weight, describe, word_weight};
 
-use crate::contrast::Measure;
+use crate::measure::Measure;
 use crate::hypothesis::{ExperimentKind, Hypothesis};
 use serde_json::json;
 

@@ -58,7 +58,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         let mut d = Draft::new(RuleId::TensorCoresIdle, Level::Warning, Message::new());
         if no_mma {
-            d.stands_on = vec![crate::contrast::Measure::TensorInstructions];
+            d.stands_on = vec![crate::measure::Measure::TensorInstructions];
         }
         d.config = view.config.clone();
         d.kernel = Some(view.name.to_string());

@@ -326,19 +326,12 @@ pub fn baseline_configs<'c>(
         .iter()
         .chain(stage.args.iter())
         .chain(stage.env.values())
-        .any(|w| names_config(w));
+        .any(|w| config::names_config(w));
     if per_config || pipeline.matrix.configs.len() == 1 {
         of_stage.collect()
     } else {
         of_stage.next().into_iter().collect()
     }
-}
-
-/// Whether a command word names a value that differs between configs.
-pub fn names_config(word: &str) -> bool {
-    ["{build_dir}", "{config}", "{arch}", "{source}", "{env:"]
-        .iter()
-        .any(|p| word.contains(p))
 }
 
 /// The directory, under the profile stage's, of the unit that profiles the baseline.

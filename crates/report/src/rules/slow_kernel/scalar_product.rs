@@ -39,7 +39,7 @@ pub(super) fn no_tensor_cores(ctx: &Ctx, out: &mut Vec<Draft>) {
             d.config = config.map(str::to_string);
             d.kernel = Some(kernel.to_string());
             d.key = "no-tensor-cores".to_string();
-            d.stands_on = vec![crate::contrast::Measure::TensorInstructions];
+            d.stands_on = vec![crate::measure::Measure::TensorInstructions];
             d.confidence = Confidence::Medium;
             // This source page's lines.
             let page = Scope {

@@ -356,7 +356,7 @@ impl Pipeline {
                         .iter()
                         .chain(stage.args.iter())
                         .chain(stage.env.values())
-                        .any(|w| crate::planning::plan::names_config(w)) =>
+                        .any(|w| names_config(w)) =>
             {
                 Err(
                     "the baseline runs once for every config, so its pattern names its timing: \
@@ -561,6 +561,13 @@ impl Pipeline {
         }
         Ok(())
     }
+}
+
+/// Whether a command word names a value that differs between configs.
+pub fn names_config(word: &str) -> bool {
+    ["{build_dir}", "{config}", "{arch}", "{source}", "{env:"]
+        .iter()
+        .any(|p| word.contains(p))
 }
 
 /// Refuses a placeholder in a stage's own command that has no value where the stage runs it:
