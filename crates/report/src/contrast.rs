@@ -291,7 +291,7 @@ impl Measure {
 fn both(c: &Contrast) -> Message {
     let shown = |v: f64| {
         if c.measure == Measure::WavesPerSm {
-            waves(v)
+            crate::text::waves(v)
         } else {
             value(v)
         }
@@ -302,15 +302,6 @@ fn both(c: &Contrast) -> Message {
         c.measure.unit(),
         figure(shown(c.theirs))
     )
-}
-
-/// Waves of blocks per SM as ncu prints them (two decimals): 0 is under 0.01.
-pub fn waves(v: f64) -> String {
-    if v < 0.005 {
-        "under 0.01".to_string()
-    } else {
-        crate::text::sig3(v)
-    }
 }
 
 /// A figure as the report prints it: whole numbers with thousands separators, small ones to

@@ -244,6 +244,15 @@ pub fn duration(seconds: f64) -> String {
     format!("{} min {} s", whole / 60, whole % 60)
 }
 
+/// Waves of blocks per SM as ncu prints them (two decimals): 0 is under 0.01.
+pub fn waves(v: f64) -> String {
+    if v < 0.005 {
+        "under 0.01".to_string()
+    } else {
+        sig3(v)
+    }
+}
+
 pub fn sig3(x: f64) -> String {
     if !x.is_finite() {
         return "n/a".to_string();

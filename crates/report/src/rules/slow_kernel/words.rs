@@ -235,7 +235,7 @@ fn few_blocks(d: &mut Draft, grid: &Grid, at: Message) {
     };
     // The grid counted the way the GPU runs it: a fraction of one wave of blocks, and the
     // warps each SM has at work.
-    let counted = match (grid.waves.map(crate::contrast::waves), grid.warps) {
+    let counted = match (grid.waves.map(crate::text::waves), grid.warps) {
         (Some(waves), Some(warps)) => msg!(
             " The launch is {} waves of blocks per SM, with {} warps active per SM.",
             figure(waves),
