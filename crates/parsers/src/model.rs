@@ -536,6 +536,15 @@ pub struct InstructionMix {
     pub memory: MemoryMix,
 }
 
+impl InstructionMix {
+    /// Of the bytes its threads moved through global loads and local memory, the share that
+    /// is local memory's (a stack frame's or spills' traffic).
+    pub fn local_share(&self) -> Option<f64> {
+        let all = self.memory.local_bytes + self.global_load_bytes;
+        (all > 0).then(|| self.memory.local_bytes as f64 / all as f64)
+    }
+}
+
 /// A function's memory instructions by space, from its SASS page: the figures that tell two
 /// kernels doing the same work apart (sectors per request, atomics, local traffic).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -68,9 +68,9 @@ pub struct Comparison {
     /// Of the program kernel's threads' memory traffic (global loads and local bytes), the
     /// share that is local memory's.
     pub local_share: Option<f64>,
-    /// The threads at work in each of the program kernel's global atomics (32: a warp's
-    /// lanes each add; 1: one thread spins).
-    pub atomic_lanes: Option<f64>,
+    /// Whether the program kernel's global atomics are a spin-wait: one thread at a time
+    /// (under two lanes per atomic instruction) issuing many per block (32 or more).
+    pub spins: bool,
     pub contrasts: Vec<Contrast>,
 }
 
@@ -91,13 +91,11 @@ impl Comparison {
             config: ours.summary.config.clone(),
             baseline_kernel: best.summary.kernel.clone(),
             durations: ours.summary.duration_us.zip(best.summary.duration_us),
-            local_share: ours.mix.as_ref().and_then(|m| {
-                let all = m.memory.local_bytes + m.global_load_bytes;
-                (all > 0).then(|| m.memory.local_bytes as f64 / all as f64)
-            }),
-            atomic_lanes: ours.mix.as_ref().and_then(|m| {
-                let n = m.memory.global_atomics;
-                (n > 0).then(|| m.memory.global_atomic_lanes as f64 / n as f64)
+            local_share: ours.mix.as_ref().and_then(|m| m.local_share()),
+            spins: ours.mix.as_ref().is_some_and(|m| {
+                let (n, lanes) = (m.memory.global_atomics, m.memory.global_atomic_lanes);
+                let blocks = ours.summary.grid_size.unwrap_or(0);
+                n > 0 && lanes < 2 * n && blocks > 0 && n >= 32 * blocks
             }),
             contrasts: contrasts(ours, best),
         })
@@ -411,7 +409,7 @@ fn cost(
         .sum();
     // Atomics one thread issues while its block waits: the block's warps stalled at the
     // barrier wait for it too.
-    if c.measure == Measure::Atomics && cmp.atomic_lanes.is_some_and(|l| l < 2.0) {
+    if c.measure == Measure::Atomics && cmp.spins {
         on += own
             .iter()
             .filter_map(|l| l.stalls.get("stall_barrier"))
@@ -451,8 +449,7 @@ fn cost_alone(ctx: &crate::rules::Ctx, d: &Draft) -> Option<f64> {
                 .filter(|s| s.config == config)
                 .flat_map(|s| &s.log.instruction_mix)
                 .find(|m| KernelId::of(&m.function) == kernel)?;
-            let all = mix.memory.local_bytes + mix.global_load_bytes;
-            (all > 0).then(|| 100.0 * mix.memory.local_bytes as f64 / all as f64)
+            mix.local_share().map(|s| 100.0 * s)
         }
         Measure::TensorInstructions => {
             let p = crate::roofline::of_kernel(j, config, &kernel)?;
@@ -563,7 +560,7 @@ fn cause(
                  waiting at a barrier), or more blocks per SM."
             ),
         ),
-        Measure::Atomics if cmp.atomic_lanes.is_some_and(|l| l < 2.0) => (
+        Measure::Atomics if cmp.spins => (
             msg!(
                 "A serialised wait: one thread spins on global atomics, {}",
                 both(c)
@@ -626,7 +623,7 @@ fn cause(
     };
     let pct = cost(ctx, c, cmp, lines);
     let basis = match c.measure {
-        Measure::Atomics if cmp.atomic_lanes.is_some_and(|l| l < 2.0) => {
+        Measure::Atomics if cmp.spins => {
             "of the kernel's warp-stall samples are on the spinning line or at a barrier, waiting \
              for it"
         }

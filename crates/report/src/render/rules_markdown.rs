@@ -75,7 +75,9 @@ it is not why the program is slower. A cause whose figure is far worse (twice fo
 wavefronts, four times for the others, or none where the baseline has some) says both figures; \
 a figure that far worse that no rule named becomes a `slow-kernel` cause of its own, at the \
 user's line that holds it (a toolkit header's line is placed at the user's call it was \
-inlined into), costed as above.
+inlined into), costed as above; one that costs under 10% of its kernel's time is a note. \
+Atomics issued one thread at a time, 32 or more per block, are read as a spin-wait on another \
+block: its cost counts the block's warps waiting at the barrier for it.
 ";
 
 fn role(role: Role) -> &'static str {
