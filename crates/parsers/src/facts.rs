@@ -85,6 +85,11 @@ pub struct MemoryFacts {
     /// initcheck's "Unused memory in allocation 0x... of size 1,024 bytes".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocation_size: Option<u64>,
+    /// A shared-memory access's address in the block's shared window ("Access to 0x480 is out
+    /// of bounds" after "Invalid __shared__ read"): an offset, not a machine address. From
+    /// sm_80 on, the window's first 1 KiB is reserved, so a kernel's arrays start at 0x400.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_address: Option<u64>,
     /// "Leaked 1,024 bytes at 0x...": the bytes of every record of the finding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leaked_bytes: Option<u64>,

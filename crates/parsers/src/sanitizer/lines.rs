@@ -198,6 +198,14 @@ impl SanitizerParser {
                     self.rec.access_error(AccessError::Misaligned);
                 } else if text.ends_with("is out of bounds") {
                     self.rec.access_error(AccessError::OutOfBounds);
+                    if self.rec.space == Some(MemorySpace::Shared) {
+                        let hex = text
+                            .strip_prefix("Access to 0x")
+                            .and_then(|t| t.split_whitespace().next());
+                        if let Some(a) = hex.and_then(|h| u64::from_str_radix(h, 16).ok()) {
+                            self.rec.memory.shared_address.get_or_insert(a);
+                        }
+                    }
                 }
             }
             b'a' if text.starts_with("and is ") => {

@@ -925,3 +925,29 @@ fn racecheck_severity_alone_does_not_give_a_warnings_scope() {
     assert_eq!(w.sync_scope, None);
     assert_eq!(e.sync_scope, Some(parsers::SyncScope::Block));
 }
+
+/// Every record form in the captured compute-sanitizer fixtures (memcheck, racecheck,
+/// initcheck and synccheck, text and XML: accesses, hardware exceptions, device-side asserts,
+/// host API access errors, CUDA API errors, leaks on the heap and the device heap, malloc and
+/// free errors, barrier errors, hazards in both report forms, summaries) is read as a record:
+/// none is left as an error that could not be read.
+#[test]
+fn every_captured_record_form_is_read() {
+    for dir in ["compute-sanitizer", "compute-sanitizer-xml"] {
+        for entry in std::fs::read_dir(crate::fixtures().join(dir)).expect("fixtures") {
+            let path = entry.expect("entry").path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if name.ends_with(".meta.json") {
+                continue;
+            }
+            let parsed = crate::parse_fixture(&format!("{dir}/{name}"));
+            let unread: Vec<_> = parsed
+                .findings
+                .iter()
+                .filter(|f| f.kind == parsers::FindingKind::UnreadErrors)
+                .map(|f| f.message.clone())
+                .collect();
+            assert!(unread.is_empty(), "{dir}/{name}: {unread:?}");
+        }
+    }
+}

@@ -15,6 +15,7 @@
 //! it executes (the FP32 peak is not its limit), on a kernel at or above half the peak, nor where the hottest line's stall is none of
 //! these.
 
+mod idle;
 mod words;
 
 use words::{Fp32Bound, Lanes, MemoryBound, word_fp32, word_memory};
@@ -114,6 +115,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 && mix.ffma.saturating_mul(10) >= mix.fma.saturating_mul(9)
                 && mix.ffma.saturating_mul(10) >= mix.executed;
             if !j.is_own(config, &kernel) {
+                continue;
+            }
+            // Most of its warps waiting at a barrier on a few threads' work, whatever its limit.
+            if let Some(d) = idle::idle_at_barrier(ctx, config, &kernel, mix) {
+                out.push(d);
                 continue;
             }
             // No floating-point work to speak of: DRAM bandwidth is the limit it could reach.

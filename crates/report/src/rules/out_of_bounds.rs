@@ -14,6 +14,8 @@ use crate::message::{Message, code, msg, quote};
 use crate::text::bytes;
 use past_end::{Layout, past_end};
 
+mod shared_end;
+
 /// This rule's row in the registry ([`super::RULES`]).
 pub(crate) const RULE: Rule = Rule {
     id: RuleId::OutOfBounds,
@@ -140,6 +142,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 signals += past_end(&mut d, &w, finding, line, (n, m), &layout);
             }
             (_, Some(n), alloc) => before_start(&mut d, &w, n, alloc),
+            _ if shared_end::one_past_end(ctx, f, &mut d, &w, array.as_deref()) => signals += 1,
             _ => outside_allocation(&mut d, &w, space, &array),
         }
 
@@ -627,6 +630,49 @@ mod rule_tests {
         assert_eq!(place(&d).as_deref(), Some("oob.cu:17"));
         assert_eq!(d.figures["bytes_after"], 1);
         assert_eq!(d.figures["allocation_size"], 4000);
+    }
+
+    /// memcheck on `records.cu offbyone` (`compute-sanitizer/memcheck_shared_off_by_one.log`)
+    /// with its build (`ptxas/device_records.log`): thread 32 reads `buf[32]` of a 32-float
+    /// shared array, past a guard written `t > 32`. The address (byte 128 after the reserved
+    /// 1 KiB) equals the kernel's 128 bytes of shared memory: an index equal to the length.
+    #[test]
+    fn reads_an_index_equal_to_a_shared_arrays_length_as_an_off_by_one_guard() {
+        let case = Case::new()
+            .log(
+                StageKind::Compile,
+                "release",
+                "sm_90",
+                parsers_fixture!("ptxas/device_records.log"),
+            )
+            .log(
+                StageKind::Memcheck,
+                "release",
+                "sm_90",
+                parsers_fixture!("compute-sanitizer/memcheck_shared_off_by_one.log"),
+            );
+        let d = only(case.drafts(RuleId::OutOfBounds));
+        assert_eq!(d.key, "shared|read");
+        assert_eq!(place(&d).as_deref(), Some("records.cu:46"));
+        assert_eq!(d.figures["index"], 32);
+        assert_eq!(d.figures["shared_declared"], 128);
+        let title = d.title.to_string();
+        assert!(title.starts_with("Off-by-one: thread 32 reads"), "{title}");
+        let fix = d.fix.to_string();
+        assert!(fix.contains("t >= 32"), "{fix}");
+        // Without the build, the kernel's shared memory is unknown: no off-by-one is claimed.
+        let alone = only(
+            Case::new()
+                .log(
+                    StageKind::Memcheck,
+                    "release",
+                    "sm_90",
+                    parsers_fixture!("compute-sanitizer/memcheck_shared_off_by_one.log"),
+                )
+                .drafts(RuleId::OutOfBounds),
+        );
+        assert!(!alone.figures.contains_key("index"));
+        assert!(!alone.title.to_string().contains("Off-by-one"));
     }
 
     /// memcheck on `misaligned.cu global` (`compute-sanitizer/memcheck_misaligned_global.log`):

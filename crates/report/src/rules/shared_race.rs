@@ -532,6 +532,27 @@ mod tests {
     use crate::rules::testing::{Case, parsers_fixture, place};
     use crate::{diagnosis::Level, run::StageKind};
 
+    /// racecheck on `records.cu waw`, both report forms (`compute-sanitizer/racecheck_waw.log`,
+    /// `racecheck_waw_hazard.log`): warps 0 and 1 write `slot[t % 32]` with nothing between.
+    /// A write-after-write race, named so, at the one line.
+    #[test]
+    fn names_two_unordered_writes_a_write_after_write_race() {
+        for log in [
+            parsers_fixture!("compute-sanitizer/racecheck_waw.log"),
+            parsers_fixture!("compute-sanitizer/racecheck_waw_hazard.log"),
+        ] {
+            let drafts = Case::new()
+                .log(StageKind::Racecheck, "release", "sm_90", log)
+                .drafts(RuleId::SharedMemoryRace);
+            let d = crate::rules::testing::only(drafts);
+            assert_eq!(place(&d).as_deref(), Some("records.cu:62"));
+            assert_eq!(d.level, Level::Error);
+            let title = d.title.to_string();
+            assert!(title.starts_with("Write-after-write race"), "{title}");
+            assert!(d.explanation.to_string().contains("write-after-write hazard"));
+        }
+    }
+
     /// racecheck on `race.cu` (`compute-sanitizer/racecheck_race.log`): a read at line 12
     /// races with the writes at lines 10 and 14, 512 hazards each, no barrier between them.
     #[test]

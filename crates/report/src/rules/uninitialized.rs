@@ -45,9 +45,17 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .insert("first_uninitialised_thread".into(), first.into());
             Partly { first, unprinted }
         });
-        match finding.facts.host_call.as_deref() {
-            Some(call) => word_host_read(&mut d, call, finding.size),
-            None => word_uninitialised(&mut d, finding.size, finding.count, partly.as_ref()),
+        let unprinted = ctx
+            .joined
+            .source(f.source)
+            .map_or(0, |s| s.log.unprinted_errors);
+        match (finding.facts.host_call.as_deref(), finding.threads.as_slice()) {
+            (Some(call), _) => word_host_read(&mut d, call, finding.size),
+            // One read in all, by one thread: one element was never written.
+            (None, [reader]) if finding.count == 1 && unprinted == 0 => {
+                word_one_element(&mut d, finding.size, reader)
+            }
+            _ => word_uninitialised(&mut d, finding.size, finding.count, partly.as_ref()),
         }
         out.push(d);
     }
@@ -189,6 +197,40 @@ fn word_uninitialised(d: &mut Draft, size: Option<u32>, count: u64, partly: Opti
     );
 }
 
+/// The words of the one uninitialised read of a kernel, by `reader`: every other element its
+/// threads read had been written, so one write is missing, not a fill that stopped short.
+fn word_one_element(d: &mut Draft, size: Option<u32>, reader: &parsers::ThreadIndex) {
+    let at = at_location(d.location.as_ref());
+    let size_text = size
+        .map(|s| msg!("{}-byte ", s.to_string()))
+        .unwrap_or_default();
+    let who = msg!(
+        "thread ({}) of block ({})",
+        reader.thread.map(|x| x.to_string()).join(","),
+        reader.block.map(|x| x.to_string()).join(",")
+    );
+    d.figures.insert("uninitialised_reads".into(), 1.into());
+    d.title = msg!("Read of the one element nothing wrote: a missing write");
+    d.explanation = msg!(
+        "initcheck caught exactly one read of global memory that no kernel or copy had \
+         written{}, by {}, and no other: every other element the kernel's threads read had \
+         been written. One {}element of the buffer was skipped by whatever fills it. A fill \
+         that stopped short (a memset or copy of too few bytes, a grid too small) leaves a run \
+         of elements unwritten, each read with a record of its own; one record is one missing \
+         index.",
+        at,
+        who.clone(),
+        size_text
+    );
+    d.fix = msg!(
+        "Find the write that should cover the element {} reads: the kernel or copy that fills \
+         this buffer skips one index (a guard such as `i != k` or `i < n - 1`, a loop bound one \
+         short, a special case that returns before its store). Write that element there; \
+         widening a memset would only hide it.",
+        who
+    );
+}
+
 /// The words of a host API call (`cudaMemcpy source`) that read device memory nothing wrote:
 /// the buffer went back to the host with part of it never written by the kernel that fills it.
 fn word_host_read(d: &mut Draft, call: &str, size: Option<u32>) {
@@ -247,6 +289,29 @@ mod tests {
         assert_eq!(d.kernel.as_deref(), Some("scale"));
         assert_eq!(place(&d).as_deref(), Some("initcheck_partial.cu:17"));
         assert_eq!(d.figures["first_uninitialised_thread"], 96);
+    }
+
+    /// initcheck on `records.cu missing` (`compute-sanitizer/initcheck_missing_slot.log`): a
+    /// kernel fills 256 floats but slot 100, the next reads them all: one record, by thread
+    /// 100. A missing write, not a short memset.
+    #[test]
+    fn reads_a_single_uninitialised_element_as_a_missing_write() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Initcheck,
+                    "release",
+                    "sm_90",
+                    parsers_fixture!("compute-sanitizer/initcheck_missing_slot.log"),
+                )
+                .drafts(RuleId::UninitializedRead),
+        );
+        assert_eq!(place(&d).as_deref(), Some("records.cu:56"));
+        assert_eq!(d.figures["uninitialised_reads"], 1);
+        assert!(d.title.to_string().contains("missing write"), "{}", d.title);
+        let fix = d.fix.to_string();
+        assert!(fix.contains("thread (100,0,0)"), "{fix}");
+        assert!(!fix.contains("size of the memset"), "{fix}");
     }
 
     /// initcheck on `records.cu hostread` (`compute-sanitizer/initcheck_host_read.log`): a

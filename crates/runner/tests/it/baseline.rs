@@ -478,3 +478,53 @@ fn contended_atomics_are_named_beside_a_block_reduction() {
         "{causes:#?}"
     );
 }
+
+/// The idle-warps reading of a stored run: its one cause, the words its title starts with, its
+/// place, and the figures it stands on.
+fn idle_warps(run: &str) -> Value {
+    let run = repo()
+        .join("examples/baseline-contrast/reference/artifacts")
+        .join(run);
+    let json = report_json(&run);
+    assert_eq!(json["verdict"]["kind"], "slow", "{:#}", json["verdict"]);
+    let (causes, _) = causes_and_notes(&json);
+    assert_eq!(causes.len(), 1, "{causes:#?}");
+    let top = json["diagnoses"][0].clone();
+    assert!(top["title"].to_string().contains("Idle warps"), "{top:#}");
+    assert!(
+        top["figures"]["wait_barrier"].as_f64().unwrap_or(0.0) >= 0.5,
+        "{top:#}"
+    );
+    top
+}
+
+/// `examples/baseline-contrast/serial.yaml` on an H200: thread 0 adds 2,048 floats while the
+/// block's other seven warps wait at the barrier, 3.66x slower than warp 0 adding them 32 at a
+/// time. The cause is that one thread's loop, at its line, with one lane per instruction.
+#[test]
+fn a_block_waiting_on_one_threads_loop_is_named_at_the_loop() {
+    let top = idle_warps("20261129T032354Z-e2835bdc");
+    assert!(top["title"].to_string().contains("one thread"), "{top:#}");
+    assert_eq!(top["location"]["file"], "contrast.cu", "{top:#}");
+    assert_eq!(top["location"]["line"], 120, "{top:#}");
+    assert_eq!(top["figures"]["lanes"], 1.0, "{top:#}");
+    assert!(top["help"].to_string().contains("whole warp"), "{top:#}");
+}
+
+/// `examples/baseline-contrast/rows.yaml` on an H200: one row per thread for 32 rows in blocks
+/// of 256 threads, one block per SM: warp 0 works, seven wait. 3.18x slower than every warp
+/// working; the cause is the few warps' work, at the row loop, with its lanes full.
+#[test]
+fn a_block_waiting_on_a_few_warps_is_named_at_their_work() {
+    let top = idle_warps("20261129T032334Z-a16067ca");
+    assert!(top["title"].to_string().contains("a few warps"), "{top:#}");
+    assert_eq!(top["location"]["line"], 90, "{top:#}");
+    assert!(
+        top.get("figures").and_then(|f| f.get("lanes")).is_none(),
+        "{top:#}"
+    );
+    assert!(
+        top["help"].to_string().contains("every warp of the block"),
+        "{top:#}"
+    );
+}

@@ -248,6 +248,9 @@ pub(super) fn word_async_copies(p: &Pair) -> Words {
 
 /// A race at one site (or at sites without lines): several threads at one address, no barrier.
 pub(super) fn word_one_site(p: &Pair) -> Words {
+    if p.other_access == Access::Write && p.other.is_some() {
+        return word_write_after_write(p);
+    }
     let title = if p.warp {
         msg!("Shared-memory race within a warp at {}", word_site(p.write))
     } else {
@@ -279,6 +282,66 @@ pub(super) fn word_one_site(p: &Pair) -> Words {
              warp), or give each thread its own address."
         )
     };
+    Words {
+        title,
+        explanation,
+        fix,
+    }
+}
+
+/// Two writes to one shared address with nothing ordering them, both at the same line or at
+/// lines of their own: a write-after-write hazard, whose value depends on which thread wrote
+/// last.
+fn word_write_after_write(p: &Pair) -> Words {
+    let array = p
+        .site_line
+        .and_then(|l| crate::source_line::indexed_array(l, true));
+    let of_array = array
+        .as_deref()
+        .map(|a| msg!(" to {}", code(a)))
+        .unwrap_or_default();
+    let between = if p.warp {
+        "lanes of one warp"
+    } else {
+        "threads of the block"
+    };
+    let sites = match (p.write_line, p.other_line) {
+        (Some(a), Some(b)) if a == b && p.same_file => msg!("at {}", word_site(p.write)),
+        _ => msg!(
+            "at {} and {}",
+            word_site(p.write),
+            p.other
+                .as_ref()
+                .map(|o| msg!("{}", quote(o.to_string())))
+                .unwrap_or_default()
+        ),
+    };
+    let title = msg!("Write-after-write race{} {}", of_array.clone(), sites.clone());
+    let explanation = msg!(
+        "racecheck reports {}{}: {} write the same shared-memory address{} {} with nothing \
+         ordering the writes (a write-after-write hazard). Which value the address keeps \
+         depends on which write lands last, so every later read of it, even after a \
+         barrier, may see either.",
+        word_hazards(p),
+        word_kernel(p),
+        between,
+        array
+            .as_deref()
+            .map(|a| msg!(" of {}", code(a)))
+            .unwrap_or_default(),
+        sites
+    );
+    let fix = msg!(
+        "Decide which thread owns each element{}: index it by the thread's full index \
+         (not one that repeats across {}, such as `t % 32`), or let one thread write it; if \
+         several must contribute, combine them (an `atomicAdd` on the shared element, or a \
+         reduction). A barrier between the writes orders them but still loses one.",
+        array
+            .as_deref()
+            .map(|a| msg!(" of {}", code(a)))
+            .unwrap_or_default(),
+        between
+    );
     Words {
         title,
         explanation,

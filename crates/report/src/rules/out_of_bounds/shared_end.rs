@@ -1,0 +1,147 @@
+//! A shared-memory access just past the kernel's shared memory: memcheck's record gives the
+//! address in the block's shared window, ptxas the bytes the kernel declares, and the record's
+//! thread the index. An address equal to that size is the element one past the end: an index
+//! equal to the array's length, an off-by-one in the guard that bounds it.
+
+use parsers::MemorySpace;
+use serde_json::json;
+
+use super::Words;
+use crate::diagnosis::Draft;
+use crate::join::FindingRef;
+use crate::kernel_id::KernelId;
+use crate::message::{code, figure, msg};
+use crate::rules::Ctx;
+
+/// From sm_80 on, the first 1 KiB of a block's shared window is reserved for the system: the
+/// kernel's own arrays start at this address (memcheck's and racecheck's shared addresses on an
+/// H200 start there: `Access to 0x480` for byte 128).
+const RESERVED_FROM_SM80: u64 = 1024;
+
+/// The compute capability (`90`) of the kernel's build, else of the run's GPU.
+fn capability(ctx: &Ctx, f: &FindingRef, kernel: Option<&KernelId>) -> Option<u32> {
+    let arch = kernel
+        .and_then(|k| ctx.joined.kernel(f.config.as_deref(), k))
+        .and_then(|k| k.arch.clone())
+        .or_else(|| {
+            let gpu = ctx.joined.run?.environment.gpus.first()?;
+            gpu.compute_capability
+                .as_ref()
+                .map(|cc| format!("sm_{}", cc.replace('.', "")))
+        })?;
+    arch.trim_start_matches("sm_")
+        .trim_end_matches(['a', 'f'])
+        .parse()
+        .ok()
+}
+
+/// Words an out-of-bounds shared access at exactly the end of the kernel's static shared
+/// memory; returns whether it did (else the caller words it as outside any allocation).
+pub(super) fn one_past_end(
+    ctx: &Ctx,
+    f: &FindingRef,
+    d: &mut Draft,
+    w: &Words,
+    array: Option<&str>,
+) -> bool {
+    let finding = f.finding;
+    if finding.space != Some(MemorySpace::Shared) {
+        return false;
+    }
+    let Some(address) = finding
+        .facts
+        .memory
+        .as_deref()
+        .and_then(|m| m.shared_address)
+    else {
+        return false;
+    };
+    let kernel = d.kernel.as_deref().map(KernelId::of);
+    let Some(cc) = capability(ctx, f, kernel.as_ref()) else {
+        return false;
+    };
+    let base = if cc >= 80 { RESERVED_FROM_SM80 } else { 0 };
+    let declared = kernel
+        .as_ref()
+        .and_then(|k| ctx.joined.kernel(f.config.as_deref(), k))
+        .and_then(|k| k.resources)
+        .and_then(|r| r.shared_bytes);
+    let (Some(offset), Some(declared), Some(size)) = (
+        address.checked_sub(base),
+        declared,
+        finding.size.map(u64::from).filter(|s| *s > 0),
+    ) else {
+        return false;
+    };
+    if offset != declared || offset % size != 0 {
+        return false;
+    }
+    let index = offset / size;
+    d.figures.insert("shared_offset".into(), json!(offset));
+    d.figures.insert("shared_declared".into(), json!(declared));
+    d.figures.insert("index".into(), json!(index));
+    // One thread, in a block's first row of threads: its index is the element's.
+    let thread = match finding.threads.as_slice() {
+        [t] if finding.count == 1 && t.thread[1] == 0 && t.thread[2] == 0 => Some(t.thread[0]),
+        _ => None,
+    };
+    let own_index = thread.is_some_and(|t| u64::from(t) == index);
+    let element = match array {
+        Some(a) => msg!("{}", code(format!("{a}[{index}]"))),
+        None => msg!("element {}", index.to_string()),
+    };
+    let who = match thread {
+        Some(t) => msg!("thread {}", t.to_string()),
+        None => msg!("a thread"),
+    };
+    d.title = msg!(
+        "Off-by-one: {} {}s {}, one past the end of the kernel's {} bytes of shared memory",
+        who.clone(),
+        w.access_word,
+        element.clone(),
+        declared.to_string()
+    );
+    let by_thread = if own_index {
+        msg!(
+            " The index is the thread's own: thread {} is the first thread past the array, \
+             and the only one with a record, so the guard that stops the threads past the end \
+             lets exactly one through.",
+            index.to_string()
+        )
+    } else {
+        msg!("")
+    };
+    d.explanation = msg!(
+        "memcheck caught {} of a shared {}{}{} at byte {} of the block's shared memory (its \
+         window's first {} bytes are reserved on sm_{}), and ptxas gives the kernel {} bytes \
+         of static shared memory: the access is the first element past the end. With {}-byte \
+         elements that is index {} of an array of {}: an index equal to the array's length, \
+         the last array's if the kernel declares several.{}{}",
+        w.records.clone(),
+        w.access_word,
+        w.size_text.clone(),
+        w.at.clone(),
+        figure(offset.to_string()),
+        base.to_string(),
+        cc.to_string(),
+        declared.to_string(),
+        size.to_string(),
+        figure(index.to_string()),
+        (declared / size).to_string(),
+        by_thread,
+        w.the_line.clone()
+    );
+    let guard = |text: String| code(text.replace('N', &index.to_string()));
+    d.fix = msg!(
+        "The bound on this index is one too large: the guard before {} lets index {} through \
+         ({} where {} was meant, or {} for {}). Compare the index with the array's length \
+         using `>=` to leave and `<` to enter.",
+        element,
+        index.to_string(),
+        guard("if (t > N) return;".into()),
+        guard("t >= N".into()),
+        guard("t <= N".into()),
+        guard("t < N".into())
+    );
+    true
+}
