@@ -210,7 +210,7 @@ fn word_one_element(d: &mut Draft, size: Option<u32>, reader: &parsers::ThreadIn
         reader.block.map(|x| x.to_string()).join(",")
     );
     d.figures.insert("uninitialised_reads".into(), 1.into());
-    d.title = msg!("Read of the one element nothing wrote: a missing write");
+    d.title = msg!("Read of the one element of a buffer nothing wrote");
     d.explanation = msg!(
         "initcheck caught exactly one read of global memory that no kernel or copy had \
          written{}, by {}, and no other: every other element the kernel's threads read had \
@@ -308,7 +308,7 @@ mod tests {
         );
         assert_eq!(place(&d).as_deref(), Some("records.cu:56"));
         assert_eq!(d.figures["uninitialised_reads"], 1);
-        assert!(d.title.to_string().contains("missing write"), "{}", d.title);
+        assert!(d.explanation.to_string().contains("one missing index"), "{}", d.explanation);
         let fix = d.fix.to_string();
         assert!(fix.contains("thread (100,0,0)"), "{fix}");
         assert!(!fix.contains("size of the memset"), "{fix}");
