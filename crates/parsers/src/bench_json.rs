@@ -33,8 +33,9 @@
 //! ```
 //!
 //! `schema`, `program`, and each result's `name` and `passed` are required; `message`,
-//! `max_abs_err`, and `file` and `line` (where the failing check is in the program's source) are
-//! optional. Fields may be added, never renamed or removed; readers ignore
+//! `max_abs_err`, `file` and `line` (where the failing check is in the program's source), and
+//! `mismatch` (which elements were wrong: [`crate::mismatch::ElementMismatch`], as
+//! `helpers/exhibit_compare.py` and `helpers/exhibit_compare.h` write it) are optional. Fields may be added, never renamed or removed; readers ignore
 //! fields they do not know. Each result becomes a [`ProgramCheck`]; a failed one is also a
 //! [`FindingKind::CheckFailed`] finding naming the test and its message. An empty `results`
 //! list is a complete document holding nothing (the caller decides that it is inconclusive).
@@ -321,10 +322,12 @@ pub(crate) fn parse_results(text: &str) -> ParsedLog {
                     program: Some(doc.program.clone()),
                     message: entry.message.clone(),
                     max_abs_err: entry.max_abs_err.filter(|e| e.is_finite()),
-                    mismatch: entry
-                        .message
-                        .as_deref()
-                        .and_then(crate::mismatch::element_mismatch),
+                    mismatch: entry.mismatch.clone().or_else(|| {
+                        entry
+                            .message
+                            .as_deref()
+                            .and_then(crate::mismatch::element_mismatch)
+                    }),
                     ..TestFacts::default()
                 }));
             }

@@ -21,9 +21,44 @@ pub struct ElementMismatch {
     /// The first mismatched indices numpy lists, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub first: Vec<Vec<u64>>,
+    /// Where a program recorded the comparison itself (`helpers/exhibit_compare.py` or `.h`,
+    /// in its `exhibit.results/1` document): the compared tensor as rows x columns (leading
+    /// dimensions folded into rows)...
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shape: Vec<u64>,
+    /// ... the runs of rows and of columns holding a wrong element, each `[first, end)`, in
+    /// order, at most 16 (`more_rows`, `more_cols` when there were more) ...
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wrong_rows: Vec<[u64; 2]>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub more_rows: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wrong_cols: Vec<[u64; 2]>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub more_cols: bool,
+    /// ... how many wrong elements hold exactly 0 where the reference does not, NaN, or an
+    /// infinity ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zeros: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nan: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inf: Option<u64>,
+    /// ... and the one ratio of result to reference every wrong element shares (within a
+    /// thousandth), where they share one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
 }
 
 impl ElementMismatch {
+    /// The rows and columns compared, where the program recorded its shape.
+    pub fn rows_cols(&self) -> Option<(u64, u64)> {
+        match self.shape.as_slice() {
+            [rows, cols] => Some((*rows, *cols)),
+            _ => None,
+        }
+    }
+
     /// The wrong elements' range where they are exactly the last ones: the first mismatch
     /// numpy lists, when the listed ones are consecutive flat indices and as many elements as
     /// are wrong run from it to the end (nothing else can be wrong). `(first, count)`.

@@ -413,6 +413,10 @@ pub struct ProgramCheck {
     pub file: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
+    /// Which elements were wrong, as the program's comparison recorded them
+    /// (`helpers/exhibit_compare.py`, `helpers/exhibit_compare.h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mismatch: Option<crate::mismatch::ElementMismatch>,
 }
 
 /// Everything a parser found in one input.

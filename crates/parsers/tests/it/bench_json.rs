@@ -267,6 +267,7 @@ fn a_results_document_built_from_the_schema_types_reads_back() {
             max_abs_err: Some(2.5),
             file: Some("tests/check_gemm.cu".into()),
             line: Some(88),
+            mismatch: None,
         }],
     };
     let text = serde_json::to_string(&doc).unwrap();

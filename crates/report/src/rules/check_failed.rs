@@ -2,6 +2,8 @@
 //! `"passed": false`), or one of its Google Benchmark benchmarks stopped with an error. The
 //! program's own verdict is the evidence; the diagnosis names the test and quotes its message.
 
+mod pattern;
+
 use parsers::{FindingKind, Format, TestOutcome};
 use serde_json::json;
 
@@ -210,6 +212,13 @@ fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
             figure(format!("{}%", crate::text::sig3(pct))),
             greatest
         ));
+    }
+    // Where the program recorded the comparison itself: which rows and columns, zeros, NaN.
+    if let Some(p) = pattern::of(m) {
+        d.explanation.append(p.said);
+        if let Some(fix) = p.fix {
+            d.fix = fix;
+        }
     }
 }
 

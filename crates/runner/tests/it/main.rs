@@ -13,6 +13,7 @@ mod cache;
 mod cache_inputs;
 mod cli;
 mod commands;
+mod compare_helpers;
 mod config;
 mod confined;
 mod corpus;
