@@ -61,8 +61,11 @@ The cost is what the profile measured: Nsight Compute's own estimate where its r
 cause; the share of the kernel's warp-stall samples on the lines that hold the cause (excess \
 global sectors, excess shared wavefronts, atomics); for local memory, the share of its threads' \
 memory traffic that is the stack frame's; for a figure of the whole launch (tensor cores, waves, \
-warps), the part of the kernel's time that the baseline's launch does without. A suggestion no \
-run tested (an occupancy change with no experiment) never ranks first, and says so.
+warps), the part of the kernel's time that the baseline's launch does without; for a block \
+whose warps wait at its barrier on a few threads' work (`bottleneck`, idle warps: at least half \
+its warp-stall samples at barriers, with the SMs under 60% of their issue rate), the barriers' \
+share of the samples. A suggestion no run tested (an occupancy change with no experiment) never \
+ranks first, and says so.
 
 **Beside the baseline** (`crates/report/src/contrast.rs`). When the program and its baseline \
 are both profiled, the program's longest kernel is set beside the baseline's longest on the \

@@ -7,7 +7,8 @@
 //!   its operands through L1 again, with no reuse (tile through shared memory or registers);
 //! - warps waiting on the MIO queue or shared-memory loads: shared loads per FMA (compute
 //!   several outputs per thread from registers, vector loads);
-//! - warps waiting at barriers (fewer or cheaper barriers);
+//! - warps waiting at barriers (fewer or cheaper barriers), or, with most of their samples
+//!   there and the SMs not busy, waiting on a few threads' work (`idle.rs`: idle warps);
 //! - warps waiting on the math pipe (tensor cores, or a cheaper instruction).
 //!
 //! It never fires where a slow-kernel cause names the kernel already, on a kernel that uses the
@@ -40,7 +41,11 @@ pub(crate) const RULE: Rule = Rule {
                   with most of its warps' stall samples away from its global accesses. The \
                   stall samples by reason and the Speed Of Light name the unit that holds \
                   it back (L1 traffic with no reuse, shared-memory loads, barriers, the \
-                  math pipe, instruction issue, bytes in flight) and the fix.",
+                  math pipe, instruction issue, bytes in flight) and the fix. Whatever its \
+                  limit, a kernel with at least half its warps' stall samples at barriers and \
+                  its SMs under 60% of their issue rate waits on a few threads' work: idle \
+                  warps, placed at that work (a loop one lane runs, or a few warps' lines), \
+                  with the lanes it runs on.",
     module: "crates/report/src/rules/bottleneck.rs",
     run: Some(run),
     absorbs: None,
