@@ -29,7 +29,7 @@ type Words = (Message, Message, Option<Message>);
 /// One run of `what` (rows or columns) out of `of`: where it lies, in words, and the fix.
 fn one_run(what: &str, run: [u64; 2], of: u64) -> Words {
     let width = run[1] - run[0];
-    let aligned = width >= 8 && width.is_power_of_two() && run[0] % width == 0;
+    let aligned = width >= 8 && width.is_power_of_two() && run[0].is_multiple_of(width);
     let at_end = run[1] == of;
     let one = if width == 1 {
         what.trim_end_matches('s')
@@ -95,7 +95,7 @@ fn every_kth(what: &str, runs: &[[u64; 2]], more: bool) -> Option<Words> {
     }
     let first = runs[0][0];
     let singular = what.trim_end_matches('s');
-    let segment = first % step == 0;
+    let segment = first.is_multiple_of(step);
     let place = msg!(
         "one {} in every {} ({} {}, {}, ..., {} of them)",
         singular,
