@@ -50,13 +50,15 @@ pub enum ExperimentKind {
     BlockSize,
     /// The tile each block computes: at half the tile (half the shared memory), benched.
     Tile,
+    /// A wrong output: the failing check again at smaller sizes, for the smallest that fails.
+    Sizes,
 }
 
 impl ExperimentKind {
     /// The knob a trial of this kind sets (a race's runs set none).
     pub fn knob(self) -> Option<KnobRole> {
         match self {
-            ExperimentKind::Tail => Some(KnobRole::Size),
+            ExperimentKind::Tail | ExperimentKind::Sizes => Some(KnobRole::Size),
             ExperimentKind::Race => None,
             ExperimentKind::Registers => Some(KnobRole::Registers),
             ExperimentKind::BlockSize => Some(KnobRole::Block),

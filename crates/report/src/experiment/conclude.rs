@@ -91,6 +91,7 @@ pub fn conclude(e: &Experiment, run: &Run, logs: &dyn TrialLogs) -> Conclusion {
     let (outcome, sentence, rows) = match e.kind {
         ExperimentKind::Tail => tail_outcome(e, &row),
         ExperimentKind::Race => race_outcome(e, &row),
+        ExperimentKind::Sizes => sizes_outcome(e, &row),
         ExperimentKind::Registers | ExperimentKind::BlockSize | ExperimentKind::Tile => {
             benched_outcome(e, run, logs, &row)
         }
@@ -211,6 +212,99 @@ fn tail_outcome(e: &Experiment, row: &Row) -> (Outcome, Message, Vec<TrialRow>) 
             ),
             rows,
         )
+    }
+}
+
+/// The failing check at smaller sizes: the smallest size that still fails, and the largest
+/// below it that passes. Some passing confirms a size-dependent fault; none is not seen.
+fn sizes_outcome(e: &Experiment, row: &Row) -> (Outcome, Message, Vec<TrialRow>) {
+    let rows = e
+        .trials
+        .iter()
+        .map(|t| {
+            let said = match ended_clean(t) {
+                Some(true) => "passes".to_string(),
+                Some(false) => "fails".to_string(),
+                None => why_not_row(t),
+            };
+            row(t, said)
+        })
+        .collect();
+    let name = e
+        .trials
+        .first()
+        .and_then(|t| t.label.split('=').next())
+        .unwrap_or("N")
+        .to_string();
+    let ended: Vec<(u64, bool)> = e
+        .trials
+        .iter()
+        .filter_map(|t| Some((t.value?, ended_clean(t)?)))
+        .collect();
+    if ended.is_empty() {
+        let why = e.trials.first().map(why_not).unwrap_or_default();
+        return (
+            Outcome::Inconclusive,
+            msg!("No smaller size concluded ({}).", why),
+            rows,
+        );
+    }
+    let smallest_failing = ended.iter().filter(|(_, c)| !c).map(|(v, _)| *v).min();
+    let passing: Vec<u64> = ended.iter().filter(|(_, c)| *c).map(|(v, _)| *v).collect();
+    let words = |vs: &[u64]| -> Message {
+        let mut vs = vs.to_vec();
+        vs.sort_unstable();
+        Message::words(vs.iter().map(|v| figure(v.to_string()).into()).collect())
+    };
+    let failing: Vec<u64> = ended.iter().filter(|(_, c)| !c).map(|(v, _)| *v).collect();
+    match (smallest_failing, passing.is_empty()) {
+        (_, true) => (
+            Outcome::NotSeen,
+            msg!(
+                "Fails at every smaller size too ({} = {}): no size bound shows, so what every \
+                 element computes is wrong, or the fault needs less than the smallest size tried.",
+                quote(&name),
+                words(&failing)
+            ),
+            rows,
+        ),
+        (None, false) => (
+            Outcome::Confirmed,
+            msg!(
+                "Passes at every smaller size ({} = {}): the fault needs the size that failed; \
+                 look for what first happens between the largest of these and it (a second \
+                 block, a second segment, a tail, an index past 2^31).",
+                quote(&name),
+                words(&passing)
+            ),
+            rows,
+        ),
+        (Some(low), false) => {
+            let below: Vec<u64> = passing.iter().copied().filter(|v| *v < low).collect();
+            let above: Vec<u64> = passing.iter().copied().filter(|v| *v > low).collect();
+            let mut sentence = msg!(
+                "The smallest failing size tried is {} = {}",
+                quote(&name),
+                figure(low.to_string())
+            );
+            if let Some(pass) = below.iter().max() {
+                sentence.append(msg!(
+                    "; it passes at {} and below: the fault starts between {} and {}",
+                    figure(pass.to_string()),
+                    figure(pass.to_string()),
+                    figure(low.to_string())
+                ));
+            }
+            if !above.is_empty() {
+                sentence.append(msg!(
+                    "; it passes at {} too, above a failing size: not one bound but a pattern \
+                     of sizes (a multiple of a tile, a power of two)",
+                    words(&above)
+                ));
+            }
+            sentence.append(msg!("."));
+            (Outcome::Confirmed, sentence, rows)
+        }
     }
 }
 

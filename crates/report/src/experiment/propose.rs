@@ -32,6 +32,7 @@ pub fn propose(diagnoses: &[Diagnosis], run: &Run) -> Vec<Experiment> {
                     tail(d, run, config)
                 }
                 Proposes::Race => race(d, run, config),
+                Proposes::Sizes => sizes(d, run, config),
                 _ => d
                     .hypothesis
                     .as_ref()
@@ -144,6 +145,54 @@ fn tail(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
     })
 }
 
+/// How many smaller sizes a wrong output's experiment tries.
+const SIZES: u32 = 5;
+
+/// The failing check again at halves of its size (down to one), to find the smallest size at
+/// which it still fails: a size-dependent fault (a tail, a boundary between blocks or
+/// segments, an overflow) passes below its bound, an error in what every element computes
+/// fails at every size.
+fn sizes(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
+    let knob = knob(run, KnobRole::Size)?;
+    if knob.input == KnobInput::SeqLen {
+        return None;
+    }
+    let check =
+        stage_on(run, StageKind::Check, config).filter(|s| s.status == StageStatus::Findings)?;
+    let size: u64 = knob.values.get(config)?.trim().parse().ok()?;
+    let values: Vec<u64> = (1..=SIZES)
+        .map(|k| size >> k)
+        .take_while(|v| *v >= 1)
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    let name = knob.input.name();
+    let trials = values
+        .iter()
+        .map(|v| set(knob, config, None, &check.name, *v, None))
+        .collect();
+    Some(Experiment {
+        kind: ExperimentKind::Sizes,
+        rule: d.rule,
+        config: config.to_string(),
+        kernel: d.kernel.clone(),
+        cause: d.title.clone().markdown(),
+        prediction: format!(
+            "{} fails at {name}={size}. Run again at {}, it fails from the smallest size the \
+             fault needs: a tail, a boundary between blocks or an overflow passes below its \
+             bound; an error in what every element computes fails at every size.",
+            check.name,
+            values
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        trials,
+    })
+}
+
 /// The program's check run again, unchanged, to see whether its output varies.
 fn race(d: &Diagnosis, run: &Run, config: &str) -> Option<Experiment> {
     let check = stage_on(run, StageKind::Check, config)
@@ -235,7 +284,7 @@ fn benched(d: &Diagnosis, run: &Run, config: &str, h: &Hypothesis) -> Option<Exp
                 ),
             )
         }
-        ExperimentKind::Tail | ExperimentKind::Race => return None,
+        ExperimentKind::Tail | ExperimentKind::Race | ExperimentKind::Sizes => return None,
     };
     let trial = set(knob, config, None, &bench.name, value, None);
     // The build as it ran, benched again beside it: the spread of its two runs is the noise

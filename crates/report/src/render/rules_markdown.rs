@@ -109,5 +109,9 @@ fn experiment(proposes: Proposes) -> Option<&'static str> {
         Proposes::Hypothesis => None,
         Proposes::Tail => Some("the failing config again at sizes around the tile"),
         Proposes::Race => Some("identical runs of the racing config, their outputs compared"),
+        Proposes::Sizes => Some(
+            "the failing check again at halves of its size (with a `size` knob), for the \
+             smallest size that fails",
+        ),
     }
 }

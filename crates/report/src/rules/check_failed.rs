@@ -26,7 +26,7 @@ pub(crate) const RULE: Rule = Rule {
     absorbs: None,
     slows: false,
     accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
+    proposes: Proposes::Sizes,
 };
 
 /// One draft per failed check or benchmark error (the same test in several configs merges).

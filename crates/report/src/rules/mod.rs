@@ -99,6 +99,8 @@ pub enum Proposes {
     Tail,
     /// Identical runs of the racing config, their outputs compared.
     Race,
+    /// The failing check again at smaller sizes, where a size knob sets the size.
+    Sizes,
 }
 
 /// Declares every rule's module and lists their rows, in the order of their ids.

@@ -27,7 +27,7 @@ pub(crate) const RULE: Rule = Rule {
     absorbs: None,
     slows: false,
     accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
+    proposes: Proposes::Sizes,
 };
 
 /// The kind of wrongness a failed check shows, most telling first.

@@ -407,3 +407,87 @@ fn a_run_of_chosen_stages_runs_no_experiment() {
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert!(project.manifest().get("experiments").is_none());
 }
+
+/// A program whose check writes an `exhibit.results/1` failure when `fails` holds for `$N`
+/// (a stand-in, hand-written), in a pipeline whose `size` knob is `N` = 1024.
+fn sizes_project(fails: &str) -> Project {
+    let project = Project::new();
+    project.tool(
+        "prog",
+        &format!(
+            "#!/bin/sh\n# Stand-in program (hand-written): its check fails when {fails}.\n\
+             n=${{N:-0}}\nif {fails}; then ok=false; else ok=true; fi\n\
+             printf '{{\"schema\":\"exhibit.results/1\",\"program\":\"prog\",\"results\":[{{\"name\":\"sum\",\"passed\":%s}}]}}\\n' \"$ok\" > \"$EXHIBIT_OUT\"\n\
+             [ \"$ok\" = true ]\n"
+        ),
+    );
+    project.write("src/sum.cu", "// stand-in source\n");
+    project.pipeline(
+        "target:\n  sources: [src]\n  program:\n    command: [bin/prog]\nmatrix:\n  arch: [sm_90]\n  \
+         configs:\n    n1024: { env: { N: \"1024\" } }\nexperiments: auto\nknobs:\n  size: { env: N }\n\
+         grace: 1s\nstages:\n  check:\n    needs: { gpu: false }\n  report:\n    timeout: 30s\n",
+    );
+    project
+}
+
+/// A wrong output at N = 1024 is checked again at 512, 256, 128, 64 and 32: the stand-in fails
+/// from 128 up, so the smallest failing size is 128 and the fault starts above 64.
+#[test]
+fn a_wrong_output_is_checked_at_smaller_sizes_for_the_smallest_that_fails() {
+    let project = sizes_project("[ $n -ge 128 ]");
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let json = report_json(&project);
+    let e = &json["experiments"][0];
+    assert_eq!(e["kind"], "sizes", "{e:#}");
+    assert_eq!(e["outcome"], "confirmed", "{e:#}");
+    assert_eq!(
+        e["sentence"],
+        "The smallest failing size tried is N = 128; it passes at 64 and below: the fault \
+         starts between 64 and 128."
+    );
+    let rows: Vec<(&str, &str)> = e["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| (r["label"].as_str().unwrap(), r["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("N=512", "fails"),
+            ("N=256", "fails"),
+            ("N=128", "fails"),
+            ("N=64", "passes"),
+            ("N=32", "passes")
+        ]
+    );
+    let cause = &json["diagnoses"][0];
+    assert_eq!(cause["rule"], "check-failed", "{cause:#}");
+    assert!(
+        cause["notes"]
+            .to_string()
+            .contains("Confirmed by experiment"),
+        "{cause:#}"
+    );
+}
+
+/// Failing at every smaller size too: no size bound shows, and the check's failure stands.
+#[test]
+fn a_wrong_output_at_every_size_shows_no_bound() {
+    let project = sizes_project("true");
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let json = report_json(&project);
+    let e = &json["experiments"][0];
+    assert_eq!(e["outcome"], "not_seen", "{e:#}");
+    assert!(
+        e["sentence"]
+            .to_string()
+            .contains("Fails at every smaller size too"),
+        "{e:#}"
+    );
+    let cause = &json["diagnoses"][0];
+    assert_eq!(cause["rule"], "check-failed", "{cause:#}");
+    assert_eq!(cause["level"], "error", "{cause:#}");
+}
