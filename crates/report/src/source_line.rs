@@ -14,6 +14,41 @@ pub fn indexed_array(line: &str, write: bool) -> Option<String> {
     first_indexed(if write { lhs } else { rhs }).or_else(|| first_indexed(code))
 }
 
+/// The array an atomic read-modify-write on the line updates: the first argument of its
+/// `atomicAdd(...)` (any `atomicXxx`), as `count + i`, `&count[i]` or `count`. `None` when the
+/// line calls no atomic.
+pub fn atomic_target(line: &str) -> Option<String> {
+    let code = line.split("//").next().unwrap_or(line);
+    let at = code.find("atomic")?;
+    let rest = &code[at + "atomic".len()..];
+    let open = rest.find('(')?;
+    if !rest[..open]
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return None;
+    }
+    let arg = rest[open + 1..]
+        .trim_start()
+        .trim_start_matches('&')
+        .trim_start();
+    let name: String = arg
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    is_identifier(&name).then_some(name)
+}
+
+/// Whether `name` appears on the line as a whole identifier.
+pub fn names(line: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    line.match_indices(name).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + name.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
+}
+
 /// The pointer a line stores one value through, or loads one value from, with no index: `*out =
 /// total;`, `out[0] = total;`, Triton's `tl.store(loss_ptr, loss)` (a bare name as the pointer,
 /// no offsets added, no `mask=`, no `boundary_check=`). `None` when the access is indexed, or the
@@ -116,6 +151,23 @@ mod tests {
             Some("s_tile")
         );
         assert_eq!(indexed_array("if (a <= b) return;", true), None);
+    }
+
+    #[test]
+    fn an_atomic_names_the_array_it_updates() {
+        let hais = "int _offect = atomicAdd(cuda_primary_absorb_fragment_cnt + nearest_idx, 1);";
+        assert_eq!(
+            atomic_target(hais).as_deref(),
+            Some("cuda_primary_absorb_fragment_cnt")
+        );
+        assert_eq!(
+            atomic_target("atomicMax(&best[row], v);").as_deref(),
+            Some("best")
+        );
+        assert_eq!(atomic_target("total += x; // not atomic"), None);
+        assert_eq!(atomic_target("bool atomicity = true;"), None);
+        assert!(names("for (int i=0; i<cnt[p]; i++)", "cnt"));
+        assert!(!names("for (int i=0; i<cnt2[p]; i++)", "cnt"));
     }
 
     #[test]

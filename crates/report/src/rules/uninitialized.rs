@@ -4,7 +4,7 @@ use parsers::FindingKind;
 
 use super::{Ctx, Proposes, Role, Rule, RuleId, at_location};
 use crate::diagnosis::{Confidence, Draft, Level};
-use crate::message::{Message, code, msg};
+use crate::message::{Message, code, msg, quote};
 use crate::text::plural;
 
 /// This rule's row in the registry ([`super::RULES`]).
@@ -26,10 +26,11 @@ pub(crate) const RULE: Rule = Rule {
 
 /// One draft per distinct uninitialised-read site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
-    let mut out = Vec::new();
+    let mut out = accumulators(ctx);
     for (index, f) in ctx.joined.findings.iter().enumerate() {
         let finding = f.finding;
-        if finding.kind != FindingKind::UninitializedRead || ctx.explained(index) {
+        let taken = out.iter().any(|d| d.explains.contains(&index));
+        if finding.kind != FindingKind::UninitializedRead || ctx.explained(index) || taken {
             continue;
         }
         let mut d = ctx.site_draft(RuleId::UninitializedRead, Message::new(), index, f);
@@ -49,10 +50,18 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .joined
             .source(f.source)
             .map_or(0, |s| s.log.unprinted_errors);
+        // Every uninitialised read its log holds, at any site.
+        let in_log: u64 = ctx
+            .joined
+            .findings
+            .iter()
+            .filter(|g| g.source == f.source && g.finding.kind == FindingKind::UninitializedRead)
+            .map(|g| g.finding.count)
+            .sum();
         match (finding.facts.host_call.as_deref(), finding.threads.as_slice()) {
             (Some(call), _) => word_host_read(&mut d, call, finding.size),
-            // One read in all, by one thread: one element was never written.
-            (None, [reader]) if finding.count == 1 && unprinted == 0 => {
+            // One read in the whole log, by one thread: one element was never written.
+            (None, [reader]) if in_log == 1 && unprinted == 0 => {
                 word_one_element(&mut d, finding.size, reader)
             }
             _ => word_uninitialised(&mut d, finding.size, finding.count, partly.as_ref()),
@@ -94,6 +103,100 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         out.push(d);
     }
     out
+}
+
+/// Accumulators never zeroed: an atomic read-modify-write (`atomicAdd(count + i, 1)`) on memory
+/// nothing wrote adds to whatever the allocator left there. One root cause per array (named by
+/// the atomic's first argument on the user's line), at the atomic; the config's other
+/// uninitialised reads of the same array, on lines that name it, are that array read later and
+/// follow from it.
+fn accumulators(ctx: &Ctx) -> Vec<Draft> {
+    let j = ctx.joined;
+    let mut out: Vec<Draft> = Vec::new();
+    let line_of = |f: &crate::join::FindingRef| ctx.place(f).and_then(|at| ctx.site_line(&at));
+    for (index, f) in j.findings.iter().enumerate() {
+        if f.finding.kind != FindingKind::UninitializedRead || ctx.explained(index) {
+            continue;
+        }
+        let Some(array) = line_of(f).and_then(crate::source_line::atomic_target) else {
+            continue;
+        };
+        if let Some(d) = out.iter_mut().find(|d| {
+            d.config == f.config && d.figures.get("array").and_then(|v| v.as_str()) == Some(&array)
+        }) {
+            d.explains.push(index);
+            d.evidence.push(ctx.finding_evidence(f));
+            continue;
+        }
+        let mut d = ctx.site_draft(RuleId::UninitializedRead, Message::new(), index, f);
+        d.key = format!("accumulator|{array}");
+        d.figures.insert("array".into(), array.clone().into());
+        // The same array read elsewhere in this config, on a line that names it.
+        let mut readers: Vec<Message> = Vec::new();
+        for (i, g) in j.findings.iter().enumerate() {
+            if i == index
+                || g.config != f.config
+                || g.finding.kind != FindingKind::UninitializedRead
+                || ctx.explained(i)
+            {
+                continue;
+            }
+            let Some(line) = line_of(g) else { continue };
+            if !crate::source_line::names(line, &array)
+                || crate::source_line::atomic_target(line).as_deref() == Some(array.as_str())
+            {
+                continue;
+            }
+            d.explains.push(i);
+            d.evidence.push(ctx.finding_evidence(g));
+            if let Some(at) = ctx.place(g) {
+                let kernel = g
+                    .kernel
+                    .as_ref()
+                    .map(|k| msg!(" in {}", code(k.as_str())))
+                    .unwrap_or_default();
+                readers.push(msg!("{}{}", quote(at.to_string()), kernel));
+            }
+        }
+        word_accumulator(&mut d, &array, f.finding.count, readers);
+        out.push(d);
+    }
+    out
+}
+
+/// The words of an accumulator never zeroed: `array`, its atomic's `count` records, and the
+/// places that read it later (`file:line in kernel`).
+fn word_accumulator(d: &mut Draft, array: &str, count: u64, readers: Vec<Message>) {
+    let at = at_location(d.location.as_ref());
+    d.title = msg!(
+        "Accumulator never zeroed: an atomic adds to {}, which nothing wrote",
+        code(array)
+    );
+    let later = if readers.is_empty() {
+        Message::new()
+    } else {
+        msg!(
+            " The reads of {} at {} see the same memory: they follow from it.",
+            code(array),
+            Message::words(readers)
+        )
+    };
+    d.explanation = msg!(
+        "initcheck caught {} of {}{}, each an atomic read-modify-write on global memory that no \
+         kernel or copy had written: the atomic adds to whatever the allocator left there, so \
+         every count or sum built in it starts from garbage. Memory from `cudaMalloc` (or \
+         `torch.empty`) is not zero.{}",
+        plural(count, "read", "reads"),
+        code(array),
+        at,
+        later
+    );
+    d.fix = msg!(
+        "Zero {} before the kernel that accumulates into it: {} after its `cudaMalloc` \
+         (`torch.zeros` rather than `torch.empty`).",
+        code(array),
+        code(format!("cudaMemset({array}, 0, bytes)"))
+    );
 }
 
 /// Where the program handed a library the memory a library kernel read uninitialised: the
@@ -289,6 +392,35 @@ mod tests {
         assert_eq!(d.kernel.as_deref(), Some("scale"));
         assert_eq!(place(&d).as_deref(), Some("initcheck_partial.cu:17"));
         assert_eq!(d.figures["first_uninitialised_thread"], 96);
+    }
+
+    /// initcheck on `records.cu accum` (`compute-sanitizer/initcheck_accumulator.log`): counts
+    /// `cudaMalloc`ed and never zeroed, added to by `atomicAdd(counts + bins[i], 1)` at line 76
+    /// (the record is in the toolkit's atomic, its device frame the user's line). The line, as
+    /// the runner keeps it beside the stage, names the array: an accumulator never zeroed, with
+    /// the `cudaMemset` fix, not a partly written buffer.
+    #[test]
+    fn an_atomic_on_memory_nothing_wrote_is_an_accumulator_never_zeroed() {
+        let d = only(
+            Case::new()
+                .log(
+                    StageKind::Initcheck,
+                    "release",
+                    "sm_90",
+                    parsers_fixture!("compute-sanitizer/initcheck_accumulator.log"),
+                )
+                .stage(|s| {
+                    s.site_lines.insert(
+                        "records.cu:76".into(),
+                        "if (i < n) atomicAdd(counts + bins[i], 1);".into(),
+                    );
+                })
+                .drafts(RuleId::UninitializedRead),
+        );
+        assert_eq!(place(&d).as_deref(), Some("records.cu:76"));
+        assert_eq!(d.figures["array"], "counts");
+        assert!(d.title.to_string().starts_with("Accumulator never zeroed"), "{}", d.title);
+        assert!(d.fix.to_string().contains("cudaMemset(counts, 0, bytes)"), "{}", d.fix);
     }
 
     /// initcheck on `records.cu missing` (`compute-sanitizer/initcheck_missing_slot.log`): a
