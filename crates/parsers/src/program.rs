@@ -68,6 +68,35 @@ pub fn got_expected(line: &str) -> Option<(f64, f64)> {
     Some((number(&c, 2)?, number(&c, 1)?))
 }
 
+/// Every value a program printed beside the value it expected, in order: each line, and each
+/// `;`-separated part of it, read as [`got_expected`] reads one, and also as a named value
+/// followed by its expectation (`sum 160, expected 180`). At most 4,096 pairs.
+pub fn got_expected_pairs(text: &str) -> Vec<(f64, f64)> {
+    static NAMED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(&format!(
+            r"(?i)\b[a-z_][a-z0-9_.\[\]]*\s*[:=]?\s*{NUMBER}\s*[,;(]\s*(?:but\s+)?(?:expected|want(?:ed)?|reference)\s*(?:=|:|is)?\s*{NUMBER}"
+        ))
+        .expect("valid regex")
+    });
+    let mut out = Vec::new();
+    for part in text.lines().flat_map(|l| l.split(';')) {
+        let pair = got_expected(part).or_else(|| {
+            let c = NAMED.captures(part)?;
+            Some((
+                c.get(1)?.as_str().parse().ok()?,
+                c.get(2)?.as_str().parse().ok()?,
+            ))
+        });
+        if let Some(pair) = pair {
+            out.push(pair);
+            if out.len() >= 4096 {
+                break;
+            }
+        }
+    }
+    out
+}
+
 /// Whether a line is decoration (a banner of `=`, `-`, `*`, box-drawing or emoji), never an
 /// explanation.
 pub fn is_banner(line: &str) -> bool {

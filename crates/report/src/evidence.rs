@@ -20,6 +20,10 @@ pub struct Evidence {
     /// strings to `cuda.cu` and `main.cpp`), mapped back to the file and lines that hold it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub source_maps: Vec<SourceMap>,
+    /// The values a failed program printed beside the values it expected
+    /// (`parsers::program::got_expected_pairs`), by the path of the stdout log they came from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub program_pairs: BTreeMap<String, Vec<(f64, f64)>>,
 }
 
 /// Lines `first..=last` of a generated file (as tools name it: `cuda.cu`) in one config's build

@@ -951,3 +951,26 @@ fn every_captured_record_form_is_read() {
         }
     }
 }
+
+/// A program's printed values beside the values it expected, every one of them
+/// (`programs/partial_warp.cu` on an H200: a block sum that counts its warps as
+/// `blockDim.x / 32`).
+#[test]
+fn every_value_a_program_printed_beside_its_expectation_is_read() {
+    let text = crate::fixture("program-output/partial_warp.stdout.log");
+    let pairs = parsers::program::got_expected_pairs(&text);
+    assert_eq!(
+        pairs,
+        [
+            (96.0, 96.0),
+            (96.0, 100.0),
+            (192.0, 200.0),
+            (224.0, 250.0),
+            (256.0, 256.0)
+        ]
+    );
+    // A line with two values and their expectations gives both.
+    let two =
+        parsers::program::got_expected_pairs("N=180: sum 160, expected 180; max 160, expected 180");
+    assert_eq!(two, [(160.0, 180.0), (160.0, 180.0)]);
+}

@@ -65,6 +65,7 @@ fn every_fixture_has_a_sidecar() {
         "ptxas",
         "sass",
         "harness",
+        "program-output",
     ] {
         let Ok(entries) = std::fs::read_dir(fixtures().join(dir)) else {
             continue;

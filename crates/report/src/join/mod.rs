@@ -92,6 +92,7 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
         joined.baseline = Some(Box::new(Joined::build(Some(&evidence.run), baseline)));
     }
     joined.source_maps.clone_from(&evidence.source_maps);
+    joined.program_pairs.clone_from(&evidence.program_pairs);
     joined.trial_logs = trial_logs;
     joined.missing = evidence
         .missing
@@ -331,6 +332,8 @@ pub struct Joined<'a> {
     pub repo_files: Vec<String>,
     /// Generated files mapped back to the user's own (see [`crate::evidence::SourceMap`]).
     pub source_maps: Vec<crate::evidence::SourceMap>,
+    /// A failed program's printed values beside its expected ones, by stdout log path.
+    pub program_pairs: BTreeMap<String, Vec<(f64, f64)>>,
     /// The baseline's profile, joined on its own: its kernels are set beside the program's.
     pub baseline: Option<Box<Joined<'a>>>,
     /// The logs of the experiments' trials, by path (`experiment`).
@@ -481,6 +484,7 @@ impl<'a> Joined<'a> {
             targets,
             repo_files,
             source_maps: Vec::new(),
+            program_pairs: BTreeMap::new(),
             baseline: None,
             trial_logs: BTreeMap::new(),
             model,

@@ -1,6 +1,8 @@
 //! `launch-failure`: the harness could not launch the kernel, or a launch returned an error,
 //! and no earlier rule names a cause for that config and kernel.
 
+mod rounding;
+
 use parsers::cuda::CudaError;
 use serde_json::json;
 
@@ -104,6 +106,25 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
             }
         }
         word_program_failed(&mut d, &stage.name, &reason);
+        // The values it printed beside those it expected, read together.
+        let rounding = stage
+            .logs
+            .iter()
+            .find_map(|l| j.program_pairs.get(&l.path))
+            .and_then(|pairs| rounding::dropped_remainder(pairs));
+        if let Some(r) = rounding {
+            d.rule = RuleId::WrongOutput;
+            d.bare = false;
+            d.symptom_of = Some(crate::diagnosis::Scope::Config);
+            d.figures.insert("dropped_group".into(), json!(r.group));
+            d.title = msg!(
+                "Wrong output: each wrong value is its expectation rounded down to a multiple \
+                 of {}",
+                figure(r.group.to_string())
+            );
+            d.explanation.append(msg!(" {}", r.mechanism()));
+            d.fix = r.fix();
+        }
         // The program's own comparison, failing: its output is wrong, by its own figure.
         if let Some(m) = parsers::program::mismatch(&reason) {
             // A fault a tool located in this config after the program had printed this line.

@@ -175,6 +175,7 @@ impl Case {
             logs: self.logs.clone(),
             missing: BTreeMap::new(),
             source_maps: Vec::new(),
+            program_pairs: Default::default(),
         }
     }
 

@@ -234,6 +234,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
         logs,
         missing: Default::default(),
         source_maps: Vec::new(),
+        program_pairs: Default::default(),
     }
 }
 

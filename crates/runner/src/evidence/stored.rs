@@ -27,6 +27,35 @@ pub fn from_run(run: Run, run_dir: &Path) -> Evidence {
     from_run_with(run, run_dir, &mut Parsed::default())
 }
 
+/// The values each failed program printed beside the values it expected, by the path of its
+/// stdout log (the program's own stages that ended in findings; each log read up to 4 MiB).
+fn program_pairs(run: &Run, run_dir: &Path) -> BTreeMap<String, Vec<(f64, f64)>> {
+    const MAX: u64 = 4 << 20;
+    let mut out = BTreeMap::new();
+    for stage in &run.stages {
+        if stage.unit.target != report::TargetKind::Program
+            || stage.status != report::StageStatus::Findings
+        {
+            continue;
+        }
+        for log in stage.logs.iter().filter(|l| l.path.ends_with("stdout.log")) {
+            let Ok(reader) = rundir::open_stored_log(run_dir, &log.path) else {
+                continue;
+            };
+            let mut text = Vec::new();
+            if std::io::Read::read_to_end(&mut std::io::Read::take(reader, MAX), &mut text).is_err()
+            {
+                continue;
+            }
+            let pairs = parsers::program::got_expected_pairs(&String::from_utf8_lossy(&text));
+            if !pairs.is_empty() {
+                out.insert(log.path.clone(), pairs);
+            }
+        }
+    }
+    out
+}
+
 /// The logs a run has parsed so far, by path: a run that gathers its evidence again (after its
 /// experiments, for its report) parses only the logs written since. A log is written once, by
 /// its unit, before any evidence lists it.
@@ -92,11 +121,13 @@ pub fn from_run_with(mut run: Run, run_dir: &Path, parsed: &mut Parsed) -> Evide
         }
     }
     let source_maps = crate::evidence::inline_sources::maps(&run, run_dir);
+    let program_pairs = program_pairs(&run, run_dir);
     Evidence {
         run,
         logs,
         missing,
         source_maps,
+        program_pairs,
     }
 }
 

@@ -134,3 +134,40 @@ fn the_cpp_header_records_a_shared_ratio() {
     assert!(scaled.contains("2.00x its reference"), "{scaled}");
     assert!(fix.contains("factor of 2.00"), "{fix}");
 }
+
+/// A program that prints each value beside the value it expected and exits 1 (a stand-in that
+/// replays `programs/partial_warp.cu`'s output on an H200: a block sum that counts its warps
+/// as `blockDim.x / 32`). Every wrong value is its expectation rounded down to a multiple of
+/// 32 and the multiples of 32 come out right: the last, partial warp is dropped.
+#[test]
+fn values_rounded_down_to_a_warp_read_as_a_dropped_partial_warp() {
+    let project = Project::new();
+    let output = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../parsers/fixtures/program-output/partial_warp.stdout.log"
+    );
+    project.tool(
+        "prog",
+        &format!("#!/bin/sh\n# Stand-in (hand-written): replays a captured output.\ncat '{output}'\nexit 1\n"),
+    );
+    project.pipeline(&check_pipeline("[bin/prog]"));
+    let out = project.run(&["pipeline.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let run = project.runs().pop().expect("a run");
+    let out = Command::new(BIN)
+        .args(["report", "--format", "json"])
+        .arg(&run)
+        .output()
+        .expect("run runner report");
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let top = &json["diagnoses"][0];
+    assert_eq!(top["rule"], "wrong-output", "{top:#}");
+    assert_eq!(top["figures"]["dropped_group"], 32, "{top:#}");
+    let said = top["notes"].to_string();
+    assert!(
+        said.contains("96 for 100, 192 for 200 and 224 for 250"),
+        "{said}"
+    );
+    assert!(said.contains("partial warp"), "{said}");
+    assert!(top["help"].to_string().contains("(n + 31) / 32"), "{top:#}");
+}
