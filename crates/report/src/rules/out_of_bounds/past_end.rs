@@ -200,9 +200,10 @@ fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
         ..
     } = *w;
     d.title = msg!(
-        "Out-of-bounds {} {} {} past the end of the nearest allocation",
+        "Out-of-bounds {} {}{}: {} past the end of the nearest allocation",
         space_word,
         access_word,
+        w.of_array.clone(),
         bytes(past.saturating_add(1))
     );
     d.explanation.append(msg!(
