@@ -199,13 +199,22 @@ fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
         triton,
         ..
     } = *w;
-    d.title = msg!(
-        "Out-of-bounds {} {}{}: {} past the end of the nearest allocation",
-        space_word,
-        access_word,
-        w.of_array.clone(),
-        bytes(past.saturating_add(1))
-    );
+    d.title = if w.of_array.is_empty() {
+        msg!(
+            "Out-of-bounds {} {} {} past the end of the nearest allocation",
+            space_word,
+            access_word,
+            bytes(past.saturating_add(1))
+        )
+    } else {
+        msg!(
+            "Out-of-bounds {} {}{}: {} past the end of the nearest allocation",
+            space_word,
+            access_word,
+            w.of_array.clone(),
+            bytes(past.saturating_add(1))
+        )
+    };
     d.explanation.append(msg!(
         " memcheck names the allocation nearest the address, which need not be the buffer \
          the index was meant for: {} past the end of a {}-byte buffer is more than one \
