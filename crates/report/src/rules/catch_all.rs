@@ -7,7 +7,7 @@ use parsers::{FindingKind, Severity};
 use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, Scope, SourceLocation, Span};
 use crate::join::kind_name;
-use crate::message::{Message, msg, quote};
+use crate::message::{Message, code, msg, quote};
 use crate::text::scrub;
 
 /// This rule's row in the registry ([`super::RULES`]).
@@ -40,7 +40,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     // Each compiler warning's draft in `out`, by config and message, with the lines it was
     // said at.
     let mut warned: Vec<(usize, Option<String>, String, Vec<SourceLocation>)> = Vec::new();
-    for (index, f) in j.findings.iter().enumerate() {
+    // Device-side findings first: a host API error after a device fault in the same log is
+    // that fault's echo, whichever order the log's records were read in.
+    let mut order: Vec<usize> = (0..j.findings.len()).collect();
+    order.sort_by_key(|i| j.findings[*i].finding.kind == FindingKind::HostApiError);
+    for index in order {
+        let f = &j.findings[index];
         let finding = f.finding;
         if ctx.explained(index) || finding.severity == Severity::Info {
             continue;
@@ -137,16 +142,38 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.confidence = Confidence::Low;
         d.evidence.push(ctx.finding_evidence(f));
         d.explains.push(index);
+        // A function that calls itself in the record's device frames: a recursion.
+        let recursive = finding.device_frames.iter().find_map(|a| {
+            let name = a.function.as_deref()?;
+            (finding
+                .device_frames
+                .iter()
+                .filter(|b| b.function.as_deref() == Some(name))
+                .count()
+                >= 2)
+                .then(|| bare_function(name))
+        });
         let unexplained = Unexplained {
             kind: finding.kind,
             tool,
             message: &message,
             count: finding.count,
+            recursive,
         };
         word_unexplained(&mut d, &unexplained);
         out.push(d);
     }
     out
+}
+
+/// A device frame's function without its clone prefix and arguments: `[clone k(int)] deep(int,
+/// int)` is `deep`.
+fn bare_function(name: &str) -> String {
+    let name = name
+        .strip_prefix("[clone ")
+        .and_then(|rest| rest.split_once("] ").map(|(_, f)| f))
+        .unwrap_or(name);
+    name.split('(').next().unwrap_or(name).trim().to_string()
 }
 
 /// A finding no rule explains, as its draft words it.
@@ -158,6 +185,8 @@ struct Unexplained<'a> {
     message: &'a str,
     /// How many records it stands for.
     count: u64,
+    /// The function its first record's device frames show calling itself, if any.
+    recursive: Option<String>,
 }
 
 /// The draft's title, explanation and fix for a finding no rule explains (its location is
@@ -186,13 +215,52 @@ fn word_unexplained(d: &mut Draft, u: &Unexplained) {
                  named line."
             ),
         ),
+        FindingKind::DeviceException if u.message.starts_with("Stack overflow") => (
+            msg!(
+                "The thread's stack overflowed{}{}: each nested call takes a frame (its local \
+                 arrays and spills), and the calls went deeper than the stack a thread has \
+                 (`cudaLimitStackSize`, 1 KiB by default).",
+                at,
+                u.recursive
+                    .as_deref()
+                    .map(|f| msg!(", in {} calling itself (its device frames)", code(f)))
+                    .unwrap_or_default()
+            ),
+            msg!(
+                "Bound the recursion or turn it into a loop, shrink the frame of the function \
+                 that recurses (a local array in registers or shared memory), or raise \
+                 `cudaDeviceSetLimit(cudaLimitStackSize, bytes)` to the depth times the frame."
+            ),
+        ),
         FindingKind::DeviceException => (
             msg!(
                 "The kernel raised a device exception{} ({}).",
                 at,
                 message()
             ),
-            msg!("Run memcheck with -lineinfo on this config to locate the faulting instruction."),
+            if d.location.is_some() {
+                msg!("Look at the instruction at the named line: the exception is raised there.")
+            } else {
+                msg!("Run memcheck with -lineinfo on this config to locate the faulting instruction.")
+            },
+        ),
+        FindingKind::AllocationError if u.message.contains("device-side free") => (
+            msg!(
+                "A kernel called `free()`{} on a pointer that device `malloc()` did not return: \
+                 a `cudaMalloc` buffer, an offset into an allocation, or one freed already.",
+                at
+            ),
+            msg!(
+                "Free in a kernel only what a kernel's `malloc()` returned, once; free \
+                 `cudaMalloc` memory with `cudaFree` on the host."
+            ),
+        ),
+        FindingKind::AllocationError => (
+            msg!("A device-side allocation failed or was misused{} ({}).", at, message()),
+            msg!(
+                "Check each device-side `malloc` for a null return (the heap is \
+                 `cudaLimitMallocHeapSize`, 8 MiB by default) and that each `free` matches one."
+            ),
         ),
         FindingKind::HostApiError => (
             msg!(
@@ -275,6 +343,58 @@ fn line_list(lines: &[SourceLocation]) -> Message {
 
 #[cfg(test)]
 mod tests {
+
+    /// memcheck on `records.cu stack` (`compute-sanitizer/memcheck_stack_overflow.log`, H200):
+    /// a recursive `deep()` with a 1 KiB frame overflows the stack. Worded as a stack overflow
+    /// in the function that calls itself, with the fix, at its line.
+    #[test]
+    fn a_stack_overflow_names_the_recursion_and_the_stack_limit() {
+        let drafts = crate::rules::testing::Case::new()
+            .log(
+                crate::run::StageKind::Memcheck,
+                "release",
+                "sm_90",
+                crate::rules::testing::parsers_fixture!(
+                    "compute-sanitizer/memcheck_stack_overflow.log"
+                ),
+            )
+            .drafts(crate::rules::RuleId::SanitizerError);
+        let d = drafts
+            .iter()
+            .find(|d| d.title.to_string().contains("Stack overflow"))
+            .expect("a stack overflow draft");
+        assert_eq!(
+            crate::rules::testing::place(d).as_deref(),
+            Some("records.cu:94")
+        );
+        let said = d.explanation.to_string();
+        assert!(said.contains("`deep` calling itself"), "{said}");
+        assert!(d.fix.to_string().contains("cudaLimitStackSize"), "{}", d.fix);
+    }
+
+    /// memcheck on `records.cu badfree` (`compute-sanitizer/memcheck_bad_free.log`, H200): a
+    /// kernel frees a `cudaMalloc` buffer.
+    #[test]
+    fn a_free_of_a_pointer_malloc_did_not_return_says_so() {
+        let drafts = crate::rules::testing::Case::new()
+            .log(
+                crate::run::StageKind::Memcheck,
+                "release",
+                "sm_90",
+                crate::rules::testing::parsers_fixture!("compute-sanitizer/memcheck_bad_free.log"),
+            )
+            .drafts(crate::rules::RuleId::SanitizerError);
+        let d = drafts
+            .iter()
+            .find(|d| d.title.to_string().contains("device-side free"))
+            .expect("a free draft");
+        assert_eq!(
+            crate::rules::testing::place(d).as_deref(),
+            Some("records.cu:110")
+        );
+        assert!(d.fix.to_string().contains("cudaFree"), "{}", d.fix);
+    }
+
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, only, parsers_fixture};
     use crate::{diagnosis::Level, run::StageKind};
