@@ -129,9 +129,17 @@ fn attach_scoped(nodes: &mut [Node], facts: &Facts) {
         let config = nodes[i].draft.config.clone();
         let same_config = |d: &Draft| d.config == config;
         let symptom = &nodes[i].draft;
+        // The sticky errors of a log follow the device-side error that log names, whichever
+        // rule drafted it (a trap, a stack overflow, an invalid free).
+        let device_error = |d: &Draft| {
+            matches!(scope, Scope::Log(_))
+                && d.level == Level::Error
+                && d.symptom_of.is_none()
+                && d.rule != symptom.rule
+        };
         let root = nodes.iter().position(|n| {
             let d = &n.draft;
-            is_fault(d)
+            (is_fault(d) || device_error(d))
                 && (!after_failure(d, facts) || shares_log(symptom, d))
                 && match &scope {
                     Scope::Kernel {

@@ -462,3 +462,35 @@ fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
         "{occupancy:#?}"
     );
 }
+
+/// memcheck's device-side errors that no richer rule reads (a stack overflow, a trap, a free of
+/// a pointer device `malloc` did not return; `records.cu` on an H200) are each the one root
+/// cause of their log: the sticky `cudaErrorLaunchFailure` every later call returns follows
+/// from them, whichever order the log's records are read in.
+#[test]
+fn a_device_side_error_is_the_one_root_cause_and_the_sticky_error_follows() {
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../parsers/fixtures/compute-sanitizer");
+    for (log, title) in [
+        (
+            "memcheck_stack_overflow.log",
+            "## 1. Device exception: Stack overflow",
+        ),
+        ("memcheck_trap.log", "## 1. Device-side trap"),
+        (
+            "memcheck_bad_free.log",
+            "## 1. Allocation error: Malloc/Free Error encountered : Invalid pointer to device-side free",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .arg("explain")
+            .arg(fixtures.join(log))
+            .output()
+            .expect("run the runner");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{log}: {text}");
+        assert!(text.contains("1 root cause (1 error)"), "{log}: {text}");
+        assert!(text.contains(title), "{log}: {text}");
+        assert!(!text.contains("## 2. "), "{log}: {text}");
+    }
+}
