@@ -235,19 +235,26 @@ pub(super) fn idle_at_barrier(
             let busy_text = busy
                 .zip(warps)
                 .map(|(b, n)| {
-                    msg!(
-                        ": of the block's {} warps, about {} work at a time",
-                        n.to_string(),
-                        figure(format!("{b:.0}"))
-                    )
+                    if b < 1.5 {
+                        msg!(
+                            ": of the block's {} warps, about one works at a time",
+                            n.to_string()
+                        )
+                    } else {
+                        msg!(
+                            ": of the block's {} warps, about {} work at a time",
+                            n.to_string(),
+                            figure(format!("{b:.0}"))
+                        )
+                    }
                 })
                 .unwrap_or_default();
             d.explanation = msg!(
                 "{}'s warps spent {}% of their stall samples at barriers (most at {}), in {} \
                  µs, with the SMs at {}% of their peak issue rate{}. The work they wait for is {} ({}, {}% of the samples), whose warps run \
-                 with their lanes full: the block gives it to fewer threads than it has (one \
-                 thread per row over fewer rows than threads, a `threadIdx.x < n` branch), and \
-                 the others wait.",
+                 with their lanes full: fewer warps work than the block has, and the others wait, \
+                 as when a block gives one thread per row over fewer rows than it has threads \
+                 (a `threadIdx.x < n` branch around the work).",
                 name.clone(),
                 waiting_pct.clone(),
                 barrier_at,
