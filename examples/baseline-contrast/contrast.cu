@@ -138,6 +138,26 @@ __global__ void serial_warp(const float* x, const float* y, float* out) {
   out[i] = x[i] + total;
 }
 
+// The median of 20 timed launches, in microseconds.
+template <class Launch>
+float median_us(Launch launch) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<float> us;
+  for (int i = 0; i < 20; ++i) {
+    CHECK(cudaEventRecord(a));
+    launch();
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float ms;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    us.push_back(ms * 1000.f);
+  }
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
 // The rows and serial pairs: run, check against the host, time. Returns the exit code.
 int run_rows_serial(bool rows, const char* way) {
   size_t nx = rows ? RROWS : size_t(SBLOCKS) * 256;
@@ -188,21 +208,7 @@ int run_rows_serial(bool rows, const char* way) {
     std::printf("%s %s: FAILED, relative error %g\n", pair, way, worst);
     return 1;
   }
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  std::vector<float> us;
-  for (int i = 0; i < 20; ++i) {
-    CHECK(cudaEventRecord(a));
-    launch();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    us.push_back(ms * 1000.f);
-  }
-  std::sort(us.begin(), us.end());
-  std::printf("%s %s: %.2f us\n", pair, way, us[us.size() / 2]);
+  std::printf("%s %s: %.2f us\n", pair, way, median_us(launch));
   return 0;
 }
 
@@ -256,20 +262,6 @@ int main(int argc, char** argv) {
     std::printf("%s %s: FAILED, relative error %g\n", pair, way, worst);
     return 1;
   }
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  std::vector<float> us;
-  for (int i = 0; i < 20; ++i) {
-    CHECK(cudaEventRecord(a));
-    launch();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    us.push_back(ms * 1000.f);
-  }
-  std::sort(us.begin(), us.end());
-  std::printf("%s %s: %.2f us\n", pair, way, us[us.size() / 2]);
+  std::printf("%s %s: %.2f us\n", pair, way, median_us(launch));
   return 0;
 }

@@ -114,25 +114,34 @@ pub fn conclude(e: &Experiment, run: &Run, logs: &dyn TrialLogs) -> Conclusion {
 
 type Row<'a> = dyn Fn(&Trial, String) -> TrialRow + 'a;
 
-fn tail_outcome(e: &Experiment, row: &Row) -> (Outcome, Message, Vec<TrialRow>) {
-    let rows = e
-        .trials
+/// Each trial's row: `clean` where its stage passed, "fails" where it found something, else
+/// why it has no outcome.
+fn ended_rows(e: &Experiment, row: &Row, clean: &str) -> Vec<TrialRow> {
+    e.trials
         .iter()
         .map(|t| {
             let said = match ended_clean(t) {
-                Some(true) => "clean".to_string(),
+                Some(true) => clean.to_string(),
                 Some(false) => "fails".to_string(),
                 None => why_not_row(t),
             };
             row(t, said)
         })
-        .collect();
-    let name = e
-        .trials
+        .collect()
+}
+
+/// The knob the trials set, from their labels (`N=992`).
+fn knob_name(e: &Experiment) -> String {
+    e.trials
         .first()
         .and_then(|t| t.label.split('=').next())
         .unwrap_or("N")
-        .to_string();
+        .to_string()
+}
+
+fn tail_outcome(e: &Experiment, row: &Row) -> (Outcome, Message, Vec<TrialRow>) {
+    let rows = ended_rows(e, row, "clean");
+    let name = knob_name(e);
     let tile = e
         .trials
         .iter()
@@ -218,24 +227,8 @@ fn tail_outcome(e: &Experiment, row: &Row) -> (Outcome, Message, Vec<TrialRow>) 
 /// The failing check at smaller sizes: the smallest size that still fails, and the largest
 /// below it that passes. Some passing confirms a size-dependent fault; none is not seen.
 fn sizes_outcome(e: &Experiment, row: &Row) -> (Outcome, Message, Vec<TrialRow>) {
-    let rows = e
-        .trials
-        .iter()
-        .map(|t| {
-            let said = match ended_clean(t) {
-                Some(true) => "passes".to_string(),
-                Some(false) => "fails".to_string(),
-                None => why_not_row(t),
-            };
-            row(t, said)
-        })
-        .collect();
-    let name = e
-        .trials
-        .first()
-        .and_then(|t| t.label.split('=').next())
-        .unwrap_or("N")
-        .to_string();
+    let rows = ended_rows(e, row, "passes");
+    let name = knob_name(e);
     let ended: Vec<(u64, bool)> = e
         .trials
         .iter()

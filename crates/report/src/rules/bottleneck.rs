@@ -265,10 +265,7 @@ fn hottest<'j>(ctx: &Ctx<'j, '_>, lines: &[&'j parsers::SourceLine]) -> Option<H
         line,
         stall,
         share,
-        at: SourceLocation {
-            file: relative_path(&line.file, &ctx.joined.repo_files),
-            line: Some(line.line),
-        },
+        at: place(ctx, line),
     })
 }
 
@@ -287,6 +284,19 @@ fn users_lines<'j>(
         .filter(|l| crate::text::is_users_file(&relative_path(&l.file, repo), repo))
         .collect();
     if own.is_empty() { lines.to_vec() } else { own }
+}
+
+/// A source line's place, in the run's terms.
+fn place(ctx: &Ctx, l: &parsers::SourceLine) -> SourceLocation {
+    SourceLocation {
+        file: relative_path(&l.file, &ctx.joined.repo_files),
+        line: Some(l.line),
+    }
+}
+
+/// Lanes doing work per warp instruction on a line, where it executed any.
+fn lanes(l: &parsers::SourceLine) -> Option<f64> {
+    (l.instructions > 0 && l.active_lanes > 0).then(|| l.active_lanes as f64 / l.instructions as f64)
 }
 
 /// A line's warp-stall samples other than waits on global memory.
@@ -481,18 +491,14 @@ fn idle_lanes<'j>(
 ) -> Option<Lanes<'j>> {
     let thinnest = lines
         .iter()
-        .filter(|l| l.instructions > 0 && l.active_lanes > 0)
         .filter(|l| l.instructions.saturating_mul(20) >= issued)
-        .map(|l| (*l, l.active_lanes as f64 / l.instructions as f64))
+        .filter_map(|l| Some((*l, lanes(l)?)))
         .min_by(|a, b| a.1.total_cmp(&b.1));
     match (lanes_per_instruction, thinnest) {
         (_, Some((l, lanes))) if lanes < 24.0 => {
             d.figures
                 .insert("fewest_lanes".into(), json!((lanes * 10.0).round() / 10.0));
-            let at = SourceLocation {
-                file: relative_path(&l.file, &ctx.joined.repo_files),
-                line: Some(l.line),
-            };
+            let at = place(ctx, l);
             Some(Lanes::Line(&l.text, at, lanes))
         }
         (Some(l), _) if l < 24.0 => Some(Lanes::Kernel(l)),
@@ -527,7 +533,6 @@ fn memory_bound(
     mix: &parsers::InstructionMix,
     done: &[Draft],
 ) -> Option<Draft> {
-    let j = ctx.joined;
     let named = done.iter().any(|d| {
         d.level == Level::Warning
             && d.config.as_deref() == config
@@ -612,10 +617,7 @@ fn memory_bound(
             .filter(|(_, n)| *n > 0)
             .max_by_key(|(_, n)| *n)
             .map(|(l, _)| {
-                let at = SourceLocation {
-                    file: relative_path(&l.file, &j.repo_files),
-                    line: Some(l.line),
-                };
+                let at = place(ctx, l);
                 (l, at)
             })
             .unwrap_or((hot, at)),

@@ -107,9 +107,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 
 /// Accumulators never zeroed: an atomic read-modify-write (`atomicAdd(count + i, 1)`) on memory
 /// nothing wrote adds to whatever the allocator left there. One root cause per array (named by
-/// the atomic's first argument on the user's line), at the atomic; the config's other
-/// uninitialised reads of the same array, on lines that name it, are that array read later and
-/// follow from it.
+/// the atomic's first argument on the user's line), at the atomic; the other uninitialised reads
+/// of the same log, on lines that name the same array, are that array read later and follow
+/// from it (a name alone, in another run of the tool, could be another buffer).
 fn accumulators(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out: Vec<Draft> = Vec::new();
@@ -131,11 +131,11 @@ fn accumulators(ctx: &Ctx) -> Vec<Draft> {
         let mut d = ctx.site_draft(RuleId::UninitializedRead, Message::new(), index, f);
         d.key = format!("accumulator|{array}");
         d.figures.insert("array".into(), array.clone().into());
-        // The same array read elsewhere in this config, on a line that names it.
+        // The same array read elsewhere in this log, on a line that names it.
         let mut readers: Vec<Message> = Vec::new();
         for (i, g) in j.findings.iter().enumerate() {
             if i == index
-                || g.config != f.config
+                || g.source != f.source
                 || g.finding.kind != FindingKind::UninitializedRead
                 || ctx.explained(i)
             {

@@ -13,16 +13,20 @@ fn helpers() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../helpers")
 }
 
-/// The failed checks of a stored run's JSON report, as their explanations and fixes.
-fn failed_checks(project: &Project) -> Vec<(String, String)> {
+/// The JSON report of the project's last run, through `runner report`.
+fn report_json(project: &Project) -> Value {
     let run = project.runs().pop().expect("a run");
     let out = Command::new(BIN)
         .args(["report", "--format", "json"])
         .arg(&run)
         .output()
         .expect("run runner report");
-    let json: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
+}
+
+/// The failed checks of a stored run's JSON report, as their explanations and fixes.
+fn failed_checks(project: &Project) -> Vec<(String, String)> {
+    let json = report_json(project);
     json["diagnoses"]
         .as_array()
         .into_iter()
@@ -153,13 +157,7 @@ fn values_rounded_down_to_a_warp_read_as_a_dropped_partial_warp() {
     project.pipeline(&check_pipeline("[bin/prog]"));
     let out = project.run(&["pipeline.yaml"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
-    let run = project.runs().pop().expect("a run");
-    let out = Command::new(BIN)
-        .args(["report", "--format", "json"])
-        .arg(&run)
-        .output()
-        .expect("run runner report");
-    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let json = report_json(&project);
     let top = &json["diagnoses"][0];
     assert_eq!(top["rule"], "wrong-output", "{top:#}");
     assert_eq!(top["figures"]["dropped_group"], 32, "{top:#}");

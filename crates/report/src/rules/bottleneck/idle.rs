@@ -31,11 +31,6 @@ struct Work<'j> {
     others: Vec<&'j parsers::SourceLine>,
 }
 
-/// Lanes doing work per warp instruction on a line.
-fn lanes(l: &parsers::SourceLine) -> Option<f64> {
-    (l.instructions > 0 && l.active_lanes > 0).then(|| l.active_lanes as f64 / l.instructions as f64)
-}
-
 /// Samples on a line other than those at barriers.
 fn working(l: &parsers::SourceLine) -> u64 {
     l.stalls
@@ -86,14 +81,6 @@ fn serial_work<'j>(lines: &[&'j parsers::SourceLine]) -> Option<Work<'j>> {
         lanes: lanes(line).unwrap_or(0.0),
         others,
     })
-}
-
-/// The place of a line in the run's terms.
-fn place(ctx: &Ctx, l: &parsers::SourceLine) -> SourceLocation {
-    SourceLocation {
-        file: relative_path(&l.file, &ctx.joined.repo_files),
-        line: Some(l.line),
-    }
 }
 
 /// A kernel whose warps spend most of their stall samples at barriers while few threads work:

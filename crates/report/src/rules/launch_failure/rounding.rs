@@ -20,8 +20,9 @@ pub(super) struct Rounding {
 }
 
 /// The group whose remainder the wrong values drop, where one group explains every wrong pair
-/// (at least two), no right pair contradicts it, and the group is not a multiple of every
-/// expected value's other factors by chance (each wrong expectation is not a multiple of it).
+/// (at least two), each wrong expectation holds at least one whole group and a remainder (so
+/// zeros, or values off by another amount, are not read as a rounding), and no right pair
+/// contradicts it.
 pub(super) fn dropped_remainder(pairs: &[(f64, f64)]) -> Option<Rounding> {
     let whole = |v: f64| (v >= 0.0 && v.fract() == 0.0 && v < 1e15).then_some(v as u64);
     let pairs: Vec<(u64, u64)> = pairs
@@ -35,7 +36,7 @@ pub(super) fn dropped_remainder(pairs: &[(f64, f64)]) -> Option<Rounding> {
     GROUPS.into_iter().find_map(|group| {
         let explains = wrong
             .iter()
-            .all(|(g, w)| !w.is_multiple_of(group) && *g == w / group * group);
+            .all(|(g, w)| *w > group && !w.is_multiple_of(group) && *g == w / group * group);
         // A right value that is not a multiple would have lost its remainder too.
         let consistent = right.iter().all(|(_, w)| w.is_multiple_of(group));
         (explains && consistent).then(|| {
@@ -73,14 +74,15 @@ impl Rounding {
             Message::new()
         };
         let what = if self.group == 32 {
-            "the last, partial warp"
+            "the remainder past the last whole 32 is dropped (a partial warp, where the values \
+             count threads)"
         } else {
-            "the last, partial group (a tile's or a block's remainder)"
+            "the remainder past the last whole group is dropped (a tile's or a block's)"
         };
         msg!(
             "Each of the program's {} wrong values is its expected value rounded down to a \
-             multiple of {} ({}){}: {} is dropped, as a count of groups taken as {} (or {}) \
-             drops it where a round-up was meant.",
+             multiple of {} ({}){}: {}, as a count of groups taken as {} (or {}) drops it \
+             where a round-up was meant.",
             self.wrong.to_string(),
             figure(self.group.to_string()),
             Message::words(shown),
@@ -131,6 +133,8 @@ mod tests {
         let mut contradicted = pairs.to_vec();
         contradicted.push((100.0, 100.0));
         assert!(dropped_remainder(&contradicted).is_none());
+        // Zeros where the values are smaller than a group: nothing was written, not rounded.
+        assert!(dropped_remainder(&[(0.0, 3.0), (0.0, 5.0)]).is_none());
         // Values off by other amounts: no group explains them.
         assert!(dropped_remainder(&[(120.0, 129.0), (150.0, 159.0)]).is_none());
     }
