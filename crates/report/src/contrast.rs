@@ -20,7 +20,7 @@ use crate::resources::KernelFigures;
 use crate::rules::RuleId;
 
 /// One figure of the program's kernel and the baseline's.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Contrast {
     pub measure: Measure,
     pub ours: f64,
@@ -54,22 +54,84 @@ impl Contrast {
     pub fn shared(&self) -> bool {
         self.worse_by() < 1.5
     }
+
+    /// The two figures as a table shows them, without the unit: "8.0" and "1.0", "46.2%".
+    pub fn shown(&self) -> (String, String) {
+        let show = |v: f64| match self.measure {
+            Measure::WavesPerSm => crate::text::waves(v),
+            Measure::Occupancy | Measure::DramThroughput | Measure::L2Throughput => {
+                format!("{}%", crate::text::fixed(v, 1))
+            }
+            _ => value(v),
+        };
+        (show(self.ours), show(self.theirs))
+    }
+
+    /// How the program's figure stands against the baseline's, in words: "8.0x worse; separates
+    /// the two", "about the same", "none in the baseline"; throughputs are higher or lower, not
+    /// worse, and two under 1% of the peak are both idle.
+    pub fn against(&self) -> String {
+        let (ours, theirs) = (self.ours, self.theirs);
+        let throughput = matches!(
+            self.measure,
+            Measure::DramThroughput | Measure::L2Throughput
+        );
+        let worse = self.worse_by();
+        let said = if throughput && ours < 1.0 && theirs < 1.0 {
+            "both under 1%".to_string()
+        } else if ours == 0.0 && theirs > 0.0 {
+            "none in the program".to_string()
+        } else if theirs == 0.0 && ours > 0.0 {
+            "none in the baseline".to_string()
+        } else if (1.0 / 1.5..1.5).contains(&worse) {
+            "about the same".to_string()
+        } else if throughput {
+            let r = ours / theirs;
+            let (by, way) = if r > 1.0 {
+                (r, "higher")
+            } else {
+                (1.0 / r, "lower")
+            };
+            format!("{}x {way}", ratio(by))
+        } else if worse >= 1.5 {
+            format!("{}x worse", ratio(worse))
+        } else {
+            format!("{}x better", ratio(1.0 / worse))
+        };
+        if self.measure.names_cause() && self.separates() {
+            format!("{said}; separates the two")
+        } else {
+            said
+        }
+    }
+}
+
+/// A ratio as a table says it: "8.0", "936", "15,888".
+fn ratio(r: f64) -> String {
+    if r >= 100.0 {
+        crate::text::thousands(r.round() as u64)
+    } else {
+        crate::text::fixed(r, 1)
+    }
 }
 
 /// The program's kernel beside the baseline's, and their figures.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Comparison {
     pub kernel: KernelId,
     pub config: Option<String>,
     /// The baseline's kernel, as ncu named it.
     pub baseline_kernel: String,
     /// The two launches' durations (µs), when ncu measured both.
+    #[serde(rename = "durations_us")]
     pub durations: Option<(f64, f64)>,
     /// Of the program kernel's threads' memory traffic (global loads and local bytes), the
     /// share that is local memory's.
+    #[serde(skip)]
     pub local_share: Option<f64>,
     /// Whether the program kernel's global atomics are a spin-wait: one thread at a time
     /// (under two lanes per atomic instruction) issuing many per block (32 or more).
+    #[serde(skip)]
     pub spins: bool,
     pub contrasts: Vec<Contrast>,
 }
@@ -116,7 +178,7 @@ pub fn contrasts(ours: &KernelFigures, theirs: &KernelFigures) -> Vec<Contrast> 
         Some(f(&k.mix.as_ref()?.memory) as f64 / threads(k)?)
     };
     let memory = |k: &KernelFigures| k.mix.as_ref().map(|m| m.memory);
-    let pairs: [(Measure, Option<f64>, Option<f64>); 9] = [
+    let pairs: [(Measure, Option<f64>, Option<f64>); 13] = [
         (
             Measure::LoadSectors,
             memory(ours).and_then(|m| m.load_sectors_per_ideal()),
@@ -157,6 +219,26 @@ pub fn contrasts(ours: &KernelFigures, theirs: &KernelFigures) -> Vec<Contrast> 
             Measure::Reuse,
             ours.flops_per_load_byte,
             theirs.flops_per_load_byte,
+        ),
+        (
+            Measure::Occupancy,
+            ours.summary.achieved_occupancy_pct,
+            theirs.summary.achieved_occupancy_pct,
+        ),
+        (
+            Measure::DramThroughput,
+            ours.summary.dram_throughput_pct,
+            theirs.summary.dram_throughput_pct,
+        ),
+        (
+            Measure::L2Throughput,
+            ours.l2_throughput_pct,
+            theirs.l2_throughput_pct,
+        ),
+        (
+            Measure::Instructions,
+            ours.mix.as_ref().map(|m| m.executed as f64),
+            theirs.mix.as_ref().map(|m| m.executed as f64),
         ),
     ];
     pairs
@@ -239,12 +321,18 @@ pub fn weigh(ctx: &crate::rules::Ctx, drafts: &mut [Draft]) -> Vec<Draft> {
             }
         }
     }
-    for c in cmp.contrasts.iter().filter(|c| c.separates()) {
-        if named.contains(&c.measure) || !Measure::causes().contains(&c.measure) {
+    for c in cmp
+        .contrasts
+        .iter()
+        .filter(|c| c.separates() && c.measure.names_cause())
+    {
+        if named.contains(&c.measure) {
             continue;
         }
-        named.push(c.measure);
-        added.push(cause(ctx, &cmp, c, &lines));
+        if let Some(d) = cause(ctx, &cmp, c, &lines) {
+            named.push(c.measure);
+            added.push(d);
+        }
     }
     added
 }
@@ -254,19 +342,23 @@ pub fn weigh(ctx: &crate::rules::Ctx, drafts: &mut [Draft]) -> Vec<Draft> {
 const MIN_COST: f64 = 10.0;
 
 impl Measure {
-    /// The measures that make a cause of their own when they separate the two kernels (the
-    /// rest describe, as the reuse of loaded bytes does).
-    fn causes() -> &'static [Measure] {
-        &[
-            Measure::LoadSectors,
-            Measure::StoreSectors,
-            Measure::SharedWavefronts,
-            Measure::TensorInstructions,
-            Measure::WavesPerSm,
-            Measure::WarpsPerSm,
-            Measure::Atomics,
-            Measure::LocalBytes,
-        ]
+    /// What the figure is called in a table's row.
+    pub fn label(self) -> &'static str {
+        match self {
+            Measure::LoadSectors => "Global load sectors per ideal sector",
+            Measure::StoreSectors => "Global store sectors per ideal sector",
+            Measure::SharedWavefronts => "Shared-memory wavefronts per ideal one",
+            Measure::TensorInstructions => "Tensor-core instructions",
+            Measure::WavesPerSm => "Waves of blocks per SM",
+            Measure::WarpsPerSm => "Warps active per SM",
+            Measure::Atomics => "Global atomics per thread",
+            Measure::LocalBytes => "Local-memory bytes per thread",
+            Measure::Reuse => "Floating-point operations per byte loaded",
+            Measure::Occupancy => "Achieved occupancy",
+            Measure::DramThroughput => "DRAM throughput (of peak)",
+            Measure::L2Throughput => "L2 throughput (of peak)",
+            Measure::Instructions => "Warp instructions executed",
+        }
     }
 
     /// What the figure is called after its value.
@@ -281,6 +373,10 @@ impl Measure {
             Measure::Atomics => "global atomics per thread",
             Measure::LocalBytes => "local-memory bytes per thread",
             Measure::Reuse => "floating-point operations per byte loaded",
+            Measure::Occupancy => "% achieved occupancy",
+            Measure::DramThroughput => "% of DRAM bandwidth",
+            Measure::L2Throughput => "% of L2 bandwidth",
+            Measure::Instructions => "warp instructions executed",
         }
     }
 }
@@ -428,7 +524,12 @@ fn cost(
         // baseline's, each no more than the gap.
         Measure::WavesPerSm => gap.map(|g| g.min(100.0 * (1.0 - c.ours.min(1.0)))),
         Measure::WarpsPerSm => gap.map(|g| g.min(100.0 * (1.0 - c.ours / c.theirs).max(0.0))),
-        Measure::TensorInstructions | Measure::Reuse => gap,
+        Measure::TensorInstructions
+        | Measure::Reuse
+        | Measure::Occupancy
+        | Measure::DramThroughput
+        | Measure::L2Throughput
+        | Measure::Instructions => gap,
     }?;
     Some((pct * 10.0).round() / 10.0)
 }
@@ -478,16 +579,18 @@ fn set_cost(d: &mut Draft, pct: Option<f64>) {
     Figure::ProgramGain.set(&mut d.figures, json!(pct * share));
 }
 
-/// A separating figure no rule named, as a cause of its own.
+/// A separating figure no rule named, as a cause of its own; `None` for a figure that
+/// describes the two launches (throughputs, occupancy, instructions) rather than names a cause.
 fn cause(
     ctx: &crate::rules::Ctx,
     cmp: &Comparison,
     c: &Contrast,
     lines: &[&parsers::SourceLine],
-) -> Draft {
+) -> Option<Draft> {
+    const STALLS: &str = "of the kernel's warp-stall samples sit on the lines that hold it";
     let theirs = code(KernelId::of(&cmp.baseline_kernel));
     let kernel = code(cmp.kernel.as_str());
-    let (title, mechanism, fix) = match c.measure {
+    let (title, mechanism, fix, basis) = match c.measure {
         Measure::LoadSectors | Measure::StoreSectors => {
             let what = if c.measure == Measure::LoadSectors {
                 "loads"
@@ -506,6 +609,7 @@ fn cause(
                      fastest-varying dimension by `threadIdx.x`, or stage the tile through shared \
                      memory and write it out in order, as the baseline's kernel does."
                 ),
+                STALLS,
             )
         }
         Measure::SharedWavefronts => (
@@ -520,6 +624,7 @@ fn cause(
                 "Pad the shared array's rows by one element, or swizzle its index, so that a \
                  warp's 32 accesses fall in 32 different banks."
             ),
+            STALLS,
         ),
         Measure::TensorInstructions => (
             msg!(
@@ -537,6 +642,7 @@ fn cause(
                 "Compute the product with tensor-core instructions (WMMA or `mma.sync` fragments, \
                  `tl.dot`, or a library GEMM)."
             ),
+            "of the kernel's time is what the baseline's launch does without",
         ),
         Measure::WavesPerSm => (
             msg!("A grid too small for the GPU: {}", both(c)),
@@ -548,6 +654,7 @@ fn cause(
                 "Split the work over more blocks: at least a few times the SM count, each \
                  smaller, as the baseline's grid does."
             ),
+            "of the SMs have no block to run",
         ),
         Measure::WarpsPerSm => (
             msg!("Too few warps at work: {}", both(c)),
@@ -559,6 +666,7 @@ fn cause(
                 "Give each SM more warps that work: more threads per block doing work (not \
                  waiting at a barrier), or more blocks per SM."
             ),
+            "fewer warps are at work than in the baseline's launch",
         ),
         Measure::Atomics if cmp.spins => (
             msg!(
@@ -574,6 +682,8 @@ fn cause(
                  published (several at once, as a decoupled look-back does), or split the work \
                  into passes separated by launches."
             ),
+            "of the kernel's warp-stall samples are on the spinning line or at a barrier, \
+             waiting for it",
         ),
         Measure::Atomics => (
             msg!("Atomic contention: {}", both(c)),
@@ -587,8 +697,9 @@ fn cause(
                  per-block copy of the bins) and issue one atomic per block and address, or \
                  write per-block partial results and reduce them in a second pass."
             ),
+            STALLS,
         ),
-        Measure::LocalBytes | Measure::Reuse => (
+        Measure::LocalBytes => (
             msg!("Local memory: {}", both(c)),
             msg!(
                 "Per-thread arrays indexed at run time, or spills, live in local memory, which \
@@ -598,7 +709,11 @@ fn cause(
                 "Keep per-thread arrays in registers (constant indices, unrolled loops) or move \
                  them to shared memory."
             ),
+            "of its threads' memory traffic is the stack frame's",
         ),
+        // Figures that describe the two launches rather than name a cause
+        // ([`Measure::names_cause`]).
+        _ => return None,
     };
     let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, title);
     d.config = cmp.config.clone();
@@ -622,22 +737,6 @@ fn cause(
         Confidence::Medium
     };
     let pct = cost(ctx, c, cmp, lines);
-    let basis = match c.measure {
-        Measure::Atomics if cmp.spins => {
-            "of the kernel's warp-stall samples are on the spinning line or at a barrier, waiting \
-             for it"
-        }
-        Measure::LoadSectors
-        | Measure::StoreSectors
-        | Measure::SharedWavefronts
-        | Measure::Atomics => "of the kernel's warp-stall samples sit on the lines that hold it",
-        Measure::LocalBytes => "of its threads' memory traffic is the stack frame's",
-        Measure::WavesPerSm => "of the SMs have no block to run",
-        Measure::WarpsPerSm => "fewer warps are at work than in the baseline's launch",
-        Measure::TensorInstructions | Measure::Reuse => {
-            "of the kernel's time is what the baseline's launch does without"
-        }
-    };
     let costed = pct
         .map(|p| msg!(" {} {}.", figure(format!("{p:.0}%")), basis))
         .unwrap_or_default();
@@ -660,7 +759,7 @@ fn cause(
         cmp.config.as_deref(),
         msg!("{} beside {}: {}", kernel, theirs, both(c)),
     ));
-    d
+    Some(d)
 }
 
 /// A source-page line's place, at the user's own line: a toolkit header's line (WMMA's

@@ -17,7 +17,7 @@ use regex::Regex;
 /// Made only by [`KernelId::of`]. The join (`join`) makes one for every finding,
 /// kernel view, result and metric it indexes, so rules compare these instead of normalising the
 /// tools' strings again.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct KernelId(String);
 
 impl KernelId {

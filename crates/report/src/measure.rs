@@ -3,7 +3,8 @@
 //! that a draft can say what it stands on (`Draft::stands_on`) without the comparison.
 
 /// A figure the comparison reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Measure {
     /// 32-byte sectors the global loads touched over the fewest their bytes needed: 1 when
     /// coalesced.
@@ -24,6 +25,14 @@ pub enum Measure {
     LocalBytes,
     /// Floating-point operations per byte loaded from global memory.
     Reuse,
+    /// Achieved occupancy, percent of the SM's warp slots.
+    Occupancy,
+    /// DRAM throughput, percent of its peak.
+    DramThroughput,
+    /// L2 throughput, percent of its peak.
+    L2Throughput,
+    /// Warp instructions executed by the whole launch.
+    Instructions,
 }
 
 impl Measure {
@@ -36,6 +45,20 @@ impl Measure {
                 | Measure::SharedWavefronts
                 | Measure::Atomics
                 | Measure::LocalBytes
+                | Measure::Instructions
+        )
+    }
+
+    /// Whether a figure that separates the two kernels is a cause of its own; the others
+    /// (reuse, occupancy, throughputs, instructions) describe the two launches.
+    pub fn names_cause(self) -> bool {
+        !matches!(
+            self,
+            Measure::Reuse
+                | Measure::Occupancy
+                | Measure::DramThroughput
+                | Measure::L2Throughput
+                | Measure::Instructions
         )
     }
 

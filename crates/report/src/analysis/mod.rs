@@ -111,6 +111,8 @@ pub struct Tables {
         Vec<crate::resources::KernelFigures>,
         Vec<crate::resources::KernelFigures>,
     )>,
+    /// The program's kernel and the baseline's, figure by figure.
+    pub contrast: Option<crate::contrast::Comparison>,
 }
 
 impl Tables {
@@ -125,6 +127,7 @@ impl Tables {
             not_timed: crate::tables::not_timed(joined),
             profiler_remarks: crate::tables::profiler_remarks(joined),
             beside_baseline: crate::resources::beside_baseline(joined),
+            contrast: crate::contrast::Comparison::of(joined),
         }
     }
 }

@@ -45,6 +45,7 @@ pub fn document(a: &Analysis, run: Option<&Run>) -> Value {
         "stress": &a.tables.stress,
         "bench": &a.tables.bench,
         "ncu": &a.tables.ncu,
+        "beside_baseline": &a.tables.contrast,
         "environment": a.environment,
     });
     round(value)

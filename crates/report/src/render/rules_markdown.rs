@@ -71,8 +71,11 @@ ranks first, and says so.
 are both profiled, the program's longest kernel is set beside the baseline's longest on the \
 figures that explain time: sectors per global load and store request, shared-memory \
 wavefronts over the ideal, tensor-core instructions, waves of blocks per SM, warps active per \
-SM, global atomics and local-memory bytes per thread launched, and floating-point operations per \
-byte loaded. Only a kernel slower than the baseline's is weighed. A cause whose figure the \
+SM, global atomics and local-memory bytes per thread launched, floating-point operations per \
+byte loaded, achieved occupancy, DRAM and L2 throughput, and the warp instructions each launch \
+executed. The report tables them all, figure by figure, with how far apart each pair is (the \
+throughputs, occupancy, reuse and instructions describe the two launches and name no cause of \
+their own). Only a kernel slower than the baseline's is weighed. A cause whose figure the \
 baseline shares (the program's within 1.5 times the baseline's) becomes a note that says so: \
 it is not why the program is slower. A cause whose figure is far worse (twice for sectors and \
 wavefronts, four times for the others, or none where the baseline has some) says both figures; \

@@ -479,6 +479,67 @@ fn contended_atomics_are_named_beside_a_block_reduction() {
     );
 }
 
+/// The same run, figure by figure: the JSON report holds each figure of the two kernels (the
+/// atomics per thread apart by thousands, DRAM and L2 throughput, the instructions of each
+/// launch), and the Markdown report tables them with what separates the two.
+#[test]
+fn the_two_kernels_are_set_side_by_side_figure_by_figure() {
+    let run =
+        repo().join("examples/baseline-contrast/reference/artifacts/20261129T004608Z-4fbe9146");
+    let json = report_json(&run);
+    let beside = &json["beside_baseline"];
+    assert_eq!(beside["kernel"], "sum_atomic", "{beside:#}");
+    assert_eq!(beside["baseline_kernel"], "sum_tree", "{beside:#}");
+    let figure = |name: &str| {
+        beside["contrasts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["measure"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {beside:#}"))
+            .clone()
+    };
+    let atomics = figure("atomics");
+    let (ours, theirs) = (
+        atomics["ours"].as_f64().unwrap_or(0.0),
+        atomics["theirs"].as_f64().unwrap_or(1.0),
+    );
+    assert!(ours > 1000.0 * theirs, "{atomics:#}");
+    for name in [
+        "dram_throughput",
+        "l2_throughput",
+        "instructions",
+        "occupancy",
+    ] {
+        assert!(figure(name)["ours"].as_f64().is_some(), "{name}");
+    }
+    let out = Command::new(crate::util::BIN)
+        .arg("report")
+        .arg(&run)
+        .output()
+        .expect("run runner report");
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("figure by figure"), "{md}");
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| Global atomics per thread |"))
+        .unwrap_or_else(|| panic!("no atomics row in {md}"));
+    assert!(row.contains("separates the two"), "{row}");
+    let dram = md
+        .lines()
+        .find(|l| l.starts_with("| DRAM throughput"))
+        .unwrap_or_else(|| panic!("no DRAM row in {md}"));
+    assert!(
+        dram.contains("lower") && !dram.contains("separates"),
+        "{dram}"
+    );
+    let shared = md
+        .lines()
+        .find(|l| l.starts_with("| Waves of blocks per SM |"))
+        .unwrap_or_else(|| panic!("no waves row in {md}"));
+    assert!(shared.ends_with("| about the same |"), "{shared}");
+}
+
 /// The idle-warps reading of a stored run: its one cause, the words its title starts with, its
 /// place, and the figures it stands on.
 fn idle_warps(run: &str) -> Value {

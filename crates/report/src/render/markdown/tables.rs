@@ -357,22 +357,41 @@ pub(super) fn beside_baseline(out: &mut String, a: &Analysis) {
         );
     }
     let _ = writeln!(out);
-    // What sets them apart where it does not depend on the problem size: the tensor cores.
-    let ours = own.first();
-    let best = theirs.first();
-    if let (Some(ours), Some(best)) = (ours, best)
-        && ours.tensor_instructions == Some(0)
-        && best.tensor_instructions.is_some_and(|n| n > 0)
-    {
+    if let Some(cmp) = &a.tables.contrast {
+        figure_by_figure(out, cmp);
+    }
+}
+
+/// The program's kernel and the baseline's, figure by figure, with what separates them.
+fn figure_by_figure(out: &mut String, cmp: &crate::contrast::Comparison) {
+    if cmp.contrasts.is_empty() {
+        return;
+    }
+    let ours = md_code(&short_name(cmp.kernel.as_str()));
+    let theirs = md_code(&short_name(&cmp.baseline_kernel));
+    let _ = writeln!(
+        out,
+        "{ours} against the baseline's {theirs}, figure by figure (atomics and local bytes per thread launched; \
+         sectors and wavefronts per ideal one; instructions for the whole launch). A figure \
+         twice as bad (sectors, wavefronts) or four times (the rest) separates the two and is a \
+         cause; within 1.5x it is shared, and a cause standing on it is not why the program is \
+         slower.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Figure | {ours} | {theirs} | Program against baseline |"
+    );
+    let _ = writeln!(out, "|---|--:|--:|---|");
+    for c in &cmp.contrasts {
+        let (p, b) = c.shown();
         let _ = writeln!(
             out,
-            "The baseline's {} runs on the tensor cores ({} tensor-core instructions executed); \
-             the program's {} issues none.\n",
-            md_code(&best.summary.kernel),
-            best.tensor_instructions.unwrap_or(0),
-            md_code(&ours.summary.kernel)
+            "| {} | {p} | {b} | {} |",
+            c.measure.label(),
+            c.against()
         );
     }
+    let _ = writeln!(out);
 }
 
 /// A kernel name for a table cell: a framework's templates can run to a thousand characters.
