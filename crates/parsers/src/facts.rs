@@ -90,6 +90,10 @@ pub struct MemoryFacts {
     /// sm_80 on, the window's first 1 KiB is reserved, so a kernel's arrays start at 0x400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_address: Option<u64>,
+    /// The block of the cluster a distributed shared-memory access went to ("Access to 0x400
+    /// in CTA 2 is out of bounds" after "Invalid __remote_shared__ write"; XML `<ctaRank>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cta_rank: Option<u32>,
     /// "Leaked 1,024 bytes at 0x...": the bytes of every record of the finding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leaked_bytes: Option<u64>,

@@ -12,4 +12,7 @@ pub enum MemorySpace {
     Shared,
     Local,
     Generic,
+    /// Another block's shared memory in the same cluster (distributed shared memory, sm_90 on):
+    /// memcheck's `__remote_shared__`.
+    RemoteShared,
 }

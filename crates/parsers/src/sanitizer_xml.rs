@@ -42,6 +42,7 @@ struct XRec {
     text: String,
     space: String,
     size: Option<u32>,
+    cta_rank: Option<u32>,
     direction: String,
     error: String,
     exception: String,
@@ -184,6 +185,7 @@ fn assign(rec: &mut XRec, path: &[String], text: &str) {
         ["what", "text"] => set(&mut rec.text),
         ["what", "space"] => set(&mut rec.space),
         ["what", "size"] => rec.size = parse_u32(text),
+        ["what", "ctaRank"] => rec.cta_rank = parse_u32(text),
         ["what", "direction"] => set(&mut rec.direction),
         ["what", "error"] => set(&mut rec.error),
         ["what", "exception"] => set(&mut rec.exception),
@@ -318,6 +320,7 @@ fn space(rec: &XRec, kind: FindingKind) -> Option<MemorySpace> {
         "__global__" => Some(MemorySpace::Global),
         "__shared__" => Some(MemorySpace::Shared),
         "__local__" => Some(MemorySpace::Local),
+        "__remote_shared__" => Some(MemorySpace::RemoteShared),
         "" if kind == FindingKind::Race => Some(MemorySpace::Shared),
         "" => None,
         _ => Some(MemorySpace::Generic),
@@ -460,6 +463,9 @@ fn add_facts(f: &mut Finding, rec: &XRec, kind: FindingKind, new: bool) {
         && let Some(error) = AccessError::of_words(&rec.error)
     {
         f.facts.memory.get_or_insert_default().access_error = Some(error);
+    }
+    if let Some(rank) = rec.cta_rank {
+        f.facts.memory.get_or_insert_default().cta_rank = Some(rank);
     }
     if kind == FindingKind::HostApiError {
         f.facts.api_error = Some(Box::new(ApiError {

@@ -12,6 +12,7 @@ pub(super) fn space_of(word: &str) -> Option<MemorySpace> {
         "__global__" => Some(MemorySpace::Global),
         "__shared__" => Some(MemorySpace::Shared),
         "__local__" => Some(MemorySpace::Local),
+        "__remote_shared__" => Some(MemorySpace::RemoteShared),
         "__generic__" | "generic" => Some(MemorySpace::Generic),
         _ => None,
     }

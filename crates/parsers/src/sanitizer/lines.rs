@@ -198,12 +198,23 @@ impl SanitizerParser {
                     self.rec.access_error(AccessError::Misaligned);
                 } else if text.ends_with("is out of bounds") {
                     self.rec.access_error(AccessError::OutOfBounds);
-                    if self.rec.space == Some(MemorySpace::Shared) {
+                    if matches!(
+                        self.rec.space,
+                        Some(MemorySpace::Shared | MemorySpace::RemoteShared)
+                    ) {
                         let hex = text
                             .strip_prefix("Access to 0x")
                             .and_then(|t| t.split_whitespace().next());
                         if let Some(a) = hex.and_then(|h| u64::from_str_radix(h, 16).ok()) {
                             self.rec.memory.shared_address.get_or_insert(a);
+                        }
+                        // "Access to 0x400 in CTA 2 is out of bounds": the cluster's block.
+                        let rank = text
+                            .split_once(" in CTA ")
+                            .and_then(|(_, t)| t.split_whitespace().next())
+                            .and_then(crate::util::parse_u32);
+                        if let Some(r) = rank {
+                            self.rec.memory.cta_rank.get_or_insert(r);
                         }
                     }
                 }

@@ -215,3 +215,31 @@ fn a_standard_comparisons_mismatch_summary_is_kept_with_its_test() {
     assert_eq!((all.mismatched, all.total), (256, 256));
     assert_eq!(all.greatest_at, vec![255]);
 }
+
+/// pytest's JUnit XML of plain asserts (`programs/test_assert_rewrite.py`, on an H200): the
+/// rewritten `assert got == expected` of two lists names the first index that differs and both
+/// values; `torch.equal` names none.
+#[test]
+fn pytests_rewritten_assert_keeps_the_first_differing_element() {
+    let log = parsers::parse(parsers::Format::JUnit, &fixture("junit/pytest_rewrite.xml"));
+    let of = |id: &str| test(&log, id).mismatch.clone();
+    let one = of("test_assert_rewrite.py::test_list_one_slot_wrong").expect("one slot");
+    assert_eq!(one.first, vec![vec![37]]);
+    assert_eq!(one.values, vec![[0.0, 18.5]]);
+    assert_eq!(one.total, 0, "pytest does not count the compared elements");
+    let tail = of("test_assert_rewrite.py::test_list_tail_wrong").expect("tail");
+    assert_eq!(tail.first, vec![vec![96]]);
+    assert_eq!(of("test_assert_rewrite.py::test_tensor_equal"), None);
+}
+
+/// GoogleTest's `EXPECT_NEAR` over a kernel's outputs (`programs/gtest_near.cu`, on an H200):
+/// each failure's two operands, and the index the test streamed after it.
+#[test]
+fn googletests_expect_near_failures_are_listed_with_their_indices() {
+    let m = parsers::mismatch::element_mismatch(&fixture("program-output/gtest_near.stdout.log"))
+        .expect("a mismatch");
+    assert_eq!(m.mismatched, 4);
+    assert_eq!(m.first, vec![vec![96], vec![97], vec![98], vec![99]]);
+    assert_eq!(m.values[0], [0.0, 48.0]);
+    assert!(m.values.iter().all(|[got, _]| *got == 0.0));
+}

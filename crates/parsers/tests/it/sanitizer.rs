@@ -952,6 +952,27 @@ fn every_captured_record_form_is_read() {
     }
 }
 
+/// A write to the shared memory of a block past the cluster (`programs/records.cu dsmem`, on an
+/// H200), in text and XML: distributed shared memory, with the block it went to.
+#[test]
+fn a_distributed_shared_memory_access_names_the_clusters_block() {
+    for name in [
+        "compute-sanitizer/memcheck_remote_shared.log",
+        "compute-sanitizer-xml/memcheck_remote_shared.xml",
+    ] {
+        let log = crate::parse_fixture(name);
+        let f = log
+            .findings
+            .iter()
+            .find(|f| f.kind == parsers::FindingKind::InvalidAccess)
+            .unwrap_or_else(|| panic!("{name}: {:#?}", log.findings));
+        assert_eq!(f.space, Some(MemorySpace::RemoteShared), "{name}");
+        assert_eq!(f.line, Some(156), "{name}");
+        let memory = f.facts.memory.as_deref().expect("memory facts");
+        assert_eq!(memory.cta_rank, Some(2), "{name}");
+    }
+}
+
 /// A program's printed values beside the values it expected, every one of them
 /// (`programs/partial_warp.cu` on an H200: a block sum that counts its warps as
 /// `blockDim.x / 32`).

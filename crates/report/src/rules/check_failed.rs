@@ -212,6 +212,8 @@ fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
             figure(format!("{}%", crate::text::sig3(pct))),
             greatest
         ));
+    } else if !m.values.is_empty() {
+        listed(d, m);
     }
     // Where the program recorded the comparison itself: which rows and columns, zeros, NaN.
     if let Some(p) = pattern::of(m) {
@@ -219,6 +221,76 @@ fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
         if let Some(fix) = p.fix {
             d.fix = fix;
         }
+    }
+}
+
+/// Wrong elements a comparison listed without counting what it compared (pytest's first
+/// differing index of two lists, GoogleTest's failed `EXPECT_NEAR`s): which, their values, and
+/// zeros where the other side is not, which no computed value explains.
+fn listed(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
+    let shown = |v: f64| figure(crate::text::sig3(v));
+    let n = m.values.len();
+    let indices: Vec<u64> = m
+        .first
+        .iter()
+        .filter_map(|i| match i.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        })
+        .collect();
+    let which = match indices.as_slice() {
+        [] => Message::new(),
+        [one] => msg!(" at index {}", code(one.to_string())),
+        [first, .., last] if indices.windows(2).all(|w| w[1] == w[0] + 1) => msg!(
+            " at indices {} to {}",
+            code(first.to_string()),
+            code(last.to_string())
+        ),
+        _ => msg!(
+            " at indices {}",
+            code(
+                indices
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        ),
+    };
+    let [got, want] = m.values[0];
+    let zeros = m
+        .values
+        .iter()
+        .filter(|[g, w]| *g == 0.0 && *w != 0.0)
+        .count();
+    if n == 1 {
+        d.explanation.append(msg!(
+            " The first element that differs is{}: {} against {}.",
+            which,
+            shown(got),
+            shown(want)
+        ));
+    } else {
+        d.explanation.append(msg!(
+            " {} elements failed the comparison{}; the first: {} against {}.",
+            figure(n.to_string()),
+            which,
+            shown(got),
+            shown(want)
+        ));
+    }
+    if zeros == n {
+        d.explanation.append(msg!(
+            " {} 0 where the other side does not: an element no thread wrote (a guard \
+             or grid that stops short of it, or a result copied back before the kernel wrote \
+             it), not a wrong formula.",
+            if n == 1 { "It holds" } else { "Each holds" }
+        ));
+        d.fix = msg!(
+            "Find which thread should write the zero elements and why it does not: check the \
+             grid covers them (`ceil(n / block)` blocks) and the guard that skips them, \
+             starting with the first one listed."
+        );
     }
 }
 

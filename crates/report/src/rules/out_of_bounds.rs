@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
-use crate::message::{Message, code, msg, quote};
+use crate::message::{Message, code, figure, msg, quote};
 use crate::text::bytes;
 use past_end::{Layout, past_end};
 
@@ -49,6 +49,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             MemorySpace::Shared => "shared",
             MemorySpace::Local => "local",
             MemorySpace::Generic => "generic",
+            MemorySpace::RemoteShared => "distributed shared",
         };
         let access_word = match finding.access {
             Some(Access::Write) => "write",
@@ -143,6 +144,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             }
             (_, Some(n), alloc) => before_start(&mut d, &w, n, alloc),
             _ if shared_end::one_past_end(ctx, f, &mut d, &w, array.as_deref()) => signals += 1,
+            _ if space == MemorySpace::RemoteShared => {
+                other_block(&mut d, &w, memory.and_then(|m| m.cta_rank));
+            }
             _ => outside_allocation(&mut d, &w, space, &array),
         }
 
@@ -321,6 +325,43 @@ fn before_start(d: &mut Draft, w: &Words, n: u64, alloc: Option<u64>) {
     d.fix = msg!(
         "Clamp or guard the index at the named line (row or column -1, or an unsigned \
          difference that wrapped)."
+    );
+}
+
+/// An access to another block's shared memory in the cluster (distributed shared memory) out
+/// of bounds: a rank past the cluster, or an offset past that block's shared memory.
+fn other_block(d: &mut Draft, w: &Words, rank: Option<u32>) {
+    let Words {
+        records,
+        size_text,
+        at,
+        ..
+    } = w;
+    let block = rank
+        .map(|r| msg!("block {} of the cluster", figure(r.to_string())))
+        .unwrap_or_else(|| msg!("another block of the cluster"));
+    d.title = msg!(
+        "Out-of-bounds {} of the shared memory of {}",
+        w.access_word,
+        block.clone()
+    );
+    if let Some(r) = rank {
+        d.figures.insert("cta_rank".into(), json!(r));
+    }
+    d.explanation = msg!(
+        "memcheck caught {} of a distributed shared-memory {}{}{}, to {}, out of bounds: the \
+         rank names a block the cluster does not have, or the offset runs past that block's \
+         shared memory.",
+        records,
+        w.access_word,
+        size_text,
+        at,
+        block
+    );
+    d.fix = msg!(
+        "Check the rank passed to `cluster.map_shared_rank` (or `mapa`) against \
+         `cluster.num_blocks()`: ranks run from 0 to the cluster's size less one. Check the \
+         offset against the size of the shared array in the block it names."
     );
 }
 

@@ -157,6 +157,22 @@ fn explain_file(file: &Path, format: &str) -> (Option<i32>, String) {
     )
 }
 
+/// pytest's rewritten `assert got == expected` (`programs/test_assert_rewrite.py`, on an H200):
+/// the report names the first element that differs, its zero against the expected value, and
+/// the fix for an element no thread wrote.
+#[test]
+fn a_rewritten_assert_names_the_first_wrong_element() {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../parsers/fixtures/junit/pytest_rewrite.xml");
+    let (code, text) = explain_file(&file, "md");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("The first element that differs is at index `37`: 0 against 18.5"),
+        "{text}"
+    );
+    assert!(text.contains("an element no thread wrote"), "{text}");
+}
+
 /// A JUnit file whose tests all passed explains as clean, with the count (exit 0); one whose
 /// every test was skipped ran nothing, and is not clean.
 #[test]
@@ -219,6 +235,26 @@ fn each_failure_class_of_the_captured_programs_is_named() {
             title: "through a wild or null pointer",
             fix: "Trace the pointer",
             never: &["launch dimensions"],
+        },
+        // `programs/records.cu dsmem` on an H200: block 0 of a cluster of 2 writes the shared
+        // memory of rank 2.
+        Case {
+            log: "memcheck_remote_shared.log",
+            rule: "out-of-bounds",
+            location: Some("records.cu:156"),
+            title: "shared memory of block 2 of the cluster",
+            fix: "cluster.num_blocks()",
+            never: &["outside any allocation", "global"],
+        },
+        // `programs/records.cu atomicoob` on an H200: an atomicAdd one slot past the end, placed
+        // at the user's call, not the toolkit's atomicAdd.
+        Case {
+            log: "memcheck_atomic_oob.log",
+            rule: "out-of-bounds",
+            location: Some("records.cu:126"),
+            title: "Off-by-one",
+            fix: "`<`, not `<=`",
+            never: &["device_atomic_functions"],
         },
         Case {
             log: "memcheck_malloc_fail_huge.log",
