@@ -69,18 +69,22 @@ impl ElementMismatch {
         }
     }
 
-    /// The wrong elements' range where they are exactly the last ones: the first mismatch
-    /// numpy lists, when the listed ones are consecutive flat indices and as many elements as
-    /// are wrong run from it to the end (nothing else can be wrong). `(first, count)`.
-    pub fn tail(&self) -> Option<(u64, u64)> {
-        let flat: Vec<u64> = self
-            .first
+    /// The listed wrong elements' indices where each is a flat (one-dimensional) index.
+    pub fn flat_first(&self) -> Option<Vec<u64>> {
+        self.first
             .iter()
             .map(|i| match i.as_slice() {
                 [one] => Some(*one),
                 _ => None,
             })
-            .collect::<Option<_>>()?;
+            .collect()
+    }
+
+    /// The wrong elements' range where they are exactly the last ones: the first mismatch
+    /// numpy lists, when the listed ones are consecutive flat indices and as many elements as
+    /// are wrong run from it to the end (nothing else can be wrong). `(first, count)`.
+    pub fn tail(&self) -> Option<(u64, u64)> {
+        let flat = self.flat_first()?;
         let start = *flat.first()?;
         let consecutive = flat.windows(2).all(|w| w[1] == w[0] + 1);
         (consecutive && self.mismatched > 0 && start + self.mismatched == self.total)

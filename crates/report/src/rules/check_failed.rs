@@ -230,14 +230,7 @@ fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
 fn listed(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
     let shown = |v: f64| figure(crate::text::sig3(v));
     let n = m.values.len();
-    let indices: Vec<u64> = m
-        .first
-        .iter()
-        .filter_map(|i| match i.as_slice() {
-            [one] => Some(*one),
-            _ => None,
-        })
-        .collect();
+    let indices = m.flat_first().unwrap_or_default();
     let which = match indices.as_slice() {
         [] => Message::new(),
         [one] => msg!(" at index {}", code(one.to_string())),
