@@ -1010,17 +1010,13 @@ mod tests {
         check(
             vec![
                 draft(RegisterSpills, "Spills").level(Level::Note),
-                draft(TensorCoresIdle, "No HMMA"),
+                draft(SlowKernel, "No HMMA"),
                 draft(CompileError, "Compile error")
                     .config("other")
                     .at("a.cu", 1),
             ],
             &[],
-            &[
-                "compile-error@a.cu:1",
-                "tensor-cores-idle@-",
-                "register-spills@-",
-            ],
+            &["compile-error@a.cu:1", "slow-kernel@-", "register-spills@-"],
         );
     }
 }

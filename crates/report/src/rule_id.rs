@@ -51,7 +51,6 @@ rule_ids! {
     LaunchFailure => "launch-failure" in launch_failure,
     RegisterSpills => "register-spills" in local_memory,
     OccupancyLimit => "occupancy-limit" in occupancy,
-    TensorCoresIdle => "tensor-cores-idle" in tensor_cores,
     SlowKernel => "slow-kernel" in slow_kernel,
     Bottleneck => "bottleneck" in bottleneck,
     SlowerThanBaseline => "slower-than-baseline" in slower_than_baseline,
