@@ -235,9 +235,13 @@ impl SourceParser {
             file: self.file.clone(),
             function: self.function.clone(),
             line,
+            // ncu's placeholder where it could not read the file (a JIT compiler's source it
+            // was not given) is no text of the line.
             text: cells
                 .get(c.text)
-                .map(|t| t.trim().chars().take(200).collect())
+                .map(|t| t.trim())
+                .filter(|t| *t != "<Unable to open source file>")
+                .map(|t| t.chars().take(200).collect())
                 .unwrap_or_default(),
             stall_samples: get(c.stalls),
             top_stall,

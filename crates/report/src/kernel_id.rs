@@ -66,8 +66,13 @@ impl KernelId {
                 _ => {}
             }
         }
+        // Numba's ABI tag after a kernel's Python name: compute-sanitizer's
+        // `block_sum[abi:v1,cw51c...]`, Nsight Compute's `block_sum[v1,cw51c...]`.
+        static NUMBA_ABI: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"\[(?:abi:)?v\d+,\w+\]$").expect("valid regex"));
         let base = head.get(start..).unwrap_or(head);
-        let base = QUALIFIER.replace_all(base, "");
+        let base = NUMBA_ABI.replace(base, "");
+        let base = QUALIFIER.replace_all(&base, "");
         let base = squeeze_spaces(&CAST.replace_all(&base, "$1"));
         KernelId(bools_as_digits(&base))
     }
@@ -178,6 +183,23 @@ fn bools_as_digits(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Numba's kernel as racecheck and Nsight Compute named it (`examples/numba`, on an H200):
+    /// the Python function's name.
+    #[test]
+    fn a_numba_kernel_is_its_python_functions_name() {
+        let tag = "v1,cw51cXTLSUwv1sDUaKthqaNgoKmjgMVuW1AiA8rAEg2UjxRKtuAI0FEA2gSVRE8cSMKQdIgkgJq2YBJIfrWtVofFgLqVAjQm1YGSQJ5xrSYA";
+        let sanitizer = format!(
+            "__main__::block_sum[abi:{tag}](Array<float, (int)1, C, mutable, aligned>, \
+             Array<float, (int)1, C, mutable, aligned>)"
+        );
+        let ncu = format!(
+            "block_sum[{tag}](Array<float, 1, C, mutable, aligned>, Array<float, 1, C, mutable, \
+             aligned>)"
+        );
+        assert_eq!(KernelId::of(&sanitizer), "block_sum");
+        assert_eq!(KernelId::of(&ncu), "block_sum");
+    }
 
     #[test]
     fn kernel_names_match_without_signature() {

@@ -151,6 +151,18 @@ impl Message {
         &self.0
     }
 
+    /// Replaces each code part `f` gives a replacement for: one spelling of an identifier for
+    /// another (a CUDA C barrier as Numba writes it).
+    pub fn map_code(&mut self, f: impl Fn(&str) -> Option<&'static str>) {
+        for part in &mut self.0 {
+            if let Part::Code(c) = part
+                && let Some(to) = f(c)
+            {
+                *c = to.to_string();
+            }
+        }
+    }
+
     /// As inline Markdown: code and places in code spans, quoted words escaped.
     pub fn markdown(&self) -> String {
         let mut out = String::new();

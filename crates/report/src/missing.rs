@@ -68,6 +68,12 @@ fn describe(name: &str) -> (String, Option<String>, Option<String>) {
         ),
         "torch" => ("torch", Some("pip install torch"), None),
         "triton" => ("triton", Some("pip install triton"), None),
+        "cupy" => ("CuPy", Some("pip install cupy-cuda13x"), None),
+        "numba" => (
+            "Numba's CUDA target",
+            Some("pip install numba-cuda[cu13]"),
+            None,
+        ),
         "python3" => (
             "python3",
             None,

@@ -24,6 +24,9 @@ pub enum Library {
     Torch,
     /// CUB and Thrust, as a library ships them.
     Cub,
+    /// CuPy's own kernels, which it generates for its array routines and names `cupy_<routine>`
+    /// (`cupy_sum`, `cupy_copy__float64_float64`); a user's `RawKernel` keeps the user's name.
+    CuPy,
 }
 
 impl Library {
@@ -36,6 +39,7 @@ impl Library {
             Library::Nccl => "NCCL",
             Library::Torch => "PyTorch (ATen)",
             Library::Cub => "CUB/Thrust",
+            Library::CuPy => "CuPy",
         }
     }
 
@@ -89,6 +93,8 @@ impl Library {
             Some(Library::Cutlass)
         } else if starts("cub::") || starts("thrust::") {
             Some(Library::Cub)
+        } else if starts("cupy_") {
+            Some(Library::CuPy)
         } else {
             None
         }
@@ -221,7 +227,12 @@ impl ProgramModel {
             }
         }
         for facts in model.kernels.values_mut() {
-            facts.provenance = if !facts.built_in.is_empty() || own_file.contains(&facts.id) {
+            // CuPy compiles its own kernels at run time into the cache the program's kernels
+            // share (the build directory's): its names say whose they are, build or not.
+            let generated = Library::of_name(&facts.name).filter(|l| *l == Library::CuPy);
+            facts.provenance = if let Some(lib) = generated {
+                Provenance::Library(lib)
+            } else if !facts.built_in.is_empty() || own_file.contains(&facts.id) {
                 Provenance::User
             } else if let Some(lib) = module
                 .get(&facts.id)

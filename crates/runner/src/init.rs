@@ -3,9 +3,10 @@
 //!
 //! What it looks for, first match wins: a CMake project (`CMakeLists.txt`), a PyTorch
 //! extension (a Python file using `torch.utils.cpp_extension` or `load_inline`), a Triton
-//! script (a Python file importing `triton`), CUDA files (`.cu`, one of them with a `main`). It
-//! reads the directory and the one below (no hidden, build or run directories), never runs
-//! anything; `cli/` then runs `check` on what it wrote.
+//! script (a Python file importing `triton`), a CuPy or Numba script (a Python file importing
+//! `cupy`, or `numba` with its CUDA target, at any depth), CUDA files (`.cu`, one of them with
+//! a `main`). The other kinds are read from the directory and the one below. No hidden, build
+//! or run directory is read, nothing is run; `cli/` then runs `check` on what it wrote.
 
 use std::path::{Path, PathBuf};
 
@@ -19,8 +20,8 @@ pub enum InitError {
     #[error("{0} exists: not overwritten (check it with `runner check {0}`)")]
     Exists(String),
     #[error(
-        "{0}: found no CUDA file (.cu), CMakeLists.txt, PyTorch extension or Triton script to \
-         write a pipeline for"
+        "{0}: found no CUDA file (.cu), CMakeLists.txt, PyTorch extension, Triton, CuPy or \
+         Numba script to write a pipeline for"
     )]
     NothingFound(String),
     #[error("{0}: {1}")]
@@ -63,7 +64,14 @@ pub fn init(dir: &Path) -> Result<Written, InitError> {
 struct Found {
     relative: String,
     text: String,
+    /// 1 for the directory's own files, 2 for those one level down, ...
+    depth: usize,
 }
+
+/// How deep `scan` reads; kinds other than CuPy and Numba scripts are looked for in the first
+/// [`NEAR`] levels only.
+const DEPTH: usize = 8;
+const NEAR: usize = 2;
 
 /// Directories never looked into: hidden ones, and what builds and runs leave.
 const SKIPPED: &[&str] = &[
@@ -75,11 +83,11 @@ const SKIPPED: &[&str] = &[
     "__pycache__",
 ];
 
-/// The directory's files and those one level down, sorted, at most 500, sources read.
+/// The directory's files down to [`DEPTH`] levels, sorted, at most 500, sources read.
 fn scan(dir: &Path) -> Vec<Found> {
     let mut out = Vec::new();
     let mut walk = walkdir::WalkDir::new(dir)
-        .max_depth(2)
+        .max_depth(DEPTH)
         .follow_links(false)
         .sort_by_file_name()
         .into_iter();
@@ -110,7 +118,11 @@ fn scan(dir: &Path) -> Vec<Found> {
         } else {
             String::new()
         };
-        out.push(Found { relative, text });
+        out.push(Found {
+            relative,
+            text,
+            depth: entry.depth(),
+        });
     }
     out
 }
@@ -147,7 +159,17 @@ const GPU_STAGES: &str =
 ";
 
 /// The pipeline for the first kind of program `files` holds, with a line saying what it is.
-fn draft(files: &[Found]) -> Option<(String, String)> {
+fn draft(all: &[Found]) -> Option<(String, String)> {
+    let near: Vec<Found> = all
+        .iter()
+        .filter(|f| f.depth <= NEAR)
+        .map(|f| Found {
+            relative: f.relative.clone(),
+            text: f.text.clone(),
+            depth: f.depth,
+        })
+        .collect();
+    let files = near.as_slice();
     let py = |f: &&Found| f.relative.ends_with(".py");
     let header = |what: &str| {
         format!(
@@ -258,6 +280,9 @@ fn draft(files: &[Found]) -> Option<(String, String)> {
         );
         return Some((what, yaml));
     }
+    if let Some(found) = python_jit(all) {
+        return Some(found);
+    }
     // CUDA files: the one with `main` and the others beside it, built together.
     let cuda: Vec<&Found> = files
         .iter()
@@ -287,6 +312,93 @@ fn draft(files: &[Found]) -> Option<(String, String)> {
         q(&format!("{{build_dir}}/{stem}")),
     );
     Some((what, yaml))
+}
+
+/// A CuPy or Numba script at any depth: of the Python files that use the framework or import a
+/// module that does, the one that runs as a script (`__main__`), else a test, else the first;
+/// its pipeline says how to get line information without `-G` and how the sanitizers see past
+/// CuPy's memory pool.
+fn python_jit(files: &[Found]) -> Option<(String, String)> {
+    let py: Vec<&Found> = files
+        .iter()
+        .filter(|f| f.relative.ends_with(".py"))
+        .collect();
+    let cupy = |f: &Found| imports(&f.text, "cupy");
+    let numba = |f: &Found| {
+        imports(&f.text, "numba") && (f.text.contains("cuda.jit") || f.text.contains("numba.cuda"))
+    };
+    let (framework, uses): (&str, &dyn Fn(&Found) -> bool) = if py.iter().any(|f| cupy(f)) {
+        ("CuPy", &cupy)
+    } else {
+        ("Numba", &numba)
+    };
+    // The modules that use it, by their file stem, and the files that import one of them.
+    let stems: Vec<&str> = py
+        .iter()
+        .filter(|f| uses(f))
+        .filter_map(|f| Path::new(&f.relative).file_stem()?.to_str())
+        .collect();
+    let reaches = |f: &Found| uses(f) || stems.iter().any(|stem| imports_word(&f.text, stem));
+    let script = py.iter().filter(|f| reaches(f)).max_by_key(|f| {
+        let base = f.relative.rsplit('/').next().unwrap_or("");
+        (
+            f.text.contains("__main__"),
+            base.starts_with("test"),
+            std::cmp::Reverse(f.depth),
+            std::cmp::Reverse(f.relative.clone()),
+        )
+    })?;
+    let base = script.relative.rsplit('/').next().unwrap_or("");
+    let command = if base.starts_with("test") && !script.text.contains("__main__") {
+        format!(
+            "[python3, -m, pytest, -q, {}, \"--junitxml={{out}}/junit.xml\"]",
+            q(&script.relative)
+        )
+    } else {
+        format!("[python3, {}]", q(&script.relative))
+    };
+    let (notes, install): (&[&str], &str) = if framework == "CuPy" {
+        (
+            &[
+                "No build: CuPy compiles each kernel with NVRTC when the script runs. The runner",
+                "keeps CuPy's cache, with each kernel's source, in the build directory: the SASS",
+                "stage reads it, and a line of a kernel written as a Python string is named in",
+                "the .py file. Lines without -G: options=(\"-lineinfo\",) on RawKernel or",
+                "RawModule (CUPY_CUDA_COMPILE_WITH_DEBUG=1 gives -G, which changes what profile",
+                "and racecheck see). The sanitizers see out-of-bounds and uninitialised reads only",
+                "outside CuPy's memory pool: call cupy.cuda.set_allocator(None) first.",
+            ],
+            "`pip install cupy-cuda13x`",
+        )
+    } else {
+        (
+            &[
+                "No build: Numba compiles each @cuda.jit kernel when it is first called. Lines",
+                "without -G: @cuda.jit(lineinfo=True) (NUMBA_CUDA_DEBUGINFO=1 gives -G, which",
+                "changes what profile and racecheck see). Under numpy 2.5, numba-cuda needs",
+                "`np.row_stack = np.vstack` before `import numba`.",
+            ],
+            "`pip install numba-cuda[cu13]`",
+        )
+    };
+    let notes: String = notes.iter().map(|l| format!("  # {l}\n")).collect();
+    let what = format!("a {framework} script ({})", script.relative);
+    let yaml = format!(
+        "# Written by `runner init` for {what} in this directory. Every key, placeholder and\n\
+         # stage option: docs/pipeline.md. Run it with `runner pipeline.yaml`.\n\
+         target:\n{notes}  program:\n    command: {command}   # needs {framework}: {install}\n\
+         stages:\n{GPU_STAGES}"
+    );
+    Some((what, yaml))
+}
+
+/// Whether a Python file's import lines name `word` as a module (`from pkg.red import k`,
+/// `import red`).
+fn imports_word(text: &str, word: &str) -> bool {
+    text.lines().map(str::trim_start).any(|l| {
+        (l.starts_with("import ") || l.starts_with("from "))
+            && l.split([' ', '.', ',']).any(|w| w == word)
+    })
 }
 
 fn join(files: &[&Found]) -> String {

@@ -125,6 +125,10 @@ impl<'a> Joined<'a> {
     /// inventory (a framework's own, launched by the same process) is not; with no inventory
     /// for the config, every kernel is.
     pub fn is_own(&self, config: Option<&str>, kernel: &KernelId) -> bool {
+        // A library's kernel compiled into the program's own cache (CuPy's) is still its.
+        if self.model.library(kernel).is_some() {
+            return false;
+        }
         let mut inventory = self
             .kernels
             .iter()

@@ -60,7 +60,37 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     merge_adjacent_writes(merge_sites_of_one_barrier(out, &j.repo_files))
         .into_iter()
         .map(RaceDraft::into_draft)
+        .map(|mut d| {
+            if in_python(ctx, &d) {
+                as_numba(&mut d);
+            }
+            d
+        })
         .collect()
+}
+
+/// Whether a race draft's records place it in a Python file as the tool wrote it: a Numba
+/// kernel (a CuPy kernel's lines are its generated `.cu` file's, mapped to Python later).
+fn in_python(ctx: &Ctx, d: &Draft) -> bool {
+    d.explains.iter().any(|&i| {
+        ctx.joined
+            .findings
+            .get(i)
+            .and_then(|f| f.finding.file.as_deref())
+            .is_some_and(|file| file.ends_with(".py"))
+    })
+}
+
+/// A race draft's barriers as Numba spells them.
+fn as_numba(d: &mut Draft) {
+    let numba = |c: &str| match c {
+        "__syncthreads()" => Some("cuda.syncthreads()"),
+        "__syncwarp()" => Some("cuda.syncwarp()"),
+        _ => None,
+    };
+    d.title.map_code(numba);
+    d.explanation.map_code(numba);
+    d.fix.map_code(numba);
 }
 
 /// What a span of a race draft marks: an access (the write, or the other side's read or

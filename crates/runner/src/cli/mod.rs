@@ -76,7 +76,7 @@ pub enum Command {
     /// Run a pipeline (the default when the first argument is a file).
     Run(RunArgs),
     /// Write a commented pipeline.yaml for the program found in DIR (a .cu file, a CMake
-    /// project, a PyTorch extension or a Triton script), never over an existing one, then check
+    /// project, a PyTorch extension, a Triton, CuPy or Numba script), never over an existing one, then check
     /// it.
     Init {
         /// The program's directory.

@@ -3,7 +3,10 @@
 //! extension's build directory (inside the run directory, `TORCH_EXTENSIONS_DIR`); tools then
 //! name `cuda.cu:9`, a file the user never wrote. The lines of each such file are looked up in
 //! the run's Python inputs: the string sits there as one block, so the offset most lines agree
-//! on maps the file's lines to the user's.
+//! on maps the file's lines to the user's. CuPy does the same with a `RawKernel`'s or
+//! `RawModule`'s code string: with `CUPY_CACHE_SAVE_CUDA_SOURCE` (the runner sets it) its
+//! cache holds the source beside each cubin as `<md5>.cubin.cu`, the name the kernel's line
+//! information gives.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -80,8 +83,8 @@ fn root_of(run_dir: &Path, inputs: &[&String]) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// `build/<config>/<arch>/jit/torch_extensions/<name>/{cuda.cu,main.cpp}` under the run
-/// directory, with the config.
+/// `build/<config>/<arch>/jit/torch_extensions/<name>/{cuda.cu,main.cpp}` and
+/// `build/<config>/<arch>/jit/cupy/<md5>.cubin.cu` under the run directory, with the config.
 fn generated_files(run_dir: &Path) -> Vec<(Option<String>, PathBuf)> {
     let build = run_dir.join("build");
     walkdir::WalkDir::new(&build)
@@ -91,11 +94,11 @@ fn generated_files(run_dir: &Path) -> Vec<(Option<String>, PathBuf)> {
         .into_iter()
         .flatten()
         .filter(|e| e.file_type().is_file())
-        .filter(|e| GENERATED.iter().any(|g| e.file_name() == *g))
         .filter(|e| {
-            e.path()
-                .components()
-                .any(|c| c.as_os_str() == "torch_extensions")
+            let under = |dir: &str| e.path().components().any(|c| c.as_os_str() == dir);
+            let name = e.file_name().to_string_lossy();
+            (GENERATED.iter().any(|g| name == *g) && under("torch_extensions"))
+                || (name.ends_with(".cubin.cu") && under("cupy"))
         })
         .map(|e| {
             let config = e

@@ -139,6 +139,17 @@ impl Vars {
                 .to_string_lossy()
                 .into_owned(),
         );
+        // CuPy's kernel cache, with each kernel's CUDA source saved beside its cubin
+        // (`<md5>.cubin.cu`, the name its line information gives), so that a line of a kernel
+        // written as a Python string is mapped back to the string.
+        env.insert(
+            "CUPY_CACHE_DIR".into(),
+            self.build_dir
+                .join("jit/cupy")
+                .to_string_lossy()
+                .into_owned(),
+        );
+        env.insert("CUPY_CACHE_SAVE_CUDA_SOURCE".into(), "1".into());
         env
     }
 }
@@ -245,7 +256,13 @@ pub enum ProductKind {
     Fatbin,
     /// A static library.
     Archive,
+    /// A CuPy kernel-cache file (`<hash>.cubin` in `CUPY_CACHE_DIR`): the cubin after a hash
+    /// of it in hexadecimal, this many characters long (32 for an md5, 40 from CuPy 14).
+    CupyCache(usize),
 }
+
+/// The longest hash a CuPy kernel-cache file is read with, before its cubin.
+const CUPY_PREFIX_MAX: usize = 64;
 
 /// The files under `dirs` that may hold device code, in a stable order: ELF files (executables,
 /// `.so`, `.o`, `.cubin`), fat binaries and static libraries.
@@ -264,11 +281,15 @@ pub fn products(dirs: &[PathBuf]) -> Vec<(PathBuf, ProductKind)> {
 }
 
 fn product_kind(path: &Path) -> Option<ProductKind> {
-    let mut head = [0u8; 8];
+    let mut head = [0u8; CUPY_PREFIX_MAX + 4];
     let mut file = std::fs::File::open(path).ok()?;
     let n = file.read(&mut head).ok()?;
     let head = head.get(..n)?;
-    if head.starts_with(b"\x7fELF") {
+    // A CuPy cache file: hexadecimal digits (at least an md5's 32), then the cubin.
+    let hex = head.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if hex >= 32 && head[hex..].starts_with(b"\x7fELF") {
+        Some(ProductKind::CupyCache(hex))
+    } else if head.starts_with(b"\x7fELF") {
         Some(ProductKind::Elf)
     } else if head.starts_with(&[0x50, 0xed, 0x55, 0xba]) {
         Some(ProductKind::Fatbin)

@@ -342,7 +342,7 @@ fn a_matrix_of_archs_alone_is_one_config_for_each_arch() {
 fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_overwrites() {
     // What a directory holds, what init says it found, a line of what it writes.
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
-    let cases: [Case; 4] = [
+    let cases: [Case; 6] = [
         (
             "a .cu file",
             &[(
@@ -385,6 +385,30 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
             )],
             "for a Triton script (softmax.py)",
             "command: [python3, \"softmax.py\"]",
+        ),
+        (
+            "a CuPy script three levels down",
+            &[(
+                "src/interp/spline/bspline.py",
+                "import cupy as cp\nk = cp.RawKernel(r'''extern \"C\" __global__ void f() {}''', \"f\")\nif __name__ == \"__main__\":\n    k((1,), (1,), ())\n",
+            )],
+            "for a CuPy script (src/interp/spline/bspline.py)",
+            "cupy.cuda.set_allocator(None)",
+        ),
+        (
+            "a Numba kernel module and the test that imports it",
+            &[
+                (
+                    "pkg/kernels/reduce.py",
+                    "from numba import cuda\n\n@cuda.jit(lineinfo=True)\ndef k(x):\n    x[0] = 1\n",
+                ),
+                (
+                    "pkg/test_reduce.py",
+                    "from pkg.kernels.reduce import k\n\ndef test_k():\n    pass\n",
+                ),
+            ],
+            "for a Numba script (pkg/test_reduce.py)",
+            "command: [python3, -m, pytest, -q, \"pkg/test_reduce.py\", \"--junitxml={out}/junit.xml\"]",
         ),
     ];
     for (kind, files, found, command) in cases {
@@ -434,11 +458,10 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
         .output()
         .expect("run the runner");
     assert_eq!(code(&out), 2, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains(
-            "found no CUDA file (.cu), CMakeLists.txt, PyTorch extension or Triton script"
-        )
-    );
+    assert!(stderr(&out).contains(
+        "found no CUDA file (.cu), CMakeLists.txt, PyTorch extension, Triton, CuPy or Numba \
+             script"
+    ));
     assert!(!empty.path().join("pipeline.yaml").exists());
 }
 

@@ -33,6 +33,7 @@ mod pack;
 mod preflight;
 mod process;
 mod provision;
+mod python_jit;
 mod real;
 mod reference;
 mod references;

@@ -77,14 +77,20 @@ pub(super) fn describe(
     }
 }
 
-/// " The cost sits at `file:line` (`text`)<extra>.", or nothing without a source page.
+/// " The cost sits at `file:line` (`text`)<extra>.", or nothing without a source page; the
+/// text only where ncu could read the file.
 fn word_at(ctx: &Ctx, hot: Option<&SourceLine>, config: Option<&str>, extra: Message) -> Message {
     hot.map(|l| {
         let at = ctx.tool_place(&l.file, l.line, config);
+        let text = if l.text.is_empty() {
+            Message::new()
+        } else {
+            msg!(" ({})", code(&l.text))
+        };
         msg!(
-            " The cost sits at {} ({}){}.",
+            " The cost sits at {}{}{}.",
             path(format!("{}:{}", at.file, at.line.unwrap_or(l.line))),
-            code(&l.text),
+            text,
             extra
         )
     })

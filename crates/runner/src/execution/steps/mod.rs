@@ -192,6 +192,47 @@ fn line_table(
     result
 }
 
+/// The cubin a CuPy kernel-cache file holds after its `prefix` characters of hash, written to
+/// `dir` as `<name>.cubin`.
+fn cupy_cubin(product: &Path, prefix: usize, dir: &Path, name: &str) -> Result<PathBuf, String> {
+    let bytes = std::fs::read(product).map_err(|e| e.to_string())?;
+    let cubin = bytes
+        .get(prefix..)
+        .ok_or_else(|| "shorter than its hash".to_string())?;
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let path = dir.join(format!("{name}.cubin"));
+    // CuPy 14 keeps the cubin a byte short of its last program header (measured on an H200:
+    // program headers at 7,144 + 5 x 56 in 7,423 bytes); the driver loads it, cuobjdump
+    // reads it only whole.
+    let mut cubin = cubin.to_vec();
+    let short = elf_end(&cubin).saturating_sub(cubin.len());
+    if short <= 64 {
+        cubin.resize(cubin.len() + short, 0);
+    }
+    std::fs::write(&path, cubin).map_err(|e| e.to_string())?;
+    Ok(std::path::absolute(&path).unwrap_or(path))
+}
+
+/// Where a 64-bit little-endian ELF file's headers say it ends: past its program headers and
+/// its section headers, whichever is further; 0 where the header is not whole.
+fn elf_end(elf: &[u8]) -> usize {
+    let u64_at = |at: usize| {
+        elf.get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    let u16_at = |at: usize| {
+        elf.get(at..at + 2)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u16::from_le_bytes)
+    };
+    let table = |offset: usize, size: usize, count: usize| {
+        let end = u64_at(offset).saturating_add(u64::from(u16_at(size)) * u64::from(u16_at(count)));
+        usize::try_from(end).unwrap_or(usize::MAX)
+    };
+    table(0x20, 0x36, 0x38).max(table(0x28, 0x3a, 0x3c))
+}
+
 /// The source page of the kernels without line information, SASS only.
 const SASS_PAGE: &str = "source.sass.csv";
 
@@ -214,7 +255,9 @@ pub fn sass(
     // The first words of a listing with no function in it, for saying what the tool printed.
     let mut silent: Option<String> = None;
     let mut duration = Duration::ZERO;
-    for (product, _) in &products {
+    // CuPy's cache files, as the cubins they hold, for the tools.
+    let plain_dir = dest.join(".cupy-cubins");
+    for (product, kind) in &products {
         if cx.interrupt.is_set() {
             record.status = StageStatus::Interrupted;
             record.reason = Some("interrupted".into());
@@ -225,8 +268,19 @@ pub fn sass(
             .find(|d| product.starts_with(d))
             .map_or(cx.root, PathBuf::as_path);
         let name = target::product_log_name(product, base);
+        let input = if let target::ProductKind::CupyCache(prefix) = *kind {
+            match cupy_cubin(product, prefix, &plain_dir, &name) {
+                Ok(p) => p,
+                Err(e) => {
+                    listing.push_str(&format!("{}: failed to read: {e}\n", slash(product)));
+                    continue;
+                }
+            }
+        } else {
+            product.clone()
+        };
         let mut argv = invocation.argv.clone();
-        argv.push(product.clone().into_os_string());
+        argv.push(input.clone().into_os_string());
         let shown = product
             .strip_prefix(&run_dir)
             .map_or_else(|_| slash(product), |p| format!("<run>/{}", slash(p)));
@@ -267,7 +321,7 @@ pub fn sass(
         });
         if let Some(nvdisasm) = nvdisasm {
             let lines = format!("{name}.lines");
-            match line_table(record, invocation, product, nvdisasm, dest, &lines, &cx) {
+            match line_table(record, invocation, &input, nvdisasm, dest, &lines, &cx) {
                 Ok(cubins) => {
                     listing.push_str(&format!(
                         "{shown}: line table of {cubins} cubins -> {lines}\n"
@@ -281,6 +335,7 @@ pub fn sass(
             }
         }
     }
+    let _ = std::fs::remove_dir_all(&plain_dir);
     let _ = std::fs::write(dest.join(&invocation.stdout), &listing);
     record.logs.push(Log {
         path: cx.log_path(dest, &invocation.stdout),
@@ -425,5 +480,40 @@ pub fn profile(
             path: cx.log_path(dest, &format!("{}.ncu-rep", stages::PROFILE_REPORT)),
             format: None,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// A kernel-cache file CuPy 14.2 wrote on an H200 (`examples/cupy`'s reference run): a
+    /// 40-character hash, then a cubin a byte short of its last program header. It is read as
+    /// CuPy's, and the cubin given to the tools is whole.
+    #[test]
+    fn a_cupy_cache_file_gives_a_whole_cubin() {
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cupy/reference/artifacts");
+        let cache = std::fs::read_dir(&dir)
+            .expect("the reference run")
+            .flatten()
+            .map(|e| e.path().join("build/default/sm_90/jit/cupy"))
+            .find(|p| p.is_dir())
+            .expect("its CuPy cache");
+        let products = target::products(std::slice::from_ref(&cache));
+        assert_eq!(products.len(), 1, "{products:?}");
+        let (path, kind) = &products[0];
+        assert_eq!(*kind, target::ProductKind::CupyCache(40));
+        let scratch = tempfile::tempdir().expect("a directory");
+        let cubin = cupy_cubin(path, 40, scratch.path(), "smooth").expect("a cubin");
+        let bytes = std::fs::read(cubin).expect("written");
+        assert!(bytes.starts_with(b"\x7fELF"));
+        assert_eq!(bytes.len(), elf_end(&bytes));
+        assert_eq!(
+            bytes.len(),
+            std::fs::read(path).expect("cache").len() - 40 + 1
+        );
     }
 }

@@ -91,8 +91,8 @@ pub(crate) fn default_wheels_yaml() -> String {
         .join(", ")
 }
 
-/// Tool names a stage may need. `torch` means `python3 -c 'import torch'` works; `triton` that
-/// Python finds the module.
+/// Tool names a stage may need. `torch` means `python3 -c 'import torch'` works; `triton`,
+/// `cupy` and `numba` that Python finds the module.
 pub const KNOWN_TOOLS: &[&str] = &[
     "nvcc",
     "ptxas",
@@ -103,12 +103,14 @@ pub const KNOWN_TOOLS: &[&str] = &[
     "python3",
     "torch",
     "triton",
+    "cupy",
+    "numba",
     "harness",
 ];
 
 /// The tools of [`KNOWN_TOOLS`] that are Python modules, found by `python3` rather than on
 /// `PATH`.
-pub const PYTHON_MODULES: &[&str] = &["torch", "triton"];
+pub const PYTHON_MODULES: &[&str] = &["torch", "triton", "cupy", "numba"];
 
 pub(crate) fn tool_list() -> String {
     KNOWN_TOOLS.join(", ")
