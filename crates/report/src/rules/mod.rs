@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::diagnosis::{Confidence, Draft, EvidenceItem, Figure, Helper, Level, SourceLocation};
 use crate::join::{FindingRef, Joined, ResultRef};
 use crate::kernel_id::KernelId;
-use crate::message::{Message, code, figure, msg, quote};
+use crate::message::{Message, code, figure, msg, path, quote};
 use crate::text::{relative_path, scrub};
 
 mod profile;
@@ -153,7 +153,36 @@ pub fn annotate(joined: &Joined, drafts: &mut [Draft]) {
                 .filter_map(|&i| joined.findings.get(i))
                 .find_map(|f| python_call_site(f.finding, &joined.repo_files));
         }
+        say_generated(d);
     }
+}
+
+/// A place in CuPy's generated source that no Python file of the run holds (CuPy wraps an
+/// `ElementwiseKernel`'s or `ReductionKernel`'s operation in a kernel of its own, and keeps it
+/// as `<hash>.cubin.cu`) is said to be that, with the launch line that is the user's.
+fn say_generated(d: &mut Draft) {
+    static CUPY_SOURCE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^[0-9a-f]{32,64}(?:_\d+)?\.cubin\.cu$").expect("valid regex")
+    });
+    let Some(at) = d.location.as_ref() else {
+        return;
+    };
+    let name = at.file.rsplit('/').next().unwrap_or(&at.file);
+    if !CUPY_SOURCE.is_match(name) {
+        return;
+    }
+    let launched = d
+        .call_site
+        .as_ref()
+        .map(|c| msg!(" The kernel was launched from {}.", path(c)))
+        .unwrap_or_default();
+    d.explanation.append(msg!(
+        " {} is CuPy's generated source: no Python file of the run holds its lines (CuPy wraps \
+         an ElementwiseKernel's or ReductionKernel's operation in a kernel of its own), so the \
+         line is CuPy's; the operation string is the user's.{}",
+        path(name),
+        launched
+    ));
 }
 
 /// Whether a draft is a fault of its own that symptoms may attach to: an error of a rule whose
