@@ -6,6 +6,7 @@ use parsers::ParsedLog;
 use serde::{Deserialize, Serialize};
 
 use crate::run::Run;
+pub use crate::run::SourceMap;
 
 /// A run and its parsed logs, keyed by each log's path relative to the run directory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,28 +25,4 @@ pub struct Evidence {
     /// (`parsers::program::got_expected_pairs`), by the path of the stdout log they came from.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub program_pairs: BTreeMap<String, Vec<(f64, f64)>>,
-}
-
-/// Lines `first..=last` of a generated file (as tools name it: `cuda.cu`) in one config's build
-/// are lines `first + offset ..` of `source`, one of the run's inputs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SourceMap {
-    pub config: Option<String>,
-    /// The generated file's name, as tools print it.
-    pub generated: String,
-    /// The input that holds the text, relative to the repository.
-    pub source: String,
-    pub first: u32,
-    pub last: u32,
-    pub offset: i64,
-}
-
-impl SourceMap {
-    /// The line of `source` that generated line `line` came from, when this map covers it.
-    pub fn line(&self, line: u32) -> Option<u32> {
-        (self.first..=self.last)
-            .contains(&line)
-            .then(|| u32::try_from(i64::from(line) + self.offset).ok())
-            .flatten()
-    }
 }

@@ -51,6 +51,10 @@ pub struct Run {
     /// The experiments run on the report's hypotheses, each with its trials' units.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub experiments: Vec<Experiment>,
+    /// Generated files mapped back to the user's own, found when the run ended: a packed run
+    /// keeps no JIT cache, so a report rendered from it reads them here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_maps: Vec<SourceMap>,
 }
 
 impl Run {
@@ -597,4 +601,28 @@ pub struct Conclusion {
     pub runs: usize,
     pub cached: usize,
     pub cost_ms: u64,
+}
+
+/// Lines `first..=last` of a generated file (as tools name it: `cuda.cu`) in one config's build
+/// are lines `first + offset ..` of `source`, one of the run's inputs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceMap {
+    pub config: Option<String>,
+    /// The generated file's name, as tools print it.
+    pub generated: String,
+    /// The input that holds the text, relative to the repository.
+    pub source: String,
+    pub first: u32,
+    pub last: u32,
+    pub offset: i64,
+}
+
+impl SourceMap {
+    /// The line of `source` that generated line `line` came from, when this map covers it.
+    pub fn line(&self, line: u32) -> Option<u32> {
+        (self.first..=self.last)
+            .contains(&line)
+            .then(|| u32::try_from(i64::from(line) + self.offset).ok())
+            .flatten()
+    }
 }

@@ -11,7 +11,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::run::{
-    Case, Environment, Experiment, Git, Knob, Run, Stage, StageKind, TargetKind, Unit, Wrapper,
+    Case, Environment, Experiment, Git, Knob, Run, SourceMap, Stage, StageKind, TargetKind, Unit,
+    Wrapper,
 };
 
 /// The schema whose stages may lack their unit record.
@@ -39,6 +40,8 @@ struct StoredRun {
     knobs: Vec<Knob>,
     #[serde(default)]
     experiments: Vec<Experiment>,
+    #[serde(default)]
+    source_maps: Vec<SourceMap>,
 }
 
 impl<'de> Deserialize<'de> for Run {
@@ -61,6 +64,7 @@ impl<'de> Deserialize<'de> for Run {
             links,
             knobs,
             experiments,
+            source_maps,
         } = serde_json::from_value(manifest).map_err(D::Error::custom)?;
         Ok(Run {
             schema,
@@ -77,6 +81,7 @@ impl<'de> Deserialize<'de> for Run {
             links,
             knobs,
             experiments,
+            source_maps,
         })
     }
 }

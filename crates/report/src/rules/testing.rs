@@ -169,6 +169,7 @@ impl Case {
             links: BTreeMap::new(),
             knobs: Vec::new(),
             experiments: Vec::new(),
+            source_maps: Vec::new(),
         };
         Evidence {
             run,

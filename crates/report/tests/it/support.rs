@@ -228,6 +228,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
         links: BTreeMap::new(),
         knobs: Vec::new(),
         experiments: Vec::new(),
+        source_maps: Vec::new(),
     };
     Evidence {
         run,

@@ -120,7 +120,13 @@ pub fn from_run_with(mut run: Run, run_dir: &Path, parsed: &mut Parsed) -> Evide
             }
         }
     }
-    let source_maps = crate::evidence::inline_sources::maps(&run, run_dir);
+    // The maps the run recorded when it ended, else (a run from before they were recorded)
+    // the ones its directory still gives.
+    let source_maps = if run.source_maps.is_empty() {
+        crate::evidence::inline_sources::maps(&run, run_dir)
+    } else {
+        run.source_maps.clone()
+    };
     let program_pairs = program_pairs(&run, run_dir);
     Evidence {
         run,

@@ -175,6 +175,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
         links,
         knobs: crate::pipeline::config::knobs_of(pipeline),
         experiments: Vec::new(),
+        source_maps: Vec::new(),
     };
     dir.write_manifest(&run)?;
 
@@ -242,6 +243,8 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
 
     run.finished = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
     run.interrupted = cx.interrupt.is_set();
+    // Found while the JIT caches that hold the generated files are still in the run.
+    run.source_maps = crate::evidence::inline_sources::maps(&run, &dir.path);
     let (report, judged) =
         report_unit::conclude(pipeline, &dir, &mut run, report_unit, cx, &mut parsed);
     run.wall_ms = Some(u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX));
