@@ -8,7 +8,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn run_of(example: &str) -> PathBuf {
+/// The example's reference run of `pipeline` (its manifest's pipeline name).
+fn run_of(example: &str, pipeline: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples")
         .join(example)
@@ -17,8 +18,13 @@ fn run_of(example: &str) -> PathBuf {
         .expect("a reference run")
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.join("manifest.json").is_file())
-        .unwrap_or_else(|| panic!("no run under {}", dir.display()))
+        .find(|p| {
+            std::fs::read_to_string(p.join("manifest.json"))
+                .ok()
+                .and_then(|m| serde_json::from_str::<Value>(&m).ok())
+                .is_some_and(|m| m["pipeline"] == pipeline)
+        })
+        .unwrap_or_else(|| panic!("no run of {pipeline} under {}", dir.display()))
 }
 
 fn report(run: &Path) -> Value {
@@ -40,7 +46,7 @@ fn diagnoses(json: &Value) -> Vec<Value> {
 /// and no performance note of the program's, and the SASS stage read CuPy's cache.
 #[test]
 fn a_cupy_raw_kernels_fault_is_named_at_the_line_of_its_python_string() {
-    let run = run_of("cupy");
+    let run = run_of("cupy", "pipeline.yaml");
     let json = report(&run);
     assert_eq!(json["verdict"]["kind"], "failing", "{:#}", json["verdict"]);
     let all = diagnoses(&json);
@@ -76,7 +82,7 @@ fn a_cupy_raw_kernels_fault_is_named_at_the_line_of_its_python_string() {
 /// `reduce.py:25` in `block_sum` (not Numba's mangled name), with Numba's `cuda.syncthreads()`.
 #[test]
 fn a_numba_race_is_named_in_the_python_function_with_numbas_barrier() {
-    let json = report(&run_of("numba"));
+    let json = report(&run_of("numba", "pipeline.yaml"));
     let all = diagnoses(&json);
     let top = &all[0];
     assert_eq!(top["rule"], "shared-memory-race", "{top:#}");
@@ -86,4 +92,21 @@ fn a_numba_race_is_named_in_the_python_function_with_numbas_barrier() {
     let fix = top["help"].to_string();
     assert!(fix.contains("cuda.syncthreads()"), "{fix}");
     assert!(!fix.contains("__syncthreads"), "{fix}");
+}
+
+/// `examples/cupy/shift.yaml`: an `ElementwiseKernel` whose operation reads one past the end.
+/// memcheck's line is in the kernel CuPy generated around the operation, which no Python file
+/// holds: the report says so, keeps CuPy's place, and names the launch line in `shift.py`.
+#[test]
+fn a_cupy_elementwise_kernels_fault_says_the_line_is_cupys_and_names_the_launch() {
+    let json = report(&run_of("cupy", "shift.yaml"));
+    let top = &diagnoses(&json)[0];
+    assert_eq!(top["rule"], "out-of-bounds", "{top:#}");
+    assert_eq!(top["kernel"], "shift_left", "{top:#}");
+    let file = top["location"]["file"].as_str().unwrap_or("");
+    assert!(file.ends_with(".cubin.cu"), "{top:#}");
+    assert_eq!(top["call_site"]["file"], "shift.py", "{top:#}");
+    assert_eq!(top["call_site"]["line"], 18, "{top:#}");
+    let said = top["notes"].to_string();
+    assert!(said.contains("CuPy's generated source"), "{said}");
 }
