@@ -10,7 +10,15 @@ import sys
 import types
 
 import numpy as np
-import cupy as cp
+
+# sigpy at this commit names np.float in default arguments (util.py:236), which numpy 1.24
+# removed; it is the builtin float. numba-cuda 0.30 calls np.row_stack, removed in numpy 2.5.
+if not hasattr(np, "float"):
+    np.float = float
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+
+import cupy as cp  # noqa: E402
 
 cp.cuda.set_allocator(None)  # no memory pool: the sanitizers see every array's real bounds
 
