@@ -97,6 +97,9 @@ pub enum ApiCall {
     Copy,
     /// Returns an earlier call's error (`cudaGetLastError`, `cudaPeekAtLastError`).
     ErrorQuery,
+    /// Looks up a driver function by name (`cuGetProcAddress`, `cudaGetDriverEntryPoint`): a
+    /// binding asks for entry points the driver may not have, and an error is its answer.
+    EntryPoint,
     /// Any other.
     Other,
 }
@@ -107,6 +110,8 @@ impl ApiCall {
         let has = |w: &str| name.contains(w);
         if has("GetLastError") || has("PeekAtLastError") {
             ApiCall::ErrorQuery
+        } else if has("GetProcAddress") || has("GetDriverEntryPoint") {
+            ApiCall::EntryPoint
         } else if has("Malloc") || has("MemAlloc") {
             ApiCall::Allocation
         } else if has("Launch") {

@@ -25,4 +25,9 @@ pub struct Evidence {
     /// (`parsers::program::got_expected_pairs`), by the path of the stdout log they came from.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub program_pairs: BTreeMap<String, Vec<(f64, f64)>>,
+    /// The wrong elements a failed program's standard comparison printed
+    /// (`numpy.testing`, `torch.testing`: `parsers::mismatch::element_mismatch`), by the path
+    /// of the stdout or stderr log it came from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub program_mismatches: BTreeMap<String, parsers::mismatch::ElementMismatch>,
 }

@@ -40,7 +40,7 @@
 //! #   "started":"2026-11-22T10:15:00Z","finished":null,"interrupted":false,"git":null,
 //! #   "environment":{"os":"linux","tools":{},"toolchain_source":null,"driver":null,"gpus":[],
 //! #   "gpu_unavailable":null,"counters_permitted":null},"inputs":{},"stages":[]}"#).unwrap() }
-//! let evidence = Evidence { run: run(), logs: Default::default(), missing: Default::default(), source_maps: Vec::new(), program_pairs: Default::default() };
+//! let evidence = Evidence { run: run(), logs: Default::default(), missing: Default::default(), source_maps: Vec::new(), program_pairs: Default::default(), program_mismatches: Default::default() };
 //! let markdown = render(&evidence, OutputFormat::Markdown);
 //! assert!(markdown.starts_with("# Exhibit report: r"));
 //! ```

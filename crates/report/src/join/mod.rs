@@ -93,6 +93,9 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
     }
     joined.source_maps.clone_from(&evidence.source_maps);
     joined.program_pairs.clone_from(&evidence.program_pairs);
+    joined
+        .program_mismatches
+        .clone_from(&evidence.program_mismatches);
     joined.trial_logs = trial_logs;
     joined.missing = evidence
         .missing
@@ -334,6 +337,8 @@ pub struct Joined<'a> {
     pub source_maps: Vec<crate::evidence::SourceMap>,
     /// A failed program's printed values beside its expected ones, by stdout log path.
     pub program_pairs: BTreeMap<String, Vec<(f64, f64)>>,
+    /// A failed program's standard comparison's wrong elements, by stdout or stderr log path.
+    pub program_mismatches: BTreeMap<String, parsers::mismatch::ElementMismatch>,
     /// The baseline's profile, joined on its own: its kernels are set beside the program's.
     pub baseline: Option<Box<Joined<'a>>>,
     /// The logs of the experiments' trials, by path (`experiment`).
@@ -485,6 +490,7 @@ impl<'a> Joined<'a> {
             repo_files,
             source_maps: Vec::new(),
             program_pairs: BTreeMap::new(),
+            program_mismatches: BTreeMap::new(),
             baseline: None,
             trial_logs: BTreeMap::new(),
             model,

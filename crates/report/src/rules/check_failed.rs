@@ -154,7 +154,7 @@ struct Failed<'a> {
 /// Which elements the comparison found wrong, and what that pattern says: every element (a
 /// systematic error), exactly the last ones (a tail no block covers), else the fraction and
 /// where the greatest difference is.
-fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
+pub(super) fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
     let count = |n: u64| crate::text::thousands(n);
     d.figures.insert("mismatched".into(), json!(m.mismatched));
     d.figures.insert("compared".into(), json!(m.total));

@@ -12,7 +12,7 @@ use serde_json::json;
 use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::FindingRef;
-use crate::message::{Message, code, msg, quote};
+use crate::message::{Message, code, figure, msg, quote};
 use crate::text::plural;
 
 /// This rule's row in the registry ([`super::RULES`]).
@@ -129,11 +129,48 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             out.push(d);
         }
 
+        // A binding's lookups of driver entry points, answered "no": its own business, unless
+        // they filled the tool's print limit and hid what else it counted.
+        let probes: Vec<&(usize, &FindingRef)> = host
+            .iter()
+            .filter(|(i, f)| !ctx.explained(*i) && call_kind(f) == Some(ApiCall::EntryPoint))
+            .collect();
+        if let Some((_, first)) = probes.first() {
+            let call = api_call(first.finding).unwrap_or("cuGetProcAddress");
+            let count = probes.iter().map(|(_, f)| f.finding.count).sum::<u64>();
+            let printed_all_probes = !j.findings.iter().any(|f| {
+                f.source == source_index
+                    && f.finding.kind != FindingKind::HostApiError
+                    && super::is_error(f.finding)
+            });
+            let hidden = if printed_all_probes {
+                source.log.unprinted_errors
+            } else {
+                0
+            };
+            let mut d = Draft::new(RuleId::HostApiError, Level::Note, Message::new());
+            d.key = "entry-point-probes".into();
+            d.config = config.map(str::to_string);
+            d.confidence = Confidence::High;
+            d.explains = probes.iter().map(|(i, _)| *i).collect();
+            d.evidence.push(ctx.finding_evidence(first));
+            d.figures.insert("probes".into(), json!(count));
+            let tool = match source.log.tool {
+                Some(parsers::Tool::Racecheck) => "racecheck",
+                Some(parsers::Tool::Initcheck) => "initcheck",
+                Some(parsers::Tool::Synccheck) => "synccheck",
+                _ => "memcheck",
+            };
+            word_probes(&mut d, call, &error_name(first), count, hidden, tool);
+            out.push(d);
+        }
+
         // A call that rejected its arguments, and the error calls that echo it.
         let invalid: Vec<&(usize, &FindingRef)> = host
             .iter()
             .filter(|(i, f)| {
                 !ctx.explained(*i)
+                    && call_kind(f) != Some(ApiCall::EntryPoint)
                     && matches!(
                         error(f),
                         CudaError::InvalidValue
@@ -165,6 +202,51 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
     }
     out
+}
+
+/// A binding's entry-point lookups that the driver answered with `name`, `count` times; where
+/// they filled the tool's print limit, the `hidden` errors it counted and did not print.
+fn word_probes(d: &mut Draft, call: &str, name: &str, count: u64, hidden: u64, tool: &str) {
+    let probes = msg!(
+        "{} returned {} {}: a CUDA binding (cuda-python, Numba, CuPy) asking the driver for \
+         entry points by name, some of which this driver does not have. The binding handles the \
+         answer; the program never sees it.",
+        code(call),
+        quote(name),
+        plural(count, "time", "times")
+    );
+    if hidden == 0 {
+        d.title = msg!(
+            "{} returned {} {}: a binding probing for driver entry points, not the program's \
+             error",
+            code(call),
+            quote(name),
+            plural(count, "time", "times")
+        );
+        d.explanation = probes;
+        d.fix = msg!("Nothing to fix in the program: the records are the binding's lookups.");
+        return;
+    }
+    d.level = Level::Warning;
+    d.figures.insert("unprinted_errors".into(), json!(hidden));
+    d.title = msg!(
+        "{} counted {} errors it did not print: its print limit went to {}'s probes",
+        tool,
+        figure(crate::text::thousands(hidden)),
+        code(call)
+    );
+    d.explanation = msg!(
+        "{} Those records filled {}'s print limit, and it counted {} more errors that are not \
+         in the log: more of the same lookups, or faults in the kernels; the log does not say \
+         which, so nothing here reads clean.",
+        probes,
+        tool,
+        figure(crate::text::thousands(hidden))
+    );
+    d.fix = msg!(
+        "Run the stage again with a larger print limit (`print_limit:` in the stage, \
+         compute-sanitizer's `--print-limit`), so that the errors past the probes are printed."
+    );
 }
 
 /// The sticky cascade's words: after the fault every call in `calls` returned `name`.

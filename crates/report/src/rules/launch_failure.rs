@@ -125,8 +125,17 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
             d.explanation.append(msg!(" {}", r.mechanism()));
             d.fix = r.fix();
         }
+        // The wrong elements the program's standard comparison listed (numpy's, torch's).
+        let listed = stage
+            .logs
+            .iter()
+            .find_map(|l| j.program_mismatches.get(&l.path));
         // The program's own comparison, failing: its output is wrong, by its own figure.
-        if let Some(m) = parsers::program::mismatch(&reason) {
+        let measured = parsers::program::mismatch(&reason);
+        if let (Some(m), None) = (listed, &measured) {
+            elements_wrong(&mut d, m);
+        }
+        if let Some(m) = measured {
             // A fault a tool located in this config after the program had printed this line.
             let late = j
                 .findings
@@ -135,6 +144,10 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
                 .find(|(i, f)| f.config.as_deref() == config && j.model.after_failure.contains(i))
                 .map(|(_, f)| f);
             wrong_output(&mut d, &m, &reason, late.map(|f| ctx.place(f)));
+            // Which elements, where the comparison listed them.
+            if let Some(listed) = listed {
+                super::check_failed::word_mismatch(&mut d, listed);
+            }
         }
         if out.iter().any(|o| o.config == d.config && o.key == d.key) {
             continue;
@@ -142,6 +155,35 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         out.push(d);
     }
     out
+}
+
+/// A failed program whose standard comparison listed its wrong elements: wrong output, titled
+/// by how many elements differ, with the pattern they make ([`super::check_failed`]'s words).
+fn elements_wrong(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
+    d.rule = RuleId::WrongOutput;
+    d.bare = false;
+    d.symptom_of = Some(crate::diagnosis::Scope::Config);
+    // One comparison, whichever stage ran it.
+    d.key = format!("elements|{}|{}", m.mismatched, m.total);
+    if m.total > 0 {
+        let pct = 100.0 * m.mismatched as f64 / m.total as f64;
+        d.title = msg!(
+            "Wrong output: {} of {} elements differ from the reference ({})",
+            figure(crate::text::thousands(m.mismatched)),
+            figure(crate::text::thousands(m.total)),
+            figure(format!("{}%", crate::text::sig3(pct)))
+        );
+    } else {
+        d.title = msg!("Wrong output: the program's comparison lists elements that differ");
+    }
+    d.explanation = msg!(
+        "The program compared its output with its reference, and the comparison failed."
+    );
+    d.fix = msg!(
+        "Compare the kernel's output with the reference element by element on the smallest \
+         failing case: the first wrong rows and columns say which loop, guard or index is off."
+    );
+    super::check_failed::word_mismatch(d, m);
 }
 
 /// A failed program's words: the stage that ran it and the program's reason (scrubbed).

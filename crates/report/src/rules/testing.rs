@@ -177,6 +177,7 @@ impl Case {
             missing: BTreeMap::new(),
             source_maps: Vec::new(),
             program_pairs: Default::default(),
+            program_mismatches: Default::default(),
         }
     }
 

@@ -236,6 +236,7 @@ pub fn evidence(id: &str, steps: &[Step], inputs: &[&str]) -> Evidence {
         missing: Default::default(),
         source_maps: Vec::new(),
         program_pairs: Default::default(),
+        program_mismatches: Default::default(),
     }
 }
 

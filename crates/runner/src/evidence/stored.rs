@@ -27,18 +27,32 @@ pub fn from_run(run: Run, run_dir: &Path) -> Evidence {
     from_run_with(run, run_dir, &mut Parsed::default())
 }
 
-/// The values each failed program printed beside the values it expected, by the path of its
-/// stdout log (the program's own stages that ended in findings; each log read up to 4 MiB).
-fn program_pairs(run: &Run, run_dir: &Path) -> BTreeMap<String, Vec<(f64, f64)>> {
+/// The values failed programs printed beside those they expected, and the wrong elements
+/// their standard comparisons listed, each by log path.
+type ProgramOutput = (
+    BTreeMap<String, Vec<(f64, f64)>>,
+    BTreeMap<String, parsers::mismatch::ElementMismatch>,
+);
+
+/// What each failed program of the run printed that reads as its comparison: the values it
+/// printed beside those it expected (stdout), and the wrong elements its standard comparison
+/// listed (`numpy.testing`, `torch.testing`; stdout or stderr). At most 4 MiB of each log is
+/// read.
+fn program_output(run: &Run, run_dir: &Path) -> ProgramOutput {
     const MAX: u64 = 4 << 20;
-    let mut out = BTreeMap::new();
+    let mut pairs = BTreeMap::new();
+    let mut mismatches = BTreeMap::new();
     for stage in &run.stages {
         if stage.unit.target != report::TargetKind::Program
             || stage.status != report::StageStatus::Findings
         {
             continue;
         }
-        for log in stage.logs.iter().filter(|l| l.path.ends_with("stdout.log")) {
+        for log in &stage.logs {
+            let stdout = log.path.ends_with("stdout.log");
+            if !stdout && !log.path.ends_with("stderr.log") {
+                continue;
+            }
             let Ok(reader) = rundir::open_stored_log(run_dir, &log.path) else {
                 continue;
             };
@@ -47,13 +61,19 @@ fn program_pairs(run: &Run, run_dir: &Path) -> BTreeMap<String, Vec<(f64, f64)>>
             {
                 continue;
             }
-            let pairs = parsers::program::got_expected_pairs(&String::from_utf8_lossy(&text));
-            if !pairs.is_empty() {
-                out.insert(log.path.clone(), pairs);
+            let text = String::from_utf8_lossy(&text);
+            if stdout {
+                let got = parsers::program::got_expected_pairs(&text);
+                if !got.is_empty() {
+                    pairs.insert(log.path.clone(), got);
+                }
+            }
+            if let Some(m) = parsers::mismatch::element_mismatch(&text) {
+                mismatches.insert(log.path.clone(), m);
             }
         }
     }
-    out
+    (pairs, mismatches)
 }
 
 /// The logs a run has parsed so far, by path: a run that gathers its evidence again (after its
@@ -127,13 +147,14 @@ pub fn from_run_with(mut run: Run, run_dir: &Path, parsed: &mut Parsed) -> Evide
     } else {
         run.source_maps.clone()
     };
-    let program_pairs = program_pairs(&run, run_dir);
+    let (program_pairs, program_mismatches) = program_output(&run, run_dir);
     Evidence {
         run,
         logs,
         missing,
         source_maps,
         program_pairs,
+        program_mismatches,
     }
 }
 
