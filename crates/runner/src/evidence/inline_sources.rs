@@ -6,7 +6,9 @@
 //! on maps the file's lines to the user's. CuPy does the same with a `RawKernel`'s or
 //! `RawModule`'s code string: with `CUPY_CACHE_SAVE_CUDA_SOURCE` (the runner sets it) its
 //! cache holds the source beside each cubin as `<md5>.cubin.cu`, the name the kernel's line
-//! information gives.
+//! information gives. A kernel source CuPy reads from the program's own `.cu` files (a
+//! `RawModule` built from them, one file or several concatenated) is mapped to each file whose
+//! lines it holds, most of them in one block.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,27 +21,34 @@ const GENERATED: &[&str] = &["cuda.cu", "main.cpp"];
 /// The most bytes of one file read here.
 const MAX_BYTES: u64 = 4 << 20;
 
-/// The maps of every generated file in the run's build directories whose text the run's Python
-/// inputs hold. Nothing is mapped where the inputs cannot be found (a run directory moved
-/// without its sources).
+/// The maps of every generated file in the run's build directories whose text the run's
+/// Python or CUDA inputs hold. Nothing is mapped where the inputs cannot be found (a run
+/// directory moved without its sources).
 pub fn maps(run: &Run, run_dir: &Path) -> Vec<SourceMap> {
     // Only inputs a manifest names inside the project: a received manifest's absolute or `..`
     // path is never opened.
-    let python: Vec<&String> = run
+    let inputs: Vec<&String> = run
         .inputs
         .keys()
-        .filter(|k| k.ends_with(".py") && plain_relative(k))
+        .filter(|k| {
+            (k.ends_with(".py") || k.ends_with(".cu") || k.ends_with(".cuh")) && plain_relative(k)
+        })
         .collect();
-    if python.is_empty() {
+    if inputs.is_empty() {
         return Vec::new();
     }
-    let Some(root) = root_of(run_dir, &python) else {
+    let Some(root) = root_of(run_dir, &inputs) else {
         return Vec::new();
     };
-    let sources: Vec<(String, Vec<String>)> = python
-        .iter()
-        .filter_map(|p| Some(((*p).clone(), lines(&root.join(p))?)))
-        .collect();
+    let read = |keep: fn(&str) -> bool| -> Vec<(String, Vec<String>)> {
+        inputs
+            .iter()
+            .filter(|p| keep(p))
+            .filter_map(|p| Some(((*p).clone(), lines(&root.join(p))?)))
+            .collect()
+    };
+    let sources = read(|p| p.ends_with(".py"));
+    let cuda = read(|p| !p.ends_with(".py"));
     let mut out = Vec::new();
     for (config, file) in generated_files(run_dir) {
         let Some(generated) = lines(&file) else {
@@ -49,10 +58,21 @@ pub fn maps(run: &Run, run_dir: &Path) -> Vec<SourceMap> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if let Some((source, first, last, offset)) = best_match(&generated, &sources) {
+        let mut found: Vec<(String, u32, u32, i64)> =
+            best_match(&generated, &sources).into_iter().collect();
+        // A CUDA file is a block of its own: mapped where most of its lines are there.
+        for file in &cuda {
+            if let Some((votes, first, last, offset)) = offset_of(&generated, &file.1) {
+                let distinctive = file.1.iter().filter(|l| l.len() >= 8).count();
+                if 2 * votes >= distinctive {
+                    found.push((file.0.clone(), first, last, offset));
+                }
+            }
+        }
+        for (source, first, last, offset) in found {
             out.push(SourceMap {
-                config,
-                generated: name,
+                config: config.clone(),
+                generated: name.clone(),
                 source,
                 first,
                 last,
@@ -133,38 +153,45 @@ fn best_match(
     generated: &[String],
     sources: &[(String, Vec<String>)],
 ) -> Option<(String, u32, u32, i64)> {
-    let mut best: Option<(usize, String, u32, u32, i64)> = None;
-    for (name, text) in sources {
-        let mut at: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (i, line) in text.iter().enumerate() {
-            if line.len() >= 8 {
-                at.entry(line.as_str()).or_default().push(i);
-            }
-        }
-        // Offset -> the generated lines (0-based) that agree on it.
-        let mut votes: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
-        for (g, line) in generated.iter().enumerate() {
-            for &s in at.get(line.as_str()).into_iter().flatten() {
-                let offset = i64::try_from(s).unwrap_or(0) - i64::try_from(g).unwrap_or(0);
-                votes.entry(offset).or_default().push(g);
-            }
-        }
-        if let Some((offset, lines)) = votes.into_iter().max_by_key(|(_, v)| v.len())
-            && lines.len() >= 3
-            && best.as_ref().is_none_or(|b| lines.len() > b.0)
-        {
-            let first = lines.iter().min().copied().unwrap_or(0);
-            let last = lines.iter().max().copied().unwrap_or(0);
-            best = Some((
-                lines.len(),
-                name.clone(),
-                u32::try_from(first + 1).unwrap_or(0),
-                u32::try_from(last + 1).unwrap_or(0),
-                offset,
-            ));
+    sources
+        .iter()
+        .filter_map(|(name, text)| Some((name, offset_of(generated, text)?)))
+        // The first of equals.
+        .rev()
+        .max_by_key(|(_, (votes, ..))| *votes)
+        .map(|(name, (_, first, last, offset))| (name.clone(), first, last, offset))
+}
+
+/// Where `text`'s lines sit in the generated file: the offset most of their distinctive lines
+/// (eight characters or more) agree on, with how many agree (at least three) and the first and
+/// last generated lines (1-based) among them.
+fn offset_of(generated: &[String], text: &[String]) -> Option<(usize, u32, u32, i64)> {
+    let mut at: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, line) in text.iter().enumerate() {
+        if line.len() >= 8 {
+            at.entry(line.as_str()).or_default().push(i);
         }
     }
-    best.map(|(_, name, first, last, offset)| (name, first, last, offset))
+    // Offset -> the generated lines (0-based) that agree on it.
+    let mut votes: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for (g, line) in generated.iter().enumerate() {
+        for &s in at.get(line.as_str()).into_iter().flatten() {
+            let offset = i64::try_from(s).unwrap_or(0) - i64::try_from(g).unwrap_or(0);
+            votes.entry(offset).or_default().push(g);
+        }
+    }
+    let (offset, lines) = votes.into_iter().max_by_key(|(_, v)| v.len())?;
+    if lines.len() < 3 {
+        return None;
+    }
+    let first = lines.iter().min().copied().unwrap_or(0);
+    let last = lines.iter().max().copied().unwrap_or(0);
+    Some((
+        lines.len(),
+        u32::try_from(first + 1).unwrap_or(0),
+        u32::try_from(last + 1).unwrap_or(0),
+        offset,
+    ))
 }
 
 #[cfg(test)]
