@@ -351,7 +351,7 @@ fn python_jit(files: &[Found]) -> Option<(String, String)> {
     let base = script.relative.rsplit('/').next().unwrap_or("");
     let command = if base.starts_with("test") && !script.text.contains("__main__") {
         format!(
-            "[python3, -m, pytest, -q, {}, \"--junitxml={{out}}/junit.xml\"]",
+            "[python3, -m, pytest, -q, {}, \"--junitxml={{out}}\"]",
             q(&script.relative)
         )
     } else {

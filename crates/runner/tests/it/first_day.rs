@@ -408,7 +408,7 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
                 ),
             ],
             "for a Numba script (pkg/test_reduce.py)",
-            "command: [python3, -m, pytest, -q, \"pkg/test_reduce.py\", \"--junitxml={out}/junit.xml\"]",
+            "command: [python3, -m, pytest, -q, \"pkg/test_reduce.py\", \"--junitxml={out}\"]",
         ),
     ];
     for (kind, files, found, command) in cases {
