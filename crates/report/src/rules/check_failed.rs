@@ -212,6 +212,7 @@ pub(super) fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatc
             figure(format!("{}%", crate::text::sig3(pct))),
             greatest
         ));
+        unwritten(d, m);
     } else if !m.values.is_empty() {
         listed(d, m);
     }
@@ -222,6 +223,26 @@ pub(super) fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatc
             d.fix = fix;
         }
     }
+}
+
+/// Where every wrong element the comparison (or the program beside it) lists holds exactly 0
+/// and its reference does not: elements no thread wrote, said with the fix that follows.
+fn unwritten(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
+    let n = m.values.len();
+    if n < 2 || !m.values.iter().all(|[got, want]| *got == 0.0 && *want != 0.0) {
+        return;
+    }
+    d.explanation.append(msg!(
+        " Each of the {} wrong elements listed holds 0 where the reference does not: elements \
+         no thread wrote (a grid or guard that stops short of them, or an index that sends \
+         their writes elsewhere), not a wrong formula.",
+        figure(n.to_string())
+    ));
+    d.fix = msg!(
+        "Find which thread should write the zero elements and why it does not: check that the \
+         grid covers them and that the index each thread writes is its own (block and thread \
+         index, the block's size), starting with the first one listed."
+    );
 }
 
 /// Wrong elements a comparison listed without counting what it compared (pytest's first

@@ -279,8 +279,8 @@ fn word_wrong_output(
         .filter(|l| *l > 0.0)
         .map(|l| msg!(", {}x what it allows", figure(two_digits(m.value / l))))
         .unwrap_or_default();
-    let arithmetic = "the arithmetic (indexing, masking, scaling, the softmax's running maximum \
-                      and sum, accumulation), not a crash";
+    let arithmetic = "what the kernel computes or which elements it writes (indexing, masking, \
+                      scaling, the softmax's running maximum and sum, accumulation), not a crash";
     let located = match late {
         None => msg!(
             "No tool in this config located a memory fault, so the difference is in {}.",
@@ -298,8 +298,7 @@ fn word_wrong_output(
     };
     d.explanation = msg!(
         "The program compared its output with its own reference and failed: {}. The output \
-         differs by {}{}, far past rounding: the kernel computes a different function on these \
-         inputs. {}",
+         differs by {}{}, far past rounding. {}",
         quote(said),
         value(),
         over,

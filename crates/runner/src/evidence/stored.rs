@@ -68,7 +68,15 @@ fn program_output(run: &Run, run_dir: &Path) -> ProgramOutput {
                     pairs.insert(log.path.clone(), got);
                 }
             }
-            if let Some(m) = parsers::mismatch::element_mismatch(&text) {
+            if let Some(mut m) = parsers::mismatch::element_mismatch(&text) {
+                // The values the program printed beside their references, where the
+                // comparison listed none of its own.
+                if m.values.is_empty() {
+                    m.values = parsers::program::got_expected_pairs(&text)
+                        .into_iter()
+                        .map(|(got, want)| [got, want])
+                        .collect();
+                }
                 mismatches.insert(log.path.clone(), m);
             }
         }

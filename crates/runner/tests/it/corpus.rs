@@ -396,3 +396,36 @@ fn a_kernel_that_fills_the_l2_is_placed_against_it_and_one_warning_is_one_note()
         warned[0]
     );
 }
+
+/// warprnnt_numba's loss copy (`warprnnt-numba-costs-griddim`, numba-cuda on an H200) indexes
+/// with `gridDim.x` for `blockDim.x`: losses from 44 on are never written. torch's message counts
+/// 84 of 128 wrong; the values the program printed beside their references are all 0. The report
+/// reads them as elements no thread wrote, not a wrong formula. The binding's `cuGetProcAddress`
+/// lookups that filled memcheck's print limit are said, with the errors it did not print.
+#[test]
+fn wrong_elements_printed_as_zero_are_read_as_never_written() {
+    let (_dir, run) = unpack("warprnnt-numba-costs-griddim");
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["report", "--format", "json"])
+        .arg(&run)
+        .output()
+        .expect("run the runner");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let diagnoses = json["diagnoses"].as_array().cloned().unwrap_or_default();
+    let wrong = diagnoses
+        .iter()
+        .find(|d| d["rule"] == "wrong-output")
+        .unwrap_or_else(|| panic!("no wrong output: {diagnoses:#?}"));
+    let said = wrong["notes"].to_string();
+    assert!(said.contains("84 of 128 elements differ"), "{said}");
+    assert!(said.contains("elements no thread wrote"), "{said}");
+    assert!(!said.contains("computes a different function"), "{said}");
+    let probes = diagnoses
+        .iter()
+        .find(|d| d["rule"] == "host-api-error")
+        .unwrap_or_else(|| panic!("no probes: {diagnoses:#?}"));
+    assert!(
+        probes["title"].to_string().contains("did not print"),
+        "{probes:#}"
+    );
+}
