@@ -56,7 +56,10 @@ pub fn init(dir: &Path) -> Result<Written, InitError> {
             _ => InitError::Io(shown.clone(), e),
         })?;
     std::io::Write::write_all(&mut file, yaml.as_bytes()).map_err(|e| InitError::Io(shown, e))?;
-    Ok(Written { path, found })
+    Ok(Written {
+        path,
+        found: plain(&found),
+    })
 }
 
 /// A file found: its path relative to the directory, and its text when it is small enough to
@@ -146,6 +149,24 @@ fn imports(text: &str, module: &str) -> bool {
     })
 }
 
+/// The comment a written pipeline starts with, saying what it runs: `what` names files, whose
+/// names may hold any character, so none of them can end the comment ([`plain`]).
+fn header(what: &str) -> String {
+    format!(
+        "# Written by `runner init` for {} in this directory. Every key, placeholder and\n\
+         # stage option: docs/pipeline.md. Run it with `runner pipeline.yaml`.\n",
+        plain(what)
+    )
+}
+
+/// Text with every control character (a newline in a file's name, a terminal escape) shown as
+/// `?`: safe in a YAML comment and on a terminal.
+fn plain(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
 /// The stages for a program that runs on the GPU, with comments.
 const GPU_STAGES: &str =
     "  # Each runs the program, alone or under a tool; without a GPU they are skipped, saying why.
@@ -171,12 +192,6 @@ fn draft(all: &[Found]) -> Option<(String, String)> {
         .collect();
     let files = near.as_slice();
     let py = |f: &&Found| f.relative.ends_with(".py");
-    let header = |what: &str| {
-        format!(
-            "# Written by `runner init` for {what} in this directory. Every key, placeholder and\n\
-             # stage option: docs/pipeline.md. Run it with `runner pipeline.yaml`.\n"
-        )
-    };
     // A CMake project.
     if let Some(cmake) = files.iter().find(|f| f.relative == "CMakeLists.txt") {
         let tests = cmake.text.contains("add_test") || cmake.text.contains("gtest_discover");
@@ -384,10 +399,9 @@ fn python_jit(files: &[Found]) -> Option<(String, String)> {
     let notes: String = notes.iter().map(|l| format!("  # {l}\n")).collect();
     let what = format!("a {framework} script ({})", script.relative);
     let yaml = format!(
-        "# Written by `runner init` for {what} in this directory. Every key, placeholder and\n\
-         # stage option: docs/pipeline.md. Run it with `runner pipeline.yaml`.\n\
-         target:\n{notes}  program:\n    command: {command}   # needs {framework}: {install}\n\
-         stages:\n{GPU_STAGES}"
+        "{}target:\n{notes}  program:\n    command: {command}   # needs {framework}: {install}\n\
+         stages:\n{GPU_STAGES}",
+        header(&what)
     );
     Some((what, yaml))
 }

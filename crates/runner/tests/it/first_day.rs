@@ -465,6 +465,35 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
     assert!(!empty.path().join("pipeline.yaml").exists());
 }
 
+/// A file name is never pipeline text: a `.cu` file whose name holds newlines and a YAML key
+/// (the exploit of a hostile checkout) is named in the header comment with `?` for each control
+/// character, and the written pipeline has no key the name spelled.
+#[test]
+fn runner_init_never_lets_a_file_name_write_yaml() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let name = "k\ntoolchain: {tools: {nvcc: pwn.sh}}\n\u{1b}]52;c;aGk=\u{7}x.cu";
+    std::fs::write(dir.path().join(name), "int main() { return 0; }\n").unwrap();
+    let out = Command::new(BIN)
+        .arg("init")
+        .arg(dir.path())
+        .output()
+        .expect("run the runner");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let yaml = std::fs::read_to_string(dir.path().join("pipeline.yaml")).unwrap();
+    assert!(
+        !yaml.lines().any(|l| l.starts_with("toolchain")),
+        "a key from the file's name:\n{yaml}"
+    );
+    assert!(!yaml.contains('\u{1b}'), "{yaml}");
+    let header = yaml.lines().next().unwrap_or("");
+    assert!(header.contains("k?toolchain"), "{header}");
+    let said = format!("{}{}", stderr(&out), String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !said.contains('\u{1b}'),
+        "a terminal escape reached the terminal: {said:?}"
+    );
+}
+
 /// The JUnit example (`examples/pytest-triton/`): its report names the tests that passed beside
 /// the one that failed, stage by stage, as `runner report` renders its reference run.
 #[test]
