@@ -318,3 +318,29 @@ fn the_committed_ci_examples_are_what_todays_code_renders() {
         "{drifted:?} differ from what today's code renders: EXHIBIT_BLESS=1 cargo test -p runner --test it the_committed_ci_examples rewrites them"
     );
 }
+
+/// The workflow users copy (`docs/ci/exhibit.yml`) and the repository's own run the GPU job on
+/// a self-hosted runner: neither runs it for a fork's pull request, whose pipeline, build and
+/// program would run as that runner's user.
+#[test]
+fn no_fork_pull_request_runs_on_the_self_hosted_runner() {
+    for file in ["docs/ci/exhibit.yml", ".github/workflows/exhibit.yml"] {
+        let text = std::fs::read_to_string(repo().join(file)).expect("the workflow");
+        let doc: serde_json::Value = yaml_serde::from_str(&text).expect("the workflow parses");
+        let jobs = doc["jobs"].as_object().expect("jobs");
+        let mut self_hosted = 0;
+        for (name, job) in jobs {
+            let hosted = job["runs-on"].to_string().contains("self-hosted");
+            if !hosted {
+                continue;
+            }
+            self_hosted += 1;
+            let gate = job["if"].as_str().unwrap_or("");
+            assert!(
+                gate.contains("github.event.pull_request.head.repo.full_name == github.repository"),
+                "{file}: job `{name}` runs on the self-hosted runner for any pull request: {gate:?}"
+            );
+        }
+        assert!(self_hosted > 0, "{file}: no self-hosted job");
+    }
+}
