@@ -154,7 +154,9 @@ fn the_actions_steps_run_compare_with_the_base_and_keep_one_comment() {
     // Compared with the base branch's run, fetched through gh.
     let log = std::fs::read_to_string(project.root.join("bin/gh.log")).unwrap();
     assert!(
-        log.contains("run list --repo example/project --workflow exhibit --branch main"),
+        log.contains(
+            "run list --repo example/project --workflow exhibit --branch main --event push"
+        ),
         "{log}"
     );
     assert!(log.contains("run download 42"), "{log}");
