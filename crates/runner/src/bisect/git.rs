@@ -257,7 +257,17 @@ impl<'a> Git<'a> {
         };
         let mut missing = Vec::new();
         for (path, sha) in links {
-            let module = self.common.join("modules").join(name_of(&path));
+            // A name is a path below `modules/` (git refuses others: CVE-2018-11235); a
+            // committed `.gitmodules` naming `../../evil.git` would have git run that
+            // directory's configuration.
+            let name = name_of(&path);
+            if !plain_module_name(&name) {
+                missing.push(format!(
+                    "{path} (its submodule name {name:?} leaves .git/modules)"
+                ));
+                continue;
+            }
+            let module = self.common.join("modules").join(&name);
             if !module.is_dir() {
                 missing.push(format!("{path} (not initialised in the repository)"));
                 continue;
@@ -347,5 +357,30 @@ fn git(
             "git {}: {why}",
             args.first().copied().unwrap_or_default()
         ))),
+    }
+}
+
+/// Whether a submodule's name is a relative path of plain components, as git requires of the
+/// names under `.git/modules`: no `..`, no root, no backslash, not empty.
+fn plain_module_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.contains('\\')
+        && std::path::Path::new(name)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_submodule_name_never_leaves_the_modules_directory() {
+        assert!(super::plain_module_name("lib/cutlass"));
+        assert!(super::plain_module_name("third_party"));
+        assert!(!super::plain_module_name("../../evil.git"));
+        assert!(!super::plain_module_name("a/../../b"));
+        assert!(!super::plain_module_name("/etc"));
+        assert!(!super::plain_module_name("a\\..\\b"));
+        assert!(!super::plain_module_name(""));
+        assert!(!super::plain_module_name("./a"));
     }
 }
