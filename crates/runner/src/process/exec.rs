@@ -55,6 +55,9 @@ pub enum Ending {
     TimedOut,
     /// The run was interrupted while it was running, and it was killed.
     Interrupted,
+    /// Its standard output or error passed [`RUNAWAY_FACTOR`] times the output limit while it
+    /// ran, and it was stopped: what it wrote is cut afterwards, and the disk is not filled.
+    OutputRunaway,
 }
 
 /// The child is killed when the runner dies, however it dies (SIGKILL included): no tool, and
@@ -209,6 +212,9 @@ pub fn run(command: &Command, interrupt: &Interrupt) -> Result<Outcome, ExecErro
         if Instant::now() >= deadline {
             break Ending::TimedOut;
         }
+        if runaway(command) {
+            break Ending::OutputRunaway;
+        }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(25));
     };
@@ -273,6 +279,29 @@ fn group_alive(group: Pid) -> bool {
 /// between them saying how much was left out. The environment's `EXHIBIT_OUTPUT_LIMIT` (bytes)
 /// overrides it. Whatever a program prints, the runner's memory for a unit stays bounded by this.
 pub const OUTPUT_LIMIT: u64 = 128 << 20;
+
+/// How many times the output limit one stream may write while its program runs: past it the
+/// program is stopped, before its output fills the disk (the log keeps the limit's worth).
+pub const RUNAWAY_FACTOR: u64 = 8;
+
+/// Whether one of a running command's output files has passed [`RUNAWAY_FACTOR`] times the
+/// output limit.
+fn runaway(command: &Command) -> bool {
+    let cap = output_limit().saturating_mul(RUNAWAY_FACTOR);
+    [&command.stdout, &command.stderr]
+        .into_iter()
+        .flatten()
+        .any(|path| std::fs::metadata(path).is_ok_and(|m| m.len() > cap))
+}
+
+/// The words for a program stopped for its output: "its output passed 1 GiB".
+pub fn runaway_words() -> String {
+    format!(
+        "stopped: one of its output streams passed {} bytes ({RUNAWAY_FACTOR} times the output \
+         limit) while it ran",
+        output_limit().saturating_mul(RUNAWAY_FACTOR)
+    )
+}
 
 /// Room for the line that replaces the middle of a cut log.
 const CUT_LINE_ROOM: u64 = 4096;
@@ -399,6 +428,7 @@ pub fn probe(
             humantime::format_duration(timeout)
         )),
         Ending::Signaled(signal) => Err(format!("killed by signal {signal}")),
+        Ending::OutputRunaway => Err(runaway_words()),
         Ending::Interrupted => Err("interrupted".into()),
     }
 }

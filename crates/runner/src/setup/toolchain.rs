@@ -672,6 +672,7 @@ fn describe(ending: exec::Ending) -> String {
         exec::Ending::Signaled(signal) => format!("killed by signal {signal}"),
         exec::Ending::TimedOut => "timed out".into(),
         exec::Ending::Interrupted => "interrupted".into(),
+        exec::Ending::OutputRunaway => exec::runaway_words(),
     }
 }
 

@@ -338,6 +338,41 @@ fn output_past_the_limit_is_cut_in_the_middle_and_the_error_at_its_end_kept() {
     }
 }
 
+/// A program that never stops printing is stopped once a stream passes eight times the output
+/// limit, before it fills the disk: the stage says why, and its log keeps the limit's worth.
+#[test]
+fn a_program_printing_without_end_is_stopped_before_it_fills_the_disk() {
+    let project = project();
+    project.write(
+        "src/prog.sh",
+        "# Stand-in program for tests (hand-written).\n\
+         yes 'a line of output that never ends'\n",
+    );
+    let out = std::process::Command::new(crate::util::BIN)
+        .arg("pipeline.yaml")
+        .current_dir(&project.root)
+        .env("XDG_CACHE_HOME", &project.cache)
+        .env("EXHIBIT_OUTPUT_LIMIT", "1000000")
+        .output()
+        .expect("start the runner");
+    let manifest = project.manifest();
+    let check = crate::util::stage(&manifest, "check");
+    assert_eq!(check["status"], "failed", "{check:#}");
+    assert!(
+        check["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("passed 8000000 bytes")),
+        "{check:#}\n{}",
+        stderr(&out)
+    );
+    let run = project.runs().pop().expect("a run");
+    let cut = check["cut"].as_object().expect("the cut log is recorded");
+    for (path, _) in cut {
+        let log = std::fs::metadata(run.join(path)).expect("the cut log");
+        assert!(log.len() < 1_000_000 + 4096, "{path}: {} bytes", log.len());
+    }
+}
+
 /// Whatever a program prints, the runner's memory stays bounded: 300 MB on one line with no
 /// newline, at the default output limit (128 MiB kept), peaks under 256 MiB of resident memory.
 /// The peak is read from `/proc/PID/status` (`VmHWM`, the high-water mark) while the runner

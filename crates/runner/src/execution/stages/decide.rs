@@ -102,6 +102,10 @@ fn exit_code(
             )),
         )),
         Ending::Interrupted => Err((StageStatus::Interrupted, Some("interrupted".into()))),
+        Ending::OutputRunaway => Err((
+            StageStatus::Failed,
+            Some(format!("{tool} {}", crate::process::exec::runaway_words())),
+        )),
         Ending::Signaled(signal) if kind == StageKind::Compile => Err((
             StageStatus::Failed,
             Some(format!("{tool} killed by {}", signal_name(signal))),

@@ -126,6 +126,7 @@ impl Search<'_> {
                     Ending::Signaled(sig) => (false, stages::signal_name(sig)),
                     Ending::TimedOut => (false, "timed out".to_string()),
                     Ending::Interrupted => (false, "interrupted".to_string()),
+                    Ending::OutputRunaway => (false, crate::process::exec::runaway_words()),
                 }
             }
             Err(why) => (false, why.clone()),

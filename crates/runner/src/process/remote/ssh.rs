@@ -163,6 +163,9 @@ impl<'a> Ssh<'a> {
                 )));
             }
             Ending::Interrupted => return Err(self.error("interrupted")),
+            Ending::OutputRunaway => {
+                return Err(self.error(crate::process::exec::runaway_words()));
+            }
             Ending::Signaled(signal) => {
                 return Err(self.error(format!("ssh killed by signal {signal}")));
             }
