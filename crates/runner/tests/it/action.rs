@@ -346,3 +346,53 @@ fn no_fork_pull_request_runs_on_the_self_hosted_runner() {
         assert!(self_hosted > 0, "{file}: no self-hosted job");
     }
 }
+
+/// The `comment` step: a report longer than a pull-request comment holds is cut to fit (GitHub
+/// refuses one over 65,536 characters, and the pull request would keep the previous push's
+/// verdict), and the comment it looks for is the action's own: the list query selects by
+/// author as well as by the marker anyone can write.
+#[test]
+fn the_comment_fits_and_only_the_actions_own_comment_is_edited() {
+    let project = Project::new();
+    project.tool("gh", GH);
+    let out = project.root.join("exhibit-out");
+    std::fs::create_dir_all(&out).unwrap();
+    // A summary of 70,000 characters, many of them two bytes long.
+    std::fs::write(out.join("summary.md"), "é".repeat(70_000)).unwrap();
+    let path = format!(
+        "{}:{}",
+        project.root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let result = Command::new(repo().join("action/exhibit-pr"))
+        .arg("comment")
+        .current_dir(&project.root)
+        .env("PATH", &path)
+        .env("EXHIBIT_OUT", &out)
+        .env("EXHIBIT_RUNNER", BIN)
+        .env("GITHUB_REPOSITORY", "example/project")
+        .env("PR_NUMBER", "7")
+        .output()
+        .expect("run the comment step");
+    assert_eq!(
+        result.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let body = std::fs::read_to_string(project.root.join("bin/gh.body")).expect("a comment");
+    assert!(
+        body.chars().count() <= 65_536,
+        "{} characters",
+        body.chars().count()
+    );
+    assert!(
+        body.contains("cut: a comment holds at most 65,536"),
+        "the cut is said"
+    );
+    let log = std::fs::read_to_string(project.root.join("bin/gh.log")).unwrap();
+    assert!(
+        log.contains(".user.login == \"github-actions[bot]\""),
+        "{log}"
+    );
+}
