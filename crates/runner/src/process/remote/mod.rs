@@ -446,9 +446,34 @@ fn pause(interrupt: &Interrupt, wait: Duration) {
     }
 }
 
-/// Writes remote output to stderr as it arrives.
+/// Writes remote output to stderr as it arrives, without the terminal escape sequences and
+/// control characters a remote log may hold (one that sets the clipboard or the title, or
+/// erases lines): the remote's text is shown, never obeyed.
 pub fn to_stderr(bytes: &[u8]) {
     let mut err = std::io::stderr().lock();
-    let _ = err.write_all(bytes);
+    let _ = err.write_all(terminal_text(bytes).as_bytes());
     let _ = err.flush();
+}
+
+/// Remote output as the terminal shows it: text, its escape sequences and control characters
+/// removed (`report::text::strip_controls`).
+fn terminal_text(bytes: &[u8]) -> String {
+    report::text::strip_controls(&String::from_utf8_lossy(bytes)).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    /// A remote log that sets the clipboard (OSC 52), the title, or erases the line reaches the
+    /// terminal as its text only.
+    #[test]
+    fn a_remote_logs_escapes_never_reach_the_terminal() {
+        let log = b"build ok\n\x1b]52;c;aGVsbG8=\x07\x1b]0;pwned\x07\x1b[2Kdone\r\n";
+        let shown = super::terminal_text(log);
+        assert!(!shown.contains('\u{1b}'), "{shown:?}");
+        assert!(!shown.contains('\r'), "{shown:?}");
+        assert!(
+            shown.contains("build ok\n") && shown.contains("done"),
+            "{shown:?}"
+        );
+    }
 }
