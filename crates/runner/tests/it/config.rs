@@ -93,6 +93,27 @@ fn a_duration_without_a_unit_is_refused() {
     assert!(err.contains("expected e.g. `90s` or `10m`"), "{err}");
 }
 
+/// A duration no deadline can reach (`u64::MAX` seconds overflowed the clock and hung the
+/// run) is refused where it is written.
+#[test]
+fn a_duration_past_a_week_is_refused_at_its_line() {
+    let project = Project::new();
+    let yaml = pipeline("").replace(
+        "  sass:\n    timeout: 30s",
+        "  sass:\n    timeout: 18446744073709551615s",
+    );
+    project.pipeline(&yaml);
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    let line = line_of(&yaml, "  sass:") + 1;
+    assert!(
+        err.contains(&format!("pipeline.yaml:{line}:14: stages.sass.timeout:")),
+        "{err}"
+    );
+    assert!(err.contains("longer than a week"), "{err}");
+}
+
 #[test]
 fn a_reference_to_an_undefined_case_names_the_key_and_its_line() {
     let project = Project::new();

@@ -354,8 +354,12 @@ pub(crate) struct RawStage {
     label: Option<String>,
 }
 
-/// A duration written for people: `90s`, `10m`, `1h 30m`.
+/// A duration written for people: `90s`, `10m`, `1h 30m`; at most [`LONGEST`].
 pub(crate) struct HumanDuration(pub(crate) Duration);
+
+/// The longest duration a pipeline may give (a week): a deadline is an instant the clock can
+/// reach, and a timeout longer than this is a mistake, not a plan.
+pub(crate) const LONGEST: Duration = Duration::from_secs(7 * 24 * 3600);
 
 impl<'de> Deserialize<'de> for HumanDuration {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -366,13 +370,17 @@ impl<'de> Deserialize<'de> for HumanDuration {
                 f.write_str("a duration such as `90s` or `10m`")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<HumanDuration, E> {
-                humantime::parse_duration(v.trim())
-                    .map(HumanDuration)
-                    .map_err(|e| {
-                        E::custom(format!(
-                            "invalid duration `{v}` ({e}): expected e.g. `90s` or `10m`"
-                        ))
-                    })
+                let d = humantime::parse_duration(v.trim()).map_err(|e| {
+                    E::custom(format!(
+                        "invalid duration `{v}` ({e}): expected e.g. `90s` or `10m`"
+                    ))
+                })?;
+                if d > LONGEST {
+                    return Err(E::custom(format!(
+                        "duration `{v}` is longer than a week, the longest a pipeline may give"
+                    )));
+                }
+                Ok(HumanDuration(d))
             }
         }
         deserializer.deserialize_str(V)
