@@ -86,7 +86,8 @@ const SKIPPED: &[&str] = &[
     "__pycache__",
 ];
 
-/// The directory's files down to [`DEPTH`] levels, sorted, at most 500, sources read.
+/// The directory's source files (`.cu`, `.cuh`, `.cpp`, `.py`, `.txt`) down to [`DEPTH`]
+/// levels, sorted, at most 500, each read when it is under 1 MiB.
 fn scan(dir: &Path) -> Vec<Found> {
     let mut out = Vec::new();
     let mut walk = walkdir::WalkDir::new(dir)
@@ -103,18 +104,20 @@ fn scan(dir: &Path) -> Vec<Found> {
             walk.skip_current_dir();
             continue;
         }
-        if !entry.file_type().is_file() || out.len() >= 500 {
+        // Only the files a pipeline is written from count towards the cap: assets beside the
+        // sources (images, data) never hide them.
+        let source = [".cu", ".cuh", ".py", ".txt", ".cpp"]
+            .iter()
+            .any(|x| name.ends_with(x));
+        if !entry.file_type().is_file() || !source || out.len() >= 500 {
             continue;
         }
         let Ok(relative) = entry.path().strip_prefix(dir) else {
             continue;
         };
         let relative = relative.to_string_lossy().into_owned();
-        let source = [".cu", ".cuh", ".py", ".txt", ".cpp"]
-            .iter()
-            .any(|x| name.ends_with(x));
         let small = entry.metadata().is_ok_and(|m| m.len() <= 1 << 20);
-        let text = if source && small {
+        let text = if small {
             std::fs::read(entry.path())
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default()

@@ -494,6 +494,34 @@ fn runner_init_never_lets_a_file_name_write_yaml() {
     );
 }
 
+/// Assets beside the sources never hide them: 600 images sorted before `src/main.cu` used to
+/// fill the 500 files `runner init` reads, and it found no CUDA file.
+#[test]
+fn runner_init_finds_the_sources_past_hundreds_of_other_files() {
+    let dir = tempfile::tempdir().expect("a directory");
+    std::fs::create_dir_all(dir.path().join("assets")).unwrap();
+    for i in 0..600 {
+        std::fs::write(dir.path().join(format!("assets/{i:04}.png")), "png").unwrap();
+    }
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("src/main.cu"),
+        "__global__ void k() {}\nint main() { k<<<1, 1>>>(); }\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .arg("init")
+        .arg(dir.path())
+        .output()
+        .expect("run the runner");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("for CUDA code (src/main.cu)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// The JUnit example (`examples/pytest-triton/`): its report names the tests that passed beside
 /// the one that failed, stage by stage, as `runner report` renders its reference run.
 #[test]
