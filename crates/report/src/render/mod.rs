@@ -27,8 +27,13 @@ pub enum OutputFormat {
 /// The pipeline's directory relative to the repository root, with a trailing `/` (empty at the
 /// root): a diagnosis's places are relative to it, a code-scanning URI to the root.
 pub(crate) fn pipeline_dir(run: &Run) -> String {
+    // A received manifest's pipeline may name any path: only one inside the repository is a
+    // base for the places.
     match run.pipeline.rsplit_once('/') {
-        Some((dir, _)) if !dir.is_empty() && dir != "." => format!("{dir}/"),
+        Some((dir, _)) if !dir.is_empty() && dir != "." => in_repository("", dir)
+            .filter(|d| !d.is_empty())
+            .map(|d| format!("{d}/"))
+            .unwrap_or_default(),
         _ => String::new(),
     }
 }
@@ -38,6 +43,14 @@ pub(crate) fn pipeline_dir(run: &Run) -> String {
 /// path, a path that climbs out of the repository.
 pub(crate) fn in_repository(base: &str, file: &str) -> Option<String> {
     if file.starts_with('<') || file.starts_with('/') || file.is_empty() {
+        return None;
+    }
+    // A URI's scheme (`file:`, `https:`): a SARIF viewer would follow it, out of the repository.
+    if file
+        .split('/')
+        .next()
+        .is_some_and(|first| first.contains(':'))
+    {
         return None;
     }
     let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();

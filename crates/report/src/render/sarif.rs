@@ -232,12 +232,13 @@ fn placement(
             Some("(Placed at the file's first line: the evidence names no line in it.)"),
         );
     }
-    match run.filter(|r| !r.pipeline.is_empty()) {
-        Some(r) => (
-            Some((r.pipeline.trim_start_matches("./").to_string(), 1)),
+    // The pipeline file, where the manifest names one inside the repository.
+    match run.and_then(|r| in_repository("", &r.pipeline)) {
+        Some(uri) if !uri.is_empty() => (
+            Some((uri, 1)),
             Some("(Placed at the pipeline: the evidence names no source file.)"),
         ),
-        None => (None, None),
+        _ => (None, None),
     }
 }
 

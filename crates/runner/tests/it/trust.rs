@@ -398,3 +398,66 @@ fn a_program_that_fills_the_disk_and_exits_0_is_inconclusive() {
     assert!(reason.contains("file system had 0 B free"), "{reason}");
     assert!(!report.contains("✅ Clean"), "{report}");
 }
+
+/// A received run's manifest names its pipeline as it likes. SARIF places every result at a
+/// path inside the repository whatever it says: never `../` out of it, never absolute, never a
+/// URI with a scheme (`examples/numba`'s H200 run, its `pipeline` rewritten).
+#[test]
+fn a_received_manifests_pipeline_never_makes_a_sarif_uri_outside_the_repository() {
+    fn copy(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                copy(&path, &to.join(entry.file_name()));
+            } else {
+                std::fs::copy(&path, to.join(entry.file_name())).unwrap();
+            }
+        }
+    }
+    let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/numba/reference/artifacts");
+    let run = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("manifest.json").is_file())
+        .expect("the numba reference run");
+    for pipeline in [
+        "../../../../etc/passwd",
+        "file:///etc/shadow",
+        "https://example.com/x.yaml",
+        "/etc/pipeline.yaml",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let copied = dir.path().join("run");
+        copy(&run, &copied);
+        let manifest = copied.join("manifest.json");
+        let mut json: Value =
+            serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+        json["pipeline"] = Value::String(pipeline.into());
+        std::fs::write(&manifest, serde_json::to_string(&json).unwrap()).unwrap();
+        let out = std::process::Command::new(crate::util::BIN)
+            .args(["report", "--format", "sarif"])
+            .arg(&copied)
+            .output()
+            .expect("run the runner");
+        let sarif: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{pipeline}: {e}: {}", stderr(&out)));
+        let text = sarif.to_string();
+        let uris: Vec<String> = regex::Regex::new(r#""uri":"([^"]*)""#)
+            .unwrap()
+            .captures_iter(&text)
+            .map(|c| c[1].to_string())
+            .collect();
+        assert!(!uris.is_empty(), "{pipeline}: no uri in {text}");
+        for uri in uris.iter().filter(|u| !u.starts_with("https://github")) {
+            assert!(
+                !uri.starts_with('/')
+                    && !uri.split('/').any(|p| p == "..")
+                    && !uri.split('/').next().is_some_and(|p| p.contains(':')),
+                "{pipeline}: {uri}"
+            );
+        }
+    }
+}
