@@ -423,6 +423,7 @@ fn a_received_manifests_pipeline_never_makes_a_sarif_uri_outside_the_repository(
         .map(|e| e.path())
         .find(|p| p.join("manifest.json").is_file())
         .expect("the numba reference run");
+    let uri_of = regex::Regex::new(r#""uri":"([^"]*)""#).unwrap();
     for pipeline in [
         "../../../../etc/passwd",
         "file:///etc/shadow",
@@ -445,8 +446,7 @@ fn a_received_manifests_pipeline_never_makes_a_sarif_uri_outside_the_repository(
         let sarif: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{pipeline}: {e}: {}", stderr(&out)));
         let text = sarif.to_string();
-        let uris: Vec<String> = regex::Regex::new(r#""uri":"([^"]*)""#)
-            .unwrap()
+        let uris: Vec<String> = uri_of
             .captures_iter(&text)
             .map(|c| c[1].to_string())
             .collect();
