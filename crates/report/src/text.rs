@@ -130,8 +130,10 @@ pub fn scrub(line: &str, repo_files: &[String]) -> String {
         Regex::new(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
             .expect("valid regex")
     });
+    // A path after a space, a bracket, a quote of either kind (`File "/home/a/x.py"`), a `=`,
+    // a comma, or the `:` of a `PATH`-style list; a `file://` URL's path too.
     static PATH: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(^|[\s(\[='`,])(/[A-Za-z0-9._+@-]+(?:/[A-Za-z0-9._+@-]+)+)")
+        Regex::new(r#"(^|[\s(\[='"`,:]|file://)(/[A-Za-z0-9._+@-]+(?:/[A-Za-z0-9._+@-]+)+)"#)
             .expect("valid regex")
     });
     let line = line.trim_end_matches(['\r', '\n']);
@@ -648,6 +650,18 @@ mod tests {
             ),
             "warning: <toolkit>/include/crt/mma.hpp(91): Warning"
         );
+        // Paths in a traceback's double quotes, a file URL and a PATH-style list.
+        assert_eq!(
+            scrub(
+                r#"  File "/home/alice/proj/kernel/faults/oob.cu", line 3"#,
+                &files
+            ),
+            r#"  File "kernel/faults/oob.cu", line 3"#
+        );
+        let said = scrub("see file:///home/alice/notes/run.txt", &files);
+        assert!(!said.contains("alice"), "{said}");
+        let said = scrub("PATH=/usr/bin:/home/alice/.local/bin:/opt/x/bin", &files);
+        assert!(!said.contains("alice"), "{said}");
         assert_eq!(
             relative_path("<cuda>/bin/..//include/crt/mma.hpp", &files),
             "<toolkit>/include/crt/mma.hpp"
