@@ -203,6 +203,14 @@ pub struct Facts {
     learned: Vec<String>,
 }
 
+/// Whether `path` is a regular file of this user's that no other user can write.
+fn users_alone(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| {
+        m.is_file() && m.uid() == nix::unistd::getuid().as_raw() && m.mode() & 0o022 == 0
+    })
+}
+
 impl Facts {
     /// Reads the cache at `path`. With `reuse` false (`--force`) nothing is read: every fact is
     /// asked for again, and the answers replace the file's.
@@ -210,6 +218,9 @@ impl Facts {
         let stored = path
             .as_deref()
             .filter(|_| reuse)
+            // Believed only where this user alone could have written it: another's version
+            // of a tool would go into the manifest as this machine's.
+            .filter(|p| users_alone(p))
             .and_then(|p| std::fs::read(p).ok())
             .and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok())
             .filter(|s| s.schema == SCHEMA && s.runner == env!("CARGO_PKG_VERSION"))
@@ -370,6 +381,11 @@ impl Facts {
             .retain(|e| e.key.harness.as_ref().is_none_or(|h| h.path.exists()));
         let text = serde_json::to_string_pretty(stored).unwrap_or_default();
         rundir::write_atomic(path, text.as_bytes())?;
+        // This user's alone, whatever the umask: a file others can write is not read back.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+        }
         self.changed = false;
         Ok(())
     }
@@ -416,6 +432,24 @@ mod tests {
     fn no_driver_no_key() {
         let dir = tempfile::tempdir().expect("a temporary directory");
         assert_eq!(GpuKey::new(dir.path(), None, None), None);
+    }
+
+    /// A cache file others can write is not believed: its facts are asked for again.
+    #[test]
+    fn facts_others_can_write_are_not_believed() {
+        use std::os::unix::fs::PermissionsExt;
+        let cache = tempfile::tempdir().expect("a temporary directory");
+        let file = cache.path().join(FILE);
+        let driver = driver_dir("NVRM version: 580.00\n", &[("0000:01:00.0", "Model: A\n")]);
+        let key = || GpuKey::new(driver.path(), None, None);
+        let mut first = Facts::open(Some(file.clone()), true);
+        first.gpu(key(), || (facts("planted"), true));
+        first.save().expect("save");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let mut second = Facts::open(Some(file.clone()), true);
+        let asked = second.gpu(key(), || (facts("asked"), true));
+        assert_eq!(asked.gpus[0].name, "asked");
+        assert!(second.reused().is_empty());
     }
 
     #[test]
