@@ -643,7 +643,18 @@ fn stamp_text(toolchain: &config::Toolchain) -> String {
 }
 
 fn stamp_matches(dir: &Path, toolchain: &config::Toolchain) -> bool {
-    std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == stamp_text(toolchain))
+    // Only a toolkit this user provisioned, that no other user can change, is run: one owned by
+    // another user, or writable by everyone, could hold anything.
+    users_own(dir)
+        && users_own(&dir.join(STAMP))
+        && std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == stamp_text(toolchain))
+}
+
+/// Whether `path` (not followed) belongs to this user and is not writable by every user.
+fn users_own(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.uid() == nix::unistd::getuid().as_raw() && m.mode() & 0o002 == 0)
 }
 
 /// `<venv>/lib/python3.*/site-packages/nvidia/<cu*>/bin`, the directory holding nvcc.
@@ -726,4 +737,24 @@ fn telling_line(err: &Path, out: &Path) -> (Option<String>, PathBuf) {
         }
     }
     (None, err.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A provisioned toolkit every user can write is never run as this user's: its stamp is
+    /// not believed, whatever it says.
+    #[test]
+    fn a_toolkit_anyone_can_write_is_not_believed() {
+        let dir = tempfile::tempdir().expect("a directory");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(super::users_own(dir.path()));
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(!super::users_own(dir.path()));
+        let file = dir.path().join("stamp");
+        std::fs::write(&file, "x").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(!super::users_own(&file));
+    }
 }
