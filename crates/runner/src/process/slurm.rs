@@ -123,29 +123,41 @@ fn slurm(
     };
     let (code, stdout, stderr) = exec::probe(&submit, &dir, Duration::from_secs(120), interrupt)
         .map_err(|why| spawn_error(&why))?;
-    let id = stdout
-        .trim()
-        .split(';')
-        .next()
-        .filter(|id| code == 0 && !id.is_empty() && id.chars().all(|c| c.is_ascii_digit()))
-        .map(str::to_string)
-        .ok_or_else(|| {
-            spawn_error(&format!(
-                "sbatch exited {code}: {}",
-                stderr.lines().last().unwrap_or("no job id")
-            ))
-        })?;
-
-    // Until the job leaves the queue; cancelled at an interrupt or past the stage's timeout.
     let query = |argv: &[&str]| {
         let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
         exec::probe(&argv, &dir, Duration::from_secs(60), &Interrupt::new())
     };
+    let queued_id = stdout
+        .trim()
+        .split(';')
+        .next()
+        .filter(|id| !id.is_empty() && id.chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_string);
+    let said = stderr.lines().last().unwrap_or("no job id").to_string();
+    let id = match (code, queued_id) {
+        (0, Some(id)) => id,
+        // It queued a job and said it failed: the job is cancelled, so that nothing the run
+        // does not know of writes into its unit later.
+        (_, Some(id)) => {
+            let _ = query(&["scancel", &id]);
+            return Err(spawn_error(&format!(
+                "sbatch exited {code} though it queued job {id}, which was cancelled: {said}"
+            )));
+        }
+        (_, None) => return Err(spawn_error(&format!("sbatch exited {code}: {said}"))),
+    };
+
+    // Until the job leaves the queue; cancelled at an interrupt or past the stage's timeout.
     let deadline = started + command.timeout + command.grace + Duration::from_secs(60);
     let mut stopped = None;
+    let mut cancelled_at: Option<Instant> = None;
     loop {
-        let queued = query(&["squeue", "-h", "-j", &id, "-o", "%T"])
-            .is_ok_and(|(code, out, _)| code == 0 && !out.trim().is_empty());
+        let queued = match query(&["squeue", "-h", "-j", &id, "-o", "%T"]) {
+            Ok((0, out, _)) => !out.trim().is_empty(),
+            // A failed query says nothing of the job: it is asked again, until the deadline
+            // cancels it.
+            _ => true,
+        };
         if !queued {
             break;
         }
@@ -156,6 +168,12 @@ fn slurm(
             } else {
                 Ending::TimedOut
             });
+            cancelled_at = Some(Instant::now());
+        }
+        // A cancelled job that stays in the queue (stuck COMPLETING, or squeue failing) is
+        // waited for a minute at most.
+        if cancelled_at.is_some_and(|t| t.elapsed() >= Duration::from_secs(60)) {
+            break;
         }
         std::thread::sleep(Duration::from_millis(500));
     }

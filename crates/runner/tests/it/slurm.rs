@@ -313,3 +313,49 @@ fn a_bisection_runs_its_gpu_units_as_slurm_jobs() {
         "{submitted}"
     );
 }
+
+/// An `sbatch` that queued its job and still exited 1 (a site's wrapper failing after the
+/// submission): the job is cancelled at once, so nothing the run does not know of writes into
+/// its unit later, and the stage says so.
+#[test]
+fn a_job_sbatch_queued_while_it_failed_is_cancelled() {
+    let project = Project::new();
+    for (name, script) in [
+        // The job id printed, then a failing exit.
+        ("sbatch", format!("{SBATCH}exit 1\n")),
+        ("squeue", SQUEUE.to_string()),
+        ("sacct", SACCT.to_string()),
+        ("scancel", SCANCEL.to_string()),
+        ("harness", HARNESS.to_string()),
+    ] {
+        project.tool(name, &script);
+    }
+    let gpu = "needs: { gpu: true, tools: [harness] }";
+    project.pipeline(
+        &pipeline(&format!(
+            "  check:\n    timeout: 30s\n    {gpu}\n    cases: [seed]\n"
+        ))
+        .replace(
+            "    cuobjdump: bin/cuobjdump\n",
+            "    cuobjdump: bin/cuobjdump\n    harness: bin/harness\n",
+        ),
+    );
+    let queue = project.root.join("bin/queue");
+    std::fs::create_dir_all(&queue).expect("the queue");
+    // No cluster runs the job: it stays queued unless cancelled.
+    let out = run_with(&project, &["pipeline.yaml", "--slurm", "--partition=debug"]);
+    assert!(!project.runs().is_empty(), "{}", stderr(&out));
+    let manifest = project.manifest();
+    let check = stage(&manifest, "check");
+    assert!(
+        check["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("which was cancelled")),
+        "{check:#}"
+    );
+    let cancelled = std::fs::read_dir(&queue)
+        .unwrap()
+        .flatten()
+        .any(|e| e.path().extension().is_some_and(|x| x == "cancel"));
+    assert!(cancelled, "the queued job was not cancelled");
+}
