@@ -43,9 +43,11 @@ pub fn init(dir: &Path) -> Result<Written, InitError> {
     if std::fs::symlink_metadata(&path).is_ok() {
         return Err(InitError::Exists(shown));
     }
-    let files = scan(dir);
+    // The kinds other than CuPy and Numba scripts are looked for near the top only.
+    let (near, deep): (Vec<Found>, Vec<Found>) =
+        scan(dir).into_iter().partition(|f| f.depth <= NEAR);
     let (found, yaml) =
-        draft(&files).ok_or_else(|| InitError::NothingFound(dir.display().to_string()))?;
+        draft(&near, &deep).ok_or_else(|| InitError::NothingFound(dir.display().to_string()))?;
     // `create_new`: a file that appeared meanwhile is not replaced either.
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -87,9 +89,12 @@ const SKIPPED: &[&str] = &[
 ];
 
 /// The directory's source files (`.cu`, `.cuh`, `.cpp`, `.py`, `.txt`) down to [`DEPTH`]
-/// levels, sorted, at most 500, each read when it is under 1 MiB.
+/// levels, sorted, at most 500 in the first [`NEAR`] levels and 500 below, each read when it
+/// is under 1 MiB.
 fn scan(dir: &Path) -> Vec<Found> {
     let mut out = Vec::new();
+    // Files taken near the top, and below.
+    let mut taken = [0usize; 2];
     let mut walk = walkdir::WalkDir::new(dir)
         .max_depth(DEPTH)
         .follow_links(false)
@@ -109,9 +114,13 @@ fn scan(dir: &Path) -> Vec<Found> {
         let source = [".cu", ".cuh", ".py", ".txt", ".cpp"]
             .iter()
             .any(|x| name.ends_with(x));
-        if !entry.file_type().is_file() || !source || out.len() >= 500 {
+        // Each group its own 500: a deep tree early in name order never hides the files at
+        // the top.
+        let taken = &mut taken[usize::from(entry.depth() > NEAR)];
+        if !entry.file_type().is_file() || !source || *taken >= 500 {
             continue;
         }
+        *taken += 1;
         let Ok(relative) = entry.path().strip_prefix(dir) else {
             continue;
         };
@@ -182,18 +191,9 @@ const GPU_STAGES: &str =
   sass: {}         # cuobjdump: the SASS of what the build (or a JIT cache) made
 ";
 
-/// The pipeline for the first kind of program `files` holds, with a line saying what it is.
-fn draft(all: &[Found]) -> Option<(String, String)> {
-    let near: Vec<Found> = all
-        .iter()
-        .filter(|f| f.depth <= NEAR)
-        .map(|f| Found {
-            relative: f.relative.clone(),
-            text: f.text.clone(),
-            depth: f.depth,
-        })
-        .collect();
-    let files = near.as_slice();
+/// The pipeline for the first kind of program `files` (the first [`NEAR`] levels) and `deep`
+/// (those below) hold, with a line saying what it is.
+fn draft(files: &[Found], deep: &[Found]) -> Option<(String, String)> {
     let py = |f: &&Found| f.relative.ends_with(".py");
     // A CMake project.
     if let Some(cmake) = files.iter().find(|f| f.relative == "CMakeLists.txt") {
@@ -298,7 +298,7 @@ fn draft(all: &[Found]) -> Option<(String, String)> {
         );
         return Some((what, yaml));
     }
-    if let Some(found) = python_jit(all) {
+    if let Some(found) = python_jit(files.iter().chain(deep)) {
         return Some(found);
     }
     // CUDA files: the one with `main` and the others beside it, built together.
@@ -336,11 +336,8 @@ fn draft(all: &[Found]) -> Option<(String, String)> {
 /// module that does, the one that runs as a script (`__main__`), else a test, else the first;
 /// its pipeline says how to get line information without `-G` and how the sanitizers see past
 /// CuPy's memory pool.
-fn python_jit(files: &[Found]) -> Option<(String, String)> {
-    let py: Vec<&Found> = files
-        .iter()
-        .filter(|f| f.relative.ends_with(".py"))
-        .collect();
+fn python_jit<'f>(files: impl Iterator<Item = &'f Found>) -> Option<(String, String)> {
+    let py: Vec<&Found> = files.filter(|f| f.relative.ends_with(".py")).collect();
     let cupy = |f: &Found| imports(&f.text, "cupy");
     let numba = |f: &Found| {
         imports(&f.text, "numba") && (f.text.contains("cuda.jit") || f.text.contains("numba.cuda"))

@@ -213,12 +213,7 @@ pub(super) fn cross_check(log: &mut ParsedLog) {
     if reported == 0 || read {
         return;
     }
-    let tool = log.tool.map_or("compute-sanitizer", |t| match t {
-        Tool::Memcheck => "memcheck",
-        Tool::Racecheck => "racecheck",
-        Tool::Initcheck => "initcheck",
-        Tool::Synccheck => "synccheck",
-    });
+    let tool = log.tool.map_or("compute-sanitizer", Tool::name);
     log.findings.push(Finding {
         kind: FindingKind::UnreadErrors,
         severity: Severity::Error,

@@ -212,7 +212,7 @@ pub(super) fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatc
             figure(format!("{}%", crate::text::sig3(pct))),
             greatest
         ));
-        unwritten(d, m);
+        unwritten(d, m, 2);
     } else if !m.values.is_empty() {
         listed(d, m);
     }
@@ -225,29 +225,40 @@ pub(super) fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatc
     }
 }
 
-/// Where every wrong element the comparison (or the program beside it) lists holds exactly 0
-/// and its reference does not: elements no thread wrote, said with the fix that follows.
-fn unwritten(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
+/// Where each of at least `least` wrong elements the comparison (or the program beside it)
+/// lists holds exactly 0 and its reference does not: the mark of elements no thread wrote,
+/// said with the fix that follows. A wrong formula seldom gives exactly 0, so that is not
+/// ruled out, only made unlikely.
+fn unwritten(d: &mut Draft, m: &parsers::mismatch::ElementMismatch, least: usize) {
     let n = m.values.len();
-    if n < 2 || !m.values.iter().all(|[got, want]| *got == 0.0 && *want != 0.0) {
+    if n < least.max(1) || !m.values.iter().all(|[got, want]| *got == 0.0 && *want != 0.0) {
         return;
     }
+    let which = if n == 1 {
+        msg!(" It holds 0 where the reference does not: the mark of an element")
+    } else {
+        msg!(
+            " Each of the {} wrong elements listed holds 0 where the reference does not: the \
+             mark of elements",
+            figure(n.to_string())
+        )
+    };
     d.explanation.append(msg!(
-        " Each of the {} wrong elements listed holds 0 where the reference does not: elements \
-         no thread wrote (a grid or guard that stops short of them, or an index that sends \
-         their writes elsewhere), not a wrong formula.",
-        figure(n.to_string())
+        "{} no thread wrote (a grid or guard that stops short, an index that sends the writes \
+         elsewhere, or a result copied back before the kernel wrote it); a wrong formula seldom \
+         gives exactly 0.",
+        which
     ));
     d.fix = msg!(
         "Find which thread should write the zero elements and why it does not: check that the \
-         grid covers them and that the index each thread writes is its own (block and thread \
-         index, the block's size), starting with the first one listed."
+         grid covers them (`ceil(n / block)` blocks), the guard that skips them, and that the \
+         index each thread writes is its own, starting with the first one listed."
     );
 }
 
 /// Wrong elements a comparison listed without counting what it compared (pytest's first
-/// differing index of two lists, GoogleTest's failed `EXPECT_NEAR`s): which, their values, and
-/// zeros where the other side is not, which no computed value explains.
+/// differing index of two lists, GoogleTest's failed `EXPECT_NEAR`s): which, and their values
+/// ([`unwritten`] where they are zeros).
 fn listed(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
     let shown = |v: f64| figure(crate::text::sig3(v));
     let n = m.values.len();
@@ -272,11 +283,6 @@ fn listed(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
         ),
     };
     let [got, want] = m.values[0];
-    let zeros = m
-        .values
-        .iter()
-        .filter(|[g, w]| *g == 0.0 && *w != 0.0)
-        .count();
     if n == 1 {
         d.explanation.append(msg!(
             " The first element that differs is{}: {} against {}.",
@@ -293,19 +299,7 @@ fn listed(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
             shown(want)
         ));
     }
-    if zeros == n {
-        d.explanation.append(msg!(
-            " {} 0 where the other side does not: an element no thread wrote (a guard \
-             or grid that stops short of it, or a result copied back before the kernel wrote \
-             it), not a wrong formula.",
-            if n == 1 { "It holds" } else { "Each holds" }
-        ));
-        d.fix = msg!(
-            "Find which thread should write the zero elements and why it does not: check the \
-             grid covers them (`ceil(n / block)` blocks) and the guard that skips them, \
-             starting with the first one listed."
-        );
-    }
+    unwritten(d, m, 1);
 }
 
 /// The draft's title, explanation and fix for a failed check (its location is already set).

@@ -155,12 +155,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.explains = probes.iter().map(|(i, _)| *i).collect();
             d.evidence.push(ctx.finding_evidence(first));
             d.figures.insert("probes".into(), json!(count));
-            let tool = match source.log.tool {
-                Some(parsers::Tool::Racecheck) => "racecheck",
-                Some(parsers::Tool::Initcheck) => "initcheck",
-                Some(parsers::Tool::Synccheck) => "synccheck",
-                _ => "memcheck",
-            };
+            let tool = source.log.tool.map_or("memcheck", parsers::Tool::name);
             word_probes(&mut d, call, &error_name(first), count, hidden, tool);
             out.push(d);
         }

@@ -400,7 +400,7 @@ fn a_kernel_that_fills_the_l2_is_placed_against_it_and_one_warning_is_one_note()
 /// warprnnt_numba's loss copy (`warprnnt-numba-costs-griddim`, numba-cuda on an H200) indexes
 /// with `gridDim.x` for `blockDim.x`: losses from 44 on are never written. torch's message counts
 /// 84 of 128 wrong; the values the program printed beside their references are all 0. The report
-/// reads them as elements no thread wrote, not a wrong formula. The binding's `cuGetProcAddress`
+/// reads them as the mark of elements no thread wrote. The binding's `cuGetProcAddress`
 /// lookups that filled memcheck's print limit are said, with the errors it did not print.
 #[test]
 fn wrong_elements_printed_as_zero_are_read_as_never_written() {

@@ -336,6 +336,15 @@ fn a_matrix_of_archs_alone_is_one_config_for_each_arch() {
     assert_eq!(project.nvcc_calls(), 2);
 }
 
+/// `runner init DIR`, as a user runs it.
+fn init(dir: &std::path::Path) -> std::process::Output {
+    Command::new(BIN)
+        .arg("init")
+        .arg(dir)
+        .output()
+        .expect("run the runner")
+}
+
 /// `runner init DIR` writes a commented pipeline for what the directory holds, checks it, and
 /// never writes over an existing one.
 #[test]
@@ -418,13 +427,6 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
         }
-        let init = |dir: &std::path::Path| {
-            Command::new(BIN)
-                .arg("init")
-                .arg(dir)
-                .output()
-                .expect("run the runner")
-        };
         let out = init(dir.path());
         let err = stderr(&out);
         assert_eq!(code(&out), 0, "{kind}: {err}");
@@ -473,11 +475,7 @@ fn runner_init_never_lets_a_file_name_write_yaml() {
     let dir = tempfile::tempdir().expect("a directory");
     let name = "k\ntoolchain: {tools: {nvcc: pwn.sh}}\n\u{1b}]52;c;aGk=\u{7}x.cu";
     std::fs::write(dir.path().join(name), "int main() { return 0; }\n").unwrap();
-    let out = Command::new(BIN)
-        .arg("init")
-        .arg(dir.path())
-        .output()
-        .expect("run the runner");
+    let out = init(dir.path());
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let yaml = std::fs::read_to_string(dir.path().join("pipeline.yaml")).unwrap();
     assert!(
@@ -509,11 +507,7 @@ fn runner_init_finds_the_sources_past_hundreds_of_other_files() {
         "__global__ void k() {}\nint main() { k<<<1, 1>>>(); }\n",
     )
     .unwrap();
-    let out = Command::new(BIN)
-        .arg("init")
-        .arg(dir.path())
-        .output()
-        .expect("run the runner");
+    let out = init(dir.path());
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
         stderr(&out).contains("for CUDA code (src/main.cu)"),
