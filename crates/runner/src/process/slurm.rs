@@ -123,7 +123,7 @@ fn slurm(
     };
     let (code, stdout, stderr) = exec::probe(&submit, &dir, Duration::from_secs(120), interrupt)
         .map_err(|why| spawn_error(&why))?;
-    let query = |argv: &[&str]| {
+    let query = |argv: &[&str]| -> Result<(i32, String, String), String> {
         let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
         exec::probe(&argv, &dir, Duration::from_secs(60), &Interrupt::new())
     };
@@ -149,34 +149,7 @@ fn slurm(
 
     // Until the job leaves the queue; cancelled at an interrupt or past the stage's timeout.
     let deadline = started + command.timeout + command.grace + Duration::from_secs(60);
-    let mut stopped = None;
-    let mut cancelled_at: Option<Instant> = None;
-    loop {
-        let queued = match query(&["squeue", "-h", "-j", &id, "-o", "%T"]) {
-            Ok((0, out, _)) => !out.trim().is_empty(),
-            // A failed query says nothing of the job: it is asked again, until the deadline
-            // cancels it.
-            _ => true,
-        };
-        if !queued {
-            break;
-        }
-        if stopped.is_none() && (interrupt.is_set() || Instant::now() >= deadline) {
-            let _ = query(&["scancel", &id]);
-            stopped = Some(if interrupt.is_set() {
-                Ending::Interrupted
-            } else {
-                Ending::TimedOut
-            });
-            cancelled_at = Some(Instant::now());
-        }
-        // A cancelled job that stays in the queue (stuck COMPLETING, or squeue failing) is
-        // waited for a minute at most.
-        if cancelled_at.is_some_and(|t| t.elapsed() >= Duration::from_secs(60)) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    let stopped = follow(&id, deadline, interrupt, Waits::SLURM, query);
     let written = std::fs::read_to_string(&status)
         .ok()
         .and_then(|s| s.trim().parse::<i32>().ok());
@@ -204,4 +177,127 @@ fn slurm(
         leftovers: Vec::new(),
         cut: crate::process::exec::cut_outputs(command),
     })
+}
+
+/// How often a job is asked after, and how long a cancelled one that stays in the queue is
+/// waited for.
+#[derive(Debug, Clone, Copy)]
+struct Waits {
+    poll: Duration,
+    after_cancel: Duration,
+}
+
+impl Waits {
+    /// A cancelled job leaves once Slurm's `KillWait` (30 s by default) has passed.
+    const SLURM: Waits = Waits {
+        poll: Duration::from_millis(500),
+        after_cancel: Duration::from_secs(60),
+    };
+}
+
+/// Follows job `id` with `query` (`squeue`, `scancel`) until it leaves the queue, cancelling it
+/// at an interrupt or past `deadline`: how it was stopped, if it was. A failed `squeue` says
+/// nothing of the job, so it is asked again (the deadline still cancels it); a cancelled job
+/// that stays in the queue (stuck `COMPLETING`, or `squeue` failing) is waited for
+/// `waits.after_cancel` at most.
+fn follow(
+    id: &str,
+    deadline: Instant,
+    interrupt: &Interrupt,
+    waits: Waits,
+    mut query: impl FnMut(&[&str]) -> Result<(i32, String, String), String>,
+) -> Option<Ending> {
+    let mut stopped = None;
+    let mut cancelled_at: Option<Instant> = None;
+    loop {
+        let queued = match query(&["squeue", "-h", "-j", id, "-o", "%T"]) {
+            Ok((0, out, _)) => !out.trim().is_empty(),
+            _ => true,
+        };
+        if !queued {
+            return stopped;
+        }
+        if stopped.is_none() && (interrupt.is_set() || Instant::now() >= deadline) {
+            let _ = query(&["scancel", id]);
+            stopped = Some(if interrupt.is_set() {
+                Ending::Interrupted
+            } else {
+                Ending::TimedOut
+            });
+            cancelled_at = Some(Instant::now());
+        }
+        if cancelled_at.is_some_and(|t| t.elapsed() >= waits.after_cancel) {
+            return stopped;
+        }
+        std::thread::sleep(waits.poll);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QUICK: Waits = Waits {
+        poll: Duration::from_millis(1),
+        after_cancel: Duration::from_millis(50),
+    };
+
+    /// A stand-in for `squeue` and `scancel`: each `squeue` call's answer in turn (`None`: the
+    /// call fails), the job gone once they run out; every call kept.
+    fn cluster(
+        answers: Vec<Option<&'static str>>,
+    ) -> (
+        std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+        impl FnMut(&[&str]) -> Result<(i32, String, String), String>,
+    ) {
+        let calls = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let seen = calls.clone();
+        let mut answers = answers.into_iter();
+        let query = move |argv: &[&str]| {
+            seen.borrow_mut().push(argv[0].to_string());
+            match (argv[0], answers.next()) {
+                ("squeue", Some(None)) => Err("squeue: error: slurm_load_jobs: timeout".into()),
+                ("squeue", Some(Some(state))) => Ok((0, format!("{state}\n"), String::new())),
+                ("squeue", None) => Ok((0, String::new(), String::new())),
+                _ => Ok((0, String::new(), String::new())),
+            }
+        };
+        (calls, query)
+    }
+
+    fn later() -> Instant {
+        Instant::now() + Duration::from_secs(3600)
+    }
+
+    #[test]
+    fn a_failed_squeue_is_asked_again_never_read_as_the_job_leaving() {
+        let (calls, query) = cluster(vec![Some("RUNNING"), None, None, Some("RUNNING")]);
+        let stopped = follow("7", later(), &Interrupt::new(), QUICK, query);
+        assert_eq!(stopped, None, "the job was never cancelled");
+        let calls = calls.borrow();
+        assert_eq!(calls.iter().filter(|c| *c == "squeue").count(), 5, "{calls:?}");
+        assert!(!calls.iter().any(|c| c == "scancel"), "{calls:?}");
+    }
+
+    #[test]
+    fn a_cancelled_job_stuck_completing_is_waited_for_a_bounded_time() {
+        // Past its deadline at once, and in the queue for 100,000 answers: far longer than
+        // the wait after the cancel.
+        let (calls, query) = cluster(vec![Some("COMPLETING"); 100_000]);
+        let stopped = follow("7", Instant::now(), &Interrupt::new(), QUICK, query);
+        assert_eq!(stopped, Some(Ending::TimedOut));
+        let calls = calls.borrow();
+        assert_eq!(calls.iter().filter(|c| *c == "scancel").count(), 1);
+        assert!(calls.len() < 100_000, "followed until the job left on its own");
+    }
+
+    #[test]
+    fn an_interrupt_cancels_the_job_once() {
+        let interrupt = Interrupt::new();
+        interrupt.record(signal_hook::consts::SIGINT);
+        let (calls, query) = cluster(vec![Some("RUNNING"), Some("RUNNING"), Some("COMPLETING")]);
+        let stopped = follow("7", later(), &interrupt, QUICK, query);
+        assert_eq!(stopped, Some(Ending::Interrupted));
+        assert_eq!(calls.borrow().iter().filter(|c| *c == "scancel").count(), 1);
+    }
 }
