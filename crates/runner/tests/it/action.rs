@@ -13,8 +13,8 @@ fn repo() -> PathBuf {
 }
 
 /// Stand-in for GitHub's CLI (hand-written): `run list` names run 42, `run download` copies the
-/// stored base run from `$GH_STORE`, the comment list answers 99 once a comment was posted, and
-/// a POST or PATCH keeps its body in `bin/gh.body`.
+/// stored base run from `$GH_STORE`, a pull request's head is `$GH_HEAD`, the comment list answers
+/// 99 once a comment was posted, and a POST or PATCH keeps its body in `bin/gh.body`.
 const GH: &str = r#"#!/bin/sh
 here="$(dirname "$0")"
 echo "$*" >> "$here/gh.log"
@@ -24,6 +24,7 @@ case "$1 $2" in
     dir=""
     while [ $# -gt 0 ]; do [ "$1" = "--dir" ] && dir="$2"; shift; done
     mkdir -p "$dir" && cp -R "$GH_STORE"/. "$dir"/ ;;
+  "api repos/"*/pulls/*) echo "${GH_HEAD:-}" ;;
   "api -X")
     for a; do case $a in body=@*) cp "${a#body=@}" "$here/gh.body" ;; esac; done
     touch "$here/gh.commented" ;;
@@ -395,4 +396,49 @@ fn the_comment_fits_and_only_the_actions_own_comment_is_edited() {
         log.contains(".user.login == \"github-actions[bot]\""),
         "{log}"
     );
+}
+
+/// The `comment` step of a run whose head is no longer the pull request's (a newer push came
+/// while it ran, and the newer run may have finished first) leaves the comment alone: the
+/// newest push's verdict is the one the pull request shows.
+#[test]
+fn an_older_pushs_run_never_overwrites_the_newer_comment() {
+    let project = Project::new();
+    project.tool("gh", GH);
+    let out = project.root.join("exhibit-out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("summary.md"), "## Exhibit: Clean\n").unwrap();
+    let path = format!(
+        "{}:{}",
+        project.root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let comment = |head: &str| {
+        Command::new(repo().join("action/exhibit-pr"))
+            .arg("comment")
+            .current_dir(&project.root)
+            .env("PATH", &path)
+            .env("EXHIBIT_OUT", &out)
+            .env("EXHIBIT_RUNNER", BIN)
+            .env("GITHUB_REPOSITORY", "example/project")
+            .env("PR_NUMBER", "7")
+            .env("HEAD_SHA", head)
+            .env("GH_HEAD", "b".repeat(40))
+            .output()
+            .expect("run the comment step")
+    };
+    let older = comment(&"a".repeat(40));
+    assert_eq!(older.status.code(), Some(0), "{}", stderr(&older));
+    assert!(
+        String::from_utf8_lossy(&older.stdout).contains("no comment"),
+        "{}",
+        String::from_utf8_lossy(&older.stdout)
+    );
+    assert!(
+        !project.root.join("bin/gh.body").exists(),
+        "the older run wrote the comment"
+    );
+    let newer = comment(&"b".repeat(40));
+    assert_eq!(newer.status.code(), Some(0), "{}", stderr(&newer));
+    assert!(project.root.join("bin/gh.body").exists(), "the head's run wrote no comment");
 }
