@@ -275,7 +275,11 @@ mod tests {
         let stopped = follow("7", later(), &Interrupt::new(), QUICK, query);
         assert_eq!(stopped, None, "the job was never cancelled");
         let calls = calls.borrow();
-        assert_eq!(calls.iter().filter(|c| *c == "squeue").count(), 5, "{calls:?}");
+        assert_eq!(
+            calls.iter().filter(|c| *c == "squeue").count(),
+            5,
+            "{calls:?}"
+        );
         assert!(!calls.iter().any(|c| c == "scancel"), "{calls:?}");
     }
 
@@ -288,7 +292,10 @@ mod tests {
         assert_eq!(stopped, Some(Ending::TimedOut));
         let calls = calls.borrow();
         assert_eq!(calls.iter().filter(|c| *c == "scancel").count(), 1);
-        assert!(calls.len() < 100_000, "followed until the job left on its own");
+        assert!(
+            calls.len() < 100_000,
+            "followed until the job left on its own"
+        );
     }
 
     #[test]

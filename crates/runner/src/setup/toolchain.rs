@@ -95,6 +95,16 @@ pub enum ToolchainError {
     },
     #[error("provision CUDA: interrupted")]
     Interrupted,
+    /// A toolkit in the cache another user could have changed: never run, never replaced.
+    #[error(
+        "provision CUDA {version}: {dir} is {why}, so the runner will not run it; remove it \
+         (or `chmod o-w` it if it is yours), or set XDG_CACHE_HOME to a directory of your own"
+    )]
+    Foreign {
+        version: String,
+        dir: PathBuf,
+        why: &'static str,
+    },
 }
 
 impl ToolchainError {
@@ -117,6 +127,10 @@ impl ToolchainError {
                 format!("provision CUDA {version}: the wheels installed no nvcc")
             }
             ToolchainError::Io { source, .. } => format!("provision CUDA: {source}"),
+            ToolchainError::Foreign { version, why, .. } => format!(
+                "provision CUDA {version}: the toolkit in the runner's cache directory is {why}, \
+                 so the runner will not run it"
+            ),
             other => other.to_string(),
         }
     }
@@ -423,6 +437,12 @@ pub fn provision(
     let toolchain = &pipeline.toolchain;
     let version = toolchain.cuda.clone();
     let dir = cache_dir(env, &version).ok_or(ToolchainError::NoCacheDir)?;
+    if let Some(why) = [dir.clone(), dir.join(STAMP)]
+        .iter()
+        .find_map(|p| foreign(p))
+    {
+        return Err(ToolchainError::Foreign { version, dir, why });
+    }
     if stamp_matches(&dir, toolchain)
         && let Some(bin) = provisioned_bin(&dir)
     {
@@ -652,9 +672,21 @@ fn stamp_matches(dir: &Path, toolchain: &config::Toolchain) -> bool {
 
 /// Whether `path` (not followed) belongs to this user and is not writable by every user.
 fn users_own(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok() && foreign(path).is_none()
+}
+
+/// Why `path` (not followed), where it exists, is not this user's alone: another user owns
+/// it, or every user may write it.
+fn foreign(path: &Path) -> Option<&'static str> {
     use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(path)
-        .is_ok_and(|m| m.uid() == nix::unistd::getuid().as_raw() && m.mode() & 0o002 == 0)
+    let m = std::fs::symlink_metadata(path).ok()?;
+    if m.uid() != nix::unistd::getuid().as_raw() {
+        Some("owned by another user")
+    } else if m.mode() & 0o002 != 0 {
+        Some("writable by every user")
+    } else {
+        None
+    }
 }
 
 /// `<venv>/lib/python3.*/site-packages/nvidia/<cu*>/bin`, the directory holding nvcc.

@@ -440,5 +440,8 @@ fn an_older_pushs_run_never_overwrites_the_newer_comment() {
     );
     let newer = comment(&"b".repeat(40));
     assert_eq!(newer.status.code(), Some(0), "{}", stderr(&newer));
-    assert!(project.root.join("bin/gh.body").exists(), "the head's run wrote no comment");
+    assert!(
+        project.root.join("bin/gh.body").exists(),
+        "the head's run wrote no comment"
+    );
 }

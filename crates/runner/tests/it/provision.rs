@@ -235,3 +235,42 @@ fn the_default_set_is_the_projects_own_pins() {
         "no toolchain: reads as the default set"
     );
 }
+
+/// A provisioned toolkit that every user may write could hold anything: it is neither run nor
+/// silently replaced, and the error says which directory and why.
+#[test]
+fn a_toolkit_every_user_can_write_is_refused_with_a_clear_message() {
+    let project = Project::new();
+    project.tool("python3", PYTHON3);
+    let cache = project.root.join("cache");
+    let nvcc = working_install(&cache);
+    let dir = cache.join("exhibit/cuda-13.0.88");
+    // The stamp of today's pins: only its mode keeps it from being run.
+    let pins = std::fs::read_to_string(dir.join(".exhibit-complete")).unwrap();
+    assert!(!pins.is_empty());
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    project.pipeline(
+        &pipeline("")
+            .replace("  provision: false\n", "  provision: true\n")
+            .replace("    nvcc: bin/nvcc\n", "    python3: bin/python3\n"),
+    );
+    let out = Command::new(crate::util::BIN)
+        .arg("pipeline.yaml")
+        .current_dir(&project.root)
+        .env("XDG_CACHE_HOME", &cache)
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("CUDA_HOME")
+        .env_remove("CUDA_PATH")
+        .output()
+        .expect("run the runner");
+    let err = stderr(&out);
+    assert_eq!(code(&out), 3, "{err}");
+    assert!(err.contains("writable by every user"), "{err}");
+    assert!(
+        !err.contains("provisioning CUDA 13.0.88 from PyPI"),
+        "it tried to replace the toolkit: {err}"
+    );
+    assert!(nvcc.exists(), "the toolkit was removed");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod back");
+}
