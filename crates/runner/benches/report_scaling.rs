@@ -8,7 +8,9 @@
 //! per thousand records: a linear report keeps that figure flat from 1k to 20k.
 //!
 //! Run with `cargo bench -p runner --bench report_scaling`; `EXHIBIT_BENCH_RECORDS` takes other
-//! sizes (`1000,5000,20000` by default).
+//! sizes (`1000,5000,20000` by default). `EXHIBIT_BENCH_CONFIGS=each` gives every record a
+//! config of its own (a matrix as wide as the run is long), where a rule that walks the configs
+//! and scans every finding or stage for each would grow with the square of the records.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,6 +33,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(3)
         .max(1);
+    let each = std::env::var("EXHIBIT_BENCH_CONFIGS").is_ok_and(|v| v == "each");
     let reference = clean_reference_run();
     println!("from {}", reference.display());
     println!(
@@ -41,8 +44,8 @@ fn main() {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let a = dir.path().join("a");
         let b = dir.path().join("b");
-        make_run(&reference, &a, n);
-        make_run(&reference, &b, n);
+        make_run(&reference, &a, n, each);
+        make_run(&reference, &b, n, each);
         rename(&b);
         let report = median(repeat, || {
             time(
@@ -106,8 +109,9 @@ fn clean_reference_run() -> PathBuf {
         .expect("the clean reference run")
 }
 
-/// Writes a run directory at `to` whose manifest holds `n` stage records made from `from`'s.
-fn make_run(from: &Path, to: &Path, n: usize) {
+/// Writes a run directory at `to` whose manifest holds `n` stage records made from `from`'s,
+/// under a new config name each round of them, or each record (`each`).
+fn make_run(from: &Path, to: &Path, n: usize, each: bool) {
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(from.join("manifest.json")).expect("manifest"))
             .expect("JSON");
@@ -127,7 +131,8 @@ fn make_run(from: &Path, to: &Path, n: usize) {
             }
             let mut record = stage.clone();
             if let Some(config) = record["config"].as_str() {
-                record["config"] = Value::from(format!("{config}_{round}"));
+                let new = if each { records.len() } else { round };
+                record["config"] = Value::from(format!("{config}_{new}"));
             }
             for log in record["logs"].as_array_mut().expect("logs") {
                 let Some(path) = log["path"].as_str().map(str::to_string) else {

@@ -26,6 +26,11 @@ pub(super) struct Index<'a> {
     launches: HashMap<(KernelId, Option<String>), Vec<usize>>,
     /// Metric indices by (config, kernel).
     metrics_by_kernel: HashMap<(Option<String>, KernelId), Vec<usize>>,
+    /// Finding, source and stage indices by config, so that a rule that walks the configs is
+    /// linear in them.
+    findings_by_config: HashMap<Option<String>, Vec<usize>>,
+    sources_by_config: HashMap<Option<String>, Vec<usize>>,
+    stages_by_config: HashMap<Option<String>, Vec<usize>>,
 }
 
 impl<'a> Joined<'a> {
@@ -176,6 +181,41 @@ impl<'a> Joined<'a> {
     pub fn stages(&self) -> &'a [Stage] {
         self.run.map(|r| r.stages.as_slice()).unwrap_or(&[])
     }
+
+    /// The findings of a config, with their indices into `findings`, in order.
+    pub fn findings_in<'s>(
+        &'s self,
+        config: Option<&str>,
+    ) -> impl Iterator<Item = (usize, &'s FindingRef<'a>)> + 's {
+        let list = self
+            .index
+            .findings_by_config
+            .get(&config.map(str::to_string));
+        list.into_iter()
+            .flatten()
+            .filter_map(|&i| Some((i, self.findings.get(i)?)))
+    }
+
+    /// The sources of a config, in order.
+    pub fn sources_in<'s>(
+        &'s self,
+        config: Option<&str>,
+    ) -> impl Iterator<Item = &'s Source<'a>> + 's {
+        let list = self
+            .index
+            .sources_by_config
+            .get(&config.map(str::to_string));
+        list.into_iter()
+            .flatten()
+            .filter_map(|&i| self.sources.get(i))
+    }
+
+    /// The run's stages of a config, in order.
+    pub fn stages_in(&self, config: Option<&str>) -> impl Iterator<Item = &'a Stage> + '_ {
+        let stages = self.stages();
+        let list = self.index.stages_by_config.get(&config.map(str::to_string));
+        list.into_iter().flatten().filter_map(|&i| stages.get(i))
+    }
 }
 
 /// The items `per_source` lists for each of `sources`, from `items`.
@@ -193,6 +233,7 @@ fn picked<'s, T>(
 
 impl<'a> Index<'a> {
     pub(super) fn build(
+        stages: &'a [Stage],
         sources: &[Source<'a>],
         kernels: &[KernelView<'a>],
         findings: &[FindingRef<'a>],
@@ -218,6 +259,25 @@ impl<'a> Index<'a> {
         };
         for (i, source) in sources.iter().enumerate() {
             index.by_path.entry(source.path).or_default().push(i);
+            index
+                .sources_by_config
+                .entry(source.config.map(str::to_string))
+                .or_default()
+                .push(i);
+        }
+        for (i, finding) in findings.iter().enumerate() {
+            index
+                .findings_by_config
+                .entry(finding.config.clone())
+                .or_default()
+                .push(i);
+        }
+        for (i, stage) in stages.iter().enumerate() {
+            index
+                .stages_by_config
+                .entry(stage.config.clone())
+                .or_default()
+                .push(i);
         }
         // Results are in source order, each carrying its own config, else its source's.
         for r in results {

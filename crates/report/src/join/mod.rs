@@ -476,7 +476,8 @@ impl<'a> Joined<'a> {
             &sources,
             &findings,
         );
-        let index = Index::build(&sources, &kernels, &findings, &results, &metrics);
+        let stages = run.map(|r| r.stages.as_slice()).unwrap_or(&[]);
+        let index = Index::build(stages, &sources, &kernels, &findings, &results, &metrics);
         Joined {
             run,
             missing: Vec::new(),

@@ -37,10 +37,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             continue;
         }
         let warnings: Vec<usize> = j
-            .findings
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.config.as_deref() == c && is_debug_warning(f.finding))
+            .findings_in(c)
+            .filter(|(_, f)| is_debug_warning(f.finding))
             .map(|(i, _)| i)
             .collect();
         let mut d = Draft::new(RuleId::DebugBuild, Level::Note, Message::new());

@@ -115,10 +115,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let mut out = Vec::new();
     for config in j.config_names() {
         let config = config.as_deref();
-        let in_config = |c: &Option<String>| c.as_deref() == config;
-        if j.findings
-            .iter()
-            .any(|f| in_config(&f.config) && ran_on_device(f.finding.kind))
+        if j.findings_in(config)
+            .any(|(_, f)| ran_on_device(f.finding.kind))
         {
             continue;
         }
@@ -126,8 +124,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let mut refusal = None;
         let mut explains = Vec::new();
         let mut evidence = Vec::new();
-        for (i, f) in j.findings.iter().enumerate() {
-            if !in_config(&f.config) || f.finding.kind != FindingKind::HostApiError {
+        for (i, f) in j.findings_in(config) {
+            if f.finding.kind != FindingKind::HostApiError {
                 continue;
             }
             let api = f.finding.facts.api_error.as_deref();
@@ -153,10 +151,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         // The program's own words, stage by stage.
         let mut program_line = None;
-        for stage in j.stages() {
-            if !in_config(&stage.config) {
-                continue;
-            }
+        for stage in j.stages_in(config) {
             let reason = stage
                 .launch_search
                 .as_ref()
@@ -171,6 +166,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let Some(refusal) = refusal else {
             continue;
         };
+        let in_config = |c: &Option<String>| c.as_deref() == config;
         // The refused kernel is one the build defined that no profiled launch ran (a framework's
         // kernels, or another of the program's, may well have run before it).
         let profiled: std::collections::BTreeSet<&crate::kernel_id::KernelId> = j

@@ -227,12 +227,10 @@ impl Ctx<'_, '_> {
     pub fn debug_build(&self, config: Option<&str>) -> bool {
         let j = self.joined;
         let warned = j
-            .findings
-            .iter()
-            .any(|f| f.config.as_deref() == config && debug_build::is_debug_warning(f.finding));
-        let flagged = j.sources.iter().any(|s| {
+            .findings_in(config)
+            .any(|(_, f)| debug_build::is_debug_warning(f.finding));
+        let flagged = j.sources_in(config).any(|s| {
             s.kind == crate::run::StageKind::Compile
-                && s.config == config
                 && s.stage.is_some_and(|st| {
                     st.command
                         .iter()

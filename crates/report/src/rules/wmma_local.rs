@@ -60,12 +60,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let mut out = Vec::new();
     for config in j.config_names() {
         let c = config.as_deref();
-        let in_config = || {
-            j.findings
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| f.config.as_deref() == c)
-        };
+        let in_config = || j.findings_in(c);
         let warnings: Vec<Hit> = in_config()
             .filter(|(_, f)| is_local_memory_warning(f.finding.kind))
             .collect();

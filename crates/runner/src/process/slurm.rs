@@ -242,12 +242,15 @@ mod tests {
         after_cancel: Duration::from_millis(50),
     };
 
+    /// The commands a stand-in cluster was asked, in order.
+    type Calls = std::rc::Rc<std::cell::RefCell<Vec<String>>>;
+
     /// A stand-in for `squeue` and `scancel`: each `squeue` call's answer in turn (`None`: the
     /// call fails), the job gone once they run out; every call kept.
     fn cluster(
         answers: Vec<Option<&'static str>>,
     ) -> (
-        std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+        Calls,
         impl FnMut(&[&str]) -> Result<(i32, String, String), String>,
     ) {
         let calls = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
