@@ -244,15 +244,12 @@ mod tests {
 
     /// The commands a stand-in cluster was asked, in order.
     type Calls = std::rc::Rc<std::cell::RefCell<Vec<String>>>;
+    /// What `follow` asks: an argv, answered with an exit code, stdout and stderr.
+    type Answer = Result<(i32, String, String), String>;
 
     /// A stand-in for `squeue` and `scancel`: each `squeue` call's answer in turn (`None`: the
     /// call fails), the job gone once they run out; every call kept.
-    fn cluster(
-        answers: Vec<Option<&'static str>>,
-    ) -> (
-        Calls,
-        impl FnMut(&[&str]) -> Result<(i32, String, String), String>,
-    ) {
+    fn cluster(answers: Vec<Option<&'static str>>) -> (Calls, impl FnMut(&[&str]) -> Answer) {
         let calls = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         let seen = calls.clone();
         let mut answers = answers.into_iter();
