@@ -656,25 +656,29 @@ fn a_compile_error_is_looked_for_in_the_build_alone() {
     );
 }
 
-#[test]
-fn submodules_are_filled_from_the_repositorys_own_copies() {
-    let mut repo = Repo::new();
-    // A library in a submodule, which the build needs.
+/// Runs git in `dir` as the tests' author; panics naming the command when it fails.
+fn git_in(dir: &std::path::Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Test Author")
+        .env("GIT_AUTHOR_EMAIL", "author@example.com")
+        .env("GIT_COMMITTER_NAME", "Test Author")
+        .env("GIT_COMMITTER_EMAIL", "author@example.com")
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+}
+
+/// A library repository (`lib.h`, plus `extra` files) added to `repo` as submodule
+/// `vendor/lib`; its directory, which the submodule's URL names.
+fn vendored_library(repo: &Repo, extra: &[(&str, &str)]) -> tempfile::TempDir {
     let lib = tempfile::tempdir().expect("a directory for the submodule's repository");
-    let git_in = |dir: &std::path::Path, args: &[&str]| {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_AUTHOR_NAME", "Test Author")
-            .env("GIT_AUTHOR_EMAIL", "author@example.com")
-            .env("GIT_COMMITTER_NAME", "Test Author")
-            .env("GIT_COMMITTER_EMAIL", "author@example.com")
-            .output()
-            .expect("git");
-        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-    };
     git_in(lib.path(), &["init", "-q", "-b", "main"]);
     std::fs::write(lib.path().join("lib.h"), "// the library\n").expect("write");
+    for (name, text) in extra {
+        std::fs::write(lib.path().join(name), text).expect("write");
+    }
     git_in(lib.path(), &["add", "-A"]);
     git_in(lib.path(), &["commit", "-q", "-m", "Library"]);
     let url = lib.path().display().to_string();
@@ -687,6 +691,14 @@ fn submodules_are_filled_from_the_repositorys_own_copies() {
         &url,
         "vendor/lib",
     ]);
+    lib
+}
+
+#[test]
+fn submodules_are_filled_from_the_repositorys_own_copies() {
+    let mut repo = Repo::new();
+    // A library in a submodule, which the build needs.
+    let _lib = vendored_library(&repo, &[]);
     repo.write(
         "tools/build.sh",
         &BUILD.replace(
@@ -708,6 +720,58 @@ fn submodules_are_filled_from_the_repositorys_own_copies() {
         submodule_head
     );
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+/// A branch's `.gitmodules` may name its submodule `../../evil.git`: git refuses such a name
+/// (CVE-2018-11235), because `.git/modules/../../evil.git` is a directory of the branch's own
+/// choosing, whose configuration (a smudge filter) would run. Bisect refuses it as git does:
+/// the step is built without that submodule, and nothing of the planted configuration runs.
+#[test]
+fn a_submodule_name_that_leaves_the_modules_directory_is_never_used() {
+    let mut repo = Repo::new();
+    // The library's own tree asks for a filter on every file.
+    let lib = vendored_library(&repo, &[(".gitattributes", "* filter=planted\n")]);
+    let good = repo.commit_all("Vendor the library");
+    // The branch renames the submodule to a path out of `.git/modules`, and carries, where
+    // that path lands (the top of the working tree), a copy of the library's repository whose
+    // configuration runs a command for the filter.
+    let modules = repo.root.join(".gitmodules");
+    let declared = std::fs::read_to_string(&modules).expect(".gitmodules");
+    std::fs::write(
+        &modules,
+        declared.replace(
+            "[submodule \"vendor/lib\"]",
+            "[submodule \"../../evil.git\"]",
+        ),
+    )
+    .expect("write");
+    let evil = repo.root.join("evil.git");
+    let copied = Command::new("cp")
+        .arg("-R")
+        .arg(lib.path().join(".git"))
+        .arg(&evil)
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    let marker = repo.root.join("planted-filter-ran");
+    git_in(
+        &evil,
+        &[
+            "--git-dir=.",
+            "config",
+            "filter.planted.smudge",
+            &format!("touch '{}'; cat", marker.display()),
+        ],
+    );
+    repo.git(&["add", ".gitmodules"]);
+    repo.git(&["commit", "-q", "-m", "Rename the submodule"]);
+    let planting = repo.tweaks_and_plant(4, 2);
+    let (answer, out) = answered(&repo, &[&good, "HEAD"], &planting);
+    assert!(
+        !marker.exists(),
+        "the planted filter ran: {answer:#}\n{}",
+        text(&out)
+    );
 }
 
 #[test]
