@@ -373,6 +373,8 @@ fn the_comment_fits_and_only_the_actions_own_comment_is_edited() {
         .env("EXHIBIT_RUNNER", BIN)
         .env("GITHUB_REPOSITORY", "example/project")
         .env("PR_NUMBER", "7")
+        .env("GITHUB_SERVER_URL", "https://github.com")
+        .env("GITHUB_RUN_ID", "123")
         .output()
         .expect("run the comment step");
     assert_eq!(
@@ -390,6 +392,10 @@ fn the_comment_fits_and_only_the_actions_own_comment_is_edited() {
     assert!(
         body.contains("cut: a comment holds at most 65,536"),
         "the cut is said"
+    );
+    assert!(
+        body.contains("(https://github.com/example/project/actions/runs/123)"),
+        "the rest is linked"
     );
     let log = std::fs::read_to_string(project.root.join("bin/gh.log")).unwrap();
     assert!(
