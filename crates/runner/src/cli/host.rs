@@ -95,8 +95,9 @@ pub(super) fn finish_remote(
         analysis.verdict.line,
         shown(&name)
     ))?;
+    let verdict = crate::execution::orchestrate::verdict(&evidence.run, Some(&analysis.verdict));
     Ok(
-        match crate::execution::orchestrate::verdict(&evidence.run, Some(&analysis.verdict)) {
+        match required(session.require_gpu, Some(analysis.verdict.kind), verdict) {
             Verdict::Clean => Outcome::Clean,
             Verdict::Findings => Outcome::Findings,
             Verdict::Incomplete => Outcome::Incomplete,

@@ -242,6 +242,11 @@ pub struct RunOptions {
     /// file system the compute nodes share.
     #[arg(long, value_name = "SBATCH OPTIONS", allow_hyphen_values = true)]
     pub slurm: Option<String>,
+    /// Fail (exit 3) when no stage ran the program on a GPU: a compile-only or unchecked run
+    /// (a CI runner that lost its driver, a container started without `--gpus`) is then no
+    /// pass.
+    #[arg(long)]
+    pub require_gpu: bool,
 }
 
 impl RunOptions {
@@ -265,6 +270,9 @@ impl RunOptions {
         }
         if let Some(options) = &self.slurm {
             args.extend(["--slurm".to_string(), options.clone()]);
+        }
+        if self.require_gpu {
+            args.push("--require-gpu".to_string());
         }
         match self.gpus {
             Some(orchestrate::Gpus::All) => args.extend(["--gpus".into(), "all".into()]),
@@ -546,14 +554,33 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         say!("artifacts: {}", root(&finished.dir));
     }
     print(&result)?;
-    Ok(match finished.verdict {
-        Verdict::Clean => Outcome::Clean,
-        Verdict::Findings => Outcome::Findings,
-        Verdict::Incomplete => Outcome::Incomplete,
-        Verdict::Interrupted => {
-            Outcome::Interrupted(cx.interrupt.first().unwrap_or(signal_hook::consts::SIGINT))
-        }
-    })
+    Ok(
+        match required(opts.require_gpu, finished.judged, finished.verdict) {
+            Verdict::Clean => Outcome::Clean,
+            Verdict::Findings => Outcome::Findings,
+            Verdict::Incomplete => Outcome::Incomplete,
+            Verdict::Interrupted => {
+                Outcome::Interrupted(cx.interrupt.first().unwrap_or(signal_hook::consts::SIGINT))
+            }
+        },
+    )
+}
+
+/// `--require-gpu`: a clean verdict of a run in which no stage ran the program on a GPU
+/// (compile-only, or nothing checked) is no pass, and says so.
+fn required(require_gpu: bool, judged: Option<report::VerdictKind>, verdict: Verdict) -> Verdict {
+    let unchecked = matches!(
+        judged,
+        Some(report::VerdictKind::CompileOnly | report::VerdictKind::NotChecked)
+    );
+    if require_gpu && unchecked && verdict == Verdict::Clean {
+        say!(
+            "--require-gpu: no stage ran the program on a GPU (the report's stages say why each \
+             was skipped): exit 3"
+        );
+        return Verdict::Incomplete;
+    }
+    verdict
 }
 
 /// What a run here needs before it starts: the runner adopts orphans, and ends what a killed run

@@ -156,7 +156,8 @@ fn the_actions_steps_run_compare_with_the_base_and_keep_one_comment() {
     let log = std::fs::read_to_string(project.root.join("bin/gh.log")).unwrap();
     assert!(
         log.contains(
-            "run list --repo example/project --workflow exhibit --branch main --event push"
+            "run list --repo example/project --workflow exhibit --branch main --event push \
+             --status completed"
         ),
         "{log}"
     );
@@ -450,4 +451,39 @@ fn an_older_pushs_run_never_overwrites_the_newer_comment() {
         project.root.join("bin/gh.body").exists(),
         "the head's run wrote no comment"
     );
+}
+
+/// A job whose pipeline plans GPU stages, on a runner without a GPU (one that lost its
+/// driver): the `run` step fails it (exit 3) unless `require-gpu` is false, and uploads no
+/// SARIF, which code scanning would read as every alert fixed.
+#[test]
+fn a_run_that_checked_nothing_on_a_gpu_fails_and_uploads_no_sarif() {
+    let project = Project::new();
+    project.pipeline(&crate::util::pipeline("  check:\n    cases: [seed]\n"));
+    let out = project.root.join("exhibit-out");
+    let run = |require: Option<&str>| {
+        let mut command = Command::new(repo().join("action/exhibit-pr"));
+        command
+            .arg("run")
+            .current_dir(&project.root)
+            .env("XDG_CACHE_HOME", &project.cache)
+            .env("EXHIBIT_OUT", &out)
+            .env("EXHIBIT_PIPELINE", "pipeline.yaml")
+            .env("EXHIBIT_RUNNER", BIN);
+        match require {
+            Some(value) => command.env("EXHIBIT_REQUIRE_GPU", value),
+            None => command.env_remove("EXHIBIT_REQUIRE_GPU"),
+        };
+        let result = command.output().expect("the run step");
+        let run_code = std::fs::read_to_string(out.join("run-code")).unwrap_or_default();
+        (result, run_code.trim().to_string())
+    };
+    let (result, run_code) = run(None);
+    assert_eq!(run_code, "3", "{}", stderr(&result));
+    let printed = String::from_utf8_lossy(&result.stdout);
+    assert!(printed.contains("checked nothing on a GPU"), "{printed}");
+    assert!(!out.join("exhibit.sarif").exists(), "a SARIF of no results");
+    let (result, run_code) = run(Some("false"));
+    assert_eq!(run_code, "0", "{}", stderr(&result));
+    assert!(!out.join("exhibit.sarif").exists(), "a SARIF of no results");
 }

@@ -108,6 +108,15 @@ fn a_compile_only_run_still_exits_0_and_names_the_missing_gpu() {
         report.contains("- **an NVIDIA GPU with its driver**"),
         "{report}"
     );
+    // A CI job that must have checked something (a runner that lost its driver must not pass)
+    // asks for it: the same run is then no pass.
+    let required = project.run(&["pipeline.yaml", "--require-gpu"]);
+    assert_eq!(code(&required), 3, "{}", stderr(&required));
+    assert!(
+        stderr(&required).contains("--require-gpu: no stage ran the program on a GPU"),
+        "{}",
+        stderr(&required)
+    );
 }
 
 /// `runner pipeline.yaml | head -1`: the reader goes away after one line; the run goes on,

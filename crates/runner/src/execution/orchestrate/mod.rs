@@ -100,6 +100,8 @@ pub struct Finished {
     pub report: Option<PathBuf>,
     /// The report's verdict sentence, when a report was written.
     pub headline: Option<String>,
+    /// The report's kind of verdict (compile-only, not checked, ...), when it judged the run.
+    pub judged: Option<report::VerdictKind>,
     pub verdict: Verdict,
 }
 
@@ -254,6 +256,7 @@ pub fn run(pipeline: &Pipeline, options: &Options, cx: &Context<'_>) -> Result<F
     Ok(Finished {
         run,
         dir: dir.relative.clone(),
+        judged: judged.as_ref().map(|v| v.kind),
         headline: report.as_ref().and(judged.map(|v| v.line)),
         report,
         verdict,

@@ -52,6 +52,9 @@ pub struct Session {
     pub dir: String,
     /// The pipeline file, relative to the work directory.
     pub pipeline: String,
+    /// Started with `--require-gpu`: a run that ran nothing on a GPU is no pass.
+    #[serde(default)]
+    pub require_gpu: bool,
 }
 
 /// Why a remote run could not be done.
@@ -229,6 +232,7 @@ pub fn start(
         host: ssh.host.clone(),
         dir,
         pipeline: relative,
+        require_gpu: args.iter().any(|a| a == "--require-gpu"),
     };
     save(root, &session)?;
     say(&format!(
