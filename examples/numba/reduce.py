@@ -1,6 +1,6 @@
 """A block sum written with Numba's CUDA target, with the barrier its tree is missing: after
 the first step, threads read partial sums other warps have not finished writing. lineinfo=True
-gives the tools its lines without -G."""
+gives the tools its lines without -G; cache=True keeps its cubin where the SASS stage reads it."""
 import numpy as np
 
 # numba-cuda 0.x still calls np.row_stack, which numpy 2.5 removed.
@@ -12,7 +12,7 @@ from numba import cuda, float32  # noqa: E402
 THREADS = 128
 
 
-@cuda.jit(lineinfo=True)
+@cuda.jit(lineinfo=True, cache=True)
 def block_sum(x, out):
     part = cuda.shared.array(THREADS, float32)
     t = cuda.threadIdx.x

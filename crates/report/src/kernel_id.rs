@@ -66,10 +66,12 @@ impl KernelId {
                 _ => {}
             }
         }
-        // Numba's ABI tag after a kernel's Python name: compute-sanitizer's
-        // `block_sum[abi:v1,cw51c...]`, Nsight Compute's `block_sum[v1,cw51c...]`.
-        static NUMBA_ABI: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new(r"\[(?:abi:)?v\d+,\w+\]$").expect("valid regex"));
+        // Numba's ABI tags after a kernel's Python name: compute-sanitizer's
+        // `block_sum[abi:v1,cw51c...]`, Nsight Compute's `block_sum[v1,cw51c...]`, and the
+        // SASS's demangled `block_sum[abi:v1][abi:cw51c...]`.
+        static NUMBA_ABI: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?:\[(?:abi:)?v\d+,\w+\]|\[abi:v\d+\]\[abi:\w+\])$").expect("valid regex")
+        });
         let base = head.get(start..).unwrap_or(head);
         let base = NUMBA_ABI.replace(base, "");
         let base = QUALIFIER.replace_all(&base, "");
@@ -184,7 +186,8 @@ fn bools_as_digits(name: &str) -> String {
 mod tests {
     use super::*;
 
-    /// Numba's kernel as racecheck and Nsight Compute named it (`examples/numba`, on an H200):
+    /// Numba's kernel as racecheck, Nsight Compute and the SASS named it (`examples/numba`, on an
+    /// H200):
     /// the Python function's name.
     #[test]
     fn a_numba_kernel_is_its_python_functions_name() {
@@ -197,8 +200,15 @@ mod tests {
             "block_sum[{tag}](Array<float, 1, C, mutable, aligned>, Array<float, 1, C, mutable, \
              aligned>)"
         );
+        // cuobjdump's, demangled, from the cubin `@cuda.jit(cache=True)` keeps.
+        let (v, hash) = tag.split_once(',').expect("two tags");
+        let sass = format!(
+            "__main__::block_sum[abi:{v}][abi:{hash}](Array<float, 1, C, mutable, aligned>, \
+             Array<float, 1, C, mutable, aligned>)"
+        );
         assert_eq!(KernelId::of(&sanitizer), "block_sum");
         assert_eq!(KernelId::of(&ncu), "block_sum");
+        assert_eq!(KernelId::of(&sass), "block_sum");
     }
 
     #[test]

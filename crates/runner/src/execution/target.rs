@@ -150,6 +150,15 @@ impl Vars {
                 .into_owned(),
         );
         env.insert("CUPY_CACHE_SAVE_CUDA_SOURCE".into(), "1".into());
+        // Numba's cache: a kernel compiled with `@cuda.jit(cache=True)` keeps its cubin there,
+        // pickled (`<module>.<function>-<line>.py<ver>.<n>.nbc`).
+        env.insert(
+            "NUMBA_CACHE_DIR".into(),
+            self.build_dir
+                .join("jit/numba")
+                .to_string_lossy()
+                .into_owned(),
+        );
         env
     }
 }
@@ -259,6 +268,8 @@ pub enum ProductKind {
     /// A CuPy kernel-cache file (`<hash>.cubin` in `CUPY_CACHE_DIR`): the cubin after a hash
     /// of it in hexadecimal, this many characters long (32 for an md5, 40 from CuPy 14).
     CupyCache(usize),
+    /// A Numba cache file (`.nbc`): a pickle holding the kernel's cubin among its other state.
+    NumbaCache,
 }
 
 /// The longest hash a CuPy kernel-cache file is read with, before its cubin.
@@ -287,8 +298,11 @@ fn product_kind(path: &Path) -> Option<ProductKind> {
     let head = head.get(..n)?;
     // A CuPy cache file: hexadecimal digits (at least an md5's 32), then the cubin.
     let hex = head.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    let numba = path.extension().is_some_and(|e| e == "nbc") && head.first() == Some(&0x80);
     if hex >= 32 && head[hex..].starts_with(b"\x7fELF") {
         Some(ProductKind::CupyCache(hex))
+    } else if numba {
+        Some(ProductKind::NumbaCache)
     } else if head.starts_with(b"\x7fELF") {
         Some(ProductKind::Elf)
     } else if head.starts_with(&[0x50, 0xed, 0x55, 0xba]) {

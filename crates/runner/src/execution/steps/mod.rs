@@ -192,13 +192,29 @@ fn line_table(
     result
 }
 
-/// The cubin a CuPy kernel-cache file holds after its `prefix` characters of hash, written to
-/// `dir` as `<name>.cubin`.
-fn cupy_cubin(product: &Path, prefix: usize, dir: &Path, name: &str) -> Result<PathBuf, String> {
+/// The cubin a JIT cache file holds, written to `dir` as `<name>.cubin`: in a CuPy cache file,
+/// all that follows its hash; in a Numba cache file (a pickle), the first ELF image in it, as
+/// long as its headers say.
+fn cached_cubin(
+    product: &Path,
+    kind: target::ProductKind,
+    dir: &Path,
+    name: &str,
+) -> Result<PathBuf, String> {
     let bytes = std::fs::read(product).map_err(|e| e.to_string())?;
-    let cubin = bytes
-        .get(prefix..)
-        .ok_or_else(|| "shorter than its hash".to_string())?;
+    let cubin = match kind {
+        target::ProductKind::CupyCache(prefix) => bytes
+            .get(prefix..)
+            .ok_or_else(|| "shorter than its hash".to_string())?,
+        _ => {
+            let at = bytes
+                .windows(4)
+                .position(|w| w == b"\x7fELF")
+                .ok_or_else(|| "no cubin in it (compiled for no GPU yet?)".to_string())?;
+            let image = &bytes[at..];
+            &image[..elf_end(image).clamp(64, image.len())]
+        }
+    };
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let path = dir.join(format!("{name}.cubin"));
     // CuPy 14 keeps the cubin a byte short of its last program header (measured on an H200:
@@ -255,8 +271,8 @@ pub fn sass(
     // The first words of a listing with no function in it, for saying what the tool printed.
     let mut silent: Option<String> = None;
     let mut duration = Duration::ZERO;
-    // CuPy's cache files, as the cubins they hold, for the tools.
-    let plain_dir = dest.join(".cupy-cubins");
+    // CuPy's and Numba's cache files, as the cubins they hold, for the tools.
+    let plain_dir = dest.join(".jit-cubins");
     for (product, kind) in &products {
         if cx.interrupt.is_set() {
             record.status = StageStatus::Interrupted;
@@ -268,8 +284,12 @@ pub fn sass(
             .find(|d| product.starts_with(d))
             .map_or(cx.root, PathBuf::as_path);
         let name = target::product_log_name(product, base);
-        let input = if let target::ProductKind::CupyCache(prefix) = *kind {
-            match cupy_cubin(product, prefix, &plain_dir, &name) {
+        let cached = matches!(
+            kind,
+            target::ProductKind::CupyCache(_) | target::ProductKind::NumbaCache
+        );
+        let input = if cached {
+            match cached_cubin(product, *kind, &plain_dir, &name) {
                 Ok(p) => p,
                 Err(e) => {
                     listing.push_str(&format!("{}: failed to read: {e}\n", slash(product)));
@@ -507,7 +527,7 @@ mod tests {
         let (path, kind) = &products[0];
         assert_eq!(*kind, target::ProductKind::CupyCache(40));
         let scratch = tempfile::tempdir().expect("a directory");
-        let cubin = cupy_cubin(path, 40, scratch.path(), "smooth").expect("a cubin");
+        let cubin = cached_cubin(path, *kind, scratch.path(), "smooth").expect("a cubin");
         let bytes = std::fs::read(cubin).expect("written");
         assert!(bytes.starts_with(b"\x7fELF"));
         assert_eq!(bytes.len(), elf_end(&bytes));
