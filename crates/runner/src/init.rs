@@ -390,8 +390,10 @@ fn python_jit<'f>(files: impl Iterator<Item = &'f Found>) -> Option<(String, Str
             &[
                 "No build: Numba compiles each @cuda.jit kernel when it is first called. Lines",
                 "without -G: @cuda.jit(lineinfo=True) (NUMBA_CUDA_DEBUGINFO=1 gives -G, which",
-                "changes what profile and racecheck see). Under numpy 2.5, numba-cuda needs",
-                "`np.row_stack = np.vstack` before `import numba`.",
+                "changes what profile and racecheck see). The SASS stage reads a kernel's cubin",
+                "only where it asks for Numba's cache: @cuda.jit(lineinfo=True, cache=True).",
+                "Under numpy 2.5, numba-cuda needs `np.row_stack = np.vstack` before",
+                "`import numba`.",
             ],
             "`pip install numba-cuda[cu13]`",
         )

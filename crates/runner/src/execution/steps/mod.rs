@@ -512,6 +512,30 @@ mod tests {
     /// A kernel-cache file CuPy 14.2 wrote on an H200 (`examples/cupy`'s reference run): a
     /// 40-character hash, then a cubin a byte short of its last program header. It is read as
     /// CuPy's, and the cubin given to the tools is whole.
+    /// `examples/numba`'s reference run keeps the `.nbc` file of its `cache=True` kernel (an
+    /// H200, numba-cuda 0.30.4): the cubin comes out of the pickle whole.
+    #[test]
+    fn a_numba_cache_file_gives_a_whole_cubin() {
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/numba/reference/artifacts");
+        let cache = std::fs::read_dir(&dir)
+            .expect("the reference run")
+            .flatten()
+            .map(|e| e.path().join("build/default/sm_90/jit/numba"))
+            .find(|p| p.is_dir())
+            .expect("its Numba cache");
+        let products = target::products(std::slice::from_ref(&cache));
+        assert_eq!(products.len(), 1, "{products:?}");
+        let (path, kind) = &products[0];
+        assert_eq!(*kind, target::ProductKind::NumbaCache);
+        let scratch = tempfile::tempdir().expect("a directory");
+        let cubin = cached_cubin(path, *kind, scratch.path(), "block_sum").expect("a cubin");
+        let bytes = std::fs::read(cubin).expect("written");
+        assert!(bytes.starts_with(b"\x7fELF"));
+        assert_eq!(bytes.len(), elf_end(&bytes));
+        assert!(bytes.len() < std::fs::read(path).expect("cache").len());
+    }
+
     #[test]
     fn a_cupy_cache_file_gives_a_whole_cubin() {
         let dir =
