@@ -2,6 +2,7 @@
 //! `"passed": false`), or one of its Google Benchmark benchmarks stopped with an error. The
 //! program's own verdict is the evidence; the diagnosis names the test and quotes its message.
 
+mod geometry;
 mod pattern;
 
 use parsers::{FindingKind, Format, TestOutcome};
@@ -11,6 +12,7 @@ use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Figure, Level, Scope};
 use crate::message::{Message, code, figure, msg, path, quote};
 use crate::text::scrub;
+use crate::kernel_id::KernelId;
 
 /// This rule's row in the registry ([`super::RULES`]).
 pub(crate) const RULE: Rule = Rule {
@@ -118,10 +120,36 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         word_failed(&mut d, &failed);
         if let Some(m) = facts.and_then(|t| t.mismatch.as_ref()) {
             word_mismatch(&mut d, m);
+            if let Some((said, fix)) = geometry::against(m, &own_launches(ctx, d.config.as_deref()))
+            {
+                d.explanation.append(said);
+                d.fix = fix;
+            }
         }
         out.push(d);
     }
     out
+}
+
+/// The profiled launches of the program's own kernels in `config`, longest first.
+fn own_launches(ctx: &Ctx, config: Option<&str>) -> Vec<geometry::Launch> {
+    let j = ctx.joined;
+    let mut summaries: Vec<crate::resources::NcuSummary> = crate::resources::ncu_summaries(j)
+        .into_iter()
+        .filter(|s| s.config.as_deref() == config)
+        .filter(|s| j.is_own(config, &KernelId::of(&s.kernel)))
+        .collect();
+    summaries.sort_by(|a, b| b.duration_us.partial_cmp(&a.duration_us).unwrap_or(std::cmp::Ordering::Equal));
+    summaries
+        .into_iter()
+        .filter_map(|s| {
+            Some(geometry::Launch {
+                kernel: KernelId::of(&s.kernel).to_string(),
+                blocks: s.grid_size?,
+                threads: u64::from(s.block_size?),
+            })
+        })
+        .collect()
 }
 
 /// Which kind of check failed: what reported it decides the draft's words.

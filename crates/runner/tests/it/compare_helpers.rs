@@ -169,3 +169,51 @@ fn values_rounded_down_to_a_warp_read_as_a_dropped_partial_warp() {
     assert!(said.contains("partial warp"), "{said}");
     assert!(top["help"].to_string().contains("(n + 31) / 32"), "{top:#}");
 }
+
+/// `examples/wrong-elements`' H200 reference runs: the wrong elements the C++ helper recorded are
+/// set against the launch Nsight Compute measured. A grid of `n / 256` blocks over 1,000
+/// elements ends exactly where the wrong tail begins; a block per row whose second warp writes
+/// the first warp's columns leaves exactly that warp's columns wrong.
+#[test]
+fn the_wrong_elements_are_set_against_the_launch_that_wrote_them() {
+    let runs = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/wrong-elements/reference/artifacts");
+    let mut said = Vec::new();
+    for run in std::fs::read_dir(&runs)
+        .expect("the reference runs")
+        .flatten()
+    {
+        let out = Command::new(BIN)
+            .args(["report", "--format", "json"])
+            .arg(run.path())
+            .output()
+            .expect("runner report");
+        let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        for d in json["diagnoses"].as_array().into_iter().flatten() {
+            if d["rule"] == "check-failed" {
+                said.push((d["notes"][0].to_string(), d["help"].to_string()));
+            }
+        }
+    }
+    assert_eq!(said.len(), 2, "{said:#?}");
+    let of = |kernel: &str| {
+        said.iter()
+            .find(|(notes, _)| notes.contains(&format!("`{kernel}` was launched")))
+            .unwrap_or_else(|| panic!("{kernel}: {said:#?}"))
+    };
+    let (notes, help) = of("scale");
+    assert!(notes.contains("3 blocks of 256 threads"), "{notes}");
+    assert!(notes.contains("end at index 767"), "{notes}");
+    assert!(
+        notes.contains("the block count was rounded down"),
+        "{notes}"
+    );
+    assert!(help.contains("(n + 256 - 1) / 256"), "{help}");
+    let (notes, help) = of("rowwise");
+    assert!(notes.contains("16 blocks of 64 threads"), "{notes}");
+    assert!(
+        notes.contains("columns 32-63 are threads 32-63 of every block, warp 1"),
+        "{notes}"
+    );
+    assert!(help.contains("In `rowwise`, follow what warp 1"), "{help}");
+}

@@ -144,7 +144,7 @@ pub(super) fn of(m: &ElementMismatch) -> Option<Pattern> {
             runs => every_kth("rows", runs, m.more_rows),
         };
         if let Some((place, said, f)) = col_words {
-            let in_rows = if all_rows {
+            let in_rows = if all_rows && rows > 1 {
                 msg!(" in every one of the {} rows", figure(thousands(rows)))
             } else {
                 Message::new()
