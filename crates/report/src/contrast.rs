@@ -159,7 +159,7 @@ impl Comparison {
                 let blocks = ours.summary.grid_size.unwrap_or(0);
                 n > 0 && lanes < 2 * n && blocks > 0 && n >= 32 * blocks
             }),
-            contrasts: contrasts(ours, best),
+            contrasts: contrasts(ours, best, problem_elements(joined)),
         })
     }
 
@@ -168,8 +168,24 @@ impl Comparison {
     }
 }
 
-/// Every figure both kernels' profiles hold.
-pub fn contrasts(ours: &KernelFigures, theirs: &KernelFigures) -> Vec<Contrast> {
+/// The problem's size in elements, where the profile stage gives it (`elements:`): the same
+/// for the program and its baseline, which run the same problem.
+fn problem_elements(joined: &Joined) -> Option<u64> {
+    joined
+        .stages()
+        .iter()
+        .filter(|s| s.kind == crate::run::StageKind::Profile)
+        .find_map(|s| s.unit.elements)
+        .filter(|&n| n > 0)
+}
+
+/// Every figure both kernels' profiles hold; per element of the problem, where its size is
+/// known.
+pub fn contrasts(
+    ours: &KernelFigures,
+    theirs: &KernelFigures,
+    elements: Option<u64>,
+) -> Vec<Contrast> {
     let threads = |k: &KernelFigures| {
         let n = k.summary.grid_size? * u64::from(k.summary.block_size?);
         (n > 0).then_some(n as f64)
@@ -178,7 +194,8 @@ pub fn contrasts(ours: &KernelFigures, theirs: &KernelFigures) -> Vec<Contrast> 
         Some(f(&k.mix.as_ref()?.memory) as f64 / threads(k)?)
     };
     let memory = |k: &KernelFigures| k.mix.as_ref().map(|m| m.memory);
-    let pairs: [(Measure, Option<f64>, Option<f64>); 13] = [
+    let per_element = |k: &KernelFigures| Some(k.mix.as_ref()?.executed as f64 / elements? as f64);
+    let pairs: [(Measure, Option<f64>, Option<f64>); 14] = [
         (
             Measure::LoadSectors,
             memory(ours).and_then(|m| m.load_sectors_per_ideal()),
@@ -239,6 +256,11 @@ pub fn contrasts(ours: &KernelFigures, theirs: &KernelFigures) -> Vec<Contrast> 
             Measure::Instructions,
             ours.mix.as_ref().map(|m| m.executed as f64),
             theirs.mix.as_ref().map(|m| m.executed as f64),
+        ),
+        (
+            Measure::InstructionsPerElement,
+            per_element(ours),
+            per_element(theirs),
         ),
     ];
     pairs
@@ -358,6 +380,7 @@ impl Measure {
             Measure::DramThroughput => "DRAM throughput (of peak)",
             Measure::L2Throughput => "L2 throughput (of peak)",
             Measure::Instructions => "Warp instructions executed",
+            Measure::InstructionsPerElement => "Warp instructions per element",
         }
     }
 
@@ -377,6 +400,7 @@ impl Measure {
             Measure::DramThroughput => "% of DRAM bandwidth",
             Measure::L2Throughput => "% of L2 bandwidth",
             Measure::Instructions => "warp instructions executed",
+            Measure::InstructionsPerElement => "warp instructions per element",
         }
     }
 }
@@ -529,7 +553,8 @@ fn cost(
         | Measure::Occupancy
         | Measure::DramThroughput
         | Measure::L2Throughput
-        | Measure::Instructions => gap,
+        | Measure::Instructions
+        | Measure::InstructionsPerElement => gap,
     }?;
     Some((pct * 10.0).round() / 10.0)
 }

@@ -33,6 +33,9 @@ pub enum Measure {
     L2Throughput,
     /// Warp instructions executed by the whole launch.
     Instructions,
+    /// Warp instructions executed per element of the problem, where the pipeline gives the
+    /// problem's size (`elements:` on the profile stage).
+    InstructionsPerElement,
 }
 
 impl Measure {
@@ -46,6 +49,7 @@ impl Measure {
                 | Measure::Atomics
                 | Measure::LocalBytes
                 | Measure::Instructions
+                | Measure::InstructionsPerElement
         )
     }
 
@@ -59,6 +63,7 @@ impl Measure {
                 | Measure::DramThroughput
                 | Measure::L2Throughput
                 | Measure::Instructions
+                | Measure::InstructionsPerElement
         )
     }
 

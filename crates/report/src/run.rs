@@ -259,6 +259,10 @@ pub struct Unit {
     /// How many launches the target was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launches: Option<u64>,
+    /// A profile unit: the problem's size in elements, as the pipeline gives it (`elements:`),
+    /// for figures per element.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elements: Option<u64>,
     /// `-maxrregcount` given to the compiler.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_registers: Option<u32>,

@@ -560,16 +560,38 @@ fn idle_warps(run: &str) -> Value {
 }
 
 /// `examples/baseline-contrast/serial.yaml` on an H200: thread 0 adds 2,048 floats while the
-/// block's other seven warps wait at the barrier, 3.66x slower than warp 0 adding them 32 at a
+/// block's other seven warps wait at the barrier, 3.89x slower than warp 0 adding them 32 at a
 /// time. The cause is that one thread's loop, at its line, with one lane per instruction.
 #[test]
 fn a_block_waiting_on_one_threads_loop_is_named_at_the_loop() {
-    let top = idle_warps("20261129T032354Z-e2835bdc");
+    let top = idle_warps("20261129T085226Z-2223c7ad");
     assert!(top["title"].to_string().contains("one thread"), "{top:#}");
     assert_eq!(top["location"]["file"], "contrast.cu", "{top:#}");
     assert_eq!(top["location"]["line"], 120, "{top:#}");
     assert_eq!(top["figures"]["lanes"], 1.0, "{top:#}");
     assert!(top["help"].to_string().contains("whole warp"), "{top:#}");
+    // Its profile stage gives the problem's size (`elements: 2162688`, the floats added):
+    // warp instructions per element stand beside the baseline's.
+    let json = report_json(
+        &repo()
+            .join("examples/baseline-contrast/reference/artifacts")
+            .join("20261129T085226Z-2223c7ad"),
+    );
+    let per_element = json["beside_baseline"]["contrasts"]
+        .as_array()
+        .expect("contrasts")
+        .iter()
+        .find(|c| c["measure"] == "instructions_per_element")
+        .cloned()
+        .expect("instructions per element");
+    let (ours, theirs) = (
+        per_element["ours"].as_f64().unwrap(),
+        per_element["theirs"].as_f64().unwrap(),
+    );
+    assert!(
+        (2.2..2.3).contains(&ours) && (0.15..0.2).contains(&theirs),
+        "{per_element}"
+    );
 }
 
 /// `examples/baseline-contrast/rows.yaml` on an H200: one row per thread for 32 rows in blocks

@@ -380,3 +380,36 @@ fn a_bad_timing_pattern_is_refused_naming_the_file_stage_and_key() {
         assert_eq!(code(&out), 0, "{}", stderr(&out));
     }
 }
+
+/// `elements:` (the problem's size, for figures per element) belongs to a profile stage, and
+/// counts at least one element: each mistake is refused at its line.
+#[test]
+fn elements_is_a_profile_stages_and_at_least_one() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "  check:\n    elements: 1000\n",
+            "stages.check.elements: only a profile stage takes `elements`",
+        ),
+        (
+            "  profile:\n    elements: 0\n",
+            "stages.profile.elements: must be at least 1",
+        ),
+    ];
+    for (stages, expected) in cases {
+        let project = Project::new();
+        let yaml = target_with(stages, false);
+        project.pipeline(&yaml);
+        let out = project.run(&["check", "pipeline.yaml"]);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{yaml}\n{err}");
+        let line = line_of(&yaml, "elements:");
+        assert!(
+            err.contains(&format!("pipeline.yaml:{line}:5: {expected}")),
+            "{yaml}\n{err}"
+        );
+    }
+    let project = Project::new();
+    project.pipeline(&target_with("  profile:\n    elements: 1000\n", false));
+    let out = project.run(&["check", "pipeline.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

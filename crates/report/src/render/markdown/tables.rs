@@ -372,7 +372,8 @@ fn figure_by_figure(out: &mut String, cmp: &crate::contrast::Comparison) {
     let _ = writeln!(
         out,
         "{ours} against the baseline's {theirs}, figure by figure (atomics and local bytes per thread launched; \
-         sectors and wavefronts per ideal one; instructions for the whole launch). A figure \
+         sectors and wavefronts per ideal one; instructions for the whole launch, and per \
+         element where the profile stage gives the problem's `elements:`). A figure \
          twice as bad (sectors, wavefronts) or four times (the rest) separates the two and is a \
          cause; within 1.5x it is shared, and a cause standing on it is not why the program is \
          slower.\n"

@@ -186,6 +186,9 @@ pub fn unit_record(unit: &Unit, pipeline: &Pipeline) -> report::Unit {
             }
         }),
         launches,
+        elements: (kind == StageKind::Profile)
+            .then(|| pipeline.stages.get(unit.stage).and_then(|s| s.elements))
+            .flatten(),
         max_registers: None,
         serves: unit.serves.clone(),
         timing_pattern,

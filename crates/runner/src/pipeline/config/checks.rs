@@ -40,6 +40,7 @@ pub(super) const STAGE: &[StageCheck] = &[
     suppressions,
     harness_args,
     launches,
+    elements,
     env,
     pattern,
     command,
@@ -415,6 +416,21 @@ fn launches(p: &Pipeline, stage: &Stage) -> Result<(), Problem> {
         return Err(at(key("launches"), "must be at least 1".into()));
     }
     Ok(())
+}
+
+/// `elements` only on a profile stage, and at least 1.
+fn elements(_: &Pipeline, stage: &Stage) -> Result<(), Problem> {
+    let key = format!("stages.{}.elements", stage.name);
+    match stage.elements {
+        Some(_) if stage.kind != StageKind::Profile => Err(at(
+            key,
+            "only a profile stage takes `elements` (the problem's size, for figures per \
+             element)"
+                .into(),
+        )),
+        Some(0) => Err(at(key, "must be at least 1".into())),
+        _ => Ok(()),
+    }
 }
 
 /// `env` only on a target's stages.

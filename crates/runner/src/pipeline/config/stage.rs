@@ -33,6 +33,9 @@ pub struct Stage {
     pub cache: bool,
     /// A stress stage on a target's program: the most launches to try.
     pub launches: Option<u64>,
+    /// A profile stage: the problem's size in elements, the program's and its baseline's, for
+    /// figures per element (warp instructions per element beside the baseline).
+    pub elements: Option<u64>,
     /// compute-sanitizer's `--suppressions` file, relative to the pipeline file.
     pub suppressions: Option<PathBuf>,
     /// Extra environment variables for the stage's process.
@@ -283,6 +286,7 @@ pub(crate) fn order_stages(
             command: stage.command,
             cache: stage.cache.unwrap_or(true),
             launches: stage.launches,
+            elements: stage.elements,
             suppressions: stage.suppressions,
             env: stage.env,
             pattern,
@@ -342,6 +346,8 @@ pub(crate) struct RawStage {
     cache: Option<bool>,
     #[serde(default)]
     launches: Option<u64>,
+    #[serde(default)]
+    elements: Option<u64>,
     #[serde(default)]
     suppressions: Option<PathBuf>,
     #[serde(default, deserialize_with = "unique")]
