@@ -207,8 +207,9 @@ fn uncoalesced(
         })
         .unwrap_or_default();
     d.explanation = msg!(
-        "The lanes of a warp touch addresses far apart, so each memory request moves many \
-         32-byte sectors of which it uses little{}{}.{}",
+        "Neighbouring lanes of a warp touch addresses a stride apart (a row each where a column \
+         each was meant, an array of structures, a transposed index), so each memory request \
+         moves many 32-byte sectors of which it uses little{}{}.{}",
         used.map(|u| msg!(" ({} bytes of each 32)", figure(format!("{u:.1}"))))
             .unwrap_or_default(),
         excessive
