@@ -27,6 +27,10 @@ pub enum Library {
     /// CuPy's own kernels, which it generates for its array routines and names `cupy_<routine>`
     /// (`cupy_sum`, `cupy_copy__float64_float64`); a user's `RawKernel` keeps the user's name.
     CuPy,
+    /// Numba's own kernels: a device array's assignment and copies (`cudadrv::kernel`, from
+    /// `numba.cuda.cudadrv`) and `cuda.reduce`'s `gpu_reduce_block_strided`; a user's
+    /// `@cuda.jit` kernel is named in its own module (`__main__::block_sum`).
+    Numba,
 }
 
 impl Library {
@@ -40,6 +44,7 @@ impl Library {
             Library::Torch => "PyTorch (ATen)",
             Library::Cub => "CUB/Thrust",
             Library::CuPy => "CuPy",
+            Library::Numba => "Numba",
         }
     }
 
@@ -95,6 +100,12 @@ impl Library {
             Some(Library::Cub)
         } else if starts("cupy_") {
             Some(Library::CuPy)
+        } else if starts("cudadrv::")
+            || starts("numba::")
+            || starts("gpu_reduce_block_strided")
+            || lower.contains("::gpu_reduce_block_strided[")
+        {
+            Some(Library::Numba)
         } else {
             None
         }
@@ -386,6 +397,26 @@ mod tests {
             Some(Library::Torch)
         );
         assert_eq!(Library::of_name("flash_attention_s512_v3_kernel<>"), None);
+        // Numba's own, as Nsight Compute named them on an H200 (numba-cuda 0.30.4): a device
+        // array's `d[:] = 1.0` and `cuda.reduce`; the program's `@cuda.jit` kernel beside them.
+        let tag = "v2,cw51cXTLSUwv1sDUaKthqaNgoKmjgOR3W3Cw6igA9duC0hkwnNGiHEkYkrqQBFBTDEwCyQe21eqwcFW3UoDGjzpQEsgzrtUEAA_3d_3d";
+        for name in [
+            format!(
+                "cudadrv::kernel[{tag}](Array<float, 1, C, mutable, aligned>, Array<double, 1, C, mutable, aligned>)"
+            ),
+            format!(
+                "kernels::gpu_reduce_block_strided[{tag}](Array<float, 1, C, mutable, aligned>, Array<float, 1, C, mutable, aligned>, float, bool)"
+            ),
+        ] {
+            assert_eq!(Library::of_name(&name), Some(Library::Numba), "{name}");
+        }
+        assert_eq!(
+            Library::of_name(&format!(
+                "__main__::user_kernel[{tag}](Array<float, 1, C, mutable, aligned>)"
+            )),
+            None
+        );
+        assert_eq!(Library::of_name("kernels::my_reduce"), None);
         let built = "cutlass::Kernel2<cutlass_80_tensorop_s1688gemm>";
         let inputs = Inputs {
             findings: Vec::new(),
