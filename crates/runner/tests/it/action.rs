@@ -128,7 +128,7 @@ fn the_actions_steps_run_compare_with_the_base_and_keep_one_comment() {
     let names: Vec<&str> = codes.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["install", "run", "base", "compare", "comment", "verdict"]
+        ["names", "install", "run", "base", "compare", "comment", "verdict"]
     );
     assert!(codes.iter().all(|(_, c)| *c == 0), "{codes:?}");
 
@@ -486,4 +486,64 @@ fn a_run_that_checked_nothing_on_a_gpu_fails_and_uploads_no_sarif() {
     let (result, run_code) = run(Some("false"));
     assert_eq!(run_code, "0", "{}", stderr(&result));
     assert!(!out.join("exhibit.sarif").exists(), "a SARIF of no results");
+}
+
+/// Two pipelines (or matrix jobs) in one workflow keep apart: the `names` step gives each its
+/// suffix (the `name` input, else the pipeline's path), which its artifacts, SARIF category,
+/// check and comment marker carry, and the base run is fetched by that artifact name.
+#[test]
+fn each_pipeline_names_its_own_artifacts_category_and_comment() {
+    let project = Project::new();
+    project.tool("gh", GH);
+    let out = project.root.join("exhibit-out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("summary.md"), "## Exhibit: Clean\n").unwrap();
+    let path = format!(
+        "{}:{}",
+        project.root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let step = |name: &str, pipeline: &str, given: Option<&str>| {
+        let mut command = Command::new(repo().join("action/exhibit-pr"));
+        command
+            .arg(name)
+            .current_dir(&project.root)
+            .env("PATH", &path)
+            .env("EXHIBIT_OUT", &out)
+            .env("EXHIBIT_PIPELINE", pipeline)
+            .env("GITHUB_REPOSITORY", "example/project")
+            .env("GITHUB_WORKFLOW", "exhibit")
+            .env("GITHUB_BASE_REF", "main")
+            .env("GH_STORE", &out)
+            .env("PR_NUMBER", "7");
+        match given {
+            Some(n) => command.env("EXHIBIT_NAME", n),
+            None => command.env_remove("EXHIBIT_NAME"),
+        };
+        let result = command.output().expect("a step");
+        assert_eq!(result.status.code(), Some(0), "{}", stderr(&result));
+        String::from_utf8_lossy(&result.stdout).trim().to_string()
+    };
+    assert_eq!(step("names", "pipeline.yaml", None), "suffix=");
+    assert_eq!(
+        step("names", "examples/cupy/pipeline.yaml", None),
+        "suffix=-examples-cupy-pipeline"
+    );
+    assert_eq!(step("names", "pipeline.yaml", Some("h100 $(x)")), "suffix=-h100---x-");
+    step("base", "pipeline.yaml", Some("h100"));
+    step("comment", "pipeline.yaml", Some("h100"));
+    let log = std::fs::read_to_string(project.root.join("bin/gh.log")).unwrap();
+    assert!(log.contains("--name exhibit-run-h100"), "{log}");
+    let body = std::fs::read_to_string(project.root.join("bin/gh.body")).unwrap();
+    assert!(body.starts_with("<!-- exhibit-report-h100 -->\n"), "{body}");
+    // The action's steps use the suffix in every name that two pipelines could share.
+    let action = std::fs::read_to_string(repo().join("action.yml")).unwrap();
+    for shared in [
+        "category: exhibit${{ steps.names.outputs.suffix }}",
+        "name: exhibit-run${{ steps.names.outputs.suffix }}",
+        "name: exhibit-reports${{ steps.names.outputs.suffix }}",
+        "check_name: Exhibit${{ steps.names.outputs.suffix }}",
+    ] {
+        assert!(action.contains(shared), "{shared}");
+    }
 }
