@@ -128,7 +128,9 @@ fn the_actions_steps_run_compare_with_the_base_and_keep_one_comment() {
     let names: Vec<&str> = codes.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["names", "install", "run", "base", "compare", "comment", "verdict"]
+        [
+            "names", "install", "run", "base", "compare", "comment", "verdict"
+        ]
     );
     assert!(codes.iter().all(|(_, c)| *c == 0), "{codes:?}");
 
@@ -529,7 +531,10 @@ fn each_pipeline_names_its_own_artifacts_category_and_comment() {
         step("names", "examples/cupy/pipeline.yaml", None),
         "suffix=-examples-cupy-pipeline"
     );
-    assert_eq!(step("names", "pipeline.yaml", Some("h100 $(x)")), "suffix=-h100---x-");
+    assert_eq!(
+        step("names", "pipeline.yaml", Some("h100 $(x)")),
+        "suffix=-h100---x-"
+    );
     step("base", "pipeline.yaml", Some("h100"));
     step("comment", "pipeline.yaml", Some("h100"));
     let log = std::fs::read_to_string(project.root.join("bin/gh.log")).unwrap();

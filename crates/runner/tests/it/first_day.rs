@@ -305,9 +305,12 @@ fn ctrl_c_during_a_compile_exits_promptly_with_a_message() {
     let status = runner.wait().expect("wait for the runner");
     let took = sent.elapsed();
     assert_eq!(status.code(), Some(130), "{err}");
+    // Promptly: the compiler's child ends 0.3 s after the signal, and the runner never waits
+    // out the grace period (5 s) for a stage whose processes all ended. The bound is the grace
+    // itself, not a guess at how fast a busy machine runs.
     assert!(
-        took < std::time::Duration::from_millis(2500),
-        "the runner took {took:?} to stop: {err}"
+        took < std::time::Duration::from_secs(5),
+        "the runner took {took:?} to stop, as long as the grace period: {err}"
     );
     assert!(
         err.contains("runner: interrupted (SIGINT): stopping the running stages"),

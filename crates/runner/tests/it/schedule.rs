@@ -6,29 +6,53 @@ use crate::util::{Project, code, pipeline, stderr};
 /// Appends `start|end <what> <seconds>` to `bin/intervals.log` around a short sleep.
 const LOG: &str = r#"log() { echo "$1 $2 $(date +%s.%N)" >> "$(dirname "$0")/intervals.log"; }"#;
 
+/// `meet`: a unit that may share the GPU waits, 5 s at most, until a second such unit runs
+/// beside it, unless two have met already; `leave` when it ends. Whether two shared units
+/// overlap then rests on the scheduler letting them, never on how fast a busy machine starts
+/// processes (a sleep alone let a loaded machine start the second after the first ended).
+/// A test of one unit at a time marks them met beforehand (`bin/meet/met`).
+const MEET: &str = r#"meet() {
+  d="$(dirname "$0")/meet"; mkdir -p "$d/run"; touch "$d/run/$$"; n=0
+  until [ -e "$d/met" ] || [ "$(ls "$d/run" | wc -l)" -ge 2 ] || [ $n -ge 250 ]; do sleep 0.02; n=$((n+1)); done
+  touch "$d/met"
+}
+leave() { rm -f "$(dirname "$0")/meet/run/$$"; }"#;
+
 /// A stand-in harness (hand-written): answers the probe with "no GPU", otherwise logs its mode.
 fn harness() -> String {
     format!(
         r#"#!/bin/sh
 {LOG}
+{MEET}
 if [ "$1" = "--probe" ]; then echo "harness: no GPU (stand-in)" >&2; exit 4; fi
 mode=unknown
 while [ $# -gt 0 ]; do [ "$1" = "--mode" ] && mode="$2"; shift; done
 log start "harness-$mode-$$@${{CUDA_VISIBLE_DEVICES:-none}}"
+[ "$mode" = check ] && meet
 sleep 0.4
+[ "$mode" = check ] && leave
 log end "harness-$mode-$$@${{CUDA_VISIBLE_DEVICES:-none}}"
 "#
     )
 }
 
 /// A stand-in for compute-sanitizer or ncu (hand-written): logs, sleeps, prints a clean summary.
+/// compute-sanitizer's units may share the GPU, so they meet; ncu's run alone.
 fn wrapper(name: &str) -> String {
+    let shares = if name == "compute-sanitizer" {
+        "1"
+    } else {
+        "0"
+    };
     format!(
         r#"#!/bin/sh
 {LOG}
+{MEET}
 if [ "$1" = "--version" ]; then echo "{name} 0.0 (stand-in)"; exit 0; fi
 log start "{name}-$$@${{CUDA_VISIBLE_DEVICES:-none}}"
+[ {shares} = 1 ] && meet
 sleep 0.4
+[ {shares} = 1 ] && leave
 log end "{name}-$$@${{CUDA_VISIBLE_DEVICES:-none}}"
 echo "========= ERROR SUMMARY: 0 errors"
 "#
@@ -154,6 +178,9 @@ fn bench_and_profile_run_alone_while_other_gpu_units_share() {
 #[test]
 fn one_job_runs_one_unit_at_a_time() {
     let project = project();
+    // One unit at a time: no second unit will come to meet the first.
+    std::fs::create_dir_all(project.root.join("bin/meet")).expect("mkdir");
+    std::fs::write(project.root.join("bin/meet/met"), "").expect("met");
     let out = project.run(&["pipeline.yaml", "-j", "1"]);
     assert!(code(&out) <= 3, "{}", stderr(&out));
     let all = intervals(&project);
@@ -276,10 +303,10 @@ while [ $# -gt 0 ]; do
   if [ "$1" = "-o" ]; then out="$2"; shift; fi
   shift
 done
-log start "nvcc-$$"
+log start "nvcc-$slow-$$"
 [ "$slow" = 1 ] && sleep 1.5
 printf '\177ELF stand-in cubin\n' > "$out"
-log end "nvcc-$$"
+log end "nvcc-$slow-$$"
 "#;
 
 /// With one GPU a bench has the machine: a compile beside it would disturb launch-bound
@@ -300,7 +327,10 @@ fn a_unit_that_runs_alone_has_the_machine_not_only_the_gpu() {
     let compiles: Vec<&Interval> = all.iter().filter(|i| i.what.starts_with("nvcc")).collect();
     assert_eq!(compiles.len(), 2, "{all:#?}");
     assert_eq!(
-        compiles.iter().filter(|c| c.end - c.start > 1.0).count(),
+        compiles
+            .iter()
+            .filter(|c| c.what.starts_with("nvcc-1-"))
+            .count(),
         1,
         "{all:#?}"
     );
@@ -329,8 +359,11 @@ fn a_targets_program_units_share_the_gpu_and_its_timings_run_alone() {
     project.tool("ncu", &wrapper("ncu"));
     project.write(
         "src/app.sh",
-        &format!("{LOG}\nlog start \"program-$1-$$\"\nsleep 0.4\nlog end \"program-$1-$$\"\n")
-            .replace("$(dirname \"$0\")", "$(dirname \"$0\")/../bin"),
+        &format!(
+            "{LOG}\n{MEET}\nlog start \"program-$1-$$\"\n[ \"$1\" = check ] && meet\nsleep 0.4\n\
+             [ \"$1\" = check ] && leave\nlog end \"program-$1-$$\"\n"
+        )
+        .replace("$(dirname \"$0\")", "$(dirname \"$0\")/../bin"),
     );
     let cpu = "needs: { gpu: false }";
     project.pipeline(&format!(

@@ -1267,7 +1267,7 @@ fn split_tests_run_several_at_once_each_with_its_own_out() {
     );
     project.tool(
         "pytest",
-        "#!/bin/sh\n# Stand-in for pytest (hand-written): lists four tests; a run notes how many runs are in flight.\nif [ \"$2\" = \"--collect-only\" ]; then\n  printf 'tests/test_k.py::test_a\\ntests/test_k.py::test_b\\ntests/test_k.py::test_c\\ntests/test_k.py::test_d\\n'\n  exit 0\nfi\nfor id; do :; done\nd=\"$(dirname \"$0\")/running\"; mkdir -p \"$d\"\nmark=\"$d/$$\"; touch \"$mark\"\nsleep 0.5\nls \"$d\" | wc -l >> \"$(dirname \"$0\")/seen\"\nsleep 0.5\nrm -f \"$mark\"\nprintf '{\"schema\":\"exhibit.results/1\",\"program\":\"p\",\"results\":[{\"name\":\"%s\",\"passed\":true}]}\\n' \"$id\" > \"$EXHIBIT_OUT\"\n",
+        "#!/bin/sh\n# Stand-in for pytest (hand-written): lists four tests; a run notes how many runs are in flight.\nif [ \"$2\" = \"--collect-only\" ]; then\n  printf 'tests/test_k.py::test_a\\ntests/test_k.py::test_b\\ntests/test_k.py::test_c\\ntests/test_k.py::test_d\\n'\n  exit 0\nfi\nfor id; do :; done\nd=\"$(dirname \"$0\")/running\"; mkdir -p \"$d\"\nmark=\"$d/$$\"; touch \"$mark\"\n# Until a second run is in flight beside this one (5 s at most), unless two met already: a busy machine's slow starts never hide the overlap.\nn=0; until [ -e \"$d.met\" ] || [ \"$(ls \"$d\" | wc -l)\" -ge 2 ] || [ $n -ge 250 ]; do sleep 0.02; n=$((n+1)); done; touch \"$d.met\"\nls \"$d\" | wc -l >> \"$(dirname \"$0\")/seen\"\nsleep 0.5\nrm -f \"$mark\"\nprintf '{\"schema\":\"exhibit.results/1\",\"program\":\"p\",\"results\":[{\"name\":\"%s\",\"passed\":true}]}\\n' \"$id\" > \"$EXHIBIT_OUT\"\n",
     );
     project.tool(
         "compute-sanitizer",
