@@ -168,19 +168,31 @@ pub fn launch_searches(run: &Run) -> Vec<LaunchSearchRow> {
                 (None, Some(f), _) => (
                     Outcome::Refuted,
                     msg!(
-                        "Fails at {} launches, the fewest tried: not only after repeats.",
-                        f.to_string()
+                        "Fails at {}, the fewest tried: not only after repeats.",
+                        crate::text::plural(f, "launch", "launches")
                     ),
                 ),
-                (_, None, Some(m)) if m.fails_at.is_some() => (
+                // Under memcheck, clean at few and failing from more: the fault needs repeats.
+                (_, None, Some(m)) if m.clean_at.is_some() && m.fails_at.is_some() => (
                     Outcome::Confirmed,
                     msg!(
                         "The program's own runs are clean at every count up to {}; under \
-                         memcheck {}errors from {} launches on.",
+                         memcheck clean at {}, errors from {} on.",
                         search.limit.to_string(),
-                        m.clean_at
-                            .map(|c| format!("clean at {c}, "))
-                            .unwrap_or_default(),
+                        crate::text::plural(m.clean_at.unwrap_or_default(), "launch", "launches"),
+                        crate::text::plural(m.fails_at.unwrap_or_default(), "launch", "launches")
+                    ),
+                ),
+                // Under memcheck, errors at the fewest launches tried: the fault is there at
+                // every launch, and only the program's own check misses it.
+                (_, None, Some(m)) if m.fails_at.is_some() => (
+                    Outcome::Refuted,
+                    msg!(
+                        "The program's own runs are clean at every count up to {}, but memcheck \
+                         reports errors from the fewest launches tried ({}) on: the fault is \
+                         there at every launch, not only after repeats, and the program's check \
+                         does not see it.",
+                        search.limit.to_string(),
                         m.fails_at.unwrap_or_default().to_string()
                     ),
                 ),

@@ -98,7 +98,7 @@ fn a_fault_the_program_cannot_see_is_bisected_under_memcheck() {
     assert!(
         report.contains(
             "The program's own runs are clean at every count up to 32; under memcheck clean at \
-             8, errors from 9 launches on."
+             8 launches, errors from 9 launches on."
         ),
         "{report}"
     );
@@ -435,5 +435,49 @@ fn recording_ncu(project: &Project) {
     project.tool(
         "ncu",
         "#!/bin/sh\n# Stand-in for ncu in tests (hand-written).\nif [ \"$1\" = \"--version\" ]; then echo \"NVIDIA (R) Nsight Compute 0.0 (stand-in)\"; exit 0; fi\necho \"$@\" >> \"$(dirname \"$0\")/ncu.args\"\n",
+    );
+}
+
+/// `examples/fault-classes`' H200 reference run: where memcheck reports errors from the first
+/// launch tried, the repeated-launch hypothesis is refuted (the fault is there at every launch),
+/// never confirmed; where memcheck is clean at 8 and fails from 9, it is confirmed.
+#[test]
+fn errors_under_memcheck_from_the_first_launch_refute_repeated_launches() {
+    let run = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/fault-classes/reference/artifacts/20261124T122821Z-abcc59df");
+    let out = std::process::Command::new(crate::util::BIN)
+        .args(["report", "--format", "json"])
+        .arg(&run)
+        .output()
+        .expect("runner report");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let row = |config: &str| {
+        json["launch_searches"]
+            .as_array()
+            .expect("launch searches")
+            .iter()
+            .find(|r| r["config"] == config)
+            .cloned()
+            .unwrap_or_else(|| panic!("{config}"))
+    };
+    let off_by_one = row("off_by_one");
+    assert_eq!(off_by_one["outcome"], "refuted", "{off_by_one:#}");
+    assert!(
+        off_by_one["sentence"]
+            .as_str()
+            .is_some_and(|s| s.contains("the fault is there at every launch")),
+        "{off_by_one:#}"
+    );
+    let confirmed: Vec<&serde_json::Value> = json["launch_searches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["outcome"] == "confirmed")
+        .collect();
+    assert!(
+        confirmed
+            .iter()
+            .all(|r| r["sentence"].as_str().is_some_and(|s| s.contains("clean at"))),
+        "{confirmed:#?}"
     );
 }
