@@ -166,7 +166,7 @@ impl Position {
 /// The memory roof the kernel is nearer, with the fraction of it achieved: the L2's where it is
 /// busier than the DRAM by more than a point of the peak, else the DRAM's (a kernel streaming
 /// through the L2 moves about as much through both, and the DRAM is the roof a reader expects).
-fn memory_roof(dram: Option<f64>, l2: Option<f64>) -> Option<(Limit, f64)> {
+pub(crate) fn memory_roof(dram: Option<f64>, l2: Option<f64>) -> Option<(Limit, f64)> {
     const TIE: f64 = 0.01;
     match (dram, l2) {
         (Some(d), Some(l)) if l > d + TIE => Some((Limit::L2, l)),

@@ -546,6 +546,13 @@ fn memory_bound(
     let dram = metric(ctx, scope, Some(kernel), "DRAM Throughput")?;
     let sm = metric(ctx, scope, Some(kernel), "Compute (SM) Throughput")?;
     let memory = metric(ctx, scope, Some(kernel), "Memory Throughput").unwrap_or(dram);
+    // The level of the memory hierarchy that binds it, as the roofline says it (the L2 where
+    // it moves more of its peak than DRAM does, else DRAM): far below or near is judged there.
+    let l2 = metric(ctx, scope, Some(kernel), "L2 Cache Throughput").filter(|l2| {
+        crate::roofline::memory_roof(Some(dram / 100.0), Some(l2 / 100.0))
+            .is_some_and(|(roof, _)| roof == crate::roofline::Limit::L2)
+    });
+    let binding = l2.unwrap_or(dram);
     let waits = Waits::of(mix);
     // Most of its warps' time, by a clear margin, away from its global accesses: its own work
     // holds it back.
@@ -562,8 +569,8 @@ fn memory_bound(
         .filter(|b| *b > 0.0 && *b <= FEW_BYTES_PER_THREAD)
         .zip(waits.as_ref().map(|w| 1.0 - w.share(Wait::Global)))
         .filter(|(_, away)| *away >= PER_THREAD_WORK);
-    let far = dram < FAR_BELOW * 100.0 && us >= MIN_DURATION_US;
-    let below = dram < AT_LIMIT * 100.0
+    let far = binding < FAR_BELOW * 100.0 && us >= MIN_DURATION_US;
+    let below = binding < AT_LIMIT * 100.0
         && us >= MIN_SAMPLED_US
         && (own_work.is_some() || per_thread.is_some());
     if !(far || below) {
@@ -645,7 +652,9 @@ fn memory_bound(
     let fact = MemoryBound {
         kernel,
         class,
+        triton: ctx.joined.model.kernel(kernel).is_some_and(|k| k.triton),
         dram,
+        l2,
         sm,
         memory,
         us,
@@ -742,11 +751,19 @@ mod rule_tests {
         assert_eq!(d.level, Level::Warning);
         assert_eq!(d.kernel.as_deref(), Some("block_sum"));
         assert_eq!(place(&d).as_deref(), Some("src/sum.cu:63"));
-        assert!(d.title.markdown().contains("70.8% of DRAM bandwidth"), "{:?}", d.title);
+        // The L2 (71.9%) is busier than the DRAM (70.8%) by more than a point, so it is the
+        // roof that binds, as the kernel table's "Against the limit" says.
+        assert!(
+            d.title
+                .markdown()
+                .contains("71.9% of L2 bandwidth (DRAM 70.8%)"),
+            "{:?}",
+            d.title
+        );
         // The percent the title states, as a figure the verdict reads.
         assert_eq!(
             crate::diagnosis::Figure::PercentOfPeak.of(&d.figures),
-            Some(&serde_json::json!(70.8))
+            Some(&serde_json::json!(71.9))
         );
     }
 

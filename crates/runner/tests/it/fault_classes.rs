@@ -475,9 +475,9 @@ fn errors_under_memcheck_from_the_first_launch_refute_repeated_launches() {
         .filter(|r| r["outcome"] == "confirmed")
         .collect();
     assert!(
-        confirmed
-            .iter()
-            .all(|r| r["sentence"].as_str().is_some_and(|s| s.contains("clean at"))),
+        confirmed.iter().all(|r| r["sentence"]
+            .as_str()
+            .is_some_and(|s| s.contains("clean at"))),
         "{confirmed:#?}"
     );
 }

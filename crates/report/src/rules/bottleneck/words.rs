@@ -138,8 +138,13 @@ pub(super) enum Lanes<'l> {
 pub(super) struct MemoryBound<'k> {
     pub(super) kernel: &'k KernelId,
     pub(super) class: MemoryBottleneck,
+    /// A Triton kernel: its fix is said in Triton's terms (programs, `BLOCK_SIZE`,
+    /// `num_warps`), which write no shuffles, barriers or grid-stride loops of their own.
+    pub(super) triton: bool,
     /// DRAM, SM and the busiest memory unit's throughput (percent of peak); its duration (µs).
     pub(super) dram: f64,
+    /// The L2's throughput, where it is above DRAM's: then the L2 is the level that binds.
+    pub(super) l2: Option<f64>,
     pub(super) sm: f64,
     pub(super) memory: f64,
     pub(super) us: f64,
@@ -189,13 +194,25 @@ pub(super) fn word_memory(d: &mut Draft, f: &MemoryBound) -> Message {
             code(f.stall)
         ),
     };
+    let ran = match f.l2 {
+        Some(l2) => msg!(
+            "the memory bandwidth is what it could reach; its busiest level, the L2, ran at {}% \
+             of its peak (DRAM {}%)",
+            fig(l2, 1),
+            fig(f.dram, 1)
+        ),
+        None => msg!(
+            "the DRAM bandwidth is what it could reach (attainable at its intensity: 100% of \
+             DRAM bandwidth); it ran at {}% of it",
+            fig(f.dram, 1)
+        ),
+    };
     let scale = msg!(
-        "{} does no floating-point work to speak of, so the DRAM bandwidth is what it could \
-         reach (attainable at its intensity: 100% of DRAM bandwidth); it ran at {}% of it in {} \
-         µs, with the SMs at {}% of their peak issue rate and the busiest memory unit at {}%, \
-         and no Nsight Compute rule names a cause.{}{}",
+        "{} does no floating-point work to speak of, so {} in {} µs, with the SMs at {}% of \
+         their peak issue rate and the busiest memory unit at {}%, and no Nsight Compute rule \
+         names a cause.{}{}",
         name(),
-        fig(f.dram, 1),
+        ran,
         fig(f.us, 1),
         fig(f.sm, 0),
         fig(f.memory, 0),
@@ -219,7 +236,19 @@ pub(super) fn word_memory(d: &mut Draft, f: &MemoryBound) -> Message {
         None => Message::new(),
     };
     let (title, why, fix) = memory_class_words(f, lanes);
+    let fix = if f.triton { triton_fix(f.class) } else { fix };
     let also = match f.also {
+        Some((wait, share)) if f.triton => msg!(
+            " {} also hold {}% of its warps' stall samples: a reduction across the warps of a \
+             program (`tl.sum`, `tl.max`) goes through shared memory and a barrier; with fewer \
+             warps per program (`num_warps`), or a row held by one warp, it stays in shuffles.",
+            if wait == Wait::Barrier {
+                "Its barriers"
+            } else {
+                "Shared-memory results"
+            },
+            fig(share, 0)
+        ),
         Some((Wait::Barrier, share)) => msg!(
             " Its barriers also hold {}% of its warps' stall samples: finish the last 32 values \
              of a block-wide step in one warp with `__shfl_down_sync`, without \
@@ -233,8 +262,16 @@ pub(super) fn word_memory(d: &mut Draft, f: &MemoryBound) -> Message {
         ),
         None => Message::new(),
     };
-    percent_of_peak(d, f.dram);
-    d.title = msg!("{} at {}% of DRAM bandwidth", title, fig(f.dram, 1));
+    percent_of_peak(d, f.l2.unwrap_or(f.dram));
+    d.title = match f.l2 {
+        Some(l2) => msg!(
+            "{} at {}% of L2 bandwidth (DRAM {}%)",
+            title,
+            fig(l2, 1),
+            fig(f.dram, 1)
+        ),
+        None => msg!("{} at {}% of DRAM bandwidth", title, fig(f.dram, 1)),
+    };
     d.explanation = msg!("{} {}", scale, why);
     d.fix = fix.then(also);
     msg!(
@@ -247,6 +284,33 @@ pub(super) fn word_memory(d: &mut Draft, f: &MemoryBound) -> Message {
         path(f.at),
         quote(f.stall)
     )
+}
+
+/// The fix of a memory-bound Triton kernel's class, in the terms a Triton program is written
+/// in: its block of elements, its loop over blocks, its warps and stages.
+fn triton_fix(class: MemoryBottleneck) -> Message {
+    match class {
+        MemoryBottleneck::Instructions => msg!(
+            "Spend fewer instructions per element: offsets from `tl.arange` over contiguous \
+             elements (no integer division or modulo), masks computed once per block, and more \
+             elements per program (`BLOCK_SIZE`) combined before any reduction."
+        ),
+        MemoryBottleneck::OnChip | MemoryBottleneck::Barrier => msg!(
+            "Fewer steps across the program's warps per element: more elements per program \
+             before each reduction, and fewer warps per program (`num_warps`), so that a \
+             reduction stays within a warp, in shuffles, with no shared memory or barrier."
+        ),
+        MemoryBottleneck::PerThread => msg!(
+            "Give each program more of the input: a larger `BLOCK_SIZE`, or a loop over blocks \
+             inside the program (`for off in tl.range(0, n, BLOCK_SIZE)`) with fewer programs, \
+             so the work paid once per program (offsets, masks, reductions, the store) is paid \
+             once per many elements."
+        ),
+        MemoryBottleneck::Latency => msg!(
+            "Put more bytes in flight: a larger `BLOCK_SIZE` per program, more pipeline stages \
+             (`num_stages`) so loads are issued ahead, and enough programs for several per SM."
+        ),
+    }
 }
 
 /// The title, mechanism (with its idle lanes, `lanes`) and fix of a memory-bound kernel's
