@@ -541,3 +541,38 @@ fn a_device_side_error_is_the_one_root_cause_and_the_sticky_error_follows() {
         assert!(!text.contains("## 2. "), "{log}: {text}");
     }
 }
+
+/// memcheck's "N bytes after" counts the first byte past the end as 1, checked on an H200
+/// against reads at a known overshoot (`programs/past_end.cu`, a 16-float buffer): element 16
+/// reads as "1 bytes after", element 17 as "5 bytes after". The report says the bytes past the
+/// end counting that first byte as 0, everywhere: element 17 is 4 B past the end, never 5.
+#[test]
+fn bytes_past_the_end_count_the_first_byte_past_it_as_zero() {
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../parsers/fixtures/compute-sanitizer");
+    let text = |log: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .arg("explain")
+            .arg(fixtures.join(log))
+            .output()
+            .expect("run the runner");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = text("memcheck_past_end_index_16.log");
+    assert!(first.contains("\"1 bytes after\""), "{first}");
+    assert!(
+        first.contains("element 16 of a 16-element buffer: one past the last"),
+        "{first}"
+    );
+    let second = text("memcheck_past_end_index_17.log");
+    assert!(second.contains("\"5 bytes after\""), "{second}");
+    assert!(
+        second.contains("## 1. Out-of-bounds global read 4 B past the end"),
+        "{second}"
+    );
+    assert!(
+        second.contains("element 17 of a 16-element buffer"),
+        "{second}"
+    );
+    assert!(!second.contains("5 B past the end"), "{second}");
+}

@@ -199,12 +199,13 @@ fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
         triton,
         ..
     } = *w;
+    // `past` counts from the first byte past the end, 0 (memcheck's "1 bytes after").
     d.title = if w.of_array.is_empty() {
         msg!(
             "Out-of-bounds {} {} {} past the end of the nearest allocation",
             space_word,
             access_word,
-            bytes(past.saturating_add(1))
+            bytes(past)
         )
     } else {
         msg!(
@@ -212,16 +213,27 @@ fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
             space_word,
             access_word,
             w.of_array.clone(),
-            bytes(past.saturating_add(1))
+            bytes(past)
         )
+    };
+    // With whole elements of the access's size: which element, counted from the buffer's first.
+    let element = match w.size.filter(|s| *s > 0 && m.is_multiple_of(*s) && past.is_multiple_of(*s)) {
+        Some(s) if !triton => msg!(
+            " (with {}-byte elements, element {} of a {}-element buffer)",
+            s.to_string(),
+            (m / s).saturating_add(past / s).to_string(),
+            (m / s).to_string()
+        ),
+        _ => Message::new(),
     };
     d.explanation.append(msg!(
         " memcheck names the allocation nearest the address, which need not be the buffer \
-         the index was meant for: {} past the end of a {}-byte buffer is more than one \
-         element past it, so either the index runs several elements past this buffer or it \
-         was computed for another one.",
-        bytes(past.saturating_add(1)),
-        m.to_string()
+         the index was meant for: {} past the end of a {}-byte buffer{} is beyond the first \
+         element past its end, so either the index runs several elements past this buffer or \
+         it was computed for another one.",
+        bytes(past),
+        m.to_string(),
+        element
     ));
     d.fix = if triton {
         triton_fix(d.location.as_ref())
