@@ -28,10 +28,32 @@ impl Explanation {
     }
 }
 
+/// Every source file the logs' records name by an absolute path (a CMake build's nvcc is
+/// given absolute paths, and its line table keeps them): the command that reads the logs
+/// keeps those under its directory as the user's files.
+pub fn named_files(logs: &[(String, ParsedLog)]) -> Vec<String> {
+    let mut out: Vec<String> = logs
+        .iter()
+        .flat_map(|(_, log)| &log.findings)
+        .flat_map(|f| {
+            f.file
+                .iter()
+                .chain(f.device_frames.iter().filter_map(|l| l.file.as_ref()))
+                .chain(f.related.iter().filter_map(|r| r.file.as_ref()))
+        })
+        .filter(|p| p.starts_with('/'))
+        .cloned()
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Diagnoses loose logs, each given with the name it is reported under (its path as the user
-/// typed it). A clean verdict over JUnit test cases says how many passed.
-pub fn explain(logs: &[(String, ParsedLog)]) -> Explanation {
-    let analysis = Analysis::from_joined(join_logs(logs));
+/// typed it), and the user's files they name (`inputs`, relative to where the command ran; see
+/// [`crate::named_files`]). A clean verdict over JUnit test cases says how many passed.
+pub fn explain(logs: &[(String, ParsedLog)], inputs: Vec<String>) -> Explanation {
+    let analysis = Analysis::from_joined(join_logs(logs, inputs));
     let mut verdict = analysis.verdict;
     if verdict.kind == VerdictKind::Clean {
         // A test framework's cases (JUnit XML): the count that passed is what clean rests on.

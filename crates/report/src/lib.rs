@@ -85,7 +85,7 @@ pub use analysis::{
 pub use diagnosis::{Confidence, Diagnosis, EvidenceItem, Helper, Level, SourceLocation, Span};
 pub use diff::{Diff, DiffOptions, DiffVerdict, NotRetested, diff, unrelated};
 pub use evidence::{Evidence, SourceMap};
-pub use explain::{Explanation, explain};
+pub use explain::{Explanation, explain, named_files};
 pub use kernel_id::KernelId;
 pub use missing::Missing;
 pub use render::OutputFormat;

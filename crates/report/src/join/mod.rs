@@ -87,9 +87,13 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
             });
         }
     }
-    let mut joined = Joined::build(Some(&evidence.run), sources);
+    let mut joined = Joined::build(Some(&evidence.run), sources, Vec::new());
     if !baseline.is_empty() {
-        joined.baseline = Some(Box::new(Joined::build(Some(&evidence.run), baseline)));
+        joined.baseline = Some(Box::new(Joined::build(
+            Some(&evidence.run),
+            baseline,
+            Vec::new(),
+        )));
     }
     joined.source_maps.clone_from(&evidence.source_maps);
     joined.program_pairs.clone_from(&evidence.program_pairs);
@@ -106,8 +110,9 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
 }
 
 /// Joins logs that come with no run (`runner explain`): each log's stage kind is inferred from
-/// its format, and no config is known.
-pub fn join_logs(logs: &[(String, ParsedLog)]) -> Joined<'_> {
+/// its format, and no config is known. `inputs` are the user's files the logs name, relative
+/// to the directory the command ran in (an absolute path a tool printed is said by them).
+pub fn join_logs(logs: &[(String, ParsedLog)], inputs: Vec<String>) -> Joined<'_> {
     let sources = logs
         .iter()
         .map(|(path, parsed)| Source {
@@ -119,7 +124,7 @@ pub fn join_logs(logs: &[(String, ParsedLog)]) -> Joined<'_> {
             log: parsed,
         })
         .collect();
-    Joined::build(None, sources)
+    Joined::build(None, sources, inputs)
 }
 
 /// A compute-sanitizer log whose records do not say which tool wrote it (a clean run prints
@@ -354,8 +359,9 @@ pub struct Joined<'a> {
 }
 
 impl<'a> Joined<'a> {
-    fn build(run: Option<&'a Run>, sources: Vec<Source<'a>>) -> Joined<'a> {
-        let repo_files = repo_files(run);
+    fn build(run: Option<&'a Run>, sources: Vec<Source<'a>>, inputs: Vec<String>) -> Joined<'a> {
+        let mut repo_files = repo_files(run);
+        repo_files.extend(inputs);
         let (configs, mut targets) = configs_and_targets(run, &repo_files);
 
         let mut findings = Vec::new();

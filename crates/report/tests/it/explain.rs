@@ -118,10 +118,13 @@ fn explain_of_a_clean_log_is_clean() {
 fn explain_of_a_log_cut_before_its_summary_is_not_clean() {
     let text = read("compute-sanitizer/synccheck_syncdiv_block.log");
     let cut: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
-    let e = explain(&[(
-        "cut.log".to_string(),
-        parsers::parse(parsers::Format::ComputeSanitizer, &cut),
-    )]);
+    let e = explain(
+        &[(
+            "cut.log".to_string(),
+            parsers::parse(parsers::Format::ComputeSanitizer, &cut),
+        )],
+        Vec::new(),
+    );
     assert!(!e.is_clean());
     assert_eq!(e.verdict.kind, report::VerdictKind::Inconclusive);
 }
@@ -149,7 +152,7 @@ fn explain_of_an_instruction_mix_alone_reads_it() {
     );
     log.source_lines.clear();
     assert!(!log.instruction_mix.is_empty());
-    let e = explain(&[("mix.log".to_string(), log)]);
+    let e = explain(&[("mix.log".to_string(), log)], Vec::new());
     let row = &e.logs[0];
     assert_ne!(row.figure, "nothing of this format in it", "{e:#?}");
     assert_eq!(row.status, report::StageStatus::Findings, "{e:#?}");

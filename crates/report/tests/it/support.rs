@@ -378,5 +378,5 @@ pub fn explain_files(files: &[&str]) -> report::Explanation {
             )
         })
         .collect();
-    report::explain(&logs)
+    report::explain(&logs, Vec::new())
 }

@@ -8,7 +8,8 @@ pub(super) fn explain(
     forced: Option<LogFormat>,
 ) -> Result<Outcome, Error> {
     let logs = read_logs(files, forced)?;
-    let explanation = report::explain(&logs);
+    let inputs = user_files(&report::named_files(&logs));
+    let explanation = report::explain(&logs, inputs);
     print(&terminated(report::render_explanation(
         &explanation,
         format.into(),
@@ -18,6 +19,30 @@ pub(super) fn explain(
     } else {
         Outcome::Findings
     })
+}
+
+/// The files, relative to this directory, that absolute paths in the logs name: for each, the
+/// longest tail of its path that is a file here (a log from another machine, or a CMake build's
+/// absolute paths, still names the user's `src/saxpy.cu`). Nothing outside this directory is
+/// read, and only whether a file is there.
+fn user_files(named: &[String]) -> Vec<String> {
+    let Ok(here) = std::env::current_dir() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for path in named {
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        let found = (0..parts.len())
+            .map(|k| parts[k..].join("/"))
+            .filter(|tail| !tail.split('/').any(|p| p == ".."))
+            .find(|tail| here.join(tail).is_file());
+        if let Some(tail) = found
+            && !out.contains(&tail)
+        {
+            out.push(tail);
+        }
+    }
+    out
 }
 
 pub(super) fn diff(

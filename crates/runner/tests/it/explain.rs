@@ -576,3 +576,37 @@ fn bytes_past_the_end_count_the_first_byte_past_it_as_zero() {
     );
     assert!(!second.contains("5 B past the end"), "{second}");
 }
+
+/// A CMake build gives nvcc absolute paths, and compute-sanitizer's XML names the source by
+/// one (`programs/past_end.cu` built as `$(pwd)/src/past.cu` on an H200). Run where the user's
+/// `src/past.cu` is, `explain` names it as the user does, in Markdown and in SARIF's location,
+/// never as `<abs>/past.cu` with no location.
+#[test]
+fn a_source_named_by_an_absolute_path_is_the_users_file() {
+    let project = crate::util::Project::new();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../parsers/fixtures");
+    project.write(
+        "src/past.cu",
+        &std::fs::read_to_string(fixtures.join("programs/past_end.cu")).expect("the program"),
+    );
+    std::fs::copy(
+        fixtures.join("compute-sanitizer-xml/memcheck_absolute_path.xml"),
+        project.root.join("memcheck.xml"),
+    )
+    .expect("copy the log");
+    let explain = |format: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(["explain", "--format", format, "memcheck.xml"])
+            .current_dir(&project.root)
+            .output()
+            .expect("run the runner");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let md = explain("md");
+    assert!(md.contains("`src/past.cu:4`"), "{md}");
+    assert!(!md.contains("<abs>"), "{md}");
+    let sarif: serde_json::Value = serde_json::from_str(&explain("sarif")).expect("SARIF");
+    let uri = &sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+        ["uri"];
+    assert_eq!(uri, "src/past.cu", "{sarif:#}");
+}
