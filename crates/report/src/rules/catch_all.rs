@@ -4,6 +4,7 @@
 
 use parsers::{FindingKind, Severity};
 
+use crate::run::StageStatus;
 use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, Scope, SourceLocation, Span};
 use crate::join::kind_name;
@@ -95,7 +96,17 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .map(|s| kind_name(s.kind))
             .unwrap_or("tool");
         let message = scrub(&finding.message, &j.repo_files);
+        // A tool's own error in a stage that was stopped (its timeout, an interrupt): what the
+        // stop left in its log ("Failed to profile ..."), not a fault of the program. The
+        // stage's status already says it could not conclude; this changes no verdict.
+        let stopped = j
+            .source(f.source)
+            .and_then(|s| s.stage)
+            .map(|s| s.status)
+            .filter(|s| matches!(s, StageStatus::Interrupted | StageStatus::TimedOut))
+            .filter(|_| finding.kind == FindingKind::ToolError);
         let level = match (finding.kind, finding.severity) {
+            _ if stopped.is_some() => Level::Note,
             (FindingKind::CompilerWarning, _) | (FindingKind::UnusedMemory, _) => Level::Note,
             // An Nsight Compute rule result no performance rule takes: the profiler's advice, or
             // a remark on its own collection (no samples collected), never a fault of the
@@ -161,6 +172,31 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             recursive,
         };
         word_unexplained(&mut d, &unexplained);
+        if let Some(status) = stopped {
+            let program = match j.source(f.source).map(|s| s.kind) {
+                Some(crate::run::StageKind::Profile) => "ncu",
+                Some(k) if k.is_sanitizer() => "compute-sanitizer",
+                _ => tool,
+            };
+            d.title = msg!("{} was stopped: {}", program, quote(&message));
+            d.explanation = msg!(
+                "The {} stage was {} while {} ran, and {} wrote this as it stopped: the stop's \
+                 doing, not a fault of the program. The stage could not conclude.",
+                tool,
+                if status == StageStatus::Interrupted {
+                    "interrupted"
+                } else {
+                    "stopped at its timeout"
+                },
+                program,
+                program
+            );
+            d.fix = msg!(
+                "Give the stage the time it needs (`timeout:`), or fewer launches to measure \
+                 (for a profile, `args: [--launch-count, 1]` with a kernel filter), and run it \
+                 again."
+            );
+        }
         out.push(d);
     }
     out

@@ -185,3 +185,34 @@ fn diff_against_a_damaged_run_is_incomplete() {
         "{md}"
     );
 }
+
+/// A profile stage stopped at its timeout (`fixtures/runs/profile-timed-out`, an H200): ncu's
+/// "Failed to profile" that the stop left is a note saying so, never a root cause, and the
+/// verdict is the stop's (Inconclusive), not Failing.
+#[test]
+fn a_tools_error_from_a_stopped_stage_is_the_stops_not_a_fault() {
+    let run =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/runs/profile-timed-out/run");
+    let out = std::process::Command::new(crate::util::BIN)
+        .args(["report", "--format", "json"])
+        .arg(&run)
+        .output()
+        .expect("runner report");
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        json["verdict"]["kind"], "inconclusive",
+        "{:#}",
+        json["verdict"]
+    );
+    let diagnoses = json["diagnoses"].as_array().expect("diagnoses");
+    assert!(
+        diagnoses.iter().all(|d| d["level"] == "note"),
+        "{diagnoses:#?}"
+    );
+    assert!(
+        diagnoses
+            .iter()
+            .any(|d| d["title"].to_string().contains("ncu was stopped")),
+        "{diagnoses:#?}"
+    );
+}
