@@ -311,7 +311,7 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
         thresholds: opts.noise,
         verdict: DiffVerdict::NoRegression,
     };
-    diff.verdict = if !diff.missing.is_empty() {
+    diff.verdict = if !diff.missing.is_empty() || !diff.unchecked().is_empty() {
         DiffVerdict::Incomplete
     } else if diff.regressed() {
         DiffVerdict::Regression
@@ -323,6 +323,20 @@ pub fn diff(a: &Evidence, b: &Evidence, opts: &DiffOptions) -> Diff {
         DiffVerdict::NoRegression
     };
     diff
+}
+
+impl Diff {
+    /// The sides that ran nothing on a GPU (compile-only, or nothing checked): a comparison
+    /// with them says nothing of the program's behaviour, so it is never "no regression".
+    pub fn unchecked(&self) -> Vec<&'static str> {
+        let unchecked =
+            |v: VerdictKind| matches!(v, VerdictKind::CompileOnly | VerdictKind::NotChecked);
+        [("A", &self.a), ("B", &self.b)]
+            .into_iter()
+            .filter(|(_, s)| unchecked(s.verdict))
+            .map(|(side, _)| side)
+            .collect()
+    }
 }
 
 fn summary(run: &Run, a: &Analysis) -> RunSummary {

@@ -292,6 +292,15 @@ fn cached(from: &Option<String>) -> String {
 /// The verdict and what it rests on: what changed, and what was not compared and why.
 fn verdict_line(d: &Diff) -> String {
     let mut parts = Vec::new();
+    let unchecked = d.unchecked();
+    if !unchecked.is_empty() {
+        parts.push(format!(
+            "{} ran nothing on a GPU (compile-only), so {} says nothing of the program's \
+             behaviour",
+            unchecked.join(" and "),
+            if unchecked.len() == 1 { "it" } else { "they" }
+        ));
+    }
     if !d.missing.is_empty() {
         parts.push(format!(
             "{} missing or unreadable, so what {} held was not compared",

@@ -474,6 +474,25 @@ impl Session<'_> {
         selection: &Selection,
     ) -> Result<Result<Box<Ran>, Answer>, BisectError> {
         match self.run(commit, selection, false)? {
+            // A run of an end that ran nothing on a GPU (compile-only, or nothing checked)
+            // shows neither a root cause nor a timing: it is neither good nor bad.
+            Outcome::Ran(ran, seconds)
+                if matches!(
+                    report::analyze(&ran.evidence).verdict.kind,
+                    report::VerdictKind::CompileOnly | report::VerdictKind::NotChecked
+                ) =>
+            {
+                let why = "its run ran nothing on a GPU (compile-only): it shows neither a root \
+                           cause nor a timing";
+                let judged = Judged::new(StepVerdict::Skip, why.into());
+                self.record(commit, role, judged, Some(&ran), seconds)?;
+                Ok(Err(Answer::Unanswered {
+                    why: format!(
+                        "{} {why}; bisect where the pipeline's GPU stages run",
+                        role.to_uppercase()
+                    ),
+                }))
+            }
             Outcome::Ran(ran, seconds) => {
                 self.record(
                     commit,

@@ -858,3 +858,29 @@ fn a_merge_after_the_fault_is_not_named_for_it() {
         "{answer:#}"
     );
 }
+
+/// On a machine without a GPU, a pipeline whose check needs one runs compile-only at BAD: that
+/// run shows nothing to look for, so BAD is recorded as neither good nor bad and the bisection
+/// says why it has no answer, never that BAD is "bad" with "no root cause".
+#[test]
+fn a_compile_only_bad_is_neither_good_nor_bad() {
+    let mut repo = Repo::new();
+    repo.write(
+        "pipeline.yaml",
+        &PIPELINE.replace("needs: { gpu: false }", "needs: { gpu: true, tools: [] }"),
+    );
+    let good = repo.commit_all("Every stage that runs the program needs a GPU");
+    repo.tweaks_and_plant(4, 2);
+    let out = repo.bisect(&[&good, "HEAD"]);
+    let all = text(&out);
+    assert_ne!(code(&out), 0, "{all}");
+    assert!(
+        all.contains("BAD its run ran nothing on a GPU (compile-only)"),
+        "{all}"
+    );
+    assert!(!all.contains("has no root cause"), "{all}");
+    let kept = repo.kept();
+    let steps = steps(&kept);
+    assert_eq!(steps.len(), 1, "{kept:#}");
+    assert_eq!(steps[0]["verdict"], "skip", "{kept:#}");
+}

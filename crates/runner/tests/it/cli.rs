@@ -257,6 +257,29 @@ fn diff_compares_two_stored_runs() {
     assert_eq!(code(&out), 2);
 }
 
+/// Two compile-only runs (a pipeline with a GPU stage, on a machine without a GPU) say nothing
+/// of the program's behaviour: their diff is incomplete (exit 3), never "No regression".
+#[test]
+fn a_diff_of_compile_only_runs_is_never_no_regression() {
+    let project = Project::new();
+    project.pipeline(&crate::util::pipeline("  check:\n    cases: [seed]\n"));
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    assert_eq!(code(&project.run(&["pipeline.yaml", "--force"])), 0);
+    let runs: Vec<String> = project
+        .runs()
+        .iter()
+        .map(|r| root_relative(r, &project.root))
+        .collect();
+    let out = project.run(&["diff", &runs[0], &runs[1]]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Incomplete: A and B ran nothing on a GPU (compile-only)"),
+        "{text}"
+    );
+    assert!(!text.contains("No regression"), "{text}");
+}
+
 /// Two runs of different pipeline files are no before and after: `runner diff` refuses them
 /// (exit 3) and says why, instead of calling every cause new or fixed, or "no regression".
 #[test]
