@@ -483,12 +483,13 @@ fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
     );
     // `poly` with 4 accumulators: no ncu rule names a cause, but its loads form dependent
     // chains (the next address waits on the loaded value), 4 per thread: warps wait on global
-    // loads with DRAM at 37.5% and the SMs at 12%. Far below the bandwidth it could reach.
+    // loads with DRAM at 37.5% (the L2 at 39.9%, the roof that binds) and the SMs at 12%. Far
+    // below the bandwidth it could reach.
     let poly = explain("none_poly");
     assert_eq!(poly["verdict"]["kind"], "slow", "{}", poly["verdict"]);
     assert_eq!(
         poly["diagnoses"][0]["title"],
-        "Latency-bound: too few bytes in flight at 37.5% of DRAM bandwidth"
+        "Latency-bound: too few bytes in flight at 39.9% of L2 bandwidth (DRAM 37.5%)"
     );
     // 168 registers held the compute-bound `poly` of an earlier slow.cu to one block per SM,
     // but ncu measured it at 94% of the SM's throughput: its occupancy costs nothing.

@@ -943,13 +943,14 @@ fn a_reduction_held_back_by_its_own_tree_is_slow_at_any_share_of_the_bandwidth()
     // The verdict leads with the root cause listed first.
     let verdict = json["verdict"]["line"].as_str().unwrap_or("");
     assert!(
-        verdict.contains("top: Bound by on-chip memory traffic at 28.4%"),
+        verdict
+            .contains("top: Bound by on-chip memory traffic at 31.4% of L2 bandwidth (DRAM 28.4%)"),
         "{verdict}"
     );
     let thin = warnings[1];
     assert_eq!(thin["configs"], serde_json::json!(["shuffle2"]), "{thin:#}");
     assert_eq!(
-        thin["title"], "Too little work per thread at 70.8% of DRAM bandwidth",
+        thin["title"], "Too little work per thread at 71.9% of L2 bandwidth (DRAM 70.8%)",
         "{thin:#}"
     );
     assert_eq!(thin["figures"]["bytes_per_thread"], 8.0, "{thin:#}");
