@@ -33,6 +33,36 @@ esac
 exit 0
 "#;
 
+/// A project with the stand-in `gh` and the steps' shared folder holding a clean summary.
+fn with_summary() -> (Project, PathBuf) {
+    let project = Project::new();
+    project.tool("gh", GH);
+    let out = project.root.join("exhibit-out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("summary.md"), "## Exhibit: Clean\n").unwrap();
+    (project, out)
+}
+
+/// One `exhibit-pr` step in `project`, as pull request 7 of `example/project`, with the
+/// project's stand-in tools first on `PATH` and the steps' folder `out`.
+fn step_command(project: &Project, out: &Path, step: &str) -> Command {
+    let path = format!(
+        "{}:{}",
+        project.root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut command = Command::new(repo().join("action/exhibit-pr"));
+    command
+        .arg(step)
+        .current_dir(&project.root)
+        .env("PATH", path)
+        .env("EXHIBIT_OUT", out)
+        .env("EXHIBIT_RUNNER", BIN)
+        .env("GITHUB_REPOSITORY", "example/project")
+        .env("PR_NUMBER", "7");
+    command
+}
+
 /// The action's steps: `("run", subcommand)` or `("uses", action)`, in order.
 fn steps() -> Vec<(String, String)> {
     let text = std::fs::read_to_string(repo().join("action.yml")).expect("action.yml");
@@ -357,25 +387,10 @@ fn no_fork_pull_request_runs_on_the_self_hosted_runner() {
 /// author as well as by the marker anyone can write.
 #[test]
 fn the_comment_fits_and_only_the_actions_own_comment_is_edited() {
-    let project = Project::new();
-    project.tool("gh", GH);
-    let out = project.root.join("exhibit-out");
-    std::fs::create_dir_all(&out).unwrap();
+    let (project, out) = with_summary();
     // A summary of 70,000 characters, many of them two bytes long.
     std::fs::write(out.join("summary.md"), "é".repeat(70_000)).unwrap();
-    let path = format!(
-        "{}:{}",
-        project.root.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let result = Command::new(repo().join("action/exhibit-pr"))
-        .arg("comment")
-        .current_dir(&project.root)
-        .env("PATH", &path)
-        .env("EXHIBIT_OUT", &out)
-        .env("EXHIBIT_RUNNER", BIN)
-        .env("GITHUB_REPOSITORY", "example/project")
-        .env("PR_NUMBER", "7")
+    let result = step_command(&project, &out, "comment")
         .env("GITHUB_SERVER_URL", "https://github.com")
         .env("GITHUB_RUN_ID", "123")
         .output()
@@ -412,25 +427,9 @@ fn the_comment_fits_and_only_the_actions_own_comment_is_edited() {
 /// newest push's verdict is the one the pull request shows.
 #[test]
 fn an_older_pushs_run_never_overwrites_the_newer_comment() {
-    let project = Project::new();
-    project.tool("gh", GH);
-    let out = project.root.join("exhibit-out");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(out.join("summary.md"), "## Exhibit: Clean\n").unwrap();
-    let path = format!(
-        "{}:{}",
-        project.root.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let (project, out) = with_summary();
     let comment = |head: &str| {
-        Command::new(repo().join("action/exhibit-pr"))
-            .arg("comment")
-            .current_dir(&project.root)
-            .env("PATH", &path)
-            .env("EXHIBIT_OUT", &out)
-            .env("EXHIBIT_RUNNER", BIN)
-            .env("GITHUB_REPOSITORY", "example/project")
-            .env("PR_NUMBER", "7")
+        step_command(&project, &out, "comment")
             .env("HEAD_SHA", head)
             .env("GH_HEAD", "b".repeat(40))
             .output()
@@ -495,29 +494,14 @@ fn a_run_that_checked_nothing_on_a_gpu_fails_and_uploads_no_sarif() {
 /// check and comment marker carry, and the base run is fetched by that artifact name.
 #[test]
 fn each_pipeline_names_its_own_artifacts_category_and_comment() {
-    let project = Project::new();
-    project.tool("gh", GH);
-    let out = project.root.join("exhibit-out");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(out.join("summary.md"), "## Exhibit: Clean\n").unwrap();
-    let path = format!(
-        "{}:{}",
-        project.root.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let (project, out) = with_summary();
     let step = |name: &str, pipeline: &str, given: Option<&str>| {
-        let mut command = Command::new(repo().join("action/exhibit-pr"));
+        let mut command = step_command(&project, &out, name);
         command
-            .arg(name)
-            .current_dir(&project.root)
-            .env("PATH", &path)
-            .env("EXHIBIT_OUT", &out)
             .env("EXHIBIT_PIPELINE", pipeline)
-            .env("GITHUB_REPOSITORY", "example/project")
             .env("GITHUB_WORKFLOW", "exhibit")
             .env("GITHUB_BASE_REF", "main")
-            .env("GH_STORE", &out)
-            .env("PR_NUMBER", "7");
+            .env("GH_STORE", &out);
         match given {
             Some(n) => command.env("EXHIBIT_NAME", n),
             None => command.env_remove("EXHIBIT_NAME"),

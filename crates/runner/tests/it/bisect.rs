@@ -42,6 +42,11 @@ const CHECK: &str = r#"#!/bin/sh
 # Stand-in test program for tests; its output is hand-written. PLANT fails `scale`, OLDBUG fails
 # `rowsum`, each at the marker's line.
 [ -n "$EXHIBIT_TEST_SLEEP" ] && sleep "$EXHIBIT_TEST_SLEEP"
+# Held (5 min at most) until the test releases it, saying it started and its pid.
+if [ -n "$EXHIBIT_TEST_HOLD" ]; then
+  echo $$ > "$EXHIBIT_TEST_HOLD.pid"
+  n=0; while [ ! -e "$EXHIBIT_TEST_HOLD" ] && [ $n -lt 6000 ]; do sleep 0.05; n=$((n+1)); done
+fi
 result() {
   line=$(grep -n "$2" "$3" | head -1 | cut -d: -f1)
   if [ -n "$line" ]; then
@@ -468,28 +473,28 @@ fn a_second_bisection_is_refused_and_an_interrupt_cleans_up() {
     use nix::unistd::Pid;
     let (repo, _) = thirty_commits(11);
     let good = repo.commits[0].clone();
+    // BAD's test holds until released, however long a busy machine takes to get there.
+    let hold = repo.cache.join("hold");
     let first = Command::new(BIN)
         .args(["bisect", &good, "HEAD"])
         .current_dir(&repo.root)
         .env("XDG_CACHE_HOME", &repo.cache)
-        .env("EXHIBIT_TEST_SLEEP", "29.75")
+        .env("EXHIBIT_TEST_HOLD", &hold)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start the runner");
-    // Wait until BAD's test is running (sleeping) in the bisection's worktree.
-    let sleeping = || {
-        Command::new("pgrep")
-            .args(["-f", "sleep 29.75"])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default()
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while sleeping().is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
+    // Wait until BAD's test is running (held) in the bisection's worktree.
+    let pid_file = hold.with_extension("pid");
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    while !pid_file.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(!sleeping().is_empty(), "BAD's test runs");
+    let held: i32 = std::fs::read_to_string(&pid_file)
+        .expect("BAD's test runs")
+        .trim()
+        .parse()
+        .expect("its pid");
     assert_eq!(repo.worktrees(), 2, "the first bisection has its worktree");
     let second = repo.bisect(&[&good, "HEAD"]);
     assert_eq!(code(&second), 3, "{}", text(&second));
@@ -507,8 +512,8 @@ fn a_second_bisection_is_refused_and_an_interrupt_cleans_up() {
         "the worktree is removed: {}",
         text(&out)
     );
-    // No process of it is left: the stand-in test's sleep ended with it.
-    assert_eq!(sleeping(), "", "processes left behind");
+    // No process of it is left: the held stand-in test ended with it.
+    assert!(!crate::util::alive(held), "the held test outlived the run");
     let answer = repo.kept();
     assert_eq!(answer["answer"]["kind"], "interrupted", "{answer:#}");
 }
