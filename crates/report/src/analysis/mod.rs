@@ -196,6 +196,21 @@ pub enum VerdictKind {
     NotChecked,
 }
 
+impl VerdictKind {
+    /// The verdict as a table says it: "compile-only", "not checked".
+    pub fn word(self) -> &'static str {
+        match self {
+            VerdictKind::Clean => "clean",
+            VerdictKind::Warnings => "warnings",
+            VerdictKind::Slow => "slow",
+            VerdictKind::Failing => "failing",
+            VerdictKind::Inconclusive => "inconclusive",
+            VerdictKind::CompileOnly => "compile-only",
+            VerdictKind::NotChecked => "not checked",
+        }
+    }
+}
+
 /// The verdict line and what it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {

@@ -70,11 +70,7 @@ fn runs_table(out: &mut String, d: &Diff) {
         "{}",
         row("Driver", &|r| md_text(r.driver.as_deref().unwrap_or("—")))
     );
-    let _ = writeln!(
-        out,
-        "{}",
-        row("Verdict", &|r| format!("{:?}", r.verdict).to_lowercase())
-    );
+    let _ = writeln!(out, "{}", row("Verdict", &|r| r.verdict.word().to_string()));
     let _ = writeln!(out);
 }
 

@@ -170,8 +170,8 @@ pub fn bisect(
         .map_err(|e| BisectError::Io(format!("create a temporary directory: {e}")))?;
     let tree = temp.path().join("tree");
     say(&format!(
-        "bisect: {} commits after GOOD {} up to BAD {}; worktree {}",
-        candidates.len(),
+        "bisect: {} after GOOD {} up to BAD {}; worktree {}",
+        report::text::plural(candidates.len() as u64, "commit", "commits"),
         short(&good),
         short(&bad),
         tree.display()

@@ -225,7 +225,10 @@ pub(super) fn summarize(path: &str, log: &parsers::ParsedLog) -> String {
         }
     );
     if let Some(n) = log.reported_errors {
-        out.push_str(&format!("  tool reported {n} errors"));
+        out.push_str(&format!(
+            "  tool reported {}",
+            report::text::plural(n, "error", "errors")
+        ));
         if log.unprinted_errors > 0 {
             out.push_str(&format!(" ({} not printed)", log.unprinted_errors));
         }

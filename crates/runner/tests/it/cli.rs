@@ -278,6 +278,7 @@ fn a_diff_of_compile_only_runs_is_never_no_regression() {
         "{text}"
     );
     assert!(!text.contains("No regression"), "{text}");
+    assert!(text.contains("| compile-only |"), "{text}");
 }
 
 /// Two runs of different pipeline files are no before and after: `runner diff` refuses them

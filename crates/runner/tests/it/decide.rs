@@ -96,6 +96,18 @@ fn sanitizer_outcomes() {
             Some("compute-sanitizer reported 0 errors"),
         ),
     );
+    // One error is one error.
+    let mut one = sanitizer(true, true);
+    one.parsed[0].1.reported_errors = Some(1);
+    check(
+        StageKind::Racecheck,
+        Ending::Exited(86),
+        &one,
+        (
+            StageStatus::Findings,
+            Some("compute-sanitizer reported 1 error"),
+        ),
+    );
     check(
         StageKind::Racecheck,
         Ending::Exited(0),

@@ -189,7 +189,10 @@ fn sanitizer_verdict(kind: StageKind, code: i32, evidence: &Gathered) -> Verdict
     if code == SANITIZER_ERROR_EXITCODE || errors > 0 {
         return (
             StageStatus::Findings,
-            Some(format!("compute-sanitizer reported {errors} errors")),
+            Some(format!(
+                "compute-sanitizer reported {}",
+                report::text::plural(errors, "error", "errors")
+            )),
         );
     }
     if !complete && code == 0 {
