@@ -508,6 +508,15 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
         .ok_or_else(|| Error::Usage("name a pipeline file, e.g. `runner pipeline.yaml`".into()))?;
     let pipeline = Pipeline::load(&path)?;
     let opts = &args.options;
+    // A selection that names what the pipeline lacks is a usage error before any tool is asked.
+    crate::planning::plan::check_selection(
+        &pipeline,
+        &Selection {
+            stages: opts.only.clone(),
+            configs: opts.configs.clone(),
+        },
+    )
+    .map_err(|e| Error::Run(RunError::Plan(e)))?;
     if let Some(remote_host) = &opts.host {
         let base = remote::base(opts.remote_dir.as_deref())?;
         return run_remote(&pipeline, &path, remote_host, &base, &opts.forwarded());

@@ -238,7 +238,7 @@ pub fn plan(
 }
 
 /// Refuses a selection that names a stage or config the pipeline does not have.
-fn check_selection(pipeline: &Pipeline, selection: &Selection) -> Result<(), PlanError> {
+pub fn check_selection(pipeline: &Pipeline, selection: &Selection) -> Result<(), PlanError> {
     for stage in &selection.stages {
         if pipeline.stage(stage).is_none() {
             let names: Vec<&str> = pipeline.stages.iter().map(|s| s.name.as_str()).collect();

@@ -312,3 +312,17 @@ fn diff_refuses_runs_of_different_pipelines() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!out.stdout.is_empty(), "a comparison printed");
 }
+
+/// A bad `--only` or `--config` is a usage error (exit 2) said before any tool is asked: no
+/// preflight line comes first.
+#[test]
+fn a_selection_the_pipeline_lacks_is_refused_before_preflight() {
+    let project = Project::new();
+    for args in [["--only", "nosuch"], ["--config", "nosuch"]] {
+        let out = project.run(&["pipeline.yaml", args[0], args[1]]);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{err}");
+        assert!(err.contains("`nosuch`: no such"), "{err}");
+        assert!(!err.contains("preflight:"), "{err}");
+    }
+}
