@@ -101,7 +101,6 @@ impl Library {
         } else if starts("cupy_") {
             Some(Library::CuPy)
         } else if starts("cudadrv::")
-            || starts("numba::")
             || starts("gpu_reduce_block_strided")
             || lower.contains("::gpu_reduce_block_strided[")
         {

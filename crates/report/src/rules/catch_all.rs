@@ -173,11 +173,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         };
         word_unexplained(&mut d, &unexplained);
         if let Some(status) = stopped {
-            let program = match j.source(f.source).map(|s| s.kind) {
-                Some(crate::run::StageKind::Profile) => "ncu",
-                Some(k) if k.is_sanitizer() => "compute-sanitizer",
-                _ => tool,
-            };
+            // The tool a wrapping stage runs the program under (ncu, compute-sanitizer).
+            let program = j
+                .source(f.source)
+                .map(|s| s.kind.row())
+                .filter(|row| row.wraps)
+                .and_then(|row| row.tools.first().copied())
+                .unwrap_or(tool);
             d.title = msg!("{} was stopped: {}", program, quote(&message));
             d.explanation = msg!(
                 "The {} stage was {} while {} ran, and {} wrote this as it stopped: the stop's \

@@ -240,16 +240,21 @@ fn explain_diagnoses_a_loose_log_and_exits_1_on_problems() {
     assert_eq!(json["clean"], false);
 }
 
+/// The project's run directories, relative to its root, oldest first.
+fn relative_runs(project: &Project) -> Vec<String> {
+    project
+        .runs()
+        .iter()
+        .map(|r| root_relative(r, &project.root))
+        .collect()
+}
+
 #[test]
 fn diff_compares_two_stored_runs() {
     let project = Project::new();
     assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
     assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
-    let runs: Vec<String> = project
-        .runs()
-        .iter()
-        .map(|r| root_relative(r, &project.root))
-        .collect();
+    let runs = relative_runs(&project);
     let out = project.run(&["diff", &runs[0], &runs[1]]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!out.stdout.is_empty());
@@ -265,11 +270,7 @@ fn a_diff_of_compile_only_runs_is_never_no_regression() {
     project.pipeline(&crate::util::pipeline("  check:\n    cases: [seed]\n"));
     assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
     assert_eq!(code(&project.run(&["pipeline.yaml", "--force"])), 0);
-    let runs: Vec<String> = project
-        .runs()
-        .iter()
-        .map(|r| root_relative(r, &project.root))
-        .collect();
+    let runs = relative_runs(&project);
     let out = project.run(&["diff", &runs[0], &runs[1]]);
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -293,11 +294,7 @@ fn diff_refuses_runs_of_different_pipelines() {
     .expect("copy the pipeline");
     assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
     assert_eq!(code(&project.run(&["other.yaml"])), 0);
-    let runs: Vec<String> = project
-        .runs()
-        .iter()
-        .map(|r| root_relative(r, &project.root))
-        .collect();
+    let runs = relative_runs(&project);
     assert_eq!(runs.len(), 2, "{runs:?}");
     let out = project.run(&["diff", &runs[0], &runs[1]]);
     assert_eq!(code(&out), 3, "{}", stderr(&out));

@@ -18,10 +18,6 @@ pub(super) struct Launch {
     pub(super) threads: u64,
 }
 
-/// The most elements one thread of a grid-stride or unrolled loop is taken to cover before a
-/// match of sizes is read as a coincidence.
-const MAX_PER_THREAD: u64 = 16;
-
 /// Where the wrong elements are a flat tail `[start, total)`: numpy's listed indices, or the
 /// recorded runs (the last columns of a single row, the last rows of every column).
 fn tail_start(m: &ElementMismatch) -> Option<u64> {
@@ -43,56 +39,43 @@ fn tail_start(m: &ElementMismatch) -> Option<u64> {
 /// geometry matches them exactly.
 pub(super) fn against(m: &ElementMismatch, launches: &[Launch]) -> Option<(Message, Message)> {
     if let Some(start) = tail_start(m) {
-        for l in launches {
-            let threads = l.blocks * l.threads;
-            if threads == 0 || !start.is_multiple_of(threads) {
-                continue;
-            }
-            let per_thread = start / threads;
-            if !(1..=MAX_PER_THREAD).contains(&per_thread) {
-                continue;
-            }
-            let left = m.total - start;
-            let each = if per_thread == 1 {
-                msg!("one element per thread")
-            } else {
-                msg!("{} elements per thread", figure(per_thread.to_string()))
-            };
-            let rounded = if left < l.threads * per_thread {
-                msg!(
-                    " ({} is less than one more block's {}: the block count was rounded down)",
-                    figure(thousands(left)),
-                    figure(thousands(l.threads * per_thread))
-                )
-            } else {
-                Message::new()
-            };
-            let said = msg!(
-                " {} was launched with {} blocks of {} threads ({} threads, Nsight Compute's \
-                 launch statistics): at {} they end at index {}, exactly where the wrong \
-                 elements begin, so the last {} have no thread{}.",
-                code(&l.kernel),
-                figure(thousands(l.blocks)),
-                figure(thousands(l.threads)),
-                figure(thousands(threads)),
-                each,
-                figure(thousands(start - 1)),
+        // One element per thread, the grid's threads ending exactly at the tail: a kernel that
+        // takes several elements per thread matching by a multiple could be a coincidence of
+        // sizes, and is not claimed.
+        let l = launches.iter().find(|l| l.blocks * l.threads == start)?;
+        let left = m.total - start;
+        let rounded = if left < l.threads {
+            msg!(
+                " ({} is less than one more block's {}: the block count was rounded down)",
                 figure(thousands(left)),
-                rounded
-            );
-            let span = l.threads * per_thread;
-            let fix = msg!(
-                "Launch {} with enough blocks for all {} elements, {} (the grid now stops at {}), \
-                 and keep its {} guard.",
-                code(&l.kernel),
-                figure(thousands(m.total)),
-                code(format!("(n + {span} - 1) / {span}")),
-                figure(thousands(start)),
-                code("i < n")
-            );
-            return Some((said, fix));
-        }
-        return None;
+                figure(thousands(l.threads))
+            )
+        } else {
+            Message::new()
+        };
+        let said = msg!(
+            " {} was launched with {} blocks of {} threads ({} threads, Nsight Compute's launch \
+             statistics): at one element per thread they end at index {}, exactly where the \
+             wrong elements begin, so the last {} have no thread{}.",
+            code(&l.kernel),
+            figure(thousands(l.blocks)),
+            figure(thousands(l.threads)),
+            figure(thousands(start)),
+            figure(thousands(start - 1)),
+            figure(thousands(left)),
+            rounded
+        );
+        let block = l.threads;
+        let fix = msg!(
+            "Launch {} with enough blocks for all {} elements, {} (the grid now stops at {}), \
+             and keep its {} guard.",
+            code(&l.kernel),
+            figure(thousands(m.total)),
+            code(format!("(n + {block} - 1) / {block}")),
+            figure(thousands(start)),
+            code("i < n")
+        );
+        return Some((said, fix));
     }
     // An aligned run of columns wrong in every row, against a block per row and a thread per
     // column: the run is one warp's (or several warps') lanes of every block.
