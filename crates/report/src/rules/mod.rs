@@ -14,7 +14,6 @@ use crate::message::{Message, code, figure, msg, path, quote};
 use crate::text::{relative_path, scrub};
 
 mod profile;
-mod tensor_path;
 #[cfg(test)]
 mod testing;
 

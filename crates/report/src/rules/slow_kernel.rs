@@ -7,12 +7,12 @@
 //! cause by themselves, and a kernel of a few microseconds is too small to call slow.
 
 mod baseline;
-mod scalar_product;
+mod tensor_cores;
 mod words;
 
 use baseline::against_baseline;
 use parsers::{OccupancyLimiter, ProfilerRule, SourceLine, SpeedupType};
-use scalar_product::no_tensor_cores;
+use tensor_cores::no_tensor_cores;
 use words::{Weight, describe, word_weight};
 
 use crate::measure::Measure;
@@ -278,7 +278,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         out.push(cause(ctx, (index, f, ncu), class, kernel, speedup, latency));
     }
     no_tensor_cores(ctx, &mut out);
-    super::tensor_path::run(ctx, &mut out);
     against_the_limit(ctx, &mut out);
     against_baseline(ctx, &mut out);
     minor_suggestions(ctx, &minor, &mut out);
