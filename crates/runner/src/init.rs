@@ -1,12 +1,15 @@
 //! `runner init [DIR]`: a starting `pipeline.yaml` for the program found in a directory, with a
 //! comment on every line, written only where there is none.
 //!
-//! What it looks for, first match wins: a CMake project (`CMakeLists.txt`), a PyTorch
-//! extension (a Python file using `torch.utils.cpp_extension` or `load_inline`), a Triton
-//! script (a Python file importing `triton`), a CuPy or Numba script (a Python file importing
-//! `cupy`, or `numba` with its CUDA target, at any depth), CUDA files (`.cu`, one of them with
-//! a `main`). The other kinds are read from the directory and the one below. No hidden, build
-//! or run directory is read, nothing is run; `cli/` then runs `check` on what it wrote.
+//! What it looks for, first match wins: a CMake project (`CMakeLists.txt`) or a PyTorch
+//! extension (a Python file using `torch.utils.cpp_extension` or `load_inline`) in the
+//! directory and the one below; then, at any depth, a Triton, CuPy or Numba script (of the
+//! Python files that use the framework or import a module that does, the driver that runs as a
+//! script, else a test run by pytest), then CUDA C++ (the file with `main`, a `.cu` or a `.cpp`,
+//! and the files that define what it calls, with `-I` for the folders of its headers and `-l`
+//! for the CUDA libraries it includes). A program whose sources time its kernels gets
+//! sanitizers bounded to its first launches, saying why. No hidden, build or run directory is
+//! read, nothing is run; `cli/` then runs `check` on what it wrote.
 
 use std::path::{Path, PathBuf};
 
@@ -88,7 +91,7 @@ const SKIPPED: &[&str] = &[
     "__pycache__",
 ];
 
-/// The directory's source files (`.cu`, `.cuh`, `.cpp`, `.py`, `.txt`) down to [`DEPTH`]
+/// The directory's source files (`.cu`, `.cuh`, `.cpp`, `.cc`, `.h`, `.hpp`, `.py`, `.txt`) down to [`DEPTH`]
 /// levels, sorted, at most 500 in the first [`NEAR`] levels and 500 below, each read when it
 /// is under 1 MiB.
 fn scan(dir: &Path) -> Vec<Found> {
@@ -111,7 +114,7 @@ fn scan(dir: &Path) -> Vec<Found> {
         }
         // Only the files a pipeline is written from count towards the cap: assets beside the
         // sources (images, data) never hide them.
-        let source = [".cu", ".cuh", ".py", ".txt", ".cpp"]
+        let source = [".cu", ".cuh", ".py", ".txt", ".cpp", ".cc", ".h", ".hpp"]
             .iter()
             .any(|x| name.ends_with(x));
         // Each group its own 500: a deep tree early in name order never hides the files at
@@ -179,22 +182,56 @@ fn plain(text: &str) -> String {
         .collect()
 }
 
-/// The stages for a program that runs on the GPU, with comments.
-const GPU_STAGES: &str =
-    "  # Each runs the program, alone or under a tool; without a GPU they are skipped, saying why.
-  memcheck: {}     # compute-sanitizer: out-of-bounds and misaligned accesses
-  racecheck: {}    # shared-memory races
-  initcheck: {}    # reads of uninitialised device memory
-  synccheck: {}    # barriers not every thread reaches
-  check: {}        # the program alone: its exit status and output
-  profile: {}      # Nsight Compute: the first launches of each kernel
-  sass: {}         # cuobjdump: the SASS of what the build (or a JIT cache) made
-";
+/// How a program shows it times its kernels: each of these repeats its launches many times.
+const TIMES_ITS_LAUNCHES: &[&str] = &[
+    "cudaEventElapsedTime",
+    "do_bench",
+    "benchmark::State",
+    "cupyx.profiler",
+    "perf_counter",
+    "timeit",
+    "enable_timing",
+];
+
+/// The launches a sanitizer checks in a program that times its kernels.
+const CHECKED_LAUNCHES: u32 = 8;
+
+/// The stages for a program that runs on the GPU, with comments. A program whose sources time
+/// its kernels launches them hundreds of times, and racecheck over each takes hours: its
+/// sanitizers check the first launches only, and the comment says why.
+fn gpu_stages(sources: &[&Found]) -> String {
+    let timer = sources
+        .iter()
+        .find_map(|f| TIMES_ITS_LAUNCHES.iter().find(|t| f.text.contains(**t)));
+    let (bound, why) = match timer {
+        Some(timer) => (
+            format!("{{ args: [--launch-count, \"{CHECKED_LAUNCHES}\"] }}"),
+            format!(
+                "  # The program times its kernels ({}): a sanitizer over every timed launch takes\n  \
+                 # hours, so each checks the first {CHECKED_LAUNCHES} launches (compute-sanitizer \
+                 --launch-count).\n",
+                plain(timer)
+            ),
+        ),
+        None => ("{}".to_string(), String::new()),
+    };
+    format!(
+        "  # Each runs the program, alone or under a tool; without a GPU they are skipped, saying why.\n\
+         {why}  memcheck: {bound}     # compute-sanitizer: out-of-bounds and misaligned accesses\n  \
+         racecheck: {bound}    # shared-memory races\n  \
+         initcheck: {bound}    # reads of uninitialised device memory\n  \
+         synccheck: {bound}    # barriers not every thread reaches\n  \
+         check: {{}}        # the program alone: its exit status and output\n  \
+         profile: {{}}      # Nsight Compute: the first launches of each kernel\n  \
+         sass: {{}}         # cuobjdump: the SASS of what the build (or a JIT cache) made\n"
+    )
+}
 
 /// The pipeline for the first kind of program `files` (the first [`NEAR`] levels) and `deep`
 /// (those below) hold, with a line saying what it is.
 fn draft(files: &[Found], deep: &[Found]) -> Option<(String, String)> {
     let py = |f: &&Found| f.relative.ends_with(".py");
+    let all: Vec<&Found> = files.iter().chain(deep).collect();
     // A CMake project.
     if let Some(cmake) = files.iter().find(|f| f.relative == "CMakeLists.txt") {
         let tests = cmake.text.contains("add_test") || cmake.text.contains("gtest_discover");
@@ -223,13 +260,16 @@ fn draft(files: &[Found], deep: &[Found]) -> Option<(String, String)> {
             "a CMake project"
         };
         let yaml = format!(
-            "{}target:\n  build:\n    # Configured and built in this config's build directory, for \
-             the matrix's arch.\n    command: [sh, -c, \"cmake -S . -B '{{build_dir}}' \
-             -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release && cmake --build \
-             '{{build_dir}}' -j 4\"]\n  program:\n{program}matrix:\n  arch: [sm_90]            \
+            "{}target:\n  build:\n    # Configured and built in this config's build directory for \
+             the matrix's arch (sm_90 gives\n    # 90), with line information for the tools and \
+             ptxas's resource usage (-Xptxas -v).\n    command: [sh, -c, \"cmake -S . -B \
+             '{{build_dir}}' -DCMAKE_CUDA_ARCHITECTURES=$(echo {{arch}} | sed s/^sm_//) \
+             '-DCMAKE_CUDA_FLAGS=-lineinfo -Xptxas=-v' -DCMAKE_BUILD_TYPE=Release && cmake \
+             --build '{{build_dir}}' -j 4\"]\n  program:\n{program}matrix:\n  arch: [sm_90]            \
              # the GPU it runs on (sm_80 for an A100)\nstages:\n  build: {{ timeout: 10m }}  \
-             # a stage named build is the compile kind\n{GPU_STAGES}",
-            header(what)
+             # a stage named build is the compile kind\n{}",
+            header(what),
+            gpu_stages(&all)
         );
         return Some((what.to_string(), yaml));
     }
@@ -275,74 +315,195 @@ fn draft(files: &[Found], deep: &[Found]) -> Option<(String, String)> {
         let what = format!("a PyTorch extension ({name})");
         let yaml = format!(
             "{}target:\n{build}  program:\n    # What the GPU stages run: the script that loads \
-             and checks the extension.\n    command: [python3, {}]\nstages:\n{}{GPU_STAGES}",
+             and checks the extension.\n    command: [python3, {}]\nstages:\n{}{}",
             header(&what),
             q(&program),
             if builds {
                 "  build: { timeout: 10m }  # torch needed: `pip install torch`\n"
             } else {
                 ""
-            }
+            },
+            gpu_stages(&all)
         );
         return Some((what, yaml));
     }
-    // A Triton script.
-    if let Some(script) = files.iter().filter(py).find(|f| imports(&f.text, "triton")) {
-        let what = format!("a Triton script ({})", script.relative);
-        let yaml = format!(
-            "{}target:\n  # No build: Triton compiles its kernels when the script runs; the SASS \
-             stage reads\n  # its cache.\n  program:\n    command: [python3, {}]   # needs \
-             triton and torch: `pip install triton torch`\nstages:\n{GPU_STAGES}",
-            header(&what),
-            q(&script.relative)
-        );
-        return Some((what, yaml));
-    }
-    if let Some(found) = python_jit(files.iter().chain(deep)) {
+    if let Some(found) = python_jit(&all) {
         return Some(found);
     }
-    // CUDA files: the one with `main` and the others beside it, built together.
-    let cuda: Vec<&Found> = files
+    let all: Vec<&Found> = files.iter().chain(deep).collect();
+    cuda_program(&all)
+}
+
+/// The CUDA libraries a source's `#include <...>` asks the link for.
+const LIBRARIES: &[(&str, &str)] = &[
+    ("cublas_v2.h", "cublas"),
+    ("cublas.h", "cublas"),
+    ("cublasLt.h", "cublasLt"),
+    ("cufft.h", "cufft"),
+    ("curand.h", "curand"),
+    ("cusparse.h", "cusparse"),
+    ("cusolverDn.h", "cusolver"),
+    ("cuda.h", "cuda"),
+];
+
+/// CUDA C++ at any depth, built with one nvcc command: the file with `main` (a `.cu`, else a
+/// `.cpp` beside CUDA files), the `.cu` and `.cpp` files that define what it calls (followed
+/// from file to file; a file another includes, or one with a `main` of its own, is not built
+/// apart), `-I` for each folder an included header is found in, and `-l` for each CUDA library
+/// a source includes.
+fn cuda_program(all: &[&Found]) -> Option<(String, String)> {
+    let ends = |f: &Found, xs: &[&str]| xs.iter().any(|x| f.relative.ends_with(x));
+    if !all.iter().any(|f| ends(f, &[".cu"])) {
+        return None;
+    }
+    static MAIN: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\bmain\s*\(").expect("valid regex"));
+    static INCLUDE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"(?m)^\s*#\s*include\s*([<"])([^>"]+)[>"]"#).expect("valid regex")
+    });
+    // A definition at the start of a line (not a declaration, which ends with `;`): the name
+    // before its parameter list.
+    static DEFINED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^[A-Za-z_][^;#/(]*?\b([A-Za-z_]\w*)\s*\(").expect("valid regex")
+    });
+    let defines = |f: &Found, words: &std::collections::HashSet<&str>| {
+        f.text
+            .lines()
+            .filter(|l| !l.trim_end().ends_with(';'))
+            .filter_map(|l| DEFINED.captures(l))
+            .any(|c| words.contains(&c[1]))
+    };
+    let includes = |f: &Found| -> Vec<(bool, String)> {
+        INCLUDE
+            .captures_iter(&f.text)
+            .map(|c| (&c[1] == "<", c[2].to_string()))
+            .collect()
+    };
+    let units: Vec<&Found> = all
         .iter()
-        .filter(|f| f.relative.ends_with(".cu"))
+        .copied()
+        .filter(|f| ends(f, &[".cu", ".cpp", ".cc"]))
         .collect();
-    let main = *cuda.iter().find(|f| f.text.contains("main("))?;
+    // A unit another one includes is compiled there.
+    let included = |u: &Found| {
+        units.iter().any(|o| {
+            includes(o)
+                .iter()
+                .any(|(_, name)| !name.is_empty() && u.relative.ends_with(name.as_str()))
+        })
+    };
+    let units: Vec<&Found> = units.iter().copied().filter(|u| !included(u)).collect();
+    let main = units
+        .iter()
+        .copied()
+        .filter(|f| MAIN.is_match(&f.text))
+        .min_by_key(|f| (!f.relative.ends_with(".cu"), f.depth, f.relative.clone()))?;
+    // Follow what the built units call into the other units that define it.
+    let mut built: Vec<&Found> = vec![main];
+    loop {
+        // The names the built units use.
+        let words: std::collections::HashSet<&str> = built
+            .iter()
+            .flat_map(|f| f.text.split(|c: char| !(c.is_alphanumeric() || c == '_')))
+            .collect();
+        let more: Vec<&Found> = units
+            .iter()
+            .copied()
+            .filter(|u| !built.iter().any(|b| b.relative == u.relative))
+            .filter(|u| !MAIN.is_match(&u.text))
+            .filter(|u| defines(u, &words))
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        built.extend(more);
+    }
+    built.sort_by(|a, b| a.relative.cmp(&b.relative));
+    // The headers the built units include (and those headers include), and where each is.
+    let mut folders: Vec<String> = Vec::new();
+    let mut libraries: Vec<&str> = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    let mut reading: Vec<&Found> = built.clone();
+    while let Some(f) = reading.pop() {
+        for (system, name) in includes(f) {
+            if let Some((_, lib)) = LIBRARIES.iter().find(|(h, _)| *h == name)
+                && !libraries.contains(lib)
+            {
+                libraries.push(lib);
+            }
+            if system {
+                continue;
+            }
+            let beside = Path::new(&f.relative).parent().unwrap_or(Path::new(""));
+            let local = beside.join(&name);
+            let Some(header) = all.iter().copied().find(|h| {
+                Path::new(&h.relative) == local || h.relative.ends_with(&format!("/{name}"))
+                    || h.relative == name
+            }) else {
+                continue;
+            };
+            if Path::new(&header.relative) != local
+                && let Some(folder) = header.relative.strip_suffix(name.as_str())
+            {
+                let folder = folder.trim_end_matches('/');
+                let folder = if folder.is_empty() { "." } else { folder };
+                if !folders.iter().any(|f| f == folder) {
+                    folders.push(folder.to_string());
+                }
+            }
+            if !seen.contains(&header.relative.as_str()) {
+                seen.push(&header.relative);
+                reading.push(header);
+            }
+        }
+    }
     let stem = Path::new(&main.relative).file_stem().map_or_else(
         || "program".to_string(),
         |s| s.to_string_lossy().into_owned(),
     );
-    // The file with `main` and the kernels beside it: other files with a `main` are other
-    // programs.
-    let cuda: Vec<&Found> = cuda
-        .into_iter()
-        .filter(|f| f.relative == main.relative || !f.text.contains("main("))
-        .collect();
-    let sources: Vec<String> = cuda.iter().map(|f| q(&f.relative)).collect();
-    let what = format!("CUDA code ({})", join(&cuda));
+    let output = q(&format!("{{build_dir}}/{stem}"));
+    let mut words: Vec<String> = vec![
+        "nvcc".into(),
+        "-lineinfo".into(),
+        q("-arch={arch}"),
+        "-Xptxas".into(),
+        "-v".into(),
+    ];
+    words.extend(folders.iter().map(|f| q(&format!("-I{f}"))));
+    words.extend(["-o".to_string(), output.clone()]);
+    words.extend(built.iter().map(|f| q(&f.relative)));
+    words.extend(libraries.iter().map(|l| format!("-l{l}")));
+    let what = format!("CUDA code ({})", join(&built));
     let yaml = format!(
         "{}target:\n  build:\n    # -lineinfo: the tools name source lines; -Xptxas -v: \
-         registers, spills, shared memory.\n    command: [nvcc, -lineinfo, \"-arch={{arch}}\", \
-         -Xptxas, -v, -o, {}, {}]\n  program:\n    command: [{}]\nmatrix:\n  arch: [sm_90]    \
-         # the GPU it runs on (sm_80 for an A100)\nstages:\n  build: {{}}\n{GPU_STAGES}",
+         registers, spills, shared memory.\n    command: [{}]\n  program:\n    command: \
+         [{output}]\nmatrix:\n  arch: [sm_90]    # the GPU it runs on (sm_80 for an A100)\n\
+         stages:\n  build: {{}}\n{}",
         header(&what),
-        q(&format!("{{build_dir}}/{stem}")),
-        sources.join(", "),
-        q(&format!("{{build_dir}}/{stem}")),
+        words.join(", "),
+        gpu_stages(&built)
     );
     Some((what, yaml))
 }
 
-/// A CuPy or Numba script at any depth: of the Python files that use the framework or import a
-/// module that does, the one that runs as a script (`__main__`), else a test, else the first;
-/// its pipeline says how to get line information without `-G` and how the sanitizers see past
-/// CuPy's memory pool.
-fn python_jit<'f>(files: impl Iterator<Item = &'f Found>) -> Option<(String, String)> {
-    let py: Vec<&Found> = files.filter(|f| f.relative.ends_with(".py")).collect();
+/// A Triton, CuPy or Numba script at any depth: of the Python files that use the framework or
+/// import a module that does, the one that runs as a script (`__main__`), else a test, else the
+/// first; its pipeline says how to get line information without `-G` and how the sanitizers
+/// see past CuPy's memory pool.
+fn python_jit(files: &[&Found]) -> Option<(String, String)> {
+    let py: Vec<&Found> = files
+        .iter()
+        .copied()
+        .filter(|f| f.relative.ends_with(".py"))
+        .collect();
+    let triton = |f: &Found| imports(&f.text, "triton");
     let cupy = |f: &Found| imports(&f.text, "cupy");
     let numba = |f: &Found| {
         imports(&f.text, "numba") && (f.text.contains("cuda.jit") || f.text.contains("numba.cuda"))
     };
-    let (framework, uses): (&str, &dyn Fn(&Found) -> bool) = if py.iter().any(|f| cupy(f)) {
+    let (framework, uses): (&str, &dyn Fn(&Found) -> bool) = if py.iter().any(|f| triton(f)) {
+        ("Triton", &triton)
+    } else if py.iter().any(|f| cupy(f)) {
         ("CuPy", &cupy)
     } else {
         ("Numba", &numba)
@@ -372,7 +533,12 @@ fn python_jit<'f>(files: impl Iterator<Item = &'f Found>) -> Option<(String, Str
     } else {
         format!("[python3, {}]", q(&script.relative))
     };
-    let (notes, install): (&[&str], &str) = if framework == "CuPy" {
+    let (notes, install): (&[&str], &str) = if framework == "Triton" {
+        (
+            &["No build: Triton compiles its kernels when the script runs; the SASS stage reads its cache."],
+            "`pip install triton torch`",
+        )
+    } else if framework == "CuPy" {
         (
             &[
                 "No build: CuPy compiles each kernel with NVRTC when the script runs. The runner",
@@ -400,10 +566,12 @@ fn python_jit<'f>(files: impl Iterator<Item = &'f Found>) -> Option<(String, Str
     };
     let notes: String = notes.iter().map(|l| format!("  # {l}\n")).collect();
     let what = format!("a {framework} script ({})", script.relative);
+    let reached: Vec<&Found> = py.iter().copied().filter(|f| reaches(f)).collect();
     let yaml = format!(
         "{}target:\n{notes}  program:\n    command: {command}   # needs {framework}: {install}\n\
-         stages:\n{GPU_STAGES}",
-        header(&what)
+         stages:\n{}",
+        header(&what),
+        gpu_stages(&reached)
     );
     Some((what, yaml))
 }

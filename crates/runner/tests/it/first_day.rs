@@ -363,7 +363,7 @@ fn init(dir: &std::path::Path) -> std::process::Output {
 fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_overwrites() {
     // What a directory holds, what init says it found, a line of what it writes.
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
-    let cases: [Case; 6] = [
+    let cases: [Case; 10] = [
         (
             "a .cu file",
             &[(
@@ -430,6 +430,57 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
             ],
             "for a Numba script (pkg/test_reduce.py)",
             "command: [python3, -m, pytest, -q, \"pkg/test_reduce.py\", \"--junitxml={out}\"]",
+        ),
+        (
+            "CUDA C++ in folders: main in a .cpp, a header elsewhere, cuBLAS, an unused .cu",
+            &[
+                ("main.cpp", "void launch(float*);\nint main() { launch(nullptr); }\n"),
+                (
+                    "src/wmma/gemm.cu",
+                    "#include \"util.cuh\"\n#include <cublas_v2.h>\n__global__ void k(float* a) { a[0] = sq(a[0]); }\nvoid launch(float* a) { k<<<1, 1>>>(a); }\n",
+                ),
+                ("include/util.cuh", "__device__ inline float sq(float x) { return x * x; }\n"),
+                ("src/unused.cu", "__global__ void orphan() {}\n"),
+            ],
+            "for CUDA code (main.cpp, src/wmma/gemm.cu)",
+            "command: [nvcc, -lineinfo, \"-arch={arch}\", -Xptxas, -v, \"-Iinclude\", -o, \"{build_dir}/main\", \"main.cpp\", \"src/wmma/gemm.cu\", -lcublas]",
+        ),
+        (
+            "a CUDA program that times its kernels",
+            &[(
+                "bench.cu",
+                "__global__ void k() {}\nint main() { for (int i = 0; i < 500; ++i) k<<<1, 1>>>(); float ms; cudaEventElapsedTime(&ms, 0, 0); }\n",
+            )],
+            "for CUDA code (bench.cu)",
+            "racecheck: { args: [--launch-count, \"8\"] }",
+        ),
+        (
+            "a CMake project for the matrix's arch",
+            &[
+                ("CMakeLists.txt", "project(p LANGUAGES CUDA)\nadd_executable(app app.cu)\n"),
+                ("app.cu", "int main() {}\n"),
+            ],
+            "for a CMake project",
+            "-DCMAKE_CUDA_ARCHITECTURES=$(echo {arch} | sed s/^sm_//) '-DCMAKE_CUDA_FLAGS=-lineinfo -Xptxas=-v'",
+        ),
+        (
+            "a Triton kernel module three levels down and the driver that imports it",
+            &[
+                (
+                    "pkg/ops/kernels/softmax.py",
+                    "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x):\n    pass\n",
+                ),
+                (
+                    "pkg/ops/kernels/util.py",
+                    "import triton\n\ndef grid(n):\n    return (triton.cdiv(n, 128),)\n",
+                ),
+                (
+                    "bench/run_softmax.py",
+                    "import torch\nfrom pkg.ops.kernels.softmax import k\n\nif __name__ == \"__main__\":\n    k[(1,)](torch.ones(1))\n",
+                ),
+            ],
+            "for a Triton script (bench/run_softmax.py)",
+            "command: [python3, \"bench/run_softmax.py\"]",
         ),
     ];
     for (kind, files, found, command) in cases {
