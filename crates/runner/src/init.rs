@@ -176,7 +176,7 @@ fn header(what: &str) -> String {
 
 /// Text with every control character (a newline in a file's name, a terminal escape) shown as
 /// `?`: safe in a YAML comment and on a terminal.
-fn plain(text: &str) -> String {
+pub(crate) fn plain(text: &str) -> String {
     text.chars()
         .map(|c| if c.is_control() { '?' } else { c })
         .collect()
@@ -397,7 +397,16 @@ fn cuda_program(all: &[&Found]) -> Option<(String, String)> {
         .iter()
         .copied()
         .filter(|f| MAIN.is_match(&f.text))
-        .min_by_key(|f| (!f.relative.ends_with(".cu"), f.depth, f.relative.clone()))?;
+        // The program nearest the top, a file named `main` first, then a `.cu`.
+        .min_by_key(|f| {
+            let stem = Path::new(&f.relative).file_stem().and_then(|s| s.to_str());
+            (
+                f.depth,
+                stem != Some("main"),
+                !f.relative.ends_with(".cu"),
+                f.relative.clone(),
+            )
+        })?;
     // Follow what the built units call into the other units that define it.
     let mut built: Vec<&Found> = vec![main];
     loop {
@@ -437,7 +446,8 @@ fn cuda_program(all: &[&Found]) -> Option<(String, String)> {
             let beside = Path::new(&f.relative).parent().unwrap_or(Path::new(""));
             let local = beside.join(&name);
             let Some(header) = all.iter().copied().find(|h| {
-                Path::new(&h.relative) == local || h.relative.ends_with(&format!("/{name}"))
+                Path::new(&h.relative) == local
+                    || h.relative.ends_with(&format!("/{name}"))
                     || h.relative == name
             }) else {
                 continue;
@@ -535,7 +545,9 @@ fn python_jit(files: &[&Found]) -> Option<(String, String)> {
     };
     let (notes, install): (&[&str], &str) = if framework == "Triton" {
         (
-            &["No build: Triton compiles its kernels when the script runs; the SASS stage reads its cache."],
+            &[
+                "No build: Triton compiles its kernels when the script runs; the SASS stage reads its cache.",
+            ],
             "`pip install triton torch`",
         )
     } else if framework == "CuPy" {

@@ -658,6 +658,43 @@ fn init(dir: &std::path::Path) -> Result<Outcome, Error> {
     check(&written.path)
 }
 
+/// What a stage of a target runs, beside the build and program lines: the tool around the
+/// program (`<program>`) with the stage's own arguments, the program with them, or a
+/// baseline's own command; `None` for a stage that runs the build or the program as they are.
+fn runs(stage: &config::Stage) -> Option<Vec<String>> {
+    use report::StageKind;
+    let args = stage.args.iter().cloned();
+    let program = "<program>".to_string();
+    let argv: Vec<String> = match stage.kind {
+        kind if config::is_sanitizer(kind) => {
+            ["compute-sanitizer", "--tool", config::kind_name(kind)]
+                .map(String::from)
+                .into_iter()
+                .chain(args)
+                .chain([program])
+                .collect()
+        }
+        // With no launch selection of its own the runner chooses the first launches.
+        StageKind::Profile if stage.args.is_empty() => vec![
+            "ncu".to_string(),
+            program,
+            "(its first launches of each kernel)".to_string(),
+        ],
+        StageKind::Profile => std::iter::once("ncu".to_string())
+            .chain(args)
+            .chain([program])
+            .collect(),
+        StageKind::Baseline if !stage.command.is_empty() => {
+            stage.command.iter().cloned().chain(args).collect()
+        }
+        StageKind::Sass => vec!["cuobjdump".to_string(), "-sass".to_string()],
+        StageKind::Compile | StageKind::Report => return None,
+        _ if stage.args.is_empty() => return None,
+        _ => std::iter::once(program).chain(args).collect(),
+    };
+    Some(argv)
+}
+
 fn check(path: &std::path::Path) -> Result<Outcome, Error> {
     let pipeline = Pipeline::load_and_check_tools(path)?;
     let mut out = String::new();
@@ -687,6 +724,32 @@ fn check(path: &std::path::Path) -> Result<Outcome, Error> {
         .max()
         .unwrap_or(0)
         .max(10);
+    // What a target's stages run: its build and its program, each stage's tool around it.
+    let shell = |argv: &[String]| {
+        argv.iter()
+            .map(|w| {
+                if w.is_empty() || w.contains(|c: char| c.is_whitespace() || "'\"$;&|".contains(c))
+                {
+                    format!("'{}'", w.replace('\'', "'\\''"))
+                } else {
+                    w.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if let Some(target) = &pipeline.target {
+        if let Some(build) = &target.build {
+            out.push_str(&format!(
+                "  build:   {}\n",
+                crate::init::plain(&shell(&build.command))
+            ));
+        }
+        out.push_str(&format!(
+            "  program: {}\n",
+            crate::init::plain(&shell(&target.program.command))
+        ));
+    }
     for stage in &pipeline.stages {
         let mut needs = Vec::new();
         if stage.needs.gpu {
@@ -710,6 +773,13 @@ fn check(path: &std::path::Path) -> Result<Outcome, Error> {
                 format!("; cases {}", stage.cases.join(", "))
             }
         ));
+        if let Some(runs) = pipeline.target.as_ref().and_then(|_| runs(stage)) {
+            out.push_str(&format!(
+                "  {:<width$} runs {}\n",
+                "",
+                crate::init::plain(&shell(&runs))
+            ));
+        }
     }
     // The knobs experiments may vary: named, or found where the configs vary a value.
     for knob in config::knobs_of(&pipeline) {

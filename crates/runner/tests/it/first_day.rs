@@ -434,12 +434,18 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
         (
             "CUDA C++ in folders: main in a .cpp, a header elsewhere, cuBLAS, an unused .cu",
             &[
-                ("main.cpp", "void launch(float*);\nint main() { launch(nullptr); }\n"),
+                (
+                    "main.cpp",
+                    "void launch(float*);\nint main() { launch(nullptr); }\n",
+                ),
                 (
                     "src/wmma/gemm.cu",
                     "#include \"util.cuh\"\n#include <cublas_v2.h>\n__global__ void k(float* a) { a[0] = sq(a[0]); }\nvoid launch(float* a) { k<<<1, 1>>>(a); }\n",
                 ),
-                ("include/util.cuh", "__device__ inline float sq(float x) { return x * x; }\n"),
+                (
+                    "include/util.cuh",
+                    "__device__ inline float sq(float x) { return x * x; }\n",
+                ),
                 ("src/unused.cu", "__global__ void orphan() {}\n"),
             ],
             "for CUDA code (main.cpp, src/wmma/gemm.cu)",
@@ -457,7 +463,10 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
         (
             "a CMake project for the matrix's arch",
             &[
-                ("CMakeLists.txt", "project(p LANGUAGES CUDA)\nadd_executable(app app.cu)\n"),
+                (
+                    "CMakeLists.txt",
+                    "project(p LANGUAGES CUDA)\nadd_executable(app app.cu)\n",
+                ),
                 ("app.cu", "int main() {}\n"),
             ],
             "for a CMake project",
@@ -500,6 +509,15 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
             printed.contains("pipeline.yaml: ok: 1 config"),
             "{kind}: {printed}"
         );
+        // It says what each stage runs: the program, and a sanitizer's tool around it.
+        assert!(printed.contains("\n  program: "), "{kind}: {printed}");
+        if kind == "a CUDA program that times its kernels" {
+            assert!(
+                printed
+                    .contains("runs compute-sanitizer --tool racecheck --launch-count 8 <program>"),
+                "{printed}"
+            );
+        }
         let yaml = std::fs::read_to_string(dir.path().join("pipeline.yaml")).unwrap();
         assert!(yaml.starts_with("# Written by `runner init`"), "{yaml}");
         assert!(yaml.contains(command), "{kind}:\n{yaml}");
