@@ -37,6 +37,8 @@ pub struct Written {
     pub path: PathBuf,
     /// One line: what the pipeline runs ("a CMake project with ctest tests").
     pub found: String,
+    /// The `.gitignore` the run folders were added to, where they were not there already.
+    pub ignored: Option<PathBuf>,
 }
 
 /// Writes `DIR/pipeline.yaml` for what `dir` holds; refuses to replace one.
@@ -61,10 +63,52 @@ pub fn init(dir: &Path) -> Result<Written, InitError> {
             _ => InitError::Io(shown.clone(), e),
         })?;
     std::io::Write::write_all(&mut file, yaml.as_bytes()).map_err(|e| InitError::Io(shown, e))?;
+    let ignored = ignore_runs(dir)?;
     Ok(Written {
         path,
         found: plain(&found),
+        ignored,
     })
+}
+
+/// The folders every run writes beside the pipeline, which version control should not keep.
+const RUN_FOLDERS: [&str; 2] = ["artifacts/", "reports/"];
+
+/// Adds [`RUN_FOLDERS`] to `dir/.gitignore` (made if absent) where no line names them yet;
+/// the file where it changed one. A `.gitignore` that is not a regular file is left alone.
+fn ignore_runs(dir: &Path) -> Result<Option<PathBuf>, InitError> {
+    let path = dir.join(".gitignore");
+    let io = |e| InitError::Io(path.display().to_string(), e);
+    let text = match std::fs::symlink_metadata(&path) {
+        Ok(m) if !m.is_file() => return Ok(None),
+        Ok(_) => std::fs::read_to_string(&path).map_err(io)?,
+        Err(_) => String::new(),
+    };
+    let listed = |folder: &str| {
+        let bare = folder.trim_end_matches('/');
+        text.lines()
+            .map(str::trim)
+            .any(|l| [bare, folder, &format!("/{bare}"), &format!("/{folder}")].contains(&l))
+    };
+    let missing: Vec<&str> = RUN_FOLDERS.into_iter().filter(|f| !listed(f)).collect();
+    if missing.is_empty() {
+        return Ok(None);
+    }
+    let mut added = String::new();
+    if !text.is_empty() && !text.ends_with('\n') {
+        added.push('\n');
+    }
+    added.push_str("# What each Exhibit run writes (runner init)\n");
+    for folder in missing {
+        added.push_str(&format!("/{folder}\n"));
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .map_err(io)?;
+    std::io::Write::write_all(&mut file, added.as_bytes()).map_err(io)?;
+    Ok(Some(path))
 }
 
 /// A file found: its path relative to the directory, and its text when it is small enough to

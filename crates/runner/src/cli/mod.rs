@@ -90,7 +90,8 @@ pub enum Command {
     },
     /// Render the report of a stored run directory (no tools needed).
     Report {
-        /// A run directory, e.g. `artifacts/<run-id>`.
+        /// A run directory (`artifacts/<run-id>`), or a run id as the run printed it (its first
+        /// characters will do), or `latest`, looked for in `./artifacts`.
         run_dir: PathBuf,
         /// The report's format: Markdown, JSON, SARIF 2.1.0 or JUnit XML.
         #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
@@ -106,8 +107,22 @@ pub enum Command {
         #[arg(long, env = "EXHIBIT_RULES_URI", value_name = "URL")]
         rules_uri: Option<String>,
     },
-    /// Print the rules the report applies, one section per rule id (`docs/rules.md`).
-    Rules,
+    /// Print the rules the report applies, one section per rule id (`docs/rules.md`), or the
+    /// section of one rule.
+    Rules {
+        /// A rule id, as reports and SARIF name it (`out-of-bounds`).
+        rule: Option<String>,
+    },
+    /// Keep a pipeline folder's newest runs and remove the others' run directories
+    /// (`artifacts/<id>`) and reports (`reports/<id>.*`).
+    Gc {
+        /// The pipeline's folder.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// How many of the newest runs to keep.
+        #[arg(long, default_value_t = 10)]
+        keep: usize,
+    },
     /// Diagnose raw logs with no run directory (exit 0 clean, 1 problems found).
     Explain {
         /// The logs: any tool output `runner parse` reads (ptxas, SASS, compute-sanitizer,
@@ -128,7 +143,8 @@ pub enum Command {
     /// Compare two stored runs: new and fixed findings, resource and timing changes (exit 1 on a
     /// regression).
     Diff {
-        /// The earlier run directory, e.g. `artifacts/<run-id>`: what B is compared against.
+        /// The earlier run: a run directory (`artifacts/<run-id>`) or a run id, as for `report`;
+        /// what B is compared against.
         run_a: PathBuf,
         /// The later run directory: its new and fixed findings are A's counted against it.
         run_b: PathBuf,
@@ -161,7 +177,7 @@ pub enum Command {
     /// Compress a stored run's large logs (gzip) so that it can be committed; `report` reads them
     /// as before.
     Pack {
-        /// A run directory, e.g. `artifacts/<run-id>`.
+        /// A run directory (`artifacts/<run-id>`) or a run id, as for `report`.
         run_dir: PathBuf,
         /// Compress logs of at least this many bytes.
         #[arg(long, default_value_t = 256 * 1024)]
@@ -247,6 +263,10 @@ pub struct RunOptions {
     /// pass.
     #[arg(long)]
     pub require_gpu: bool,
+    /// Print only what needs attention: no preflight lines and no line for a unit that
+    /// passed; skips, failures, findings and the verdict still print.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 impl RunOptions {
@@ -273,6 +293,9 @@ impl RunOptions {
         }
         if self.require_gpu {
             args.push("--require-gpu".to_string());
+        }
+        if self.quiet {
+            args.push("--quiet".to_string());
         }
         match self.gpus {
             Some(orchestrate::Gpus::All) => args.extend(["--gpus".into(), "all".into()]),
@@ -444,7 +467,7 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
             home,
             rules_uri,
         }) => report(
-            &run_dir,
+            &stored_run(&run_dir)?,
             format,
             summary,
             &report::Home {
@@ -452,11 +475,9 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
                 rules_uri,
             },
         ),
-        Some(Command::Pack { run_dir, min_bytes }) => pack(&run_dir, min_bytes),
-        Some(Command::Rules) => {
-            print(&report::render_rules())?;
-            Ok(Outcome::Clean)
-        }
+        Some(Command::Pack { run_dir, min_bytes }) => pack(&stored_run(&run_dir)?, min_bytes),
+        Some(Command::Rules { rule }) => rules(rule.as_deref()),
+        Some(Command::Gc { dir, keep }) => gc(&dir, keep),
         Some(Command::Parse {
             files,
             json,
@@ -484,7 +505,13 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
                     ..report::noise::NoiseOptions::default()
                 },
             };
-            diff(&run_a, &run_b, format, &options, force)
+            diff(
+                &stored_run(&run_a)?,
+                &stored_run(&run_b)?,
+                format,
+                &options,
+                force,
+            )
         }
         // `main` hands `runner harness ...` to the harness before parsing: the subcommand is
         // here for `--help` and the commands' list.
@@ -523,7 +550,7 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
     }
     let interrupt = signals()?;
     prepare(&pipeline);
-    let terminal = Terminal::new();
+    let terminal = Terminal::new().quiet(opts.quiet);
     let cx = Context {
         env: Env {
             reuse_facts: !opts.force,
@@ -642,6 +669,103 @@ fn run_options(opts: &RunOptions, selection: Selection, force: bool) -> Result<O
     })
 }
 
+/// A stored run as the command line names it: a run directory, or a run id as a run prints
+/// it (`20261129T111642Z-217076f7`, or its first characters where they name one run), or
+/// `latest`, looked for in `./artifacts`.
+fn stored_run(named: &std::path::Path) -> Result<PathBuf, Error> {
+    let Some(name) = named.to_str().filter(|n| {
+        !named.exists() && !n.is_empty() && !n.contains(['/', '\\']) && !n.starts_with('.')
+    }) else {
+        return Ok(named.to_path_buf());
+    };
+    let artifacts = std::path::Path::new(crate::evidence::rundir::ARTIFACTS);
+    let mut runs: Vec<String> = std::fs::read_dir(artifacts)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join("manifest.json").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    runs.sort();
+    let matching: Vec<&String> = if name == "latest" {
+        runs.last().into_iter().collect()
+    } else {
+        runs.iter().filter(|r| r.starts_with(name)).collect()
+    };
+    match matching.as_slice() {
+        [one] => Ok(artifacts.join(one)),
+        [] => Err(Error::Usage(format!(
+            "{name}: no such run directory, and no run of that id in {}/",
+            artifacts.display()
+        ))),
+        several => Err(Error::Usage(format!(
+            "{name}: names {} runs in {}/ ({}); give more of the id",
+            several.len(),
+            artifacts.display(),
+            several
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// `runner rules [ID]`: every rule's section, or one rule's; an unknown id is refused with the
+/// nearest ones.
+fn rules(id: Option<&str>) -> Result<Outcome, Error> {
+    let page = report::render_rules();
+    let Some(id) = id else {
+        print(&page)?;
+        return Ok(Outcome::Clean);
+    };
+    let sections: Vec<&str> = page.split("\n## ").skip(1).collect();
+    let name = |section: &str| section.lines().next().unwrap_or("").trim().to_string();
+    if let Some(section) = sections.iter().find(|s| name(s) == id) {
+        print(&format!("## {}\n", section.trim_end()))?;
+        return Ok(Outcome::Clean);
+    }
+    let ids: Vec<String> = sections
+        .iter()
+        .map(|s| name(s))
+        .filter(|n| !n.contains(' '))
+        .collect();
+    let near = ids
+        .iter()
+        .map(|n| (strsim::damerau_levenshtein(id, n), n))
+        .min()
+        .filter(|(d, n)| *d <= 2.max(n.len() / 3))
+        .map(|(_, n)| format!("did you mean `{n}`? "))
+        .unwrap_or_default();
+    Err(Error::Usage(format!(
+        "`{}` is no rule id: {near}(rules: {})",
+        crate::init::plain(id),
+        ids.join(", ")
+    )))
+}
+
+/// `runner gc DIR --keep N`.
+fn gc(dir: &std::path::Path, keep: usize) -> Result<Outcome, Error> {
+    let collected = crate::evidence::gc::collect(dir, keep)
+        .map_err(|e| Error::Io(format!("{}: {e}", dir.display())))?;
+    say!(
+        "removed {} ({:.1} MB), kept the newest {}",
+        plural_runs(collected.removed.len()),
+        collected.bytes as f64 / 1e6,
+        collected.kept
+    );
+    for id in &collected.unfinished {
+        say!(
+            "kept {id}: still being written, or cut short (remove it by hand once it is not running)"
+        );
+    }
+    Ok(Outcome::Clean)
+}
+
+fn plural_runs(n: usize) -> String {
+    format!("{n} run{}", plural(n))
+}
+
 /// `runner init DIR`: writes the pipeline, says what it found, then checks it.
 fn init(dir: &std::path::Path) -> Result<Outcome, Error> {
     use crate::init::InitError;
@@ -655,6 +779,12 @@ fn init(dir: &std::path::Path) -> Result<Outcome, Error> {
         written.found,
         crate::evidence::rundir::shown(&written.path)
     );
+    if let Some(ignore) = &written.ignored {
+        say!(
+            "added artifacts/ and reports/ (what each run writes) to {}",
+            crate::evidence::rundir::shown(ignore)
+        );
+    }
     check(&written.path)
 }
 

@@ -46,6 +46,8 @@ pub trait Progress {
 pub struct Terminal {
     state: Mutex<State>,
     interactive: bool,
+    /// `-q`: no preflight lines and no line for a unit that passed.
+    quiet: bool,
 }
 
 #[derive(Default)]
@@ -91,7 +93,14 @@ impl Terminal {
         Terminal {
             state: Mutex::new(State::default()),
             interactive: std::io::stderr().is_terminal(),
+            quiet: false,
         }
+    }
+
+    /// With `quiet`, only what needs attention is printed: the preflight's lines and the lines
+    /// of units that passed are left out.
+    pub fn quiet(self, quiet: bool) -> Terminal {
+        Terminal { quiet, ..self }
     }
 }
 
@@ -118,6 +127,16 @@ impl Progress for Terminal {
         } = &event
         {
             return;
+        }
+        if self.quiet {
+            match &event {
+                Event::Note(text) if text.starts_with("preflight: ") => return,
+                Event::Finished {
+                    status: StageStatus::Passed,
+                    ..
+                } => return,
+                _ => {}
+            }
         }
         match event {
             Event::Note(text) => state.print(text),

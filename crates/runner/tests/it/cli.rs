@@ -323,3 +323,130 @@ fn a_selection_the_pipeline_lacks_is_refused_before_preflight() {
         assert!(!err.contains("preflight:"), "{err}");
     }
 }
+
+/// A run is named by the id it printed (or its first characters, or `latest`) wherever a
+/// command takes a run directory; an id that names none, or several, is refused saying so.
+#[test]
+fn report_and_diff_take_the_run_id_a_run_prints() {
+    let project = Project::new();
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    let id = project.manifest()["id"].as_str().unwrap().to_string();
+    for named in [id.as_str(), &id[..20], "latest"] {
+        let out = project.run(&["report", named]);
+        assert_eq!(code(&out), 0, "{named}: {}", stderr(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(&id),
+            "{named}"
+        );
+    }
+    let out = project.run(&["diff", &id, "latest"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = project.run(&["report", "19990101T000000Z-00000000"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(
+        stderr(&out),
+        "error: 19990101T000000Z-00000000: no such run directory, and no run of that id in \
+         artifacts/\n"
+    );
+    // Two runs share the prefix `2`: not one run.
+    std::fs::create_dir_all(project.root.join("artifacts/20000101T000000Z-00000000")).unwrap();
+    std::fs::write(
+        project
+            .root
+            .join("artifacts/20000101T000000Z-00000000/manifest.json"),
+        "{}",
+    )
+    .unwrap();
+    let out = project.run(&["report", "2"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("2: names 2 runs in artifacts/"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `runner rules ID` prints that rule's section; an id that is none is refused with the
+/// nearest one.
+#[test]
+fn rules_takes_a_rule_id() {
+    let project = Project::new();
+    let out = project.run(&["rules", "out-of-bounds"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("## out-of-bounds\n"), "{text}");
+    assert_eq!(text.matches("\n## ").count(), 0, "one section only: {text}");
+    let out = project.run(&["rules", "out-of-bound"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out)
+            .starts_with("error: `out-of-bound` is no rule id: did you mean `out-of-bounds`?"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `runner gc --keep 1` removes the older runs and their reports, keeps the newest, and never
+/// removes a run still being written.
+#[test]
+fn gc_keeps_the_newest_runs_and_any_still_being_written() {
+    let project = Project::new();
+    assert_eq!(code(&project.run(&["pipeline.yaml"])), 0);
+    let id = project.manifest()["id"].as_str().unwrap().to_string();
+    let artifacts = project.root.join("artifacts");
+    let copy = |name: &str, finished: bool| {
+        let dir = artifacts.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut manifest = project.manifest();
+        manifest["id"] = serde_json::json!(name);
+        if !finished {
+            manifest.as_object_mut().unwrap().remove("finished");
+            std::fs::write(dir.join(".space-reserve"), "").unwrap();
+        }
+        std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+        std::fs::write(project.root.join(format!("reports/{name}.md")), "old").unwrap();
+    };
+    copy("20200101T000000Z-aaaaaaaa", true);
+    copy("20210101T000000Z-bbbbbbbb", true);
+    copy("20190101T000000Z-cccccccc", false);
+    // Not a run: left alone.
+    std::fs::create_dir_all(artifacts.join("notes")).unwrap();
+    let out = project.run(&["gc", "--keep", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.starts_with("removed 2 runs ("), "{err}");
+    assert!(
+        err.contains("kept 20190101T000000Z-cccccccc: still being written"),
+        "{err}"
+    );
+    let mut left: Vec<String> = std::fs::read_dir(&artifacts)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["20190101T000000Z-cccccccc", id.as_str(), "notes"]);
+    assert!(
+        !project
+            .root
+            .join("reports/20200101T000000Z-aaaaaaaa.md")
+            .exists()
+    );
+    assert!(project.root.join(format!("reports/{id}.md")).exists());
+    assert!(project.root.join("reports/latest.md").exists());
+}
+
+/// `-q` leaves out the preflight's lines and the lines of units that passed; the verdict and
+/// the report's path still print.
+#[test]
+fn quiet_prints_only_what_needs_attention() {
+    let project = Project::new();
+    let loud = project.run(&["pipeline.yaml", "--force"]);
+    assert!(stderr(&loud).contains("preflight: "), "{}", stderr(&loud));
+    assert!(stderr(&loud).contains(" passed "), "{}", stderr(&loud));
+    let out = project.run(&["-q", "pipeline.yaml", "--force"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains("preflight: "), "{err}");
+    assert!(!err.contains(" passed "), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("verdict: Clean"));
+}

@@ -520,6 +520,10 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
         }
         let yaml = std::fs::read_to_string(dir.path().join("pipeline.yaml")).unwrap();
         assert!(yaml.starts_with("# Written by `runner init`"), "{yaml}");
+        // What each run writes is kept out of version control.
+        let ignore = std::fs::read_to_string(dir.path().join(".gitignore")).unwrap();
+        assert!(ignore.contains("\n/artifacts/\n/reports/\n"), "{ignore:?}");
+        assert!(err.contains("added artifacts/ and reports/"), "{err}");
         assert!(yaml.contains(command), "{kind}:\n{yaml}");
         // Never over an existing pipeline: refused, the file as it was.
         std::fs::write(dir.path().join("pipeline.yaml"), "# mine\n").unwrap();
@@ -658,5 +662,20 @@ fn the_gtest_example_without_cmake_fails_its_build_naming_cmake() {
             .unwrap_or("")
             .contains("cmake: not found"),
         "{build}"
+    );
+}
+
+/// A `.gitignore` that already names a run folder is not given it twice; the other is added
+/// after the user's own lines.
+#[test]
+fn runner_init_adds_only_the_run_folders_a_gitignore_lacks() {
+    let dir = tempfile::tempdir().expect("a directory");
+    std::fs::write(dir.path().join(".gitignore"), "*.o\nartifacts").unwrap();
+    std::fs::write(dir.path().join("k.cu"), "int main() {}\n").unwrap();
+    let out = init(dir.path());
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".gitignore")).unwrap(),
+        "*.o\nartifacts\n# What each Exhibit run writes (runner init)\n/reports/\n"
     );
 }
