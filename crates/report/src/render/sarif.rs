@@ -69,7 +69,14 @@ pub fn document(diagnoses: &[Diagnosis], run: Option<&Run>, home: &Home) -> Valu
             rule
         })
         .collect();
-    let results: Vec<Value> = diagnoses.iter().map(|d| result(d, run)).collect();
+    // A note whose evidence names no source file would only annotate the pipeline's first
+    // line: it stays in the Markdown and JSON reports, not in code scanning.
+    let base = run.map(pipeline_dir).unwrap_or_default();
+    let results: Vec<Value> = diagnoses
+        .iter()
+        .filter(|d| d.level != Level::Note || placement(d, &base, None).0.is_some())
+        .map(|d| result(d, run))
+        .collect();
     let mut sarif_run = json!({
         "tool": {
             "driver": {

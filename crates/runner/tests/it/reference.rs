@@ -1606,3 +1606,28 @@ fn sarif_links_the_driver_and_each_rule_to_the_home_it_is_given() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("absolute http(s) URL"));
 }
+
+/// Code scanning gets what says something at a line: the fault-classes reference run's six
+/// root causes, each at its source line, and none of its notes that name no source file (ncu's
+/// advice on launches too short to judge), which would all annotate the pipeline's first line.
+/// The Markdown report keeps them.
+#[test]
+fn sarif_leaves_out_notes_that_name_no_source_line() {
+    let run = repo().join("examples/fault-classes/reference/artifacts/20261124T122821Z-abcc59df");
+    let sarif: Value = serde_json::from_str(&report(&run, "sarif")).expect("SARIF");
+    let results = sarif["runs"][0]["results"].as_array().expect("results");
+    let at_pipeline = |r: &&Value| {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .is_some_and(|u| u.ends_with("pipeline.yaml"))
+    };
+    assert_eq!(results.iter().filter(|r| r["level"] == "error").count(), 6);
+    assert!(
+        !results
+            .iter()
+            .any(|r| r["level"] == "note" && at_pipeline(&r)),
+        "{results:#?}"
+    );
+    let md = report(&run, "md");
+    assert!(md.contains("Too few blocks: 4 for 132 SMs"), "{md}");
+}

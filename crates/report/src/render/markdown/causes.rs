@@ -215,7 +215,13 @@ pub(super) fn experiments(out: &mut String, a: &Analysis) {
             seconds(c.cost_ms)
         );
     }
-    for s in &a.launch_searches {
+    // Searches that found nothing say one thing together: which configs stayed clean, and up
+    // to how many launches.
+    let (quiet, told): (Vec<_>, Vec<_>) = a
+        .launch_searches
+        .iter()
+        .partition(|s| s.outcome == crate::experiment::Outcome::NotSeen);
+    for s in told {
         let tried: Vec<String> = s
             .tried
             .iter()
@@ -236,6 +242,28 @@ pub(super) fn experiments(out: &mut String, a: &Analysis) {
             s.outcome.as_str(),
             s.sentence.markdown()
         );
+    }
+    if let Some(most) = quiet.iter().flat_map(|s| s.tried.iter().map(|t| t.0)).max() {
+        let configs: Vec<String> = quiet
+            .iter()
+            .map(|s| {
+                s.config
+                    .as_deref()
+                    .map(md_code)
+                    .unwrap_or_else(|| "the run".into())
+            })
+            .collect();
+        let stages: std::collections::BTreeSet<String> =
+            quiet.iter().map(|s| md_code(&s.stage)).collect();
+        let _ = writeln!(
+            out,
+            "### Repeated launches: not seen\n\nstage {} · {}: clean at every count tried, up \
+             to {} launches.\n",
+            stages.into_iter().collect::<Vec<_>>().join(", "),
+            crate::text::plural(configs.len() as u64, "config", "configs"),
+            most
+        );
+        let _ = writeln!(out, "{}\n", configs.join(", "));
     }
 }
 
