@@ -10,7 +10,8 @@ pub(super) fn bisect(args: BisectArgs, host: Host) -> Result<Outcome, Error> {
         ));
     }
     let interrupt = signals()?;
-    let terminal = Terminal::new();
+    args.options.color.apply();
+    let terminal = Terminal::new().quiet(args.options.quiet);
     let say = |line: &str| say!("{}", report::text::strip_controls(line));
     let request = crate::bisect::Request {
         good: args.good.clone(),

@@ -267,6 +267,10 @@ pub struct RunOptions {
     /// passed; skips, failures, findings and the verdict still print.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Colour the units' status words: on a terminal unless NO_COLOR is set (auto), always,
+    /// or never.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = progress::Color::Auto)]
+    pub color: progress::Color,
 }
 
 impl RunOptions {
@@ -550,6 +554,7 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
     }
     let interrupt = signals()?;
     prepare(&pipeline);
+    opts.color.apply();
     let terminal = Terminal::new().quiet(opts.quiet);
     let cx = Context {
         env: Env {

@@ -62,7 +62,11 @@ struct State {
 impl State {
     /// Prints a line without the terminal escape sequences a program's text may carry.
     fn print(&self, line: &str) {
-        let line = report::text::strip_controls(line);
+        self.print_styled(&report::text::strip_controls(line));
+    }
+
+    /// Prints a line [`line`] made: its text is stripped already, its colour is its own.
+    fn print_styled(&self, line: &str) {
         match &self.bar {
             Some(b) => b.println(line),
             None => say!("{line}"),
@@ -140,7 +144,7 @@ impl Progress for Terminal {
         }
         match event {
             Event::Note(text) => state.print(text),
-            Event::Skipped { label, reason } => state.print(&line(
+            Event::Skipped { label, reason } => state.print_styled(&line(
                 label,
                 StageStatus::Skipped,
                 Duration::ZERO,
@@ -166,7 +170,7 @@ impl Progress for Terminal {
                 reason,
                 cached_from,
             } => {
-                state.print(&line(label, status, elapsed, reason, cached_from));
+                state.print_styled(&line(label, status, elapsed, reason, cached_from));
             }
             Event::Done => {
                 if let Some(b) = state.bar.take() {
@@ -177,7 +181,9 @@ impl Progress for Terminal {
     }
 }
 
-/// A unit's line: label, status, elapsed, then the reason or the cache origin.
+/// A unit's line: label, status, elapsed, then the reason or the cache origin. The program's
+/// words are stripped of control characters; the status word is coloured where stderr takes
+/// colour (a terminal, `NO_COLOR` unset, or `--color always`).
 pub fn line(
     label: &str,
     status: StageStatus,
@@ -185,18 +191,51 @@ pub fn line(
     reason: Option<&str>,
     cached_from: Option<&str>,
 ) -> String {
+    use report::text::strip_controls as plain;
+    let word = format!("{:<12}", status_word(status));
+    let style = console::Style::new().for_stderr();
+    let style = match status {
+        StageStatus::Passed => style.green(),
+        StageStatus::Findings | StageStatus::Failed => style.red().bold(),
+        StageStatus::Skipped => style.dim(),
+        StageStatus::TimedOut | StageStatus::Inconclusive | StageStatus::Interrupted => {
+            style.yellow()
+        }
+    };
     let mut line = format!(
-        "{label:<40} {:<12} {:>8}",
-        status_word(status),
+        "{:<40} {} {:>8}",
+        plain(label),
+        style.apply_to(word),
         format!("{:.2}s", elapsed.as_secs_f64())
     );
     if let Some(origin) = cached_from {
-        line.push_str(&format!("  (cached from {origin})"));
+        line.push_str(&format!("  (cached from {})", plain(origin)));
     }
     if let Some(reason) = reason {
-        line.push_str(&format!("  {reason}"));
+        line.push_str(&format!("  {}", plain(reason)));
     }
     line.trim_end().to_string()
+}
+
+/// `--color`: whether stderr's lines are coloured, as cargo and nextest decide it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Color {
+    /// On a terminal, unless `NO_COLOR` is set (or `CLICOLOR_FORCE` forces it).
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl Color {
+    /// Sets it for the rest of the process.
+    pub fn apply(self) {
+        match self {
+            Color::Auto => {}
+            Color::Always => console::set_colors_enabled_stderr(true),
+            Color::Never => console::set_colors_enabled_stderr(false),
+        }
+    }
 }
 
 /// The snake_case word the manifest uses for a status.

@@ -450,3 +450,21 @@ fn quiet_prints_only_what_needs_attention() {
     assert!(!err.contains(" passed "), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("verdict: Clean"));
 }
+
+/// `--color always` colours the units' status words, as cargo's flag does; by default, off a
+/// terminal, no escape sequence is written.
+#[test]
+fn color_always_colours_the_status_words_and_auto_leaves_a_pipe_plain() {
+    let project = Project::new();
+    let plain = project.run(&["pipeline.yaml", "--force"]);
+    assert!(!stderr(&plain).contains('\u{1b}'), "{}", stderr(&plain));
+    let coloured = project.run(&["pipeline.yaml", "--force", "--color", "always"]);
+    assert_eq!(code(&coloured), 0, "{}", stderr(&coloured));
+    assert!(
+        stderr(&coloured).contains("\u{1b}[32mpassed"),
+        "{:?}",
+        stderr(&coloured)
+    );
+    // The verdict on stdout stays plain text for scripts.
+    assert!(String::from_utf8_lossy(&coloured.stdout).starts_with("verdict: Clean"));
+}
