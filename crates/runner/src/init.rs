@@ -579,13 +579,30 @@ fn python_jit(files: &[&Found]) -> Option<(String, String)> {
         )
     })?;
     let base = script.relative.rsplit('/').next().unwrap_or("");
-    let command = if base.starts_with("test") && !script.text.contains("__main__") {
+    // A test file runs under pytest, whose exit status is its assertions' (and whose JUnit
+    // names each test), even where it also runs as a script: a script's own `print("FAIL")`
+    // and exit 0 would read as a pass.
+    let has_tests = script
+        .text
+        .lines()
+        .any(|l| l.starts_with("def test_") || l.starts_with("async def test_"));
+    let pytest = base.starts_with("test") && (has_tests || !script.text.contains("__main__"));
+    let command = if pytest {
         format!(
             "[python3, -m, pytest, -q, {}, \"--junitxml={{out}}\"]",
             q(&script.relative)
         )
     } else {
         format!("[python3, {}]", q(&script.relative))
+    };
+    // A script that is its own check: only its exit status says it failed.
+    let exit_note = if pytest {
+        String::new()
+    } else {
+        "    # The script's exit status is its check: it must exit non-zero when it finds the \
+         output wrong\n    # (`sys.exit(1)`, a failed `assert`); a printed FAIL with exit 0 \
+         reads as a pass.\n"
+            .to_string()
     };
     let (notes, install): (&[&str], &str) = if framework == "Triton" {
         (
@@ -624,8 +641,8 @@ fn python_jit(files: &[&Found]) -> Option<(String, String)> {
     let what = format!("a {framework} script ({})", script.relative);
     let reached: Vec<&Found> = py.iter().copied().filter(|f| reaches(f)).collect();
     let yaml = format!(
-        "{}target:\n{notes}  program:\n    command: {command}   # needs {framework}: {install}\n\
-         stages:\n{}",
+        "{}target:\n{notes}  program:\n{exit_note}    command: {command}   # needs {framework}: \
+         {install}\nstages:\n{}",
         header(&what),
         gpu_stages(&reached)
     );

@@ -363,7 +363,7 @@ fn init(dir: &std::path::Path) -> std::process::Output {
 fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_overwrites() {
     // What a directory holds, what init says it found, a line of what it writes.
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
-    let cases: [Case; 10] = [
+    let cases: [Case; 11] = [
         (
             "a .cu file",
             &[(
@@ -490,6 +490,15 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
             ],
             "for a Triton script (bench/run_softmax.py)",
             "command: [python3, \"bench/run_softmax.py\"]",
+        ),
+        (
+            "a CuPy test file that also runs as a script: pytest, whose exit status is the check",
+            &[(
+                "test_scale.py",
+                "import cupy as cp\n\ndef test_scale():\n    assert cp.allclose(cp.ones(4) * 2, 2)\n\nif __name__ == \"__main__\":\n    print(\"FAIL\" if not cp.allclose(cp.ones(4), 2) else \"ok\")\n",
+            )],
+            "for a CuPy script (test_scale.py)",
+            "command: [python3, -m, pytest, -q, \"test_scale.py\", \"--junitxml={out}\"]",
         ),
     ];
     for (kind, files, found, command) in cases {
