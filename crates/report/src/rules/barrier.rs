@@ -29,35 +29,29 @@ pub(crate) const RULE: Rule = Rule {
 /// One draft per distinct barrier-error site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let mut out = Vec::new();
-    for (index, f) in ctx.joined.findings.iter().enumerate() {
+    for (index, f) in ctx.unexplained(FindingKind::BarrierError) {
         let finding = f.finding;
-        if finding.kind != FindingKind::BarrierError || ctx.explained(index) {
-            continue;
-        }
-        let d = if finding.invalid_arguments {
-            if at_syncwarp(finding) {
-                syncwarp_mask(ctx, index, f)
-            } else {
-                invalid_arguments(ctx, index, f)
-            }
+        let mut d = ctx.site_draft(RuleId::DivergentBarrier, Message::new(), index, f);
+        if !finding.invalid_arguments {
+            // A barrier that only some threads of a block or warp reach.
+            let scope = match finding.sync_scope {
+                Some(parsers::SyncScope::Warp) => "warp",
+                _ => "block",
+            };
+            d.key = scope.to_string();
+            word_divergent(&mut d, scope, finding.count);
+        } else if at_syncwarp(finding) {
+            d.key = "syncwarp-mask".to_string();
+            d.figures
+                .insert("barrier".into(), serde_json::json!("__syncwarp"));
+            word_syncwarp_mask(&mut d, finding.count);
         } else {
-            divergent(ctx, index, f)
-        };
+            d.key = "invalid-arguments".to_string();
+            word_invalid_arguments(&mut d, finding.count);
+        }
         out.push(d);
     }
     out
-}
-
-/// A barrier that only some threads of a block or warp reach.
-fn divergent(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft {
-    let scope = match f.finding.sync_scope {
-        Some(parsers::SyncScope::Warp) => "warp",
-        _ => "block",
-    };
-    let mut d = ctx.site_draft(RuleId::DivergentBarrier, Message::new(), index, f);
-    d.key = scope.to_string();
-    word_divergent(&mut d, scope, f.finding.count);
-    d
 }
 
 /// The words of a divergent barrier in a `scope` ("block", "warp"), `count` records.
@@ -83,18 +77,8 @@ fn word_divergent(d: &mut Draft, scope: &str, count: u64) {
     );
 }
 
-/// synccheck's "Invalid arguments" at `__syncwarp(mask)`: the mask leaves out lanes that call
-/// it, or names lanes that never do.
-fn syncwarp_mask(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft {
-    let mut d = ctx.site_draft(RuleId::DivergentBarrier, Message::new(), index, f);
-    d.key = "syncwarp-mask".to_string();
-    d.figures
-        .insert("barrier".into(), serde_json::json!("__syncwarp"));
-    word_syncwarp_mask(&mut d, f.finding.count);
-    d
-}
-
-/// The words of a `__syncwarp(mask)` whose mask is wrong, `count` records.
+/// The words of synccheck's "Invalid arguments" at `__syncwarp(mask)`, `count` records: the
+/// mask leaves out lanes that call it, or names lanes that never do.
 fn word_syncwarp_mask(d: &mut Draft, count: u64) {
     let at = at_location(d.location.as_ref());
     d.title = msg!(
@@ -119,15 +103,8 @@ fn word_syncwarp_mask(d: &mut Draft, count: u64) {
     );
 }
 
-/// synccheck's "Invalid arguments" at another barrier (a named barrier's id or thread count).
-fn invalid_arguments(ctx: &Ctx, index: usize, f: &crate::join::FindingRef) -> Draft {
-    let mut d = ctx.site_draft(RuleId::DivergentBarrier, Message::new(), index, f);
-    d.key = "invalid-arguments".to_string();
-    word_invalid_arguments(&mut d, f.finding.count);
-    d
-}
-
-/// The words of a barrier called with invalid arguments, `count` records.
+/// The words of synccheck's "Invalid arguments" at another barrier (a named barrier's id or
+/// thread count), `count` records.
 fn word_invalid_arguments(d: &mut Draft, count: u64) {
     let at = at_location(d.location.as_ref());
     d.title = msg!("Barrier called with invalid arguments");
@@ -159,22 +136,16 @@ fn at_syncwarp(finding: &Finding) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture, place};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::rules::testing::{fixture_case, only, place};
 
     /// synccheck on `syncdiv.cu warp` (`compute-sanitizer/synccheck_syncdiv_warp.log`): a
     /// `__syncthreads()` at line 12 that only part of a warp reaches.
     #[test]
     fn fires_on_a_barrier_only_part_of_a_warp_reaches() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Synccheck,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("compute-sanitizer/synccheck_syncdiv_warp.log"),
-                )
+            fixture_case!(Synccheck, "compute-sanitizer/synccheck_syncdiv_warp.log")
                 .drafts(RuleId::DivergentBarrier),
         );
         assert_eq!(d.rule, RuleId::DivergentBarrier);
@@ -190,13 +161,7 @@ mod tests {
     #[test]
     fn fires_on_a_syncwarp_mask_that_leaves_out_lanes_that_call_it() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Synccheck,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("compute-sanitizer/synccheck_syncwarp_mask.log"),
-                )
+            fixture_case!(Synccheck, "compute-sanitizer/synccheck_syncwarp_mask.log")
                 .drafts(RuleId::DivergentBarrier),
         );
         assert_eq!(d.level, Level::Error);
@@ -210,14 +175,7 @@ mod tests {
     /// (`compute-sanitizer/synccheck_syncwarp_clean.log`): 0 errors.
     #[test]
     fn stays_silent_on_a_clean_synccheck_log() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Synccheck,
-                "release",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/synccheck_syncwarp_clean.log"),
-            )
-            .drafts(RuleId::DivergentBarrier);
-        assert!(drafts.is_empty(), "{drafts:?}");
+        fixture_case!(Synccheck, "compute-sanitizer/synccheck_syncwarp_clean.log")
+            .silent(RuleId::DivergentBarrier);
     }
 }

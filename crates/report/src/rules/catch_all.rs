@@ -6,7 +6,7 @@ use parsers::{FindingKind, Severity};
 
 use crate::run::StageStatus;
 use super::{Ctx, Proposes, Role, Rule, RuleId};
-use crate::diagnosis::{Confidence, Draft, GiveWay, Level, Scope, SourceLocation, Span};
+use crate::diagnosis::{Draft, GiveWay, Level, Scope, SourceLocation, Span};
 use crate::join::kind_name;
 use crate::message::{Message, code, msg, quote};
 use crate::text::scrub;
@@ -150,7 +150,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             ));
         }
         d.key = finding.fingerprint.clone();
-        d.confidence = Confidence::Low;
         d.evidence.push(ctx.finding_evidence(f));
         d.explains.push(index);
         // A function that calls itself in the record's device frames: a recursion.
@@ -381,30 +380,22 @@ fn line_list(lines: &[SourceLocation]) -> Message {
 
 #[cfg(test)]
 mod tests {
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, fixture_case, only, parsers_fixture, place};
+    use crate::{diagnosis::Level, run::StageKind};
 
     /// memcheck on `records.cu stack` (`compute-sanitizer/memcheck_stack_overflow.log`, H200):
     /// a recursive `deep()` with a 1 KiB frame overflows the stack. Worded as a stack overflow
     /// in the function that calls itself, with the fix, at its line.
     #[test]
     fn a_stack_overflow_names_the_recursion_and_the_stack_limit() {
-        let drafts = crate::rules::testing::Case::new()
-            .log(
-                crate::run::StageKind::Memcheck,
-                "release",
-                "sm_90",
-                crate::rules::testing::parsers_fixture!(
-                    "compute-sanitizer/memcheck_stack_overflow.log"
-                ),
-            )
-            .drafts(crate::rules::RuleId::SanitizerError);
+        let drafts = fixture_case!(Memcheck, "compute-sanitizer/memcheck_stack_overflow.log")
+            .drafts(RuleId::SanitizerError);
         let d = drafts
             .iter()
             .find(|d| d.title.to_string().contains("Stack overflow"))
             .expect("a stack overflow draft");
-        assert_eq!(
-            crate::rules::testing::place(d).as_deref(),
-            Some("records.cu:94")
-        );
+        assert_eq!(place(d).as_deref(), Some("records.cu:94"));
         let said = d.explanation.to_string();
         assert!(said.contains("`deep` calling itself"), "{said}");
         assert!(d.fix.to_string().contains("cudaLimitStackSize"), "{}", d.fix);
@@ -414,41 +405,22 @@ mod tests {
     /// kernel frees a `cudaMalloc` buffer.
     #[test]
     fn a_free_of_a_pointer_malloc_did_not_return_says_so() {
-        let drafts = crate::rules::testing::Case::new()
-            .log(
-                crate::run::StageKind::Memcheck,
-                "release",
-                "sm_90",
-                crate::rules::testing::parsers_fixture!("compute-sanitizer/memcheck_bad_free.log"),
-            )
-            .drafts(crate::rules::RuleId::SanitizerError);
+        let drafts = fixture_case!(Memcheck, "compute-sanitizer/memcheck_bad_free.log")
+            .drafts(RuleId::SanitizerError);
         let d = drafts
             .iter()
             .find(|d| d.title.to_string().contains("device-side free"))
             .expect("a free draft");
-        assert_eq!(
-            crate::rules::testing::place(d).as_deref(),
-            Some("records.cu:110")
-        );
+        assert_eq!(place(d).as_deref(), Some("records.cu:110"));
         assert!(d.fix.to_string().contains("cudaFree"), "{}", d.fix);
     }
-
-    use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{diagnosis::Level, run::StageKind};
 
     /// memcheck on `leak.cu` (`compute-sanitizer/memcheck_leak.log`): 1,024 bytes allocated and
     /// never freed, a finding no other rule takes.
     #[test]
     fn fires_on_a_leak_no_other_rule_explains() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Memcheck,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("compute-sanitizer/memcheck_leak.log"),
-                )
+            fixture_case!(Memcheck, "compute-sanitizer/memcheck_leak.log")
                 .drafts(RuleId::SanitizerError),
         );
         assert_eq!(d.rule, RuleId::SanitizerError);
@@ -489,14 +461,7 @@ mod tests {
     /// and 0 errors.
     #[test]
     fn stays_silent_on_a_clean_memcheck_log() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Memcheck,
-                "release",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/memcheck_clean.log"),
-            )
-            .drafts(RuleId::SanitizerError);
-        assert!(drafts.is_empty(), "{drafts:?}");
+        fixture_case!(Memcheck, "compute-sanitizer/memcheck_clean.log")
+            .silent(RuleId::SanitizerError);
     }
 }

@@ -78,6 +78,16 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             |f: &FindingRef| api_error(f.finding).map_or(String::new(), |a| a.name.clone());
         let error = |f: &FindingRef| api_error(f.finding).map_or(CudaError::Other, ApiError::error);
         let call_kind = |f: &FindingRef| api_call(f.finding).map(ApiCall::of_name);
+        // A draft of one class of the log's records: it explains them all and quotes `first`.
+        let group = |level, key: String, class: &[&(usize, &FindingRef)], first: &FindingRef| {
+            let mut d = Draft::new(RuleId::HostApiError, level, Message::new());
+            d.key = key;
+            d.config = config.map(str::to_string);
+            d.confidence = Confidence::High;
+            d.explains = class.iter().map(|(i, _)| *i).collect();
+            d.evidence.push(ctx.finding_evidence(first));
+            d
+        };
 
         // The sticky cascade: a kernel faulted, and every later call reports its error.
         let sticky: Vec<&(usize, &FindingRef)> = host
@@ -89,13 +99,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .iter()
                 .filter_map(|(_, f)| api_call(f.finding))
                 .collect();
-            let mut d = Draft::new(RuleId::HostApiError, Level::Error, Message::new());
+            let mut d = group(Level::Error, "sticky".into(), &sticky, sticky[0].1);
             word_sticky(&mut d, &error_name(sticky[0].1), &calls);
-            d.key = "sticky".into();
-            d.config = config.map(str::to_string);
-            d.confidence = Confidence::High;
-            d.explains = sticky.iter().map(|(i, _)| *i).collect();
-            d.evidence.push(ctx.finding_evidence(sticky[0].1));
             d.figures.insert("failed_calls".into(), json!(calls.len()));
             // A symptom of the fault this log located.
             d.symptom_of = Some(Scope::Log(source.path.to_string()));
@@ -117,12 +122,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .filter(|(_, f)| call_kind(f) == Some(ApiCall::Allocation))
                 .map(|(_, f)| f.finding.count)
                 .sum::<u64>();
-            let mut d = Draft::new(RuleId::HostApiError, Level::Error, Message::new());
-            d.key = "allocation".into();
-            d.config = config.map(str::to_string);
-            d.confidence = Confidence::High;
-            d.explains = allocation.iter().map(|(i, _)| *i).collect();
-            d.evidence.push(ctx.finding_evidence(first));
+            let mut d = group(Level::Error, "allocation".into(), &allocation, first);
             d.figures.insert("failed_allocations".into(), json!(failed));
             let echoes = allocation.len().saturating_sub(1);
             word_allocation(&mut d, call, &error_name(first), failed, echoes);
@@ -148,12 +148,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             } else {
                 0
             };
-            let mut d = Draft::new(RuleId::HostApiError, Level::Note, Message::new());
-            d.key = "entry-point-probes".into();
-            d.config = config.map(str::to_string);
-            d.confidence = Confidence::High;
-            d.explains = probes.iter().map(|(i, _)| *i).collect();
-            d.evidence.push(ctx.finding_evidence(first));
+            let mut d = group(Level::Note, "entry-point-probes".into(), &probes, first);
             d.figures.insert("probes".into(), json!(count));
             let tool = source.log.tool.map_or("memcheck", parsers::Tool::name);
             word_probes(&mut d, call, &error_name(first), count, hidden, tool);
@@ -185,12 +180,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             let said = api_error(first.finding)
                 .and_then(|a| a.message.as_deref())
                 .unwrap_or("invalid argument");
-            let mut d = Draft::new(RuleId::HostApiError, Level::Error, Message::new());
-            d.key = format!("invalid|{call}");
-            d.config = config.map(str::to_string);
-            d.confidence = Confidence::High;
-            d.explains = invalid.iter().map(|(i, _)| *i).collect();
-            d.evidence.push(ctx.finding_evidence(first));
+            let mut d = group(Level::Error, format!("invalid|{call}"), &invalid, first);
             let echoes = invalid.iter().filter(|(_, f)| echo(f)).count();
             word_invalid(&mut d, call, &name, said, echoes);
             out.push(d);
@@ -342,22 +332,16 @@ fn word_invalid(d: &mut Draft, call: &str, name: &str, said: &str, echoes: usize
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::rules::testing::{fixture_case, only};
 
     /// memcheck on `issue12/malloc_fail.cu huge` (`compute-sanitizer/memcheck_malloc_fail_huge.log`):
     /// `cudaMalloc` of 1 PiB returns `cudaErrorMemoryAllocation`.
     #[test]
     fn fires_on_a_device_allocation_that_failed() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Memcheck,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("compute-sanitizer/memcheck_malloc_fail_huge.log"),
-                )
+            fixture_case!(Memcheck, "compute-sanitizer/memcheck_malloc_fail_huge.log")
                 .drafts(RuleId::HostApiError),
         );
         assert_eq!(d.rule, RuleId::HostApiError);
@@ -373,13 +357,7 @@ mod tests {
     /// writes through a null pointer, and every later call returns its error.
     #[test]
     fn fires_on_the_calls_that_fail_after_a_kernel_fault_as_its_symptom() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Memcheck,
-                "release",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/memcheck_sticky.log"),
-            )
+        let drafts = fixture_case!(Memcheck, "compute-sanitizer/memcheck_sticky.log")
             .drafts(RuleId::HostApiError);
         let d = only(drafts);
         assert_eq!(d.key, "sticky");
@@ -392,15 +370,8 @@ mod tests {
     /// another kind, and no failed API call.
     #[test]
     fn stays_silent_on_a_leak_with_no_failed_call() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Memcheck,
-                "release",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/memcheck_leak.log"),
-            )
-            .drafts(RuleId::HostApiError);
-        assert!(drafts.is_empty(), "{drafts:?}");
+        fixture_case!(Memcheck, "compute-sanitizer/memcheck_leak.log")
+            .silent(RuleId::HostApiError);
     }
 }
 

@@ -27,11 +27,8 @@ pub(crate) const RULE: Rule = Rule {
 /// One draft per distinct misaligned-access site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let mut out = Vec::new();
-    for (index, f) in ctx.joined.findings.iter().enumerate() {
+    for (index, f) in ctx.unexplained(FindingKind::MisalignedAccess) {
         let finding = f.finding;
-        if finding.kind != FindingKind::MisalignedAccess || ctx.explained(index) {
-            continue;
-        }
         let fact = Misaligned {
             space: match finding.space {
                 Some(MemorySpace::Shared) => "shared-memory ",
@@ -48,11 +45,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             count: finding.count,
         };
         let mut d = ctx.site_draft(RuleId::MisalignedAccess, Message::new(), index, f);
-        for (i, g) in ctx.joined.findings.iter().enumerate() {
-            if g.source == f.source && g.finding.kind == FindingKind::HostApiError {
-                d.explains.push(i);
-            }
-        }
+        d.explains
+            .extend(ctx.in_log(f.source, |k| k == FindingKind::HostApiError));
         word_misaligned(&mut d, &fact);
         out.push(d);
     }
@@ -70,50 +64,38 @@ struct Misaligned {
 
 /// The words of a misaligned access: title, explanation and fix.
 fn word_misaligned(d: &mut Draft, fact: &Misaligned) {
-    let Misaligned {
-        space,
-        access,
-        size,
-        count,
-    } = *fact;
-    d.title = msg!("Misaligned {}{}", space, access);
-    let size_words = size.map(|s| msg!("{}-byte ", s.to_string())).unwrap_or_default();
+    d.title = msg!("Misaligned {}{}", fact.space, fact.access);
+    let size_words = fact.size.map(|s| msg!("{}-byte ", s.to_string())).unwrap_or_default();
     d.explanation = msg!(
         "memcheck caught {} of a {}{}{}{} whose address is not a multiple of its size. Vector \
          loads (float4, uint4), ldmatrix and cp.async need their natural alignment (up to 16 \
          bytes).",
-        plural(count, "record", "records"),
+        plural(fact.count, "record", "records"),
         size_words,
-        space,
-        access,
+        fact.space,
+        fact.access,
         at_location(d.location.as_ref())
     );
     d.fix = msg!(
         "Align the buffer and the offsets to the access size: `__align__(16)` on shared \
          arrays, row strides and tile offsets in multiples of {} bytes, or narrower accesses \
          where alignment cannot be guaranteed.",
-        size.unwrap_or(16).to_string()
+        fact.size.unwrap_or(16).to_string()
     );
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture, place};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::rules::testing::{fixture_case, only, place};
 
     /// memcheck on `misaligned.cu global` (`compute-sanitizer/memcheck_misaligned_global.log`):
     /// 4-byte reads at `base + 2`, misaligned, at line 9.
     #[test]
     fn fires_on_a_four_byte_global_read_at_an_odd_address() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Memcheck,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("compute-sanitizer/memcheck_misaligned_global.log"),
-                )
+            fixture_case!(Memcheck, "compute-sanitizer/memcheck_misaligned_global.log")
                 .drafts(RuleId::MisalignedAccess),
         );
         assert_eq!(d.rule, RuleId::MisalignedAccess);
@@ -128,14 +110,7 @@ mod tests {
     /// of a buffer, aligned: another rule's finding.
     #[test]
     fn stays_silent_on_an_aligned_out_of_bounds_write() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Memcheck,
-                "release",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/memcheck_oob_write.log"),
-            )
-            .drafts(RuleId::MisalignedAccess);
-        assert!(drafts.is_empty(), "{drafts:?}");
+        fixture_case!(Memcheck, "compute-sanitizer/memcheck_oob_write.log")
+            .silent(RuleId::MisalignedAccess);
     }
 }

@@ -210,6 +210,30 @@ impl Ctx<'_, '_> {
         self.claimed.contains(&index)
     }
 
+    /// The findings of `kind` that no earlier rule explains, with their indices into
+    /// [`Joined::findings`].
+    pub fn unexplained(&self, kind: FindingKind) -> impl Iterator<Item = (usize, &FindingRef<'_>)> {
+        self.joined
+            .findings
+            .iter()
+            .enumerate()
+            .filter(move |(i, f)| f.finding.kind == kind && !self.explained(*i))
+    }
+
+    /// The indices, ascending, of the findings of log `source` whose kind `wanted` accepts.
+    pub fn in_log(
+        &self,
+        source: usize,
+        wanted: fn(FindingKind) -> bool,
+    ) -> impl Iterator<Item = usize> {
+        self.joined
+            .findings
+            .iter()
+            .enumerate()
+            .filter(move |(_, f)| f.source == source && wanted(f.finding.kind))
+            .map(|(i, _)| i)
+    }
+
     /// The user's source line at a place, as the runner kept it when the unit that named the
     /// place ended (`Stage::site_lines`).
     pub fn site_line(&self, at: &SourceLocation) -> Option<&str> {

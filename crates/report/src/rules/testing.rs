@@ -186,6 +186,12 @@ impl Case {
         self.drafts_of(rule.rule().run.expect("a rule that runs on one run"))
     }
 
+    /// Asserts that `rule` drafts nothing from the run's evidence, listing what it drafted.
+    pub fn silent(&self, rule: RuleId) {
+        let drafts = self.drafts(rule);
+        assert!(drafts.is_empty(), "{drafts:?}");
+    }
+
     /// What a rule's function (or a part of one, such as a cause `slow-kernel` drafts through
     /// a module of its own) drafts from the run's evidence, with no earlier rule's drafts.
     pub fn drafts_of(&self, run: impl Fn(&Ctx) -> Vec<Draft>) -> Vec<Draft> {
@@ -232,6 +238,20 @@ macro_rules! parsers_fixture {
     };
 }
 pub(crate) use parsers_fixture;
+
+/// A stage of `Kind` for config `release` on `sm_90` whose one log is the parsers fixture
+/// `path`: `fixture_case!(Memcheck, "compute-sanitizer/memcheck_oob_write.log")`.
+macro_rules! fixture_case {
+    ($kind:ident, $path:literal) => {
+        $crate::rules::testing::Case::new().log(
+            $crate::run::StageKind::$kind,
+            "release",
+            "sm_90",
+            $crate::rules::testing::parsers_fixture!($path),
+        )
+    };
+}
+pub(crate) use fixture_case;
 
 /// A file of the repository (`<repo>/<path>`), as text: a reference run's log.
 macro_rules! repo_file {

@@ -27,36 +27,28 @@ pub(crate) const RULE: Rule = Rule {
 /// One draft per distinct uninitialised-read site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let mut out = accumulators(ctx);
-    for (index, f) in ctx.joined.findings.iter().enumerate() {
+    for (index, f) in ctx.unexplained(FindingKind::UninitializedRead) {
         let finding = f.finding;
-        let taken = out.iter().any(|d| d.explains.contains(&index));
-        if finding.kind != FindingKind::UninitializedRead || ctx.explained(index) || taken {
+        if out.iter().any(|d| d.explains.contains(&index)) {
             continue;
         }
         let mut d = ctx.site_draft(RuleId::UninitializedRead, Message::new(), index, f);
-        let partly = first_uninitialised_thread(&finding.threads).map(|first| {
-            // The first block's lower threads run the same code without a record: the buffer
-            // was written, but only its first part. With records left unprinted that is likely,
-            // not shown.
-            let unprinted = ctx
-                .joined
-                .source(f.source)
-                .map_or(0, |s| s.log.unprinted_errors);
-            d.figures
-                .insert("first_uninitialised_thread".into(), first.into());
-            Partly { first, unprinted }
-        });
         let unprinted = ctx
             .joined
             .source(f.source)
             .map_or(0, |s| s.log.unprinted_errors);
+        let partly = first_uninitialised_thread(&finding.threads).map(|first| {
+            // The first block's lower threads run the same code without a record: the buffer
+            // was written, but only its first part. With records left unprinted that is likely,
+            // not shown.
+            d.figures
+                .insert("first_uninitialised_thread".into(), first.into());
+            Partly { first, unprinted }
+        });
         // Every uninitialised read its log holds, at any site.
         let in_log: u64 = ctx
-            .joined
-            .findings
-            .iter()
-            .filter(|g| g.source == f.source && g.finding.kind == FindingKind::UninitializedRead)
-            .map(|g| g.finding.count)
+            .in_log(f.source, |k| k == FindingKind::UninitializedRead)
+            .map(|i| ctx.joined.findings[i].finding.count)
             .sum();
         match (finding.facts.host_call.as_deref(), finding.threads.as_slice()) {
             (Some(call), _) => word_host_read(&mut d, call, finding.size),
@@ -111,13 +103,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 /// of the same log, on lines that name the same array, are that array read later and follow
 /// from it (a name alone, in another run of the tool, could be another buffer).
 fn accumulators(ctx: &Ctx) -> Vec<Draft> {
-    let j = ctx.joined;
     let mut out: Vec<Draft> = Vec::new();
     let line_of = |f: &crate::join::FindingRef| ctx.place(f).and_then(|at| ctx.site_line(&at));
-    for (index, f) in j.findings.iter().enumerate() {
-        if f.finding.kind != FindingKind::UninitializedRead || ctx.explained(index) {
-            continue;
-        }
+    for (index, f) in ctx.unexplained(FindingKind::UninitializedRead) {
         let Some(array) = line_of(f).and_then(crate::source_line::atomic_target) else {
             continue;
         };
@@ -133,12 +121,8 @@ fn accumulators(ctx: &Ctx) -> Vec<Draft> {
         d.figures.insert("array".into(), array.clone().into());
         // The same array read elsewhere in this log, on a line that names it.
         let mut readers: Vec<Message> = Vec::new();
-        for (i, g) in j.findings.iter().enumerate() {
-            if i == index
-                || g.source != f.source
-                || g.finding.kind != FindingKind::UninitializedRead
-                || ctx.explained(i)
-            {
+        for (i, g) in ctx.unexplained(FindingKind::UninitializedRead) {
+            if i == index || g.source != f.source {
                 continue;
             }
             let Some(line) = line_of(g) else { continue };
@@ -369,7 +353,7 @@ fn first_uninitialised_thread(threads: &[parsers::ThreadIndex]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture, place};
+    use crate::rules::testing::{Case, fixture_case, only, parsers_fixture, place};
     use crate::{diagnosis::Level, run::StageKind};
 
     /// initcheck on `issue12/initcheck_partial.cu` (`compute-sanitizer/initcheck_partial.log`):
@@ -377,13 +361,7 @@ mod tests {
     #[test]
     fn fires_on_a_read_of_a_partly_filled_buffer_and_names_its_first_unwritten_thread() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Initcheck,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("compute-sanitizer/initcheck_partial.log"),
-                )
+            fixture_case!(Initcheck, "compute-sanitizer/initcheck_partial.log")
                 .drafts(RuleId::UninitializedRead),
         );
         assert_eq!(d.rule, RuleId::UninitializedRead);
@@ -402,13 +380,7 @@ mod tests {
     #[test]
     fn an_atomic_on_memory_nothing_wrote_is_an_accumulator_never_zeroed() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Initcheck,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("compute-sanitizer/initcheck_accumulator.log"),
-                )
+            fixture_case!(Initcheck, "compute-sanitizer/initcheck_accumulator.log")
                 .stage(|s| {
                     s.site_lines.insert(
                         "records.cu:76".into(),
@@ -429,13 +401,7 @@ mod tests {
     #[test]
     fn reads_a_single_uninitialised_element_as_a_missing_write() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Initcheck,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("compute-sanitizer/initcheck_missing_slot.log"),
-                )
+            fixture_case!(Initcheck, "compute-sanitizer/initcheck_missing_slot.log")
                 .drafts(RuleId::UninitializedRead),
         );
         assert_eq!(place(&d).as_deref(), Some("records.cu:56"));
@@ -451,16 +417,8 @@ mod tests {
     /// fault of its own, named by the call that read the memory, with a fix about the writes.
     #[test]
     fn names_a_host_copy_of_memory_the_kernel_left_unwritten() {
-        let d = only(
-            Case::new()
-                .log(
-                    StageKind::Initcheck,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("compute-sanitizer/initcheck_host_read.log"),
-                )
-                .drafts(RuleId::UninitializedRead),
-        );
+        let case = fixture_case!(Initcheck, "compute-sanitizer/initcheck_host_read.log");
+        let d = only(case.drafts(RuleId::UninitializedRead));
         assert_eq!(d.level, Level::Error);
         assert_eq!(
             d.title,
@@ -473,12 +431,6 @@ mod tests {
         );
         assert!(d.fix.markdown().contains("write every element"), "{:?}", d.fix);
         // The whole report: a root cause that fails the run, not records left unread.
-        let case = Case::new().log(
-            StageKind::Initcheck,
-            "release",
-            "sm_90",
-            parsers_fixture!("compute-sanitizer/initcheck_host_read.log"),
-        );
         let evidence = case.evidence();
         let analysis = crate::analysis::analyze(&evidence);
         let causes: Vec<_> = analysis
@@ -522,14 +474,7 @@ mod tests {
     /// initcheck on `clean.cu` (`compute-sanitizer/initcheck_clean.log`): 0 errors.
     #[test]
     fn stays_silent_on_a_clean_initcheck_log() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Initcheck,
-                "release",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/initcheck_clean.log"),
-            )
-            .drafts(RuleId::UninitializedRead);
-        assert!(drafts.is_empty(), "{drafts:?}");
+        fixture_case!(Initcheck, "compute-sanitizer/initcheck_clean.log")
+            .silent(RuleId::UninitializedRead);
     }
 }

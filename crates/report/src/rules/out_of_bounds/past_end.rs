@@ -8,7 +8,7 @@ use crate::diagnosis::{Draft, Figure};
 use crate::message::{Message, msg};
 use crate::text::bytes;
 
-use super::spread::{Slot, SlotText, Spread, Tail};
+use super::spread::{Slot, Spread, Tail};
 use super::{Words, triton_fix};
 
 /// The stage's tensor shape, where it has one (with its element size), and its rows and whole
@@ -22,29 +22,15 @@ pub(super) struct Layout {
 /// An unguarded tail: the records of one or two blocks reaching past the end of an `m`-byte
 /// buffer ([`Spread::tail`]).
 fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64) {
-    let Words {
-        space_word,
-        access_word,
-        size,
-        ..
-    } = *w;
-    let Words {
-        records,
-        size_text,
-        at,
-        of_array,
-        the_line,
-        ..
-    } = w;
     Figure::OvershootBytes.set(&mut d.figures, json!(tail.reach));
     d.figures.insert("threads".into(), json!(spread.threads));
     let one_block = spread.blocks <= 1;
     d.title = msg!(
         "Unguarded tail: {} {}{}{} up to {} past the end of a {}-byte buffer",
         &tail.who,
-        access_word,
+        w.access_word,
         if one_block { "s" } else { "" },
-        of_array,
+        &w.of_array,
         bytes(tail.reach),
         m.to_string()
     );
@@ -67,21 +53,17 @@ fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64
          sized past the data run past its end"
     };
     d.explanation = msg!(
-        "memcheck caught {} of a {} {}{}{} from {} in {}. Together they start at {} of a \
-         {}-byte buffer and reach {} beyond it{}{}, and {} unguarded, as the last tile does \
-         when the length is not a multiple of the tile. memcheck stops a thread at its first \
-         bad access, so the overshoot may reach further than this.{}",
-        records,
-        space_word,
-        access_word,
-        size_text,
-        at,
+        "{} from {} in {}. Together they start at {} of a {}-byte buffer and reach {} beyond \
+         it{}{}, and {} unguarded, as the last tile does when the length is not a multiple of \
+         the tile. memcheck stops a thread at its first bad access, so the overshoot may reach \
+         further than this.{}",
+        w.caught(),
         crate::text::plural(spread.threads, "thread", "threads"),
         &tail.who,
         start,
         m.to_string(),
         bytes(tail.reach),
-        match size.filter(|s| *s > 0) {
+        match w.size.filter(|s| *s > 0) {
             Some(s) => msg!(
                 " ({} {}-byte elements)",
                 tail.reach.div_ceil(s).to_string(),
@@ -91,7 +73,7 @@ fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64
         },
         within,
         who,
-        the_line
+        &w.the_line
     );
     d.fix = msg!(
         "Guard the last tile: skip (or mask) the rows or elements past the end with the real \
@@ -111,36 +93,21 @@ fn just_past_end(
     one_element: bool,
     layout: &Layout,
 ) {
-    let Layout {
-        row_bytes,
-        tensor_bytes,
-        ..
-    } = *layout;
-    let shape = &layout.shape;
-    let Words {
-        space_word,
-        access_word,
-        triton,
-        builtin,
-        size,
-        ..
-    } = *w;
-    d.title = if one_element && spread.threads <= 1 && !builtin && !triton {
+    d.title = if one_element && spread.threads <= 1 && !w.builtin && !w.triton {
         msg!(
             "Off-by-one: a {} {} of the element just past the end of a {}-byte buffer",
-            space_word,
-            access_word,
+            w.space_word,
+            w.access_word,
             m.to_string()
         )
     } else {
         msg!(
-            "Out-of-bounds {} {} just past the end of a buffer (off-by-one or unguarded tail)",
-            space_word,
-            access_word
+            "{} just past the end of a buffer (off-by-one or unguarded tail)",
+            w.title()
         )
     };
     // Triton vectorises its loads: the access size is no element size.
-    let index = match size.filter(|s| *s > 0 && m.is_multiple_of(*s) && !triton) {
+    let index = match w.size.filter(|s| *s > 0 && m.is_multiple_of(*s) && !w.triton) {
         Some(s) => msg!(
             " With {}-byte elements it is element {} of a {}-element buffer{}.",
             s.to_string(),
@@ -150,8 +117,8 @@ fn just_past_end(
         ),
         None => Message::new(),
     };
-    let row_hint = match (row_bytes, &shape) {
-        (Some(row), Some((s, _))) if tensor_bytes == Some(m) => msg!(
+    let row_hint = match (layout.row_bytes, &layout.shape) {
+        (Some(row), Some((s, _))) if layout.tensor_bytes == Some(m) => msg!(
             " It lands in row {} of the last head, whose rows end at {}: what an unguarded \
              last tile or a `<=` bound reads.",
             u64::from(s.seq_len)
@@ -161,7 +128,7 @@ fn just_past_end(
         ),
         _ => Message::new(),
     };
-    if triton {
+    if w.triton {
         d.explanation.append(msg!(
             " The last program's block reaches past the end: its offsets are not masked \
              against the tensor's size."
@@ -173,9 +140,9 @@ fn just_past_end(
             row_hint
         ));
     }
-    d.fix = if triton {
+    d.fix = if w.triton {
         triton_fix(d.location.as_ref())
-    } else if builtin {
+    } else if w.builtin {
         msg!(
             "Guard the access with the real bound: mask rows and columns with index >= \
              seq_len in the last (partial) tile, and check loop bounds use `<`, not `<=`. \
@@ -193,32 +160,24 @@ fn just_past_end(
 /// An access within reach of the end of the allocation memcheck names, but more than one
 /// element past it: the index may be meant for another buffer.
 fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
-    let Words {
-        space_word,
-        access_word,
-        triton,
-        ..
-    } = *w;
     // `past` counts from the first byte past the end, 0 (memcheck's "1 bytes after").
     d.title = if w.of_array.is_empty() {
         msg!(
-            "Out-of-bounds {} {} {} past the end of the nearest allocation",
-            space_word,
-            access_word,
+            "{} {} past the end of the nearest allocation",
+            w.title(),
             bytes(past)
         )
     } else {
         msg!(
-            "Out-of-bounds {} {}{}: {} past the end of the nearest allocation",
-            space_word,
-            access_word,
-            w.of_array.clone(),
+            "{}{}: {} past the end of the nearest allocation",
+            w.title(),
+            &w.of_array,
             bytes(past)
         )
     };
     // With whole elements of the access's size: which element, counted from the buffer's first.
     let element = match w.size.filter(|s| *s > 0 && m.is_multiple_of(*s) && past.is_multiple_of(*s)) {
-        Some(s) if !triton => msg!(
+        Some(s) if !w.triton => msg!(
             " (with {}-byte elements, element {} of a {}-element buffer)",
             s.to_string(),
             (m / s).saturating_add(past / s).to_string(),
@@ -235,7 +194,7 @@ fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
         m.to_string(),
         element
     ));
-    d.fix = if triton {
+    d.fix = if w.triton {
         triton_fix(d.location.as_ref())
     } else {
         msg!(
@@ -248,12 +207,11 @@ fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
 
 /// An access far past the end: a wrong stride, base pointer or dimension.
 fn far_past_end(d: &mut Draft, w: &Words) {
-    let Words { builtin, .. } = *w;
     d.explanation.append(msg!(
         " That is far past the end: a wrong stride, a wrong base pointer or an index \
          computed from the wrong dimension."
     ));
-    d.fix = if builtin {
+    d.fix = if w.builtin {
         msg!(
             "Check the index arithmetic at the named line against the tensor's [batch, heads, \
              seq_len, head_dim] strides, and that the pointer is the buffer the launch passed."
@@ -277,27 +235,6 @@ pub(super) fn past_end(
     (n, m): (u64, u64),
     layout: &Layout,
 ) -> usize {
-    let Layout {
-        row_bytes,
-        tensor_bytes,
-        ..
-    } = *layout;
-    let shape = &layout.shape;
-    let Words {
-        space_word,
-        access_word,
-        triton,
-        builtin,
-        size,
-        ..
-    } = *w;
-    let Words {
-        records,
-        size_text,
-        at,
-        the_line,
-        ..
-    } = w;
     let mut signals = 0;
     d.figures.insert("bytes_after".into(), json!(n));
     d.figures.insert("allocation_size".into(), json!(m));
@@ -305,8 +242,8 @@ pub(super) fn past_end(
     let past = n.saturating_sub(1);
     // Within one row (or, without a shape, 256 bytes) of the end: an index one step
     // too far, the classic off-by-one or unmasked tail.
-    let near = past < row_bytes.unwrap_or(256).max(size.unwrap_or(1));
-    let what = match (tensor_bytes, &shape) {
+    let near = past < layout.row_bytes.unwrap_or(256).max(w.size.unwrap_or(1));
+    let what = match (layout.tensor_bytes, &layout.shape) {
         (Some(t), Some((s, _))) if t == m => msg!(
             "a [{}, {}, {}, {}] tensor ({})",
             s.batch.to_string(),
@@ -318,44 +255,28 @@ pub(super) fn past_end(
         _ => msg!("a {}-byte buffer", m.to_string()),
     };
     d.explanation = msg!(
-        "memcheck caught {} of a {} {}{}{}, \"{} bytes after\" the end of {} (memcheck \
-         counts the first byte past the end as 1).",
-        records,
-        space_word,
-        access_word,
-        size_text,
-        at,
+        "{}, \"{} bytes after\" the end of {} (memcheck counts the first byte past the end as \
+         1).",
+        w.caught(),
         n.to_string(),
         what
     );
     // Off by one only when the access starts within one element of the end; the
     // attention kernel's rows (its tail tile) are its own, known layout.
-    let one_element = past < size.unwrap_or(1).max(1);
+    let one_element = past < w.size.unwrap_or(1).max(1);
     let spread = Spread::of(finding, n);
     let write = finding.access == Some(Access::Write);
     let scalar = line.and_then(|l| crate::source_line::scalar_pointer(l, write));
-    if let Some(slot) = Slot::read(&spread, scalar, write, size, m) {
+    if let Some(slot) = Slot::read(&spread, scalar, write, w.size, m) {
         signals += 2;
-        slot.diagnose(
-            d,
-            SlotText {
-                space_word,
-                access_word,
-                records,
-                size_text,
-                at,
-                allocation: m,
-                triton,
-                the_line,
-            },
-        );
-    } else if !builtin
-        && !triton
-        && let Some(tail) = spread.tail(size.unwrap_or(1).max(1), m)
+        slot.diagnose(d, w);
+    } else if !w.builtin
+        && !w.triton
+        && let Some(tail) = spread.tail(w.size.unwrap_or(1).max(1), m)
     {
         signals += 2;
         unguarded_tail(d, w, &spread, &tail, m);
-    } else if near && (builtin || one_element) {
+    } else if near && (w.builtin || one_element) {
         signals += 1;
         just_past_end(d, w, &spread, m, past, one_element, layout);
     } else if near {

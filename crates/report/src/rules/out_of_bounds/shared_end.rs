@@ -111,16 +111,14 @@ pub(super) fn one_past_end(
     } else {
         msg!("")
     };
+    // The space is shared (checked above), so the access reads "of a shared read".
     d.explanation = msg!(
-        "memcheck caught {} of a shared {}{}{} at byte {} of the block's shared memory (its \
-         window's first {} bytes are reserved on sm_{}), and ptxas gives the kernel {} bytes \
-         of static shared memory: the access is the first element past the end. With {}-byte \
-         elements that is index {} of an array of {}: an index equal to the array's length, \
-         the last array's if the kernel declares several.{}{}",
-        w.records.clone(),
-        w.access_word,
-        w.size_text.clone(),
-        w.at.clone(),
+        "{} at byte {} of the block's shared memory (its window's first {} bytes are reserved \
+         on sm_{}), and ptxas gives the kernel {} bytes of static shared memory: the access is \
+         the first element past the end. With {}-byte elements that is index {} of an array of \
+         {}: an index equal to the array's length, the last array's if the kernel declares \
+         several.{}{}",
+        w.caught(),
         figure(offset.to_string()),
         base.to_string(),
         cc.to_string(),
@@ -129,7 +127,7 @@ pub(super) fn one_past_end(
         figure(index.to_string()),
         (declared / size).to_string(),
         by_thread,
-        w.the_line.clone()
+        &w.the_line
     );
     let guard = |text: String| code(text.replace('N', &index.to_string()));
     d.fix = msg!(

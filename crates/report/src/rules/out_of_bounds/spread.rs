@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::Words;
 use crate::diagnosis::Draft;
 use crate::message::{Message, code, msg};
 use crate::text::bytes;
@@ -82,6 +83,8 @@ pub(super) struct Slot {
     blocks: u64,
     /// Bytes past the end where the nearest record lies (0: the first byte past it).
     past: u64,
+    /// The size in bytes of the buffer it runs past.
+    allocation: u64,
 }
 
 pub(super) enum SlotShape {
@@ -94,18 +97,6 @@ pub(super) enum SlotShape {
     PerBlock,
     /// A scalar store past the end, from too few records to tell which.
     Past,
-}
-
-/// What [`Slot::diagnose`] words the draft with.
-pub(super) struct SlotText<'a> {
-    pub(super) space_word: &'a str,
-    pub(super) access_word: &'a str,
-    pub(super) records: &'a str,
-    pub(super) size_text: &'a Message,
-    pub(super) at: &'a crate::message::Message,
-    pub(super) allocation: u64,
-    pub(super) triton: bool,
-    pub(super) the_line: &'a Message,
 }
 
 impl Slot {
@@ -135,20 +126,21 @@ impl Slot {
             shape,
             blocks: spread.blocks,
             past: lo.saturating_sub(1),
+            allocation,
         })
     }
 
     /// Words the draft by the slot's shape, and keys it apart from the rule's other drafts.
-    pub(super) fn diagnose(&self, d: &mut Draft, t: SlotText<'_>) {
+    pub(super) fn diagnose(&self, d: &mut Draft, w: &Words) {
         d.figures.insert("blocks".into(), json!(self.blocks));
         if let Some(p) = &self.pointer {
             d.figures.insert("pointer".into(), json!(p));
         }
-        d.key = format!("{}|{}|slot", t.space_word, t.access_word);
+        d.key = format!("{}|{}|slot", w.space_word, w.access_word);
         match self.shape {
-            SlotShape::Shared => self.word_shared(d, &t),
-            SlotShape::PerBlock => self.word_per_block(d, &t),
-            SlotShape::Past => self.word_past(d, &t),
+            SlotShape::Shared => self.word_shared(d, w),
+            SlotShape::PerBlock => self.word_per_block(d, w),
+            SlotShape::Past => self.word_past(d, w),
         }
     }
 
@@ -161,14 +153,14 @@ impl Slot {
     }
 
     /// What the line shows of a scalar store: one value through a pointer that has moved.
-    fn scalar(&self, t: &SlotText<'_>) -> Message {
+    fn scalar(&self, w: &Words) -> Message {
         match &self.pointer {
             Some(p) => msg!(
                 " The line {}s one value{}, with no index and so no offset to {}; the pointer \
                  {} itself has moved past the buffer.",
-                t.access_word,
+                w.access_word,
                 self.through(),
-                if t.triton { "mask" } else { "guard" },
+                if w.triton { "mask" } else { "guard" },
                 code(p)
             ),
             None => Message::new(),
@@ -176,22 +168,21 @@ impl Slot {
     }
 
     /// The words of several blocks at one slot past the end ([`SlotShape::Shared`]).
-    fn word_shared(&self, d: &mut Draft, t: &SlotText<'_>) {
-        let blocks = if t.triton { "programs" } else { "blocks" };
-        let unit = if t.triton { "program" } else { "block" };
+    fn word_shared(&self, d: &mut Draft, w: &Words) {
+        let blocks = if w.triton { "programs" } else { "blocks" };
+        let unit = if w.triton { "program" } else { "block" };
         let address = if self.past == 0 {
             msg!("the first byte past the end")
         } else {
             msg!("{} past the end", bytes(self.past))
         };
         d.title = msg!(
-            "Out-of-bounds {} {}{}: {} {} write the same slot past the end of a {}-byte buffer",
-            t.space_word,
-            t.access_word,
+            "{}{}: {} {} write the same slot past the end of a {}-byte buffer",
+            w.title(),
             self.through(),
             self.blocks.to_string(),
             blocks,
-            t.allocation.to_string()
+            self.allocation.to_string()
         );
         let (mechanism, fix) = match &self.pointer {
             Some(p) => (
@@ -212,7 +203,7 @@ impl Slot {
                      the iteration as well as the {}.",
                     code(p),
                     unit,
-                    if t.triton { "program id" } else { "block index" }
+                    if w.triton { "program id" } else { "block index" }
                 ),
             ),
             None => (
@@ -235,53 +226,43 @@ impl Slot {
             ),
         };
         d.explanation = msg!(
-            "memcheck caught {} of a {} {}{}{}, one thread in each of {} {}, all at one \
-             address: {} of a {}-byte buffer.{}{}{}",
-            t.records,
-            t.space_word,
-            t.access_word,
-            t.size_text,
-            t.at,
+            "{}, one thread in each of {} {}, all at one address: {} of a {}-byte buffer.{}{}{}",
+            w.caught(),
             self.blocks.to_string(),
             blocks,
             address,
-            t.allocation.to_string(),
-            self.scalar(t),
+            self.allocation.to_string(),
+            self.scalar(w),
             mechanism,
-            t.the_line
+            &w.the_line
         );
         d.fix = fix;
     }
 
     /// The words of one slot per block and more blocks than slots ([`SlotShape::PerBlock`]).
-    fn word_per_block(&self, d: &mut Draft, t: &SlotText<'_>) {
-        let blocks = if t.triton { "programs" } else { "blocks" };
-        let unit = if t.triton { "program" } else { "block" };
+    fn word_per_block(&self, d: &mut Draft, w: &Words) {
+        let blocks = if w.triton { "programs" } else { "blocks" };
+        let unit = if w.triton { "program" } else { "block" };
         d.title = msg!(
-            "Out-of-bounds {} {}{}: one slot per {}, more {} than slots",
-            t.space_word,
-            t.access_word,
+            "{}{}: one slot per {}, more {} than slots",
+            w.title(),
             self.through(),
             unit,
             blocks
         );
         d.explanation = msg!(
-            "memcheck caught {} of a {} {}{}{}, one thread in each of {} {}, at consecutive \
-             slots past the end of a {}-byte buffer.{} Each {} {}s its own slot, and the grid \
-             has more {} than the buffer has slots.{}",
-            t.records,
-            t.space_word,
-            t.access_word,
-            t.size_text,
-            t.at,
+            "{}, one thread in each of {} {}, at consecutive slots past the end of a {}-byte \
+             buffer.{} Each {} {}s its own slot, and the grid has more {} than the buffer has \
+             slots.{}",
+            w.caught(),
             self.blocks.to_string(),
             blocks,
-            t.allocation.to_string(),
-            self.scalar(t),
+            self.allocation.to_string(),
+            self.scalar(w),
             unit,
-            t.access_word,
+            w.access_word,
             blocks,
-            t.the_line
+            &w.the_line
         );
         d.fix = msg!(
             "Size the buffer from the grid (one slot per {}), or the grid from the buffer; \
@@ -292,26 +273,21 @@ impl Slot {
     }
 
     /// The words of a scalar store past the end ([`SlotShape::Past`]).
-    fn word_past(&self, d: &mut Draft, t: &SlotText<'_>) {
-        let unit = if t.triton { "program" } else { "block" };
-        let allocation = t.allocation.to_string();
+    fn word_past(&self, d: &mut Draft, w: &Words) {
+        let unit = if w.triton { "program" } else { "block" };
+        let allocation = self.allocation.to_string();
         d.title = msg!(
-            "Out-of-bounds {} {}{} past the end of a {}-byte buffer",
-            t.space_word,
-            t.access_word,
+            "{}{} past the end of a {}-byte buffer",
+            w.title(),
             self.through(),
             &allocation
         );
         d.explanation = msg!(
-            "memcheck caught {} of a {} {}{}{}, past the end of a {}-byte buffer.{}{}",
-            t.records,
-            t.space_word,
-            t.access_word,
-            t.size_text,
-            t.at,
+            "{}, past the end of a {}-byte buffer.{}{}",
+            w.caught(),
             &allocation,
-            self.scalar(t),
-            t.the_line
+            self.scalar(w),
+            &w.the_line
         );
         d.fix = msg!(
             "Trace the pointer{} back to where it is set and advanced (per {}, per loop \
