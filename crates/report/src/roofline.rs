@@ -181,7 +181,7 @@ pub(crate) fn memory_roof(dram: Option<f64>, l2: Option<f64>) -> Option<(Limit, 
 /// A100 (108 SMs at 1.41 GHz) 19.5 TFLOP/s FP32, 78 FP16, 9.7 FP64, 312 FP16 tensor; H100 SXM5
 /// (132 SMs at 1.98 GHz, tensor at 1.83 GHz) 66.9 FP32, 133.8 FP16, 33.5 FP64, 989.4 FP16
 /// tensor; dense TF32 tensor at half the FP16 rate (A100 156, H100 494.7).
-fn flops_per_clock(arch: &str, limit: Limit) -> Option<f64> {
+pub(crate) fn flops_per_clock(arch: &str, limit: Limit) -> Option<f64> {
     let cc: u32 = arch
         .trim_start_matches("sm_")
         .trim_end_matches('a')
@@ -334,13 +334,7 @@ pub fn of_kernel(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Op
     let ghz = metric("SM Frequency")?.value;
     let gpu = joined.run.and_then(|r| r.environment.gpus.first());
     let sm_count = gpu.and_then(|g| g.sm_count)?;
-    let arch = joined
-        .kernel(config, kernel)
-        .and_then(|k| k.arch.clone())
-        .or_else(|| {
-            gpu.and_then(|g| g.compute_capability.as_ref())
-                .map(|cc| format!("sm_{}", cc.replace('.', "")))
-        })?;
+    let arch = arch_of(joined, config, kernel)?;
     position(
         &arch,
         sm_count,
@@ -360,6 +354,18 @@ pub fn of_kernel(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Op
             mma: mix.mma,
         },
     )
+}
+
+/// The arch a kernel was built for in a config (`sm_90`), else that of the recorded device.
+pub(crate) fn arch_of(joined: &Joined, config: Option<&str>, kernel: &KernelId) -> Option<String> {
+    joined
+        .kernel(config, kernel)
+        .and_then(|k| k.arch.clone())
+        .or_else(|| {
+            let gpu = joined.run.and_then(|r| r.environment.gpus.first());
+            gpu.and_then(|g| g.compute_capability.as_ref())
+                .map(|cc| format!("sm_{}", cc.replace('.', "")))
+        })
 }
 
 /// A duration in ncu's units (`nsecond`, `usecond`, `msecond`, `ns`, `us`, `ms`), in µs.

@@ -21,11 +21,12 @@ mod words;
 
 use words::{Fp32Bound, Lanes, MemoryBound, word_fp32, word_memory};
 
-use super::profile::{Scope, duration_us, metric, source_lines};
+use super::profile::{Scope, duration_us, metric, most, place, rounded, share, source_lines};
 use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, SourceLocation};
 use crate::kernel_id::KernelId;
 use crate::message::{Message, figure, msg, path};
+use crate::roofline::Limit;
 use crate::text::relative_path;
 use serde_json::json;
 
@@ -64,25 +65,6 @@ enum Bottleneck {
     SharedLoads,
     Barrier,
     MathPipe,
-}
-
-/// FP32 lanes per SM, by compute capability (`sm_90`: 128).
-fn fp32_lanes(arch: &str) -> Option<f64> {
-    let cc: u32 = arch
-        .trim_start_matches("sm_")
-        .trim_end_matches('a')
-        .parse()
-        .ok()?;
-    Some(match cc {
-        60 | 70 | 72 | 75 | 80 => 64.0,
-        61 | 62 | 86 | 87 | 89 | 90 | 100 | 103 | 120 => 128.0,
-        _ => return None,
-    })
-}
-
-/// The FP32 peak in GFLOP/s of `sm_count` SMs of `arch` at `ghz`: lanes x 2 FLOP per FMA.
-pub fn fp32_peak_gflops(arch: &str, sm_count: u32, ghz: f64) -> Option<f64> {
-    Some(fp32_lanes(arch)? * 2.0 * f64::from(sm_count) * ghz)
 }
 
 fn classify(stall: &str, l1_pct: f64, dram_pct: f64) -> Option<Bottleneck> {
@@ -145,24 +127,19 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 continue;
             }
             let scope = Scope { config, log: None };
-            let arch: Option<String> = j
-                .kernel(config, &kernel)
-                .and_then(|k| k.arch.as_deref().map(str::to_string))
-                .or_else(|| {
-                    gpu.and_then(|g| g.compute_capability.as_ref())
-                        .map(|cc| format!("sm_{}", cc.replace('.', "")))
-                });
             let (Some(arch), Some(sms), Some(ghz), Some(us)) = (
-                arch,
+                crate::roofline::arch_of(j, config, &kernel),
                 sm_count,
                 metric(ctx, scope, Some(&kernel), "SM Frequency"),
                 duration_us(ctx, scope, Some(&kernel)),
             ) else {
                 continue;
             };
-            let Some(peak) = fp32_peak_gflops(&arch, sms, ghz) else {
+            // FLOP per clock per SM: 2 per FMA on each FP32 lane.
+            let Some(per_sm) = crate::roofline::flops_per_clock(&arch, Limit::Fp32) else {
                 continue;
             };
+            let peak = per_sm * f64::from(sms) * ghz;
             // Warp-level FMAs: 32 lanes, 2 FLOP each.
             let achieved = mix.ffma as f64 * 32.0 * 2.0 / (us * 1e3);
             let fraction = achieved / peak;
@@ -189,19 +166,16 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .insert("fp32_gflops".into(), json!(achieved.round()));
             d.figures
                 .insert("fp32_peak_gflops".into(), json!(peak.round()));
-            d.figures.insert(
-                "peak_fraction".into(),
-                json!((fraction * 1000.0).round() / 1000.0),
-            );
+            d.figures
+                .insert("peak_fraction".into(), rounded(fraction, 1000.0));
             d.figures.insert("stall".into(), json!(stall));
             d.figures.insert("l1_tex_pct".into(), json!(l1));
             d.figures.insert("dram_pct".into(), json!(dram));
             let attainable = crate::roofline::of_kernel(j, config, &kernel)
-                .filter(|p| p.limit == crate::roofline::Limit::Fp32)
+                .filter(|p| p.limit == Limit::Fp32)
                 .map(|p| p.attainable);
             if let Some(a) = attainable {
-                d.figures
-                    .insert("attainable".into(), json!((a * 1000.0).round() / 1000.0));
+                d.figures.insert("attainable".into(), rounded(a, 1000.0));
             }
             let fact = Fp32Bound {
                 kernel: &kernel,
@@ -210,7 +184,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 peak,
                 fraction,
                 sms,
-                lanes: fp32_lanes(&arch).unwrap_or(0.0),
+                lanes: per_sm / 2.0,
                 ghz,
                 attainable,
                 line: &hot.text,
@@ -254,17 +228,11 @@ struct Hottest<'j> {
 fn hottest<'j>(ctx: &Ctx<'j, '_>, lines: &[&'j parsers::SourceLine]) -> Option<Hottest<'j>> {
     let lines = users_lines(ctx, lines);
     let total: u64 = lines.iter().map(|l| l.stall_samples).sum();
-    let line = lines.iter().copied().max_by_key(|l| l.stall_samples)?;
-    let stall = line.top_stall.as_deref()?;
-    let share = if total > 0 {
-        line.stall_samples as f64 * 100.0 / total as f64
-    } else {
-        0.0
-    };
+    let line = most(&lines, |l| l.stall_samples)?;
     Some(Hottest {
         line,
-        stall,
-        share,
+        stall: line.top_stall.as_deref()?,
+        share: share(line.stall_samples, total),
         at: place(ctx, line),
     })
 }
@@ -286,24 +254,16 @@ fn users_lines<'j>(
     if own.is_empty() { lines.to_vec() } else { own }
 }
 
-/// A source line's place, in the run's terms.
-fn place(ctx: &Ctx, l: &parsers::SourceLine) -> SourceLocation {
-    SourceLocation {
-        file: relative_path(&l.file, &ctx.joined.repo_files),
-        line: Some(l.line),
-    }
-}
-
 /// Lanes doing work per warp instruction on a line, where it executed any.
 fn lanes(l: &parsers::SourceLine) -> Option<f64> {
     (l.instructions > 0 && l.active_lanes > 0).then(|| l.active_lanes as f64 / l.instructions as f64)
 }
 
-/// A line's warp-stall samples other than waits on global memory.
-fn away_from_memory(line: &parsers::SourceLine) -> u64 {
-    line.stalls
+/// A line's warp-stall samples of the waits `keep` keeps.
+fn samples(l: &parsers::SourceLine, keep: impl Fn(Wait) -> bool) -> u64 {
+    l.stalls
         .iter()
-        .filter(|(r, _)| Wait::of(r) != Wait::Global)
+        .filter(|(r, _)| keep(Wait::of(r)))
         .map(|(_, n)| n)
         .sum()
 }
@@ -408,29 +368,8 @@ impl Waits {
         let parts: Vec<Message> = waits
             .iter()
             .map(|w| {
-                let at = lines
-                    .iter()
-                    .map(|l| {
-                        let n: u64 = l
-                            .stalls
-                            .iter()
-                            .filter(|(r, _)| Wait::of(r) == *w)
-                            .map(|(_, n)| n)
-                            .sum();
-                        (l, n)
-                    })
-                    .filter(|(_, n)| *n > 0)
-                    .max_by_key(|(_, n)| *n)
-                    .map(|(l, _)| {
-                        msg!(
-                            " (most at {})",
-                            path(format!(
-                                "{}:{}",
-                                relative_path(&l.file, &ctx.joined.repo_files),
-                                l.line
-                            ))
-                        )
-                    })
+                let at = most(&lines, |l| samples(l, |x| x == *w))
+                    .map(|l| msg!(" (most at {})", path(format!("{}:{}", place(ctx, l).file, l.line))))
                     .unwrap_or_default();
                 msg!(
                     "{}% {}{}",
@@ -464,16 +403,14 @@ enum MemoryBottleneck {
 /// figures.
 fn wait_figures(d: &mut Draft, lanes_per_instruction: Option<f64>, waits: Option<&Waits>) {
     if let Some(l) = lanes_per_instruction {
-        d.figures.insert(
-            "lanes_per_instruction".into(),
-            json!((l * 10.0).round() / 10.0),
-        );
+        d.figures
+            .insert("lanes_per_instruction".into(), rounded(l, 10.0));
     }
     if let Some(w) = waits {
         for wait in Wait::ALL {
             d.figures.insert(
                 format!("wait_{wait:?}").to_lowercase(),
-                json!((w.share(wait) * 1000.0).round() / 1000.0),
+                rounded(w.share(wait), 1000.0),
             );
         }
     }
@@ -497,9 +434,8 @@ fn idle_lanes<'j>(
     match (lanes_per_instruction, thinnest) {
         (_, Some((l, lanes))) if lanes < 24.0 => {
             d.figures
-                .insert("fewest_lanes".into(), json!((lanes * 10.0).round() / 10.0));
-            let at = place(ctx, l);
-            Some(Lanes::Line(&l.text, at, lanes))
+                .insert("fewest_lanes".into(), rounded(lanes, 10.0));
+            Some(Lanes::Line(&l.text, place(ctx, l), lanes))
         }
         (Some(l), _) if l < 24.0 => Some(Lanes::Kernel(l)),
         _ => None,
@@ -618,15 +554,8 @@ fn memory_bound(
     // Held back by its own work: placed at the line that holds most of it.
     let (hot, at) = match class {
         MemoryBottleneck::Latency => (hot, at),
-        _ => users_lines(ctx, &lines)
-            .into_iter()
-            .map(|l| (l, away_from_memory(l)))
-            .filter(|(_, n)| *n > 0)
-            .max_by_key(|(_, n)| *n)
-            .map(|(l, _)| {
-                let at = place(ctx, l);
-                (l, at)
-            })
+        _ => most(&users_lines(ctx, &lines), |l| samples(l, |w| w != Wait::Global))
+            .map(|l| (l, place(ctx, l)))
             .unwrap_or((hot, at)),
     };
     // Lanes doing work per warp instruction, over the kernel's lines.
@@ -643,10 +572,8 @@ fn memory_bound(
     let lanes = idle_lanes(ctx, &mut d, &lines, issued, lanes_per_instruction);
     if class == MemoryBottleneck::PerThread {
         let (bytes, _) = per_thread.unwrap_or_default();
-        d.figures.insert(
-            "bytes_per_thread".into(),
-            json!((bytes * 10.0).round() / 10.0),
-        );
+        d.figures
+            .insert("bytes_per_thread".into(), rounded(bytes, 10.0));
     }
     let also = waits.as_ref().and_then(|w| second_wait(w, class));
     let fact = MemoryBound {
@@ -676,17 +603,6 @@ fn memory_bound(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_fp32_peak_comes_from_the_arch_and_the_device() {
-        // An H100 SXM at its profiled clock: 132 SMs x 128 lanes x 2 x 1.98 GHz.
-        let h100 = fp32_peak_gflops("sm_90", 132, 1.98).expect("sm_90");
-        assert!((h100 - 66_908.16).abs() < 0.01, "{h100}");
-        // An A100: 108 SMs x 64 lanes x 2 x 1.41 GHz.
-        let a100 = fp32_peak_gflops("sm_80", 108, 1.41).expect("sm_80");
-        assert!((a100 - 19_491.84).abs() < 0.01, "{a100}");
-        assert_eq!(fp32_peak_gflops("sm_42", 1, 1.0), None);
-    }
 
     #[test]
     fn the_stall_and_the_throughputs_name_the_bottleneck() {

@@ -43,12 +43,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             continue;
         }
         let warnings: Vec<usize> = j
-            .findings
-            .iter()
-            .enumerate()
+            .findings_in(config)
             .filter(|(_, f)| {
-                f.config.as_deref() == config
-                    && f.finding.kind == FindingKind::RegisterSpill
+                f.finding.kind == FindingKind::RegisterSpill
                     && f.kernel.as_ref().is_none_or(|n| *n == view.name)
             })
             .map(|(i, _)| i)
@@ -129,9 +126,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             // Profiled, with no ncu rule on its local memory (LG throttle, a local access
             // pattern): the profile found no cost to speak of.
             let profiled = crate::resources::ncu_summary(j, config, &view.name).is_some();
-            let flagged = j.findings.iter().any(|f| {
-                f.config.as_deref() == config
-                    && f.kernel.as_ref() == Some(&view.name)
+            let flagged = j.findings_in(config).any(|(_, f)| {
+                f.kernel.as_ref() == Some(&view.name)
                     && f.finding.profiler_rule.as_deref().is_some_and(|r| {
                         r.lg_throttle || r.access_space == Some(parsers::MemorySpace::Local)
                     })

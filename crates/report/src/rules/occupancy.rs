@@ -138,12 +138,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     out
 }
 
-fn ctx_max_warps(arch: &str) -> u32 {
-    crate::occupancy::limits(arch)
-        .map(|l| l.max_warps_per_sm())
-        .unwrap_or(64)
-}
-
 /// A kernel's occupancy limit and the figures behind it: what the wording functions word.
 struct Limit<'k> {
     kernel: &'k str,
@@ -234,7 +228,9 @@ fn word_limited(d: &mut Draft, f: &Limit) {
         code(f.kernel),
         arch,
         occ.warps_per_sm.to_string(),
-        ctx_max_warps(arch).to_string(),
+        crate::occupancy::limits(arch)
+            .map_or(64, |l| l.max_warps_per_sm())
+            .to_string(),
         binds,
         occ.by_registers.to_string(),
         occ.by_shared.to_string(),

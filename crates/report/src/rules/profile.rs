@@ -4,8 +4,10 @@
 use parsers::SourceLine;
 
 use super::Ctx;
+use crate::diagnosis::SourceLocation;
 use crate::join::{MetricRef, Source};
 use crate::kernel_id::KernelId;
+use crate::text::relative_path;
 
 /// Where a cause's figures come from: its config's profile and, within it, the log of the
 /// profiling run (one case) whose rule made the cause, so that a tiny launch's figures never
@@ -83,4 +85,38 @@ pub(crate) fn source_lines<'j>(
         // The source page's functions: tool strings the join does not index.
         .filter(|l| kernel.is_none_or(|k| KernelId::of(&l.function) == *k))
         .collect()
+}
+
+/// The line with the most of `by` (the last of those tied), where any has some.
+pub(crate) fn most<'j>(
+    lines: &[&'j SourceLine],
+    by: impl Fn(&SourceLine) -> u64,
+) -> Option<&'j SourceLine> {
+    lines
+        .iter()
+        .copied()
+        .filter(|l| by(l) > 0)
+        .max_by_key(|l| by(l))
+}
+
+/// A source line's place, in the run's terms.
+pub(crate) fn place(ctx: &Ctx, l: &SourceLine) -> SourceLocation {
+    SourceLocation {
+        file: relative_path(&l.file, &ctx.joined.repo_files),
+        line: Some(l.line),
+    }
+}
+
+/// `part` in percent of `all`.
+pub(crate) fn share(part: u64, all: u64) -> f64 {
+    if all == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / all as f64
+    }
+}
+
+/// A figure rounded to a `by`th (`by` 1000.0: three decimals), as the report's JSON holds it.
+pub(crate) fn rounded(x: f64, by: f64) -> serde_json::Value {
+    serde_json::json!((x * by).round() / by)
 }

@@ -21,9 +21,9 @@ use serde_json::json;
 
 use crate::join::FindingRef;
 
-use super::profile::{Scope, duration_us, metric, microseconds, source_lines};
+use super::profile::{Scope, duration_us, metric, microseconds, most, rounded, source_lines};
 use super::{Ctx, Proposes, Role, Rule, RuleId};
-use crate::diagnosis::{Confidence, Draft, Figure, Level, SourceLocation};
+use crate::diagnosis::{Confidence, Draft, Figure, Level};
 use crate::kernel_id::KernelId;
 use crate::message::{Message, code, figure, msg};
 use crate::text::relative_path;
@@ -131,17 +131,12 @@ impl Class {
 
     /// The source line that holds this cause's cost.
     fn hottest<'l>(self, lines: &[&'l SourceLine]) -> Option<&'l SourceLine> {
-        let by = |f: fn(&SourceLine) -> u64| {
-            lines
-                .iter()
-                .copied()
-                .filter(|l| f(l) > 0)
-                .max_by_key(|l| f(l))
-        };
         match self {
-            Class::BankConflicts => by(|l| l.shared_excessive),
-            Class::Uncoalesced => by(|l| l.global_excessive),
-            Class::FewBlocks | Class::Occupancy | Class::LocalMemory => by(|l| l.stall_samples),
+            Class::BankConflicts => most(lines, |l| l.shared_excessive),
+            Class::Uncoalesced => most(lines, |l| l.global_excessive),
+            Class::FewBlocks | Class::Occupancy | Class::LocalMemory => {
+                most(lines, |l| l.stall_samples)
+            }
         }
     }
 }
@@ -266,16 +261,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if class == Class::LocalMemory && stack.is_none() {
             continue;
         }
-        let kernel = base;
         // The strongest rule of a class makes the cause; the others are its evidence.
         if let Some(d) = out.iter_mut().find(|d| {
-            d.key == class.key() && d.kernel.as_deref() == kernel.as_deref() && d.config == f.config
+            d.key == class.key() && d.kernel.as_deref() == base.as_deref() && d.config == f.config
         }) {
             d.evidence.push(ctx.finding_evidence(f));
             d.explains.push(index);
             continue;
         }
-        out.push(cause(ctx, (index, f, ncu), class, kernel, speedup, latency));
+        out.push(cause(ctx, (index, f, ncu), class, speedup, sol, latency, stack));
     }
     no_tensor_cores(ctx, &mut out);
     against_the_limit(ctx, &mut out);
@@ -284,18 +278,20 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     out
 }
 
-/// The draft of a cause: the lead rule's finding (`index`, with its ncu rule), its class, its
-/// kernel, ncu's estimate and, for a latency-bound kernel, its memory and compute throughput.
+/// The draft of a cause: the lead rule's finding (`index`, with its ncu rule), its class, ncu's
+/// estimate, the kernel's memory and compute throughput (`sol`, and again as `latency` where
+/// the kernel is latency-bound) and ptxas's stack frame for it.
 fn cause(
     ctx: &Ctx,
     (index, f, ncu): (usize, &FindingRef, &ProfilerRule),
     class: Class,
-    kernel: Option<KernelId>,
     speedup: f64,
+    sol: Option<(f64, f64)>,
     latency: Option<(f64, f64)>,
+    stack: Option<u64>,
 ) -> Draft {
     let scope = scope_of(f);
-    let duration = duration_us(ctx, scope, kernel.as_ref());
+    let kernel = f.kernel.clone();
     let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, Message::new());
     d.config = f.config.clone();
     d.kernel = kernel.clone().map(String::from);
@@ -305,19 +301,14 @@ fn cause(
     d.absorbs = class == Class::Occupancy;
     d.explains.push(index);
     d.evidence.push(ctx.finding_evidence(f));
-    if let Some(us) = duration {
-        d.figures.insert("duration_us".into(), json!(us));
-    }
     let lines = source_lines(ctx, scope, kernel.as_ref());
     let hot = class.hottest(&lines);
     if let Some(line) = hot {
         d.location = Some(ctx.tool_place(&line.file, line.line, f.config.as_deref()));
     }
-    Figure::EstimatedSpeedup.set(&mut d.figures, json!(speedup));
-    let short_launch = duration.filter(|&us| us < MIN_DURATION_US);
-    if short_launch.is_some() {
-        d.level = Level::Note;
-    }
+    // Weighed by the kernel's share of the profiled GPU time: a cause in a kernel that is a
+    // small part of the program is a note, however large its own estimate.
+    let (short_launch, share) = weigh(ctx, &mut d, scope, kernel.as_ref(), Some(speedup));
     d.confidence = match (
         hot.is_some(),
         speedup >= 50.0 || class == Class::LocalMemory,
@@ -327,14 +318,9 @@ fn cause(
         (false, false) => Confidence::Low,
     };
     // How far from the GPU's peak the kernel runs: its throughput, in ncu's own terms.
-    let peak = |name: &str| metric(ctx, scope, kernel.as_ref(), name);
-    let peaks = match (
-        peak("Memory Throughput"),
-        peak("Compute (SM) Throughput"),
-        peak("DRAM Throughput"),
-        latency,
-    ) {
-        (Some(memory), Some(compute), Some(dram), None) => {
+    let dram = metric(ctx, scope, kernel.as_ref(), "DRAM Throughput");
+    let peaks = match (sol, dram, latency) {
+        (Some((memory, compute)), Some(dram), None) => {
             d.figures
                 .insert("memory_throughput_pct".into(), json!(memory));
             d.figures
@@ -343,31 +329,53 @@ fn cause(
         }
         _ => None,
     };
-    // Weighed by the kernel's share of the profiled GPU time: a cause in a kernel that is a
-    // small part of the program is a note, however large its own estimate.
-    let mut told_share = None;
-    if let Some(share) = time_share(ctx, scope, kernel.as_ref()) {
-        let gain = speedup * share;
-        d.figures.insert("time_share".into(), json!(share));
-        Figure::ProgramGain.set(&mut d.figures, json!(gain));
-        if share < 0.999 {
-            told_share = Some((share, gain));
-        }
-        if gain < MIN_PROGRAM_GAIN && d.level == Level::Warning {
-            d.level = Level::Note;
-        }
-    }
-    describe(ctx, &mut d, class, (f, ncu), hot, &lines, scope);
+    describe(ctx, &mut d, class, (f, ncu), hot, &lines, stack);
     let weight = Weight {
         kernel: kernel.as_ref(),
         short_launch,
         speedup,
         latency: latency.filter(|_| class == Class::Occupancy),
         peaks,
-        share: told_share,
+        share,
     };
     word_weight(&mut d, &weight);
     d
+}
+
+/// Weighs a cause of `kernel` in `scope`: a launch under [`MIN_DURATION_US`] is a note; with an
+/// estimate (percent of the kernel's time), the launch's duration, the kernel's share of the
+/// profiled GPU time and the program's gain are its figures, and a gain under
+/// [`MIN_PROGRAM_GAIN`] is a note. Returns the duration where the launch is too short to judge,
+/// and the share and gain where the kernel is not all of the GPU time.
+fn weigh(
+    ctx: &Ctx,
+    d: &mut Draft,
+    scope: Scope,
+    kernel: Option<&KernelId>,
+    estimate: Option<f64>,
+) -> (Option<f64>, Option<(f64, f64)>) {
+    let duration = duration_us(ctx, scope, kernel);
+    let short_launch = duration.filter(|&us| us < MIN_DURATION_US);
+    if short_launch.is_some() {
+        d.level = Level::Note;
+    }
+    let Some(estimate) = estimate else {
+        return (short_launch, None);
+    };
+    Figure::EstimatedSpeedup.set(&mut d.figures, json!(estimate));
+    if let Some(us) = duration {
+        d.figures.insert("duration_us".into(), json!(us));
+    }
+    let Some(share) = time_share(ctx, scope, kernel) else {
+        return (short_launch, None);
+    };
+    let gain = estimate * share;
+    d.figures.insert("time_share".into(), json!(share));
+    Figure::ProgramGain.set(&mut d.figures, json!(gain));
+    if gain < MIN_PROGRAM_GAIN {
+        d.level = Level::Note;
+    }
+    (short_launch, (share < 0.999).then_some((share, gain)))
 }
 
 /// How far each cause's kernel is from what the GPU can do: its floating-point rate against the
@@ -380,14 +388,9 @@ fn against_the_limit(ctx: &Ctx, drafts: &mut [Draft]) {
         let Some(p) = crate::roofline::of_kernel(ctx.joined, d.config.as_deref(), &kernel) else {
             continue;
         };
-        d.figures.insert(
-            "of_peak".into(),
-            json!((p.of_peak * 1000.0).round() / 1000.0),
-        );
-        d.figures.insert(
-            "attainable".into(),
-            json!((p.attainable * 1000.0).round() / 1000.0),
-        );
+        d.figures.insert("of_peak".into(), rounded(p.of_peak, 1000.0));
+        d.figures
+            .insert("attainable".into(), rounded(p.attainable, 1000.0));
         // The tensor-core cause says its FP32 rate against both peaks already.
         if d.figures.contains_key("tensor_peak_gflops") {
             continue;

@@ -33,11 +33,7 @@ struct Work<'j> {
 
 /// Samples on a line other than those at barriers.
 fn working(l: &parsers::SourceLine) -> u64 {
-    l.stalls
-        .iter()
-        .filter(|(r, _)| Wait::of(r) != Wait::Barrier)
-        .map(|(_, n)| n)
-        .sum()
+    samples(l, |w| w != Wait::Barrier)
 }
 
 /// Whether a line touches global memory (loads, stores or atomics).
@@ -112,21 +108,13 @@ pub(super) fn idle_at_barrier(
     let own = users_lines(ctx, &lines);
     // Where the waiting warps wait: the line with the most barrier samples.
     let barrier_samples = |l: &parsers::SourceLine| l.stall_samples.saturating_sub(working(l));
-    let barrier = own
-        .iter()
-        .copied()
-        .filter(|l| barrier_samples(l) > 0)
-        .max_by_key(|l| barrier_samples(l))?;
+    let barrier = most(&own, barrier_samples)?;
     let serial = serial_work(&own);
     // Else the work of a few warps, each with its lanes: the line with the most samples away
     // from barriers.
     let work = match &serial {
         Some(w) => w.line,
-        None => own
-            .iter()
-            .copied()
-            .filter(|l| working(l) > 0)
-            .max_by_key(|l| working(l))?,
+        None => most(&own, working)?,
     };
     let block = metric(ctx, scope, Some(kernel), "Block Size").filter(|b| *b >= 64.0);
     let at = place(ctx, work);
@@ -150,15 +138,22 @@ pub(super) fn idle_at_barrier(
             .as_ref()
             .map(|w| w.others.iter().map(|l| working(l)).sum::<u64>())
             .unwrap_or(0);
-    let work_share = figure(format!(
-        "{:.0}",
-        work_samples as f64 * 100.0 / waits.samples.iter().sum::<u64>().max(1) as f64
-    ));
+    let all_samples: u64 = waits.samples.iter().sum();
+    let work_share = figure(format!("{:.0}", share(work_samples, all_samples)));
+    // Where the warps wait, for how long, and how busy the SMs are: both explanations open so.
+    let spent = msg!(
+        "{}'s warps spent {}% of their stall samples at barriers (most at {}), in {} µs, with \
+         the SMs at {}% of their peak issue rate",
+        name.clone(),
+        waiting_pct.clone(),
+        barrier_at.clone(),
+        figure(format!("{us:.1}")),
+        figure(format!("{sm:.0}"))
+    );
     let warps = block.map(|b| (b / 32.0).round() as u64);
     match &serial {
         Some(w) => {
-            d.figures
-                .insert("lanes".into(), json!((w.lanes * 10.0).round() / 10.0));
+            d.figures.insert("lanes".into(), rounded(w.lanes, 10.0));
             let who = if w.lanes <= 1.5 {
                 msg!("one thread")
             } else {
@@ -187,18 +182,13 @@ pub(super) fn idle_at_barrier(
                 })
                 .unwrap_or_default();
             d.explanation = msg!(
-                "{}'s warps spent {}% of their stall samples at barriers (most at {}), in \
-                 {} µs, with the SMs at {}% of their peak issue rate. What they wait for runs with {} of 32 lanes per warp instruction: {} \
-                 ({}){}; these lines hold {}% of the samples. It is {}'s work, done alone{}. That wait, not the \
-                 arithmetic, is the kernel's time.",
-                name.clone(),
-                waiting_pct.clone(),
-                barrier_at,
-                figure(format!("{us:.1}")),
-                figure(format!("{sm:.0}")),
+                "{}. What they wait for runs with {} of 32 lanes per warp instruction: {} \
+                 ({}){}; these lines hold {}% of the samples. It is {}'s work, done alone{}. \
+                 That wait, not the arithmetic, is the kernel's time.",
+                spent,
                 figure(format!("{:.1}", w.lanes)),
                 code(&w.line.text),
-                work_at,
+                work_at.clone(),
                 others,
                 work_share,
                 who,
@@ -237,19 +227,14 @@ pub(super) fn idle_at_barrier(
                 })
                 .unwrap_or_default();
             d.explanation = msg!(
-                "{}'s warps spent {}% of their stall samples at barriers (most at {}), in {} \
-                 µs, with the SMs at {}% of their peak issue rate{}. The work they wait for is {} ({}, {}% of the samples), whose warps run \
-                 with their lanes full: fewer warps work than the block has, and the others wait, \
-                 as when a block gives one thread per row over fewer rows than it has threads \
-                 (a `threadIdx.x < n` branch around the work).",
-                name.clone(),
-                waiting_pct.clone(),
-                barrier_at,
-                figure(format!("{us:.1}")),
-                figure(format!("{sm:.0}")),
+                "{}{}. The work they wait for is {} ({}, {}% of the samples), whose warps run \
+                 with their lanes full: fewer warps work than the block has, and the others \
+                 wait, as when a block gives one thread per row over fewer rows than it has \
+                 threads (a `threadIdx.x < n` branch around the work).",
+                spent,
                 busy_text,
                 code(&work.text),
-                work_at,
+                work_at.clone(),
                 work_share
             );
             d.fix = msg!(
@@ -266,8 +251,8 @@ pub(super) fn idle_at_barrier(
             "{}: {}% of its warps' stall samples at barriers (most at {}); the work at {}",
             name,
             waiting_pct,
-            path(format!("{}:{}", place(ctx, barrier).file, barrier.line)),
-            path(format!("{}:{}", at.file, work.line))
+            barrier_at,
+            work_at
         ),
     ));
     Some(d)

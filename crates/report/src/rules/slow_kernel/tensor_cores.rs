@@ -13,6 +13,7 @@
 //! softmax loop), or a kernel below its ridge point (a memory roof binds, not the FMA peak).
 
 use super::*;
+use crate::rules::profile::place;
 use crate::message::{Message, code, figure, msg, path};
 use crate::roofline::{Limit, Position};
 
@@ -120,10 +121,7 @@ fn draft(
             };
             (user, l.instructions)
         });
-    d.location = hot.map(|l| SourceLocation {
-        file: relative_path(&l.file, &j.repo_files),
-        line: Some(l.line),
-    });
+    d.location = hot.map(|l| place(ctx, l));
     // What tensor cores would take over: the conversions and multiply-adds, as a share of the
     // instructions the kernel executes (ncu has no estimate of its own here).
     let replaced = (mix.fma + mix.half_to_float) as f64 * 100.0 / mix.executed.max(1) as f64;
@@ -176,28 +174,7 @@ fn draft(
         config,
         log: details_beside(ctx, page.log.unwrap_or_default()),
     };
-    let duration = duration_us(ctx, scope, Some(kernel));
-    let mut told_share = None;
-    if costed {
-        Figure::EstimatedSpeedup.set(&mut d.figures, json!(estimate));
-        if let Some(us) = duration {
-            d.figures.insert("duration_us".into(), json!(us));
-        }
-        if let Some(share) = time_share(ctx, scope, Some(kernel)) {
-            let gain = estimate * share;
-            d.figures.insert("time_share".into(), json!(share));
-            Figure::ProgramGain.set(&mut d.figures, json!(gain));
-            if share < 0.999 {
-                told_share = Some(share);
-            }
-            if gain < MIN_PROGRAM_GAIN {
-                d.level = Level::Note;
-            }
-        }
-    }
-    if duration.is_some_and(|us| us < MIN_DURATION_US) {
-        d.level = Level::Note;
-    }
+    let (_, share) = weigh(ctx, &mut d, scope, Some(kernel), costed.then_some(estimate));
     let words = Words {
         kernel,
         mix,
@@ -207,7 +184,7 @@ fn draft(
         replaced,
         ceiling,
         absorbed,
-        share: told_share,
+        share: share.map(|(share, _)| share),
         beside: tensor_kernel_beside(ctx, config, kernel),
     };
     let summary = word_product(&mut d, &words);

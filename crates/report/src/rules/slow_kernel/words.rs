@@ -4,9 +4,11 @@
 
 use super::*;
 use crate::message::{Message, code, figure, msg, path};
+use crate::rules::profile::share;
 use parsers::WmmaFragment;
 
-/// The title, mechanism and fix of a cause, in words from ncu's numbers.
+/// The title, mechanism and fix of a cause, in words from ncu's numbers and ptxas's `stack`
+/// frame for its kernel.
 pub(super) fn describe(
     ctx: &Ctx,
     d: &mut Draft,
@@ -14,8 +16,9 @@ pub(super) fn describe(
     (finding, rule): (&FindingRef, &ProfilerRule),
     hot: Option<&SourceLine>,
     lines: &[&SourceLine],
-    scope: Scope,
+    stack: Option<u64>,
 ) {
+    let scope = scope_of(finding);
     // ncu's rules for this kernel in this profiling run, the lead rule first: the first figure
     // they state is the cause's (a class's rules each state some of its figures).
     let kernel = finding.kernel.as_ref();
@@ -49,8 +52,7 @@ pub(super) fn describe(
             few_blocks(d, &grid, at(Message::new()));
         }
         Class::LocalMemory => {
-            let bytes = kernel_stack(ctx, scope.config, d.kernel.as_deref()).unwrap_or(0);
-            local_memory(d, bytes, rule, at(Message::new()));
+            local_memory(d, stack.unwrap_or(0), rule, at(Message::new()));
         }
         Class::Occupancy => {
             let (binding, fewest) = binding_limiters(ctx, scope, finding, rule);
@@ -95,15 +97,6 @@ fn word_at(ctx: &Ctx, hot: Option<&SourceLine>, config: Option<&str>, extra: Mes
         )
     })
     .unwrap_or_default()
-}
-
-/// `part` in percent of `all`.
-fn share(part: u64, all: u64) -> f64 {
-    if all == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / all as f64
-    }
 }
 
 /// Shared-memory bank conflicts: the ways ncu measured, the hot line's share of the excessive
