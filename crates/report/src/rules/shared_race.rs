@@ -18,7 +18,7 @@ use serde_json::json;
 use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, Span};
 use crate::kernel_id::KernelId;
-use crate::message::Message;
+use crate::message::{Message, Part, path};
 use merge::{merge_adjacent_writes, merge_sites_of_one_barrier};
 use words::{
     word_async_copies, word_barrier_pair, word_mark, word_one_site, word_unsaid_scope,
@@ -506,6 +506,21 @@ fn finish_pair(ctx: &Ctx, d: &mut Draft, finding: &parsers::Finding, p: &Pair) {
             d.location = Some(own.clone());
         }
     }
+}
+
+/// A site (`path/file.cu:12`) as the report names it: `file.cu:12`.
+fn short_site(site: &str) -> Part {
+    path(site.rsplit('/').next().unwrap_or(site))
+}
+
+/// Sites (`path/file.cu:12`) as a list in words: "`a.cu:1`, `a.cu:2` and `a.cu:3`".
+fn short_sites(sites: &[String]) -> Message {
+    Message::words(
+        sites
+            .iter()
+            .map(|s| Message::from(short_site(s)))
+            .collect(),
+    )
 }
 
 /// Whether a place is in one of the run's own input files (not a toolkit or system header).

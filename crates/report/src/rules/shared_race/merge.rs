@@ -7,12 +7,12 @@
 use parsers::Access;
 use serde_json::json;
 
-use crate::diagnosis::{Draft, SourceLocation, Span, inlined_in};
-use crate::message::{Message, Part, code, msg, path};
+use crate::diagnosis::{Draft, SourceLocation, Span};
+use crate::message::{Message, Part, code, msg};
 use crate::text::plural;
 
-use super::words::{async_fix, async_mechanism};
-use super::{Mark, RaceDraft, is_users};
+use super::words::{async_fix, async_mechanism, word_kernel_of};
+use super::{Mark, RaceDraft, is_users, short_site, short_sites};
 
 /// Takes `d`'s records into `first`, which speaks for both: their hazards (the total, which it
 /// returns), evidence, findings and inlined helpers. `d` keeps its place and spans.
@@ -51,22 +51,32 @@ fn file_line(site: &str) -> Option<(&str, u32)> {
     Some((file, line.parse().ok()?))
 }
 
+/// The other sites a merged draft names (its `other_sites` figure), or `None` before it merged.
+fn other_sites(d: &Draft) -> Option<Vec<String>> {
+    let list = d.figures.get("other_sites")?.as_array()?;
+    Some(
+        list.iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+    )
+}
+
 /// A barrier race draft's write site and the sites racing with it.
 fn write_and_sites(d: &Draft) -> Option<(Site, Vec<Site>)> {
     let mut parts = d.key.split('|');
     let (file, line) = file_line(parts.next()?)?;
-    let listed: Vec<String> = match d.figures.get("other_sites").and_then(|v| v.as_array()) {
-        Some(list) => list
-            .iter()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect(),
-        None => parts.next().map(str::to_string).into_iter().collect(),
-    };
+    let listed: Vec<String> = other_sites(d)
+        .unwrap_or_else(|| parts.next().map(str::to_string).into_iter().collect());
     let sites = listed
         .iter()
         .filter_map(|s| file_line(s).map(|(f, l)| (f.to_string(), l)))
         .collect();
     Some(((file.to_string(), line), sites))
+}
+
+/// A draft that has not merged as a block: its write alone, and the sites racing with it.
+fn block_of(d: &Draft) -> Option<Block> {
+    write_and_sites(d).map(|(write, sites)| (vec![write], sites))
 }
 
 /// Writes on neighbouring lines of one file (at most this many lines apart) are one block of
@@ -99,12 +109,8 @@ pub(super) fn merge_adjacent_writes(drafts: Vec<RaceDraft>) -> Vec<RaceDraft> {
             {
                 return false;
             }
-            let (writes, others) = match block {
-                Some((w, s)) => (w.clone(), s.clone()),
-                None => match write_and_sites(o) {
-                    Some((w, s)) => (vec![w], s),
-                    None => return false,
-                },
+            let Some((writes, others)) = block.clone().or_else(|| block_of(o)) else {
+                return false;
             };
             let near = writes
                 .iter()
@@ -125,13 +131,10 @@ pub(super) fn merge_adjacent_writes(drafts: Vec<RaceDraft>) -> Vec<RaceDraft> {
             blocks.push(None);
             continue;
         };
-        let (mut writes, mut others) = match blocks[at].take() {
-            Some(block) => block,
-            None => match write_and_sites(&out[at].draft) {
-                Some((w, s)) => (vec![w], s),
-                None => (Vec::new(), Vec::new()),
-            },
-        };
+        let (mut writes, mut others) = blocks[at]
+            .take()
+            .or_else(|| block_of(&out[at].draft))
+            .unwrap_or_default();
         writes.push(write);
         for s in sites {
             if !others.contains(&s) {
@@ -207,10 +210,7 @@ fn barrier_call(d: &Draft) -> Part {
 
 /// A site as the report names it: `file.cu:12`.
 fn site_name((file, line): &Site) -> Part {
-    path(format!(
-        "{}:{line}",
-        file.rsplit('/').next().unwrap_or(file)
-    ))
+    short_site(&format!("{file}:{line}"))
 }
 
 /// Sites as a list in words: "`a.cu:1`, `a.cu:2` and `a.cu:3`".
@@ -333,18 +333,7 @@ pub(super) fn merge_sites_of_one_barrier(
             list.push(json!(other));
         }
         let total = take_records(&mut first.draft, &mut d.draft);
-        let others: Vec<String> = first
-            .draft
-            .figures
-            .get("other_sites")
-            .and_then(|v| v.as_array())
-            .map(|l| {
-                l.iter()
-                    .filter_map(|v| v.as_str())
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let others = other_sites(&first.draft).unwrap_or_default();
         if !first.draft.figures.contains_key("async_copy") {
             word_one_barrier(&mut first.draft, &write, &others, total, scope.is_some());
             continue;
@@ -384,22 +373,11 @@ pub(super) fn merge_sites_of_one_barrier(
     out
 }
 
-/// A site named in a draft's key or other sites (`path/file.cu:12`) as the report names it:
-/// `file.cu:12`.
-fn key_site_name(site: &str) -> Part {
-    path(site.rsplit('/').next().unwrap_or(site))
-}
-
 /// The title, explanation and fix of races sharing one write (`write`, as the key names it)
 /// with `others`: one missing barrier, `__syncwarp()` where the race is within a warp.
 fn word_one_barrier(d: &mut Draft, write: &str, others: &[String], total: u64, warp: bool) {
-    let write_name = key_site_name(write);
-    let joined = Message::words(
-        others
-            .iter()
-            .map(|s| Message::from(key_site_name(s)))
-            .collect(),
-    );
+    let write_name = short_site(write);
+    let joined = short_sites(others);
     d.title = msg!(
         "Shared-memory race: missing {} between the write at {} and {} that read \
          it",
@@ -411,12 +389,7 @@ fn word_one_barrier(d: &mut Draft, write: &str, others: &[String], total: u64, w
         write_name.clone(),
         plural(others.len() as u64, "site", "sites")
     );
-    let kernel_text = match (&d.kernel, inlined_in(&d.helpers)) {
-        (Some(k), Some(inlined)) => msg!(" in {}, {},", code(k), inlined),
-        (Some(k), None) => msg!(" in {}", code(k)),
-        (None, Some(inlined)) => msg!(" {},", inlined),
-        (None, None) => Message::new(),
-    };
+    let kernel_text = word_kernel_of(d.kernel.as_deref(), &d.helpers, ",");
     d.explanation = msg!(
         "racecheck reports {} in total{} between the write at {} and \
          {} other sites ({}), each its own record: they share the write, so one \
@@ -451,13 +424,8 @@ struct AsyncSites<'a> {
 
 /// The title, explanation and fix of an asynchronous copy racing with several sites.
 fn word_async_sites(d: &mut Draft, s: &AsyncSites) {
-    let write_name = key_site_name(s.write);
-    let joined = Message::words(
-        s.others
-            .iter()
-            .map(|s| Message::from(key_site_name(s)))
-            .collect(),
-    );
+    let write_name = short_site(s.write);
+    let joined = short_sites(s.others);
     let kernel_text = d
         .kernel
         .as_deref()
@@ -468,11 +436,7 @@ fn word_async_sites(d: &mut Draft, s: &AsyncSites) {
             "cp.async race: shared memory {} at {} while an asynchronous copy into it \
              is in flight",
             if s.read_there { "read" } else { "used" },
-            path(format!(
-                "{}:{}",
-                own.file.rsplit('/').next().unwrap_or(&own.file),
-                own.line.unwrap_or(0)
-            ))
+            short_site(&format!("{}:{}", own.file, own.line.unwrap_or(0)))
         ),
         None => msg!(
             "cp.async race: shared memory used while an asynchronous copy into it is in \

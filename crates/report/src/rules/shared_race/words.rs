@@ -4,9 +4,9 @@
 
 use parsers::Access;
 
-use super::{Mark, Pair, Words};
-use crate::diagnosis::{SourceLocation, inlined_in};
-use crate::message::{Message, code, msg, path, quote};
+use super::{Mark, Pair, Words, short_site};
+use crate::diagnosis::{Helper, SourceLocation, inlined_in};
+use crate::message::{Message, code, msg, quote};
 use crate::text::plural;
 
 /// A span's label: what it marks, in a few words.
@@ -39,14 +39,19 @@ fn word_hazards(p: &Pair) -> Message {
     }
 }
 
-/// " in `kernel`", with the inlined helpers the sites are in, or nothing.
-fn word_kernel(p: &Pair) -> Message {
-    match (p.kernel, inlined_in(p.helpers)) {
-        (Some(k), Some(inlined)) => msg!(" in {}, {}", code(k), inlined),
+/// " in `kernel`", with the inlined helpers the sites are in (followed by `after`), or nothing.
+pub(super) fn word_kernel_of(kernel: Option<&str>, helpers: &[Helper], after: &str) -> Message {
+    match (kernel, inlined_in(helpers)) {
+        (Some(k), Some(inlined)) => msg!(" in {}, {}{}", code(k), inlined, after),
         (Some(k), None) => msg!(" in {}", code(k)),
-        (None, Some(inlined)) => msg!(" {}", inlined),
+        (None, Some(inlined)) => msg!(" {}{}", inlined, after),
         (None, None) => Message::new(),
     }
+}
+
+/// " in `kernel`" for a pair, with the inlined helpers its sites are in, or nothing.
+fn word_kernel(p: &Pair) -> Message {
+    word_kernel_of(p.kernel, p.helpers, "")
 }
 
 /// A site as the advice names it: "line 17", or `common.cuh:17` when the two sites are in
@@ -54,13 +59,36 @@ fn word_kernel(p: &Pair) -> Message {
 fn word_spot(p: &Pair, l: &Option<SourceLocation>) -> Message {
     let line = |loc: &SourceLocation| loc.line.map(|n| n.to_string()).unwrap_or_default();
     match l {
-        Some(loc) if !p.same_file => Message::from(path(format!(
-            "{}:{}",
-            loc.file.rsplit('/').next().unwrap_or(&loc.file),
-            line(loc)
-        ))),
+        Some(loc) if !p.same_file => {
+            Message::from(short_site(&format!("{}:{}", loc.file, line(loc))))
+        }
         Some(loc) => msg!("line {}", line(loc)),
         None => msg!("an unnamed site"),
+    }
+}
+
+/// The write and the other side as the advice names them: "the write at line 12 and the read
+/// at line 17".
+fn word_write_and_other(p: &Pair) -> Message {
+    msg!(
+        "the write at {} and the {} at {}",
+        word_spot(p, p.write),
+        access_word(p.other_access),
+        word_spot(p, p.other)
+    )
+}
+
+/// The two lines a title names (`w`, the write's; `o`, the other side's): "line 12 and line
+/// 17" in one file, else the write and the other side with their files.
+fn word_between(p: &Pair, w: u32, o: u32) -> Message {
+    if p.same_file {
+        msg!(
+            "line {} and line {}",
+            w.min(o).to_string(),
+            w.max(o).to_string()
+        )
+    } else {
+        word_write_and_other(p)
     }
 }
 
@@ -75,7 +103,6 @@ fn word_site(l: &Option<SourceLocation>) -> Message {
 /// `__syncwarp()`.
 pub(super) fn word_warp_pair(p: &Pair, w: u32, o: u32) -> Words {
     let other_word = access_word(p.other_access);
-    let (ws, os) = (word_spot(p, p.write), word_spot(p, p.other));
     // Lanes of one warp: racecheck's warp-level programming hazard. Program order
     // says little here (a warp-synchronous loop writes at one line and the next
     // step reads at an earlier one), so the advice names both lines.
@@ -86,20 +113,10 @@ pub(super) fn word_warp_pair(p: &Pair, w: u32, o: u32) -> Words {
             o.to_string(),
             w.to_string()
         )
-    } else if p.same_file {
-        msg!(
-            "Shared-memory race within a warp: missing `__syncwarp()` between \
-             line {} and line {}",
-            w.min(o).to_string(),
-            w.max(o).to_string()
-        )
     } else {
         msg!(
-            "Shared-memory race within a warp: missing `__syncwarp()` between \
-             the write at {} and the {} at {}",
-            ws.clone(),
-            other_word,
-            os.clone()
+            "Shared-memory race within a warp: missing `__syncwarp()` between {}",
+            word_between(p, w, o)
         )
     };
     let explanation = msg!(
@@ -118,16 +135,13 @@ pub(super) fn word_warp_pair(p: &Pair, w: u32, o: u32) -> Words {
         other_word
     );
     let fix = msg!(
-        "Add `__syncwarp()` between the write at {} and the {} at \
-         {} (in a loop, between one step's writes and the next step's \
-         reads), where every lane of the warp reaches it: outside lane-dependent \
+        "Add `__syncwarp()` between {} (in a loop, between one step's writes and the \
+         next step's reads), where every lane of the warp reaches it: outside lane-dependent \
          branches, or with a mask naming exactly the lanes that call it. The \
          racing threads are lanes of one warp, so `__syncthreads()` is not the \
          fix; keeping the values in registers with `__shfl_down_sync()` avoids \
          the shared memory altogether.",
-        ws,
-        other_word,
-        os
+        word_write_and_other(p)
     );
     Words {
         title,
@@ -171,22 +185,10 @@ pub(super) fn word_write_after_read(p: &Pair, w: u32, o: u32) -> Words {
 /// between them: a missing `__syncthreads()`.
 pub(super) fn word_barrier_pair(p: &Pair, w: u32, o: u32) -> Words {
     let other_word = access_word(p.other_access);
-    let (ws, os) = (word_spot(p, p.write), word_spot(p, p.other));
-    let title = if p.same_file {
-        msg!(
-            "Shared-memory race: missing barrier between line {} and line {}",
-            w.min(o).to_string(),
-            w.max(o).to_string()
-        )
-    } else {
-        msg!(
-            "Shared-memory race: missing barrier between the write at {} and \
-             the {} at {}",
-            ws.clone(),
-            other_word,
-            os.clone()
-        )
-    };
+    let title = msg!(
+        "Shared-memory race: missing barrier between {}",
+        word_between(p, w, o)
+    );
     let explanation = msg!(
         "racecheck reports {}{}: threads {} at {} \
          what other threads write at {}, with no barrier between the two, so the \
@@ -207,10 +209,8 @@ pub(super) fn word_barrier_pair(p: &Pair, w: u32, o: u32) -> Words {
         Message::new()
     };
     let fix = msg!(
-        "Add `__syncthreads()` between the write at {} and the {} at {}{}.",
-        ws,
-        other_word,
-        os,
+        "Add `__syncthreads()` between {}{}.",
+        word_write_and_other(p),
         after_cp_async
     );
     Words {
@@ -296,9 +296,13 @@ fn word_write_after_write(p: &Pair) -> Words {
     let array = p
         .site_line
         .and_then(|l| crate::source_line::indexed_array(l, true));
-    let of_array = array
+    let to_array = array
         .as_deref()
         .map(|a| msg!(" to {}", code(a)))
+        .unwrap_or_default();
+    let of_array = array
+        .as_deref()
+        .map(|a| msg!(" of {}", code(a)))
         .unwrap_or_default();
     let between = if p.warp {
         "lanes of one warp"
@@ -307,16 +311,9 @@ fn word_write_after_write(p: &Pair) -> Words {
     };
     let sites = match (p.write_line, p.other_line) {
         (Some(a), Some(b)) if a == b && p.same_file => msg!("at {}", word_site(p.write)),
-        _ => msg!(
-            "at {} and {}",
-            word_site(p.write),
-            p.other
-                .as_ref()
-                .map(|o| msg!("{}", quote(o.to_string())))
-                .unwrap_or_default()
-        ),
+        _ => msg!("at {} and {}", word_site(p.write), word_site(p.other)),
     };
-    let title = msg!("Write-after-write race{} {}", of_array.clone(), sites.clone());
+    let title = msg!("Write-after-write race{} {}", to_array, sites.clone());
     let explanation = msg!(
         "racecheck reports {}{}: {} write the same shared-memory address{} {} with nothing \
          ordering the writes (a write-after-write hazard). Which value the address keeps \
@@ -325,10 +322,7 @@ fn word_write_after_write(p: &Pair) -> Words {
         word_hazards(p),
         word_kernel(p),
         between,
-        array
-            .as_deref()
-            .map(|a| msg!(" of {}", code(a)))
-            .unwrap_or_default(),
+        of_array.clone(),
         sites
     );
     let fix = msg!(
@@ -336,10 +330,7 @@ fn word_write_after_write(p: &Pair) -> Words {
          (not one that repeats across {}, such as `t % 32`), or let one thread write it; if \
          several must contribute, combine them (an `atomicAdd` on the shared element, or a \
          reduction). A barrier between the writes orders them but still loses one.",
-        array
-            .as_deref()
-            .map(|a| msg!(" of {}", code(a)))
-            .unwrap_or_default(),
+        of_array,
         between
     );
     Words {
