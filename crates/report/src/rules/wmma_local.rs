@@ -40,11 +40,9 @@ pub(crate) const RULE: Rule = Rule {
 /// A finding and its index in [`crate::join::Joined::findings`].
 type Hit<'j, 'a> = (usize, &'j FindingRef<'a>);
 
-/// One draft per config and kernel with the compiler's warning, or with a local-memory fault in
-/// a kernel whose SASS holds both tensor-core instructions and local loads or stores.
-/// The figure that marks a draft placed at its trap's line (where the compiler put the trap),
-/// which a place from another build of the same kernel replaces.
-/// What a place at a trap's line is, and how to get the call's.
+/// What a place at a trap's line is, and how to get the call's: the note of a draft whose place
+/// stands in for the call's ([`Draft::stands_in`]), which a place from another build of the same
+/// kernel replaces.
 fn trap_note(at: &SourceLocation) -> Message {
     msg!(
         "{} is where the compiler put the trap, not the call: a release build keeps no line of \
@@ -55,6 +53,8 @@ fn trap_note(at: &SourceLocation) -> Message {
     )
 }
 
+/// One draft per config and kernel with the compiler's warning, or with a local-memory fault in
+/// a kernel whose SASS holds both tensor-core instructions and local loads or stores.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out = Vec::new();
@@ -650,8 +650,6 @@ fn word_wmma(d: &mut Draft, fact: &Wmma, said: Vec<Message>) {
 /// The tensor-core intrinsics whose pointer must be shared or global memory.
 const INTRINSICS: &[&str] = &["load_matrix_sync", "store_matrix_sync", "ldmatrix"];
 
-/// Whether a finding's access is inside a tensor-core intrinsic (the record's own function, or
-/// its innermost device frame).
 /// The user's calls of the intrinsic a fault is inside: the call sites the SASS line table
 /// (`nvdisasm -g`) gives in this config, of the same function and fragment kind (`matrix_a`,
 /// `matrix_b`, `accumulator`), in the run's own files.
@@ -681,6 +679,8 @@ fn user_calls(ctx: &Ctx, config: Option<&str>, f: &parsers::Finding) -> Vec<Sour
     calls
 }
 
+/// Whether a finding's access is inside a tensor-core intrinsic (the record's own function, or
+/// its innermost device frame).
 fn in_intrinsic(f: &parsers::Finding) -> bool {
     let named = |name: &str| {
         let base = KernelId::of(name);
