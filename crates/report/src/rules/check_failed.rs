@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Figure, Level, Scope};
-use crate::message::{Message, code, figure, msg, path, quote};
+use crate::message::{Message, Part, code, figure, msg, path, quote};
 use crate::text::scrub;
 use crate::kernel_id::KernelId;
 
@@ -66,13 +66,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             continue;
         }
         let facts = finding.facts.test.as_deref();
-        let benchmark = j
-            .source(f.source)
-            .is_some_and(|s| s.log.format == Format::GoogleBenchmark);
+        let format = j.source(f.source).map(|s| s.log.format);
+        let benchmark = format == Some(Format::GoogleBenchmark);
         // A test framework's failing test case (JUnit XML).
-        let test_case = j
-            .source(f.source)
-            .is_some_and(|s| s.log.format == Format::JUnit);
+        let test_case = format == Some(Format::JUnit);
         let test = facts.map_or("?", |t| t.name.as_str()).to_string();
         let said = facts
             .and_then(|t| t.message.as_deref())
@@ -179,6 +176,12 @@ struct Failed<'a> {
     max_abs_err: Option<&'a serde_json::Value>,
 }
 
+/// The share of compared elements that differ, as a figure: `12.5%` (`m.total` is not zero).
+pub(super) fn percent_differing(m: &parsers::mismatch::ElementMismatch) -> Part {
+    let pct = 100.0 * m.mismatched as f64 / m.total as f64;
+    figure(format!("{}%", crate::text::sig3(pct)))
+}
+
 /// Which elements the comparison found wrong, and what that pattern says: every element (a
 /// systematic error), exactly the last ones (a tail no block covers), else the fraction and
 /// where the greatest difference is.
@@ -232,12 +235,11 @@ pub(super) fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatc
             figure(count(m.total))
         );
     } else if m.total > 0 {
-        let pct = 100.0 * m.mismatched as f64 / m.total as f64;
         d.explanation.append(msg!(
             " {} of {} elements differ ({}){}.",
             figure(count(m.mismatched)),
             figure(count(m.total)),
-            figure(format!("{}%", crate::text::sig3(pct))),
+            percent_differing(m),
             greatest
         ));
         unwritten(d, m, 2);

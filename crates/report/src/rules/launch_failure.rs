@@ -113,9 +113,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
             .find_map(|l| j.program_pairs.get(&l.path))
             .and_then(|pairs| rounding::dropped_remainder(pairs));
         if let Some(r) = rounding {
-            d.rule = RuleId::WrongOutput;
-            d.bare = false;
-            d.symptom_of = Some(crate::diagnosis::Scope::Config);
+            as_wrong_output(&mut d);
             d.figures.insert("dropped_group".into(), json!(r.group));
             d.title = msg!(
                 "Wrong output: each wrong value is its expectation rounded down to a multiple \
@@ -157,21 +155,26 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
     out
 }
 
-/// A failed program whose standard comparison listed its wrong elements: wrong output, titled
-/// by how many elements differ, with the pattern they make ([`super::check_failed`]'s words).
-fn elements_wrong(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
+/// A failed program's draft as wrong output: more than its exit status (no longer bare), a
+/// symptom of a fault in its config.
+fn as_wrong_output(d: &mut Draft) {
     d.rule = RuleId::WrongOutput;
     d.bare = false;
     d.symptom_of = Some(crate::diagnosis::Scope::Config);
+}
+
+/// A failed program whose standard comparison listed its wrong elements: wrong output, titled
+/// by how many elements differ, with the pattern they make ([`super::check_failed`]'s words).
+fn elements_wrong(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
+    as_wrong_output(d);
     // One comparison, whichever stage ran it.
     d.key = format!("elements|{}|{}", m.mismatched, m.total);
     if m.total > 0 {
-        let pct = 100.0 * m.mismatched as f64 / m.total as f64;
         d.title = msg!(
             "Wrong output: {} of {} elements differ from the reference ({})",
             figure(crate::text::thousands(m.mismatched)),
             figure(crate::text::thousands(m.total)),
-            figure(format!("{}%", crate::text::sig3(pct)))
+            super::check_failed::percent_differing(m)
         );
     } else {
         d.title = msg!("Wrong output: the program's comparison lists elements that differ");
@@ -208,9 +211,7 @@ fn wrong_output(
     said: &str,
     late: Option<Option<crate::diagnosis::SourceLocation>>,
 ) {
-    d.rule = RuleId::WrongOutput;
-    d.bare = false;
-    d.symptom_of = Some(crate::diagnosis::Scope::Config);
+    as_wrong_output(d);
     // One comparison, whichever config or stage failed it: the measure and the words of the
     // line without its figures (two programs' different checks stay two root causes).
     // The runner's reason is "the program failed (exit 1) with no memcheck error: LINE" or

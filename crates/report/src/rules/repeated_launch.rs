@@ -288,7 +288,6 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
             word_repeated(&mut d, &seen);
         }
         d.confidence = Confidence::from_signals(signals);
-        d.level = Level::Error;
         // A root cause a sanitizer found on one launch (a race, an uninitialised read) explains
         // what repeated launches show; a fault that needs several launches stands on its own.
         d.symptom_of = Some(Scope::Kernel {
@@ -313,9 +312,8 @@ fn passing_checks(
     Some(ctx.result_evidence(
         first,
         msg!(
-            "check: {} single-launch {} passed against the CPU reference",
-            checks.len().to_string(),
-            if checks.len() == 1 { "shape" } else { "shapes" }
+            "check: {} passed against the CPU reference",
+            plural(checks.len() as u64, "single-launch shape", "single-launch shapes")
         ),
     ))
 }
@@ -418,28 +416,25 @@ fn word_nondeterministic(d: &mut Draft, s: &Stress) {
         s.mismatched.to_string(),
         launches.clone()
     );
-    d.explanation = if s.first_launch_wrong {
+    let differ = msg!(
+        "Identical inputs, {} launches: {} differ bitwise from launch 1, the first at launch {}, ",
+        launches,
+        plural(s.mismatched, "launch", "launches"),
+        s.first.to_string()
+    );
+    d.explanation = differ.then(if s.first_launch_wrong {
         msg!(
-            "Identical inputs, {} launches: {} differ bitwise from launch 1, the first at launch \
-             {}, and a single launch of this problem already fails the check, so this is not a \
-             fault that needs repeated launches. Output that is wrong and changes from launch to \
-             launch depends on timing: a race (on shared memory, or with asynchronous copies \
-             that a barrier wait should order) or a read of memory nothing wrote.",
-            launches,
-            plural(s.mismatched, "launch", "launches"),
-            s.first.to_string()
+            "and a single launch of this problem already fails the check, so this is not a fault \
+             that needs repeated launches. Output that is wrong and changes from launch to launch \
+             depends on timing: a race (on shared memory, or with asynchronous copies that a \
+             barrier wait should order) or a read of memory nothing wrote."
         )
     } else {
         msg!(
-            "Identical inputs, {} launches: {} differ bitwise from launch 1, the first at launch \
-             {}, and not every launch after it. Scattered differences are what a race (shared \
-             memory or global atomics in varying order) or a read of uninitialised memory \
-             produce.",
-            launches,
-            plural(s.mismatched, "launch", "launches"),
-            s.first.to_string()
+            "and not every launch after it. Scattered differences are what a race (shared memory \
+             or global atomics in varying order) or a read of uninitialised memory produce."
         )
-    };
+    });
     if let Some(blind) = &s.blind {
         d.explanation.append(msg!(" {}", blind));
         d.fix = msg!(

@@ -489,18 +489,9 @@ fn tail_tile(
 }
 
 /// One line about a check result.
-pub fn describe(r: &ResultRef) -> Message {
+fn describe(r: &ResultRef) -> Message {
     let res = r.result;
-    let s = &res.shape;
-    let shape = msg!(
-        "B={} H={} S={} D={} {}{}",
-        s.batch.to_string(),
-        s.heads.to_string(),
-        s.seq_len.to_string(),
-        s.head_dim.to_string(),
-        res.dtype.to_string(),
-        if res.causal { " causal" } else { "" }
-    );
+    let shape = crate::tables::Case::of(res).label();
     let within = within_tolerance_failure(res)
         .map(|why| msg!(" although the error is within tolerance: {}", quote(why)))
         .unwrap_or_default();

@@ -95,29 +95,27 @@ pub(super) fn against(m: &ElementMismatch, launches: &[Launch]) -> Option<(Messa
     } else {
         msg!("warps {}-{}", figure(w0.to_string()), figure(w1.to_string()))
     };
+    // The wrong columns, and the threads of each block that own them: `first-last`.
+    let range = format!("{first}-{}", end - 1);
     let said = msg!(
         " {} was launched with {} blocks of {} threads (Nsight Compute's launch statistics), a \
-         block per row and a thread per column: columns {}-{} are threads {}-{} of every block, \
-         {}, and every other warp's columns are right.",
+         block per row and a thread per column: columns {} are threads {} of every block, {}, \
+         and every other warp's columns are right.",
         code(&l.kernel),
         figure(thousands(l.blocks)),
         figure(thousands(l.threads)),
-        first.to_string(),
-        (end - 1).to_string(),
-        first.to_string(),
-        (end - 1).to_string(),
+        range.clone(),
+        range.clone(),
         warps.clone()
     );
     let fix = msg!(
-        "In {}, follow what {} (`threadIdx.x` {}-{}) compute as their column and where they \
-         store: they write nothing of columns {}-{} (a column taken modulo a warp, a lane index \
+        "In {}, follow what {} (`threadIdx.x` {}) compute as their column and where they \
+         store: they write nothing of columns {} (a column taken modulo a warp, a lane index \
          used for the thread's, a loop that stops at {}).",
         code(&l.kernel),
         warps,
-        first.to_string(),
-        (end - 1).to_string(),
-        first.to_string(),
-        (end - 1).to_string(),
+        range.clone(),
+        range,
         first.to_string()
     );
     Some((said, fix))
