@@ -4,27 +4,19 @@
 
 use parsers::{Finding, FindingKind};
 
-use super::{Ctx, Proposes, Role, Rule, RuleId, at_location};
+use super::{Ctx, Role, Rule, RuleId, at_location};
 use crate::diagnosis::Draft;
 use crate::message::{Message, msg};
 use crate::text::plural;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::DivergentBarrier,
-    role: Role::SitedFault {
-        rank: 6,
-        unplaced: false,
-    },
-    name: "Divergent barrier",
-    description: "synccheck's barrier reached by only part of a block or warp.",
-    module: "crates/report/src/rules/barrier.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::DivergentBarrier,
+    Role::sited(6),
+    "Divergent barrier",
+    "synccheck's barrier reached by only part of a block or warp.",
+    "crates/report/src/rules/barrier.rs",
+    run,
+);
 
 /// One draft per distinct barrier-error site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

@@ -22,7 +22,7 @@ mod words;
 use words::{Fp32Bound, Lanes, MemoryBound, word_fp32, word_memory};
 
 use super::profile::{Scope, duration_us, metric, most, place, rounded, share, source_lines};
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, SourceLocation};
 use crate::kernel_id::KernelId;
 use crate::message::{Message, figure, msg, path};
@@ -30,30 +30,26 @@ use crate::roofline::Limit;
 use crate::text::relative_path;
 use serde_json::json;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::Bottleneck,
-    role: Role::Performance,
-    name: "Bottleneck below the limit",
-    description: "A profiled kernel that no Nsight Compute rule explains, measured against \
-                  its limit: under half the FP32 peak of the GPU the run recorded (its FMAs \
-                  from the source page's instruction mix over its duration), or, with no \
-                  floating-point work, under half the DRAM bandwidth, or under 80% of it \
-                  with most of its warps' stall samples away from its global accesses. The \
-                  stall samples by reason and the Speed Of Light name the unit that holds \
-                  it back (L1 traffic with no reuse, shared-memory loads, barriers, the \
-                  math pipe, instruction issue, bytes in flight) and the fix. Whatever its \
-                  limit, a kernel with at least half its warps' stall samples at barriers and \
-                  its SMs under 60% of their issue rate waits on a few threads' work: idle \
-                  warps, placed at that work (a loop one lane runs, or a few warps' lines), \
-                  with the lanes it runs on.",
-    module: "crates/report/src/rules/bottleneck.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: true,
-    accounts_for_time: true,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::Bottleneck,
+    Role::Performance,
+    "Bottleneck below the limit",
+    "A profiled kernel that no Nsight Compute rule explains, measured against \
+        its limit: under half the FP32 peak of the GPU the run recorded (its FMAs \
+        from the source page's instruction mix over its duration), or, with no \
+        floating-point work, under half the DRAM bandwidth, or under 80% of it \
+        with most of its warps' stall samples away from its global accesses. The \
+        stall samples by reason and the Speed Of Light name the unit that holds \
+        it back (L1 traffic with no reuse, shared-memory loads, barriers, the \
+        math pipe, instruction issue, bytes in flight) and the fix. Whatever its \
+        limit, a kernel with at least half its warps' stall samples at barriers and \
+        its SMs under 60% of their issue rate waits on a few threads' work: idle \
+        warps, placed at that work (a loop one lane runs, or a few warps' lines), \
+        with the lanes it runs on.",
+    "crates/report/src/rules/bottleneck.rs",
+    run,
+)
+.slowing(true);
 
 /// Under this share of the FP32 peak a kernel is far from what the GPU can do.
 const FAR_BELOW: f64 = 0.5;

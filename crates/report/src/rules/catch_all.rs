@@ -5,26 +5,21 @@
 use parsers::{FindingKind, Severity};
 
 use crate::run::StageStatus;
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Draft, GiveWay, Level, Scope, SourceLocation, Span};
 use crate::join::kind_name;
 use crate::message::{Message, code, msg, quote};
 use crate::text::scrub;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::SanitizerError,
-    role: Role::CatchAll,
-    name: "Unexplained tool error",
-    description: "Any error or warning a tool reported that no rule above explains: never \
-                  dropped silently.",
-    module: "crates/report/src/rules/catch_all.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::SanitizerError,
+    Role::CatchAll,
+    "Unexplained tool error",
+    "Any error or warning a tool reported that no rule above explains: never \
+        dropped silently.",
+    "crates/report/src/rules/catch_all.rs",
+    run,
+);
 
 /// Whether one of this rule's own drafts is an error an echo gives way to: not the variant of
 /// an exit record that stands only as a fault's symptom (the registry weighs that one against

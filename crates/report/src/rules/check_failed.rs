@@ -14,22 +14,18 @@ use crate::message::{Message, Part, code, figure, msg, path, quote};
 use crate::text::scrub;
 use crate::kernel_id::KernelId;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::CheckFailed,
-    role: Role::FailingTest,
-    name: "Failed program check",
-    description: "A user's program reported a check as failed (exhibit.results/1 \
-                  `passed: false`), a test framework a failing test (JUnit XML: pytest, \
-                  GoogleTest, Catch2, ctest), or a Google Benchmark benchmark stopped with an \
-                  error: the test is named with its message and, for a test, its line.",
-    module: "crates/report/src/rules/check_failed.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Sizes,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::CheckFailed,
+    Role::FailingTest,
+    "Failed program check",
+    "A user's program reported a check as failed (exhibit.results/1 \
+        `passed: false`), a test framework a failing test (JUnit XML: pytest, \
+        GoogleTest, Catch2, ctest), or a Google Benchmark benchmark stopped with an \
+        error: the test is named with its message and, for a test, its line.",
+    "crates/report/src/rules/check_failed.rs",
+    run,
+)
+.proposing(Proposes::Sizes);
 
 /// One draft per failed check or benchmark error (the same test in several configs merges).
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

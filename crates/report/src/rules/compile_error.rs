@@ -2,26 +2,18 @@
 
 use parsers::FindingKind;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::message::{Message, msg, quote};
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::CompileError,
-    role: Role::SitedFault {
-        rank: 0,
-        unplaced: false,
-    },
-    name: "Compile error",
-    description: "nvcc or ptxas refused the kernel; the error's file:line is the place to look.",
-    module: "crates/report/src/rules/compile_error.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::CompileError,
+    Role::sited(0),
+    "Compile error",
+    "nvcc or ptxas refused the kernel; the error's file:line is the place to look.",
+    "crates/report/src/rules/compile_error.rs",
+    run,
+);
 
 /// One draft per distinct compile error, pointing at its file:line.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

@@ -7,25 +7,20 @@
 
 use parsers::FindingKind;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::message::{Message, msg};
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::DebugBuild,
-    role: Role::Context,
-    name: "Debug build",
-    description: "A config built with -G (device debug): one note that its registers, stack \
-                  frames and local memory are the debug build's; the compiler's -G warnings \
-                  are its evidence, and stack frames and local memory are no findings there.",
-    module: "crates/report/src/rules/debug_build.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::DebugBuild,
+    Role::Context,
+    "Debug build",
+    "A config built with -G (device debug): one note that its registers, stack \
+        frames and local memory are the debug build's; the compiler's -G warnings \
+        are its evidence, and stack frames and local memory are no findings there.",
+    "crates/report/src/rules/debug_build.rs",
+    run,
+);
 
 /// One note per debug-built config.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

@@ -9,26 +9,21 @@ use parsers::facts::ApiError;
 use parsers::{Finding, FindingKind};
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::join::FindingRef;
 use crate::message::{Message, code, figure, msg, quote};
 use crate::text::plural;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::HostApiError,
-    role: Role::Symptom { rank: 4 },
-    name: "CUDA API error",
-    description: "memcheck's failed CUDA calls by class: a device memory allocation that \
-                  failed, and the sticky errors every call returns after a kernel fault.",
-    module: "crates/report/src/rules/host_api.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::HostApiError,
+    Role::Symptom { rank: 4 },
+    "CUDA API error",
+    "memcheck's failed CUDA calls by class: a device memory allocation that \
+        failed, and the sticky errors every call returns after a kernel fault.",
+    "crates/report/src/rules/host_api.rs",
+    run,
+);
 
 /// Device-side findings: a fault that leaves the context broken.
 fn is_device_fault(kind: FindingKind) -> bool {

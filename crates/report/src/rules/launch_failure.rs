@@ -6,24 +6,19 @@ mod rounding;
 use parsers::cuda::CudaError;
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId, is_harness_kind};
+use super::{Ctx, Role, Rule, RuleId, is_harness_kind};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, Scope};
 use crate::message::{Message, ToMessage, code, figure, msg, quote};
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::LaunchFailure,
-    role: Role::Symptom { rank: 0 },
-    name: "Launch failure",
-    description: "The harness could not launch the kernel or a launch returned an error that \
-                  no other diagnosis explains.",
-    module: "crates/report/src/rules/launch_failure.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::LaunchFailure,
+    Role::Symptom { rank: 0 },
+    "Launch failure",
+    "The harness could not launch the kernel or a launch returned an error that \
+        no other diagnosis explains.",
+    "crates/report/src/rules/launch_failure.rs",
+    run,
+);
 
 /// One draft per config, kernel and error text.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

@@ -11,31 +11,26 @@ use parsers::FindingKind;
 use parsers::cuda::CudaError;
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
 use crate::kernel_id::KernelId;
 use crate::message::{Message, code, figure, msg, path, quote};
 use crate::text::bytes;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::LaunchRejected,
-    role: Role::SitedFault {
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::LaunchRejected,
+    Role::SitedFault {
         rank: 1,
         unplaced: true,
     },
-    name: "Launch rejected",
-    description: "A launch the runtime refused before the kernel ran (invalid argument, \
-                  invalid configuration, too many resources) with no device-side record of \
-                  it: one root cause for every stage that failed on it, with the limits the \
-                  build's numbers make likely.",
-    module: "crates/report/src/rules/launch_rejected.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+    "Launch rejected",
+    "A launch the runtime refused before the kernel ran (invalid argument, \
+        invalid configuration, too many resources) with no device-side record of \
+        it: one root cause for every stage that failed on it, with the limits the \
+        build's numbers make likely.",
+    "crates/report/src/rules/launch_rejected.rs",
+    run,
+);
 
 /// The calls that launch a kernel, in the runtime and the driver API.
 const LAUNCH_CALLS: &[&str] = &[

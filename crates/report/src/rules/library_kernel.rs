@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use parsers::FindingKind;
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::join::FindingRef;
 use crate::kernel_id::KernelId;
@@ -18,20 +18,15 @@ use crate::model::Library;
 use crate::message::{Message, ToMessage, code, msg};
 use crate::text::plural;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::LibraryKernel,
-    role: Role::Context,
-    name: "Library kernel",
-    description: "Hazards a sanitizer reported inside a library's kernels (cuDNN, cuBLAS, \
-                  PyTorch's own): one note per library, never a root cause of the program.",
-    module: "crates/report/src/rules/library_kernel.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::LibraryKernel,
+    Role::Context,
+    "Library kernel",
+    "Hazards a sanitizer reported inside a library's kernels (cuDNN, cuBLAS, \
+        PyTorch's own): one note per library, never a root cause of the program.",
+    "crates/report/src/rules/library_kernel.rs",
+    run,
+);
 
 /// One note per library whose kernels showed hazards.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

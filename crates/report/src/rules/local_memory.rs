@@ -4,23 +4,18 @@
 use parsers::FindingKind;
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
 use crate::message::{Message, code, msg};
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::RegisterSpills,
-    role: Role::Performance,
-    name: "Register spills and local memory",
-    description: "ptxas spill stores/loads or a stack frame, with LDL/STL in the SASS.",
-    module: "crates/report/src/rules/local_memory.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::RegisterSpills,
+    Role::Performance,
+    "Register spills and local memory",
+    "ptxas spill stores/loads or a stack frame, with LDL/STL in the SASS.",
+    "crates/report/src/rules/local_memory.rs",
+    run,
+);
 
 /// One draft per launched kernel and config with spills or a stack frame used by LDL/STL.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

@@ -2,27 +2,19 @@
 
 use parsers::{Access, FindingKind, MemorySpace};
 
-use super::{Ctx, Proposes, Role, Rule, RuleId, at_location};
+use super::{Ctx, Role, Rule, RuleId, at_location};
 use crate::diagnosis::Draft;
 use crate::message::{Message, msg};
 use crate::text::plural;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::MisalignedAccess,
-    role: Role::SitedFault {
-        rank: 5,
-        unplaced: false,
-    },
-    name: "Misaligned access",
-    description: "memcheck's misaligned address for the access size.",
-    module: "crates/report/src/rules/misaligned.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::MisalignedAccess,
+    Role::sited(5),
+    "Misaligned access",
+    "memcheck's misaligned address for the access size.",
+    "crates/report/src/rules/misaligned.rs",
+    run,
+);
 
 /// One draft per distinct misaligned-access site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

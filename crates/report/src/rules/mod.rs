@@ -61,6 +61,16 @@ pub enum Role {
     Comparison,
 }
 
+impl Role {
+    /// A fault a tool located, of this rank, that needs a place or a kernel.
+    pub const fn sited(rank: u8) -> Role {
+        Role::SitedFault {
+            rank,
+            unplaced: false,
+        }
+    }
+}
+
 /// A draft's absorption of another rule's note about the same kernel and config: the richer
 /// draft takes the note's figures and evidence (see [`Rule::absorbs`]).
 pub type Absorb = fn(&mut Draft, &Draft);
@@ -119,6 +129,69 @@ macro_rules! registry {
 crate::rule_id::with_rule_modules!(registry);
 
 impl Rule {
+    /// A rule of one run, as most are: it absorbs no other rule's note, its warnings make no
+    /// run Slow, and it proposes the experiments its suggestions' hypotheses name.
+    pub(crate) const fn new(
+        id: RuleId,
+        role: Role,
+        name: &'static str,
+        description: &'static str,
+        module: &'static str,
+        run: fn(&Ctx) -> Vec<Draft>,
+    ) -> Rule {
+        Rule {
+            id,
+            role,
+            name,
+            description,
+            module,
+            run: Some(run),
+            absorbs: None,
+            slows: false,
+            accounts_for_time: false,
+            proposes: Proposes::Hypothesis,
+        }
+    }
+
+    /// A comparison of two runs (`runner diff`): a row with no function of one run.
+    pub(crate) const fn comparison(
+        id: RuleId,
+        name: &'static str,
+        description: &'static str,
+        module: &'static str,
+    ) -> Rule {
+        Rule {
+            run: None,
+            role: Role::Comparison,
+            ..Rule::new(id, Role::Comparison, name, description, module, |_| {
+                Vec::new()
+            })
+        }
+    }
+
+    /// The row with the experiment its diagnoses call for.
+    pub(crate) const fn proposing(self, proposes: Proposes) -> Rule {
+        Rule { proposes, ..self }
+    }
+
+    /// The row of a rule whose warnings are measured performance causes (they make a run
+    /// Slow), and whether each accounts for its kernel's time.
+    pub(crate) const fn slowing(self, accounts_for_time: bool) -> Rule {
+        Rule {
+            slows: true,
+            accounts_for_time,
+            ..self
+        }
+    }
+
+    /// The row of a rule whose drafts take over another rule's note ([`Rule::absorbs`]).
+    pub(crate) const fn absorbing(self, absorbs: (RuleId, Absorb)) -> Rule {
+        Rule {
+            absorbs: Some(absorbs),
+            ..self
+        }
+    }
+
     /// The rule's drafts over the joined evidence (none for a rule of two runs).
     pub fn draft(&self, ctx: &Ctx) -> Vec<Draft> {
         self.run.map(|run| run(ctx)).unwrap_or_default()

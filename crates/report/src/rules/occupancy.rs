@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Figure, Level};
 use crate::hypothesis::{ExperimentKind, Hypothesis};
 use crate::message::{Message, code, msg};
@@ -13,20 +13,15 @@ use crate::occupancy::{Limiter, Occupancy};
 use crate::resources::{KernelResources, resources_of};
 use crate::text::{bytes, fixed};
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::OccupancyLimit,
-    role: Role::Performance,
-    name: "Occupancy limited by registers or shared memory",
-    description: "Blocks per SM computed from ptxas's registers and shared memory against the \
-                  arch's limits (sm_90: 65536 registers, 228 KiB shared memory per SM).",
-    module: "crates/report/src/rules/occupancy.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::OccupancyLimit,
+    Role::Performance,
+    "Occupancy limited by registers or shared memory",
+    "Blocks per SM computed from ptxas's registers and shared memory against the \
+        arch's limits (sm_90: 65536 registers, 228 KiB shared memory per SM).",
+    "crates/report/src/rules/occupancy.rs",
+    run,
+);
 
 /// One draft per launched kernel whose occupancy is set by registers or shared memory, merged
 /// across configs with the same limiter.

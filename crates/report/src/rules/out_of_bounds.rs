@@ -16,23 +16,16 @@ use past_end::{Layout, past_end};
 
 mod shared_end;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::OutOfBounds,
-    role: Role::SitedFault {
-        rank: 4,
-        unplaced: false,
-    },
-    name: "Out-of-bounds access",
-    description: "memcheck's invalid global/shared/local access; a few bytes past the end of an \
-                  allocation points at an off-by-one or a missing tail guard.",
-    module: "crates/report/src/rules/out_of_bounds.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Tail,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::OutOfBounds,
+    Role::sited(4),
+    "Out-of-bounds access",
+    "memcheck's invalid global/shared/local access; a few bytes past the end of an \
+        allocation points at an off-by-one or a missing tail guard.",
+    "crates/report/src/rules/out_of_bounds.rs",
+    run,
+)
+.proposing(Proposes::Tail);
 
 /// One draft per distinct invalid-access site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

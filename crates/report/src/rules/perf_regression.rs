@@ -1,19 +1,12 @@
 //! `perf-regression`: a kernel's p50 slower than another run's beyond both runs' noise. Its
 //! drafts are written where two runs are compared (`diff::perf`); this module holds its row.
 
-use super::{Proposes, Role, Rule, RuleId};
+use super::{Rule, RuleId};
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::PerfRegression,
-    role: Role::Comparison,
-    name: "Performance regression",
-    description: "A kernel's p50 slower than the other run's by more than both runs' \
-                  measured noise.",
-    module: "crates/report/src/diff/perf.rs",
-    run: None,
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::comparison(
+    RuleId::PerfRegression,
+    "Performance regression",
+    "A kernel's p50 slower than the other run's by more than both runs' \
+        measured noise.",
+    "crates/report/src/diff/perf.rs",
+);

@@ -6,25 +6,20 @@
 use parsers::FindingKind;
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId, is_harness_kind};
+use super::{Ctx, Role, Rule, RuleId, is_harness_kind};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::message::{Message, msg, quote};
 use crate::text::plural;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::RepeatedLaunchFailure,
-    role: Role::Symptom { rank: 1 },
-    name: "Failure after repeated launches",
-    description: "stress: the first failing launch is after the first (error, output mismatch \
-                  or corrupted canary), told apart from a fault on the first launch.",
-    module: "crates/report/src/rules/repeated_launch.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::RepeatedLaunchFailure,
+    Role::Symptom { rank: 1 },
+    "Failure after repeated launches",
+    "stress: the first failing launch is after the first (error, output mismatch \
+        or corrupted canary), told apart from a fault on the first launch.",
+    "crates/report/src/rules/repeated_launch.rs",
+    run,
+);
 
 /// One draft per failing stress result, and per launch search of a target's program.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

@@ -25,22 +25,15 @@ use words::{
     word_warp_pair, word_write_after_read,
 };
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::SharedMemoryRace,
-    role: Role::SitedFault {
-        rank: 3,
-        unplaced: false,
-    },
-    name: "Shared-memory race",
-    description: "racecheck's write and read sites: a barrier is missing between them.",
-    module: "crates/report/src/rules/shared_race.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Race,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::SharedMemoryRace,
+    Role::sited(3),
+    "Shared-memory race",
+    "racecheck's write and read sites: a barrier is missing between them.",
+    "crates/report/src/rules/shared_race.rs",
+    run,
+)
+.proposing(Proposes::Race);
 
 /// One draft per distinct pair of sites.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

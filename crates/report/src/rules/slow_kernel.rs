@@ -22,30 +22,27 @@ use serde_json::json;
 use crate::join::FindingRef;
 
 use super::profile::{Scope, duration_us, metric, microseconds, most, rounded, source_lines};
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Figure, Level};
 use crate::kernel_id::KernelId;
 use crate::message::{Message, code, figure, msg};
 use crate::text::relative_path;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::SlowKernel,
-    role: Role::Performance,
-    name: "Slow kernel",
-    description: "Nsight Compute's rules that name a cause (bank conflicts, uncoalesced \
-                  access, too few blocks, low theoretical occupancy) with an estimated \
-                  speedup over the whole kernel of 20% or more, at the source line that \
-                  holds the cost (its source page), weighed by the kernel's share of the \
-                  profiled GPU time; under 10% of the program, or a launch under 50 µs, is \
-                  a note.",
-    module: "crates/report/src/rules/slow_kernel.rs",
-    run: Some(run),
-    absorbs: Some((RuleId::OccupancyLimit, absorb_occupancy_limit)),
-    slows: true,
-    accounts_for_time: true,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::SlowKernel,
+    Role::Performance,
+    "Slow kernel",
+    "Nsight Compute's rules that name a cause (bank conflicts, uncoalesced \
+        access, too few blocks, low theoretical occupancy) with an estimated \
+        speedup over the whole kernel of 20% or more, at the source line that \
+        holds the cost (its source page), weighed by the kernel's share of the \
+        profiled GPU time; under 10% of the program, or a launch under 50 µs, is \
+        a note.",
+    "crates/report/src/rules/slow_kernel.rs",
+    run,
+)
+.slowing(true)
+.absorbing((RuleId::OccupancyLimit, absorb_occupancy_limit));
 
 /// ncu's rules whose estimate comes from counters per instruction (the excessive sectors or
 /// wavefronts the source page lists), rather than from a unit's overall traffic: they lead

@@ -5,28 +5,24 @@
 
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, EvidenceItem, GiveWay, Level};
 use crate::run::StageKind;
 use crate::message::{Message, code, figure, msg};
 use crate::text::sig3;
 use crate::timings::{Slowdown, TimingRow};
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::SlowerThanBaseline,
-    role: Role::Performance,
-    name: "Slower than its baseline",
-    description: "A program's own benchmark slower than its baseline's benchmark of the same \
-                  name beyond both sides' spread, where no kernel cause of its config tells \
-                  the ratio: the verdict is Slow, with or without a profile stage.",
-    module: "crates/report/src/rules/slower_than_baseline.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: true,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::SlowerThanBaseline,
+    Role::Performance,
+    "Slower than its baseline",
+    "A program's own benchmark slower than its baseline's benchmark of the same \
+        name beyond both sides' spread, where no kernel cause of its config tells \
+        the ratio: the verdict is Slow, with or without a profile stage.",
+    "crates/report/src/rules/slower_than_baseline.rs",
+    run,
+)
+.slowing(false);
 
 /// One warning per config whose slowest benchmark is slower than its baseline beyond noise.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

@@ -2,27 +2,19 @@
 
 use parsers::FindingKind;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId, at_location};
+use super::{Ctx, Role, Rule, RuleId, at_location};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::message::{Message, code, msg, quote};
 use crate::text::plural;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::UninitializedRead,
-    role: Role::SitedFault {
-        rank: 7,
-        unplaced: false,
-    },
-    name: "Uninitialised read",
-    description: "initcheck's read of global memory nothing wrote.",
-    module: "crates/report/src/rules/uninitialized.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::UninitializedRead,
+    Role::sited(7),
+    "Uninitialised read",
+    "initcheck's read of global memory nothing wrote.",
+    "crates/report/src/rules/uninitialized.rs",
+    run,
+);
 
 /// One draft per distinct uninitialised-read site.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {

@@ -11,31 +11,23 @@ use std::collections::BTreeSet;
 use parsers::{FindingKind, MemorySpace};
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
 use crate::join::FindingRef;
 use crate::kernel_id::KernelId;
 use crate::message::{Message, code, msg, path, quote};
 use crate::text::plural;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::WmmaLocalMemory,
-    role: Role::SitedFault {
-        rank: 2,
-        unplaced: false,
-    },
-    name: "Tensor-core fragment on local memory",
-    description: "The compiler's 'cannot perform wmma load or store on local memory' warning, \
-                  corroborated by memcheck's trap (sm_90) or invalid `__local__` access (sm_89) \
-                  and BPT.TRAP or LDL/STL in the kernel's SASS.",
-    module: "crates/report/src/rules/wmma_local.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Hypothesis,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::WmmaLocalMemory,
+    Role::sited(2),
+    "Tensor-core fragment on local memory",
+    "The compiler's 'cannot perform wmma load or store on local memory' warning, \
+        corroborated by memcheck's trap (sm_90) or invalid `__local__` access (sm_89) \
+        and BPT.TRAP or LDL/STL in the kernel's SASS.",
+    "crates/report/src/rules/wmma_local.rs",
+    run,
+);
 
 /// A finding and its index in [`crate::join::Joined::findings`].
 type Hit<'j, 'a> = (usize, &'j FindingRef<'a>);

@@ -15,20 +15,16 @@ use crate::kernel_id::KernelId;
 use crate::message::{Message, figure, msg, quote};
 use crate::text::sig3;
 
-/// This rule's row in the registry ([`super::RULES`]).
-pub(crate) const RULE: Rule = Rule {
-    id: RuleId::WrongOutput,
-    role: Role::Symptom { rank: 2 },
-    name: "Wrong or NaN output",
-    description: "check: NaN, unwritten or wrong elements against the CPU reference, with the \
-                  pattern of failing shapes (masked rows, tail tiles).",
-    module: "crates/report/src/rules/wrong_output.rs",
-    run: Some(run),
-    absorbs: None,
-    slows: false,
-    accounts_for_time: false,
-    proposes: Proposes::Sizes,
-};
+pub(crate) const RULE: Rule = Rule::new(
+    RuleId::WrongOutput,
+    Role::Symptom { rank: 2 },
+    "Wrong or NaN output",
+    "check: NaN, unwritten or wrong elements against the CPU reference, with the \
+        pattern of failing shapes (masked rows, tail tiles).",
+    "crates/report/src/rules/wrong_output.rs",
+    run,
+)
+.proposing(Proposes::Sizes);
 
 /// The kind of wrongness a failed check shows, most telling first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
