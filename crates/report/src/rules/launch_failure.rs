@@ -460,11 +460,7 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
                 quote(&error)
             ),
         ));
-        for (i, f) in j.findings.iter().enumerate() {
-            if f.source == r.source && is_harness_kind(f.finding.kind) {
-                d.explains.push(i);
-            }
-        }
+        d.explains.extend(ctx.in_log(r.source, is_harness_kind));
         d.figures
             .insert("launched".into(), json!(r.result.launched));
         let failed = if CudaError::of_launch_line(&error) == Some(CudaError::LaunchOutOfResources) {

@@ -169,13 +169,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
             // A fault on the first launch is a single-launch fault: not this rule's.
             continue;
         }
-        let harness_findings: Vec<usize> = j
-            .findings
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.source == r.source && is_harness_kind(f.finding.kind))
-            .map(|(i, _)| i)
-            .collect();
+        let harness_findings: Vec<usize> = ctx.in_log(r.source, is_harness_kind).collect();
         let kind = stress.failure_kind.as_deref().unwrap_or(if mismatched > 0 {
             "mismatch"
         } else {

@@ -99,17 +99,12 @@ fn draft(
     passing: &[&ResultRef],
     all: &[&ResultRef],
 ) -> Draft {
-    let j = ctx.joined;
     let mut d = Draft::new(RuleId::WrongOutput, Level::Error, Message::new());
     d.config = config.map(str::to_string);
     d.kernel = Some(kernel.to_string());
     d.location = ctx.kernel_file(config);
     for r in failing {
-        for (i, f) in j.findings.iter().enumerate() {
-            if f.source == r.source && is_harness_kind(f.finding.kind) {
-                d.explains.push(i);
-            }
-        }
+        d.explains.extend(ctx.in_log(r.source, is_harness_kind));
     }
     for r in failing.iter().take(3) {
         d.evidence.push(ctx.result_evidence(r, describe(r)));
