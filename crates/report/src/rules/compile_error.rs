@@ -53,22 +53,16 @@ fn word_compile_error(draft: &mut Draft, message: &str) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture, place};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::rules::testing::{fixture_case, only, place};
 
     /// nvcc 13.0 on `compile_error.cu` (`crates/parsers/fixtures/ptxas/nvcc13.0_compile_error.log`):
     /// `identifier "undeclared_scale" is undefined` at line 3.
     #[test]
     fn fires_at_the_line_nvcc_names_for_an_undeclared_identifier() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Compile,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("ptxas/nvcc13.0_compile_error.log"),
-                )
+            fixture_case!(Compile, "ptxas/nvcc13.0_compile_error.log")
                 .input("crates/parsers/fixtures/programs/compile_error.cu")
                 .drafts(RuleId::CompileError),
         );
@@ -88,14 +82,6 @@ mod tests {
     /// error.
     #[test]
     fn stays_silent_on_a_build_that_succeeded() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Compile,
-                "release",
-                "sm_90",
-                parsers_fixture!("ptxas/nvcc13.0_clean.log"),
-            )
-            .drafts(RuleId::CompileError);
-        assert!(drafts.is_empty(), "{drafts:?}");
+        fixture_case!(Compile, "ptxas/nvcc13.0_clean.log").silent(RuleId::CompileError);
     }
 }

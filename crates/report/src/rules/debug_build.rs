@@ -73,7 +73,7 @@ pub fn is_debug_warning(f: &parsers::Finding) -> bool {
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture};
+    use crate::rules::testing::{Case, fixture_case, only, parsers_fixture};
     use crate::{diagnosis::Level, run::StageKind};
 
     /// nvcc 13.0 with `-G -lineinfo` on `wmma_local.cu` (`ptxas/device_wmma_local_debug.log`):
@@ -105,14 +105,6 @@ mod tests {
     /// no word of a debug build.
     #[test]
     fn stays_silent_on_a_release_build_of_the_same_kernel() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Compile,
-                "release",
-                "sm_90",
-                parsers_fixture!("ptxas/device_wmma_local.log"),
-            )
-            .drafts(RuleId::DebugBuild);
-        assert!(drafts.is_empty(), "{drafts:?}");
+        fixture_case!(Compile, "ptxas/device_wmma_local.log").silent(RuleId::DebugBuild);
     }
 }

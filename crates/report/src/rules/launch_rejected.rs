@@ -475,14 +475,13 @@ mod tests {
     /// the same error, at `cudaMemcpy`: no launch was refused.
     #[test]
     fn stays_silent_on_the_same_error_at_a_copy() {
-        let drafts = Case::new()
+        Case::new()
             .log(
                 StageKind::Memcheck,
                 "value",
                 "sm_90",
                 parsers_fixture!("compute-sanitizer/memcheck_invalid_value.log"),
             )
-            .drafts(RuleId::LaunchRejected);
-        assert!(drafts.is_empty(), "{drafts:?}");
+            .silent(RuleId::LaunchRejected);
     }
 }

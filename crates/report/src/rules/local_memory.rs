@@ -297,14 +297,13 @@ mod tests {
     /// 48 and 72 registers, no spill, no stack frame.
     #[test]
     fn stays_silent_on_the_same_kernels_built_without_a_cap() {
-        let drafts = Case::new()
+        Case::new()
             .log(
                 StageKind::Compile,
                 "default",
                 "sm_90",
                 parsers_fixture!("ptxas/nvcc13.0_spill_default.log"),
             )
-            .drafts(RuleId::RegisterSpills);
-        assert!(drafts.is_empty(), "{drafts:?}");
+            .silent(RuleId::RegisterSpills);
     }
 }

@@ -315,7 +315,7 @@ mod tests {
     /// `profile/fast/sm_90/ncu.csv`): `poly` at 32 registers fills the SM.
     #[test]
     fn stays_silent_on_the_same_kernel_at_32_registers() {
-        let drafts = Case::new()
+        Case::new()
             .log(
                 StageKind::Compile,
                 "fast",
@@ -333,7 +333,6 @@ mod tests {
                 ),
             )
             .kernel("poly")
-            .drafts(RuleId::OccupancyLimit);
-        assert!(drafts.is_empty(), "{drafts:?}");
+            .silent(RuleId::OccupancyLimit);
     }
 }

@@ -567,7 +567,7 @@ fn accesses(finding: &parsers::Finding) -> (Option<Access>, Option<Access>) {
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, parsers_fixture, place};
+    use crate::rules::testing::{Case, fixture_case, only, parsers_fixture, place};
     use crate::{diagnosis::Level, run::StageKind};
 
     /// racecheck on `records.cu waw`, both report forms (`compute-sanitizer/racecheck_waw.log`,
@@ -575,14 +575,11 @@ mod tests {
     /// A write-after-write race, named so, at the one line.
     #[test]
     fn names_two_unordered_writes_a_write_after_write_race() {
-        for log in [
-            parsers_fixture!("compute-sanitizer/racecheck_waw.log"),
-            parsers_fixture!("compute-sanitizer/racecheck_waw_hazard.log"),
+        for case in [
+            fixture_case!(Racecheck, "compute-sanitizer/racecheck_waw.log"),
+            fixture_case!(Racecheck, "compute-sanitizer/racecheck_waw_hazard.log"),
         ] {
-            let drafts = Case::new()
-                .log(StageKind::Racecheck, "release", "sm_90", log)
-                .drafts(RuleId::SharedMemoryRace);
-            let d = crate::rules::testing::only(drafts);
+            let d = only(case.drafts(RuleId::SharedMemoryRace));
             assert_eq!(place(&d).as_deref(), Some("records.cu:62"));
             assert_eq!(d.level, Level::Error);
             let title = d.title.to_string();
@@ -595,13 +592,7 @@ mod tests {
     /// races with the writes at lines 10 and 14, 512 hazards each, no barrier between them.
     #[test]
     fn fires_on_a_read_that_races_with_writes_to_the_same_shared_memory() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Racecheck,
-                "release",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/racecheck_race.log"),
-            )
+        let drafts = fixture_case!(Racecheck, "compute-sanitizer/racecheck_race.log")
             .drafts(RuleId::SharedMemoryRace);
         assert!(!drafts.is_empty());
         for d in &drafts {
@@ -625,14 +616,13 @@ mod tests {
     /// the same program with its barrier, 0 hazards.
     #[test]
     fn stays_silent_on_the_program_with_its_barrier_in_place() {
-        let drafts = Case::new()
+        Case::new()
             .log(
                 StageKind::Racecheck,
                 "fixed",
                 "sm_90",
                 parsers_fixture!("compute-sanitizer/racecheck_warp_race_fixed.log"),
             )
-            .drafts(RuleId::SharedMemoryRace);
-        assert!(drafts.is_empty(), "{drafts:?}");
+            .silent(RuleId::SharedMemoryRace);
     }
 }

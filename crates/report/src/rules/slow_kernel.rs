@@ -570,11 +570,9 @@ fn kernel_stack(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option
 
 #[cfg(test)]
 mod rule_tests {
-    use parsers::Format;
-
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
     use crate::rules::testing::{Case, parsers_fixture};
-    use crate::{diagnosis::Level, run::StageKind};
 
     /// The slow-kernels example's `bank` program on the H100: ncu's details page
     /// (`ncu-csv/slow_bank_details.log`) with its shared-memory bank-conflict rule, and its
@@ -582,15 +580,9 @@ mod rule_tests {
     #[test]
     fn fires_on_shared_memory_bank_conflicts_at_the_line_that_holds_them() {
         let drafts = Case::new()
-            .log_as(
-                StageKind::Profile,
+            .profile(
                 "bank",
-                "sm_90",
-                Format::NcuCsv,
                 parsers_fixture!("ncu-csv/slow_bank_details.log"),
-            )
-            .also(
-                Format::NcuSource,
                 parsers_fixture!("ncu-source/slow_bank_source.log"),
             )
             .drafts(RuleId::SlowKernel);
@@ -616,15 +608,9 @@ mod rule_tests {
     #[test]
     fn names_no_cause_where_ncus_estimates_are_small() {
         let drafts = Case::new()
-            .log_as(
-                StageKind::Profile,
+            .profile(
                 "none",
-                "sm_90",
-                Format::NcuCsv,
                 parsers_fixture!("ncu-csv/slow_none_details.log"),
-            )
-            .also(
-                Format::NcuSource,
                 parsers_fixture!("ncu-source/slow_none_source.log"),
             )
             .drafts(RuleId::SlowKernel);

@@ -132,6 +132,13 @@ mod tests {
     use crate::rules::testing::{Case, only, parsers_fixture};
     use crate::{diagnosis::Level, run::StageKind};
 
+    /// A config `default` whose bench stage's log is `bench` and whose baseline's is `baseline`.
+    fn bench(bench: &str, baseline: &str) -> Case {
+        Case::new()
+            .log(StageKind::Bench, "default", "sm_90", bench)
+            .log(StageKind::Baseline, "default", "sm_90", baseline)
+    }
+
     /// pytest-benchmark JSON of `programs/bench_pytest.py` run twice on the same CPU: its slow
     /// implementation (`pytest-benchmark/baseline.json`, `EXHIBIT_BENCH_IMPL=baseline`) as the
     /// program's bench, its fast one (`pytest-benchmark/fast.json`) as the baseline.
@@ -139,20 +146,11 @@ mod tests {
     #[test]
     fn fires_on_a_benchmark_far_slower_than_the_baselines_of_the_same_name() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Bench,
-                    "default",
-                    "sm_90",
-                    parsers_fixture!("pytest-benchmark/baseline.json"),
-                )
-                .log(
-                    StageKind::Baseline,
-                    "default",
-                    "sm_90",
-                    parsers_fixture!("pytest-benchmark/fast.json"),
-                )
-                .drafts(RuleId::SlowerThanBaseline),
+            bench(
+                parsers_fixture!("pytest-benchmark/baseline.json"),
+                parsers_fixture!("pytest-benchmark/fast.json"),
+            )
+            .drafts(RuleId::SlowerThanBaseline),
         );
         assert_eq!(d.rule, RuleId::SlowerThanBaseline);
         assert_eq!(d.level, Level::Warning);
@@ -168,20 +166,10 @@ mod tests {
     /// implementation, faster than its baseline on every benchmark.
     #[test]
     fn stays_silent_on_a_program_faster_than_its_baseline() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Bench,
-                "default",
-                "sm_90",
-                parsers_fixture!("pytest-benchmark/fast.json"),
-            )
-            .log(
-                StageKind::Baseline,
-                "default",
-                "sm_90",
-                parsers_fixture!("pytest-benchmark/baseline.json"),
-            )
-            .drafts(RuleId::SlowerThanBaseline);
-        assert!(drafts.is_empty(), "{drafts:?}");
+        bench(
+            parsers_fixture!("pytest-benchmark/fast.json"),
+            parsers_fixture!("pytest-benchmark/baseline.json"),
+        )
+        .silent(RuleId::SlowerThanBaseline);
     }
 }

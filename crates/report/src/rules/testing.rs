@@ -115,6 +115,13 @@ impl Case {
         self
     }
 
+    /// A profile stage for `config` on `sm_90`: ncu's details page `details` and its source
+    /// page `page`.
+    pub fn profile(self, config: &str, details: &str, page: &str) -> Case {
+        self.log_as(StageKind::Profile, config, "sm_90", Format::NcuCsv, details)
+            .also(Format::NcuSource, page)
+    }
+
     /// The GPU the run recorded: its name, SM count and compute capability (`9.0`).
     pub fn gpu(mut self, name: &str, sm_count: u32, compute_capability: &str) -> Case {
         self.gpus.push(Gpu {

@@ -710,6 +710,15 @@ mod tests {
     use crate::rules::testing::{Case, only, parsers_fixture};
     use crate::{diagnosis::Level, run::StageKind};
 
+    /// A release build for `sm_90`: ptxas's log `compile`, cuobjdump's SASS `sass`, and
+    /// memcheck's log `memcheck` of a run of it.
+    fn build(compile: &str, sass: &str, memcheck: &str) -> Case {
+        Case::new()
+            .log(StageKind::Compile, "release", "sm_90", compile)
+            .log(StageKind::Sass, "release", "sm_90", sass)
+            .log(StageKind::Memcheck, "release", "sm_90", memcheck)
+    }
+
     /// `wmma_local.cu` on the H200: nvcc 13.0 warns that it cannot perform wmma load or store
     /// on local memory (`ptxas/device_wmma_local.log`), cuobjdump's SASS of `wmma_from_local`
     /// holds HMMA and the trap planted for it (`sass/device_wmma_local_cuobjdump.log`), and
@@ -717,26 +726,12 @@ mod tests {
     #[test]
     fn fires_on_a_fragment_loaded_from_local_memory_that_traps() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Compile,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("ptxas/device_wmma_local.log"),
-                )
-                .log(
-                    StageKind::Sass,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("sass/device_wmma_local_cuobjdump.log"),
-                )
-                .log(
-                    StageKind::Memcheck,
-                    "release",
-                    "sm_90",
-                    parsers_fixture!("compute-sanitizer/memcheck_wmma_local.log"),
-                )
-                .drafts(RuleId::WmmaLocalMemory),
+            build(
+                parsers_fixture!("ptxas/device_wmma_local.log"),
+                parsers_fixture!("sass/device_wmma_local_cuobjdump.log"),
+                parsers_fixture!("compute-sanitizer/memcheck_wmma_local.log"),
+            )
+            .drafts(RuleId::WmmaLocalMemory),
         );
         assert_eq!(d.rule, RuleId::WmmaLocalMemory);
         assert_eq!(d.level, Level::Error);
@@ -763,27 +758,12 @@ mod tests {
     /// memory, with HMMA in its SASS, no warning, no trap.
     #[test]
     fn stays_silent_on_fragments_loaded_from_shared_memory() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Compile,
-                "release",
-                "sm_90",
-                parsers_fixture!("ptxas/device_clean.log"),
-            )
-            .log(
-                StageKind::Sass,
-                "release",
-                "sm_90",
-                parsers_fixture!("sass/device_clean_cuobjdump.log"),
-            )
-            .log(
-                StageKind::Memcheck,
-                "release",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/memcheck_clean.log"),
-            )
-            .drafts(RuleId::WmmaLocalMemory);
-        assert!(drafts.is_empty(), "{drafts:?}");
+        build(
+            parsers_fixture!("ptxas/device_clean.log"),
+            parsers_fixture!("sass/device_clean_cuobjdump.log"),
+            parsers_fixture!("compute-sanitizer/memcheck_clean.log"),
+        )
+        .silent(RuleId::WmmaLocalMemory);
     }
 
     /// `clean.cu` on the H200 before its fix (then named `clean.cu`, now
@@ -794,26 +774,11 @@ mod tests {
     /// no local load or store: nothing of it is a fragment on local memory.
     #[test]
     fn stays_silent_on_a_cp_async_trap_the_compiler_did_not_warn_about() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Compile,
-                "release",
-                "sm_90",
-                parsers_fixture!("ptxas/device_cpasync_trap.log"),
-            )
-            .log(
-                StageKind::Sass,
-                "release",
-                "sm_90",
-                parsers_fixture!("sass/device_cpasync_trap_cuobjdump.log"),
-            )
-            .log(
-                StageKind::Memcheck,
-                "release",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/memcheck_cpasync_trap.log"),
-            )
-            .drafts(RuleId::WmmaLocalMemory);
-        assert!(drafts.is_empty(), "{drafts:?}");
+        build(
+            parsers_fixture!("ptxas/device_cpasync_trap.log"),
+            parsers_fixture!("sass/device_cpasync_trap_cuobjdump.log"),
+            parsers_fixture!("compute-sanitizer/memcheck_cpasync_trap.log"),
+        )
+        .silent(RuleId::WmmaLocalMemory);
     }
 }

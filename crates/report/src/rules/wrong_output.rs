@@ -542,14 +542,13 @@ mod tests {
     /// (`harness/check_attention.json`): max abs error 1.6e-4 within the 1e-3 tolerance.
     #[test]
     fn stays_silent_on_output_within_tolerance() {
-        let drafts = Case::new()
+        Case::new()
             .log(
                 StageKind::Check,
                 "clean",
                 "sm_90",
                 parsers_fixture!("harness/check_attention.json"),
             )
-            .drafts(RuleId::WrongOutput);
-        assert!(drafts.is_empty(), "{drafts:?}");
+            .silent(RuleId::WrongOutput);
     }
 }

@@ -396,12 +396,9 @@ fn word_product(d: &mut Draft, f: &Words) -> Message {
 
 #[cfg(test)]
 mod tests {
-    use parsers::Format;
-
     use crate::diagnosis::Draft;
     use crate::rules::Ctx;
     use crate::rules::testing::{Case, repo_file};
-    use crate::run::StageKind;
 
     // The positive cases run through the CLI: `examples/slow-kernels`' `no_tensor` config
     // (halves widened to float, `tests/it/reference.rs`) and the corpus' SGEMM kernels at the
@@ -420,17 +417,11 @@ mod tests {
     #[test]
     fn stays_silent_on_a_reduction_with_no_product() {
         let drafts = Case::new()
-            .log_as(
-                StageKind::Profile,
+            .profile(
                 "fast",
-                "sm_90",
-                Format::NcuCsv,
                 repo_file!(
                     "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/ncu.csv"
                 ),
-            )
-            .also(
-                Format::NcuSource,
                 repo_file!(
                     "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/source.csv"
                 ),
