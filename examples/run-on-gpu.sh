@@ -4,12 +4,12 @@
 #
 #   examples/run-on-gpu.sh [PIPELINE...]     (default: both examples)
 #
-# RUNNER names the binary (default target/release/runner); OUT the folder for the results
+# RUNNER names the binary (default target/release/exhibit); OUT the folder for the results
 # (default /tmp/exhibit-examples); BUDGET the seconds each pipeline may take (default 540): a
 # pipeline still running then is interrupted, and its run directory says so.
 set -u
 cd "$(dirname "$0")/.."
-runner=${RUNNER:-target/release/runner}
+runner=${RUNNER:-target/release/exhibit}
 out=${OUT:-/tmp/exhibit-examples}
 budget=${BUDGET:-540}
 mkdir -p "$out"

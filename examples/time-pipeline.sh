@@ -6,11 +6,11 @@
 #
 #   examples/time-pipeline.sh [PIPELINE]      (default: pipeline.yaml)
 #
-# RUNNER names the binary (default target/release/runner); OUT the folder for the results
+# RUNNER names the binary (default target/release/exhibit); OUT the folder for the results
 # (default /tmp/exhibit-times); GPU_JOBS the --gpu-jobs values to try (default "1 2 4 8").
 set -u
 cd "$(dirname "$0")/.."
-runner=${RUNNER:-target/release/runner}
+runner=${RUNNER:-target/release/exhibit}
 out=${OUT:-/tmp/exhibit-times}
 pipeline=${1:-pipeline.yaml}
 mkdir -p "$out"

@@ -67,7 +67,7 @@ pub const EXIT_INFRA: u8 = 3;
 pub const EXIT_NO_DEVICE: u8 = 4;
 
 /// Runs the harness command line. `args` starts with the program name, as
-/// `std::env::args_os()` yields it (the runner's `runner harness ...` passes `harness` first).
+/// `std::env::args_os()` yields it (the runner's `exhibit harness ...` passes `harness` first).
 pub fn cli_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let command = match cli::parse(args) {
         Ok(c) => c,

@@ -1,6 +1,6 @@
 //! One CSV record at a time with one reader kept for the whole log. Nsight Compute's pages are
 //! read a line (a record) at a time; a `csv::Reader` built per record builds its state machine
-//! each time, which took nearly three quarters of `runner report`'s time on a run with a large
+//! each time, which took nearly three quarters of `exhibit report`'s time on a run with a large
 //! source page (perf, corpus `sgemm-k5-registers`).
 
 use csv_core::{ReadRecordResult, Reader};

@@ -1,6 +1,6 @@
 //! What a finding's tool states beyond its site, typed: the figures and words of its record that
 //! the report's rules read (bytes past an allocation, a race's hazard type, a CUDA call's error),
-//! and those `runner parse --json` shows. A [`Facts`] holds one group per kind of record; a group
+//! and those `exhibit parse --json` shows. A [`Facts`] holds one group per kind of record; a group
 //! is absent where no record of that kind stated any of it, and within a group each field is
 //! absent where the tool did not state it. Numbers are numbers; a word the tool picks from a few
 //! is an enum; only free text (an error message, a function's name) is a string.

@@ -1,5 +1,5 @@
 //! The typed values every parser produces. This is the contract between `parsers`, `report`
-//! and `runner parse --json`: fields may be added, never renamed or removed.
+//! and `exhibit parse --json`: fields may be added, never renamed or removed.
 
 use std::collections::BTreeMap;
 
@@ -382,7 +382,7 @@ pub struct Timing {
     pub iqr_us: Option<f64>,
     /// Every measurement, in µs, in the order taken, when the format keeps them: each match of
     /// a text pattern, each repetition of Google Benchmark, pytest-benchmark's `data` (with
-    /// `--benchmark-save-data`). `runner diff` tests a change on them for significance.
+    /// `--benchmark-save-data`). `exhibit diff` tests a change on them for significance.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub samples_us: Vec<f64>,
 }

@@ -1,7 +1,7 @@
-//! `runner bisect`: what the search looks for in the evidence, each step's verdict from its own
+//! `exhibit bisect`: what the search looks for in the evidence, each step's verdict from its own
 //! run, and the answer.
 //!
-//! The runner checks out each commit and runs the pipeline; this module only reads evidence.
+//! The exhibit checks out each commit and runs the pipeline; this module only reads evidence.
 //! A commit is bad when its run has what BAD's run has and GOOD's has not:
 //!
 //! - a root cause ([`Sought::Cause`]), found again by its fingerprint, or by its rule, kernel,
@@ -65,7 +65,7 @@ pub struct Slower {
 /// One timing on both sides of a comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Timing {
-    /// `implementation case timing`, as `runner diff` shows it.
+    /// `implementation case timing`, as `exhibit diff` shows it.
     pub label: String,
     pub before_p50_us: f64,
     pub after_p50_us: f64,

@@ -62,7 +62,7 @@ pub fn unrelated(a: &Run, b: &Run) -> Option<String> {
     None
 }
 
-/// What `runner diff` may be told.
+/// What `exhibit diff` may be told.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DiffOptions {
     /// Compare timings even when the runs' GPUs or drivers differ.

@@ -1,4 +1,4 @@
-//! `runner explain FILE...`: diagnosing logs with no run directory (a log pasted from another
+//! `exhibit explain FILE...`: diagnosing logs with no run directory (a log pasted from another
 //! machine). Each log's stage is inferred from its format; no config is known, so findings join
 //! by kernel name alone.
 
@@ -21,7 +21,7 @@ pub struct Explanation {
 }
 
 impl Explanation {
-    /// True when no log holds a problem and every log is complete. `runner explain` exits 0
+    /// True when no log holds a problem and every log is complete. `exhibit explain` exits 0
     /// when clean, 1 otherwise.
     pub fn is_clean(&self) -> bool {
         self.verdict.kind == VerdictKind::Clean

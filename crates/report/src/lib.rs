@@ -19,15 +19,15 @@
 //!
 //! Entry points for the runner:
 //!
-//! - `runner` (the pipeline) and `runner report RUN_DIR`: [`render`] in any [`OutputFormat`];
+//! - `exhibit PIPELINE` (the run) and `exhibit report RUN`: [`render`] in any [`OutputFormat`];
 //!   [`render_bench_svg`] for the chart the Markdown links as [`bench_svg_file_name`]; the
 //!   verdict for the exit code from [`analyze`] (`analysis.verdict.is_clean()`, or its
 //!   [`VerdictKind`]: clean, warnings, failing, inconclusive).
-//! - `runner explain FILE...`: [`explain`] on the parsed logs, [`render_explanation`], and
+//! - `exhibit explain FILE...`: [`explain`] on the parsed logs, [`render_explanation`], and
 //!   [`Explanation::is_clean`] for the exit code.
-//! - `runner bisect GOOD BAD`: [`bisect::choose_cause`] or [`bisect::choose_slower`] for what
+//! - `exhibit bisect GOOD BAD`: [`bisect::choose_cause`] or [`bisect::choose_slower`] for what
 //!   makes a commit bad, [`bisect::judge`] for each step, [`render_bisect`] for the answer.
-//! - `runner diff RUN_A RUN_B`: [`diff()`] with [`DiffOptions`], [`render_diff`], and
+//! - `exhibit diff RUN_A RUN_B`: [`diff()`] with [`DiffOptions`], [`render_diff`], and
 //!   [`Diff::has_regression`] for the exit code.
 //!
 //! Where things are: the rules in [`rules`] (one module each; [`rules::RULES`] lists them with

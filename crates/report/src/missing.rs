@@ -64,7 +64,7 @@ fn describe(name: &str) -> (String, Option<String>, Option<String>) {
         "gpu" => (
             "an NVIDIA GPU with its driver",
             None,
-            Some("run where there is one: on that machine, or `runner --host HOST` or `--slurm`"),
+            Some("run where there is one: on that machine, or `exhibit --host HOST` or `--slurm`"),
         ),
         "torch" => ("torch", Some("pip install torch"), None),
         "triton" => ("triton", Some("pip install triton"), None),

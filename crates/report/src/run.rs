@@ -94,7 +94,7 @@ pub struct Environment {
     /// on changed; empty when it asked every tool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preflight_cached: Vec<String>,
-    /// The machine as the user named it to `runner --host`, for a run made there.
+    /// The machine as the user named it to `exhibit --host`, for a run made there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     /// Why provisioning the pinned CUDA compiler failed, when it did: the failed step, the
@@ -318,7 +318,7 @@ pub enum TargetKind {
     /// A CUDA tool on the pipeline's own files (nvcc on the kernel, cuobjdump on a cubin).
     #[default]
     Tool,
-    /// The built-in attention harness (`runner harness`).
+    /// The built-in attention harness (`exhibit harness`).
     Harness,
     /// The target's build command.
     Build,

@@ -1,4 +1,4 @@
-//! How long `runner report` takes on each field-corpus run: every `corpus/<entry>/run.tar.xz`
+//! How long `exhibit report` takes on each field-corpus run: every `corpus/<entry>/run.tar.xz`
 //! unpacked once, then rendered as Markdown (the median of `EXHIBIT_BENCH_REPEAT` renders,
 //! default 3). The target is under 1 s per entry on a 2-core machine; the bench prints each
 //! entry's time, slowest first, and names those over it.
@@ -45,7 +45,7 @@ fn main() {
         let mut samples: Vec<Duration> = (0..repeat)
             .map(|_| {
                 let started = Instant::now();
-                let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+                let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
                     .arg("report")
                     .arg(&run)
                     .output()

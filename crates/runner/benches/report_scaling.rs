@@ -1,9 +1,9 @@
-//! How `runner report` and `runner diff` grow with the number of stage records.
+//! How `exhibit report` and `exhibit diff` grow with the number of stage records.
 //!
 //! Each size is a run directory made from the committed clean reference run: its stages (but
 //! SASS and profile, whose logs are large) again and again under new config names, each record
 //! with its own logs (hard links to the originals), as `tests/it/large.rs` makes its 20,000. For
-//! each size the bench times `runner report --format json` on it and `runner diff` of it against
+//! each size the bench times `exhibit report --format json` on it and `exhibit diff` of it against
 //! a copy of itself (the median of `EXHIBIT_BENCH_REPEAT` runs, default 3), and prints the time
 //! per thousand records: a linear report keeps that figure flat from 1k to 20k.
 //!
@@ -49,14 +49,14 @@ fn main() {
         rename(&b);
         let report = median(repeat, || {
             time(
-                Command::new(env!("CARGO_BIN_EXE_runner"))
+                Command::new(env!("CARGO_BIN_EXE_exhibit"))
                     .args(["report", "--format", "json"])
                     .arg(&a),
             )
         });
         let diff = median(repeat, || {
             time(
-                Command::new(env!("CARGO_BIN_EXE_runner"))
+                Command::new(env!("CARGO_BIN_EXE_exhibit"))
                     .args(["diff", "--format", "json"])
                     .arg(&a)
                     .arg(&b),

@@ -2,7 +2,7 @@
 //!
 //! A temporary project with stand-in tools (an nvcc that writes its `-o` file, a cuobjdump that
 //! prints a captured listing) and a pipeline of N configs, each a compile and a SASS unit, is
-//! run with `runner pipeline.yaml --force` (the median of `EXHIBIT_BENCH_REPEAT` runs, default
+//! run with `exhibit pipeline.yaml --force` (the median of `EXHIBIT_BENCH_REPEAT` runs, default
 //! 3). The bench prints the time per unit: a run whose bookkeeping is linear in its units keeps
 //! that figure flat from the smallest size to the largest, where a manifest rewritten after
 //! every unit grows it with the run.
@@ -52,7 +52,7 @@ fn main() {
         let units = 2 * n + 1;
         let run = median(repeat, || {
             let started = Instant::now();
-            let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+            let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
                 .args(["pipeline.yaml", "--force"])
                 .current_dir(project.path())
                 .env("XDG_CACHE_HOME", cache.path())

@@ -1,4 +1,4 @@
-//! `runner init [DIR]`: a starting `pipeline.yaml` for the program found in a directory, with a
+//! `exhibit init [DIR]`: a starting `pipeline.yaml` for the program found in a directory, with a
 //! comment on every line, written only where there is none.
 //!
 //! What it looks for, first match wins: a CMake project (`CMakeLists.txt`) or a PyTorch
@@ -20,7 +20,7 @@ pub const FILE: &str = "pipeline.yaml";
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InitError {
-    #[error("{0} exists: not overwritten (check it with `runner check {0}`)")]
+    #[error("{0} exists: not overwritten (check it with `exhibit check {0}`)")]
     Exists(String),
     #[error(
         "{0}: found no CUDA file (.cu), CMakeLists.txt, PyTorch extension, Triton, CuPy or \
@@ -98,7 +98,7 @@ fn ignore_runs(dir: &Path) -> Result<Option<PathBuf>, InitError> {
     if !text.is_empty() && !text.ends_with('\n') {
         added.push('\n');
     }
-    added.push_str("# What each Exhibit run writes (runner init)\n");
+    added.push_str("# What each Exhibit run writes (exhibit init)\n");
     for folder in missing {
         added.push_str(&format!("/{folder}\n"));
     }
@@ -212,8 +212,8 @@ fn imports(text: &str, module: &str) -> bool {
 /// names may hold any character, so none of them can end the comment ([`plain`]).
 fn header(what: &str) -> String {
     format!(
-        "# Written by `runner init` for {} in this directory. Every key, placeholder and\n\
-         # stage option: docs/pipeline.md. Run it with `runner pipeline.yaml`.\n",
+        "# Written by `exhibit init` for {} in this directory. Every key, placeholder and\n\
+         # stage option: docs/pipeline.md. Run it with `exhibit pipeline.yaml`.\n",
         plain(what)
     )
 }

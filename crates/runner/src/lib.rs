@@ -9,7 +9,7 @@
 //! - [`evidence`]: [`evidence::rundir`] writes `artifacts/<run-id>/manifest.json` (a
 //!   [`report::Run`]) crash-safely, [`evidence::cache`] serves units whose inputs match an
 //!   earlier run, [`evidence::pack`] compresses a stored run's large logs, and
-//!   [`evidence::stored`] reads a stored run back as a [`report::Evidence`] for `runner report`.
+//!   [`evidence::stored`] reads a stored run back as a [`report::Evidence`] for `exhibit report`.
 //! - [`process`]: [`process::exec`] runs a process in its own group with a deadline,
 //!   [`process::interrupt`] turns Ctrl-C into a flag, and [`process::remote`] and
 //!   [`process::slurm`] run elsewhere.
@@ -57,7 +57,7 @@
 //! assert!(Pipeline::parse(path, "stages: 3").is_err());
 //! ```
 
-/// `eprintln!` that never panics: when stderr is closed (`runner ... 2>&1 | head`), the line is
+/// `eprintln!` that never panics: when stderr is closed (`exhibit ... 2>&1 | head`), the line is
 /// lost and the run goes on writing its run directory and report.
 macro_rules! say {
     ($($arg:tt)*) => {{

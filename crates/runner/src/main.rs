@@ -1,4 +1,4 @@
-//! The `runner` binary: parses the command line, runs the command, and decides the exit code.
+//! The `exhibit` binary (package `runner`): parses the command line, runs the command, and decides the exit code.
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -95,7 +95,7 @@ fn exit_code(result: &anyhow::Result<Outcome>) -> u8 {
     }
 }
 
-/// How `runner harness ...` is reached from the pipeline's GPU stages: this very executable,
+/// How `exhibit harness ...` is reached from the pipeline's GPU stages: this very executable,
 /// so that one binary carried to a GPU machine runs every stage, and compute-sanitizer and ncu
 /// wrap the runner itself.
 fn builtin_harness() -> BuiltinHarness {
@@ -105,7 +105,7 @@ fn builtin_harness() -> BuiltinHarness {
     }
 }
 
-/// `runner harness ...`: the kernel harness, carried in the same binary. Its exit codes are the
+/// `exhibit harness ...`: the kernel harness, carried in the same binary. Its exit codes are the
 /// harness's own (0 ok, 1 kernel misbehaved, 2 usage, 3 infrastructure, 4 no CUDA driver or GPU).
 fn harness(args: &[OsString]) -> ExitCode {
     let argv = std::iter::once(OsString::from("harness")).chain(args.iter().cloned());

@@ -147,7 +147,7 @@ fn gpu_bench_reports_ordered_statistics() {
         );
         assert!(b.tflops > 0.0 && b.gbps > 0.0);
         assert_eq!((b.cache.as_str(), b.timing.as_str()), (cache, timing));
-        // The raw samples travel with the statistics, for `runner diff`'s test of a change:
+        // The raw samples travel with the statistics, for `exhibit diff`'s test of a change:
         // every one of them, each within the range the statistics state.
         assert_eq!(b.samples_us.len() as u64, b.samples, "{cache} {timing}");
         assert!(

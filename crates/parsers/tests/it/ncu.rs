@@ -216,7 +216,7 @@ fn every_rule_result_carries_its_typed_payload() {
             );
         }
     }
-    // The payload is the serialised form (`runner parse --json`), and reads back the same.
+    // The payload is the serialised form (`exhibit parse --json`), and reads back the same.
     let log = parse_fixture("ncu-csv/slow_bank_details.log");
     let json = serde_json::to_string(&log).unwrap();
     assert!(json.contains("\"headline\"") && json.contains("\"bank_conflict_ways\""));

@@ -7,7 +7,7 @@ use crate::diagnosis::Diagnosis;
 use crate::run::{Run, Stage, StageStatus};
 
 /// A run's stages indexed once, so that placing every root cause and finding of a diff is linear
-/// in stage records (a scan of every stage for each one made `runner diff` quadratic).
+/// in stage records (a scan of every stage for each one made `exhibit diff` quadratic).
 pub(super) struct StageIndex<'a> {
     /// By log path.
     by_log: HashMap<&'a str, Vec<&'a Stage>>,

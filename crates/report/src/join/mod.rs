@@ -109,7 +109,7 @@ pub fn join(evidence: &Evidence) -> Joined<'_> {
     joined
 }
 
-/// Joins logs that come with no run (`runner explain`): each log's stage kind is inferred from
+/// Joins logs that come with no run (`exhibit explain`): each log's stage kind is inferred from
 /// its format, and no config is known. `inputs` are the user's files the logs name, relative
 /// to the directory the command ran in (an absolute path a tool printed is said by them).
 pub fn join_logs(logs: &[(String, ParsedLog)], inputs: Vec<String>) -> Joined<'_> {

@@ -1,4 +1,4 @@
-//! `runner explain`'s output: an [`Explanation`] as Markdown (also fine on a terminal), JSON,
+//! `exhibit explain`'s output: an [`Explanation`] as Markdown (also fine on a terminal), JSON,
 //! SARIF or JUnit.
 
 use std::fmt::Write;

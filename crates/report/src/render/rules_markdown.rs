@@ -103,7 +103,7 @@ fn role(role: Role) -> &'static str {
             "what a tool reported that no other rule explains, alone only where no fault of its \
              config stands"
         }
-        Role::Comparison => "a comparison of two runs (`runner diff`)",
+        Role::Comparison => "a comparison of two runs (`exhibit diff`)",
     }
 }
 

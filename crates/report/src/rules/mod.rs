@@ -57,7 +57,7 @@ pub enum Role {
     /// Whatever a tool reported that no other rule explains: stands alone only where no fault
     /// of its config does.
     CatchAll,
-    /// A comparison of two runs (`runner diff`), never drafted from one run's evidence.
+    /// A comparison of two runs (`exhibit diff`), never drafted from one run's evidence.
     Comparison,
 }
 
@@ -153,7 +153,7 @@ impl Rule {
         }
     }
 
-    /// A comparison of two runs (`runner diff`): a row with no function of one run.
+    /// A comparison of two runs (`exhibit diff`): a row with no function of one run.
     pub(crate) const fn comparison(
         id: RuleId,
         name: &'static str,

@@ -37,7 +37,7 @@ impl Case {
     }
 
     /// A stage of `kind` for `config` on `arch` whose one log is `text`, its format detected as
-    /// the runner's `runner explain` detects it.
+    /// the runner's `exhibit explain` detects it.
     pub fn log(self, kind: StageKind, config: &str, arch: &str, text: &str) -> Case {
         let format = parsers::detect(text).unwrap_or_else(|| panic!("no format detected"));
         self.log_as(kind, config, arch, format, text)

@@ -211,7 +211,7 @@ fn is_fragment(warnings: &[Hit]) -> bool {
 /// trap that fired would have stopped it with a record.
 fn ran_without_trapping(j: &crate::join::Joined, config: Option<&str>) -> bool {
     use crate::{run::StageKind, run::StageStatus};
-    // Logs without a run (`runner explain`): a memcheck log that ran to its summary.
+    // Logs without a run (`exhibit explain`): a memcheck log that ran to its summary.
     let completed_memcheck = j.run.is_none()
         && j.sources
             .iter()

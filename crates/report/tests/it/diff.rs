@@ -1,4 +1,4 @@
-//! `runner diff`: two runs compared by fingerprint, resources and timings.
+//! `exhibit diff`: two runs compared by fingerprint, resources and timings.
 
 use report::{DiffOptions, Level, OutputFormat, diff, render_diff};
 

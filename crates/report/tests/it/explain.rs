@@ -1,4 +1,4 @@
-//! `runner explain`: raw logs with no run directory, each detected and parsed as the runner
+//! `exhibit explain`: raw logs with no run directory, each detected and parsed as the runner
 //! does, name the right root cause; a clean log is clean.
 
 use report::{Level, OutputFormat, explain, render_explanation};

@@ -363,7 +363,7 @@ pub fn assert_deterministic_text(text: &str) {
     }
 }
 
-/// `runner explain` on fixtures: each detected and parsed as the runner does, named by its file
+/// `exhibit explain` on fixtures: each detected and parsed as the runner does, named by its file
 /// name.
 pub fn explain_files(files: &[&str]) -> report::Explanation {
     let logs: Vec<(String, parsers::ParsedLog)> = files

@@ -30,7 +30,7 @@ impl Lock {
                 let _ = file.read_to_string(&mut holder);
                 let holder = holder.trim();
                 return Err(BisectError::Locked(format!(
-                    "another `runner bisect` is running in this repository{}; wait for it to end or stop it",
+                    "another `exhibit bisect` is running in this repository{}; wait for it to end or stop it",
                     if holder.is_empty() {
                         String::new()
                     } else {

@@ -1,4 +1,4 @@
-//! `runner bisect GOOD BAD [PIPELINE]`: the first commit at which the evidence changes as it did
+//! `exhibit bisect GOOD BAD [PIPELINE]`: the first commit at which the evidence changes as it did
 //! between GOOD and BAD.
 //!
 //! One worktree of the bisection's own, in a temporary directory, is checked out at each commit

@@ -1,8 +1,8 @@
-//! `runner bisect`: the search over a history, each step run here or on another machine.
+//! `exhibit bisect`: the search over a history, each step run here or on another machine.
 
 use super::*;
 
-/// `runner bisect GOOD BAD [PIPELINE]`.
+/// `exhibit bisect GOOD BAD [PIPELINE]`.
 pub(super) fn bisect(args: BisectArgs, host: Host) -> Result<Outcome, Error> {
     if args.summary && args.format != BisectFormat::Md {
         return Err(Error::Usage(

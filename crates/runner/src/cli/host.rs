@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// `runner PIPELINE --host HOST`: starts the run there, then follows and collects it.
+/// `exhibit PIPELINE --host HOST`: starts the run there, then follows and collects it.
 pub(super) fn run_remote(
     pipeline: &Pipeline,
     path: &std::path::Path,
@@ -17,7 +17,7 @@ pub(super) fn run_remote(
     finish_remote(&ssh, &pipeline.root, &session, &interrupt)
 }
 
-/// `runner attach SESSION`.
+/// `exhibit attach SESSION`.
 pub(super) fn attach(root: &std::path::Path, id: &str) -> Result<Outcome, Error> {
     let session = remote::load(root, id).map_err(|e| Error::Usage(e.to_string()))?;
     let interrupt = signals()?;
@@ -40,9 +40,9 @@ pub(super) fn finish_remote(
                 let quiet = Interrupt::new();
                 let stopper = remote::Ssh::new(&session.host, &quiet)?;
                 remote::stop(&stopper, session)?;
-                say!("stopping it; `runner attach {id}` collects what it wrote");
+                say!("stopping it; `exhibit attach {id}` collects what it wrote");
             } else {
-                say!("the remote run goes on; `runner attach {id}` collects it");
+                say!("the remote run goes on; `exhibit attach {id}` collects it");
             }
             return Ok(Outcome::Interrupted(
                 interrupt.first().unwrap_or(signal_hook::consts::SIGINT),

@@ -30,7 +30,7 @@ use crate::setup::toolchain::Env;
 /// then report.
 #[derive(Debug, Parser)]
 #[command(
-    name = "runner",
+    name = "exhibit",
     version,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
@@ -65,7 +65,7 @@ pub fn mistyped_command(args: &[std::ffi::OsString]) -> Option<String> {
         .filter(|(d, n)| *d <= 2.max(n.len() / 3))
         .min()?;
     Some(format!(
-        "`{first}` is neither a subcommand nor a file: did you mean `runner {}`? (commands: {})",
+        "`{first}` is neither a subcommand nor a file: did you mean `exhibit {}`? (commands: {})",
         closest.1,
         names.join(", ")
     ))
@@ -125,7 +125,7 @@ pub enum Command {
     },
     /// Diagnose raw logs with no run directory (exit 0 clean, 1 problems found).
     Explain {
-        /// The logs: any tool output `runner parse` reads (ptxas, SASS, compute-sanitizer,
+        /// The logs: any tool output `exhibit parse` reads (ptxas, SASS, compute-sanitizer,
         /// Nsight Compute CSV pages, harness or benchmark JSON, JUnit XML), `.gz` too.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -196,7 +196,7 @@ pub enum Command {
         format: Option<LogFormat>,
     },
     /// The kernel harness (crates/harness), built into the runner so one binary runs every
-    /// stage: its arguments and exit codes are the harness's own (`runner harness --help`).
+    /// stage: its arguments and exit codes are the harness's own (`exhibit harness --help`).
     #[command(disable_help_flag = true)]
     Harness {
         /// The harness's arguments (`--cubin`, `--mode`, ...).
@@ -214,7 +214,7 @@ pub struct RunArgs {
     pub options: RunOptions,
 }
 
-/// How to run a pipeline: `runner PIPELINE`'s options, which `runner bisect` takes too.
+/// How to run a pipeline: `exhibit PIPELINE`'s options, which `exhibit bisect` takes too.
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunOptions {
     /// Run every stage even when an earlier run had the same inputs, and ask every tool its
@@ -322,7 +322,7 @@ fn parse_gpus(text: &str) -> Result<orchestrate::Gpus, String> {
     }
 }
 
-/// `runner bisect`'s arguments.
+/// `exhibit bisect`'s arguments.
 #[derive(Debug, Clone, Args)]
 pub struct BisectArgs {
     /// A commit without it (any revision git understands: a hash, a tag, `HEAD~30`).
@@ -337,7 +337,7 @@ pub struct BisectArgs {
     #[arg(long, value_name = "N", conflicts_with = "slower", value_parser = clap::value_parser!(u16).range(1..))]
     pub cause: Option<u16>,
     /// Look for the commit that made a timing slower: a config's name, or part of a timing's
-    /// label as `runner diff` shows it (`d64`, `B=2 H=8 S=512`).
+    /// label as `exhibit diff` shows it (`d64`, `B=2 H=8 S=512`).
     #[arg(long, value_name = "BENCH")]
     pub slower: Option<String>,
     /// The answer's format on stdout (both are kept beside the runs).
@@ -363,7 +363,7 @@ pub enum ReportFormat {
     Junit,
 }
 
-/// The formats of `runner bisect`'s answer.
+/// The formats of `exhibit bisect`'s answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BisectFormat {
     /// Markdown (`bisect.md`).
@@ -381,7 +381,7 @@ impl From<BisectFormat> for ReportFormat {
     }
 }
 
-/// Log formats `runner parse --format` accepts.
+/// Log formats `exhibit parse --format` accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
     Ptxas,
@@ -517,10 +517,10 @@ pub fn execute(cli: Cli, host: Host) -> Result<Outcome, Error> {
                 force,
             )
         }
-        // `main` hands `runner harness ...` to the harness before parsing: the subcommand is
+        // `main` hands `exhibit harness ...` to the harness before parsing: the subcommand is
         // here for `--help` and the commands' list.
         Some(Command::Harness { .. }) => Err(Error::Usage(
-            "`harness` must be the first argument: `runner harness --help`".into(),
+            "`harness` must be the first argument: `exhibit harness --help`".into(),
         )),
     }
 }
@@ -536,7 +536,7 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
     let path = args
         .pipeline
         .clone()
-        .ok_or_else(|| Error::Usage("name a pipeline file, e.g. `runner pipeline.yaml`".into()))?;
+        .ok_or_else(|| Error::Usage("name a pipeline file, e.g. `exhibit pipeline.yaml`".into()))?;
     let pipeline = Pipeline::load(&path)?;
     let opts = &args.options;
     // A selection that names what the pipeline lacks is a usage error before any tool is asked.
@@ -716,7 +716,7 @@ fn stored_run(named: &std::path::Path) -> Result<PathBuf, Error> {
     }
 }
 
-/// `runner rules [ID]`: every rule's section, or one rule's; an unknown id is refused with the
+/// `exhibit rules [ID]`: every rule's section, or one rule's; an unknown id is refused with the
 /// nearest ones.
 fn rules(id: Option<&str>) -> Result<Outcome, Error> {
     let page = report::render_rules();
@@ -749,7 +749,7 @@ fn rules(id: Option<&str>) -> Result<Outcome, Error> {
     )))
 }
 
-/// `runner gc DIR --keep N`.
+/// `exhibit gc DIR --keep N`.
 fn gc(dir: &std::path::Path, keep: usize) -> Result<Outcome, Error> {
     let collected = crate::evidence::gc::collect(dir, keep)
         .map_err(|e| Error::Io(format!("{}: {e}", dir.display())))?;
@@ -771,7 +771,7 @@ fn plural_runs(n: usize) -> String {
     format!("{n} run{}", plural(n))
 }
 
-/// `runner init DIR`: writes the pipeline, says what it found, then checks it.
+/// `exhibit init DIR`: writes the pipeline, says what it found, then checks it.
 fn init(dir: &std::path::Path) -> Result<Outcome, Error> {
     use crate::init::InitError;
     let written = crate::init::init(dir).map_err(|e| match e {
@@ -779,7 +779,7 @@ fn init(dir: &std::path::Path) -> Result<Outcome, Error> {
         _ => Error::Usage(e.to_string()),
     })?;
     say!(
-        "wrote {} for {}: edit it, then `runner {}`",
+        "wrote {} for {}: edit it, then `exhibit {}`",
         crate::evidence::rundir::shown(&written.path),
         written.found,
         crate::evidence::rundir::shown(&written.path)
@@ -963,7 +963,7 @@ fn print(text: &str) -> Result<(), Error> {
         .and_then(|()| stdout.flush())
     {
         Ok(()) => Ok(()),
-        // A closed pipe (`runner parse ... | head`) is not an error of ours.
+        // A closed pipe (`exhibit parse ... | head`) is not an error of ours.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(Error::Io(format!("write to stdout: {e}"))),
     }

@@ -175,7 +175,7 @@ pub(super) fn report(
     })
 }
 
-/// One entry of `runner parse --json`: the path, then the parsed log's fields.
+/// One entry of `exhibit parse --json`: the path, then the parsed log's fields.
 #[derive(Serialize)]
 struct ParsedInput<'a> {
     path: String,

@@ -1,4 +1,4 @@
-//! `runner gc`: keeps a pipeline folder's newest runs and removes the others: each run
+//! `exhibit gc`: keeps a pipeline folder's newest runs and removes the others: each run
 //! directory under `artifacts/` (with any directory named after it, `<id>-...`) and its
 //! reports under `reports/`. A run still being written (its space reserve there, its manifest unfinished) is
 //! never removed; nothing but run directories and their reports is touched.

@@ -1,4 +1,4 @@
-//! What a run leaves and reads back: the run directory and its manifest, the cache of earlier results, packing large logs, a stored run read back for `runner report`, sha256 names, and sources a build wrote from the user's text.
+//! What a run leaves and reads back: the run directory and its manifest, the cache of earlier results, packing large logs, a stored run read back for `exhibit report`, sha256 names, and sources a build wrote from the user's text.
 
 pub mod cache;
 pub mod gc;

@@ -1,9 +1,9 @@
-//! `runner pack RUN_DIR`: compresses a stored run's large logs so that it can be committed.
+//! `exhibit pack RUN_DIR`: compresses a stored run's large logs so that it can be committed.
 //!
 //! Each log at or above the size threshold is gzip-compressed beside itself (`sass.log` becomes
 //! `sass.log.gz`, byte for byte the tool's output once decompressed), the manifest is rewritten
 //! to name the compressed file, and only then is the original removed. A run that is packed twice
-//! is left as it is; `runner report` reads packed and unpacked logs alike.
+//! is left as it is; `exhibit report` reads packed and unpacked logs alike.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -220,7 +220,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     result.map_err(error)
 }
 
-/// Opens a log the user named on the command line (`runner parse`, `runner explain`),
+/// Opens a log the user named on the command line (`exhibit parse`, `exhibit explain`),
 /// decompressing it when its name ends in `.gz` (see [`crate::evidence::pack`]). A stored run's logs go
 /// through [`open_stored_log`] instead.
 pub fn open_log(path: &Path) -> std::io::Result<Box<dyn std::io::BufRead>> {

@@ -1,6 +1,6 @@
 //! A stored run read back as [`report::Evidence`]: its manifest plus the parse of every log.
 //!
-//! This is all `runner report` needs, so a run directory renders on any machine, with no tools.
+//! This is all `exhibit report` needs, so a run directory renders on any machine, with no tools.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,7 +20,7 @@ pub fn load(run_dir: &Path) -> Result<Evidence, ReadError> {
 /// one that cannot be read (missing, a directory, a FIFO, a symbolic link anywhere on its path,
 /// a path that leaves the run directory, unreadable) is listed in `missing` with why, and never
 /// opened unless it is a regular file inside the run directory ([`rundir::open_stored_log`]).
-/// Logs compressed by `runner pack` (`.gz`) are read through a decompressor. A program's text
+/// Logs compressed by `exhibit pack` (`.gz`) are read through a decompressor. A program's text
 /// (`text-timings`) is read with the pattern its unit records, so the timings are the ones the
 /// run read.
 pub fn from_run(run: Run, run_dir: &Path) -> Evidence {

@@ -1,4 +1,4 @@
-//! GPU units as Slurm jobs: `runner pipeline.yaml --slurm "SBATCH OPTIONS"`.
+//! GPU units as Slurm jobs: `exhibit pipeline.yaml --slurm "SBATCH OPTIONS"`.
 //!
 //! The runner stays on the login node: it plans, compiles, schedules and judges as always, but a
 //! GPU unit's process runs as a batch job (`sbatch`), with the options given (partition, GPUs,
@@ -67,7 +67,7 @@ fn slurm(
     let script = dir.join("slurm-job.sh");
     let status = dir.join("slurm-job.exit");
     let _ = std::fs::remove_file(&status);
-    // Every word is quoted: names and values are data, never shell text (`runner check`
+    // Every word is quoted: names and values are data, never shell text (`exhibit check`
     // refuses an environment name that is not a POSIX name besides).
     let mut text = format!(
         "#!/bin/sh\n# The job of {}, written by the runner.\ncd {} || exit 97\n",

@@ -3,7 +3,7 @@
 //! Every child gets `PR_SET_PDEATHSIG`, but only the child: a grandchild that left its group
 //! (`setsid`) or ignores hangups (`nohup`) is re-parented to init when a SIGKILLed runner's
 //! adoption as child subreaper dies with it. So before it starts its first process, the runner
-//! starts this supervisor: the runner binary again (`runner __supervise PREFIX`), in its own
+//! starts this supervisor: the runner binary again (`exhibit __supervise PREFIX`), in its own
 //! process group (a Ctrl-C at the terminal does not reach it), with no death signal, reading
 //! the read end of a pipe whose write end only the runner holds (close-on-exec: no child
 //! inherits it). When the runner ends, normally or not, the pipe reads EOF, and the supervisor
@@ -105,7 +105,7 @@ fn start() -> Option<(std::os::fd::OwnedFd, i32)> {
     None
 }
 
-/// `runner __supervise PREFIX`: waits for EOF on stdin, then ends every process whose stage
+/// `exhibit __supervise PREFIX`: waits for EOF on stdin, then ends every process whose stage
 /// token starts with `PREFIX.`, and their process groups.
 pub fn main(prefix: &str) -> std::process::ExitCode {
     use std::io::Read;

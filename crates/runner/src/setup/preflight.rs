@@ -166,7 +166,7 @@ pub fn check(
         gpu_unavailable: gpu_unavailable.clone(),
         counters_permitted,
         preflight_cached: facts.reused().to_vec(),
-        // Set by `runner --host` on the runner it starts there.
+        // Set by `exhibit --host` on the runner it starts there.
         host: std::env::var(crate::process::remote::HOST_VARIABLE)
             .ok()
             .filter(|h| !h.is_empty()),

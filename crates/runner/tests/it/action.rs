@@ -57,7 +57,7 @@ fn step_command(project: &Project, out: &Path, step: &str) -> Command {
         .current_dir(&project.root)
         .env("PATH", path)
         .env("EXHIBIT_OUT", out)
-        .env("EXHIBIT_RUNNER", BIN)
+        .env("EXHIBIT_BIN", BIN)
         .env("GITHUB_REPOSITORY", "example/project")
         .env("PR_NUMBER", "7");
     command
@@ -105,7 +105,7 @@ fn run_steps(project: &Project, out: &Path, store: &Path) -> Vec<(String, i32)> 
             .env("XDG_CACHE_HOME", &project.cache)
             .env("EXHIBIT_OUT", out)
             .env("EXHIBIT_PIPELINE", "pipeline.yaml")
-            .env("EXHIBIT_RUNNER", BIN)
+            .env("EXHIBIT_BIN", BIN)
             .env("GITHUB_REPOSITORY", "example/project")
             .env("GITHUB_SERVER_URL", "https://github.example")
             .env(
@@ -470,7 +470,7 @@ fn a_run_that_checked_nothing_on_a_gpu_fails_and_uploads_no_sarif() {
             .env("XDG_CACHE_HOME", &project.cache)
             .env("EXHIBIT_OUT", &out)
             .env("EXHIBIT_PIPELINE", "pipeline.yaml")
-            .env("EXHIBIT_RUNNER", BIN);
+            .env("EXHIBIT_BIN", BIN);
         match require {
             Some(value) => command.env("EXHIBIT_REQUIRE_GPU", value),
             None => command.env_remove("EXHIBIT_REQUIRE_GPU"),

@@ -387,13 +387,13 @@ fn the_pipeline_runs_the_baseline_once_for_every_case() {
     assert_eq!(stages(&project.manifest(), "baseline").len(), 1);
 }
 
-/// A stored run's JSON report, through `runner report`.
+/// A stored run's JSON report, through `exhibit report`.
 fn report_json(run: &Path) -> Value {
     let out = Command::new(crate::util::BIN)
         .args(["report", "--format", "json"])
         .arg(run)
         .output()
-        .expect("run runner report");
+        .expect("run exhibit report");
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
 }
 
@@ -517,7 +517,7 @@ fn the_two_kernels_are_set_side_by_side_figure_by_figure() {
         .arg("report")
         .arg(&run)
         .output()
-        .expect("run runner report");
+        .expect("run exhibit report");
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(md.contains("figure by figure"), "{md}");
     let row = md

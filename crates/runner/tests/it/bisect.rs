@@ -1,4 +1,4 @@
-//! `runner bisect` on generated git histories, through the CLI. The build, test and benchmark
+//! `exhibit bisect` on generated git histories, through the CLI. The build, test and benchmark
 //! programs are shell scripts standing in for a compiler and a test binary (their output is
 //! hand-written and says so): a line `PLANT` in the source makes the test fail at that line,
 //! `SYNTAX` makes the build fail, `SLOW` makes the benchmark 50% slower.
@@ -210,7 +210,7 @@ impl Repo {
         self.commit_all(&format!("Notes {n}"))
     }
 
-    /// `runner bisect ARGS` in the repository, with its own user cache.
+    /// `exhibit bisect ARGS` in the repository, with its own user cache.
     fn bisect(&self, args: &[&str]) -> Output {
         Command::new(BIN)
             .arg("bisect")
@@ -267,7 +267,7 @@ fn text(out: &Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&out.stdout), stderr(out))
 }
 
-/// `runner bisect ARGS` in `repo`, which must exit 0 naming `first_bad` as the first bad
+/// `exhibit bisect ARGS` in `repo`, which must exit 0 naming `first_bad` as the first bad
 /// commit: the answer kept beside its runs, and the runner's output.
 fn answered(repo: &Repo, args: &[&str], first_bad: &str) -> (Value, Output) {
     let out = repo.bisect(args);
@@ -499,7 +499,7 @@ fn a_second_bisection_is_refused_and_an_interrupt_cleans_up() {
     let second = repo.bisect(&[&good, "HEAD"]);
     assert_eq!(code(&second), 3, "{}", text(&second));
     assert!(
-        stderr(&second).contains("another `runner bisect` is running in this repository"),
+        stderr(&second).contains("another `exhibit bisect` is running in this repository"),
         "{}",
         text(&second)
     );

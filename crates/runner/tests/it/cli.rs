@@ -89,7 +89,7 @@ fn a_mistyped_subcommand_suggests_the_right_one() {
         let err = stderr(&out);
         assert!(
             err.starts_with(&format!(
-                "error: `{typed}` is neither a subcommand nor a file: did you mean `runner {meant}`?"
+                "error: `{typed}` is neither a subcommand nor a file: did you mean `exhibit {meant}`?"
             )),
             "{err}"
         );
@@ -282,7 +282,7 @@ fn a_diff_of_compile_only_runs_is_never_no_regression() {
     assert!(text.contains("| compile-only |"), "{text}");
 }
 
-/// Two runs of different pipeline files are no before and after: `runner diff` refuses them
+/// Two runs of different pipeline files are no before and after: `exhibit diff` refuses them
 /// (exit 3) and says why, instead of calling every cause new or fixed, or "no regression".
 #[test]
 fn diff_refuses_runs_of_different_pipelines() {
@@ -366,7 +366,7 @@ fn report_and_diff_take_the_run_id_a_run_prints() {
     );
 }
 
-/// `runner rules ID` prints that rule's section; an id that is none is refused with the
+/// `exhibit rules ID` prints that rule's section; an id that is none is refused with the
 /// nearest one.
 #[test]
 fn rules_takes_a_rule_id() {
@@ -386,7 +386,7 @@ fn rules_takes_a_rule_id() {
     );
 }
 
-/// `runner gc --keep 1` removes the older runs and their reports, keeps the newest, and never
+/// `exhibit gc --keep 1` removes the older runs and their reports, keeps the newest, and never
 /// removes a run still being written.
 #[test]
 fn gc_keeps_the_newest_runs_and_any_still_being_written() {

@@ -13,14 +13,14 @@ fn helpers() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../helpers")
 }
 
-/// The JSON report of the project's last run, through `runner report`.
+/// The JSON report of the project's last run, through `exhibit report`.
 fn report_json(project: &Project) -> Value {
     let run = project.runs().pop().expect("a run");
     let out = Command::new(BIN)
         .args(["report", "--format", "json"])
         .arg(&run)
         .output()
-        .expect("run runner report");
+        .expect("run exhibit report");
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
 }
 
@@ -187,7 +187,7 @@ fn the_wrong_elements_are_set_against_the_launch_that_wrote_them() {
             .args(["report", "--format", "json"])
             .arg(run.path())
             .output()
-            .expect("runner report");
+            .expect("exhibit report");
         let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
         for d in json["diagnoses"].as_array().into_iter().flatten() {
             if d["rule"] == "check-failed" {

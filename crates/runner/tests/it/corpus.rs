@@ -1,7 +1,7 @@
 //! The field corpus (`corpus/`): real runs of public code nobody on the project wrote, each with
 //! the conclusion an expert draws (`expected.md`, written from the public account before
 //! Exhibit's report was read) and, where Exhibit does not reach it yet, the gaps
-//! (`gaps.md`). Every entry's packed run renders through `runner report`; every expectation
+//! (`gaps.md`). Every entry's packed run renders through `exhibit report`; every expectation
 //! not listed as a gap must hold, and every listed gap must still be one (closing a gap means
 //! taking it off the list).
 //!
@@ -133,10 +133,10 @@ fn render(run: &Path, format: &str) -> String {
         .args(["report", "--format", format])
         .arg(run)
         .output()
-        .expect("run runner report");
+        .expect("run exhibit report");
     assert!(
         out.status.code().is_some_and(|c| c <= 1),
-        "runner report {}: {}",
+        "exhibit report {}: {}",
         run.display(),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -405,7 +405,7 @@ fn a_kernel_that_fills_the_l2_is_placed_against_it_and_one_warning_is_one_note()
 #[test]
 fn wrong_elements_printed_as_zero_are_read_as_never_written() {
     let (_dir, run) = unpack("warprnnt-numba-costs-griddim");
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .args(["report", "--format", "json"])
         .arg(&run)
         .output()

@@ -1,4 +1,4 @@
-//! `runner report` and `runner diff` on a damaged run directory: a log the manifest lists that is missing, a
+//! `exhibit report` and `exhibit diff` on a damaged run directory: a log the manifest lists that is missing, a
 //! directory, a FIFO, a symbolic link or a path outside the run directory is reported as
 //! evidence missing (never rendered as clean, never blocking, never read from outside), and the
 //! exit code says infrastructure (3).
@@ -47,7 +47,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn report(run: &Path) -> (Output, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .args(["report", "--format", "json"])
         .arg(run)
         .output()
@@ -155,7 +155,7 @@ fn diff_against_a_damaged_run_is_incomplete() {
     let (_b_dir, b) = clean_run_copy();
     let log = a_memcheck_log(&b);
     std::fs::remove_file(b.join(&log)).expect("delete the log");
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .arg("diff")
         .args([&a, &b])
         .output()
@@ -173,7 +173,7 @@ fn diff_against_a_damaged_run_is_incomplete() {
     );
     assert!(md.contains(&format!("- B: {log}: missing")), "{md}");
     // The undamaged run against itself: one run, so its timings are not compared.
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .arg("diff")
         .args([&a, &a])
         .output()
@@ -197,7 +197,7 @@ fn a_tools_error_from_a_stopped_stage_is_the_stops_not_a_fault() {
         .args(["report", "--format", "json"])
         .arg(&run)
         .output()
-        .expect("runner report");
+        .expect("exhibit report");
     let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(
         json["verdict"]["kind"], "inconclusive",

@@ -290,7 +290,7 @@ fn a_knob_that_cannot_reach_its_program_is_refused() {
 }
 
 /// Configs that vary one integer value whose name says a size show it as a knob, found rather
-/// than named: `runner check` lists it with each config's value, and experiments stay off
+/// than named: `exhibit check` lists it with each config's value, and experiments stay off
 /// until the pipeline asks for them.
 #[test]
 fn a_value_the_configs_vary_is_found_as_a_knob() {

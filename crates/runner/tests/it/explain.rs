@@ -1,5 +1,5 @@
-//! `runner explain` on the raw logs of the committed faults run (real tool output from the GPU
-//! machine, some gzip-compressed by `runner pack`) names each planted root cause, and calls the
+//! `exhibit explain` on the raw logs of the committed faults run (real tool output from the GPU
+//! machine, some gzip-compressed by `exhibit pack`) names each planted root cause, and calls the
 //! clean kernel's logs clean.
 
 use std::path::{Path, PathBuf};
@@ -21,7 +21,7 @@ fn faults_run() -> PathBuf {
 
 fn explain(logs: &[&str]) -> Output {
     let run = faults_run();
-    Command::new(env!("CARGO_BIN_EXE_runner"))
+    Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .arg("explain")
         .args(logs.iter().map(|l| run.join(l)))
         .output()
@@ -117,7 +117,7 @@ fn a_foreign_file_read_as_any_format_is_never_clean() {
         "google-benchmark",
         "program-results",
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
             .args(["explain", "--as", format])
             .arg(&file)
             .output()
@@ -146,7 +146,7 @@ fn pytest_triton_memcheck(file: &str) -> PathBuf {
 }
 
 fn explain_file(file: &Path, format: &str) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .args(["explain", "--format", format])
         .arg(file)
         .output()
@@ -213,7 +213,7 @@ fn a_junit_file_whose_tests_all_passed_is_clean_with_the_count() {
     );
 }
 
-/// `runner explain` on real captures of programs written for each failure class (see
+/// `exhibit explain` on real captures of programs written for each failure class (see
 /// `crates/parsers/fixtures/programs/issue12/`): the root cause, where it points, and advice
 /// that fits the class.
 #[test]
@@ -327,7 +327,7 @@ fn each_failure_class_of_the_captured_programs_is_named() {
     let fixtures =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../parsers/fixtures/compute-sanitizer");
     for case in cases {
-        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
             .args(["explain", "--format", "json"])
             .arg(fixtures.join(case.log))
             .output()
@@ -351,7 +351,7 @@ fn each_failure_class_of_the_captured_programs_is_named() {
     }
     // A Triton kernel's launch is traced to the user's line past Triton's own frames
     // (driver.py, jit.py).
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .args(["explain", "--format", "json"])
         .arg(fixtures.join("memcheck_triton_oob.log"))
         .output()
@@ -362,7 +362,7 @@ fn each_failure_class_of_the_captured_programs_is_named() {
         serde_json::json!({"file": "triton_oob.py", "line": 54})
     );
     // The sticky cascade is said, as a consequence of the fault.
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .args(["explain"])
         .arg(fixtures.join("memcheck_sticky.log"))
         .output()
@@ -383,7 +383,7 @@ fn each_failure_class_of_the_captured_programs_is_named() {
 fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../parsers/fixtures");
     let explain = |class: &str| -> serde_json::Value {
-        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
             .args(["explain", "--format", "json"])
             .arg(fixtures.join(format!("ncu-csv/slow_{class}_details.log")))
             .arg(fixtures.join(format!("ncu-source/slow_{class}_source.log")))
@@ -493,7 +493,7 @@ fn each_slow_kernel_is_named_by_its_cause_at_its_line() {
     );
     // 168 registers held the compute-bound `poly` of an earlier slow.cu to one block per SM,
     // but ncu measured it at 94% of the SM's throughput: its occupancy costs nothing.
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .args(["explain", "--format", "json"])
         .arg(fixtures.join("ncu-csv/slow_regs_compute_bound_details.log"))
         .output()
@@ -530,7 +530,7 @@ fn a_device_side_error_is_the_one_root_cause_and_the_sticky_error_follows() {
             "## 1. Allocation error: Malloc/Free Error encountered : Invalid pointer to device-side free",
         ),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
             .arg("explain")
             .arg(fixtures.join(log))
             .output()
@@ -552,7 +552,7 @@ fn bytes_past_the_end_count_the_first_byte_past_it_as_zero() {
     let fixtures =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../parsers/fixtures/compute-sanitizer");
     let text = |log: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
             .arg("explain")
             .arg(fixtures.join(log))
             .output()
@@ -596,7 +596,7 @@ fn a_source_named_by_an_absolute_path_is_the_users_file() {
     )
     .expect("copy the log");
     let explain = |format: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
             .args(["explain", "--format", format, "memcheck.xml"])
             .current_dir(&project.root)
             .output()

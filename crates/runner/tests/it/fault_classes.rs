@@ -449,7 +449,7 @@ fn errors_under_memcheck_from_the_first_launch_refute_repeated_launches() {
         .args(["report", "--format", "json"])
         .arg(&run)
         .output()
-        .expect("runner report");
+        .expect("exhibit report");
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let row = |config: &str| {
         json["launch_searches"]

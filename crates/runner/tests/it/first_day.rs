@@ -86,7 +86,7 @@ fn a_run_where_nothing_ran_names_what_is_missing_and_never_reads_as_no_error() {
     assert!(!report.contains("found no error"), "{report}");
     assert!(!report.contains("Compile-only"), "{report}");
     assert!(!report.contains("profiled the first"), "{report}");
-    // `runner report` renders the same from the stored run (it exits 0: it read every log).
+    // `exhibit report` renders the same from the stored run (it exits 0: it read every log).
     let id = manifest["id"].as_str().unwrap();
     let again = project.run(&["report", &format!("artifacts/{id}")]);
     assert_eq!(code(&again), 0, "{}", stderr(&again));
@@ -119,7 +119,7 @@ fn a_compile_only_run_still_exits_0_and_names_the_missing_gpu() {
     );
 }
 
-/// `runner pipeline.yaml | head -1`: the reader goes away after one line; the run goes on,
+/// `exhibit pipeline.yaml | head -1`: the reader goes away after one line; the run goes on,
 /// writes its run directory and report, and exits with the code it would have had.
 #[test]
 fn a_closed_stdout_or_stderr_ends_nothing_early() {
@@ -348,7 +348,7 @@ fn a_matrix_of_archs_alone_is_one_config_for_each_arch() {
     assert_eq!(project.nvcc_calls(), 2);
 }
 
-/// `runner init DIR`, as a user runs it.
+/// `exhibit init DIR`, as a user runs it.
 fn init(dir: &std::path::Path) -> std::process::Output {
     Command::new(BIN)
         .arg("init")
@@ -357,7 +357,7 @@ fn init(dir: &std::path::Path) -> std::process::Output {
         .expect("run the runner")
 }
 
-/// `runner init DIR` writes a commented pipeline for what the directory holds, checks it, and
+/// `exhibit init DIR` writes a commented pipeline for what the directory holds, checks it, and
 /// never writes over an existing one.
 #[test]
 fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_overwrites() {
@@ -528,7 +528,7 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
             );
         }
         let yaml = std::fs::read_to_string(dir.path().join("pipeline.yaml")).unwrap();
-        assert!(yaml.starts_with("# Written by `runner init`"), "{yaml}");
+        assert!(yaml.starts_with("# Written by `exhibit init`"), "{yaml}");
         // What each run writes is kept out of version control.
         let ignore = std::fs::read_to_string(dir.path().join(".gitignore")).unwrap();
         assert!(ignore.contains("\n/artifacts/\n/reports/\n"), "{ignore:?}");
@@ -587,7 +587,7 @@ fn runner_init_never_lets_a_file_name_write_yaml() {
 }
 
 /// Assets beside the sources never hide them: 600 images sorted before `src/main.cu` used to
-/// fill the 500 files `runner init` reads, and it found no CUDA file.
+/// fill the 500 files `exhibit init` reads, and it found no CUDA file.
 #[test]
 fn runner_init_finds_the_sources_past_hundreds_of_other_files() {
     let dir = tempfile::tempdir().expect("a directory");
@@ -611,7 +611,7 @@ fn runner_init_finds_the_sources_past_hundreds_of_other_files() {
 }
 
 /// The JUnit example (`examples/pytest-triton/`): its report names the tests that passed beside
-/// the one that failed, stage by stage, as `runner report` renders its reference run.
+/// the one that failed, stage by stage, as `exhibit report` renders its reference run.
 #[test]
 fn the_junit_examples_report_lists_the_tests_that_passed_beside_the_failing_one() {
     let run = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -685,6 +685,6 @@ fn runner_init_adds_only_the_run_folders_a_gitignore_lacks() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(dir.path().join(".gitignore")).unwrap(),
-        "*.o\nartifacts\n# What each Exhibit run writes (runner init)\n/reports/\n"
+        "*.o\nartifacts\n# What each Exhibit run writes (exhibit init)\n/reports/\n"
     );
 }

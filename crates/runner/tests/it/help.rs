@@ -20,7 +20,7 @@ fn help(args: &[&str]) -> String {
         .args(args)
         .output()
         .expect("run the runner");
-    assert!(out.status.success(), "runner {args:?} failed");
+    assert!(out.status.success(), "exhibit {args:?} failed");
     String::from_utf8(out.stdout).expect("UTF-8 help")
 }
 
@@ -33,7 +33,7 @@ fn section<'h>(text: &'h str, title: &str) -> Vec<&'h str> {
         .collect()
 }
 
-/// The flags of `runner SUBCOMMAND -h` (short help: possible values inline).
+/// The flags of `exhibit SUBCOMMAND -h` (short help: possible values inline).
 fn listed(subcommand: &str) -> Listed {
     let text = help(&[subcommand, "-h"]);
     let mut listed = Listed::default();
@@ -69,7 +69,7 @@ fn documented() -> BTreeMap<String, String> {
     let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/commands.md");
     let text = std::fs::read_to_string(docs).expect("docs/commands.md");
     text.lines()
-        .filter(|l| l.starts_with("| `runner"))
+        .filter(|l| l.starts_with("| `exhibit"))
         .map(|row| {
             let cell = row
                 .trim_start_matches("| ")
@@ -78,7 +78,7 @@ fn documented() -> BTreeMap<String, String> {
                 .unwrap_or_default()
                 .to_string();
             let name = cell
-                .trim_start_matches("`runner ")
+                .trim_start_matches("`exhibit ")
                 .split([' ', '`'])
                 .next()
                 .unwrap_or_default()
@@ -126,16 +126,16 @@ fn help_and_docs_list_the_same_subcommands_flags_and_values() {
     let in_docs: BTreeSet<String> = docs.keys().cloned().collect();
     assert_eq!(
         subcommands, in_docs,
-        "subcommands in `runner --help` (left) and docs/commands.md's table (right)"
+        "subcommands in `exhibit --help` (left) and docs/commands.md's table (right)"
     );
     let run = listed("run");
-    // The options of a run, which `runner bisect` takes too and whose row says so.
+    // The options of a run, which `exhibit bisect` takes too and whose row says so.
     let run_options: BTreeSet<&String> = run.flags.keys().collect();
     for name in &subcommands {
         let cell = &docs[name];
         let documented = flags_in(cell);
         if name == "harness" {
-            // Its arguments are the harness's own: `runner harness --help` is the harness's.
+            // Its arguments are the harness's own: `exhibit harness --help` is the harness's.
             assert!(documented.is_empty(), "{cell}");
             continue;
         }
@@ -149,18 +149,18 @@ fn help_and_docs_list_the_same_subcommands_flags_and_values() {
                 });
             assert!(
                 named || shared && cell.contains("the run options"),
-                "`runner {name} -h` lists {flag}, which docs/commands.md's row does not: {cell}"
+                "`exhibit {name} -h` lists {flag}, which docs/commands.md's row does not: {cell}"
             );
         }
         for (flag, values) in &documented {
             assert!(
                 listed.flags.contains_key(flag),
-                "docs/commands.md names `runner {name} {flag}`, which its help does not list"
+                "docs/commands.md names `exhibit {name} {flag}`, which its help does not list"
             );
             if let (Some(values), Some(listed)) = (values, listed.values.get(flag)) {
                 assert_eq!(
                     values, listed,
-                    "the values of `runner {name} {flag}`: docs (left) and help (right)"
+                    "the values of `exhibit {name} {flag}`: docs (left) and help (right)"
                 );
             }
         }
@@ -169,13 +169,13 @@ fn help_and_docs_list_the_same_subcommands_flags_and_values() {
             assert_eq!(
                 documented.get("--format").cloned().flatten().as_ref(),
                 Some(values),
-                "docs/commands.md's row for `runner {name}` spells out --format's values: {cell}"
+                "docs/commands.md's row for `exhibit {name}` spells out --format's values: {cell}"
             );
         }
     }
 }
 
-/// `runner harness` is listed by `--help`, and still hands its arguments to the harness.
+/// `exhibit harness` is listed by `--help`, and still hands its arguments to the harness.
 #[test]
 fn runner_harness_is_listed_and_runs_the_harness() {
     let top = help(&["--help"]);

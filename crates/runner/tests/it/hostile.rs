@@ -1,4 +1,4 @@
-//! Hostile pipeline files: each is refused by `runner check` with exit code 2 and one error
+//! Hostile pipeline files: each is refused by `exhibit check` with exit code 2 and one error
 //! line naming the file, the line and column where there is one, and what was expected, quickly
 //! and without reading what it should not (FIFOs, devices, directories).
 //!
@@ -14,7 +14,7 @@ use crate::util::{Project, code, stderr};
 /// room for a machine busy with other builds.)
 const PATIENCE: Duration = Duration::from_secs(20);
 
-/// Runs `runner check pipeline.yaml` on `text` in a project with the stand-in tools; returns
+/// Runs `exhibit check pipeline.yaml` on `text` in a project with the stand-in tools; returns
 /// the error line and how long it took.
 fn refused(project: &Project) -> (String, Duration) {
     let started = Instant::now();
@@ -52,7 +52,7 @@ fn every_file_of_the_corpus_is_refused_with_its_expected_error() {
     }
 }
 
-/// Writes `text` as the pipeline and expects `runner check` to refuse it with `expected` in
+/// Writes `text` as the pipeline and expects `exhibit check` to refuse it with `expected` in
 /// its error.
 fn generated(text: &str, expected: &str) {
     let project = Project::new();

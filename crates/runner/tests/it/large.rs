@@ -1,4 +1,4 @@
-//! A run of many units: `runner report` stays linear in stage records.
+//! A run of many units: `exhibit report` stays linear in stage records.
 
 use std::time::{Duration, Instant};
 
@@ -60,7 +60,7 @@ fn a_report_of_twenty_thousand_stage_records_answers() {
 
     let started = Instant::now();
     let out = run_limited(
-        std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+        std::process::Command::new(env!("CARGO_BIN_EXE_exhibit"))
             .args(["report", "--format", "json"])
             .arg(&run),
         Duration::from_secs(60),
@@ -75,5 +75,5 @@ fn a_report_of_twenty_thousand_stage_records_answers() {
     );
     let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(json["verdict"]["kind"], "clean", "{:#}", json["verdict"]);
-    eprintln!("runner report of 20,000 stage records: {elapsed:?}");
+    eprintln!("exhibit report of 20,000 stage records: {elapsed:?}");
 }

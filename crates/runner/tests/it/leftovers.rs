@@ -268,7 +268,7 @@ wait
     assert!(survivors(&project.root).is_empty());
 }
 
-/// The runner's supervisors (`runner __supervise PREFIX`) for the runner `pid`, still running.
+/// The runner's supervisors (`exhibit __supervise PREFIX`) for the runner `pid`, still running.
 fn supervisors_of(pid: i32) -> Vec<i32> {
     let mark = format!("__supervise\0{pid}.");
     std::fs::read_dir("/proc")

@@ -182,7 +182,7 @@ fn a_note_alone_does_not_fail_the_run() {
     assert_eq!(levels, ["note"], "{report:#}");
 }
 
-/// `runner pipeline.yaml 2>&1 | head -0`: stdout and stderr closed before the runner writes a
+/// `exhibit pipeline.yaml 2>&1 | head -0`: stdout and stderr closed before the runner writes a
 /// line. The run never panics (exit 101): it ends as it would have, with its manifest and report
 /// written and not marked interrupted.
 #[test]
@@ -202,7 +202,7 @@ fn a_closed_stdout_and_stderr_never_end_the_run() {
     let manifest = project.manifest();
     assert_ne!(manifest["interrupted"], true, "{manifest:#}");
     assert!(project.root.join("reports/latest.md").is_file());
-    // The same for `runner report`, whose Markdown goes to stdout.
+    // The same for `exhibit report`, whose Markdown goes to stdout.
     let run = project.runs().pop().expect("a run");
     let (reader, writer) = std::io::pipe().expect("a pipe");
     drop(reader);

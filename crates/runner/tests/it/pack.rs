@@ -1,4 +1,4 @@
-//! `runner pack` compresses a stored run's logs; `runner report` renders it as before.
+//! `exhibit pack` compresses a stored run's logs; `exhibit report` renders it as before.
 
 use crate::util::{Project, code, stderr};
 

@@ -22,7 +22,7 @@ wait
     )
 }
 
-/// Starts `runner pipeline.yaml` in `project` and waits until its hanging tool has started:
+/// Starts `exhibit pipeline.yaml` in `project` and waits until its hanging tool has started:
 /// the runner, and the pids of the tool and of its child.
 fn run_until_hung(project: &Project) -> (std::process::Child, i32, i32) {
     let runner = Command::new(crate::util::BIN)

@@ -1,5 +1,5 @@
 //! Kernels compiled at run time by CuPy and Numba, as their committed H200 reference runs
-//! (`examples/cupy`, `examples/numba`) read through `runner report`: the user's line in the
+//! (`examples/cupy`, `examples/numba`) read through `exhibit report`: the user's line in the
 //! Python file, the framework's own kernels kept apart, the barrier spelled as the framework
 //! writes it, and CuPy's kernel cache read by the SASS stage.
 
@@ -28,7 +28,7 @@ fn run_of(example: &str, pipeline: &str) -> PathBuf {
 }
 
 fn report(run: &Path) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .args(["report", "--format", "json"])
         .arg(run)
         .output()

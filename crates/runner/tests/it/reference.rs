@@ -1,5 +1,5 @@
 //! The reference runs committed under `artifacts/reference/` (made on a GPU machine by
-//! `runner pipeline.yaml` and `runner faults.yaml`) render with `runner report` on a machine with
+//! `exhibit pipeline.yaml` and `exhibit faults.yaml`) render with `exhibit report` on a machine with
 //! no GPU and no CUDA tools, and their diagnoses are the ones the kernel and its planted faults
 //! call for.
 
@@ -299,7 +299,7 @@ fn the_cuda_cpp_example_names_the_race_the_failing_check_and_the_out_of_bounds_w
     );
 }
 
-/// `runner report --summary`: the short form for a pull-request comment: the verdict, each root
+/// `exhibit report --summary`: the short form for a pull-request comment: the verdict, each root
 /// cause with its place and its fix, and the timings; none of the long sections.
 #[test]
 fn the_summary_holds_the_verdict_root_causes_and_timings_only() {
@@ -323,7 +323,7 @@ fn the_summary_holds_the_verdict_root_causes_and_timings_only() {
     for long in ["## Evidence", "## Environment", "```text", "![bench]"] {
         assert!(!summary.contains(long), "`{long}` in {summary}");
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .args(["report", "--summary", "--format", "json"])
         .arg(&run)
         .output()
@@ -332,7 +332,7 @@ fn the_summary_holds_the_verdict_root_causes_and_timings_only() {
 }
 
 fn report_with(run: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .arg("report")
         .args(args)
         .arg(run)
@@ -971,7 +971,7 @@ fn a_reduction_held_back_by_its_own_tree_is_slow_at_any_share_of_the_bandwidth()
     }
 }
 
-/// `runner diff` shows a performance cause that went and one that appeared: B is the
+/// `exhibit diff` shows a performance cause that went and one that appeared: B is the
 /// slow-kernels reference run with the `regs` config's profile replaced by the `fast` config's
 /// (real exports of the same run), as if `poly` had been fixed.
 #[test]
@@ -988,7 +988,7 @@ fn diff_shows_a_performance_cause_that_went_and_one_that_appeared() {
         std::fs::copy(profile(&b, "fast").join(log), profile(&b, "regs").join(log)).unwrap();
     }
     let diff = |from: &Path, to: &Path| {
-        Command::new(env!("CARGO_BIN_EXE_runner"))
+        Command::new(env!("CARGO_BIN_EXE_exhibit"))
             .arg("diff")
             .args([from, to])
             .output()
@@ -1293,7 +1293,7 @@ fn the_experiments_example_tests_each_hypothesis_by_more_runs() {
         rule("occupancy-limit")
     );
     // The short form for a pull request names each experiment's outcome.
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .args(["report", "--summary"])
         .arg(&run)
         .output()
@@ -1512,7 +1512,7 @@ fn neighbouring_writes_are_one_fault_and_a_write_further_down_another() {
 }
 
 /// The report the README quotes (`examples/fault-classes/`'s reference run) is what today's
-/// renderer prints: every quoted line is a line of `runner report`'s Markdown, so a quote that
+/// renderer prints: every quoted line is a line of `exhibit report`'s Markdown, so a quote that
 /// drifts from the code fails here.
 #[test]
 fn the_readmes_quoted_report_is_what_todays_code_renders() {
@@ -1534,11 +1534,11 @@ fn the_readmes_quoted_report_is_what_todays_code_renders() {
     }
 }
 
-/// `docs/rules.md` is what `runner rules` prints today: a rule added, renamed or reworded fails
+/// `docs/rules.md` is what `exhibit rules` prints today: a rule added, renamed or reworded fails
 /// here until the page is rewritten (`EXHIBIT_BLESS=1`).
 #[test]
 fn the_rules_page_is_what_runner_rules_prints() {
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .arg("rules")
         .output()
         .expect("run the runner");
@@ -1598,7 +1598,7 @@ fn sarif_links_the_driver_and_each_rule_to_the_home_it_is_given() {
             .as_deref()
         );
     }
-    let refused = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let refused = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .args(["report", "--format", "sarif", "--home", "docs/rules.md"])
         .arg(&run)
         .output()

@@ -1,5 +1,5 @@
 //! Committed references never drift from today's code (issue 51): every reference report under
-//! `examples/*/reference/reports/` (and the charts it links) is what `runner report` renders
+//! `examples/*/reference/reports/` (and the charts it links) is what `exhibit report` renders
 //! from its run today, and every `file:line` the docs give for an example's reference run is a
 //! site today's report of that run names. `EXHIBIT_BLESS=1` rewrites the reports and charts.
 
@@ -10,9 +10,9 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `runner report RUN` (Markdown), as a user renders a stored run.
+/// `exhibit report RUN` (Markdown), as a user renders a stored run.
 fn rendered(run: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+    let out = Command::new(env!("CARGO_BIN_EXE_exhibit"))
         .arg("report")
         .arg(run)
         .output()

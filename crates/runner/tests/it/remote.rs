@@ -331,7 +331,7 @@ fn an_unreachable_host_is_a_clear_error() {
 }
 
 /// Ctrl-C on a terminal while following asks whether to stop the remote run; "y" stops it. The
-/// runner runs under `script`, which gives it a pseudo-terminal: ^C written there is turned into
+/// exhibit runs under `script`, which gives it a pseudo-terminal: ^C written there is turned into
 /// SIGINT by the terminal, as a user's would be, and the answer is read from it.
 #[test]
 fn ctrl_c_on_a_terminal_asks_and_stops_the_remote_run() {
@@ -394,7 +394,7 @@ fn ctrl_c_on_a_terminal_asks_and_stops_the_remote_run() {
     assert_eq!(status.code(), Some(130), "{text}");
     assert!(
         text.contains(&format!(
-            "stopping it; `runner attach {session}` collects what it wrote"
+            "stopping it; `exhibit attach {session}` collects what it wrote"
         )),
         "{text}"
     );

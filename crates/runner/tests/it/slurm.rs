@@ -255,7 +255,7 @@ next line \ $HOME"#;
     }
 }
 
-/// `runner bisect --slurm`: every step's GPU unit is a job of the cluster, as in a pipeline run.
+/// `exhibit bisect --slurm`: every step's GPU unit is a job of the cluster, as in a pipeline run.
 #[test]
 fn a_bisection_runs_its_gpu_units_as_slurm_jobs() {
     let (repo, planting) = crate::bisect::planted(8, 5, true);

@@ -213,7 +213,7 @@ impl Sshd {
         c
     }
 
-    /// `runner pipeline.yaml --host loopback --remote-dir DIR` in `project`, to its end.
+    /// `exhibit pipeline.yaml --host loopback --remote-dir DIR` in `project`, to its end.
     fn run_under(&self, project: &Project, dir: &str) -> std::process::Output {
         self.runner(
             project,
@@ -530,7 +530,7 @@ impl Drop for Tmpfs {
     }
 }
 
-/// `runner bisect --host`: each step runs on the host (synced from the bisection's worktree) and
+/// `exhibit bisect --host`: each step runs on the host (synced from the bisection's worktree) and
 /// comes back; the answer is the planting commit, and no ssh outlives the bisection.
 #[test]
 fn a_bisection_runs_each_step_on_the_host() {

@@ -71,7 +71,7 @@ fn project(target: &str, stages_yaml: &str) -> Project {
     project
 }
 
-/// `runner report RUN [--format F]`'s output, as text.
+/// `exhibit report RUN [--format F]`'s output, as text.
 fn rendered(run: &Path, format: &str) -> String {
     let out = std::process::Command::new(BIN)
         .args(["report", "--format", format])
@@ -460,7 +460,7 @@ fn bench_and_baseline_read_pytest_benchmark_json_from_out() {
 }
 
 /// nvbench's JSON in `{out}` (a real capture from the parsers' fixtures) is read as timings of
-/// nvbench's cold GPU time, shown with nvbench's noise; two runs of it compare in `runner diff`.
+/// nvbench's cold GPU time, shown with nvbench's noise; two runs of it compare in `exhibit diff`.
 #[test]
 fn bench_reads_nvbench_json_from_out() {
     let fixture = repo().join("crates/parsers/fixtures/nvbench/scale.json");
@@ -528,7 +528,7 @@ fn timed_pipeline(times: &[f64]) -> String {
     )
 }
 
-/// `runner diff` of two runs that kept raw samples (eight matches of a text pattern each) tests
+/// `exhibit diff` of two runs that kept raw samples (eight matches of a text pattern each) tests
 /// the change for significance: 4% slower with every sample apart is a regression (exit 1) with
 /// its Mann-Whitney p-value; 4% slower in the median with the samples overlapping is not; and
 /// under `--min-effect 5` neither is.
@@ -602,7 +602,7 @@ fn a_significant_shift_within_a_runs_own_spread_is_not_called() {
 
 /// A bench stage and a baseline stage whose programs (`sh -c 'echo ...'`) print their times as
 /// text are read with their `pattern:`: one timing per size, three samples each, paired with the
-/// baseline's by name; the program is twice as slow, so the run reads Slow. `runner report` on
+/// baseline's by name; the program is twice as slow, so the run reads Slow. `exhibit report` on
 /// the run directory reads the same timings again with the pattern the manifest recorded.
 #[test]
 fn timings_read_from_text_with_a_pattern_pair_with_the_baseline_and_read_slow() {
@@ -763,7 +763,7 @@ fn a_measured_slowdown_stands_beside_a_stage_that_could_not_conclude() {
     assert!(verdict.contains("1 stage could not conclude"), "{verdict}");
 }
 
-/// `runner check` refuses a placeholder in a stage's own command that would expand to nothing
+/// `exhibit check` refuses a placeholder in a stage's own command that would expand to nothing
 /// or to a directory nothing made, naming the stage and the word.
 #[test]
 fn check_refuses_a_placeholder_a_stage_cannot_resolve() {
@@ -853,7 +853,7 @@ fn a_bench_without_timings_is_inconclusive() {
     assert_eq!(bench["status"], "inconclusive", "{bench:#}");
 }
 
-/// `runner check` on a target whose stages say no `needs:` lists what each really starts: the
+/// `exhibit check` on a target whose stages say no `needs:` lists what each really starts: the
 /// build's command, the program (here `python3`) inside compute-sanitizer or ncu, never the
 /// built-in kernel's harness.
 #[test]

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_runner");
+pub const BIN: &str = env!("CARGO_BIN_EXE_exhibit");
 
 /// A stand-in nvcc: answers `--version` (counted in `nvcc.versions`), counts its compilations in
 /// `nvcc.calls`, writes the `-o` file and a line on stderr.
@@ -90,7 +90,7 @@ impl Project {
         self.write("pipeline.yaml", yaml);
     }
 
-    /// Runs `runner ARGS` in the project directory, with the project's own user cache.
+    /// Runs `exhibit ARGS` in the project directory, with the project's own user cache.
     pub fn run(&self, args: &[&str]) -> Output {
         Command::new(BIN)
             .args(args)
@@ -302,7 +302,7 @@ impl Project {
                 .env("XDG_CACHE_HOME", &self.cache),
             limit,
         )
-        .unwrap_or_else(|| panic!("`runner {}` still ran after {limit:?}", args.join(" ")))
+        .unwrap_or_else(|| panic!("`exhibit {}` still ran after {limit:?}", args.join(" ")))
     }
 }
 

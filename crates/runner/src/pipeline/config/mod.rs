@@ -115,7 +115,7 @@ impl Pipeline {
         Pipeline::parse(path, &read(path)?)
     }
 
-    /// [`Pipeline::load`], then what `runner check` adds about this machine: every tool
+    /// [`Pipeline::load`], then what `exhibit check` adds about this machine: every tool
     /// override names an executable file. (A run reports a missing override as its stages'
     /// failure instead, so that a pipeline shared between machines still runs what it can.)
     pub fn load_and_check_tools(path: &Path) -> Result<Pipeline, ConfigError> {

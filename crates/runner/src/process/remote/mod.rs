@@ -1,6 +1,6 @@
 //! Running a pipeline on another machine over SSH, so that a dropped connection costs nothing.
 //!
-//! `runner PIPELINE --host user@box`:
+//! `exhibit PIPELINE --host user@box`:
 //! 1. syncs the pipeline's directory (without `artifacts/`, `reports/`, `.git/` and `target/`)
 //!    into a work directory on the remote, `<base>/remote/<hash>`, keyed by the local directory
 //!    and kept between runs, so the remote's own cache serves unchanged units. The base is
@@ -15,7 +15,7 @@
 //! 5. pulls the run directory and its report back and renders the report here, as a local run
 //!    would.
 //!
-//! `runner attach SESSION` picks up a session where it stopped (the session record is kept in
+//! `exhibit attach SESSION` picks up a session where it stopped (the session record is kept in
 //! `artifacts/.remote/<session>.json`). Every remote command goes through the system's OpenSSH
 //! client (users' keys, agents, jump hosts and `~/.ssh/config` work as in their shell), over
 //! one master connection held open for the session (`ControlMaster`; a command falls back to a
@@ -65,7 +65,7 @@ pub enum RemoteError {
     Host { host: String, message: String },
     #[error("{0}")]
     Local(String),
-    #[error("interrupted; the remote run goes on: `runner attach {session}` collects it")]
+    #[error("interrupted; the remote run goes on: `exhibit attach {session}` collects it")]
     Detached { session: String },
 }
 
@@ -236,7 +236,7 @@ pub fn start(
     };
     save(root, &session)?;
     say(&format!(
-        "remote {}: session {} started (`runner attach {}` picks it up)",
+        "remote {}: session {} started (`exhibit attach {}` picks it up)",
         ssh.host, session.id, session.id
     ));
     Ok(session)
