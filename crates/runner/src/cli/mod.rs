@@ -577,7 +577,15 @@ fn run(args: RunArgs, host: Host) -> Result<Outcome, Error> {
             .entry(progress::status_word(stage.status))
             .or_default() += 1;
     }
-    let counts: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    // "8 passed, 1 with findings": each status as a word that reads with any count.
+    let counts: Vec<String> = counts
+        .iter()
+        .map(|(k, v)| match *k {
+            "findings" => format!("{v} with findings"),
+            "timed_out" => format!("{v} timed out"),
+            _ => format!("{v} {k}"),
+        })
+        .collect();
     // Relative to the directory the command ran in (the pipeline's as the command line named
     // it), or absolute.
     let root = |p: &std::path::Path| crate::evidence::rundir::shown(&pipeline.root.join(p));

@@ -1197,6 +1197,12 @@ fn a_failing_test_in_a_junit_report_is_a_root_cause_named_by_its_id() {
     project.write("tests/test_softmax.py", "# stand-in for the suite's file\n");
     let out = project.run(&["pipeline.yaml"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
+    // The run's count of its stages reads with any number.
+    assert!(
+        stderr(&out).contains(": 1 with findings, 1 passed\n"),
+        "{}",
+        stderr(&out)
+    );
     let run = project.runs().pop().expect("a run");
     let errors = error_diagnoses(&run);
     let titles: Vec<&str> = errors.iter().filter_map(|d| d["title"].as_str()).collect();
