@@ -40,50 +40,19 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out = Vec::new();
     for (index, f) in j.findings.iter().enumerate() {
-        if f.finding.kind != FindingKind::Race {
-            continue;
-        }
-        let race = Race::of(ctx, f);
-        let sides = sides_of(ctx, &race);
-        let pairs = sides.len();
-        for (side, pair) in sides.into_iter().enumerate() {
-            out.push(pair_draft(ctx, index, f, &race, side, pair, pairs));
+        if f.finding.kind == FindingKind::Race {
+            let race = Race::of(ctx, f);
+            out.extend(
+                race.sides
+                    .iter()
+                    .map(|s| pair_draft(ctx, index, f, &race, s)),
+            );
         }
     }
     merge_adjacent_writes(merge_sites_of_one_barrier(out, &j.repo_files))
         .into_iter()
-        .map(RaceDraft::into_draft)
-        .map(|mut d| {
-            if in_python(ctx, &d) {
-                as_numba(&mut d);
-            }
-            d
-        })
+        .map(|d| d.into_draft(ctx))
         .collect()
-}
-
-/// Whether a race draft's records place it in a Python file as the tool wrote it: a Numba
-/// kernel (a CuPy kernel's lines are its generated `.cu` file's, mapped to Python later).
-fn in_python(ctx: &Ctx, d: &Draft) -> bool {
-    d.explains.iter().any(|&i| {
-        ctx.joined
-            .findings
-            .get(i)
-            .and_then(|f| f.finding.file.as_deref())
-            .is_some_and(|file| file.ends_with(".py"))
-    })
-}
-
-/// A race draft's barriers as Numba spells them.
-fn as_numba(d: &mut Draft) {
-    let numba = |c: &str| match c {
-        "__syncthreads()" => Some("cuda.syncthreads()"),
-        "__syncwarp()" => Some("cuda.syncwarp()"),
-        _ => None,
-    };
-    d.title.map_code(numba);
-    d.explanation.map_code(numba);
-    d.fix.map_code(numba);
 }
 
 /// What a span of a race draft marks: an access (the write, or the other side's read or
@@ -102,35 +71,60 @@ struct RaceDraft {
 }
 
 impl RaceDraft {
-    /// The finished draft, its spans in place.
-    fn into_draft(self) -> Draft {
+    /// The finished draft, its spans in place; where its records place it in a Python file as
+    /// the tool wrote it (a Numba kernel; a CuPy kernel's lines are its generated `.cu` file's,
+    /// mapped to Python later), its barriers as Numba spells them.
+    fn into_draft(self, ctx: &Ctx) -> Draft {
         let mut d = self.draft;
         d.spans = self.spans.into_iter().map(|(span, _)| span).collect();
+        let in_python = d.explains.iter().any(|&i| {
+            ctx.joined
+                .findings
+                .get(i)
+                .and_then(|f| f.finding.file.as_deref())
+                .is_some_and(|file| file.ends_with(".py"))
+        });
+        if in_python {
+            let numba = |c: &str| match c {
+                "__syncthreads()" => Some("cuda.syncthreads()"),
+                "__syncwarp()" => Some("cuda.syncwarp()"),
+                _ => None,
+            };
+            d.title.map_code(numba);
+            d.explanation.map_code(numba);
+            d.fix.map_code(numba);
+        }
         d
     }
 }
 
-/// One side of a race besides the finding's own site: its access, its place, and the helper
-/// it is in when that is not the kernel.
-type Side = (Option<Access>, Option<SourceLocation>, Option<Helper>);
+/// One side of a race besides the finding's own site: its access, its place, the helper it is
+/// in when that is not the kernel, and the tool's count for its pair where it counted every
+/// side.
+type Side = (
+    Option<Access>,
+    Option<SourceLocation>,
+    Option<Helper>,
+    Option<u64>,
+);
 
 /// What one racecheck finding says for every pair of sites it names.
 struct Race<'f> {
     finding: &'f parsers::Finding,
     first_access: Option<Access>,
-    fallback_access: Option<Access>,
     /// The finding's own site.
     first: Option<SourceLocation>,
     hazards: u64,
     hazard_type: Option<HazardType>,
+    /// A race between lanes of one warp (the parser's typed scope).
     warp: bool,
     cp_async: bool,
     /// Two asynchronous copies into the same bytes.
     async_copy: bool,
     kernel: Option<String>,
     helpers: Vec<Helper>,
-    /// The tool's own count per side, in order.
-    per_side: Vec<u64>,
+    /// The other sides, one pair each.
+    sides: Vec<Side>,
 }
 
 impl<'f> Race<'f> {
@@ -139,10 +133,6 @@ impl<'f> Race<'f> {
         let finding = f.finding;
         let (first_access, fallback_access) = accesses(finding);
         let first = ctx.finding_location(finding);
-        let hazards = finding.facts.race_hazards().unwrap_or(finding.count);
-        let hazard_type = finding.facts.race.as_deref().and_then(|r| r.hazard_type);
-        let warp = is_warp_level(finding);
-        let cp_async = has_cp_async(ctx, f);
         // A write by an asynchronous copy (cp.async): the finding's own site or a side's, by
         // the copy primitive's name or the user's line there.
         // Two copies into the same bytes: the finding's own write and a side's write, both by
@@ -156,7 +146,6 @@ impl<'f> Race<'f> {
                     && copies_async(ctx, None, r.location.function.as_deref())
                     || copies_async(ctx, first.as_ref(), None)
             });
-        // One pair per other side the tool named ("... and Write access at X", "and ... at Y").
         let (mut kernel, mut helpers) = ctx.kernel_site(f);
         // A helper's frame (the toolkit's copy primitive, a device function) named where the
         // kernel the other side names is one the build compiled: that kernel is the launch.
@@ -178,123 +167,72 @@ impl<'f> Race<'f> {
                 helpers.push(helper);
             }
         }
-        // The tool's own count per side ("and Write access at ... [512 hazards]"), in order.
-        let per_side: Vec<u64> = finding
+        // One pair per other side the tool named ("... and Write access at X", "and ... at Y"),
+        // with the tool's own count per side ("[512 hazards]") where it counted every one; one
+        // side with no place when it named none.
+        let named: Vec<&parsers::RaceSide> = finding
             .sides
             .iter()
             .filter(|r| r.location.file.is_some() || r.location.line.is_some())
-            .filter_map(|r| r.hazards)
             .collect();
+        let counted = named.iter().all(|r| r.hazards.is_some());
+        let mut sides: Vec<Side> = named
+            .iter()
+            .map(|r| {
+                let loc = r.location.file.as_ref().map(|file| SourceLocation {
+                    file: crate::text::relative_path(file, &j.repo_files),
+                    line: r.location.line,
+                });
+                // The function of the other side (`attn::ldmatrix_x4(...)`), when it is a
+                // helper inlined into the kernel rather than the kernel itself.
+                let helper = r
+                    .location
+                    .function
+                    .as_deref()
+                    .map(KernelId::of)
+                    .filter(|name| !helpers.is_empty() && Some(name.as_str()) != kernel.as_deref())
+                    .map(|name| Helper {
+                        name: name.into(),
+                        location: loc.clone(),
+                    });
+                let hazards = r.hazards.filter(|_| counted);
+                (r.access.or(fallback_access), loc, helper, hazards)
+            })
+            .collect();
+        if sides.is_empty() {
+            sides.push((fallback_access, None, None, None));
+        }
         Race {
             finding,
             first_access,
-            fallback_access,
             first,
-            hazards,
-            hazard_type,
-            warp,
-            cp_async,
+            hazards: finding.facts.race_hazards().unwrap_or(finding.count),
+            hazard_type: finding.facts.race.as_deref().and_then(|r| r.hazard_type),
+            warp: finding.sync_scope == Some(parsers::SyncScope::Warp),
+            cp_async: has_cp_async(ctx, f),
             async_copy,
             kernel,
             helpers,
-            per_side,
+            sides,
         }
     }
 }
 
-/// One pair per other side the tool named ("... and Write access at X", "and ... at Y"); one
-/// side with no place when it named none.
-fn sides_of(ctx: &Ctx, race: &Race) -> Vec<Side> {
-    let j = ctx.joined;
-    let Race {
-        finding,
-        fallback_access,
-        ..
-    } = *race;
-    let Race {
-        kernel, helpers, ..
-    } = race;
-    let mut sides: Vec<(Option<Access>, Option<SourceLocation>, Option<Helper>)> = finding
-        .sides
-        .iter()
-        .filter(|r| r.location.file.is_some() || r.location.line.is_some())
-        .map(|r| {
-            let access = r.access.or(fallback_access);
-            let loc = r.location.file.as_ref().map(|file| SourceLocation {
-                file: crate::text::relative_path(file, &j.repo_files),
-                line: r.location.line,
-            });
-            // The function of the other side (`attn::ldmatrix_x4(...)`), when it is a
-            // helper inlined into the kernel rather than the kernel itself.
-            let helper = r
-                .location
-                .function
-                .as_deref()
-                .map(KernelId::of)
-                .filter(|name| !helpers.is_empty() && Some(name.as_str()) != kernel.as_deref())
-                .map(|name| Helper {
-                    name: name.into(),
-                    location: loc.clone(),
-                });
-            (access, loc, helper)
-        })
-        .collect();
-    if sides.is_empty() {
-        sides.push((fallback_access, None, None));
-    }
-    sides
-}
-
-/// Both sides of the hazard, each with what it marks (the one the diagnosis points at becomes its
-/// primary span), and where the program's own code brought the write in, when it sits in an
-/// inlined helper (a header's copy primitive, a wrapper): the SASS line table's inlining.
-fn spans(
-    ctx: &Ctx,
-    config: Option<&str>,
-    write: &Option<SourceLocation>,
-    other: &Option<SourceLocation>,
-    other_access: Access,
-) -> Vec<(Span, Mark)> {
-    let mut spans: Vec<(Span, Mark)> = [
-        (write.clone(), Mark::Access(Access::Write)),
-        (other.clone(), Mark::Access(other_access)),
-    ]
-    .into_iter()
-    .filter_map(|(loc, mark)| Some((Span::secondary(loc?, word_mark(mark)), mark)))
-    .collect();
-    if let Some(at) = write {
-        for call in ctx.inlined_into(config, at) {
-            if !spans.iter().any(|(s, _)| s.location == call) {
-                let mark = Mark::InliningCall;
-                spans.push((Span::secondary(call, word_mark(mark)), mark));
-            }
-        }
-    }
-    spans
-}
-
-/// What the wording of one pair reads: its two sites, how they race, its hazards and kernel.
-#[derive(Clone, Copy)]
+/// What the wording of one pair reads: its race, its two sites and how they race.
 struct Pair<'p> {
-    write: &'p Option<SourceLocation>,
-    other: &'p Option<SourceLocation>,
+    race: &'p Race<'p>,
+    write: Option<SourceLocation>,
+    other: Option<SourceLocation>,
     other_access: Access,
     same_file: bool,
     write_line: Option<u32>,
     other_line: Option<u32>,
     /// The tool's count for this pair, where it counted per side.
     side_hazards: Option<u64>,
-    /// The finding's count, shared by its `pairs` pairs.
-    hazards: u64,
-    pairs: usize,
-    kernel: Option<&'p str>,
     /// The helpers inlined into the kernel where the sites are.
-    helpers: &'p [Helper],
+    helpers: Vec<Helper>,
     /// The write's source line, as the program has it.
     site_line: Option<&'p str>,
-    warp: bool,
-    cp_async: bool,
-    async_copy: bool,
 }
 
 /// Which diagnosis a pair is, with the write's line (`w`) and the other side's (`o`).
@@ -318,13 +256,16 @@ impl PairKind {
     /// The diagnosis of a pair.
     fn of(p: &Pair) -> PairKind {
         match (p.write_line, p.other_line) {
-            (Some(w), Some(o)) if p.warp && w != o => PairKind::Warp { w, o },
+            (Some(w), Some(o)) if p.race.warp && w != o => PairKind::Warp { w, o },
             (Some(w), Some(o)) if p.same_file && w > o && p.other_access == Access::Read => {
                 PairKind::WriteAfterRead { w, o }
             }
             (Some(w), Some(o)) if w != o || !p.same_file => PairKind::Barrier { w, o },
             (Some(w), Some(o))
-                if w == o && p.same_file && p.other_access == Access::Write && p.async_copy =>
+                if w == o
+                    && p.same_file
+                    && p.other_access == Access::Write
+                    && p.race.async_copy =>
             {
                 PairKind::AsyncCopies
             }
@@ -343,53 +284,36 @@ impl PairKind {
     }
 }
 
-/// The words of one diagnosis.
-struct Words {
-    title: Message,
-    explanation: Message,
-    fix: Message,
-}
-
 /// The draft of one pair: the finding's own site and one other side.
 fn pair_draft(
     ctx: &Ctx,
     index: usize,
     f: &crate::join::FindingRef,
     race: &Race,
-    side: usize,
-    (second_access, second, other_helper): Side,
-    pairs: usize,
+    (second_access, second, other_helper, side_hazards): &Side,
 ) -> RaceDraft {
-    let Race {
-        finding,
-        first_access,
-        hazards,
-        warp,
-        cp_async,
-        async_copy,
-        ..
-    } = *race;
-    let Race {
-        first,
-        hazard_type,
-        kernel,
-        helpers,
-        per_side,
-        ..
-    } = race;
-    let side_hazards = if per_side.len() == pairs {
-        per_side.get(side).copied()
-    } else {
-        None
-    };
+    let (first, second) = (race.first.clone(), second.clone());
     // Name the write site and the other side.
-    let (write, other, other_access) = match (first_access, second_access) {
-        (Some(Access::Read), Some(Access::Write)) => (second.clone(), first.clone(), Access::Read),
-        (_, Some(b)) => (first.clone(), second.clone(), b),
-        (Some(Access::Read), None) => (second.clone(), first.clone(), Access::Read),
-        _ => (first.clone(), second.clone(), Access::Read),
+    let (write, other, other_access) = match (race.first_access, *second_access) {
+        (Some(Access::Read), Some(Access::Write) | None) => (second, first, Access::Read),
+        (_, Some(b)) => (first, second, b),
+        _ => (first, second, Access::Read),
     };
-
+    let mut helpers = race.helpers.clone();
+    helpers.extend(other_helper.clone().filter(|h| !race.helpers.contains(h)));
+    let p = Pair {
+        same_file: matches!((&write, &other), (Some(a), Some(b)) if a.file == b.file),
+        write_line: write.as_ref().and_then(|l| l.line),
+        other_line: other.as_ref().and_then(|l| l.line),
+        site_line: write.as_ref().and_then(|at| ctx.site_line(at)),
+        race,
+        write,
+        other,
+        other_access,
+        side_hazards: *side_hazards,
+        helpers,
+    };
+    let finding = race.finding;
     // racecheck's own severity, kept: an Error is a race; a Warning between two writes
     // (lanes writing the value every other lane holds) may be benign and never
     // outranks a failing check. A Warning with a read on one side is a read that may
@@ -401,104 +325,70 @@ fn pair_draft(
     };
     let mut d = Draft::new(RuleId::SharedMemoryRace, level, Message::new());
     d.config = f.config.clone();
-    d.kernel = kernel.clone();
-    let mut all_helpers = helpers.clone();
-    all_helpers.extend(other_helper.filter(|h| !helpers.contains(h)));
-    d.helpers = all_helpers.clone();
+    d.kernel = race.kernel.clone();
+    d.helpers = p.helpers.clone();
     d.evidence.push(ctx.finding_evidence(f));
     d.explains.push(index);
-    let spans = spans(ctx, f.config.as_deref(), &write, &other, other_access);
-    d.figures
-        .insert("hazards".into(), json!(side_hazards.unwrap_or(hazards)));
-    if let Some(t) = hazard_type {
-        d.figures.insert("hazard_type".into(), json!(t.word()));
-    }
-    if warp {
-        d.figures.insert("scope".into(), json!("warp"));
-    }
-    let both_sides = write.is_some() && other.is_some();
-    d.confidence = match (finding.severity, both_sides) {
+    d.confidence = match (finding.severity, p.write.is_some() && p.other.is_some()) {
         (Severity::Error, true) => Confidence::High,
         (Severity::Error, false) | (_, true) => Confidence::Medium,
         _ => Confidence::Low,
     };
-
-    let same_file = match (&write, &other) {
-        (Some(a), Some(b)) => a.file == b.file,
-        _ => false,
-    };
-    let pair = Pair {
-        write: &write,
-        other: &other,
-        other_access,
-        same_file,
-        write_line: write.as_ref().and_then(|l| l.line),
-        other_line: other.as_ref().and_then(|l| l.line),
-        side_hazards,
-        hazards,
-        pairs,
-        kernel: kernel.as_deref(),
-        helpers: &all_helpers,
-        site_line: write.as_ref().and_then(|at| ctx.site_line(at)),
-        warp,
-        cp_async,
-        async_copy,
-    };
-    let kind = PairKind::of(&pair);
-    d.location = kind.place(&pair);
-    let words = match kind {
-        PairKind::Warp { w, o } => word_warp_pair(&pair, w, o),
-        PairKind::WriteAfterRead { w, o } => word_write_after_read(&pair, w, o),
-        PairKind::Barrier { w, o } => word_barrier_pair(&pair, w, o),
-        PairKind::AsyncCopies => word_async_copies(&pair),
-        PairKind::OneSite => word_one_site(&pair),
-    };
-    d.title = words.title;
-    d.explanation = words.explanation;
-    d.fix = words.fix;
-    finish_pair(ctx, &mut d, finding, &pair);
-    RaceDraft { draft: d, spans }
-}
-
-/// What every pair's draft adds once worded: the advice for a warning of unsaid scope, its key,
-/// the number of pairs, and for two asynchronous copies, the user's own line as its place.
-fn finish_pair(ctx: &Ctx, d: &mut Draft, finding: &parsers::Finding, p: &Pair) {
-    let j = ctx.joined;
-    let Pair {
-        write,
-        other,
-        async_copy,
-        pairs,
-        ..
-    } = *p;
+    let (hazards, pairs) = (p.side_hazards.unwrap_or(race.hazards), race.sides.len());
+    let figures = [
+        ("hazards", Some(json!(hazards))),
+        ("hazard_type", race.hazard_type.map(|t| json!(t.word()))),
+        ("scope", race.warp.then(|| json!("warp"))),
+        ("pairs", (pairs > 1).then(|| json!(pairs))),
+        ("async_copy", race.async_copy.then_some(json!(true))),
+    ];
+    d.figures.extend(
+        figures
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v?))),
+    );
+    let kind = PairKind::of(&p);
+    d.location = kind.place(&p);
+    match kind {
+        PairKind::Warp { w, o } => word_warp_pair(&mut d, &p, w, o),
+        PairKind::WriteAfterRead { w, o } => word_write_after_read(&mut d, &p, w, o),
+        PairKind::Barrier { w, o } => word_barrier_pair(&mut d, &p, w, o),
+        PairKind::AsyncCopies => word_async_copies(&mut d, &p),
+        PairKind::OneSite => word_one_site(&mut d, &p),
+    }
     // A warning whose scope racecheck did not say (its analysis report): the threads
     // may be lanes of one warp or warps of a block. The barrier that orders both leads.
-    if finding.severity == Severity::Warning && finding.sync_scope.is_none() && !async_copy {
+    if finding.severity == Severity::Warning && finding.sync_scope.is_none() && !race.async_copy {
         d.fix.append(word_unsaid_scope());
     }
-    d.key = format!(
-        "{}|{}",
-        write.as_ref().map(|l| l.to_string()).unwrap_or_default(),
-        other.as_ref().map(|l| l.to_string()).unwrap_or_default()
-    );
-    if pairs > 1 {
-        d.figures.insert("pairs".into(), json!(pairs));
+    let site = |l: &Option<SourceLocation>| l.as_ref().map(|l| l.to_string()).unwrap_or_default();
+    d.key = format!("{}|{}", site(&p.write), site(&p.other));
+    // The copy primitive inside the toolkit's header is a label; the headline is the user's own
+    // line on the other side, where there is one.
+    let users = |l: &&SourceLocation| is_users(l, &ctx.joined.repo_files);
+    if race.async_copy
+        && d.location.as_ref().is_some_and(|l| !users(&l))
+        && let Some(own) = [&p.other, &p.write].into_iter().flatten().find(users)
+    {
+        d.location = Some(own.clone());
     }
-    if async_copy {
-        d.figures.insert("async_copy".into(), json!(true));
-        // The copy primitive inside the toolkit's header is a label; the headline is
-        // the user's own line on the other side, where there is one.
-        if d.location
-            .as_ref()
-            .is_some_and(|l| !is_users(l, &j.repo_files))
-            && let Some(own) = [other, write]
-                .into_iter()
-                .flatten()
-                .find(|l| is_users(l, &j.repo_files))
-        {
-            d.location = Some(own.clone());
+    // Both sides of the hazard, each with what it marks (the one the diagnosis points at
+    // becomes its primary span), and where the program's own code brought the write in, when
+    // it sits in an inlined helper (a header's copy primitive, a wrapper): the SASS line
+    // table's inlining.
+    let span = |loc: SourceLocation, mark: Mark| (Span::secondary(loc, word_mark(mark)), mark);
+    let accesses = [(&p.write, Access::Write), (&p.other, other_access)];
+    let mut spans: Vec<(Span, Mark)> = accesses
+        .into_iter()
+        .filter_map(|(loc, access)| Some(span(loc.clone()?, Mark::Access(access))))
+        .collect();
+    let config = f.config.as_deref();
+    for call in p.write.iter().flat_map(|at| ctx.inlined_into(config, at)) {
+        if !spans.iter().any(|(s, _)| s.location == call) {
+            spans.push(span(call, Mark::InliningCall));
         }
     }
+    RaceDraft { draft: d, spans }
 }
 
 /// A site (`path/file.cu:12`) as the report names it: `file.cu:12`.
@@ -507,11 +397,11 @@ fn short_site(site: &str) -> Part {
 }
 
 /// Sites (`path/file.cu:12`) as a list in words: "`a.cu:1`, `a.cu:2` and `a.cu:3`".
-fn short_sites(sites: &[String]) -> Message {
+fn short_sites(sites: impl IntoIterator<Item = impl AsRef<str>>) -> Message {
     Message::words(
         sites
-            .iter()
-            .map(|s| Message::from(short_site(s)))
+            .into_iter()
+            .map(|s| short_site(s.as_ref()).into())
             .collect(),
     )
 }
@@ -519,11 +409,6 @@ fn short_sites(sites: &[String]) -> Message {
 /// Whether a place is in one of the run's own input files (not a toolkit or system header).
 fn is_users(at: &SourceLocation, repo_files: &[String]) -> bool {
     crate::text::is_users_file(&at.file, repo_files)
-}
-
-/// Whether racecheck reported the race between lanes of one warp (the parser's typed scope).
-fn is_warp_level(finding: &parsers::Finding) -> bool {
-    finding.sync_scope == Some(parsers::SyncScope::Warp)
 }
 
 /// Whether the kernel copies into shared memory with cp.async (LDGSTS in its SASS): the kernel
@@ -566,9 +451,9 @@ fn accesses(finding: &parsers::Finding) -> (Option<Access>, Option<Access>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, fixture_case, only, parsers_fixture, place};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::rules::testing::{fixture_case, only, place};
 
     /// racecheck on `records.cu waw`, both report forms (`compute-sanitizer/racecheck_waw.log`,
     /// `racecheck_waw_hazard.log`): warps 0 and 1 write `slot[t % 32]` with nothing between.
@@ -616,13 +501,7 @@ mod tests {
     /// the same program with its barrier, 0 hazards.
     #[test]
     fn stays_silent_on_the_program_with_its_barrier_in_place() {
-        Case::new()
-            .log(
-                StageKind::Racecheck,
-                "fixed",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/racecheck_warp_race_fixed.log"),
-            )
+        fixture_case!(Racecheck, "compute-sanitizer/racecheck_warp_race_fixed.log")
             .silent(RuleId::SharedMemoryRace);
     }
 }

@@ -29,14 +29,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .joined
             .source(f.source)
             .map_or(0, |s| s.log.unprinted_errors);
-        let partly = first_uninitialised_thread(&finding.threads).map(|first| {
-            // The first block's lower threads run the same code without a record: the buffer
-            // was written, but only its first part. With records left unprinted that is likely,
-            // not shown.
+        // The first block's lower threads run the same code without a record: the buffer was
+        // written, but only its first part. With records left unprinted that is likely, not shown.
+        let first = first_uninitialised_thread(&finding.threads);
+        if let Some(first) = first {
             d.figures
                 .insert("first_uninitialised_thread".into(), first.into());
-            Partly { first, unprinted }
-        });
+        }
         // Every uninitialised read its log holds, at any site.
         let in_log: u64 = ctx
             .in_log(f.source, |k| k == FindingKind::UninitializedRead)
@@ -48,7 +47,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             (None, [reader]) if in_log == 1 && unprinted == 0 => {
                 word_one_element(&mut d, finding.size, reader)
             }
-            _ => word_uninitialised(&mut d, finding.size, finding.count, partly.as_ref()),
+            _ => word_uninitialised(&mut d, finding.size, finding.count, first, unprinted),
         }
         out.push(d);
     }
@@ -221,16 +220,16 @@ fn word_library_read(
     );
 }
 
-/// A buffer written only in its first part: the first thread of block (0,0,0) with a record,
-/// and how many records the tool left unprinted.
-struct Partly {
-    first: u64,
+/// The words of an uninitialised read of `size` bytes, `count` records; where the buffer was
+/// written only in its first part, `first`, the first thread of block (0,0,0) with a record, and
+/// how many records the tool left `unprinted`.
+fn word_uninitialised(
+    d: &mut Draft,
+    size: Option<u32>,
+    count: u64,
+    first: Option<u64>,
     unprinted: u64,
-}
-
-/// The words of an uninitialised read of `size` bytes, `count` records; `partly` where the
-/// buffer was written only in its first part.
-fn word_uninitialised(d: &mut Draft, size: Option<u32>, count: u64, partly: Option<&Partly>) {
+) {
     let at = at_location(d.location.as_ref());
     let size = size
         .map(|s| msg!(" of {} bytes", s.to_string()))
@@ -249,7 +248,7 @@ fn word_uninitialised(d: &mut Draft, size: Option<u32>, count: u64, partly: Opti
          them in the kernel instead of reading them back from an output buffer, or write \
          (memset) the buffer before the launch."
     );
-    let Some(&Partly { first, unprinted }) = partly else {
+    let Some(first) = first else {
         return;
     };
     d.title = msg!("Read of partly initialised global memory");
@@ -344,9 +343,9 @@ fn first_uninitialised_thread(threads: &[parsers::ThreadIndex]) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, fixture_case, only, parsers_fixture, place};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::rules::testing::{fixture_case, only, place};
 
     /// initcheck on `issue12/initcheck_partial.cu` (`compute-sanitizer/initcheck_partial.log`):
     /// a buffer filled only in its first 96 floats, read whole at line 17.
@@ -440,14 +439,8 @@ mod tests {
     /// fault, at its own line, and no note calls the library's hazards "not the program's".
     #[test]
     fn follows_a_library_kernels_uninitialised_read_to_the_programs_line() {
-        let case = Case::new()
-            .input("partials.py")
-            .log(
-                StageKind::Initcheck,
-                "default",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/initcheck_torch_sum.log"),
-            );
+        let case = fixture_case!(Initcheck, "compute-sanitizer/initcheck_torch_sum.log")
+            .input("partials.py");
         let d = only(case.drafts(RuleId::UninitializedRead));
         assert_eq!(d.level, Level::Error);
         assert_eq!(place(&d).as_deref(), Some("partials.py:14"));

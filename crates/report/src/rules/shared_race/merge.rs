@@ -7,7 +7,7 @@
 use parsers::Access;
 use serde_json::json;
 
-use crate::diagnosis::{Draft, SourceLocation, Span};
+use crate::diagnosis::{Draft, SourceLocation};
 use crate::message::{Message, Part, code, msg};
 use crate::text::plural;
 
@@ -74,11 +74,6 @@ fn write_and_sites(d: &Draft) -> Option<(Site, Vec<Site>)> {
     Some(((file.to_string(), line), sites))
 }
 
-/// A draft that has not merged as a block: its write alone, and the sites racing with it.
-fn block_of(d: &Draft) -> Option<Block> {
-    write_and_sites(d).map(|(write, sites)| (vec![write], sites))
-}
-
 /// Writes on neighbouring lines of one file (at most this many lines apart) are one block of
 /// statements.
 const NEIGHBOURING: u32 = 2;
@@ -88,53 +83,42 @@ const NEIGHBOURING: u32 = 2;
 /// reads) are one fault: the barriers that order the block's first and last write order every
 /// one of them. One draft names every write and site, and where the barriers go.
 pub(super) fn merge_adjacent_writes(drafts: Vec<RaceDraft>) -> Vec<RaceDraft> {
-    let mut out: Vec<RaceDraft> = Vec::new();
-    // Per draft in `out`: its writes and the sites racing with them, when it merged.
-    let mut blocks: Vec<Option<Block>> = Vec::new();
+    // Per draft kept: its writes and the sites racing with them (none for an asynchronous
+    // copy), and whether others merged into it.
+    let mut out: Vec<(RaceDraft, Option<Block>, bool)> = Vec::new();
     for mut d in drafts {
-        let parsed = (!d.draft.figures.contains_key("async_copy"))
+        let block = (!d.draft.figures.contains_key("async_copy"))
             .then(|| write_and_sites(&d.draft))
             .flatten();
-        let Some((write, sites)) = parsed else {
-            out.push(d);
-            blocks.push(None);
-            continue;
-        };
-        let joins = out.iter().zip(&blocks).position(|(o, block)| {
-            let o = &o.draft;
-            if o.config != d.draft.config
-                || o.kernel != d.draft.kernel
-                || o.figures.get("scope") != d.draft.figures.get("scope")
-                || o.figures.contains_key("async_copy")
-            {
-                return false;
-            }
-            let Some((writes, others)) = block.clone().or_else(|| block_of(o)) else {
-                return false;
-            };
-            let near = writes
-                .iter()
-                .any(|(f, l)| *f == write.0 && l.abs_diff(write.1) <= NEIGHBOURING);
-            let lines: Vec<u32> = writes.iter().map(|w| w.1).chain([write.1]).collect();
-            let (lo, hi) = (
-                lines.iter().copied().min().unwrap_or(0),
-                lines.iter().copied().max().unwrap_or(0),
-            );
-            let inside = others
-                .iter()
-                .chain(&sites)
-                .any(|(f, l)| *f == write.0 && (lo..=hi).contains(l));
-            near && !inside
+        let joins = block.as_ref().and_then(|(write, sites)| {
+            out.iter().position(|(o, block, _)| {
+                let (o, d) = (&o.draft, &d.draft);
+                let Some((writes, others)) = block else {
+                    return false;
+                };
+                let near = writes
+                    .iter()
+                    .any(|(f, l)| *f == write.0 && l.abs_diff(write.1) <= NEIGHBOURING);
+                let lines = writes.iter().map(|w| w.1).chain([write.1]);
+                let (lo, hi) = (lines.clone().min().unwrap_or(0), lines.max().unwrap_or(0));
+                let inside = others
+                    .iter()
+                    .chain(sites)
+                    .any(|(f, l)| *f == write.0 && (lo..=hi).contains(l));
+                o.config == d.config
+                    && o.kernel == d.kernel
+                    && o.figures.get("scope") == d.figures.get("scope")
+                    && near
+                    && !inside
+            })
         });
-        let Some(at) = joins else {
-            out.push(d);
-            blocks.push(None);
+        let (Some(at), Some((write, sites))) = (joins, block.clone()) else {
+            out.push((d, block.map(|(write, sites)| (vec![write], sites)), false));
             continue;
         };
-        let (mut writes, mut others) = blocks[at]
-            .take()
-            .or_else(|| block_of(&out[at].draft))
-            .unwrap_or_default();
+        let (first, block, merged) = &mut out[at];
+        let (writes, others) = block.get_or_insert_default();
+        *merged = true;
         writes.push(write);
         for s in sites {
             if !others.contains(&s) {
@@ -143,27 +127,15 @@ pub(super) fn merge_adjacent_writes(drafts: Vec<RaceDraft>) -> Vec<RaceDraft> {
         }
         writes.sort();
         others.sort();
-        let first = &mut out[at];
         let total = take_records(&mut first.draft, &mut d.draft);
         for (span, mark) in d.spans {
             if !first.spans.iter().any(|(s, _)| s.location == span.location) {
-                let span = Span {
-                    primary: false,
-                    ..span
-                };
                 first.spans.push((span, mark));
             }
         }
-        first.draft.figures.insert(
-            "writes".into(),
-            json!(
-                writes
-                    .iter()
-                    .map(|(f, l)| format!("{f}:{l}"))
-                    .collect::<Vec<_>>()
-            ),
-        );
-        word_block(&mut first.draft, &writes, &others, total);
+        let names: Vec<String> = writes.iter().map(|(f, l)| format!("{f}:{l}")).collect();
+        first.draft.figures.insert("writes".into(), json!(names));
+        word_block(&mut first.draft, writes, others, total);
         // The block's first write is where it is sited; every other place supports it.
         if let Some((file, line)) = writes.first() {
             first.draft.location = Some(SourceLocation {
@@ -178,24 +150,21 @@ pub(super) fn merge_adjacent_writes(drafts: Vec<RaceDraft>) -> Vec<RaceDraft> {
         first
             .spans
             .sort_by_key(|(s, _)| (!s.primary, s.location.file.clone(), s.location.line));
-        blocks[at] = Some((writes, others));
     }
     // A write raced by sites both before and after it needs a barrier on each side.
-    for (d, block) in out.iter_mut().zip(&blocks) {
-        let d = &mut d.draft;
-        if block.is_some() || d.figures.contains_key("async_copy") {
-            continue;
-        }
-        let Some((write, sites)) = write_and_sites(d) else {
-            continue;
-        };
-        let on_both_sides = sites.iter().any(|(f, l)| *f == write.0 && *l < write.1)
-            && sites.iter().any(|(f, l)| *f == write.0 && *l > write.1);
-        if on_both_sides && let Some(fix) = barrier_fix(barrier_call(d), &[write], &sites) {
-            d.fix = fix;
-        }
-    }
-    out
+    out.into_iter()
+        .map(|(mut d, block, merged)| {
+            if let Some((writes, sites)) = block.filter(|_| !merged)
+                && let Some(write) = writes.first()
+                && sites.iter().any(|(f, l)| *f == write.0 && *l < write.1)
+                && sites.iter().any(|(f, l)| *f == write.0 && *l > write.1)
+                && let Some(fix) = barrier_fix(barrier_call(&d.draft), &writes, &sites)
+            {
+                d.draft.fix = fix;
+            }
+            d
+        })
+        .collect()
 }
 
 /// The barrier a race draft's fix adds: `__syncwarp()` for a race between lanes of one warp
@@ -215,11 +184,10 @@ fn site_name((file, line): &Site) -> Part {
 
 /// Sites as a list in words: "`a.cu:1`, `a.cu:2` and `a.cu:3`".
 fn site_names<'s>(sites: impl IntoIterator<Item = &'s Site>) -> Message {
-    Message::words(
+    short_sites(
         sites
             .into_iter()
-            .map(|s| Message::from(site_name(s)))
-            .collect(),
+            .map(|(file, line)| format!("{file}:{line}")),
     )
 }
 
@@ -269,9 +237,9 @@ fn word_block(d: &mut Draft, writes: &[Site], others: &[Site], total: u64) {
         "Shared-memory race: missing {} around the writes at {}–{} and the {} that race with \
          them",
         if warp {
-            Message::from(barrier.clone())
+            barrier.clone()
         } else {
-            msg!("barriers")
+            Part::Text("barriers".into())
         },
         site_name(&writes[0]),
         writes.last().map(|w| w.1).unwrap_or(0).to_string(),
@@ -303,71 +271,60 @@ pub(super) fn merge_sites_of_one_barrier(
     repo_files: &[String],
 ) -> Vec<RaceDraft> {
     let mut out: Vec<RaceDraft> = Vec::new();
+    let sites = |d: &Draft| {
+        let mut parts = d.key.split('|');
+        let write = parts.next().unwrap_or("").to_string();
+        (write, parts.next().unwrap_or("").to_string())
+    };
     for mut d in drafts {
-        let write = d.draft.key.split('|').next().unwrap_or("").to_string();
-        let scope = d.draft.figures.get("scope").cloned();
+        let (write, other) = sites(&d.draft);
+        let scope = d.draft.figures.get("scope");
         let same = out.iter_mut().find(|o| {
             !write.is_empty()
                 && o.draft.config == d.draft.config
                 && o.draft.kernel == d.draft.kernel
-                && o.draft.key.split('|').next() == Some(write.as_str())
-                && o.draft.figures.get("scope") == scope.as_ref()
+                && sites(&o.draft).0 == write
+                && o.draft.figures.get("scope") == scope
         });
         let Some(first) = same else {
             out.push(d);
             continue;
         };
+        let warp = scope.is_some();
         if d.draft.figures.contains_key("async_copy") {
             first.draft.figures.insert("async_copy".into(), json!(true));
         }
-        let other = d.draft.key.split('|').nth(1).unwrap_or("").to_string();
-        let key = first.draft.key.clone();
-        let sites = first
+        let mut others = other_sites(&first.draft).unwrap_or_else(|| vec![sites(&first.draft).1]);
+        if !others.contains(&other) {
+            others.push(other);
+        }
+        first
             .draft
             .figures
-            .entry("other_sites".into())
-            .or_insert_with(|| json!([key.split('|').nth(1).unwrap_or("")]));
-        if let Some(list) = sites.as_array_mut()
-            && !list.iter().any(|v| v.as_str() == Some(other.as_str()))
-        {
-            list.push(json!(other));
-        }
+            .insert("other_sites".into(), json!(others));
         let total = take_records(&mut first.draft, &mut d.draft);
-        let others = other_sites(&first.draft).unwrap_or_default();
         if !first.draft.figures.contains_key("async_copy") {
-            word_one_barrier(&mut first.draft, &write, &others, total, scope.is_some());
+            word_one_barrier(&mut first.draft, &write, &others, total, warp);
             continue;
         }
-        let own = first
-            .draft
-            .location
-            .as_ref()
-            .filter(|l| is_users(l, repo_files))
-            .or(d.draft.location.as_ref().filter(|l| is_users(l, repo_files)))
+        let users = |l: &&SourceLocation| is_users(l, repo_files);
+        let own = (first.draft.location.as_ref().filter(users))
+            .or(d.draft.location.as_ref().filter(users))
             .cloned();
         let read_there = own.as_ref().is_some_and(|own| {
-            first
-                .spans
-                .iter()
-                .chain(&d.spans)
+            (first.spans.iter().chain(&d.spans))
                 .any(|(s, mark)| *mark == Mark::Access(Access::Read) && s.location == *own)
         });
-        let sites = AsyncSites {
-            write: &write,
-            others: &others,
+        word_async_sites(
+            &mut first.draft,
+            &write,
+            &others,
             total,
-            own: own.as_ref(),
+            own.as_ref(),
             read_there,
-        };
-        word_async_sites(&mut first.draft, &sites);
-        if first
-            .draft
-            .location
-            .as_ref()
-            .is_none_or(|l| !is_users(l, repo_files))
-            && let Some(own) = d.draft.location.filter(|l| is_users(l, repo_files))
-        {
-            first.draft.location = Some(own);
+        );
+        if own.is_some() {
+            first.draft.location = own;
         }
     }
     out
@@ -376,83 +333,74 @@ pub(super) fn merge_sites_of_one_barrier(
 /// The title, explanation and fix of races sharing one write (`write`, as the key names it)
 /// with `others`: one missing barrier, `__syncwarp()` where the race is within a warp.
 fn word_one_barrier(d: &mut Draft, write: &str, others: &[String], total: u64, warp: bool) {
-    let write_name = short_site(write);
-    let joined = short_sites(others);
     d.title = msg!(
-        "Shared-memory race: missing {} between the write at {} and {} that read \
-         it",
+        "Shared-memory race: missing {} between the write at {} and {} that read it",
         if warp {
-            msg!("`__syncwarp()`")
+            code("__syncwarp()")
         } else {
-            msg!("barrier")
+            Part::Text("barrier".into())
         },
-        write_name.clone(),
+        short_site(write),
         plural(others.len() as u64, "site", "sites")
     );
-    let kernel_text = word_kernel_of(d.kernel.as_deref(), &d.helpers, ",");
+    let kernel = word_kernel_of(d.kernel.as_deref(), &d.helpers, ",");
     d.explanation = msg!(
-        "racecheck reports {} in total{} between the write at {} and \
-         {} other sites ({}), each its own record: they share the write, so one \
-         missing barrier explains them all. Threads there may see the old or a half-written \
-         value.",
-        plural(total, "hazard", "hazards"),
-        kernel_text,
-        write_name.clone(),
-        others.len().to_string(),
-        joined.clone()
+        "{}, each its own record: they share the write, so one missing barrier explains them \
+         all. Threads there may see the old or a half-written value.",
+        word_total(total, kernel, "write", write, others)
     );
     d.fix = msg!(
         "Add {} after the write at {} and before the first of {}: one \
          barrier orders every one of them.",
         barrier_call(d),
-        write_name,
-        joined
+        short_site(write),
+        short_sites(others)
     );
 }
 
-/// What the words of asynchronous copies racing with several sites read.
-struct AsyncSites<'a> {
-    /// The copy's site, as the key names it.
-    write: &'a str,
-    others: &'a [String],
+/// The title, explanation and fix of an asynchronous copy at `write` (as the key names it)
+/// racing with `others`; `own`, the user's own line among the sites, where there is one, and
+/// whether that line is a read.
+fn word_async_sites(
+    d: &mut Draft,
+    write: &str,
+    others: &[String],
     total: u64,
-    /// The user's own line among the sites, where there is one.
-    own: Option<&'a SourceLocation>,
-    /// Whether that line is a read.
+    own: Option<&SourceLocation>,
     read_there: bool,
-}
-
-/// The title, explanation and fix of an asynchronous copy racing with several sites.
-fn word_async_sites(d: &mut Draft, s: &AsyncSites) {
-    let write_name = short_site(s.write);
-    let joined = short_sites(s.others);
-    let kernel_text = d
-        .kernel
-        .as_deref()
-        .map(|k| msg!(" in {}", code(k)))
-        .unwrap_or_default();
-    d.title = match s.own {
+) {
+    d.title = match own {
         Some(own) => msg!(
             "cp.async race: shared memory {} at {} while an asynchronous copy into it \
              is in flight",
-            if s.read_there { "read" } else { "used" },
+            if read_there { "read" } else { "used" },
             short_site(&format!("{}:{}", own.file, own.line.unwrap_or(0)))
         ),
         None => msg!(
             "cp.async race: shared memory used while an asynchronous copy into it is in \
              flight ({})",
-            write_name.clone()
+            short_site(write)
         ),
     };
+    let kernel = word_kernel_of(d.kernel.as_deref(), &[], "");
     d.explanation = msg!(
-        "racecheck reports {} in total{} between the asynchronous copy at \
-         {} and {} other sites ({}): {}",
-        plural(s.total, "hazard", "hazards"),
-        kernel_text,
-        write_name,
-        s.others.len().to_string(),
-        joined,
+        "{}: {}",
+        word_total(total, kernel, "asynchronous copy", write, others),
         async_mechanism()
     );
     d.fix = async_fix();
+}
+
+/// "racecheck reports 3 hazards in total in `k` between the write at `a.cu:1` and 2 other
+/// sites (`a.cu:2` and `a.cu:3`)": `what` at `write` (as the key names it) and `others`.
+fn word_total(total: u64, kernel: Message, what: &str, write: &str, others: &[String]) -> Message {
+    msg!(
+        "racecheck reports {} in total{} between the {} at {} and {} other sites ({})",
+        plural(total, "hazard", "hazards"),
+        kernel,
+        what,
+        short_site(write),
+        others.len().to_string(),
+        short_sites(others)
+    )
 }

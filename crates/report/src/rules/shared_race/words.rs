@@ -4,8 +4,8 @@
 
 use parsers::Access;
 
-use super::{Mark, Pair, Words, short_site};
-use crate::diagnosis::{Helper, SourceLocation, inlined_in};
+use super::{Mark, Pair, short_site};
+use crate::diagnosis::{Draft, Helper, SourceLocation, inlined_in};
 use crate::message::{Message, code, msg, quote};
 use crate::text::plural;
 
@@ -25,20 +25,6 @@ fn access_word(access: Access) -> &'static str {
     }
 }
 
-/// The pair's hazards: the tool's count for it, or the finding's count between this site and
-/// the others where the tool did not count per side.
-fn word_hazards(p: &Pair) -> Message {
-    match p.side_hazards {
-        Some(n) => msg!("{}", plural(n, "hazard", "hazards")),
-        None if p.pairs > 1 => msg!(
-            "{} between this site and {} others",
-            plural(p.hazards, "hazard", "hazards"),
-            p.pairs.to_string()
-        ),
-        None => msg!("{}", plural(p.hazards, "hazard", "hazards")),
-    }
-}
-
 /// " in `kernel`", with the inlined helpers the sites are in (followed by `after`), or nothing.
 pub(super) fn word_kernel_of(kernel: Option<&str>, helpers: &[Helper], after: &str) -> Message {
     match (kernel, inlined_in(helpers)) {
@@ -49,9 +35,22 @@ pub(super) fn word_kernel_of(kernel: Option<&str>, helpers: &[Helper], after: &s
     }
 }
 
-/// " in `kernel`" for a pair, with the inlined helpers its sites are in, or nothing.
-fn word_kernel(p: &Pair) -> Message {
-    word_kernel_of(p.kernel, p.helpers, "")
+/// What racecheck reports of a pair, as an explanation opens: its hazards (the tool's count for
+/// it, or the finding's count between this site and the others where the tool did not count per
+/// side) and its kernel, with the inlined helpers its sites are in.
+fn word_reports(p: &Pair) -> Message {
+    let pairs = p.race.sides.len();
+    let hazards = plural(
+        p.side_hazards.unwrap_or(p.race.hazards),
+        "hazard",
+        "hazards",
+    );
+    let others = match p.side_hazards {
+        None if pairs > 1 => msg!(" between this site and {} others", pairs.to_string()),
+        _ => Message::new(),
+    };
+    let kernel = word_kernel_of(p.race.kernel.as_deref(), &p.helpers, "");
+    msg!("racecheck reports {}{}{}", hazards, others, kernel)
 }
 
 /// A site as the advice names it: "line 17", or `common.cuh:17` when the two sites are in
@@ -72,9 +71,9 @@ fn word_spot(p: &Pair, l: &Option<SourceLocation>) -> Message {
 fn word_write_and_other(p: &Pair) -> Message {
     msg!(
         "the write at {} and the {} at {}",
-        word_spot(p, p.write),
+        word_spot(p, &p.write),
         access_word(p.other_access),
-        word_spot(p, p.other)
+        word_spot(p, &p.other)
     )
 }
 
@@ -92,6 +91,15 @@ fn word_between(p: &Pair, w: u32, o: u32) -> Message {
     }
 }
 
+/// A read at line `o` before a write at line `w`, as a title names them.
+fn word_read_then_write(w: u32, o: u32) -> Message {
+    msg!(
+        "the read at line {} and the write at line {}",
+        o.to_string(),
+        w.to_string()
+    )
+}
+
 /// A site as an explanation names it, or "an unnamed site".
 fn word_site(l: &Option<SourceLocation>) -> Message {
     l.as_ref()
@@ -101,40 +109,34 @@ fn word_site(l: &Option<SourceLocation>) -> Message {
 
 /// Lanes of one warp racing at two lines (`w`, the write's; `o`, the other side's): a missing
 /// `__syncwarp()`.
-pub(super) fn word_warp_pair(p: &Pair, w: u32, o: u32) -> Words {
+pub(super) fn word_warp_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
     let other_word = access_word(p.other_access);
     // Lanes of one warp: racecheck's warp-level programming hazard. Program order
     // says little here (a warp-synchronous loop writes at one line and the next
     // step reads at an earlier one), so the advice names both lines.
-    let title = if p.same_file && w > o && p.other_access == Access::Read {
-        msg!(
-            "Shared-memory race within a warp: missing `__syncwarp()` between the \
-             read at line {} and the write at line {}",
-            o.to_string(),
-            w.to_string()
-        )
-    } else {
-        msg!(
-            "Shared-memory race within a warp: missing `__syncwarp()` between {}",
+    d.title = msg!(
+        "Shared-memory race within a warp: missing `__syncwarp()` between {}",
+        if p.same_file && w > o && p.other_access == Access::Read {
+            word_read_then_write(w, o)
+        } else {
             word_between(p, w, o)
-        )
-    };
-    let explanation = msg!(
-        "racecheck reports {}{} between threads of one warp \
+        }
+    );
+    d.explanation = msg!(
+        "{} between threads of one warp \
          (a warp-level programming hazard): lanes {} at {} what other \
          lanes of the same warp write at {}, with no `__syncwarp()` between the \
          two. Since Volta (independent thread scheduling) the lanes of a warp are \
          not implicitly synchronous: code that assumes they run in lockstep \
          (warp-synchronous programming, `volatile` shared memory included) may \
          {} the old or a half-written value.",
-        word_hazards(p),
-        word_kernel(p),
+        word_reports(p),
         other_word,
-        word_site(p.other),
-        word_site(p.write),
+        word_site(&p.other),
+        word_site(&p.write),
         other_word
     );
-    let fix = msg!(
+    d.fix = msg!(
         "Add `__syncwarp()` between {} (in a loop, between one step's writes and the \
          next step's reads), where every lane of the warp reaches it: outside lane-dependent \
          branches, or with a mask naming exactly the lanes that call it. The \
@@ -143,64 +145,51 @@ pub(super) fn word_warp_pair(p: &Pair, w: u32, o: u32) -> Words {
          the shared memory altogether.",
         word_write_and_other(p)
     );
-    Words {
-        title,
-        explanation,
-        fix,
-    }
 }
 
 /// A write after a read in program order (`w`, the write's line; `o`, the read's): the next
 /// iteration overwrites what a slower warp still reads.
-pub(super) fn word_write_after_read(p: &Pair, w: u32, o: u32) -> Words {
-    let title = msg!(
-        "Shared-memory race: missing barrier between the read at line {} and the write at line {}",
-        o.to_string(),
-        w.to_string()
+pub(super) fn word_write_after_read(d: &mut Draft, p: &Pair, w: u32, o: u32) {
+    d.title = msg!(
+        "Shared-memory race: missing barrier between {}",
+        word_read_then_write(w, o)
     );
-    let explanation = msg!(
-        "racecheck reports {}{} between the read at {} and the \
+    d.explanation = msg!(
+        "{} between the read at {} and the \
          later write at {} (write-after-read): a warp that finished its read moves on \
          and overwrites the shared data while another warp may still be reading it.",
-        word_hazards(p),
-        word_kernel(p),
-        word_site(p.other),
-        word_site(p.write)
+        word_reports(p),
+        word_site(&p.other),
+        word_site(&p.write)
     );
-    let fix = msg!(
+    d.fix = msg!(
         "Add `__syncthreads()` after the read at line {} and before the write at \
          line {} (in a loop, before the next iteration's write; or double-buffer \
          the tile and wait on the stage you are about to overwrite).",
         o.to_string(),
         w.to_string()
     );
-    Words {
-        title,
-        explanation,
-        fix,
-    }
 }
 
 /// Threads racing at two lines (`w`, the write's; `o`, the other side's) with no barrier
 /// between them: a missing `__syncthreads()`.
-pub(super) fn word_barrier_pair(p: &Pair, w: u32, o: u32) -> Words {
+pub(super) fn word_barrier_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
     let other_word = access_word(p.other_access);
-    let title = msg!(
+    d.title = msg!(
         "Shared-memory race: missing barrier between {}",
         word_between(p, w, o)
     );
-    let explanation = msg!(
-        "racecheck reports {}{}: threads {} at {} \
+    d.explanation = msg!(
+        "{}: threads {} at {} \
          what other threads write at {}, with no barrier between the two, so the \
          {} may see the old or a half-written value.",
-        word_hazards(p),
-        word_kernel(p),
+        word_reports(p),
         other_word,
-        word_site(p.other),
-        word_site(p.write),
+        word_site(&p.other),
+        word_site(&p.write),
         other_word
     );
-    let after_cp_async = if p.cp_async {
+    let after_cp_async = if p.race.cp_async {
         msg!(
             " (after cp.async writes: `cp.async.wait_group` / \
              `__pipeline_wait_prior` first, then the barrier)"
@@ -208,69 +197,59 @@ pub(super) fn word_barrier_pair(p: &Pair, w: u32, o: u32) -> Words {
     } else {
         Message::new()
     };
-    let fix = msg!(
+    d.fix = msg!(
         "Add `__syncthreads()` between {}{}.",
         word_write_and_other(p),
         after_cp_async
     );
-    Words {
-        title,
-        explanation,
-        fix,
-    }
 }
 
 /// Two writes by the same asynchronous copy instruction: two copies into one destination are
 /// in flight at once.
-pub(super) fn word_async_copies(p: &Pair) -> Words {
+pub(super) fn word_async_copies(d: &mut Draft, p: &Pair) {
     let the_line = p
         .site_line
         .map(|l| msg!(" (the line: {})", code(l)))
         .unwrap_or_default();
-    Words {
-        title: msg!(
-            "cp.async race: two asynchronous copies into the same shared address in \
-             flight at once at {}",
-            word_site(p.write)
-        ),
-        explanation: msg!(
-            "racecheck reports {}{} between two writes of the \
-             asynchronous copy at {}{}: {}",
-            word_hazards(p),
-            word_kernel(p),
-            word_site(p.write),
-            the_line,
-            async_mechanism()
-        ),
-        fix: async_fix(),
-    }
+    d.title = msg!(
+        "cp.async race: two asynchronous copies into the same shared address in \
+         flight at once at {}",
+        word_site(&p.write)
+    );
+    d.explanation = msg!(
+        "{} between two writes of the asynchronous copy at {}{}: {}",
+        word_reports(p),
+        word_site(&p.write),
+        the_line,
+        async_mechanism()
+    );
+    d.fix = async_fix();
 }
 
 /// A race at one site (or at sites without lines): several threads at one address, no barrier.
-pub(super) fn word_one_site(p: &Pair) -> Words {
+pub(super) fn word_one_site(d: &mut Draft, p: &Pair) {
     if p.other_access == Access::Write && p.other.is_some() {
-        return word_write_after_write(p);
+        return word_write_after_write(d, p);
     }
-    let title = if p.warp {
-        msg!("Shared-memory race within a warp at {}", word_site(p.write))
-    } else {
-        msg!("Shared-memory race at {}", word_site(p.write))
-    };
+    d.title = msg!(
+        "Shared-memory race{} at {}",
+        if p.race.warp { " within a warp" } else { "" },
+        word_site(&p.write)
+    );
     let and_other = p
         .other
         .as_ref()
         .map(|o| msg!(" and {}", quote(o.to_string())))
         .unwrap_or_default();
-    let explanation = msg!(
-        "racecheck reports {}{} at {}{}: several threads access \
+    d.explanation = msg!(
+        "{} at {}{}: several threads access \
          the same shared-memory address, at least one of them writing, with no barrier \
          ordering them.",
-        word_hazards(p),
-        word_kernel(p),
-        word_site(p.write),
+        word_reports(p),
+        word_site(&p.write),
         and_other
     );
-    let fix = if p.warp {
+    d.fix = if p.race.warp {
         msg!(
             "Order the accesses with `__syncwarp()` (the racing threads are lanes of \
              one warp, which are not implicitly synchronous since Volta), or give each \
@@ -282,62 +261,49 @@ pub(super) fn word_one_site(p: &Pair) -> Words {
              warp), or give each thread its own address."
         )
     };
-    Words {
-        title,
-        explanation,
-        fix,
-    }
 }
 
 /// Two writes to one shared address with nothing ordering them, both at the same line or at
 /// lines of their own: a write-after-write hazard, whose value depends on which thread wrote
 /// last.
-fn word_write_after_write(p: &Pair) -> Words {
+fn word_write_after_write(d: &mut Draft, p: &Pair) {
     let array = p
         .site_line
         .and_then(|l| crate::source_line::indexed_array(l, true));
-    let to_array = array
-        .as_deref()
-        .map(|a| msg!(" to {}", code(a)))
-        .unwrap_or_default();
-    let of_array = array
-        .as_deref()
-        .map(|a| msg!(" of {}", code(a)))
-        .unwrap_or_default();
-    let between = if p.warp {
+    let of = |word: &str| {
+        array
+            .as_deref()
+            .map(|a| msg!(" {} {}", word, code(a)))
+            .unwrap_or_default()
+    };
+    let between = if p.race.warp {
         "lanes of one warp"
     } else {
         "threads of the block"
     };
     let sites = match (p.write_line, p.other_line) {
-        (Some(a), Some(b)) if a == b && p.same_file => msg!("at {}", word_site(p.write)),
-        _ => msg!("at {} and {}", word_site(p.write), word_site(p.other)),
+        (Some(a), Some(b)) if a == b && p.same_file => msg!("at {}", word_site(&p.write)),
+        _ => msg!("at {} and {}", word_site(&p.write), word_site(&p.other)),
     };
-    let title = msg!("Write-after-write race{} {}", to_array, sites.clone());
-    let explanation = msg!(
-        "racecheck reports {}{}: {} write the same shared-memory address{} {} with nothing \
+    d.title = msg!("Write-after-write race{} {}", of("to"), sites.clone());
+    d.explanation = msg!(
+        "{}: {} write the same shared-memory address{} {} with nothing \
          ordering the writes (a write-after-write hazard). Which value the address keeps \
          depends on which write lands last, so every later read of it, even after a \
          barrier, may see either.",
-        word_hazards(p),
-        word_kernel(p),
+        word_reports(p),
         between,
-        of_array.clone(),
+        of("of"),
         sites
     );
-    let fix = msg!(
+    d.fix = msg!(
         "Decide which thread owns each element{}: index it by the thread's full index \
          (not one that repeats across {}, such as `t % 32`), or let one thread write it; if \
          several must contribute, combine them (an `atomicAdd` on the shared element, or a \
          reduction). A barrier between the writes orders them but still loses one.",
-        of_array,
+        of("of"),
         between
     );
-    Words {
-        title,
-        explanation,
-        fix,
-    }
 }
 
 /// The advice a warning of unsaid scope adds to the fix: which barrier, for which threads.
