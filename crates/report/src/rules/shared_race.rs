@@ -19,6 +19,7 @@ use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, Span};
 use crate::kernel_id::KernelId;
 use crate::message::{Message, Part, path};
+use crate::text::is_users_file;
 use merge::{merge_adjacent_writes, merge_sites_of_one_barrier};
 use words::{
     word_async_copies, word_barrier_pair, word_mark, word_one_site, word_unsaid_scope,
@@ -365,7 +366,7 @@ fn pair_draft(
     d.key = format!("{}|{}", site(&p.write), site(&p.other));
     // The copy primitive inside the toolkit's header is a label; the headline is the user's own
     // line on the other side, where there is one.
-    let users = |l: &&SourceLocation| is_users(l, &ctx.joined.repo_files);
+    let users = |l: &&SourceLocation| is_users_file(&l.file, &ctx.joined.repo_files);
     if race.async_copy
         && d.location.as_ref().is_some_and(|l| !users(&l))
         && let Some(own) = [&p.other, &p.write].into_iter().flatten().find(users)
@@ -404,11 +405,6 @@ fn short_sites(sites: impl IntoIterator<Item = impl AsRef<str>>) -> Message {
             .map(|s| short_site(s.as_ref()).into())
             .collect(),
     )
-}
-
-/// Whether a place is in one of the run's own input files (not a toolkit or system header).
-fn is_users(at: &SourceLocation, repo_files: &[String]) -> bool {
-    crate::text::is_users_file(&at.file, repo_files)
 }
 
 /// Whether the kernel copies into shared memory with cp.async (LDGSTS in its SASS): the kernel

@@ -70,19 +70,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.confidence = Confidence::High;
         d.evidence.push(ctx.finding_evidence(f));
         let j = ctx.joined;
-        let lib = f.kernel.as_ref().and_then(|k| j.model.library(k));
-        let reader = f
-            .kernel
-            .as_ref()
+        let kernel = f.kernel.as_ref();
+        let lib = kernel
+            .and_then(|k| j.model.library(k))
+            .map_or("a library", |l| l.name());
+        let reader = kernel
             .map(|k| j.model.kernel(k).map_or(k.as_str(), |m| m.name.as_str()))
             .unwrap_or("a library kernel");
-        word_library_read(
-            &mut d,
-            lib.map_or("a library", |l| l.name()),
-            reader,
-            &at,
-            f.finding.count,
-        );
+        word_library_read(&mut d, lib, reader, &at, f.finding.count);
         out.push(d);
     }
     out

@@ -9,10 +9,10 @@ use serde_json::json;
 
 use crate::diagnosis::{Draft, SourceLocation};
 use crate::message::{Message, Part, code, msg};
-use crate::text::plural;
+use crate::text::{is_users_file, plural};
 
 use super::words::{async_fix, async_mechanism, word_kernel_of};
-use super::{Mark, RaceDraft, is_users, short_site, short_sites};
+use super::{Mark, RaceDraft, short_site, short_sites};
 
 /// Takes `d`'s records into `first`, which speaks for both: their hazards (the total, which it
 /// returns), evidence, findings and inlined helpers. `d` keeps its place and spans.
@@ -290,7 +290,6 @@ pub(super) fn merge_sites_of_one_barrier(
             out.push(d);
             continue;
         };
-        let warp = scope.is_some();
         if d.draft.figures.contains_key("async_copy") {
             first.draft.figures.insert("async_copy".into(), json!(true));
         }
@@ -304,10 +303,10 @@ pub(super) fn merge_sites_of_one_barrier(
             .insert("other_sites".into(), json!(others));
         let total = take_records(&mut first.draft, &mut d.draft);
         if !first.draft.figures.contains_key("async_copy") {
-            word_one_barrier(&mut first.draft, &write, &others, total, warp);
+            word_one_barrier(&mut first.draft, &write, &others, total);
             continue;
         }
-        let users = |l: &&SourceLocation| is_users(l, repo_files);
+        let users = |l: &&SourceLocation| is_users_file(&l.file, repo_files);
         let own = (first.draft.location.as_ref().filter(users))
             .or(d.draft.location.as_ref().filter(users))
             .cloned();
@@ -332,11 +331,11 @@ pub(super) fn merge_sites_of_one_barrier(
 
 /// The title, explanation and fix of races sharing one write (`write`, as the key names it)
 /// with `others`: one missing barrier, `__syncwarp()` where the race is within a warp.
-fn word_one_barrier(d: &mut Draft, write: &str, others: &[String], total: u64, warp: bool) {
+fn word_one_barrier(d: &mut Draft, write: &str, others: &[String], total: u64) {
     d.title = msg!(
         "Shared-memory race: missing {} between the write at {} and {} that read it",
-        if warp {
-            code("__syncwarp()")
+        if d.figures.contains_key("scope") {
+            barrier_call(d)
         } else {
             Part::Text("barrier".into())
         },
