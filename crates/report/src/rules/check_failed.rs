@@ -63,7 +63,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         let facts = finding.facts.test.as_deref();
         let format = j.source(f.source).map(|s| s.log.format);
-        let benchmark = format == Some(Format::GoogleBenchmark);
         // A test framework's failing test case (JUnit XML).
         let test_case = format == Some(Format::JUnit);
         let test = facts.map_or("?", |t| t.name.as_str()).to_string();
@@ -98,7 +97,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 errored,
                 param: facts.and_then(|t| t.param.as_deref()),
             }
-        } else if benchmark {
+        } else if format == Some(Format::GoogleBenchmark) {
             Kind::Benchmark
         } else {
             Kind::Check
@@ -338,17 +337,14 @@ fn word_failed(d: &mut Draft, f: &Failed) {
         .map(|l| msg!(" at {}", path(l)))
         .unwrap_or_default();
     let colon_said = said.clone().map(|m| msg!(": {}", m)).unwrap_or_default();
-    d.title = match (&f.kind, said.clone()) {
-        (Kind::Test { errored: true, .. }, Some(m)) => msg!("Test {} errored: {}", name.clone(), m),
-        (Kind::Test { .. }, Some(m)) => msg!("Test {} failed: {}", name.clone(), m),
-        (Kind::Test { .. }, None) => msg!("Test {} failed", name.clone()),
-        (Kind::Check, Some(m)) => msg!("Check {} failed: {}", name.clone(), m),
-        (Kind::Check, None) => msg!("Check {} failed", name.clone()),
-        (Kind::Benchmark, Some(m)) => {
-            msg!("Benchmark {} stopped with an error: {}", name.clone(), m)
-        }
-        (Kind::Benchmark, None) => msg!("Benchmark {} stopped with an error", name.clone()),
+    let (what, ended) = match f.kind {
+        // A test that errored without a message reads as failed.
+        Kind::Test { errored: true, .. } if said.is_some() => ("Test", "errored"),
+        Kind::Test { .. } => ("Test", "failed"),
+        Kind::Check => ("Check", "failed"),
+        Kind::Benchmark => ("Benchmark", "stopped with an error"),
     };
+    d.title = msg!("{} {} {}{}", what, name.clone(), ended, colon_said.clone());
     (d.explanation, d.fix) = match f.kind {
         Kind::Test { errored, param } => (
             msg!(
@@ -417,27 +413,18 @@ fn word_failed(d: &mut Draft, f: &Failed) {
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture, place};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::diagnosis::Level;
+    use crate::rules::testing::{fixture_case, only, place};
 
     /// GoogleTest's JUnit XML of `programs/junit/softmax_test.cc` (`junit/gtest.xml`):
     /// `Shapes/TailTile.MatchesReference/2` (n=200) fails its assertion at line 39; the other
     /// cases pass or are skipped.
     #[test]
     fn fires_on_the_one_failing_test_of_a_junit_report_at_its_line() {
-        let d = only(
-            Case::new()
-                .log(
-                    StageKind::Check,
-                    "default",
-                    "sm_90",
-                    parsers_fixture!("junit/gtest.xml"),
-                )
-                .drafts(RuleId::CheckFailed),
-        );
+        let d = only(fixture_case!(Check, "junit/gtest.xml").drafts(RuleId::CheckFailed));
         assert_eq!(d.rule, RuleId::CheckFailed);
         assert_eq!(d.level, Level::Error);
-        assert_eq!(d.config.as_deref(), Some("default"));
+        assert_eq!(d.config.as_deref(), Some("release"));
         assert_eq!(d.kernel, None);
         // The capture's build directory is outside the repository: redacted.
         assert_eq!(place(&d).as_deref(), Some("<abs>/softmax_test.cc:39"));
@@ -456,14 +443,7 @@ mod tests {
     /// elements is a fraction with the greatest difference's index.
     #[test]
     fn a_failed_comparison_says_which_elements_are_wrong() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Check,
-                "default",
-                "sm_90",
-                parsers_fixture!("junit/pytest_mismatch.xml"),
-            )
-            .drafts(RuleId::CheckFailed);
+        let drafts = fixture_case!(Check, "junit/pytest_mismatch.xml").drafts(RuleId::CheckFailed);
         let of = |test: &str| {
             drafts
                 .iter()
@@ -503,13 +483,6 @@ mod tests {
     /// (`harness/check_attention.json`): its comparison with the CPU reference passed.
     #[test]
     fn stays_silent_on_a_check_that_passed() {
-        Case::new()
-            .log(
-                StageKind::Check,
-                "default",
-                "sm_90",
-                parsers_fixture!("harness/check_attention.json"),
-            )
-            .silent(RuleId::CheckFailed);
+        fixture_case!(Check, "harness/check_attention.json").silent(RuleId::CheckFailed);
     }
 }

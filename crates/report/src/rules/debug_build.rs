@@ -72,27 +72,20 @@ pub fn is_debug_warning(f: &parsers::Finding) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, fixture_case, only, parsers_fixture};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::rules::testing::{fixture_case, only};
 
     /// nvcc 13.0 with `-G -lineinfo` on `wmma_local.cu` (`ptxas/device_wmma_local_debug.log`):
     /// "'--device-debug (-G)' overrides '--generate-line-info (-lineinfo)'".
     #[test]
     fn fires_on_a_config_the_compiler_says_was_built_with_dash_g() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Compile,
-                    "debug",
-                    "sm_90",
-                    parsers_fixture!("ptxas/device_wmma_local_debug.log"),
-                )
-                .drafts(RuleId::DebugBuild),
+            fixture_case!(Compile, "ptxas/device_wmma_local_debug.log").drafts(RuleId::DebugBuild),
         );
         assert_eq!(d.rule, RuleId::DebugBuild);
         assert_eq!(d.level, Level::Note);
-        assert_eq!(d.config.as_deref(), Some("debug"));
+        assert_eq!(d.config.as_deref(), Some("release"));
         assert_eq!(d.kernel, None);
         assert_eq!(d.location, None);
         assert_eq!(d.key, "-G");

@@ -41,29 +41,19 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         {
             continue;
         }
-        let sources: Vec<usize> = j
-            .sources
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.stage.is_some_and(|st| std::ptr::eq(st, stage)))
-            .map(|(i, _)| i)
-            .collect();
-        let tool_errors = j.findings.iter().any(|f| {
-            sources.contains(&f.source)
-                && super::is_error(f.finding)
-                && f.finding.kind != parsers::FindingKind::CheckFailed
-        });
-        // A test framework's report (or the program's own `exhibit.results/1`) names the
-        // failing tests, each a finding of its own.
-        let failed_tests = j.findings.iter().any(|f| {
-            sources.contains(&f.source)
-                && f.finding.kind == parsers::FindingKind::CheckFailed
-                && j.source(f.source).is_some_and(|s| {
-                    matches!(
-                        s.log.format,
-                        parsers::Format::JUnit | parsers::Format::ProgramResults
-                    )
-                })
+        let sources = stage_sources(j, stage);
+        // A tool's error, or a test framework's report (or the program's own
+        // `exhibit.results/1`) that names the failing tests, each a finding of its own.
+        let reported = j.findings_of(&sources).any(|f| {
+            if f.finding.kind != parsers::FindingKind::CheckFailed {
+                return super::is_error(f.finding);
+            }
+            j.source(f.source).is_some_and(|s| {
+                matches!(
+                    s.log.format,
+                    parsers::Format::JUnit | parsers::Format::ProgramResults
+                )
+            })
         });
         // A sanitizer that failed the run on a library's hazards alone (cuDNN's kernel, run as
         // the program's reference): the program itself ran to its end, and the library's note
@@ -72,7 +62,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
             && j.library_findings
                 .iter()
                 .any(|f| sources.contains(&f.source) && super::is_error(f.finding));
-        if tool_errors || failed_tests || library_only {
+        if reported || library_only {
             continue;
         }
         let reason = crate::text::scrub(
@@ -95,11 +85,8 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         );
         item.stage.clone_from(&stage.name);
         d.evidence.push(item);
-        for (i, f) in j.findings.iter().enumerate() {
-            if sources.contains(&f.source) {
-                d.explains.push(i);
-            }
-        }
+        let all = j.findings.iter().enumerate();
+        d.explains.extend(all.filter(|(_, f)| sources.contains(&f.source)).map(|(i, _)| i));
         word_program_failed(&mut d, &stage.name, &reason);
         // The values it printed beside those it expected, read together.
         let rounding = stage
@@ -131,12 +118,10 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         if let Some(m) = measured {
             // A fault a tool located in this config after the program had printed this line.
             let late = j
-                .findings
-                .iter()
-                .enumerate()
-                .find(|(i, f)| f.config.as_deref() == config && j.model.after_failure.contains(i))
-                .map(|(_, f)| f);
-            wrong_output(&mut d, &m, &reason, late.map(|f| ctx.place(f)));
+                .findings_in(config)
+                .find(|(i, _)| j.model.after_failure.contains(i))
+                .map(|(_, f)| ctx.place(f));
+            wrong_output(&mut d, &m, &reason, late);
             // Which elements, where the comparison listed them.
             if let Some(listed) = listed {
                 super::check_failed::word_mismatch(&mut d, listed);
@@ -148,6 +133,12 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         out.push(d);
     }
     out
+}
+
+/// The indices of the sources read from a stage's logs, ascending.
+pub(super) fn stage_sources(j: &crate::join::Joined, stage: &crate::run::Stage) -> Vec<usize> {
+    let of = |s: &crate::join::Source| s.stage.is_some_and(|st| std::ptr::eq(st, stage));
+    (0..j.sources.len()).filter(|&i| of(&j.sources[i])).collect()
 }
 
 /// A failed program's draft as wrong output: more than its exit status (no longer bare), a
@@ -234,7 +225,7 @@ fn wrong_output(
         clean_factor(got, want)
     });
     if let Some(f) = &factor {
-        d.figures.insert("program_factor".into(), json!(f.ratio()));
+        d.figures.insert("program_factor".into(), json!(f.got / f.want));
     }
     word_wrong_output(d, m, said, factor.as_ref(), late.as_ref());
 }
@@ -250,24 +241,20 @@ fn word_wrong_output(
     late: Option<&Option<crate::diagnosis::SourceLocation>>,
 ) {
     let value = || figure(two_digits(m.value));
-    let measure = m.measure.to_lowercase();
-    d.title = match (factor, m.limit) {
-        (Some(f), _) => msg!(
+    d.title = match factor {
+        Some(f) => msg!(
             "Wrong output: the program's element is {} of its reference ({} against {})",
             f.words(),
             figure(crate::text::sig3(f.got)),
             figure(crate::text::sig3(f.want))
         ),
-        (None, Some(limit)) => msg!(
-            "Wrong output: the program's own check fails, {} {} against a threshold of {}",
-            measure,
+        None => msg!(
+            "Wrong output: the program's own check fails, {} {}{}",
+            m.measure.to_lowercase(),
             value(),
-            figure(limit.to_string())
-        ),
-        (None, None) => msg!(
-            "Wrong output: the program's own check fails, {} {}",
-            measure,
-            value()
+            m.limit
+                .map(|l| msg!(" against a threshold of {}", figure(l.to_string())))
+                .unwrap_or_default()
         ),
     };
     let over = m
@@ -321,10 +308,6 @@ struct Factor {
 }
 
 impl Factor {
-    fn ratio(&self) -> f64 {
-        self.got / self.want
-    }
-
     /// The factor as a figure: "1/32", "2x".
     fn words(&self) -> Message {
         let k = self.k.to_string();
@@ -617,9 +600,9 @@ fn word_coverage(coverage: &Coverage) -> Message {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::rules::testing::{fixture_case, only};
 
     /// The harness's stress run of the `wmma_local_q` attention build
     /// (`harness/stress_wmma_local_q.json`): the first launch ends in
@@ -627,18 +610,12 @@ mod tests {
     #[test]
     fn fires_on_a_harness_launch_that_returned_an_error() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Stress,
-                    "wmma_local_q",
-                    "sm_90",
-                    parsers_fixture!("harness/stress_wmma_local_q.json"),
-                )
+            fixture_case!(Stress, "harness/stress_wmma_local_q.json")
                 .drafts(RuleId::LaunchFailure),
         );
         assert_eq!(d.rule, RuleId::LaunchFailure);
         assert_eq!(d.level, Level::Error);
-        assert_eq!(d.config.as_deref(), Some("wmma_local_q"));
+        assert_eq!(d.config.as_deref(), Some("release"));
         assert_eq!(d.kernel.as_deref(), Some("attention_fwd_f16"));
         // No compile stage: no source file to point at.
         assert_eq!(d.location, None);
@@ -650,13 +627,6 @@ mod tests {
     /// launched, no error.
     #[test]
     fn stays_silent_on_a_launch_that_succeeded() {
-        Case::new()
-            .log(
-                StageKind::Check,
-                "clean",
-                "sm_90",
-                parsers_fixture!("harness/check_attention.json"),
-            )
-            .silent(RuleId::LaunchFailure);
+        fixture_case!(Check, "harness/check_attention.json").silent(RuleId::LaunchFailure);
     }
 }

@@ -12,7 +12,7 @@ use parsers::cuda::CudaError;
 use serde_json::json;
 
 use super::{Ctx, Role, Rule, RuleId};
-use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
+use crate::diagnosis::{Confidence, Draft, EvidenceItem, Level, SourceLocation};
 use crate::kernel_id::KernelId;
 use crate::message::{Message, code, figure, msg, path, quote};
 use crate::text::bytes;
@@ -65,28 +65,18 @@ impl Refusal {
         }
     }
 
-    /// What the runtime said, in its own short words: "invalid argument".
-    fn said(self) -> &'static str {
+    /// What the runtime said, in its own short words, and the error's name in the runtime:
+    /// "invalid argument", `cudaErrorInvalidValue`.
+    fn said(self) -> (&'static str, &'static str) {
         match self {
-            Refusal::InvalidValue => "invalid argument",
-            Refusal::InvalidConfiguration => "invalid configuration argument",
-            Refusal::OutOfResources => "too many resources requested for launch",
+            Refusal::InvalidValue => ("invalid argument", "cudaErrorInvalidValue"),
+            Refusal::InvalidConfiguration => {
+                ("invalid configuration argument", "cudaErrorInvalidConfiguration")
+            }
+            Refusal::OutOfResources => {
+                ("too many resources requested for launch", "cudaErrorLaunchOutOfResources")
+            }
         }
-    }
-
-    /// The error's name in the runtime: `cudaErrorInvalidValue`.
-    fn error_name(self) -> &'static str {
-        match self {
-            Refusal::InvalidValue => "cudaErrorInvalidValue",
-            Refusal::InvalidConfiguration => "cudaErrorInvalidConfiguration",
-            Refusal::OutOfResources => "cudaErrorLaunchOutOfResources",
-        }
-    }
-
-    /// What the runtime said and the error's name: "invalid argument
-    /// (`cudaErrorInvalidValue`)".
-    fn words(self) -> Message {
-        msg!("{} ({})", self.said(), code(self.error_name()))
     }
 }
 
@@ -132,11 +122,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 Some(class) if at_launch => {
                     refusal.get_or_insert(class);
                     explains.push(i);
-                    if !evidence.iter().any(|e: &crate::diagnosis::EvidenceItem| {
-                        Some(&e.stage)
-                            == ctx.joined.source(f.source).map(|s| s.stage_name()).as_ref()
-                    }) {
-                        evidence.push(ctx.finding_evidence(f));
+                    let item = ctx.finding_evidence(f);
+                    if !evidence.iter().any(|e: &EvidenceItem| e.stage == item.stage) {
+                        evidence.push(item);
                     }
                 }
                 // The same error read back by the next call (`cudaGetLastError`): part of it.
@@ -170,16 +158,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .filter(|m| in_config(&m.config))
             .map(|m| &m.kernel)
             .collect();
-        let defined: Vec<&crate::join::KernelView> =
-            j.kernels.iter().filter(|k| in_config(&k.config)).collect();
-        let kernels: Vec<&crate::join::KernelView> = defined
-            .iter()
-            .copied()
-            .filter(|k| !profiled.contains(&k.name))
-            .collect();
+        let defined = || j.kernels.iter().filter(|k| in_config(&k.config));
+        let kernels: Vec<&crate::join::KernelView> =
+            defined().filter(|k| !profiled.contains(&k.name)).collect();
         // Every kernel the build defined ran under the profiler: the refused launch is none of
         // them (a library's), or the refusal was not at every launch.
-        if !defined.is_empty() && kernels.is_empty() {
+        if kernels.is_empty() && defined().next().is_some() {
             continue;
         }
         let mut d = Draft::new(RuleId::LaunchRejected, Level::Error, Message::new());
@@ -197,11 +181,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 ));
             }
         }
-        if let [one] = kernels.as_slice() {
-            d.kernel = Some(one.name.to_string());
-        }
+        let one = kernels.len() == 1;
+        d.kernel = kernels.first().filter(|_| one).map(|k| k.name.to_string());
         let build = build_of(ctx, &kernels, config);
-        d.location = ctx.kernel_file(config).filter(|_| kernels.len() == 1);
+        d.location = ctx.kernel_file(config).filter(|_| one);
         d.confidence = if d.evidence.iter().any(|e| !e.excerpt.is_empty()) {
             Confidence::High
         } else {
@@ -248,22 +231,15 @@ fn word_rejected(d: &mut Draft, r: &Rejected) {
             Message::words(many.iter().map(|k| Message::from(code(k.as_str()))).collect())
         ),
     };
-    d.title = msg!(
-        "The launch of {} was rejected: {}",
-        named.clone(),
-        r.refusal.said()
-    );
+    let (said, error) = r.refusal.said();
+    d.title = msg!("The launch of {} was rejected: {}", named.clone(), said);
     let at = d
         .call_site
         .as_ref()
         .map(|c| msg!(" (the program checks it at {})", path(c)))
         .unwrap_or_default();
     let causes = r.causes.iter().enumerate().map(|(i, &c)| {
-        msg!(
-            "({}) {}",
-            (i + 1).to_string(),
-            word_cause(c, &r.build).0
-        )
+        msg!("({}) {}", (i + 1).to_string(), word_cause(c, &r.build).0)
     });
     d.explanation = msg!(
         "The runtime refused the launch of {} with {}{}, so that launch never ran: no tool \
@@ -271,7 +247,7 @@ fn word_rejected(d: &mut Draft, r: &Rejected) {
          launch is refused when its configuration breaks a limit of the device; the ones this \
          error allows, most likely first from what the build shows: {}.",
         named,
-        r.refusal.words(),
+        msg!("{} ({})", said, code(error)),
         at,
         if r.unprofiled {
             ", and Nsight Compute profiled no launch"
@@ -442,27 +418,21 @@ fn call_site(line: &str, repo_files: &[String]) -> Option<SourceLocation> {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::rules::testing::{fixture_case, only};
 
     /// memcheck on `issue12/invalid_args.cu config` (`compute-sanitizer/memcheck_invalid_config.log`):
     /// `fill<<<1, 2048>>>` is refused with `cudaErrorInvalidValue` at `cudaLaunchKernel`.
     #[test]
     fn fires_on_a_launch_the_runtime_refused_with_invalid_argument() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Memcheck,
-                    "config",
-                    "sm_90",
-                    parsers_fixture!("compute-sanitizer/memcheck_invalid_config.log"),
-                )
+            fixture_case!(Memcheck, "compute-sanitizer/memcheck_invalid_config.log")
                 .drafts(RuleId::LaunchRejected),
         );
         assert_eq!(d.rule, RuleId::LaunchRejected);
         assert_eq!(d.level, Level::Error);
-        assert_eq!(d.config.as_deref(), Some("config"));
+        assert_eq!(d.config.as_deref(), Some("release"));
         // No build in the run: which kernel the refused launch was is not known.
         assert_eq!(d.kernel, None);
         assert_eq!(d.location, None);
@@ -475,13 +445,7 @@ mod tests {
     /// the same error, at `cudaMemcpy`: no launch was refused.
     #[test]
     fn stays_silent_on_the_same_error_at_a_copy() {
-        Case::new()
-            .log(
-                StageKind::Memcheck,
-                "value",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/memcheck_invalid_value.log"),
-            )
+        fixture_case!(Memcheck, "compute-sanitizer/memcheck_invalid_value.log")
             .silent(RuleId::LaunchRejected);
     }
 }

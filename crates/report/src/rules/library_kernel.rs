@@ -5,7 +5,7 @@
 //! cause of the user's program. One note per library says what was seen and how to leave it
 //! out of the next run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use parsers::FindingKind;
 use serde_json::json;
@@ -62,22 +62,15 @@ fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
                 .unwrap_or(f.finding.count.max(1))
         })
         .fold(0, u64::saturating_add);
-    let runs = findings
-        .iter()
-        .map(|f| f.source)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
-    let mut tools: Vec<String> = findings
+    let runs = findings.iter().map(|f| f.source).collect::<BTreeSet<_>>().len();
+    let tools: BTreeSet<&str> = findings
         .iter()
         .map(|f| match f.finding.kind {
             FindingKind::Race => "racecheck",
             FindingKind::UninitializedRead | FindingKind::UnusedMemory => "initcheck",
             _ => "synccheck",
         })
-        .map(str::to_string)
         .collect();
-    tools.sort_unstable();
-    tools.dedup();
     let mut d = Draft::new(RuleId::LibraryKernel, Level::Note, Message::new());
     d.key = lib.name().to_string();
     d.confidence = Confidence::High;
@@ -115,7 +108,7 @@ fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
 struct Seen<'a> {
     lib: Library,
     /// The sanitizer tools that reported them (`racecheck`, `initcheck`, `synccheck`).
-    tools: &'a [String],
+    tools: &'a BTreeSet<&'a str>,
     hazards: u64,
     /// How many sanitizer runs reported them.
     runs: usize,
@@ -147,7 +140,7 @@ fn word_library(d: &mut Draft, s: &Seen) {
         "{} reported {}{} in {}: {}'s code, which the program runs in its own process (as its \
          reference or a building block), not code of this repository. The program's own kernels \
          are judged without them, and they change no verdict.{}",
-        Message::words(s.tools.iter().map(|t| t.to_message()).collect()),
+        Message::words(s.tools.iter().map(|&t| t.to_message()).collect()),
         plural(s.hazards, "hazard", "hazards"),
         if s.runs > 1 {
             msg!(" over {} runs", s.runs.to_string())

@@ -41,22 +41,16 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
             continue;
         };
         let config = stage.config.as_deref();
-        let sources: Vec<usize> = j
-            .sources
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.stage.is_some_and(|st| std::ptr::eq(st, stage)))
-            .map(|(i, _)| i)
-            .collect();
+        let sources = super::launch_failure::stage_sources(j, stage);
+        let of_stage = || {
+            let all = j.findings.iter().enumerate();
+            all.filter(|(_, f)| sources.contains(&f.source))
+        };
         // memcheck's errors at the failing count: the access the failure ends in.
-        let found: Vec<usize> = j
-            .findings
-            .iter()
-            .enumerate()
+        let found: Vec<usize> = of_stage()
             .filter(|(_, f)| {
-                sources.contains(&f.source)
-                    && j.source(f.source)
-                        .is_some_and(|s| s.log.format == parsers::Format::ComputeSanitizer)
+                j.source(f.source)
+                    .is_some_and(|s| s.log.format == parsers::Format::ComputeSanitizer)
                     && super::is_error(f.finding)
             })
             .map(|(i, _)| i)
@@ -77,21 +71,14 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
             config,
             search_summary(search, clean, fails),
         ));
-        let mut signals = 2;
-        if let Some(f) = first {
-            signals += 1;
-            d.evidence.push(ctx.finding_evidence(f));
-            d.explains = found.clone();
-        }
+        d.evidence.extend(first.map(|f| ctx.finding_evidence(f)));
+        d.confidence = Confidence::from_signals(2 + usize::from(first.is_some()));
         // The failed checks of the attempts are this search's own evidence.
-        d.explains
-            .extend(j.findings.iter().enumerate().filter_map(|(i, f)| {
-                (sources.contains(&f.source) && f.finding.kind == FindingKind::CheckFailed)
-                    .then_some(i)
-            }));
-        d.confidence = Confidence::from_signals(signals);
+        d.explains = found;
+        let checks = of_stage().filter(|(_, f)| f.finding.kind == FindingKind::CheckFailed);
+        d.explains.extend(checks.map(|(i, _)| i));
         word_search(&mut d, clean, fails, first.is_some());
-        d.symptom_of = kernel.clone().map(|kernel| Scope::Kernel {
+        d.symptom_of = kernel.map(|kernel| Scope::Kernel {
             kernel,
             single_launch: false,
         });
@@ -169,15 +156,11 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
             // A fault on the first launch is a single-launch fault: not this rule's.
             continue;
         }
-        let harness_findings: Vec<usize> = ctx.in_log(r.source, is_harness_kind).collect();
-        let kind = stress.failure_kind.as_deref().unwrap_or(if mismatched > 0 {
-            "mismatch"
-        } else {
-            "error"
-        });
-        let failure = match kind {
-            "canary" => Failure::Canary(&stress.canaries_corrupted),
-            "mismatch" => Failure::Mismatch,
+        // Where the harness names no kind: a mismatch where launches differ, else an error.
+        let failure = match stress.failure_kind.as_deref() {
+            Some("canary") => Failure::Canary(&stress.canaries_corrupted),
+            Some("mismatch") => Failure::Mismatch,
+            None if mismatched > 0 => Failure::Mismatch,
             _ => Failure::Error(r.result.error.as_deref()),
         };
 
@@ -216,67 +199,60 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
         let scattered =
             matches!(failure, Failure::Mismatch) && (!progressive || first_wrong.is_some());
 
-        let mut d = Draft::new(RuleId::RepeatedLaunchFailure, Level::Error, Message::new());
-        d.config = r.config.clone();
-        d.kernel = Some(kernel.to_string());
-        d.explains = harness_findings;
-        d.location = ctx.kernel_file(config);
-        d.figures.insert("launches".into(), json!(launches));
-        d.figures.insert("first_failure".into(), json!(first));
-        d.figures
-            .insert("mismatched_launches".into(), json!(mismatched));
-        let mut seen = Stress {
+        // Single-launch evidence for the same config: a passing check and a clean memcheck;
+        // and, where launches differ at random, a single launch that is already wrong.
+        let passed = passing_checks(ctx, &checks);
+        let clean = clean_memcheck(ctx, config);
+        let first_wrong = first_wrong.filter(|_| scattered);
+        let seen = Stress {
             launches,
             first: n,
             mismatched,
             failure,
             sync: &stress.sync,
-            first_launch_wrong: false,
+            first_launch_wrong: first_wrong.is_some(),
             first_launch_right,
-            checks_pass: false,
-            memcheck_clean: false,
-            memcheck_found: false,
-            blind: None,
+            checks_pass: passed.is_some(),
+            memcheck_clean: clean.is_some(),
+            memcheck_found: j.findings.iter().any(|f| {
+                f.config.as_deref() == config
+                    && j.source(f.source).is_some_and(|s| s.kind.is_sanitizer())
+                    && f.finding.kind == FindingKind::InvalidAccess
+            }),
+            blind: scattered
+                .then(|| super::blind_sanitizers(ctx, config, "the stress mode"))
+                .flatten(),
         };
+        let mut d = Draft::new(RuleId::RepeatedLaunchFailure, Level::Error, Message::new());
+        d.config = r.config.clone();
+        d.kernel = Some(kernel.to_string());
+        d.explains = ctx.in_log(r.source, is_harness_kind).collect();
+        d.location = ctx.kernel_file(config);
+        d.figures.insert("launches".into(), json!(launches));
+        d.figures.insert("first_failure".into(), json!(first));
+        d.figures
+            .insert("mismatched_launches".into(), json!(mismatched));
         d.evidence.push(ctx.result_evidence(r, stress_summary(&seen)));
-        let mut signals = 1;
-
-        // Single-launch evidence for the same config: a passing check and a clean memcheck.
-        if let Some(passed) = passing_checks(ctx, &checks) {
-            seen.checks_pass = true;
-            signals += 1;
-            d.evidence.push(passed);
-        }
-        if let Some(clean) = clean_memcheck(ctx, config) {
-            seen.memcheck_clean = true;
-            signals += 1;
-            d.evidence.extend(clean);
-        }
-        seen.memcheck_found = j.findings.iter().any(|f| {
-            f.config.as_deref() == config
-                && j.source(f.source).is_some_and(|s| s.kind.is_sanitizer())
-                && f.finding.kind == FindingKind::InvalidAccess
-        });
+        d.evidence.extend(passed);
+        d.evidence.extend(clean);
+        d.evidence.extend(first_wrong.map(|c| {
+            ctx.result_evidence(
+                c,
+                msg!(
+                    "check: a single launch of this problem already fails against the CPU \
+                     reference"
+                ),
+            )
+        }));
         if scattered {
-            if let Some(c) = first_wrong {
-                seen.first_launch_wrong = true;
-                signals += 1;
-                d.evidence.push(ctx.result_evidence(
-                    c,
-                    msg!(
-                        "check: a single launch of this problem already fails against the CPU \
-                         reference"
-                    ),
-                ));
-            }
-            seen.blind = super::blind_sanitizers(ctx, config, "the stress mode");
             d.key = "nondeterministic".into();
             word_nondeterministic(&mut d, &seen);
         } else {
             d.key = "repeated".into();
             word_repeated(&mut d, &seen);
         }
-        d.confidence = Confidence::from_signals(signals);
+        let signals = [seen.checks_pass, seen.memcheck_clean, seen.first_launch_wrong];
+        d.confidence = Confidence::from_signals(1 + signals.iter().filter(|&&s| s).count());
         // A root cause a sanitizer found on one launch (a race, an uninitialised read) explains
         // what repeated launches show; a fault that needs several launches stands on its own.
         d.symptom_of = Some(Scope::Kernel {
@@ -307,9 +283,9 @@ fn passing_checks(
     ))
 }
 
-/// Whether memcheck saw a single launch of the config clean (a complete memcheck log of it
-/// names no error), and if so the evidence: a summary of the config's first memcheck log.
-fn clean_memcheck(ctx: &Ctx, config: Option<&str>) -> Option<Option<crate::diagnosis::EvidenceItem>> {
+/// Where memcheck saw a single launch of the config clean (a complete memcheck log of it names
+/// no error), the evidence: a summary of the config's first memcheck log.
+fn clean_memcheck(ctx: &Ctx, config: Option<&str>) -> Option<crate::diagnosis::EvidenceItem> {
     let j = ctx.joined;
     let memcheck = |s: &&crate::join::Source| {
         s.kind == crate::run::StageKind::Memcheck && s.config == config
@@ -322,14 +298,12 @@ fn clean_memcheck(ctx: &Ctx, config: Option<&str>) -> Option<Option<crate::diagn
                 .iter()
                 .any(|f| f.source == i && super::is_error(f.finding))
     });
-    clean.then(|| {
-        let (i, s) = j.sources.iter().enumerate().find(|(_, s)| memcheck(s))?;
-        Some(ctx.source_evidence(
-            Some(i),
-            config,
-            msg!("memcheck: 0 errors on a single launch ({})", quote(s.path)),
-        ))
-    })
+    let (i, s) = j.sources.iter().enumerate().find(|(_, s)| clean && memcheck(s))?;
+    Some(ctx.source_evidence(
+        Some(i),
+        config,
+        msg!("memcheck: 0 errors on a single launch ({})", quote(s.path)),
+    ))
 }
 
 /// How the failing launch failed.
@@ -490,7 +464,7 @@ fn word_repeated(d: &mut Draft, s: &Stress) {
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture, repo_file};
+    use crate::rules::testing::{Case, fixture_case, only, repo_file};
     use crate::{diagnosis::Level, run::StageKind};
 
     /// The stress stage of the `launch_counter_ring` attention build in the committed reference
@@ -522,13 +496,7 @@ mod tests {
     /// the very first launch fails, a single-launch fault that is not this rule's.
     #[test]
     fn stays_silent_when_the_first_launch_already_fails() {
-        Case::new()
-            .log(
-                StageKind::Stress,
-                "wmma_local_q",
-                "sm_90",
-                parsers_fixture!("harness/stress_wmma_local_q.json"),
-            )
+        fixture_case!(Stress, "harness/stress_wmma_local_q.json")
             .silent(RuleId::RepeatedLaunchFailure);
     }
 }

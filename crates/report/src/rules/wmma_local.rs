@@ -12,7 +12,7 @@ use parsers::{FindingKind, MemorySpace};
 use serde_json::json;
 
 use super::{Ctx, Role, Rule, RuleId};
-use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
+use crate::diagnosis::{Confidence, Draft, Level, SourceLocation, Span};
 use crate::join::FindingRef;
 use crate::kernel_id::KernelId;
 use crate::message::{Message, code, msg, path, quote};
@@ -58,13 +58,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .collect();
         let faults: Vec<Hit> = in_config()
             .filter(|(_, f)| {
-                let from_sanitizer = j.source(f.source).is_some_and(|s| s.kind.is_sanitizer());
-                from_sanitizer
+                j.source(f.source).is_some_and(|s| s.kind.is_sanitizer())
                     && (f.finding.kind == FindingKind::Trap
                         || (f.finding.kind == FindingKind::InvalidAccess
                             && f.finding.space == Some(MemorySpace::Local)))
             })
             .collect();
+        if warnings.is_empty() && faults.is_empty() {
+            continue;
+        }
         // The kernel a fault is in: the one the record names, or, for an access inside a
         // tensor-core intrinsic (not inlined in a -G build), the one its host frames launched.
         let fault_kernel = |f: &FindingRef| -> Option<KernelId> {
@@ -73,44 +75,32 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             }
             f.kernel.clone()
         };
-        if warnings.is_empty() && faults.is_empty() {
-            continue;
-        }
-
-        let mut kernels: BTreeSet<KernelId> = BTreeSet::new();
-        for (_, f) in &warnings {
-            if let Some(k) = &f.kernel {
-                kernels.insert(k.clone());
-            }
-        }
-        for (_, f) in &faults {
-            if let Some(k) = fault_kernel(f) {
-                kernels.insert(k);
-            }
-        }
+        let mut kernels: BTreeSet<KernelId> = warnings
+            .iter()
+            .filter_map(|(_, f)| f.kernel.clone())
+            .chain(faults.iter().filter_map(|(_, f)| fault_kernel(f)))
+            .collect();
         if !warnings.is_empty() {
             // The warning names no kernel (its place is the toolkit's header): it belongs to
             // the kernels whose SASS holds the trap the compiler planted for it, never to every
             // kernel of the build. Only where no kernel holds a trap (an arch that keeps the
             // local access) does local memory next to tensor-core instructions show it.
             let of_config = || j.kernels.iter().filter(|k| k.config.as_deref() == c);
-            let trapped: Vec<&KernelId> = of_config()
-                .filter(|kv| kv.sass.is_some_and(|s| s.bpt_trap > 0))
-                .map(|kv| &kv.name)
-                .collect();
-            if trapped.is_empty() {
-                for kv in of_config() {
-                    let shows = kv.sass.is_some_and(|s| {
-                        s.ldl.saturating_add(s.stl) > 0
-                            && s.hmma.saturating_add(s.hgmma).saturating_add(s.ldsm) > 0
-                    });
-                    if shows {
-                        kernels.insert(kv.name.clone());
-                    }
-                }
-            } else {
-                kernels.extend(trapped.into_iter().cloned());
-            }
+            let any_trap = of_config().any(|kv| kv.sass.is_some_and(|s| s.bpt_trap > 0));
+            kernels.extend(
+                of_config()
+                    .filter(|kv| {
+                        kv.sass.is_some_and(|s| {
+                            if any_trap {
+                                s.bpt_trap > 0
+                            } else {
+                                local_ops(s)
+                                    && s.hmma.saturating_add(s.hgmma).saturating_add(s.ldsm) > 0
+                            }
+                        })
+                    })
+                    .map(|kv| kv.name.clone()),
+            );
         }
         // Kernels whose trap never fired in a run of the program: latent faults, one note.
         let mut latent: Vec<(KernelId, Vec<Hit>)> = Vec::new();
@@ -130,15 +120,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             // A local access inside the tensor-core intrinsic itself is this fault, whatever
             // else the build shows.
             let intrinsic = f.iter().any(|(_, f)| in_intrinsic(f.finding));
-            let view = j.kernel(c, kernel);
-            let tensor = view.and_then(|v| v.tensor_instructions()).unwrap_or(0) > 0
-                || view.and_then(|v| v.sass).is_some_and(|s| s.ldsm > 0);
             // Without the compiler's warning, a trap in the SASS says nothing of fragments (an
             // assert, a cp.async the compiler could not emit): only local loads and stores do.
-            let local = view
-                .and_then(|v| v.sass)
-                .is_some_and(|s| s.ldl.saturating_add(s.stl) > 0);
-            if w.is_empty() && !(local && tensor) && !intrinsic {
+            let shows = j.kernel(c, kernel).and_then(|v| v.sass).is_some_and(|s| {
+                local_ops(s)
+                    && (s.hmma.saturating_add(s.hgmma).saturating_add(s.imma) > 0 || s.ldsm > 0)
+            });
+            if w.is_empty() && !shows && !intrinsic {
                 // A trap or local fault alone is not this root cause; other rules take it.
                 continue;
             }
@@ -179,6 +167,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
     }
     out
+}
+
+/// Whether a kernel's SASS loads or stores local memory (LDL, STL).
+fn local_ops(s: &parsers::SassCounts) -> bool {
+    s.ldl.saturating_add(s.stl) > 0
 }
 
 /// Whether the warnings are of the compiler-planted-trap family.
@@ -333,8 +326,14 @@ fn draft(
     faults: &[Hit],
 ) -> Draft {
     let j = ctx.joined;
-    let fragment = is_fragment(warnings);
-    let op = operation(warnings);
+    // An invalid local access inside the fragment intrinsic itself names this fault twice
+    // over: the space and the instruction.
+    let inside = faults.iter().any(|(_, f)| in_intrinsic(f.finding));
+    let fact = Wmma {
+        fragment: is_fragment(warnings),
+        op: operation(warnings),
+        how_inside: warnings.is_empty() && inside,
+    };
     let mut d = Draft::new(RuleId::WmmaLocalMemory, Level::Error, Message::new());
     d.config = config.map(str::to_string);
     d.kernel = kernel.map(KernelId::to_string);
@@ -342,45 +341,33 @@ fn draft(
     d.arch = view.and_then(|v| v.arch.clone());
 
     let mut said: Vec<Message> = Vec::new();
-    let mut signals = 0;
+    let mut signals = usize::from(inside);
     if let Some((_, first)) = warnings.first() {
         signals += 1;
-        let n = warnings
-            .iter()
-            .map(|(_, f)| f.finding.count)
-            .fold(0, u64::saturating_add);
-        said.push(if fragment {
-            msg!(
-                "the compiler warned {} that a WMMA load or store operates on local memory",
-                plural(n, "time", "times")
-            )
-        } else {
-            msg!(
-                "the compiler warned {} that it cannot perform {} on local memory",
-                plural(n, "time", "times"),
-                &op
-            )
-        });
+        let n = count(warnings, |_| true);
+        said.push(msg!(
+            "the compiler warned {} that {} on local memory",
+            plural(n, "time", "times"),
+            if fact.fragment {
+                msg!("a WMMA load or store operates")
+            } else {
+                msg!("it cannot perform {}", &fact.op)
+            }
+        ));
         d.evidence.push(ctx.finding_evidence(first));
         d.figures.insert("compiler_warnings".into(), json!(n));
     }
-
-    // The sanitizer logs the faults came from.
-    let fault_sources: BTreeSet<usize> = faults.iter().map(|(_, f)| f.source).collect();
+    d.explains.extend(warnings.iter().map(|(i, _)| *i));
     if !faults.is_empty() {
         signals += 1;
-        let fact = Wmma {
-            fragment,
-            op: op.clone(),
-            how_inside: false,
-        };
         fault_records(ctx, &mut d, &mut said, (config, kernel), faults, &fact);
     }
 
     if let Some(sass) = view.and_then(|v| v.sass)
-        && (sass.bpt_trap > 0 || sass.ldl.saturating_add(sass.stl) > 0)
+        && (sass.bpt_trap > 0 || local_ops(sass))
     {
         signals += 1;
+        let ldl_stl = sass.ldl.saturating_add(sass.stl);
         let summary = msg!(
             "SASS of {}: {} BPT.TRAP, {} LDL, {} STL, {} HMMA",
             code(kernel.map_or("?", KernelId::as_str)),
@@ -392,13 +379,12 @@ fn draft(
         said.push(msg!(
             "its SASS holds {} BPT.TRAP and {} LDL/STL",
             sass.bpt_trap.to_string(),
-            sass.ldl.saturating_add(sass.stl).to_string()
+            ldl_stl.to_string()
         ));
         d.evidence
             .push(ctx.source_evidence(view.and_then(|v| v.sass_source), config, summary));
         d.figures.insert("bpt_trap".into(), json!(sass.bpt_trap));
-        d.figures
-            .insert("ldl_stl".into(), json!(sass.ldl.saturating_add(sass.stl)));
+        d.figures.insert("ldl_stl".into(), json!(ldl_stl));
     }
 
     // The launch failure the fault causes, as the harness saw it.
@@ -418,18 +404,6 @@ fn draft(
         }
     }
 
-    // The host-side error that follows the trap is this fault's consequence.
-    let consequences = j.findings.iter().enumerate().filter(|(_, f)| {
-        fault_sources.contains(&f.source)
-            && matches!(
-                f.finding.kind,
-                FindingKind::HostApiError | FindingKind::DeviceException
-            )
-    });
-    d.explains.extend(warnings.iter().map(|(i, _)| *i));
-    d.explains.extend(faults.iter().map(|(i, _)| *i));
-    d.explains.extend(consequences.map(|(i, _)| i));
-
     if d.location.is_none() {
         d.location = warnings
             .first()
@@ -439,25 +413,21 @@ fn draft(
     // A toolkit header (the warning's `mma.hpp`) holds the instruction, not the mistake: it is
     // a label, and the headline points at the kernel's own file where one is known.
     if let Some(header) = d.location.take_if(|l| l.file.starts_with('<')) {
-        d.spans
-            .push(crate::diagnosis::Span::secondary(header, header_label()));
+        d.spans.push(Span::secondary(header, header_label()));
         d.location = ctx.kernel_file(config).filter(|l| !l.file.starts_with('<'));
-    }
-    // An invalid local access inside the fragment intrinsic itself names this fault twice over:
-    // the space and the instruction.
-    let inside = faults.iter().any(|(_, f)| in_intrinsic(f.finding));
-    if inside {
-        signals += 1;
     }
     d.confidence = Confidence::from_signals(signals);
     d.figures.insert("signals".into(), json!(signals));
-    let fact = Wmma {
-        fragment,
-        op,
-        how_inside: warnings.is_empty() && inside,
-    };
     word_wmma(&mut d, &fact, said);
     d
+}
+
+/// The records' counts of the findings `hits` whose kind `wanted` accepts.
+fn count(hits: &[Hit], wanted: impl Fn(FindingKind) -> bool) -> u64 {
+    hits.iter()
+        .filter(|(_, f)| wanted(f.finding.kind))
+        .map(|(_, f)| f.finding.count)
+        .fold(0, u64::saturating_add)
 }
 
 /// What a draft's words turn on: a fragment access (else `op`, an operation the compiler
@@ -474,7 +444,8 @@ fn header_label() -> Message {
 }
 
 /// The faults' records: what memcheck printed (into `said`), their evidence, the place and
-/// the calls of the intrinsic they are inside, and the stand-in note of a trap's line.
+/// the calls of the intrinsic they are inside, the stand-in note of a trap's line, and the
+/// host-side errors that follow them.
 fn fault_records(
     ctx: &Ctx,
     d: &mut Draft,
@@ -484,26 +455,16 @@ fn fault_records(
     fact: &Wmma,
 ) {
     let j = ctx.joined;
-    let count = |kind: FindingKind| -> u64 {
-        faults
-            .iter()
-            .filter(|(_, f)| f.finding.kind == kind)
-            .map(|(_, f)| f.finding.count)
-            .fold(0, u64::saturating_add)
-    };
     let fault_sources: BTreeSet<usize> = faults.iter().map(|(_, f)| f.source).collect();
-    let traps = count(FindingKind::Trap);
-    let local = count(FindingKind::InvalidAccess);
-    let mut what = Vec::new();
-    if traps > 0 {
-        what.push(msg!(
-            "{} \"Trace/breakpoint trap\" records",
-            traps.to_string()
-        ));
-    }
-    if local > 0 {
-        what.push(msg!("{} invalid `__local__` accesses", local.to_string()));
-    }
+    let traps = count(faults, |k| k == FindingKind::Trap);
+    let local = count(faults, |k| k == FindingKind::InvalidAccess);
+    let what: Vec<Message> = [
+        (traps > 0).then(|| msg!("{} \"Trace/breakpoint trap\" records", traps.to_string())),
+        (local > 0).then(|| msg!("{} invalid `__local__` accesses", local.to_string())),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     // The printed records are capped by --print-limit; the summary counts them all.
     let reported: u64 = fault_sources
         .iter()
@@ -528,8 +489,7 @@ fn fault_records(
         if in_intrinsic(f.finding) {
             // The toolkit's header holds the instruction, not the mistake: a label.
             if let Some(header) = ctx.finding_location(f.finding) {
-                d.spans
-                    .push(crate::diagnosis::Span::secondary(header, header_label()));
+                d.spans.push(Span::secondary(header, header_label()));
             }
             said.push(msg!(
                 "the accesses are inside {}, the toolkit's fragment {}",
@@ -549,10 +509,8 @@ fn fault_records(
                     Message::words(calls.iter().map(|c| path(c).into()).collect())
                 ));
                 for other in calls.iter().skip(1) {
-                    d.spans.push(crate::diagnosis::Span::secondary(
-                        other.clone(),
-                        msg!("another call of the same fragment operation"),
-                    ));
+                    let label = msg!("another call of the same fragment operation");
+                    d.spans.push(Span::secondary(other.clone(), label));
                 }
             }
         } else if d.location.is_none() {
@@ -581,6 +539,15 @@ fn fault_records(
     d.figures.insert("trap_records".into(), json!(traps));
     d.figures
         .insert("invalid_local_accesses".into(), json!(local));
+    // The host-side error that follows the trap is this fault's consequence.
+    d.explains.extend(faults.iter().map(|(i, _)| *i));
+    d.explains.extend(ctx.joined.findings.iter().enumerate().filter_map(|(i, f)| {
+        let follows = matches!(
+            f.finding.kind,
+            FindingKind::HostApiError | FindingKind::DeviceException
+        );
+        (follows && fault_sources.contains(&f.source)).then_some(i)
+    }));
 }
 
 /// The words of a local-memory fault: title, explanation (on the evidence `said`) and fix.

@@ -132,14 +132,9 @@ fn draft(
         && passing.iter().any(|r| !r.result.causal)
         && !passing.is_empty();
     let tile = tail_tile(ctx, config, failing, passing);
-    let mut signals = 1;
-    if causal_only || tile.is_some() {
-        signals += 1;
-    }
-    if failing.len() > 1 {
-        signals += 1;
-    }
-    d.confidence = Confidence::from_signals(signals);
+    d.confidence = Confidence::from_signals(
+        1 + usize::from(causal_only || tile.is_some()) + usize::from(failing.len() > 1),
+    );
     // Wrong output is the symptom of a root cause a tool located, when there is one.
     d.symptom_of = Some(Scope::Kernel {
         kernel: kernel.clone(),
@@ -512,27 +507,21 @@ fn describe(r: &ResultRef) -> Message {
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::rules::testing::{fixture_case, only};
 
     /// The harness's check of the `tail_off_by_one` attention build at S=500
     /// (`harness/check_tail_off_by_one.json`): 32,000 NaN elements, max abs error 0.138.
     #[test]
     fn fires_on_nan_output_against_the_reference() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Check,
-                    "tail_off_by_one",
-                    "sm_90",
-                    parsers_fixture!("harness/check_tail_off_by_one.json"),
-                )
+            fixture_case!(Check, "harness/check_tail_off_by_one.json")
                 .drafts(RuleId::WrongOutput),
         );
         assert_eq!(d.rule, RuleId::WrongOutput);
         assert_eq!(d.level, Level::Error);
-        assert_eq!(d.config.as_deref(), Some("tail_off_by_one"));
+        assert_eq!(d.config.as_deref(), Some("release"));
         assert_eq!(d.kernel.as_deref(), Some("attention_fwd_f16"));
         assert_eq!(d.location, None);
         assert!(d.title.markdown().contains("NaN"), "{:?}", d.title);
@@ -542,13 +531,6 @@ mod tests {
     /// (`harness/check_attention.json`): max abs error 1.6e-4 within the 1e-3 tolerance.
     #[test]
     fn stays_silent_on_output_within_tolerance() {
-        Case::new()
-            .log(
-                StageKind::Check,
-                "clean",
-                "sm_90",
-                parsers_fixture!("harness/check_attention.json"),
-            )
-            .silent(RuleId::WrongOutput);
+        fixture_case!(Check, "harness/check_attention.json").silent(RuleId::WrongOutput);
     }
 }

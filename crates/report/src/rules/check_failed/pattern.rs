@@ -143,23 +143,15 @@ pub(super) fn of(m: &ElementMismatch) -> Option<Pattern> {
             [run] if !all_rows && !m.more_rows => Some(one_run("rows", *run, rows)),
             runs => every_kth("rows", runs, m.more_rows),
         };
-        if let Some((place, said, f)) = col_words {
-            let in_rows = if all_rows && rows > 1 {
-                msg!(" in every one of the {} rows", figure(thousands(rows)))
-            } else {
-                Message::new()
-            };
-            parts.push(msg!("{}{}{}", place, in_rows, said));
-            fix = fix.or(f);
-        }
-        if let Some((place, said, f)) = row_words {
-            let in_cols = if all_cols {
-                msg!(" in all {} columns", figure(thousands(cols)))
-            } else {
-                Message::new()
-            };
-            parts.push(msg!("{}{}{}", place, in_cols, said));
-            fix = fix.or(f);
+        // Wrong columns in every row, wrong rows in every column.
+        let in_rows = (all_rows && rows > 1)
+            .then(|| msg!(" in every one of the {} rows", figure(thousands(rows))));
+        let in_cols = all_cols.then(|| msg!(" in all {} columns", figure(thousands(cols))));
+        for (words, within) in [(col_words, in_rows), (row_words, in_cols)] {
+            if let Some((place, said, f)) = words {
+                parts.push(msg!("{}{}{}", place, within.unwrap_or_default(), said));
+                fix = fix.or(f);
+            }
         }
     }
     let wrong = m.mismatched;
