@@ -33,24 +33,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let mut out = Vec::new();
     // The check stage's own report of a test first: it leads the draft the others (the same
     // test run under a sanitizer, ncu or the stress search) merge into.
-    let mut order: Vec<usize> = (0..j.findings.len()).collect();
-    order.sort_by_key(|&i| {
-        let from_check = j
-            .findings
-            .get(i)
-            .and_then(|f| j.source(f.source))
-            .and_then(|s| s.stage)
-            .is_some_and(|st| st.kind == crate::run::StageKind::Check);
-        (!from_check, i)
+    let mut order: Vec<_> = ctx.unexplained(FindingKind::CheckFailed).collect();
+    order.sort_by_key(|&(i, f)| {
+        let stage = j.source(f.source).and_then(|s| s.stage);
+        (stage.is_none_or(|st| st.kind != crate::run::StageKind::Check), i)
     });
-    for index in order {
-        let Some(f) = j.findings.get(index) else {
-            continue;
-        };
+    for (index, f) in order {
         let finding = f.finding;
-        if finding.kind != FindingKind::CheckFailed || ctx.explained(index) {
-            continue;
-        }
         // The same test of the same config, reported by another of its runs (under a
         // sanitizer, ncu, a stress search): more evidence for the draft it has already.
         if let Some(d) = out
@@ -69,7 +58,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let said = facts
             .and_then(|t| t.message.as_deref())
             .map(|m| scrub(m, &j.repo_files));
-        let errored = facts.and_then(|t| t.outcome) == Some(TestOutcome::Error);
         // A figure of the draft, quoted in its wording as JSON spells it.
         let max_abs_err = facts.and_then(|t| t.max_abs_err).map(|e| json!(e));
         let mut d = Draft::new(RuleId::CheckFailed, Level::Error, Message::new());
@@ -94,7 +82,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         let kind = if test_case {
             Kind::Test {
-                errored,
+                errored: facts.and_then(|t| t.outcome) == Some(TestOutcome::Error),
                 param: facts.and_then(|t| t.param.as_deref()),
             }
         } else if format == Some(Format::GoogleBenchmark) {
@@ -308,22 +296,12 @@ fn listed(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
         ),
     };
     let [got, want] = m.values[0];
-    if n == 1 {
-        d.explanation.append(msg!(
-            " The first element that differs is{}: {} against {}.",
-            which,
-            shown(got),
-            shown(want)
-        ));
+    let first = if n == 1 {
+        msg!(" The first element that differs is{}:", which)
     } else {
-        d.explanation.append(msg!(
-            " {} elements failed the comparison{}; the first: {} against {}.",
-            figure(n.to_string()),
-            which,
-            shown(got),
-            shown(want)
-        ));
-    }
+        msg!(" {} elements failed the comparison{}; the first:", figure(n.to_string()), which)
+    };
+    d.explanation.append(msg!("{} {} against {}.", first, shown(got), shown(want)));
     unwritten(d, m, 1);
 }
 

@@ -34,8 +34,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out: Vec<Draft> = Vec::new();
     for stage in j.stages() {
-        let unit = stage.unit();
-        if unit.target != crate::run::TargetKind::Program
+        if stage.unit().target != crate::run::TargetKind::Program
             || stage.status != crate::run::StageStatus::Findings
             || stage.launch_search.is_some()
         {
@@ -89,12 +88,9 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         d.explains.extend(all.filter(|(_, f)| sources.contains(&f.source)).map(|(i, _)| i));
         word_program_failed(&mut d, &stage.name, &reason);
         // The values it printed beside those it expected, read together.
-        let rounding = stage
-            .logs
-            .iter()
-            .find_map(|l| j.program_pairs.get(&l.path))
-            .and_then(|pairs| rounding::dropped_remainder(pairs));
-        if let Some(r) = rounding {
+        let logs = || stage.logs.iter().map(|l| &l.path);
+        let pairs = logs().find_map(|p| j.program_pairs.get(p));
+        if let Some(r) = pairs.and_then(|p| rounding::dropped_remainder(p)) {
             as_wrong_output(&mut d);
             d.figures.insert("dropped_group".into(), json!(r.group));
             d.title = msg!(
@@ -106,10 +102,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
             d.fix = r.fix();
         }
         // The wrong elements the program's standard comparison listed (numpy's, torch's).
-        let listed = stage
-            .logs
-            .iter()
-            .find_map(|l| j.program_mismatches.get(&l.path));
+        let listed = logs().find_map(|p| j.program_mismatches.get(p));
         // The program's own comparison, failing: its output is wrong, by its own figure.
         let measured = parsers::program::mismatch(&reason);
         if let (Some(m), None) = (listed, &measured) {
@@ -127,10 +120,9 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
                 super::check_failed::word_mismatch(&mut d, listed);
             }
         }
-        if out.iter().any(|o| o.config == d.config && o.key == d.key) {
-            continue;
+        if !out.iter().any(|o| o.config == d.config && o.key == d.key) {
+            out.push(d);
         }
-        out.push(d);
     }
     out
 }
@@ -244,7 +236,7 @@ fn word_wrong_output(
     d.title = match factor {
         Some(f) => msg!(
             "Wrong output: the program's element is {} of its reference ({} against {})",
-            f.words(),
+            f.words().0,
             figure(crate::text::sig3(f.got)),
             figure(crate::text::sig3(f.want))
         ),
@@ -293,8 +285,9 @@ fn word_wrong_output(
          comparison as a test."
     );
     if let Some(f) = factor {
-        d.notes.push(f.mechanism());
-        d.fix = f.fix();
+        let (_, note, fix) = f.words();
+        d.notes.push(note);
+        d.fix = fix;
     }
 }
 
@@ -308,57 +301,47 @@ struct Factor {
 }
 
 impl Factor {
-    /// The factor as a figure: "1/32", "2x".
-    fn words(&self) -> Message {
-        let k = self.k.to_string();
+    /// The factor as a figure ("1/32", "2x"), what a value exactly `k` times (or 1/`k` of) its
+    /// reference is the shape of, and where to look for the reduction or the term counted too
+    /// often.
+    fn words(&self) -> (Message, Message, Message) {
+        let k = &self.k.to_string();
         if self.shrunk {
-            msg!("1/{}", k)
-        } else {
-            msg!("{}x", k)
-        }
-    }
-
-    /// What a value exactly `k` times (or 1/`k` of) its reference is the shape of.
-    fn mechanism(&self) -> Message {
-        let k = || self.k.to_string();
-        if self.shrunk {
-            msg!(
-                "The program's element is exactly 1/{} of the reference: the shape of a \
-                 reduction that keeps one of {} equal partial results instead of combining them \
-                 (one lane's share of a warp of {}, one block's of {}), or a sum divided {} times \
-                 too often.",
-                k(),
-                k(),
-                k(),
-                k(),
-                k()
+            (
+                msg!("1/{}", k),
+                msg!(
+                    "The program's element is exactly 1/{} of the reference: the shape of a \
+                     reduction that keeps one of {} equal partial results instead of combining \
+                     them (one lane's share of a warp of {}, one block's of {}), or a sum \
+                     divided {} times too often.",
+                    k,
+                    k,
+                    k,
+                    k,
+                    k
+                ),
+                msg!(
+                    "Find the reduction whose {} partial results should be combined and check \
+                     that they are: a warp reduction (`__shfl_xor_sync`) or a loop over the \
+                     partials before the one store, not each thread storing its own.",
+                    k
+                ),
             )
         } else {
-            msg!(
-                "The program's element is exactly {}x the reference: the shape of a term counted \
-                 {} times (every lane or block adding what one should, a partial sum added again \
-                 after the reduction), or a normalisation left out.",
-                k(),
-                k()
-            )
-        }
-    }
-
-    /// Where to look for the reduction or the term counted too often.
-    fn fix(&self) -> Message {
-        let k = self.k.to_string();
-        if self.shrunk {
-            msg!(
-                "Find the reduction whose {} partial results should be combined and check that \
-                 they are: a warp reduction (`__shfl_xor_sync`) or a loop over the partials \
-                 before the one store, not each thread storing its own.",
-                k
-            )
-        } else {
-            msg!(
-                "Find where {} contributions add what one should: let one thread (or block) add \
-                 the combined value, or divide by the count once.",
-                k
+            (
+                msg!("{}x", k),
+                msg!(
+                    "The program's element is exactly {}x the reference: the shape of a term \
+                     counted {} times (every lane or block adding what one should, a partial sum \
+                     added again after the reduction), or a normalisation left out.",
+                    k,
+                    k
+                ),
+                msg!(
+                    "Find where {} contributions add what one should: let one thread (or block) \
+                     add the combined value, or divide by the count once.",
+                    k
+                ),
             )
         }
     }

@@ -50,9 +50,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 
 fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
     let j = ctx.joined;
-    let mut kernels: Vec<&KernelId> = findings.iter().filter_map(|f| f.kernel.as_ref()).collect();
-    kernels.sort();
-    kernels.dedup();
+    let kernels: BTreeSet<&KernelId> = findings.iter().filter_map(|f| f.kernel.as_ref()).collect();
+    let kernels: Vec<&KernelId> = kernels.into_iter().collect();
     let hazards: u64 = findings
         .iter()
         .map(|f| {

@@ -117,16 +117,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .filter(|(_, f)| fault_kernel(f).is_none_or(|k| k == *kernel))
                 .copied()
                 .collect();
-            // A local access inside the tensor-core intrinsic itself is this fault, whatever
-            // else the build shows.
-            let intrinsic = f.iter().any(|(_, f)| in_intrinsic(f.finding));
             // Without the compiler's warning, a trap in the SASS says nothing of fragments (an
             // assert, a cp.async the compiler could not emit): only local loads and stores do.
             let shows = j.kernel(c, kernel).and_then(|v| v.sass).is_some_and(|s| {
                 local_ops(s)
                     && (s.hmma.saturating_add(s.hgmma).saturating_add(s.imma) > 0 || s.ldsm > 0)
             });
-            if w.is_empty() && !shows && !intrinsic {
+            // A local access inside the tensor-core intrinsic itself is this fault, whatever
+            // else the build shows.
+            if w.is_empty() && !shows && !f.iter().any(|(_, f)| in_intrinsic(f.finding)) {
                 // A trap or local fault alone is not this root cause; other rules take it.
                 continue;
             }
@@ -253,12 +252,9 @@ fn latent_draft(ctx: &Ctx, config: Option<&str>, latent: &[(KernelId, Vec<Hit>)]
     d.confidence = Confidence::Medium;
     // What the run's own records say of each: a kernel a tool saw run reached no trap; of the
     // others, no record says whether they launched.
-    let launched: Vec<&KernelId> = latent
-        .iter()
-        .filter(|(k, _)| ctx.joined.model.ran(config, k))
-        .map(|(k, _)| k)
-        .collect();
     let kernels: Vec<&KernelId> = latent.iter().map(|(k, _)| k).collect();
+    let launched: Vec<&KernelId> =
+        kernels.iter().copied().filter(|k| ctx.joined.model.ran(config, k)).collect();
     word_latent(&mut d, &operation(&warnings), is_fragment(&warnings), &kernels, &launched);
     d
 }

@@ -48,42 +48,26 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
     }
     let mut out = Vec::new();
-    for ((config, kernel), results) in groups {
+    for ((config, kernel), all) in groups {
         let category = |r: &ResultRef| -> Option<Category> {
-            let c = r.result.check.as_ref()?;
-            if c.passed {
-                None
-            } else if c.unwritten > 0 {
-                Some(Category::Unwritten)
+            let c = r.result.check.as_ref().filter(|c| !c.passed)?;
+            Some(if c.unwritten > 0 {
+                Category::Unwritten
             } else if c.nan_count > 0 {
-                Some(Category::Nan)
+                Category::Nan
             } else {
-                Some(Category::Wrong)
-            }
+                Category::Wrong
+            })
         };
-        let passing: Vec<&ResultRef> = results
-            .iter()
-            .copied()
-            .filter(|r| category(r).is_none())
-            .collect();
+        let of = |cat| -> Vec<&ResultRef> {
+            all.iter().copied().filter(|r| category(r) == cat).collect()
+        };
+        let passing = of(None);
         for cat in [Category::Unwritten, Category::Nan, Category::Wrong] {
-            let failing: Vec<&ResultRef> = results
-                .iter()
-                .copied()
-                .filter(|r| category(r) == Some(cat))
-                .collect();
-            if failing.is_empty() {
-                continue;
+            let failing = of(Some(cat));
+            if !failing.is_empty() {
+                out.push(draft(ctx, config.as_deref(), &kernel, cat, &failing, &passing, &all));
             }
-            out.push(draft(
-                ctx,
-                config.as_deref(),
-                &kernel,
-                cat,
-                &failing,
-                &passing,
-                &results,
-            ));
         }
     }
     out
@@ -106,9 +90,8 @@ fn draft(
     for r in failing {
         d.explains.extend(ctx.in_log(r.source, is_harness_kind));
     }
-    for r in failing.iter().take(3) {
-        d.evidence.push(ctx.result_evidence(r, describe(r)));
-    }
+    d.evidence
+        .extend(failing.iter().take(3).map(|r| ctx.result_evidence(r, describe(r))));
     if failing.len() > 3 {
         d.evidence.push(ctx.result_evidence(
             failing[3],
