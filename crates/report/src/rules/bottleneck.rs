@@ -78,25 +78,15 @@ fn classify(stall: &str, l1_pct: f64, dram_pct: f64) -> Option<Bottleneck> {
     }
 }
 
-/// One warning per profiled kernel far below the FP32 peak that no ncu rule explains.
+/// One warning per profiled kernel far below its limit that no ncu rule explains.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out: Vec<Draft> = Vec::new();
-    let gpu = j.run.and_then(|r| r.environment.gpus.first());
-    let sm_count = gpu.and_then(|g| g.sm_count);
     for source in &j.sources {
         let config = source.config;
         for mix in &source.log.instruction_mix {
             // The source page's function: a tool string the join does not index.
             let kernel = KernelId::of(&mix.function);
-            // Measured against the FP32 peak only where single-precision FMAs are the work: a
-            // kernel on the tensor cores, one computing mostly in half or double precision
-            // (HFMA2 and DFMA have other peaks; a few HFMA2 are the compiler's register moves),
-            // or one whose FMAs are a small part of what it executes, is not.
-            let fma_work = mix.ffma > 0
-                && mix.mma == 0
-                && mix.ffma.saturating_mul(10) >= mix.fma.saturating_mul(9)
-                && mix.ffma.saturating_mul(10) >= mix.executed;
             if !j.is_own(config, &kernel) {
                 continue;
             }
@@ -105,97 +95,100 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 out.push(d);
                 continue;
             }
-            // No floating-point work to speak of: DRAM bandwidth is the limit it could reach.
-            let no_fp_work = mix.mma == 0 && mix.fma.saturating_mul(10) < mix.executed;
-            if no_fp_work {
-                if let Some(d) = memory_bound(ctx, config, &kernel, mix, &out) {
-                    out.push(d);
-                }
-                continue;
-            }
-            if !fma_work {
-                continue;
-            }
+            // One draft per kernel and config.
             let done = out.iter().any(|d| {
                 d.config.as_deref() == config && d.kernel.as_deref() == Some(kernel.as_str())
             });
             if done {
                 continue;
             }
-            let scope = Scope { config, log: None };
-            let (Some(arch), Some(sms), Some(ghz), Some(us)) = (
-                crate::roofline::arch_of(j, config, &kernel),
-                sm_count,
-                metric(ctx, scope, Some(&kernel), "SM Frequency"),
-                duration_us(ctx, scope, Some(&kernel)),
-            ) else {
-                continue;
-            };
-            // FLOP per clock per SM: 2 per FMA on each FP32 lane.
-            let Some(per_sm) = crate::roofline::flops_per_clock(&arch, Limit::Fp32) else {
-                continue;
-            };
-            let peak = per_sm * f64::from(sms) * ghz;
-            // Warp-level FMAs: 32 lanes, 2 FLOP each.
-            let achieved = mix.ffma as f64 * 32.0 * 2.0 / (us * 1e3);
-            let fraction = achieved / peak;
-            if !(fraction > 0.0 && fraction < FAR_BELOW) {
-                continue;
-            }
-            let lines = source_lines(ctx, scope, Some(&kernel));
-            let Some(Hottest {
-                line: hot,
-                stall,
-                share,
-                at,
-            }) = hottest(ctx, &lines)
-            else {
-                continue;
-            };
-            let l1 = metric(ctx, scope, Some(&kernel), "L1/TEX Cache Throughput").unwrap_or(0.0);
-            let dram = metric(ctx, scope, Some(&kernel), "DRAM Throughput").unwrap_or(0.0);
-            let Some(class) = classify(stall, l1, dram) else {
-                continue;
-            };
-            let mut d = draft(config, &kernel, &at, format!("{class:?}"));
-            d.figures
-                .insert("fp32_gflops".into(), json!(achieved.round()));
-            d.figures
-                .insert("fp32_peak_gflops".into(), json!(peak.round()));
-            d.figures
-                .insert("peak_fraction".into(), rounded(fraction, 1000.0));
-            d.figures.insert("stall".into(), json!(stall));
-            d.figures.insert("l1_tex_pct".into(), json!(l1));
-            d.figures.insert("dram_pct".into(), json!(dram));
-            let attainable = crate::roofline::of_kernel(j, config, &kernel)
-                .filter(|p| p.limit == Limit::Fp32)
-                .map(|p| p.attainable);
-            if let Some(a) = attainable {
-                d.figures.insert("attainable".into(), rounded(a, 1000.0));
-            }
-            let fact = Fp32Bound {
-                kernel: &kernel,
-                class,
-                achieved,
-                peak,
-                fraction,
-                sms,
-                lanes: per_sm / 2.0,
-                ghz,
-                attainable,
-                line: &hot.text,
-                at: &at,
-                stall,
-                share,
-                l1,
-                dram,
-            };
-            let summary = word_fp32(&mut d, &fact);
-            d.evidence.push(ctx.metric_evidence(config, summary));
-            out.push(d);
+            // No floating-point work to speak of: DRAM bandwidth is the limit it could reach.
+            let no_fp_work = mix.mma == 0 && mix.fma.saturating_mul(10) < mix.executed;
+            out.extend(if no_fp_work {
+                memory_bound(ctx, config, &kernel, mix)
+            } else {
+                fp32_bound(ctx, config, &kernel, mix)
+            });
         }
     }
     out
+}
+
+/// A kernel whose work is single-precision FMAs measured against the FP32 peak: far below it,
+/// the unit that holds it back, at its hottest line.
+fn fp32_bound(
+    ctx: &Ctx,
+    config: Option<&str>,
+    kernel: &KernelId,
+    mix: &parsers::InstructionMix,
+) -> Option<Draft> {
+    // Measured against the FP32 peak only where single-precision FMAs are the work: a kernel
+    // on the tensor cores, one computing mostly in half or double precision (HFMA2 and DFMA
+    // have other peaks; a few HFMA2 are the compiler's register moves), or one whose FMAs are
+    // a small part of what it executes, is not.
+    let fma_work = mix.ffma > 0
+        && mix.mma == 0
+        && mix.ffma.saturating_mul(10) >= mix.fma.saturating_mul(9)
+        && mix.ffma.saturating_mul(10) >= mix.executed;
+    if !fma_work {
+        return None;
+    }
+    let j = ctx.joined;
+    let scope = Scope { config, log: None };
+    let metric_of = |name: &str| metric(ctx, scope, Some(kernel), name);
+    let arch = crate::roofline::arch_of(j, config, kernel)?;
+    let sms = j.run?.environment.gpus.first()?.sm_count?;
+    let ghz = metric_of("SM Frequency")?;
+    let us = duration_us(ctx, scope, Some(kernel))?;
+    // FLOP per clock per SM: 2 per FMA on each FP32 lane.
+    let per_sm = crate::roofline::flops_per_clock(&arch, Limit::Fp32)?;
+    let peak = per_sm * f64::from(sms) * ghz;
+    // Warp-level FMAs: 32 lanes, 2 FLOP each.
+    let achieved = mix.ffma as f64 * 32.0 * 2.0 / (us * 1e3);
+    let fraction = achieved / peak;
+    if !(fraction > 0.0 && fraction < FAR_BELOW) {
+        return None;
+    }
+    let (hot, stall, share, at) = hottest(ctx, &source_lines(ctx, scope, Some(kernel)))?;
+    let l1 = metric_of("L1/TEX Cache Throughput").unwrap_or(0.0);
+    let dram = metric_of("DRAM Throughput").unwrap_or(0.0);
+    let class = classify(stall, l1, dram)?;
+    let mut d = draft(config, kernel, &at, format!("{class:?}"));
+    let attainable = crate::roofline::of_kernel(j, config, kernel)
+        .filter(|p| p.limit == Limit::Fp32)
+        .map(|p| p.attainable);
+    d.figures
+        .insert("fp32_gflops".into(), json!(achieved.round()));
+    d.figures
+        .insert("fp32_peak_gflops".into(), json!(peak.round()));
+    d.figures
+        .insert("peak_fraction".into(), rounded(fraction, 1000.0));
+    d.figures.insert("stall".into(), json!(stall));
+    d.figures.insert("l1_tex_pct".into(), json!(l1));
+    d.figures.insert("dram_pct".into(), json!(dram));
+    if let Some(a) = attainable {
+        d.figures.insert("attainable".into(), rounded(a, 1000.0));
+    }
+    let fact = Fp32Bound {
+        kernel,
+        class,
+        achieved,
+        peak,
+        fraction,
+        sms,
+        lanes: per_sm / 2.0,
+        ghz,
+        attainable,
+        line: &hot.text,
+        at: &at,
+        stall,
+        share,
+        l1,
+        dram,
+    };
+    let summary = word_fp32(&mut d, &fact);
+    d.evidence.push(ctx.metric_evidence(config, summary));
+    Some(d)
 }
 
 /// A bottleneck's draft for a kernel in a config, at its hottest line, before its words.
@@ -212,25 +205,17 @@ fn draft(config: Option<&str>, kernel: &KernelId, at: &SourceLocation, key: Stri
     d
 }
 
-/// The line of a kernel holding the most warp-stall samples: its place, the stall reason with
-/// most samples there, and its share (percent) of the kernel's samples.
-struct Hottest<'j> {
-    line: &'j parsers::SourceLine,
-    stall: &'j str,
-    share: f64,
-    at: SourceLocation,
-}
-
-fn hottest<'j>(ctx: &Ctx<'j, '_>, lines: &[&'j parsers::SourceLine]) -> Option<Hottest<'j>> {
+/// The line of a kernel holding the most warp-stall samples, the stall reason with most samples
+/// there, its share (percent) of the kernel's samples, and its place.
+fn hottest<'j>(
+    ctx: &Ctx<'j, '_>,
+    lines: &[&'j parsers::SourceLine],
+) -> Option<(&'j parsers::SourceLine, &'j str, f64, SourceLocation)> {
     let lines = users_lines(ctx, lines);
     let total: u64 = lines.iter().map(|l| l.stall_samples).sum();
     let line = most(&lines, |l| l.stall_samples)?;
-    Some(Hottest {
-        line,
-        stall: line.top_stall.as_deref()?,
-        share: share(line.stall_samples, total),
-        at: place(ctx, line),
-    })
+    let stall = line.top_stall.as_deref()?;
+    Some((line, stall, share(line.stall_samples, total), place(ctx, line)))
 }
 
 /// The lines of a kernel in the run's own files, where it has any with samples: a header's
@@ -365,7 +350,7 @@ impl Waits {
             .iter()
             .map(|w| {
                 let at = most(&lines, |l| samples(l, |x| x == *w))
-                    .map(|l| msg!(" (most at {})", path(format!("{}:{}", place(ctx, l).file, l.line))))
+                    .map(|l| msg!(" (most at {})", path(place(ctx, l))))
                     .unwrap_or_default();
                 msg!(
                     "{}% {}{}",
@@ -393,23 +378,6 @@ enum MemoryBottleneck {
     /// Each thread reads a few bytes and then spends a large part of its time on the rest of
     /// its work, with no load in flight.
     PerThread,
-}
-
-/// A memory-bound kernel's lanes per instruction and its stall samples' share by wait, as
-/// figures.
-fn wait_figures(d: &mut Draft, lanes_per_instruction: Option<f64>, waits: Option<&Waits>) {
-    if let Some(l) = lanes_per_instruction {
-        d.figures
-            .insert("lanes_per_instruction".into(), rounded(l, 10.0));
-    }
-    if let Some(w) = waits {
-        for wait in Wait::ALL {
-            d.figures.insert(
-                format!("wait_{wait:?}").to_lowercase(),
-                rounded(w.share(wait), 1000.0),
-            );
-        }
-    }
 }
 
 /// Where a memory-bound kernel's lanes sit idle: the busy line (at least a twentieth of the
@@ -463,43 +431,34 @@ fn memory_bound(
     config: Option<&str>,
     kernel: &KernelId,
     mix: &parsers::InstructionMix,
-    done: &[Draft],
 ) -> Option<Draft> {
-    let named = done.iter().any(|d| {
-        d.level == Level::Warning
-            && d.config.as_deref() == config
-            && d.kernel.as_deref() == Some(kernel.as_str())
-    });
-    if named {
-        return None;
-    }
     let scope = Scope { config, log: None };
+    let metric_of = |name: &str| metric(ctx, scope, Some(kernel), name);
     let us = duration_us(ctx, scope, Some(kernel))?;
-    let dram = metric(ctx, scope, Some(kernel), "DRAM Throughput")?;
-    let sm = metric(ctx, scope, Some(kernel), "Compute (SM) Throughput")?;
-    let memory = metric(ctx, scope, Some(kernel), "Memory Throughput").unwrap_or(dram);
+    let dram = metric_of("DRAM Throughput")?;
+    let sm = metric_of("Compute (SM) Throughput")?;
+    let memory = metric_of("Memory Throughput").unwrap_or(dram);
     // The level of the memory hierarchy that binds it, as the roofline says it (the L2 where
     // it moves more of its peak than DRAM does, else DRAM): far below or near is judged there.
-    let l2 = metric(ctx, scope, Some(kernel), "L2 Cache Throughput").filter(|l2| {
+    let l2 = metric_of("L2 Cache Throughput").filter(|l2| {
         crate::roofline::memory_roof(Some(dram / 100.0), Some(l2 / 100.0))
             .is_some_and(|(roof, _)| roof == crate::roofline::Limit::L2)
     });
     let binding = l2.unwrap_or(dram);
     let waits = Waits::of(mix);
+    // The share of its warps' stall samples away from its global accesses.
+    let away = waits.as_ref().map(|w| 1.0 - w.share(Wait::Global));
     // Most of its warps' time, by a clear margin, away from its global accesses: its own work
     // holds it back.
-    let own_work = waits
-        .as_ref()
-        .map(|w| 1.0 - w.share(Wait::Global))
-        .filter(|away| *away >= OWN_WORK);
+    let own_work = away.filter(|away| *away >= OWN_WORK);
     // Far below the bandwidth on a launch long enough to judge by it, or below the limit with
     // the samples to say its own work is why.
     // Or a large part of it there, with a few bytes read per thread: work paid per thread.
-    let threads = metric(ctx, scope, Some(kernel), "Threads").filter(|t| *t > 0.0);
+    let threads = metric_of("Threads").filter(|t| *t > 0.0);
     let per_thread = threads
         .map(|t| mix.global_load_bytes as f64 / t)
         .filter(|b| *b > 0.0 && *b <= FEW_BYTES_PER_THREAD)
-        .zip(waits.as_ref().map(|w| 1.0 - w.share(Wait::Global)))
+        .zip(away)
         .filter(|(_, away)| *away >= PER_THREAD_WORK);
     let far = binding < FAR_BELOW * 100.0 && us >= MIN_DURATION_US;
     let below = binding < AT_LIMIT * 100.0
@@ -509,13 +468,7 @@ fn memory_bound(
         return None;
     }
     let lines = source_lines(ctx, scope, Some(kernel));
-    let Hottest {
-        line: hot,
-        stall,
-        share,
-        at,
-    } = hottest(ctx, &lines)?;
-    let reason = stall.trim_start_matches("stall_");
+    let (hot, stall, share, at) = hottest(ctx, &lines)?;
     const BUSY: f64 = 60.0;
     // Where neither the SMs nor on-chip memory is busy, where the warps wait says why: over
     // the whole kernel where its samples are split by reason, else at its hottest line. Waits
@@ -530,7 +483,7 @@ fn memory_bound(
             };
             w.top(pool).filter(|x| w.share(*x) >= 0.2)
         }
-        None => Some(Wait::of(reason)),
+        None => Some(Wait::of(stall)),
     };
     let class = if sm >= BUSY && sm >= memory {
         MemoryBottleneck::Instructions
@@ -564,14 +517,20 @@ fn memory_bound(
     d.figures.insert("sm_pct".into(), json!(sm));
     d.figures.insert("memory_pct".into(), json!(memory));
     d.figures.insert("stall".into(), json!(stall));
-    wait_figures(&mut d, lanes_per_instruction, waits.as_ref());
+    if let Some(l) = lanes_per_instruction {
+        d.figures
+            .insert("lanes_per_instruction".into(), rounded(l, 10.0));
+    }
+    for (wait, w) in waits.iter().flat_map(|w| Wait::ALL.map(|x| (x, w))) {
+        let name = format!("wait_{wait:?}").to_lowercase();
+        d.figures.insert(name, rounded(w.share(wait), 1000.0));
+    }
     let lanes = idle_lanes(ctx, &mut d, &lines, issued, lanes_per_instruction);
     if class == MemoryBottleneck::PerThread {
         let (bytes, _) = per_thread.unwrap_or_default();
         d.figures
             .insert("bytes_per_thread".into(), rounded(bytes, 10.0));
     }
-    let also = waits.as_ref().and_then(|w| second_wait(w, class));
     let fact = MemoryBound {
         kernel,
         class,
@@ -589,7 +548,7 @@ fn memory_bound(
         own: own_work.filter(|_| !far),
         lanes,
         per_thread,
-        also,
+        also: waits.as_ref().and_then(|w| second_wait(w, class)),
     };
     let summary = word_memory(&mut d, &fact);
     d.evidence.push(ctx.metric_evidence(config, summary));

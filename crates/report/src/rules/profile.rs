@@ -116,6 +116,14 @@ pub(crate) fn share(part: u64, all: u64) -> f64 {
     }
 }
 
+/// Words of the project's own with no argument (code between backticks), as [`msg!`] makes
+/// them from a literal: for a table of wordings.
+///
+/// [`msg!`]: crate::message::msg
+pub(crate) fn own_words(template: &str) -> crate::message::Message {
+    crate::message::Message::template(template, Vec::new())
+}
+
 /// A figure rounded to a `by`th (`by` 1000.0: three decimals), as the report's JSON holds it.
 pub(crate) fn rounded(x: f64, by: f64) -> serde_json::Value {
     serde_json::json!((x * by).round() / by)

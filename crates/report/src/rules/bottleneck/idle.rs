@@ -116,7 +116,6 @@ pub(super) fn idle_at_barrier(
         Some(w) => w.line,
         None => most(&own, working)?,
     };
-    let block = metric(ctx, scope, Some(kernel), "Block Size").filter(|b| *b >= 64.0);
     let at = place(ctx, work);
     let mut d = draft(config, kernel, &at, "IdleAtBarrier".into());
     d.confidence = Confidence::High;
@@ -126,18 +125,11 @@ pub(super) fn idle_at_barrier(
     Figure::EstimatedSpeedup.set(&mut d.figures, json!(pct));
     let name = code(kernel.as_str());
     let waiting_pct = figure(format!("{:.0}", waiting * 100.0));
-    let barrier_at = path(format!(
-        "{}:{}",
-        place(ctx, barrier).file,
-        barrier.line
-    ));
-    let work_at = path(format!("{}:{}", at.file, work.line));
+    let barrier_at = path(place(ctx, barrier));
+    let work_at = path(&at);
     // The samples of the work's lines, away from barriers, over all the kernel's.
-    let work_samples: u64 = working(work)
-        + serial
-            .as_ref()
-            .map(|w| w.others.iter().map(|l| working(l)).sum::<u64>())
-            .unwrap_or(0);
+    let others = serial.iter().flat_map(|w| &w.others);
+    let work_samples: u64 = working(work) + others.map(|l| working(l)).sum::<u64>();
     let all_samples: u64 = waits.samples.iter().sum();
     let work_share = figure(format!("{:.0}", share(work_samples, all_samples)));
     // Where the warps wait, for how long, and how busy the SMs are: both explanations open so.
@@ -150,7 +142,9 @@ pub(super) fn idle_at_barrier(
         figure(format!("{us:.1}")),
         figure(format!("{sm:.0}"))
     );
-    let warps = block.map(|b| (b / 32.0).round() as u64);
+    let warps = metric(ctx, scope, Some(kernel), "Block Size")
+        .filter(|b| *b >= 64.0)
+        .map(|b| (b / 32.0).round() as u64);
     match &serial {
         Some(w) => {
             d.figures.insert("lanes".into(), rounded(w.lanes, 10.0));
@@ -166,12 +160,8 @@ pub(super) fn idle_at_barrier(
             let others = if w.others.is_empty() {
                 Message::new()
             } else {
-                let list: Vec<Message> = w
-                    .others
-                    .iter()
-                    .map(|l| msg!("{}", path(format!("{}:{}", place(ctx, l).file, l.line))))
-                    .collect();
-                msg!(", as do {}", Message::words(list))
+                let list = w.others.iter().map(|l| path(place(ctx, l)).into());
+                msg!(", as do {}", Message::words(list.collect()))
             };
             let rest = warps
                 .map(|n| {
@@ -203,27 +193,20 @@ pub(super) fn idle_at_barrier(
             );
         }
         None => {
-            let busy = warps.map(|n| ((1.0 - waiting) * n as f64).max(1.0));
             d.title = msg!(
                 "Idle warps: {}% of the block's warp time waits at its barrier on the work of \
                  a few warps",
                 waiting_pct.clone()
             );
-            let busy_text = busy
-                .zip(warps)
-                .map(|(b, n)| {
-                    if b < 1.5 {
-                        msg!(
-                            ": of the block's {} warps, about one works at a time",
-                            n.to_string()
-                        )
+            let busy_text = warps
+                .map(|n| {
+                    let busy = ((1.0 - waiting) * n as f64).max(1.0);
+                    let work = if busy < 1.5 {
+                        msg!("one works")
                     } else {
-                        msg!(
-                            ": of the block's {} warps, about {} work at a time",
-                            n.to_string(),
-                            figure(format!("{b:.0}"))
-                        )
-                    }
+                        msg!("{} work", figure(format!("{busy:.0}")))
+                    };
+                    msg!(": of the block's {} warps, about {} at a time", n.to_string(), work)
                 })
                 .unwrap_or_default();
             d.explanation = msg!(

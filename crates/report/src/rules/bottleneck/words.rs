@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::diagnosis::Figure;
+use crate::rules::profile::own_words;
 use crate::message::{Message, code, figure, msg, path, quote};
 
 /// A kernel far below the FP32 peak: what [`word_fp32`] words.
@@ -68,51 +69,38 @@ pub(super) fn word_fp32(d: &mut Draft, f: &Fp32Bound) -> Message {
     );
     let (title, why, fix) = match f.class {
         Bottleneck::L1NoReuse => (
-            msg!("Bound by L1 traffic with no data reuse"),
-            msg!(
-                "Warps wait on global loads that L1 serves over and over: every multiply-add \
-                 loads its operands again, so the load path saturates long before the FMA units \
-                 do."
-            ),
-            msg!(
-                "Reuse what is loaded: stage tiles of the operands in shared memory (or \
-                 registers) once per block and compute from there."
-            ),
+            "Bound by L1 traffic with no data reuse",
+            "Warps wait on global loads that L1 serves over and over: every multiply-add loads \
+             its operands again, so the load path saturates long before the FMA units do.",
+            "Reuse what is loaded: stage tiles of the operands in shared memory (or registers) \
+             once per block and compute from there.",
         ),
         Bottleneck::SharedLoads => (
-            msg!("Bound by shared-memory loads (MIO queue)"),
-            msg!(
-                "Warps queue on the memory-input/output pipe: each FMA needs its operands from \
-                 shared memory, so the shared-memory loads, not the arithmetic, set the pace."
-            ),
-            msg!(
-                "Compute several outputs per thread (a column or a 2D tile of results held in \
-                 registers), so each value loaded from shared memory feeds several FMAs; load \
-                 with vector (`float4`) accesses."
-            ),
+            "Bound by shared-memory loads (MIO queue)",
+            "Warps queue on the memory-input/output pipe: each FMA needs its operands from \
+             shared memory, so the shared-memory loads, not the arithmetic, set the pace.",
+            "Compute several outputs per thread (a column or a 2D tile of results held in \
+             registers), so each value loaded from shared memory feeds several FMAs; load with \
+             vector (`float4`) accesses.",
         ),
         Bottleneck::Barrier => (
-            msg!("Stalled at barriers"),
-            msg!("Warps wait at `__syncthreads()` for the slowest warp of their block."),
-            msg!(
-                "Use fewer or cheaper barriers: more work between them, double-buffered tiles \
-                 so one barrier serves two stages, or warp-level synchronisation where only a \
-                 warp shares the data."
-            ),
+            "Stalled at barriers",
+            "Warps wait at `__syncthreads()` for the slowest warp of their block.",
+            "Use fewer or cheaper barriers: more work between them, double-buffered tiles so one \
+             barrier serves two stages, or warp-level synchronisation where only a warp shares \
+             the data.",
         ),
         Bottleneck::MathPipe => (
-            msg!("Bound by the math pipe"),
-            msg!("Warps wait for the arithmetic pipe to accept another instruction."),
-            msg!(
-                "Move the product to the tensor cores (WMMA, `mma.sync`, wgmma) or use a \
-                 cheaper instruction form."
-            ),
+            "Bound by the math pipe",
+            "Warps wait for the arithmetic pipe to accept another instruction.",
+            "Move the product to the tensor cores (WMMA, `mma.sync`, wgmma) or use a cheaper \
+             instruction form.",
         ),
     };
     percent_of_peak(d, f.fraction * 100.0);
-    d.title = msg!("{}: {} at {}% of the FP32 peak", title, name(), pct.clone());
-    d.explanation = msg!("{} {}", scale, why);
-    d.fix = fix;
+    d.title = msg!("{}: {} at {}% of the FP32 peak", own_words(title), name(), pct.clone());
+    d.explanation = msg!("{} {}", scale, own_words(why));
+    d.fix = own_words(fix);
     msg!(
         "{}: {} GFLOP/s ({}% of {}), L1/TEX {}%, DRAM {}%, hottest line {}: {}",
         name(),
@@ -194,17 +182,24 @@ pub(super) fn word_memory(d: &mut Draft, f: &MemoryBound) -> Message {
             code(f.stall)
         ),
     };
-    let ran = match f.l2 {
-        Some(l2) => msg!(
-            "the memory bandwidth is what it could reach; its busiest level, the L2, ran at {}% \
-             of its peak (DRAM {}%)",
-            fig(l2, 1),
-            fig(f.dram, 1)
+    // How it ran, and the same against its limit for the title.
+    let (ran, against) = match f.l2 {
+        Some(l2) => (
+            msg!(
+                "the memory bandwidth is what it could reach; its busiest level, the L2, ran at \
+                 {}% of its peak (DRAM {}%)",
+                fig(l2, 1),
+                fig(f.dram, 1)
+            ),
+            msg!("{}% of L2 bandwidth (DRAM {}%)", fig(l2, 1), fig(f.dram, 1)),
         ),
-        None => msg!(
-            "the DRAM bandwidth is what it could reach (attainable at its intensity: 100% of \
-             DRAM bandwidth); it ran at {}% of it",
-            fig(f.dram, 1)
+        None => (
+            msg!(
+                "the DRAM bandwidth is what it could reach (attainable at its intensity: 100% \
+                 of DRAM bandwidth); it ran at {}% of it",
+                fig(f.dram, 1)
+            ),
+            msg!("{}% of DRAM bandwidth", fig(f.dram, 1)),
         ),
     };
     let scale = msg!(
@@ -236,7 +231,6 @@ pub(super) fn word_memory(d: &mut Draft, f: &MemoryBound) -> Message {
         None => Message::new(),
     };
     let (title, why, fix) = memory_class_words(f, lanes);
-    let fix = if f.triton { triton_fix(f.class) } else { fix };
     let also = match f.also {
         Some((wait, share)) if f.triton => msg!(
             " {} also hold {}% of its warps' stall samples: a reduction across the warps of a \
@@ -263,15 +257,7 @@ pub(super) fn word_memory(d: &mut Draft, f: &MemoryBound) -> Message {
         None => Message::new(),
     };
     percent_of_peak(d, f.l2.unwrap_or(f.dram));
-    d.title = match f.l2 {
-        Some(l2) => msg!(
-            "{} at {}% of L2 bandwidth (DRAM {}%)",
-            title,
-            fig(l2, 1),
-            fig(f.dram, 1)
-        ),
-        None => msg!("{} at {}% of DRAM bandwidth", title, fig(f.dram, 1)),
-    };
+    d.title = msg!("{} at {}", title, against);
     d.explanation = msg!("{} {}", scale, why);
     d.fix = fix.then(also);
     msg!(
@@ -288,109 +274,86 @@ pub(super) fn word_memory(d: &mut Draft, f: &MemoryBound) -> Message {
 
 /// The fix of a memory-bound Triton kernel's class, in the terms a Triton program is written
 /// in: its block of elements, its loop over blocks, its warps and stages.
-fn triton_fix(class: MemoryBottleneck) -> Message {
+fn triton_fix(class: MemoryBottleneck) -> &'static str {
     match class {
-        MemoryBottleneck::Instructions => msg!(
+        MemoryBottleneck::Instructions => {
             "Spend fewer instructions per element: offsets from `tl.arange` over contiguous \
              elements (no integer division or modulo), masks computed once per block, and more \
              elements per program (`BLOCK_SIZE`) combined before any reduction."
-        ),
-        MemoryBottleneck::OnChip | MemoryBottleneck::Barrier => msg!(
+        }
+        MemoryBottleneck::OnChip | MemoryBottleneck::Barrier => {
             "Fewer steps across the program's warps per element: more elements per program \
              before each reduction, and fewer warps per program (`num_warps`), so that a \
              reduction stays within a warp, in shuffles, with no shared memory or barrier."
-        ),
-        MemoryBottleneck::PerThread => msg!(
+        }
+        MemoryBottleneck::PerThread => {
             "Give each program more of the input: a larger `BLOCK_SIZE`, or a loop over blocks \
              inside the program (`for off in tl.range(0, n, BLOCK_SIZE)`) with fewer programs, \
              so the work paid once per program (offsets, masks, reductions, the store) is paid \
              once per many elements."
-        ),
-        MemoryBottleneck::Latency => msg!(
+        }
+        MemoryBottleneck::Latency => {
             "Put more bytes in flight: a larger `BLOCK_SIZE` per program, more pipeline stages \
              (`num_stages`) so loads are issued ahead, and enough programs for several per SM."
-        ),
+        }
     }
 }
 
 /// The title, mechanism (with its idle lanes, `lanes`) and fix of a memory-bound kernel's
 /// class.
 fn memory_class_words(f: &MemoryBound, lanes: Message) -> (Message, Message, Message) {
-    let fig = |x: f64, decimals: usize| figure(format!("{x:.decimals$}"));
-    match f.class {
+    let fig = |x: f64, decimals: usize| Message::from(figure(format!("{x:.decimals$}")));
+    let (bytes, away) = f.per_thread.unwrap_or_default();
+    let (title, why, fix, args) = match f.class {
         MemoryBottleneck::Instructions => (
-            msg!("Instruction-bound"),
-            msg!(
-                "The SMs are busy issuing instructions, not waiting on memory: index arithmetic, \
-                 tests and branches around each load cost more than moving its bytes.{}",
-                lanes
-            ),
-            msg!(
-                "Spend fewer instructions per element: no division or modulo in index tests, \
-                 contiguous thread indices so a warp's lanes take one path and whole warps \
-                 finish together, and several elements per thread combined in registers before \
-                 any tree or loop over shared memory."
-            ),
+            "Instruction-bound",
+            "The SMs are busy issuing instructions, not waiting on memory: index arithmetic, \
+             tests and branches around each load cost more than moving its bytes.{}",
+            "Spend fewer instructions per element: no division or modulo in index tests, \
+             contiguous thread indices so a warp's lanes take one path and whole warps finish \
+             together, and several elements per thread combined in registers before any tree \
+             or loop over shared memory.",
+            vec![lanes],
         ),
         MemoryBottleneck::OnChip => (
-            msg!("Bound by on-chip memory traffic"),
-            msg!(
-                "Shared memory or L1 is the busy unit ({}%) while DRAM is not: each element \
-                 makes several round trips through shared memory.{}",
-                fig(f.memory, 0),
-                lanes
-            ),
-            msg!(
-                "Keep values in registers: combine several elements per thread before writing \
-                 shared memory, and reduce within a warp with shuffles (`__shfl_down_sync`) \
-                 instead of shared-memory steps."
-            ),
+            "Bound by on-chip memory traffic",
+            "Shared memory or L1 is the busy unit ({}%) while DRAM is not: each element makes \
+             several round trips through shared memory.{}",
+            "Keep values in registers: combine several elements per thread before writing \
+             shared memory, and reduce within a warp with shuffles (`__shfl_down_sync`) instead \
+             of shared-memory steps.",
+            vec![fig(f.memory, 0), lanes],
         ),
         MemoryBottleneck::Barrier => (
-            msg!("Stalled at barriers"),
-            msg!(
-                "Warps wait at barriers for the slowest warp of their block, while fewer and \
-                 fewer warps of it have work."
-            ),
-            msg!(
-                "Use fewer barriers per element: more elements per thread before the block \
-                 synchronises, and warp shuffles for the last 32 values instead of \
-                 `__syncthreads()` steps."
-            ),
+            "Stalled at barriers",
+            "Warps wait at barriers for the slowest warp of their block, while fewer and fewer \
+             warps of it have work.",
+            "Use fewer barriers per element: more elements per thread before the block \
+             synchronises, and warp shuffles for the last 32 values instead of \
+             `__syncthreads()` steps.",
+            vec![],
         ),
-        MemoryBottleneck::PerThread => {
-            let (bytes, away) = f.per_thread.unwrap_or_default();
-            (
-                msg!("Too little work per thread"),
-                msg!(
-                    "Each thread reads {} bytes of global memory, and {}% of its warps' stall \
-                     samples are away from those loads: the work each thread does besides \
-                     loading (index arithmetic, the block's steps through shared memory and \
-                     barriers, its store) is paid for every {} bytes moved, and a warp doing it \
-                     has no load in flight.",
-                    fig(bytes, 0),
-                    fig(away * 100.0, 0),
-                    fig(bytes, 0)
-                ),
-                msg!(
-                    "Give each thread many elements: loop over the input (a grid-stride loop, or \
-                     several rows per block or program) combining them in registers, with \
-                     several independent loads in flight and vector loads where aligned, and a \
-                     grid of a few blocks per SM, so the work paid once per block is paid once \
-                     per many elements."
-                ),
-            )
-        }
+        MemoryBottleneck::PerThread => (
+            "Too little work per thread",
+            "Each thread reads {} bytes of global memory, and {}% of its warps' stall samples \
+             are away from those loads: the work each thread does besides loading (index \
+             arithmetic, the block's steps through shared memory and barriers, its store) is \
+             paid for every {} bytes moved, and a warp doing it has no load in flight.",
+            "Give each thread many elements: loop over the input (a grid-stride loop, or several \
+             rows per block or program) combining them in registers, with several independent \
+             loads in flight and vector loads where aligned, and a grid of a few blocks per SM, \
+             so the work paid once per block is paid once per many elements.",
+            vec![fig(bytes, 0), fig(away * 100.0, 0), fig(bytes, 0)],
+        ),
         MemoryBottleneck::Latency => (
-            msg!("Latency-bound: too few bytes in flight"),
-            msg!(
-                "Neither the SMs nor the memory system is busy: warps wait on global loads, and \
-                 too few loads are in flight to cover DRAM's latency."
-            ),
-            msg!(
-                "Put more bytes in flight: more independent loads per thread (unrolled, vector \
-                 loads), and enough resident warps (a grid of several blocks per SM)."
-            ),
+            "Latency-bound: too few bytes in flight",
+            "Neither the SMs nor the memory system is busy: warps wait on global loads, and too \
+             few loads are in flight to cover DRAM's latency.",
+            "Put more bytes in flight: more independent loads per thread (unrolled, vector \
+             loads), and enough resident warps (a grid of several blocks per SM).",
+            vec![],
         ),
-    }
+    };
+    let fix = own_words(if f.triton { triton_fix(f.class) } else { fix });
+    (own_words(title), Message::template(why, args), fix)
 }
