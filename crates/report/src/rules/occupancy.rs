@@ -37,18 +37,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         {
             continue;
         }
-        let registers = res.registers.unwrap_or(0);
-        let threads = res.threads_per_block.unwrap_or(0);
-        let shared = res
-            .static_shared_bytes
-            .unwrap_or(0)
-            .saturating_add(res.dynamic_shared_bytes.unwrap_or(0));
         let config = view.config.as_deref();
-        let level = if occ.blocks_per_sm == 0 {
-            Level::Error
-        } else {
-            Level::Note
-        };
+        let fits = occ.blocks_per_sm > 0;
+        let level = if fits { Level::Note } else { Level::Error };
         let mut d = Draft::new(RuleId::OccupancyLimit, level, Message::new());
         d.stands_on = vec![crate::measure::Measure::WarpsPerSm];
         d.config = view.config.clone();
@@ -61,15 +52,17 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         } else {
             Confidence::Medium
         };
-        let arch = view.arch.as_deref();
         let fact = Limit {
             kernel: &view.name,
-            arch,
+            arch: view.arch.as_deref(),
             occ: &occ,
             res: &res,
-            registers,
-            threads,
-            shared,
+            registers: res.registers.unwrap_or(0),
+            threads: res.threads_per_block.unwrap_or(0),
+            shared: res
+                .static_shared_bytes
+                .unwrap_or(0)
+                .saturating_add(res.dynamic_shared_bytes.unwrap_or(0)),
         };
         d.evidence.push(ctx.source_evidence(
             view.resources_source,
@@ -108,25 +101,22 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         );
         d.figures
             .insert("limiter".into(), json!(occ.limiter.as_str()));
-        Figure::Registers.set(&mut d.figures, json!(registers));
+        Figure::Registers.set(&mut d.figures, json!(fact.registers));
         if let Some(r) = occ.registers_for_next_block {
             d.figures
                 .insert("registers_for_next_block".into(), json!(r));
         }
-        // One more block per SM hides latency only if the kernel is short of warps: a
-        // suggestion a run at the smaller budget tests.
-        d.hypothesis = match occ.limiter {
-            _ if occ.blocks_per_sm == 0 => None,
-            Limiter::Registers => Some(Hypothesis::new(
-                ExperimentKind::Registers,
-                occ.registers_for_next_block.map(u64::from),
-            )),
-            _ => Some(Hypothesis::new(ExperimentKind::Tile, None)),
-        };
-        if occ.blocks_per_sm == 0 {
-            word_no_fit(&mut d, &fact);
-        } else {
+        if fits {
+            // One more block per SM hides latency only if the kernel is short of warps: a
+            // suggestion a run at the smaller budget tests.
+            let (kind, budget) = match occ.limiter {
+                Limiter::Registers => (ExperimentKind::Registers, occ.registers_for_next_block),
+                _ => (ExperimentKind::Tile, None),
+            };
+            d.hypothesis = Some(Hypothesis::new(kind, budget.map(u64::from)));
             word_limited(&mut d, &fact);
+        } else {
+            word_no_fit(&mut d, &fact);
         }
         out.push(d);
     }
@@ -234,31 +224,30 @@ fn word_limited(d: &mut Draft, f: &Limit) {
     );
     let next = (occ.blocks_per_sm + 1).to_string();
     let launch_bounds = code(format!("__launch_bounds__({}, {next})", f.threads));
+    let registers = |r: u32| {
+        msg!(
+            "{} registers per thread (from {}; {})",
+            r.to_string(),
+            f.registers.to_string(),
+            launch_bounds.clone()
+        )
+    };
+    let shared = |s: u64| msg!("{} of shared memory per block (from {})", bytes(s), bytes(f.shared));
+    let pays = " Check with the bench stage whether it pays: fewer registers can mean spills.";
     let budget = match (occ.registers_for_next_block, occ.shared_for_next_block) {
         (Some(r), Some(s)) => msg!(
             "registers and shared memory both stop at {}, so one more block needs both \
-             lowered: at most {} registers per thread (from {}; {}) and {} of shared memory per \
-             block (from {}). Check with the bench stage whether it pays: fewer registers can \
-             mean spills.",
+             lowered: at most {} and {}.{}",
             blocks.as_str(),
-            r.to_string(),
-            f.registers.to_string(),
-            launch_bounds,
-            bytes(s),
-            bytes(f.shared)
+            registers(r),
+            shared(s),
+            pays
         ),
-        (Some(r), None) => msg!(
-            "at {} registers per thread (from {}; {}) one more block fits. Check with the \
-             bench stage whether it pays: fewer registers can mean spills.",
-            r.to_string(),
-            f.registers.to_string(),
-            launch_bounds
-        ),
+        (Some(r), None) => msg!("at {} one more block fits.{}", registers(r), pays),
         (None, Some(s)) => msg!(
-            "at {} of shared memory per block (from {}) one more block fits (fewer pipeline \
-             stages or a smaller tile). Check with the bench stage.",
-            bytes(s),
-            bytes(f.shared)
+            "at {} one more block fits (fewer pipeline stages or a smaller tile). Check with \
+             the bench stage.",
+            shared(s)
         ),
         (None, None) => {
             d.fix = msg!("No smaller register or shared-memory budget fits another block.");

@@ -157,10 +157,11 @@ fn scope_of<'f>(f: &'f FindingRef<'_>) -> Scope<'f> {
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out: Vec<Draft> = Vec::new();
-    // ncu's other suggestions: (finding, estimated speedup, rule).
-    let mut minor: Vec<(usize, f64, String)> = Vec::new();
-    // (finding, its launch's duration, whether ncu measured it per instruction, its estimate)
-    let mut rules: Vec<(usize, f64, bool, f64)> = j
+    // ncu's other suggestions: (finding, estimated speedup, rule, whether only for its section).
+    let mut minor: Vec<Suggestion> = Vec::new();
+    // (its launch's duration, whether ncu measured it per instruction, its estimate, finding,
+    // its rule)
+    let mut rules: Vec<(f64, bool, f64, usize, &FindingRef, &ProfilerRule)> = j
         .findings
         .iter()
         .enumerate()
@@ -168,10 +169,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             let rule = profiler_rule(f)?;
             let us = duration_us(ctx, scope_of(f), f.kernel.as_ref());
             Some((
-                index,
                 us.unwrap_or(0.0),
                 MEASURED_RULES.contains(&rule.name.as_str()),
                 rule.estimated_speedup.unwrap_or(0.0),
+                index,
+                f,
+                rule,
             ))
         })
         .collect();
@@ -179,29 +182,18 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     // that profiling run: (log, kernel, class) of each such rule.
     let measured: Vec<(usize, Option<KernelId>, Class)> = rules
         .iter()
-        .filter(|r| r.2)
-        .filter_map(|r| {
-            let f = j.findings.get(r.0)?;
-            let class = Class::of(profiler_rule(f)?)?;
-            Some((f.source, f.kernel.clone(), class))
-        })
+        .filter(|r| r.1)
+        .filter_map(|&(.., f, rule)| Some((f.source, f.kernel.clone(), Class::of(rule)?)))
         .collect();
     // The lead of a class: the longest launch's rule; within it, the one ncu measured per
     // instruction (its excessive sectors or wavefronts), else the largest estimate.
     rules.sort_by(|a, b| {
-        b.1.total_cmp(&a.1)
-            .then(b.2.cmp(&a.2))
-            .then(b.3.total_cmp(&a.3))
-            .then(a.0.cmp(&b.0))
+        b.0.total_cmp(&a.0)
+            .then(b.1.cmp(&a.1))
+            .then(b.2.total_cmp(&a.2))
+            .then(a.3.cmp(&b.3))
     });
-    for (index, ..) in rules {
-        let Some((f, ncu)) = j
-            .findings
-            .get(index)
-            .and_then(|f| Some((f, profiler_rule(f)?)))
-        else {
-            continue;
-        };
+    for (.., index, f, ncu) in rules {
         let scope = scope_of(f);
         // A kernel the process launched that the program does not own (a framework's, measured
         // because it ran beside the program's own) is no cause of the program's.
@@ -213,13 +205,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let rule = ncu.name.as_str();
         let global = ncu.speedup_type == Some(SpeedupType::Global);
         let speedup = ncu.estimated_speedup.unwrap_or(0.0);
-        let class = Class::of(ncu);
-        let base = f.kernel.clone();
+        let base = f.kernel.as_ref();
         // Where the kernel stands against the GPU's peaks decides which rules can be its
         // cause (ncu's own 60% mark): too few resident warps only cost a latency-bound kernel
         // (for which ncu's occupancy estimate, "local" or not, is the kernel's time), and an
-        // access pattern moving excess bytes costs little in a compute-bound one.
-        let sol = throughput(ctx, scope, base.as_ref());
+        // access pattern moving excess bytes costs little in a compute-bound one. Its memory
+        // and compute throughput, in percent of the GPU's peak (ncu's Speed Of Light):
+        let sol = metric(ctx, scope, base, "Memory Throughput")
+            .zip(metric(ctx, scope, base, "Compute (SM) Throughput"));
         let latency = sol
             .filter(|&(memory, compute)| memory < LATENCY_BOUND_PCT && compute < LATENCY_BOUND_PCT);
         let compute_bound =
@@ -228,7 +221,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             !MEASURED_RULES.contains(&rule)
                 && measured
                     .iter()
-                    .any(|(log, k, c)| *log == f.source && *k == base && c == class)
+                    .any(|(log, k, c)| *log == f.source && k.as_ref() == base && c == class)
         };
         let counts = |class: &Class| match class {
             Class::Occupancy => latency.is_some() || (global && sol.is_none()),
@@ -242,25 +235,26 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 global
                     && !compute_bound
                     && !shadowed(class)
-                    && (MEASURED_RULES.contains(&rule) || excess_shown(ctx, scope, base.as_ref()))
+                    && (MEASURED_RULES.contains(&rule) || excess_shown(ctx, scope, base))
             }
             Class::FewBlocks | Class::LocalMemory => global,
         };
-        let Some(class) = class.filter(|c| counts(c) && speedup >= MIN_SPEEDUP) else {
+        let Some(class) = Class::of(ncu).filter(|c| counts(c) && speedup >= MIN_SPEEDUP) else {
             // ncu's other suggestions with an estimate: listed, collapsed, under one note.
             if ncu.rule_type == "OPT" && speedup > 0.0 {
-                minor.push((index, speedup, rule.to_string()));
+                let local = ncu.speedup_type == Some(SpeedupType::Local);
+                minor.push((index, speedup, rule, local));
             }
             continue;
         };
-        let stack = kernel_stack(ctx, f.config.as_deref(), base.as_deref());
+        let stack = kernel_stack(ctx, f.config.as_deref(), f.kernel.as_deref());
         // Stalls on local and global memory say local memory only where ptxas gave a stack.
         if class == Class::LocalMemory && stack.is_none() {
             continue;
         }
         // The strongest rule of a class makes the cause; the others are its evidence.
         if let Some(d) = out.iter_mut().find(|d| {
-            d.key == class.key() && d.kernel.as_deref() == base.as_deref() && d.config == f.config
+            d.key == class.key() && d.kernel.as_deref() == f.kernel.as_deref() && d.config == f.config
         }) {
             d.evidence.push(ctx.finding_evidence(f));
             d.explains.push(index);
@@ -288,51 +282,44 @@ fn cause(
     stack: Option<u64>,
 ) -> Draft {
     let scope = scope_of(f);
-    let kernel = f.kernel.clone();
+    let kernel = f.kernel.as_ref();
     let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, Message::new());
     d.config = f.config.clone();
-    d.kernel = kernel.clone().map(String::from);
+    d.kernel = kernel.map(KernelId::to_string);
     d.key = class.key().to_string();
     d.stands_on = class.measures().to_vec();
     // An occupancy cause takes over `occupancy-limit`'s note for its kernel.
     d.absorbs = class == Class::Occupancy;
     d.explains.push(index);
     d.evidence.push(ctx.finding_evidence(f));
-    let lines = source_lines(ctx, scope, kernel.as_ref());
+    let lines = source_lines(ctx, scope, kernel);
     let hot = class.hottest(&lines);
     if let Some(line) = hot {
         d.location = Some(ctx.tool_place(&line.file, line.line, f.config.as_deref()));
     }
     // Weighed by the kernel's share of the profiled GPU time: a cause in a kernel that is a
     // small part of the program is a note, however large its own estimate.
-    let (short_launch, share) = weigh(ctx, &mut d, scope, kernel.as_ref(), Some(speedup));
-    d.confidence = match (
-        hot.is_some(),
-        speedup >= 50.0 || class == Class::LocalMemory,
-    ) {
-        (true, true) => Confidence::High,
-        (true, false) | (false, true) => Confidence::Medium,
-        (false, false) => Confidence::Low,
-    };
+    let (short_launch, share) = weigh(ctx, &mut d, scope, kernel, Some(speedup));
+    // Confident with the line that holds the cost, and with a large estimate (or a stack frame
+    // ptxas gave).
+    let large = speedup >= 50.0 || class == Class::LocalMemory;
+    d.confidence = Confidence::from_signals(1 + usize::from(hot.is_some()) + usize::from(large));
     // How far from the GPU's peak the kernel runs: its throughput, in ncu's own terms.
-    let dram = metric(ctx, scope, kernel.as_ref(), "DRAM Throughput");
-    let peaks = match (sol, dram, latency) {
-        (Some((memory, compute)), Some(dram), None) => {
-            d.figures
-                .insert("memory_throughput_pct".into(), json!(memory));
-            d.figures
-                .insert("compute_throughput_pct".into(), json!(compute));
-            Some((memory, dram, compute))
-        }
-        _ => None,
-    };
+    let dram = metric(ctx, scope, kernel, "DRAM Throughput");
+    let peaks = sol.zip(dram).filter(|_| latency.is_none());
+    if let Some(((memory, compute), _)) = peaks {
+        d.figures
+            .insert("memory_throughput_pct".into(), json!(memory));
+        d.figures
+            .insert("compute_throughput_pct".into(), json!(compute));
+    }
     describe(ctx, &mut d, class, (f, ncu), hot, &lines, stack);
     let weight = Weight {
-        kernel: kernel.as_ref(),
+        kernel,
         short_launch,
         speedup,
         latency: latency.filter(|_| class == Class::Occupancy),
-        peaks,
+        peaks: peaks.map(|((memory, compute), dram)| (memory, dram, compute)),
         share,
     };
     word_weight(&mut d, &weight);
@@ -429,24 +416,27 @@ pub fn absorb_occupancy_limit(cause: &mut Draft, note: &Draft) {
     cause.evidence.extend(note.evidence.iter().cloned());
 }
 
+/// One of ncu's suggestions that names no cause of its own: its finding, estimated speedup,
+/// rule, and whether the estimate is for the rule's own section only (ncu's "local").
+type Suggestion<'r> = (usize, f64, &'r str, bool);
+
 /// ncu's suggestions that name no cause of their own (or estimate under 20%): one note per
 /// kernel and config listing them with their estimates, for the collapsed part of the report.
-fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Draft>) {
+fn minor_suggestions(ctx: &Ctx, minor: &[Suggestion], out: &mut Vec<Draft>) {
     let j = ctx.joined;
-    // (config, kernel) -> its suggestions: (finding, estimated speedup, rule).
-    type Suggestions<'r> = Vec<(usize, f64, &'r str)>;
-    let mut groups: std::collections::BTreeMap<(Option<String>, KernelId), Suggestions> =
+    // (config, kernel) -> its suggestions.
+    let mut groups: std::collections::BTreeMap<(Option<String>, KernelId), Vec<Suggestion>> =
         std::collections::BTreeMap::new();
-    for (index, speedup, rule) in minor {
-        let Some(f) = j.findings.get(*index) else {
+    for &(index, speedup, rule, local) in minor {
+        let Some(f) = j.findings.get(index) else {
             continue;
         };
         let Some(kernel) = f.kernel.clone() else {
             continue;
         };
         let group = groups.entry((f.config.clone(), kernel)).or_default();
-        if !group.iter().any(|(_, _, r)| r == rule) {
-            group.push((*index, *speedup, rule.as_str()));
+        if !group.iter().any(|s| s.2 == rule) {
+            group.push((index, speedup, rule, local));
         }
     }
     for ((config, kernel), mut rules) in groups {
@@ -456,20 +446,8 @@ fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Dr
         d.key = format!("minor|{}", config.as_deref().unwrap_or(""));
         d.config = config;
         d.kernel = Some(kernel.to_string());
-        // ncu's "local" estimates are for the rule's own section, not the kernel's time.
-        let local = |index: usize| {
-            j.findings
-                .get(index)
-                .and_then(profiler_rule)
-                .map(|r| r.speedup_type)
-                == Some(Some(SpeedupType::Local))
-        };
-        let listed: Vec<(&str, f64, bool)> = rules
-            .iter()
-            .map(|(index, speedup, rule)| (*rule, *speedup, local(*index)))
-            .collect();
-        word_minor(&mut d, &kernel, &listed);
-        for (index, _, _) in &rules {
+        word_minor(&mut d, &kernel, &rules);
+        for (index, ..) in &rules {
             d.explains.push(*index);
             if let Some(f) = j.findings.get(*index)
                 && d.evidence.len() < 4
@@ -483,14 +461,14 @@ fn minor_suggestions(ctx: &Ctx, minor: &[(usize, f64, String)], out: &mut Vec<Dr
 
 /// The title and explanation of a kernel's other suggestions from ncu: each rule's name, its
 /// estimated speedup and whether that is for its own section only.
-fn word_minor(d: &mut Draft, kernel: &KernelId, listed: &[(&str, f64, bool)]) {
+fn word_minor(d: &mut Draft, kernel: &KernelId, listed: &[Suggestion]) {
     d.title = msg!(
         "Other suggestions from Nsight Compute for {}",
         code(kernel.as_str())
     );
     let listed = listed
         .iter()
-        .map(|(rule, speedup, local)| {
+        .map(|(_, speedup, rule, local)| {
             msg!(
                 "{} ({}%{})",
                 code(*rule),
@@ -548,14 +526,6 @@ fn details_beside(ctx: &Ctx, page: usize) -> Option<usize> {
 /// Below this share of the GPU's peak memory and compute throughput ncu calls a kernel
 /// latency-bound (its `SOLBottleneck` rule).
 const LATENCY_BOUND_PCT: f64 = 60.0;
-
-/// A kernel's memory and compute throughput, in percent of the GPU's peak (ncu's Speed Of
-/// Light).
-fn throughput(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>) -> Option<(f64, f64)> {
-    let memory = metric(ctx, scope, kernel, "Memory Throughput")?;
-    let compute = metric(ctx, scope, kernel, "Compute (SM) Throughput")?;
-    Some((memory, compute))
-}
 
 /// ptxas's stack frame for a kernel, when it has one.
 fn kernel_stack(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option<u64> {

@@ -10,7 +10,7 @@ use crate::diagnosis::{Confidence, Draft, EvidenceItem, GiveWay, Level};
 use crate::run::StageKind;
 use crate::message::{Message, code, figure, msg};
 use crate::text::sig3;
-use crate::timings::{Slowdown, TimingRow};
+use crate::timings::Slowdown;
 
 pub(crate) const RULE: Rule = Rule::new(
     RuleId::SlowerThanBaseline,
@@ -30,7 +30,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let timings = crate::timings::timings(j);
     let profiled = j.sources.iter().any(|s| s.kind == StageKind::Profile);
     let mut out = Vec::new();
-    for (config, Slowdown { row, slower }) in timings.slowest_per_config() {
+    for (config, slowdown) in timings.slowest_per_config() {
+        let Slowdown { row, slower } = slowdown;
         let Some(base) = row.baseline.as_ref() else {
             continue;
         };
@@ -39,13 +40,10 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             "median" => t.median_us,
             _ => t.mean_us,
         };
+        let times = value(&row.bench.timing).zip(value(&base.timing));
         let slow = Slow {
-            row,
-            slower,
-            times: match (value(&row.bench.timing), value(&base.timing)) {
-                (Some(p), Some(b)) => Some((statistic, p, b)),
-                _ => None,
-            },
+            slowdown,
+            times: times.map(|(p, b)| (statistic, p, b)),
             spread: row.spread,
             profiled,
         };
@@ -77,9 +75,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 
 /// A benchmark slower than its baseline's: what [`word_slow`] words.
 struct Slow<'t> {
-    row: &'t TimingRow,
-    /// How many times slower.
-    slower: f64,
+    /// Its benchmark's row and how many times slower.
+    slowdown: Slowdown<'t>,
     /// The statistic compared and its two values (µs): the program's, the baseline's.
     times: Option<(&'static str, f64, f64)>,
     /// The larger relative spread of the two sides.
@@ -90,7 +87,8 @@ struct Slow<'t> {
 
 /// The draft's title, explanation and fix for a slow benchmark; returns its evidence's summary.
 fn word_slow(s: &Slow, d: &mut Draft) -> Message {
-    let name = code(&s.row.bench.timing.name);
+    let Slowdown { row, slower } = s.slowdown;
+    let name = code(&row.bench.timing.name);
     let times = s
         .times
         .map(|(statistic, p, b)| msg!(" ({} {} µs against {} µs)", statistic, sig3(p), sig3(b)))
@@ -99,16 +97,12 @@ fn word_slow(s: &Slow, d: &mut Draft) -> Message {
         .spread
         .map(|s| msg!(", beyond both sides' spread ({})", figure(format!("{:.0}%", s * 100.0))))
         .unwrap_or_default();
-    d.title = Slowdown {
-        row: s.row,
-        slower: s.slower,
-    }
-    .words();
+    d.title = s.slowdown.words();
     d.explanation = msg!(
         "The program's own benchmark {} runs {}x slower than the baseline's benchmark of the \
          same name{}{}.",
         name.clone(),
-        sig3(s.slower),
+        sig3(slower),
         &times,
         spread
     );
@@ -123,7 +117,7 @@ fn word_slow(s: &Slow, d: &mut Draft) -> Message {
              would say why, at the lines that hold the time."
         )
     };
-    msg!("{}: {}x the baseline's time{}", name, sig3(s.slower), times)
+    msg!("{}: {}x the baseline's time{}", name, sig3(slower), times)
 }
 
 #[cfg(test)]

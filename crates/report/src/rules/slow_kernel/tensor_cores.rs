@@ -13,6 +13,7 @@
 //! softmax loop), or a kernel below its ridge point (a memory roof binds, not the FMA peak).
 
 use super::*;
+use crate::diagnosis::SourceLocation;
 use crate::rules::profile::place;
 use crate::message::{Message, code, figure, msg, path};
 use crate::roofline::{Limit, Position};
@@ -180,7 +181,7 @@ fn draft(
         mix,
         product,
         position: position.as_ref(),
-        hot: hot.map(|l| (relative_path(&l.file, &j.repo_files), l)),
+        hot: d.location.clone().zip(hot),
         replaced,
         ceiling,
         absorbed,
@@ -239,8 +240,8 @@ struct Words<'k> {
     mix: &'k parsers::InstructionMix,
     product: Product,
     position: Option<&'k Position>,
-    /// The loop's line: its file relative to the repository, and the line.
-    hot: Option<(String, &'k SourceLine)>,
+    /// The loop's line: its place, and the line.
+    hot: Option<(SourceLocation, &'k SourceLine)>,
     /// The conversions' and multiply-adds' share of the executed instructions (percent).
     replaced: f64,
     /// GFLOP/s done, the FMA peak and the tensor peak (GFLOP/s).
@@ -257,27 +258,16 @@ struct Words<'k> {
 fn word_product(d: &mut Draft, f: &Words) -> Message {
     let named = || code(f.kernel.as_str());
     let mix = f.mix;
-    let (op, fmas) = match f.product {
-        Product::AtCeiling(Limit::Fp16) => ("HFMA2", mix.hfma2),
-        Product::AtCeiling(_) => ("FFMA", mix.ffma),
-        Product::WidenedHalves => ("FFMA", mix.fma),
+    let (op, fmas, fma_peak, tensor_peak) = match f.product {
+        Product::AtCeiling(Limit::Fp16) => ("HFMA2", mix.hfma2, Limit::Fp16, Limit::Tensor),
+        Product::AtCeiling(_) => ("FFMA", mix.ffma, Limit::Fp32, Limit::Tf32Tensor),
+        Product::WidenedHalves => ("FFMA", mix.fma, Limit::Fp32, Limit::Tensor),
     };
     let loop_at = f
         .hot
         .as_ref()
-        .map(|(file, l)| {
-            msg!(
-                "; the loop is at {} ({})",
-                path(format!("{file}:{}", l.line)),
-                code(&l.text)
-            )
-        })
+        .map(|(at, l)| msg!("; the loop is at {} ({})", path(at), code(&l.text)))
         .unwrap_or_default();
-    let (fma_peak, tensor_peak) = match f.product {
-        Product::AtCeiling(Limit::Fp16) => (Limit::Fp16, Limit::Tensor),
-        Product::AtCeiling(_) => (Limit::Fp32, Limit::Tf32Tensor),
-        Product::WidenedHalves => (Limit::Fp32, Limit::Tensor),
-    };
     match (f.product, f.position) {
         (Product::AtCeiling(limit), Some(p)) => {
             d.title = match limit {

@@ -37,15 +37,10 @@ pub(super) fn describe(
         Class::BankConflicts => bank_conflicts(ctx, d, &rules, hot, lines, at),
         Class::Uncoalesced => uncoalesced(d, &rules, hot, at),
         Class::FewBlocks => {
-            let sms = ctx
-                .joined
-                .run
-                .and_then(|r| r.environment.gpus.first())
-                .and_then(|g| g.sm_count);
             let of_launch = |name: &str| metric(ctx, scope, kernel, name);
             let grid = Grid {
                 blocks: rule.grid_blocks,
-                sms,
+                sms: ctx.joined.run.and_then(|r| r.environment.gpus.first()?.sm_count),
                 waves: of_launch("Waves Per SM"),
                 warps: of_launch("Achieved Active Warps Per SM"),
             };
@@ -58,21 +53,15 @@ pub(super) fn describe(
             let (binding, fewest) = binding_limiters(ctx, scope, finding, rule);
             // More resident warps is a prediction, not a measurement: one more run at another
             // register budget, block size or tile tests it.
-            let test = if binding.contains(&OccupancyLimiter::Registers) {
-                Some(ExperimentKind::Registers)
-            } else if binding.contains(&OccupancyLimiter::SharedMemory) {
-                Some(ExperimentKind::Tile)
-            } else if binding.iter().any(|l| {
-                matches!(
-                    l,
-                    OccupancyLimiter::WarpsPerBlock | OccupancyLimiter::BlocksPerSm
-                )
-            }) {
-                Some(ExperimentKind::BlockSize)
-            } else {
-                None
-            };
-            d.hypothesis = test.map(|kind| Hypothesis::new(kind, None));
+            d.hypothesis = [
+                (OccupancyLimiter::Registers, ExperimentKind::Registers),
+                (OccupancyLimiter::SharedMemory, ExperimentKind::Tile),
+                (OccupancyLimiter::WarpsPerBlock, ExperimentKind::BlockSize),
+                (OccupancyLimiter::BlocksPerSm, ExperimentKind::BlockSize),
+            ]
+            .into_iter()
+            .find(|(limiter, _)| binding.contains(limiter))
+            .map(|(_, kind)| Hypothesis::new(kind, None));
             let warps = rule.theoretical_warps_per_scheduler;
             occupancy(d, &binding, fewest, warps, at(Message::new()));
         }
@@ -110,13 +99,8 @@ fn bank_conflicts(
     at: impl Fn(Message) -> Message,
 ) {
     let way = rules.iter().find_map(|r| r.bank_conflict_ways);
-    d.title = match way {
-        Some(w) => msg!(
-            "Shared-memory bank conflicts: {}-way on average",
-            figure(format!("{w:.0}"))
-        ),
-        None => msg!("Shared-memory bank conflicts"),
-    };
+    let ways = way.map(|w| msg!(": {}-way on average", figure(format!("{w:.0}"))));
+    d.title = msg!("Shared-memory bank conflicts{}", ways.unwrap_or_default());
     let excessive: u64 = lines.iter().map(|l| l.shared_excessive).sum();
     let total: u64 = lines.iter().map(|l| l.shared_wavefronts).sum();
     let there = hot
@@ -183,13 +167,8 @@ fn uncoalesced(
     };
     let used = own().find_map(|r| r.sector_bytes_used);
     let excessive = own().find_map(|r| r.excessive.map(|e| e.percent));
-    d.title = match used {
-        Some(u) => msg!(
-            "Uncoalesced global access: {} of 32 bytes used per sector",
-            figure(format!("{u:.1}"))
-        ),
-        None => msg!("Uncoalesced global access"),
-    };
+    let of_each = used.map(|u| msg!(": {} of 32 bytes used per sector", figure(format!("{u:.1}"))));
+    d.title = msg!("Uncoalesced global access{}", of_each.unwrap_or_default());
     let there = hot
         .map(|l| {
             msg!(
@@ -217,7 +196,6 @@ fn uncoalesced(
     );
 }
 
-/// Too few blocks for the GPU's multiprocessors (`sms`, where the run knows them).
 /// A launch's grid as ncu counted it: blocks, SMs, waves of blocks per SM and warps active per
 /// SM (achieved).
 struct Grid {
@@ -227,6 +205,7 @@ struct Grid {
     warps: Option<f64>,
 }
 
+/// Too few blocks for the GPU's multiprocessors (`grid.sms`, where the run knows them).
 fn few_blocks(d: &mut Draft, grid: &Grid, at: Message) {
     d.title = match (grid.blocks, grid.sms) {
         (Some(b), Some(s)) => msg!("Too few blocks: {} for {} SMs", b.to_string(), s.to_string()),
@@ -235,19 +214,15 @@ fn few_blocks(d: &mut Draft, grid: &Grid, at: Message) {
     };
     // The grid counted the way the GPU runs it: a fraction of one wave of blocks, and the
     // warps each SM has at work.
-    let counted = match (grid.waves.map(crate::text::waves), grid.warps) {
-        (Some(waves), Some(warps)) => msg!(
-            " The launch is {} waves of blocks per SM, with {} warps active per SM.",
-            figure(waves),
-            figure(crate::text::sig3(warps))
-        ),
-        (Some(waves), None) => msg!(" The launch is {} waves of blocks per SM.", figure(waves)),
-        _ => Message::new(),
-    };
+    let warps = grid.warps.map(|w| msg!(", with {} warps active per SM", figure(crate::text::sig3(w))));
+    let counted = grid.waves.map(|w| {
+        let waves = figure(crate::text::waves(w));
+        msg!(" The launch is {} waves of blocks per SM{}.", waves, warps.unwrap_or_default())
+    });
     d.explanation = msg!(
         "The grid has fewer blocks than the GPU has multiprocessors, so most of them sit idle \
          for the whole launch.{}{}",
-        counted,
+        counted.unwrap_or_default(),
         at
     );
     d.fix = msg!(
