@@ -103,8 +103,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 continue;
             }
             // No floating-point work to speak of: DRAM bandwidth is the limit it could reach.
-            let no_fp_work = mix.mma == 0 && mix.fma.saturating_mul(10) < mix.executed;
-            out.extend(if no_fp_work {
+            out.extend(if mix.mma == 0 && mix.fma.saturating_mul(10) < mix.executed {
                 memory_bound(ctx, config, &kernel, mix)
             } else {
                 fp32_bound(ctx, config, &kernel, mix)
@@ -157,17 +156,15 @@ fn fp32_bound(
     let attainable = crate::roofline::of_kernel(j, config, kernel)
         .filter(|p| p.limit == Limit::Fp32)
         .map(|p| p.attainable);
-    d.figures
-        .insert("fp32_gflops".into(), json!(achieved.round()));
-    d.figures
-        .insert("fp32_peak_gflops".into(), json!(peak.round()));
-    d.figures
-        .insert("peak_fraction".into(), rounded(fraction, 1000.0));
-    d.figures.insert("stall".into(), json!(stall));
-    d.figures.insert("l1_tex_pct".into(), json!(l1));
-    d.figures.insert("dram_pct".into(), json!(dram));
+    let figures = &mut d.figures;
+    figures.insert("fp32_gflops".into(), json!(achieved.round()));
+    figures.insert("fp32_peak_gflops".into(), json!(peak.round()));
+    figures.insert("peak_fraction".into(), rounded(fraction, 1000.0));
+    figures.insert("stall".into(), json!(stall));
+    figures.insert("l1_tex_pct".into(), json!(l1));
+    figures.insert("dram_pct".into(), json!(dram));
     if let Some(a) = attainable {
-        d.figures.insert("attainable".into(), rounded(a, 1000.0));
+        figures.insert("attainable".into(), rounded(a, 1000.0));
     }
     let fact = Fp32Bound {
         kernel,
@@ -409,16 +406,13 @@ fn idle_lanes<'j>(
 /// A second wait of a memory-bound kernel's own work, large enough to matter (a tenth of its
 /// samples), that gets its own advice: the wait and its share (percent).
 fn second_wait(w: &Waits, class: MemoryBottleneck) -> Option<(Wait, f64)> {
-    let first = match class {
-        MemoryBottleneck::Barrier => Wait::Barrier,
-        MemoryBottleneck::OnChip => Wait::Shared,
-        _ => Wait::Issue,
+    // Of the barriers and shared memory, those the class does not already speak for.
+    let rest: &[Wait] = match class {
+        MemoryBottleneck::Barrier => &[Wait::Shared],
+        MemoryBottleneck::OnChip => &[Wait::Barrier],
+        _ => &[Wait::Barrier, Wait::Shared],
     };
-    let rest: Vec<Wait> = [Wait::Barrier, Wait::Shared]
-        .into_iter()
-        .filter(|x| *x != first)
-        .collect();
-    w.top(&rest)
+    w.top(rest)
         .filter(|x| w.share(*x) >= 0.1)
         .map(|x| (x, w.share(x) * 100.0))
 }
@@ -454,8 +448,8 @@ fn memory_bound(
     // Far below the bandwidth on a launch long enough to judge by it, or below the limit with
     // the samples to say its own work is why.
     // Or a large part of it there, with a few bytes read per thread: work paid per thread.
-    let threads = metric_of("Threads").filter(|t| *t > 0.0);
-    let per_thread = threads
+    let per_thread = metric_of("Threads")
+        .filter(|t| *t > 0.0)
         .map(|t| mix.global_load_bytes as f64 / t)
         .filter(|b| *b > 0.0 && *b <= FEW_BYTES_PER_THREAD)
         .zip(away)
@@ -513,24 +507,21 @@ fn memory_bound(
     });
     let lanes_per_instruction = (issued > 0 && lanes > 0).then(|| lanes as f64 / issued as f64);
     let mut d = draft(config, kernel, &at, format!("{class:?}"));
-    d.figures.insert("dram_pct".into(), json!(dram));
-    d.figures.insert("sm_pct".into(), json!(sm));
-    d.figures.insert("memory_pct".into(), json!(memory));
-    d.figures.insert("stall".into(), json!(stall));
+    let figures = &mut d.figures;
+    figures.insert("dram_pct".into(), json!(dram));
+    figures.insert("sm_pct".into(), json!(sm));
+    figures.insert("memory_pct".into(), json!(memory));
+    figures.insert("stall".into(), json!(stall));
     if let Some(l) = lanes_per_instruction {
-        d.figures
-            .insert("lanes_per_instruction".into(), rounded(l, 10.0));
+        figures.insert("lanes_per_instruction".into(), rounded(l, 10.0));
     }
     for (wait, w) in waits.iter().flat_map(|w| Wait::ALL.map(|x| (x, w))) {
-        let name = format!("wait_{wait:?}").to_lowercase();
-        d.figures.insert(name, rounded(w.share(wait), 1000.0));
+        figures.insert(format!("wait_{wait:?}").to_lowercase(), rounded(w.share(wait), 1000.0));
+    }
+    if let Some((bytes, _)) = per_thread.filter(|_| class == MemoryBottleneck::PerThread) {
+        figures.insert("bytes_per_thread".into(), rounded(bytes, 10.0));
     }
     let lanes = idle_lanes(ctx, &mut d, &lines, issued, lanes_per_instruction);
-    if class == MemoryBottleneck::PerThread {
-        let (bytes, _) = per_thread.unwrap_or_default();
-        d.figures
-            .insert("bytes_per_thread".into(), rounded(bytes, 10.0));
-    }
     let fact = MemoryBound {
         kernel,
         class,
@@ -561,25 +552,17 @@ mod tests {
 
     #[test]
     fn the_stall_and_the_throughputs_name_the_bottleneck() {
-        assert_eq!(
-            classify("stall_lg", 75.0, 11.0),
-            Some(Bottleneck::L1NoReuse)
-        );
-        // Waiting on global loads with DRAM busy is a bandwidth limit, not a reuse problem.
-        assert_eq!(classify("stall_long_sb", 40.0, 85.0), None);
-        assert_eq!(
-            classify("stall_mio", 89.0, 16.0),
-            Some(Bottleneck::SharedLoads)
-        );
-        assert_eq!(
-            classify("stall_barrier", 10.0, 5.0),
-            Some(Bottleneck::Barrier)
-        );
-        assert_eq!(
-            classify("stall_math_pipe_throttle", 5.0, 1.0),
-            Some(Bottleneck::MathPipe)
-        );
-        assert_eq!(classify("stall_not_selected", 50.0, 10.0), None);
+        for (stall, l1, dram, class) in [
+            ("stall_lg", 75.0, 11.0, Some(Bottleneck::L1NoReuse)),
+            // Waiting on global loads with DRAM busy is a bandwidth limit, not a reuse problem.
+            ("stall_long_sb", 40.0, 85.0, None),
+            ("stall_mio", 89.0, 16.0, Some(Bottleneck::SharedLoads)),
+            ("stall_barrier", 10.0, 5.0, Some(Bottleneck::Barrier)),
+            ("stall_math_pipe_throttle", 5.0, 1.0, Some(Bottleneck::MathPipe)),
+            ("stall_not_selected", 50.0, 10.0, None),
+        ] {
+            assert_eq!(classify(stall, l1, dram), class, "{stall}");
+        }
     }
 }
 

@@ -201,29 +201,27 @@ fn word_spills(d: &mut Draft, f: &Local, cap: Option<u32>) {
         f.stack.to_string(),
         sass
     );
-    match cap {
+    d.fix = match cap {
         Some(cap) => {
             d.explanation.append(msg!(
                 " The build caps registers at {} per thread (-maxrregcount): the kernel needs \
                  more, and the rest goes to local memory.",
                 cap.to_string()
             ));
-            d.fix = msg!(
+            msg!(
                 "Raise or drop the -maxrregcount={} cap (or use `__launch_bounds__` to give ptxas \
                  a budget per kernel), then check the bench: the cap bought occupancy at the price \
                  of these spills.",
                 cap.to_string()
-            );
+            )
         }
-        None => {
-            d.fix = msg!(
-                "Cut live registers: fewer accumulator fragments per warp (smaller BLOCK_M per \
-                 warp or more warps), no dynamically indexed register arrays, and \
-                 `__launch_bounds__(threads, minBlocks)` so ptxas knows the budget it must meet; \
-                 do not raise -maxrregcount past what occupancy allows."
-            );
-        }
-    }
+        None => msg!(
+            "Cut live registers: fewer accumulator fragments per warp (smaller BLOCK_M per warp or \
+             more warps), no dynamically indexed register arrays, and \
+             `__launch_bounds__(threads, minBlocks)` so ptxas knows the budget it must meet; do not \
+             raise -maxrregcount past what occupancy allows."
+        ),
+    };
 }
 
 /// The title, explanation and fix of a thread-local array in local memory.
@@ -260,21 +258,15 @@ fn word_local_array(d: &mut Draft, f: &Local, cost: Cost) {
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::diagnosis::Level;
+    use crate::rules::testing::{fixture_case, only};
 
     /// nvcc 13.0 with `-maxrregcount=16` on `spill.cu` (`ptxas/nvcc13.0_spill_maxrreg16.log`):
     /// `many_live_values` at 24 registers spills 660 bytes of stores and 692 of loads.
     #[test]
     fn fires_on_a_kernel_that_spills_under_a_register_cap() {
         let d = only(
-            Case::new()
-                .log(
-                    StageKind::Compile,
-                    "maxrreg16",
-                    "sm_90",
-                    parsers_fixture!("ptxas/nvcc13.0_spill_maxrreg16.log"),
-                )
+            fixture_case!(Compile, "ptxas/nvcc13.0_spill_maxrreg16.log")
                 .stage(|s| s.unit.max_registers = Some(16))
                 .drafts(RuleId::RegisterSpills),
         );
@@ -293,13 +285,6 @@ mod tests {
     /// 48 and 72 registers, no spill, no stack frame.
     #[test]
     fn stays_silent_on_the_same_kernels_built_without_a_cap() {
-        Case::new()
-            .log(
-                StageKind::Compile,
-                "default",
-                "sm_90",
-                parsers_fixture!("ptxas/nvcc13.0_spill_default.log"),
-            )
-            .silent(RuleId::RegisterSpills);
+        fixture_case!(Compile, "ptxas/nvcc13.0_spill_default.log").silent(RuleId::RegisterSpills);
     }
 }

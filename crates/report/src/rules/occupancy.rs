@@ -93,18 +93,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                     .push(ctx.metric_evidence(config, msg!("ncu: {}", Message::join(said, ", "))));
             }
         }
-        d.figures
-            .insert("blocks_per_sm".into(), json!(occ.blocks_per_sm));
-        d.figures.insert(
-            "occupancy_pct".into(),
-            crate::text::round_json(occ.fraction * 100.0),
-        );
-        d.figures
-            .insert("limiter".into(), json!(occ.limiter.as_str()));
-        Figure::Registers.set(&mut d.figures, json!(fact.registers));
+        let figures = &mut d.figures;
+        figures.insert("blocks_per_sm".into(), json!(occ.blocks_per_sm));
+        let percent = crate::text::round_json(occ.fraction * 100.0);
+        figures.insert("occupancy_pct".into(), percent);
+        figures.insert("limiter".into(), json!(occ.limiter.as_str()));
+        Figure::Registers.set(figures, json!(fact.registers));
         if let Some(r) = occ.registers_for_next_block {
-            d.figures
-                .insert("registers_for_next_block".into(), json!(r));
+            figures.insert("registers_for_next_block".into(), json!(r));
         }
         if fits {
             // One more block per SM hides latency only if the kernel is short of warps: a
@@ -222,8 +218,7 @@ fn word_limited(d: &mut Draft, f: &Limit) {
         occ.by_threads.to_string(),
         word_caveat(f)
     );
-    let next = (occ.blocks_per_sm + 1).to_string();
-    let launch_bounds = code(format!("__launch_bounds__({}, {next})", f.threads));
+    let launch_bounds = code(format!("__launch_bounds__({}, {})", f.threads, occ.blocks_per_sm + 1));
     let registers = |r: u32| {
         msg!(
             "{} registers per thread (from {}; {})",
@@ -232,7 +227,9 @@ fn word_limited(d: &mut Draft, f: &Limit) {
             launch_bounds.clone()
         )
     };
-    let shared = |s: u64| msg!("{} of shared memory per block (from {})", bytes(s), bytes(f.shared));
+    let shared = |s: u64| {
+        msg!("{} of shared memory per block (from {})", bytes(s), bytes(f.shared))
+    };
     let pays = " Check with the bench stage whether it pays: fewer registers can mean spills.";
     let budget = match (occ.registers_for_next_block, occ.shared_for_next_block) {
         (Some(r), Some(s)) => msg!(

@@ -55,10 +55,9 @@ const MEASURED_RULES: &[&str] = &["UncoalescedGlobalAccess", "UncoalescedSharedA
 /// stands on its own.
 fn excess_shown(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>) -> bool {
     let lines = source_lines(ctx, scope, kernel);
-    let (moved, excess) = lines.iter().fold((0u64, 0u64), |(m, e), l| {
-        (m + l.global_sectors, e + l.global_excessive)
-    });
-    lines.is_empty() || moved == 0 || excess.saturating_mul(10) >= moved
+    let moved: u64 = lines.iter().map(|l| l.global_sectors).sum();
+    let excess: u64 = lines.iter().map(|l| l.global_excessive).sum();
+    moved == 0 || excess.saturating_mul(10) >= moved
 }
 
 /// The smallest estimated speedup (percent of the kernel's time) that makes a cause.
@@ -105,24 +104,14 @@ impl Class {
         }
     }
 
-    /// The profile's figures the cause stands on, for the comparison with the baseline.
-    fn measures(self) -> &'static [Measure] {
+    /// Its key, and the profile's figures it stands on for the comparison with the baseline.
+    fn row(self) -> (&'static str, &'static [Measure]) {
         match self {
-            Class::BankConflicts => &[Measure::SharedWavefronts],
-            Class::Uncoalesced => &[Measure::LoadSectors, Measure::StoreSectors],
-            Class::FewBlocks => &[Measure::WavesPerSm],
-            Class::Occupancy => &[Measure::WarpsPerSm],
-            Class::LocalMemory => &[Measure::LocalBytes],
-        }
-    }
-
-    fn key(self) -> &'static str {
-        match self {
-            Class::BankConflicts => "bank-conflicts",
-            Class::Uncoalesced => "uncoalesced",
-            Class::FewBlocks => "few-blocks",
-            Class::Occupancy => "occupancy",
-            Class::LocalMemory => "local-memory",
+            Class::BankConflicts => ("bank-conflicts", &[Measure::SharedWavefronts]),
+            Class::Uncoalesced => ("uncoalesced", &[Measure::LoadSectors, Measure::StoreSectors]),
+            Class::FewBlocks => ("few-blocks", &[Measure::WavesPerSm]),
+            Class::Occupancy => ("occupancy", &[Measure::WarpsPerSm]),
+            Class::LocalMemory => ("local-memory", &[Measure::LocalBytes]),
         }
     }
 
@@ -193,7 +182,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             .then(b.2.total_cmp(&a.2))
             .then(a.3.cmp(&b.3))
     });
-    for (.., index, f, ncu) in rules {
+    for (_, per_instruction, speedup, index, f, ncu) in rules {
         let scope = scope_of(f);
         // A kernel the process launched that the program does not own (a framework's, measured
         // because it ran beside the program's own) is no cause of the program's.
@@ -204,7 +193,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         let rule = ncu.name.as_str();
         let global = ncu.speedup_type == Some(SpeedupType::Global);
-        let speedup = ncu.estimated_speedup.unwrap_or(0.0);
         let base = f.kernel.as_ref();
         // Where the kernel stands against the GPU's peaks decides which rules can be its
         // cause (ncu's own 60% mark): too few resident warps only cost a latency-bound kernel
@@ -218,7 +206,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let compute_bound =
             sol.is_some_and(|(memory, compute)| compute >= LATENCY_BOUND_PCT && compute > memory);
         let shadowed = |class: &Class| {
-            !MEASURED_RULES.contains(&rule)
+            !per_instruction
                 && measured
                     .iter()
                     .any(|(log, k, c)| *log == f.source && k.as_ref() == base && c == class)
@@ -235,7 +223,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 global
                     && !compute_bound
                     && !shadowed(class)
-                    && (MEASURED_RULES.contains(&rule) || excess_shown(ctx, scope, base))
+                    && (per_instruction || excess_shown(ctx, scope, base))
             }
             Class::FewBlocks | Class::LocalMemory => global,
         };
@@ -243,7 +231,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             // ncu's other suggestions with an estimate: listed, collapsed, under one note.
             if ncu.rule_type == "OPT" && speedup > 0.0 {
                 let local = ncu.speedup_type == Some(SpeedupType::Local);
-                minor.push((index, speedup, rule, local));
+                minor.push((index, f, speedup, rule, local));
             }
             continue;
         };
@@ -254,7 +242,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         // The strongest rule of a class makes the cause; the others are its evidence.
         if let Some(d) = out.iter_mut().find(|d| {
-            d.key == class.key() && d.kernel.as_deref() == f.kernel.as_deref() && d.config == f.config
+            d.key == class.row().0
+                && d.kernel.as_deref() == f.kernel.as_deref()
+                && d.config == f.config
         }) {
             d.evidence.push(ctx.finding_evidence(f));
             d.explains.push(index);
@@ -286,17 +276,16 @@ fn cause(
     let mut d = Draft::new(RuleId::SlowKernel, Level::Warning, Message::new());
     d.config = f.config.clone();
     d.kernel = kernel.map(KernelId::to_string);
-    d.key = class.key().to_string();
-    d.stands_on = class.measures().to_vec();
+    let (key, stands_on) = class.row();
+    d.key = key.to_string();
+    d.stands_on = stands_on.to_vec();
     // An occupancy cause takes over `occupancy-limit`'s note for its kernel.
     d.absorbs = class == Class::Occupancy;
     d.explains.push(index);
     d.evidence.push(ctx.finding_evidence(f));
     let lines = source_lines(ctx, scope, kernel);
     let hot = class.hottest(&lines);
-    if let Some(line) = hot {
-        d.location = Some(ctx.tool_place(&line.file, line.line, f.config.as_deref()));
-    }
+    d.location = hot.map(|l| ctx.tool_place(&l.file, l.line, f.config.as_deref()));
     // Weighed by the kernel's share of the profiled GPU time: a cause in a kernel that is a
     // small part of the program is a note, however large its own estimate.
     let (short_launch, share) = weigh(ctx, &mut d, scope, kernel, Some(speedup));
@@ -308,10 +297,9 @@ fn cause(
     let dram = metric(ctx, scope, kernel, "DRAM Throughput");
     let peaks = sol.zip(dram).filter(|_| latency.is_none());
     if let Some(((memory, compute), _)) = peaks {
-        d.figures
-            .insert("memory_throughput_pct".into(), json!(memory));
-        d.figures
-            .insert("compute_throughput_pct".into(), json!(compute));
+        let figures = &mut d.figures;
+        figures.insert("memory_throughput_pct".into(), json!(memory));
+        figures.insert("compute_throughput_pct".into(), json!(compute));
     }
     describe(ctx, &mut d, class, (f, ncu), hot, &lines, stack);
     let weight = Weight {
@@ -372,18 +360,15 @@ fn against_the_limit(ctx: &Ctx, drafts: &mut [Draft]) {
         let Some(p) = crate::roofline::of_kernel(ctx.joined, d.config.as_deref(), &kernel) else {
             continue;
         };
-        d.figures.insert("of_peak".into(), rounded(p.of_peak, 1000.0));
-        d.figures
-            .insert("attainable".into(), rounded(p.attainable, 1000.0));
+        let figures = &mut d.figures;
+        figures.insert("of_peak".into(), rounded(p.of_peak, 1000.0));
+        figures.insert("attainable".into(), rounded(p.attainable, 1000.0));
         // The tensor-core cause says its FP32 rate against both peaks already.
-        if d.figures.contains_key("tensor_peak_gflops") {
+        if figures.contains_key("tensor_peak_gflops") {
             continue;
         }
-        d.explanation.append(msg!(
-            " Against the limit: {} runs {}.",
-            code(kernel.as_str()),
-            p.phrase()
-        ));
+        let said = msg!(" Against the limit: {} runs {}.", code(kernel.as_str()), p.phrase());
+        d.explanation.append(said);
     }
 }
 
@@ -416,42 +401,37 @@ pub fn absorb_occupancy_limit(cause: &mut Draft, note: &Draft) {
     cause.evidence.extend(note.evidence.iter().cloned());
 }
 
-/// One of ncu's suggestions that names no cause of its own: its finding, estimated speedup,
-/// rule, and whether the estimate is for the rule's own section only (ncu's "local").
-type Suggestion<'r> = (usize, f64, &'r str, bool);
+/// One of ncu's suggestions that names no cause of its own: its finding (index and finding),
+/// estimated speedup, rule, and whether the estimate is for the rule's own section only (ncu's
+/// "local").
+type Suggestion<'r> = (usize, &'r FindingRef<'r>, f64, &'r str, bool);
 
 /// ncu's suggestions that name no cause of their own (or estimate under 20%): one note per
 /// kernel and config listing them with their estimates, for the collapsed part of the report.
 fn minor_suggestions(ctx: &Ctx, minor: &[Suggestion], out: &mut Vec<Draft>) {
-    let j = ctx.joined;
     // (config, kernel) -> its suggestions.
     let mut groups: std::collections::BTreeMap<(Option<String>, KernelId), Vec<Suggestion>> =
         std::collections::BTreeMap::new();
-    for &(index, speedup, rule, local) in minor {
-        let Some(f) = j.findings.get(index) else {
+    for s in minor {
+        let Some(kernel) = s.1.kernel.clone() else {
             continue;
         };
-        let Some(kernel) = f.kernel.clone() else {
-            continue;
-        };
-        let group = groups.entry((f.config.clone(), kernel)).or_default();
-        if !group.iter().any(|s| s.2 == rule) {
-            group.push((index, speedup, rule, local));
+        let group = groups.entry((s.1.config.clone(), kernel)).or_default();
+        if !group.iter().any(|g| g.3 == s.3) {
+            group.push(*s);
         }
     }
     for ((config, kernel), mut rules) in groups {
-        rules.sort_by(|a, b| b.1.total_cmp(&a.1));
+        rules.sort_by(|a, b| b.2.total_cmp(&a.2));
         let mut d = Draft::new(RuleId::SlowKernel, Level::Note, Message::new());
         // One note per config: the estimates differ from one build to the next.
         d.key = format!("minor|{}", config.as_deref().unwrap_or(""));
         d.config = config;
         d.kernel = Some(kernel.to_string());
         word_minor(&mut d, &kernel, &rules);
-        for (index, ..) in &rules {
+        for (index, f, ..) in &rules {
             d.explains.push(*index);
-            if let Some(f) = j.findings.get(*index)
-                && d.evidence.len() < 4
-            {
+            if d.evidence.len() < 4 {
                 d.evidence.push(ctx.finding_evidence(f));
             }
         }
@@ -468,7 +448,7 @@ fn word_minor(d: &mut Draft, kernel: &KernelId, listed: &[Suggestion]) {
     );
     let listed = listed
         .iter()
-        .map(|(_, speedup, rule, local)| {
+        .map(|(_, _, speedup, rule, local)| {
             msg!(
                 "{} ({}%{})",
                 code(*rule),
@@ -495,11 +475,11 @@ fn time_share(ctx: &Ctx, scope: Scope, kernel: Option<&KernelId>) -> Option<f64>
     let mut own = 0.0;
     let mut seen = std::collections::BTreeSet::new();
     for m in &ctx.joined.metrics {
-        if m.metric.name != "Duration" || !scope.holds(m) {
-            continue;
-        }
         // One Duration per launch (ncu's launch id), once even if two logs repeat it.
-        if !seen.insert((m.source, m.metric.launch, m.metric.kernel.clone())) {
+        if m.metric.name != "Duration"
+            || !scope.holds(m)
+            || !seen.insert((m.source, m.metric.launch, m.metric.kernel.clone()))
+        {
             continue;
         }
         let us = microseconds(m.metric)?;
@@ -542,7 +522,7 @@ fn kernel_stack(ctx: &Ctx, config: Option<&str>, kernel: Option<&str>) -> Option
 mod rule_tests {
     use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, parsers_fixture};
+    use crate::rules::testing::{Case, only, parsers_fixture};
 
     /// The slow-kernels example's `bank` program on the H100: ncu's details page
     /// (`ncu-csv/slow_bank_details.log`) with its shared-memory bank-conflict rule, and its
@@ -556,13 +536,7 @@ mod rule_tests {
                 parsers_fixture!("ncu-source/slow_bank_source.log"),
             )
             .drafts(RuleId::SlowKernel);
-        let causes: Vec<_> = drafts
-            .iter()
-            .filter(|d| d.level == Level::Warning)
-            .collect();
-        let [d] = causes.as_slice() else {
-            panic!("expected one cause, got {drafts:#?}");
-        };
+        let d = only(drafts.into_iter().filter(|d| d.level == Level::Warning).collect());
         assert_eq!(d.rule, RuleId::SlowKernel);
         assert_eq!(d.kernel.as_deref(), Some("transpose"));
         assert!(d.title.markdown().contains("bank conflicts"), "{:?}", d.title);

@@ -270,12 +270,8 @@ fn word_product(d: &mut Draft, f: &Words) -> Message {
         .unwrap_or_default();
     match (f.product, f.position) {
         (Product::AtCeiling(limit), Some(p)) => {
-            d.title = match limit {
-                Limit::Fp16 => {
-                    msg!("Half-precision FMAs where the tensor cores would lift the ceiling")
-                }
-                _ => msg!("FP32 FMAs where the tensor cores would lift the ceiling"),
-            };
+            let what = if limit == Limit::Fp16 { "Half-precision" } else { "FP32" };
+            d.title = msg!("{} FMAs where the tensor cores would lift the ceiling", what);
             d.explanation = msg!(
                 "{}% of the instructions {} executes are scalar multiply-adds ({} warp-level \
                  {}), with no tensor-core instruction, and it runs {}: its ceiling is the {} \
@@ -386,20 +382,11 @@ fn word_product(d: &mut Draft, f: &Words) -> Message {
 
 #[cfg(test)]
 mod tests {
-    use crate::diagnosis::Draft;
-    use crate::rules::Ctx;
     use crate::rules::testing::{Case, repo_file};
 
     // The positive cases run through the CLI: `examples/slow-kernels`' `no_tensor` config
     // (halves widened to float, `tests/it/reference.rs`) and the corpus' SGEMM kernels at the
     // FP32 roof (`corpus/sgemm-k4-registers`, stored only compressed).
-
-    /// What this cause drafts, as `slow-kernel` runs it.
-    fn no_tensor_cores(ctx: &Ctx) -> Vec<Draft> {
-        let mut out = Vec::new();
-        super::no_tensor_cores(ctx, &mut out);
-        out
-    }
 
     /// The slow-reduction example's `fast` config on an H100, from its reference run
     /// (`examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/`):
@@ -418,7 +405,12 @@ mod tests {
             )
             .input("src/sum.cu")
             .gpu("NVIDIA H100 80GB HBM3", 132, "9.0")
-            .drafts_of(no_tensor_cores);
+            // What this cause drafts, as `slow-kernel` runs it.
+            .drafts_of(|ctx| {
+                let mut out = Vec::new();
+                super::no_tensor_cores(ctx, &mut out);
+                out
+            });
         assert!(drafts.is_empty(), "{drafts:?}");
     }
 }

@@ -22,15 +22,10 @@ pub(super) fn describe(
     // ncu's rules for this kernel in this profiling run, the lead rule first: the first figure
     // they state is the cause's (a class's rules each state some of its figures).
     let kernel = finding.kernel.as_ref();
+    let same = (ctx.joined.findings.iter())
+        .filter(|f| scope.log.is_none_or(|l| f.source == l) && f.kernel.as_ref() == kernel);
     let rules: Vec<&ProfilerRule> = std::iter::once(rule)
-        .chain(
-            ctx.joined
-                .findings
-                .iter()
-                .filter(|f| scope.log.is_none_or(|l| f.source == l))
-                .filter(|f| f.kernel.as_ref() == kernel)
-                .filter_map(profiler_rule),
-        )
+        .chain(same.filter_map(profiler_rule))
         .collect();
     let at = |extra: Message| word_at(ctx, hot, scope.config, extra);
     match class {
@@ -46,9 +41,7 @@ pub(super) fn describe(
             };
             few_blocks(d, &grid, at(Message::new()));
         }
-        Class::LocalMemory => {
-            local_memory(d, stack.unwrap_or(0), rule, at(Message::new()));
-        }
+        Class::LocalMemory => local_memory(d, stack.unwrap_or(0), rule, at(Message::new())),
         Class::Occupancy => {
             let (binding, fewest) = binding_limiters(ctx, scope, finding, rule);
             // More resident warps is a prediction, not a measurement: one more run at another
@@ -73,15 +66,11 @@ pub(super) fn describe(
 fn word_at(ctx: &Ctx, hot: Option<&SourceLine>, config: Option<&str>, extra: Message) -> Message {
     hot.map(|l| {
         let at = ctx.tool_place(&l.file, l.line, config);
-        let text = if l.text.is_empty() {
-            Message::new()
-        } else {
-            msg!(" ({})", code(&l.text))
-        };
+        let text = (!l.text.is_empty()).then(|| msg!(" ({})", code(&l.text)));
         msg!(
             " The cost sits at {}{}{}.",
             path(format!("{}:{}", at.file, at.line.unwrap_or(l.line))),
-            text,
+            text.unwrap_or_default(),
             extra
         )
     })
@@ -128,21 +117,15 @@ fn bank_conflicts(
          32-wide float tile is 32-way otherwise."
     );
     if let Some((what, calls)) = hot.and_then(|l| wmma_fragment(ctx, l, lines)) {
-        let calls = if calls.is_empty() {
-            Message::new()
-        } else {
-            msg!(
-                " ({})",
-                Message::words(calls.into_iter().map(|c| Message::from(path(c))).collect())
-            )
-        };
+        let listed = Message::words(calls.iter().map(|c| path(c).into()).collect());
+        let calls = (!calls.is_empty()).then(|| msg!(" ({})", listed));
         d.explanation.append(msg!(
             " That line is the toolkit's WMMA {}, inlined into the kernel from its {} calls{}: a \
              fragment moves 16 rows of the shared tile at once, and with a leading dimension \
              (`ldm`) that is a multiple of 128 bytes every row starts in the same bank.",
             fragment_words(what),
             code(format!("wmma::{}", what.call())),
-            calls
+            calls.unwrap_or_default()
         ));
         d.fix = msg!(
             "Pad the shared tile's rows by 16 bytes (8 halves, 4 floats): `__half \
@@ -214,7 +197,9 @@ fn few_blocks(d: &mut Draft, grid: &Grid, at: Message) {
     };
     // The grid counted the way the GPU runs it: a fraction of one wave of blocks, and the
     // warps each SM has at work.
-    let warps = grid.warps.map(|w| msg!(", with {} warps active per SM", figure(crate::text::sig3(w))));
+    let warps = grid.warps.map(|w| {
+        msg!(", with {} warps active per SM", figure(crate::text::sig3(w)))
+    });
     let counted = grid.waves.map(|w| {
         let waves = figure(crate::text::waves(w));
         msg!(" The launch is {} waves of blocks per SM{}.", waves, warps.unwrap_or_default())
