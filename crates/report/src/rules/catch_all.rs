@@ -46,6 +46,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if ctx.explained(index) || finding.severity == Severity::Info {
             continue;
         }
+        let source = j.source(f.source);
+        // A draft of this finding alone: its config, its raw lines, and it explains it.
+        let draft = |level, title| {
+            let mut d = Draft::new(RuleId::SanitizerError, level, title);
+            d.config = f.config.clone();
+            d.evidence.push(ctx.finding_evidence(f));
+            d.explains.push(index);
+            d
+        };
         // What makes this finding an echo of a fault another draft names: the registry
         // decides it for earlier rules' drafts, and this rule for its own.
         let mut gives_way = Vec::new();
@@ -58,7 +67,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         // A host API error after a device fault another draft names is that fault's echo.
         if finding.kind == FindingKind::HostApiError
-            && let Some(log) = j.source(f.source).map(|s| s.path)
+            && let Some(log) = source.map(|s| s.path)
         {
             if out.iter().any(|d| {
                 own_error(d) && d.config == f.config && d.evidence.iter().any(|e| e.log == log)
@@ -71,44 +80,34 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         // a symptom of the fault that ended it, never a root cause of its own.
         if finding.is_exit_status() {
             // The symptom of a fault located in its config; with none, a finding of its own.
-            let mut d = Draft::new(
-                RuleId::SanitizerError,
-                Level::Error,
-                msg!("The program exited with an error"),
-            );
-            d.config = f.config.clone();
+            let mut d = draft(Level::Error, msg!("The program exited with an error"));
             d.symptom_of = Some(Scope::Config);
             d.bare = true;
-            d.explains.push(index);
-            d.evidence.push(ctx.finding_evidence(f));
             d.gives_way = gives_way.clone();
             d.gives_way.push(GiveWay::NoFault);
             out.push(d);
             gives_way.push(GiveWay::Fault);
         }
-        let tool = j
-            .source(f.source)
-            .map(|s| kind_name(s.kind))
-            .unwrap_or("tool");
+        let tool = source.map(|s| kind_name(s.kind)).unwrap_or("tool");
         let message = scrub(&finding.message, &j.repo_files);
         // A tool's own error in a stage that was stopped (its timeout, an interrupt): what the
         // stop left in its log ("Failed to profile ..."), not a fault of the program. The
         // stage's status already says it could not conclude; this changes no verdict.
-        let stopped = j
-            .source(f.source)
+        let stopped = source
             .and_then(|s| s.stage)
             .map(|s| s.status)
             .filter(|s| matches!(s, StageStatus::Interrupted | StageStatus::TimedOut))
             .filter(|_| finding.kind == FindingKind::ToolError);
-        let level = match (finding.kind, finding.severity) {
+        let level = match finding.kind {
             _ if stopped.is_some() => Level::Note,
-            (FindingKind::CompilerWarning, _) | (FindingKind::UnusedMemory, _) => Level::Note,
             // An Nsight Compute rule result no performance rule takes: the profiler's advice, or
             // a remark on its own collection (no samples collected), never a fault of the
             // program.
-            (FindingKind::ProfilerRule, _) => Level::Note,
-            (FindingKind::MemoryLeak, _) => Level::Warning,
-            (_, Severity::Error) => Level::Error,
+            FindingKind::CompilerWarning
+            | FindingKind::UnusedMemory
+            | FindingKind::ProfilerRule => Level::Note,
+            FindingKind::MemoryLeak => Level::Warning,
+            _ if finding.severity == Severity::Error => Level::Error,
             _ => Level::Warning,
         };
         let location = ctx.place(f);
@@ -129,9 +128,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.explains.push(index);
             continue;
         }
-        let mut d = Draft::new(RuleId::SanitizerError, level, Message::new());
+        let mut d = draft(level, Message::new());
         d.gives_way = gives_way;
-        d.config = f.config.clone();
         (d.kernel, d.helpers) = ctx.kernel_site(f);
         d.location = location;
         if finding.kind == FindingKind::CompilerWarning
@@ -145,8 +143,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             ));
         }
         d.key = finding.fingerprint.clone();
-        d.evidence.push(ctx.finding_evidence(f));
-        d.explains.push(index);
         // A function that calls itself in the record's device frames: a recursion.
         let recursive = finding.device_frames.iter().find_map(|a| {
             let name = a.function.as_deref()?;
@@ -168,8 +164,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         word_unexplained(&mut d, &unexplained);
         if let Some(status) = stopped {
             // The tool a wrapping stage runs the program under (ncu, compute-sanitizer).
-            let program = j
-                .source(f.source)
+            let program = source
                 .map(|s| s.kind.row())
                 .filter(|row| row.wraps)
                 .and_then(|row| row.tools.first().copied())
@@ -226,6 +221,16 @@ struct Unexplained<'a> {
 fn word_unexplained(d: &mut Draft, u: &Unexplained) {
     let message = || quote(u.message);
     let at = super::at_location(d.location.as_ref());
+    // "memcheck reported 3 records at io.cu:12: "said"."
+    let reported = |said: &str| {
+        msg!(
+            "{} reported {}{}: {}.",
+            u.tool,
+            crate::text::plural(u.count, "record", "records"),
+            at.clone(),
+            quote(said)
+        )
+    };
     d.title = match u.kind {
         FindingKind::Trap => msg!("Device-side trap"),
         FindingKind::DeviceException => msg!("Device exception: {}", message()),
@@ -318,13 +323,10 @@ fn word_unexplained(d: &mut Draft, u: &Unexplained) {
         ),
         FindingKind::ProfilerRule => (
             msg!(
-                "{} reported {}{}: {}. No performance rule takes this Nsight Compute rule \
-                 result: it is the profiler's advice, or a remark on its own measurement, not a \
-                 fault of the program.",
-                u.tool,
-                crate::text::plural(u.count, "record", "records"),
-                at,
-                quote(u.message.trim_end_matches('.'))
+                "{} No performance rule takes this Nsight Compute rule result: it is the \
+                 profiler's advice, or a remark on its own measurement, not a fault of the \
+                 program.",
+                reported(u.message.trim_end_matches('.'))
             ),
             msg!(
                 "Where it says the profiler could not collect something (no samples, a missing \
@@ -333,13 +335,7 @@ fn word_unexplained(d: &mut Draft, u: &Unexplained) {
             ),
         ),
         _ => (
-            msg!(
-                "{} reported {}{}: {}.",
-                u.tool,
-                crate::text::plural(u.count, "record", "records"),
-                at,
-                message()
-            ),
+            reported(u.message),
             msg!("Read the quoted record; no rule recognises this kind of finding yet."),
         ),
     };

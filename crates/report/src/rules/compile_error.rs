@@ -5,6 +5,7 @@ use parsers::FindingKind;
 use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::message::{Message, msg, quote};
+use crate::text::scrub;
 
 pub(crate) const RULE: Rule = Rule::new(
     RuleId::CompileError,
@@ -17,24 +18,21 @@ pub(crate) const RULE: Rule = Rule::new(
 
 /// One draft per distinct compile error, pointing at its file:line.
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
-    let mut out = Vec::new();
-    for (index, f) in ctx.joined.findings.iter().enumerate() {
-        if f.finding.kind != FindingKind::CompileError {
-            continue;
-        }
-        let mut draft = Draft::new(RuleId::CompileError, Level::Error, Message::new());
-        draft.confidence = Confidence::High;
-        draft.config = f.config.clone();
-        draft.kernel = f.finding.kernel.clone();
-        draft.location = ctx.place(f);
-        draft.key = f.finding.fingerprint.clone();
-        let message = crate::text::scrub(&f.finding.message, &ctx.joined.repo_files);
-        word_compile_error(&mut draft, &message);
-        draft.evidence.push(ctx.finding_evidence(f));
-        draft.explains.push(index);
-        out.push(draft);
-    }
-    out
+    // The first rule: no finding is explained yet.
+    ctx.unexplained(FindingKind::CompileError)
+        .map(|(index, f)| {
+            let mut d = Draft::new(RuleId::CompileError, Level::Error, Message::new());
+            d.confidence = Confidence::High;
+            d.config = f.config.clone();
+            d.kernel = f.finding.kernel.clone();
+            d.location = ctx.place(f);
+            d.key = f.finding.fingerprint.clone();
+            word_compile_error(&mut d, &scrub(&f.finding.message, &ctx.joined.repo_files));
+            d.evidence.push(ctx.finding_evidence(f));
+            d.explains.push(index);
+            d
+        })
+        .collect()
 }
 
 /// The words of a compile error: the compiler's `message` (scrubbed), quoted.

@@ -31,19 +31,18 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if !ctx.debug_build(c) {
             continue;
         }
-        let warnings: Vec<usize> = j
+        let mut warnings = j
             .findings_in(c)
-            .filter(|(_, f)| is_debug_warning(f.finding))
-            .map(|(i, _)| i)
-            .collect();
+            .filter(|(_, f)| is_debug_warning(f.finding));
         let mut d = Draft::new(RuleId::DebugBuild, Level::Note, Message::new());
         d.config = config.clone();
         d.key = "-G".into();
         d.confidence = Confidence::High;
-        if let Some(f) = warnings.first().and_then(|&i| j.findings.get(i)) {
+        if let Some((i, f)) = warnings.next() {
             d.evidence.push(ctx.finding_evidence(f));
+            d.explains.push(i);
         }
-        d.explains = warnings;
+        d.explains.extend(warnings.map(|(i, _)| i));
         word_debug_build(&mut d);
         out.push(d);
     }

@@ -53,22 +53,14 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     for (source_index, source) in j.sources.iter().enumerate() {
         // The sticky errors are read even where a device-fault rule already accounts for them:
         // the cascade is worth saying, as a symptom of that fault.
-        let host: Vec<(usize, &FindingRef)> = j
-            .findings
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| {
-                f.source == source_index && f.finding.kind == FindingKind::HostApiError
-            })
+        let host: Vec<(usize, &FindingRef)> = ctx
+            .in_log(source_index, |k| k == FindingKind::HostApiError)
+            .map(|i| (i, &j.findings[i]))
             .collect();
         if host.is_empty() {
             continue;
         }
-        let config = source.config;
-        let device_fault = j
-            .findings
-            .iter()
-            .any(|f| f.source == source_index && is_device_fault(f.finding.kind));
+        let device_fault = ctx.in_log(source_index, is_device_fault).next().is_some();
         let error_name =
             |f: &FindingRef| api_error(f.finding).map_or(String::new(), |a| a.name.clone());
         let error = |f: &FindingRef| api_error(f.finding).map_or(CudaError::Other, ApiError::error);
@@ -77,7 +69,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let group = |level, key: String, class: &[&(usize, &FindingRef)], first: &FindingRef| {
             let mut d = Draft::new(RuleId::HostApiError, level, Message::new());
             d.key = key;
-            d.config = config.map(str::to_string);
+            d.config = source.config.map(str::to_string);
             d.confidence = Confidence::High;
             d.explains = class.iter().map(|(i, _)| *i).collect();
             d.evidence.push(ctx.finding_evidence(first));
@@ -133,11 +125,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if let Some((_, first)) = probes.first() {
             let call = api_call(first.finding).unwrap_or("cuGetProcAddress");
             let count = probes.iter().map(|(_, f)| f.finding.count).sum::<u64>();
-            let printed_all_probes = !j.findings.iter().any(|f| {
-                f.source == source_index
-                    && f.finding.kind != FindingKind::HostApiError
-                    && super::is_error(f.finding)
-            });
+            let printed_all_probes = !ctx
+                .in_log(source_index, |k| k != FindingKind::HostApiError)
+                .any(|i| super::is_error(j.findings[i].finding));
             let hidden = if printed_all_probes {
                 source.log.unprinted_errors
             } else {
@@ -187,21 +177,22 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 /// A binding's entry-point lookups that the driver answered with `name`, `count` times; where
 /// they filled the tool's print limit, the `hidden` errors it counted and did not print.
 fn word_probes(d: &mut Draft, call: &str, name: &str, count: u64, hidden: u64, tool: &str) {
-    let probes = msg!(
-        "{} returned {} {}: a CUDA binding (cuda-python, Numba, CuPy) asking the driver for \
-         entry points by name, some of which this driver does not have. The binding handles the \
-         answer; the program never sees it.",
+    let returned = msg!(
+        "{} returned {} {}: ",
         code(call),
         quote(name),
         plural(count, "time", "times")
     );
+    let probes = msg!(
+        "{}a CUDA binding (cuda-python, Numba, CuPy) asking the driver for entry points by name, \
+         some of which this driver does not have. The binding handles the answer; the program \
+         never sees it.",
+        returned.clone()
+    );
     if hidden == 0 {
         d.title = msg!(
-            "{} returned {} {}: a binding probing for driver entry points, not the program's \
-             error",
-            code(call),
-            quote(name),
-            plural(count, "time", "times")
+            "{}a binding probing for driver entry points, not the program's error",
+            returned
         );
         d.explanation = probes;
         d.fix = msg!("Nothing to fix in the program: the records are the binding's lookups.");
@@ -209,10 +200,11 @@ fn word_probes(d: &mut Draft, call: &str, name: &str, count: u64, hidden: u64, t
     }
     d.level = Level::Warning;
     d.figures.insert("unprinted_errors".into(), json!(hidden));
+    let hidden = || figure(crate::text::thousands(hidden));
     d.title = msg!(
         "{} counted {} errors it did not print: its print limit went to {}'s probes",
         tool,
-        figure(crate::text::thousands(hidden)),
+        hidden(),
         code(call)
     );
     d.explanation = msg!(
@@ -221,7 +213,7 @@ fn word_probes(d: &mut Draft, call: &str, name: &str, count: u64, hidden: u64, t
          which, so nothing here reads clean.",
         probes,
         tool,
-        figure(crate::text::thousands(hidden))
+        hidden()
     );
     d.fix = msg!(
         "Run the stage again with a larger print limit (`print_limit:` in the stage, \

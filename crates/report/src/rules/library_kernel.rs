@@ -48,57 +48,61 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         .collect()
 }
 
+/// The note about one library's kernels and the findings in them.
 fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
     let j = ctx.joined;
-    let kernels: BTreeSet<&KernelId> = findings.iter().filter_map(|f| f.kernel.as_ref()).collect();
-    let kernels: Vec<&KernelId> = kernels.into_iter().collect();
-    let hazards: u64 = findings
+    let kernels: Vec<&KernelId> = findings
         .iter()
-        .map(|f| {
-            f.finding
-                .facts
-                .race_hazards()
-                .unwrap_or(f.finding.count.max(1))
-        })
-        .fold(0, u64::saturating_add);
-    let runs = findings.iter().map(|f| f.source).collect::<BTreeSet<_>>().len();
-    let tools: BTreeSet<&str> = findings
-        .iter()
-        .map(|f| match f.finding.kind {
-            FindingKind::Race => "racecheck",
-            FindingKind::UninitializedRead | FindingKind::UnusedMemory => "initcheck",
-            _ => "synccheck",
-        })
+        .filter_map(|f| f.kernel.as_ref())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
         .collect();
+    let seen = Seen {
+        lib,
+        tools: findings
+            .iter()
+            .map(|f| match f.finding.kind {
+                FindingKind::Race => "racecheck",
+                FindingKind::UninitializedRead | FindingKind::UnusedMemory => "initcheck",
+                _ => "synccheck",
+            })
+            .collect(),
+        hazards: findings
+            .iter()
+            .map(|f| {
+                f.finding
+                    .facts
+                    .race_hazards()
+                    .unwrap_or(f.finding.count.max(1))
+            })
+            .fold(0, u64::saturating_add),
+        runs: findings
+            .iter()
+            .map(|f| f.source)
+            .collect::<BTreeSet<_>>()
+            .len(),
+        names: kernels
+            .iter()
+            .take(3)
+            .map(|k| j.model.kernel(k).map_or(k.as_str(), |f| f.name.as_str()))
+            .collect(),
+        kernels: kernels.len(),
+        // Hopper kernels that synchronise shared memory through mbarriers and the tensor memory
+        // accelerator: racecheck's model of barriers is `__syncthreads()`-like, so it may
+        // report their ordered accesses as hazards.
+        async_sync: kernels.iter().any(|k| {
+            let lower = k.to_ascii_lowercase();
+            lower.contains("wgmma") || lower.contains("tma") || lower.contains("sm90")
+        }),
+        pattern: exclusion_pattern(&kernels),
+    };
     let mut d = Draft::new(RuleId::LibraryKernel, Level::Note, Message::new());
     d.key = lib.name().to_string();
     d.confidence = Confidence::High;
     d.evidence
         .extend(findings.iter().take(2).map(|f| ctx.finding_evidence(f)));
-    d.figures.insert("hazards".into(), json!(hazards));
-    d.figures.insert("kernels".into(), json!(kernels.len()));
-    let names: Vec<&str> = kernels
-        .iter()
-        .take(3)
-        .map(|k| j.model.kernel(k).map_or(k.as_str(), |f| f.name.as_str()))
-        .collect();
-    // Hopper kernels that synchronise shared memory through mbarriers and the tensor memory
-    // accelerator: racecheck's model of barriers is `__syncthreads()`-like, so it may report
-    // their ordered accesses as hazards.
-    let async_sync = kernels.iter().any(|k| {
-        let lower = k.to_ascii_lowercase();
-        lower.contains("wgmma") || lower.contains("tma") || lower.contains("sm90")
-    });
-    let seen = Seen {
-        lib,
-        tools: &tools,
-        hazards,
-        runs,
-        names: &names,
-        kernels: kernels.len(),
-        async_sync,
-        pattern: exclusion_pattern(&kernels),
-    };
+    d.figures.insert("hazards".into(), json!(seen.hazards));
+    d.figures.insert("kernels".into(), json!(seen.kernels));
     word_library(&mut d, &seen);
     d
 }
@@ -107,12 +111,12 @@ fn note(ctx: &Ctx, lib: Library, findings: &[&FindingRef]) -> Draft {
 struct Seen<'a> {
     lib: Library,
     /// The sanitizer tools that reported them (`racecheck`, `initcheck`, `synccheck`).
-    tools: &'a BTreeSet<&'a str>,
+    tools: BTreeSet<&'static str>,
     hazards: u64,
     /// How many sanitizer runs reported them.
     runs: usize,
     /// The first few kernels' whole names.
-    names: &'a [&'a str],
+    names: Vec<&'a str>,
     /// How many kernels in all.
     kernels: usize,
     /// Hopper kernels ordered by mbarriers and TMA, which racecheck does not model.

@@ -11,7 +11,7 @@ use crate::diagnosis::{Confidence, Draft, EvidenceItem, Figure, Helper, Level, S
 use crate::join::{FindingRef, Joined, ResultRef};
 use crate::kernel_id::KernelId;
 use crate::message::{Message, code, figure, msg, path, quote};
-use crate::text::{relative_path, scrub};
+use crate::text::{plural, relative_path, scrub};
 
 mod profile;
 #[cfg(test)]
@@ -368,10 +368,7 @@ impl Ctx<'_, '_> {
             .related
             .iter()
             .filter_map(|r| {
-                let location = SourceLocation {
-                    file: relative_path(r.file.as_ref()?, &self.joined.repo_files),
-                    line: r.line,
-                };
+                let location = self.relative(r.file.as_ref()?, r.line);
                 let function = r.function.as_deref().unwrap_or("");
                 let label = match function.split_whitespace().next() {
                     Some("Write") => msg!("the other side of the hazard: a write"),
@@ -398,7 +395,6 @@ impl Ctx<'_, '_> {
 
     /// The evidence item quoting a finding's raw lines.
     pub fn finding_evidence(&self, f: &FindingRef) -> EvidenceItem {
-        let source = self.joined.source(f.source);
         let finding = f.finding;
         let mut summary = msg!(
             "{} × {}",
@@ -417,19 +413,11 @@ impl Ctx<'_, '_> {
             summary.append(msg!(", in test {}", code(test)));
         }
         EvidenceItem {
-            stage: source.map(|s| s.stage_name()).unwrap_or_default(),
-            config: f.config.clone(),
-            log: source.map(|s| s.path.to_string()).unwrap_or_default(),
-            summary,
             excerpt: self.excerpt(&finding.excerpt),
+            ..self.source_evidence(Some(f.source), f.config.as_deref(), summary)
         }
     }
 
-    /// The `__global__` kernel a finding is in, kernel first, and the device function inlined
-    /// into it where the access sits, when that is not the kernel itself. compute-sanitizer
-    /// names the function the access is in, and the kernel only in a device frame under it:
-    /// racecheck's "Race reported between" records name only the function (`cp_async_16`),
-    /// and the kernel is then the one the stage launched.
     /// The program's own lines a site was inlined into, up the SASS line table's inlining
     /// (`nvdisasm -gi`, one level per entry): from a header's line to each of the user's calls
     /// that brought it in, the first line of the program's own files on each way up.
@@ -464,10 +452,7 @@ impl Ctx<'_, '_> {
                 }
                 seen.push(up);
                 if own(e.at_file.as_str()) {
-                    let at = SourceLocation {
-                        file: relative_path(&e.at_file, &j.repo_files),
-                        line: Some(e.at_line),
-                    };
+                    let at = self.relative(&e.at_file, Some(e.at_line));
                     if !out.contains(&at) {
                         out.push(at);
                     }
@@ -480,6 +465,11 @@ impl Ctx<'_, '_> {
         out
     }
 
+    /// The `__global__` kernel a finding is in, kernel first, and the device function inlined
+    /// into it where the access sits, when that is not the kernel itself. compute-sanitizer
+    /// names the function the access is in, and the kernel only in a device frame under it:
+    /// racecheck's "Race reported between" records name only the function (`cp_async_16`),
+    /// and the kernel is then the one the stage launched.
     pub fn kernel_site(&self, f: &FindingRef) -> (Option<String>, Vec<Helper>) {
         let finding = f.finding;
         let named = f.kernel.as_ref();
@@ -535,14 +525,7 @@ impl Ctx<'_, '_> {
 
     /// An evidence item about a harness result, quoting no raw lines (the JSON is the record).
     pub fn result_evidence(&self, r: &ResultRef, summary: impl Into<Message>) -> EvidenceItem {
-        let source = self.joined.source(r.source);
-        EvidenceItem {
-            stage: source.map(|s| s.stage_name()).unwrap_or_default(),
-            config: r.config.clone(),
-            log: source.map(|s| s.path.to_string()).unwrap_or_default(),
-            summary: summary.into(),
-            excerpt: Vec::new(),
-        }
+        self.source_evidence(Some(r.source), r.config.as_deref(), summary)
     }
 
     /// An evidence item with a summary only, for the log at `source`.
@@ -580,30 +563,21 @@ impl Ctx<'_, '_> {
     /// Raw lines as a report quotes them: scrubbed, host frames left out (the device side is
     /// the evidence), at most [`MAX_EXCERPT`]; what is left out is counted.
     pub fn excerpt(&self, lines: &[String]) -> Vec<String> {
-        let host = lines
-            .iter()
-            .filter(|l| parsers::is_host_frame_line(l))
-            .count();
-        let kept: Vec<&String> = lines
-            .iter()
-            .filter(|l| !parsers::is_host_frame_line(l))
-            .collect();
+        let (host, kept): (Vec<&String>, Vec<&String>) =
+            lines.iter().partition(|l| parsers::is_host_frame_line(l));
         let mut out: Vec<String> = kept
             .iter()
             .take(MAX_EXCERPT)
             .map(|l| scrub(l, &self.joined.repo_files))
             .collect();
-        if kept.len() > MAX_EXCERPT {
-            let more = kept.len() - MAX_EXCERPT;
-            out.push(format!(
-                "… ({more} more {})",
-                if more == 1 { "line" } else { "lines" }
-            ));
+        let more = kept.len().saturating_sub(MAX_EXCERPT) as u64;
+        if more > 0 {
+            out.push(format!("… ({})", plural(more, "more line", "more lines")));
         }
-        if host > 0 {
+        if !host.is_empty() {
             out.push(format!(
                 "… ({})",
-                crate::text::plural(host as u64, "host frame", "host frames")
+                plural(host.len() as u64, "host frame", "host frames")
             ));
         }
         out
@@ -612,24 +586,25 @@ impl Ctx<'_, '_> {
     /// The finding's own location, made relative to the repository.
     pub fn finding_location(&self, finding: &Finding) -> Option<SourceLocation> {
         let file = finding.file.as_ref()?;
-        if let Some(mapped) = self.mapped(file, finding.line) {
-            return Some(mapped);
-        }
-        Some(SourceLocation {
+        Some(
+            self.mapped_in(file, finding.line, None)
+                .unwrap_or_else(|| self.relative(file, finding.line)),
+        )
+    }
+
+    /// A file a tool names and a line in it, the file made relative to the repository.
+    fn relative(&self, file: &str, line: Option<u32>) -> SourceLocation {
+        SourceLocation {
             file: relative_path(file, &self.joined.repo_files),
-            line: finding.line,
-        })
+            line,
+        }
     }
 
     /// A place in a file a build generated from the user's text (`cuda.cu` of `load_inline`),
-    /// as the user's own file and line. Only when one map covers it: two configs' maps of the
-    /// same name that disagree settle nothing.
-    fn mapped(&self, file: &str, line: Option<u32>) -> Option<SourceLocation> {
-        self.mapped_in(file, line, None)
-    }
-
-    /// [`Ctx::mapped`], with the maps of `config`'s build first: a tool that names the
-    /// generated file by its absolute path in one config's build directory means that config's.
+    /// as the user's own file and line, with the maps of `config`'s build first (a tool that
+    /// names the generated file by its absolute path in one config's build directory means
+    /// that config's). Only when one map covers it: two configs' maps of the same name that
+    /// disagree settle nothing.
     fn mapped_in(
         &self,
         file: &str,
@@ -660,38 +635,29 @@ impl Ctx<'_, '_> {
     /// `config` first), anything else made relative to the repository.
     pub fn tool_place(&self, file: &str, line: u32, config: Option<&str>) -> SourceLocation {
         self.mapped_in(file, Some(line), config)
-            .unwrap_or_else(|| SourceLocation {
-                file: relative_path(file, &self.joined.repo_files),
-                line: Some(line),
-            })
+            .unwrap_or_else(|| self.relative(file, Some(line)))
     }
 
     /// The best place in the user's source a finding names: its own location or a related one,
     /// preferring a file among the run's inputs, then a `.cu` file, then anything but a toolkit
     /// header.
     pub fn user_location(&self, finding: &Finding) -> Option<SourceLocation> {
-        let mut candidates: Vec<SourceLocation> = Vec::new();
-        if let Some(loc) = self.finding_location(finding) {
-            candidates.push(loc);
-        }
-        for related in &finding.related {
-            if let Some(file) = &related.file {
-                candidates.push(SourceLocation {
-                    file: relative_path(file, &self.joined.repo_files),
-                    line: related.line,
-                });
-            }
-        }
+        let related = finding
+            .related
+            .iter()
+            .filter_map(|r| Some(self.relative(r.file.as_ref()?, r.line)));
         // The call stack compute-sanitizer prints under the record ("Device Frame: f+0x60 in
         // file.cu:26"): the user's frame is often below a toolkit header's.
-        for frame in &finding.device_frames {
-            if let (Some(file), Some(line)) = (&frame.file, frame.line) {
-                candidates.push(SourceLocation {
-                    file: relative_path(file, &self.joined.repo_files),
-                    line: Some(line),
-                });
-            }
-        }
+        let frames = finding
+            .device_frames
+            .iter()
+            .filter_map(|f| Some(self.relative(f.file.as_ref()?, Some(f.line?))));
+        let candidates: Vec<SourceLocation> = self
+            .finding_location(finding)
+            .into_iter()
+            .chain(related)
+            .chain(frames)
+            .collect();
         let score = |loc: &SourceLocation| -> u8 {
             if self.joined.repo_files.iter().any(|f| f == &loc.file) {
                 3
@@ -767,34 +733,27 @@ pub fn stage_shape(ctx: &Ctx, source: usize) -> Option<(parsers::harness::Shape,
     let j = ctx.joined;
     let src = j.source(source)?;
     let elem = |dtype: &str| if dtype.contains("32") { 4 } else { 2 };
-    if let Some(stage) = src.stage {
-        for r in &j.results {
-            let same_stage = j
-                .source(r.source)
-                .and_then(|s| s.stage)
-                .is_some_and(|s| std::ptr::eq(s, stage));
-            if same_stage {
-                return Some((r.result.shape.clone(), elem(&r.result.dtype)));
-            }
-        }
-        let unit = stage.unit();
-        let case = unit.case.as_ref();
-        if let Some(shape) = case.and_then(|c| c.shape.clone()) {
-            let dtype = case.and_then(|c| c.dtype.as_deref()).unwrap_or("f16");
-            return Some((shape, elem(dtype)));
-        }
-        // A manifest written before the case was recorded typed: its label reads
-        // `B,H,S,D dtype [causal]`.
-        let label = case.map(|c| c.label.as_str()).unwrap_or("");
-        let mut words = label.split_whitespace();
-        let shape = words.next().and_then(parse_shape);
-        let dtype = words.next().unwrap_or("f16").to_string();
-        return shape.map(|s| (s, elem(&dtype)));
+    let of_result = |r: &ResultRef| (r.result.shape.clone(), elem(&r.result.dtype));
+    let Some(stage) = src.stage else {
+        return j.results.iter().find(|r| r.source == source).map(of_result);
+    };
+    if let Some(r) = j.results.iter().find(|r| {
+        j.source(r.source)
+            .and_then(|s| s.stage)
+            .is_some_and(|s| std::ptr::eq(s, stage))
+    }) {
+        return Some(of_result(r));
     }
-    j.results
-        .iter()
-        .find(|r| r.source == source)
-        .map(|r| (r.result.shape.clone(), elem(&r.result.dtype)))
+    let unit = stage.unit();
+    let case = unit.case.as_ref()?;
+    if let Some(shape) = case.shape.clone() {
+        return Some((shape, elem(case.dtype.as_deref().unwrap_or("f16"))));
+    }
+    // A manifest written before the case was recorded typed: its label reads
+    // `B,H,S,D dtype [causal]`.
+    let mut words = case.label.split_whitespace();
+    let shape = parse_shape(words.next()?)?;
+    Some((shape, elem(words.next().unwrap_or("f16"))))
 }
 
 /// Where the frameworks' own Python lives, between a user's line and the launch: their frames
@@ -836,10 +795,7 @@ pub fn python_call_site(finding: &Finding, repo_files: &[String]) -> Option<Sour
         .filter_map(|f| Some((f.file.as_deref()?, f.line?)))
         .filter(|(file, _)| file.ends_with(".py"))
         .collect();
-    let own = |file: &str| {
-        let relative = relative_path(file, repo_files);
-        repo_files.contains(&relative)
-    };
+    let own = |file: &str| repo_files.contains(&relative_path(file, repo_files));
     let framework = |file: &str| {
         let name = file.rsplit('/').next().unwrap_or(file);
         FRAMEWORK_PATHS.iter().any(|p| file.contains(p)) || FRAMEWORK_FILES.contains(&name)
@@ -848,7 +804,6 @@ pub fn python_call_site(finding: &Finding, repo_files: &[String]) -> Option<Sour
         .iter()
         .find(|(file, _)| own(file))
         .or_else(|| frames.iter().find(|(file, _)| !framework(file)))?;
-    let file = *file;
     Some(SourceLocation {
         file: relative_path(file, repo_files),
         line: Some(*line),
@@ -905,18 +860,16 @@ pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Opt
     if logs.is_empty() || !logs.iter().all(clean) {
         return None;
     }
-    let kinds: std::collections::BTreeSet<crate::run::StageKind> =
-        logs.iter().map(|s| s.kind).collect();
+    let kinds: std::collections::BTreeSet<_> = logs.iter().map(|s| s.kind).collect();
     let names: Vec<String> = kinds.iter().map(|&k| kind_name(k).to_string()).collect();
-    let were = if names.len() == 1 {
-        "it was"
-    } else {
-        "they were"
-    };
     let mut said = msg!(
         "{} ran on this config and reported no error: {} blind to this defect, which {} caught.",
         crate::text::join_words(&names),
-        were,
+        if names.len() == 1 {
+            "it was"
+        } else {
+            "they were"
+        },
         caught_by
     );
     let sass: Vec<_> = j
