@@ -48,7 +48,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 
 /// The words of a divergent barrier in a `scope` ("block", "warp"), `count` records.
 fn word_divergent(d: &mut Draft, scope: &str, count: u64) {
-    let at = at_location(d.location.as_ref());
     d.title = msg!(
         "Divergent barrier: not every thread of the {} reaches it",
         scope
@@ -59,7 +58,7 @@ fn word_divergent(d: &mut Draft, scope: &str, count: u64) {
          an early `return` some threads take. The behaviour is undefined: a hang, or threads \
          passing the barrier before shared memory is ready.",
         plural(count, "error", "errors"),
-        at,
+        at_location(d.location.as_ref()),
         scope
     );
     d.fix = msg!(
@@ -72,10 +71,8 @@ fn word_divergent(d: &mut Draft, scope: &str, count: u64) {
 /// The words of synccheck's "Invalid arguments" at `__syncwarp(mask)`, `count` records: the
 /// mask leaves out lanes that call it, or names lanes that never do.
 fn word_syncwarp_mask(d: &mut Draft, count: u64) {
-    let at = at_location(d.location.as_ref());
-    d.title = msg!(
-        "Invalid `__syncwarp(mask)`: the mask does not name exactly the lanes that call it"
-    );
+    d.title =
+        msg!("Invalid `__syncwarp(mask)`: the mask does not name exactly the lanes that call it");
     d.explanation = msg!(
         "synccheck reports {} (\"Invalid arguments\") at the `__syncwarp(mask)`{}: every \
          thread that calls `__syncwarp(mask)` must have its own bit set in the mask, and every \
@@ -84,7 +81,7 @@ fn word_syncwarp_mask(d: &mut Draft, count: u64) {
          the warp may pass the barrier unsynchronised, hang, or (under the tool) stop the \
          kernel.",
         plural(count, "error", "errors"),
-        at
+        at_location(d.location.as_ref())
     );
     d.fix = msg!(
         "Pass a mask naming exactly the lanes that reach this `__syncwarp`: `0xffffffff` \
@@ -98,14 +95,13 @@ fn word_syncwarp_mask(d: &mut Draft, count: u64) {
 /// The words of synccheck's "Invalid arguments" at another barrier (a named barrier's id or
 /// thread count), `count` records.
 fn word_invalid_arguments(d: &mut Draft, count: u64) {
-    let at = at_location(d.location.as_ref());
     d.title = msg!("Barrier called with invalid arguments");
     d.explanation = msg!(
         "synccheck reports {} (\"Invalid arguments\") at a barrier{}: the arguments it was \
          called with (a warp mask, a named barrier's id or thread count) do not match the \
          threads that arrive at it. The behaviour is undefined.",
         plural(count, "error", "errors"),
-        at
+        at_location(d.location.as_ref())
     );
     d.fix = msg!(
         "Pass arguments that name exactly the threads that arrive: a warp mask with the bit \

@@ -372,8 +372,8 @@ fn line_list(lines: &[SourceLocation]) -> Message {
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, fixture_case, only, parsers_fixture, place};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::diagnosis::Level;
+    use crate::rules::testing::{fixture_case, only, place};
 
     /// memcheck on `records.cu stack` (`compute-sanitizer/memcheck_stack_overflow.log`, H200):
     /// a recursive `deep()` with a 1 KiB frame overflows the stack. Worded as a stack overflow
@@ -429,23 +429,14 @@ mod tests {
     /// remark on the profiler's own collection that is a note, never a root cause.
     #[test]
     fn a_profiler_remark_no_rule_takes_is_a_note() {
-        let drafts = Case::new()
-            .log(
-                StageKind::Profile,
-                "clean",
-                "sm_90",
-                parsers_fixture!("ncu-csv/pc_sampling_no_samples_details.log"),
-            )
+        let drafts = fixture_case!(Profile, "ncu-csv/pc_sampling_no_samples_details.log")
             .drafts(RuleId::SanitizerError);
         let d = drafts
             .iter()
             .find(|d| d.title.markdown().contains("PCSamplingData"))
             .expect("the PCSamplingData remark is drafted");
         assert_eq!(d.level, Level::Note);
-        assert!(
-            drafts.iter().all(|d| d.level == Level::Note),
-            "{drafts:?}"
-        );
+        assert!(drafts.iter().all(|d| d.level == Level::Note), "{drafts:?}");
     }
 
     /// memcheck on `clean.cu` (`compute-sanitizer/memcheck_clean.log`): the program's own lines

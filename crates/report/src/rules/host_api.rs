@@ -76,11 +76,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d
         };
 
+        // The log's records that `keep` takes, in their order.
+        let class = |keep: &dyn Fn(usize, &FindingRef) -> bool| {
+            host.iter().filter(|(i, f)| keep(*i, f)).collect::<Vec<_>>()
+        };
+
         // The sticky cascade: a kernel faulted, and every later call reports its error.
-        let sticky: Vec<&(usize, &FindingRef)> = host
-            .iter()
-            .filter(|(_, f)| error(f) == CudaError::Sticky)
-            .collect();
+        let sticky = class(&|_, f| error(f) == CudaError::Sticky);
         if device_fault && !sticky.is_empty() {
             let calls: Vec<&str> = sticky
                 .iter()
@@ -95,10 +97,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
 
         // A device memory allocation that failed, and the error calls that echo it.
-        let allocation: Vec<&(usize, &FindingRef)> = host
-            .iter()
-            .filter(|(i, f)| !ctx.explained(*i) && error(f) == CudaError::MemoryAllocation)
-            .collect();
+        let allocation =
+            class(&|i, f| !ctx.explained(i) && error(f) == CudaError::MemoryAllocation);
         if let Some((_, first)) = allocation
             .iter()
             .find(|(_, f)| call_kind(f) == Some(ApiCall::Allocation))
@@ -118,10 +118,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
 
         // A binding's lookups of driver entry points, answered "no": its own business, unless
         // they filled the tool's print limit and hid what else it counted.
-        let probes: Vec<&(usize, &FindingRef)> = host
-            .iter()
-            .filter(|(i, f)| !ctx.explained(*i) && call_kind(f) == Some(ApiCall::EntryPoint))
-            .collect();
+        let probes = class(&|i, f| !ctx.explained(i) && call_kind(f) == Some(ApiCall::EntryPoint));
         if let Some((_, first)) = probes.first() {
             let call = api_call(first.finding).unwrap_or("cuGetProcAddress");
             let count = probes.iter().map(|(_, f)| f.finding.count).sum::<u64>();
@@ -141,20 +138,17 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
 
         // A call that rejected its arguments, and the error calls that echo it.
-        let invalid: Vec<&(usize, &FindingRef)> = host
-            .iter()
-            .filter(|(i, f)| {
-                !ctx.explained(*i)
-                    && call_kind(f) != Some(ApiCall::EntryPoint)
-                    && matches!(
-                        error(f),
-                        CudaError::InvalidValue
-                            | CudaError::InvalidConfiguration
-                            | CudaError::InvalidDevicePointer
-                            | CudaError::InvalidMemcpyDirection
-                    )
-            })
-            .collect();
+        let invalid = class(&|i, f| {
+            !ctx.explained(i)
+                && call_kind(f) != Some(ApiCall::EntryPoint)
+                && matches!(
+                    error(f),
+                    CudaError::InvalidValue
+                        | CudaError::InvalidConfiguration
+                        | CudaError::InvalidDevicePointer
+                        | CudaError::InvalidMemcpyDirection
+                )
+        });
         let echo = |f: &FindingRef| call_kind(f) == Some(ApiCall::ErrorQuery);
         if let Some((_, first)) = invalid
             .iter()
@@ -357,8 +351,7 @@ mod tests {
     /// another kind, and no failed API call.
     #[test]
     fn stays_silent_on_a_leak_with_no_failed_call() {
-        fixture_case!(Memcheck, "compute-sanitizer/memcheck_leak.log")
-            .silent(RuleId::HostApiError);
+        fixture_case!(Memcheck, "compute-sanitizer/memcheck_leak.log").silent(RuleId::HostApiError);
     }
 }
 

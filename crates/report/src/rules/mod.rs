@@ -216,8 +216,6 @@ pub fn annotate(joined: &Joined, drafts: &mut [Draft]) {
         {
             Figure::Test.set(&mut d.figures, json!(test));
         }
-    }
-    for d in drafts.iter_mut() {
         if d.call_site.is_none() {
             d.call_site = d
                 .explains
@@ -358,13 +356,9 @@ impl Ctx<'_, '_> {
         d.evidence.push(self.finding_evidence(f));
         d.explains.push(index);
         d.figures.insert("records".into(), json!(f.finding.count));
-        d.spans = self.related_spans(f.finding);
-        d
-    }
-
-    /// The other places a tool named with a finding (the other side of a race), labelled.
-    pub fn related_spans(&self, finding: &Finding) -> Vec<crate::diagnosis::Span> {
-        finding
+        // The other places the tool named with it (the other side of a race), labelled.
+        d.spans = f
+            .finding
             .related
             .iter()
             .filter_map(|r| {
@@ -379,7 +373,8 @@ impl Ctx<'_, '_> {
                 };
                 Some(crate::diagnosis::Span::secondary(location, label))
             })
-            .collect()
+            .collect();
+        d
     }
 
     /// The test whose run left log `source`, when its stage ran each test alone
@@ -438,7 +433,7 @@ impl Ctx<'_, '_> {
         };
         let own = |file: &str| j.repo_files.contains(&relative_path(file, &j.repo_files));
         let mut out: Vec<SourceLocation> = Vec::new();
-        let mut seen: Vec<(&str, u32)> = Vec::new();
+        let mut seen: std::collections::BTreeSet<(&str, u32)> = Default::default();
         let mut frontier: Vec<(&str, u32)> = edges
             .iter()
             .filter(|e| e.line == line && same(&e.file, &site.file))
@@ -447,21 +442,18 @@ impl Ctx<'_, '_> {
         while let Some((file, line)) = frontier.pop() {
             for e in edges.iter().filter(|e| e.file == file && e.line == line) {
                 let up = (e.at_file.as_str(), e.at_line);
-                if seen.contains(&up) {
+                if !seen.insert(up) {
                     continue;
                 }
-                seen.push(up);
                 if own(e.at_file.as_str()) {
-                    let at = self.relative(&e.at_file, Some(e.at_line));
-                    if !out.contains(&at) {
-                        out.push(at);
-                    }
+                    out.push(self.relative(&e.at_file, Some(e.at_line)));
                 } else {
                     frontier.push(up);
                 }
             }
         }
         out.sort();
+        out.dedup();
         out
     }
 
