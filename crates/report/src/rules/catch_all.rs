@@ -144,16 +144,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         d.key = finding.fingerprint.clone();
         // A function that calls itself in the record's device frames: a recursion.
-        let recursive = finding.device_frames.iter().find_map(|a| {
-            let name = a.function.as_deref()?;
-            (finding
-                .device_frames
-                .iter()
-                .filter(|b| b.function.as_deref() == Some(name))
-                .count()
-                >= 2)
-                .then(|| bare_function(name))
-        });
+        let names: Vec<&str> = (finding.device_frames.iter())
+            .filter_map(|a| a.function.as_deref())
+            .collect();
+        let recursive = (names.iter())
+            .find(|&&a| names.iter().filter(|&&b| b == a).count() >= 2)
+            .map(|a| bare_function(a));
         let unexplained = Unexplained {
             kind: finding.kind,
             tool,

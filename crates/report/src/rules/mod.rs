@@ -162,7 +162,6 @@ impl Rule {
     ) -> Rule {
         Rule {
             run: None,
-            role: Role::Comparison,
             ..Rule::new(id, Role::Comparison, name, description, module, |_| {
                 Vec::new()
             })
@@ -320,18 +319,16 @@ impl Ctx<'_, '_> {
     /// command carries `-G` or `--device-debug`.
     pub fn debug_build(&self, config: Option<&str>) -> bool {
         let j = self.joined;
-        let warned = j
-            .findings_in(config)
-            .any(|(_, f)| debug_build::is_debug_warning(f.finding));
-        let flagged = j.sources_in(config).any(|s| {
-            s.kind == crate::run::StageKind::Compile
-                && s.stage.is_some_and(|st| {
-                    st.command
-                        .iter()
-                        .any(|a| a == "-G" || a == "--device-debug")
-                })
-        });
-        warned || flagged
+        j.findings_in(config)
+            .any(|(_, f)| debug_build::is_debug_warning(f.finding))
+            || j.sources_in(config).any(|s| {
+                s.kind == crate::run::StageKind::Compile
+                    && s.stage.is_some_and(|st| {
+                        st.command
+                            .iter()
+                            .any(|a| a == "-G" || a == "--device-debug")
+                    })
+            })
     }
 
     /// An error draft about finding `index` at the site a tool located: its config, kernel and
