@@ -12,7 +12,7 @@ use super::{Ctx, Proposes, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level};
 use crate::message::{Message, code, figure, msg, quote};
 use crate::text::bytes;
-use past_end::{Layout, past_end};
+use past_end::past_end;
 
 mod shared_end;
 
@@ -62,15 +62,6 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let after = memory.and_then(|m| m.bytes_after);
         let before = memory.and_then(|m| m.bytes_before);
         let alloc = memory.and_then(|m| m.allocation_size);
-        let shape = super::stage_shape(ctx, f.source);
-        let row_bytes = shape.as_ref().map(|(s, elem)| u64::from(s.head_dim) * elem);
-        let tensor_bytes = shape.as_ref().map(|(s, elem)| {
-            u64::from(s.batch)
-                * u64::from(s.heads)
-                * u64::from(s.seq_len)
-                * u64::from(s.head_dim)
-                * elem
-        });
 
         // Gigabytes away from the nearest allocation is no index a step too far: the pointer
         // itself is wrong (null plus an offset, an uninitialised or stale pointer).
@@ -114,15 +105,13 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             }
             _ if distance >= WILD => wild_pointer(&mut d, &w, distance),
             (Some(n), _, Some(m)) => {
-                let layout = Layout {
-                    shape,
-                    row_bytes,
-                    tensor_bytes,
-                };
-                signals += past_end(&mut d, &w, finding, line, (n, m), &layout);
+                let shape = super::stage_shape(ctx, f.source);
+                signals += past_end(&mut d, &w, finding, line, (n, m), shape.as_ref());
             }
             (_, Some(n), alloc) => before_start(&mut d, &w, n, alloc),
-            _ if shared_end::one_past_end(ctx, f, &mut d, &w, array.as_deref()) => signals += 1,
+            _ if shared_end::one_past_end(ctx, f, &mut d, &w, array.as_deref()).is_some() => {
+                signals += 1;
+            }
             _ if space == MemorySpace::RemoteShared => {
                 other_block(&mut d, &w, memory.and_then(|m| m.cta_rank));
             }
@@ -136,9 +125,15 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             survives_launches(&mut d, &w, clean, fail, alloc);
         }
 
-        // A corrupted canary in the same config corroborates an out-of-bounds write.
-        if finding.access == Some(Access::Write) && canary_overwritten(ctx, f, &mut d) {
-            signals += 1;
+        // A corrupted canary in the same config corroborates an out-of-bounds write, as
+        // evidence only: it adds no signal.
+        if finding.access == Some(Access::Write)
+            && let Some(r) = (ctx.joined.results.iter())
+                .find(|r| r.config == f.config && !check_canaries(r).is_empty())
+        {
+            let corrupted = quote(check_canaries(r).join(", "));
+            let summary = msg!("harness canaries overwritten: {}", corrupted);
+            d.evidence.push(ctx.result_evidence(r, summary));
         }
         // A place the tool named itself is one more signal.
         let placed = finding.file.is_some() || !finding.related.is_empty();
@@ -185,6 +180,15 @@ impl Words {
     /// The sentence most explanations open with: "memcheck caught " and the access.
     fn caught(&self) -> Message {
         msg!("memcheck caught {}", self.access())
+    }
+
+    /// What the grid is made of, one and many: blocks, or a Triton kernel's programs.
+    fn units(&self) -> (&'static str, &'static str) {
+        if self.triton {
+            ("program", "programs")
+        } else {
+            ("block", "blocks")
+        }
     }
 }
 
@@ -260,9 +264,10 @@ fn before_start(d: &mut Draft, w: &Words, n: u64, alloc: Option<u64>) {
         "{}, {} bytes before the start of {}: a negative index or an unsigned wrap-around.",
         w.caught(),
         n.to_string(),
-        alloc
-            .map(|m| msg!("a {}-byte buffer", m.to_string()))
-            .unwrap_or_else(|| msg!("a buffer"))
+        alloc.map_or(msg!("a buffer"), |m| msg!(
+            "a {}-byte buffer",
+            m.to_string()
+        ))
     );
     d.fix = msg!(
         "Clamp or guard the index at the named line (row or column -1, or an unsigned \
@@ -281,9 +286,8 @@ fn other_block(d: &mut Draft, w: &Words, rank: Option<u32>) {
         w.access_word,
         block.clone()
     );
-    if let Some(r) = rank {
-        d.figures.insert("cta_rank".into(), json!(r));
-    }
+    d.figures
+        .extend(rank.map(|r| ("cta_rank".into(), json!(r))));
     d.explanation = msg!(
         "memcheck caught {} of a distributed shared-memory {}{}{}, to {}, out of bounds: the \
          rank names a block the cluster does not have, or the offset runs past that block's \
@@ -303,11 +307,7 @@ fn other_block(d: &mut Draft, w: &Words, rank: Option<u32>) {
 
 /// An access outside any allocation memcheck could name.
 fn outside_allocation(d: &mut Draft, w: &Words, space: MemorySpace, array: &Option<String>) {
-    d.explanation = msg!(
-        "{} outside any allocation.{}",
-        w.caught(),
-        &w.the_line
-    );
+    d.explanation = msg!("{} outside any allocation.{}", w.caught(), &w.the_line);
     d.fix = match (space, &array) {
         (MemorySpace::Local, Some(array)) => {
             d.title = msg!("{} of {}", w.title(), code(array));
@@ -379,24 +379,6 @@ fn survives_launches(d: &mut Draft, w: &Words, clean: u64, fail: u64, alloc: Opt
     );
 }
 
-/// A corrupted canary in the same config: evidence that corroborates an out-of-bounds write.
-fn canary_overwritten(ctx: &Ctx, f: &crate::join::FindingRef, d: &mut Draft) -> bool {
-    for r in &ctx.joined.results {
-        let corrupted = check_canaries(r);
-        if r.config == f.config && !corrupted.is_empty() {
-            d.evidence.push(ctx.result_evidence(
-                r,
-                msg!(
-                    "harness canaries overwritten: {}",
-                    quote(corrupted.join(", "))
-                ),
-            ));
-            break;
-        }
-    }
-    false
-}
-
 /// The guard regions a result's check found overwritten (none without a check).
 fn check_canaries<'r>(r: &crate::join::ResultRef<'r>) -> &'r [String] {
     r.result
@@ -409,11 +391,10 @@ fn check_canaries<'r>(r: &crate::join::ResultRef<'r>) -> &'r [String] {
 /// config whose program itself stayed clean.
 fn memcheck_threshold(ctx: &Ctx, config: Option<&str>) -> Option<(u64, u64)> {
     ctx.joined.stages().iter().find_map(|stage| {
-        if stage.config.as_deref() != config {
-            return None;
-        }
         let m = stage.launch_search.as_ref()?.memcheck.as_ref()?;
-        let fail = m.fails_at.filter(|&n| n > 1)?;
+        let fail = m
+            .fails_at
+            .filter(|&n| n > 1 && stage.config.as_deref() == config)?;
         Some((m.clean_at?, fail))
     })
 }
@@ -421,30 +402,19 @@ fn memcheck_threshold(ctx: &Ctx, config: Option<&str>) -> Option<(u64, u64)> {
 /// Guard regions overwritten on a single launch with no memcheck finding to name the site: an
 /// out-of-bounds write the sanitizer did not run on (or missed).
 fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
-    let j = ctx.joined;
     let mut out: Vec<Draft> = Vec::new();
-    for r in &j.results {
-        let single = check_canaries(r);
-        let first_launch = r
-            .result
-            .stress
-            .as_ref()
-            .filter(|s| s.first_failure == Some(1) && s.failure_kind.as_deref() == Some("canary"))
-            .map_or(&[][..], |s| s.canaries_corrupted.as_slice());
-        let corrupted = if single.is_empty() {
-            first_launch
-        } else {
-            single
+    for r in &ctx.joined.results {
+        // Those a single check found, else those of a stress run's first launch.
+        let stress = (r.result.stress.as_ref())
+            .filter(|s| s.first_failure == Some(1) && s.failure_kind.as_deref() == Some("canary"));
+        let corrupted = match check_canaries(r) {
+            [] => stress.map_or(&[][..], |s| s.canaries_corrupted.as_slice()),
+            single => single,
         };
-        if corrupted.is_empty() {
-            continue;
-        }
         let kernel = &r.kernel;
-        let known = drafted
-            .iter()
-            .chain(out.iter())
-            .any(|d| d.config == r.config && d.kernel.as_deref().is_none_or(|k| *kernel == k));
-        if known {
+        let known =
+            |d: &Draft| d.config == r.config && d.kernel.as_deref().is_none_or(|k| *kernel == k);
+        if corrupted.is_empty() || drafted.iter().chain(&out).any(known) {
             continue;
         }
         let mut d = Draft::new(RuleId::OutOfBounds, Level::Error, Message::new());
@@ -487,7 +457,6 @@ fn word_canaries(mode: &str, corrupted: &[String]) -> (Message, [Message; 3]) {
     (summary, [title, explanation, fix])
 }
 
-/// The fix for an out-of-bounds access in a Triton kernel: its loads and stores need a mask.
 /// The element size under which a 32-bit signed index into a buffer of `allocation` bytes lands
 /// `before` bytes before its start: the buffer holds more than 2^31 such elements (so its
 /// indices overflow 32 bits) and a wrapped index lands at most 2^31 elements before the start.
@@ -503,6 +472,17 @@ fn wrapped_index(before: u64, allocation: u64) -> Option<u64> {
         .find(|element| allocation / element > SIGNED_RANGE && before <= SIGNED_RANGE * element)
 }
 
+/// Where an access `past` bytes past the end of a buffer lands: "the first byte past the end"
+/// (0), or "12 B past the end".
+fn past_the_end(past: u64) -> Message {
+    if past == 0 {
+        msg!("the first byte past the end")
+    } else {
+        msg!("{} past the end", bytes(past))
+    }
+}
+
+/// The fix for an out-of-bounds access in a Triton kernel: its loads and stores need a mask.
 fn triton_fix(location: Option<&crate::diagnosis::SourceLocation>) -> Message {
     msg!(
         "This is a Triton kernel: give the `tl.load` / `tl.store`{} a `mask=` that excludes \
@@ -518,6 +498,9 @@ fn triton_fix(location: Option<&crate::diagnosis::SourceLocation>) -> Message {
 #[cfg(test)]
 mod tests {
     use super::wrapped_index;
+    use crate::rules::RuleId;
+    use crate::rules::testing::{fixture_case, only, parsers_fixture, place};
+    use crate::{diagnosis::Level, run::StageKind};
 
     #[test]
     fn a_wrapped_32_bit_index_needs_a_buffer_past_2_31_elements_and_a_distance_within_them() {
@@ -533,13 +516,6 @@ mod tests {
         // Bytes: a 3 GiB byte buffer, 1.5 GiB before its start.
         assert_eq!(wrapped_index(3 << 29, 3 << 30), Some(1));
     }
-}
-
-#[cfg(test)]
-mod rule_tests {
-    use crate::rules::RuleId;
-    use crate::rules::testing::{fixture_case, only, parsers_fixture, place};
-    use crate::{diagnosis::Level, run::StageKind};
 
     /// memcheck on `oob.cu` (`compute-sanitizer/memcheck_oob_write.log`): 4-byte writes from
     /// 1 byte past the end of a 4,000-byte buffer, in `store_one` (line 17) inlined into
@@ -565,13 +541,12 @@ mod rule_tests {
     /// 1 KiB) equals the kernel's 128 bytes of shared memory: an index equal to the length.
     #[test]
     fn reads_an_index_equal_to_a_shared_arrays_length_as_an_off_by_one_guard() {
-        let case = fixture_case!(Compile, "ptxas/device_records.log")
-            .log(
-                StageKind::Memcheck,
-                "release",
-                "sm_90",
-                parsers_fixture!("compute-sanitizer/memcheck_shared_off_by_one.log"),
-            );
+        let case = fixture_case!(Compile, "ptxas/device_records.log").log(
+            StageKind::Memcheck,
+            "release",
+            "sm_90",
+            parsers_fixture!("compute-sanitizer/memcheck_shared_off_by_one.log"),
+        );
         let d = only(case.drafts(RuleId::OutOfBounds));
         assert_eq!(d.key, "shared|read");
         assert_eq!(place(&d).as_deref(), Some("records.cu:46"));

@@ -9,15 +9,8 @@ use crate::message::{Message, msg};
 use crate::text::bytes;
 
 use super::spread::{Slot, Spread, Tail};
-use super::{Words, triton_fix};
-
-/// The stage's tensor shape, where it has one (with its element size), and its rows and whole
-/// tensor in bytes.
-pub(super) struct Layout {
-    pub(super) shape: Option<(parsers::harness::Shape, u64)>,
-    pub(super) row_bytes: Option<u64>,
-    pub(super) tensor_bytes: Option<u64>,
-}
+use super::{Words, past_the_end, triton_fix};
+use parsers::harness::Shape;
 
 /// An unguarded tail: the records of one or two blocks reaching past the end of an `m`-byte
 /// buffer ([`Spread::tail`]).
@@ -34,12 +27,6 @@ fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64
         bytes(tail.reach),
         m.to_string()
     );
-    let (lo, _) = spread.after;
-    let start = if lo <= 1 {
-        msg!("the first byte past the end")
-    } else {
-        msg!("{} past the end", bytes(lo.saturating_sub(1)))
-    };
     let within = if tail.reach <= m / 100 {
         ", within a hundredth of the buffer"
     } else {
@@ -60,17 +47,16 @@ fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64
         w.caught(),
         crate::text::plural(spread.threads, "thread", "threads"),
         &tail.who,
-        start,
+        past_the_end(spread.after.0.saturating_sub(1)),
         m.to_string(),
         bytes(tail.reach),
-        match w.size.filter(|s| *s > 0) {
-            Some(s) => msg!(
+        (w.size.filter(|s| *s > 0))
+            .map(|s| msg!(
                 " ({} {}-byte elements)",
                 tail.reach.div_ceil(s).to_string(),
                 s.to_string()
-            ),
-            None => Message::new(),
-        },
+            ))
+            .unwrap_or_default(),
         within,
         who,
         &w.the_line
@@ -83,15 +69,14 @@ fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64
 }
 
 /// An access just past the end of an `m`-byte buffer, `past` bytes beyond it: an off-by-one
-/// or an unguarded tail.
+/// or an unguarded tail; `tensor`, the stage's tensor and its row's bytes where it is the buffer.
 fn just_past_end(
     d: &mut Draft,
     w: &Words,
     spread: &Spread,
-    m: u64,
-    past: u64,
+    (m, past): (u64, u64),
     one_element: bool,
-    layout: &Layout,
+    tensor: Option<(&Shape, u64)>,
 ) {
     d.title = if one_element && spread.threads <= 1 && !w.builtin && !w.triton {
         msg!(
@@ -107,18 +92,18 @@ fn just_past_end(
         )
     };
     // Triton vectorises its loads: the access size is no element size.
-    let index = match w.size.filter(|s| *s > 0 && m.is_multiple_of(*s) && !w.triton) {
-        Some(s) => msg!(
+    let index = match w.size {
+        Some(s) if s > 0 && m.is_multiple_of(s) && !w.triton => msg!(
             " With {}-byte elements it is element {} of a {}-element buffer{}.",
             s.to_string(),
             (m / s).saturating_add(past / s).to_string(),
             (m / s).to_string(),
             if past < s { ": one past the last" } else { "" }
         ),
-        None => Message::new(),
+        _ => Message::new(),
     };
-    let row_hint = match (layout.row_bytes, &layout.shape) {
-        (Some(row), Some((s, _))) if layout.tensor_bytes == Some(m) => msg!(
+    let row_hint = match tensor {
+        Some((s, row)) => msg!(
             " It lands in row {} of the last head, whose rows end at {}: what an unguarded \
              last tile or a `<=` bound reads.",
             u64::from(s.seq_len)
@@ -126,20 +111,20 @@ fn just_past_end(
                 .to_string(),
             (s.seq_len - 1).to_string()
         ),
-        _ => Message::new(),
+        None => Message::new(),
     };
-    if w.triton {
-        d.explanation.append(msg!(
+    d.explanation.append(if w.triton {
+        msg!(
             " The last program's block reaches past the end: its offsets are not masked \
              against the tensor's size."
-        ));
+        )
     } else {
-        d.explanation.append(msg!(
+        msg!(
             "{} An index a step too far, not a wild pointer.{}",
             index,
             row_hint
-        ));
-    }
+        )
+    });
     d.fix = if w.triton {
         triton_fix(d.location.as_ref())
     } else if w.builtin {
@@ -161,23 +146,16 @@ fn just_past_end(
 /// element past it: the index may be meant for another buffer.
 fn near_allocation(d: &mut Draft, w: &Words, past: u64, m: u64) {
     // `past` counts from the first byte past the end, 0 (memcheck's "1 bytes after").
-    d.title = if w.of_array.is_empty() {
-        msg!(
-            "{} {} past the end of the nearest allocation",
-            w.title(),
-            bytes(past)
-        )
-    } else {
-        msg!(
-            "{}{}: {} past the end of the nearest allocation",
-            w.title(),
-            &w.of_array,
-            bytes(past)
-        )
-    };
+    d.title = msg!(
+        "{}{}{} {} past the end of the nearest allocation",
+        w.title(),
+        &w.of_array,
+        if w.of_array.is_empty() { "" } else { ":" },
+        bytes(past)
+    );
     // With whole elements of the access's size: which element, counted from the buffer's first.
-    let element = match w.size.filter(|s| *s > 0 && m.is_multiple_of(*s) && past.is_multiple_of(*s)) {
-        Some(s) if !w.triton => msg!(
+    let element = match w.size {
+        Some(s) if s > 0 && m.is_multiple_of(s) && past.is_multiple_of(s) && !w.triton => msg!(
             " (with {}-byte elements, element {} of a {}-element buffer)",
             s.to_string(),
             (m / s).saturating_add(past / s).to_string(),
@@ -233,26 +211,33 @@ pub(super) fn past_end(
     finding: &parsers::Finding,
     line: Option<&str>,
     (n, m): (u64, u64),
-    layout: &Layout,
+    shape: Option<&(Shape, u64)>,
 ) -> usize {
-    let mut signals = 0;
     d.figures.insert("bytes_after".into(), json!(n));
     d.figures.insert("allocation_size".into(), json!(m));
     // memcheck counts from 1: "1 bytes after" is the first byte past the end.
     let past = n.saturating_sub(1);
     // Within one row (or, without a shape, 256 bytes) of the end: an index one step
     // too far, the classic off-by-one or unmasked tail.
-    let near = past < layout.row_bytes.unwrap_or(256).max(w.size.unwrap_or(1));
-    let what = match (layout.tensor_bytes, &layout.shape) {
-        (Some(t), Some((s, _))) if t == m => msg!(
-            "a [{}, {}, {}, {}] tensor ({})",
-            s.batch.to_string(),
-            s.heads.to_string(),
-            s.seq_len.to_string(),
-            s.head_dim.to_string(),
+    let rows = shape.map(|(s, elem)| (s, u64::from(s.head_dim) * elem));
+    let near = past < rows.map_or(256, |(_, row)| row).max(w.size.unwrap_or(1));
+    // The stage's tensor and its row's bytes, where the buffer is that tensor.
+    let tensor = rows.filter(|(s, row)| {
+        [s.batch, s.heads, s.seq_len]
+            .iter()
+            .fold(*row, |t, &n| t * u64::from(n))
+            == m
+    });
+    let what = match tensor {
+        Some((s, _)) => msg!(
+            "{} ({})",
+            format!(
+                "a [{}, {}, {}, {}] tensor",
+                s.batch, s.heads, s.seq_len, s.head_dim
+            ),
             bytes(m)
         ),
-        _ => msg!("a {}-byte buffer", m.to_string()),
+        None => msg!("a {}-byte buffer", m.to_string()),
     };
     d.explanation = msg!(
         "{}, \"{} bytes after\" the end of {} (memcheck counts the first byte past the end as \
@@ -263,27 +248,28 @@ pub(super) fn past_end(
     );
     // Off by one only when the access starts within one element of the end; the
     // attention kernel's rows (its tail tile) are its own, known layout.
-    let one_element = past < w.size.unwrap_or(1).max(1);
+    let element = w.size.unwrap_or(1).max(1);
+    let one_element = past < element;
     let spread = Spread::of(finding, n);
     let write = finding.access == Some(Access::Write);
     let scalar = line.and_then(|l| crate::source_line::scalar_pointer(l, write));
-    if let Some(slot) = Slot::read(&spread, scalar, write, w.size, m) {
-        signals += 2;
+    if let Some(slot) = Slot::read(&spread, scalar, write, element, m) {
         slot.diagnose(d, w);
+        2
     } else if !w.builtin
         && !w.triton
-        && let Some(tail) = spread.tail(w.size.unwrap_or(1).max(1), m)
+        && let Some(tail) = spread.tail(element, m)
     {
-        signals += 2;
         unguarded_tail(d, w, &spread, &tail, m);
+        2
     } else if near && (w.builtin || one_element) {
-        signals += 1;
-        just_past_end(d, w, &spread, m, past, one_element, layout);
+        just_past_end(d, w, &spread, (m, past), one_element, tensor);
+        1
     } else if near {
-        signals += 1;
         near_allocation(d, w, past, m);
+        1
     } else {
         far_past_end(d, w);
+        0
     }
-    signals
 }

@@ -10,30 +10,13 @@ use super::Words;
 use crate::diagnosis::Draft;
 use crate::join::FindingRef;
 use crate::kernel_id::KernelId;
-use crate::message::{code, figure, msg};
+use crate::message::{Message, code, figure, msg};
 use crate::rules::Ctx;
 
 /// From sm_80 on, the first 1 KiB of a block's shared window is reserved for the system: the
 /// kernel's own arrays start at this address (memcheck's and racecheck's shared addresses on an
 /// H200 start there: `Access to 0x480` for byte 128).
 const RESERVED_FROM_SM80: u64 = 1024;
-
-/// The compute capability (`90`) of the kernel's build, else of the run's GPU.
-fn capability(ctx: &Ctx, f: &FindingRef, kernel: Option<&KernelId>) -> Option<u32> {
-    let arch = kernel
-        .and_then(|k| ctx.joined.kernel(f.config.as_deref(), k))
-        .and_then(|k| k.arch.clone())
-        .or_else(|| {
-            let gpu = ctx.joined.run?.environment.gpus.first()?;
-            gpu.compute_capability
-                .as_ref()
-                .map(|cc| format!("sm_{}", cc.replace('.', "")))
-        })?;
-    arch.trim_start_matches("sm_")
-        .trim_end_matches(['a', 'f'])
-        .parse()
-        .ok()
-}
 
 /// Words an out-of-bounds shared access at exactly the end of the kernel's static shared
 /// memory; returns whether it did (else the caller words it as outside any allocation).
@@ -43,38 +26,27 @@ pub(super) fn one_past_end(
     d: &mut Draft,
     w: &Words,
     array: Option<&str>,
-) -> bool {
+) -> Option<()> {
     let finding = f.finding;
-    if finding.space != Some(MemorySpace::Shared) {
-        return false;
-    }
-    let Some(address) = finding
-        .facts
-        .memory
-        .as_deref()
-        .and_then(|m| m.shared_address)
-    else {
-        return false;
-    };
-    let kernel = d.kernel.as_deref().map(KernelId::of);
-    let Some(cc) = capability(ctx, f, kernel.as_ref()) else {
-        return false;
-    };
+    let address = (finding.space == Some(MemorySpace::Shared))
+        .then_some(finding.facts.memory.as_deref()?.shared_address?)?;
+    let kernel = (d.kernel.as_deref().map(KernelId::of))
+        .and_then(|k| ctx.joined.kernel(f.config.as_deref(), &k));
+    // The compute capability (`90`) of the kernel's build, else of the run's GPU.
+    let arch = kernel.and_then(|k| k.arch.clone()).or_else(|| {
+        let gpu = ctx.joined.run?.environment.gpus.first()?;
+        let cc = gpu.compute_capability.as_ref()?;
+        Some(format!("sm_{}", cc.replace('.', "")))
+    })?;
+    let cc: u32 = (arch.trim_start_matches("sm_").trim_end_matches(['a', 'f']))
+        .parse()
+        .ok()?;
     let base = if cc >= 80 { RESERVED_FROM_SM80 } else { 0 };
-    let declared = kernel
-        .as_ref()
-        .and_then(|k| ctx.joined.kernel(f.config.as_deref(), k))
-        .and_then(|k| k.resources)
-        .and_then(|r| r.shared_bytes);
-    let (Some(offset), Some(declared), Some(size)) = (
-        address.checked_sub(base),
-        declared,
-        finding.size.map(u64::from).filter(|s| *s > 0),
-    ) else {
-        return false;
-    };
+    let declared = kernel?.resources?.shared_bytes?;
+    let offset = address.checked_sub(base)?;
+    let size = finding.size.map(u64::from).filter(|s| *s > 0)?;
     if offset != declared || offset % size != 0 {
-        return false;
+        return None;
     }
     let index = offset / size;
     d.figures.insert("shared_offset".into(), json!(offset));
@@ -85,15 +57,11 @@ pub(super) fn one_past_end(
         [t] if finding.count == 1 && t.thread[1] == 0 && t.thread[2] == 0 => Some(t.thread[0]),
         _ => None,
     };
-    let own_index = thread.is_some_and(|t| u64::from(t) == index);
     let element = match array {
         Some(a) => msg!("{}", code(format!("{a}[{index}]"))),
         None => msg!("element {}", index.to_string()),
     };
-    let who = match thread {
-        Some(t) => msg!("thread {}", t.to_string()),
-        None => msg!("a thread"),
-    };
+    let who = thread.map_or(msg!("a thread"), |t| msg!("thread {}", t.to_string()));
     d.title = msg!(
         "Off-by-one: {} {}s {}, one past the end of the kernel's {} bytes of shared memory",
         who.clone(),
@@ -101,15 +69,14 @@ pub(super) fn one_past_end(
         element.clone(),
         declared.to_string()
     );
-    let by_thread = if own_index {
-        msg!(
+    let by_thread = match thread {
+        Some(t) if u64::from(t) == index => msg!(
             " The index is the thread's own: thread {} is the first thread past the array, \
              and the only one with a record, so the guard that stops the threads past the end \
              lets exactly one through.",
             index.to_string()
-        )
-    } else {
-        msg!("")
+        ),
+        _ => Message::new(),
     };
     // The space is shared (checked above), so the access reads "of a shared read".
     d.explanation = msg!(
@@ -141,5 +108,5 @@ pub(super) fn one_past_end(
         guard("t <= N".into()),
         guard("t < N".into())
     );
-    true
+    Some(())
 }

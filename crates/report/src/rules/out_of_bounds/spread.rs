@@ -3,10 +3,9 @@
 
 use serde_json::json;
 
-use super::Words;
+use super::{Words, past_the_end};
 use crate::diagnosis::Draft;
-use crate::message::{Message, code, msg};
-use crate::text::bytes;
+use crate::message::{Message, ToMessage, code, msg};
 
 /// What all of a finding's records say together (the parser keeps their spread): the range of
 /// "bytes after", how many threads and blocks made them.
@@ -30,20 +29,12 @@ impl Spread {
         let spread = finding.facts.spread.as_deref();
         let after = spread.and_then(|s| s.bytes_after);
         Spread {
-            after: (
-                after.map_or(first, |r| r.min),
-                after.map_or(first, |r| r.max),
-            ),
+            after: after.map_or((first, first), |r| (r.min, r.max)),
             threads: spread.and_then(|s| s.distinct_threads).unwrap_or(1),
             blocks: spread.and_then(|s| s.distinct_blocks).unwrap_or(1),
-            block_names: spread
-                .map(|s| {
-                    s.blocks
-                        .iter()
-                        .map(|[x, y, z]| format!("({x},{y},{z})"))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            block_names: (spread.map_or(&[][..], |s| s.blocks.as_slice()).iter())
+                .map(|[x, y, z]| format!("({x},{y},{z})"))
+                .collect(),
         }
     }
 
@@ -104,12 +95,11 @@ impl Slot {
         spread: &Spread,
         pointer: Option<String>,
         write: bool,
-        size: Option<u64>,
+        element: u64,
         allocation: u64,
     ) -> Option<Slot> {
         let (lo, hi) = spread.after;
         let one_per_block = spread.blocks >= 2 && spread.threads == spread.blocks && write;
-        let element = size.unwrap_or(1).max(1);
         // Within a few slots of the end: a pointer a step or a few past its slot, not a stride.
         let close = hi.saturating_sub(1) < element.saturating_mul(spread.blocks.max(1) + 1);
         let shape = if one_per_block && lo == hi && close {
@@ -133,15 +123,39 @@ impl Slot {
     /// Words the draft by the slot's shape, and keys it apart from the rule's other drafts.
     pub(super) fn diagnose(&self, d: &mut Draft, w: &Words) {
         d.figures.insert("blocks".into(), json!(self.blocks));
-        if let Some(p) = &self.pointer {
-            d.figures.insert("pointer".into(), json!(p));
-        }
+        let pointer = self.pointer.as_ref().map(|p| ("pointer".into(), json!(p)));
+        d.figures.extend(pointer);
         d.key = format!("{}|{}|slot", w.space_word, w.access_word);
-        match self.shape {
-            SlotShape::Shared => self.word_shared(d, w),
-            SlotShape::PerBlock => self.word_per_block(d, w),
-            SlotShape::Past => self.word_past(d, w),
-        }
+        let (unit, blocks) = w.units();
+        let blocks = format!("{} {blocks}", self.blocks);
+        let [title, place, mechanism, fix] = match self.shape {
+            SlotShape::Shared => self.word_shared(w, &blocks),
+            SlotShape::PerBlock => self.word_per_block(w, &blocks),
+            SlotShape::Past => self.word_past(unit),
+        };
+        let through = self.through();
+        d.title = msg!("{}{}{}", w.title(), &through, title);
+        // What the line shows of a scalar store: one value through a pointer that has moved.
+        let scalar = match &self.pointer {
+            Some(p) => msg!(
+                " The line {}s one value{}, with no index and so no offset to {}; the pointer \
+                 {} itself has moved past the buffer.",
+                w.access_word,
+                &through,
+                if w.triton { "mask" } else { "guard" },
+                code(p)
+            ),
+            None => Message::new(),
+        };
+        d.explanation = msg!(
+            "{}, {}.{}{}{}",
+            w.caught(),
+            place,
+            scalar,
+            mechanism,
+            &w.the_line
+        );
+        d.fix = fix;
     }
 
     /// " through `p`" where the line was read, else nothing.
@@ -152,49 +166,23 @@ impl Slot {
             .unwrap_or_default()
     }
 
-    /// What the line shows of a scalar store: one value through a pointer that has moved.
-    fn scalar(&self, w: &Words) -> Message {
-        match &self.pointer {
-            Some(p) => msg!(
-                " The line {}s one value{}, with no index and so no offset to {}; the pointer \
-                 {} itself has moved past the buffer.",
-                w.access_word,
-                self.through(),
-                if w.triton { "mask" } else { "guard" },
-                code(p)
-            ),
-            None => Message::new(),
-        }
-    }
-
-    /// The words of several blocks at one slot past the end ([`SlotShape::Shared`]).
-    fn word_shared(&self, d: &mut Draft, w: &Words) {
-        let blocks = if w.triton { "programs" } else { "blocks" };
-        let unit = if w.triton { "program" } else { "block" };
-        let address = if self.past == 0 {
-            msg!("the first byte past the end")
+    /// The words of several blocks at one slot past the end ([`SlotShape::Shared`]): the
+    /// title's end, where the records lie, the mechanism and the fix.
+    fn word_shared(&self, w: &Words, blocks: &str) -> [Message; 4] {
+        let (unit, units) = w.units();
+        let id = if w.triton {
+            "program id"
         } else {
-            msg!("{} past the end", bytes(self.past))
+            "block index"
         };
-        d.title = msg!(
-            "{}{}: {} {} write the same slot past the end of a {}-byte buffer",
-            w.title(),
-            self.through(),
-            self.blocks.to_string(),
-            blocks,
-            self.allocation.to_string()
-        );
         let (mechanism, fix) = match &self.pointer {
             Some(p) => (
-                msg!(
-                    " Several {} reaching one slot past the end means each {} writes to more \
-                     slots than it owns: a pointer moved on one slot per iteration of a loop \
-                     writes a slot per iteration, so each {} overwrites the slots of the ones \
-                     after it, and the last ones run past the buffer. The wrong values in the \
-                     slots inside it are the same fault.",
-                    blocks,
-                    unit,
-                    unit
+                format!(
+                    " Several {units} reaching one slot past the end means each {unit} writes to \
+                     more slots than it owns: a pointer moved on one slot per iteration of a \
+                     loop writes a slot per iteration, so each {unit} overwrites the slots of \
+                     the ones after it, and the last ones run past the buffer. The wrong values \
+                     in the slots inside it are the same fault."
                 ),
                 msg!(
                     "Store once per slot: accumulate in the loop and store the total once, \
@@ -203,97 +191,81 @@ impl Slot {
                      the iteration as well as the {}.",
                     code(p),
                     unit,
-                    if w.triton { "program id" } else { "block index" }
+                    id
                 ),
             ),
             None => (
-                msg!(
-                    " The index at the line names the same slot in every {} that reaches the \
-                     end: it does not depend on the {} (a length used as an index), or each {} \
-                     writes past its own slots into the next ones'.",
-                    unit,
-                    unit,
-                    unit
+                format!(
+                    " The index at the line names the same slot in every {unit} that reaches \
+                     the end: it does not depend on the {unit} (a length used as an index), or \
+                     each {unit} writes past its own slots into the next ones'."
                 ),
-                msg!(
+                format!(
                     "Check the index at the named line against the buffer's length and \
-                     against the {}: which slots each {} owns, and whether the last {}'s index \
-                     stays below the length.",
-                    unit,
-                    unit,
-                    unit
-                ),
+                     against the {unit}: which slots each {unit} owns, and whether the last \
+                     {unit}'s index stays below the length."
+                )
+                .to_message(),
             ),
         };
-        d.explanation = msg!(
-            "{}, one thread in each of {} {}, all at one address: {} of a {}-byte buffer.{}{}{}",
-            w.caught(),
-            self.blocks.to_string(),
-            blocks,
-            address,
-            self.allocation.to_string(),
-            self.scalar(w),
-            mechanism,
-            &w.the_line
-        );
-        d.fix = fix;
+        [
+            msg!(
+                ": {} write the same slot past the end of a {}-byte buffer",
+                blocks,
+                self.allocation.to_string()
+            ),
+            msg!(
+                "one thread in each of {}, all at one address: {} of a {}-byte buffer",
+                blocks,
+                past_the_end(self.past),
+                self.allocation.to_string()
+            ),
+            mechanism.to_message(),
+            fix,
+        ]
     }
 
     /// The words of one slot per block and more blocks than slots ([`SlotShape::PerBlock`]).
-    fn word_per_block(&self, d: &mut Draft, w: &Words) {
-        let blocks = if w.triton { "programs" } else { "blocks" };
-        let unit = if w.triton { "program" } else { "block" };
-        d.title = msg!(
-            "{}{}: one slot per {}, more {} than slots",
-            w.title(),
-            self.through(),
-            unit,
-            blocks
-        );
-        d.explanation = msg!(
-            "{}, one thread in each of {} {}, at consecutive slots past the end of a {}-byte \
-             buffer.{} Each {} {}s its own slot, and the grid has more {} than the buffer has \
-             slots.{}",
-            w.caught(),
-            self.blocks.to_string(),
-            blocks,
-            self.allocation.to_string(),
-            self.scalar(w),
-            unit,
-            w.access_word,
-            blocks,
-            &w.the_line
-        );
-        d.fix = msg!(
-            "Size the buffer from the grid (one slot per {}), or the grid from the buffer; \
-             where the last {} have no slot, return before the store.",
-            unit,
-            blocks
-        );
+    fn word_per_block(&self, w: &Words, blocks: &str) -> [Message; 4] {
+        let (unit, units) = w.units();
+        [
+            msg!(": one slot per {}, more {} than slots", unit, units),
+            msg!(
+                "one thread in each of {}, at consecutive slots past the end of a {}-byte buffer",
+                blocks,
+                self.allocation.to_string()
+            ),
+            msg!(
+                " Each {} {}s its own slot, and the grid has more {} than the buffer has slots.",
+                unit,
+                w.access_word,
+                units
+            ),
+            msg!(
+                "Size the buffer from the grid (one slot per {}), or the grid from the buffer; \
+                 where the last {} have no slot, return before the store.",
+                unit,
+                units
+            ),
+        ]
     }
 
     /// The words of a scalar store past the end ([`SlotShape::Past`]).
-    fn word_past(&self, d: &mut Draft, w: &Words) {
-        let unit = if w.triton { "program" } else { "block" };
-        let allocation = self.allocation.to_string();
-        d.title = msg!(
-            "{}{} past the end of a {}-byte buffer",
-            w.title(),
-            self.through(),
-            &allocation
+    fn word_past(&self, unit: &str) -> [Message; 4] {
+        let buffer = msg!(
+            "past the end of a {}-byte buffer",
+            self.allocation.to_string()
         );
-        d.explanation = msg!(
-            "{}, past the end of a {}-byte buffer.{}{}",
-            w.caught(),
-            &allocation,
-            self.scalar(w),
-            &w.the_line
-        );
-        d.fix = msg!(
-            "Trace the pointer{} back to where it is set and advanced (per {}, per loop \
-             iteration) and check every value it takes against the buffer's length.",
-            self.through(),
-            unit
-        );
+        [
+            msg!(" {}", &buffer),
+            buffer,
+            Message::new(),
+            msg!(
+                "Trace the pointer{} back to where it is set and advanced (per {}, per loop \
+                 iteration) and check every value it takes against the buffer's length.",
+                self.through(),
+                unit
+            ),
+        ]
     }
 }
