@@ -264,10 +264,9 @@ fn before_start(d: &mut Draft, w: &Words, n: u64, alloc: Option<u64>) {
         "{}, {} bytes before the start of {}: a negative index or an unsigned wrap-around.",
         w.caught(),
         n.to_string(),
-        alloc.map_or(msg!("a buffer"), |m| msg!(
-            "a {}-byte buffer",
-            m.to_string()
-        ))
+        alloc
+            .map(|m| msg!("a {}-byte buffer", m.to_string()))
+            .unwrap_or_else(|| msg!("a buffer"))
     );
     d.fix = msg!(
         "Clamp or guard the index at the named line (row or column -1, or an unsigned \
@@ -424,37 +423,36 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
         d.location = ctx.kernel_file(r.config.as_deref());
         d.key = "canary".into();
         d.confidence = Confidence::Medium;
-        let (summary, words) = word_canaries(super::mode_name(r.result.mode), corrupted);
+        let summary = word_canaries(&mut d, super::mode_name(r.result.mode), corrupted);
         d.evidence.push(ctx.result_evidence(r, summary));
         d.explains
             .extend(ctx.in_log(r.source, super::is_harness_kind));
-        [d.title, d.explanation, d.fix] = words;
         out.push(d);
     }
     out
 }
 
-/// The words of guard regions a `mode` launch overwrote (`corrupted`, the harness's names):
-/// the evidence's summary, then the draft's title, explanation and fix.
-fn word_canaries(mode: &str, corrupted: &[String]) -> (Message, [Message; 3]) {
+/// Words the draft of guard regions a `mode` launch overwrote (`corrupted`, the harness's
+/// names), and returns the evidence's summary.
+fn word_canaries(d: &mut Draft, mode: &str, corrupted: &[String]) -> Message {
     let names = corrupted.join(", ");
     let summary = msg!(
         "{} launch overwrote guard regions: {}",
         mode,
         quote(names.as_str())
     );
-    let title = msg!("Out-of-bounds write caught by the harness's guard regions");
-    let explanation = msg!(
+    d.title = msg!("Out-of-bounds write caught by the harness's guard regions");
+    d.explanation = msg!(
         "The harness surrounds every buffer with guard regions and found {} overwritten after \
          a single launch: the kernel writes past (or before) a buffer without faulting. No \
          memcheck finding names the site for this config.",
         quote(names)
     );
-    let fix = msg!(
+    d.fix = msg!(
         "Run memcheck on this config to get the file:line of the write, then guard the store \
          with the buffer's real bound (rows >= seq_len in the last tile)."
     );
-    (summary, [title, explanation, fix])
+    summary
 }
 
 /// The element size under which a 32-bit signed index into a buffer of `allocation` bytes lands

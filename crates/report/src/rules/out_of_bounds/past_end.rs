@@ -27,11 +27,7 @@ fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64
         bytes(tail.reach),
         m.to_string()
     );
-    let within = if tail.reach <= m / 100 {
-        ", within a hundredth of the buffer"
-    } else {
-        ""
-    };
+    let within = (tail.reach <= m / 100).then_some(", within a hundredth of the buffer");
     let who = if one_block {
         "no record comes from any other block: the block that covers the end of \
          the buffer runs past it"
@@ -57,7 +53,7 @@ fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64
                 s.to_string()
             ))
             .unwrap_or_default(),
-        within,
+        within.unwrap_or_default(),
         who,
         &w.the_line
     );
@@ -69,16 +65,16 @@ fn unguarded_tail(d: &mut Draft, w: &Words, spread: &Spread, tail: &Tail, m: u64
 }
 
 /// An access just past the end of an `m`-byte buffer, `past` bytes beyond it: an off-by-one
-/// or an unguarded tail; `tensor`, the stage's tensor and its row's bytes where it is the buffer.
+/// or an unguarded tail (`lone`: one thread's access within one element of the end); `tensor`,
+/// the stage's tensor and its row's bytes where it is the buffer.
 fn just_past_end(
     d: &mut Draft,
     w: &Words,
-    spread: &Spread,
     (m, past): (u64, u64),
-    one_element: bool,
+    lone: bool,
     tensor: Option<(&Shape, u64)>,
 ) {
-    d.title = if one_element && spread.threads <= 1 && !w.builtin && !w.triton {
+    d.title = if lone && !w.builtin && !w.triton {
         msg!(
             "Off-by-one: a {} {} of the element just past the end of a {}-byte buffer",
             w.space_word,
@@ -189,17 +185,16 @@ fn far_past_end(d: &mut Draft, w: &Words) {
         " That is far past the end: a wrong stride, a wrong base pointer or an index \
          computed from the wrong dimension."
     ));
-    d.fix = if w.builtin {
-        msg!(
-            "Check the index arithmetic at the named line against the tensor's [batch, heads, \
-             seq_len, head_dim] strides, and that the pointer is the buffer the launch passed."
-        )
+    let against = if w.builtin {
+        "tensor's [batch, heads, seq_len, head_dim] strides"
     } else {
-        msg!(
-            "Check the index arithmetic at the named line against the buffer's dimensions and \
-             strides, and that the pointer is the buffer the launch passed."
-        )
+        "buffer's dimensions and strides"
     };
+    d.fix = msg!(
+        "Check the index arithmetic at the named line against the {}, and that the pointer is \
+         the buffer the launch passed.",
+        against
+    );
 }
 
 /// An access `n` bytes past the end of an `m`-byte buffer: a slot a pointer stores past, an
@@ -263,7 +258,8 @@ pub(super) fn past_end(
         unguarded_tail(d, w, &spread, &tail, m);
         2
     } else if near && (w.builtin || one_element) {
-        just_past_end(d, w, &spread, (m, past), one_element, tensor);
+        let lone = one_element && spread.threads <= 1;
+        just_past_end(d, w, (m, past), lone, tensor);
         1
     } else if near {
         near_allocation(d, w, past, m);
