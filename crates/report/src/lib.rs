@@ -134,6 +134,19 @@ pub fn render_rules() -> String {
     render::rules_markdown::render()
 }
 
+/// Every rule's id, in the order the rules run.
+pub fn rule_ids() -> Vec<&'static str> {
+    rules::RULES.iter().map(|r| r.id.as_str()).collect()
+}
+
+/// The section of `docs/rules.md` of the rule with this id, or `None` for no rule's id.
+pub fn render_rule(id: &str) -> Option<String> {
+    rules::RULES
+        .iter()
+        .find(|r| r.id.as_str() == id)
+        .map(|r| render::rules_markdown::section(r))
+}
+
 /// The bench chart the Markdown report links to, or `None` when the run holds no timings.
 /// The runner writes it next to the report as [`bench_svg_file_name`].
 pub fn render_bench_svg(analysis: &Analysis) -> Option<String> {

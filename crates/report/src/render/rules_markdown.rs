@@ -1,7 +1,7 @@
 //! `docs/rules.md`: every rule of [`RULES`] under a heading of its id, so that a SARIF rule's
 //! `helpUri` can point at its section.
 
-use crate::rules::{Proposes, RULES, Role};
+use crate::rules::{Proposes, RULES, Role, Rule};
 
 /// The rules page, Markdown, from the rule table alone.
 pub fn render() -> String {
@@ -14,22 +14,30 @@ pub fn render() -> String {
          test keeps it current (`EXHIBIT_BLESS=1` rewrites it).\n",
     );
     for rule in RULES {
-        let id = rule.id.as_str();
-        out.push_str(&format!(
-            "\n## {id}\n\n**{}.** {}\n\n",
-            rule.name, rule.description
-        ));
-        out.push_str(&format!("- What it is: {}.\n", role(rule.role)));
-        if rule.slows {
-            out.push_str("- Its warnings are measured performance causes: they make a run Slow.\n");
-        }
-        if let Some(experiment) = experiment(rule.proposes) {
-            out.push_str(&format!("- The experiment it calls for: {experiment}.\n"));
-        }
-        out.push_str(&format!("- Source: `{}`.\n", rule.module));
+        out.push_str(&section(rule));
     }
     out.push_str(WEIGHING);
     out.push_str(RACE_SCOPE);
+    out
+}
+
+/// One rule's section: its id as the heading, its name, description, role, whether it slows,
+/// the experiment it calls for and its source.
+pub fn section(rule: &Rule) -> String {
+    let mut out = format!(
+        "\n## {}\n\n**{}.** {}\n\n",
+        rule.id.as_str(),
+        rule.name,
+        rule.description
+    );
+    out.push_str(&format!("- What it is: {}.\n", role(rule.role)));
+    if rule.slows {
+        out.push_str("- Its warnings are measured performance causes: they make a run Slow.\n");
+    }
+    if let Some(experiment) = experiment(rule.proposes) {
+        out.push_str(&format!("- The experiment it calls for: {experiment}.\n"));
+    }
+    out.push_str(&format!("- Source: `{}`.\n", rule.module));
     out
 }
 

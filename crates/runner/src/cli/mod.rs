@@ -727,22 +727,15 @@ fn stored_run(named: &std::path::Path) -> Result<PathBuf, Error> {
 /// `exhibit rules [ID]`: every rule's section, or one rule's; an unknown id is refused with the
 /// nearest ones.
 fn rules(id: Option<&str>) -> Result<Outcome, Error> {
-    let page = report::render_rules();
     let Some(id) = id else {
-        print(&page)?;
+        print(&report::render_rules())?;
         return Ok(Outcome::Clean);
     };
-    let sections: Vec<&str> = page.split("\n## ").skip(1).collect();
-    let name = |section: &str| section.lines().next().unwrap_or("").trim().to_string();
-    if let Some(section) = sections.iter().find(|s| name(s) == id) {
-        print(&format!("## {}\n", section.trim_end()))?;
+    if let Some(section) = report::render_rule(id) {
+        print(section.trim_start())?;
         return Ok(Outcome::Clean);
     }
-    let ids: Vec<String> = sections
-        .iter()
-        .map(|s| name(s))
-        .filter(|n| !n.contains(' '))
-        .collect();
+    let ids = report::rule_ids();
     let near = ids
         .iter()
         .map(|n| (strsim::damerau_levenshtein(id, n), n))

@@ -17,8 +17,11 @@ use report::StageStatus;
 /// Something the run wants the user to see.
 #[derive(Debug, Clone)]
 pub enum Event<'a> {
-    /// A line of information (preflight results, provisioning).
+    /// A line of information (provisioning, preflight's warnings).
     Note(&'a str),
+    /// A line of preflight's summary (a tool's version, the GPU, how long it took), printed as
+    /// `preflight: LINE` unless the run is quiet.
+    Preflight(&'a str),
     /// A unit started.
     Started { label: &'a str },
     /// Units of one stage skipped for one reason: one line (`memcheck (12 units)  skipped
@@ -134,7 +137,7 @@ impl Progress for Terminal {
         }
         if self.quiet {
             match &event {
-                Event::Note(text) if text.starts_with("preflight: ") => return,
+                Event::Preflight(_) => return,
                 Event::Finished {
                     status: StageStatus::Passed,
                     ..
@@ -144,6 +147,7 @@ impl Progress for Terminal {
         }
         match event {
             Event::Note(text) => state.print(text),
+            Event::Preflight(text) => state.print(&format!("preflight: {text}")),
             Event::Skipped { label, reason } => state.print_styled(&line(
                 label,
                 StageStatus::Skipped,

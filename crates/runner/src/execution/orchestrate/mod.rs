@@ -271,20 +271,19 @@ fn preflight_here(
     cx: &Context<'_>,
     clock: Instant,
 ) -> Preflight {
+    // What preflight warns of is a note; its summary, a preflight line.
     let say = |line: &str| cx.progress.event(Event::Note(line));
     let mut preflight = preflight::check(pipeline, &cx.env, &cx.harness, &say, &cx.interrupt);
+    let summary = |line: &str| cx.progress.event(Event::Preflight(line));
     if let Launcher::Slurm(_) = options.launcher {
         // The GPUs are on the compute nodes, not here.
         preflight.gpu_unavailable = None;
-        say("preflight: gpu: on the Slurm compute nodes (--slurm)");
+        summary("gpu: on the Slurm compute nodes (--slurm)");
     }
     for line in preflight.summary() {
-        say(&format!("preflight: {line}"));
+        summary(&line);
     }
-    say(&format!(
-        "preflight: took {:.1} s",
-        clock.elapsed().as_secs_f64()
-    ));
+    summary(&format!("took {:.1} s", clock.elapsed().as_secs_f64()));
     preflight
 }
 
