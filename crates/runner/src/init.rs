@@ -325,19 +325,31 @@ fn draft(files: &[Found], deep: &[Found]) -> Option<(String, String)> {
         .find(|f| f.text.contains("cpp_extension") || f.text.contains("load_inline"));
     if let Some(ext) = extension {
         let name = ext.relative.as_str();
-        // A build script by its name; a script that calls `load_inline` builds as it runs.
+        // A build script by its name; a script that calls `load` or `load_inline` builds as it
+        // runs.
         let base = name.rsplit('/').next().unwrap_or(name);
         let builds = matches!(base, "setup.py" | "build.py");
+        // The program: for a build script, the script that checks what it built; for a
+        // module that builds as it is imported, the driver that imports it; else the script.
+        let stem = base.strip_suffix(".py").unwrap_or(base);
         let runner = files
             .iter()
             .filter(py)
-            .filter(|f| f.relative != name && imports(&f.text, "torch"))
+            .filter(|f| f.relative != name)
+            .filter(|f| {
+                if builds {
+                    imports(&f.text, "torch")
+                } else {
+                    imports_word(&f.text, stem)
+                }
+            })
             .max_by_key(|f| {
                 let base = f.relative.rsplit('/').next().unwrap_or("");
                 (base.starts_with("test") || base.contains("oracle") || base.contains("check"))
                     as u8
             })
             .map(|f| f.relative.clone());
+        let program = runner.unwrap_or_else(|| name.to_string());
         let build = if builds {
             let command = if name.ends_with("setup.py") {
                 format!(
@@ -353,20 +365,15 @@ fn draft(files: &[Found], deep: &[Found]) -> Option<(String, String)> {
                  command: {command}\n"
             )
         } else {
-            String::new()
+            jit_extension_build(&program)
         };
-        let program = runner.unwrap_or_else(|| name.to_string());
         let what = format!("a PyTorch extension ({name})");
         let yaml = format!(
             "{}target:\n{build}  program:\n    # What the GPU stages run: the script that loads \
-             and checks the extension.\n    command: [python3, {}]\nstages:\n{}{}",
+             and checks the extension.\n    command: [python3, {}]\nstages:\n  build: {{ timeout: \
+             10m }}  # torch needed: `pip install torch`\n{}",
             header(&what),
             q(&program),
-            if builds {
-                "  build: { timeout: 10m }  # torch needed: `pip install torch`\n"
-            } else {
-                ""
-            },
             gpu_stages(&all)
         );
         return Some((what, yaml));
@@ -377,6 +384,47 @@ fn draft(files: &[Found], deep: &[Found]) -> Option<(String, String)> {
     let all: Vec<&Found> = files.iter().chain(deep).collect();
     cuda_program(&all)
 }
+
+/// The build of an extension that a script compiles as it runs (torch's `load` or
+/// `load_inline`): the program runs with both replaced by a build that returns a stand-in,
+/// and stops where the stand-in is first used, before the extension runs. The build lands in
+/// this config's `TORCH_EXTENSIONS_DIR`, where the GPU stages' runs of the same script find it,
+/// so no stage compiles under a sanitizer and the compiler's output is the build's log.
+fn jit_extension_build(program: &str) -> String {
+    format!(
+        "  build:\n    # Compiles the extension the program builds as it runs (torch's load or \
+         load_inline) into\n    # this config's build directory (TORCH_EXTENSIONS_DIR), and \
+         stops before it runs: the GPU\n    # stages then load that build instead of compiling \
+         under a sanitizer.\n    command:\n      - python3\n      - -c\n      - |\n{}      - \
+         {}\n",
+        JIT_BUILD
+            .lines()
+            .map(|l| format!("        {l}\n"))
+            .collect::<String>(),
+        q(program)
+    )
+}
+
+/// The Python that [`jit_extension_build`] runs: the script named after it, with
+/// `cpp_extension.load` and `load_inline` building (verbosely, for the log) and returning a
+/// module whose first use ends the run.
+const JIT_BUILD: &str = "import os, runpy, sys
+import torch.utils.cpp_extension as ext
+class Built(BaseException): pass
+class Unused:
+    def __getattr__(self, name): raise Built(name)
+def building(load):
+    def build(*args, **kwargs):
+        load(*args, **{**kwargs, 'verbose': True})
+        return Unused()
+    return build
+ext.load, ext.load_inline = building(ext.load), building(ext.load_inline)
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
+try:
+    runpy.run_path(sys.argv[0], run_name='__main__')
+except Built:
+    print('built; stopped at the first use of the extension', file=sys.stderr)";
 
 /// The CUDA libraries a source's `#include <...>` asks the link for.
 const LIBRARIES: &[(&str, &str)] = &[
@@ -637,12 +685,41 @@ fn python_jit(files: &[&Found]) -> Option<(String, String)> {
             "`pip install numba-cuda[cu13]`",
         )
     };
-    let notes: String = notes.iter().map(|l| format!("  # {l}\n")).collect();
     let what = format!("a {framework} script ({})", script.relative);
     let reached: Vec<&Found> = py.iter().copied().filter(|f| reaches(f)).collect();
+    // Autotuned kernels: a run before the others keeps each kernel's tuned config in Triton's
+    // cache, so that every stage launches it from the first launch.
+    let autotuned = framework == "Triton"
+        && reached
+            .iter()
+            .any(|f| f.text.contains("triton.autotune") || f.text.contains("@autotune"));
+    let (notes, program_env, build_stage) = if autotuned {
+        (
+            format!(
+                "  build:\n    # The kernels are autotuned (triton.autotune). This runs the \
+                 program once on the GPU before\n    # the other stages, and Triton's cache in \
+                 the build directory keeps each kernel's tuned\n    # config \
+                 (TRITON_CACHE_AUTOTUNING): every later stage launches the tuned config from\n    \
+                 # its first launch, so the profile measures the config the timings use and no\n    \
+                 # sanitizer checks the autotuner's trials. Its exit status is not the build's: \
+                 the stages\n    # after it check the program.\n    command: [sh, -c, {}]\n    \
+                 env: {{ TRITON_CACHE_AUTOTUNING: \"1\", TRITON_PRINT_AUTOTUNING: \"1\" }}\n",
+                q(&format!(
+                    "python3 {}'{}' || true",
+                    if pytest { "-m pytest -q " } else { "" },
+                    script.relative.replace('\'', "'\\''")
+                ))
+            ),
+            "    env: { TRITON_CACHE_AUTOTUNING: \"1\" }\n",
+            "  build: { needs: { gpu: true, tools: [python3, torch, triton] }, timeout: 10m }  \
+             # runs the program: it needs the GPU\n",
+        )
+    } else {
+        (notes.iter().map(|l| format!("  # {l}\n")).collect(), "", "")
+    };
     let yaml = format!(
-        "{}target:\n{notes}  program:\n{exit_note}    command: {command}   # needs {framework}: \
-         {install}\nstages:\n{}",
+        "{}target:\n{notes}  program:\n{program_env}{exit_note}    command: {command}   # needs \
+         {framework}: {install}\nstages:\n{build_stage}{}",
         header(&what),
         gpu_stages(&reached)
     );

@@ -860,11 +860,15 @@ fn check(path: &std::path::Path) -> Result<Outcome, Error> {
         .max()
         .unwrap_or(0)
         .max(10);
-    // What a target's stages run: its build and its program, each stage's tool around it.
+    // What a target's stages run: its build and its program, each stage's tool around it. A
+    // script given in one word (`python3 -c`) is shown by its size.
     let shell = |argv: &[String]| {
         argv.iter()
             .map(|w| {
-                if w.is_empty() || w.contains(|c: char| c.is_whitespace() || "'\"$;&|".contains(c))
+                if w.trim_end().contains('\n') {
+                    format!("<script of {} lines>", w.trim_end().lines().count())
+                } else if w.is_empty()
+                    || w.contains(|c: char| c.is_whitespace() || "'\"$;&|".contains(c))
                 {
                     format!("'{}'", w.replace('\'', "'\\''"))
                 } else {

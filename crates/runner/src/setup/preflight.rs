@@ -341,6 +341,7 @@ impl Preflight {
                     tool.version.as_deref().unwrap_or("version unknown"),
                     tool.source
                 )),
+                None if toolchain::ON_DEMAND.contains(name) => {}
                 None => lines.push(format!(
                     "{name}: {}",
                     self.missing(name)

@@ -148,7 +148,12 @@ pub const EXECUTABLES: &[&str] = &[
     "compute-sanitizer",
     "ncu",
     "python3",
+    "cmake",
 ];
+
+/// The tools of [`EXECUTABLES`] that only some builds start: the preflight's summary lists one
+/// only when it is found.
+pub const ON_DEMAND: &[&str] = &["cmake"];
 
 impl Env {
     /// Reads the variables from this process.
@@ -414,7 +419,10 @@ pub fn version_line(text: &str) -> Option<String> {
         .collect();
     let named = lines.iter().find(|l| {
         let lower = l.to_ascii_lowercase();
-        (lower.contains("release") || lower.starts_with("version") || lower.starts_with("python "))
+        (lower.contains("release")
+            || lower.starts_with("version")
+            || lower.starts_with("python ")
+            || lower.starts_with("cmake version"))
             && l.chars().any(|c| c.is_ascii_digit())
     });
     named.or(lines.last()).map(|l| (*l).to_string())

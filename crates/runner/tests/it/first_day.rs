@@ -363,7 +363,7 @@ fn init(dir: &std::path::Path) -> std::process::Output {
 fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_overwrites() {
     // What a directory holds, what init says it found, a line of what it writes.
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
-    let cases: [Case; 11] = [
+    let cases: [Case; 13] = [
         (
             "a .cu file",
             &[(
@@ -492,6 +492,30 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
             "command: [python3, \"bench/run_softmax.py\"]",
         ),
         (
+            "an extension a module builds with load_inline, and the driver that imports it",
+            &[
+                (
+                    "ops/ext.py",
+                    "from torch.utils.cpp_extension import load_inline\nm = load_inline(name='e', cpp_sources='', cuda_sources='', functions=['f'])\n",
+                ),
+                (
+                    "bench.py",
+                    "import torch\nfrom ops import ext\n\nif __name__ == \"__main__\":\n    ext.m.f(torch.ones(1))\n",
+                ),
+            ],
+            "for a PyTorch extension (ops/ext.py)",
+            "    runpy.run_path(sys.argv[0], run_name='__main__')\n",
+        ),
+        (
+            "an autotuned Triton kernel",
+            &[(
+                "add.py",
+                "import triton\n\n@triton.autotune(configs=[], key=['n'])\n@triton.jit\ndef k(x, n):\n    pass\n\nif __name__ == \"__main__\":\n    k[(1,)](None, 1)\n",
+            )],
+            "for a Triton script (add.py)",
+            "  program:\n    env: { TRITON_CACHE_AUTOTUNING: \"1\" }\n",
+        ),
+        (
             "a CuPy test file that also runs as a script: pytest, whose exit status is the check",
             &[(
                 "test_scale.py",
@@ -526,6 +550,19 @@ fn runner_init_writes_a_checked_pipeline_for_each_kind_of_program_and_never_over
                     .contains("runs compute-sanitizer --tool racecheck --launch-count 8 <program>"),
                 "{printed}"
             );
+        }
+        // Each build's command and the tools it starts (cmake inside `sh -c`; the GPU for a
+        // run that autotunes); a script given in one word, by its size.
+        let build = match kind {
+            "a CMake project for the matrix's arch" => Some("needs cmake\n"),
+            "an extension a module builds with load_inline, and the driver that imports it" => {
+                Some("build:   python3 -c <script of 17 lines> bench.py\n")
+            }
+            "an autotuned Triton kernel" => Some("needs gpu, python3, torch, triton\n"),
+            _ => None,
+        };
+        if let Some(build) = build {
+            assert!(printed.contains(build), "{kind}: {printed}");
         }
         let yaml = std::fs::read_to_string(dir.path().join("pipeline.yaml")).unwrap();
         assert!(yaml.starts_with("# Written by `exhibit init`"), "{yaml}");
@@ -687,4 +724,45 @@ fn runner_init_adds_only_the_run_folders_a_gitignore_lacks() {
         std::fs::read_to_string(dir.path().join(".gitignore")).unwrap(),
         "*.o\nartifacts\n# What each Exhibit run writes (exhibit init)\n/reports/\n"
     );
+}
+
+/// A build through `sh -c` needs the tools its script starts: the preflight finds `cmake` and
+/// says its version, and without one on `PATH` the build fails before it starts, naming it (a
+/// CPU stage whose tool is missing could not do what the pipeline asks), not on the shell's
+/// `cmake: not found`.
+#[test]
+fn a_cmake_build_in_a_shell_script_needs_cmake_and_fails_naming_it_without_it() {
+    let project = Project::new();
+    project.tool(
+        "cmake",
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then\n  echo 'cmake version 4.4.3'\n  echo\n  \
+         echo 'CMake suite maintained and supported by Kitware (kitware.com/cmake).'\nfi\n",
+    );
+    project.pipeline(
+        "target:\n  build:\n    command: [sh, -c, \"cmake -S . -B '{build_dir}' && cmake \
+         --build '{build_dir}'\"]\n  program:\n    command: [sh, -c, \"exit 0\"]\nstages:\n  \
+         build: {}\n",
+    );
+    let bin = project.root.join("bin");
+    // Only `sh` and the stand-in: no other cmake can be found.
+    let shell = project.root.join("shell");
+    std::fs::create_dir_all(&shell).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", shell.join("sh")).unwrap();
+    let with = format!("{}:{}", bin.display(), shell.display());
+    let out = project.run_env(&["pipeline.yaml"], &[("PATH", &with)]);
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(printed.contains("cmake: cmake version 4.4.3"), "{printed}");
+    let manifest = project.manifest();
+    let build = stage(&manifest, "build");
+    assert_eq!(build["status"], "passed", "{build}");
+
+    let without = shell.display().to_string();
+    let out = project.run_env(&["pipeline.yaml"], &[("PATH", &without)]);
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    let manifest = project.manifest();
+    let build = stage(&manifest, "build");
+    assert_eq!(build["status"], "failed", "{printed}");
+    assert!(printed.contains("build default sm_90"), "{printed}");
+    assert!(printed.contains("cmake not found"), "{printed}");
+    assert!(!printed.contains("cmake: not found"), "{printed}");
 }

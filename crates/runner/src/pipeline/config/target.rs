@@ -267,16 +267,10 @@ pub(crate) fn check_placeholders(argv: &[String], known: &[&str]) -> Result<(), 
 }
 
 /// The needs a stage of a target has when pipeline.yaml does not say: the tools its own
-/// commands start that the preflight knows (the build's, the program's or the baseline's first
-/// word; `python3` for a Python program), and compute-sanitizer or ncu around it.
+/// commands start that the preflight knows ([`started_tools`] of the build, the program or the
+/// baseline; `python3` for a Python program), and compute-sanitizer or ncu around it.
 pub fn target_needs(kind: StageKind, target: &Target, command: &[String]) -> Needs {
-    // A command's first word when it is a tool the preflight knows (`nvcc`, `python3`, ...).
-    let named = |argv: &[String]| -> Vec<String> {
-        argv.first()
-            .filter(|w| KNOWN_TOOLS.contains(&w.as_str()))
-            .map(|w| vec![w.clone()])
-            .unwrap_or_default()
-    };
+    let named = started_tools;
     let mut program = if target.program.is_python() {
         vec!["python3".to_string()]
     } else {
@@ -312,4 +306,30 @@ pub fn target_needs(kind: StageKind, target: &Target, command: &[String]) -> Nee
         tools.extend(program);
     }
     Needs { gpu, tools }
+}
+
+/// The tools a command starts that the preflight knows (`nvcc`, `python3`, `cmake`, ...): its
+/// first word, or, for a shell's script (`sh -c "cmake -S . -B b && cmake --build b"`), the
+/// first word of each command in the script, past any `NAME=value` assignments.
+pub fn started_tools(argv: &[String]) -> Vec<String> {
+    let script = match argv {
+        [shell, c, script, ..] if matches!(shell.as_str(), "sh" | "bash") && c == "-c" => script,
+        _ => {
+            return argv
+                .first()
+                .filter(|w| KNOWN_TOOLS.contains(&w.as_str()))
+                .map(|w| vec![w.clone()])
+                .unwrap_or_default();
+        }
+    };
+    let mut tools: Vec<String> = Vec::new();
+    for command in script.split(['&', '|', ';', '\n', '(', ')']) {
+        let first = command.split_whitespace().find(|w| !w.contains('='));
+        if let Some(tool) = first.filter(|w| KNOWN_TOOLS.contains(w))
+            && !tools.iter().any(|t| t == tool)
+        {
+            tools.push(tool.to_string());
+        }
+    }
+    tools
 }

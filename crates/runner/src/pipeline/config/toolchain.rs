@@ -101,6 +101,7 @@ pub const KNOWN_TOOLS: &[&str] = &[
     "compute-sanitizer",
     "ncu",
     "python3",
+    "cmake",
     "torch",
     "triton",
     "cupy",
