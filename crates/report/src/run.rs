@@ -276,6 +276,24 @@ pub struct Unit {
     /// A profile unit's choice of the launches ncu measured, and who made it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_launches: Option<ProfileLaunches>,
+    /// A sanitizer unit's launches, where its stage's arguments chose which to instrument.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sanitized_launches: Option<SanitizedLaunches>,
+}
+
+/// Which of its target's launches a sanitizer unit instrumented, where the stage's arguments
+/// chose (compute-sanitizer's `--launch-count`, `--launch-skip`, a kernel filter). A launch
+/// outside the choice runs uninstrumented, and initcheck does not see what it writes: memory
+/// only such a launch wrote reads to it as never written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "chosen")]
+pub enum SanitizedLaunches {
+    /// The first `count` launches (`--launch-count` alone): every launch before a checked one
+    /// was checked too, so a kernel's records stand; a host call after them may not.
+    First { count: u64 },
+    /// Launches after a skip, or of some kernels only: a kernel's read may follow a launch that
+    /// was not checked.
+    Selected,
 }
 
 /// Which launches of its target a profile unit measured. Without a choice ncu profiles every

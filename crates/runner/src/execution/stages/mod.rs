@@ -161,6 +161,10 @@ pub fn unit_record(unit: &Unit, pipeline: &Pipeline) -> report::Unit {
             };
             profile_launches::choose(target, args)
         });
+    let sanitized_launches = wrapper_of(kind)
+        .filter(|w| matches!(w, Wrapper::ComputeSanitizer { .. }))
+        .and(pipeline.stages.get(unit.stage))
+        .and_then(|s| sanitized_launches(&s.args));
     report::Unit {
         target,
         wrapper: wrapper_of(kind),
@@ -193,6 +197,7 @@ pub fn unit_record(unit: &Unit, pipeline: &Pipeline) -> report::Unit {
         serves: unit.serves.clone(),
         timing_pattern,
         profile_launches,
+        sanitized_launches,
     }
 }
 
@@ -251,6 +256,42 @@ fn wrapper_of(kind: StageKind) -> Option<Wrapper> {
         _ => return None,
     };
     Some(Wrapper::ComputeSanitizer { check })
+}
+
+/// Which launches compute-sanitizer instruments, where a stage's arguments choose: the first N
+/// (`--launch-count N` or `-c N` alone), or a selection (a skip, a kernel filter).
+fn sanitized_launches(args: &[String]) -> Option<report::SanitizedLaunches> {
+    let mut count = None;
+    let mut selected = false;
+    let mut words = args.iter().map(String::as_str);
+    while let Some(word) = words.next() {
+        let (name, inline) = match word.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (word, None),
+        };
+        match name {
+            "--launch-count" | "-c" => {
+                let value = inline.or_else(|| words.next());
+                match value.and_then(|v| v.parse::<u64>().ok()) {
+                    // compute-sanitizer reads 0 as every launch.
+                    Some(0) => {}
+                    Some(n) => count = Some(n),
+                    None => selected = true,
+                }
+            }
+            "--launch-skip" | "-s" => {
+                let value = inline.or_else(|| words.next());
+                selected |= value != Some("0");
+            }
+            "--kernel-name" | "--kernel-name-exclude" | "-k" => selected = true,
+            _ => {}
+        }
+    }
+    match (selected, count) {
+        (true, _) => Some(report::SanitizedLaunches::Selected),
+        (false, Some(count)) => Some(report::SanitizedLaunches::First { count }),
+        (false, None) => None,
+    }
 }
 
 /// A program's argv as run: a first word that names a tool (nvcc, python3, the built-in
