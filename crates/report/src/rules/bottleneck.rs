@@ -570,7 +570,7 @@ mod tests {
 mod rule_tests {
     use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, place, repo_file};
+    use crate::rules::testing::{place, slow_reduction};
 
     /// The slow-reduction example's `shuffle2` config on an H100, from its reference run
     /// (`examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/shuffle2/sm_90/`):
@@ -578,22 +578,7 @@ mod rule_tests {
     /// naming a cause.
     #[test]
     fn fires_on_a_reduction_below_the_dram_bandwidth_with_too_little_work_per_thread() {
-        let d = only(
-            Case::new()
-                .profile(
-                    "shuffle2",
-                    repo_file!(
-                        "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/shuffle2/sm_90/ncu.csv"
-                    ),
-                    repo_file!(
-                        "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/shuffle2/sm_90/source.csv"
-                    ),
-                )
-                .input("src/sum.cu")
-                .gpu("NVIDIA H100 80GB HBM3", 132, "9.0")
-                .drafts(RuleId::Bottleneck),
-        );
-        assert_eq!(d.rule, RuleId::Bottleneck);
+        let d = slow_reduction!("shuffle2").only(RuleId::Bottleneck);
         assert_eq!(d.level, Level::Warning);
         assert_eq!(d.kernel.as_deref(), Some("block_sum"));
         assert_eq!(place(&d).as_deref(), Some("src/sum.cu:63"));
@@ -617,18 +602,6 @@ mod rule_tests {
     /// DRAM bandwidth, fast enough.
     #[test]
     fn stays_silent_on_the_reduction_that_runs_at_the_dram_bandwidth() {
-        Case::new()
-            .profile(
-                "fast",
-                repo_file!(
-                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/ncu.csv"
-                ),
-                repo_file!(
-                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/source.csv"
-                ),
-            )
-            .input("src/sum.cu")
-            .gpu("NVIDIA H100 80GB HBM3", 132, "9.0")
-            .silent(RuleId::Bottleneck);
+        slow_reduction!("fast").silent(RuleId::Bottleneck);
     }
 }

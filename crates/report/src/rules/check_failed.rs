@@ -392,15 +392,14 @@ fn word_failed(d: &mut Draft, f: &Failed) {
 mod tests {
     use crate::rules::RuleId;
     use crate::diagnosis::Level;
-    use crate::rules::testing::{fixture_case, only, place};
+    use crate::rules::testing::{fixture_case, place};
 
     /// GoogleTest's JUnit XML of `programs/junit/softmax_test.cc` (`junit/gtest.xml`):
     /// `Shapes/TailTile.MatchesReference/2` (n=200) fails its assertion at line 39; the other
     /// cases pass or are skipped.
     #[test]
     fn fires_on_the_one_failing_test_of_a_junit_report_at_its_line() {
-        let d = only(fixture_case!(Check, "junit/gtest.xml").drafts(RuleId::CheckFailed));
-        assert_eq!(d.rule, RuleId::CheckFailed);
+        let d = fixture_case!(Check, "junit/gtest.xml").only(RuleId::CheckFailed);
         assert_eq!(d.level, Level::Error);
         assert_eq!(d.config.as_deref(), Some("release"));
         assert_eq!(d.kernel, None);

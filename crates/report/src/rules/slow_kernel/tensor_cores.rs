@@ -382,7 +382,7 @@ fn word_product(d: &mut Draft, f: &Words) -> Message {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testing::{Case, repo_file};
+    use crate::rules::testing::slow_reduction;
 
     // The positive cases run through the CLI: `examples/slow-kernels`' `no_tensor` config
     // (halves widened to float, `tests/it/reference.rs`) and the corpus' SGEMM kernels at the
@@ -393,24 +393,12 @@ mod tests {
     /// a sum whose instructions are loads and adds, no product.
     #[test]
     fn stays_silent_on_a_reduction_with_no_product() {
-        let drafts = Case::new()
-            .profile(
-                "fast",
-                repo_file!(
-                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/ncu.csv"
-                ),
-                repo_file!(
-                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/source.csv"
-                ),
-            )
-            .input("src/sum.cu")
-            .gpu("NVIDIA H100 80GB HBM3", 132, "9.0")
-            // What this cause drafts, as `slow-kernel` runs it.
-            .drafts_of(|ctx| {
-                let mut out = Vec::new();
-                super::no_tensor_cores(ctx, &mut out);
-                out
-            });
+        // What this cause drafts, as `slow-kernel` runs it.
+        let drafts = slow_reduction!("fast").drafts_of(|ctx| {
+            let mut out = Vec::new();
+            super::no_tensor_cores(ctx, &mut out);
+            out
+        });
         assert!(drafts.is_empty(), "{drafts:?}");
     }
 }
