@@ -570,7 +570,7 @@ mod tests {
 mod rule_tests {
     use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{place, slow_reduction};
+    use crate::rules::testing::{place, says, slow_reduction};
 
     /// The slow-reduction example's `shuffle2` config on an H100, from its reference run
     /// (`examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/shuffle2/sm_90/`):
@@ -584,13 +584,7 @@ mod rule_tests {
         assert_eq!(place(&d).as_deref(), Some("src/sum.cu:63"));
         // The L2 (71.9%) is busier than the DRAM (70.8%) by more than a point, so it is the
         // roof that binds, as the kernel table's "Against the limit" says.
-        assert!(
-            d.title
-                .markdown()
-                .contains("71.9% of L2 bandwidth (DRAM 70.8%)"),
-            "{:?}",
-            d.title
-        );
+        says(&d.title, "71.9% of L2 bandwidth (DRAM 70.8%)");
         // The percent the title states, as a figure the verdict reads.
         assert_eq!(
             crate::diagnosis::Figure::PercentOfPeak.of(&d.figures),

@@ -123,7 +123,7 @@ fn word_slow(s: &Slow, d: &mut Draft) -> Message {
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, parsers_fixture};
+    use crate::rules::testing::{Case, parsers_fixture, says};
     use crate::{diagnosis::Level, run::StageKind};
 
     /// A config `default` whose bench stage's log is `bench` and whose baseline's is `baseline`.
@@ -148,7 +148,7 @@ mod tests {
         assert_eq!(d.config.as_deref(), Some("default"));
         assert_eq!(d.kernel, None);
         assert_eq!(d.location, None);
-        assert!(d.title.markdown().contains("test_sort_reversed"), "{:?}", d.title);
+        says(&d.title, "test_sort_reversed");
         let slowdown = d.figures["slowdown"].as_f64().unwrap_or(0.0);
         assert!((1000.0..2000.0).contains(&slowdown), "{slowdown}");
     }

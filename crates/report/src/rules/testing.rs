@@ -315,6 +315,12 @@ pub fn only(drafts: Vec<Draft>) -> Draft {
     }
 }
 
+/// Asserts that `m` says `words` (in its Markdown), showing it where it does not.
+#[track_caller]
+pub fn says(m: &crate::message::Message, words: &str) {
+    assert!(m.markdown().contains(words), "{m:?}");
+}
+
 /// A draft's place as `file:line` (`file` with no line).
 pub fn place(d: &Draft) -> Option<String> {
     d.location.as_ref().map(ToString::to_string)

@@ -206,17 +206,13 @@ fn tensor_kernel_beside(ctx: &Ctx, config: Option<&str>, own: &KernelId) -> Opti
         let p = k.summary.limit.as_ref().filter(|p| on_tensor(p))?;
         Some((p.gflops?, msg!("The baseline's {}", code(&k.summary.kernel))))
     });
-    let mut seen: Vec<&KernelId> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
     let beside = j
         .metrics
         .iter()
         .filter(|m| m.config.as_deref() == config && m.kernel != *own)
         .filter(|m| !j.is_own(config, &m.kernel))
-        .filter(|m| {
-            let new = !seen.contains(&&m.kernel);
-            seen.push(&m.kernel);
-            new
-        })
+        .filter(|m| seen.insert(&m.kernel))
         .filter_map(|m| {
             let p = crate::roofline::of_kernel(j, config, &m.kernel).filter(|p| on_tensor(p))?;
             Some((p.gflops?, msg!("{}, launched beside it,", code(m.kernel.as_str()))))
