@@ -251,6 +251,9 @@ fn samples(l: &parsers::SourceLine, keep: impl Fn(Wait) -> bool) -> u64 {
 const MIN_DURATION_US: f64 = 50.0;
 /// Nor is any launch shorter than this, whatever its stall samples say.
 const MIN_SAMPLED_US: f64 = 10.0;
+/// At or above this throughput (percent of peak) a unit is busy: the SMs, or the busiest memory
+/// unit.
+const BUSY: f64 = 60.0;
 /// At or above this share of the DRAM bandwidth a memory-bound kernel is at its limit.
 const AT_LIMIT: f64 = 0.8;
 /// A kernel with at least this share of its warps' stall samples away from its global accesses
@@ -463,7 +466,6 @@ fn memory_bound(
     }
     let lines = source_lines(ctx, scope, Some(kernel));
     let (hot, stall, share, at) = hottest(ctx, &lines)?;
-    const BUSY: f64 = 60.0;
     // Where neither the SMs nor on-chip memory is busy, where the warps wait says why: over
     // the whole kernel where its samples are split by reason, else at its hottest line. Waits
     // to issue say the SMs are the limit only where they are busy (the first case below), so
