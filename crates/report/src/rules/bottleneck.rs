@@ -251,6 +251,9 @@ fn samples(l: &parsers::SourceLine, keep: impl Fn(Wait) -> bool) -> u64 {
 const MIN_DURATION_US: f64 = 50.0;
 /// Nor is any launch shorter than this, whatever its stall samples say.
 const MIN_SAMPLED_US: f64 = 10.0;
+/// At or above this throughput (percent of peak) a unit is busy: the SMs, or the busiest memory
+/// unit.
+const BUSY: f64 = 60.0;
 /// At or above this share of the DRAM bandwidth a memory-bound kernel is at its limit.
 const AT_LIMIT: f64 = 0.8;
 /// A kernel with at least this share of its warps' stall samples away from its global accesses
@@ -463,7 +466,6 @@ fn memory_bound(
     }
     let lines = source_lines(ctx, scope, Some(kernel));
     let (hot, stall, share, at) = hottest(ctx, &lines)?;
-    const BUSY: f64 = 60.0;
     // Where neither the SMs nor on-chip memory is busy, where the warps wait says why: over
     // the whole kernel where its samples are split by reason, else at its hottest line. Waits
     // to issue say the SMs are the limit only where they are busy (the first case below), so
@@ -570,7 +572,7 @@ mod tests {
 mod rule_tests {
     use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, place, repo_file};
+    use crate::rules::testing::{place, says, slow_reduction};
 
     /// The slow-reduction example's `shuffle2` config on an H100, from its reference run
     /// (`examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/shuffle2/sm_90/`):
@@ -578,34 +580,13 @@ mod rule_tests {
     /// naming a cause.
     #[test]
     fn fires_on_a_reduction_below_the_dram_bandwidth_with_too_little_work_per_thread() {
-        let d = only(
-            Case::new()
-                .profile(
-                    "shuffle2",
-                    repo_file!(
-                        "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/shuffle2/sm_90/ncu.csv"
-                    ),
-                    repo_file!(
-                        "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/shuffle2/sm_90/source.csv"
-                    ),
-                )
-                .input("src/sum.cu")
-                .gpu("NVIDIA H100 80GB HBM3", 132, "9.0")
-                .drafts(RuleId::Bottleneck),
-        );
-        assert_eq!(d.rule, RuleId::Bottleneck);
+        let d = slow_reduction!("shuffle2").only(RuleId::Bottleneck);
         assert_eq!(d.level, Level::Warning);
         assert_eq!(d.kernel.as_deref(), Some("block_sum"));
         assert_eq!(place(&d).as_deref(), Some("src/sum.cu:63"));
         // The L2 (71.9%) is busier than the DRAM (70.8%) by more than a point, so it is the
         // roof that binds, as the kernel table's "Against the limit" says.
-        assert!(
-            d.title
-                .markdown()
-                .contains("71.9% of L2 bandwidth (DRAM 70.8%)"),
-            "{:?}",
-            d.title
-        );
+        says(&d.title, "71.9% of L2 bandwidth (DRAM 70.8%)");
         // The percent the title states, as a figure the verdict reads.
         assert_eq!(
             crate::diagnosis::Figure::PercentOfPeak.of(&d.figures),
@@ -617,18 +598,6 @@ mod rule_tests {
     /// DRAM bandwidth, fast enough.
     #[test]
     fn stays_silent_on_the_reduction_that_runs_at_the_dram_bandwidth() {
-        Case::new()
-            .profile(
-                "fast",
-                repo_file!(
-                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/ncu.csv"
-                ),
-                repo_file!(
-                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/source.csv"
-                ),
-            )
-            .input("src/sum.cu")
-            .gpu("NVIDIA H100 80GB HBM3", 132, "9.0")
-            .silent(RuleId::Bottleneck);
+        slow_reduction!("fast").silent(RuleId::Bottleneck);
     }
 }

@@ -172,10 +172,7 @@ pub(super) fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatc
     let count = |n: u64| crate::text::thousands(n);
     d.figures.insert("mismatched".into(), json!(m.mismatched));
     d.figures.insert("compared".into(), json!(m.total));
-    let index = |i: &[u64]| {
-        let parts: Vec<String> = i.iter().map(u64::to_string).collect();
-        code(format!("[{}]", parts.join(", ")))
-    };
+    let index = |i: &[u64]| code(format!("[{}]", listing(i)));
     let greatest = m
         .greatest_abs
         .map(|v| {
@@ -238,6 +235,12 @@ pub(super) fn word_mismatch(d: &mut Draft, m: &parsers::mismatch::ElementMismatc
     }
 }
 
+/// Indices (or an index's coordinates) as "3, 7, 12".
+fn listing(i: &[u64]) -> String {
+    let parts: Vec<String> = i.iter().map(u64::to_string).collect();
+    parts.join(", ")
+}
+
 /// Where each of at least `least` wrong elements the comparison (or the program beside it)
 /// lists holds exactly 0 and its reference does not: the mark of elements no thread wrote,
 /// said with the fix that follows. A wrong formula seldom gives exactly 0, so that is not
@@ -284,16 +287,7 @@ fn listed(d: &mut Draft, m: &parsers::mismatch::ElementMismatch) {
             code(first.to_string()),
             code(last.to_string())
         ),
-        _ => msg!(
-            " at indices {}",
-            code(
-                indices
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        ),
+        _ => msg!(" at indices {}", code(listing(&indices))),
     };
     let [got, want] = m.values[0];
     let first = if n == 1 {
@@ -392,15 +386,14 @@ fn word_failed(d: &mut Draft, f: &Failed) {
 mod tests {
     use crate::rules::RuleId;
     use crate::diagnosis::Level;
-    use crate::rules::testing::{fixture_case, only, place};
+    use crate::rules::testing::{fixture_case, place, says};
 
     /// GoogleTest's JUnit XML of `programs/junit/softmax_test.cc` (`junit/gtest.xml`):
     /// `Shapes/TailTile.MatchesReference/2` (n=200) fails its assertion at line 39; the other
     /// cases pass or are skipped.
     #[test]
     fn fires_on_the_one_failing_test_of_a_junit_report_at_its_line() {
-        let d = only(fixture_case!(Check, "junit/gtest.xml").drafts(RuleId::CheckFailed));
-        assert_eq!(d.rule, RuleId::CheckFailed);
+        let d = fixture_case!(Check, "junit/gtest.xml").only(RuleId::CheckFailed);
         assert_eq!(d.level, Level::Error);
         assert_eq!(d.config.as_deref(), Some("release"));
         assert_eq!(d.kernel, None);
@@ -429,30 +422,16 @@ mod tests {
                 .unwrap_or_else(|| panic!("{test}: {drafts:#?}"))
         };
         let all = of("test_everything_scaled");
-        assert!(
-            all.explanation
-                .markdown()
-                .contains("Every element differs (256 of 256)"),
-            "{:?}",
-            all.explanation
-        );
-        assert!(all.explanation.markdown().contains("systematic error"));
+        says(&all.explanation, "Every element differs (256 of 256)");
+        says(&all.explanation, "systematic error");
         let tail = of("test_tail_wrong_numpy");
-        assert!(
-            tail.explanation
-                .markdown()
-                .contains("exactly the last 40 of 1,000, from index `[960]`"),
-            "{:?}",
-            tail.explanation
-        );
-        assert!(tail.fix.markdown().contains("`i < n`"), "{:?}", tail.fix);
+        says(&tail.explanation, "exactly the last 40 of 1,000, from index `[960]`");
+        says(&tail.fix, "`i < n`");
         let rows = of("test_rows_of_a_tile_wrong");
-        assert!(
-            rows.explanation
-                .markdown()
-                .contains("2,048 of 4,096 elements differ (50.0%); the greatest absolute difference is 0.500 at index `[1, 0]`"),
-            "{:?}",
-            rows.explanation
+        says(
+            &rows.explanation,
+            "2,048 of 4,096 elements differ (50.0%); the greatest absolute difference is 0.500 at \
+             index `[1, 0]`",
         );
         assert_eq!(rows.figures["mismatched"], 2048);
     }

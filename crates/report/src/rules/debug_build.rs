@@ -73,16 +73,14 @@ pub fn is_debug_warning(f: &parsers::Finding) -> bool {
 mod tests {
     use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{fixture_case, only};
+    use crate::rules::testing::fixture_case;
 
     /// nvcc 13.0 with `-G -lineinfo` on `wmma_local.cu` (`ptxas/device_wmma_local_debug.log`):
     /// "'--device-debug (-G)' overrides '--generate-line-info (-lineinfo)'".
     #[test]
     fn fires_on_a_config_the_compiler_says_was_built_with_dash_g() {
-        let d = only(
-            fixture_case!(Compile, "ptxas/device_wmma_local_debug.log").drafts(RuleId::DebugBuild),
-        );
-        assert_eq!(d.rule, RuleId::DebugBuild);
+        let d =
+            fixture_case!(Compile, "ptxas/device_wmma_local_debug.log").only(RuleId::DebugBuild);
         assert_eq!(d.level, Level::Note);
         assert_eq!(d.config.as_deref(), Some("release"));
         assert_eq!(d.kernel, None);

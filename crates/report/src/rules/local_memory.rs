@@ -37,13 +37,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if !spilled && !local_array {
             continue;
         }
-        let warnings: Vec<usize> = j
+        let warnings: Vec<_> = j
             .findings_in(config)
             .filter(|(_, f)| {
                 f.finding.kind == FindingKind::RegisterSpill
                     && f.kernel.as_ref().is_none_or(|n| *n == view.name)
             })
-            .map(|(i, _)| i)
             .collect();
         let mut d = Draft::new(RuleId::RegisterSpills, Level::Warning, Message::new());
         d.stands_on = vec![crate::measure::Measure::LocalBytes];
@@ -56,7 +55,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.arch = view.arch.clone();
         d.location = ctx.kernel_file(config);
         d.key = if spilled { "spills" } else { "local-array" }.to_string();
-        d.explains.extend(&warnings);
+        d.explains.extend(warnings.iter().map(|(i, _)| *i));
         let fact = Local {
             kernel: &view.name,
             arch: view.arch.as_deref(),
@@ -72,9 +71,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             config,
             word_ptxas(&fact),
         ));
-        if let Some(&i) = warnings.first()
-            && let Some(f) = j.findings.get(i)
-        {
+        if let Some((_, f)) = warnings.first() {
             d.evidence.push(ctx.finding_evidence(f));
         }
         if view.sass.is_some() {
@@ -259,18 +256,15 @@ fn word_local_array(d: &mut Draft, f: &Local, cost: Cost) {
 mod tests {
     use crate::rules::RuleId;
     use crate::diagnosis::Level;
-    use crate::rules::testing::{fixture_case, only};
+    use crate::rules::testing::fixture_case;
 
     /// nvcc 13.0 with `-maxrregcount=16` on `spill.cu` (`ptxas/nvcc13.0_spill_maxrreg16.log`):
     /// `many_live_values` at 24 registers spills 660 bytes of stores and 692 of loads.
     #[test]
     fn fires_on_a_kernel_that_spills_under_a_register_cap() {
-        let d = only(
-            fixture_case!(Compile, "ptxas/nvcc13.0_spill_maxrreg16.log")
-                .stage(|s| s.unit.max_registers = Some(16))
-                .drafts(RuleId::RegisterSpills),
-        );
-        assert_eq!(d.rule, RuleId::RegisterSpills);
+        let d = fixture_case!(Compile, "ptxas/nvcc13.0_spill_maxrreg16.log")
+            .stage(|s| s.unit.max_registers = Some(16))
+            .only(RuleId::RegisterSpills);
         assert_eq!(d.level, Level::Warning);
         assert_eq!(d.key, "spills");
         assert_eq!(d.kernel.as_deref(), Some("many_live_values"));

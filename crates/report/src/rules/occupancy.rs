@@ -258,37 +258,44 @@ fn word_limited(d: &mut Draft, f: &Limit) {
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, repo_file};
+    use crate::rules::testing::{Case, repo_file};
     use crate::{diagnosis::Level, run::StageKind};
 
-    /// The `regs` config of the slow-kernels reference run
-    /// (`examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a`): ptxas gives
-    /// `poly` 255 registers (`build/regs/sm_90/stderr.log`), and ncu measured its launch's block
-    /// size (`profile/regs/sm_90/ncu.csv`).
-    #[test]
-    fn fires_on_a_kernel_whose_registers_bind_its_blocks_per_sm() {
-        let d = only(
+    /// `poly` in config `$config` of the slow-kernels reference run
+    /// (`examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a`): ptxas's log
+    /// (`build/<config>/sm_90/stderr.log`) and ncu's (`profile/<config>/sm_90/ncu.csv`), which
+    /// measured its launch's block size.
+    macro_rules! poly {
+        ($config:literal) => {
             Case::new()
                 .log(
                     StageKind::Compile,
-                    "regs",
+                    $config,
                     "sm_90",
                     repo_file!(
-                        "examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a/build/regs/sm_90/stderr.log"
+                        "examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a/build/",
+                        $config,
+                        "/sm_90/stderr.log"
                     ),
                 )
                 .log(
                     StageKind::Profile,
-                    "regs",
+                    $config,
                     "sm_90",
                     repo_file!(
-                        "examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a/profile/regs/sm_90/ncu.csv"
+                        "examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a/profile/",
+                        $config,
+                        "/sm_90/ncu.csv"
                     ),
                 )
                 .kernel("poly")
-                .drafts(RuleId::OccupancyLimit),
-        );
-        assert_eq!(d.rule, RuleId::OccupancyLimit);
+        };
+    }
+
+    /// The `regs` config of the slow-kernels reference run: ptxas gives `poly` 255 registers.
+    #[test]
+    fn fires_on_a_kernel_whose_registers_bind_its_blocks_per_sm() {
+        let d = poly!("regs").only(RuleId::OccupancyLimit);
         assert_eq!(d.level, Level::Note);
         assert_eq!(d.key, "registers");
         assert_eq!(d.kernel.as_deref(), Some("poly"));
@@ -297,28 +304,9 @@ mod tests {
         assert_eq!(d.figures["limiter"], "registers");
     }
 
-    /// The `fast` config of the same run (`build/fast/sm_90/stderr.log`,
-    /// `profile/fast/sm_90/ncu.csv`): `poly` at 32 registers fills the SM.
+    /// The `fast` config of the same run: `poly` at 32 registers fills the SM.
     #[test]
     fn stays_silent_on_the_same_kernel_at_32_registers() {
-        Case::new()
-            .log(
-                StageKind::Compile,
-                "fast",
-                "sm_90",
-                repo_file!(
-                    "examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a/build/fast/sm_90/stderr.log"
-                ),
-            )
-            .log(
-                StageKind::Profile,
-                "fast",
-                "sm_90",
-                repo_file!(
-                    "examples/slow-kernels/reference/artifacts/20261124T144251Z-434eb14a/profile/fast/sm_90/ncu.csv"
-                ),
-            )
-            .kernel("poly")
-            .silent(RuleId::OccupancyLimit);
+        poly!("fast").silent(RuleId::OccupancyLimit);
     }
 }

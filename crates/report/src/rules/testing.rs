@@ -193,6 +193,14 @@ impl Case {
         self.drafts_of(rule.rule().run.expect("a rule that runs on one run"))
     }
 
+    /// The one draft `rule` drafts from the run's evidence, asserted to be that rule's; fails,
+    /// listing them, when it drafted none or several.
+    pub fn only(&self, rule: RuleId) -> Draft {
+        let d = only(self.drafts(rule));
+        assert_eq!(d.rule, rule);
+        d
+    }
+
     /// Asserts that `rule` drafts nothing from the run's evidence, listing what it drafted.
     pub fn silent(&self, rule: RuleId) {
         let drafts = self.drafts(rule);
@@ -260,13 +268,39 @@ macro_rules! fixture_case {
 }
 pub(crate) use fixture_case;
 
-/// A file of the repository (`<repo>/<path>`), as text: a reference run's log.
+/// A file of the repository (`<repo>/<path>`, the path in one or several parts), as text: a
+/// reference run's log.
 macro_rules! repo_file {
-    ($path:literal) => {
-        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../", $path))
+    ($($path:literal),+) => {
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../", $($path),+))
     };
 }
 pub(crate) use repo_file;
+
+/// The slow-reduction example's reference run on an H100 of `src/sum.cu`
+/// (`examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330`): the profile of its
+/// config `$config`, ncu's details and source pages (`profile/<config>/sm_90/`).
+macro_rules! slow_reduction {
+    ($config:literal) => {
+        $crate::rules::testing::Case::new()
+            .profile(
+                $config,
+                $crate::rules::testing::repo_file!(
+                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/",
+                    $config,
+                    "/sm_90/ncu.csv"
+                ),
+                $crate::rules::testing::repo_file!(
+                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/",
+                    $config,
+                    "/sm_90/source.csv"
+                ),
+            )
+            .input("src/sum.cu")
+            .gpu("NVIDIA H100 80GB HBM3", 132, "9.0")
+    };
+}
+pub(crate) use slow_reduction;
 
 /// The one draft a rule made; fails, listing them, when it made none or several.
 pub fn only(drafts: Vec<Draft>) -> Draft {
@@ -279,6 +313,12 @@ pub fn only(drafts: Vec<Draft>) -> Draft {
         (Some(d), true) => d,
         _ => panic!("expected one draft, got {titles:?}"),
     }
+}
+
+/// Asserts that `m` says `words` (in its Markdown), showing it where it does not.
+#[track_caller]
+pub fn says(m: &crate::message::Message, words: &str) {
+    assert!(m.markdown().contains(words), "{m:?}");
 }
 
 /// A draft's place as `file:line` (`file` with no line).

@@ -670,7 +670,7 @@ fn launched_kernel(ctx: &Ctx, config: Option<&str>, f: &parsers::Finding) -> Opt
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, only, parsers_fixture};
+    use crate::rules::testing::{Case, parsers_fixture};
     use crate::{diagnosis::Level, run::StageKind};
 
     /// A release build for `sm_90`: ptxas's log `compile`, cuobjdump's SASS `sass`, and
@@ -688,15 +688,12 @@ mod tests {
     /// memcheck reports the trap (`compute-sanitizer/memcheck_wmma_local.log`).
     #[test]
     fn fires_on_a_fragment_loaded_from_local_memory_that_traps() {
-        let d = only(
-            build(
-                parsers_fixture!("ptxas/device_wmma_local.log"),
-                parsers_fixture!("sass/device_wmma_local_cuobjdump.log"),
-                parsers_fixture!("compute-sanitizer/memcheck_wmma_local.log"),
-            )
-            .drafts(RuleId::WmmaLocalMemory),
-        );
-        assert_eq!(d.rule, RuleId::WmmaLocalMemory);
+        let d = build(
+            parsers_fixture!("ptxas/device_wmma_local.log"),
+            parsers_fixture!("sass/device_wmma_local_cuobjdump.log"),
+            parsers_fixture!("compute-sanitizer/memcheck_wmma_local.log"),
+        )
+        .only(RuleId::WmmaLocalMemory);
         assert_eq!(d.level, Level::Error);
         assert_eq!(d.kernel.as_deref(), Some("wmma_from_local"));
         // A release build keeps no line of the fragment access: the tool located it in the

@@ -13,8 +13,6 @@ use crate::message::code;
 /// both H200); a block whose thread 0 runs a loop alone, 84-86% (examples/baseline-contrast
 /// `serial thread`, corpus `yencal-scan-lookback-single`, both H200).
 const MOSTLY_WAITING: f64 = 0.5;
-/// At or above this SM throughput (percent of peak) the SMs are busy.
-const SM_BUSY: f64 = 60.0;
 /// A line run with at most this many lanes per warp instruction is one thread's (or a few
 /// threads') work.
 const FEW_LANES: f64 = 4.0;
@@ -101,7 +99,7 @@ pub(super) fn idle_at_barrier(
     // costs no time (examples/baseline-contrast `rows one` over 1,056 blocks, 75% SM
     // throughput, ran no slower than every warp working).
     let sm = metric(ctx, scope, Some(kernel), "Compute (SM) Throughput")?;
-    if sm >= SM_BUSY {
+    if sm >= BUSY {
         return None;
     }
     let lines = source_lines(ctx, scope, Some(kernel));

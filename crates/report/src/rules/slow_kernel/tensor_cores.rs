@@ -206,17 +206,13 @@ fn tensor_kernel_beside(ctx: &Ctx, config: Option<&str>, own: &KernelId) -> Opti
         let p = k.summary.limit.as_ref().filter(|p| on_tensor(p))?;
         Some((p.gflops?, msg!("The baseline's {}", code(&k.summary.kernel))))
     });
-    let mut seen: Vec<&KernelId> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
     let beside = j
         .metrics
         .iter()
         .filter(|m| m.config.as_deref() == config && m.kernel != *own)
         .filter(|m| !j.is_own(config, &m.kernel))
-        .filter(|m| {
-            let new = !seen.contains(&&m.kernel);
-            seen.push(&m.kernel);
-            new
-        })
+        .filter(|m| seen.insert(&m.kernel))
         .filter_map(|m| {
             let p = crate::roofline::of_kernel(j, config, &m.kernel).filter(|p| on_tensor(p))?;
             Some((p.gflops?, msg!("{}, launched beside it,", code(m.kernel.as_str()))))
@@ -382,7 +378,7 @@ fn word_product(d: &mut Draft, f: &Words) -> Message {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testing::{Case, repo_file};
+    use crate::rules::testing::slow_reduction;
 
     // The positive cases run through the CLI: `examples/slow-kernels`' `no_tensor` config
     // (halves widened to float, `tests/it/reference.rs`) and the corpus' SGEMM kernels at the
@@ -393,24 +389,12 @@ mod tests {
     /// a sum whose instructions are loads and adds, no product.
     #[test]
     fn stays_silent_on_a_reduction_with_no_product() {
-        let drafts = Case::new()
-            .profile(
-                "fast",
-                repo_file!(
-                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/ncu.csv"
-                ),
-                repo_file!(
-                    "examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/fast/sm_90/source.csv"
-                ),
-            )
-            .input("src/sum.cu")
-            .gpu("NVIDIA H100 80GB HBM3", 132, "9.0")
-            // What this cause drafts, as `slow-kernel` runs it.
-            .drafts_of(|ctx| {
-                let mut out = Vec::new();
-                super::no_tensor_cores(ctx, &mut out);
-                out
-            });
+        // What this cause drafts, as `slow-kernel` runs it.
+        let drafts = slow_reduction!("fast").drafts_of(|ctx| {
+            let mut out = Vec::new();
+            super::no_tensor_cores(ctx, &mut out);
+            out
+        });
         assert!(drafts.is_empty(), "{drafts:?}");
     }
 }
