@@ -262,12 +262,8 @@ impl PairKind {
                 PairKind::WriteAfterRead { w, o }
             }
             (Some(w), Some(o)) if w != o || !p.same_file => PairKind::Barrier { w, o },
-            (Some(w), Some(o))
-                if w == o
-                    && p.same_file
-                    && p.other_access == Access::Write
-                    && p.race.async_copy =>
-            {
+            // One line of one file, as the arm before leaves it.
+            (Some(_), Some(_)) if p.other_access == Access::Write && p.race.async_copy => {
                 PairKind::AsyncCopies
             }
             _ => PairKind::OneSite,
@@ -324,12 +320,9 @@ fn pair_draft(
     } else {
         Level::Warning
     };
-    let mut d = Draft::new(RuleId::SharedMemoryRace, level, Message::new());
-    d.config = f.config.clone();
+    let mut d = ctx.finding_draft(RuleId::SharedMemoryRace, level, index, f);
     d.kernel = race.kernel.clone();
     d.helpers = p.helpers.clone();
-    d.evidence.push(ctx.finding_evidence(f));
-    d.explains.push(index);
     d.confidence = match (finding.severity, p.write.is_some() && p.other.is_some()) {
         (Severity::Error, true) => Confidence::High,
         (Severity::Error, false) | (_, true) => Confidence::Medium,
