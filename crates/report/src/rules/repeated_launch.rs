@@ -287,12 +287,7 @@ fn clean_memcheck(ctx: &Ctx, config: Option<&str>) -> Option<crate::diagnosis::E
         s.kind == crate::run::StageKind::Memcheck && s.config == config
     };
     let clean = j.sources.iter().enumerate().any(|(i, s)| {
-        memcheck(&s)
-            && s.log.complete
-            && !j
-                .findings
-                .iter()
-                .any(|f| f.source == i && super::is_error(f.finding))
+        memcheck(&s) && s.log.complete && !j.findings_of(&[i]).any(|f| super::is_error(f.finding))
     });
     let (i, s) = j.sources.iter().enumerate().find(|(_, s)| clean && memcheck(s))?;
     Some(ctx.source_evidence(

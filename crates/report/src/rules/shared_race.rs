@@ -180,10 +180,8 @@ impl<'f> Race<'f> {
         let mut sides: Vec<Side> = named
             .iter()
             .map(|r| {
-                let loc = r.location.file.as_ref().map(|file| SourceLocation {
-                    file: crate::text::relative_path(file, &j.repo_files),
-                    line: r.location.line,
-                });
+                let loc =
+                    (r.location.file.as_ref()).map(|file| ctx.relative(file, r.location.line));
                 // The function of the other side (`attn::ldmatrix_x4(...)`), when it is a
                 // helper inlined into the kernel rather than the kernel itself.
                 let helper = r
