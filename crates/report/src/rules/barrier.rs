@@ -6,7 +6,7 @@ use parsers::{Finding, FindingKind};
 
 use super::{Ctx, Role, Rule, RuleId, at_location};
 use crate::diagnosis::Draft;
-use crate::message::{Message, msg};
+use crate::message::msg;
 use crate::text::plural;
 
 pub(crate) const RULE: Rule = Rule::new(
@@ -23,7 +23,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let mut out = Vec::new();
     for (index, f) in ctx.unexplained(FindingKind::BarrierError) {
         let finding = f.finding;
-        let mut d = ctx.site_draft(RuleId::DivergentBarrier, Message::new(), index, f);
+        let mut d = ctx.site_draft(RuleId::DivergentBarrier, index, f);
         if !finding.invalid_arguments {
             // A barrier that only some threads of a block or warp reach.
             let scope = match finding.sync_scope {

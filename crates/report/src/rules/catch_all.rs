@@ -48,13 +48,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         }
         let source = j.source(f.source);
         // A draft of this finding alone: its config, its raw lines, and it explains it.
-        let draft = |level, title| {
-            let mut d = Draft::new(RuleId::SanitizerError, level, title);
-            d.config = f.config.clone();
-            d.evidence.push(ctx.finding_evidence(f));
-            d.explains.push(index);
-            d
-        };
+        let draft = |level| ctx.finding_draft(RuleId::SanitizerError, level, index, f);
         // What makes this finding an echo of a fault another draft names: the registry
         // decides it for earlier rules' drafts, and this rule for its own.
         let mut gives_way = Vec::new();
@@ -80,7 +74,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         // a symptom of the fault that ended it, never a root cause of its own.
         if finding.is_exit_status() {
             // The symptom of a fault located in its config; with none, a finding of its own.
-            let mut d = draft(Level::Error, msg!("The program exited with an error"));
+            let mut d = draft(Level::Error);
+            d.title = msg!("The program exited with an error");
             d.symptom_of = Some(Scope::Config);
             d.bare = true;
             d.gives_way = gives_way.clone();
@@ -111,8 +106,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             _ => Level::Warning,
         };
         let location = ctx.place(f);
-        if finding.kind == FindingKind::CompilerWarning
-            && let Some(location) = &location
+        // A compiler warning's place, where it may be one said at several lines.
+        let warned_at = location
+            .clone()
+            .filter(|_| finding.kind == FindingKind::CompilerWarning);
+        if let Some(location) = &warned_at
             && let Some((at, _, _, lines)) = warned
                 .iter_mut()
                 .find(|(_, config, said, _)| *config == f.config && *said == message)
@@ -128,19 +126,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             d.explains.push(index);
             continue;
         }
-        let mut d = draft(level, Message::new());
+        let mut d = draft(level);
         d.gives_way = gives_way;
         (d.kernel, d.helpers) = ctx.kernel_site(f);
         d.location = location;
-        if finding.kind == FindingKind::CompilerWarning
-            && let Some(location) = &d.location
-        {
-            warned.push((
-                out.len(),
-                f.config.clone(),
-                message.clone(),
-                vec![location.clone()],
-            ));
+        if let Some(location) = warned_at {
+            warned.push((out.len(), f.config.clone(), message.clone(), vec![location]));
         }
         d.key = finding.fingerprint.clone();
         // A function that calls itself in the record's device frames: a recursion.
@@ -368,8 +359,14 @@ fn line_list(lines: &[SourceLocation]) -> Message {
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleId;
-    use crate::diagnosis::Level;
+    use crate::diagnosis::{Draft, Level};
     use crate::rules::testing::{fixture_case, only, place};
+
+    /// The first of `drafts` whose title says `words`; fails when none does.
+    fn titled<'d>(drafts: &'d [Draft], words: &str) -> &'d Draft {
+        let found = drafts.iter().find(|d| d.title.markdown().contains(words));
+        found.unwrap_or_else(|| panic!("no draft titled {words:?}: {drafts:?}"))
+    }
 
     /// memcheck on `records.cu stack` (`compute-sanitizer/memcheck_stack_overflow.log`, H200):
     /// a recursive `deep()` with a 1 KiB frame overflows the stack. Worded as a stack overflow
@@ -378,10 +375,7 @@ mod tests {
     fn a_stack_overflow_names_the_recursion_and_the_stack_limit() {
         let drafts = fixture_case!(Memcheck, "compute-sanitizer/memcheck_stack_overflow.log")
             .drafts(RuleId::SanitizerError);
-        let d = drafts
-            .iter()
-            .find(|d| d.title.to_string().contains("Stack overflow"))
-            .expect("a stack overflow draft");
+        let d = titled(&drafts, "Stack overflow");
         assert_eq!(place(d).as_deref(), Some("records.cu:94"));
         let said = d.explanation.to_string();
         assert!(said.contains("`deep` calling itself"), "{said}");
@@ -394,10 +388,7 @@ mod tests {
     fn a_free_of_a_pointer_malloc_did_not_return_says_so() {
         let drafts = fixture_case!(Memcheck, "compute-sanitizer/memcheck_bad_free.log")
             .drafts(RuleId::SanitizerError);
-        let d = drafts
-            .iter()
-            .find(|d| d.title.to_string().contains("device-side free"))
-            .expect("a free draft");
+        let d = titled(&drafts, "device-side free");
         assert_eq!(place(d).as_deref(), Some("records.cu:110"));
         assert!(d.fix.to_string().contains("cudaFree"), "{}", d.fix);
     }
@@ -427,10 +418,7 @@ mod tests {
     fn a_profiler_remark_no_rule_takes_is_a_note() {
         let drafts = fixture_case!(Profile, "ncu-csv/pc_sampling_no_samples_details.log")
             .drafts(RuleId::SanitizerError);
-        let d = drafts
-            .iter()
-            .find(|d| d.title.markdown().contains("PCSamplingData"))
-            .expect("the PCSamplingData remark is drafted");
+        let d = titled(&drafts, "PCSamplingData");
         assert_eq!(d.level, Level::Note);
         assert!(drafts.iter().all(|d| d.level == Level::Note), "{drafts:?}");
     }

@@ -4,7 +4,7 @@ use parsers::FindingKind;
 
 use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level};
-use crate::message::{Message, msg, quote};
+use crate::message::{msg, quote};
 use crate::text::scrub;
 
 pub(crate) const RULE: Rule = Rule::new(
@@ -21,15 +21,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
     // The first rule: no finding is explained yet.
     ctx.unexplained(FindingKind::CompileError)
         .map(|(index, f)| {
-            let mut d = Draft::new(RuleId::CompileError, Level::Error, Message::new());
+            let mut d = ctx.finding_draft(RuleId::CompileError, Level::Error, index, f);
             d.confidence = Confidence::High;
-            d.config = f.config.clone();
             d.kernel = f.finding.kernel.clone();
             d.location = ctx.place(f);
             d.key = f.finding.fingerprint.clone();
             word_compile_error(&mut d, &scrub(&f.finding.message, &ctx.joined.repo_files));
-            d.evidence.push(ctx.finding_evidence(f));
-            d.explains.push(index);
             d
         })
         .collect()

@@ -26,7 +26,7 @@ pub(crate) const RULE: Rule = Rule::new(
 );
 
 /// Device-side findings: a fault that leaves the context broken.
-fn is_device_fault(kind: FindingKind) -> bool {
+pub(super) fn is_device_fault(kind: FindingKind) -> bool {
     matches!(
         kind,
         FindingKind::InvalidAccess

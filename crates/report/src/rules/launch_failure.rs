@@ -6,7 +6,7 @@ mod rounding;
 use parsers::cuda::CudaError;
 use serde_json::json;
 
-use super::{Ctx, Role, Rule, RuleId, is_harness_kind};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, Scope};
 use crate::message::{Message, ToMessage, code, figure, msg, quote};
 
@@ -406,15 +406,12 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
         }) {
             continue;
         }
-        let mut d = Draft::new(RuleId::LaunchFailure, Level::Error, Message::new());
+        let mut d = ctx.result_draft(RuleId::LaunchFailure, r);
         d.symptom_of = Some(Scope::Kernel {
             kernel: kernel.clone(),
             single_launch: false,
         });
-        d.config = r.config.clone();
-        d.kernel = Some(kernel.to_string());
         d.gives_way.push(GiveWay::ErrorWithoutFault(kernel.clone()));
-        d.location = ctx.kernel_file(config);
         d.key = error.clone();
         d.confidence = Confidence::Medium;
         d.evidence.push(ctx.result_evidence(
@@ -426,7 +423,6 @@ fn harness_launches(ctx: &Ctx) -> Vec<Draft> {
                 quote(&error)
             ),
         ));
-        d.explains.extend(ctx.in_log(r.source, is_harness_kind));
         d.figures
             .insert("launched".into(), json!(r.result.launched));
         let failed = if CudaError::of_launch_line(&error) == Some(CudaError::LaunchOutOfResources) {

@@ -80,18 +80,14 @@ impl Refusal {
     }
 }
 
-/// Whether a finding is device-side evidence that a kernel of the config ran.
+/// Whether a finding is device-side evidence that a kernel of the config ran: a device fault,
+/// or a sanitizer's record of the kernel's accesses or barriers.
 fn ran_on_device(kind: FindingKind) -> bool {
-    matches!(
-        kind,
-        FindingKind::InvalidAccess
-            | FindingKind::MisalignedAccess
-            | FindingKind::Race
-            | FindingKind::UninitializedRead
-            | FindingKind::BarrierError
-            | FindingKind::Trap
-            | FindingKind::DeviceException
-    )
+    super::host_api::is_device_fault(kind)
+        || matches!(
+            kind,
+            FindingKind::Race | FindingKind::UninitializedRead | FindingKind::BarrierError
+        )
 }
 
 /// One draft per config with a refused launch and no sign that a kernel of it ran.

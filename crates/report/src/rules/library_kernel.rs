@@ -194,6 +194,9 @@ fn exclusion_pattern(kernels: &[&KernelId]) -> String {
 mod tests {
     use super::exclusion_pattern;
     use crate::kernel_id::KernelId;
+    use crate::rules::RuleId;
+    use crate::rules::testing::{Case, fixture_case, only, repo_file};
+    use crate::{diagnosis::Level, run::StageKind};
 
     #[test]
     fn the_exclusion_pattern_is_what_the_librarys_kernels_share() {
@@ -208,13 +211,6 @@ mod tests {
         let d = KernelId::of("sm90_sgemm_128x64");
         assert_eq!(exclusion_pattern(&[&c, &d]), "sm90_xmma_gemm_f16f16_f32_tn");
     }
-}
-
-#[cfg(test)]
-mod rule_tests {
-    use crate::rules::RuleId;
-    use crate::rules::testing::{Case, fixture_case, only, repo_file};
-    use crate::{diagnosis::Level, run::StageKind};
 
     /// racecheck on the program-model example's `correct` config, a PyTorch extension checked
     /// against SDPA (`examples/program-model/reference/artifacts/20261127T061006Z-68e4bf99/racecheck/correct/sm_90/racecheck.log`):

@@ -1,10 +1,10 @@
 //! `misaligned-access`: memcheck's access at an address not aligned to its size.
 
-use parsers::{Access, FindingKind, MemorySpace};
+use parsers::{FindingKind, MemorySpace};
 
-use super::{Ctx, Role, Rule, RuleId, at_location};
+use super::{Ctx, Role, Rule, RuleId, access_word, at_location};
 use crate::diagnosis::Draft;
-use crate::message::{Message, msg};
+use crate::message::msg;
 use crate::text::plural;
 
 pub(crate) const RULE: Rule = Rule::new(
@@ -28,15 +28,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 Some(MemorySpace::Local) => "local ",
                 _ => "",
             },
-            access: match finding.access {
-                Some(Access::Read) => "read",
-                Some(Access::Write) => "write",
-                None => "access",
-            },
+            access: access_word(finding.access),
             size: finding.size,
             count: finding.count,
         };
-        let mut d = ctx.site_draft(RuleId::MisalignedAccess, Message::new(), index, f);
+        let mut d = ctx.site_draft(RuleId::MisalignedAccess, index, f);
         d.explains
             .extend(ctx.in_log(f.source, |k| k == FindingKind::HostApiError));
         word_misaligned(&mut d, &fact);

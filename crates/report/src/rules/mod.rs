@@ -4,7 +4,7 @@
 //! a symptom, a performance cause) is its rule's [`Role`] in [`RULES`], and `fold`
 //! alone turns drafts into one root cause per fault.
 
-use parsers::{Finding, FindingKind, Severity};
+use parsers::{Access, Finding, FindingKind, Severity};
 use serde_json::json;
 
 use crate::diagnosis::{Confidence, Draft, EvidenceItem, Figure, Helper, Level, SourceLocation};
@@ -331,18 +331,11 @@ impl Ctx<'_, '_> {
             })
     }
 
-    /// An error draft about finding `index` at the site a tool located: its config, kernel and
-    /// place, the finding quoted as evidence, explained and counted as `records`. Confidence is
-    /// high when the place is known.
-    pub fn site_draft(
-        &self,
-        rule: RuleId,
-        title: impl Into<Message>,
-        index: usize,
-        f: &FindingRef,
-    ) -> Draft {
-        let mut d = Draft::new(rule, crate::diagnosis::Level::Error, title);
-        d.config = f.config.clone();
+    /// An error draft about finding `index` at the site a tool located, to be worded: its
+    /// config, kernel and place, the finding quoted as evidence, explained and counted as
+    /// `records`. Confidence is high when the place is known.
+    pub fn site_draft(&self, rule: RuleId, index: usize, f: &FindingRef) -> Draft {
+        let mut d = self.finding_draft(rule, Level::Error, index, f);
         (d.kernel, d.helpers) = self.kernel_site(f);
         d.location = self.place(f);
         d.confidence = if d.location.is_some() {
@@ -350,8 +343,6 @@ impl Ctx<'_, '_> {
         } else {
             Confidence::Medium
         };
-        d.evidence.push(self.finding_evidence(f));
-        d.explains.push(index);
         d.figures.insert("records".into(), json!(f.finding.count));
         // The other places the tool named with it (the other side of a race), labelled.
         d.spans = f
@@ -371,6 +362,27 @@ impl Ctx<'_, '_> {
                 Some(crate::diagnosis::Span::secondary(location, label))
             })
             .collect();
+        d
+    }
+
+    /// A draft at `level` about finding `index`, to be worded: its config, and the finding
+    /// quoted as evidence and explained.
+    pub fn finding_draft(&self, rule: RuleId, level: Level, index: usize, f: &FindingRef) -> Draft {
+        let mut d = Draft::new(rule, level, Message::new());
+        d.config = f.config.clone();
+        d.evidence.push(self.finding_evidence(f));
+        d.explains.push(index);
+        d
+    }
+
+    /// An error draft about harness result `r`, to be worded: its config and kernel, the
+    /// kernel's source file as its place, and the harness's findings of its log explained.
+    pub fn result_draft(&self, rule: RuleId, r: &ResultRef) -> Draft {
+        let mut d = Draft::new(rule, Level::Error, Message::new());
+        d.config = r.config.clone();
+        d.kernel = Some(r.kernel.to_string());
+        d.location = self.kernel_file(r.config.as_deref());
+        d.explains.extend(self.in_log(r.source, is_harness_kind));
         d
     }
 
@@ -476,11 +488,7 @@ impl Ctx<'_, '_> {
         // The record's own frame, under the kernel's device frame: a helper in the user's
         // source (a run's input or a `.cu` file; a toolkit header's intrinsic is no helper of
         // theirs).
-        let in_user_source = location.as_ref().is_some_and(|l| {
-            self.joined.repo_files.contains(&l.file)
-                || l.file.ends_with(".cu")
-                || l.file.ends_with(".cuh")
-        });
+        let in_user_source = location.as_ref().is_some_and(|l| self.ownership(l) >= 2);
         let function = finding
             .facts
             .function
@@ -647,19 +655,22 @@ impl Ctx<'_, '_> {
             .chain(related)
             .chain(frames)
             .collect();
-        let score = |loc: &SourceLocation| -> u8 {
-            if self.joined.repo_files.iter().any(|f| f == &loc.file) {
-                3
-            } else if loc.file.ends_with(".cu") || loc.file.ends_with(".cuh") {
-                2
-            } else if loc.file.starts_with("<toolkit>") {
-                0
-            } else {
-                1
-            }
-        };
-        let best = candidates.iter().map(&score).max()?;
-        candidates.into_iter().find(|c| score(c) == best)
+        let best = candidates.iter().map(|c| self.ownership(c)).max()?;
+        candidates.into_iter().find(|c| self.ownership(c) == best)
+    }
+
+    /// How surely a place is the user's own source: 3 for a file among the run's inputs, 2 for
+    /// a `.cu` or `.cuh` file, 0 for a toolkit header, 1 for anything else.
+    fn ownership(&self, loc: &SourceLocation) -> u8 {
+        if self.joined.repo_files.contains(&loc.file) {
+            3
+        } else if loc.file.ends_with(".cu") || loc.file.ends_with(".cuh") {
+            2
+        } else if loc.file.starts_with("<toolkit>") {
+            0
+        } else {
+            1
+        }
     }
 
     /// Where a diagnosis about a finding points: the finding's best user location, or the
@@ -699,6 +710,15 @@ pub fn is_harness_kind(kind: FindingKind) -> bool {
             | FindingKind::LaunchError
             | FindingKind::Nondeterminism
     )
+}
+
+/// An access as the words name it: "read", "write", or "access" where the tool did not say.
+pub fn access_word(access: Option<Access>) -> &'static str {
+    match access {
+        Some(Access::Read) => "read",
+        Some(Access::Write) => "write",
+        None => "access",
+    }
 }
 
 /// Whether a finding is at error severity.

@@ -40,19 +40,12 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             MemorySpace::Generic => "generic",
             MemorySpace::RemoteShared => "distributed shared",
         };
-        let access_word = match finding.access {
-            Some(Access::Write) => "write",
-            Some(Access::Read) => "read",
-            None => "access",
-        };
+        let access_word = super::access_word(finding.access);
         let size = finding.size.map(u64::from);
-        let mut d = Draft::new(RuleId::OutOfBounds, Level::Error, Message::new());
-        d.config = f.config.clone();
+        let mut d = ctx.finding_draft(RuleId::OutOfBounds, Level::Error, index, f);
         (d.kernel, d.helpers) = ctx.kernel_site(f);
         d.location = ctx.place(f);
         d.key = format!("{space_word}|{access_word}");
-        d.evidence.push(ctx.finding_evidence(f));
-        d.explains.push(index);
         // The host-side launch error in the same log is this fault's consequence.
         d.explains
             .extend(ctx.in_log(f.source, |k| k == FindingKind::HostApiError));
@@ -416,17 +409,12 @@ fn canaries(ctx: &Ctx, drafted: &[Draft]) -> Vec<Draft> {
         if corrupted.is_empty() || drafted.iter().chain(&out).any(known) {
             continue;
         }
-        let mut d = Draft::new(RuleId::OutOfBounds, Level::Error, Message::new());
-        d.config = r.config.clone();
-        d.kernel = Some(kernel.to_string());
+        let mut d = ctx.result_draft(RuleId::OutOfBounds, r);
         d.gives_way.push(GiveWay::Error(Some(kernel.clone())));
-        d.location = ctx.kernel_file(r.config.as_deref());
         d.key = "canary".into();
         d.confidence = Confidence::Medium;
         let summary = word_canaries(&mut d, super::mode_name(r.result.mode), corrupted);
         d.evidence.push(ctx.result_evidence(r, summary));
-        d.explains
-            .extend(ctx.in_log(r.source, super::is_harness_kind));
         out.push(d);
     }
     out

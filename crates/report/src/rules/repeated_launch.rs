@@ -6,7 +6,7 @@
 use parsers::FindingKind;
 use serde_json::json;
 
-use super::{Ctx, Role, Rule, RuleId, is_harness_kind};
+use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, Level, Scope};
 use crate::message::{Message, msg, quote};
 use crate::text::plural;
@@ -223,11 +223,7 @@ fn harness_stress(ctx: &Ctx) -> Vec<Draft> {
                 .then(|| super::blind_sanitizers(ctx, config, "the stress mode"))
                 .flatten(),
         };
-        let mut d = Draft::new(RuleId::RepeatedLaunchFailure, Level::Error, Message::new());
-        d.config = r.config.clone();
-        d.kernel = Some(kernel.to_string());
-        d.explains = ctx.in_log(r.source, is_harness_kind).collect();
-        d.location = ctx.kernel_file(config);
+        let mut d = ctx.result_draft(RuleId::RepeatedLaunchFailure, r);
         d.figures.insert("launches".into(), json!(launches));
         d.figures.insert("first_failure".into(), json!(first));
         d.figures
@@ -291,12 +287,7 @@ fn clean_memcheck(ctx: &Ctx, config: Option<&str>) -> Option<crate::diagnosis::E
         s.kind == crate::run::StageKind::Memcheck && s.config == config
     };
     let clean = j.sources.iter().enumerate().any(|(i, s)| {
-        memcheck(&s)
-            && s.log.complete
-            && !j
-                .findings
-                .iter()
-                .any(|f| f.source == i && super::is_error(f.finding))
+        memcheck(&s) && s.log.complete && !j.findings_of(&[i]).any(|f| super::is_error(f.finding))
     });
     let (i, s) = j.sources.iter().enumerate().find(|(_, s)| clean && memcheck(s))?;
     Some(ctx.source_evidence(

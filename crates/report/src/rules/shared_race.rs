@@ -180,10 +180,8 @@ impl<'f> Race<'f> {
         let mut sides: Vec<Side> = named
             .iter()
             .map(|r| {
-                let loc = r.location.file.as_ref().map(|file| SourceLocation {
-                    file: crate::text::relative_path(file, &j.repo_files),
-                    line: r.location.line,
-                });
+                let loc =
+                    (r.location.file.as_ref()).map(|file| ctx.relative(file, r.location.line));
                 // The function of the other side (`attn::ldmatrix_x4(...)`), when it is a
                 // helper inlined into the kernel rather than the kernel itself.
                 let helper = r
@@ -262,12 +260,8 @@ impl PairKind {
                 PairKind::WriteAfterRead { w, o }
             }
             (Some(w), Some(o)) if w != o || !p.same_file => PairKind::Barrier { w, o },
-            (Some(w), Some(o))
-                if w == o
-                    && p.same_file
-                    && p.other_access == Access::Write
-                    && p.race.async_copy =>
-            {
+            // One line of one file, as the arm before leaves it.
+            (Some(_), Some(_)) if p.other_access == Access::Write && p.race.async_copy => {
                 PairKind::AsyncCopies
             }
             _ => PairKind::OneSite,
@@ -324,12 +318,9 @@ fn pair_draft(
     } else {
         Level::Warning
     };
-    let mut d = Draft::new(RuleId::SharedMemoryRace, level, Message::new());
-    d.config = f.config.clone();
+    let mut d = ctx.finding_draft(RuleId::SharedMemoryRace, level, index, f);
     d.kernel = race.kernel.clone();
     d.helpers = p.helpers.clone();
-    d.evidence.push(ctx.finding_evidence(f));
-    d.explains.push(index);
     d.confidence = match (finding.severity, p.write.is_some() && p.other.is_some()) {
         (Severity::Error, true) => Confidence::High,
         (Severity::Error, false) | (_, true) => Confidence::Medium,

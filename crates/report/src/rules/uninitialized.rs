@@ -24,7 +24,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         if out.iter().any(|d| d.explains.contains(&index)) {
             continue;
         }
-        let mut d = ctx.site_draft(RuleId::UninitializedRead, Message::new(), index, f);
+        let mut d = ctx.site_draft(RuleId::UninitializedRead, index, f);
         let unprinted = ctx
             .joined
             .source(f.source)
@@ -102,7 +102,7 @@ fn accumulators(ctx: &Ctx) -> Vec<Draft> {
             d.evidence.push(ctx.finding_evidence(f));
             continue;
         }
-        let mut d = ctx.site_draft(RuleId::UninitializedRead, Message::new(), index, f);
+        let mut d = ctx.site_draft(RuleId::UninitializedRead, index, f);
         d.key = format!("accumulator|{array}");
         d.figures.insert("array".into(), array.clone().into());
         // The same array read elsewhere in this log, on a line that names it.

@@ -7,21 +7,14 @@ use parsers::Access;
 use super::{Mark, Pair, short_site};
 use crate::diagnosis::{Draft, Helper, SourceLocation, inlined_in};
 use crate::message::{Message, code, msg, quote};
+use crate::rules::access_word;
 use crate::text::plural;
 
 /// A span's label: what it marks, in a few words.
 pub(super) fn word_mark(mark: Mark) -> Message {
     match mark {
-        Mark::Access(access) => msg!("the {}", access_word(access)),
+        Mark::Access(access) => msg!("the {}", access_word(Some(access))),
         Mark::InliningCall => msg!("the program's call that inlines the write"),
-    }
-}
-
-/// An access as the words name it: "read", "write".
-fn access_word(access: Access) -> &'static str {
-    match access {
-        Access::Read => "read",
-        Access::Write => "write",
     }
 }
 
@@ -72,7 +65,7 @@ fn word_write_and_other(p: &Pair) -> Message {
     msg!(
         "the write at {} and the {} at {}",
         word_spot(p, &p.write),
-        access_word(p.other_access),
+        access_word(Some(p.other_access)),
         word_spot(p, &p.other)
     )
 }
@@ -110,7 +103,7 @@ fn word_site(l: &Option<SourceLocation>) -> Message {
 /// Lanes of one warp racing at two lines (`w`, the write's; `o`, the other side's): a missing
 /// `__syncwarp()`.
 pub(super) fn word_warp_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
-    let other_word = access_word(p.other_access);
+    let other_word = access_word(Some(p.other_access));
     // Lanes of one warp: racecheck's warp-level programming hazard. Program order
     // says little here (a warp-synchronous loop writes at one line and the next
     // step reads at an earlier one), so the advice names both lines.
@@ -174,7 +167,7 @@ pub(super) fn word_write_after_read(d: &mut Draft, p: &Pair, w: u32, o: u32) {
 /// Threads racing at two lines (`w`, the write's; `o`, the other side's) with no barrier
 /// between them: a missing `__syncthreads()`.
 pub(super) fn word_barrier_pair(d: &mut Draft, p: &Pair, w: u32, o: u32) {
-    let other_word = access_word(p.other_access);
+    let other_word = access_word(Some(p.other_access));
     d.title = msg!(
         "Shared-memory race: missing barrier between {}",
         word_between(p, w, o)
