@@ -5,6 +5,7 @@ use parsers::FindingKind;
 use super::{Ctx, Role, Rule, RuleId, at_location};
 use crate::diagnosis::{Confidence, Draft, Level};
 use crate::message::{Message, code, msg, quote};
+use crate::run::SanitizedLaunches;
 use crate::text::plural;
 
 pub(crate) const RULE: Rule = Rule::new(
@@ -48,6 +49,9 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 word_one_element(&mut d, finding.size, reader)
             }
             _ => word_uninitialised(&mut d, finding.size, finding.count, first, unprinted),
+        }
+        if let Some(chosen) = unseen_writes(ctx, f.source, finding.facts.host_call.is_some()) {
+            word_unseen_writes(&mut d, chosen);
         }
         out.push(d);
     }
@@ -304,11 +308,49 @@ fn word_one_element(d: &mut Draft, size: Option<u32>, reader: &parsers::ThreadIn
     );
 }
 
+/// The launches initcheck left uninstrumented before a record, where its stage chose which to
+/// instrument: what they wrote, it did not see written. A host call may come after the first
+/// `count` launches; after a skip or under a kernel filter, a kernel's read may too.
+fn unseen_writes(ctx: &Ctx, source: usize, host: bool) -> Option<SanitizedLaunches> {
+    let chosen = ctx.joined.source(source)?.stage?.unit.sanitized_launches?;
+    (host || chosen == SanitizedLaunches::Selected).then_some(chosen)
+}
+
+/// A record that a launch initcheck did not instrument may explain: a note that says so and
+/// how to confirm it, not a root cause.
+fn word_unseen_writes(d: &mut Draft, chosen: SanitizedLaunches) {
+    d.level = Level::Note;
+    d.confidence = Confidence::Low;
+    let checked = match chosen {
+        SanitizedLaunches::First { count } => msg!(
+            "only the program's first {} ({})",
+            plural(count, "launch", "launches"),
+            code(format!("--launch-count {count}"))
+        ),
+        SanitizedLaunches::Selected => msg!(
+            "only the launches its stage's {} chose (a launch skip or a kernel filter)",
+            code("args")
+        ),
+    };
+    d.title = msg!("{}, unless a launch initcheck did not check wrote it", d.title.clone());
+    d.explanation.append(msg!(
+        " But initcheck instrumented {}: the others ran uninstrumented, and what they wrote \
+         reads to it as never written, so this record may be of memory such a launch wrote.",
+        checked
+    ));
+    d.fix = msg!(
+        "Confirm it with initcheck over every launch: drop the launch bound from the stage's \
+         {} (with fewer timed iterations or a smaller problem if that takes too long). A record \
+         that stays is the root cause; one that goes was the bound's.",
+        code("args")
+    );
+}
+
 /// The words of a host API call (`cudaMemcpy source`) that read device memory nothing wrote:
 /// the buffer went back to the host with part of it never written by the kernel that fills it.
 fn word_host_read(d: &mut Draft, call: &str, size: Option<u32>) {
     let size = size
-        .map(|s| msg!("{} bytes of ", s.to_string()))
+        .map(|s| msg!("{} of ", plural(u64::from(s), "byte", "bytes")))
         .unwrap_or_default();
     d.title = msg!("Device memory copied back before anything wrote it");
     d.explanation = msg!(

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::util::{BIN, Project, code, stage, stages, stderr};
+use crate::util::{BIN, Project, code, rendered, stage, stages, stderr};
 
 /// The repository root (the examples live there).
 fn repo() -> PathBuf {
@@ -69,16 +69,6 @@ fn project(target: &str, stages_yaml: &str) -> Project {
     project.tool("ring", RING);
     project.pipeline(&target_pipeline(target, stages_yaml));
     project
-}
-
-/// `exhibit report RUN [--format F]`'s output, as text.
-fn rendered(run: &Path, format: &str) -> String {
-    let out = std::process::Command::new(BIN)
-        .args(["report", "--format", format])
-        .arg(run)
-        .output()
-        .expect("render");
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The error-level diagnoses of a stored run's JSON report.

@@ -319,3 +319,13 @@ pub fn prose(diagnosis: &serde_json::Value, key: &str) -> String {
         })
         .unwrap_or_default()
 }
+
+/// `exhibit report RUN [--format F]`'s output, as text.
+pub fn rendered(run: &Path, format: &str) -> String {
+    let out = Command::new(BIN)
+        .args(["report", "--format", format])
+        .arg(run)
+        .output()
+        .expect("render");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -274,9 +274,12 @@ fn word_write_after_write(d: &mut Draft, p: &Pair) {
     } else {
         "threads of the block"
     };
-    let sites = match (p.write_line, p.other_line) {
-        (Some(a), Some(b)) if a == b && p.same_file => msg!("at {}", word_site(&p.write)),
-        _ => msg!("at {} and {}", word_site(&p.write), word_site(&p.other)),
+    // One site when both sides read the same, whatever path each record gave it.
+    let (write, other) = (word_site(&p.write), word_site(&p.other));
+    let sites = if write == other {
+        msg!("at {}", write)
+    } else {
+        msg!("at {} and {}", write, other)
     };
     d.title = msg!("Write-after-write race{} {}", of("to"), sites.clone());
     d.explanation = msg!(
