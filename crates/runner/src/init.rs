@@ -253,7 +253,9 @@ fn gpu_stages(sources: &[&Found]) -> String {
             format!(
                 "  # The program times its kernels ({}): a sanitizer over every timed launch takes\n  \
                  # hours, so each checks the first {CHECKED_LAUNCHES} launches (compute-sanitizer \
-                 --launch-count).\n",
+                 --launch-count).\n  \
+                 # initcheck does not see what later launches write: the report notes a record \
+                 that may be that.\n",
                 plain(timer)
             ),
         ),

@@ -12,7 +12,8 @@ pub(crate) const RULE: Rule = Rule::new(
     RuleId::UninitializedRead,
     Role::sited(7),
     "Uninitialised read",
-    "initcheck's read of global memory nothing wrote.",
+    "initcheck's read of global memory nothing wrote. A record a launch initcheck did not \
+        instrument may explain (a host copy after `--launch-count`'s launches) is a note.",
     "crates/report/src/rules/uninitialized.rs",
     run,
 );
