@@ -87,7 +87,8 @@ impl<'de> Deserialize<'de> for Run {
 }
 
 /// Gives every stage of an `exhibit.run/1` manifest that lacks a unit record the one its command
-/// line implies; a manifest of any other schema is left as it is. A stage that does not read
+/// line implies, and every unit's case the typed shape its label says; a manifest of any other
+/// schema is left as it is. A stage that does not read
 /// (no kind, a command that is not a list of words) is left for the manifest's reader to refuse.
 pub fn upgrade(manifest: &mut Value) {
     if manifest.get("schema").and_then(Value::as_str) != Some(SCHEMA) {
@@ -97,18 +98,53 @@ pub fn upgrade(manifest: &mut Value) {
         return;
     };
     for stage in stages {
-        if stage.get("unit").is_some_and(|u| !u.is_null()) {
-            continue;
-        }
-        let Ok(argv) = Argv::deserialize(&*stage) else {
-            continue;
-        };
-        if let (Some(fields), Ok(unit)) =
-            (stage.as_object_mut(), serde_json::to_value(unit_of(&argv)))
+        if !stage.get("unit").is_some_and(|u| !u.is_null())
+            && let Ok(argv) = Argv::deserialize(&*stage)
+            && let (Some(fields), Ok(unit)) =
+                (stage.as_object_mut(), serde_json::to_value(unit_of(&argv)))
         {
             fields.insert("unit".into(), unit);
         }
+        if let Some(case) = stage.pointer_mut("/unit/case") {
+            typed_case(case);
+        }
     }
+}
+
+/// A case an `exhibit.run/1` unit record names by its label alone (`B,H,S,D dtype [causal]`),
+/// given the typed shape, element type and masking the label says.
+fn typed_case(case: &mut Value) {
+    let Some(label) = case.get("label").and_then(Value::as_str) else {
+        return;
+    };
+    let mut words = label.split_whitespace();
+    let Some(shape) = words.next().and_then(parse_shape) else {
+        return;
+    };
+    let dtype = words.next().map(str::to_string);
+    let causal = words.next() == Some("causal");
+    let Ok(shape) = serde_json::to_value(shape) else {
+        return;
+    };
+    if let Some(fields) = case.as_object_mut() {
+        fields.entry("shape").or_insert(shape);
+        if let Some(dtype) = dtype {
+            fields.entry("dtype").or_insert(dtype.into());
+        }
+        fields.entry("causal").or_insert(causal.into());
+    }
+}
+
+/// `B,H,S,D` as the harness's `--shape` takes it.
+fn parse_shape(text: &str) -> Option<parsers::harness::Shape> {
+    let mut it = text.split(',').map(|p| p.trim().parse::<u32>().ok());
+    let shape = parsers::harness::Shape {
+        batch: it.next()??,
+        heads: it.next()??,
+        seq_len: it.next()??,
+        head_dim: it.next()??,
+    };
+    it.next().is_none().then_some(shape)
 }
 
 /// What an `exhibit.run/1` stage says about its unit besides the record.
@@ -240,9 +276,15 @@ mod tests {
         );
         assert_eq!(unit.kernel.as_deref(), Some("attention_fwd_f16"));
         assert_eq!(unit.mode.as_deref(), Some("once"));
+        let case = unit.case.as_ref().expect("a case");
+        assert_eq!(case.label, "2,8,512,64 f16");
+        // Typed from its label, as a case of today's runner is recorded.
+        let shape = case.shape.as_ref().expect("a typed shape");
+        let dims = (shape.batch, shape.heads, shape.seq_len, shape.head_dim);
+        assert_eq!(dims, (2, 8, 512, 64));
         assert_eq!(
-            unit.case.as_ref().map(|c| c.label.as_str()),
-            Some("2,8,512,64 f16")
+            (case.dtype.as_deref(), case.causal),
+            (Some("f16"), Some(false))
         );
         assert_eq!(unit.arch.as_deref(), Some("sm_90"));
         // Written back, it is a manifest of the same schema whose stage records its unit.

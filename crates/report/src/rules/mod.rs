@@ -753,16 +753,11 @@ pub fn stage_shape(ctx: &Ctx, source: usize) -> Option<(parsers::harness::Shape,
     }) {
         return Some(of_result(r));
     }
-    let unit = stage.unit();
-    let case = unit.case.as_ref()?;
-    if let Some(shape) = case.shape.clone() {
-        return Some((shape, elem(case.dtype.as_deref().unwrap_or("f16"))));
-    }
-    // A manifest written before the case was recorded typed: its label reads
-    // `B,H,S,D dtype [causal]`.
-    let mut words = case.label.split_whitespace();
-    let shape = parse_shape(words.next()?)?;
-    Some((shape, elem(words.next().unwrap_or("f16"))))
+    let case = stage.unit.case.as_ref()?;
+    Some((
+        case.shape.clone()?,
+        elem(case.dtype.as_deref().unwrap_or("f16")),
+    ))
 }
 
 /// Where the frameworks' own Python lives, between a user's line and the launch: their frames
@@ -817,21 +812,6 @@ pub fn python_call_site(finding: &Finding, repo_files: &[String]) -> Option<Sour
         file: relative_path(file, repo_files),
         line: Some(*line),
     })
-}
-
-/// `B,H,S,D` as a shape.
-pub fn parse_shape(text: &str) -> Option<parsers::harness::Shape> {
-    let mut it = text.split(',').map(|p| p.trim().parse::<u32>().ok());
-    let shape = parsers::harness::Shape {
-        batch: it.next()??,
-        heads: it.next()??,
-        seq_len: it.next()??,
-        head_dim: it.next()??,
-    };
-    if it.next().is_some() {
-        return None;
-    }
-    Some(shape)
 }
 
 /// " at file:line" for a draft's location, or nothing when it has none.
