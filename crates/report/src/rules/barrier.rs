@@ -126,17 +126,14 @@ fn at_syncwarp(finding: &Finding) -> bool {
 mod tests {
     use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{fixture_case, only, place};
+    use crate::rules::testing::{fixture_case, place};
 
     /// synccheck on `syncdiv.cu warp` (`compute-sanitizer/synccheck_syncdiv_warp.log`): a
     /// `__syncthreads()` at line 12 that only part of a warp reaches.
     #[test]
     fn fires_on_a_barrier_only_part_of_a_warp_reaches() {
-        let d = only(
-            fixture_case!(Synccheck, "compute-sanitizer/synccheck_syncdiv_warp.log")
-                .drafts(RuleId::DivergentBarrier),
-        );
-        assert_eq!(d.rule, RuleId::DivergentBarrier);
+        let d = fixture_case!(Synccheck, "compute-sanitizer/synccheck_syncdiv_warp.log")
+            .only(RuleId::DivergentBarrier);
         assert_eq!(d.level, Level::Error);
         assert_eq!(d.key, "warp");
         assert_eq!(d.kernel.as_deref(), Some("divergent_barrier"));
@@ -148,10 +145,8 @@ mod tests {
     /// "Invalid arguments" at `__syncwarp`, called by `half_sync` at line 18.
     #[test]
     fn fires_on_a_syncwarp_mask_that_leaves_out_lanes_that_call_it() {
-        let d = only(
-            fixture_case!(Synccheck, "compute-sanitizer/synccheck_syncwarp_mask.log")
-                .drafts(RuleId::DivergentBarrier),
-        );
+        let d = fixture_case!(Synccheck, "compute-sanitizer/synccheck_syncwarp_mask.log")
+            .only(RuleId::DivergentBarrier);
         assert_eq!(d.level, Level::Error);
         assert_eq!(d.key, "syncwarp-mask");
         assert_eq!(d.figures["barrier"], "__syncwarp");

@@ -76,22 +76,19 @@ fn word_misaligned(d: &mut Draft, fact: &Misaligned) {
 mod tests {
     use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{fixture_case, only, place};
+    use crate::rules::testing::{fixture_case, place, says};
 
     /// memcheck on `misaligned.cu global` (`compute-sanitizer/memcheck_misaligned_global.log`):
     /// 4-byte reads at `base + 2`, misaligned, at line 9.
     #[test]
     fn fires_on_a_four_byte_global_read_at_an_odd_address() {
-        let d = only(
-            fixture_case!(Memcheck, "compute-sanitizer/memcheck_misaligned_global.log")
-                .drafts(RuleId::MisalignedAccess),
-        );
-        assert_eq!(d.rule, RuleId::MisalignedAccess);
+        let d = fixture_case!(Memcheck, "compute-sanitizer/memcheck_misaligned_global.log")
+            .only(RuleId::MisalignedAccess);
         assert_eq!(d.level, Level::Error);
         assert_eq!(d.title, "Misaligned global read");
         assert_eq!(d.kernel.as_deref(), Some("misaligned_global"));
         assert_eq!(place(&d).as_deref(), Some("misaligned.cu:9"));
-        assert!(d.fix.markdown().contains("multiples of 4 bytes"), "{:?}", d.fix);
+        says(&d.fix, "multiples of 4 bytes");
     }
 
     /// memcheck on `oob.cu` (`compute-sanitizer/memcheck_oob_write.log`): a write past the end

@@ -484,9 +484,9 @@ fn triton_fix(location: Option<&crate::diagnosis::SourceLocation>) -> Message {
 #[cfg(test)]
 mod tests {
     use super::wrapped_index;
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{fixture_case, only, parsers_fixture, place};
-    use crate::{diagnosis::Level, run::StageKind};
+    use crate::rules::testing::{fixture_case, place, says};
 
     #[test]
     fn a_wrapped_32_bit_index_needs_a_buffer_past_2_31_elements_and_a_distance_within_them() {
@@ -508,11 +508,8 @@ mod tests {
     /// `write_past_end`.
     #[test]
     fn fires_on_a_write_past_the_end_of_a_global_buffer() {
-        let d = only(
-            fixture_case!(Memcheck, "compute-sanitizer/memcheck_oob_write.log")
-                .drafts(RuleId::OutOfBounds),
-        );
-        assert_eq!(d.rule, RuleId::OutOfBounds);
+        let d = fixture_case!(Memcheck, "compute-sanitizer/memcheck_oob_write.log")
+            .only(RuleId::OutOfBounds);
         assert_eq!(d.level, Level::Error);
         assert_eq!(d.key, "global|write");
         assert_eq!(d.kernel.as_deref(), Some("write_past_end"));
@@ -527,26 +524,21 @@ mod tests {
     /// 1 KiB) equals the kernel's 128 bytes of shared memory: an index equal to the length.
     #[test]
     fn reads_an_index_equal_to_a_shared_arrays_length_as_an_off_by_one_guard() {
-        let case = fixture_case!(Compile, "ptxas/device_records.log").log(
-            StageKind::Memcheck,
-            "release",
-            "sm_90",
-            parsers_fixture!("compute-sanitizer/memcheck_shared_off_by_one.log"),
-        );
-        let d = only(case.drafts(RuleId::OutOfBounds));
+        let d = fixture_case!(
+            Compile, "ptxas/device_records.log";
+            Memcheck, "compute-sanitizer/memcheck_shared_off_by_one.log"
+        )
+        .only(RuleId::OutOfBounds);
         assert_eq!(d.key, "shared|read");
         assert_eq!(place(&d).as_deref(), Some("records.cu:46"));
         assert_eq!(d.figures["index"], 32);
         assert_eq!(d.figures["shared_declared"], 128);
         let title = d.title.to_string();
         assert!(title.starts_with("Off-by-one: thread 32 reads"), "{title}");
-        let fix = d.fix.to_string();
-        assert!(fix.contains("t >= 32"), "{fix}");
+        says(&d.fix, "t >= 32");
         // Without the build, the kernel's shared memory is unknown: no off-by-one is claimed.
-        let alone = only(
-            fixture_case!(Memcheck, "compute-sanitizer/memcheck_shared_off_by_one.log")
-                .drafts(RuleId::OutOfBounds),
-        );
+        let alone = fixture_case!(Memcheck, "compute-sanitizer/memcheck_shared_off_by_one.log")
+            .only(RuleId::OutOfBounds);
         assert!(!alone.figures.contains_key("index"));
         assert!(!alone.title.to_string().contains("Off-by-one"));
     }

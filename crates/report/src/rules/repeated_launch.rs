@@ -455,7 +455,7 @@ fn word_repeated(d: &mut Draft, s: &Stress) {
 #[cfg(test)]
 mod tests {
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, fixture_case, only, repo_file};
+    use crate::rules::testing::{Case, fixture_case, repo_file};
     use crate::{diagnosis::Level, run::StageKind};
 
     /// The stress stage of the `launch_counter_ring` attention build in the committed reference
@@ -463,19 +463,11 @@ mod tests {
     /// launches 1 to 5 clean, launch 6 of 20 ends in `CUDA_ERROR_ILLEGAL_ADDRESS`.
     #[test]
     fn fires_on_a_stress_run_whose_first_failure_is_its_sixth_launch() {
-        let d = only(
-            Case::new()
-                .log(
-                    StageKind::Stress,
-                    "launch_counter_ring",
-                    "sm_90",
-                    repo_file!(
-                        "artifacts/reference/20261122T040220Z-de24d653/stress/launch_counter_ring/sm_90/seed-f16/harness.json"
-                    ),
-                )
-                .drafts(RuleId::RepeatedLaunchFailure),
+        let log = repo_file!(
+            "artifacts/reference/20261122T040220Z-de24d653/stress/launch_counter_ring/sm_90/seed-f16/harness.json"
         );
-        assert_eq!(d.rule, RuleId::RepeatedLaunchFailure);
+        let case = Case::new().log(StageKind::Stress, "launch_counter_ring", "sm_90", log);
+        let d = case.only(RuleId::RepeatedLaunchFailure);
         assert_eq!(d.level, Level::Error);
         assert_eq!(d.config.as_deref(), Some("launch_counter_ring"));
         assert_eq!(d.kernel.as_deref(), Some("attention_fwd_f16"));

@@ -255,15 +255,16 @@ macro_rules! parsers_fixture {
 pub(crate) use parsers_fixture;
 
 /// A stage of `Kind` for config `release` on `sm_90` whose one log is the parsers fixture
-/// `path`: `fixture_case!(Memcheck, "compute-sanitizer/memcheck_oob_write.log")`.
+/// `path`: `fixture_case!(Memcheck, "compute-sanitizer/memcheck_oob_write.log")`; several such
+/// stages, in order, separated by `;` (a build and a run of it).
 macro_rules! fixture_case {
-    ($kind:ident, $path:literal) => {
-        $crate::rules::testing::Case::new().log(
+    ($($kind:ident, $path:literal);+ $(;)?) => {
+        $crate::rules::testing::Case::new()$(.log(
             $crate::run::StageKind::$kind,
             "release",
             "sm_90",
             $crate::rules::testing::parsers_fixture!($path),
-        )
+        ))+
     };
 }
 pub(crate) use fixture_case;

@@ -669,18 +669,9 @@ fn launched_kernel(ctx: &Ctx, config: Option<&str>, f: &parsers::Finding) -> Opt
 
 #[cfg(test)]
 mod tests {
+    use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{Case, parsers_fixture};
-    use crate::{diagnosis::Level, run::StageKind};
-
-    /// A release build for `sm_90`: ptxas's log `compile`, cuobjdump's SASS `sass`, and
-    /// memcheck's log `memcheck` of a run of it.
-    fn build(compile: &str, sass: &str, memcheck: &str) -> Case {
-        Case::new()
-            .log(StageKind::Compile, "release", "sm_90", compile)
-            .log(StageKind::Sass, "release", "sm_90", sass)
-            .log(StageKind::Memcheck, "release", "sm_90", memcheck)
-    }
+    use crate::rules::testing::fixture_case;
 
     /// `wmma_local.cu` on the H200: nvcc 13.0 warns that it cannot perform wmma load or store
     /// on local memory (`ptxas/device_wmma_local.log`), cuobjdump's SASS of `wmma_from_local`
@@ -688,10 +679,10 @@ mod tests {
     /// memcheck reports the trap (`compute-sanitizer/memcheck_wmma_local.log`).
     #[test]
     fn fires_on_a_fragment_loaded_from_local_memory_that_traps() {
-        let d = build(
-            parsers_fixture!("ptxas/device_wmma_local.log"),
-            parsers_fixture!("sass/device_wmma_local_cuobjdump.log"),
-            parsers_fixture!("compute-sanitizer/memcheck_wmma_local.log"),
+        let d = fixture_case!(
+            Compile, "ptxas/device_wmma_local.log";
+            Sass, "sass/device_wmma_local_cuobjdump.log";
+            Memcheck, "compute-sanitizer/memcheck_wmma_local.log"
         )
         .only(RuleId::WmmaLocalMemory);
         assert_eq!(d.level, Level::Error);
@@ -718,10 +709,10 @@ mod tests {
     /// memory, with HMMA in its SASS, no warning, no trap.
     #[test]
     fn stays_silent_on_fragments_loaded_from_shared_memory() {
-        build(
-            parsers_fixture!("ptxas/device_clean.log"),
-            parsers_fixture!("sass/device_clean_cuobjdump.log"),
-            parsers_fixture!("compute-sanitizer/memcheck_clean.log"),
+        fixture_case!(
+            Compile, "ptxas/device_clean.log";
+            Sass, "sass/device_clean_cuobjdump.log";
+            Memcheck, "compute-sanitizer/memcheck_clean.log"
         )
         .silent(RuleId::WmmaLocalMemory);
     }
@@ -734,10 +725,10 @@ mod tests {
     /// no local load or store: nothing of it is a fragment on local memory.
     #[test]
     fn stays_silent_on_a_cp_async_trap_the_compiler_did_not_warn_about() {
-        build(
-            parsers_fixture!("ptxas/device_cpasync_trap.log"),
-            parsers_fixture!("sass/device_cpasync_trap_cuobjdump.log"),
-            parsers_fixture!("compute-sanitizer/memcheck_cpasync_trap.log"),
+        fixture_case!(
+            Compile, "ptxas/device_cpasync_trap.log";
+            Sass, "sass/device_cpasync_trap_cuobjdump.log";
+            Memcheck, "compute-sanitizer/memcheck_cpasync_trap.log"
         )
         .silent(RuleId::WmmaLocalMemory);
     }
