@@ -98,7 +98,7 @@ pub fn upgrade(manifest: &mut Value) {
         return;
     };
     for stage in stages {
-        if !stage.get("unit").is_some_and(|u| !u.is_null())
+        if stage.get("unit").is_none_or(|u| u.is_null())
             && let Ok(argv) = Argv::deserialize(&*stage)
             && let (Some(fields), Ok(unit)) =
                 (stage.as_object_mut(), serde_json::to_value(unit_of(&argv)))
