@@ -243,11 +243,18 @@ impl Message {
         out
     }
 
-    /// Messages as a list in words: "a", "a and b", "a, b and c".
+    /// Messages as a list in words: "a", "a and b", "a, b and c"; each named once (two sites
+    /// that read the same are one site: never "at a.cu:12 and a.cu:12").
     pub fn words(items: Vec<Message>) -> Message {
-        let n = items.len();
+        let mut unique: Vec<Message> = Vec::with_capacity(items.len());
+        for m in items {
+            if !unique.contains(&m) {
+                unique.push(m);
+            }
+        }
+        let n = unique.len();
         let mut out = Message::new();
-        for (i, m) in items.into_iter().enumerate() {
+        for (i, m) in unique.into_iter().enumerate() {
             if i > 0 {
                 out.push(Part::Text(
                     if i + 1 == n { " and " } else { ", " }.to_string(),
@@ -360,6 +367,17 @@ pub(crate) use msg;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_in_words_names_each_item_once() {
+        let at = |l: &str| msg!("{}", path(l));
+        let sites = Message::words(vec![at("a.cu:12"), at("a.cu:12"), at("a.cu:14")]);
+        assert_eq!(sites.markdown(), "`a.cu:12` and `a.cu:14`");
+        assert_eq!(
+            Message::words(vec![at("a.cu:12"), at("a.cu:12")]).markdown(),
+            "`a.cu:12`"
+        );
+    }
 
     #[test]
     fn a_template_styles_its_code_and_takes_its_arguments_in_order() {
