@@ -674,7 +674,7 @@ fn the_junit_examples_report_lists_the_tests_that_passed_beside_the_failing_one(
 }
 
 /// `examples/gtest-cuda/` without cmake: its build cannot run, a failed stage (exit 3, as its
-/// README says), and the reason names what is missing. (With cmake and GoogleTest, and no
+/// README says) that never started, and the reason names what is missing. (With cmake and GoogleTest, and no
 /// GPU, it reads "Compile-only" and exits 0, as every example does.)
 #[test]
 fn the_gtest_example_without_cmake_fails_its_build_naming_cmake() {
@@ -706,7 +706,7 @@ fn the_gtest_example_without_cmake_fails_its_build_naming_cmake() {
         build["reason"]
             .as_str()
             .unwrap_or("")
-            .contains("cmake: not found"),
+            .contains("cmake not found"),
         "{build}"
     );
 }
