@@ -333,7 +333,7 @@ fn word_unseen_writes(d: &mut Draft, chosen: SanitizedLaunches) {
             code("args")
         ),
     };
-    d.title = msg!("{}, unless a launch initcheck did not check wrote it", d.title.clone());
+    d.title = msg!("{}, as far as initcheck saw", d.title.clone());
     d.explanation.append(msg!(
         " But initcheck instrumented {}: the others ran uninstrumented, and what they wrote \
          reads to it as never written, so this record may be of memory such a launch wrote.",
