@@ -463,13 +463,12 @@ fn is_own(ctx: &crate::rules::Ctx, l: &parsers::SourceLine) -> bool {
 /// The user's lines that hold a figure's cost: those that hold it themselves, and those a
 /// toolkit header's line that holds it was inlined into (`atomicAdd`'s body is the header's;
 /// the statement that calls it is the user's). A header's lines where no user line is known.
-fn cause_lines<'l>(
+pub(crate) fn cause_lines<'l>(
     ctx: &crate::rules::Ctx,
-    cmp: &Comparison,
+    config: Option<&str>,
     measure: Measure,
     lines: &[&'l parsers::SourceLine],
 ) -> Vec<&'l parsers::SourceLine> {
-    let config = cmp.config.as_deref();
     let direct: Vec<&parsers::SourceLine> = lines
         .iter()
         .copied()
@@ -522,7 +521,7 @@ fn cost(
 ) -> Option<f64> {
     let own: Vec<&parsers::SourceLine> = lines.iter().copied().filter(|l| is_own(ctx, l)).collect();
     let total: u64 = own.iter().map(|l| l.stall_samples).sum();
-    let mut on: u64 = cause_lines(ctx, cmp, c.measure, lines)
+    let mut on: u64 = cause_lines(ctx, cmp.config.as_deref(), c.measure, lines)
         .iter()
         .filter(|l| is_own(ctx, l))
         .map(|l| l.stall_samples)
@@ -746,7 +745,7 @@ fn cause(
     d.key = format!("baseline-{:?}", c.measure).to_lowercase();
     d.stands_on = vec![c.measure];
     // Atomics sit where most are executed; the other figures where the stalls are.
-    let hot = cause_lines(ctx, cmp, c.measure, lines)
+    let hot = cause_lines(ctx, cmp.config.as_deref(), c.measure, lines)
         .into_iter()
         .max_by_key(|l| {
             if c.measure == Measure::Atomics {

@@ -25,6 +25,7 @@ use super::profile::{Scope, duration_us, metric, most, place, rounded, share, so
 use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, SourceLocation};
 use crate::kernel_id::KernelId;
+use crate::measure::Measure;
 use crate::message::{Message, figure, msg, path};
 use crate::roofline::Limit;
 use crate::text::relative_path;
@@ -37,11 +38,12 @@ pub(crate) const RULE: Rule = Rule::new(
     "A profiled kernel that no Nsight Compute rule explains, measured against \
         its limit: under half the FP32 peak of the GPU the run recorded (its FMAs \
         from the source page's instruction mix over its duration), or, with no \
-        floating-point work, under half the DRAM bandwidth, or under 80% of it \
-        with most of its warps' stall samples away from its global accesses. The \
-        stall samples by reason and the Speed Of Light name the unit that holds \
-        it back (L1 traffic with no reuse, shared-memory loads, barriers, the \
-        math pipe, instruction issue, bytes in flight) and the fix. Whatever its \
+        floating-point work or a global atomic from every thread, under half the \
+        DRAM bandwidth, or under 80% of it with most of its warps' stall samples \
+        away from its global accesses. The stall samples by reason and the Speed \
+        Of Light name the unit that holds it back (L1 traffic with no reuse, \
+        shared-memory loads, barriers, the math pipe, instruction issue, bytes in \
+        flight, atomics queued in L2) and the fix. Whatever its \
         limit, a kernel with at least half its warps' stall samples at barriers and \
         its SMs under 60% of their issue rate waits on a few threads' work: idle \
         warps, placed at that work (a loop one lane runs, or a few warps' lines), \
@@ -102,8 +104,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             if done {
                 continue;
             }
-            // No floating-point work to speak of: DRAM bandwidth is the limit it could reach.
-            out.extend(if mix.mma == 0 && mix.fma.saturating_mul(10) < mix.executed {
+            // No floating-point work to speak of, or a global atomic from every thread: memory
+            // is the limit it could reach.
+            let memory = mix.fma.saturating_mul(10) < mix.executed
+                || atomics_per_thread(ctx, config, &kernel, mix).is_some();
+            out.extend(if mix.mma == 0 && memory {
                 memory_bound(ctx, config, &kernel, mix)
             } else {
                 fp32_bound(ctx, config, &kernel, mix)
@@ -378,6 +383,20 @@ enum MemoryBottleneck {
     /// Each thread reads a few bytes and then spends a large part of its time on the rest of
     /// its work, with no load in flight.
     PerThread,
+    /// Every thread updates global memory by atomics, and its warps wait on them.
+    Atomics,
+}
+
+/// Global atomics (lanes) per thread launched, where there is one from every other thread or
+/// more.
+fn atomics_per_thread(
+    ctx: &Ctx,
+    config: Option<&str>,
+    kernel: &KernelId,
+    mix: &parsers::InstructionMix,
+) -> Option<f64> {
+    let threads = metric(ctx, Scope { config, log: None }, Some(kernel), "Threads")?;
+    Some(mix.memory.global_atomic_lanes as f64 / threads).filter(|a| *a >= 0.5)
 }
 
 /// Where a memory-bound kernel's lanes sit idle: the busy line (at least a twentieth of the
@@ -413,6 +432,8 @@ fn second_wait(w: &Waits, class: MemoryBottleneck) -> Option<(Wait, f64)> {
     let rest: &[Wait] = match class {
         MemoryBottleneck::Barrier => &[Wait::Shared],
         MemoryBottleneck::OnChip => &[Wait::Barrier],
+        // Its fences: the atomics' own.
+        MemoryBottleneck::Atomics => &[Wait::Barrier],
         _ => &[Wait::Barrier, Wait::Shared],
     };
     w.top(rest)
@@ -451,6 +472,7 @@ fn memory_bound(
     // Far below the bandwidth on a launch long enough to judge by it, or below the limit with
     // the samples to say its own work is why.
     // Or a large part of it there, with a few bytes read per thread: work paid per thread.
+    let atomics = atomics_per_thread(ctx, config, kernel, mix);
     let per_thread = metric_of("Threads")
         .filter(|t| *t > 0.0)
         .map(|t| mix.global_load_bytes as f64 / t)
@@ -489,6 +511,9 @@ fn memory_bound(
         MemoryBottleneck::PerThread
     } else {
         match waited? {
+            // Waits on memory or at fences, with a global atomic from every thread: the
+            // atomics queue in L2, each address updated after the other.
+            Wait::Barrier | Wait::Global if atomics.is_some() => MemoryBottleneck::Atomics,
             Wait::Barrier => MemoryBottleneck::Barrier,
             Wait::Global => MemoryBottleneck::Latency,
             Wait::Shared => MemoryBottleneck::OnChip,
@@ -496,9 +521,15 @@ fn memory_bound(
             Wait::Issue => return None,
         }
     };
-    // Held back by its own work: placed at the line that holds most of it.
+    // Held back by its own work: placed at the line that holds most of it; atomics, at theirs.
     let (hot, at) = match class {
         MemoryBottleneck::Latency => (hot, at),
+        MemoryBottleneck::Atomics => {
+            let calls = crate::contrast::cause_lines(ctx, config, Measure::Atomics, &lines);
+            most(&calls, |l| l.atomics.max(1))
+                .map(|l| (l, place(ctx, l)))
+                .unwrap_or((hot, at))
+        }
         _ => most(&users_lines(ctx, &lines), |l| samples(l, |w| w != Wait::Global))
             .map(|l| (l, place(ctx, l)))
             .unwrap_or((hot, at)),
@@ -519,6 +550,9 @@ fn memory_bound(
     }
     for (wait, w) in waits.iter().flat_map(|w| Wait::ALL.map(|x| (x, w))) {
         figures.insert(format!("wait_{wait:?}").to_lowercase(), rounded(w.share(wait), 1000.0));
+    }
+    if let Some(a) = atomics.filter(|_| class == MemoryBottleneck::Atomics) {
+        figures.insert("atomics_per_thread".into(), rounded(a, 10.0));
     }
     if let Some((bytes, _)) = per_thread.filter(|_| class == MemoryBottleneck::PerThread) {
         figures.insert("bytes_per_thread".into(), rounded(bytes, 10.0));
@@ -541,6 +575,7 @@ fn memory_bound(
         own: own_work.filter(|_| !far),
         lanes,
         per_thread,
+        atomics,
         also: waits.as_ref().and_then(|w| second_wait(w, class)),
     };
     let summary = word_memory(&mut d, &fact);
@@ -572,7 +607,9 @@ mod tests {
 mod rule_tests {
     use crate::diagnosis::Level;
     use crate::rules::RuleId;
-    use crate::rules::testing::{place, says, slow_reduction};
+    use crate::rules::testing::{Case, parsers_fixture, place, says, slow_reduction};
+    use crate::run::StageKind;
+    use parsers::Format;
 
     /// The slow-reduction example's `shuffle2` config on an H100, from its reference run
     /// (`examples/slow-reduction/reference/artifacts/20261125T231516Z-b7f3a330/profile/shuffle2/sm_90/`):
@@ -592,6 +629,49 @@ mod rule_tests {
             crate::diagnosis::Figure::PercentOfPeak.of(&d.figures),
             Some(&serde_json::json!(71.9))
         );
+    }
+
+    /// A histogram of the project's own on an H200 (`programs/hist_atomics.cu`): 16M values
+    /// into 16 bins, a global atomic from every thread, no ncu rule naming a cause, warps
+    /// waiting on memory while the L2 moves 2% of its peak. Serialised atomics at the
+    /// `atomicAdd` line, not too few bytes in flight; through `cuda::atomic_ref<int>` (system
+    /// scope, sequentially consistent), at its `fetch_add`, with its fences said.
+    #[test]
+    fn a_histogram_of_global_atomics_is_serialised_atomics_not_latency() {
+        // With the SASS line table, which leads the toolkit's atomic to the user's call of it.
+        let lines = parsers_fixture!("sass/hist_atomics_nvdisasm_gi.log");
+        let [global, system] = [
+            (
+                "global",
+                "hist.cu:12",
+                parsers_fixture!("ncu-csv/hist_atomics_global_details.log"),
+                parsers_fixture!("ncu-source/hist_atomics_global_source.log"),
+            ),
+            (
+                "system",
+                "hist.cu:21",
+                parsers_fixture!("ncu-csv/hist_atomics_system_details.log"),
+                parsers_fixture!("ncu-source/hist_atomics_system_source.log"),
+            ),
+        ]
+        .map(|(config, at, details, page)| {
+            let d = Case::new()
+                .profile(config, details, page)
+                .log_as(StageKind::Sass, config, "sm_90", Format::SassLines, lines)
+                .input("hist.cu")
+                .only(RuleId::Bottleneck);
+            says(&d.title, "Serialised global atomics at ");
+            assert!(
+                place(&d).is_some_and(|p| p.ends_with(at)),
+                "{:?}",
+                d.location
+            );
+            says(&d.explanation, "1.0 global atomics");
+            says(&d.fix, "one global atomic per block and address");
+            d
+        });
+        says(&system.fix, "at memory fences");
+        assert!(!global.fix.to_string().contains("fences"), "{}", global.fix);
     }
 
     /// The same example's `fast` config (`profile/fast/sm_90/`): `block_sum` reading at the

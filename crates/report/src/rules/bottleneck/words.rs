@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::diagnosis::Figure;
-use crate::rules::profile::own_words;
 use crate::message::{Message, code, figure, msg, path, quote};
+use crate::rules::profile::own_words;
 
 /// A kernel far below the FP32 peak: what [`word_fp32`] words.
 pub(super) struct Fp32Bound<'k> {
@@ -98,7 +98,12 @@ pub(super) fn word_fp32(d: &mut Draft, f: &Fp32Bound) -> Message {
         ),
     };
     percent_of_peak(d, f.fraction * 100.0);
-    d.title = msg!("{}: {} at {}% of the FP32 peak", own_words(title), name(), pct.clone());
+    d.title = msg!(
+        "{}: {} at {}% of the FP32 peak",
+        own_words(title),
+        name(),
+        pct.clone()
+    );
     d.explanation = msg!("{} {}", scale, own_words(why));
     d.fix = own_words(fix);
     msg!(
@@ -151,6 +156,8 @@ pub(super) struct MemoryBound<'k> {
     pub(super) lanes: Option<Lanes<'k>>,
     /// Bytes each thread reads and the share of samples away from those loads.
     pub(super) per_thread: Option<(f64, f64)>,
+    /// Global atomics per thread, where every other thread or more issues one.
+    pub(super) atomics: Option<f64>,
     /// A second wait of its own work and its share (percent).
     pub(super) also: Option<(Wait, f64)>,
 }
@@ -203,10 +210,14 @@ pub(super) fn word_memory(d: &mut Draft, f: &MemoryBound) -> Message {
         ),
     };
     let scale = msg!(
-        "{} does no floating-point work to speak of, so {} in {} µs, with the SMs at {}% of \
-         their peak issue rate and the busiest memory unit at {}%, and no Nsight Compute rule \
-         names a cause.{}{}",
+        "{} {}, so {} in {} µs, with the SMs at {}% of their peak issue rate and the busiest \
+         memory unit at {}%, and no Nsight Compute rule names a cause.{}{}",
         name(),
+        if f.class == MemoryBottleneck::Atomics {
+            "updates memory by atomics from every thread"
+        } else {
+            "does no floating-point work to speak of"
+        },
         ran,
         fig(f.us, 1),
         fig(f.sm, 0),
@@ -232,6 +243,11 @@ pub(super) fn word_memory(d: &mut Draft, f: &MemoryBound) -> Message {
     };
     let (title, why, fix) = memory_class_words(f, lanes);
     let also = match f.also {
+        Some((Wait::Barrier, share)) if f.class == MemoryBottleneck::Atomics => msg!(
+            " {}% of its warps' stall samples are at memory fences: a sequentially consistent \
+             or system-scope atomic (`cuda::atomic_ref<T>`'s default) fences each update.",
+            fig(share, 0)
+        ),
         Some((wait, share)) if f.triton => msg!(
             " {} also hold {}% of its warps' stall samples: a reduction across the warps of a \
              program (`tl.sum`, `tl.max`) goes through shared memory and a barrier; with fewer \
@@ -296,6 +312,11 @@ fn triton_fix(class: MemoryBottleneck) -> &'static str {
             "Put more bytes in flight: a larger `BLOCK_SIZE` per program, more pipeline stages \
              (`num_stages`) so loads are issued ahead, and enough programs for several per SM."
         }
+        MemoryBottleneck::Atomics => {
+            "Combine within the program first (`tl.histogram`, `tl.sum` over its block) and \
+             issue one `tl.atomic_add` per program and address, with `sem=\"relaxed\"` where it \
+             only counts."
+        }
     }
 }
 
@@ -344,6 +365,18 @@ fn memory_class_words(f: &MemoryBound, lanes: Message) -> (Message, Message, Mes
              loads in flight and vector loads where aligned, and a grid of a few blocks per SM, \
              so the work paid once per block is paid once per many elements.",
             vec![fig(bytes, 0), fig(away * 100.0, 0), fig(bytes, 0)],
+        ),
+        MemoryBottleneck::Atomics => (
+            "Serialised global atomics",
+            "Each thread issues {} global atomics and its warps wait on them (at fences, on \
+             loads queued behind them, at exit until they drain) while nothing is busy: L2 \
+             applies atomics to one address one after another, so many threads updating few \
+             addresses (a histogram's bins, one counter) queue there.",
+            "Combine within the block first (warp shuffles, or shared-memory atomics on a \
+             private copy of the bins) and issue one global atomic per block and address; where \
+             it only counts, use `atomicAdd` or `cuda::atomic_ref<T, \
+             cuda::thread_scope_device>` with `memory_order_relaxed`.",
+            vec![fig(f.atomics.unwrap_or_default(), 1)],
         ),
         MemoryBottleneck::Latency => (
             "Latency-bound: too few bytes in flight",
