@@ -205,19 +205,12 @@ fn ran_without_trapping(j: &crate::join::Joined, config: Option<&str>) -> bool {
     use crate::{run::StageKind, run::StageStatus};
     // Logs without a run (`exhibit explain`): a memcheck log that ran to its summary.
     let completed_memcheck = j.run.is_none()
-        && j.sources
-            .iter()
-            .any(|s| s.kind == StageKind::Memcheck && s.config == config && s.log.complete);
+        && j.sources_in(config).any(|s| s.kind == StageKind::Memcheck && s.log.complete);
     completed_memcheck
-        || j.stages().iter().any(|s| {
-            s.config.as_deref() == config
-                && match s.kind {
-                    StageKind::Memcheck => {
-                        matches!(s.status, StageStatus::Passed | StageStatus::Findings)
-                    }
-                    StageKind::Check => s.status == StageStatus::Passed,
-                    _ => false,
-                }
+        || j.stages_in(config).any(|s| match s.kind {
+            StageKind::Memcheck => matches!(s.status, StageStatus::Passed | StageStatus::Findings),
+            StageKind::Check => s.status == StageStatus::Passed,
+            _ => false,
         })
 }
 
@@ -617,9 +610,7 @@ fn user_calls(ctx: &Ctx, config: Option<&str>, f: &parsers::Finding) -> Vec<Sour
     const KINDS: [&str; 3] = ["matrix_a", "matrix_b", "accumulator"];
     let kind = |name: &str| KINDS.iter().find(|k| name.contains(*k)).copied();
     let mut calls: Vec<SourceLocation> = j
-        .sources
-        .iter()
-        .filter(|s| s.config == config)
+        .sources_in(config)
         .flat_map(|s| &s.log.call_sites)
         .filter(|c| KernelId::of(&c.callee) == id && kind(&c.callee) == kind(raw))
         .filter_map(|c| {
