@@ -530,13 +530,10 @@ fn fault_records(
         .insert("invalid_local_accesses".into(), json!(local));
     // The host-side error that follows the trap is this fault's consequence.
     d.explains.extend(faults.iter().map(|(i, _)| *i));
-    d.explains.extend(ctx.joined.findings.iter().enumerate().filter_map(|(i, f)| {
-        let follows = matches!(
-            f.finding.kind,
-            FindingKind::HostApiError | FindingKind::DeviceException
-        );
-        (follows && fault_sources.contains(&f.source)).then_some(i)
-    }));
+    let follows = |k| matches!(k, FindingKind::HostApiError | FindingKind::DeviceException);
+    for &source in &fault_sources {
+        d.explains.extend(ctx.in_log(source, follows));
+    }
 }
 
 /// The words of a local-memory fault: title, explanation (on the evidence `said`) and fix.
