@@ -40,7 +40,7 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         {
             continue;
         }
-        let sources = stage_sources(j, stage);
+        let sources = super::stage_sources(j, stage);
         // A tool's error, or a test framework's report (or the program's own
         // `exhibit.results/1`) that names the failing tests, each a finding of its own.
         let reported = j.findings_of(&sources).any(|f| {
@@ -125,12 +125,6 @@ fn programs(ctx: &Ctx) -> Vec<Draft> {
         }
     }
     out
-}
-
-/// The indices of the sources read from a stage's logs, ascending.
-pub(super) fn stage_sources(j: &crate::join::Joined, stage: &crate::run::Stage) -> Vec<usize> {
-    let of = |s: &crate::join::Source| s.stage.is_some_and(|st| std::ptr::eq(st, stage));
-    (0..j.sources.len()).filter(|&i| of(&j.sources[i])).collect()
 }
 
 /// A failed program's draft as wrong output: more than its exit status (no longer bare), a

@@ -96,11 +96,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         d.figures.insert("stl".into(), json!(stl));
         if spilled {
             // A register cap the build imposed: the spills are the price of that cap.
-            let build = j.stages().iter().find(|s| {
-                s.kind == crate::run::StageKind::Compile
-                    && s.config.is_some()
-                    && s.config.as_deref() == config
-            });
+            let compile = |s: &&crate::run::Stage| s.kind == crate::run::StageKind::Compile;
+            let build = config.and_then(|_| j.stages_in(config).find(compile));
             let cap = k.max_registers_override.or(build.and_then(|s| s.unit().max_registers));
             if let Some(cap) = cap {
                 d.figures.insert("maxrregcount".into(), json!(cap));

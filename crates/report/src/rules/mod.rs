@@ -430,12 +430,8 @@ impl Ctx<'_, '_> {
         let Some(line) = site.line else {
             return Vec::new();
         };
-        let edges: Vec<&parsers::Inlined> = j
-            .sources
-            .iter()
-            .filter(|s| s.config == config)
-            .flat_map(|s| &s.log.inlined)
-            .collect();
+        let edges: Vec<&parsers::Inlined> =
+            j.sources_in(config).flat_map(|s| &s.log.inlined).collect();
         let same = |file: &str, wanted: &str| {
             let file = relative_path(file, &j.repo_files);
             file == wanted || file.ends_with(&format!("/{wanted}"))
@@ -509,14 +505,8 @@ impl Ctx<'_, '_> {
         if let Some(kernel) = stage.unit().kernel.as_deref() {
             return Some(KernelId::of(kernel));
         }
-        j.results
-            .iter()
-            .filter(|r| !crate::join::is_baseline(r.result))
-            .find(|r| {
-                j.source(r.source)
-                    .and_then(|s| s.stage)
-                    .is_some_and(|s| std::ptr::eq(s, stage))
-            })
+        j.results_of(&stage_sources(j, stage))
+            .find(|r| !crate::join::is_baseline(r.result))
             .map(|r| r.kernel.clone())
     }
 
@@ -736,6 +726,14 @@ pub fn mode_name(mode: parsers::harness::Mode) -> &'static str {
     }
 }
 
+/// The indices of the sources read from a stage's logs, ascending.
+pub fn stage_sources(j: &Joined, stage: &crate::run::Stage) -> Vec<usize> {
+    let of = |s: &crate::join::Source| s.stage.is_some_and(|st| std::ptr::eq(st, stage));
+    (0..j.sources.len())
+        .filter(|&i| of(&j.sources[i]))
+        .collect()
+}
+
 /// The problem shape and element size of the stage that produced a log: from a harness result
 /// in the same stage, else from the case its unit record names.
 pub fn stage_shape(ctx: &Ctx, source: usize) -> Option<(parsers::harness::Shape, u64)> {
@@ -746,11 +744,7 @@ pub fn stage_shape(ctx: &Ctx, source: usize) -> Option<(parsers::harness::Shape,
     let Some(stage) = src.stage else {
         return j.results.iter().find(|r| r.source == source).map(of_result);
     };
-    if let Some(r) = j.results.iter().find(|r| {
-        j.source(r.source)
-            .and_then(|s| s.stage)
-            .is_some_and(|s| std::ptr::eq(s, stage))
-    }) {
+    if let Some(r) = j.results_of(&stage_sources(j, stage)).next() {
         return Some(of_result(r));
     }
     let case = stage.unit.case.as_ref()?;
@@ -829,11 +823,9 @@ pub fn blind_sanitizers(ctx: &Ctx, config: Option<&str>, caught_by: &str) -> Opt
     use crate::join::{Source, kind_name};
     let j = ctx.joined;
     let logs: Vec<_> = j
-        .sources
-        .iter()
+        .sources_in(config)
         .filter(|s| {
             s.kind.is_sanitizer()
-                && s.config == config
                 && matches!(
                     s.log.format,
                     parsers::Format::ComputeSanitizer | parsers::Format::ComputeSanitizerXml

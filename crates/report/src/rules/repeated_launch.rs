@@ -41,7 +41,7 @@ fn searches(ctx: &Ctx) -> Vec<Draft> {
             continue;
         };
         let config = stage.config.as_deref();
-        let sources = super::launch_failure::stage_sources(j, stage);
+        let sources = super::stage_sources(j, stage);
         let of_stage = || {
             let all = j.findings.iter().enumerate();
             all.filter(|(_, f)| sources.contains(&f.source))

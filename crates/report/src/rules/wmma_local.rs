@@ -205,19 +205,12 @@ fn ran_without_trapping(j: &crate::join::Joined, config: Option<&str>) -> bool {
     use crate::{run::StageKind, run::StageStatus};
     // Logs without a run (`exhibit explain`): a memcheck log that ran to its summary.
     let completed_memcheck = j.run.is_none()
-        && j.sources
-            .iter()
-            .any(|s| s.kind == StageKind::Memcheck && s.config == config && s.log.complete);
+        && j.sources_in(config).any(|s| s.kind == StageKind::Memcheck && s.log.complete);
     completed_memcheck
-        || j.stages().iter().any(|s| {
-            s.config.as_deref() == config
-                && match s.kind {
-                    StageKind::Memcheck => {
-                        matches!(s.status, StageStatus::Passed | StageStatus::Findings)
-                    }
-                    StageKind::Check => s.status == StageStatus::Passed,
-                    _ => false,
-                }
+        || j.stages_in(config).any(|s| match s.kind {
+            StageKind::Memcheck => matches!(s.status, StageStatus::Passed | StageStatus::Findings),
+            StageKind::Check => s.status == StageStatus::Passed,
+            _ => false,
         })
 }
 
@@ -537,13 +530,10 @@ fn fault_records(
         .insert("invalid_local_accesses".into(), json!(local));
     // The host-side error that follows the trap is this fault's consequence.
     d.explains.extend(faults.iter().map(|(i, _)| *i));
-    d.explains.extend(ctx.joined.findings.iter().enumerate().filter_map(|(i, f)| {
-        let follows = matches!(
-            f.finding.kind,
-            FindingKind::HostApiError | FindingKind::DeviceException
-        );
-        (follows && fault_sources.contains(&f.source)).then_some(i)
-    }));
+    let follows = |k| matches!(k, FindingKind::HostApiError | FindingKind::DeviceException);
+    for &source in &fault_sources {
+        d.explains.extend(ctx.in_log(source, follows));
+    }
 }
 
 /// The words of a local-memory fault: title, explanation (on the evidence `said`) and fix.
@@ -617,9 +607,7 @@ fn user_calls(ctx: &Ctx, config: Option<&str>, f: &parsers::Finding) -> Vec<Sour
     const KINDS: [&str; 3] = ["matrix_a", "matrix_b", "accumulator"];
     let kind = |name: &str| KINDS.iter().find(|k| name.contains(*k)).copied();
     let mut calls: Vec<SourceLocation> = j
-        .sources
-        .iter()
-        .filter(|s| s.config == config)
+        .sources_in(config)
         .flat_map(|s| &s.log.call_sites)
         .filter(|c| KernelId::of(&c.callee) == id && kind(&c.callee) == kind(raw))
         .filter_map(|c| {
