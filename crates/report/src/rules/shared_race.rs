@@ -164,9 +164,7 @@ impl<'f> Race<'f> {
                 name: named.clone().into(),
                 location: first.clone(),
             };
-            if !helpers.contains(&helper) {
-                helpers.push(helper);
-            }
+            push_new(&mut helpers, [helper], PartialEq::eq);
         }
         // One pair per other side the tool named ("... and Write access at X", "and ... at Y"),
         // with the tool's own count per side ("[512 hazards]") where it counted every one; one
@@ -295,7 +293,7 @@ fn pair_draft(
         _ => (first, second, Access::Read),
     };
     let mut helpers = race.helpers.clone();
-    helpers.extend(other_helper.clone().filter(|h| !race.helpers.contains(h)));
+    push_new(&mut helpers, other_helper.clone(), PartialEq::eq);
     let p = Pair {
         same_file: matches!((&write, &other), (Some(a), Some(b)) if a.file == b.file),
         write_line: write.as_ref().and_then(|l| l.line),
@@ -375,12 +373,20 @@ fn pair_draft(
         .filter_map(|(loc, access)| Some(span(loc.clone()?, Mark::Access(access))))
         .collect();
     let config = f.config.as_deref();
-    for call in p.write.iter().flat_map(|at| ctx.inlined_into(config, at)) {
-        if !spans.iter().any(|(s, _)| s.location == call) {
-            spans.push(span(call, Mark::InliningCall));
+    let calls = p.write.iter().flat_map(|at| ctx.inlined_into(config, at));
+    let calls = calls.map(|call| span(call, Mark::InliningCall));
+    push_new(&mut spans, calls, |(a, _), (b, _)| a.location == b.location);
+    RaceDraft { draft: d, spans }
+}
+
+/// Appends each of `new` to `to` unless an item already there (or appended before it) is
+/// `same` as it, in their order.
+fn push_new<T>(to: &mut Vec<T>, new: impl IntoIterator<Item = T>, same: fn(&T, &T) -> bool) {
+    for item in new {
+        if !to.iter().any(|x| same(x, &item)) {
+            to.push(item);
         }
     }
-    RaceDraft { draft: d, spans }
 }
 
 /// A site (`path/file.cu:12`) as the report names it: `file.cu:12`.
