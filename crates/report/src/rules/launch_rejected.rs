@@ -11,8 +11,8 @@ use parsers::FindingKind;
 use parsers::cuda::CudaError;
 use serde_json::json;
 
-use super::{Ctx, Role, Rule, RuleId};
-use crate::diagnosis::{Confidence, Draft, EvidenceItem, Level, SourceLocation};
+use super::{Ctx, Role, Rule, RuleId, push_new};
+use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
 use crate::kernel_id::KernelId;
 use crate::message::{Message, code, figure, msg, path, quote};
 use crate::text::bytes;
@@ -118,10 +118,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 Some(class) if at_launch => {
                     refusal.get_or_insert(class);
                     explains.push(i);
-                    let item = ctx.finding_evidence(f);
-                    if !evidence.iter().any(|e: &EvidenceItem| e.stage == item.stage) {
-                        evidence.push(item);
-                    }
+                    push_new(&mut evidence, [ctx.finding_evidence(f)], |a, b| a.stage == b.stage);
                 }
                 // The same error read back by the next call (`cudaGetLastError`): part of it.
                 Some(_) => explains.push(i),
@@ -190,9 +187,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             refusal,
             kernels: kernels.iter().map(|k| &k.name).collect(),
             unprofiled: profiled.is_empty()
-                && j.sources
-                    .iter()
-                    .any(|s| s.config == config && s.kind == crate::run::StageKind::Profile),
+                && j.sources_in(config)
+                    .any(|s| s.kind == crate::run::StageKind::Profile),
             causes: ranked_causes(refusal, &build),
             build,
         };

@@ -15,7 +15,7 @@ use parsers::facts::HazardType;
 use parsers::{Access, FindingKind, Severity};
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId, push_new};
 use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, Span};
 use crate::kernel_id::KernelId;
 use crate::message::{Message, Part, path};
@@ -377,16 +377,6 @@ fn pair_draft(
     let calls = calls.map(|call| span(call, Mark::InliningCall));
     push_new(&mut spans, calls, |(a, _), (b, _)| a.location == b.location);
     RaceDraft { draft: d, spans }
-}
-
-/// Appends each of `new` to `to` unless an item already there (or appended before it) is
-/// `same` as it, in their order.
-fn push_new<T>(to: &mut Vec<T>, new: impl IntoIterator<Item = T>, same: fn(&T, &T) -> bool) {
-    for item in new {
-        if !to.iter().any(|x| same(x, &item)) {
-            to.push(item);
-        }
-    }
 }
 
 /// A site (`path/file.cu:12`) as the report names it: `file.cu:12`.
