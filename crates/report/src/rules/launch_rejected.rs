@@ -94,18 +94,16 @@ fn ran_on_device(kind: FindingKind) -> bool {
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out = Vec::new();
-    for config in j.config_names() {
+    'configs: for config in j.config_names() {
         let config = config.as_deref();
-        if j.findings_in(config)
-            .any(|(_, f)| ran_on_device(f.finding.kind))
-        {
-            continue;
-        }
-        // The sanitizers' records of the refused call.
+        // The sanitizers' records of the refused call, in a config where no kernel ran.
         let mut refusal = None;
         let mut explains = Vec::new();
         let mut evidence = Vec::new();
         for (i, f) in j.findings_in(config) {
+            if ran_on_device(f.finding.kind) {
+                continue 'configs;
+            }
             if f.finding.kind != FindingKind::HostApiError {
                 continue;
             }
