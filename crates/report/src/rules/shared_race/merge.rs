@@ -67,6 +67,12 @@ fn write_and_sites(d: &Draft) -> Option<(Site, Vec<Site>)> {
     Some(((file.to_string(), line), sites))
 }
 
+/// Whether two race drafts are of one config, kernel and scope (a warp's or a block's), and so
+/// may merge.
+fn same_kernel(a: &Draft, b: &Draft) -> bool {
+    a.config == b.config && a.kernel == b.kernel && a.figures.get("scope") == b.figures.get("scope")
+}
+
 /// Writes on neighbouring lines of one file (at most this many lines apart) are one block of
 /// statements.
 const NEIGHBOURING: u32 = 2;
@@ -98,11 +104,7 @@ pub(super) fn merge_adjacent_writes(drafts: Vec<RaceDraft>) -> Vec<RaceDraft> {
                     .iter()
                     .chain(sites)
                     .any(|(f, l)| *f == write.0 && (lo..=hi).contains(l));
-                o.config == d.config
-                    && o.kernel == d.kernel
-                    && o.figures.get("scope") == d.figures.get("scope")
-                    && near
-                    && !inside
+                same_kernel(o, d) && near && !inside
             })
         });
         let (Some(at), Some((write, sites))) = (joins, block.clone()) else {
@@ -263,13 +265,8 @@ pub(super) fn merge_sites_of_one_barrier(
     };
     for mut d in drafts {
         let (write, other) = sites(&d.draft);
-        let scope = d.draft.figures.get("scope");
         let same = out.iter_mut().find(|o| {
-            !write.is_empty()
-                && o.draft.config == d.draft.config
-                && o.draft.kernel == d.draft.kernel
-                && sites(&o.draft).0 == write
-                && o.draft.figures.get("scope") == scope
+            !write.is_empty() && same_kernel(&o.draft, &d.draft) && sites(&o.draft).0 == write
         });
         let Some(first) = same else {
             out.push(d);
