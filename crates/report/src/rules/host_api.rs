@@ -37,12 +37,12 @@ pub(super) fn is_device_fault(kind: FindingKind) -> bool {
 }
 
 /// The call and error a "Program hit ..." record names.
-fn api_error(finding: &Finding) -> Option<&ApiError> {
+pub(super) fn api_error(finding: &Finding) -> Option<&ApiError> {
     finding.facts.api_error.as_deref()
 }
 
 /// The call that returned the error.
-fn api_call(finding: &Finding) -> Option<&str> {
+pub(super) fn api_call(finding: &Finding) -> Option<&str> {
     api_error(finding).and_then(|a| a.call.as_deref())
 }
 

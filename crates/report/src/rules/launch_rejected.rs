@@ -11,6 +11,7 @@ use parsers::FindingKind;
 use parsers::cuda::CudaError;
 use serde_json::json;
 
+use super::host_api::{api_call, api_error, is_device_fault};
 use super::{Ctx, Role, Rule, RuleId, push_new};
 use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
 use crate::kernel_id::KernelId;
@@ -83,7 +84,7 @@ impl Refusal {
 /// Whether a finding is device-side evidence that a kernel of the config ran: a device fault,
 /// or a sanitizer's record of the kernel's accesses or barriers.
 fn ran_on_device(kind: FindingKind) -> bool {
-    super::host_api::is_device_fault(kind)
+    is_device_fault(kind)
         || matches!(
             kind,
             FindingKind::Race | FindingKind::UninitializedRead | FindingKind::BarrierError
@@ -107,11 +108,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             if f.finding.kind != FindingKind::HostApiError {
                 continue;
             }
-            let api = f.finding.facts.api_error.as_deref();
-            let at_launch = api
-                .and_then(|a| a.call.as_deref())
-                .is_some_and(|c| LAUNCH_CALLS.contains(&c));
-            let class = api.and_then(|a| Refusal::of(a.error()));
+            let at_launch = api_call(f.finding).is_some_and(|c| LAUNCH_CALLS.contains(&c));
+            let class = api_error(f.finding).and_then(|a| Refusal::of(a.error()));
             match class {
                 Some(class) if at_launch => {
                     refusal.get_or_insert(class);
