@@ -37,12 +37,12 @@ pub(super) fn is_device_fault(kind: FindingKind) -> bool {
 }
 
 /// The call and error a "Program hit ..." record names.
-fn api_error(finding: &Finding) -> Option<&ApiError> {
+pub(super) fn api_error(finding: &Finding) -> Option<&ApiError> {
     finding.facts.api_error.as_deref()
 }
 
 /// The call that returned the error.
-fn api_call(finding: &Finding) -> Option<&str> {
+pub(super) fn api_call(finding: &Finding) -> Option<&str> {
     api_error(finding).and_then(|a| a.call.as_deref())
 }
 
@@ -66,13 +66,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         let error = |f: &FindingRef| api_error(f.finding).map_or(CudaError::Other, ApiError::error);
         let call_kind = |f: &FindingRef| api_call(f.finding).map(ApiCall::of_name);
         // A draft of one class of the log's records: it explains them all and quotes `first`.
-        let group = |level, key: String, class: &[&(usize, &FindingRef)], first: &FindingRef| {
-            let mut d = Draft::new(RuleId::HostApiError, level, Message::new());
+        let group = |level, key: String, class: &[&(usize, &FindingRef)], (i, first): (usize, _)| {
+            let mut d = ctx.finding_draft(RuleId::HostApiError, level, i, first);
             d.key = key;
-            d.config = source.config.map(str::to_string);
             d.confidence = Confidence::High;
             d.explains = class.iter().map(|(i, _)| *i).collect();
-            d.evidence.push(ctx.finding_evidence(first));
             d
         };
 
@@ -88,7 +86,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 .iter()
                 .filter_map(|(_, f)| api_call(f.finding))
                 .collect();
-            let mut d = group(Level::Error, "sticky".into(), &sticky, sticky[0].1);
+            let mut d = group(Level::Error, "sticky".into(), &sticky, *sticky[0]);
             word_sticky(&mut d, &error_name(sticky[0].1), &calls);
             d.figures.insert("failed_calls".into(), json!(calls.len()));
             // A symptom of the fault this log located.
@@ -99,17 +97,11 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         // A device memory allocation that failed, and the error calls that echo it.
         let allocation =
             class(&|i, f| !ctx.explained(i) && error(f) == CudaError::MemoryAllocation);
-        if let Some((_, first)) = allocation
-            .iter()
-            .find(|(_, f)| call_kind(f) == Some(ApiCall::Allocation))
-        {
+        let allocs = allocation.iter().filter(|(_, f)| call_kind(f) == Some(ApiCall::Allocation));
+        if let Some(&&(i, first)) = allocs.clone().next() {
             let call = api_call(first.finding).unwrap_or("cudaMalloc");
-            let failed = allocation
-                .iter()
-                .filter(|(_, f)| call_kind(f) == Some(ApiCall::Allocation))
-                .map(|(_, f)| f.finding.count)
-                .sum::<u64>();
-            let mut d = group(Level::Error, "allocation".into(), &allocation, first);
+            let failed = allocs.map(|(_, f)| f.finding.count).sum::<u64>();
+            let mut d = group(Level::Error, "allocation".into(), &allocation, (i, first));
             d.figures.insert("failed_allocations".into(), json!(failed));
             let echoes = allocation.len().saturating_sub(1);
             word_allocation(&mut d, call, &error_name(first), failed, echoes);
@@ -119,7 +111,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
         // A binding's lookups of driver entry points, answered "no": its own business, unless
         // they filled the tool's print limit and hid what else it counted.
         let probes = class(&|i, f| !ctx.explained(i) && call_kind(f) == Some(ApiCall::EntryPoint));
-        if let Some((_, first)) = probes.first() {
+        if let Some(&&(i, first)) = probes.first() {
             let call = api_call(first.finding).unwrap_or("cuGetProcAddress");
             let count = probes.iter().map(|(_, f)| f.finding.count).sum::<u64>();
             let printed_all_probes = !ctx
@@ -130,7 +122,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             } else {
                 0
             };
-            let mut d = group(Level::Note, "entry-point-probes".into(), &probes, first);
+            let mut d = group(Level::Note, "entry-point-probes".into(), &probes, (i, first));
             d.figures.insert("probes".into(), json!(count));
             let tool = source.log.tool.map_or("memcheck", parsers::Tool::name);
             word_probes(&mut d, call, &error_name(first), count, hidden, tool);
@@ -150,7 +142,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
                 )
         });
         let echo = |f: &FindingRef| call_kind(f) == Some(ApiCall::ErrorQuery);
-        if let Some((_, first)) = invalid
+        if let Some(&&(i, first)) = invalid
             .iter()
             .find(|(_, f)| call_kind(f).is_some_and(|c| c != ApiCall::ErrorQuery))
         {
@@ -159,7 +151,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             let said = api_error(first.finding)
                 .and_then(|a| a.message.as_deref())
                 .unwrap_or("invalid argument");
-            let mut d = group(Level::Error, format!("invalid|{call}"), &invalid, first);
+            let mut d = group(Level::Error, format!("invalid|{call}"), &invalid, (i, first));
             let echoes = invalid.iter().filter(|(_, f)| echo(f)).count();
             word_invalid(&mut d, call, &name, said, echoes);
             out.push(d);

@@ -11,8 +11,9 @@ use parsers::FindingKind;
 use parsers::cuda::CudaError;
 use serde_json::json;
 
-use super::{Ctx, Role, Rule, RuleId};
-use crate::diagnosis::{Confidence, Draft, EvidenceItem, Level, SourceLocation};
+use super::host_api::{api_call, api_error, is_device_fault};
+use super::{Ctx, Role, Rule, RuleId, push_new};
+use crate::diagnosis::{Confidence, Draft, Level, SourceLocation};
 use crate::kernel_id::KernelId;
 use crate::message::{Message, code, figure, msg, path, quote};
 use crate::text::bytes;
@@ -83,7 +84,7 @@ impl Refusal {
 /// Whether a finding is device-side evidence that a kernel of the config ran: a device fault,
 /// or a sanitizer's record of the kernel's accesses or barriers.
 fn ran_on_device(kind: FindingKind) -> bool {
-    super::host_api::is_device_fault(kind)
+    is_device_fault(kind)
         || matches!(
             kind,
             FindingKind::Race | FindingKind::UninitializedRead | FindingKind::BarrierError
@@ -94,34 +95,26 @@ fn ran_on_device(kind: FindingKind) -> bool {
 pub fn run(ctx: &Ctx) -> Vec<Draft> {
     let j = ctx.joined;
     let mut out = Vec::new();
-    for config in j.config_names() {
+    'configs: for config in j.config_names() {
         let config = config.as_deref();
-        if j.findings_in(config)
-            .any(|(_, f)| ran_on_device(f.finding.kind))
-        {
-            continue;
-        }
-        // The sanitizers' records of the refused call.
+        // The sanitizers' records of the refused call, in a config where no kernel ran.
         let mut refusal = None;
         let mut explains = Vec::new();
         let mut evidence = Vec::new();
         for (i, f) in j.findings_in(config) {
+            if ran_on_device(f.finding.kind) {
+                continue 'configs;
+            }
             if f.finding.kind != FindingKind::HostApiError {
                 continue;
             }
-            let api = f.finding.facts.api_error.as_deref();
-            let at_launch = api
-                .and_then(|a| a.call.as_deref())
-                .is_some_and(|c| LAUNCH_CALLS.contains(&c));
-            let class = api.and_then(|a| Refusal::of(a.error()));
+            let at_launch = api_call(f.finding).is_some_and(|c| LAUNCH_CALLS.contains(&c));
+            let class = api_error(f.finding).and_then(|a| Refusal::of(a.error()));
             match class {
                 Some(class) if at_launch => {
                     refusal.get_or_insert(class);
                     explains.push(i);
-                    let item = ctx.finding_evidence(f);
-                    if !evidence.iter().any(|e: &EvidenceItem| e.stage == item.stage) {
-                        evidence.push(item);
-                    }
+                    push_new(&mut evidence, [ctx.finding_evidence(f)], |a, b| a.stage == b.stage);
                 }
                 // The same error read back by the next call (`cudaGetLastError`): part of it.
                 Some(_) => explains.push(i),
@@ -190,9 +183,8 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             refusal,
             kernels: kernels.iter().map(|k| &k.name).collect(),
             unprofiled: profiled.is_empty()
-                && j.sources
-                    .iter()
-                    .any(|s| s.config == config && s.kind == crate::run::StageKind::Profile),
+                && j.sources_in(config)
+                    .any(|s| s.kind == crate::run::StageKind::Profile),
             causes: ranked_causes(refusal, &build),
             build,
         };

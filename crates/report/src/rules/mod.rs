@@ -808,6 +808,16 @@ pub fn python_call_site(finding: &Finding, repo_files: &[String]) -> Option<Sour
     })
 }
 
+/// Appends each of `new` to `to` unless an item already there (or appended before it) is
+/// `same` as it, in their order.
+pub fn push_new<T>(to: &mut Vec<T>, new: impl IntoIterator<Item = T>, same: fn(&T, &T) -> bool) {
+    for item in new {
+        if !to.iter().any(|x| same(x, &item)) {
+            to.push(item);
+        }
+    }
+}
+
 /// " at file:line" for a draft's location, or nothing when it has none.
 pub fn at_location(location: Option<&SourceLocation>) -> Message {
     location

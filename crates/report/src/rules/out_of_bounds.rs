@@ -382,12 +382,9 @@ fn check_canaries<'r>(r: &crate::join::ResultRef<'r>) -> &'r [String] {
 /// The launch counts where memcheck turned from clean to errors in a stress search of this
 /// config whose program itself stayed clean.
 fn memcheck_threshold(ctx: &Ctx, config: Option<&str>) -> Option<(u64, u64)> {
-    ctx.joined.stages().iter().find_map(|stage| {
+    ctx.joined.stages_in(config).find_map(|stage| {
         let m = stage.launch_search.as_ref()?.memcheck.as_ref()?;
-        let fail = m
-            .fails_at
-            .filter(|&n| n > 1 && stage.config.as_deref() == config)?;
-        Some((m.clean_at?, fail))
+        Some((m.clean_at?, m.fails_at.filter(|&n| n > 1)?))
     })
 }
 

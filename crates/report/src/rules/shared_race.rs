@@ -15,7 +15,7 @@ use parsers::facts::HazardType;
 use parsers::{Access, FindingKind, Severity};
 use serde_json::json;
 
-use super::{Ctx, Proposes, Role, Rule, RuleId};
+use super::{Ctx, Proposes, Role, Rule, RuleId, push_new};
 use crate::diagnosis::{Confidence, Draft, Helper, Level, SourceLocation, Span};
 use crate::kernel_id::KernelId;
 use crate::message::{Message, Part, path};
@@ -164,9 +164,7 @@ impl<'f> Race<'f> {
                 name: named.clone().into(),
                 location: first.clone(),
             };
-            if !helpers.contains(&helper) {
-                helpers.push(helper);
-            }
+            push_new(&mut helpers, [helper], PartialEq::eq);
         }
         // One pair per other side the tool named ("... and Write access at X", "and ... at Y"),
         // with the tool's own count per side ("[512 hazards]") where it counted every one; one
@@ -295,7 +293,7 @@ fn pair_draft(
         _ => (first, second, Access::Read),
     };
     let mut helpers = race.helpers.clone();
-    helpers.extend(other_helper.clone().filter(|h| !race.helpers.contains(h)));
+    push_new(&mut helpers, other_helper.clone(), PartialEq::eq);
     let p = Pair {
         same_file: matches!((&write, &other), (Some(a), Some(b)) if a.file == b.file),
         write_line: write.as_ref().and_then(|l| l.line),
@@ -375,11 +373,9 @@ fn pair_draft(
         .filter_map(|(loc, access)| Some(span(loc.clone()?, Mark::Access(access))))
         .collect();
     let config = f.config.as_deref();
-    for call in p.write.iter().flat_map(|at| ctx.inlined_into(config, at)) {
-        if !spans.iter().any(|(s, _)| s.location == call) {
-            spans.push(span(call, Mark::InliningCall));
-        }
-    }
+    let calls = p.write.iter().flat_map(|at| ctx.inlined_into(config, at));
+    let calls = calls.map(|call| span(call, Mark::InliningCall));
+    push_new(&mut spans, calls, |(a, _), (b, _)| a.location == b.location);
     RaceDraft { draft: d, spans }
 }
 

@@ -30,19 +30,15 @@ pub(super) fn one_past_end(
     let finding = f.finding;
     let address = (finding.space == Some(MemorySpace::Shared))
         .then_some(finding.facts.memory.as_deref()?.shared_address?)?;
-    let kernel = (d.kernel.as_deref().map(KernelId::of))
-        .and_then(|k| ctx.joined.kernel(f.config.as_deref(), &k));
+    let (config, id) = (f.config.as_deref(), KernelId::of(d.kernel.as_deref()?));
+    let kernel = ctx.joined.kernel(config, &id)?;
     // The compute capability (`90`) of the kernel's build, else of the run's GPU.
-    let arch = kernel.and_then(|k| k.arch.clone()).or_else(|| {
-        let gpu = ctx.joined.run?.environment.gpus.first()?;
-        let cc = gpu.compute_capability.as_ref()?;
-        Some(format!("sm_{}", cc.replace('.', "")))
-    })?;
+    let arch = crate::roofline::arch_of(ctx.joined, config, &id)?;
     let cc: u32 = (arch.trim_start_matches("sm_").trim_end_matches(['a', 'f']))
         .parse()
         .ok()?;
     let base = if cc >= 80 { RESERVED_FROM_SM80 } else { 0 };
-    let declared = kernel?.resources?.shared_bytes?;
+    let declared = kernel.resources?.shared_bytes?;
     let offset = address.checked_sub(base)?;
     let size = finding.size.map(u64::from).filter(|s| *s > 0)?;
     if offset != declared || offset % size != 0 {

@@ -12,7 +12,7 @@ use crate::message::{Message, Part, code, msg};
 use crate::text::{is_users_file, plural};
 
 use super::words::{async_fix, async_mechanism, word_kernel_of};
-use super::{Mark, RaceDraft, short_site, short_sites};
+use super::{Mark, RaceDraft, push_new, short_site, short_sites};
 
 /// Takes `d`'s records into `first`, which speaks for both: their hazards (the total, which it
 /// returns), evidence, findings and inlined helpers. `d` keeps its place and spans.
@@ -25,17 +25,10 @@ fn take_records(first: &mut Draft, d: &mut Draft) -> u64 {
     };
     let total = hazards(first) + hazards(d);
     first.figures.insert("hazards".into(), json!(total));
-    for item in std::mem::take(&mut d.evidence) {
-        if !first.evidence.iter().any(|e| e.excerpt == item.excerpt) {
-            first.evidence.push(item);
-        }
-    }
+    let evidence = std::mem::take(&mut d.evidence);
+    push_new(&mut first.evidence, evidence, |a, b| a.excerpt == b.excerpt);
     first.explains.append(&mut d.explains);
-    for h in std::mem::take(&mut d.helpers) {
-        if !first.helpers.contains(&h) {
-            first.helpers.push(h);
-        }
-    }
+    push_new(&mut first.helpers, std::mem::take(&mut d.helpers), PartialEq::eq);
     total
 }
 
@@ -74,6 +67,12 @@ fn write_and_sites(d: &Draft) -> Option<(Site, Vec<Site>)> {
     Some(((file.to_string(), line), sites))
 }
 
+/// Whether two race drafts are of one config, kernel and scope (a warp's or a block's), and so
+/// may merge.
+fn same_kernel(a: &Draft, b: &Draft) -> bool {
+    a.config == b.config && a.kernel == b.kernel && a.figures.get("scope") == b.figures.get("scope")
+}
+
 /// Writes on neighbouring lines of one file (at most this many lines apart) are one block of
 /// statements.
 const NEIGHBOURING: u32 = 2;
@@ -105,11 +104,7 @@ pub(super) fn merge_adjacent_writes(drafts: Vec<RaceDraft>) -> Vec<RaceDraft> {
                     .iter()
                     .chain(sites)
                     .any(|(f, l)| *f == write.0 && (lo..=hi).contains(l));
-                o.config == d.config
-                    && o.kernel == d.kernel
-                    && o.figures.get("scope") == d.figures.get("scope")
-                    && near
-                    && !inside
+                same_kernel(o, d) && near && !inside
             })
         });
         let (Some(at), Some((write, sites))) = (joins, block.clone()) else {
@@ -120,19 +115,11 @@ pub(super) fn merge_adjacent_writes(drafts: Vec<RaceDraft>) -> Vec<RaceDraft> {
         let (writes, others) = block.get_or_insert_default();
         *merged = true;
         writes.push(write);
-        for s in sites {
-            if !others.contains(&s) {
-                others.push(s);
-            }
-        }
+        push_new(others, sites, PartialEq::eq);
         writes.sort();
         others.sort();
         let total = take_records(&mut first.draft, &mut d.draft);
-        for (span, mark) in d.spans {
-            if !first.spans.iter().any(|(s, _)| s.location == span.location) {
-                first.spans.push((span, mark));
-            }
-        }
+        push_new(&mut first.spans, d.spans, |(a, _), (b, _)| a.location == b.location);
         let names: Vec<String> = writes.iter().map(|(f, l)| format!("{f}:{l}")).collect();
         first.draft.figures.insert("writes".into(), json!(names));
         word_block(&mut first.draft, writes, others, total);
@@ -278,13 +265,8 @@ pub(super) fn merge_sites_of_one_barrier(
     };
     for mut d in drafts {
         let (write, other) = sites(&d.draft);
-        let scope = d.draft.figures.get("scope");
         let same = out.iter_mut().find(|o| {
-            !write.is_empty()
-                && o.draft.config == d.draft.config
-                && o.draft.kernel == d.draft.kernel
-                && sites(&o.draft).0 == write
-                && o.draft.figures.get("scope") == scope
+            !write.is_empty() && same_kernel(&o.draft, &d.draft) && sites(&o.draft).0 == write
         });
         let Some(first) = same else {
             out.push(d);
@@ -294,9 +276,7 @@ pub(super) fn merge_sites_of_one_barrier(
             first.draft.figures.insert("async_copy".into(), json!(true));
         }
         let mut others = other_sites(&first.draft).unwrap_or_else(|| vec![sites(&first.draft).1]);
-        if !others.contains(&other) {
-            others.push(other);
-        }
+        push_new(&mut others, [other], PartialEq::eq);
         first
             .draft
             .figures
