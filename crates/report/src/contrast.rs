@@ -463,7 +463,7 @@ fn is_own(ctx: &crate::rules::Ctx, l: &parsers::SourceLine) -> bool {
 /// The user's lines that hold a figure's cost: those that hold it themselves, and those a
 /// toolkit header's line that holds it was inlined into (`atomicAdd`'s body is the header's;
 /// the statement that calls it is the user's). A header's lines where no user line is known.
-pub(crate) fn cause_lines<'l>(
+fn cause_lines<'l>(
     ctx: &crate::rules::Ctx,
     config: Option<&str>,
     measure: Measure,
@@ -754,7 +754,7 @@ fn cause(
                 (l.stall_samples, 0)
             }
         });
-    d.location = hot.map(|l| user_place(ctx, cmp.config.as_deref(), l));
+    d.location = hot.map(|l| ctx.user_place(cmp.config.as_deref(), l));
     d.confidence = if d.location.is_some() {
         Confidence::High
     } else {
@@ -784,23 +784,6 @@ fn cause(
         msg!("{} beside {}: {}", kernel, theirs, both(c)),
     ));
     Some(d)
-}
-
-/// A source-page line's place, at the user's own line: a toolkit header's line (WMMA's
-/// `mma.hpp`) is placed at the user's call it was inlined into.
-fn user_place(
-    ctx: &crate::rules::Ctx,
-    config: Option<&str>,
-    l: &parsers::SourceLine,
-) -> crate::diagnosis::SourceLocation {
-    let at = ctx.tool_place(&l.file, l.line, config);
-    if ctx.joined.repo_files.contains(&at.file) {
-        return at;
-    }
-    ctx.inlined_into(config, &at)
-        .into_iter()
-        .next()
-        .unwrap_or(at)
 }
 
 #[cfg(test)]

@@ -25,7 +25,6 @@ use super::profile::{Scope, duration_us, metric, most, place, rounded, share, so
 use super::{Ctx, Role, Rule, RuleId};
 use crate::diagnosis::{Confidence, Draft, GiveWay, Level, SourceLocation};
 use crate::kernel_id::KernelId;
-use crate::measure::Measure;
 use crate::message::{Message, figure, msg, path};
 use crate::roofline::Limit;
 use crate::text::relative_path;
@@ -107,7 +106,7 @@ pub fn run(ctx: &Ctx) -> Vec<Draft> {
             // No floating-point work to speak of, or a global atomic from every thread: memory
             // is the limit it could reach.
             let memory = mix.fma.saturating_mul(10) < mix.executed
-                || atomics_per_thread(ctx, config, &kernel, mix).is_some();
+                || atomics_waited_on(ctx, config, &kernel, mix).is_some();
             out.extend(if mix.mma == 0 && memory {
                 memory_bound(ctx, config, &kernel, mix)
             } else {
@@ -387,16 +386,21 @@ enum MemoryBottleneck {
     Atomics,
 }
 
-/// Global atomics (lanes) per thread launched, where there is one from every other thread or
-/// more.
-fn atomics_per_thread(
+/// Global atomics (lanes) per thread launched and the share of its warps' stall samples that
+/// wait on them (at the kernel's exit until they drain, or at the fences a sequentially
+/// consistent atomic adds), where every other thread issues one or more and a fifth of the
+/// samples wait: atomics to distinct addresses complete without holding the warps back.
+fn atomics_waited_on(
     ctx: &Ctx,
     config: Option<&str>,
     kernel: &KernelId,
     mix: &parsers::InstructionMix,
-) -> Option<f64> {
+) -> Option<(f64, f64)> {
     let threads = metric(ctx, Scope { config, log: None }, Some(kernel), "Threads")?;
-    Some(mix.memory.global_atomic_lanes as f64 / threads).filter(|a| *a >= 0.5)
+    let per_thread = mix.memory.global_atomic_lanes as f64 / threads;
+    let of = |reason: &str| mix.stalls.get(&format!("stall_{reason}")).copied().unwrap_or(0);
+    let waiting = share(of("drain") + of("membar"), mix.stalls.values().sum()) / 100.0;
+    (per_thread >= 0.5 && waiting >= 0.2).then_some((per_thread, waiting))
 }
 
 /// Where a memory-bound kernel's lanes sit idle: the busy line (at least a twentieth of the
@@ -472,7 +476,7 @@ fn memory_bound(
     // Far below the bandwidth on a launch long enough to judge by it, or below the limit with
     // the samples to say its own work is why.
     // Or a large part of it there, with a few bytes read per thread: work paid per thread.
-    let atomics = atomics_per_thread(ctx, config, kernel, mix);
+    let atomics = atomics_waited_on(ctx, config, kernel, mix);
     let per_thread = metric_of("Threads")
         .filter(|t| *t > 0.0)
         .map(|t| mix.global_load_bytes as f64 / t)
@@ -524,12 +528,10 @@ fn memory_bound(
     // Held back by its own work: placed at the line that holds most of it; atomics, at theirs.
     let (hot, at) = match class {
         MemoryBottleneck::Latency => (hot, at),
-        MemoryBottleneck::Atomics => {
-            let calls = crate::contrast::cause_lines(ctx, config, Measure::Atomics, &lines);
-            most(&calls, |l| l.atomics.max(1))
-                .map(|l| (l, place(ctx, l)))
-                .unwrap_or((hot, at))
-        }
+        // A toolkit header's atomic, at the user's call that inlined it.
+        MemoryBottleneck::Atomics => most(&lines, |l| l.atomics)
+            .map(|l| (l, ctx.user_place(config, l)))
+            .unwrap_or((hot, at)),
         _ => most(&users_lines(ctx, &lines), |l| samples(l, |w| w != Wait::Global))
             .map(|l| (l, place(ctx, l)))
             .unwrap_or((hot, at)),
@@ -551,8 +553,9 @@ fn memory_bound(
     for (wait, w) in waits.iter().flat_map(|w| Wait::ALL.map(|x| (x, w))) {
         figures.insert(format!("wait_{wait:?}").to_lowercase(), rounded(w.share(wait), 1000.0));
     }
-    if let Some(a) = atomics.filter(|_| class == MemoryBottleneck::Atomics) {
+    if let Some((a, waiting)) = atomics.filter(|_| class == MemoryBottleneck::Atomics) {
         figures.insert("atomics_per_thread".into(), rounded(a, 10.0));
+        figures.insert("atomic_wait_share".into(), rounded(waiting, 1000.0));
     }
     if let Some((bytes, _)) = per_thread.filter(|_| class == MemoryBottleneck::PerThread) {
         figures.insert("bytes_per_thread".into(), rounded(bytes, 10.0));

@@ -462,6 +462,19 @@ impl Ctx<'_, '_> {
         out
     }
 
+    /// A source-page line's place, at the user's own line: a toolkit header's line (WMMA's
+    /// `mma.hpp`, `atomicAdd`'s body) is placed at the user's call it was inlined into.
+    pub fn user_place(&self, config: Option<&str>, l: &parsers::SourceLine) -> SourceLocation {
+        let at = self.tool_place(&l.file, l.line, config);
+        if self.joined.repo_files.contains(&at.file) {
+            return at;
+        }
+        self.inlined_into(config, &at)
+            .into_iter()
+            .next()
+            .unwrap_or(at)
+    }
+
     /// The `__global__` kernel a finding is in, kernel first, and the device function inlined
     /// into it where the access sits, when that is not the kernel itself. compute-sanitizer
     /// names the function the access is in, and the kernel only in a device frame under it:

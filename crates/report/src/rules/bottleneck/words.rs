@@ -156,8 +156,9 @@ pub(super) struct MemoryBound<'k> {
     pub(super) lanes: Option<Lanes<'k>>,
     /// Bytes each thread reads and the share of samples away from those loads.
     pub(super) per_thread: Option<(f64, f64)>,
-    /// Global atomics per thread, where every other thread or more issues one.
-    pub(super) atomics: Option<f64>,
+    /// Global atomics per thread and the share of the samples waiting on them, where they
+    /// hold the warps back.
+    pub(super) atomics: Option<(f64, f64)>,
     /// A second wait of its own work and its share (percent).
     pub(super) also: Option<(Wait, f64)>,
 }
@@ -368,15 +369,18 @@ fn memory_class_words(f: &MemoryBound, lanes: Message) -> (Message, Message, Mes
         ),
         MemoryBottleneck::Atomics => (
             "Serialised global atomics",
-            "Each thread issues {} global atomics and its warps wait on them (at fences, on \
-             loads queued behind them, at exit until they drain) while nothing is busy: L2 \
-             applies atomics to one address one after another, so many threads updating few \
+            "Each thread issues {} global atomics, and {}% of its warps' stall samples wait on \
+             them, at the kernel's exit until they drain or at fences, while nothing is busy: \
+             L2 applies atomics to one address one after another, so many threads updating few \
              addresses (a histogram's bins, one counter) queue there.",
             "Combine within the block first (warp shuffles, or shared-memory atomics on a \
              private copy of the bins) and issue one global atomic per block and address; where \
              it only counts, use `atomicAdd` or `cuda::atomic_ref<T, \
              cuda::thread_scope_device>` with `memory_order_relaxed`.",
-            vec![fig(f.atomics.unwrap_or_default(), 1)],
+            {
+                let (per_thread, waiting) = f.atomics.unwrap_or_default();
+                vec![fig(per_thread, 1), fig(waiting * 100.0, 0)]
+            },
         ),
         MemoryBottleneck::Latency => (
             "Latency-bound: too few bytes in flight",
